@@ -1,0 +1,16 @@
+// Package schema owns the SQLite schema of the task store: numbered SQL
+// migrations embedded in the binary and the function that applies them.
+//
+// # Invariants
+//
+//   - Migrations are files named NNNN_description.sql under migrations/,
+//     numbered from 1 without gaps; a build with a gap or a duplicate number
+//     fails at the first Apply (and in this package's tests).
+//   - Apply runs every migration the database lacks, in order, inside one
+//     write transaction, and records the resulting version in the
+//     schema_version table in that same transaction: a crash or an error
+//     leaves the database at its previous version, never half-migrated.
+//   - A database whose recorded version is newer than the newest migration
+//     this binary carries is refused with an error matching ErrTooNew, and
+//     nothing is written to it.
+package schema

@@ -1,0 +1,388 @@
+package taskgraph
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/graph-engineering/graph-engineering-mcp/lease"
+)
+
+// MaxClaimWait bounds ClaimRequest.Wait.
+const MaxClaimWait = 30 * time.Second
+
+// sweepLimit bounds how many expired leases one claim operation processes.
+const sweepLimit = 64
+
+// Claim grants a lease. With TaskID it claims that task, which must be pending
+// (or claimed with an expired lease); otherwise it is claim-next: the oldest
+// pending task, optionally within WorkflowID, waiting up to Wait for one. ok
+// is false when claim-next found nothing; that is not an error.
+func (s *Store) Claim(ctx context.Context, req ClaimRequest) (c Claimed, ok bool, err error) {
+	if err := checkIdentifier("owner", req.Owner); err != nil {
+		return Claimed{}, false, err
+	}
+	d, err := lease.Duration(req.Lease)
+	if err != nil {
+		return Claimed{}, false, invalid("lease_ms", "must be between %d and %d (got %d)", lease.MinDuration.Milliseconds(), lease.MaxDuration.Milliseconds(), req.Lease.Milliseconds())
+	}
+	if req.Wait < 0 || req.Wait > MaxClaimWait {
+		return Claimed{}, false, invalid("wait_ms", "must be between 0 and %d (got %d)", MaxClaimWait.Milliseconds(), req.Wait.Milliseconds())
+	}
+	if req.TaskID != "" {
+		if req.WorkflowID != "" {
+			return Claimed{}, false, invalid("workflow_id", "give either task_id (claim that task) or workflow_id (claim-next within it), not both")
+		}
+		if req.Wait != 0 {
+			return Claimed{}, false, invalid("wait_ms", "applies only to claim-next (without task_id)")
+		}
+		if err := checkTaskID(req.TaskID); err != nil {
+			return Claimed{}, false, err
+		}
+		err := s.do(ctx, func(w *wtx) error {
+			var err error
+			c, err = w.claimByID(req.TaskID, req.Owner, d)
+			return err
+		})
+		if err != nil {
+			return Claimed{}, false, fmt.Errorf("claim task %s: %w", req.TaskID, err)
+		}
+		return c, true, nil
+	}
+	if req.WorkflowID != "" {
+		if err := checkIdentifier("workflow_id", req.WorkflowID); err != nil {
+			return Claimed{}, false, err
+		}
+	}
+	deadline := time.Now().Add(req.Wait)
+	for {
+		changed := s.notify.wait() // taken before trying, so no wake-up is missed
+		err := s.do(ctx, func(w *wtx) error {
+			var err error
+			c, ok, err = w.claimNext(req.WorkflowID, req.Owner, d)
+			return err
+		})
+		if err != nil {
+			return Claimed{}, false, fmt.Errorf("claim next: %w", err)
+		}
+		remaining := time.Until(deadline)
+		if ok || remaining <= 0 {
+			return c, ok, nil
+		}
+		// Sleep until something may have become claimable: a write here (a
+		// broadcast), a write by another process (the watcher broadcasts), the
+		// next lease expiry, or the deadline.
+		sleep := remaining
+		if next, err := s.nextLeaseExpiry(ctx); err == nil && !next.IsZero() {
+			if until := next.Sub(s.clock.Now()) + time.Millisecond; until < sleep {
+				sleep = max(until, time.Millisecond)
+			}
+		}
+		t := time.NewTimer(sleep)
+		select {
+		case <-changed:
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return Claimed{}, false, ctx.Err()
+		case <-s.quit:
+			t.Stop()
+			return Claimed{}, false, ErrClosed
+		}
+		t.Stop()
+	}
+}
+
+func (s *Store) nextLeaseExpiry(ctx context.Context) (time.Time, error) {
+	var ms sql.NullInt64
+	if err := s.rdb.QueryRowContext(ctx, `SELECT MIN(lease_expires_at_ms) FROM tasks WHERE state = 'claimed'`).Scan(&ms); err != nil || !ms.Valid {
+		return time.Time{}, err
+	}
+	return time.UnixMilli(ms.Int64), nil
+}
+
+func (w *wtx) claimNext(workflowID, owner string, d time.Duration) (Claimed, bool, error) {
+	if _, err := w.sweepExpired(sweepLimit); err != nil {
+		return Claimed{}, false, err
+	}
+	var seq int64
+	var err error
+	if workflowID == "" {
+		err = w.queryRow(`SELECT seq FROM tasks WHERE state = 'pending' ORDER BY seq LIMIT 1`).Scan(&seq)
+	} else {
+		err = w.queryRow(`SELECT seq FROM tasks WHERE workflow_id = ? AND state = 'pending' ORDER BY seq LIMIT 1`, workflowID).Scan(&seq)
+	}
+	if errors.Is(err, sql.ErrNoRows) {
+		return Claimed{}, false, nil
+	}
+	if err != nil {
+		return Claimed{}, false, fmt.Errorf("find a pending task: %w", err)
+	}
+	r, err := w.loadSeq(seq)
+	if err != nil {
+		return Claimed{}, false, err
+	}
+	c, err := w.grant(&r, owner, d)
+	return c, err == nil, err
+}
+
+func (w *wtx) claimByID(taskID, owner string, d time.Duration) (Claimed, error) {
+	r, err := w.loadTask(taskID)
+	if err != nil {
+		return Claimed{}, err
+	}
+	if r.expired(w.now) {
+		if err := w.expire(&r); err != nil {
+			return Claimed{}, err
+		}
+	}
+	if r.State != StatePending {
+		return Claimed{}, &ConflictError{TaskID: r.TaskID, State: r.State, Detail: notClaimable(r, w.now)}
+	}
+	return w.grant(&r, owner, d)
+}
+
+// notClaimable says why a task cannot be claimed now.
+func notClaimable(r row, now time.Time) string {
+	switch r.State {
+	case StateBlocked:
+		return "not claimable yet: " + r.StatusMessage
+	case StateClaimed:
+		return fmt.Sprintf("already claimed by %s at generation %d until %s; try another task or wait for the lease to end",
+			r.Owner, r.Generation, r.LeaseExpiresAt.UTC().Format(time.RFC3339Nano))
+	default:
+		return fmt.Sprintf("the task is %s and can no longer be claimed", r.State)
+	}
+}
+
+// grant claims pending task r for owner.
+func (w *wtx) grant(r *row, owner string, d time.Duration) (Claimed, error) {
+	token, err := lease.NewToken()
+	if err != nil {
+		return Claimed{}, err
+	}
+	exp := w.now.Add(d)
+	gen := r.Generation + 1
+	res, err := w.exec(`UPDATE tasks SET state = 'claimed', owner = ?, generation = ?, token_hash = ?, lease_expires_at_ms = ?,
+		attempts = attempts + 1, status_message = ?, updated_at_ms = ? WHERE seq = ? AND state = 'pending' AND generation = ?`,
+		owner, gen, lease.HashToken(token), exp.UnixMilli(), fmt.Sprintf("claimed by %s (generation %d)", owner, gen), w.nowMS, r.seq, r.Generation)
+	if err != nil {
+		return Claimed{}, fmt.Errorf("claim: %w", err)
+	}
+	if n, _ := res.RowsAffected(); n != 1 {
+		return Claimed{}, fmt.Errorf("%w: claim of task %s changed %d rows", errInternal, r.TaskID, n)
+	}
+	if err := w.reload(r); err != nil {
+		return Claimed{}, err
+	}
+	if err := w.appendEvent(r, EventClaim, owner, gen, map[string]any{"attempt": r.Attempts, "lease_expires_at_ms": exp.UnixMilli()}); err != nil {
+		return Claimed{}, err
+	}
+	reclaim := gen > 1
+	w.afterCommit(func() {
+		w.s.stats.claims.Add(1)
+		if reclaim {
+			w.s.stats.reclaims.Add(1)
+		}
+	})
+	return Claimed{Task: r.Task, Lease: lease.Grant{Owner: owner, Generation: gen, Token: token, ExpiresAt: time.UnixMilli(exp.UnixMilli()).UTC()}}, nil
+}
+
+// sweepExpired processes up to limit claims whose lease has lapsed.
+func (w *wtx) sweepExpired(limit int) (int, error) {
+	rows, err := w.query(`SELECT seq FROM tasks WHERE state = 'claimed' AND lease_expires_at_ms <= ? ORDER BY lease_expires_at_ms LIMIT ?`, w.nowMS, limit)
+	if err != nil {
+		return 0, fmt.Errorf("find expired leases: %w", err)
+	}
+	var seqs []int64
+	for rows.Next() {
+		var s int64
+		if err := rows.Scan(&s); err != nil {
+			rows.Close()
+			return 0, err
+		}
+		seqs = append(seqs, s)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return 0, err
+	}
+	for _, seq := range seqs {
+		r, err := w.loadSeq(seq)
+		if err != nil {
+			return 0, err
+		}
+		if r.expired(w.now) { // a cascade earlier in this loop may have changed it
+			if err := w.expire(&r); err != nil {
+				return 0, err
+			}
+		}
+	}
+	return len(seqs), nil
+}
+
+// expire ends the lapsed claim on r: back to pending if attempts remain,
+// otherwise failed (and its dependents cancelled).
+func (w *wtx) expire(r *row) error {
+	holder, gen := r.Owner, r.Generation
+	if r.Attempts < r.MaxAttempts {
+		if _, err := w.exec(`UPDATE tasks SET state = 'pending', owner = NULL, token_hash = NULL, lease_expires_at_ms = NULL,
+			status_message = ?, updated_at_ms = ? WHERE seq = ?`,
+			fmt.Sprintf("ready to claim (the lease of %s at generation %d expired after attempt %d of %d)", holder, gen, r.Attempts, r.MaxAttempts), w.nowMS, r.seq); err != nil {
+			return err
+		}
+		if err := w.reload(r); err != nil {
+			return err
+		}
+		w.wakeWaiters()
+		w.afterCommit(func() { w.s.stats.expiries.Add(1) })
+		return w.appendEvent(r, EventExpire, holder, gen, map[string]any{"attempt": r.Attempts, "next": string(StatePending)})
+	}
+	msg := fmt.Sprintf("lease expired after %d attempts", r.Attempts)
+	if _, err := w.exec(`UPDATE tasks SET state = 'failed', token_hash = NULL, lease_expires_at_ms = NULL, error = ?,
+		status_message = ?, updated_at_ms = ? WHERE seq = ?`, msg, "failed: "+msg, w.nowMS, r.seq); err != nil {
+		return err
+	}
+	if err := w.reload(r); err != nil {
+		return err
+	}
+	w.afterCommit(func() { w.s.stats.expiries.Add(1); w.s.stats.failures.Add(1) })
+	if err := w.appendEvent(r, EventExpire, holder, gen, map[string]any{"attempt": r.Attempts, "next": string(StateFailed)}); err != nil {
+		return err
+	}
+	return w.cascadeCancel(r)
+}
+
+// ExpireLeases processes every claim whose lease has lapsed at server time
+// and returns how many it processed. Servers run it from the sweeper; it is
+// safe to call at any time.
+func (s *Store) ExpireLeases(ctx context.Context) (int, error) {
+	total := 0
+	for {
+		var n int
+		err := s.do(ctx, func(w *wtx) error {
+			var err error
+			n, err = w.sweepExpired(sweepLimit)
+			return err
+		})
+		if err != nil {
+			return total, fmt.Errorf("expire leases: %w", err)
+		}
+		total += n
+		if n < sweepLimit {
+			return total, nil
+		}
+	}
+}
+
+// cascadeCancel cancels every unfinished transitive dependent of root, which
+// has just failed or been cancelled, naming root as the cause.
+func (w *wtx) cascadeCancel(root *row) error {
+	verb := "failed"
+	if root.State == StateCancelled {
+		verb = "was cancelled"
+	}
+	status := fmt.Sprintf("cancelled: upstream node %s (task %s) %s", root.NodeID, root.TaskID, verb)
+	queue := []int64{root.seq}
+	n := 0
+	for len(queue) > 0 {
+		seq := queue[0]
+		queue = queue[1:]
+		rows, err := w.query(`SELECT t.seq FROM edges e JOIN tasks t ON t.seq = e.task_seq
+			WHERE e.dep_seq = ? AND t.state IN ('blocked', 'pending', 'claimed') ORDER BY t.seq`, seq)
+		if err != nil {
+			return fmt.Errorf("find dependents: %w", err)
+		}
+		var next []int64
+		for rows.Next() {
+			var d int64
+			if err := rows.Scan(&d); err != nil {
+				rows.Close()
+				return err
+			}
+			next = append(next, d)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		for _, d := range next {
+			r, err := w.loadSeq(d)
+			if err != nil {
+				return err
+			}
+			if r.State.Terminal() { // reached twice through a diamond
+				continue
+			}
+			if _, err := w.exec(`UPDATE tasks SET state = 'cancelled', token_hash = NULL, lease_expires_at_ms = NULL, cancel_cause = ?,
+				status_message = ?, updated_at_ms = ? WHERE seq = ?`, root.seq, status, w.nowMS, d); err != nil {
+				return err
+			}
+			if err := w.reload(&r); err != nil {
+				return err
+			}
+			if err := w.appendEvent(&r, EventCancel, "", r.Generation, map[string]any{"cause_task_id": root.TaskID, "cause": verb}); err != nil {
+				return err
+			}
+			n++
+			queue = append(queue, d)
+		}
+	}
+	if n > 0 {
+		w.afterCommit(func() { w.s.stats.cascadeCancels.Add(int64(n)) })
+	}
+	return nil
+}
+
+// completeDependents decrements the unmet count of every dependent of
+// completed task seq and makes ready the blocked ones that reach zero. It
+// costs O(out-degree).
+func (w *wtx) completeDependents(seq int64) error {
+	rows, err := w.query(`UPDATE tasks SET unmet = unmet - 1 WHERE seq IN (SELECT task_seq FROM edges WHERE dep_seq = ?)
+		AND state IN ('blocked', 'pending', 'claimed') RETURNING seq, state, unmet`, seq)
+	if err != nil {
+		return fmt.Errorf("update dependents: %w", err)
+	}
+	var ready []int64
+	for rows.Next() {
+		var d int64
+		var st string
+		var unmet int
+		if err := rows.Scan(&d, &st, &unmet); err != nil {
+			rows.Close()
+			return err
+		}
+		if State(st) == StateBlocked && unmet == 0 {
+			ready = append(ready, d)
+		}
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	for _, d := range ready {
+		if err := w.makeReady(d); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (w *wtx) makeReady(seq int64) error {
+	if _, err := w.exec(`UPDATE tasks SET state = 'pending', status_message = 'ready to claim', updated_at_ms = ? WHERE seq = ?`, w.nowMS, seq); err != nil {
+		return err
+	}
+	r, err := w.loadSeq(seq)
+	if err != nil {
+		return err
+	}
+	w.wakeWaiters()
+	return w.appendEvent(&r, EventReady, "", r.Generation, nil)
+}
+
+func blockedStatus(waiting []string) string {
+	return "waiting on " + strings.Join(waiting, ", ")
+}

@@ -1,0 +1,289 @@
+package taskgraph
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"reflect"
+	"sort"
+	"strings"
+	"time"
+
+	"crypto/rand"
+	"github.com/oklog/ulid/v2"
+)
+
+// CreateTask creates one task in workflowID (creating the workflow if it is
+// new). Its dependencies must already exist in the workflow. Creating a node
+// that exists with the same payload, dependencies and max_attempts returns
+// the existing task with Created false; with different ones it fails with
+// ErrConflict.
+func (s *Store) CreateTask(ctx context.Context, workflowID string, spec NodeSpec) (Created, error) {
+	out, err := s.CreateWorkflow(ctx, workflowID, []NodeSpec{spec})
+	if err != nil {
+		return Created{}, err
+	}
+	return out[0], nil
+}
+
+// CreateWorkflow creates many nodes of one workflow atomically: either every
+// node is created (or found identical) or nothing is written. Dependencies may
+// name nodes of the same call or nodes that already exist. An unknown
+// dependency or a cycle is rejected with ErrInvalid. Results are in the order
+// of nodes.
+func (s *Store) CreateWorkflow(ctx context.Context, workflowID string, nodes []NodeSpec) ([]Created, error) {
+	if err := checkIdentifier("workflow_id", workflowID); err != nil {
+		return nil, err
+	}
+	if len(nodes) == 0 {
+		return nil, invalid("nodes", "at least one node is required")
+	}
+	if len(nodes) > MaxTasksPerWorkflow {
+		return nil, invalid("nodes", "a workflow holds at most %d tasks (got %d)", MaxTasksPerWorkflow, len(nodes))
+	}
+	norm := make([]normalizedNode, len(nodes))
+	index := make(map[string]int, len(nodes))
+	for i, n := range nodes {
+		nn, err := normalizeNode(n)
+		if err != nil {
+			if len(nodes) > 1 {
+				return nil, fmt.Errorf("node %d (%q): %w", i, n.NodeID, err)
+			}
+			return nil, err
+		}
+		if _, dup := index[nn.NodeID]; dup {
+			return nil, invalid("node_id", "node %q appears twice in one workflow creation", nn.NodeID)
+		}
+		index[nn.NodeID] = i
+		norm[i] = nn
+	}
+	order, err := topoOrder(norm, index)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Created, len(nodes))
+	err = s.do(ctx, func(w *wtx) error {
+		return w.createNodes(workflowID, norm, order, out)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("create in workflow %s: %w", workflowID, err)
+	}
+	return out, nil
+}
+
+// topoOrder orders the nodes of one creation so that every node comes after
+// the nodes of the same creation it depends on, or reports a cycle.
+func topoOrder(nodes []normalizedNode, index map[string]int) ([]int, error) {
+	indeg := make([]int, len(nodes))
+	dependents := make([][]int, len(nodes))
+	for i, n := range nodes {
+		for _, d := range n.DependsOn {
+			if j, ok := index[d]; ok {
+				indeg[i]++
+				dependents[j] = append(dependents[j], i)
+			}
+		}
+	}
+	queue := make([]int, 0, len(nodes))
+	for i := range nodes {
+		if indeg[i] == 0 {
+			queue = append(queue, i)
+		}
+	}
+	for k := 0; k < len(queue); k++ {
+		for _, j := range dependents[queue[k]] {
+			if indeg[j]--; indeg[j] == 0 {
+				queue = append(queue, j)
+			}
+		}
+	}
+	if len(queue) != len(nodes) {
+		var cyc []string
+		for i, d := range indeg {
+			if d > 0 {
+				cyc = append(cyc, nodes[i].NodeID)
+			}
+		}
+		sort.Strings(cyc)
+		if len(cyc) > 10 {
+			cyc = append(cyc[:10], "…")
+		}
+		return nil, invalid("depends_on", "the dependencies form a cycle through nodes %s; a workflow must be acyclic", strings.Join(cyc, ", "))
+	}
+	return queue, nil
+}
+
+func (w *wtx) createNodes(workflowID string, nodes []normalizedNode, order []int, out []Created) error {
+	var taskCount int
+	err := w.queryRow(`SELECT task_count FROM workflows WHERE workflow_id = ?`, workflowID).Scan(&taskCount)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		if _, err := w.exec(`INSERT INTO workflows (workflow_id, created_at_ms, updated_at_ms) VALUES (?, ?, ?)`, workflowID, w.nowMS, w.nowMS); err != nil {
+			return fmt.Errorf("create workflow: %w", err)
+		}
+	case err != nil:
+		return fmt.Errorf("read workflow: %w", err)
+	}
+	added := 0
+	for _, i := range order {
+		n := nodes[i]
+		existing, err := scanTask(w.queryRow(`SELECT `+taskColumns+` FROM tasks WHERE workflow_id = ? AND node_id = ?`, workflowID, n.NodeID))
+		if err == nil {
+			if err := sameNode(existing, n); err != nil {
+				return err
+			}
+			out[i] = Created{Task: existing.Task}
+			continue
+		}
+		if !errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("look up node %s: %w", n.NodeID, err)
+		}
+		if taskCount+added+1 > MaxTasksPerWorkflow {
+			return invalid("workflow_id", "workflow %q would exceed %d tasks", workflowID, MaxTasksPerWorkflow)
+		}
+		r, err := w.insertNode(workflowID, n)
+		if err != nil {
+			return err
+		}
+		added++
+		out[i] = Created{Task: r.Task, Created: true}
+	}
+	if added > 0 {
+		if _, err := w.exec(`UPDATE workflows SET task_count = task_count + ? WHERE workflow_id = ?`, added, workflowID); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// sameNode decides whether a repeated create of n matches the existing task.
+func sameNode(existing row, n normalizedNode) error {
+	conflict := func(what string) error {
+		return &ConflictError{TaskID: existing.TaskID, State: existing.State,
+			Detail: fmt.Sprintf("node %q already exists in workflow %q with a different %s; creates are idempotent only when identical (use a new node_id for a different task)", n.NodeID, existing.WorkflowID, what)}
+	}
+	if !sameJSON(existing.Payload, n.Payload) {
+		return conflict("payload")
+	}
+	a := append([]string(nil), existing.DependsOn...)
+	b := append([]string(nil), n.DependsOn...)
+	sort.Strings(a)
+	sort.Strings(b)
+	if !reflect.DeepEqual(a, b) && !(len(a) == 0 && len(b) == 0) {
+		return conflict("depends_on")
+	}
+	if existing.MaxAttempts != n.MaxAttempts {
+		return conflict("max_attempts")
+	}
+	return nil
+}
+
+// sameJSON compares two JSON values semantically (object key order and
+// whitespace do not matter; numbers compare by their text).
+func sameJSON(a, b []byte) bool {
+	if bytes.Equal(a, b) {
+		return true
+	}
+	var va, vb any
+	da := json.NewDecoder(bytes.NewReader(a))
+	da.UseNumber()
+	db := json.NewDecoder(bytes.NewReader(b))
+	db.UseNumber()
+	if da.Decode(&va) != nil || db.Decode(&vb) != nil {
+		return false
+	}
+	return reflect.DeepEqual(va, vb)
+}
+
+// newTaskID returns a ULID whose 80 random bits come from crypto/rand, so
+// task ids cannot be guessed from one another.
+func newTaskID(now time.Time) (string, error) {
+	id, err := ulid.New(ulid.Timestamp(now), rand.Reader)
+	if err != nil {
+		return "", fmt.Errorf("generate task id: %w", err)
+	}
+	return id.String(), nil
+}
+
+func (w *wtx) insertNode(workflowID string, n normalizedNode) (row, error) {
+	type dep struct {
+		seq    int64
+		id     string
+		state  State
+		nodeID string
+	}
+	deps := make([]dep, 0, len(n.DependsOn))
+	for _, d := range n.DependsOn {
+		var x dep
+		var st string
+		err := w.queryRow(`SELECT seq, task_id, state FROM tasks WHERE workflow_id = ? AND node_id = ?`, workflowID, d).Scan(&x.seq, &x.id, &st)
+		if errors.Is(err, sql.ErrNoRows) {
+			return row{}, invalid("depends_on", "node %q depends on %q, which is not a node of workflow %q (create dependencies first or in the same call)", n.NodeID, d, workflowID)
+		}
+		if err != nil {
+			return row{}, fmt.Errorf("look up dependency %s: %w", d, err)
+		}
+		x.state, x.nodeID = State(st), d
+		deps = append(deps, x)
+	}
+	state, status, unmet := StatePending, "ready to claim", 0
+	var cause *dep
+	var waiting []string
+	for i := range deps {
+		switch deps[i].state {
+		case StateCompleted:
+		case StateFailed, StateCancelled:
+			if cause == nil {
+				cause = &deps[i]
+			}
+			unmet++
+		default:
+			unmet++
+			waiting = append(waiting, deps[i].nodeID)
+		}
+	}
+	var causeSeq sql.NullInt64
+	switch {
+	case cause != nil:
+		state = StateCancelled
+		status = fmt.Sprintf("cancelled: upstream node %s (task %s) is %s", cause.nodeID, cause.id, cause.state)
+		causeSeq = sql.NullInt64{Int64: cause.seq, Valid: true}
+	case unmet > 0:
+		state, status = StateBlocked, "waiting on "+strings.Join(waiting, ", ")
+	}
+	taskID, err := newTaskID(w.now)
+	if err != nil {
+		return row{}, err
+	}
+	depsJSON, _ := json.Marshal(n.DependsOn)
+	res, err := w.exec(`INSERT INTO tasks (task_id, workflow_id, node_id, payload, depends_on, state, max_attempts, unmet,
+		status_message, cancel_cause, created_at_ms, updated_at_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		taskID, workflowID, n.NodeID, string(n.Payload), string(depsJSON), string(state), n.MaxAttempts, unmet,
+		status, causeSeq, w.nowMS, w.nowMS)
+	if err != nil {
+		return row{}, fmt.Errorf("insert task: %w", err)
+	}
+	seq, err := res.LastInsertId()
+	if err != nil {
+		return row{}, err
+	}
+	for _, d := range deps {
+		if _, err := w.exec(`INSERT INTO edges (dep_seq, task_seq) VALUES (?, ?)`, d.seq, seq); err != nil {
+			return row{}, fmt.Errorf("insert edge: %w", err)
+		}
+	}
+	r, err := w.loadSeq(seq)
+	if err != nil {
+		return row{}, err
+	}
+	if err := w.appendEvent(&r, EventCreate, "", 0, map[string]any{"node_id": n.NodeID, "depends_on": n.DependsOn, "state": string(state), "max_attempts": n.MaxAttempts}); err != nil {
+		return row{}, err
+	}
+	if state == StatePending {
+		w.wakeWaiters()
+	}
+	return r, nil
+}

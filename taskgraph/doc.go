@@ -1,0 +1,55 @@
+// Package taskgraph is the durable task-graph store: workflows are DAGs of
+// tasks kept in an embedded SQLite database (WAL mode), claimed by workers
+// under exclusive, fenced leases (package lease), with every transition
+// recorded in a hash-chained history.
+//
+// # Readiness
+//
+// A task is blocked while any dependency has not completed, and pending
+// (claimable) once all have. Each task keeps a count of unmet dependencies;
+// completing a task decrements its dependents' counts and makes ready those
+// that reach zero, in the same transaction, at O(out-degree) cost. A task
+// created after all its dependencies completed starts pending.
+//
+// # Propagation
+//
+// A task that fails terminally (including a lease that lapses on its last
+// attempt) or is cancelled cancels every unfinished transitive dependent, with
+// a status message naming the upstream task, so nothing waits forever on a
+// dependency that can no longer complete. A task created on a dependency that
+// already failed or was cancelled starts cancelled. Only the operator
+// operations Requeue and Skip change a terminal task; they revive the
+// dependents that the task's failure cancelled.
+//
+// # Claims
+//
+// Claiming grants a lease (generation + 1, attempts + 1, a fresh secret token
+// returned only to the claimant). Heartbeat, Complete, Fail and Cancel are
+// accepted only from the live claim (lease.Check), checked in the same
+// transaction as the write, whose UPDATE repeats the fencing predicate. An
+// expired lease goes back to pending (or to failed on the last attempt) no
+// later than the next claim scan, read of the task, or sweep.
+//
+// # Writes and durability
+//
+// Every write runs on one writer goroutine that owns the only write
+// connection. It takes the operations waiting at that moment, runs each in its
+// own savepoint inside one BEGIN IMMEDIATE transaction (a rejected operation
+// rolls back to its savepoint and leaves the others alone), commits once, and
+// only then answers the callers: group commit. A failed commit fails every
+// operation of the batch. With SyncFull (the default) an answered write is on
+// disk. Reads use a separate pool and see only committed state. Server time
+// comes from the store's Clock; clients' clocks are never used.
+//
+// # History
+//
+// Each workflow's events form a hash chain (see Event); VerifyHistory
+// recomputes it and reports the first broken link. Prune removes finished
+// workflows whole and records their final chain head, so the other chains keep
+// verifying.
+//
+// # Portability
+//
+// The API speaks in tasks, workflows and time.Time; SQL stays inside this
+// package and package schema, so a PostgreSQL implementation can follow.
+package taskgraph

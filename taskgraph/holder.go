@@ -1,0 +1,209 @@
+package taskgraph
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/graph-engineering/graph-engineering-mcp/lease"
+)
+
+// MaxTokenLen bounds a presented claim token (real ones are 32 characters).
+const MaxTokenLen = 128
+
+func checkHolder(h lease.Holder) error {
+	if err := checkTaskID(h.TaskID); err != nil {
+		return err
+	}
+	if err := checkIdentifier("owner", h.Owner); err != nil {
+		return err
+	}
+	if h.Generation < 1 {
+		return invalid("generation", "must be the generation returned by the claim (at least 1, got %d)", h.Generation)
+	}
+	if h.Token == "" {
+		return invalid("claim_token", "is required: pass the claim_token returned by the claim")
+	}
+	if len(h.Token) > MaxTokenLen {
+		return invalid("claim_token", "must be at most %d characters (got %d)", MaxTokenLen, len(h.Token))
+	}
+	return nil
+}
+
+// holderWrite runs fn on the task held by h after checking, in the same
+// transaction, that h is the live claim. A rejected claim changes nothing.
+func (s *Store) holderWrite(ctx context.Context, verb string, h lease.Holder, fn func(w *wtx, r *row) error) (Task, error) {
+	if err := checkHolder(h); err != nil {
+		return Task{}, err
+	}
+	var out Task
+	err := s.do(ctx, func(w *wtx) error {
+		r, err := w.loadTask(h.TaskID)
+		if err != nil {
+			return err
+		}
+		if err := lease.Check(r.current(), h, w.now); err != nil {
+			return err
+		}
+		if err := fn(w, &r); err != nil {
+			return err
+		}
+		out = r.Task
+		return nil
+	})
+	if err != nil {
+		if errors.Is(err, ErrStaleClaim) {
+			s.stats.staleRejections.Add(1)
+		}
+		return Task{}, fmt.Errorf("%s task %s: %w", verb, h.TaskID, err)
+	}
+	return out, nil
+}
+
+// fenced runs an UPDATE whose WHERE clause repeats the fencing predicate, and
+// insists it changed exactly one row: a second line of defence behind lease.Check.
+func (w *wtx) fenced(r *row, set string, args ...any) error {
+	q := `UPDATE tasks SET ` + set + `, updated_at_ms = ? WHERE seq = ? AND state = 'claimed' AND generation = ? AND owner = ? AND lease_expires_at_ms > ?`
+	args = append(args, w.nowMS, r.seq, r.Generation, r.Owner, w.nowMS)
+	res, err := w.exec(q, args...)
+	if err != nil {
+		return err
+	}
+	if n, _ := res.RowsAffected(); n != 1 {
+		return fmt.Errorf("%w: fenced write on task %s changed %d rows", errInternal, r.TaskID, n)
+	}
+	return w.reload(r)
+}
+
+// Heartbeat extends the holder's lease to now + d (0 means the default
+// duration). The generation does not change.
+func (s *Store) Heartbeat(ctx context.Context, h lease.Holder, d time.Duration) (Task, error) {
+	dur, err := lease.Duration(d)
+	if err != nil {
+		return Task{}, invalid("lease_ms", "must be between %d and %d (got %d)", lease.MinDuration.Milliseconds(), lease.MaxDuration.Milliseconds(), d.Milliseconds())
+	}
+	return s.holderWrite(ctx, "heartbeat", h, func(w *wtx, r *row) error {
+		exp := w.now.Add(dur).UnixMilli()
+		if err := w.fenced(r, `lease_expires_at_ms = ?`, exp); err != nil {
+			return err
+		}
+		return w.appendEvent(r, EventHeartbeat, h.Owner, h.Generation, map[string]any{"lease_expires_at_ms": exp})
+	})
+}
+
+// Complete stores the holder's result (any JSON value) and finishes the task;
+// dependents whose dependencies are now all completed become pending in the
+// same transaction.
+func (s *Store) Complete(ctx context.Context, h lease.Holder, result json.RawMessage) (Task, error) {
+	res, err := checkJSON("result", result, MaxResultBytes, false)
+	if err != nil {
+		return Task{}, err
+	}
+	return s.holderWrite(ctx, "complete", h, func(w *wtx, r *row) error {
+		if err := w.fenced(r, `state = 'completed', result = ?, token_hash = NULL, lease_expires_at_ms = NULL, status_message = ?`,
+			string(res), fmt.Sprintf("completed by %s (generation %d)", h.Owner, h.Generation)); err != nil {
+			return err
+		}
+		if err := w.appendEvent(r, EventComplete, h.Owner, h.Generation, map[string]any{"result_sha256": sha256Hex(res)}); err != nil {
+			return err
+		}
+		w.afterCommit(func() { w.s.stats.completions.Add(1) })
+		return w.completeDependents(r.seq)
+	})
+}
+
+// Fail records the holder's error. With retryable and attempts left the task
+// returns to pending; otherwise it is failed and its unfinished dependents
+// are cancelled.
+func (s *Store) Fail(ctx context.Context, h lease.Holder, errText string, retryable bool) (Task, error) {
+	if err := checkErrorText(errText); err != nil {
+		return Task{}, err
+	}
+	return s.holderWrite(ctx, "fail", h, func(w *wtx, r *row) error {
+		if retryable && r.Attempts < r.MaxAttempts {
+			if err := w.fenced(r, `state = 'pending', owner = NULL, token_hash = NULL, lease_expires_at_ms = NULL, error = ?, status_message = ?`,
+				errText, fmt.Sprintf("ready to claim (retrying after attempt %d of %d failed: %s)", r.Attempts, r.MaxAttempts, errorSummary(errText))); err != nil {
+				return err
+			}
+			w.wakeWaiters()
+			w.afterCommit(func() { w.s.stats.retries.Add(1) })
+			return w.appendEvent(r, EventRetry, h.Owner, h.Generation, map[string]any{"attempt": r.Attempts, "error": errorSummary(errText)})
+		}
+		why := "failed"
+		if retryable {
+			why = fmt.Sprintf("failed after %d of %d attempts", r.Attempts, r.MaxAttempts)
+		}
+		if err := w.fenced(r, `state = 'failed', error = ?, token_hash = NULL, lease_expires_at_ms = NULL, status_message = ?`,
+			errText, why+": "+errorSummary(errText)); err != nil {
+			return err
+		}
+		w.afterCommit(func() { w.s.stats.failures.Add(1) })
+		if err := w.appendEvent(r, EventFail, h.Owner, h.Generation, map[string]any{"attempt": r.Attempts, "retryable": retryable, "error": errorSummary(errText)}); err != nil {
+			return err
+		}
+		return w.cascadeCancel(r)
+	})
+}
+
+// Cancel ends the holder's own claim by cancelling the task (and its
+// unfinished dependents). It is not an administrative abort.
+func (s *Store) Cancel(ctx context.Context, h lease.Holder) (Task, error) {
+	return s.holderWrite(ctx, "cancel", h, func(w *wtx, r *row) error {
+		if err := w.fenced(r, `state = 'cancelled', token_hash = NULL, lease_expires_at_ms = NULL, status_message = ?`,
+			fmt.Sprintf("cancelled by its holder %s (generation %d)", h.Owner, h.Generation)); err != nil {
+			return err
+		}
+		w.afterCommit(func() { w.s.stats.cancels.Add(1) })
+		if err := w.appendEvent(r, EventCancel, h.Owner, h.Generation, map[string]any{"by": "holder"}); err != nil {
+			return err
+		}
+		return w.cascadeCancel(r)
+	})
+}
+
+// CancelTask is the protocol cancel (MCP tasks/cancel): it cancels a task that
+// has not finished, fencing out any holder and cancelling its unfinished
+// dependents. A finished task is returned unchanged with changed false.
+func (s *Store) CancelTask(ctx context.Context, taskID, reason string) (t Task, changed bool, err error) {
+	if err := checkTaskID(taskID); err != nil {
+		return Task{}, false, err
+	}
+	if len(reason) > MaxReasonBytes {
+		return Task{}, false, invalid("reason", "must be at most %d bytes", MaxReasonBytes)
+	}
+	if reason == "" {
+		reason = "cancelled by request"
+	}
+	err = s.do(ctx, func(w *wtx) error {
+		r, err := w.loadTask(taskID)
+		if err != nil {
+			return err
+		}
+		if r.State.Terminal() {
+			t = r.Task
+			return nil
+		}
+		prev := r.Owner
+		if err := w.setState(r.seq, StateCancelled, reason); err != nil {
+			return err
+		}
+		if err := w.reload(&r); err != nil {
+			return err
+		}
+		w.afterCommit(func() { w.s.stats.cancels.Add(1) })
+		if err := w.appendEvent(&r, EventCancel, prev, r.Generation, map[string]any{"by": "request", "reason": reason}); err != nil {
+			return err
+		}
+		if err := w.cascadeCancel(&r); err != nil {
+			return err
+		}
+		t, changed = r.Task, true
+		return nil
+	})
+	if err != nil {
+		return Task{}, false, fmt.Errorf("cancel task %s: %w", taskID, err)
+	}
+	return t, changed, nil
+}

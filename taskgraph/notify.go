@@ -1,0 +1,152 @@
+package taskgraph
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// notifier wakes every waiter at once: wait returns a channel that the next
+// broadcast closes.
+type notifier struct {
+	mu     sync.Mutex
+	ch     chan struct{}
+	handed bool // a waiter holds ch
+}
+
+func (n *notifier) init() { n.ch = make(chan struct{}) }
+
+func (n *notifier) wait() <-chan struct{} {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.handed = true
+	return n.ch
+}
+
+func (n *notifier) broadcast() {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	close(n.ch)
+	n.ch = make(chan struct{})
+	n.handed = false
+}
+
+// startWatch notices writes made by other processes (an operator command,
+// another server) through PRAGMA data_version, which changes on one
+// connection whenever any other connection commits, and wakes claim-next
+// waiters. The baseline is read before Open returns, so no write made after
+// Open can be missed.
+func (s *Store) startWatch(ctx context.Context) error {
+	conn, err := s.rdb.Conn(ctx)
+	if err != nil {
+		return fmt.Errorf("start change watcher: %w", err)
+	}
+	var last int64
+	if err := conn.QueryRowContext(ctx, `PRAGMA data_version`).Scan(&last); err != nil {
+		conn.Close()
+		return fmt.Errorf("start change watcher: %w", err)
+	}
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		defer conn.Close()
+		t := time.NewTicker(s.opts.WatchInterval)
+		defer t.Stop()
+		for {
+			select {
+			case <-s.quit:
+				return
+			case <-t.C:
+			}
+			var v int64
+			if err := conn.QueryRowContext(context.Background(), `PRAGMA data_version`).Scan(&v); err != nil {
+				s.log.Warn("read data_version", "err", err)
+				continue
+			}
+			if v != last {
+				last = v
+				s.notify.broadcast()
+			}
+		}
+	}()
+	return nil
+}
+
+// sweeper expires leases as they lapse, so that expiries are recorded (and
+// claim-next waiters woken) without waiting for the next claim. It wakes at
+// the earliest lease expiry, and at least once a second.
+func (s *Store) sweeper() {
+	defer s.wg.Done()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		<-s.quit
+		cancel()
+	}()
+	for {
+		sleep := time.Second
+		next, err := s.nextLeaseExpiry(ctx)
+		if err == nil && !next.IsZero() {
+			if d := next.Sub(s.clock.Now()); d <= 0 {
+				n, err := s.ExpireLeases(ctx)
+				if err == nil {
+					if n > 0 {
+						s.log.Info("leases expired", "count", n)
+					}
+					continue
+				}
+				if ctx.Err() == nil {
+					s.log.Warn("lease sweep failed; retrying in a second", "err", err)
+				}
+			} else if d < sleep {
+				sleep = d + time.Millisecond
+			}
+		}
+		t := time.NewTimer(sleep)
+		select {
+		case <-s.quit:
+			t.Stop()
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// counters are the store's cumulative event counts since Open.
+type counters struct {
+	claims, reclaims, completions, failures, retries, expiries, cancels, cascadeCancels, staleRejections atomic.Int64
+}
+
+// Stats are cumulative counts since the store was opened, for metrics.
+type Stats struct {
+	Claims          int64 // leases granted
+	Reclaims        int64 // leases granted on a task that had been claimed before
+	Completions     int64
+	Failures        int64 // terminal failures, including leases expired on the last attempt
+	Retries         int64 // retryable failures sent back to pending
+	Expiries        int64 // leases that lapsed
+	Cancels         int64 // holder, protocol and operator cancellations
+	CascadeCancels  int64 // dependents cancelled because an upstream task failed or was cancelled
+	StaleRejections int64 // holder writes rejected because the claim was not live
+}
+
+// Stats returns the counters.
+func (s *Store) Stats() Stats {
+	c := &s.stats
+	return Stats{
+		Claims: c.claims.Load(), Reclaims: c.reclaims.Load(), Completions: c.completions.Load(),
+		Failures: c.failures.Load(), Retries: c.retries.Load(), Expiries: c.expiries.Load(),
+		Cancels: c.cancels.Load(), CascadeCancels: c.cascadeCancels.Load(), StaleRejections: c.staleRejections.Load(),
+	}
+}
+
+// notifyWaiting reports whether some goroutine holds the current wake-up
+// channel; tests use it to know a waiter is parked. It is approximate: it
+// only says a wait channel was handed out since the last broadcast.
+func (s *Store) notifyWaiting() bool {
+	s.notify.mu.Lock()
+	defer s.notify.mu.Unlock()
+	return s.notify.handed
+}

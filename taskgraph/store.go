@@ -1,0 +1,336 @@
+package taskgraph
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/mattn/go-sqlite3"
+
+	"github.com/graph-engineering/graph-engineering-mcp/lease"
+	"github.com/graph-engineering/graph-engineering-mcp/schema"
+)
+
+// SyncMode selects SQLite's synchronous setting for the write connection.
+type SyncMode string
+
+const (
+	// SyncFull fsyncs the WAL on every commit: an acknowledged write survives
+	// power loss. The default.
+	SyncFull SyncMode = "full"
+	// SyncNormal fsyncs only at checkpoints: an acknowledged write survives a
+	// process crash but may be lost on power loss.
+	SyncNormal SyncMode = "normal"
+)
+
+// Options configure Open. The zero value is usable.
+type Options struct {
+	// Clock tells server time; nil means lease.SystemClock.
+	Clock lease.Clock
+	// Sync is SyncFull (default) or SyncNormal.
+	Sync SyncMode
+	// Logger receives structured logs; nil discards them.
+	Logger *slog.Logger
+	// BusyTimeout is how long a connection waits for another process's write
+	// lock; 0 means 10 s.
+	BusyTimeout time.Duration
+	// MaxBatch bounds the operations committed together; 0 means 256.
+	MaxBatch int
+	// ReadConns is the size of the read pool; 0 means 4.
+	ReadConns int
+	// Sweep runs a background loop that expires leases as they lapse and
+	// wakes claim-next waiters. Servers enable it; one-shot tools need not.
+	Sweep bool
+	// WatchInterval is how often the store looks for writes by other
+	// processes to wake waiters; 0 means 500 ms.
+	WatchInterval time.Duration
+	// OnBatch, when set, is called after every commit attempt with the number
+	// of operations in the batch (for metrics).
+	OnBatch func(size int, took time.Duration, err error)
+}
+
+// Store is the durable task graph. All writes go through one writer goroutine
+// that commits waiting operations together (group commit); reads use a
+// separate pool. A Store is safe for concurrent use.
+type Store struct {
+	path   string
+	opts   Options
+	clock  lease.Clock
+	log    *slog.Logger
+	wdb    *sql.DB // exactly one connection, owned by the writer goroutine
+	rdb    *sql.DB
+	ops    chan *op
+	quit   chan struct{} // closed by Close to stop background loops
+	wg     sync.WaitGroup
+	closed atomic.Bool
+	closeM sync.Mutex
+	sendWG sync.WaitGroup // senders between the closed check and the channel send
+
+	notify notifier
+	stats  counters
+}
+
+// DefaultPath returns the default database path:
+// $XDG_STATE_HOME/graph-engineering/tasks.db, else
+// ~/.local/state/graph-engineering/tasks.db.
+func DefaultPath() (string, error) {
+	if d := os.Getenv("XDG_STATE_HOME"); d != "" {
+		return filepath.Join(d, "graph-engineering", "tasks.db"), nil
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return "", fmt.Errorf("find the default database path: %w (set --database or XDG_STATE_HOME)", err)
+	}
+	return filepath.Join(home, ".local", "state", "graph-engineering", "tasks.db"), nil
+}
+
+// Open opens (creating if needed) the database at path, applies pending
+// migrations, and starts the writer. Its parent folder is created with mode
+// 0700 if missing.
+func Open(ctx context.Context, path string, opts Options) (*Store, error) {
+	if path == "" {
+		return nil, invalid("database", "path is required")
+	}
+	if opts.Clock == nil {
+		opts.Clock = lease.SystemClock{}
+	}
+	switch opts.Sync {
+	case "":
+		opts.Sync = SyncFull
+	case SyncFull, SyncNormal:
+	default:
+		return nil, invalid("sync", "must be %q or %q (got %q)", SyncFull, SyncNormal, opts.Sync)
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.BusyTimeout <= 0 {
+		opts.BusyTimeout = 10 * time.Second
+	}
+	if opts.MaxBatch <= 0 {
+		opts.MaxBatch = 256
+	}
+	if opts.ReadConns <= 0 {
+		opts.ReadConns = 4
+	}
+	if opts.WatchInterval <= 0 {
+		opts.WatchInterval = 500 * time.Millisecond
+	}
+	if dir := filepath.Dir(path); dir != "" {
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return nil, fmt.Errorf("create database folder %s: %w", dir, err)
+		}
+	}
+	s := &Store{path: path, opts: opts, clock: opts.Clock, log: opts.Logger, ops: make(chan *op, 1024), quit: make(chan struct{})}
+	s.notify.init()
+	var err error
+	if s.wdb, err = openDB(path, opts, false); err != nil {
+		return nil, err
+	}
+	if err := s.migrate(ctx); err != nil {
+		s.wdb.Close()
+		return nil, err
+	}
+	if s.rdb, err = openDB(path, opts, true); err != nil {
+		s.wdb.Close()
+		return nil, err
+	}
+	// The read pool gets one extra connection, held by the change watcher.
+	s.rdb.SetMaxOpenConns(opts.ReadConns + 1)
+	s.rdb.SetMaxIdleConns(opts.ReadConns + 1)
+	if err := s.startWatch(ctx); err != nil {
+		s.rdb.Close()
+		s.wdb.Close()
+		return nil, err
+	}
+	s.wg.Add(1)
+	go s.writer()
+	if opts.Sweep {
+		s.wg.Add(1)
+		go s.sweeper()
+	}
+	return s, nil
+}
+
+// openDB opens a pool on path and verifies every pragma the store relies on.
+func openDB(path string, opts Options, readOnly bool) (*sql.DB, error) {
+	q := url.Values{}
+	// WAL: readers never block the writer and the writer never blocks readers.
+	q.Set("_journal_mode", "WAL")
+	// Wait for another process's lock instead of failing at once with SQLITE_BUSY.
+	q.Set("_busy_timeout", fmt.Sprint(opts.BusyTimeout.Milliseconds()))
+	// Edges and tasks reference each other; the database enforces it.
+	q.Set("_foreign_keys", "on")
+	if readOnly {
+		q.Set("_query_only", "on")
+		q.Set("_txlock", "deferred")
+	} else {
+		q.Set("_synchronous", string(opts.Sync))
+		// database/sql's Begin starts BEGIN IMMEDIATE: the write lock is taken
+		// before the first read, so every check and the write it guards see
+		// one state.
+		q.Set("_txlock", "immediate")
+	}
+	dsn := "file:" + (&url.URL{Path: path}).EscapedPath() + "?" + q.Encode()
+	db, err := sql.Open("sqlite3", dsn)
+	if err != nil {
+		return nil, fmt.Errorf("open database %s: %w", path, err)
+	}
+	if readOnly {
+		db.SetMaxOpenConns(opts.ReadConns)
+		db.SetMaxIdleConns(opts.ReadConns)
+	} else {
+		db.SetMaxOpenConns(1)
+		db.SetMaxIdleConns(1)
+	}
+	db.SetConnMaxLifetime(0)
+	if err := verifyPragmas(db, opts, readOnly); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("open database %s: %w", path, err)
+	}
+	return db, nil
+}
+
+func verifyPragmas(db *sql.DB, opts Options, readOnly bool) error {
+	var mode string
+	if err := db.QueryRow(`PRAGMA journal_mode`).Scan(&mode); err != nil {
+		return describeOpenErr(err)
+	}
+	if mode != "wal" {
+		return fmt.Errorf("journal_mode is %q, want wal (is the file on a filesystem without shared memory?)", mode)
+	}
+	var fk int
+	if err := db.QueryRow(`PRAGMA foreign_keys`).Scan(&fk); err != nil || fk != 1 {
+		return fmt.Errorf("foreign_keys is %d (err %v), want 1", fk, err)
+	}
+	if !readOnly {
+		var syn int
+		if err := db.QueryRow(`PRAGMA synchronous`).Scan(&syn); err != nil {
+			return err
+		}
+		want := map[SyncMode]int{SyncNormal: 1, SyncFull: 2}[opts.Sync]
+		if syn != want {
+			return fmt.Errorf("synchronous is %d, want %d (%s)", syn, want, opts.Sync)
+		}
+	}
+	return nil
+}
+
+func describeOpenErr(err error) error {
+	var se sqlite3.Error
+	if errors.As(err, &se) && (se.Code == sqlite3.ErrNotADB || se.Code == sqlite3.ErrCorrupt) {
+		return fmt.Errorf("the file is not a graph-engineering database or is damaged: %w", err)
+	}
+	return err
+}
+
+func (s *Store) migrate(ctx context.Context) error {
+	tx, err := s.wdb.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("migrate %s: %w", s.path, describeOpenErr(err))
+	}
+	defer tx.Rollback()
+	from, to, err := schema.Apply(ctx, tx)
+	if err != nil {
+		return fmt.Errorf("migrate %s: %w", s.path, err)
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("migrate %s: commit: %w", s.path, err)
+	}
+	if from != to {
+		s.log.Info("database schema migrated", "path", s.path, "from", from, "to", to)
+	}
+	return nil
+}
+
+// Path returns the database file path.
+func (s *Store) Path() string { return s.path }
+
+// Clock returns the store's clock.
+func (s *Store) Clock() lease.Clock { return s.clock }
+
+// Close stops accepting operations, finishes those already queued, stops the
+// background loops, checkpoints the WAL into the database file and closes it.
+// It is safe to call more than once.
+func (s *Store) Close() error {
+	s.closeM.Lock()
+	defer s.closeM.Unlock()
+	if s.closed.Swap(true) {
+		return nil
+	}
+	// Every sender that passed the closed check has its op in the channel
+	// once sendWG is done; the writer drains the channel before it exits.
+	s.sendWG.Wait()
+	close(s.quit)
+	s.wg.Wait()
+	var errs []error
+	if _, err := s.wdb.Exec(`PRAGMA wal_checkpoint(TRUNCATE)`); err != nil {
+		errs = append(errs, fmt.Errorf("checkpoint WAL: %w", err))
+	}
+	if err := s.rdb.Close(); err != nil {
+		errs = append(errs, err)
+	}
+	if err := s.wdb.Close(); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+// Ping checks that the database answers a read.
+func (s *Store) Ping(ctx context.Context) error {
+	if s.closed.Load() {
+		return ErrClosed
+	}
+	var one int
+	return s.rdb.QueryRowContext(ctx, `SELECT 1 FROM schema_version`).Scan(&one)
+}
+
+// CheckResult reports Check.
+type CheckResult struct {
+	// Integrity is "ok" or the problems PRAGMA integrity_check found.
+	Integrity []string
+	// WAL checkpoint figures: busy (1 if it could not finish), frames in the
+	// WAL, frames moved into the database.
+	CheckpointBusy, WALFrames, CheckpointedFrames int
+}
+
+// OK reports whether the integrity check found nothing wrong.
+func (r CheckResult) OK() bool { return len(r.Integrity) == 1 && r.Integrity[0] == "ok" }
+
+// Check runs PRAGMA integrity_check and a WAL checkpoint.
+func (s *Store) Check(ctx context.Context) (CheckResult, error) {
+	var res CheckResult
+	rows, err := s.rdb.QueryContext(ctx, `PRAGMA integrity_check`)
+	if err != nil {
+		return res, fmt.Errorf("integrity check: %w", err)
+	}
+	for rows.Next() {
+		var line string
+		if err := rows.Scan(&line); err != nil {
+			rows.Close()
+			return res, err
+		}
+		res.Integrity = append(res.Integrity, line)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return res, fmt.Errorf("integrity check: %w", err)
+	}
+	// A checkpoint cannot run inside a transaction; it runs on the writer's
+	// connection between batches.
+	err = s.writerConn(ctx, func(c *sql.Conn) error {
+		return c.QueryRowContext(ctx, `PRAGMA wal_checkpoint(TRUNCATE)`).Scan(&res.CheckpointBusy, &res.WALFrames, &res.CheckpointedFrames)
+	})
+	if err != nil {
+		return res, fmt.Errorf("WAL checkpoint: %w", err)
+	}
+	return res, nil
+}

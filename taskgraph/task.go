@@ -1,0 +1,185 @@
+package taskgraph
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/graph-engineering/graph-engineering-mcp/lease"
+)
+
+// State is where a task is in its life.
+type State string
+
+// The task states. Completed, failed and cancelled are terminal: they change
+// again only through an operator operation (Requeue, Skip).
+const (
+	StateBlocked   State = "blocked"
+	StatePending   State = "pending"
+	StateClaimed   State = "claimed"
+	StateCompleted State = "completed"
+	StateFailed    State = "failed"
+	StateCancelled State = "cancelled"
+)
+
+// States lists every state in lifecycle order.
+var States = []State{StateBlocked, StatePending, StateClaimed, StateCompleted, StateFailed, StateCancelled}
+
+// Terminal reports whether s is completed, failed or cancelled.
+func (s State) Terminal() bool {
+	return s == StateCompleted || s == StateFailed || s == StateCancelled
+}
+
+// Valid reports whether s is one of States.
+func (s State) Valid() bool {
+	for _, v := range States {
+		if s == v {
+			return true
+		}
+	}
+	return false
+}
+
+// Task is a node of a workflow as stored. It never carries the claim token.
+type Task struct {
+	TaskID     string
+	WorkflowID string
+	NodeID     string
+	Payload    json.RawMessage // a JSON object
+	DependsOn  []string        // node ids in the same workflow
+	State      State
+	Owner      string // "" when unclaimed
+	Generation int64  // number of claims granted so far
+	// LeaseExpiresAt is the expiry of the current or last claim; zero when none.
+	LeaseExpiresAt time.Time
+	Attempts       int
+	MaxAttempts    int
+	Result         json.RawMessage // nil until completed
+	Error          string          // the last failure, "" when none
+	StatusMessage  string
+	CreatedAt      time.Time
+	UpdatedAt      time.Time
+}
+
+// NodeSpec describes a task to create.
+type NodeSpec struct {
+	NodeID string
+	// Payload is a JSON object; nil means {}.
+	Payload json.RawMessage
+	// DependsOn names nodes of the same workflow that must complete first.
+	DependsOn []string
+	// MaxAttempts bounds how often the task may be claimed; 0 means DefaultMaxAttempts.
+	MaxAttempts int
+}
+
+// Created is the outcome of creating one node.
+type Created struct {
+	Task Task
+	// Created is false when an identical node already existed and was returned.
+	Created bool
+}
+
+// ClaimRequest asks for a lease on a task.
+type ClaimRequest struct {
+	Owner string
+	// Lease is the lease duration; 0 means lease.DefaultDuration.
+	Lease time.Duration
+	// TaskID claims that task; empty means claim-next: the oldest pending task.
+	TaskID string
+	// WorkflowID restricts claim-next to one workflow.
+	WorkflowID string
+	// Wait lets claim-next wait up to this long for a task to become ready.
+	Wait time.Duration
+}
+
+// Claimed is a granted claim: the task after the claim and its lease, whose
+// Token is shown only here.
+type Claimed struct {
+	Task  Task
+	Lease lease.Grant
+}
+
+// Operator identifies the human behind an operator operation.
+type Operator struct {
+	// Name is who acted (for example the login name); it is recorded in history.
+	Name string
+	// Reason is why; it is recorded in history and is required.
+	Reason string
+}
+
+// Edge says that Task cannot start before Dependency completes (node ids).
+type Edge struct {
+	Dependency string
+	Task       string
+}
+
+// WorkflowView is a whole workflow: its tasks in creation order, its edges
+// and how many tasks are in each state.
+type WorkflowView struct {
+	WorkflowID string
+	Tasks      []Task
+	Edges      []Edge
+	Counts     map[State]int
+	CreatedAt  time.Time
+	UpdatedAt  time.Time
+}
+
+// Finished reports whether every task of the workflow is terminal.
+func (w WorkflowView) Finished() bool {
+	for _, t := range w.Tasks {
+		if !t.State.Terminal() {
+			return false
+		}
+	}
+	return true
+}
+
+// Errors returned by the store. Each is wrapped with context; test with errors.Is.
+var (
+	// ErrNotFound: no task (or workflow) with that id.
+	ErrNotFound = errors.New("not found")
+	// ErrInvalid: the input broke a bound or rule; see *ValidationError.
+	ErrInvalid = errors.New("invalid input")
+	// ErrConflict: the task is not claimable now, or a create clashes with an
+	// existing node of different content.
+	ErrConflict = errors.New("conflict")
+	// ErrClosed: the store was closed.
+	ErrClosed = errors.New("store is closed")
+	// ErrStaleClaim: the presented claim is not the live one; see *lease.StaleClaimError.
+	ErrStaleClaim = lease.ErrStaleClaim
+)
+
+// ValidationError names the field that broke a rule. It matches ErrInvalid.
+type ValidationError struct {
+	Field string
+	Rule  string
+}
+
+// Error implements error.
+func (e *ValidationError) Error() string { return fmt.Sprintf("invalid %s: %s", e.Field, e.Rule) }
+
+// Is reports whether target is ErrInvalid.
+func (e *ValidationError) Is(target error) bool { return target == ErrInvalid }
+
+func invalid(field, format string, args ...any) error {
+	return &ValidationError{Field: field, Rule: fmt.Sprintf(format, args...)}
+}
+
+// ConflictError explains why an operation clashes with the task's state. It matches ErrConflict.
+type ConflictError struct {
+	TaskID string
+	State  State
+	Detail string
+}
+
+// Error implements error.
+func (e *ConflictError) Error() string {
+	if e.TaskID == "" {
+		return "conflict: " + e.Detail
+	}
+	return fmt.Sprintf("conflict on task %s (%s): %s", e.TaskID, e.State, e.Detail)
+}
+
+// Is reports whether target is ErrConflict.
+func (e *ConflictError) Is(target error) bool { return target == ErrConflict }
