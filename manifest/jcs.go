@@ -21,7 +21,7 @@ const MaxDepth = 256
 // JSON, invalid UTF-8, a lone surrogate escape, a duplicate object key, a
 // number outside the IEEE 754 double range, trailing data, or nesting deeper
 // than MaxDepth. The wrapping error names the byte offset and the rule.
-var ErrInvalidJSON = errors.New("cannot canonicalize JSON")
+var ErrInvalidJSON = errors.New("invalid JSON")
 
 // Canonicalize returns the RFC 8785 (JSON Canonicalization Scheme) form of
 // the single JSON value in raw: no insignificant whitespace, object members
