@@ -39,9 +39,11 @@ type receiptDoc struct {
 //
 // binding an operation on a task at a lease generation to a manifest.
 // manifestSHA256 must be a digest as Digest writes it; operation must be
-// the verb of one of the seven tools (see Operation); taskID must be
-// non-empty valid UTF-8 of at most MaxTaskIDBytes bytes; generation must
-// be between 0 and 2^53-1, so that every JSON reader sees the same integer.
+// the verb of one of the seven tools (see Operation) or one of
+// ExtensionOperations; taskID must be valid UTF-8 of at most MaxTaskIDBytes
+// bytes and non-empty, except that a claim that found no task uses "" with
+// generation 0; generation must be between 0 and 2^53-1, so that every JSON
+// reader sees the same integer.
 // Violations are errors matching ErrInvalidReceipt.
 func ReceiptSHA256(manifestSHA256, operation, taskID string, generation int64) (string, error) {
 	if !ValidDigest(manifestSHA256) {
@@ -49,14 +51,18 @@ func ReceiptSHA256(manifestSHA256, operation, taskID string, generation int64) (
 			ErrInvalidReceipt, manifestSHA256)
 	}
 	if !isOperation(operation) {
-		verbs := make([]string, 0, len(AllTools))
+		verbs := make([]string, 0, len(AllTools)+len(ExtensionOperations))
 		for _, t := range allTools() {
 			verbs = append(verbs, Operation(t))
 		}
+		verbs = append(verbs, ExtensionOperations...)
 		return "", fmt.Errorf("%w: operation %q is not one of %s", ErrInvalidReceipt, operation, strings.Join(verbs, ", "))
 	}
-	if taskID == "" || len(taskID) > MaxTaskIDBytes || !utf8.ValidString(taskID) {
-		return "", fmt.Errorf("%w: taskId must be non-empty valid UTF-8 of at most %d bytes (got %d bytes)",
+	if taskID == "" && (operation != Operation(ToolClaim) || generation != 0) {
+		return "", fmt.Errorf("%w: taskId must be non-empty, except for a claim that found no task (generation 0)", ErrInvalidReceipt)
+	}
+	if len(taskID) > MaxTaskIDBytes || !utf8.ValidString(taskID) {
+		return "", fmt.Errorf("%w: taskId must be valid UTF-8 of at most %d bytes (got %d bytes)",
 			ErrInvalidReceipt, MaxTaskIDBytes, len(taskID))
 	}
 	if generation < 0 || generation > maxExactInteger {

@@ -44,8 +44,17 @@ var operations = map[string]string{
 func Operation(tool string) string { return operations[tool] }
 
 // isOperation reports whether op is the verb of one of the seven tools.
+// ExtensionOperations are the receipt operations of the Tasks extension's
+// methods, which act on a task without a tool call.
+var ExtensionOperations = []string{"tasks/cancel", "tasks/get", "tasks/update"}
+
 func isOperation(op string) bool {
 	for _, v := range operations {
+		if v == op {
+			return true
+		}
+	}
+	for _, v := range ExtensionOperations {
 		if v == op {
 			return true
 		}
