@@ -1,0 +1,309 @@
+package mcpadapter
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/graph-engineering/graph-engineering-mcp/lease"
+	"github.com/graph-engineering/graph-engineering-mcp/taskgraph"
+)
+
+// kind is the type and rule set of one tool argument. The same table yields
+// the published JSON Schema and the validation the server applies, so the two
+// cannot drift apart.
+type kind int
+
+const (
+	kindIdentifier kind = iota // workflow_id, node_id, owner
+	kindTaskID
+	kindToken
+	kindErrorText
+	kindInt
+	kindBool
+	kindObject // payload
+	kindAny    // result
+	kindIdentifierList
+)
+
+// field is one argument of a tool.
+type field struct {
+	name     string
+	kind     kind
+	required bool
+	min, max int64 // for kindInt
+	desc     string
+}
+
+// maxSafeInteger is the largest integer every JSON implementation holds exactly.
+const maxSafeInteger = 1<<53 - 1
+
+// taskIDPattern matches a ULID as the store issues them.
+const taskIDPattern = `^[0-9A-Z]{26}$`
+
+var (
+	identifierRE = regexp.MustCompile(taskgraph.IdentifierPattern)
+	taskIDRE     = regexp.MustCompile(taskIDPattern)
+)
+
+// schema renders the field's JSON Schema.
+func (f field) schema() map[string]any {
+	s := map[string]any{"description": f.desc}
+	switch f.kind {
+	case kindIdentifier:
+		s["type"], s["pattern"], s["minLength"], s["maxLength"] = "string", taskgraph.IdentifierPattern, 1, taskgraph.MaxIdentifierLen
+	case kindTaskID:
+		s["type"], s["pattern"], s["minLength"], s["maxLength"] = "string", taskIDPattern, 26, 26
+	case kindToken:
+		s["type"], s["minLength"], s["maxLength"] = "string", 1, taskgraph.MaxTokenLen
+	case kindErrorText:
+		s["type"], s["minLength"], s["maxLength"] = "string", 1, taskgraph.MaxErrorBytes
+	case kindInt:
+		s["type"], s["minimum"], s["maximum"] = "integer", f.min, f.max
+	case kindBool:
+		s["type"] = "boolean"
+	case kindObject:
+		s["type"] = "object"
+	case kindAny:
+		// any JSON value
+	case kindIdentifierList:
+		s["type"], s["maxItems"], s["uniqueItems"] = "array", taskgraph.MaxDependsOn, true
+		s["items"] = map[string]any{"type": "string", "pattern": taskgraph.IdentifierPattern, "minLength": 1, "maxLength": taskgraph.MaxIdentifierLen}
+	}
+	return s
+}
+
+// inputSchema renders a tool's input schema from its fields.
+func inputSchema(fields []field) map[string]any {
+	props := map[string]any{}
+	required := []string{}
+	for _, f := range fields {
+		props[f.name] = f.schema()
+		if f.required {
+			required = append(required, f.name)
+		}
+	}
+	return map[string]any{"type": "object", "properties": props, "required": required, "additionalProperties": false}
+}
+
+// args holds decoded, validated arguments.
+type args struct {
+	raw map[string]json.RawMessage
+	str map[string]string
+	num map[string]int64
+	bln map[string]bool
+	lst map[string][]string
+}
+
+func (a *args) has(name string) bool { _, ok := a.raw[name]; return ok }
+
+// argError is a problem with the arguments of a tool call. It is answered as
+// a tool error (isError: true) naming the field and the rule, so a model can
+// correct itself.
+type argError struct{ msg string }
+
+func (e *argError) Error() string { return "invalid arguments: " + e.msg }
+
+func argErrorf(format string, a ...any) error { return &argError{msg: fmt.Sprintf(format, a...)} }
+
+// errArgsNotObject marks arguments that are not a JSON object: a protocol
+// error (-32602), not a tool error.
+var errArgsNotObject = errors.New("tool arguments must be a JSON object")
+
+// decodeArgs parses a tool's arguments (a JSON object; absent means {})
+// against its fields: no unknown or duplicate keys, every value of the right
+// type and within bounds. Numbers are read exactly, never through float64.
+func decodeArgs(raw json.RawMessage, fields []field) (*args, error) {
+	a := &args{raw: map[string]json.RawMessage{}, str: map[string]string{}, num: map[string]int64{}, bln: map[string]bool{}, lst: map[string][]string{}}
+	trimmed := bytes.TrimSpace(raw)
+	if len(trimmed) == 0 || string(trimmed) == "null" {
+		trimmed = []byte("{}")
+	}
+	if trimmed[0] != '{' {
+		return nil, errArgsNotObject
+	}
+	dec := json.NewDecoder(bytes.NewReader(trimmed))
+	dec.UseNumber()
+	if _, err := dec.Token(); err != nil {
+		return nil, errArgsNotObject
+	}
+	byName := make(map[string]field, len(fields))
+	for _, f := range fields {
+		byName[f.name] = f
+	}
+	for dec.More() {
+		kt, err := dec.Token()
+		if err != nil {
+			return nil, errArgsNotObject
+		}
+		k, _ := kt.(string)
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			return nil, errArgsNotObject
+		}
+		if _, dup := a.raw[k]; dup {
+			return nil, argErrorf("the key %q appears twice", k)
+		}
+		if _, known := byName[k]; !known {
+			return nil, argErrorf("unknown argument %q; allowed: %s", k, fieldNames(fields))
+		}
+		a.raw[k] = v
+	}
+	if _, err := dec.Token(); err != nil {
+		return nil, errArgsNotObject
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return nil, errArgsNotObject
+	}
+	for _, f := range fields {
+		v, ok := a.raw[f.name]
+		if !ok || (string(v) == "null" && f.kind != kindAny) {
+			if f.required {
+				return nil, argErrorf("%s is required", f.name)
+			}
+			delete(a.raw, f.name)
+			continue
+		}
+		if err := a.check(f, v); err != nil {
+			return nil, err
+		}
+	}
+	return a, nil
+}
+
+func fieldNames(fields []field) string {
+	names := make([]string, len(fields))
+	for i, f := range fields {
+		names[i] = f.name
+	}
+	sort.Strings(names)
+	return strings.Join(names, ", ")
+}
+
+func (a *args) check(f field, v json.RawMessage) error {
+	switch f.kind {
+	case kindIdentifier, kindTaskID, kindToken, kindErrorText:
+		var s string
+		if err := json.Unmarshal(v, &s); err != nil {
+			return argErrorf("%s must be a string", f.name)
+		}
+		if err := checkString(f, s); err != nil {
+			return err
+		}
+		a.str[f.name] = s
+	case kindInt:
+		n, err := exactInt(v)
+		if err != nil || n < f.min || n > f.max {
+			return argErrorf("%s must be an integer between %d and %d (got %s)", f.name, f.min, f.max, clip(string(v)))
+		}
+		a.num[f.name] = n
+	case kindBool:
+		switch string(v) {
+		case "true":
+			a.bln[f.name] = true
+		case "false":
+			a.bln[f.name] = false
+		default:
+			return argErrorf("%s must be true or false", f.name)
+		}
+	case kindObject:
+		if len(v) == 0 || v[0] != '{' {
+			return argErrorf("%s must be a JSON object", f.name)
+		}
+	case kindAny:
+	case kindIdentifierList:
+		var list []string
+		if err := json.Unmarshal(v, &list); err != nil {
+			return argErrorf("%s must be an array of node ids (strings)", f.name)
+		}
+		if len(list) > taskgraph.MaxDependsOn {
+			return argErrorf("%s must list at most %d nodes (got %d)", f.name, taskgraph.MaxDependsOn, len(list))
+		}
+		seen := map[string]bool{}
+		for _, s := range list {
+			if !identifierRE.MatchString(s) {
+				return argErrorf("%s entry %q must match %s", f.name, clip(s), taskgraph.IdentifierPattern)
+			}
+			if seen[s] {
+				return argErrorf("%s lists %q twice", f.name, s)
+			}
+			seen[s] = true
+		}
+		a.lst[f.name] = list
+	}
+	return nil
+}
+
+func checkString(f field, s string) error {
+	if !utf8.ValidString(s) {
+		return argErrorf("%s must be valid UTF-8", f.name)
+	}
+	switch f.kind {
+	case kindIdentifier:
+		if !identifierRE.MatchString(s) {
+			return argErrorf("%s must match %s: 1 to %d characters, a letter or digit first, then letters, digits, '_', '.', ':' or '-' (got %q)",
+				f.name, taskgraph.IdentifierPattern, taskgraph.MaxIdentifierLen, clip(s))
+		}
+	case kindTaskID:
+		if !taskIDRE.MatchString(s) {
+			return argErrorf("%s must be a task id as returned by graph_task_create or graph_task_claim: 26 characters of 0-9 and A-Z (got %q)", f.name, clip(s))
+		}
+	case kindToken:
+		if s == "" || len(s) > taskgraph.MaxTokenLen {
+			return argErrorf("%s must be the claim_token returned by graph_task_claim (1 to %d characters)", f.name, taskgraph.MaxTokenLen)
+		}
+	case kindErrorText:
+		if s == "" {
+			return argErrorf("%s must say what went wrong (a non-empty string)", f.name)
+		}
+		if len(s) > taskgraph.MaxErrorBytes {
+			return argErrorf("%s must be at most %d bytes (got %d)", f.name, taskgraph.MaxErrorBytes, len(s))
+		}
+	}
+	return nil
+}
+
+// exactInt parses a JSON number that denotes an integer (1000, 1e3, 1000.0)
+// without going through float64 for plain integers.
+func exactInt(v json.RawMessage) (int64, error) {
+	s := string(v)
+	if n, err := strconv.ParseInt(s, 10, 64); err == nil {
+		return n, nil
+	}
+	if !json.Valid(v) || len(s) == 0 || (s[0] != '-' && (s[0] < '0' || s[0] > '9')) {
+		return 0, errors.New("not a number")
+	}
+	f, err := strconv.ParseFloat(s, 64)
+	if err != nil || math.IsInf(f, 0) || f != math.Trunc(f) || math.Abs(f) > maxSafeInteger {
+		return 0, errors.New("not an integer")
+	}
+	return int64(f), nil
+}
+
+// clip shortens echoed input in error messages.
+func clip(s string) string {
+	const max = 64
+	if len(s) <= max {
+		return s
+	}
+	cut := max
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
+}
+
+// Tool argument bounds, in the units of the wire (milliseconds).
+var (
+	leaseMinMS = lease.MinDuration.Milliseconds()
+	leaseMaxMS = lease.MaxDuration.Milliseconds()
+	waitMaxMS  = taskgraph.MaxClaimWait.Milliseconds()
+)

@@ -1,0 +1,267 @@
+package mcpadapter
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"slices"
+	"sync"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/graph-engineering/graph-engineering-mcp/manifest"
+)
+
+// router splits one client's message stream between two SDK sessions on the
+// same server: a modern session for requests that carry the 2026-07-28
+// protocol version in their own _meta, and a legacy session for the
+// initialize handshake and everything after it. Each era thus keeps its own
+// state, and the per-request rules of 2026-07-28 (-32602 for missing _meta,
+// -32022 for an unsupported version) are applied before the SDK sees a
+// request, on every transport that uses the router.
+type router struct {
+	out    func(jsonrpc.Message) error // serialised by the caller
+	legacy *pipeConn
+	modern *pipeConn
+
+	mu         sync.Mutex
+	owner      map[jsonrpc.ID]*pipeConn // request id -> session, for notifications/cancelled
+	legacyInit bool
+	log        func(msg string, args ...any)
+}
+
+// pipeConn is the mcp.Connection the router feeds one session through.
+type pipeConn struct {
+	r      *router
+	in     chan jsonrpc.Message
+	closed chan struct{}
+	once   sync.Once
+	legacy bool
+}
+
+func (c *pipeConn) Read(ctx context.Context) (jsonrpc.Message, error) {
+	select {
+	case msg, ok := <-c.in:
+		if !ok {
+			return nil, io.EOF
+		}
+		return msg, nil
+	case <-c.closed:
+		return nil, io.EOF
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+func (c *pipeConn) Write(_ context.Context, msg jsonrpc.Message) error {
+	resp, isResp := msg.(*jsonrpc.Response)
+	if c.legacy && !isResp {
+		// Before initialize, a legacy session has no peer to notify.
+		c.r.mu.Lock()
+		init := c.r.legacyInit
+		c.r.mu.Unlock()
+		if !init {
+			return nil
+		}
+	}
+	if !c.legacy && !isResp {
+		// The 2026-07-28 era has no server-to-client traffic outside a
+		// request's own response; nothing unsolicited is sent.
+		return nil
+	}
+	if isResp {
+		c.r.mu.Lock()
+		delete(c.r.owner, resp.ID)
+		c.r.mu.Unlock()
+		resp.Error = normalizeError(resp.Error)
+	}
+	return c.r.out(msg)
+}
+
+func (c *pipeConn) Close() error      { c.once.Do(func() { close(c.closed) }); return nil }
+func (c *pipeConn) SessionID() string { return "" }
+
+type connTransport struct{ c mcp.Connection }
+
+func (t connTransport) Connect(context.Context) (mcp.Connection, error) { return t.c, nil }
+
+// normalizeError makes sure no error leaves with code 0 (the SDK sends plain
+// Go errors that way): anything that is not a JSON-RPC error becomes -32603.
+func normalizeError(err error) error {
+	if err == nil {
+		return nil
+	}
+	var je *jsonrpc.Error
+	if errors.As(err, &je) && je.Code != 0 {
+		return je
+	}
+	msg := "internal error"
+	if je != nil && je.Message != "" {
+		msg = je.Message
+	} else if err.Error() != "" {
+		msg = err.Error()
+	}
+	return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: msg}
+}
+
+// serve connects the two sessions to srv and feeds them from next until it
+// returns io.EOF or an error; it then closes both sessions and waits for them.
+func (r *router) serve(ctx context.Context, srv *mcp.Server, next func() (jsonrpc.Message, error)) error {
+	r.owner = map[jsonrpc.ID]*pipeConn{}
+	r.legacy = &pipeConn{r: r, in: make(chan jsonrpc.Message), closed: make(chan struct{}), legacy: true}
+	r.modern = &pipeConn{r: r, in: make(chan jsonrpc.Message), closed: make(chan struct{})}
+	legacy, err := srv.Connect(ctx, connTransport{r.legacy}, nil)
+	if err != nil {
+		return err
+	}
+	// The modern session starts as 2026-07-28, so the SDK never treats it as
+	// a legacy session awaiting initialize.
+	modern, err := srv.Connect(ctx, connTransport{r.modern}, &mcp.ServerSessionOptions{State: &mcp.ServerSessionState{
+		InitializeParams: &mcp.InitializeParams{ProtocolVersion: manifest.ModernVersion, Capabilities: &mcp.ClientCapabilities{}},
+	}})
+	if err != nil {
+		legacy.Close()
+		return err
+	}
+	var readErr error
+	for {
+		msg, err := next()
+		if err != nil {
+			if !errors.Is(err, io.EOF) {
+				readErr = err
+			}
+			break
+		}
+		if msg != nil {
+			r.dispatch(ctx, msg)
+		}
+	}
+	close(r.legacy.in)
+	close(r.modern.in)
+	legacy.Wait()
+	modern.Wait()
+	return readErr
+}
+
+// reply answers a request directly, without the SDK.
+func (r *router) reply(id jsonrpc.ID, code int64, msg string, data any) {
+	e := &jsonrpc.Error{Code: code, Message: msg}
+	if data != nil {
+		e.Data = errorData(data)
+	}
+	if err := r.out(&jsonrpc.Response{ID: id, Error: e}); err != nil && r.log != nil {
+		r.log("write error response", "err", err)
+	}
+}
+
+func (r *router) send(ctx context.Context, c *pipeConn, msg jsonrpc.Message) {
+	select {
+	case c.in <- msg:
+	case <-c.closed:
+	case <-ctx.Done():
+	}
+}
+
+func (r *router) dispatch(ctx context.Context, msg jsonrpc.Message) {
+	switch msg := msg.(type) {
+	case *jsonrpc.Response:
+		// An answer to a server-to-client request: only legacy sessions send those.
+		r.send(ctx, r.legacy, msg)
+	case *jsonrpc.Request:
+		if !msg.IsCall() {
+			r.send(ctx, r.notificationTarget(msg), msg)
+			return
+		}
+		target, code, text, data := r.classify(msg)
+		if target == nil {
+			r.reply(msg.ID, code, text, data)
+			return
+		}
+		r.mu.Lock()
+		r.owner[msg.ID] = target
+		r.mu.Unlock()
+		r.send(ctx, target, msg)
+	}
+}
+
+func (r *router) notificationTarget(msg *jsonrpc.Request) *pipeConn {
+	if msg.Method == "notifications/cancelled" {
+		var p struct {
+			RequestID any `json:"requestId"`
+		}
+		if json.Unmarshal(msg.Params, &p) == nil {
+			if id, err := jsonrpc.MakeID(p.RequestID); err == nil {
+				r.mu.Lock()
+				defer r.mu.Unlock()
+				if o := r.owner[id]; o != nil {
+					return o
+				}
+			}
+		}
+	}
+	return r.legacy
+}
+
+// SupportedVersions are every protocol version this server speaks, newest first.
+func SupportedVersions() []string {
+	v := append([]string{manifest.ModernVersion}, manifest.LegacyVersions...)
+	slices.SortFunc(v, func(a, b string) int { return -compareStrings(a, b) })
+	return v
+}
+
+func compareStrings(a, b string) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// classify picks the session for a call, or the error to answer it with.
+func (r *router) classify(req *jsonrpc.Request) (*pipeConn, int64, string, any) {
+	var p struct {
+		Meta map[string]json.RawMessage `json:"_meta"`
+	}
+	if len(req.Params) > 0 && json.Unmarshal(req.Params, &p) != nil {
+		p.Meta = nil // params that are not an object: the session reports it
+	}
+	rawPV, hasPV := p.Meta[metaProtocolVersion]
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !hasPV {
+		switch {
+		case req.Method == "initialize":
+			if r.legacyInit {
+				return nil, jsonrpc.CodeInvalidRequest, "initialize was already received on this connection; the session is initialized", nil
+			}
+			r.legacyInit = true
+			return r.legacy, 0, "", nil
+		case r.legacyInit, req.Method == "ping":
+			return r.legacy, 0, "", nil
+		}
+		return nil, jsonrpc.CodeInvalidParams, `missing _meta["` + metaProtocolVersion + `"]: send initialize first (protocol 2025-11-25 and earlier) or carry the protocol version and client capabilities in every request's _meta (2026-07-28)`, nil
+	}
+	var pv string
+	if json.Unmarshal(rawPV, &pv) != nil {
+		return nil, jsonrpc.CodeInvalidParams, `invalid _meta["` + metaProtocolVersion + `"]: must be a string`, nil
+	}
+	if pv != manifest.ModernVersion {
+		if r.legacyInit && slices.Contains(manifest.LegacyVersions, pv) {
+			return r.legacy, 0, "", nil
+		}
+		return nil, mcp.CodeUnsupportedProtocolVersion, "unsupported protocol version " + clipQuote(pv) + " in _meta; this server supports " + manifest.ModernVersion + " per request and " + manifest.LegacyVersions[len(manifest.LegacyVersions)-1] + " and earlier through initialize",
+			map[string]any{"supported": SupportedVersions(), "requested": pv}
+	}
+	rawCaps, ok := p.Meta[metaClientCapabilities]
+	var caps map[string]any
+	if !ok || json.Unmarshal(rawCaps, &caps) != nil || caps == nil {
+		return nil, jsonrpc.CodeInvalidParams, `missing or invalid _meta["` + metaClientCapabilities + `"]: must be an object ({} when the client declares nothing)`, nil
+	}
+	return r.modern, 0, "", nil
+}
+
+func clipQuote(s string) string { return `"` + clip(s) + `"` }

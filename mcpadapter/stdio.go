@@ -1,0 +1,197 @@
+package mcpadapter
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// MaxStdioLineBytes bounds one JSON-RPC message on stdio. A longer line is
+// answered with a JSON-RPC error and discarded without being buffered whole.
+const MaxStdioLineBytes = 512 << 10
+
+// ServeStdio serves MCP on r and w, one JSON-RPC message per line, until r
+// ends (then it returns nil) or ctx is done. w carries nothing but protocol
+// messages.
+func (s *Server) ServeStdio(ctx context.Context, r io.Reader, w io.Writer) error {
+	var wmu sync.Mutex
+	rt := &router{log: s.log.Warn}
+	rt.out = func(msg jsonrpc.Message) error {
+		b, err := jsonrpc.EncodeMessage(msg)
+		if err != nil {
+			return err
+		}
+		wmu.Lock()
+		defer wmu.Unlock()
+		_, err = w.Write(append(b, '\n'))
+		return err
+	}
+	lr := &lineReader{br: bufio.NewReaderSize(r, 64<<10), max: MaxStdioLineBytes}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	lines := make(chan lineOrErr)
+	go func() {
+		defer close(lines)
+		for {
+			line, tooLong, err := lr.next()
+			select {
+			case lines <- lineOrErr{line, tooLong, err}:
+			case <-ctx.Done():
+				return
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	next := func() (jsonrpc.Message, error) {
+		for {
+			var l lineOrErr
+			var ok bool
+			select {
+			case l, ok = <-lines:
+				if !ok {
+					return nil, io.EOF
+				}
+			case <-ctx.Done():
+				return nil, io.EOF
+			}
+			if l.tooLong {
+				rt.reply(jsonrpc.ID{}, jsonrpc.CodeInvalidRequest, fmt.Sprintf("message too large: a line may hold at most %d bytes; it was discarded", MaxStdioLineBytes), nil)
+			} else if msg := decodeLine(rt, l.line); msg != nil {
+				return msg, nil
+			}
+			if l.err != nil {
+				if errors.Is(l.err, io.EOF) {
+					return nil, io.EOF
+				}
+				return nil, l.err
+			}
+		}
+	}
+	return rt.serve(ctx, s.mcp, next)
+}
+
+// ServeTransport serves MCP on an already framed transport (for example an
+// in-memory transport in tests), with the same era routing as stdio.
+func (s *Server) ServeTransport(ctx context.Context, t mcp.Transport) error {
+	conn, err := t.Connect(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	rt := &router{log: s.log.Warn, out: func(msg jsonrpc.Message) error { return conn.Write(ctx, msg) }}
+	var wmu sync.Mutex
+	out := rt.out
+	rt.out = func(msg jsonrpc.Message) error { wmu.Lock(); defer wmu.Unlock(); return out(msg) }
+	return rt.serve(ctx, s.mcp, func() (jsonrpc.Message, error) { return conn.Read(ctx) })
+}
+
+type lineOrErr struct {
+	line    []byte
+	tooLong bool
+	err     error
+}
+
+// lineReader reads newline-terminated lines of at most max bytes. A longer
+// line is consumed in chunks and dropped; only a flag says it happened.
+type lineReader struct {
+	br  *bufio.Reader
+	max int
+}
+
+func (lr *lineReader) next() (line []byte, tooLong bool, err error) {
+	for {
+		chunk, err := lr.br.ReadSlice('\n')
+		if !tooLong {
+			if len(line)+len(chunk) > lr.max+2 { // room for "\r\n"
+				tooLong, line = true, nil
+			} else {
+				line = append(line, chunk...)
+			}
+		}
+		if errors.Is(err, bufio.ErrBufferFull) {
+			continue
+		}
+		return bytes.TrimRight(line, "\r\n"), tooLong, err
+	}
+}
+
+// decodeLine turns one line into a message, or answers it with -32700 or
+// -32600 and returns nil. The SDK's own stdio reader would end the session on
+// such input instead.
+func decodeLine(rt *router, line []byte) jsonrpc.Message {
+	line = bytes.TrimSpace(line)
+	if len(line) == 0 {
+		return nil
+	}
+	if !json.Valid(line) {
+		rt.reply(jsonrpc.ID{}, jsonrpc.CodeParseError, "parse error: the line is not valid JSON", nil)
+		return nil
+	}
+	if line[0] != '{' {
+		if line[0] == '[' {
+			rt.reply(jsonrpc.ID{}, jsonrpc.CodeInvalidRequest, "invalid request: JSON-RPC batches are not supported; send one message per line", nil)
+		} else {
+			rt.reply(jsonrpc.ID{}, jsonrpc.CodeInvalidRequest, "invalid request: a message must be a JSON object", nil)
+		}
+		return nil
+	}
+	var env map[string]json.RawMessage
+	if err := json.Unmarshal(line, &env); err != nil {
+		rt.reply(jsonrpc.ID{}, jsonrpc.CodeInvalidRequest, "invalid request", nil)
+		return nil
+	}
+	var id jsonrpc.ID
+	rawID, hasID := env["id"]
+	if hasID {
+		if string(rawID) == "null" {
+			rt.reply(jsonrpc.ID{}, jsonrpc.CodeInvalidRequest, "invalid request: id must be a string or a number, not null", nil)
+			return nil
+		}
+		var v any
+		dec := json.NewDecoder(bytes.NewReader(rawID))
+		if dec.Decode(&v) == nil {
+			if x, err := jsonrpc.MakeID(v); err == nil {
+				id = x
+			} else {
+				rt.reply(jsonrpc.ID{}, jsonrpc.CodeInvalidRequest, "invalid request: id must be a string or a number", nil)
+				return nil
+			}
+		}
+	}
+	if string(env["jsonrpc"]) != `"2.0"` {
+		rt.reply(id, jsonrpc.CodeInvalidRequest, `invalid request: "jsonrpc" must be "2.0"`, nil)
+		return nil
+	}
+	if m, ok := env["method"]; ok {
+		var method string
+		if json.Unmarshal(m, &method) != nil || method == "" {
+			rt.reply(id, jsonrpc.CodeInvalidRequest, "invalid request: method must be a non-empty string", nil)
+			return nil
+		}
+		if p, ok := env["params"]; ok && len(p) > 0 && p[0] != '{' && string(p) != "null" {
+			if hasID {
+				rt.reply(id, jsonrpc.CodeInvalidParams, "invalid params: params must be an object", nil)
+			}
+			return nil
+		}
+	} else if !hasID {
+		rt.reply(jsonrpc.ID{}, jsonrpc.CodeInvalidRequest, "invalid request: a message needs a method (request or notification) or an id (response)", nil)
+		return nil
+	}
+	msg, err := jsonrpc.DecodeMessage(line)
+	if err != nil {
+		rt.reply(id, jsonrpc.CodeInvalidRequest, "invalid request: "+clip(err.Error()), nil)
+		return nil
+	}
+	return msg
+}

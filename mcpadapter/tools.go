@@ -1,0 +1,288 @@
+package mcpadapter
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/graph-engineering/graph-engineering-mcp/lease"
+	"github.com/graph-engineering/graph-engineering-mcp/manifest"
+	"github.com/graph-engineering/graph-engineering-mcp/taskgraph"
+)
+
+func sortStrings(s []string) { sort.Strings(s) }
+
+// toolOutput is the structured result of every tool.
+type toolOutput struct {
+	Task    *taskJSON        `json:"task"`
+	Created *bool            `json:"created,omitempty"`
+	Claimed *bool            `json:"claimed,omitempty"`
+	Lease   *leaseJSON       `json:"lease,omitempty"`
+	Receipt manifest.Receipt `json:"receipt"`
+}
+
+// toolDef describes one model tool: its arguments, annotations, output and
+// what it does.
+type toolDef struct {
+	name, title, desc string
+	fields            []field
+	annotations       *mcp.ToolAnnotations
+	extraOutput       map[string]any // output properties beyond task and receipt
+	required          []string       // required output properties beyond receipt
+	run               func(ctx context.Context, s *Server, a *args) (*toolOutput, error)
+}
+
+func boolPtr(b bool) *bool { return &b }
+
+var (
+	fTaskID      = field{name: "task_id", kind: kindTaskID, required: true, desc: "the task id returned by graph_task_create or graph_task_claim"}
+	fOwner       = field{name: "owner", kind: kindIdentifier, required: true, desc: "who works on the task: the owner returned by graph_task_claim (" + taskgraph.IdentifierPattern + ")"}
+	fGeneration  = field{name: "generation", kind: kindInt, required: true, min: 1, max: maxSafeInteger, desc: "the fencing generation returned by graph_task_claim"}
+	fClaimToken  = field{name: "claim_token", kind: kindToken, required: true, desc: "the secret claim_token returned by graph_task_claim"}
+	fLeaseMS     = field{name: "lease_ms", kind: kindInt, min: leaseMinMS, max: leaseMaxMS, desc: fmt.Sprintf("lease length in milliseconds (default %d)", lease.DefaultDuration.Milliseconds())}
+	holderFields = []field{fTaskID, fOwner, fGeneration, fClaimToken}
+)
+
+// tools is the fixed set of model tools, in manifest order.
+func toolDefs() []toolDef {
+	return []toolDef{
+		{
+			name: manifest.ToolCancel, title: "Cancel a claimed task",
+			desc:        "Cancel the task you hold (your own claim only: pass task_id, owner, generation and claim_token from graph_task_claim). The task and every unfinished task that depends on it are cancelled. This is not an administrative abort.",
+			fields:      holderFields,
+			annotations: &mcp.ToolAnnotations{Title: "Cancel a claimed task", DestructiveHint: boolPtr(true), OpenWorldHint: boolPtr(false)},
+			run: func(ctx context.Context, s *Server, a *args) (*toolOutput, error) {
+				t, err := s.store.Cancel(ctx, holderOf(a))
+				return taskOutput(t), err
+			},
+		},
+		{
+			name: manifest.ToolClaim, title: "Claim a ready task",
+			desc: "Claim a task for exclusive work. Without task_id it claims the oldest ready task (optionally within workflow_id), waiting up to wait_ms for one to become ready; finding none is not an error (claimed: false). " +
+				"The result's lease holds owner, generation and the secret claim_token: pass them on every heartbeat, complete, fail or cancel, and heartbeat before lease_expires_at. An expired lease can be claimed by another worker at a higher generation, after which your writes are rejected.",
+			fields: []field{
+				{name: "owner", kind: kindIdentifier, required: true, desc: "who claims: a stable worker name (" + taskgraph.IdentifierPattern + ")"},
+				fLeaseMS,
+				{name: "task_id", kind: kindTaskID, desc: "claim this task; omit to claim the oldest ready task"},
+				{name: "workflow_id", kind: kindIdentifier, desc: "claim only within this workflow (without task_id)"},
+				{name: "wait_ms", kind: kindInt, min: 0, max: waitMaxMS, desc: "how long claim-next may wait for a task to become ready, in milliseconds (default 0)"},
+			},
+			annotations: &mcp.ToolAnnotations{Title: "Claim a ready task", DestructiveHint: boolPtr(false), OpenWorldHint: boolPtr(false)},
+			extraOutput: map[string]any{
+				"claimed": map[string]any{"type": "boolean"},
+				"lease": map[string]any{"type": "object", "additionalProperties": false,
+					"required": []string{"claim_token", "generation", "lease_expires_at", "owner"},
+					"properties": map[string]any{
+						"owner":            map[string]any{"type": "string"},
+						"generation":       map[string]any{"type": "integer", "minimum": 1},
+						"claim_token":      map[string]any{"type": "string"},
+						"lease_expires_at": map[string]any{"type": "string", "format": "date-time"},
+					}},
+			},
+			required: []string{"claimed", "task"},
+			run:      runClaim,
+		},
+		{
+			name: manifest.ToolComplete, title: "Complete a claimed task",
+			desc:        "Finish the task you hold with its result (any JSON value, at most 256 KiB). Tasks that depend on it become ready when all their dependencies are complete. Rejected if your claim is no longer live.",
+			fields:      append(append([]field{}, holderFields...), field{name: "result", kind: kindAny, required: true, desc: "the task's result: any JSON value"}),
+			annotations: &mcp.ToolAnnotations{Title: "Complete a claimed task", DestructiveHint: boolPtr(false), OpenWorldHint: boolPtr(false)},
+			run: func(ctx context.Context, s *Server, a *args) (*toolOutput, error) {
+				t, err := s.store.Complete(ctx, holderOf(a), a.raw["result"])
+				return taskOutput(t), err
+			},
+		},
+		{
+			name: manifest.ToolCreate, title: "Create a task",
+			desc: "Create a task (a node of a workflow's DAG). It is ready to claim once every node in depends_on has completed. Idempotent: creating the same workflow_id and node_id again with the same payload, depends_on and max_attempts returns the existing task (created: false); different content is rejected.",
+			fields: []field{
+				{name: "workflow_id", kind: kindIdentifier, required: true, desc: "the workflow (DAG) the task belongs to; created on first use"},
+				{name: "node_id", kind: kindIdentifier, required: true, desc: "the task's name within the workflow"},
+				{name: "payload", kind: kindObject, desc: "what the worker needs: a JSON object of at most 64 KiB (default {})"},
+				{name: "depends_on", kind: kindIdentifierList, desc: fmt.Sprintf("node ids of the same workflow that must complete first (at most %d)", taskgraph.MaxDependsOn)},
+				{name: "max_attempts", kind: kindInt, min: taskgraph.MinMaxAttempts, max: taskgraph.MaxMaxAttempts, desc: fmt.Sprintf("how many claims the task may take before it fails (default %d)", taskgraph.DefaultMaxAttempts)},
+			},
+			annotations: &mcp.ToolAnnotations{Title: "Create a task", IdempotentHint: true, DestructiveHint: boolPtr(false), OpenWorldHint: boolPtr(false)},
+			extraOutput: map[string]any{"created": map[string]any{"type": "boolean"}},
+			required:    []string{"created", "task"},
+			run:         runCreate,
+		},
+		{
+			name: manifest.ToolFail, title: "Fail a claimed task",
+			desc:        "Report that the task you hold failed, with an error text. With retryable true and attempts left it returns to the ready queue; otherwise it fails and every unfinished task that depends on it is cancelled.",
+			fields:      append(append([]field{}, holderFields...), field{name: "error", kind: kindErrorText, required: true, desc: "what went wrong"}, field{name: "retryable", kind: kindBool, desc: "true if another attempt may succeed (default false)"}),
+			annotations: &mcp.ToolAnnotations{Title: "Fail a claimed task", DestructiveHint: boolPtr(true), OpenWorldHint: boolPtr(false)},
+			run: func(ctx context.Context, s *Server, a *args) (*toolOutput, error) {
+				t, err := s.store.Fail(ctx, holderOf(a), a.str["error"], a.bln["retryable"])
+				return taskOutput(t), err
+			},
+		},
+		{
+			name: manifest.ToolHeartbeat, title: "Extend a claim's lease",
+			desc:        "Keep the task you hold: extends the lease to now + lease_ms (server time). The generation does not change. Rejected if your claim is no longer live, in which case stop work on the task.",
+			fields:      append(append([]field{}, holderFields...), fLeaseMS),
+			annotations: &mcp.ToolAnnotations{Title: "Extend a claim's lease", IdempotentHint: true, DestructiveHint: boolPtr(false), OpenWorldHint: boolPtr(false)},
+			run: func(ctx context.Context, s *Server, a *args) (*toolOutput, error) {
+				t, err := s.store.Heartbeat(ctx, holderOf(a), time.Duration(a.num["lease_ms"])*time.Millisecond)
+				return taskOutput(t), err
+			},
+		},
+		{
+			name: manifest.ToolInspect, title: "Inspect a task",
+			desc:        "Read a task: its state, dependencies, owner, generation, lease expiry, attempts, result or error, and status message. Never returns a claim token.",
+			fields:      []field{fTaskID},
+			annotations: &mcp.ToolAnnotations{Title: "Inspect a task", ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: boolPtr(false)},
+			run: func(ctx context.Context, s *Server, a *args) (*toolOutput, error) {
+				t, err := s.store.Task(ctx, a.str["task_id"])
+				return taskOutput(t), err
+			},
+		},
+	}
+}
+
+func holderOf(a *args) lease.Holder {
+	return lease.Holder{TaskID: a.str["task_id"], Owner: a.str["owner"], Generation: a.num["generation"], Token: a.str["claim_token"]}
+}
+
+func taskOutput(t taskgraph.Task) *toolOutput { return &toolOutput{Task: renderTask(t)} }
+
+func runCreate(ctx context.Context, s *Server, a *args) (*toolOutput, error) {
+	spec := taskgraph.NodeSpec{NodeID: a.str["node_id"], Payload: a.raw["payload"], DependsOn: a.lst["depends_on"], MaxAttempts: int(a.num["max_attempts"])}
+	c, err := s.store.CreateTask(ctx, a.str["workflow_id"], spec)
+	if err != nil {
+		return nil, err
+	}
+	out := taskOutput(c.Task)
+	out.Created = boolPtr(c.Created)
+	if cap := createCaptureFrom(ctx); cap != nil {
+		cap.task = c.Task
+	}
+	return out, nil
+}
+
+func runClaim(ctx context.Context, s *Server, a *args) (*toolOutput, error) {
+	req := taskgraph.ClaimRequest{
+		Owner: a.str["owner"], TaskID: a.str["task_id"], WorkflowID: a.str["workflow_id"],
+		Lease: time.Duration(a.num["lease_ms"]) * time.Millisecond, Wait: time.Duration(a.num["wait_ms"]) * time.Millisecond,
+	}
+	c, ok, err := s.store.Claim(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return &toolOutput{Claimed: boolPtr(false)}, nil
+	}
+	return &toolOutput{Task: renderTask(c.Task), Claimed: boolPtr(true), Lease: renderLease(c.Lease)}, nil
+}
+
+// outputSchema renders a tool's output schema.
+func (d toolDef) outputSchema() map[string]any {
+	task := taskSchema()
+	if d.name == manifest.ToolClaim {
+		task = map[string]any{"oneOf": []any{task, map[string]any{"type": "null"}}}
+	}
+	props := map[string]any{"task": task, "receipt": receiptSchema()}
+	for k, v := range d.extraOutput {
+		props[k] = v
+	}
+	req := append([]string{"receipt"}, d.required...)
+	if d.required == nil {
+		req = append(req, "task")
+	}
+	sortStrings(req)
+	return map[string]any{"type": "object", "properties": props, "required": req, "additionalProperties": false}
+}
+
+// handler adapts a toolDef to the SDK: it decodes and validates arguments,
+// runs the tool, attaches the receipt, and maps errors: arguments that are
+// not an object are a protocol error (-32602); bad arguments and anything the
+// store rejects are tool errors (isError) naming the field or rule; anything
+// else is an internal error (-32603).
+func (s *Server) handler(d toolDef) mcp.ToolHandler {
+	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		var raw json.RawMessage
+		if req.Params != nil {
+			raw = req.Params.Arguments
+		}
+		a, err := decodeArgs(raw, d.fields)
+		if err == nil {
+			var out *toolOutput
+			out, err = d.run(ctx, s, a)
+			if err == nil {
+				return s.toolResult(d.name, out)
+			}
+		}
+		return s.toolError(ctx, d.name, err)
+	}
+}
+
+func (s *Server) toolResult(tool string, out *toolOutput) (*mcp.CallToolResult, error) {
+	taskID, gen := "", int64(0)
+	if out.Task != nil {
+		taskID, gen = out.Task.TaskID, out.Task.Generation
+	}
+	rec, err := manifest.NewReceipt(s.manifest.SHA256(), manifest.Operation(tool), taskID, gen)
+	if err != nil {
+		return nil, s.internal(tool, err)
+	}
+	out.Receipt = rec
+	b, err := json.Marshal(out)
+	if err != nil {
+		return nil, s.internal(tool, err)
+	}
+	s.observeTool(tool, "ok")
+	return &mcp.CallToolResult{
+		Content:           []mcp.Content{&mcp.TextContent{Text: string(b)}},
+		StructuredContent: json.RawMessage(b),
+	}, nil
+}
+
+// toolError maps an error from a tool to the result or protocol error.
+func (s *Server) toolError(ctx context.Context, tool string, err error) (*mcp.CallToolResult, error) {
+	var ae *argError
+	switch {
+	case errors.Is(err, errArgsNotObject):
+		s.observeTool(tool, "protocol_error")
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("%s: arguments must be a JSON object", tool)}
+	case errors.As(err, &ae), errors.Is(err, taskgraph.ErrInvalid), errors.Is(err, taskgraph.ErrNotFound),
+		errors.Is(err, taskgraph.ErrConflict), errors.Is(err, taskgraph.ErrStaleClaim):
+		s.observeTool(tool, outcomeOf(err))
+		return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: err.Error()}}}, nil
+	case errors.Is(err, context.DeadlineExceeded) && ctx.Err() != nil:
+		s.observeTool(tool, "deadline")
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf("%s did not finish within the call deadline; it may or may not have taken effect: inspect the task before retrying", tool)}
+	case errors.Is(err, taskgraph.ErrClosed):
+		s.observeTool(tool, "internal_error")
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "the server is shutting down; retry against a running server"}
+	}
+	return nil, s.internal(tool, err)
+}
+
+func outcomeOf(err error) string {
+	var ae *argError
+	switch {
+	case errors.As(err, &ae), errors.Is(err, taskgraph.ErrInvalid):
+		return "invalid"
+	case errors.Is(err, taskgraph.ErrNotFound):
+		return "not_found"
+	case errors.Is(err, taskgraph.ErrConflict):
+		return "conflict"
+	case errors.Is(err, taskgraph.ErrStaleClaim):
+		return "stale_claim"
+	}
+	return "error"
+}
+
+// internal logs an unexpected fault and returns the -32603 the client sees;
+// the details stay in the server log.
+func (s *Server) internal(what string, err error) error {
+	s.log.Error("internal error", "in", what, "err", err)
+	s.observeTool(what, "internal_error")
+	return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "internal error; the server logged the details and keeps serving"}
+}
