@@ -1,0 +1,46 @@
+package main
+
+import (
+	"github.com/urfave/cli/v2"
+
+	"github.com/graph-engineering/graph-engineering-mcp/manifest"
+	"github.com/graph-engineering/graph-engineering-mcp/mcpadapter"
+)
+
+// serverLimits are the transport limits the server adds to the manifest.
+func serverLimits() map[string]int64 {
+	return map[string]int64{"maxStdioLineBytes": mcpadapter.MaxStdioLineBytes}
+}
+
+func init() {
+	registerCommands(func() []*cli.Command {
+		return []*cli.Command{{
+			Name:  "manifest",
+			Usage: "print the capability manifest a server with these flags would serve",
+			UsageText: `graph-engineering-mcp manifest [--profile FILE] [--disable-tasks-extension]
+
+Prints exactly the bytes of the resource graph-engineering://capabilities/manifest,
+whose sha256 every tool receipt names. Example:
+   graph-engineering-mcp manifest --profile ./workers.json | jq .sha256`,
+			Flags: []cli.Flag{
+				&cli.StringFlag{Name: "profile", Usage: "JSON profile `FILE`", EnvVars: []string{"GRAPH_ENGINEERING_PROFILE"}},
+				&cli.BoolFlag{Name: "disable-tasks-extension", Usage: "as for serve", EnvVars: []string{"GRAPH_ENGINEERING_DISABLE_TASKS_EXTENSION"}},
+			},
+			Action: func(c *cli.Context) error {
+				if c.NArg() > 0 {
+					return usagef("manifest takes no arguments (got %q)", c.Args().First())
+				}
+				surface, err := surfaceFromFlags(c)
+				if err != nil {
+					return err
+				}
+				m, err := manifest.Build(surface, serverLimits())
+				if err != nil {
+					return err
+				}
+				_, err = c.App.Writer.Write(append(m.Bytes(), '\n'))
+				return err
+			},
+		}}
+	})
+}
