@@ -1,0 +1,278 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	_ "github.com/mattn/go-sqlite3"
+
+	"github.com/graph-engineering/graph-engineering-mcp/manifest"
+)
+
+var (
+	binOnce sync.Once
+	binPath string
+	binErr  error
+)
+
+// builtBinary builds the command once per test run.
+func builtBinary(t *testing.T) string {
+	t.Helper()
+	binOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "ge-bin-")
+		if err != nil {
+			binErr = err
+			return
+		}
+		binPath = filepath.Join(dir, "graph-engineering-mcp")
+		out, err := exec.Command("go", "build", "-o", binPath, ".").CombinedOutput()
+		if err != nil {
+			binErr = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if binErr != nil {
+		t.Fatal(binErr)
+	}
+	return binPath
+}
+
+func TestStdioSDKClientBothEras(t *testing.T) {
+	bin := builtBinary(t)
+	db := filepath.Join(t.TempDir(), "tasks.db")
+	for _, version := range []string{"", "2025-11-25", "2024-11-05"} {
+		t.Run("version="+version, func(t *testing.T) {
+			cmd := exec.Command(bin, "serve", "--database", db)
+			var stderr bytes.Buffer
+			cmd.Stderr = &stderr
+			client := mcp.NewClient(&mcp.Implementation{Name: "stdio-test", Version: "1"}, nil)
+			var opts *mcp.ClientSessionOptions
+			if version != "" {
+				opts = &mcp.ClientSessionOptions{ProtocolVersion: version}
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			defer cancel()
+			cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd}, opts)
+			if err != nil {
+				t.Fatalf("connect: %v\n%s", err, stderr.String())
+			}
+			want := version
+			if want == "" {
+				want = manifest.ModernVersion
+			}
+			if got := cs.InitializeResult().ProtocolVersion; got != want {
+				t.Fatalf("negotiated %s, want %s", got, want)
+			}
+			tools, err := cs.ListTools(ctx, nil)
+			if err != nil || len(tools.Tools) != 7 {
+				t.Fatalf("tools/list: %v", err)
+			}
+			node := "n" + strings.ReplaceAll(want, "-", "")
+			res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: manifest.ToolCreate, Arguments: map[string]any{"workflow_id": "stdio", "node_id": node}})
+			if err != nil || res.IsError {
+				t.Fatalf("create: %v %+v", err, res)
+			}
+			res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: manifest.ToolClaim, Arguments: map[string]any{"owner": "w", "workflow_id": "stdio"}})
+			if err != nil || res.IsError {
+				t.Fatalf("claim: %v %+v", err, res)
+			}
+			if err := cs.Close(); err != nil {
+				t.Logf("close: %v", err)
+			}
+			if strings.Contains(stderr.String(), "level=ERROR") {
+				t.Errorf("server logged errors:\n%s", stderr.String())
+			}
+		})
+	}
+}
+
+// stdioServer runs the binary with raw pipes.
+type stdioServer struct {
+	t      *testing.T
+	cmd    *exec.Cmd
+	in     *os.File
+	out    *bufio.Reader
+	stderr *bytes.Buffer
+	db     string
+}
+
+func startStdio(t *testing.T, args ...string) *stdioServer {
+	t.Helper()
+	db := filepath.Join(t.TempDir(), "tasks.db")
+	cmd := exec.Command(builtBinary(t), append([]string{"serve", "--database", db}, args...)...)
+	inR, inW, _ := os.Pipe()
+	outR, outW, _ := os.Pipe()
+	var stderr bytes.Buffer
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	inR.Close()
+	outW.Close()
+	s := &stdioServer{t: t, cmd: cmd, in: inW, out: bufio.NewReaderSize(outR, 1<<20), stderr: &stderr, db: db}
+	t.Cleanup(func() { s.in.Close(); cmd.Process.Kill(); cmd.Wait() })
+	return s
+}
+
+func (s *stdioServer) send(line string) {
+	s.t.Helper()
+	if _, err := s.in.WriteString(line + "\n"); err != nil {
+		s.t.Fatal(err)
+	}
+}
+
+// recv reads one line of stdout, which must be one JSON-RPC message.
+func (s *stdioServer) recv() map[string]any {
+	s.t.Helper()
+	type res struct {
+		line string
+		err  error
+	}
+	ch := make(chan res, 1)
+	go func() { l, err := s.out.ReadString('\n'); ch <- res{l, err} }()
+	select {
+	case r := <-ch:
+		if r.err != nil {
+			s.t.Fatalf("read stdout: %v\nstderr:\n%s", r.err, s.stderr.String())
+		}
+		var m map[string]any
+		if err := json.Unmarshal([]byte(r.line), &m); err != nil || m["jsonrpc"] != "2.0" {
+			s.t.Fatalf("stdout carried a non-protocol line: %q", r.line)
+		}
+		return m
+	case <-time.After(30 * time.Second):
+		s.t.Fatalf("no answer on stdout\nstderr:\n%s", s.stderr.String())
+	}
+	return nil
+}
+
+func errCode(m map[string]any) float64 {
+	e, _ := m["error"].(map[string]any)
+	c, _ := e["code"].(float64)
+	return c
+}
+
+const modernMetaJSON = `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}`
+
+func TestStdioHostileLinesAndCleanExit(t *testing.T) {
+	s := startStdio(t)
+	// An oversized line is answered and discarded; the server keeps serving.
+	s.send(`{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"pad":"` + strings.Repeat("x", 600<<10) + `",` + modernMetaJSON + `}}`)
+	if m := s.recv(); errCode(m) != -32600 || m["id"] != nil || !strings.Contains(fmt.Sprint(m["error"]), "524288") {
+		t.Fatalf("oversized line: %v", m)
+	}
+	s.send(`{"jsonrpc":"2.0","id":2,"method":"tools/list","params":{` + modernMetaJSON + `}}`)
+	if m := s.recv(); m["id"] != float64(2) || m["result"] == nil {
+		t.Fatalf("after the oversized line: %v", m)
+	}
+	for _, tc := range []struct {
+		line string
+		code float64
+	}{
+		{`{not json`, -32700},
+		{`[{"jsonrpc":"2.0","id":3,"method":"tools/list"}]`, -32600},
+		{`{"jsonrpc":"2.0","id":null,"method":"tools/list"}`, -32600},
+		{`{"jsonrpc":"1.0","id":4,"method":"tools/list"}`, -32600},
+		{`{"jsonrpc":"2.0","id":5,"method":"tools/list","params":{}}`, -32602},
+		{`{"jsonrpc":"2.0","id":6,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"1900-01-01","io.modelcontextprotocol/clientCapabilities":{}}}}`, -32022},
+		{`{"jsonrpc":"2.0","id":7,"method":"prompts/list","params":{` + modernMetaJSON + `}}`, -32601},
+	} {
+		s.send(tc.line)
+		if m := s.recv(); errCode(m) != tc.code {
+			t.Errorf("%s: got %v, want code %v", tc.line, m, tc.code)
+		}
+	}
+	s.send(`{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"graph_task_create","arguments":{"workflow_id":"w","node_id":"n"},` + modernMetaJSON + `}}`)
+	if m := s.recv(); m["result"] == nil {
+		t.Fatalf("create: %v", m)
+	}
+	// End of input: exit 0, database closed cleanly (WAL checkpointed).
+	s.in.Close()
+	done := make(chan error, 1)
+	go func() { done <- s.cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("exit: %v\n%s", err, s.stderr.String())
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the server did not exit at end of input")
+	}
+	if fi, err := os.Stat(s.db + "-wal"); err == nil && fi.Size() != 0 {
+		t.Errorf("WAL holds %d bytes after a clean exit", fi.Size())
+	}
+	db, err := sql.Open("sqlite3", "file:"+s.db+"?mode=ro")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var ok string
+	if err := db.QueryRow(`PRAGMA integrity_check`).Scan(&ok); err != nil || ok != "ok" {
+		t.Fatalf("integrity %q %v", ok, err)
+	}
+	if !strings.Contains(s.stderr.String(), "database closed cleanly") {
+		t.Errorf("stderr lacks the clean-close log:\n%s", s.stderr.String())
+	}
+}
+
+func TestServeRefusesBadProfiles(t *testing.T) {
+	dir := t.TempDir()
+	for name, tc := range map[string]struct{ body, want string }{
+		"unknown key":  {`{"allowed_tools":["graph_task_claim"],"admin":true}`, `"admin"`},
+		"unknown tool": {`{"allowed_tools":["graph_task_force"]}`, "graph_task_force"},
+		"not json":     {`allowed_tools: all`, "profile"},
+	} {
+		p := filepath.Join(dir, strings.ReplaceAll(name, " ", "_")+".json")
+		os.WriteFile(p, []byte(tc.body), 0o600)
+		var stdout, stderr bytes.Buffer
+		code := run(context.Background(), []string{"graph-engineering-mcp", "serve", "--database", filepath.Join(dir, "x.db"), "--profile", p}, strings.NewReader(""), &stdout, &stderr)
+		if code != exitUsage || !strings.Contains(stderr.String(), tc.want) {
+			t.Errorf("%s: exit %d, stderr %q; want exit 2 naming %s", name, code, stderr.String(), tc.want)
+		}
+		if stdout.Len() != 0 {
+			t.Errorf("%s: wrote to stdout: %q", name, stdout.String())
+		}
+	}
+	var stdout, stderr bytes.Buffer
+	if code := run(context.Background(), []string{"graph-engineering-mcp", "serve", "--profile", filepath.Join(dir, "missing.json")}, strings.NewReader(""), &stdout, &stderr); code != exitUsage {
+		t.Errorf("missing profile file: exit %d (%s)", code, stderr.String())
+	}
+}
+
+func TestManifestCommandMatchesServedBytes(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "p.json")
+	os.WriteFile(p, []byte(`{"allowed_tools":["graph_task_claim","graph_task_complete"]}`), 0o600)
+	var stdout, stderr bytes.Buffer
+	if code := run(context.Background(), []string{"graph-engineering-mcp", "manifest", "--profile", p}, strings.NewReader(""), &stdout, &stderr); code != 0 {
+		t.Fatalf("manifest: exit %d %s", code, stderr.String())
+	}
+	printed := strings.TrimSuffix(stdout.String(), "\n")
+	sha, err := manifest.Verify([]byte(printed))
+	if err != nil {
+		t.Fatalf("printed manifest does not verify: %v", err)
+	}
+	// The server with the same profile serves the same bytes.
+	s := startStdio(t, "--profile", p)
+	s.send(`{"jsonrpc":"2.0","id":1,"method":"resources/read","params":{"uri":"graph-engineering://capabilities/manifest",` + modernMetaJSON + `}}`)
+	m := s.recv()
+	contents := m["result"].(map[string]any)["contents"].([]any)[0].(map[string]any)
+	if contents["text"] != printed {
+		t.Fatalf("served manifest differs from the printed one:\n%s\n%s", contents["text"], printed)
+	}
+	if !strings.Contains(printed, sha) || !strings.Contains(printed, `"tools":["graph_task_claim","graph_task_complete"]`) {
+		t.Fatalf("manifest: %s", printed)
+	}
+}
