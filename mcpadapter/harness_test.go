@@ -106,8 +106,8 @@ func modernMeta(caps map[string]any) map[string]any {
 		caps = map[string]any{}
 	}
 	return map[string]any{
-		metaProtocolVersion:                 modern,
-		metaClientCapabilities:              caps,
+		metaProtocolVersion:                  modern,
+		metaClientCapabilities:               caps,
 		"io.modelcontextprotocol/clientInfo": map[string]any{"name": "raw", "version": "1"},
 	}
 }
