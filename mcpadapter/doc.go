@@ -1,0 +1,31 @@
+// Package mcpadapter is the Model Context Protocol face of the task store,
+// built on the official Go SDK. It holds no SQL and no lease logic: every
+// tool is a thin, bounded call into package taskgraph.
+//
+// # Invariants
+//
+//   - Least authority: exactly the seven graph_task_* tools, narrowed by the
+//     profile (package manifest); no tool forces, bypasses, approves, skips or
+//     aborts. Capabilities advertise only what is served, and every method the
+//     SDK knows but this server does not serve answers -32601 in both eras.
+//   - Eras: one server speaks the legacy handshake (2024-11-05 to 2025-11-25)
+//     and the stateless 2026-07-28 revision. On stdio and in-memory transports
+//     a router below the SDK sends each request to a legacy or a modern SDK
+//     session on the same server, and applies the per-request _meta rules
+//     (-32602, -32022) itself, so nothing is ever inferred from an earlier
+//     request and no error leaves with code 0.
+//   - Arguments: decoded by our own validator, generated from the same field
+//     table as the published JSON Schema; numbers are read exactly (never
+//     through float64), unknown and duplicate keys are refused. Arguments that
+//     are not an object are a protocol error (-32602); bad values and
+//     everything the store rejects are tool errors (isError) naming the field
+//     or the rule; anything unexpected is -32603 and the server keeps serving.
+//   - Receipts: every successful tool result carries a receipt binding the
+//     operation, task and generation to the digest of the capability manifest
+//     the server serves.
+//   - Tasks extension: a task handle is returned only to a graph_task_create
+//     request that declares the extension in its own _meta; tasks/* requests
+//     that do not declare it get -32021; legacy sessions never see it.
+//   - Output: stdout carries only protocol messages; logs go to the slog
+//     logger (stderr); claim tokens appear only in the claim result.
+package mcpadapter

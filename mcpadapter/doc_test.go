@@ -1,0 +1,64 @@
+package mcpadapter
+
+import (
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/graph-engineering/graph-engineering-mcp/manifest"
+)
+
+// TestMCPDocumentationIsComplete keeps MCP.md true: it must name every tool,
+// argument, served and unserved method, error code and limit the code has.
+func TestMCPDocumentationIsComplete(t *testing.T) {
+	b, err := os.ReadFile("../MCP.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := string(b)
+	need := func(what, s string) {
+		t.Helper()
+		if !strings.Contains(doc, s) {
+			t.Errorf("MCP.md does not mention the %s %s", what, s)
+		}
+	}
+	for _, d := range toolDefs() {
+		need("tool", "`"+d.name+"`")
+		for _, f := range d.fields {
+			need("argument", "`"+f.name+"`")
+		}
+	}
+	for _, m := range ServedMethods() {
+		need("method", "`"+m+"`")
+	}
+	for _, m := range UnservedMethods() {
+		need("unserved method", "`"+m+"`")
+	}
+	for _, c := range ErrorCodes() {
+		need("error code", fmt.Sprintf("`%d`", c))
+	}
+	for _, k := range manifest.ManifestKeys() {
+		need("manifest key", "`"+k+"`")
+	}
+	m, err := manifest.Build(manifest.NewSurface(manifest.Options{}), map[string]int64{"maxStdioLineBytes": MaxStdioLineBytes})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range limitsOf(t, m) {
+		need("limit", "`"+l.name+"`")
+		for _, v := range l.values {
+			need("value of limit "+l.name, v)
+		}
+	}
+	for _, v := range manifest.Protocols {
+		need("protocol version", "`"+v+"`")
+	}
+	need("extension", manifest.TasksExtension)
+	need("extension", manifest.SkillsExtension)
+	need("resource", manifest.ManifestURI)
+	need("receipt key", ReceiptMetaKey)
+	need("poll interval", fmt.Sprint(TaskPollIntervalMs))
+	need("update bound", fmt.Sprint(MaxUpdateKeys))
+	need("update bound", fmt.Sprint(MaxUpdateBytes))
+}
