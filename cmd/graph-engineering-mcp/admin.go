@@ -277,21 +277,39 @@ func adminAbortAction(c *cli.Context, args []string) error {
 
 // confirm shows prompt on stderr and asks question; unless --yes was given,
 // only an answer of y or yes (any case) on stdin proceeds. Anything else,
-// including end of input, returns errNotConfirmed (exit 1).
+// including end of input, returns errNotConfirmed (exit 1). An interrupt
+// (SIGINT, SIGTERM) while waiting for the answer returns at once.
 func confirm(c *cli.Context, prompt, question string) error {
 	if c.Bool("yes") {
 		return nil
 	}
 	fmt.Fprintf(c.App.ErrWriter, "%s%s? [y/N] ", prompt, question)
-	answer, err := bufio.NewReader(c.App.Reader).ReadString('\n')
-	if err != nil && !errors.Is(err, io.EOF) {
-		return fmt.Errorf("read confirmation from stdin: %w", err)
+	type reply struct {
+		text string
+		err  error
 	}
-	if err != nil || !isTerminal(c.App.Reader) {
+	replies := make(chan reply, 1)
+	go func() {
+		// On an interrupt this goroutine stays blocked on stdin until the
+		// process exits, which it is about to do.
+		text, err := bufio.NewReader(c.App.Reader).ReadString('\n')
+		replies <- reply{text, err}
+	}()
+	var r reply
+	select {
+	case r = <-replies:
+	case <-c.Context.Done():
+		fmt.Fprintln(c.App.ErrWriter)
+		return fmt.Errorf("interrupted at the confirmation prompt, nothing changed: %w", c.Context.Err())
+	}
+	if r.err != nil && !errors.Is(r.err, io.EOF) {
+		return fmt.Errorf("read confirmation from stdin: %w", r.err)
+	}
+	if r.err != nil || !isTerminal(c.App.Reader) {
 		// Nothing echoed the answer's newline: end the prompt's line.
 		fmt.Fprintln(c.App.ErrWriter)
 	}
-	switch strings.ToLower(strings.TrimSpace(answer)) {
+	switch strings.ToLower(strings.TrimSpace(r.text)) {
 	case "y", "yes":
 		return nil
 	}
