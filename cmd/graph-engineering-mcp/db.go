@@ -88,12 +88,11 @@ func openOperatorStore(c *cli.Context) (*taskgraph.Store, error) {
 	s, err := taskgraph.Open(c.Context, path, taskgraph.Options{
 		Clock:  clockFrom(c.Context),
 		Logger: newLogger(c.App.ErrWriter, slog.LevelWarn),
-		// One-shot commands need few readers; the watcher notices a server's
-		// writes and costs nothing here.
+		// A one-shot command reads on one or two connections at a time.
 		ReadConns: 2,
 	})
 	if err != nil {
-		return nil, fmt.Errorf("open database %s: %w", path, err)
+		return nil, err // the store's errors name the path and the step that failed
 	}
 	return s, nil
 }

@@ -350,10 +350,17 @@ func writeTaskDetail(w io.Writer, t taskgraph.Task, events []taskgraph.Event, no
 		{"status", oneLine(t.StatusMessage)},
 		{"depends on", deps},
 		{"attempts", fmt.Sprintf("%d of %d", t.Attempts, t.MaxAttempts)},
+		{"owner", dash(t.Owner)},
 		{"generation", fmt.Sprintf("%d (claims granted so far)", t.Generation)},
 		{"lease", describeLease(t, now)},
 		{"created", fmt.Sprintf("%s (%s)", timestamp(t.CreatedAt), relative(t.CreatedAt, now))},
 		{"updated", fmt.Sprintf("%s (%s)", timestamp(t.UpdatedAt), relative(t.UpdatedAt, now))},
+	}
+	if t.Result == nil {
+		rows = append(rows, [2]string{"result", "(none)"})
+	}
+	if t.Error == "" {
+		rows = append(rows, [2]string{"error", "(none)"})
 	}
 	for _, r := range rows {
 		fmt.Fprintf(tw, "%s\t%s\n", r[0], r[1])

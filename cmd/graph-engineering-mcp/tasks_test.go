@@ -158,6 +158,9 @@ func TestTasksShow(t *testing.T) {
 		"status      claimed by w2 (generation 1)",
 		"depends on  fetch",
 		"attempts    1 of 3",
+		"owner       w2",
+		"result      (none)",
+		"error       (none)",
 		"lease       live: held by w2, generation 1, expires 2026-03-01T12:10:03Z (in 9m)",
 		"created     2026-03-01T12:00:00Z (23s ago)",
 		"updated     2026-03-01T12:00:03Z (20s ago)",
@@ -206,6 +209,11 @@ func TestTasksShow(t *testing.T) {
 	lineWith(t, r.stdout, " expire ", "w2")
 	if got := e.task(build).State; got != taskgraph.StatePending {
 		t.Fatalf("store sees build %s after the expiry was processed, want pending", got)
+	}
+
+	r = e.cli("", "tasks", "show", f.tasks["fetch"].TaskID).want(t, exitOK)
+	if !strings.Contains(r.stdout, "payload:\n  {\n    \"url\": \"https://example.com/src.tar\"\n  }\nresult:\n  {\n    \"ok\": true\n  }\n") {
+		t.Fatalf("fetch: want its payload and result:\n%s", r.stdout)
 	}
 
 	// A failed task shows its error text in full.

@@ -530,8 +530,9 @@ func summaryLine(v taskgraph.WorkflowView) string {
 const maxFrameTasks = 10
 
 // redrawFrame is the terminal view: a progress bar, the counts, and the
-// running and failed tasks. It leaves out anything that changes with time
-// alone, so it is redrawn only when the workflow changes.
+// running and failed tasks. Apart from flagging a lapsed lease it leaves out
+// anything that changes with time alone, so it is redrawn only when the
+// workflow changes.
 func redrawFrame(v taskgraph.WorkflowView, now time.Time, st treeStyle) string {
 	const barWidth = 30
 	total, done := len(v.Tasks), v.Counts[taskgraph.StateCompleted]
@@ -566,7 +567,11 @@ func redrawFrame(v taskgraph.WorkflowView, now time.Time, st treeStyle) string {
 		}
 	}
 	list(taskgraph.StateClaimed, func(t taskgraph.Task) string {
-		return fmt.Sprintf("claimed by %s (generation %d)", t.Owner, t.Generation)
+		s := fmt.Sprintf("claimed by %s (generation %d)", t.Owner, t.Generation)
+		if leaseLapsed(t, now) {
+			s += ", lease expired"
+		}
+		return s
 	})
 	list(taskgraph.StateFailed, func(t taskgraph.Task) string { return truncate(oneLine(t.StatusMessage), 72) })
 	if v.Finished() {

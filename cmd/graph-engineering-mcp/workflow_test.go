@@ -364,8 +364,14 @@ func TestWatchRedraw(t *testing.T) {
 	}
 	frameLines := strings.Count(first, "\n")
 	buf.Reset()
+	e.clock.Advance(time.Minute) // time alone changes nothing on screen
 	if err := wv.update(view(), e.clock.Now()); err != nil || buf.Len() != 0 {
 		t.Fatalf("an unchanged workflow was redrawn: %q (%v)", buf.String(), err)
+	}
+	// A lease that lapsed unprocessed is flagged.
+	lapsed := redrawFrame(view(), e.clock.Now().Add(claimLease), unicodeStyle)
+	if !strings.Contains(lapsed, "  ▶ build  claimed by w2 (generation 1), lease expired\n") {
+		t.Fatalf("lapsed lease not flagged:\n%s", lapsed)
 	}
 	if _, err := e.s.Complete(context.Background(), holderOfClaim(f.build), json.RawMessage(`{}`)); err != nil {
 		t.Fatal(err)
