@@ -43,6 +43,7 @@ id and a note (the error of a failed task, why a task is cancelled or
 blocked, when a lease expires). A node with several dependencies is drawn in
 full under the first of them and as a one-line reference ("↑ shown above")
 under the others, so the output stays linear in the size of the graph.
+Below depth 24 the indentation stops growing and the note gives the depth.
 Counts by state and a legend follow the tree.
 
    ✓ completed   ✗ failed   ⊘ cancelled   ▶ claimed   ○ pending   … blocked
@@ -297,7 +298,7 @@ var dotStyle = map[taskgraph.State][3]string{
 	taskgraph.StateBlocked:   {"#fff9c4", "#9e9d24", "rounded,filled"},
 }
 
-// dotQuote quotes s as a DOT string; \n in label text is written by the caller.
+// dotQuote quotes s as a DOT string; a newline becomes DOT's \n line break.
 func dotQuote(s string) string {
 	r := strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`, "\r", "")
 	return `"` + r.Replace(s) + `"`

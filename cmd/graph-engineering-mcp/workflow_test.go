@@ -388,3 +388,33 @@ func TestWatchRedraw(t *testing.T) {
 		t.Fatalf("close wrote %q, want the terminal restored", buf.String())
 	}
 }
+
+// A long chain is drawn with bounded indentation, every node once.
+func TestWorkflowShowDeepChain(t *testing.T) {
+	e := newEnv(t)
+	const n = maxTreeIndent + 6
+	nodes := make([]taskgraph.NodeSpec, n)
+	for i := range nodes {
+		nodes[i].NodeID = "n" + strconv.Itoa(i)
+		if i > 0 {
+			nodes[i].DependsOn = []string{"n" + strconv.Itoa(i-1)}
+		}
+	}
+	if _, err := e.s.CreateWorkflow(context.Background(), "chain", nodes); err != nil {
+		t.Fatal(err)
+	}
+	r := e.cli("", "workflow", "show", "chain").want(t, exitOK)
+	deepest := lineWith(t, r.stdout, "n"+strconv.Itoa(n-1)+" ")
+	if !strings.Contains(deepest, "(depth "+strconv.Itoa(n-1)+")") {
+		t.Fatalf("deepest line %q does not give its depth", deepest)
+	}
+	treeWidth := len([]rune(strings.SplitN(deepest, " blocked", 2)[0]))
+	if limit := 4*maxTreeIndent + 2 + len("n99") + 2; treeWidth > limit {
+		t.Fatalf("deepest node drawn %d runes wide, want at most %d:\n%s", treeWidth, limit, r.stdout)
+	}
+	for i := 0; i < n; i++ {
+		if c := strings.Count(r.stdout, " n"+strconv.Itoa(i)+" "); c != 1 {
+			t.Fatalf("n%d appears %d times:\n%s", i, c, r.stdout)
+		}
+	}
+}
