@@ -1,0 +1,427 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"os"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/graph-engineering/graph-engineering-mcp/lease"
+	"github.com/graph-engineering/graph-engineering-mcp/taskgraph"
+)
+
+// This file holds the db commands and the plumbing that every operator
+// command (tasks, workflow, admin, audit, db) shares: opening the store,
+// accepting flags after positional arguments, and mapping store errors to
+// exit codes.
+
+// databaseEnv is the environment variable databaseFlag reads.
+const databaseEnv = "GRAPH_ENGINEERING_DATABASE"
+
+// clockKey carries a lease.Clock in a context.Context; see contextWithClock.
+type clockKey struct{}
+
+// contextWithClock returns ctx carrying clock, which operator commands run
+// under ctx then use as the store's server time. Tests use it to share a
+// lease.ManualClock with the store they hold open beside the command; the
+// binary never sets it, so commands use the system clock.
+func contextWithClock(ctx context.Context, clock lease.Clock) context.Context {
+	return context.WithValue(ctx, clockKey{}, clock)
+}
+
+func clockFrom(ctx context.Context) lease.Clock {
+	if c, ok := ctx.Value(clockKey{}).(lease.Clock); ok {
+		return c
+	}
+	return nil
+}
+
+// operatorDatabasePath resolves the database path of an operator command
+// with the same rules as serve: --database on the command, else
+// $GRAPH_ENGINEERING_DATABASE, else the default path. A --database given
+// before the command name (graph-engineering-mcp --database X tasks list) is
+// honoured too; urfave/cli would otherwise let the command's own unset flag
+// shadow it and silently use the default database.
+func operatorDatabasePath(c *cli.Context) (string, error) {
+	env := os.Getenv(databaseEnv)
+	p := c.String("database") // the command's own flag: explicit, else env
+	if p != "" && p != env {
+		return p, nil
+	}
+	lineage := c.Lineage()
+	for _, anc := range lineage[1:] {
+		if anc.Command == nil {
+			continue
+		}
+		if ap := anc.String("database"); ap != "" {
+			return ap, nil // explicit on the ancestor, else env
+		}
+	}
+	if p != "" {
+		return p, nil
+	}
+	return taskgraph.DefaultPath()
+}
+
+// openOperatorStore opens the database for an operator command. Unlike serve
+// it never creates a database: a mistyped path must not leave an empty
+// database behind and report "no tasks".
+func openOperatorStore(c *cli.Context) (*taskgraph.Store, error) {
+	path, err := operatorDatabasePath(c)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := os.Stat(path); err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("no database at %s: set --database or %s to the database serve uses (serve creates it on first start)", path, databaseEnv)
+		}
+		return nil, fmt.Errorf("open database %s: %w", path, err)
+	}
+	s, err := taskgraph.Open(c.Context, path, taskgraph.Options{
+		Clock:  clockFrom(c.Context),
+		Logger: newLogger(c.App.ErrWriter, slog.LevelWarn),
+		// A one-shot command reads on one or two connections at a time.
+		ReadConns: 2,
+	})
+	if err != nil {
+		return nil, err // the store's errors name the path and the step that failed
+	}
+	return s, nil
+}
+
+// withOperatorStore opens the store, runs fn, and closes the store. Every
+// write fn makes is one short store transaction; nothing holds the write lock
+// while a human reads a prompt.
+func withOperatorStore(c *cli.Context, fn func(ctx context.Context, s *taskgraph.Store) error) error {
+	s, err := openOperatorStore(c)
+	if err != nil {
+		return err
+	}
+	ferr := fn(c.Context, s)
+	if cerr := s.Close(); cerr != nil && ferr == nil {
+		ferr = fmt.Errorf("close database: %w", cerr)
+	}
+	return ferr
+}
+
+// usageIfInvalid turns a store validation error (an argument broke a rule)
+// into a usage error, exit code 2; other errors pass through.
+func usageIfInvalid(err error) error {
+	if err != nil && errors.Is(err, taskgraph.ErrInvalid) {
+		return usagef("%v", err)
+	}
+	return err
+}
+
+// leafAction wraps the action of a command that takes the positional
+// arguments named in args. urfave/cli v2 stops parsing flags at the first
+// positional argument, so "admin requeue ID --reason x" would leave --reason
+// unset; leafAction parses flags found after the arguments too. A wrong number
+// of arguments is a usage error.
+func leafAction(args []string, fn func(c *cli.Context, args []string) error) cli.ActionFunc {
+	return func(c *cli.Context) error {
+		got, help, err := interspersedArgs(c)
+		if err != nil {
+			return err
+		}
+		if help {
+			return cli.ShowCommandHelp(c.Lineage()[1], c.Command.Name)
+		}
+		if len(got) != len(args) {
+			want := "no arguments"
+			if len(args) > 0 {
+				want = fmt.Sprintf("%d argument(s): %s", len(args), strings.Join(args, " "))
+			}
+			return usagef("%s takes %s (got %d: %q); see --help", commandPath(c), want, len(got), got)
+		}
+		return fn(c, got)
+	}
+}
+
+// interspersedArgs splits what urfave/cli left in c.Args() into positional
+// arguments and flags, and sets those flags on c. Identifiers never start
+// with '-', so every such word is a flag; "--" ends flag parsing.
+func interspersedArgs(c *cli.Context) (positional []string, help bool, err error) {
+	raw := c.Args().Slice()
+	for i := 0; i < len(raw); i++ {
+		a := raw[i]
+		if a == "--" {
+			return append(positional, raw[i+1:]...), help, nil
+		}
+		if !strings.HasPrefix(a, "-") || a == "-" {
+			positional = append(positional, a)
+			continue
+		}
+		name, value, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		if name == "help" || name == "h" {
+			help = true
+			continue
+		}
+		f := findFlag(c.Command.Flags, name)
+		if f == nil {
+			return nil, false, usagef("flag provided but not defined: %s", a)
+		}
+		if tv, ok := f.(interface{ TakesValue() bool }); ok && !tv.TakesValue() {
+			if !hasValue {
+				value = "true"
+			}
+		} else if !hasValue {
+			if i+1 >= len(raw) {
+				return nil, false, usagef("flag needs an argument: %s", a)
+			}
+			i++
+			value = raw[i]
+		}
+		if err := c.Set(f.Names()[0], value); err != nil {
+			return nil, false, usagef("invalid value %q for flag %s: %v", value, a, err)
+		}
+	}
+	return positional, help, nil
+}
+
+func findFlag(flags []cli.Flag, name string) cli.Flag {
+	for _, f := range flags {
+		for _, n := range f.Names() {
+			if n == name {
+				return f
+			}
+		}
+	}
+	return nil
+}
+
+// groupAction is the action of a command that only groups subcommands: it
+// shows the group's help and fails with a usage error naming the subcommands.
+func groupAction(c *cli.Context) error {
+	var names []string
+	for _, sc := range c.Command.Subcommands {
+		if !sc.Hidden && sc.Name != "help" {
+			names = append(names, sc.Name)
+		}
+	}
+	if c.Args().Present() {
+		return usagef("unknown command %q for %s; the commands are: %s", c.Args().First(), commandPath(c), strings.Join(names, ", "))
+	}
+	if err := cli.ShowSubcommandHelp(c); err != nil {
+		return err
+	}
+	return usagef("%s needs a command: %s", commandPath(c), strings.Join(names, ", "))
+}
+
+// commandPath is the command's name as typed after the program name: "tasks show".
+func commandPath(c *cli.Context) string {
+	return strings.TrimPrefix(c.Command.HelpName, c.App.Name+" ")
+}
+
+// maxAgeRE matches a day count, optionally followed by a Go duration: 30d, 1.5d, 1d12h.
+var maxAgeRE = regexp.MustCompile(`^([0-9]+(?:\.[0-9]+)?)d(.*)$`)
+
+// parseAge parses a positive age: a Go duration (72h, 90m) or days with a
+// "d" suffix (30d, 1.5d, 1d12h).
+func parseAge(s string) (time.Duration, error) {
+	s = strings.TrimSpace(s)
+	var d time.Duration
+	if m := maxAgeRE.FindStringSubmatch(s); m != nil {
+		days, err := strconv.ParseFloat(m[1], 64)
+		if err != nil || days > 100*365 {
+			return 0, fmt.Errorf("%q: the day count must be a number of at most 36500", s)
+		}
+		d = time.Duration(days * float64(24*time.Hour))
+		if m[2] != "" {
+			rest, err := time.ParseDuration(m[2])
+			if err != nil {
+				return 0, fmt.Errorf("%q: after the days, %w", s, err)
+			}
+			d += rest
+		}
+	} else {
+		var err error
+		if d, err = time.ParseDuration(s); err != nil {
+			return 0, fmt.Errorf("%q is not a duration: use a Go duration (72h, 90m) or days with a d suffix (30d, 1d12h)", s)
+		}
+	}
+	if d <= 0 {
+		return 0, fmt.Errorf("%q: the duration must be positive", s)
+	}
+	return d, nil
+}
+
+func dbCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "db",
+		Usage: "database maintenance: integrity check, WAL checkpoint, pruning old workflows",
+		Description: `Maintenance of the SQLite database. Safe while a server runs on the same
+database: each step is one short transaction.`,
+		Subcommands: []*cli.Command{dbCheckCommand(), dbPruneCommand()},
+		Action:      groupAction,
+		// Help is --help, as for the other commands; no "help" subcommand.
+		HideHelpCommand: true,
+	}
+}
+
+func dbCheckCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "check",
+		Usage:     "check the database's integrity and checkpoint its WAL",
+		UsageText: "graph-engineering-mcp db check [--database PATH] [--json]",
+		Description: `Runs SQLite's integrity check, then checkpoints the write-ahead log into the
+database file, and prints the task counts by state. A checkpoint that cannot
+finish because a reader is busy is reported but is not a failure.
+
+Exits 0 when the integrity check passes and 1 when it does not.
+
+Example:
+   graph-engineering-mcp db check --database /var/lib/graph-engineering/tasks.db`,
+		Flags:  []cli.Flag{databaseFlag(), jsonFlag()},
+		Action: leafAction(nil, dbCheckAction),
+	}
+}
+
+// checkJSON is the --json output of db check.
+type checkJSON struct {
+	Database   string         `json:"database"`
+	OK         bool           `json:"ok"`
+	Integrity  []string       `json:"integrity"`
+	Checkpoint checkpointJSON `json:"checkpoint"`
+	Tasks      map[string]int `json:"tasks"`
+}
+
+type checkpointJSON struct {
+	Busy               bool `json:"busy"`
+	WALFrames          int  `json:"wal_frames"`
+	CheckpointedFrames int  `json:"checkpointed_frames"`
+}
+
+func dbCheckAction(c *cli.Context, _ []string) error {
+	return withOperatorStore(c, func(ctx context.Context, s *taskgraph.Store) error {
+		res, err := s.Check(ctx)
+		if err != nil {
+			return fmt.Errorf("check database %s: %w", s.Path(), err)
+		}
+		counts, err := s.CountByState(ctx)
+		if err != nil {
+			return err
+		}
+		w := c.App.Writer
+		if c.Bool("json") {
+			out := checkJSON{Database: s.Path(), OK: res.OK(), Integrity: res.Integrity, Tasks: stateCountsJSON(counts),
+				Checkpoint: checkpointJSON{Busy: res.CheckpointBusy != 0, WALFrames: res.WALFrames, CheckpointedFrames: res.CheckpointedFrames}}
+			if err := writeJSON(w, out); err != nil {
+				return err
+			}
+		} else {
+			fmt.Fprintf(w, "database:   %s\n", s.Path())
+			if res.OK() {
+				fmt.Fprintln(w, "integrity:  ok")
+			} else {
+				fmt.Fprintf(w, "integrity:  %d problem(s)\n", len(res.Integrity))
+				for _, line := range res.Integrity {
+					fmt.Fprintf(w, "  %s\n", line)
+				}
+			}
+			if res.CheckpointBusy != 0 {
+				fmt.Fprintf(w, "checkpoint: incomplete, a reader was busy; %d of %d WAL frames copied (run again when the server is idle)\n", res.CheckpointedFrames, res.WALFrames)
+			} else {
+				fmt.Fprintf(w, "checkpoint: complete (%d WAL frames copied into the database)\n", res.CheckpointedFrames)
+			}
+			fmt.Fprintf(w, "tasks:      %s\n", describeCounts(counts))
+		}
+		if !res.OK() {
+			first := ""
+			if len(res.Integrity) > 0 {
+				first = ": " + res.Integrity[0]
+			}
+			return fmt.Errorf("database %s failed its integrity check (%d problem(s))%s", s.Path(), len(res.Integrity), first)
+		}
+		return nil
+	})
+}
+
+func dbPruneCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "prune",
+		Usage:     "permanently remove finished workflows older than a duration",
+		UsageText: "graph-engineering-mcp db prune --older-than DURATION [--yes] [--json] [--database PATH]",
+		Description: `Removes every finished workflow (all of its tasks completed, failed or
+cancelled) whose last change is older than DURATION, with its tasks, edges and
+events. The store records each removed workflow's final chain hash, so
+"audit verify" keeps passing. Workflows with unfinished tasks are never
+removed.
+
+DURATION is a Go duration (72h, 90m) or a number of days with a d suffix
+(30d, 1.5d, 1d12h). The cut-off is the server's time minus DURATION.
+
+It asks for confirmation on stdin unless --yes is given; any answer but y or
+yes leaves the database unchanged and exits 1.
+
+Example:
+   graph-engineering-mcp db prune --older-than 30d
+   graph-engineering-mcp db prune --older-than 90d --yes --json`,
+		Flags: []cli.Flag{
+			databaseFlag(),
+			&cli.StringFlag{Name: "older-than", Usage: "remove finished workflows unchanged for longer than `DURATION` (e.g. 30d, 72h); required"},
+			yesFlag(),
+			jsonFlag(),
+		},
+		Action: leafAction(nil, dbPruneAction),
+	}
+}
+
+// pruneJSON is the --json output of db prune.
+type pruneJSON struct {
+	Before    time.Time `json:"before"`
+	Workflows []string  `json:"workflows"`
+	Tasks     int64     `json:"tasks"`
+	Events    int64     `json:"events"`
+}
+
+func dbPruneAction(c *cli.Context, _ []string) error {
+	raw := c.String("older-than")
+	if raw == "" {
+		return usagef("--older-than is required: say how old a finished workflow must be to be removed (e.g. 30d, 72h)")
+	}
+	age, err := parseAge(raw)
+	if err != nil {
+		return usagef("invalid --older-than: %v", err)
+	}
+	return withOperatorStore(c, func(ctx context.Context, s *taskgraph.Store) error {
+		before := s.Clock().Now().Add(-age).UTC()
+		prompt := fmt.Sprintf(`About to permanently remove every finished workflow (all tasks completed, failed
+or cancelled) unchanged since %s (older than %s), with its tasks and events.
+The removal is recorded with each workflow's final chain hash; it cannot be undone.
+`, before.Format(time.RFC3339), raw)
+		if err := confirm(c, prompt, "Prune"); err != nil {
+			return err
+		}
+		res, err := s.Prune(ctx, before)
+		if err != nil {
+			return err
+		}
+		if c.Bool("json") {
+			ids := res.Workflows
+			if ids == nil {
+				ids = []string{}
+			}
+			return writeJSON(c.App.Writer, pruneJSON{Before: before, Workflows: ids, Tasks: res.Tasks, Events: res.Events})
+		}
+		if len(res.Workflows) == 0 {
+			_, err := fmt.Fprintf(c.App.Writer, "nothing to prune: no finished workflow unchanged since %s\n", before.Format(time.RFC3339))
+			return err
+		}
+		_, err = fmt.Fprintf(c.App.Writer, "removed %d workflow(s) (%d tasks, %d events): %s\n",
+			len(res.Workflows), res.Tasks, res.Events, strings.Join(res.Workflows, ", "))
+		return err
+	})
+}
+
+func init() {
+	registerCommands(func() []*cli.Command { return []*cli.Command{dbCommand()} })
+}
