@@ -1,9 +1,7 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
-	"fmt"
 	"io"
 	"log/slog"
 	"os"
@@ -44,25 +42,26 @@ func jsonFlag() *cli.BoolFlag {
 	return &cli.BoolFlag{Name: "json", Usage: "print JSON instead of text"}
 }
 
-// databasePath resolves --database or the default path.
+// databasePath resolves the database path with the same rules for every
+// command: --database on the command, else $GRAPH_ENGINEERING_DATABASE, else
+// the default path. A --database given before the command name
+// (graph-engineering-mcp --database X tasks list) is honoured too; urfave/cli
+// would otherwise let the command's own unset flag shadow it.
 func databasePath(c *cli.Context) (string, error) {
-	if p := c.String("database"); p != "" {
+	env := os.Getenv(databaseEnv)
+	p := c.String("database") // the command's own flag: explicit, else env
+	if p != "" && p != env {
+		return p, nil
+	}
+	for _, anc := range c.Lineage()[1:] {
+		if ap := anc.String("database"); ap != "" {
+			return ap, nil // explicit on an ancestor, else env
+		}
+	}
+	if p != "" {
 		return p, nil
 	}
 	return taskgraph.DefaultPath()
-}
-
-// openStore opens the database for a command. Operator commands do not run
-// the lease sweeper: a server on the same database does that.
-func openStore(c *cli.Context, opts taskgraph.Options) (*taskgraph.Store, error) {
-	path, err := databasePath(c)
-	if err != nil {
-		return nil, err
-	}
-	if opts.Logger == nil {
-		opts.Logger = newLogger(c.App.ErrWriter, slog.LevelWarn)
-	}
-	return taskgraph.Open(c.Context, path, opts)
 }
 
 // newLogger returns the structured logger; logs go to stderr, never stdout,
@@ -87,17 +86,4 @@ func operatorName() string {
 		return n
 	}
 	return "operator"
-}
-
-// withStore opens the store, runs fn, and closes the store.
-func withStore(c *cli.Context, fn func(ctx context.Context, s *taskgraph.Store) error) error {
-	s, err := openStore(c, taskgraph.Options{})
-	if err != nil {
-		return err
-	}
-	ferr := fn(c.Context, s)
-	if cerr := s.Close(); cerr != nil && ferr == nil {
-		ferr = fmt.Errorf("close database: %w", cerr)
-	}
-	return ferr
 }

@@ -44,38 +44,11 @@ func clockFrom(ctx context.Context) lease.Clock {
 	return nil
 }
 
-// operatorDatabasePath resolves the database path of an operator command
-// with the same rules as serve: --database on the command, else
-// $GRAPH_ENGINEERING_DATABASE, else the default path. A --database given
-// before the command name (graph-engineering-mcp --database X tasks list) is
-// honoured too; urfave/cli would otherwise let the command's own unset flag
-// shadow it and silently use the default database.
-func operatorDatabasePath(c *cli.Context) (string, error) {
-	env := os.Getenv(databaseEnv)
-	p := c.String("database") // the command's own flag: explicit, else env
-	if p != "" && p != env {
-		return p, nil
-	}
-	lineage := c.Lineage()
-	for _, anc := range lineage[1:] {
-		if anc.Command == nil {
-			continue
-		}
-		if ap := anc.String("database"); ap != "" {
-			return ap, nil // explicit on the ancestor, else env
-		}
-	}
-	if p != "" {
-		return p, nil
-	}
-	return taskgraph.DefaultPath()
-}
-
 // openOperatorStore opens the database for an operator command. Unlike serve
 // it never creates a database: a mistyped path must not leave an empty
 // database behind and report "no tasks".
 func openOperatorStore(c *cli.Context) (*taskgraph.Store, error) {
-	path, err := operatorDatabasePath(c)
+	path, err := databasePath(c)
 	if err != nil {
 		return nil, err
 	}
