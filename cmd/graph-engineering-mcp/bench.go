@@ -1,0 +1,362 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/graph-engineering/graph-engineering-mcp/lease"
+	"github.com/graph-engineering/graph-engineering-mcp/taskgraph"
+)
+
+// benchConfig is what one bench run does.
+type benchConfig struct {
+	Tasks     int
+	Workers   int
+	Mode      string // store or http
+	Sync      taskgraph.SyncMode
+	Layers    int // 0: independent tasks; L > 1: each workflow is L layers deep
+	Heartbeat bool
+	Database  string
+}
+
+// latencyMS are percentiles of one operation, in milliseconds.
+type latencyMS struct {
+	P50 float64 `json:"p50"`
+	P95 float64 `json:"p95"`
+	P99 float64 `json:"p99"`
+}
+
+// benchResult is printed by bench --json.
+type benchResult struct {
+	Mode                  string     `json:"mode"`
+	Tasks                 int        `json:"tasks"`
+	Workers               int        `json:"workers"`
+	Sync                  string     `json:"sync"`
+	Layers                int        `json:"layers"`
+	Heartbeat             bool       `json:"heartbeat"`
+	Seconds               float64    `json:"seconds"`
+	CyclesPerSec          float64    `json:"cycles_per_sec"`
+	ClaimMS               latencyMS  `json:"claim_ms"`
+	CompleteMS            latencyMS  `json:"complete_ms"`
+	HeartbeatMS           *latencyMS `json:"heartbeat_ms,omitempty"`
+	VerifiedCompletedOnce int        `json:"verified_completed_once"`
+	HistoryVerified       bool       `json:"history_verified"`
+	Database              string     `json:"database"`
+}
+
+// benchWorkflowSize is how many tasks go into one workflow.
+const benchWorkflowSize = 1000
+
+// benchClient is one worker's connection: the store itself, or an MCP client.
+type benchClient interface {
+	claim(ctx context.Context, owner string) (h lease.Holder, ok bool, err error)
+	heartbeat(ctx context.Context, h lease.Holder) error
+	complete(ctx context.Context, h lease.Holder, result json.RawMessage) error
+	close() error
+}
+
+type storeClient struct{ s *taskgraph.Store }
+
+func (c storeClient) claim(ctx context.Context, owner string) (lease.Holder, bool, error) {
+	cl, ok, err := c.s.Claim(ctx, taskgraph.ClaimRequest{Owner: owner, Lease: time.Minute, Wait: 100 * time.Millisecond})
+	if err != nil || !ok {
+		return lease.Holder{}, ok, err
+	}
+	return lease.Holder{TaskID: cl.Task.TaskID, Owner: owner, Generation: cl.Lease.Generation, Token: cl.Lease.Token}, true, nil
+}
+
+func (c storeClient) heartbeat(ctx context.Context, h lease.Holder) error {
+	_, err := c.s.Heartbeat(ctx, h, time.Minute)
+	return err
+}
+
+func (c storeClient) complete(ctx context.Context, h lease.Holder, result json.RawMessage) error {
+	_, err := c.s.Complete(ctx, h, result)
+	return err
+}
+
+func (storeClient) close() error { return nil }
+
+// benchClientFactory makes the clients of a non-store mode; set by the file
+// that implements that mode.
+var benchClientFactory = map[string]func(ctx context.Context, s *taskgraph.Store, workers int, stderr io.Writer) (func(i int) (benchClient, error), func() error, error){}
+
+// seedBench creates the tasks: workflows of benchWorkflowSize tasks, either
+// independent or in layers where each node depends on two nodes of the
+// layer above.
+func seedBench(ctx context.Context, s *taskgraph.Store, cfg benchConfig) error {
+	for start, wf := 0, 0; start < cfg.Tasks; start, wf = start+benchWorkflowSize, wf+1 {
+		n := min(benchWorkflowSize, cfg.Tasks-start)
+		nodes := make([]taskgraph.NodeSpec, n)
+		perLayer := n
+		if cfg.Layers > 1 {
+			perLayer = (n + cfg.Layers - 1) / cfg.Layers
+		}
+		for i := range nodes {
+			nodes[i] = taskgraph.NodeSpec{NodeID: fmt.Sprintf("n%05d", i), Payload: json.RawMessage(fmt.Sprintf(`{"i":%d}`, start+i))}
+			if layer := i / perLayer; layer > 0 {
+				above := (layer - 1) * perLayer
+				a, b := above+(i%perLayer), above+((i+1)%perLayer)
+				nodes[i].DependsOn = []string{fmt.Sprintf("n%05d", a)}
+				if b != a {
+					nodes[i].DependsOn = append(nodes[i].DependsOn, fmt.Sprintf("n%05d", b))
+				}
+			}
+		}
+		if _, err := s.CreateWorkflow(ctx, fmt.Sprintf("bench-%04d", wf), nodes); err != nil {
+			return fmt.Errorf("seed workflow %d: %w", wf, err)
+		}
+	}
+	return nil
+}
+
+func runBench(ctx context.Context, cfg benchConfig, stderr io.Writer) (*benchResult, error) {
+	path := cfg.Database
+	if path == "" {
+		dir, err := os.MkdirTemp("", "graph-engineering-bench-")
+		if err != nil {
+			return nil, err
+		}
+		defer os.RemoveAll(dir)
+		path = filepath.Join(dir, "bench.db")
+	}
+	store, err := taskgraph.Open(ctx, path, taskgraph.Options{Sync: cfg.Sync, Sweep: true, Logger: newLogger(stderr, 8)})
+	if err != nil {
+		return nil, err
+	}
+	defer store.Close()
+	if err := seedBench(ctx, store, cfg); err != nil {
+		return nil, err
+	}
+	newClient := func(int) (benchClient, error) { return storeClient{store}, nil }
+	stop := func() error { return nil }
+	if cfg.Mode != "store" {
+		f := benchClientFactory[cfg.Mode]
+		if f == nil {
+			return nil, usagef("--mode must be store or http (got %q)", cfg.Mode)
+		}
+		if newClient, stop, err = f(ctx, store, cfg.Workers, stderr); err != nil {
+			return nil, err
+		}
+	}
+	var done atomic.Int64
+	var mu sync.Mutex
+	var claims, completes, heartbeats []time.Duration
+	errs := make(chan error, cfg.Workers)
+	start := time.Now()
+	var wg sync.WaitGroup
+	for w := 0; w < cfg.Workers; w++ {
+		cl, err := newClient(w)
+		if err != nil {
+			stop()
+			return nil, err
+		}
+		wg.Add(1)
+		go func(owner string, cl benchClient) {
+			defer wg.Done()
+			defer cl.close()
+			var myClaims, myCompletes, myHBs []time.Duration
+			defer func() {
+				mu.Lock()
+				claims, completes, heartbeats = append(claims, myClaims...), append(completes, myCompletes...), append(heartbeats, myHBs...)
+				mu.Unlock()
+			}()
+			for done.Load() < int64(cfg.Tasks) && ctx.Err() == nil {
+				t0 := time.Now()
+				h, ok, err := cl.claim(ctx, owner)
+				if err != nil {
+					errs <- fmt.Errorf("%s claim: %w", owner, err)
+					return
+				}
+				myClaims = append(myClaims, time.Since(t0))
+				if !ok {
+					continue
+				}
+				if cfg.Heartbeat {
+					t1 := time.Now()
+					if err := cl.heartbeat(ctx, h); err != nil {
+						errs <- fmt.Errorf("%s heartbeat: %w", owner, err)
+						return
+					}
+					myHBs = append(myHBs, time.Since(t1))
+				}
+				t2 := time.Now()
+				if err := cl.complete(ctx, h, json.RawMessage(`{"ok":true}`)); err != nil {
+					errs <- fmt.Errorf("%s complete: %w", owner, err)
+					return
+				}
+				myCompletes = append(myCompletes, time.Since(t2))
+				done.Add(1)
+			}
+		}(fmt.Sprintf("bench-worker-%02d", w), cl)
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	stopErr := stop()
+	close(errs)
+	if err := errors.Join(append(collect(errs), stopErr)...); err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	res := &benchResult{
+		Mode: cfg.Mode, Tasks: cfg.Tasks, Workers: cfg.Workers, Sync: string(cfg.Sync), Layers: cfg.Layers, Heartbeat: cfg.Heartbeat,
+		Seconds: elapsed.Seconds(), CyclesPerSec: float64(done.Load()) / elapsed.Seconds(),
+		ClaimMS: percentiles(claims), CompleteMS: percentiles(completes), Database: cfg.Database,
+	}
+	if cfg.Heartbeat {
+		p := percentiles(heartbeats)
+		res.HeartbeatMS = &p
+	}
+	if res.VerifiedCompletedOnce, err = verifyBench(ctx, store, cfg); err != nil {
+		return res, err
+	}
+	if _, err := store.VerifyHistory(ctx); err != nil {
+		return res, fmt.Errorf("verify history: %w", err)
+	}
+	res.HistoryVerified = true
+	return res, nil
+}
+
+func collect(ch <-chan error) []error {
+	var out []error
+	for err := range ch {
+		out = append(out, err)
+	}
+	return out
+}
+
+// verifyBench checks its own result: every task completed, by exactly one
+// complete event.
+func verifyBench(ctx context.Context, s *taskgraph.Store, cfg benchConfig) (int, error) {
+	ok := 0
+	for start, wf := 0, 0; start < cfg.Tasks; start, wf = start+benchWorkflowSize, wf+1 {
+		v, err := s.Workflow(ctx, fmt.Sprintf("bench-%04d", wf))
+		if err != nil {
+			return ok, err
+		}
+		evs, err := s.WorkflowEvents(ctx, v.WorkflowID)
+		if err != nil {
+			return ok, err
+		}
+		completes := map[string]int{}
+		for _, e := range evs {
+			if e.Kind == taskgraph.EventComplete {
+				completes[e.TaskID]++
+			}
+		}
+		for _, t := range v.Tasks {
+			if t.State == taskgraph.StateCompleted && completes[t.TaskID] == 1 {
+				ok++
+			}
+		}
+	}
+	if ok != cfg.Tasks {
+		return ok, fmt.Errorf("verification failed: %d of %d tasks were completed exactly once", ok, cfg.Tasks)
+	}
+	return ok, nil
+}
+
+func percentiles(d []time.Duration) latencyMS {
+	if len(d) == 0 {
+		return latencyMS{}
+	}
+	sort.Slice(d, func(i, j int) bool { return d[i] < d[j] })
+	at := func(q float64) float64 {
+		i := int(q*float64(len(d))+0.5) - 1
+		i = max(0, min(i, len(d)-1))
+		return float64(d[i].Microseconds()) / 1000
+	}
+	return latencyMS{P50: at(0.50), P95: at(0.95), P99: at(0.99)}
+}
+
+func benchAction(c *cli.Context) error {
+	if c.NArg() > 0 {
+		return usagef("bench takes no arguments (got %q)", c.Args().First())
+	}
+	cfg := benchConfig{
+		Tasks: c.Int("tasks"), Workers: c.Int("workers"), Mode: strings.ToLower(c.String("mode")),
+		Sync: taskgraph.SyncMode(strings.ToLower(c.String("sync"))), Layers: c.Int("layers"),
+		Heartbeat: c.Bool("heartbeat"), Database: c.String("database"),
+	}
+	switch {
+	case cfg.Tasks < 1 || cfg.Tasks > 10_000_000:
+		return usagef("--tasks must be between 1 and 10000000 (got %d)", cfg.Tasks)
+	case cfg.Workers < 1 || cfg.Workers > 256:
+		return usagef("--workers must be between 1 and 256 (got %d)", cfg.Workers)
+	case cfg.Sync != taskgraph.SyncFull && cfg.Sync != taskgraph.SyncNormal:
+		return usagef("--sync must be full or normal (got %q)", cfg.Sync)
+	case cfg.Layers < 0 || cfg.Layers > 100:
+		return usagef("--layers must be between 0 and 100 (got %d)", cfg.Layers)
+	case cfg.Mode != "store" && benchClientFactory[cfg.Mode] == nil:
+		return usagef("--mode must be store or http (got %q)", cfg.Mode)
+	}
+	if cfg.Database != "" {
+		if _, err := os.Stat(cfg.Database); err == nil {
+			return usagef("--database %s exists; bench needs a new database file (it creates %d tasks)", cfg.Database, cfg.Tasks)
+		}
+	}
+	res, err := runBench(c.Context, cfg, c.App.ErrWriter)
+	if err != nil {
+		return err
+	}
+	if c.Bool("json") {
+		return writeJSON(c.App.Writer, res)
+	}
+	w := c.App.Writer
+	fmt.Fprintf(w, "mode=%s tasks=%d workers=%d sync=%s layers=%d heartbeat=%v\n", res.Mode, res.Tasks, res.Workers, res.Sync, res.Layers, res.Heartbeat)
+	fmt.Fprintf(w, "  %.2fs, %.0f claim+complete cycles/s\n", res.Seconds, res.CyclesPerSec)
+	fmt.Fprintf(w, "  claim     p50 %.2fms  p95 %.2fms  p99 %.2fms\n", res.ClaimMS.P50, res.ClaimMS.P95, res.ClaimMS.P99)
+	if res.HeartbeatMS != nil {
+		fmt.Fprintf(w, "  heartbeat p50 %.2fms  p95 %.2fms  p99 %.2fms\n", res.HeartbeatMS.P50, res.HeartbeatMS.P95, res.HeartbeatMS.P99)
+	}
+	fmt.Fprintf(w, "  complete  p50 %.2fms  p95 %.2fms  p99 %.2fms\n", res.CompleteMS.P50, res.CompleteMS.P95, res.CompleteMS.P99)
+	fmt.Fprintf(w, "  verified: %d tasks completed exactly once; history chain verifies\n", res.VerifiedCompletedOnce)
+	return nil
+}
+
+func init() {
+	registerCommands(func() []*cli.Command {
+		return []*cli.Command{{
+			Name:  "bench",
+			Usage: "measure claim+complete throughput and latency, and verify the result",
+			UsageText: `graph-engineering-mcp bench [--tasks N] [--workers W] [--mode store|http] [--sync full|normal] [--layers L] [--heartbeat] [--json]
+
+Creates N tasks in a new database (a temporary one unless --database names a
+new file), runs W workers that claim-next, optionally heartbeat, and complete,
+then prints throughput and claim/complete latency percentiles, and checks that
+every task was completed exactly once and the history verifies.
+
+  --mode store  workers call the store in-process
+  --mode http   workers are MCP clients over Streamable HTTP on loopback
+                against a server the command starts
+
+Example:
+   graph-engineering-mcp bench --tasks 20000 --workers 8 --sync full --json`,
+			Flags: []cli.Flag{
+				&cli.IntFlag{Name: "tasks", Value: 20000, Usage: "how many tasks to create and run (`N`)"},
+				&cli.IntFlag{Name: "workers", Value: 8, Usage: "concurrent workers (`W`)"},
+				&cli.StringFlag{Name: "mode", Value: "store", Usage: "store (in-process) or http (MCP clients over Streamable HTTP)"},
+				&cli.StringFlag{Name: "sync", Value: "full", Usage: "SQLite synchronous mode: full or normal"},
+				&cli.IntFlag{Name: "layers", Value: 0, Usage: "arrange each workflow of 1000 tasks as `L` dependent layers (0: independent tasks)"},
+				&cli.BoolFlag{Name: "heartbeat", Usage: "heartbeat once per task between claim and complete"},
+				&cli.StringFlag{Name: "database", Usage: "a new database file `PATH` to keep (default: a temporary one, removed afterwards)"},
+				jsonFlag(),
+			},
+			Action: benchAction,
+		}}
+	})
+}
