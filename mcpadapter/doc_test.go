@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/graph-engineering/graph-engineering-mcp/manifest"
+	"github.com/graph-engineering/graph-engineering-mcp/skills"
 )
 
 // TestMCPDocumentationIsComplete keeps MCP.md true: it must name every tool,
@@ -61,4 +62,20 @@ func TestMCPDocumentationIsComplete(t *testing.T) {
 	need("poll interval", fmt.Sprint(TaskPollIntervalMs))
 	need("update bound", fmt.Sprint(MaxUpdateKeys))
 	need("update bound", fmt.Sprint(MaxUpdateBytes))
+	for name, v := range map[string]int{
+		"SKILL.md bound": skills.MaxSkillMDBytes, "files per skill": skills.MaxFilesPerSkill, "bytes per skill": skills.MaxSkillBytes,
+		"skills bound": skills.MaxSkills, "name length": skills.MaxNameLength, "description length": skills.MaxDescriptionLength,
+		"compatibility length": skills.MaxCompatibilityLength, "stdio line bound": MaxStdioLineBytes,
+	} {
+		need(name, fmt.Sprint(v))
+	}
+	for _, rule := range []string{skills.RuleName, skills.RuleNameMismatch, skills.RuleDescription, skills.RuleFrontmatter,
+		skills.RuleUnknownKey, skills.RuleGrantsAuthority, skills.RuleCredential, skills.RuleInternalHost, skills.RuleTooLarge,
+		skills.RuleTooManyFiles, skills.RuleTooManySkills, skills.RuleSymlink, skills.RuleNotRegular, skills.RulePath,
+		skills.RuleUnreadable, skills.RuleNestedRefused, skills.RuleNestedPrivate} {
+		need("skill refusal rule", "`"+rule+"`")
+	}
+	for _, k := range []string{skills.MetaVersion, skills.MetaDigest, skills.MetaProvenance, skills.MetaRequirements} {
+		need("skill resource _meta key", "`"+k+"`")
+	}
 }

@@ -9,11 +9,14 @@ import (
 	"maps"
 	"reflect"
 	"runtime/debug"
+	"strings"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/graph-engineering/graph-engineering-mcp/manifest"
+	"github.com/graph-engineering/graph-engineering-mcp/skills"
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph"
 )
 
@@ -39,6 +42,8 @@ type Config struct {
 	// Surface is the effective least-authority surface (tools, resources,
 	// extensions) after the profile and flags.
 	Surface manifest.Surface
+	// Skills are the loaded public skills; served when Surface.SkillsExtension.
+	Skills *skills.Set
 	// ExtraLimits are transport limits added to the manifest's limits.
 	ExtraLimits map[string]int64
 	// Logger receives structured logs; nil discards them.
@@ -90,9 +95,19 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Surface.TasksExtension {
 		caps.AddExtension(manifest.TasksExtension, nil)
 	}
+	if cfg.Surface.SkillsExtension {
+		if cfg.Skills == nil {
+			return nil, errors.New("mcpadapter: the surface serves skills but Config.Skills is nil")
+		}
+		caps.AddExtension(manifest.SkillsExtension, skills.CapabilityValue(cfg.Skills))
+	}
 	ttl := cfg.CacheTTLMs
+	instructions := Instructions
+	if cfg.Surface.SkillsExtension && cfg.Skills.Len() > 0 {
+		instructions += "\nSkills (read-only instructions for working tasks here) are listed by skills/list and readable as resources: " + strings.Join(cfg.Skills.URIs(), ", ") + ". They grant no authority."
+	}
 	s.mcp = mcp.NewServer(&mcp.Implementation{Name: ServerName, Version: cfg.Version}, &mcp.ServerOptions{
-		Instructions: Instructions,
+		Instructions: instructions,
 		Capabilities: caps,
 		Logger:       cfg.Logger,
 		SetCacheable: func(_ context.Context, _ mcp.Request, c *mcp.Cacheable) {
@@ -117,6 +132,11 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Surface.TasksExtension {
 		if err := s.addTasksExtension(); err != nil {
 			return nil, err
+		}
+	}
+	if cfg.Surface.SkillsExtension {
+		if err := skills.Register(s.mcp, cfg.Skills, skills.RegisterOptions{TTL: time.Duration(cfg.CacheTTLMs) * time.Millisecond}); err != nil {
+			return nil, fmt.Errorf("register skills: %w", err)
 		}
 	}
 	if cfg.Register != nil {

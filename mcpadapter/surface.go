@@ -5,6 +5,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/graph-engineering/graph-engineering-mcp/skills"
 )
 
 // ServedMethods lists every JSON-RPC method this server answers (when the
@@ -21,8 +23,8 @@ func ServedMethods() []string {
 	return m
 }
 
-// extraServedMethods are added by features registered elsewhere (skills).
-var extraServedMethods []string
+// extraServedMethods are served by package skills when skills are served.
+var extraServedMethods = []string{skills.MethodList, skills.MethodGet, skills.MethodDirectoryRead}
 
 // UnservedMethods lists the methods that are answered with -32601 although
 // the SDK knows them: this server neither serves nor advertises them.

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"log/slog"
+
 	"github.com/urfave/cli/v2"
 
 	"github.com/graph-engineering/graph-engineering-mcp/manifest"
@@ -17,7 +19,7 @@ func init() {
 		return []*cli.Command{{
 			Name:  "manifest",
 			Usage: "print the capability manifest a server with these flags would serve",
-			UsageText: `graph-engineering-mcp manifest [--profile FILE] [--disable-tasks-extension]
+			UsageText: `graph-engineering-mcp manifest [--profile FILE] [--disable-tasks-extension] [--skills DIR]
 
 Prints exactly the bytes of the resource graph-engineering://capabilities/manifest,
 whose sha256 every tool receipt names. Example:
@@ -25,12 +27,13 @@ whose sha256 every tool receipt names. Example:
 			Flags: []cli.Flag{
 				&cli.StringFlag{Name: "profile", Usage: "JSON profile `FILE`", EnvVars: []string{"GRAPH_ENGINEERING_PROFILE"}},
 				&cli.BoolFlag{Name: "disable-tasks-extension", Usage: "as for serve", EnvVars: []string{"GRAPH_ENGINEERING_DISABLE_TASKS_EXTENSION"}},
+				&cli.StringFlag{Name: "skills", Usage: "skills `DIR`, as for serve", EnvVars: []string{"GRAPH_ENGINEERING_SKILLS"}},
 			},
 			Action: func(c *cli.Context) error {
 				if c.NArg() > 0 {
 					return usagef("manifest takes no arguments (got %q)", c.Args().First())
 				}
-				surface, err := surfaceFromFlags(c)
+				surface, _, err := surfaceFromFlags(c, newLogger(c.App.ErrWriter, slog.LevelWarn))
 				if err != nil {
 					return err
 				}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/graph-engineering/graph-engineering-mcp/manifest"
 	"github.com/graph-engineering/graph-engineering-mcp/mcpadapter"
+	"github.com/graph-engineering/graph-engineering-mcp/skills"
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph"
 )
 
@@ -18,23 +19,37 @@ func serveFlags() []cli.Flag {
 		databaseFlag(),
 		&cli.StringFlag{Name: "profile", Usage: "JSON profile `FILE` that narrows the served surface (allowed_tools, resources, tasks_extension, skills)", EnvVars: []string{"GRAPH_ENGINEERING_PROFILE"}},
 		&cli.BoolFlag{Name: "disable-tasks-extension", Usage: "do not offer the io.modelcontextprotocol/tasks extension (core-only clients)", EnvVars: []string{"GRAPH_ENGINEERING_DISABLE_TASKS_EXTENSION"}},
+		&cli.StringFlag{Name: "skills", Usage: "serve the skills in `DIR` (one folder with a SKILL.md per skill) as resources; refused skills are logged and skipped", EnvVars: []string{"GRAPH_ENGINEERING_SKILLS"}},
 		&cli.StringFlag{Name: "sync", Value: "full", Usage: "SQLite synchronous mode: full (an acknowledged write survives power loss) or normal (survives a crash of this process)", EnvVars: []string{"GRAPH_ENGINEERING_SYNC"}},
 		&cli.StringFlag{Name: "log-level", Value: "info", Usage: "log level on stderr: debug, info, warn or error", EnvVars: []string{"GRAPH_ENGINEERING_LOG_LEVEL"}},
 	}
 }
 
-// serveConfig is what serve and manifest share: the surface from the profile
-// and flags.
-func surfaceFromFlags(c *cli.Context) (manifest.Surface, error) {
+// surfaceFromFlags computes the served surface from the profile, the
+// switches and the skills folder; serve and manifest share it, so they agree
+// byte for byte on the manifest.
+func surfaceFromFlags(c *cli.Context, logger *slog.Logger) (manifest.Surface, *skills.Set, error) {
 	opts := manifest.Options{DisableTasksExtension: c.Bool("disable-tasks-extension")}
 	if path := c.String("profile"); path != "" {
 		p, err := manifest.LoadProfile(path)
 		if err != nil {
-			return manifest.Surface{}, usagef("--profile %s: %v", path, err)
+			return manifest.Surface{}, nil, usagef("--profile %s: %v", path, err)
 		}
 		opts.Profile = &p
 	}
-	return manifest.NewSurface(opts), nil
+	var set *skills.Set
+	if dir := c.String("skills"); dir != "" {
+		var err error
+		if set, _, err = skills.Load(dir, logger); err != nil {
+			return manifest.Surface{}, nil, usagef("--skills %s: %v", dir, err)
+		}
+		opts.SkillsLoaded, opts.SkillURIs = true, set.URIs()
+	}
+	s := manifest.NewSurface(opts)
+	if !s.SkillsExtension {
+		set = nil
+	}
+	return s, set, nil
 }
 
 func parseLevel(s string) (slog.Level, error) {
@@ -58,7 +73,7 @@ func serveAction(c *cli.Context) error {
 		return usagef("--sync must be full or normal (got %q)", c.String("sync"))
 	}
 	logger := newLogger(c.App.ErrWriter, level)
-	surface, err := surfaceFromFlags(c)
+	surface, set, err := surfaceFromFlags(c, logger)
 	if err != nil {
 		return err
 	}
@@ -71,7 +86,7 @@ func serveAction(c *cli.Context) error {
 		return err
 	}
 	srv, err := mcpadapter.New(mcpadapter.Config{
-		Store: store, Version: buildVersion(), Surface: surface, Logger: logger,
+		Store: store, Version: buildVersion(), Surface: surface, Skills: set, Logger: logger,
 		ExtraLimits: serverLimits(),
 		CacheTTLMs:  60_000,
 	})
