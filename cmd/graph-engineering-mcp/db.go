@@ -233,7 +233,7 @@ func dbCommand() *cli.Command {
 		Usage: "database maintenance: integrity check, WAL checkpoint, pruning old workflows",
 		Description: `Maintenance of the SQLite database. Safe while a server runs on the same
 database: each step is one short transaction.`,
-		Subcommands: []*cli.Command{dbCheckCommand(), dbPruneCommand()},
+		Subcommands: []*cli.Command{dbCheckCommand(), dbPruneCommand(), dbBackupCommand()},
 		Action:      groupAction,
 		// Help is --help, as for the other commands; no "help" subcommand.
 		HideHelpCommand: true,

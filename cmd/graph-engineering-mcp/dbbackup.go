@@ -1,0 +1,36 @@
+package main
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/graph-engineering/graph-engineering-mcp/taskgraph"
+)
+
+func dbBackupCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "backup",
+		Usage:     "write a consistent copy of the database to a new file, while servers keep running",
+		UsageText: "graph-engineering-mcp db backup [--database PATH] DEST",
+		Description: `Copies one consistent snapshot of the database (SQLite's VACUUM INTO) to DEST,
+a new file, without stopping or blocking servers on the database. The copy is a
+complete database: restore it by stopping the server and putting it in place of
+the database file (and removing any -wal and -shm files beside it), or point
+--database at it. DEST must not exist.
+
+Example:
+   graph-engineering-mcp db backup --database ./tasks.db ./tasks-backup.db`,
+		Flags: []cli.Flag{databaseFlag()},
+		Action: leafAction([]string{"DEST"}, func(c *cli.Context, args []string) error {
+			return withOperatorStore(c, func(ctx context.Context, s *taskgraph.Store) error {
+				if err := s.Backup(ctx, args[0]); err != nil {
+					return err
+				}
+				_, err := fmt.Fprintf(c.App.Writer, "backed up %s to %s\n", s.Path(), args[0])
+				return err
+			})
+		}),
+	}
+}
