@@ -7,6 +7,7 @@ import (
 	"io"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -27,7 +28,8 @@ type router struct {
 	modern *pipeConn
 
 	mu         sync.Mutex
-	owner      map[jsonrpc.ID]*pipeConn // request id -> session, for notifications/cancelled
+	owner      map[jsonrpc.ID]*pipeConn // in-flight request id -> session (for notifications/cancelled and draining)
+	idle       chan struct{}            // closed when owner empties, while draining
 	legacyInit bool
 	log        func(msg string, args ...any)
 }
@@ -72,10 +74,16 @@ func (c *pipeConn) Write(_ context.Context, msg jsonrpc.Message) error {
 		return nil
 	}
 	if isResp {
+		resp.Error = normalizeError(resp.Error)
+		err := c.r.out(msg)
 		c.r.mu.Lock()
 		delete(c.r.owner, resp.ID)
+		if len(c.r.owner) == 0 && c.r.idle != nil {
+			close(c.r.idle)
+			c.r.idle = nil
+		}
 		c.r.mu.Unlock()
-		resp.Error = normalizeError(resp.Error)
+		return err
 	}
 	return c.r.out(msg)
 }
@@ -106,10 +114,23 @@ func normalizeError(err error) error {
 	return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: msg}
 }
 
+// Bounds on answering the requests in flight when input ends: long enough
+// for the longest claim wait after end of input, short after a shutdown
+// signal.
+const (
+	drainAfterEOF    = 40 * time.Second
+	drainAfterCancel = 10 * time.Second
+)
+
 // serve connects the two sessions to srv and feeds them from next until it
-// returns io.EOF or an error; it then closes both sessions and waits for them.
+// returns io.EOF or an error (or ctx is done); it then lets the requests in
+// flight finish and be answered (bounded), closes both sessions and waits for
+// them. Handlers do not see ctx's cancellation: a shutdown stops intake, it
+// does not abort work already accepted.
 func (r *router) serve(ctx context.Context, srv *mcp.Server, next func() (jsonrpc.Message, error)) error {
 	r.owner = map[jsonrpc.ID]*pipeConn{}
+	parent := ctx
+	ctx = context.WithoutCancel(ctx)
 	r.legacy = &pipeConn{r: r, in: make(chan jsonrpc.Message), closed: make(chan struct{}), legacy: true}
 	r.modern = &pipeConn{r: r, in: make(chan jsonrpc.Message), closed: make(chan struct{})}
 	legacy, err := srv.Connect(ctx, connTransport{r.legacy}, nil)
@@ -138,11 +159,44 @@ func (r *router) serve(ctx context.Context, srv *mcp.Server, next func() (jsonrp
 			r.dispatch(ctx, msg)
 		}
 	}
+	r.drain(parent)
 	close(r.legacy.in)
 	close(r.modern.in)
 	legacy.Wait()
 	modern.Wait()
 	return readErr
+}
+
+// drain waits until every dispatched request has been answered, at most
+// drainAfterEOF, or drainAfterCancel once parent is done.
+func (r *router) drain(parent context.Context) {
+	r.mu.Lock()
+	if len(r.owner) == 0 {
+		r.mu.Unlock()
+		return
+	}
+	idle := make(chan struct{})
+	r.idle = idle
+	r.mu.Unlock()
+	eof := time.NewTimer(drainAfterEOF)
+	defer eof.Stop()
+	var cancelled <-chan time.Time
+	done := parent.Done()
+	for {
+		select {
+		case <-idle:
+			return
+		case <-eof.C:
+			return
+		case <-cancelled:
+			return
+		case <-done:
+			done = nil
+			t := time.NewTimer(drainAfterCancel)
+			defer t.Stop()
+			cancelled = t.C
+		}
+	}
 }
 
 // reply answers a request directly, without the SDK.

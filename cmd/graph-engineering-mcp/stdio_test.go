@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -274,5 +275,43 @@ func TestManifestCommandMatchesServedBytes(t *testing.T) {
 	}
 	if !strings.Contains(printed, sha) || !strings.Contains(printed, `"tools":["graph_task_claim","graph_task_complete"]`) {
 		t.Fatalf("manifest: %s", printed)
+	}
+}
+
+// A client that writes its requests and closes stdin (echo ... | serve) gets
+// every answer before the server exits.
+func TestStdioAnswersInFlightRequestsAtEOF(t *testing.T) {
+	s := startStdio(t)
+	s.send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"graph_task_create","arguments":{"workflow_id":"w","node_id":"n"},` + modernMetaJSON + `}}`)
+	s.send(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"graph_task_claim","arguments":{"owner":"x","workflow_id":"other","wait_ms":1000},` + modernMetaJSON + `}}`)
+	s.in.Close()
+	got := map[float64]bool{}
+	for i := 0; i < 2; i++ {
+		m := s.recv()
+		if m["result"] == nil {
+			t.Fatalf("in-flight request answered with %v", m)
+		}
+		got[m["id"].(float64)] = true
+	}
+	if !got[1] || !got[2] {
+		t.Fatalf("answers for %v", got)
+	}
+	if err := s.cmd.Wait(); err != nil {
+		t.Fatalf("exit: %v", err)
+	}
+}
+
+// SIGTERM stops intake but lets a call in flight finish and be answered.
+func TestStdioSIGTERMFinishesCallInFlight(t *testing.T) {
+	s := startStdio(t)
+	s.send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"graph_task_claim","arguments":{"owner":"x","wait_ms":1500},` + modernMetaJSON + `}}`)
+	time.Sleep(200 * time.Millisecond) // let the claim start waiting; a signal is not a lease
+	s.cmd.Process.Signal(syscall.SIGTERM)
+	m := s.recv()
+	if m["id"] != float64(1) || m["result"] == nil {
+		t.Fatalf("call in flight at SIGTERM: %v", m)
+	}
+	if err := s.cmd.Wait(); err != nil {
+		t.Fatalf("exit after SIGTERM: %v\n%s", err, s.stderr.String())
 	}
 }
