@@ -282,6 +282,14 @@ func (b Bins) TasksShow(t *testing.T, db, taskID string) Show {
 	if err := json.Unmarshal(b.Run(t, "tasks", "show", taskID, "--json", "--database", db), &s); err != nil {
 		t.Fatalf("tasks show --json: %v", err)
 	}
+	// The CLI indents; compact the result so tests can compare bytes.
+	if len(s.Task.Result) > 0 {
+		var buf bytes.Buffer
+		if err := json.Compact(&buf, s.Task.Result); err != nil {
+			t.Fatalf("tasks show --json: result: %v", err)
+		}
+		s.Task.Result = buf.Bytes()
+	}
 	return s
 }
 

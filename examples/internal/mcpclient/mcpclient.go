@@ -15,11 +15,13 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"net/http"
 	"net/url"
 	"os"
 	"os/exec"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -148,7 +150,7 @@ func (e Endpoint) Transport() mcp.Transport {
 	if e.URL != "" {
 		return &mcp.StreamableClientTransport{
 			Endpoint:   e.URL,
-			HTTPClient: &http.Client{Transport: bearer{token: e.Token, next: http.DefaultTransport}},
+			HTTPClient: &http.Client{Transport: bearer{token: e.Token, next: baseTransport}},
 			// The 2026-07-28 era has no standalone SSE stream; the server never
 			// sends unsolicited messages to these clients.
 			DisableStandaloneSSE: true,
@@ -159,6 +161,9 @@ func (e Endpoint) Transport() mcp.Transport {
 	detachFromTerminalSignals(cmd)
 	return &mcp.CommandTransport{Command: cmd, TerminateDuration: 10 * time.Second}
 }
+
+// baseTransport carries the HTTP requests; tests wrap it to watch them.
+var baseTransport http.RoundTripper = http.DefaultTransport
 
 // bearer adds "Authorization: Bearer <token>" to every request.
 type bearer struct {
@@ -177,25 +182,49 @@ func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
 }
 
 // Connect connects client to the endpoint over t (normally e.Transport()),
-// bounded by timeout, and explains a failure.
+// bounded by timeout, and explains a failure. An HTTP server that refuses
+// the connection is tried again until timeout, so a worker may start before
+// its server is listening (or while it restarts).
 func Connect(ctx context.Context, client *mcp.Client, e Endpoint, t mcp.Transport, timeout time.Duration) (*mcp.ClientSession, error) {
 	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	cs, err := client.Connect(cctx, t, nil)
-	if err != nil {
-		var hint string
-		var execErr *exec.Error
-		switch {
-		case errors.As(err, &execErr):
-			hint = "; put graph-engineering-mcp on PATH or give its path in --server-cmd"
-		case e.URL != "":
-			hint = "; is the server running with serve --http, and is the token right?"
-		default:
-			hint = "; run the server command by hand to see why it exits"
+	for pause := 100 * time.Millisecond; ; pause = min(2*pause, 2*time.Second) {
+		cs, err := client.Connect(cctx, t, nil)
+		if err == nil {
+			return cs, nil
 		}
-		return nil, fmt.Errorf("connect to %s: %w%s", e, err, hint)
+		if e.URL == "" || !refused(err) {
+			return nil, explainConnect(e, err)
+		}
+		timer := time.NewTimer(pause)
+		select {
+		case <-timer.C:
+		case <-cctx.Done():
+			timer.Stop()
+			return nil, explainConnect(e, err)
+		}
 	}
-	return cs, nil
+}
+
+// refused reports whether err is a refused TCP connection: nothing listens
+// yet.
+func refused(err error) bool {
+	return errors.Is(err, syscall.ECONNREFUSED) || strings.Contains(err.Error(), "connection refused")
+}
+
+// explainConnect wraps a connection failure with what to check.
+func explainConnect(e Endpoint, err error) error {
+	var hint string
+	var execErr *exec.Error
+	switch {
+	case errors.As(err, &execErr), errors.Is(err, fs.ErrNotExist), errors.Is(err, fs.ErrPermission):
+		hint = "; put graph-engineering-mcp on PATH or give its path in --server-cmd"
+	case e.URL != "":
+		hint = "; is the server running with serve --http, and is the token right?"
+	default:
+		hint = "; run the server command by hand to see why it exits"
+	}
+	return fmt.Errorf("connect to %s: %w%s", e, err, hint)
 }
 
 // ToolError is a tool result with isError: the server rejected the call and
