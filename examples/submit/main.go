@@ -56,6 +56,7 @@ func main() {
 // run parses args, submits and follows the workflow, and returns the exit
 // code. Progress and the final table go to stdout, logs to stderr.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	stderr = mcpclient.LockedWriter(stderr)
 	fs := flag.NewFlagSet("submit", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	workflow := fs.String("workflow", "", `workflow id to create (default "diamond-<UTC timestamp>"); re-running with the same id and flags follows the existing workflow`)

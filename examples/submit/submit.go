@@ -116,6 +116,10 @@ func Submit(ctx context.Context, cs *mcp.ClientSession, o Options) (*Report, err
 	for _, n := range diamond {
 		r, hint, err := create(ctx, cs, o, n)
 		if err != nil {
+			if ctx.Err() != nil {
+				return nil, fmt.Errorf("stopped while creating node %s; the %d nodes created before it remain and will run (run submit again with --workflow %s to finish creating and follow them): %w",
+					n.ID, len(rep.Nodes), o.Workflow, context.Cause(ctx))
+			}
 			return nil, err
 		}
 		if poll == 0 && hint > 0 {
@@ -146,6 +150,9 @@ func Submit(ctx context.Context, cs *mcp.ClientSession, o Options) (*Report, err
 			}
 			before := *r
 			if err := f.poll(ctx, r); err != nil {
+				if ctx.Err() != nil {
+					return nil, stopped(ctx, rep)
+				}
 				return nil, fmt.Errorf("follow node %s (task %s): %w", r.NodeID, r.TaskID, err)
 			}
 			if r.State != before.State || r.Status != before.Status {
@@ -161,8 +168,7 @@ func Submit(ctx context.Context, cs *mcp.ClientSession, o Options) (*Report, err
 		select {
 		case <-ticker.C:
 		case <-ctx.Done():
-			return nil, fmt.Errorf("stopped following with %d of %d nodes unfinished (they keep running; watch them with: graph-engineering-mcp workflow watch %s): %w",
-				open, len(rep.Nodes), o.Workflow, context.Cause(ctx))
+			return nil, stopped(ctx, rep)
 		}
 	}
 	rep.OK = true
@@ -170,6 +176,18 @@ func Submit(ctx context.Context, cs *mcp.ClientSession, o Options) (*Report, err
 		rep.OK = rep.OK && r.State == "completed"
 	}
 	return rep, nil
+}
+
+// stopped explains giving up on following: the nodes are unaffected.
+func stopped(ctx context.Context, rep *Report) error {
+	open := 0
+	for _, r := range rep.Nodes {
+		if !r.terminal() {
+			open++
+		}
+	}
+	return fmt.Errorf("stopped following with %d of %d nodes unfinished (they keep running; watch them with: graph-engineering-mcp workflow watch %s): %w",
+		open, len(rep.Nodes), rep.WorkflowID, context.Cause(ctx))
 }
 
 // payloadFor is a node's payload: its name, and what the flags ask the

@@ -50,6 +50,7 @@ func main() {
 // run parses args, connects and works tasks until a signal or --max-tasks;
 // it returns the exit code.
 func run(args []string, stderr io.Writer) int {
+	stderr = mcpclient.LockedWriter(stderr)
 	fs := flag.NewFlagSet("worker", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	owner := fs.String("owner", "", "owner name on every claim, unique per worker; must match ^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$ (default <hostname>-<pid>)")

@@ -21,6 +21,7 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -325,4 +326,25 @@ type Result struct {
 	Created *bool  `json:"created,omitempty"`
 	Claimed *bool  `json:"claimed,omitempty"`
 	Lease   *Lease `json:"lease,omitempty"`
+}
+
+// LockedWriter returns w made safe for concurrent writers: a program's own
+// log and a child server's stderr, which exec copies from another goroutine
+// unless w is an *os.File.
+func LockedWriter(w io.Writer) io.Writer {
+	if f, ok := w.(*os.File); ok {
+		return f
+	}
+	return &lockedWriter{w: w}
+}
+
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }
