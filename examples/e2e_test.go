@@ -2,6 +2,7 @@ package examples_test
 
 import (
 	"encoding/json"
+	"net"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -235,4 +236,46 @@ func TestRetryableFailureUsesEveryAttempt(t *testing.T) {
 		t.Errorf("c's history %s lacks a retry then a final failure", got)
 	}
 	e2e.CheckHolderWrites(t, s)
+}
+
+// The same diamond over Streamable HTTP with a bearer token: one server
+// process, workers and submit as HTTP clients. It runs once the server has
+// serve --http (built on another branch).
+func TestDiamondOverHTTP(t *testing.T) {
+	bins := e2e.Build(t)
+	if !bins.ServesHTTP() {
+		t.Skip("this server has no serve --http yet; the HTTP path is tested once the Streamable HTTP transport is merged")
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	const token = "examples-test-token"
+	db := filepath.Join(t.TempDir(), "tasks.db")
+	e2e.StartEnv(t, "server", []string{"GRAPH_ENGINEERING_AUTH_TOKEN=" + token}, bins.Server, "serve", "--http", addr, "--database", db)
+	url := "http://" + addr + "/mcp"
+	var workers []*e2e.Proc
+	for _, owner := range []string{"w1", "w2"} {
+		// Started at once: the worker retries until the server listens.
+		w := e2e.StartEnv(t, owner, []string{"GRAPH_ENGINEERING_AUTH_TOKEN=" + token}, bins.Worker, "--owner", owner, "--wait-ms", "500", "--url", url)
+		w.WaitLog(time.Minute, "worker started")
+		workers = append(workers, w)
+	}
+	submit := e2e.Start(t, "submit", bins.Submit, "--workflow", "over-http", "--poll", "100ms", "--json", "--url", url, "--token", token)
+	if code := submit.Wait(2 * time.Minute); code != 0 {
+		t.Fatalf("submit exited %d\n%s\n%s", code, submit.Stdout(), submit.Stderr())
+	}
+	if rep := decodeReport(t, submit.Stdout()); !rep.OK || rep.Via != "tasks/get" {
+		t.Fatalf("report %+v", rep)
+	}
+	stopWorkers(t, workers)
+	checkHistories(t, bins, db, "over-http")
+
+	// A wrong token is refused: exit 1, naming the likely cause.
+	bad := e2e.Start(t, "bad-token", bins.Submit, "--workflow", "refused", "--url", url, "--token", "wrong")
+	if code := bad.Wait(time.Minute); code != 1 || !strings.Contains(bad.Stderr(), "is the token right?") {
+		t.Fatalf("wrong token: exit %d\n%s", code, bad.Stderr())
+	}
 }

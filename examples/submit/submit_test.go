@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,6 +18,9 @@ import (
 
 	"github.com/graph-engineering/graph-engineering-mcp/examples/internal/e2e"
 	"github.com/graph-engineering/graph-engineering-mcp/examples/internal/mcpclient"
+	"github.com/graph-engineering/graph-engineering-mcp/manifest"
+	"github.com/graph-engineering/graph-engineering-mcp/mcpadapter"
+	"github.com/graph-engineering/graph-engineering-mcp/taskgraph"
 )
 
 func TestMain(m *testing.M) {
@@ -186,5 +191,49 @@ func TestDefaultWorkflowID(t *testing.T) {
 	m := regexp.MustCompile(`workflow=(diamond-\d{8}T\d{6}\.\d{3}Z)`).FindStringSubmatch(stderr)
 	if m == nil || !idPattern.MatchString(m[1]) {
 		t.Fatalf("no default workflow id in:\n%s", stderr)
+	}
+}
+
+// The recording transport also works over Streamable HTTP: the server's
+// own MCP code, served in-process by the SDK's stateless HTTP handler (the
+// real serve --http is tested end to end in examples/e2e_test.go once it
+// exists).
+func TestTaskHandleOverStreamableHTTP(t *testing.T) {
+	ctx := context.Background()
+	st, err := taskgraph.Open(ctx, filepath.Join(t.TempDir(), "tasks.db"), taskgraph.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	srv, err := mcpadapter.New(mcpadapter.Config{Store: st, Version: "test", Surface: manifest.NewSurface(manifest.Options{})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv.MCP() }, &mcp.StreamableHTTPOptions{Stateless: true, JSONResponse: true})
+	hs := httptest.NewServer(h)
+	defer hs.Close()
+
+	e := mcpclient.Endpoint{URL: hs.URL}
+	client := mcp.NewClient(&mcp.Implementation{Name: "submit-test", Version: "1"}, &mcp.ClientOptions{Capabilities: tasksCapabilities()})
+	if err := registerTasksGet(client); err != nil {
+		t.Fatal(err)
+	}
+	cs, err := mcpclient.Connect(ctx, client, e, recordingTransport{inner: e.Transport()}, 30*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	var progress bytes.Buffer
+	sctx, cancel := context.WithTimeout(ctx, 1500*time.Millisecond)
+	defer cancel()
+	// No worker: following stops at the timeout, after the handles were read.
+	_, err = Submit(sctx, cs, Options{Workflow: "http", MaxAttempts: 3, UseTasks: offersTasks(cs), Poll: 50 * time.Millisecond, Progress: &progress})
+	if err == nil || !strings.Contains(err.Error(), "stopped following with 4 of 4 nodes unfinished") {
+		t.Fatalf("Submit: %v", err)
+	}
+	for _, want := range []string{"following them with tasks/get", "created a: task ", ", working: pending: ready to be claimed by a worker", "created d after b,c: task "} {
+		if !strings.Contains(progress.String(), want) {
+			t.Errorf("progress lacks %q:\n%s", want, progress.String())
+		}
 	}
 }

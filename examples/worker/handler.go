@@ -37,7 +37,9 @@ type Handler func(ctx context.Context, t Task) (result any, err error)
 // retryableError marks a failure that another attempt may not repeat.
 type retryableError struct{ err error }
 
+// Error implements error.
 func (e retryableError) Error() string { return e.err.Error() }
+// Unwrap returns the marked error.
 func (e retryableError) Unwrap() error { return e.err }
 
 // Retryable marks err as transient: the task is failed with retryable=true

@@ -66,12 +66,14 @@ func Run(stop context.Context, cs *mcp.ClientSession, cfg Config) error {
 	if err != nil {
 		return err
 	}
+	defer w.release()
 	return w.loop()
 }
 
 type worker struct {
 	stop    context.Context
 	stopAt  func() time.Time // when stop became done
+	release func() bool      // unregisters the stop watcher
 	cs      *mcp.ClientSession
 	cfg     Config
 	log     *slog.Logger
@@ -107,7 +109,7 @@ func newWorker(stop context.Context, cs *mcp.ClientSession, cfg Config) (*worker
 		once.Do(func() { at = time.Now() })
 		return at
 	}
-	context.AfterFunc(stop, func() { w.stopAt() })
+	w.release = context.AfterFunc(stop, func() { w.stopAt() })
 	return w, nil
 }
 

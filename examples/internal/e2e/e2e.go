@@ -109,7 +109,16 @@ type Proc struct {
 // still running.
 func Start(t *testing.T, name, bin string, args ...string) *Proc {
 	t.Helper()
+	return StartEnv(t, name, nil, bin, args...)
+}
+
+// StartEnv is Start with extra environment variables ("KEY=value").
+func StartEnv(t *testing.T, name string, env []string, bin string, args ...string) *Proc {
+	t.Helper()
 	p := &Proc{t: t, Name: name, cmd: exec.Command(bin, args...), done: make(chan struct{})}
+	if env != nil {
+		p.cmd.Env = append(os.Environ(), env...)
+	}
 	p.stdout.changed = make(chan struct{})
 	p.stderr.changed = make(chan struct{})
 	p.cmd.Stdout, p.cmd.Stderr = &p.stdout, &p.stderr
@@ -131,7 +140,7 @@ func Start(t *testing.T, name, bin string, args ...string) *Proc {
 	return p
 }
 
-// Stdout and Stderr return what the program wrote so far.
+// Stdout returns what the program wrote on stdout so far.
 func (p *Proc) Stdout() string { return p.stdout.String() }
 
 // Stderr returns what the program logged so far.
@@ -209,6 +218,7 @@ type lockedBuffer struct {
 	changed chan struct{} // closed and replaced on every write
 }
 
+// Write implements io.Writer and wakes the waiters.
 func (b *lockedBuffer) Write(p []byte) (int, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -218,6 +228,7 @@ func (b *lockedBuffer) Write(p []byte) (int, error) {
 	return n, err
 }
 
+// String returns everything written so far.
 func (b *lockedBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()

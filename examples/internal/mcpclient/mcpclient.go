@@ -97,6 +97,7 @@ func AddFlags(fs *flag.FlagSet) *Flags {
 // UsageError is a mistake in how a command was called (exit code 2).
 type UsageError struct{ Msg string }
 
+// Error implements error.
 func (e *UsageError) Error() string { return e.Msg }
 
 // Usagef returns a *UsageError.
@@ -235,6 +236,7 @@ type ToolError struct {
 	Text string
 }
 
+// Error implements error: the tool and the server's reason.
 func (e *ToolError) Error() string { return e.Tool + ": " + e.Text }
 
 // StaleClaim reports whether the server refused a holder write because the
@@ -343,6 +345,7 @@ type lockedWriter struct {
 	w  io.Writer
 }
 
+// Write implements io.Writer, one writer at a time.
 func (l *lockedWriter) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
