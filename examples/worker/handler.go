@@ -39,6 +39,7 @@ type retryableError struct{ err error }
 
 // Error implements error.
 func (e retryableError) Error() string { return e.err.Error() }
+
 // Unwrap returns the marked error.
 func (e retryableError) Unwrap() error { return e.err }
 
