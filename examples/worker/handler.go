@@ -1,0 +1,126 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Task is what a Handler is given: the claimed task, read-only.
+type Task struct {
+	TaskID     string
+	WorkflowID string
+	NodeID     string
+	// Payload is the task's payload, a JSON object.
+	Payload json.RawMessage
+	// Attempt is this claim's attempt number, from 1, of MaxAttempts.
+	Attempt     int
+	MaxAttempts int
+	// Owner and Generation identify the claim the worker holds.
+	Owner      string
+	Generation int64
+}
+
+// Handler does a task's work. It returns the result to store (any value that
+// encodes as JSON of at most 262144 bytes) or an error to record as the
+// task's failure; wrap the error with Retryable to let another attempt run.
+//
+// The handler must return promptly once ctx is done: ctx ends when the claim
+// is lost (a heartbeat was refused, so another worker may own the task now)
+// or when the shutdown grace period runs out. Whatever it returns after that
+// is discarded.
+type Handler func(ctx context.Context, t Task) (result any, err error)
+
+// retryableError marks a failure that another attempt may not repeat.
+type retryableError struct{ err error }
+
+// Error implements error.
+func (e retryableError) Error() string { return e.err.Error() }
+
+// Unwrap returns the marked error.
+func (e retryableError) Unwrap() error { return e.err }
+
+// Retryable marks err as transient: the task is failed with retryable=true
+// and returns to pending while it has attempts left.
+func Retryable(err error) error {
+	if err == nil {
+		return nil
+	}
+	return retryableError{err}
+}
+
+// IsRetryable reports whether err was marked with Retryable.
+func IsRetryable(err error) bool {
+	var r retryableError
+	return errors.As(err, &r)
+}
+
+// echoPayload is the part of a payload the echo handler acts on; every other
+// key is just echoed.
+type echoPayload struct {
+	// SleepMs simulates work lasting this long.
+	SleepMs *int64 `json:"sleep_ms"`
+	// Fail, when a string or true, makes the task fail with that message.
+	Fail json.RawMessage `json:"fail"`
+	// FailRetryable makes that failure retryable.
+	FailRetryable bool `json:"fail_retryable"`
+}
+
+// maxSleep bounds payload.sleep_ms so a typo cannot park a worker for days.
+const maxSleep = time.Hour
+
+// Echo is the default handler. It runs no commands (a payload is data from
+// whoever created the task, not code to trust). It returns
+// {"echo": <payload>, "worker": <owner>} after payload.sleep_ms milliseconds,
+// or fails with payload.fail (a message string, or true) — retryably when
+// payload.fail_retryable is true.
+func Echo(ctx context.Context, t Task) (any, error) {
+	var p echoPayload
+	dec := json.NewDecoder(bytes.NewReader(t.Payload))
+	if err := dec.Decode(&p); err != nil {
+		return nil, fmt.Errorf("payload: %w (sleep_ms must be an integer, fail a string or boolean, fail_retryable a boolean)", err)
+	}
+	if p.SleepMs != nil {
+		d := time.Duration(*p.SleepMs) * time.Millisecond
+		if *p.SleepMs < 0 || d > maxSleep {
+			return nil, fmt.Errorf("payload.sleep_ms must be between 0 and %d (got %d)", maxSleep.Milliseconds(), *p.SleepMs)
+		}
+		timer := time.NewTimer(d)
+		select {
+		case <-timer.C:
+		case <-ctx.Done():
+			timer.Stop()
+			return nil, context.Cause(ctx)
+		}
+	}
+	if msg, fail, err := failMessage(p.Fail); err != nil {
+		return nil, err
+	} else if fail {
+		err := errors.New(msg)
+		if p.FailRetryable {
+			return nil, Retryable(err)
+		}
+		return nil, err
+	}
+	return map[string]any{"echo": t.Payload, "worker": t.Owner}, nil
+}
+
+// failMessage reads payload.fail: a non-empty string is the message, true a
+// generic one, false, null or absent means no failure.
+func failMessage(raw json.RawMessage) (msg string, fail bool, err error) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return "", false, nil
+	}
+	var b bool
+	if json.Unmarshal(raw, &b) == nil {
+		return "payload.fail requested a failure", b, nil
+	}
+	var s string
+	if json.Unmarshal(raw, &s) == nil && s != "" {
+		return s, true, nil
+	}
+	return "", false, fmt.Errorf("payload.fail must be a non-empty string or a boolean (got %s)", raw)
+}

@@ -1,0 +1,351 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/graph-engineering/graph-engineering-mcp/examples/internal/e2e"
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	e2e.Cleanup()
+	os.Exit(code)
+}
+
+// startWorker runs the worker binary against its own server on db.
+func startWorker(t *testing.T, bins e2e.Bins, db, owner string, args ...string) *e2e.Proc {
+	t.Helper()
+	args = append([]string{"--owner", owner, "--wait-ms", "500"}, args...)
+	// The "--" form: the server command follows the flags verbatim.
+	args = append(args, "--", bins.Server, "serve", "--database", db)
+	return e2e.Start(t, owner, bins.Worker, args...)
+}
+
+func kinds(s e2e.Show) string {
+	var out []string
+	for _, e := range s.Events {
+		if e.Kind != "heartbeat" {
+			out = append(out, e.Kind)
+		}
+	}
+	return strings.Join(out, ",")
+}
+
+// SIGINT while the task in hand cannot finish within --grace: the worker
+// fails it retryably, so it is pending again for another worker, and exits 0.
+func TestSIGINTReleasesTaskInHand(t *testing.T) {
+	bins := e2e.Build(t)
+	db := filepath.Join(t.TempDir(), "tasks.db")
+	id := bins.CreateTask(t, db, "wf", "slow", map[string]any{"sleep_ms": 600000})
+	w := startWorker(t, bins, db, "w1", "--grace", "500ms")
+	w.WaitLog(time.Minute, "claimed task", "task_id="+id)
+	start := time.Now()
+	w.Interrupt()
+	if code := w.Wait(30 * time.Second); code != 0 {
+		t.Fatalf("exit %d\n%s", code, w.Stderr())
+	}
+	if took := time.Since(start); took > 15*time.Second {
+		t.Errorf("took %v to stop with a 500ms grace", took)
+	}
+	s := bins.TasksShow(t, db, id)
+	if s.Task.State != "pending" || s.Lease.Status != "none" || s.Task.Owner != "" {
+		t.Fatalf("task after shutdown: state %s, lease %s, owner %q", s.Task.State, s.Lease.Status, s.Task.Owner)
+	}
+	if !strings.Contains(s.Task.Error, "worker w1 shut down before the task finished") {
+		t.Errorf("error: %q", s.Task.Error)
+	}
+	if got := kinds(s); got != "create,claim,retry" {
+		t.Errorf("history %s, want create,claim,retry", got)
+	}
+	e2e.CheckHolderWrites(t, s)
+	for _, want := range []string{"signal: claiming no more tasks", "grace period over; failing the task retryably", "worker stopped"} {
+		if !strings.Contains(w.Stderr(), want) {
+			t.Errorf("log lacks %q", want)
+		}
+	}
+}
+
+// SIGINT while the task in hand can finish within --grace: it completes,
+// and the worker exits 0 without claiming anything else.
+func TestSIGINTLetsTaskInHandFinish(t *testing.T) {
+	bins := e2e.Build(t)
+	db := filepath.Join(t.TempDir(), "tasks.db")
+	id := bins.CreateTask(t, db, "wf", "short", map[string]any{"sleep_ms": 3000})
+	next := bins.CreateTask(t, db, "wf", "next", nil)
+	w := startWorker(t, bins, db, "w1", "--grace", "1m")
+	w.WaitLog(time.Minute, "claimed task", "task_id="+id)
+	w.Interrupt()
+	w.WaitLog(time.Minute, "stop requested; letting the task in hand finish")
+	if code := w.Wait(time.Minute); code != 0 {
+		t.Fatalf("exit %d\n%s", code, w.Stderr())
+	}
+	s := bins.TasksShow(t, db, id)
+	if s.Task.State != "completed" || !bytes.Contains(s.Task.Result, []byte(`"worker":"w1"`)) {
+		t.Fatalf("task: %s %s", s.Task.State, s.Task.Result)
+	}
+	e2e.CheckHolderWrites(t, s)
+	if n := bins.TasksShow(t, db, next); n.Task.State != "pending" {
+		t.Errorf("the worker claimed %s after the signal: %s", next, n.Task.State)
+	}
+}
+
+// A second signal exits at once; the task stays claimed until its lease
+// expires (documented), and the worker wrote nothing after the first claim.
+func TestSecondSignalExitsAtOnce(t *testing.T) {
+	bins := e2e.Build(t)
+	db := filepath.Join(t.TempDir(), "tasks.db")
+	id := bins.CreateTask(t, db, "wf", "slow", map[string]any{"sleep_ms": 600000})
+	w := startWorker(t, bins, db, "w1", "--grace", "10m")
+	w.WaitLog(time.Minute, "claimed task", "task_id="+id)
+	w.Interrupt()
+	w.WaitLog(time.Minute, "stop requested")
+	w.Interrupt()
+	if code := w.Wait(30 * time.Second); code != 1 {
+		t.Fatalf("exit %d after a second signal, want 1\n%s", code, w.Stderr())
+	}
+	if !strings.Contains(w.Stderr(), "second signal: exiting now") {
+		t.Errorf("log:\n%s", w.Stderr())
+	}
+	if s := bins.TasksShow(t, db, id); s.Task.State != "claimed" || s.Task.Owner != "w1" {
+		t.Errorf("task: %s by %q", s.Task.State, s.Task.Owner)
+	}
+}
+
+// An operator requeues the task while the worker holds it: the worker's next
+// heartbeat is refused as a stale claim, it stops work at once, never writes
+// to that claim again, and goes on to claim the task afresh.
+func TestLostClaimStopsWork(t *testing.T) {
+	bins := e2e.Build(t)
+	db := filepath.Join(t.TempDir(), "tasks.db")
+	id := bins.CreateTask(t, db, "wf", "requeued", map[string]any{"sleep_ms": 600000})
+	w := startWorker(t, bins, db, "w1", "--lease-ms", "3000", "--grace", "0s")
+	w.WaitLog(time.Minute, "claimed task", "task_id="+id, "generation=1")
+	bins.Run(t, "admin", "requeue", id, "--reason", "test: take the task away", "--operator", "tester", "--yes", "--database", db)
+	lost := w.WaitLog(time.Minute, "claim lost; stopped work")
+	if !strings.Contains(lost, "generation=1") || !strings.Contains(lost, "stale claim") {
+		t.Errorf("lost-claim log: %s", lost)
+	}
+	w.WaitLog(time.Minute, "claimed task", "task_id="+id, "generation=2")
+	w.Interrupt()
+	if code := w.Wait(30 * time.Second); code != 0 {
+		t.Fatalf("exit %d\n%s", code, w.Stderr())
+	}
+	s := bins.TasksShow(t, db, id)
+	if got := kinds(s); got != "create,claim,requeue,claim,retry" {
+		t.Errorf("history %s, want create,claim,requeue,claim,retry", got)
+	}
+	e2e.CheckHolderWrites(t, s)
+	requeued := false
+	for _, e := range s.Events {
+		if requeued && e.Generation == 1 {
+			t.Errorf("the worker wrote to its lost claim after the requeue: %s by %s at generation 1", e.Kind, e.Owner)
+		}
+		requeued = requeued || e.Kind == "requeue"
+	}
+}
+
+// Heartbeats every third of the lease keep a task that outlives its lease.
+func TestHeartbeatsKeepTheLease(t *testing.T) {
+	bins := e2e.Build(t)
+	db := filepath.Join(t.TempDir(), "tasks.db")
+	id := bins.CreateTask(t, db, "wf", "long", map[string]any{"sleep_ms": 5000})
+	w := startWorker(t, bins, db, "w1", "--lease-ms", "3000", "--max-tasks", "1")
+	if code := w.Wait(time.Minute); code != 0 {
+		t.Fatalf("exit %d\n%s", code, w.Stderr())
+	}
+	s := bins.TasksShow(t, db, id)
+	if s.Task.State != "completed" || s.Task.Generation != 1 {
+		t.Fatalf("task %s at generation %d; the lease lapsed", s.Task.State, s.Task.Generation)
+	}
+	beats := 0
+	for _, e := range s.Events {
+		if e.Kind == "heartbeat" {
+			beats++
+		}
+	}
+	if beats < 3 {
+		t.Errorf("%d heartbeats in 5s with a 3s lease, want at least 3", beats)
+	}
+	e2e.CheckHolderWrites(t, s)
+	if !strings.Contains(w.Stderr(), "worked 1 tasks (--max-tasks)") {
+		t.Errorf("log:\n%s", w.Stderr())
+	}
+}
+
+// connect starts a server on db and connects an SDK client to it.
+func connect(t *testing.T, bins e2e.Bins, db string) *mcp.ClientSession {
+	t.Helper()
+	client := mcp.NewClient(&mcp.Implementation{Name: "worker-test", Version: "1"}, nil)
+	cs, err := client.Connect(context.Background(), &mcp.CommandTransport{Command: exec.Command(bins.Server, "serve", "--database", db)}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	return cs
+}
+
+// Run takes any Handler: here one that fails retryably on its first attempt
+// and succeeds on the second, and one that panics.
+func TestRunWithCustomHandler(t *testing.T) {
+	bins := e2e.Build(t)
+	db := filepath.Join(t.TempDir(), "tasks.db")
+	flaky := bins.CreateTask(t, db, "custom", "flaky", map[string]any{"n": 21})
+	cs := connect(t, bins, db)
+	var mu sync.Mutex
+	var seen []Task
+	handler := func(ctx context.Context, task Task) (any, error) {
+		mu.Lock()
+		seen = append(seen, task)
+		mu.Unlock()
+		if task.Attempt == 1 {
+			return nil, Retryable(errors.New("transient: try again"))
+		}
+		var p struct{ N int }
+		if err := json.Unmarshal(task.Payload, &p); err != nil {
+			return nil, err
+		}
+		return map[string]int{"doubled": 2 * p.N}, nil
+	}
+	err := Run(context.Background(), cs, Config{Owner: "custom-1", Workflow: "custom", Lease: 5 * time.Second, Wait: 2 * time.Second, MaxTasks: 2, Handler: handler})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(seen) != 2 || seen[0].Attempt != 1 || seen[1].Attempt != 2 || seen[1].Generation != 2 || seen[1].Owner != "custom-1" || seen[1].NodeID != "flaky" {
+		t.Fatalf("handler saw %+v", seen)
+	}
+	s := bins.TasksShow(t, db, flaky)
+	var got struct{ Doubled int }
+	if json.Unmarshal(s.Task.Result, &got); s.Task.State != "completed" || got.Doubled != 42 {
+		t.Fatalf("task %s %s", s.Task.State, s.Task.Result)
+	}
+	if got := kinds(s); got != "create,claim,retry,claim,complete" {
+		t.Errorf("history %s", got)
+	}
+
+	// A panicking handler fails its task (not retryably) instead of
+	// crashing the worker.
+	boom := bins.CreateTask(t, db, "custom", "boom", nil)
+	err = Run(context.Background(), cs, Config{Owner: "custom-1", Workflow: "custom", Lease: 5 * time.Second, Wait: 2 * time.Second, MaxTasks: 1,
+		Handler: func(context.Context, Task) (any, error) { panic("bad handler") }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := bins.TasksShow(t, db, boom); s.Task.State != "failed" || !strings.Contains(s.Task.Error, "the handler panicked: bad handler") {
+		t.Fatalf("task %s %q", s.Task.State, s.Task.Error)
+	}
+}
+
+// Run refuses a configuration the server would refuse.
+func TestRunValidatesConfig(t *testing.T) {
+	for _, cfg := range []Config{
+		{Owner: "bad owner", Lease: time.Second},
+		{Owner: "w", Lease: 500 * time.Millisecond},
+		{Owner: "w", Lease: time.Second, Wait: time.Minute},
+		{Owner: "w", Lease: time.Second, MaxTasks: -1},
+	} {
+		if err := Run(context.Background(), nil, cfg); err == nil {
+			t.Errorf("%+v accepted", cfg)
+		}
+	}
+}
+
+func TestEchoHandler(t *testing.T) {
+	task := func(payload string) Task { return Task{Payload: json.RawMessage(payload), Owner: "w1"} }
+	res, err := Echo(context.Background(), task(`{"x":[1,2],"big":12345678901234567890}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := json.Marshal(res)
+	if string(b) != `{"echo":{"x":[1,2],"big":12345678901234567890},"worker":"w1"}` {
+		t.Errorf("echo %s", b)
+	}
+	for payload, want := range map[string]struct {
+		msg       string
+		retryable bool
+	}{
+		`{"fail":"boom"}`:                        {"boom", false},
+		`{"fail":true}`:                          {"payload.fail requested a failure", false},
+		`{"fail":"flaky","fail_retryable":true}`: {"flaky", true},
+		`{"fail":3}`:                             {"payload.fail must be a non-empty string or a boolean", false},
+		`{"fail":""}`:                            {"payload.fail must be", false},
+		`{"sleep_ms":"soon"}`:                    {"payload:", false},
+		`{"sleep_ms":-1}`:                        {"payload.sleep_ms must be between 0 and 3600000", false},
+	} {
+		_, err := Echo(context.Background(), task(payload))
+		if err == nil || !strings.Contains(err.Error(), want.msg) || IsRetryable(err) != want.retryable {
+			t.Errorf("%s: %v (retryable %v), want %q retryable %v", payload, err, IsRetryable(err), want.msg, want.retryable)
+		}
+	}
+	if _, err := Echo(context.Background(), task(`{"fail":false}`)); err != nil {
+		t.Errorf("fail:false failed: %v", err)
+	}
+	// Simulated work stops when the context does, with its cause.
+	ctx, cancel := context.WithCancelCause(context.Background())
+	cancel(errLostClaim)
+	if _, err := Echo(ctx, task(`{"sleep_ms":600000}`)); !errors.Is(err, errLostClaim) {
+		t.Errorf("sleep after cancel: %v", err)
+	}
+}
+
+func TestOwnerNames(t *testing.T) {
+	for host, want := range map[string]string{
+		"build-01.example.com":   "build-01.example.com-42",
+		"my laptop":              "my-laptop-42",
+		"_hidden":                "w_hidden-42",
+		"":                       "w-42",
+		"hôte":                   "h-te-42",
+		strings.Repeat("h", 200): strings.Repeat("h", 125) + "-42",
+	} {
+		got := sanitizeOwner(host, 42)
+		if got != want || checkOwner(got) != nil {
+			t.Errorf("sanitizeOwner(%q) = %q (valid: %v), want %q", host, got, checkOwner(got), want)
+		}
+	}
+	if err := checkOwner(defaultOwner()); err != nil {
+		t.Errorf("default owner: %v", err)
+	}
+}
+
+// Bad flags exit 2 with a message naming the flag, before starting anything.
+func TestUsageErrors(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--owner", "not valid"}, "--owner must match"},
+		{[]string{"--lease-ms", "999"}, "--lease-ms must be between 1000 and 900000"},
+		{[]string{"--wait-ms", "30001"}, "--wait-ms must be between 0 and 30000"},
+		{[]string{"--max-tasks", "-1"}, "--max-tasks"},
+		{[]string{"--grace", "-1s"}, "--grace"},
+		{[]string{"--log-level", "loud"}, "--log-level"},
+		{[]string{"--url", "http://127.0.0.1:1/mcp", "--server-cmd", "x"}, "give only one of"},
+		{[]string{"--token", "t"}, "--token applies only with --url"},
+		{[]string{"--url", "ftp://x/mcp"}, "--url must be an http:// or https:// URL"},
+		{[]string{"--no-such-flag"}, "flag provided but not defined"},
+	} {
+		var stderr bytes.Buffer
+		if code := run(tc.args, &stderr); code != exitUsage || !strings.Contains(stderr.String(), tc.want) {
+			t.Errorf("%v: exit %d, stderr %q; want exit 2 naming %q", tc.args, code, stderr.String(), tc.want)
+		}
+	}
+}
+
+// A server command that cannot start is exit 1 with advice.
+func TestUnstartableServer(t *testing.T) {
+	var stderr bytes.Buffer
+	if code := run([]string{"--owner", "w1", "--server-cmd", "/nonexistent/graph-engineering-mcp serve"}, &stderr); code != exitFailure || !strings.Contains(stderr.String(), "give its path in --server-cmd") {
+		t.Errorf("exit %d: %s", code, stderr.String())
+	}
+}
