@@ -397,3 +397,29 @@ func TestPanicIsInternalErrorAndServerKeepsServing(t *testing.T) {
 	wantCode(t, r.modernCall("tools/call", map[string]any{"name": "boom", "arguments": map[string]any{}}, nil), jsonrpc.CodeInternalError)
 	mustResult(t, r.modernCall("tools/list", nil, nil))
 }
+
+func TestToolErrorsCarryAMachineReadableKind(t *testing.T) {
+	f := newFixture(t)
+	r := f.raw()
+	res := mustResult(t, r.modernCall("tools/call", map[string]any{"name": manifest.ToolHeartbeat, "arguments": map[string]any{
+		"task_id": "01ARZ3NDEKTSV4RRFFQ69G5FAV", "owner": "w", "generation": 1, "claim_token": "t"}}, nil))
+	detail := res["_meta"].(map[string]any)[ErrorMetaKey].(map[string]any)
+	if res["isError"] != true || detail["kind"] != "not_found" {
+		t.Fatalf("unknown task: %v", res)
+	}
+	created := toolOut(t, r.modernCall("tools/call", map[string]any{"name": manifest.ToolCreate, "arguments": map[string]any{"workflow_id": "w", "node_id": "n"}}, nil))
+	id := created["task"].(map[string]any)["task_id"]
+	claim := toolOut(t, r.modernCall("tools/call", map[string]any{"name": manifest.ToolClaim, "arguments": map[string]any{"owner": "w", "task_id": id}}, nil))
+	l := claim["lease"].(map[string]any)
+	res = mustResult(t, r.modernCall("tools/call", map[string]any{"name": manifest.ToolHeartbeat, "arguments": map[string]any{
+		"task_id": id, "owner": "w", "generation": l["generation"], "claim_token": "wrong"}}, nil))
+	detail = res["_meta"].(map[string]any)[ErrorMetaKey].(map[string]any)
+	if detail["kind"] != "stale_claim" || detail["reason"] != "wrong claim token" {
+		t.Fatalf("stale claim detail: %v", detail)
+	}
+	res = mustResult(t, r.modernCall("tools/call", map[string]any{"name": manifest.ToolCreate, "arguments": map[string]any{"workflow_id": "w", "node_id": "m", "depends_on": []string{"ghost"}}}, nil))
+	detail = res["_meta"].(map[string]any)[ErrorMetaKey].(map[string]any)
+	if detail["kind"] != "invalid" || detail["field"] != "depends_on" {
+		t.Fatalf("validation detail: %v", detail)
+	}
+}

@@ -59,6 +59,7 @@ func TestMCPDocumentationIsComplete(t *testing.T) {
 	need("extension", manifest.SkillsExtension)
 	need("resource", manifest.ManifestURI)
 	need("receipt key", ReceiptMetaKey)
+	need("error detail key", ErrorMetaKey)
 	need("poll interval", fmt.Sprint(TaskPollIntervalMs))
 	need("update bound", fmt.Sprint(MaxUpdateKeys))
 	need("update bound", fmt.Sprint(MaxUpdateBytes))

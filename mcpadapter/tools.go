@@ -252,8 +252,13 @@ func (s *Server) toolError(ctx context.Context, tool string, err error) (*mcp.Ca
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("%s: arguments must be a JSON object", tool)}
 	case errors.As(err, &ae), errors.Is(err, taskgraph.ErrInvalid), errors.Is(err, taskgraph.ErrNotFound),
 		errors.Is(err, taskgraph.ErrConflict), errors.Is(err, taskgraph.ErrStaleClaim):
-		s.observeTool(tool, outcomeOf(err))
-		return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: err.Error()}}}, nil
+		kind := outcomeOf(err)
+		s.observeTool(tool, kind)
+		return &mcp.CallToolResult{
+			Meta:    mcp.Meta{ErrorMetaKey: errorDetail(kind, err)},
+			IsError: true,
+			Content: []mcp.Content{&mcp.TextContent{Text: err.Error()}},
+		}, nil
 	case errors.Is(err, context.DeadlineExceeded) && ctx.Err() != nil:
 		s.observeTool(tool, "deadline")
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf("%s did not finish within the call deadline; it may or may not have taken effect: inspect the task before retrying", tool)}
@@ -262,6 +267,25 @@ func (s *Server) toolError(ctx context.Context, tool string, err error) (*mcp.Ca
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "the server is shutting down; retry against a running server"}
 	}
 	return nil, s.internal(tool, err)
+}
+
+// ErrorMetaKey is the _meta key of a tool error's machine-readable detail:
+// {"kind": "invalid" | "not_found" | "conflict" | "stale_claim", "field"?,
+// "reason"?}, so clients need not parse the text.
+const ErrorMetaKey = "graph-engineering/error"
+
+// errorDetail is the _meta detail of a tool error.
+func errorDetail(kind string, err error) map[string]any {
+	d := map[string]any{"kind": kind}
+	var ve *taskgraph.ValidationError
+	var se *lease.StaleClaimError
+	switch {
+	case errors.As(err, &se):
+		d["reason"] = string(se.Reason)
+	case errors.As(err, &ve):
+		d["field"] = ve.Field
+	}
+	return d
 }
 
 func outcomeOf(err error) string {
