@@ -71,7 +71,12 @@ type Store struct {
 	quit   chan struct{} // closed by Close to stop background loops
 	wg     sync.WaitGroup
 	closed atomic.Bool
+	// closeM serialises Close. It is never taken by submit: Close waits for
+	// the background loops while holding it, and those loops submit writes.
 	closeM sync.Mutex
+	// sendM orders submit's closed check and sendWG.Add against Close setting
+	// closed; it is held only for those few instructions.
+	sendM  sync.Mutex
 	sendWG sync.WaitGroup // senders between the closed check and the channel send
 
 	notify notifier
@@ -263,7 +268,10 @@ func (s *Store) Clock() lease.Clock { return s.clock }
 func (s *Store) Close() error {
 	s.closeM.Lock()
 	defer s.closeM.Unlock()
-	if s.closed.Swap(true) {
+	s.sendM.Lock()
+	already := s.closed.Swap(true)
+	s.sendM.Unlock()
+	if already {
 		return nil
 	}
 	// Every sender that passed the closed check has its op in the channel

@@ -68,13 +68,16 @@ func (s *Store) writerConn(ctx context.Context, fn func(*sql.Conn) error) error 
 }
 
 func (s *Store) submit(o *op) error {
-	s.closeM.Lock() // held only briefly; Close holds it while shutting down
+	// sendM, not closeM: Close holds closeM while it waits for the background
+	// loops, and a loop that submits here during Close must get ErrClosed
+	// rather than wait for Close.
+	s.sendM.Lock()
 	if s.closed.Load() {
-		s.closeM.Unlock()
+		s.sendM.Unlock()
 		return ErrClosed
 	}
 	s.sendWG.Add(1)
-	s.closeM.Unlock()
+	s.sendM.Unlock()
 	select {
 	case s.ops <- o:
 		s.sendWG.Done()
