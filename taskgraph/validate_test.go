@@ -76,7 +76,10 @@ func TestBadInputRejected(t *testing.T) {
 		return func(f validationFixture) error { _, err := f.s.Heartbeat(ctx, h, d); return err }
 	}
 	complete := func(result string) func(validationFixture) error {
-		return func(f validationFixture) error { _, err := f.s.Complete(ctx, holder(f.live), json.RawMessage(result)); return err }
+		return func(f validationFixture) error {
+			_, err := f.s.Complete(ctx, holder(f.live), json.RawMessage(result))
+			return err
+		}
 	}
 	fail := func(text string) func(validationFixture) error {
 		return func(f validationFixture) error { _, err := f.s.Fail(ctx, holder(f.live), text, true); return err }
@@ -283,10 +286,15 @@ func TestMalformedTaskIDNotFound(t *testing.T) {
 			"events":    func() error { _, err := f.s.TaskEvents(ctx, id); return err },
 			"claim":     func() error { _, _, err := f.s.Claim(ctx, ClaimRequest{Owner: "w", TaskID: id}); return err },
 			"heartbeat": func() error { h := holder(f.live); h.TaskID = id; _, err := f.s.Heartbeat(ctx, h, 0); return err },
-			"complete":  func() error { h := holder(f.live); h.TaskID = id; _, err := f.s.Complete(ctx, h, json.RawMessage(`1`)); return err },
-			"requeue":   func() error { _, err := f.s.Requeue(ctx, id, op); return err },
-			"skip":      func() error { _, err := f.s.Skip(ctx, id, op); return err },
-			"cancel":    func() error { _, _, err := f.s.CancelTask(ctx, id, ""); return err },
+			"complete": func() error {
+				h := holder(f.live)
+				h.TaskID = id
+				_, err := f.s.Complete(ctx, h, json.RawMessage(`1`))
+				return err
+			},
+			"requeue": func() error { _, err := f.s.Requeue(ctx, id, op); return err },
+			"skip":    func() error { _, err := f.s.Skip(ctx, id, op); return err },
+			"cancel":  func() error { _, _, err := f.s.CancelTask(ctx, id, ""); return err },
 		} {
 			if name == "events" && id == "01ARZ3NDEKTSV4RRFFQ69G5FAV" {
 				continue // the history of a well-formed unknown id is empty, not an error
