@@ -30,7 +30,12 @@ type Migration struct {
 // Migrations returns the embedded migrations in version order. It fails if
 // the numbering has a gap or a duplicate.
 func Migrations() ([]Migration, error) {
-	entries, err := fs.ReadDir(files, "migrations")
+	return migrationsFrom(files)
+}
+
+// migrationsFrom reads the migrations under migrations/ in fsys.
+func migrationsFrom(fsys fs.FS) ([]Migration, error) {
+	entries, err := fs.ReadDir(fsys, "migrations")
 	if err != nil {
 		return nil, fmt.Errorf("read embedded migrations: %w", err)
 	}
@@ -42,7 +47,7 @@ func Migrations() ([]Migration, error) {
 		if !ok || err != nil || v <= 0 {
 			return nil, fmt.Errorf("migration %q: name must be NNNN_description.sql", name)
 		}
-		body, err := fs.ReadFile(files, path.Join("migrations", name))
+		body, err := fs.ReadFile(fsys, path.Join("migrations", name))
 		if err != nil {
 			return nil, fmt.Errorf("read migration %q: %w", name, err)
 		}
@@ -75,6 +80,14 @@ func Apply(ctx context.Context, tx *sql.Tx) (from, to int, err error) {
 	ms, err := Migrations()
 	if err != nil {
 		return 0, 0, err
+	}
+	return apply(ctx, tx, ms)
+}
+
+// apply is Apply with the migrations given, in version order from 1.
+func apply(ctx context.Context, tx *sql.Tx, ms []Migration) (from, to int, err error) {
+	if len(ms) == 0 {
+		return 0, 0, errors.New("no migrations to apply")
 	}
 	latest := ms[len(ms)-1].Version
 	if _, err := tx.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_version (
