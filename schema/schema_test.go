@@ -194,3 +194,43 @@ func TestApplyRefusesNewerDatabase(t *testing.T) {
 		t.Fatalf("the version row changed: %+v -> %+v", before, after)
 	}
 }
+
+func TestInspect(t *testing.T) {
+	ctx := context.Background()
+	db := openFile(t)
+	if v, err := Inspect(ctx, db); err != nil || v != 0 {
+		t.Fatalf("empty database: %d %v", v, err)
+	}
+	ms, err := Migrations()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := applyIn(t, db, ms); err != nil {
+		t.Fatal(err)
+	}
+	if v, err := Inspect(ctx, db); err != nil || v != Latest() {
+		t.Fatalf("current database: %d %v", v, err)
+	}
+	if _, err := db.Exec(`UPDATE schema_version SET version = ?`, Latest()+1); err != nil {
+		t.Fatal(err)
+	}
+	if v, err := Inspect(ctx, db); !errors.Is(err, ErrTooNew) || v != Latest()+1 {
+		t.Fatalf("newer database: %d %v", v, err)
+	}
+
+	foreign := openFile(t)
+	if _, err := foreign.Exec(`CREATE TABLE notes (x TEXT)`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Inspect(ctx, foreign); !errors.Is(err, ErrForeign) {
+		t.Fatalf("foreign database: %v", err)
+	}
+	// Apply refuses it too, and adds nothing.
+	if _, _, err := applyIn(t, foreign, ms); !errors.Is(err, ErrForeign) {
+		t.Fatalf("Apply on a foreign database: %v", err)
+	}
+	var n int
+	if err := foreign.QueryRow(`SELECT COUNT(*) FROM sqlite_schema`).Scan(&n); err != nil || n != 1 {
+		t.Fatalf("the foreign database has %d objects after a refused Apply (%v)", n, err)
+	}
+}

@@ -134,6 +134,9 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 			return nil, fmt.Errorf("create database folder %s: %w", dir, err)
 		}
 	}
+	if err := inspect(ctx, path, opts); err != nil {
+		return nil, err
+	}
 	s := &Store{path: path, opts: opts, clock: opts.Clock, log: opts.Logger, ops: make(chan *op, 1024), quit: make(chan struct{})}
 	s.notify.init()
 	var err error
@@ -163,6 +166,36 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 		go s.sweeper()
 	}
 	return s, nil
+}
+
+// inspect refuses, before anything writes to it, an existing file that this
+// binary must not use: one that is not a database, one written by a newer
+// schema (schema.ErrTooNew) and another program's database
+// (schema.ErrForeign). It reads through a query-only connection that sets no
+// journal mode; the writer's connection turns the file to WAL mode as it
+// opens, which would change a refused file. Migrate checks the version again
+// inside its write transaction.
+func inspect(ctx context.Context, path string, opts Options) error {
+	fi, err := os.Stat(path)
+	if errors.Is(err, os.ErrNotExist) || (err == nil && fi.Size() == 0) {
+		return nil // a new database
+	}
+	if err != nil {
+		return fmt.Errorf("open database %s: %w", path, err)
+	}
+	q := url.Values{}
+	q.Set("_busy_timeout", fmt.Sprint(opts.BusyTimeout.Milliseconds()))
+	q.Set("_query_only", "on")
+	db, err := sql.Open("sqlite3", "file:"+(&url.URL{Path: path}).EscapedPath()+"?"+q.Encode())
+	if err != nil {
+		return fmt.Errorf("open database %s: %w", path, err)
+	}
+	defer db.Close()
+	db.SetMaxOpenConns(1)
+	if _, err := schema.Inspect(ctx, db); err != nil {
+		return fmt.Errorf("open database %s: %w", path, describeOpenErr(err))
+	}
+	return nil
 }
 
 // openDB opens a pool on path and verifies every pragma the store relies on.
