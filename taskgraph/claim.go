@@ -42,11 +42,15 @@ func (s *Store) Claim(ctx context.Context, req ClaimRequest) (c Claimed, ok bool
 		if err := checkTaskID(req.TaskID); err != nil {
 			return Claimed{}, false, err
 		}
+		var conflict *ConflictError
 		err := s.do(ctx, func(w *wtx) error {
 			var err error
-			c, err = w.claimByID(req.TaskID, req.Owner, d)
+			c, conflict, err = w.claimByID(req.TaskID, req.Owner, d)
 			return err
 		})
+		if err == nil && conflict != nil {
+			err = conflict
+		}
 		if err != nil {
 			return Claimed{}, false, fmt.Errorf("claim task %s: %w", req.TaskID, err)
 		}
@@ -129,20 +133,25 @@ func (w *wtx) claimNext(workflowID, owner string, d time.Duration) (Claimed, boo
 	return c, err == nil, err
 }
 
-func (w *wtx) claimByID(taskID, owner string, d time.Duration) (Claimed, error) {
+// claimByID claims task taskID. A task that cannot be claimed is reported as
+// conflict with a nil error, so that the operation still commits the expiry
+// of a lapsed lease it processed on the way (the conflict's message may
+// report its outcome); nothing else has been written then.
+func (w *wtx) claimByID(taskID, owner string, d time.Duration) (Claimed, *ConflictError, error) {
 	r, err := w.loadTask(taskID)
 	if err != nil {
-		return Claimed{}, err
+		return Claimed{}, nil, err
 	}
 	if r.expired(w.now) {
 		if err := w.expire(&r); err != nil {
-			return Claimed{}, err
+			return Claimed{}, nil, err
 		}
 	}
 	if r.State != StatePending {
-		return Claimed{}, &ConflictError{TaskID: r.TaskID, State: r.State, Detail: notClaimable(r, w.now)}
+		return Claimed{}, &ConflictError{TaskID: r.TaskID, State: r.State, Detail: notClaimable(r, w.now)}, nil
 	}
-	return w.grant(&r, owner, d)
+	c, err := w.grant(&r, owner, d)
+	return c, nil, err
 }
 
 // notClaimable says why a task cannot be claimed now.

@@ -2,6 +2,7 @@ package taskgraph
 
 import (
 	"errors"
+	"strings"
 	"testing"
 	"time"
 )
@@ -34,4 +35,49 @@ func TestCloseDoesNotDeadlockWithBackgroundWrite(t *testing.T) {
 	if err := <-got; !errors.Is(err, ErrClosed) {
 		t.Fatalf("write submitted during Close: %v, want ErrClosed", err)
 	}
+}
+
+// Regression: claiming by id a task whose lease lapsed on its last attempt
+// processed the expiry (failed, dependents cancelled) and then reported the
+// conflict as the operation's error, which rolled the expiry back: the caller
+// was told the task had failed while the database still showed it claimed.
+// The expiry now commits; the conflict is still reported, and a conflict
+// with nothing to expire writes nothing.
+func TestClaimByIDKeepsExpiryItReports(t *testing.T) {
+	b := setup(t)
+	c, err := b.s.CreateTask(b.ctx, "wf", NodeSpec{NodeID: "once", MaxAttempts: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dep := b.create(t, "wf", "dep", "once")
+	b.claim(t, "a", c.Task.TaskID, time.Second)
+	// A conflict with a live claim writes nothing.
+	before := fingerprint(t, b.path)
+	_, _, err = b.s.Claim(b.ctx, ClaimRequest{Owner: "b", TaskID: c.Task.TaskID})
+	if !errors.Is(err, ErrConflict) {
+		t.Fatalf("claim of a held task: %v", err)
+	}
+	if fingerprint(t, b.path) != before {
+		t.Fatal("a refused claim wrote")
+	}
+	b.clock.Advance(2 * time.Second)
+	_, _, err = b.s.Claim(b.ctx, ClaimRequest{Owner: "b", TaskID: c.Task.TaskID})
+	if !errors.Is(err, ErrConflict) || !strings.Contains(err.Error(), "failed") {
+		t.Fatalf("claim of a task whose last lease lapsed: %v", err)
+	}
+	// Read the stored rows directly: Task() would process the expiry itself.
+	var st, depSt string
+	if err := b.s.rdb.QueryRow(`SELECT state FROM tasks WHERE task_id = ?`, c.Task.TaskID).Scan(&st); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.s.rdb.QueryRow(`SELECT state FROM tasks WHERE task_id = ?`, dep.TaskID).Scan(&depSt); err != nil {
+		t.Fatal(err)
+	}
+	if st != "failed" || depSt != "cancelled" {
+		t.Fatalf("stored states %s and %s after the reported failure, want failed and cancelled", st, depSt)
+	}
+	if e := lastEvent(t, b, c.Task.TaskID, EventExpire); !strings.Contains(string(e.Detail), `"next":"failed"`) {
+		t.Fatalf("expire event %s", e.Detail)
+	}
+	b.verify(t)
 }
