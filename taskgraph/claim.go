@@ -102,11 +102,28 @@ func (s *Store) Claim(ctx context.Context, req ClaimRequest) (c Claimed, ok bool
 
 func (s *Store) nextLeaseExpiry(ctx context.Context) (time.Time, error) {
 	var ms sql.NullInt64
-	if err := s.rdb.QueryRowContext(ctx, `SELECT MIN(lease_expires_at_ms) FROM tasks WHERE state = 'claimed'`).Scan(&ms); err != nil || !ms.Valid {
+	if err := s.rdb.QueryRowContext(ctx, nextLeaseExpirySQL).Scan(&ms); err != nil || !ms.Valid {
 		return time.Time{}, err
 	}
 	return time.UnixMilli(ms.Int64), nil
 }
+
+// The lookups every claim-next runs, and the one the sweeper and waiting
+// claims run. Each must read only the first entries of a partial index (of
+// pending or of claimed tasks), whatever the number of other tasks. Without
+// statistics SQLite prefers tasks_by_state (state=?), which for the lease
+// queries reads every claimed task and sorts them, so INDEXED BY pins the
+// index: a schema change that drops it makes these statements fail to
+// prepare rather than silently scan (see TestClaimNextQueryPlans).
+const (
+	claimNextSQL = `SELECT seq FROM tasks INDEXED BY tasks_ready
+		WHERE state = 'pending' ORDER BY seq LIMIT 1`
+	claimNextInWorkflowSQL = `SELECT seq FROM tasks INDEXED BY tasks_ready_by_workflow
+		WHERE workflow_id = ? AND state = 'pending' ORDER BY seq LIMIT 1`
+	expiredLeasesSQL = `SELECT seq FROM tasks INDEXED BY tasks_leases
+		WHERE state = 'claimed' AND lease_expires_at_ms <= ? ORDER BY lease_expires_at_ms LIMIT ?`
+	nextLeaseExpirySQL = `SELECT MIN(lease_expires_at_ms) FROM tasks INDEXED BY tasks_leases WHERE state = 'claimed'`
+)
 
 func (w *wtx) claimNext(workflowID, owner string, d time.Duration) (Claimed, bool, error) {
 	if _, err := w.sweepExpired(sweepLimit); err != nil {
@@ -115,9 +132,9 @@ func (w *wtx) claimNext(workflowID, owner string, d time.Duration) (Claimed, boo
 	var seq int64
 	var err error
 	if workflowID == "" {
-		err = w.queryRow(`SELECT seq FROM tasks WHERE state = 'pending' ORDER BY seq LIMIT 1`).Scan(&seq)
+		err = w.queryRow(claimNextSQL).Scan(&seq)
 	} else {
-		err = w.queryRow(`SELECT seq FROM tasks WHERE workflow_id = ? AND state = 'pending' ORDER BY seq LIMIT 1`, workflowID).Scan(&seq)
+		err = w.queryRow(claimNextInWorkflowSQL, workflowID).Scan(&seq)
 	}
 	if errors.Is(err, sql.ErrNoRows) {
 		return Claimed{}, false, nil
@@ -202,7 +219,7 @@ func (w *wtx) grant(r *row, owner string, d time.Duration) (Claimed, error) {
 
 // sweepExpired processes up to limit claims whose lease has lapsed.
 func (w *wtx) sweepExpired(limit int) (int, error) {
-	rows, err := w.query(`SELECT seq FROM tasks WHERE state = 'claimed' AND lease_expires_at_ms <= ? ORDER BY lease_expires_at_ms LIMIT ?`, w.nowMS, limit)
+	rows, err := w.query(expiredLeasesSQL, w.nowMS, limit)
 	if err != nil {
 		return 0, fmt.Errorf("find expired leases: %w", err)
 	}
