@@ -19,6 +19,23 @@ import (
 	"github.com/graph-engineering/graph-engineering-mcp/schema"
 )
 
+// driverName is go-sqlite3 with a connect hook for the settings its DSN
+// cannot express; every connection of the store is opened through it.
+const driverName = "sqlite3_taskgraph"
+
+func init() {
+	sql.Register(driverName, &sqlite3.SQLiteDriver{ConnectHook: func(c *sqlite3.SQLiteConn) error {
+		// The temporary tables SQLite builds for IN lists, sorts and statement
+		// journals live in memory rather than in a temp file created and
+		// deleted per statement: in WAL mode that file cost a multi-row UPDATE
+		// about 100 µs instead of 10 µs.
+		if _, err := c.Exec(`PRAGMA temp_store = MEMORY`, nil); err != nil {
+			return fmt.Errorf("set temp_store: %w", err)
+		}
+		return nil
+	}})
+}
+
 // SyncMode selects SQLite's synchronous setting for the write connection.
 type SyncMode string
 
@@ -186,7 +203,7 @@ func inspect(ctx context.Context, path string, opts Options) error {
 	q := url.Values{}
 	q.Set("_busy_timeout", fmt.Sprint(opts.BusyTimeout.Milliseconds()))
 	q.Set("_query_only", "on")
-	db, err := sql.Open("sqlite3", "file:"+(&url.URL{Path: path}).EscapedPath()+"?"+q.Encode())
+	db, err := sql.Open(driverName, "file:"+(&url.URL{Path: path}).EscapedPath()+"?"+q.Encode())
 	if err != nil {
 		return fmt.Errorf("open database %s: %w", path, err)
 	}
@@ -218,7 +235,7 @@ func openDB(path string, opts Options, readOnly bool) (*sql.DB, error) {
 		q.Set("_txlock", "immediate")
 	}
 	dsn := "file:" + (&url.URL{Path: path}).EscapedPath() + "?" + q.Encode()
-	db, err := sql.Open("sqlite3", dsn)
+	db, err := sql.Open(driverName, dsn)
 	if err != nil {
 		return nil, fmt.Errorf("open database %s: %w", path, err)
 	}
