@@ -116,9 +116,9 @@ func (s *Store) nextLeaseExpiry(ctx context.Context) (time.Time, error) {
 // index: a schema change that drops it makes these statements fail to
 // prepare rather than silently scan (see TestClaimNextQueryPlans).
 const (
-	claimNextSQL = `SELECT seq FROM tasks INDEXED BY tasks_ready
+	claimNextSQL = `SELECT ` + taskColumns + ` FROM tasks INDEXED BY tasks_ready
 		WHERE state = 'pending' ORDER BY seq LIMIT 1`
-	claimNextInWorkflowSQL = `SELECT seq FROM tasks INDEXED BY tasks_ready_by_workflow
+	claimNextInWorkflowSQL = `SELECT ` + taskColumns + ` FROM tasks INDEXED BY tasks_ready_by_workflow
 		WHERE workflow_id = ? AND state = 'pending' ORDER BY seq LIMIT 1`
 	expiredLeasesSQL = `SELECT seq FROM tasks INDEXED BY tasks_leases
 		WHERE state = 'claimed' AND lease_expires_at_ms <= ? ORDER BY lease_expires_at_ms LIMIT ?`
@@ -129,22 +129,18 @@ func (w *wtx) claimNext(workflowID, owner string, d time.Duration) (Claimed, boo
 	if _, err := w.sweepExpired(sweepLimit); err != nil {
 		return Claimed{}, false, err
 	}
-	var seq int64
+	var r row
 	var err error
 	if workflowID == "" {
-		err = w.queryRow(claimNextSQL).Scan(&seq)
+		r, err = scanTask(w.queryRow(claimNextSQL))
 	} else {
-		err = w.queryRow(claimNextInWorkflowSQL, workflowID).Scan(&seq)
+		r, err = scanTask(w.queryRow(claimNextInWorkflowSQL, workflowID))
 	}
 	if errors.Is(err, sql.ErrNoRows) {
 		return Claimed{}, false, nil
 	}
 	if err != nil {
 		return Claimed{}, false, fmt.Errorf("find a pending task: %w", err)
-	}
-	r, err := w.loadSeq(seq)
-	if err != nil {
-		return Claimed{}, false, err
 	}
 	c, err := w.grant(&r, owner, d)
 	return c, err == nil, err
@@ -192,18 +188,16 @@ func (w *wtx) grant(r *row, owner string, d time.Duration) (Claimed, error) {
 	}
 	exp := w.now.Add(d)
 	gen := r.Generation + 1
-	res, err := w.exec(`UPDATE tasks SET state = 'claimed', owner = ?, generation = ?, token_hash = ?, lease_expires_at_ms = ?,
+	nr, ok, err := w.updateTask(`UPDATE tasks SET state = 'claimed', owner = ?, generation = ?, token_hash = ?, lease_expires_at_ms = ?,
 		attempts = attempts + 1, status_message = ?, updated_at_ms = ? WHERE seq = ? AND state = 'pending' AND generation = ?`,
 		owner, gen, lease.HashToken(token), exp.UnixMilli(), fmt.Sprintf("claimed by %s (generation %d)", owner, gen), w.nowMS, r.seq, r.Generation)
 	if err != nil {
 		return Claimed{}, fmt.Errorf("claim: %w", err)
 	}
-	if n, _ := res.RowsAffected(); n != 1 {
-		return Claimed{}, fmt.Errorf("%w: claim of task %s changed %d rows", errInternal, r.TaskID, n)
+	if !ok {
+		return Claimed{}, fmt.Errorf("%w: claim of task %s changed no row", errInternal, r.TaskID)
 	}
-	if err := w.reload(r); err != nil {
-		return Claimed{}, err
-	}
+	*r = nr
 	if err := w.appendEvent(r, EventClaim, owner, gen, map[string]any{"attempt": r.Attempts, "lease_expires_at_ms": exp.UnixMilli()}); err != nil {
 		return Claimed{}, err
 	}
@@ -255,26 +249,30 @@ func (w *wtx) sweepExpired(limit int) (int, error) {
 func (w *wtx) expire(r *row) error {
 	holder, gen := r.Owner, r.Generation
 	if r.Attempts < r.MaxAttempts {
-		if _, err := w.exec(`UPDATE tasks SET state = 'pending', owner = NULL, token_hash = NULL, lease_expires_at_ms = NULL,
+		nr, ok, err := w.updateTask(`UPDATE tasks SET state = 'pending', owner = NULL, token_hash = NULL, lease_expires_at_ms = NULL,
 			status_message = ?, updated_at_ms = ? WHERE seq = ?`,
-			fmt.Sprintf("ready to claim (the lease of %s at generation %d expired after attempt %d of %d)", holder, gen, r.Attempts, r.MaxAttempts), w.nowMS, r.seq); err != nil {
+			fmt.Sprintf("ready to claim (the lease of %s at generation %d expired after attempt %d of %d)", holder, gen, r.Attempts, r.MaxAttempts), w.nowMS, r.seq)
+		if err != nil {
 			return err
 		}
-		if err := w.reload(r); err != nil {
-			return err
+		if !ok {
+			return fmt.Errorf("%w: expiry of task %s changed no row", errInternal, r.TaskID)
 		}
+		*r = nr
 		w.wakeWaiters()
 		w.afterCommit(func() { w.s.stats.expiries.Add(1) })
 		return w.appendEvent(r, EventExpire, holder, gen, map[string]any{"attempt": r.Attempts, "next": string(StatePending)})
 	}
 	msg := fmt.Sprintf("lease expired after %d attempts", r.Attempts)
-	if _, err := w.exec(`UPDATE tasks SET state = 'failed', token_hash = NULL, lease_expires_at_ms = NULL, error = ?,
-		status_message = ?, updated_at_ms = ? WHERE seq = ?`, msg, "failed: "+msg, w.nowMS, r.seq); err != nil {
+	nr, ok, err := w.updateTask(`UPDATE tasks SET state = 'failed', token_hash = NULL, lease_expires_at_ms = NULL, error = ?,
+		status_message = ?, updated_at_ms = ? WHERE seq = ?`, msg, "failed: "+msg, w.nowMS, r.seq)
+	if err != nil {
 		return err
 	}
-	if err := w.reload(r); err != nil {
-		return err
+	if !ok {
+		return fmt.Errorf("%w: expiry of task %s changed no row", errInternal, r.TaskID)
 	}
+	*r = nr
 	w.afterCommit(func() { w.s.stats.expiries.Add(1); w.s.stats.failures.Add(1) })
 	if err := w.appendEvent(r, EventExpire, holder, gen, map[string]any{"attempt": r.Attempts, "next": string(StateFailed)}); err != nil {
 		return err
@@ -367,6 +365,15 @@ func (w *wtx) cascadeCancel(root *row) error {
 // completed task seq and makes ready the blocked ones that reach zero. It
 // costs O(out-degree).
 func (w *wtx) completeDependents(seq int64) error {
+	// Most completions have no dependents: a cheap probe of the edge index
+	// spares them the UPDATE, whose IN list needs a temporary table.
+	var one int
+	switch err := w.queryRow(`SELECT 1 FROM edges WHERE dep_seq = ? LIMIT 1`, seq).Scan(&one); {
+	case errors.Is(err, sql.ErrNoRows):
+		return nil
+	case err != nil:
+		return fmt.Errorf("find dependents: %w", err)
+	}
 	rows, err := w.query(`UPDATE tasks SET unmet = unmet - 1 WHERE seq IN (SELECT task_seq FROM edges WHERE dep_seq = ?)
 		AND state IN ('blocked', 'pending', 'claimed') RETURNING seq, state, unmet`, seq)
 	if err != nil {
@@ -398,12 +405,12 @@ func (w *wtx) completeDependents(seq int64) error {
 }
 
 func (w *wtx) makeReady(seq int64) error {
-	if _, err := w.exec(`UPDATE tasks SET state = 'pending', status_message = 'ready to claim', updated_at_ms = ? WHERE seq = ?`, w.nowMS, seq); err != nil {
-		return err
-	}
-	r, err := w.loadSeq(seq)
+	r, ok, err := w.updateTask(`UPDATE tasks SET state = 'pending', status_message = 'ready to claim', updated_at_ms = ? WHERE seq = ?`, w.nowMS, seq)
 	if err != nil {
 		return err
+	}
+	if !ok {
+		return fmt.Errorf("%w: task seq %d vanished while being made ready", errInternal, seq)
 	}
 	w.wakeWaiters()
 	return w.appendEvent(&r, EventReady, "", r.Generation, nil)

@@ -32,8 +32,9 @@ func queryPlan(t *testing.T, b *bundle, query string, args ...any) []string {
 // Claim-next and the lease lookups read one partial index and stop at its
 // first entries: one plan step, no sort, never the tasks table itself. For
 // claim-next that step is an in-order walk of tasks_ready (pending tasks
-// only) cut off by LIMIT 1, which SQLite words "SCAN ... USING COVERING INDEX
-// tasks_ready"; a table scan would read "SCAN tasks" alone. The plans must
+// only) cut off by LIMIT 1, which SQLite words "SCAN tasks USING INDEX
+// tasks_ready" (then one row read by seq); a table scan would read "SCAN
+// tasks" alone. The plans must
 // hold without statistics (as shipped; this is where SQLite preferred
 // tasks_by_state and sorted every claimed task) and with statistics of a
 // table of mostly finished tasks.
@@ -52,8 +53,8 @@ func TestClaimNextQueryPlans(t *testing.T) {
 			name, query, want string
 			args              []any
 		}{
-			{"claim-next", claimNextSQL, "SCAN tasks USING COVERING INDEX tasks_ready", nil},
-			{"claim-next in a workflow", claimNextInWorkflowSQL, "SEARCH tasks USING COVERING INDEX tasks_ready_by_workflow (workflow_id=?)", []any{"wf"}},
+			{"claim-next", claimNextSQL, "SCAN tasks USING INDEX tasks_ready", nil},
+			{"claim-next in a workflow", claimNextInWorkflowSQL, "SEARCH tasks USING INDEX tasks_ready_by_workflow (workflow_id=?)", []any{"wf"}},
 			{"expired leases", expiredLeasesSQL, "SEARCH tasks USING COVERING INDEX tasks_leases (lease_expires_at_ms<?)", []any{int64(0), 64}},
 			{"next lease expiry", nextLeaseExpirySQL, "SEARCH tasks USING COVERING INDEX tasks_leases", nil},
 		} {
