@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"runtime"
 	"runtime/debug"
 	"time"
 
@@ -223,6 +224,10 @@ func (s *Store) writer() {
 			continue
 		}
 		batch = append(batch[:0], first)
+		// Let the callers the last commit just answered run first: most
+		// submit their next operation at once, and it joins this batch
+		// instead of waiting for the next commit.
+		runtime.Gosched()
 	fill:
 		for len(batch) < s.opts.MaxBatch {
 			select {
