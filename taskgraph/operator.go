@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 )
@@ -239,11 +240,30 @@ func (w *wtx) failedDependency(seq int64) (string, error) {
 // revive undoes the cascade that root's failure or cancellation caused: every
 // task cancelled with root as its cause returns to blocked (or pending), unless
 // another dependency of it also failed or was cancelled for another reason.
+// So do the tasks created later on one of those (which start cancelled with
+// that dependency as their cause), transitively.
 func (w *wtx) revive(root *row, verb string) error {
-	cands, err := w.seqs(`SELECT seq FROM tasks WHERE cancel_cause = ? AND state = 'cancelled' ORDER BY seq`, root.seq)
-	if err != nil || len(cands) == 0 {
-		return err
+	var cands []int64
+	seen := map[int64]bool{root.seq: true}
+	for frontier := []int64{root.seq}; len(frontier) > 0; {
+		cause := frontier[0]
+		frontier = frontier[1:]
+		found, err := w.seqs(`SELECT seq FROM tasks WHERE cancel_cause = ? AND state = 'cancelled' ORDER BY seq`, cause)
+		if err != nil {
+			return err
+		}
+		for _, c := range found {
+			if !seen[c] {
+				seen[c] = true
+				cands = append(cands, c)
+				frontier = append(frontier, c)
+			}
+		}
 	}
+	if len(cands) == 0 {
+		return nil
+	}
+	slices.Sort(cands)
 	in := make(map[int64]bool, len(cands))
 	for _, c := range cands {
 		in[c] = true

@@ -81,3 +81,78 @@ func TestClaimByIDKeepsExpiryItReports(t *testing.T) {
 	}
 	b.verify(t)
 }
+
+// Regression: a task created on a dependency that a failure had already
+// cancelled started cancelled with that dependency as its cause, not the
+// failed task at the root of the cascade, so requeueing or skipping the root
+// revived the dependency but left the late task cancelled forever. It now
+// records the cascade's root, like the tasks the cascade cancelled itself.
+func TestLateDependentOfCascadeRevives(t *testing.T) {
+	for _, fix := range []string{"requeue", "skip"} {
+		t.Run(fix, func(t *testing.T) {
+			b := setup(t)
+			a := b.create(t, "wf", "a")
+			b.create(t, "wf", "b", "a")
+			ca := b.claim(t, "w", a.TaskID, 0)
+			if _, err := b.s.Fail(b.ctx, holder(ca), "broken", false); err != nil {
+				t.Fatal(err)
+			}
+			late := b.create(t, "wf", "late", "b")
+			if late.State != StateCancelled || !strings.Contains(late.StatusMessage, "upstream node b") {
+				t.Fatalf("late dependent: %s %q", late.State, late.StatusMessage)
+			}
+			var err error
+			var want string
+			if fix == "requeue" {
+				_, err = b.s.Requeue(b.ctx, a.TaskID, alice)
+				want = "a,b,late"
+			} else {
+				_, err = b.s.Skip(b.ctx, a.TaskID, alice)
+				want = "b,late"
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tk := b.wantState(t, late.TaskID, StateBlocked); tk.StatusMessage != "waiting on b" {
+				t.Fatalf("late: %q", tk.StatusMessage)
+			}
+			checkCounters(t, b)
+			if got := strings.Join(runToCompletion(t, b, "wf"), ","); got != want {
+				t.Fatalf("ran %s, want %s", got, want)
+			}
+			b.verify(t)
+		})
+	}
+}
+
+// The late dependent's own dependency, left cancelled by a second failure
+// when the root was requeued, revives it when that dependency is requeued in
+// turn.
+func TestLateDependentRevivesWithItsDependency(t *testing.T) {
+	b := setup(t)
+	ids := createGraph(t, b, "wf", []string{"a", "x", "b"}, map[string][]string{"b": {"a", "x"}})
+	for _, n := range []string{"a", "x"} {
+		c := b.claim(t, "w", ids[n], 0)
+		if _, err := b.s.Fail(b.ctx, holder(c), "broken", false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	late := b.create(t, "wf", "late", "b")
+	if _, err := b.s.Requeue(b.ctx, ids["a"], alice); err != nil {
+		t.Fatal(err)
+	}
+	b.wantState(t, ids["b"], StateCancelled) // x is still failed
+	b.wantState(t, late.TaskID, StateCancelled)
+	if _, err := b.s.Skip(b.ctx, ids["x"], alice); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.s.Requeue(b.ctx, ids["b"], alice); err != nil {
+		t.Fatal(err)
+	}
+	b.wantState(t, late.TaskID, StateBlocked)
+	checkCounters(t, b)
+	if got := strings.Join(runToCompletion(t, b, "wf"), ","); got != "a,b,late" {
+		t.Fatalf("ran %s", got)
+	}
+	b.verify(t)
+}
