@@ -347,9 +347,12 @@ type PruneResult struct {
 func (s *Store) Prune(ctx context.Context, before time.Time) (PruneResult, error) {
 	var res PruneResult
 	for {
+		// Counted per operation and added to res only once it committed: a
+		// failed operation's removals were rolled back.
 		var ids []string
+		var tasks, events int64
 		err := s.do(ctx, func(w *wtx) error {
-			ids = ids[:0]
+			ids, tasks, events = ids[:0], 0, 0
 			rows, err := w.query(`SELECT w.workflow_id, w.task_count, w.event_count, w.head_hash FROM workflows w
 				WHERE w.updated_at_ms < ? AND NOT EXISTS (SELECT 1 FROM tasks t WHERE t.workflow_id = w.workflow_id
 				AND t.state IN ('blocked', 'pending', 'claimed')) ORDER BY w.updated_at_ms LIMIT 100`, before.UnixMilli())
@@ -389,8 +392,8 @@ func (s *Store) Prune(ctx context.Context, before time.Time) (PruneResult, error
 					return err
 				}
 				ids = append(ids, x.id)
-				res.Tasks += x.tasks
-				res.Events += x.evs
+				tasks += x.tasks
+				events += x.evs
 			}
 			return nil
 		})
@@ -398,6 +401,8 @@ func (s *Store) Prune(ctx context.Context, before time.Time) (PruneResult, error
 			return res, fmt.Errorf("prune: %w", err)
 		}
 		res.Workflows = append(res.Workflows, ids...)
+		res.Tasks += tasks
+		res.Events += events
 		if len(ids) < 100 {
 			return res, nil
 		}

@@ -156,3 +156,31 @@ func TestLateDependentRevivesWithItsDependency(t *testing.T) {
 	}
 	b.verify(t)
 }
+
+// Regression: a prune whose operation failed reported the tasks and events
+// of the workflows it had removed before the failure, although the failure
+// rolled those removals back. The result now counts committed removals only.
+func TestFailedPruneReportsNothingRemoved(t *testing.T) {
+	b := setup(t)
+	for _, wf := range []string{"wf1", "wf2"} {
+		b.create(t, wf, "a")
+		if _, err := b.s.AbortWorkflow(b.ctx, wf, alice); err != nil {
+			t.Fatal(err)
+		}
+		b.clock.Advance(time.Second)
+	}
+	// Make the removal of wf2's history fail, after wf1's has been done.
+	mustExec(t, rawDB(t, b.path), `CREATE TRIGGER keep_wf2 BEFORE DELETE ON events WHEN OLD.workflow_id = 'wf2'
+		BEGIN SELECT RAISE(ABORT, 'wf2 is under legal hold'); END`)
+	before := fingerprint(t, b.path)
+	res, err := b.s.Prune(b.ctx, b.clock.Now())
+	if err == nil || !strings.Contains(err.Error(), "legal hold") {
+		t.Fatalf("prune: %v", err)
+	}
+	if len(res.Workflows) != 0 || res.Tasks != 0 || res.Events != 0 {
+		t.Fatalf("a failed prune reported removals: %+v", res)
+	}
+	if fingerprint(t, b.path) != before {
+		t.Fatal("a failed prune changed the database")
+	}
+}
