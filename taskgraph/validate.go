@@ -231,8 +231,10 @@ func checkOperator(op Operator) error {
 // notFoundError names what was not found. It matches ErrNotFound.
 type notFoundError struct{ what, id string }
 
+// Error implements error.
 func (e *notFoundError) Error() string {
 	return fmt.Sprintf("%s %q not found", e.what, e.id)
 }
 
+// Is reports whether target is ErrNotFound.
 func (e *notFoundError) Is(target error) bool { return target == ErrNotFound }
