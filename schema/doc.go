@@ -12,5 +12,8 @@
 //     leaves the database at its previous version, never half-migrated.
 //   - A database whose recorded version is newer than the newest migration
 //     this binary carries is refused with an error matching ErrTooNew, and
-//     nothing is written to it.
+//     nothing is written to it. A database with tables but no schema_version
+//     table belongs to another program and is refused with ErrForeign.
+//     Inspect tells both without writing, so a caller can refuse the file
+//     before it opens it for writing (which may change its journal mode).
 package schema

@@ -20,6 +20,51 @@ var files embed.FS
 // newer schema than this binary knows.
 var ErrTooNew = errors.New("database schema is newer than this binary")
 
+// ErrForeign matches the error returned for a database that holds tables but
+// no schema_version table: another program's database, which the store must
+// not add its tables to.
+var ErrForeign = errors.New("database belongs to another program")
+
+// Queryer is what Inspect reads through: a *sql.DB, *sql.Conn or *sql.Tx.
+type Queryer interface {
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+// Inspect reads the schema version of the database behind q without writing
+// to it: 0 for an empty database, which Apply will initialise. A version
+// newer than Latest is an error matching ErrTooNew; a database with tables
+// but no schema_version table is an error matching ErrForeign. Callers use it
+// to refuse such a database before doing anything that writes to the file.
+func Inspect(ctx context.Context, q Queryer) (int, error) {
+	return inspect(ctx, q, Latest())
+}
+
+func inspect(ctx context.Context, q Queryer, latest int) (int, error) {
+	var tracked, others int
+	if err := q.QueryRowContext(ctx, `SELECT COUNT(*) FILTER (WHERE name = 'schema_version'),
+		COUNT(*) FILTER (WHERE name <> 'schema_version' AND name NOT LIKE 'sqlite\_%' ESCAPE '\')
+		FROM sqlite_schema`).Scan(&tracked, &others); err != nil {
+		return 0, fmt.Errorf("read the schema: %w", err)
+	}
+	if tracked == 0 {
+		if others > 0 {
+			return 0, fmt.Errorf("%w: it holds %d tables, indexes or views but no schema_version table, so it is not a graph-engineering database (it was left untouched)", ErrForeign, others)
+		}
+		return 0, nil
+	}
+	var current int
+	switch err := q.QueryRowContext(ctx, `SELECT version FROM schema_version WHERE singleton = 1`).Scan(&current); {
+	case errors.Is(err, sql.ErrNoRows):
+		current = 0
+	case err != nil:
+		return 0, fmt.Errorf("read schema version: %w", err)
+	}
+	if current > latest {
+		return current, fmt.Errorf("%w: the database is at version %d, this binary knows versions up to %d; upgrade graph-engineering-mcp (the database was left untouched)", ErrTooNew, current, latest)
+	}
+	return current, nil
+}
+
 // Migration is one numbered schema change.
 type Migration struct {
 	Version int
@@ -30,7 +75,12 @@ type Migration struct {
 // Migrations returns the embedded migrations in version order. It fails if
 // the numbering has a gap or a duplicate.
 func Migrations() ([]Migration, error) {
-	entries, err := fs.ReadDir(files, "migrations")
+	return migrationsFrom(files)
+}
+
+// migrationsFrom reads the migrations under migrations/ in fsys.
+func migrationsFrom(fsys fs.FS) ([]Migration, error) {
+	entries, err := fs.ReadDir(fsys, "migrations")
 	if err != nil {
 		return nil, fmt.Errorf("read embedded migrations: %w", err)
 	}
@@ -42,7 +92,7 @@ func Migrations() ([]Migration, error) {
 		if !ok || err != nil || v <= 0 {
 			return nil, fmt.Errorf("migration %q: name must be NNNN_description.sql", name)
 		}
-		body, err := fs.ReadFile(files, path.Join("migrations", name))
+		body, err := fs.ReadFile(fsys, path.Join("migrations", name))
 		if err != nil {
 			return nil, fmt.Errorf("read migration %q: %w", name, err)
 		}
@@ -76,23 +126,25 @@ func Apply(ctx context.Context, tx *sql.Tx) (from, to int, err error) {
 	if err != nil {
 		return 0, 0, err
 	}
+	return apply(ctx, tx, ms)
+}
+
+// apply is Apply with the migrations given, in version order from 1.
+func apply(ctx context.Context, tx *sql.Tx, ms []Migration) (from, to int, err error) {
+	if len(ms) == 0 {
+		return 0, 0, errors.New("no migrations to apply")
+	}
 	latest := ms[len(ms)-1].Version
+	current, err := inspect(ctx, tx, latest)
+	if err != nil {
+		return current, current, err
+	}
 	if _, err := tx.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_version (
 		singleton INTEGER PRIMARY KEY CHECK (singleton = 1),
 		version INTEGER NOT NULL,
 		applied_at_ms INTEGER NOT NULL
 	)`); err != nil {
-		return 0, 0, fmt.Errorf("create schema_version table: %w", err)
-	}
-	var current int
-	switch err := tx.QueryRowContext(ctx, `SELECT version FROM schema_version WHERE singleton = 1`).Scan(&current); {
-	case errors.Is(err, sql.ErrNoRows):
-		current = 0
-	case err != nil:
-		return 0, 0, fmt.Errorf("read schema version: %w", err)
-	}
-	if current > latest {
-		return current, current, fmt.Errorf("%w: the database is at version %d, this binary knows versions up to %d; upgrade graph-engineering-mcp (the database was left untouched)", ErrTooNew, current, latest)
+		return current, current, fmt.Errorf("create schema_version table: %w", err)
 	}
 	for _, m := range ms[current:] {
 		if _, err := tx.ExecContext(ctx, m.SQL); err != nil {

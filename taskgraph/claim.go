@@ -42,11 +42,15 @@ func (s *Store) Claim(ctx context.Context, req ClaimRequest) (c Claimed, ok bool
 		if err := checkTaskID(req.TaskID); err != nil {
 			return Claimed{}, false, err
 		}
+		var conflict *ConflictError
 		err := s.do(ctx, func(w *wtx) error {
 			var err error
-			c, err = w.claimByID(req.TaskID, req.Owner, d)
+			c, conflict, err = w.claimByID(req.TaskID, req.Owner, d)
 			return err
 		})
+		if err == nil && conflict != nil {
+			err = conflict
+		}
 		if err != nil {
 			return Claimed{}, false, fmt.Errorf("claim task %s: %w", req.TaskID, err)
 		}
@@ -98,22 +102,39 @@ func (s *Store) Claim(ctx context.Context, req ClaimRequest) (c Claimed, ok bool
 
 func (s *Store) nextLeaseExpiry(ctx context.Context) (time.Time, error) {
 	var ms sql.NullInt64
-	if err := s.rdb.QueryRowContext(ctx, `SELECT MIN(lease_expires_at_ms) FROM tasks WHERE state = 'claimed'`).Scan(&ms); err != nil || !ms.Valid {
+	if err := s.rdb.QueryRowContext(ctx, nextLeaseExpirySQL).Scan(&ms); err != nil || !ms.Valid {
 		return time.Time{}, err
 	}
 	return time.UnixMilli(ms.Int64), nil
 }
 
+// The lookups every claim-next runs, and the one the sweeper and waiting
+// claims run. Each must read only the first entries of a partial index (of
+// pending or of claimed tasks), whatever the number of other tasks. Without
+// statistics SQLite prefers tasks_by_state (state=?), which for the lease
+// queries reads every claimed task and sorts them, so INDEXED BY pins the
+// index: a schema change that drops it makes these statements fail to
+// prepare rather than silently scan (see TestClaimNextQueryPlans).
+const (
+	claimNextSQL = `SELECT ` + taskColumns + ` FROM tasks INDEXED BY tasks_ready
+		WHERE state = 'pending' ORDER BY seq LIMIT 1`
+	claimNextInWorkflowSQL = `SELECT ` + taskColumns + ` FROM tasks INDEXED BY tasks_ready_by_workflow
+		WHERE workflow_id = ? AND state = 'pending' ORDER BY seq LIMIT 1`
+	expiredLeasesSQL = `SELECT seq FROM tasks INDEXED BY tasks_leases
+		WHERE state = 'claimed' AND lease_expires_at_ms <= ? ORDER BY lease_expires_at_ms LIMIT ?`
+	nextLeaseExpirySQL = `SELECT MIN(lease_expires_at_ms) FROM tasks INDEXED BY tasks_leases WHERE state = 'claimed'`
+)
+
 func (w *wtx) claimNext(workflowID, owner string, d time.Duration) (Claimed, bool, error) {
 	if _, err := w.sweepExpired(sweepLimit); err != nil {
 		return Claimed{}, false, err
 	}
-	var seq int64
+	var r row
 	var err error
 	if workflowID == "" {
-		err = w.queryRow(`SELECT seq FROM tasks WHERE state = 'pending' ORDER BY seq LIMIT 1`).Scan(&seq)
+		r, err = scanTask(w.queryRow(claimNextSQL))
 	} else {
-		err = w.queryRow(`SELECT seq FROM tasks WHERE workflow_id = ? AND state = 'pending' ORDER BY seq LIMIT 1`, workflowID).Scan(&seq)
+		r, err = scanTask(w.queryRow(claimNextInWorkflowSQL, workflowID))
 	}
 	if errors.Is(err, sql.ErrNoRows) {
 		return Claimed{}, false, nil
@@ -121,28 +142,29 @@ func (w *wtx) claimNext(workflowID, owner string, d time.Duration) (Claimed, boo
 	if err != nil {
 		return Claimed{}, false, fmt.Errorf("find a pending task: %w", err)
 	}
-	r, err := w.loadSeq(seq)
-	if err != nil {
-		return Claimed{}, false, err
-	}
 	c, err := w.grant(&r, owner, d)
 	return c, err == nil, err
 }
 
-func (w *wtx) claimByID(taskID, owner string, d time.Duration) (Claimed, error) {
+// claimByID claims task taskID. A task that cannot be claimed is reported as
+// conflict with a nil error, so that the operation still commits the expiry
+// of a lapsed lease it processed on the way (the conflict's message may
+// report its outcome); nothing else has been written then.
+func (w *wtx) claimByID(taskID, owner string, d time.Duration) (Claimed, *ConflictError, error) {
 	r, err := w.loadTask(taskID)
 	if err != nil {
-		return Claimed{}, err
+		return Claimed{}, nil, err
 	}
 	if r.expired(w.now) {
 		if err := w.expire(&r); err != nil {
-			return Claimed{}, err
+			return Claimed{}, nil, err
 		}
 	}
 	if r.State != StatePending {
-		return Claimed{}, &ConflictError{TaskID: r.TaskID, State: r.State, Detail: notClaimable(r, w.now)}
+		return Claimed{}, &ConflictError{TaskID: r.TaskID, State: r.State, Detail: notClaimable(r, w.now)}, nil
 	}
-	return w.grant(&r, owner, d)
+	c, err := w.grant(&r, owner, d)
+	return c, nil, err
 }
 
 // notClaimable says why a task cannot be claimed now.
@@ -166,18 +188,16 @@ func (w *wtx) grant(r *row, owner string, d time.Duration) (Claimed, error) {
 	}
 	exp := w.now.Add(d)
 	gen := r.Generation + 1
-	res, err := w.exec(`UPDATE tasks SET state = 'claimed', owner = ?, generation = ?, token_hash = ?, lease_expires_at_ms = ?,
+	nr, ok, err := w.updateTask(`UPDATE tasks SET state = 'claimed', owner = ?, generation = ?, token_hash = ?, lease_expires_at_ms = ?,
 		attempts = attempts + 1, status_message = ?, updated_at_ms = ? WHERE seq = ? AND state = 'pending' AND generation = ?`,
 		owner, gen, lease.HashToken(token), exp.UnixMilli(), fmt.Sprintf("claimed by %s (generation %d)", owner, gen), w.nowMS, r.seq, r.Generation)
 	if err != nil {
 		return Claimed{}, fmt.Errorf("claim: %w", err)
 	}
-	if n, _ := res.RowsAffected(); n != 1 {
-		return Claimed{}, fmt.Errorf("%w: claim of task %s changed %d rows", errInternal, r.TaskID, n)
+	if !ok {
+		return Claimed{}, fmt.Errorf("%w: claim of task %s changed no row", errInternal, r.TaskID)
 	}
-	if err := w.reload(r); err != nil {
-		return Claimed{}, err
-	}
+	*r = nr
 	if err := w.appendEvent(r, EventClaim, owner, gen, map[string]any{"attempt": r.Attempts, "lease_expires_at_ms": exp.UnixMilli()}); err != nil {
 		return Claimed{}, err
 	}
@@ -193,7 +213,7 @@ func (w *wtx) grant(r *row, owner string, d time.Duration) (Claimed, error) {
 
 // sweepExpired processes up to limit claims whose lease has lapsed.
 func (w *wtx) sweepExpired(limit int) (int, error) {
-	rows, err := w.query(`SELECT seq FROM tasks WHERE state = 'claimed' AND lease_expires_at_ms <= ? ORDER BY lease_expires_at_ms LIMIT ?`, w.nowMS, limit)
+	rows, err := w.query(expiredLeasesSQL, w.nowMS, limit)
 	if err != nil {
 		return 0, fmt.Errorf("find expired leases: %w", err)
 	}
@@ -229,26 +249,30 @@ func (w *wtx) sweepExpired(limit int) (int, error) {
 func (w *wtx) expire(r *row) error {
 	holder, gen := r.Owner, r.Generation
 	if r.Attempts < r.MaxAttempts {
-		if _, err := w.exec(`UPDATE tasks SET state = 'pending', owner = NULL, token_hash = NULL, lease_expires_at_ms = NULL,
+		nr, ok, err := w.updateTask(`UPDATE tasks SET state = 'pending', owner = NULL, token_hash = NULL, lease_expires_at_ms = NULL,
 			status_message = ?, updated_at_ms = ? WHERE seq = ?`,
-			fmt.Sprintf("ready to claim (the lease of %s at generation %d expired after attempt %d of %d)", holder, gen, r.Attempts, r.MaxAttempts), w.nowMS, r.seq); err != nil {
+			fmt.Sprintf("ready to claim (the lease of %s at generation %d expired after attempt %d of %d)", holder, gen, r.Attempts, r.MaxAttempts), w.nowMS, r.seq)
+		if err != nil {
 			return err
 		}
-		if err := w.reload(r); err != nil {
-			return err
+		if !ok {
+			return fmt.Errorf("%w: expiry of task %s changed no row", errInternal, r.TaskID)
 		}
+		*r = nr
 		w.wakeWaiters()
 		w.afterCommit(func() { w.s.stats.expiries.Add(1) })
 		return w.appendEvent(r, EventExpire, holder, gen, map[string]any{"attempt": r.Attempts, "next": string(StatePending)})
 	}
 	msg := fmt.Sprintf("lease expired after %d attempts", r.Attempts)
-	if _, err := w.exec(`UPDATE tasks SET state = 'failed', token_hash = NULL, lease_expires_at_ms = NULL, error = ?,
-		status_message = ?, updated_at_ms = ? WHERE seq = ?`, msg, "failed: "+msg, w.nowMS, r.seq); err != nil {
+	nr, ok, err := w.updateTask(`UPDATE tasks SET state = 'failed', token_hash = NULL, lease_expires_at_ms = NULL, error = ?,
+		status_message = ?, updated_at_ms = ? WHERE seq = ?`, msg, "failed: "+msg, w.nowMS, r.seq)
+	if err != nil {
 		return err
 	}
-	if err := w.reload(r); err != nil {
-		return err
+	if !ok {
+		return fmt.Errorf("%w: expiry of task %s changed no row", errInternal, r.TaskID)
 	}
+	*r = nr
 	w.afterCommit(func() { w.s.stats.expiries.Add(1); w.s.stats.failures.Add(1) })
 	if err := w.appendEvent(r, EventExpire, holder, gen, map[string]any{"attempt": r.Attempts, "next": string(StateFailed)}); err != nil {
 		return err
@@ -341,6 +365,15 @@ func (w *wtx) cascadeCancel(root *row) error {
 // completed task seq and makes ready the blocked ones that reach zero. It
 // costs O(out-degree).
 func (w *wtx) completeDependents(seq int64) error {
+	// Most completions have no dependents: a cheap probe of the edge index
+	// spares them the UPDATE, whose IN list needs a temporary table.
+	var one int
+	switch err := w.queryRow(`SELECT 1 FROM edges WHERE dep_seq = ? LIMIT 1`, seq).Scan(&one); {
+	case errors.Is(err, sql.ErrNoRows):
+		return nil
+	case err != nil:
+		return fmt.Errorf("find dependents: %w", err)
+	}
 	rows, err := w.query(`UPDATE tasks SET unmet = unmet - 1 WHERE seq IN (SELECT task_seq FROM edges WHERE dep_seq = ?)
 		AND state IN ('blocked', 'pending', 'claimed') RETURNING seq, state, unmet`, seq)
 	if err != nil {
@@ -372,12 +405,12 @@ func (w *wtx) completeDependents(seq int64) error {
 }
 
 func (w *wtx) makeReady(seq int64) error {
-	if _, err := w.exec(`UPDATE tasks SET state = 'pending', status_message = 'ready to claim', updated_at_ms = ? WHERE seq = ?`, w.nowMS, seq); err != nil {
-		return err
-	}
-	r, err := w.loadSeq(seq)
+	r, ok, err := w.updateTask(`UPDATE tasks SET state = 'pending', status_message = 'ready to claim', updated_at_ms = ? WHERE seq = ?`, w.nowMS, seq)
 	if err != nil {
 		return err
+	}
+	if !ok {
+		return fmt.Errorf("%w: task seq %d vanished while being made ready", errInternal, seq)
 	}
 	w.wakeWaiters()
 	return w.appendEvent(&r, EventReady, "", r.Generation, nil)

@@ -63,18 +63,20 @@ func (s *Store) holderWrite(ctx context.Context, verb string, h lease.Holder, fn
 }
 
 // fenced runs an UPDATE whose WHERE clause repeats the fencing predicate, and
-// insists it changed exactly one row: a second line of defence behind lease.Check.
+// insists it matched the task: a second line of defence behind lease.Check.
+// r becomes the task as updated.
 func (w *wtx) fenced(r *row, set string, args ...any) error {
 	q := `UPDATE tasks SET ` + set + `, updated_at_ms = ? WHERE seq = ? AND state = 'claimed' AND generation = ? AND owner = ? AND lease_expires_at_ms > ?`
 	args = append(args, w.nowMS, r.seq, r.Generation, r.Owner, w.nowMS)
-	res, err := w.exec(q, args...)
+	nr, ok, err := w.updateTask(q, args...)
 	if err != nil {
 		return err
 	}
-	if n, _ := res.RowsAffected(); n != 1 {
-		return fmt.Errorf("%w: fenced write on task %s changed %d rows", errInternal, r.TaskID, n)
+	if !ok {
+		return fmt.Errorf("%w: fenced write on task %s changed no row", errInternal, r.TaskID)
 	}
-	return w.reload(r)
+	*r = nr
+	return nil
 }
 
 // Heartbeat extends the holder's lease to now + d (0 means the default

@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 )
@@ -239,11 +240,30 @@ func (w *wtx) failedDependency(seq int64) (string, error) {
 // revive undoes the cascade that root's failure or cancellation caused: every
 // task cancelled with root as its cause returns to blocked (or pending), unless
 // another dependency of it also failed or was cancelled for another reason.
+// So do the tasks created later on one of those (which start cancelled with
+// that dependency as their cause), transitively.
 func (w *wtx) revive(root *row, verb string) error {
-	cands, err := w.seqs(`SELECT seq FROM tasks WHERE cancel_cause = ? AND state = 'cancelled' ORDER BY seq`, root.seq)
-	if err != nil || len(cands) == 0 {
-		return err
+	var cands []int64
+	seen := map[int64]bool{root.seq: true}
+	for frontier := []int64{root.seq}; len(frontier) > 0; {
+		cause := frontier[0]
+		frontier = frontier[1:]
+		found, err := w.seqs(`SELECT seq FROM tasks WHERE cancel_cause = ? AND state = 'cancelled' ORDER BY seq`, cause)
+		if err != nil {
+			return err
+		}
+		for _, c := range found {
+			if !seen[c] {
+				seen[c] = true
+				cands = append(cands, c)
+				frontier = append(frontier, c)
+			}
+		}
 	}
+	if len(cands) == 0 {
+		return nil
+	}
+	slices.Sort(cands)
 	in := make(map[int64]bool, len(cands))
 	for _, c := range cands {
 		in[c] = true
@@ -327,9 +347,12 @@ type PruneResult struct {
 func (s *Store) Prune(ctx context.Context, before time.Time) (PruneResult, error) {
 	var res PruneResult
 	for {
+		// Counted per operation and added to res only once it committed: a
+		// failed operation's removals were rolled back.
 		var ids []string
+		var tasks, events int64
 		err := s.do(ctx, func(w *wtx) error {
-			ids = ids[:0]
+			ids, tasks, events = ids[:0], 0, 0
 			rows, err := w.query(`SELECT w.workflow_id, w.task_count, w.event_count, w.head_hash FROM workflows w
 				WHERE w.updated_at_ms < ? AND NOT EXISTS (SELECT 1 FROM tasks t WHERE t.workflow_id = w.workflow_id
 				AND t.state IN ('blocked', 'pending', 'claimed')) ORDER BY w.updated_at_ms LIMIT 100`, before.UnixMilli())
@@ -369,8 +392,8 @@ func (s *Store) Prune(ctx context.Context, before time.Time) (PruneResult, error
 					return err
 				}
 				ids = append(ids, x.id)
-				res.Tasks += x.tasks
-				res.Events += x.evs
+				tasks += x.tasks
+				events += x.evs
 			}
 			return nil
 		})
@@ -378,6 +401,8 @@ func (s *Store) Prune(ctx context.Context, before time.Time) (PruneResult, error
 			return res, fmt.Errorf("prune: %w", err)
 		}
 		res.Workflows = append(res.Workflows, ids...)
+		res.Tasks += tasks
+		res.Events += events
 		if len(ids) < 100 {
 			return res, nil
 		}

@@ -42,8 +42,10 @@ func scanTask(sc scanner) (row, error) {
 		return row{}, err
 	}
 	r.Payload = json.RawMessage(payload)
-	if err := json.Unmarshal([]byte(deps), &r.DependsOn); err != nil {
-		return row{}, fmt.Errorf("%w: task %s has unreadable depends_on: %v", errInternal, r.TaskID, err)
+	if deps != "[]" { // most tasks have no dependencies: skip the decoder
+		if err := json.Unmarshal([]byte(deps), &r.DependsOn); err != nil {
+			return row{}, fmt.Errorf("%w: task %s has unreadable depends_on: %v", errInternal, r.TaskID, err)
+		}
 	}
 	r.State = State(state)
 	r.Owner = owner.String
@@ -97,6 +99,21 @@ func (w *wtx) setState(seq int64, state State, status string) error {
 		lease_expires_at_ms = CASE WHEN ? = 'claimed' THEN lease_expires_at_ms ELSE NULL END,
 		updated_at_ms = ? WHERE seq = ?`, string(state), status, string(state), w.nowMS, seq)
 	return err
+}
+
+// updateTask runs update, an UPDATE of tasks whose WHERE clause selects at
+// most one task, and returns that task as updated, read by the same
+// statement (RETURNING) rather than a second query. ok is false when the
+// WHERE clause matched no task.
+func (w *wtx) updateTask(update string, args ...any) (r row, ok bool, err error) {
+	r, err = scanTask(w.queryRow(update+` RETURNING `+taskColumns, args...))
+	if errors.Is(err, sql.ErrNoRows) {
+		return row{}, false, nil
+	}
+	if err != nil {
+		return row{}, false, err
+	}
+	return r, true, nil
 }
 
 func (w *wtx) reload(r *row) error {

@@ -103,7 +103,11 @@ func walkJSON(dec *json.Decoder, depth int, wantObject bool) error {
 	tok, err := dec.Token()
 	if err != nil {
 		if errors.Is(err, io.EOF) {
-			return errors.New("is empty; expected a JSON value")
+			if depth == 0 {
+				return errors.New("is empty; expected a JSON value")
+			}
+			// The decoder reports a value cut short as a plain EOF.
+			return errors.New("is not valid JSON: unexpected end of input")
 		}
 		return fmt.Errorf("is not valid JSON: %v", err)
 	}
@@ -227,8 +231,10 @@ func checkOperator(op Operator) error {
 // notFoundError names what was not found. It matches ErrNotFound.
 type notFoundError struct{ what, id string }
 
+// Error implements error.
 func (e *notFoundError) Error() string {
 	return fmt.Sprintf("%s %q not found", e.what, e.id)
 }
 
+// Is reports whether target is ErrNotFound.
 func (e *notFoundError) Is(target error) bool { return target == ErrNotFound }

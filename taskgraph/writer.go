@@ -5,8 +5,11 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"runtime"
 	"runtime/debug"
 	"time"
+
+	"github.com/mattn/go-sqlite3"
 )
 
 // op is one unit of work for the writer goroutine. Exactly one of fn and raw
@@ -21,10 +24,11 @@ type op struct {
 	done chan struct{}
 }
 
-// wtx is what an operation sees: the batch transaction and server time.
+// wtx is what an operation sees: the writer's connection, inside the batch
+// transaction and the operation's savepoint, and server time.
 type wtx struct {
 	ctx   context.Context
-	tx    *sql.Tx
+	stmts *stmtCache
 	now   time.Time
 	nowMS int64
 	s     *Store
@@ -42,15 +46,107 @@ func (w *wtx) afterCommit(fn func()) { w.hooks = append(w.hooks, fn) }
 func (w *wtx) wakeWaiters() { w.wake = true }
 
 func (w *wtx) exec(query string, args ...any) (sql.Result, error) {
-	return w.tx.ExecContext(w.ctx, query, args...)
+	st, err := w.stmts.get(w.ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	if st == nil {
+		return w.stmts.conn.ExecContext(w.ctx, query, args...)
+	}
+	return st.ExecContext(w.ctx, args...)
 }
 
 func (w *wtx) queryRow(query string, args ...any) *sql.Row {
-	return w.tx.QueryRowContext(w.ctx, query, args...)
+	st, err := w.stmts.get(w.ctx, query)
+	if err != nil || st == nil {
+		// Not cached, or it does not compile: the Row reports that error.
+		return w.stmts.conn.QueryRowContext(w.ctx, query, args...)
+	}
+	return st.QueryRowContext(w.ctx, args...)
 }
 
 func (w *wtx) query(query string, args ...any) (*sql.Rows, error) {
-	return w.tx.QueryContext(w.ctx, query, args...)
+	st, err := w.stmts.get(w.ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	if st == nil {
+		return w.stmts.conn.QueryContext(w.ctx, query, args...)
+	}
+	return st.QueryContext(w.ctx, args...)
+}
+
+// maxCachedStmts bounds stmtCache. The store's write statements are a fixed
+// set of well under a hundred; the bound only guards against a bug that
+// builds SQL text from data.
+const maxCachedStmts = 256
+
+// stmtCache holds the writer connection's prepared statements by SQL text,
+// so that each statement is compiled once per connection instead of on every
+// call (compiling an UPDATE of tasks, with its indexes, foreign keys and
+// checks, cost more than running it). Only the writer goroutine uses it. The
+// statements run on the connection directly: the writer opens and ends the
+// batch transaction and savepoints itself, with statements of this cache,
+// because database/sql would compile a connection's statement again for
+// every transaction (Tx.StmtContext).
+type stmtCache struct {
+	conn *sql.Conn
+	m    map[string]*sql.Stmt
+}
+
+func newStmtCache(conn *sql.Conn) *stmtCache {
+	return &stmtCache{conn: conn, m: make(map[string]*sql.Stmt)}
+}
+
+// get returns the prepared statement for query, preparing it on first use;
+// nil, nil when the cache is full and query is not in it.
+func (c *stmtCache) get(ctx context.Context, query string) (*sql.Stmt, error) {
+	if st := c.m[query]; st != nil {
+		return st, nil
+	}
+	if len(c.m) >= maxCachedStmts {
+		return nil, nil
+	}
+	st, err := c.conn.PrepareContext(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	c.m[query] = st
+	return st, nil
+}
+
+// control runs a transaction control statement (BEGIN, SAVEPOINT, ...).
+func (c *stmtCache) control(ctx context.Context, query string) error {
+	st, err := c.get(ctx, query)
+	if err != nil {
+		return err
+	}
+	if st == nil {
+		_, err = c.conn.ExecContext(ctx, query)
+		return err
+	}
+	_, err = st.ExecContext(ctx)
+	return err
+}
+
+// inTransaction reports whether the connection is inside a transaction.
+func (c *stmtCache) inTransaction() bool {
+	in := false
+	err := c.conn.Raw(func(dc any) error {
+		if sc, ok := dc.(*sqlite3.SQLiteConn); ok {
+			in = !sc.AutoCommit()
+		}
+		return nil
+	})
+	return err == nil && in
+}
+
+// close finalises every cached statement.
+func (c *stmtCache) close() {
+	for q, st := range c.m {
+		st.Close()
+		delete(c.m, q)
+	}
 }
 
 // do runs fn as one operation of the next batch and returns its error once
@@ -68,13 +164,16 @@ func (s *Store) writerConn(ctx context.Context, fn func(*sql.Conn) error) error 
 }
 
 func (s *Store) submit(o *op) error {
-	s.closeM.Lock() // held only briefly; Close holds it while shutting down
+	// sendM, not closeM: Close holds closeM while it waits for the background
+	// loops, and a loop that submits here during Close must get ErrClosed
+	// rather than wait for Close.
+	s.sendM.Lock()
 	if s.closed.Load() {
-		s.closeM.Unlock()
+		s.sendM.Unlock()
 		return ErrClosed
 	}
 	s.sendWG.Add(1)
-	s.closeM.Unlock()
+	s.sendM.Unlock()
 	select {
 	case s.ops <- o:
 		s.sendWG.Done()
@@ -93,8 +192,11 @@ func (s *Store) writer() {
 	defer s.wg.Done()
 	ctx := context.Background()
 	conn, connErr := s.wdb.Conn(ctx)
+	var stmts *stmtCache
 	if conn != nil {
+		stmts = newStmtCache(conn)
 		defer conn.Close()
+		defer stmts.close()
 	}
 	batch := make([]*op, 0, s.opts.MaxBatch)
 	var carry *op
@@ -110,7 +212,7 @@ func (s *Store) writer() {
 				for {
 					select {
 					case o := <-s.ops:
-						s.runOne(ctx, conn, connErr, o)
+						s.runOne(ctx, stmts, connErr, o)
 					default:
 						return
 					}
@@ -118,10 +220,14 @@ func (s *Store) writer() {
 			}
 		}
 		if first.raw != nil {
-			s.runOne(ctx, conn, connErr, first)
+			s.runOne(ctx, stmts, connErr, first)
 			continue
 		}
 		batch = append(batch[:0], first)
+		// Let the callers the last commit just answered run first: most
+		// submit their next operation at once, and it joins this batch
+		// instead of waiting for the next commit.
+		runtime.Gosched()
 	fill:
 		for len(batch) < s.opts.MaxBatch {
 			select {
@@ -135,13 +241,13 @@ func (s *Store) writer() {
 				break fill
 			}
 		}
-		s.runBatch(ctx, conn, connErr, batch)
+		s.runBatch(ctx, stmts, connErr, batch)
 	}
 }
 
-func (s *Store) runOne(ctx context.Context, conn *sql.Conn, connErr error, o *op) {
+func (s *Store) runOne(ctx context.Context, stmts *stmtCache, connErr error, o *op) {
 	if o.raw == nil {
-		s.runBatch(ctx, conn, connErr, []*op{o})
+		s.runBatch(ctx, stmts, connErr, []*op{o})
 		return
 	}
 	switch {
@@ -150,12 +256,16 @@ func (s *Store) runOne(ctx context.Context, conn *sql.Conn, connErr error, o *op
 	case o.ctx.Err() != nil:
 		o.err = o.ctx.Err()
 	default:
-		o.err = o.raw(conn)
+		o.err = o.raw(stmts.conn)
 	}
 	close(o.done)
 }
 
-func (s *Store) runBatch(ctx context.Context, conn *sql.Conn, connErr error, batch []*op) {
+// runBatch runs batch in one transaction, each operation in its own
+// savepoint, and commits once. The transaction statements run on the
+// connection itself (see stmtCache); BEGIN IMMEDIATE takes the write lock
+// before the first read.
+func (s *Store) runBatch(ctx context.Context, stmts *stmtCache, connErr error, batch []*op) {
 	start := time.Now()
 	var hooks []func()
 	wake := false
@@ -174,8 +284,22 @@ func (s *Store) runBatch(ctx context.Context, conn *sql.Conn, connErr error, bat
 		finish(fmt.Errorf("database connection: %w", connErr))
 		return
 	}
-	tx, err := conn.BeginTx(ctx, nil)
-	if err != nil {
+	// rollback ends the transaction after a failure. SQLite may already have
+	// rolled it back, and then ROLLBACK fails harmlessly.
+	rollback := func() {
+		err := stmts.control(ctx, `ROLLBACK`)
+		if stmts.inTransaction() {
+			s.log.Error("could not end a failed write transaction", "err", err)
+		}
+	}
+	if stmts.inTransaction() {
+		// Never expected: a transaction left open by a failure above. Its
+		// writes were never acknowledged; drop them rather than commit them
+		// with this batch.
+		s.log.Error("the write connection was left inside a transaction; rolling it back")
+		rollback()
+	}
+	if err := stmts.control(ctx, `BEGIN IMMEDIATE`); err != nil {
 		finish(fmt.Errorf("begin write transaction: %w", err))
 		return
 	}
@@ -184,18 +308,18 @@ func (s *Store) runBatch(ctx context.Context, conn *sql.Conn, connErr error, bat
 			o.err = err
 			continue
 		}
-		if _, err := tx.ExecContext(ctx, `SAVEPOINT op`); err != nil {
-			tx.Rollback()
+		if err := stmts.control(ctx, `SAVEPOINT op`); err != nil {
+			rollback()
 			finish(fmt.Errorf("open savepoint: %w", err))
 			return
 		}
 		now := s.clock.Now().UTC()
-		w := &wtx{ctx: ctx, tx: tx, now: now, nowMS: now.UnixMilli(), s: s}
+		w := &wtx{ctx: ctx, stmts: stmts, now: now, nowMS: now.UnixMilli(), s: s}
 		o.err = runGuarded(w, o.fn)
 		if o.err != nil {
 			// Undo this operation only; the others of the batch stand.
-			if _, err := tx.ExecContext(ctx, `ROLLBACK TO op`); err != nil {
-				tx.Rollback()
+			if err := stmts.control(ctx, `ROLLBACK TO op`); err != nil {
+				rollback()
 				finish(fmt.Errorf("roll back savepoint: %w", err))
 				return
 			}
@@ -203,14 +327,16 @@ func (s *Store) runBatch(ctx context.Context, conn *sql.Conn, connErr error, bat
 			hooks = append(hooks, w.hooks...)
 			wake = wake || w.wake
 		}
-		if _, err := tx.ExecContext(ctx, `RELEASE op`); err != nil {
-			tx.Rollback()
+		if err := stmts.control(ctx, `RELEASE op`); err != nil {
+			rollback()
 			finish(fmt.Errorf("release savepoint: %w", err))
 			return
 		}
 	}
-	if err := tx.Commit(); err != nil {
-		tx.Rollback()
+	if err := stmts.control(ctx, `COMMIT`); err != nil {
+		// A failed COMMIT may leave the transaction open (SQLITE_BUSY); end it
+		// so that nothing of this batch commits later with another.
+		rollback()
 		s.log.Error("commit failed; every operation of the batch failed", "ops", len(batch), "err", err)
 		finish(fmt.Errorf("commit: %w", err))
 		return
