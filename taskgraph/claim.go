@@ -379,7 +379,7 @@ func (w *wtx) completeDependents(seq int64) error {
 	if err != nil {
 		return fmt.Errorf("update dependents: %w", err)
 	}
-	var ready []int64
+	var ready, waiting []int64
 	for rows.Next() {
 		var d int64
 		var st string
@@ -388,8 +388,11 @@ func (w *wtx) completeDependents(seq int64) error {
 			rows.Close()
 			return err
 		}
-		if State(st) == StateBlocked && unmet == 0 {
+		switch {
+		case State(st) == StateBlocked && unmet == 0:
 			ready = append(ready, d)
+		case State(st) == StateBlocked:
+			waiting = append(waiting, d)
 		}
 	}
 	rows.Close()
@@ -398,6 +401,17 @@ func (w *wtx) completeDependents(seq int64) error {
 	}
 	for _, d := range ready {
 		if err := w.makeReady(d); err != nil {
+			return err
+		}
+	}
+	// Keep "waiting on …" naming only the dependencies still unfinished:
+	// clients read it (tasks/get, claim conflicts) to see what holds a task.
+	for _, d := range waiting {
+		_, names, err := w.unmetDependencies(d)
+		if err != nil {
+			return err
+		}
+		if _, err := w.exec(`UPDATE tasks SET status_message = ? WHERE seq = ?`, blockedStatus(names), d); err != nil {
 			return err
 		}
 	}

@@ -387,3 +387,20 @@ func TestClaimConflicts(t *testing.T) {
 		t.Fatalf("claim unknown: %v", err)
 	}
 }
+
+func TestBlockedStatusNamesOnlyUnfinishedDependencies(t *testing.T) {
+	b := setup(t)
+	a := b.create(t, "wf", "a")
+	b.create(t, "wf", "b")
+	d := b.create(t, "wf", "d", "a", "b")
+	if got := b.get(t, d.TaskID).StatusMessage; got != "waiting on a, b" {
+		t.Fatalf("status %q", got)
+	}
+	c := b.claim(t, "w", a.TaskID, 0)
+	if _, err := b.s.Complete(b.ctx, holder(c), json.RawMessage(`1`)); err != nil {
+		t.Fatal(err)
+	}
+	if got := b.get(t, d.TaskID).StatusMessage; got != "waiting on b" {
+		t.Fatalf("after a completed: status %q, want %q", got, "waiting on b")
+	}
+}
