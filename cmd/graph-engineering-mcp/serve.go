@@ -1,8 +1,12 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"log/slog"
+	"net"
+	"os"
+	"strconv"
 	"strings"
 
 	"github.com/urfave/cli/v2"
@@ -15,14 +19,14 @@ import (
 
 // serveFlags are the flags of serve, also accepted by the bare command.
 func serveFlags() []cli.Flag {
-	return []cli.Flag{
+	return append([]cli.Flag{
 		databaseFlag(),
 		&cli.StringFlag{Name: "profile", Usage: "JSON profile `FILE` that narrows the served surface (allowed_tools, resources, tasks_extension, skills)", EnvVars: []string{"GRAPH_ENGINEERING_PROFILE"}},
 		&cli.BoolFlag{Name: "disable-tasks-extension", Usage: "do not offer the io.modelcontextprotocol/tasks extension (core-only clients)", EnvVars: []string{"GRAPH_ENGINEERING_DISABLE_TASKS_EXTENSION"}},
 		&cli.StringFlag{Name: "skills", Usage: "serve the skills in `DIR` (one folder with a SKILL.md per skill) as resources; refused skills are logged and skipped", EnvVars: []string{"GRAPH_ENGINEERING_SKILLS"}},
 		&cli.StringFlag{Name: "sync", Value: "full", Usage: "SQLite synchronous mode: full (an acknowledged write survives power loss) or normal (survives a crash of this process)", EnvVars: []string{"GRAPH_ENGINEERING_SYNC"}},
 		&cli.StringFlag{Name: "log-level", Value: "info", Usage: "log level on stderr: debug, info, warn or error", EnvVars: []string{"GRAPH_ENGINEERING_LOG_LEVEL"}},
-	}
+	}, httpFlags()...)
 }
 
 // surfaceFromFlags computes the served surface from the profile, the
@@ -81,6 +85,9 @@ func serveAction(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	if c.String("http") != "" {
+		return serveHTTP(c, logger, surface, path, sync)
+	}
 	store, err := taskgraph.Open(c.Context, path, taskgraph.Options{Sync: sync, Logger: logger, Sweep: true})
 	if err != nil {
 		return err
@@ -111,13 +118,187 @@ func init() {
 	registerCommands(func() []*cli.Command {
 		return []*cli.Command{{
 			Name:  "serve",
-			Usage: "serve MCP over stdio",
+			Usage: "serve MCP over stdio, or over Streamable HTTP with --http",
 			UsageText: `graph-engineering-mcp serve [--database PATH] [--profile FILE] [--disable-tasks-extension]
+graph-engineering-mcp serve --http ADDR [--auth-token-file FILE] [--allow-origin ORIGIN]... [limits]
 
 Example (a local MCP client starts this command and talks JSON-RPC on its stdin/stdout):
-   graph-engineering-mcp serve --database ./tasks.db`,
+   graph-engineering-mcp serve --database ./tasks.db
+
+Example (MCP at http://127.0.0.1:7330/mcp, /healthz and /metrics beside it):
+   graph-engineering-mcp serve --database ./tasks.db --http 127.0.0.1:7330
+
+A non-loopback address is refused unless a token is set:
+   GRAPH_ENGINEERING_AUTH_TOKEN_FILE=/run/secrets/mcp-token graph-engineering-mcp serve --http 0.0.0.0:7330`,
 			Flags:  serveFlags(),
 			Action: serveAction,
 		}}
 	})
+}
+
+// httpFlags are the flags of the Streamable HTTP transport (serve --http).
+func httpFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.StringFlag{Name: "http", Usage: "serve MCP over Streamable HTTP at http://`ADDR`/mcp instead of stdio; ADDR is HOST:PORT, HOST defaults to 127.0.0.1 and PORT to 7330 (e.g. 127.0.0.1:7330 or :7330); a non-loopback HOST needs an auth token (default: stdio)", EnvVars: []string{"GRAPH_ENGINEERING_HTTP"}},
+		&cli.StringFlag{Name: "auth-token", Usage: "with --http: bearer `TOKEN` (at least 16 visible ASCII characters) every request except /healthz must send as Authorization: Bearer TOKEN; prefer the environment variable or --auth-token-file, since arguments are visible to other local users", EnvVars: []string{"GRAPH_ENGINEERING_AUTH_TOKEN"}, DefaultText: "none: no authentication, loopback only"},
+		&cli.StringFlag{Name: "auth-token-file", Usage: "with --http: read the bearer token from `FILE` (surrounding whitespace is ignored)", EnvVars: []string{"GRAPH_ENGINEERING_AUTH_TOKEN_FILE"}},
+		&cli.StringSliceFlag{Name: "allow-origin", Usage: "with --http: also accept requests from this browser `ORIGIN` (scheme://host[:port]; repeatable, or comma-separated in the environment variable); requests with any other cross-origin Origin header get 403 (default: same-origin only)", EnvVars: []string{"GRAPH_ENGINEERING_ALLOW_ORIGIN"}},
+		&cli.IntFlag{Name: "max-concurrent", Value: mcpadapter.DefaultMaxConcurrent, Usage: "with --http: MCP requests served at once; more get 503 with Retry-After", EnvVars: []string{"GRAPH_ENGINEERING_MAX_CONCURRENT"}},
+		&cli.IntFlag{Name: "max-connections", Value: mcpadapter.DefaultMaxConnections, Usage: "with --http: open TCP connections; more wait to be accepted", EnvVars: []string{"GRAPH_ENGINEERING_MAX_CONNECTIONS"}},
+		&cli.DurationFlag{Name: "call-timeout", Value: mcpadapter.DefaultCallTimeout, Usage: "with --http: deadline of every MCP call; must exceed the longest claim wait (30s)", EnvVars: []string{"GRAPH_ENGINEERING_CALL_TIMEOUT"}},
+		&cli.DurationFlag{Name: "session-idle-timeout", Value: mcpadapter.DefaultSessionIdleTimeout, Usage: "with --http: end a legacy (initialize) session after this long without a request", EnvVars: []string{"GRAPH_ENGINEERING_SESSION_IDLE_TIMEOUT"}},
+		&cli.IntFlag{Name: "max-sessions", Value: mcpadapter.DefaultMaxSessions, Usage: "with --http: live legacy (initialize) sessions; initialize beyond it gets 503", EnvVars: []string{"GRAPH_ENGINEERING_MAX_SESSIONS"}},
+	}
+}
+
+// httpConfig is the validated HTTP configuration of serve.
+type httpConfig struct {
+	addr string
+	opts mcpadapter.HTTPOptions
+}
+
+// httpConfigFromFlags validates the HTTP flags; every mistake is a usage
+// error (exit code 2). Errors never contain the token.
+func httpConfigFromFlags(c *cli.Context) (httpConfig, error) {
+	addr, err := listenAddr(c.String("http"))
+	if err != nil {
+		return httpConfig{}, err
+	}
+	token := c.String("auth-token")
+	if file := c.String("auth-token-file"); file != "" {
+		if token != "" {
+			return httpConfig{}, usagef("set the auth token once: --auth-token (GRAPH_ENGINEERING_AUTH_TOKEN) and --auth-token-file (GRAPH_ENGINEERING_AUTH_TOKEN_FILE) are both set")
+		}
+		b, err := os.ReadFile(file)
+		if err != nil {
+			return httpConfig{}, usagef("--auth-token-file: %v", err)
+		}
+		if token = strings.TrimSpace(string(b)); token == "" {
+			return httpConfig{}, usagef("--auth-token-file %s is empty", file)
+		}
+	}
+	if token != "" {
+		if err := mcpadapter.ValidateAuthToken(token); err != nil {
+			return httpConfig{}, usagef("auth token: %v", err)
+		}
+	}
+	if token == "" && !mcpadapter.IsLoopbackAddr(addr) {
+		return httpConfig{}, usagef("refusing to serve HTTP on %s without an auth token: a non-loopback address exposes the task graph to the network; set GRAPH_ENGINEERING_AUTH_TOKEN or --auth-token-file, or bind a loopback address such as %s", addr, mcpadapter.DefaultHTTPAddr)
+	}
+	var origins []string
+	for _, o := range c.StringSlice("allow-origin") {
+		for _, part := range strings.Split(o, ",") {
+			if part = strings.TrimSpace(part); part == "" {
+				continue
+			}
+			n, err := mcpadapter.NormalizeOrigin(part)
+			if err != nil {
+				return httpConfig{}, usagef("--allow-origin: %v", err)
+			}
+			origins = append(origins, n)
+		}
+	}
+	positive := func(name string) (int, error) {
+		n := c.Int(name)
+		if n < 1 {
+			return 0, usagef("--%s must be at least 1 (got %d)", name, n)
+		}
+		return n, nil
+	}
+	cfg := httpConfig{addr: addr, opts: mcpadapter.HTTPOptions{AuthToken: token, AllowedOrigins: origins}}
+	if cfg.opts.MaxConcurrent, err = positive("max-concurrent"); err != nil {
+		return httpConfig{}, err
+	}
+	if cfg.opts.MaxConnections, err = positive("max-connections"); err != nil {
+		return httpConfig{}, err
+	}
+	if cfg.opts.MaxSessions, err = positive("max-sessions"); err != nil {
+		return httpConfig{}, err
+	}
+	if cfg.opts.CallTimeout = c.Duration("call-timeout"); cfg.opts.CallTimeout <= taskgraph.MaxClaimWait {
+		return httpConfig{}, usagef("--call-timeout must exceed the longest claim wait of %s (got %s)", taskgraph.MaxClaimWait, cfg.opts.CallTimeout)
+	}
+	if cfg.opts.SessionIdleTimeout = c.Duration("session-idle-timeout"); cfg.opts.SessionIdleTimeout <= 0 {
+		return httpConfig{}, usagef("--session-idle-timeout must be positive (got %s)", cfg.opts.SessionIdleTimeout)
+	}
+	return cfg, nil
+}
+
+// listenAddr resolves --http ADDR to HOST:PORT, defaulting HOST to
+// 127.0.0.1 and PORT to 7330. "localhost" becomes 127.0.0.1, so the server
+// never binds whatever else the name resolves to.
+func listenAddr(s string) (string, error) {
+	defHost, defPort, _ := net.SplitHostPort(mcpadapter.DefaultHTTPAddr)
+	s = strings.TrimSpace(s)
+	host, port, err := net.SplitHostPort(s)
+	if err != nil {
+		// No port: a bare host name or IP (IPv6 with or without brackets).
+		bare := strings.TrimSuffix(strings.TrimPrefix(s, "["), "]")
+		if ip := net.ParseIP(bare); ip != nil || !strings.ContainsAny(s, ":[]") {
+			host, port = bare, defPort
+		} else {
+			return "", usagef("--http %q: want HOST:PORT, for example %s", s, mcpadapter.DefaultHTTPAddr)
+		}
+	}
+	if host == "" {
+		host = defHost
+	}
+	if strings.EqualFold(host, "localhost") {
+		host = defHost
+	}
+	if port == "" {
+		port = defPort
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
+		return "", usagef("--http %q: port must be a number from 0 to 65535", s)
+	}
+	return net.JoinHostPort(host, port), nil
+}
+
+// serveHTTP serves MCP over Streamable HTTP until the context is cancelled
+// (SIGINT or SIGTERM), then drains in-flight calls (at most 10 s), closes
+// the database (checkpointing the WAL) and returns nil.
+func serveHTTP(c *cli.Context, logger *slog.Logger, surface manifest.Surface, path string, sync taskgraph.SyncMode) error {
+	cfg, err := httpConfigFromFlags(c)
+	if err != nil {
+		return err
+	}
+	metrics := mcpadapter.NewMetrics(logger)
+	store, err := taskgraph.Open(c.Context, path, taskgraph.Options{Sync: sync, Logger: logger, Sweep: true, OnBatch: metrics.ObserveBatch})
+	if err != nil {
+		return err
+	}
+	closeStore := func(serveErr error) error {
+		if cerr := store.Close(); cerr != nil {
+			return errors.Join(serveErr, fmt.Errorf("close database: %w", cerr))
+		}
+		return serveErr
+	}
+	if err := metrics.RegisterStore(store); err != nil {
+		return closeStore(err)
+	}
+	srv, err := mcpadapter.New(mcpadapter.Config{
+		Store: store, Version: buildVersion(), Surface: surface, Logger: logger,
+		ExtraLimits: serverLimits(),
+		CacheTTLMs:  60_000,
+		OnToolCall:  metrics.ObserveToolCall,
+	})
+	if err != nil {
+		return closeStore(err)
+	}
+	ln, err := net.Listen("tcp", cfg.addr)
+	if err != nil {
+		return closeStore(fmt.Errorf("listen on %s: %w", cfg.addr, err))
+	}
+	cfg.opts.Metrics, cfg.opts.Logger = metrics, logger
+	logger.Info("serving MCP over Streamable HTTP",
+		"addr", ln.Addr().String(), "endpoint", "http://"+ln.Addr().String()+mcpadapter.MCPPath,
+		"auth", cfg.opts.AuthToken != "", "database", path, "version", buildVersion(),
+		"manifest", srv.Manifest().SHA256(), "tools", strings.Join(surface.Tools, ","))
+	serveErr := srv.ServeStreamableHTTP(c.Context, ln, cfg.opts)
+	if err := closeStore(serveErr); err != nil {
+		return err
+	}
+	logger.Info("HTTP server stopped; database closed cleanly")
+	return nil
 }
