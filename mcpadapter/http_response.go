@@ -1,0 +1,191 @@
+package mcpadapter
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"mime"
+	"net/http"
+	"strconv"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// maxRewriteBytes bounds the JSON response the fixer holds to inspect; a
+// larger one is passed through unchanged (no response of this server's
+// tools comes near it).
+const maxRewriteBytes = 8 << 20
+
+// fixWriter sits between the SDK's Streamable HTTP handler and the client
+// and corrects what the SDK gets wrong on the wire (checklist B16, C2, C3):
+//   - a JSON-RPC error with code 0 (a plain Go error from a handler) is sent
+//     as -32603, never as 0;
+//   - in the 2026-07-28 era the HTTP status follows the error code: -32601
+//     404; -32700, -32600, -32602, -32020, -32021, -32022 400; any other 500
+//     (the SDK sends -32020 and plain errors with 200);
+//   - an SSE response carries X-Accel-Buffering: no, so reverse proxies do
+//     not hold back events.
+//
+// JSON responses are buffered whole (the SDK writes them in one piece once
+// the result is ready) and rewritten only when they carry an error.
+type fixWriter struct {
+	w      http.ResponseWriter
+	modern bool
+
+	wroteHeader bool
+	status      int
+	buffering   bool
+	buf         bytes.Buffer
+}
+
+func newFixWriter(w http.ResponseWriter, modern bool) *fixWriter {
+	return &fixWriter{w: w, modern: modern}
+}
+
+// Header implements http.ResponseWriter.
+func (f *fixWriter) Header() http.Header { return f.w.Header() }
+
+// WriteHeader implements http.ResponseWriter.
+func (f *fixWriter) WriteHeader(code int) {
+	if f.wroteHeader {
+		return
+	}
+	if code >= 100 && code < 200 {
+		f.w.WriteHeader(code)
+		return
+	}
+	f.wroteHeader, f.status = true, code
+	switch mediaType(f.w.Header().Get("Content-Type")) {
+	case "application/json":
+		f.buffering = true
+		return
+	case "text/event-stream":
+		f.w.Header().Set("X-Accel-Buffering", "no")
+	}
+	f.w.WriteHeader(code)
+}
+
+// Write implements http.ResponseWriter.
+func (f *fixWriter) Write(p []byte) (int, error) {
+	if !f.wroteHeader {
+		f.WriteHeader(http.StatusOK)
+	}
+	if !f.buffering {
+		return f.w.Write(p)
+	}
+	if f.buf.Len()+len(p) > maxRewriteBytes {
+		// Too large to inspect: send what is held and the rest unchanged.
+		f.buffering = false
+		f.w.WriteHeader(f.status)
+		if _, err := f.w.Write(f.buf.Bytes()); err != nil {
+			return 0, err
+		}
+		f.buf = bytes.Buffer{}
+		return f.w.Write(p)
+	}
+	return f.buf.Write(p)
+}
+
+// Flush implements http.Flusher; a buffered JSON response is sent by finish.
+func (f *fixWriter) Flush() {
+	if f.buffering {
+		return
+	}
+	if fl, ok := f.w.(http.Flusher); ok {
+		fl.Flush()
+	}
+}
+
+// Unwrap lets http.ResponseController reach the connection's writer.
+func (f *fixWriter) Unwrap() http.ResponseWriter { return f.w }
+
+// finish sends a buffered JSON response, corrected.
+func (f *fixWriter) finish() {
+	if !f.buffering {
+		return
+	}
+	f.buffering = false
+	body, status := fixRPCResponse(f.buf.Bytes(), f.status, f.modern)
+	f.w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+	f.w.WriteHeader(status)
+	_, _ = f.w.Write(body)
+}
+
+// fixRPCResponse returns body and status with the rules of fixWriter applied.
+func fixRPCResponse(body []byte, status int, modern bool) ([]byte, int) {
+	if !bytes.Contains(body, []byte(`"error"`)) {
+		return body, status
+	}
+	msg, err := jsonrpc.DecodeMessage(body)
+	if err != nil {
+		return body, status
+	}
+	resp, ok := msg.(*jsonrpc.Response)
+	if !ok || resp.Error == nil {
+		return body, status
+	}
+	var je *jsonrpc.Error
+	if !errors.As(resp.Error, &je) || je.Code == 0 {
+		resp.Error = normalizeError(resp.Error)
+		errors.As(resp.Error, &je)
+		if b, err := jsonrpc.EncodeMessage(resp); err == nil {
+			body = b
+		}
+	}
+	if modern {
+		status = statusForCode(je.Code)
+	}
+	return body, status
+}
+
+// statusForCode is the HTTP status of a 2026-07-28 error response.
+func statusForCode(code int64) int {
+	switch code {
+	case jsonrpc.CodeMethodNotFound:
+		return http.StatusNotFound
+	case jsonrpc.CodeParseError, jsonrpc.CodeInvalidRequest, jsonrpc.CodeInvalidParams,
+		mcp.CodeHeaderMismatch, mcp.CodeMissingRequiredClientCapabilities, mcp.CodeUnsupportedProtocolVersion:
+		return http.StatusBadRequest
+	}
+	return http.StatusInternalServerError
+}
+
+// mediaType returns the lower-case media type of a Content-Type value.
+func mediaType(v string) string {
+	t, _, err := mime.ParseMediaType(v)
+	if err != nil {
+		return ""
+	}
+	return t
+}
+
+// writeRPCError writes a JSON-RPC error response the HTTP layer produced
+// itself. Without a known id the id is null, as JSON-RPC requires for
+// errors that precede reading the id.
+func writeRPCError(w http.ResponseWriter, f *rpcFailure) {
+	type rpcError struct {
+		Code    int64  `json:"code"`
+		Message string `json:"message"`
+		Data    any    `json:"data,omitempty"`
+	}
+	resp := struct {
+		JSONRPC string   `json:"jsonrpc"`
+		ID      any      `json:"id"`
+		Error   rpcError `json:"error"`
+	}{JSONRPC: "2.0", Error: rpcError{Code: f.code, Message: f.msg, Data: f.data}}
+	if f.id != nil {
+		resp.ID = f.id.Raw()
+	}
+	b, err := json.Marshal(resp)
+	if err != nil {
+		http.Error(w, f.msg, f.status)
+		return
+	}
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Content-Length", strconv.Itoa(len(b)))
+	h.Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(f.status)
+	_, _ = w.Write(b)
+}
