@@ -9,9 +9,14 @@ import (
 	"github.com/graph-engineering/graph-engineering-mcp/mcpadapter"
 )
 
-// serverLimits are the transport limits the server adds to the manifest.
-func serverLimits() map[string]int64 {
-	return map[string]int64{"maxStdioLineBytes": mcpadapter.MaxStdioLineBytes}
+// serverLimits are the transport limits the server adds to the manifest:
+// the stdio line bound, and the POST body bound when it serves HTTP.
+func serverLimits(http bool) map[string]int64 {
+	l := map[string]int64{"maxStdioLineBytes": mcpadapter.MaxStdioLineBytes}
+	if http {
+		l["maxHttpBodyBytes"] = mcpadapter.DefaultMaxBodyBytes
+	}
+	return l
 }
 
 func init() {
@@ -19,7 +24,7 @@ func init() {
 		return []*cli.Command{{
 			Name:  "manifest",
 			Usage: "print the capability manifest a server with these flags would serve",
-			UsageText: `graph-engineering-mcp manifest [--profile FILE] [--disable-tasks-extension] [--skills DIR]
+			UsageText: `graph-engineering-mcp manifest [--profile FILE] [--disable-tasks-extension] [--skills DIR] [--http ADDR]
 
 Prints exactly the bytes of the resource graph-engineering://capabilities/manifest,
 whose sha256 every tool receipt names. Example:
@@ -28,6 +33,7 @@ whose sha256 every tool receipt names. Example:
 				&cli.StringFlag{Name: "profile", Usage: "JSON profile `FILE`", EnvVars: []string{"GRAPH_ENGINEERING_PROFILE"}},
 				&cli.BoolFlag{Name: "disable-tasks-extension", Usage: "as for serve", EnvVars: []string{"GRAPH_ENGINEERING_DISABLE_TASKS_EXTENSION"}},
 				&cli.StringFlag{Name: "skills", Usage: "skills `DIR`, as for serve", EnvVars: []string{"GRAPH_ENGINEERING_SKILLS"}},
+				&cli.StringFlag{Name: "http", Usage: "as for serve: print the manifest of the HTTP server at `ADDR` (it adds maxHttpBodyBytes to the limits)", EnvVars: []string{"GRAPH_ENGINEERING_HTTP"}},
 			},
 			Action: func(c *cli.Context) error {
 				if c.NArg() > 0 {
@@ -37,7 +43,7 @@ whose sha256 every tool receipt names. Example:
 				if err != nil {
 					return err
 				}
-				m, err := manifest.Build(surface, serverLimits())
+				m, err := manifest.Build(surface, serverLimits(c.String("http") != ""))
 				if err != nil {
 					return err
 				}

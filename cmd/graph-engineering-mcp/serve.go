@@ -86,7 +86,7 @@ func serveAction(c *cli.Context) error {
 		return err
 	}
 	if c.String("http") != "" {
-		return serveHTTP(c, logger, surface, path, sync)
+		return serveHTTP(c, logger, surface, set, path, sync)
 	}
 	store, err := taskgraph.Open(c.Context, path, taskgraph.Options{Sync: sync, Logger: logger, Sweep: true})
 	if err != nil {
@@ -94,7 +94,7 @@ func serveAction(c *cli.Context) error {
 	}
 	srv, err := mcpadapter.New(mcpadapter.Config{
 		Store: store, Version: buildVersion(), Surface: surface, Skills: set, Logger: logger,
-		ExtraLimits: serverLimits(),
+		ExtraLimits: serverLimits(false),
 		CacheTTLMs:  60_000,
 	})
 	if err != nil {
@@ -258,7 +258,7 @@ func listenAddr(s string) (string, error) {
 // serveHTTP serves MCP over Streamable HTTP until the context is cancelled
 // (SIGINT or SIGTERM), then drains in-flight calls (at most 10 s), closes
 // the database (checkpointing the WAL) and returns nil.
-func serveHTTP(c *cli.Context, logger *slog.Logger, surface manifest.Surface, path string, sync taskgraph.SyncMode) error {
+func serveHTTP(c *cli.Context, logger *slog.Logger, surface manifest.Surface, set *skills.Set, path string, sync taskgraph.SyncMode) error {
 	cfg, err := httpConfigFromFlags(c)
 	if err != nil {
 		return err
@@ -278,8 +278,8 @@ func serveHTTP(c *cli.Context, logger *slog.Logger, surface manifest.Surface, pa
 		return closeStore(err)
 	}
 	srv, err := mcpadapter.New(mcpadapter.Config{
-		Store: store, Version: buildVersion(), Surface: surface, Logger: logger,
-		ExtraLimits: serverLimits(),
+		Store: store, Version: buildVersion(), Surface: surface, Skills: set, Logger: logger,
+		ExtraLimits: serverLimits(true),
 		CacheTTLMs:  60_000,
 		OnToolCall:  metrics.ObserveToolCall,
 	})
