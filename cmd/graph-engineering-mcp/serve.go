@@ -278,7 +278,9 @@ func serveHTTP(c *cli.Context, logger *slog.Logger, surface manifest.Surface, se
 		return closeStore(err)
 	}
 	srv, err := mcpadapter.New(mcpadapter.Config{
-		Store: store, Version: buildVersion(), Surface: surface, Skills: set, Logger: logger,
+		// Every stateless HTTP request is a short-lived SDK session; its
+		// lifecycle messages go to debug, or they would drown the log.
+		Store: store, Version: buildVersion(), Surface: surface, Skills: set, Logger: slog.New(mcpadapter.QuietSDKLogs(logger.Handler())),
 		ExtraLimits: serverLimits(true),
 		CacheTTLMs:  60_000,
 		OnToolCall:  metrics.ObserveToolCall,

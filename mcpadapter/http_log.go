@@ -1,0 +1,67 @@
+package mcpadapter
+
+import (
+	"context"
+	"log/slog"
+	"strings"
+)
+
+// sdkRoutineMessages are what the SDK logs, at Info or Error, for every
+// stateless HTTP request (each is a short-lived session) or for a client's
+// protocol mistake that the client already receives as an error response.
+// At HTTP request rates they would drown the server's own logs.
+var sdkRoutineMessages = map[string]bool{
+	"server connecting":                    true,
+	"server session connected":             true,
+	"server session disconnected":          true,
+	"session initialized":                  true,
+	"method removed in the new protocol":   true,
+	"method invalid during initialization": true,
+	"initialized before initialize":        true,
+	"duplicate initialized notification":   true,
+	"duplicate initialize request":         true,
+}
+
+// sdkRoutinePrefixes are message prefixes of the same kind: "calling M: err"
+// repeats an error response; the adapter logs internal faults itself.
+var sdkRoutinePrefixes = []string{"calling "}
+
+// QuietSDKLogs wraps h so that the SDK's per-request and client-mistake
+// messages (see sdkRoutineMessages) are logged at Debug instead of Info or
+// Error. Everything else passes through unchanged.
+func QuietSDKLogs(h slog.Handler) slog.Handler { return quietHandler{h} }
+
+type quietHandler struct{ slog.Handler }
+
+// Handle implements slog.Handler.
+func (q quietHandler) Handle(ctx context.Context, r slog.Record) error {
+	if r.Level > slog.LevelDebug && routineSDKMessage(r.Message) {
+		if !q.Handler.Enabled(ctx, slog.LevelDebug) {
+			return nil
+		}
+		r.Level = slog.LevelDebug
+	}
+	return q.Handler.Handle(ctx, r)
+}
+
+// WithAttrs implements slog.Handler.
+func (q quietHandler) WithAttrs(attrs []slog.Attr) slog.Handler {
+	return quietHandler{q.Handler.WithAttrs(attrs)}
+}
+
+// WithGroup implements slog.Handler.
+func (q quietHandler) WithGroup(name string) slog.Handler {
+	return quietHandler{q.Handler.WithGroup(name)}
+}
+
+func routineSDKMessage(msg string) bool {
+	if sdkRoutineMessages[msg] {
+		return true
+	}
+	for _, p := range sdkRoutinePrefixes {
+		if strings.HasPrefix(msg, p) {
+			return true
+		}
+	}
+	return false
+}
