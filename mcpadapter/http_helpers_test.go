@@ -42,7 +42,7 @@ func (b *syncBuffer) String() string {
 // httpFixture is a server over real HTTP on 127.0.0.1 (httptest), with its
 // store, metrics and a debug log captured for inspection.
 type httpFixture struct {
-	t       *testing.T
+	t       testing.TB
 	ctx     context.Context
 	path    string
 	store   *taskgraph.Store
@@ -57,7 +57,7 @@ type httpFixture struct {
 
 // newHTTPStore opens a store with metrics wired in and a debug logger that
 // writes into logs.
-func newHTTPStore(t *testing.T) (*httpFixture, *taskgraph.Store) {
+func newHTTPStore(t testing.TB) (*httpFixture, *taskgraph.Store) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
@@ -85,7 +85,7 @@ func newHTTPStore(t *testing.T) (*httpFixture, *taskgraph.Store) {
 	return &httpFixture{t: t, ctx: ctx, path: path, store: st, srv: srv, metrics: metrics, logs: logs, logger: logger}, st
 }
 
-func newHTTPFixture(t *testing.T, opts HTTPOptions) *httpFixture {
+func newHTTPFixture(t testing.TB, opts HTTPOptions) *httpFixture {
 	t.Helper()
 	f, _ := newHTTPStore(t)
 	opts.Metrics, opts.Logger = f.metrics, f.logger

@@ -1,0 +1,24 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+func TestBenchHTTPModeVerifiesItself(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	code := run(context.Background(), []string{"graph-engineering-mcp", "bench", "--mode", "http", "--tasks", "200", "--workers", "4", "--layers", "2", "--heartbeat", "--sync", "normal", "--json"}, strings.NewReader(""), &stdout, &stderr)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	var res map[string]any
+	if err := json.Unmarshal(stdout.Bytes(), &res); err != nil {
+		t.Fatalf("not JSON: %s", stdout.String())
+	}
+	if res["mode"] != "http" || res["verified_completed_once"] != float64(200) || res["history_verified"] != true || res["heartbeat_ms"] == nil {
+		t.Fatalf("bench result: %v", res)
+	}
+}
