@@ -196,11 +196,12 @@ type HTTPHandler struct {
 	tokenHash [sha256.Size]byte
 	origins   map[string]bool
 
-	stateless *mcp.StreamableHTTPHandler
-	stateful  *mcp.StreamableHTTPHandler
-	sem       chan struct{}
-	policy    *callPolicy
-	abort     context.CancelFunc
+	stateless   *mcp.StreamableHTTPHandler
+	stateful    *mcp.StreamableHTTPHandler
+	metricsHTTP http.Handler
+	sem         chan struct{}
+	policy      *callPolicy
+	abort       context.CancelFunc
 }
 
 // callPolicy is what the call-deadline middleware applies to calls that
@@ -250,6 +251,7 @@ func NewHTTPHandler(s *Server, opts HTTPOptions) (*HTTPHandler, error) {
 	s.mcp.AddReceivingMiddleware(callDeadlineMiddleware)
 	if h.metrics != nil {
 		h.metrics.registerSessions(h.legacySessions)
+		h.metricsHTTP = h.metrics.Handler()
 	}
 	return h, nil
 }
@@ -281,6 +283,16 @@ func (h *HTTPHandler) CloseSessions() {
 			ss.Close()
 		}
 	}
+}
+
+// hasSession reports whether a legacy session with this id is live.
+func (h *HTTPHandler) hasSession(id string) bool {
+	for ss := range h.srv.mcp.Sessions() {
+		if ss.ID() == id {
+			return true
+		}
+	}
+	return false
 }
 
 // legacySessions counts live legacy sessions.
@@ -338,7 +350,7 @@ func (h *HTTPHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			http.NotFound(sw, r)
 			return
 		}
-		h.metrics.Handler().ServeHTTP(sw, r)
+		h.metricsHTTP.ServeHTTP(sw, r)
 		return
 	}
 	select {
@@ -517,6 +529,12 @@ func (h *HTTPHandler) serveMCP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	eraLabel = e.String()
+	if sid := r.Header.Get(headerSessionID); e == eraLegacy && msg.method == "initialize" && sid != "" && h.hasSession(sid) {
+		// Every live session began with initialize; the SDK would answer a
+		// second one with error code 0.
+		writeRPCError(w, failure(http.StatusOK, msg, jsonrpc.CodeInvalidRequest, "invalid request: this session is already initialized; to start over, end it with DELETE and send initialize without Mcp-Session-Id"))
+		return
+	}
 	if e == eraLegacy && msg.method == "initialize" && r.Header.Get(headerSessionID) == "" && h.legacySessions() >= h.opts.MaxSessions {
 		if h.metrics != nil {
 			h.metrics.reject("too_many_sessions")

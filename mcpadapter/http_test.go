@@ -5,10 +5,12 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"strings"
 	"sync"
@@ -669,4 +671,80 @@ func TestHTTPOptionsAreValidated(t *testing.T) {
 			t.Errorf("IsLoopbackAddr(%q) = %v, want %v", addr, got, want)
 		}
 	}
+}
+
+func TestHTTPSecondInitializeInASession(t *testing.T) {
+	f := newHTTPFixture(t, HTTPOptions{})
+	cs := f.client("2025-11-25", "", nil)
+	init := `{"jsonrpc":"2.0","id":"again","method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"c","version":"1"}}}`
+	r := f.post(init, map[string]string{headerSessionID: cs.ID(), headerProtocolVersion: "2025-11-25"})
+	r.wantError(t, http.StatusOK, jsonrpc.CodeInvalidRequest)
+	if r.rpc.ID != "again" {
+		t.Fatalf("id %v, want again", r.rpc.ID)
+	}
+	// The session still serves.
+	if _, err := cs.ListTools(f.ctx, nil); err != nil {
+		t.Fatalf("tools/list after the refused initialize: %v", err)
+	}
+	// An unknown session id is 404, as for any request.
+	if r := f.post(init, map[string]string{headerSessionID: "gone", headerProtocolVersion: "2025-11-25"}); r.status != http.StatusNotFound {
+		t.Fatalf("initialize with an unknown session: HTTP %d, want 404", r.status)
+	}
+}
+
+func TestFixWriterMarksEventStreamsUnbuffered(t *testing.T) {
+	rec := httptest.NewRecorder()
+	fw := newFixWriter(rec, true)
+	fw.Header().Set("Content-Type", "text/event-stream")
+	fw.WriteHeader(http.StatusOK)
+	fw.Write([]byte("event: message\ndata: {}\n\n"))
+	fw.Flush()
+	fw.finish()
+	if rec.Header().Get("X-Accel-Buffering") != "no" || !rec.Flushed || rec.Body.String() != "event: message\ndata: {}\n\n" {
+		t.Fatalf("SSE through the fixer: headers %v flushed %v body %q", rec.Header(), rec.Flushed, rec.Body.String())
+	}
+	// A JSON error is held until finish, then sent with the corrected status.
+	rec = httptest.NewRecorder()
+	fw = newFixWriter(rec, true)
+	fw.Header().Set("Content-Type", "application/json")
+	fw.WriteHeader(http.StatusOK)
+	fw.Write([]byte(`{"jsonrpc":"2.0","id":1,"error":{"code":-32020,"message":"x"}}`))
+	if rec.Body.Len() != 0 {
+		t.Fatal("the JSON response was sent before finish")
+	}
+	fw.finish()
+	if rec.Code != http.StatusBadRequest || rec.Header().Get("X-Accel-Buffering") != "" {
+		t.Fatalf("JSON -32020 through the fixer: HTTP %d, headers %v", rec.Code, rec.Header())
+	}
+}
+
+func TestCallDeadlineMiddleware(t *testing.T) {
+	abortCtx, abort := context.WithCancel(context.Background())
+	policy := &callPolicy{timeout: time.Hour, abort: abortCtx}
+	seen := make(chan context.Context, 2)
+	h := callDeadlineMiddleware(callDeadlineMiddleware(func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		seen <- ctx
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}))
+	ctx := context.WithValue(context.Background(), callPolicyKey{}, policy)
+	done := make(chan error, 1)
+	go func() { _, err := h(ctx, "tools/call", nil); done <- err }()
+	inner := <-seen
+	dl, ok := inner.Deadline()
+	if !ok || time.Until(dl) > time.Hour || time.Until(dl) < 59*time.Minute {
+		t.Fatalf("deadline %v (set %v), want about an hour from now", dl, ok)
+	}
+	abort() // the shutdown's drain bound has passed
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatalf("after abort: %v, want context.Canceled", err)
+	}
+	// Without a policy (stdio) calls get no deadline from this middleware.
+	noPolicy := callDeadlineMiddleware(func(ctx context.Context, _ string, _ mcp.Request) (mcp.Result, error) {
+		if _, ok := ctx.Deadline(); ok {
+			t.Error("a call without a policy got a deadline")
+		}
+		return nil, nil
+	})
+	noPolicy(context.Background(), "tools/call", nil)
 }
