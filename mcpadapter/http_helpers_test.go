@@ -57,7 +57,7 @@ type httpFixture struct {
 
 // newHTTPStore opens a store with metrics wired in and a debug logger that
 // writes into logs.
-func newHTTPStore(t testing.TB) (*httpFixture, *taskgraph.Store) {
+func newHTTPStore(t testing.TB, opts ...fixtureOpt) (*httpFixture, *taskgraph.Store) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
@@ -74,20 +74,24 @@ func newHTTPStore(t testing.TB) (*httpFixture, *taskgraph.Store) {
 	if err := metrics.RegisterStore(st); err != nil {
 		t.Fatal(err)
 	}
-	srv, err := New(Config{
+	cfg := Config{
 		Store: st, Version: "test", Surface: manifest.NewSurface(manifest.Options{}), Logger: logger,
 		ExtraLimits: map[string]int64{"maxStdioLineBytes": MaxStdioLineBytes},
 		OnToolCall:  metrics.ObserveToolCall,
-	})
+	}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	srv, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return &httpFixture{t: t, ctx: ctx, path: path, store: st, srv: srv, metrics: metrics, logs: logs, logger: logger}, st
 }
 
-func newHTTPFixture(t testing.TB, opts HTTPOptions) *httpFixture {
+func newHTTPFixture(t testing.TB, opts HTTPOptions, cfgOpts ...fixtureOpt) *httpFixture {
 	t.Helper()
-	f, _ := newHTTPStore(t)
+	f, _ := newHTTPStore(t, cfgOpts...)
 	opts.Metrics, opts.Logger = f.metrics, f.logger
 	h, err := NewHTTPHandler(f.srv, opts)
 	if err != nil {

@@ -748,3 +748,36 @@ func TestCallDeadlineMiddleware(t *testing.T) {
 	})
 	noPolicy(context.Background(), "tools/call", nil)
 }
+
+// TestHTTPCallsCarryTheCallDeadline checks that tool handlers see the
+// per-call deadline in both eras: modern calls run in the request's
+// context, legacy calls in their session's, which inherits the policy from
+// the initialize request.
+func TestHTTPCallsCarryTheCallDeadline(t *testing.T) {
+	deadlines := make(chan time.Duration, 4)
+	inner := func(s *mcp.Server) error {
+		s.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+			return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+				if method == "tools/call" {
+					d := time.Duration(-1)
+					if dl, ok := ctx.Deadline(); ok {
+						d = time.Until(dl)
+					}
+					deadlines <- d
+				}
+				return next(ctx, method, req)
+			}
+		})
+		return nil
+	}
+	f := newHTTPFixture(t, HTTPOptions{CallTimeout: 45 * time.Second}, func(c *Config) { c.Register = inner })
+	for _, version := range []string{"", "2025-11-25"} {
+		cs := f.client(version, "", nil)
+		if _, err := cs.CallTool(f.ctx, &mcp.CallToolParams{Name: manifest.ToolCreate, Arguments: createArgs("d" + version)}); err != nil {
+			t.Fatal(err)
+		}
+		if d := <-deadlines; d < 40*time.Second || d > 45*time.Second {
+			t.Fatalf("version %q: the tool saw deadline %v, want about 45s", version, d)
+		}
+	}
+}
