@@ -167,7 +167,10 @@ func (e Endpoint) Transport() mcp.Transport {
 // baseTransport carries the HTTP requests; tests wrap it to watch them.
 var baseTransport http.RoundTripper = http.DefaultTransport
 
-// bearer adds "Authorization: Bearer <token>" to every request.
+// bearer adds "Authorization: Bearer <token>" to every request, and the
+// Mcp-Name routing header (= params.taskId) that the Tasks extension
+// requires on tasks/get, tasks/update and tasks/cancel: the SDK client sets
+// it only for tools/call, resources/read and prompts/get.
 type bearer struct {
 	token string
 	next  http.RoundTripper
@@ -175,11 +178,30 @@ type bearer struct {
 
 // RoundTrip implements http.RoundTripper.
 func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
-	if b.token == "" {
+	needsName := strings.HasPrefix(r.Header.Get("Mcp-Method"), "tasks/") && r.Header.Get("Mcp-Name") == "" && r.Body != nil
+	if b.token == "" && !needsName {
 		return b.next.RoundTrip(r)
 	}
 	r = r.Clone(r.Context())
-	r.Header.Set("Authorization", "Bearer "+b.token)
+	if b.token != "" {
+		r.Header.Set("Authorization", "Bearer "+b.token)
+	}
+	if needsName {
+		body, err := io.ReadAll(r.Body)
+		r.Body.Close()
+		if err != nil {
+			return nil, err
+		}
+		r.Body = io.NopCloser(strings.NewReader(string(body)))
+		var msg struct {
+			Params struct {
+				TaskID string `json:"taskId"`
+			} `json:"params"`
+		}
+		if json.Unmarshal(body, &msg) == nil && msg.Params.TaskID != "" {
+			r.Header.Set("Mcp-Name", msg.Params.TaskID)
+		}
+	}
 	return b.next.RoundTrip(r)
 }
 
