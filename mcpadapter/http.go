@@ -627,11 +627,15 @@ func IsLoopbackAddr(addr string) bool {
 }
 
 // ServeStreamableHTTP serves MCP over Streamable HTTP on ln until ctx is
-// done, then shuts down: it stops accepting, lets in-flight requests finish
-// for up to ShutdownTimeout, cancels whatever still runs, and ends the
-// legacy sessions. It returns nil after a shutdown requested through ctx.
-// The caller closes the store afterwards.
+// done. It refuses a listener that is not loopback-only unless
+// opts.AuthToken is set. On shutdown it stops accepting, lets in-flight
+// requests finish for up to ShutdownTimeout, cancels whatever still runs,
+// and ends the legacy sessions; it then returns nil. The caller closes the
+// store afterwards.
 func (s *Server) ServeStreamableHTTP(ctx context.Context, ln net.Listener, opts HTTPOptions) error {
+	if opts.AuthToken == "" && !IsLoopbackAddr(ln.Addr().String()) {
+		return fmt.Errorf("serve http on %s: refusing a non-loopback address without an auth token", ln.Addr())
+	}
 	h, err := NewHTTPHandler(s, opts)
 	if err != nil {
 		return err

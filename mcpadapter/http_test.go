@@ -781,3 +781,41 @@ func TestHTTPCallsCarryTheCallDeadline(t *testing.T) {
 		}
 	}
 }
+
+func TestServeStreamableHTTPLimitsHeadersAndRefusesOpenBinds(t *testing.T) {
+	f, _ := newHTTPStore(t)
+	srv := f.serveOn(t, HTTPOptions{})
+	req, err := http.NewRequest(http.MethodGet, "http://"+srv.addr+HealthPath, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("X-Padding", strings.Repeat("x", 2*MaxHeaderBytes))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusRequestHeaderFieldsTooLarge {
+		t.Fatalf("a %d-byte header: HTTP %d, want 431", 2*MaxHeaderBytes, resp.StatusCode)
+	}
+	srv.stop()
+	if err := <-srv.done; err != nil {
+		t.Fatal(err)
+	}
+
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	open := openAddrListener{ln}
+	if err := f.srv.ServeStreamableHTTP(f.ctx, open, HTTPOptions{}); err == nil || !strings.Contains(err.Error(), "without an auth token") {
+		t.Fatalf("serving an all-interfaces listener without a token: %v", err)
+	}
+}
+
+// openAddrListener reports an all-interfaces address, as a listener on
+// 0.0.0.0 would; the test itself only ever listens on loopback.
+type openAddrListener struct{ net.Listener }
+
+func (openAddrListener) Addr() net.Addr { return &net.TCPAddr{IP: net.IPv4zero, Port: 7330} }

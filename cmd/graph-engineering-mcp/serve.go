@@ -143,11 +143,11 @@ func httpFlags() []cli.Flag {
 		&cli.StringFlag{Name: "auth-token", Usage: "with --http: bearer `TOKEN` (at least 16 visible ASCII characters) every request except /healthz must send as Authorization: Bearer TOKEN; prefer the environment variable or --auth-token-file, since arguments are visible to other local users", EnvVars: []string{"GRAPH_ENGINEERING_AUTH_TOKEN"}, DefaultText: "none: no authentication, loopback only"},
 		&cli.StringFlag{Name: "auth-token-file", Usage: "with --http: read the bearer token from `FILE` (surrounding whitespace is ignored)", EnvVars: []string{"GRAPH_ENGINEERING_AUTH_TOKEN_FILE"}},
 		&cli.StringSliceFlag{Name: "allow-origin", Usage: "with --http: also accept requests from this browser `ORIGIN` (scheme://host[:port]; repeatable, or comma-separated in the environment variable); requests with any other cross-origin Origin header get 403 (default: same-origin only)", EnvVars: []string{"GRAPH_ENGINEERING_ALLOW_ORIGIN"}},
-		&cli.IntFlag{Name: "max-concurrent", Value: mcpadapter.DefaultMaxConcurrent, Usage: "with --http: MCP requests served at once; more get 503 with Retry-After", EnvVars: []string{"GRAPH_ENGINEERING_MAX_CONCURRENT"}},
-		&cli.IntFlag{Name: "max-connections", Value: mcpadapter.DefaultMaxConnections, Usage: "with --http: open TCP connections; more wait to be accepted", EnvVars: []string{"GRAPH_ENGINEERING_MAX_CONNECTIONS"}},
-		&cli.DurationFlag{Name: "call-timeout", Value: mcpadapter.DefaultCallTimeout, Usage: "with --http: deadline of every MCP call; must exceed the longest claim wait (30s)", EnvVars: []string{"GRAPH_ENGINEERING_CALL_TIMEOUT"}},
-		&cli.DurationFlag{Name: "session-idle-timeout", Value: mcpadapter.DefaultSessionIdleTimeout, Usage: "with --http: end a legacy (initialize) session after this long without a request", EnvVars: []string{"GRAPH_ENGINEERING_SESSION_IDLE_TIMEOUT"}},
-		&cli.IntFlag{Name: "max-sessions", Value: mcpadapter.DefaultMaxSessions, Usage: "with --http: live legacy (initialize) sessions; initialize beyond it gets 503", EnvVars: []string{"GRAPH_ENGINEERING_MAX_SESSIONS"}},
+		&cli.IntFlag{Name: "max-concurrent", Value: mcpadapter.DefaultMaxConcurrent, Usage: "with --http: serve at most `N` MCP requests at once; more get 503 with Retry-After", EnvVars: []string{"GRAPH_ENGINEERING_MAX_CONCURRENT"}},
+		&cli.IntFlag{Name: "max-connections", Value: mcpadapter.DefaultMaxConnections, Usage: "with --http: keep at most `N` TCP connections open; more wait to be accepted", EnvVars: []string{"GRAPH_ENGINEERING_MAX_CONNECTIONS"}},
+		&cli.DurationFlag{Name: "call-timeout", Value: mcpadapter.DefaultCallTimeout, Usage: "with --http: `DURATION` an MCP call may take; must exceed the longest claim wait (30s)", EnvVars: []string{"GRAPH_ENGINEERING_CALL_TIMEOUT"}},
+		&cli.DurationFlag{Name: "session-idle-timeout", Value: mcpadapter.DefaultSessionIdleTimeout, Usage: "with --http: end a legacy (initialize) session after `DURATION` without a request", EnvVars: []string{"GRAPH_ENGINEERING_SESSION_IDLE_TIMEOUT"}},
+		&cli.IntFlag{Name: "max-sessions", Value: mcpadapter.DefaultMaxSessions, Usage: "with --http: keep at most `N` legacy (initialize) sessions; initialize beyond that gets 503", EnvVars: []string{"GRAPH_ENGINEERING_MAX_SESSIONS"}},
 	}
 }
 
