@@ -13,7 +13,12 @@
 //     a router below the SDK sends each request to a legacy or a modern SDK
 //     session on the same server, and applies the per-request _meta rules
 //     (-32602, -32022) itself, so nothing is ever inferred from an earlier
-//     request and no error leaves with code 0.
+//     request and no error leaves with code 0. Over Streamable HTTP
+//     (HTTPHandler) each POST is checked and routed the same way, to a
+//     stateless (2026-07-28) or a stateful (legacy session) SDK handler on
+//     the same server; the handler also enforces the bearer token, the
+//     Origin and Host checks and the limits, and corrects the error codes and
+//     HTTP statuses the SDK gets wrong.
 //   - Arguments: decoded by our own validator, generated from the same field
 //     table as the published JSON Schema; numbers are read exactly (never
 //     through float64), unknown and duplicate keys are refused. Arguments that
