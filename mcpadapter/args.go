@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"regexp"
 	"sort"
 	"strconv"
@@ -272,7 +271,9 @@ func checkString(f field, s string) error {
 }
 
 // exactInt parses a JSON number that denotes an integer (1000, 1e3, 1000.0)
-// without going through float64 for plain integers.
+// exactly, never through float64: a number with any non-zero fraction, however
+// small (1e-400, 3.0000000000000000001), is not an integer, and one beyond
+// the int64 range is refused rather than rounded.
 func exactInt(v json.RawMessage) (int64, error) {
 	s := string(v)
 	if n, err := strconv.ParseInt(s, 10, 64); err == nil {
@@ -281,11 +282,55 @@ func exactInt(v json.RawMessage) (int64, error) {
 	if !json.Valid(v) || len(s) == 0 || (s[0] != '-' && (s[0] < '0' || s[0] > '9')) {
 		return 0, errors.New("not a number")
 	}
-	f, err := strconv.ParseFloat(s, 64)
-	if err != nil || math.IsInf(f, 0) || f != math.Trunc(f) || math.Abs(f) > maxSafeInteger {
-		return 0, errors.New("not an integer")
+	// A valid JSON number: -?int(.frac)?([eE][+-]?exp)?
+	neg := s[0] == '-'
+	if neg {
+		s = s[1:]
 	}
-	return int64(f), nil
+	mant, exp := s, ""
+	if i := strings.IndexAny(s, "eE"); i >= 0 {
+		mant, exp = s[:i], s[i+1:]
+	}
+	intPart, frac, _ := strings.Cut(mant, ".")
+	// The value is digits × 10^e.
+	digits := strings.TrimLeft(intPart+frac, "0")
+	if digits == "" {
+		return 0, nil // zero, whatever the exponent
+	}
+	trimmed := strings.TrimRight(digits, "0")
+	e := int64(len(digits)-len(trimmed)) - int64(len(frac))
+	digits = trimmed
+	if exp != "" {
+		expNeg := exp[0] == '-'
+		exp = strings.TrimLeft(strings.TrimLeft(exp, "+-"), "0")
+		if len(exp) > 9 {
+			// An exponent of ten or more digits: no message holds enough
+			// digits to bring such a number back into range.
+			if expNeg {
+				return 0, errors.New("not an integer")
+			}
+			return 0, errors.New("out of range")
+		}
+		x, _ := strconv.ParseInt("0"+exp, 10, 64)
+		if expNeg {
+			x = -x
+		}
+		e += x
+	}
+	if e < 0 {
+		return 0, errors.New("not an integer") // digits has no trailing zero
+	}
+	if int64(len(digits))+e > 19 {
+		return 0, errors.New("out of range")
+	}
+	if neg {
+		digits = "-" + digits
+	}
+	n, err := strconv.ParseInt(digits+strings.Repeat("0", int(e)), 10, 64)
+	if err != nil {
+		return 0, errors.New("out of range")
+	}
+	return n, nil
 }
 
 // clip shortens echoed input in error messages.

@@ -1,0 +1,134 @@
+package mcpadapter
+
+import (
+	"crypto/sha256"
+	"database/sql"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/graph-engineering/graph-engineering-mcp/manifest"
+)
+
+// dbFingerprint summarises every row of every table of the SQLite file at
+// path, read through a separate read-only connection, so that a test can show
+// a request left the database unchanged.
+func dbFingerprint(t *testing.T, path string) string {
+	t.Helper()
+	db, err := sql.Open("sqlite3", "file:"+path+"?mode=ro")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var tables []string
+	rows, err := db.Query(`SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var name string
+		if err := rows.Scan(&name); err != nil {
+			t.Fatal(err)
+		}
+		tables = append(tables, name)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	rows.Close()
+	h := sha256.New()
+	total := 0
+	for _, table := range tables {
+		rows, err := db.Query(`SELECT * FROM "` + table + `"`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cols, _ := rows.Columns()
+		var lines []string
+		for rows.Next() {
+			vals := make([]any, len(cols))
+			ptrs := make([]any, len(cols))
+			for i := range vals {
+				ptrs[i] = &vals[i]
+			}
+			if err := rows.Scan(ptrs...); err != nil {
+				t.Fatal(err)
+			}
+			lines = append(lines, fmt.Sprintf("%q", vals))
+		}
+		if err := rows.Err(); err != nil {
+			t.Fatal(err)
+		}
+		rows.Close()
+		sort.Strings(lines)
+		total += len(lines)
+		fmt.Fprintf(h, "%s %d\n%s\n", table, len(lines), strings.Join(lines, "\n"))
+	}
+	return fmt.Sprintf("%d rows in %d tables, sha256 %s", total, len(tables), hex.EncodeToString(h.Sum(nil)))
+}
+
+// short quotes at most 200 bytes of b for a failure message.
+func short[T ~string | ~[]byte](b T) string {
+	if len(b) > 200 {
+		return fmt.Sprintf("%q… (%d bytes)", b[:200], len(b))
+	}
+	return fmt.Sprintf("%q", b)
+}
+
+// hostileMeta and hostileTasksMeta are the _meta members of 2026-07-28
+// requests, without and with the Tasks extension declared.
+const (
+	hostileMeta      = `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}`
+	hostileTasksMeta = `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"extensions":{"io.modelcontextprotocol/tasks":{}}}}`
+)
+
+// fieldsOf returns the argument table of the named tool.
+func fieldsOf(t *testing.T, tool string) []field {
+	t.Helper()
+	for _, d := range toolDefs() {
+		if d.name == tool {
+			return d.fields
+		}
+	}
+	t.Fatalf("no tool %s", tool)
+	return nil
+}
+
+// Regressions found by FuzzDecodeArgs, FuzzStdio and the hostile table.
+
+// exactInt rounded through float64: 1e-400 read as 0 and
+// 3.0000000000000000001 as 3, so a number that is not an integer passed as
+// one.
+func TestRegressionIntegersAreReadExactly(t *testing.T) {
+	for in, want := range map[string]int64{
+		"0": 0, "-0": 0, "-0.0": 0, "0e999999999999": 0, "1e3": 1000, "1E+3": 1000, "1000.0": 1000,
+		"0.1e1": 1, "0.5e1": 5, "150e-1": 15, "9007199254740991": 9007199254740991, "9.007199254740991e15": 9007199254740991,
+		"9223372036854775807": 9223372036854775807, "-9223372036854775808": -9223372036854775808,
+		"-9.223372036854775808e18": -9223372036854775808,
+	} {
+		if got, err := exactInt(json.RawMessage(in)); err != nil || got != want {
+			t.Errorf("exactInt(%s) = %d, %v; want %d", in, got, err, want)
+		}
+	}
+	for _, in := range []string{
+		"1e-400", "-1e-400", "3.0000000000000000001", "1000.00000000000001", "1.5", "0.25e1", "1e19",
+		"9223372036854775808", "9.223372036854775808e18", "1e400", "1e999999999999", "-1e999999999999",
+		`"1"`, "true", "null", "[1]", "{}",
+	} {
+		if got, err := exactInt(json.RawMessage(in)); err == nil {
+			t.Errorf("exactInt(%s) = %d, want an error", in, got)
+		}
+	}
+	claim := fieldsOf(t, manifest.ToolClaim)
+	for _, in := range []string{`{"owner":"w","wait_ms":1e-400}`, `{"owner":"w","lease_ms":1000.00000000000000001}`} {
+		if _, err := decodeArgs(json.RawMessage(in), claim); err == nil || !strings.Contains(err.Error(), "must be an integer") {
+			t.Errorf("decodeArgs(%s) = %v, want an integer error", in, err)
+		}
+	}
+	if a, err := decodeArgs(json.RawMessage(`{"owner":"w","lease_ms":1e3,"wait_ms":-0}`), claim); err != nil || a.num["lease_ms"] != 1000 || a.num["wait_ms"] != 0 {
+		t.Errorf("decodeArgs of 1e3 and -0: %v", err)
+	}
+}
