@@ -164,12 +164,20 @@ func decodeArgs(raw json.RawMessage, fields []field) (*args, error) {
 	}
 	for _, f := range fields {
 		v, ok := a.raw[f.name]
-		if !ok || (string(v) == "null" && f.kind != kindAny) {
+		if !ok {
 			if f.required {
 				return nil, argErrorf("%s is required", f.name)
 			}
-			delete(a.raw, f.name)
 			continue
+		}
+		if string(v) == "null" && f.kind != kindAny {
+			// The schema's types do not include null: an explicit null is
+			// not a way to ask for the default (a null task_id must not
+			// turn a claim of one task into a claim of any task).
+			if f.required {
+				return nil, argErrorf("%s is required (got null)", f.name)
+			}
+			return nil, argErrorf("%s must not be null; omit it to use the default", f.name)
 		}
 		if err := a.check(f, v); err != nil {
 			return nil, err

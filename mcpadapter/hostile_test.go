@@ -132,3 +132,39 @@ func TestRegressionIntegersAreReadExactly(t *testing.T) {
 		t.Errorf("decodeArgs of 1e3 and -0: %v", err)
 	}
 }
+
+// decodeArgs took an explicit null as "absent", although the published
+// schema's types do not include null: a claim with "task_id": null claimed
+// the oldest ready task of any workflow instead of failing.
+func TestRegressionNullIsNotAbsent(t *testing.T) {
+	f := newFixture(t)
+	r := f.raw()
+	created := toolOut(t, r.modernCall("tools/call", map[string]any{"name": manifest.ToolCreate, "arguments": map[string]any{"workflow_id": "wf", "node_id": "a"}}, nil))
+	before := dbFingerprint(t, f.store.Path())
+	for _, tc := range []struct{ tool, args, want string }{
+		{manifest.ToolClaim, `{"owner":"w","task_id":null}`, "task_id must not be null"},
+		{manifest.ToolClaim, `{"owner":"w","workflow_id":null}`, "workflow_id must not be null"},
+		{manifest.ToolClaim, `{"owner":"w","lease_ms":null}`, "lease_ms must not be null"},
+		{manifest.ToolCreate, `{"workflow_id":"wf","node_id":"b","payload":null}`, "payload must not be null"},
+		{manifest.ToolCreate, `{"workflow_id":"wf","node_id":"b","depends_on":null}`, "depends_on must not be null"},
+		{manifest.ToolCreate, `{"workflow_id":"wf","node_id":null}`, "node_id is required (got null)"},
+	} {
+		res := mustResult(t, r.modernCall("tools/call", map[string]any{"name": tc.tool, "arguments": json.RawMessage(tc.args)}, nil))
+		text, _ := json.Marshal(res["content"])
+		if res["isError"] != true || !strings.Contains(string(text), tc.want) {
+			t.Errorf("%s %s: %v, want a tool error mentioning %q", tc.tool, tc.args, res, tc.want)
+		}
+	}
+	if after := dbFingerprint(t, f.store.Path()); after != before {
+		t.Fatalf("a rejected call changed the database: %s -> %s", before, after)
+	}
+	task := toolOut(t, r.modernCall("tools/call", map[string]any{"name": manifest.ToolInspect, "arguments": map[string]any{"task_id": created["task"].(map[string]any)["task_id"]}}, nil))["task"].(map[string]any)
+	if task["state"] != "pending" {
+		t.Fatalf("the task was claimed: %v", task)
+	}
+	// result is any JSON value, null included.
+	complete := fieldsOf(t, manifest.ToolComplete)
+	if _, err := decodeArgs(json.RawMessage(`{"task_id":"01ARZ3NDEKTSV4RRFFQ69G5FAV","owner":"w","generation":1,"claim_token":"t","result":null}`), complete); err != nil {
+		t.Errorf("result null: %v", err)
+	}
+}
