@@ -264,15 +264,17 @@ func checkString(f field, s string) error {
 			return argErrorf("%s must be a task id as returned by graph_task_create or graph_task_claim: 26 characters of 0-9 and A-Z (got %q)", f.name, clip(s))
 		}
 	case kindToken:
-		if s == "" || len(s) > taskgraph.MaxTokenLen {
+		// Lengths are counted in characters, as the schema's maxLength is;
+		// the store bounds the bytes.
+		if s == "" || utf8.RuneCountInString(s) > taskgraph.MaxTokenLen {
 			return argErrorf("%s must be the claim_token returned by graph_task_claim (1 to %d characters)", f.name, taskgraph.MaxTokenLen)
 		}
 	case kindErrorText:
 		if s == "" {
 			return argErrorf("%s must say what went wrong (a non-empty string)", f.name)
 		}
-		if len(s) > taskgraph.MaxErrorBytes {
-			return argErrorf("%s must be at most %d bytes (got %d)", f.name, taskgraph.MaxErrorBytes, len(s))
+		if n := utf8.RuneCountInString(s); n > taskgraph.MaxErrorBytes {
+			return argErrorf("%s must be at most %d characters and %d bytes (got %d characters)", f.name, taskgraph.MaxErrorBytes, taskgraph.MaxErrorBytes, n)
 		}
 	}
 	return nil

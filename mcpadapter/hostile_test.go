@@ -168,3 +168,43 @@ func TestRegressionNullIsNotAbsent(t *testing.T) {
 		t.Errorf("result null: %v", err)
 	}
 }
+
+// decodeArgs counted claim_token and error lengths in bytes while the
+// published schema's maxLength counts characters, so a schema-valid call was
+// refused. The decoder now applies the schema's character bounds; the store
+// keeps the byte bounds, which JSON Schema cannot express.
+func TestRegressionLengthsAreCharacters(t *testing.T) {
+	heartbeat, fail := fieldsOf(t, manifest.ToolHeartbeat), fieldsOf(t, manifest.ToolFail)
+	holder := `"task_id":"01ARZ3NDEKTSV4RRFFQ69G5FAV","owner":"w","generation":1`
+	for _, tc := range []struct {
+		fields []field
+		args   string
+		ok     bool
+	}{
+		{heartbeat, `{` + holder + `,"claim_token":"` + strings.Repeat("é", 128) + `"}`, true},
+		{heartbeat, `{` + holder + `,"claim_token":"` + strings.Repeat("é", 129) + `"}`, false},
+		{heartbeat, `{` + holder + `,"claim_token":"` + strings.Repeat("t", 129) + `"}`, false},
+		{fail, `{` + holder + `,"claim_token":"t","error":"` + strings.Repeat("é", 65536) + `"}`, true},
+		{fail, `{` + holder + `,"claim_token":"t","error":"` + strings.Repeat("e", 65537) + `"}`, false},
+	} {
+		if _, err := decodeArgs(json.RawMessage(tc.args), tc.fields); (err == nil) != tc.ok {
+			t.Errorf("decodeArgs(%s): %v, want ok=%v", short(tc.args), err, tc.ok)
+		}
+	}
+	// End to end, the store still refuses more than 64 KiB of error text and
+	// leaves the claim as it was.
+	f := newFixture(t)
+	r := f.raw()
+	toolOut(t, r.modernCall("tools/call", map[string]any{"name": manifest.ToolCreate, "arguments": map[string]any{"workflow_id": "wf", "node_id": "a"}}, nil))
+	claim := toolOut(t, r.modernCall("tools/call", map[string]any{"name": manifest.ToolClaim, "arguments": map[string]any{"owner": "w"}}, nil))
+	before := dbFingerprint(t, f.store.Path())
+	args := holderArgs(claim)
+	args["error"] = strings.Repeat("é", 40000)
+	res := mustResult(t, r.modernCall("tools/call", map[string]any{"name": manifest.ToolFail, "arguments": args}, nil))
+	if text, _ := json.Marshal(res["content"]); res["isError"] != true || !strings.Contains(string(text), "must be at most 65536 bytes (got 80000)") {
+		t.Fatalf("fail with 80000 bytes of error: %v", res)
+	}
+	if after := dbFingerprint(t, f.store.Path()); after != before {
+		t.Fatalf("the refused fail changed the database: %s -> %s", before, after)
+	}
+}
