@@ -1,6 +1,8 @@
 package mcpadapter
 
 import (
+	"bytes"
+	"context"
 	"crypto/sha256"
 	"database/sql"
 	"encoding/hex"
@@ -9,6 +11,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/graph-engineering/graph-engineering-mcp/manifest"
 )
@@ -206,5 +209,49 @@ func TestRegressionLengthsAreCharacters(t *testing.T) {
 	}
 	if after := dbFingerprint(t, f.store.Path()); after != before {
 		t.Fatalf("the refused fail changed the database: %s -> %s", before, after)
+	}
+}
+
+// serveLines runs one stdio session over lines (each followed by '\n') and
+// returns the stdout lines, each decoded to its members.
+func serveLines(t *testing.T, srv *Server, lines ...string) []map[string]json.RawMessage {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	var out bytes.Buffer
+	if err := srv.ServeStdio(ctx, strings.NewReader(strings.Join(lines, "\n")+"\n"), &out); err != nil {
+		t.Fatal(err)
+	}
+	if ctx.Err() != nil {
+		t.Fatal("the session was still busy after 20s")
+	}
+	var msgs []map[string]json.RawMessage
+	for line := range strings.SplitSeq(strings.TrimSuffix(out.String(), "\n"), "\n") {
+		if line == "" {
+			continue
+		}
+		var m map[string]json.RawMessage
+		if err := json.Unmarshal([]byte(line), &m); err != nil {
+			t.Fatalf("stdout line is not JSON: %q", line)
+		}
+		msgs = append(msgs, m)
+	}
+	return msgs
+}
+
+// The SDK's encoder leaves the id member out of a response whose id is
+// unknown, but JSON-RPC 2.0 requires "id": null on errors about requests
+// whose id could not be read.
+func TestRegressionStdioErrorsCarryIDNull(t *testing.T) {
+	f := newFixture(t)
+	msgs := serveLines(t, f.srv, `{not json`, `[]`, `{"jsonrpc":"2.0","id":null,"method":"ping"}`, `{"jsonrpc":"2.0","method":"tools/list","x":`+strings.Repeat(" ", MaxStdioLineBytes)+`1}`)
+	if len(msgs) != 4 {
+		t.Fatalf("%d answers to 4 bad lines", len(msgs))
+	}
+	for _, m := range msgs {
+		if id, ok := m["id"]; !ok || string(id) != "null" || m["error"] == nil {
+			b, _ := json.Marshal(m)
+			t.Errorf("answer without id null: %s", b)
+		}
 	}
 }

@@ -25,7 +25,7 @@ func (s *Server) ServeStdio(ctx context.Context, r io.Reader, w io.Writer) error
 	var wmu sync.Mutex
 	rt := &router{log: s.log.Warn}
 	rt.out = func(msg jsonrpc.Message) error {
-		b, err := jsonrpc.EncodeMessage(msg)
+		b, err := encodeMessage(msg)
 		if err != nil {
 			return err
 		}
@@ -93,6 +93,20 @@ func (s *Server) ServeTransport(ctx context.Context, t mcp.Transport) error {
 	out := rt.out
 	rt.out = func(msg jsonrpc.Message) error { wmu.Lock(); defer wmu.Unlock(); return out(msg) }
 	return rt.serve(ctx, s.mcp, func() (jsonrpc.Message, error) { return conn.Read(ctx) })
+}
+
+// encodeMessage is jsonrpc.EncodeMessage, except that an error about a
+// request whose id could not be read carries "id": null, which JSON-RPC 2.0
+// requires; the SDK's encoder leaves the member out.
+func encodeMessage(msg jsonrpc.Message) ([]byte, error) {
+	if r, ok := msg.(*jsonrpc.Response); ok && !r.ID.IsValid() && r.Error != nil {
+		return json.Marshal(struct {
+			JSONRPC string `json:"jsonrpc"`
+			ID      *int   `json:"id"`
+			Error   error  `json:"error"`
+		}{JSONRPC: "2.0", Error: r.Error})
+	}
+	return jsonrpc.EncodeMessage(msg)
 }
 
 type lineOrErr struct {
