@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/graph-engineering/graph-engineering-mcp/manifest"
+	"github.com/graph-engineering/graph-engineering-mcp/taskgraph"
 )
 
 // dbFingerprint summarises every row of every table of the SQLite file at
@@ -252,6 +253,38 @@ func TestRegressionStdioErrorsCarryIDNull(t *testing.T) {
 		if id, ok := m["id"]; !ok || string(id) != "null" || m["error"] == nil {
 			b, _ := json.Marshal(m)
 			t.Errorf("answer without id null: %s", b)
+		}
+	}
+}
+
+// At end of input the SDK cancelled the requests still in flight and dropped
+// their answers, so requests piped into the server before it closed its
+// input were neither answered nor (usually) executed, although end of input
+// is documented to finish them.
+func TestRegressionEndOfInputFinishesRequestsInFlight(t *testing.T) {
+	f := newFixture(t)
+	call := func(id, tool, args string) string {
+		return `{"jsonrpc":"2.0","id":"` + id + `","method":"tools/call","params":{"name":"` + tool + `","arguments":` + args + `,` + hostileMeta + `}}`
+	}
+	for round := range 5 {
+		wf := fmt.Sprintf("eof%d", round)
+		msgs := serveLines(t, f.srv,
+			call("c1", manifest.ToolCreate, `{"workflow_id":"`+wf+`","node_id":"a"}`),
+			call("c2", manifest.ToolCreate, `{"workflow_id":"`+wf+`","node_id":"b"}`),
+			call("k", manifest.ToolClaim, `{"owner":"w","workflow_id":"`+wf+`"}`),
+			`{"jsonrpc":"2.0","id":"l","method":"tools/list","params":{`+hostileMeta+`}}`,
+		)
+		got := map[string]bool{}
+		for _, m := range msgs {
+			var id string
+			json.Unmarshal(m["id"], &id)
+			got[id] = m["result"] != nil
+		}
+		if !got["c1"] || !got["c2"] || !got["k"] || !got["l"] {
+			t.Fatalf("round %d: answered %v, want all four requests answered", round, got)
+		}
+		if tasks, err := f.store.ListTasks(f.ctx, taskgraph.ListFilter{WorkflowID: wf}); err != nil || len(tasks) != 2 {
+			t.Fatalf("round %d: %d tasks stored (%v)", round, len(tasks), err)
 		}
 	}
 }

@@ -29,6 +29,8 @@ type router struct {
 	mu         sync.Mutex
 	owner      map[jsonrpc.ID]*pipeConn // request id -> session, for notifications/cancelled
 	legacyInit bool
+	outBroken  bool          // a write to the client failed: no more answers can arrive
+	answered   chan struct{} // signalled (without blocking) when a session answers or out breaks
 	log        func(msg string, args ...any)
 }
 
@@ -77,7 +79,59 @@ func (c *pipeConn) Write(_ context.Context, msg jsonrpc.Message) error {
 		c.r.mu.Unlock()
 		resp.Error = normalizeError(resp.Error)
 	}
-	return c.r.out(msg)
+	err := c.r.out(msg)
+	if err != nil {
+		c.r.mu.Lock()
+		c.r.outBroken = true
+		c.r.mu.Unlock()
+	}
+	if isResp || err != nil {
+		c.r.signalAnswered()
+	}
+	return err
+}
+
+func (r *router) signalAnswered() {
+	select {
+	case r.answered <- struct{}{}:
+	default:
+	}
+}
+
+// drain waits until every call handed to a session has been answered (or
+// cancelled by the client), so that end of input finishes the requests in
+// flight: the SDK cancels a session's requests, and drops their answers, as
+// soon as its input ends. It stops early when ctx is done, a write to the
+// client failed, or a session closed (its calls can no longer be answered).
+func (r *router) drain(ctx context.Context) {
+	for {
+		r.mu.Lock()
+		waiting := false
+		for _, c := range r.owner {
+			waiting = waiting || !c.isClosed()
+		}
+		waiting = waiting && !r.outBroken
+		r.mu.Unlock()
+		if !waiting {
+			return
+		}
+		select {
+		case <-r.answered:
+		case <-r.legacy.closed:
+		case <-r.modern.closed:
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+func (c *pipeConn) isClosed() bool {
+	select {
+	case <-c.closed:
+		return true
+	default:
+		return false
+	}
 }
 
 func (c *pipeConn) Close() error      { c.once.Do(func() { close(c.closed) }); return nil }
@@ -110,6 +164,7 @@ func normalizeError(err error) error {
 // returns io.EOF or an error; it then closes both sessions and waits for them.
 func (r *router) serve(ctx context.Context, srv *mcp.Server, next func() (jsonrpc.Message, error)) error {
 	r.owner = map[jsonrpc.ID]*pipeConn{}
+	r.answered = make(chan struct{}, 1)
 	r.legacy = &pipeConn{r: r, in: make(chan jsonrpc.Message), closed: make(chan struct{}), legacy: true}
 	r.modern = &pipeConn{r: r, in: make(chan jsonrpc.Message), closed: make(chan struct{})}
 	legacy, err := srv.Connect(ctx, connTransport{r.legacy}, nil)
@@ -138,6 +193,7 @@ func (r *router) serve(ctx context.Context, srv *mcp.Server, next func() (jsonrp
 			r.dispatch(ctx, msg)
 		}
 	}
+	r.drain(ctx)
 	close(r.legacy.in)
 	close(r.modern.in)
 	legacy.Wait()
@@ -156,12 +212,15 @@ func (r *router) reply(id jsonrpc.ID, code int64, msg string, data any) {
 	}
 }
 
-func (r *router) send(ctx context.Context, c *pipeConn, msg jsonrpc.Message) {
+// send hands msg to a session; it reports whether the session took it.
+func (r *router) send(ctx context.Context, c *pipeConn, msg jsonrpc.Message) bool {
 	select {
 	case c.in <- msg:
+		return true
 	case <-c.closed:
 	case <-ctx.Done():
 	}
+	return false
 }
 
 func (r *router) dispatch(ctx context.Context, msg jsonrpc.Message) {
@@ -180,9 +239,13 @@ func (r *router) dispatch(ctx context.Context, msg jsonrpc.Message) {
 			return
 		}
 		r.mu.Lock()
-		r.owner[msg.ID] = target
+		r.owner[msg.ID] = target // in flight until answered: see drain
 		r.mu.Unlock()
-		r.send(ctx, target, msg)
+		if !r.send(ctx, target, msg) {
+			r.mu.Lock()
+			delete(r.owner, msg.ID)
+			r.mu.Unlock()
+		}
 	}
 }
 
@@ -196,6 +259,9 @@ func (r *router) notificationTarget(msg *jsonrpc.Request) *pipeConn {
 				r.mu.Lock()
 				defer r.mu.Unlock()
 				if o := r.owner[id]; o != nil {
+					// The client gave up on it: end of input need not
+					// wait for its answer.
+					delete(r.owner, id)
 					return o
 				}
 			}
