@@ -288,3 +288,50 @@ func TestRegressionEndOfInputFinishesRequestsInFlight(t *testing.T) {
 		}
 	}
 }
+
+// Numeric ids went through float64 and were truncated to int64: id 1.5 was
+// answered as 1, 9007199254740993 as 9007199254740992 and
+// 12345678901234567890 as -9223372036854775808, answers a client could pair
+// with the wrong request. Such ids are now refused before anything runs.
+func TestRegressionNumericIDsAreEchoedExactly(t *testing.T) {
+	f := newFixture(t)
+	create := func(id, node string) string {
+		return `{"jsonrpc":"2.0","id":` + id + `,"method":"tools/call","params":{"name":"graph_task_create","arguments":{"workflow_id":"ids","node_id":"` + node + `"},` + hostileMeta + `}}`
+	}
+	refused := []string{"1.5", "9007199254740993", "12345678901234567890", "-9007199254740992", "1e400", "1e-400"}
+	var lines []string
+	for i, id := range refused {
+		lines = append(lines, create(id, fmt.Sprintf("r%d", i)))
+	}
+	echoed := map[string]string{"9007199254740991": "9007199254740991", "-9007199254740991": "-9007199254740991", "1e3": "1000", "-0": "0", `"s"`: `"s"`}
+	for id := range echoed {
+		lines = append(lines, `{"jsonrpc":"2.0","id":`+id+`,"method":"tools/list","params":{`+hostileMeta+`}}`)
+	}
+	msgs := serveLines(t, f.srv, lines...)
+	nullErrors, answered := 0, map[string]bool{}
+	for _, m := range msgs {
+		switch {
+		case string(m["id"]) == "null":
+			if !strings.Contains(string(m["error"]), "numeric id must be an integer") {
+				t.Errorf("unexpected error: %s", m["error"])
+			}
+			nullErrors++
+		case m["result"] != nil:
+			answered[string(m["id"])] = true
+		default:
+			b, _ := json.Marshal(m)
+			t.Errorf("unexpected answer: %s", b)
+		}
+	}
+	if nullErrors != len(refused) {
+		t.Errorf("%d refusals for %d bad ids", nullErrors, len(refused))
+	}
+	for _, want := range echoed {
+		if !answered[want] {
+			t.Errorf("no answer with id %s (answered %v)", want, answered)
+		}
+	}
+	if tasks, err := f.store.ListTasks(f.ctx, taskgraph.ListFilter{WorkflowID: "ids"}); err != nil || len(tasks) != 0 {
+		t.Fatalf("requests with refused ids ran: %d tasks (%v)", len(tasks), err)
+	}
+}
