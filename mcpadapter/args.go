@@ -149,10 +149,10 @@ func decodeArgs(raw json.RawMessage, fields []field) (*args, error) {
 			return nil, errArgsNotObject
 		}
 		if _, dup := a.raw[k]; dup {
-			return nil, argErrorf("the key %q appears twice", k)
+			return nil, argErrorf("the key %q appears twice", clip(k))
 		}
 		if _, known := byName[k]; !known {
-			return nil, argErrorf("unknown argument %q; allowed: %s", k, fieldNames(fields))
+			return nil, argErrorf("unknown argument %q; allowed: %s", clip(k), fieldNames(fields))
 		}
 		a.raw[k] = v
 	}

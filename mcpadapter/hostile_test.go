@@ -335,3 +335,16 @@ func TestRegressionNumericIDsAreEchoedExactly(t *testing.T) {
 		t.Fatalf("requests with refused ids ran: %d tasks (%v)", len(tasks), err)
 	}
 }
+
+// Unknown and duplicate argument names were echoed whole into the tool
+// error, so a 10 MB name came back as 10 MB of error text; every other echo
+// of input is clipped.
+func TestRegressionArgumentNamesAreClipped(t *testing.T) {
+	name := strings.Repeat("k", 10<<20)
+	for _, in := range []string{`{"` + name + `":1}`, `{"owner":"w","` + name + `":1,"` + name + `":2}`} {
+		_, err := decodeArgs(json.RawMessage(in), fieldsOf(t, manifest.ToolClaim))
+		if err == nil || len(err.Error()) > 1024 {
+			t.Errorf("decodeArgs(%s): %d bytes of error", short(in), len(fmt.Sprint(err)))
+		}
+	}
+}
