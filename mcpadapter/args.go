@@ -343,17 +343,17 @@ func exactInt(v json.RawMessage) (int64, error) {
 	return n, nil
 }
 
-// clip shortens echoed input in error messages.
+// clip shortens echoed input in error messages, and keeps them valid UTF-8.
 func clip(s string) string {
 	const max = 64
-	if len(s) <= max {
-		return s
+	if len(s) > max {
+		cut := max
+		for cut > 0 && !utf8.RuneStart(s[cut]) {
+			cut--
+		}
+		s = s[:cut] + "…"
 	}
-	cut := max
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + "…"
+	return strings.ToValidUTF8(s, "\uFFFD")
 }
 
 // Tool argument bounds, in the units of the wire (milliseconds).

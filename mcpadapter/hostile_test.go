@@ -14,6 +14,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -351,6 +352,21 @@ func TestRegressionArgumentNamesAreClipped(t *testing.T) {
 		if err == nil || len(err.Error()) > 1024 {
 			t.Errorf("decodeArgs(%s): %d bytes of error", short(in), len(fmt.Sprint(err)))
 		}
+	}
+}
+
+// Echoed input went into error messages byte for byte, so a value holding
+// bytes that are not UTF-8 (here "generation":"\x93") made the message
+// itself invalid UTF-8. Found by FuzzDecodeArgs.
+func TestRegressionEchoedInputIsValidUTF8(t *testing.T) {
+	for _, in := range []string{"\x93", "ok\xff\xfe", strings.Repeat("é", 40) + "\xc3", strings.Repeat("\xff", 100)} {
+		if got := clip(in); !utf8.ValidString(got) || len(got) > 64+len("…")+3*64 {
+			t.Errorf("clip(%q) = %q", in, got)
+		}
+	}
+	_, err := decodeArgs(json.RawMessage("{\"task_id\":\"00000000000000000000000000\",\"owner\":\"0\",\"generation\":\"\x93\"}"), fieldsOf(t, manifest.ToolHeartbeat))
+	if err == nil || !utf8.ValidString(err.Error()) {
+		t.Errorf("decodeArgs: %q", err)
 	}
 }
 
