@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"regexp"
 	"sort"
 	"strconv"
@@ -150,10 +149,10 @@ func decodeArgs(raw json.RawMessage, fields []field) (*args, error) {
 			return nil, errArgsNotObject
 		}
 		if _, dup := a.raw[k]; dup {
-			return nil, argErrorf("the key %q appears twice", k)
+			return nil, argErrorf("the key %q appears twice", clip(k))
 		}
 		if _, known := byName[k]; !known {
-			return nil, argErrorf("unknown argument %q; allowed: %s", k, fieldNames(fields))
+			return nil, argErrorf("unknown argument %q; allowed: %s", clip(k), fieldNames(fields))
 		}
 		a.raw[k] = v
 	}
@@ -165,12 +164,20 @@ func decodeArgs(raw json.RawMessage, fields []field) (*args, error) {
 	}
 	for _, f := range fields {
 		v, ok := a.raw[f.name]
-		if !ok || (string(v) == "null" && f.kind != kindAny) {
+		if !ok {
 			if f.required {
 				return nil, argErrorf("%s is required", f.name)
 			}
-			delete(a.raw, f.name)
 			continue
+		}
+		if string(v) == "null" && f.kind != kindAny {
+			// The schema's types do not include null: an explicit null is
+			// not a way to ask for the default (a null task_id must not
+			// turn a claim of one task into a claim of any task).
+			if f.required {
+				return nil, argErrorf("%s is required (got null)", f.name)
+			}
+			return nil, argErrorf("%s must not be null; omit it to use the default", f.name)
 		}
 		if err := a.check(f, v); err != nil {
 			return nil, err
@@ -257,22 +264,26 @@ func checkString(f field, s string) error {
 			return argErrorf("%s must be a task id as returned by graph_task_create or graph_task_claim: 26 characters of 0-9 and A-Z (got %q)", f.name, clip(s))
 		}
 	case kindToken:
-		if s == "" || len(s) > taskgraph.MaxTokenLen {
+		// Lengths are counted in characters, as the schema's maxLength is;
+		// the store bounds the bytes.
+		if s == "" || utf8.RuneCountInString(s) > taskgraph.MaxTokenLen {
 			return argErrorf("%s must be the claim_token returned by graph_task_claim (1 to %d characters)", f.name, taskgraph.MaxTokenLen)
 		}
 	case kindErrorText:
 		if s == "" {
 			return argErrorf("%s must say what went wrong (a non-empty string)", f.name)
 		}
-		if len(s) > taskgraph.MaxErrorBytes {
-			return argErrorf("%s must be at most %d bytes (got %d)", f.name, taskgraph.MaxErrorBytes, len(s))
+		if n := utf8.RuneCountInString(s); n > taskgraph.MaxErrorBytes {
+			return argErrorf("%s must be at most %d characters and %d bytes (got %d characters)", f.name, taskgraph.MaxErrorBytes, taskgraph.MaxErrorBytes, n)
 		}
 	}
 	return nil
 }
 
 // exactInt parses a JSON number that denotes an integer (1000, 1e3, 1000.0)
-// without going through float64 for plain integers.
+// exactly, never through float64: a number with any non-zero fraction, however
+// small (1e-400, 3.0000000000000000001), is not an integer, and one beyond
+// the int64 range is refused rather than rounded.
 func exactInt(v json.RawMessage) (int64, error) {
 	s := string(v)
 	if n, err := strconv.ParseInt(s, 10, 64); err == nil {
@@ -281,24 +292,68 @@ func exactInt(v json.RawMessage) (int64, error) {
 	if !json.Valid(v) || len(s) == 0 || (s[0] != '-' && (s[0] < '0' || s[0] > '9')) {
 		return 0, errors.New("not a number")
 	}
-	f, err := strconv.ParseFloat(s, 64)
-	if err != nil || math.IsInf(f, 0) || f != math.Trunc(f) || math.Abs(f) > maxSafeInteger {
-		return 0, errors.New("not an integer")
+	// A valid JSON number: -?int(.frac)?([eE][+-]?exp)?
+	neg := s[0] == '-'
+	if neg {
+		s = s[1:]
 	}
-	return int64(f), nil
+	mant, exp := s, ""
+	if i := strings.IndexAny(s, "eE"); i >= 0 {
+		mant, exp = s[:i], s[i+1:]
+	}
+	intPart, frac, _ := strings.Cut(mant, ".")
+	// The value is digits × 10^e.
+	digits := strings.TrimLeft(intPart+frac, "0")
+	if digits == "" {
+		return 0, nil // zero, whatever the exponent
+	}
+	trimmed := strings.TrimRight(digits, "0")
+	e := int64(len(digits)-len(trimmed)) - int64(len(frac))
+	digits = trimmed
+	if exp != "" {
+		expNeg := exp[0] == '-'
+		exp = strings.TrimLeft(strings.TrimLeft(exp, "+-"), "0")
+		if len(exp) > 9 {
+			// An exponent of ten or more digits: no message holds enough
+			// digits to bring such a number back into range.
+			if expNeg {
+				return 0, errors.New("not an integer")
+			}
+			return 0, errors.New("out of range")
+		}
+		x, _ := strconv.ParseInt("0"+exp, 10, 64)
+		if expNeg {
+			x = -x
+		}
+		e += x
+	}
+	if e < 0 {
+		return 0, errors.New("not an integer") // digits has no trailing zero
+	}
+	if int64(len(digits))+e > 19 {
+		return 0, errors.New("out of range")
+	}
+	if neg {
+		digits = "-" + digits
+	}
+	n, err := strconv.ParseInt(digits+strings.Repeat("0", int(e)), 10, 64)
+	if err != nil {
+		return 0, errors.New("out of range")
+	}
+	return n, nil
 }
 
-// clip shortens echoed input in error messages.
+// clip shortens echoed input in error messages, and keeps them valid UTF-8.
 func clip(s string) string {
 	const max = 64
-	if len(s) <= max {
-		return s
+	if len(s) > max {
+		cut := max
+		for cut > 0 && !utf8.RuneStart(s[cut]) {
+			cut--
+		}
+		s = s[:cut] + "…"
 	}
-	cut := max
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + "…"
+	return strings.ToValidUTF8(s, "\uFFFD")
 }
 
 // Tool argument bounds, in the units of the wire (milliseconds).

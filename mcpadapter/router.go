@@ -28,9 +28,10 @@ type router struct {
 	modern *pipeConn
 
 	mu         sync.Mutex
-	owner      map[jsonrpc.ID]*pipeConn // in-flight request id -> session (for notifications/cancelled and draining)
-	idle       chan struct{}            // closed when owner empties, while draining
+	owner      map[jsonrpc.ID]*pipeConn // request id -> session, for notifications/cancelled
 	legacyInit bool
+	outBroken  bool          // a write to the client failed: no more answers can arrive
+	answered   chan struct{} // signalled (without blocking) when a session answers or out breaks
 	log        func(msg string, args ...any)
 }
 
@@ -74,18 +75,84 @@ func (c *pipeConn) Write(_ context.Context, msg jsonrpc.Message) error {
 		return nil
 	}
 	if isResp {
-		resp.Error = normalizeError(resp.Error)
-		err := c.r.out(msg)
 		c.r.mu.Lock()
 		delete(c.r.owner, resp.ID)
-		if len(c.r.owner) == 0 && c.r.idle != nil {
-			close(c.r.idle)
-			c.r.idle = nil
-		}
 		c.r.mu.Unlock()
-		return err
+		resp.Error = normalizeError(resp.Error)
 	}
-	return c.r.out(msg)
+	err := c.r.out(msg)
+	if err != nil {
+		c.r.mu.Lock()
+		c.r.outBroken = true
+		c.r.mu.Unlock()
+	}
+	if isResp || err != nil {
+		c.r.signalAnswered()
+	}
+	return err
+}
+
+func (r *router) signalAnswered() {
+	select {
+	case r.answered <- struct{}{}:
+	default:
+	}
+}
+
+// Bounds on answering the requests in flight when input ends: long enough
+// for the longest claim wait after end of input, short after a shutdown
+// signal.
+const (
+	drainAfterEOF    = 40 * time.Second
+	drainAfterCancel = 10 * time.Second
+)
+
+// drain waits until every call handed to a session has been answered (or
+// cancelled by the client), so that end of input finishes the requests in
+// flight: the SDK cancels a session's requests, and drops their answers, as
+// soon as its input ends. It stops early when a write to the client failed or
+// a session closed (its calls can no longer be answered), and waits at most
+// drainAfterEOF, or drainAfterCancel once parent is done.
+func (r *router) drain(parent context.Context) {
+	eof := time.NewTimer(drainAfterEOF)
+	defer eof.Stop()
+	var cancelled <-chan time.Time
+	done := parent.Done()
+	for {
+		r.mu.Lock()
+		waiting := false
+		for _, c := range r.owner {
+			waiting = waiting || !c.isClosed()
+		}
+		waiting = waiting && !r.outBroken
+		r.mu.Unlock()
+		if !waiting {
+			return
+		}
+		select {
+		case <-r.answered:
+		case <-r.legacy.closed:
+		case <-r.modern.closed:
+		case <-eof.C:
+			return
+		case <-cancelled:
+			return
+		case <-done:
+			done = nil
+			t := time.NewTimer(drainAfterCancel)
+			defer t.Stop()
+			cancelled = t.C
+		}
+	}
+}
+
+func (c *pipeConn) isClosed() bool {
+	select {
+	case <-c.closed:
+		return true
+	default:
+		return false
+	}
 }
 
 func (c *pipeConn) Close() error      { c.once.Do(func() { close(c.closed) }); return nil }
@@ -114,21 +181,14 @@ func normalizeError(err error) error {
 	return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: msg}
 }
 
-// Bounds on answering the requests in flight when input ends: long enough
-// for the longest claim wait after end of input, short after a shutdown
-// signal.
-const (
-	drainAfterEOF    = 40 * time.Second
-	drainAfterCancel = 10 * time.Second
-)
-
 // serve connects the two sessions to srv and feeds them from next until it
 // returns io.EOF or an error (or ctx is done); it then lets the requests in
-// flight finish and be answered (bounded), closes both sessions and waits for
-// them. Handlers do not see ctx's cancellation: a shutdown stops intake, it
-// does not abort work already accepted.
+// flight finish and be answered (bounded, see drain), closes both sessions
+// and waits for them. Handlers do not see ctx's cancellation: a shutdown
+// stops intake, it does not abort work already accepted.
 func (r *router) serve(ctx context.Context, srv *mcp.Server, next func() (jsonrpc.Message, error)) error {
 	r.owner = map[jsonrpc.ID]*pipeConn{}
+	r.answered = make(chan struct{}, 1)
 	parent := ctx
 	ctx = context.WithoutCancel(ctx)
 	r.legacy = &pipeConn{r: r, in: make(chan jsonrpc.Message), closed: make(chan struct{}), legacy: true}
@@ -167,38 +227,6 @@ func (r *router) serve(ctx context.Context, srv *mcp.Server, next func() (jsonrp
 	return readErr
 }
 
-// drain waits until every dispatched request has been answered, at most
-// drainAfterEOF, or drainAfterCancel once parent is done.
-func (r *router) drain(parent context.Context) {
-	r.mu.Lock()
-	if len(r.owner) == 0 {
-		r.mu.Unlock()
-		return
-	}
-	idle := make(chan struct{})
-	r.idle = idle
-	r.mu.Unlock()
-	eof := time.NewTimer(drainAfterEOF)
-	defer eof.Stop()
-	var cancelled <-chan time.Time
-	done := parent.Done()
-	for {
-		select {
-		case <-idle:
-			return
-		case <-eof.C:
-			return
-		case <-cancelled:
-			return
-		case <-done:
-			done = nil
-			t := time.NewTimer(drainAfterCancel)
-			defer t.Stop()
-			cancelled = t.C
-		}
-	}
-}
-
 // reply answers a request directly, without the SDK.
 func (r *router) reply(id jsonrpc.ID, code int64, msg string, data any) {
 	e := &jsonrpc.Error{Code: code, Message: msg}
@@ -210,12 +238,15 @@ func (r *router) reply(id jsonrpc.ID, code int64, msg string, data any) {
 	}
 }
 
-func (r *router) send(ctx context.Context, c *pipeConn, msg jsonrpc.Message) {
+// send hands msg to a session; it reports whether the session took it.
+func (r *router) send(ctx context.Context, c *pipeConn, msg jsonrpc.Message) bool {
 	select {
 	case c.in <- msg:
+		return true
 	case <-c.closed:
 	case <-ctx.Done():
 	}
+	return false
 }
 
 func (r *router) dispatch(ctx context.Context, msg jsonrpc.Message) {
@@ -234,9 +265,13 @@ func (r *router) dispatch(ctx context.Context, msg jsonrpc.Message) {
 			return
 		}
 		r.mu.Lock()
-		r.owner[msg.ID] = target
+		r.owner[msg.ID] = target // in flight until answered: see drain
 		r.mu.Unlock()
-		r.send(ctx, target, msg)
+		if !r.send(ctx, target, msg) {
+			r.mu.Lock()
+			delete(r.owner, msg.ID)
+			r.mu.Unlock()
+		}
 	}
 }
 
@@ -250,6 +285,9 @@ func (r *router) notificationTarget(msg *jsonrpc.Request) *pipeConn {
 				r.mu.Lock()
 				defer r.mu.Unlock()
 				if o := r.owner[id]; o != nil {
+					// The client gave up on it: end of input need not
+					// wait for its answer.
+					delete(r.owner, id)
 					return o
 				}
 			}

@@ -25,7 +25,7 @@ func (s *Server) ServeStdio(ctx context.Context, r io.Reader, w io.Writer) error
 	var wmu sync.Mutex
 	rt := &router{log: s.log.Warn}
 	rt.out = func(msg jsonrpc.Message) error {
-		b, err := jsonrpc.EncodeMessage(msg)
+		b, err := encodeMessage(msg)
 		if err != nil {
 			return err
 		}
@@ -95,6 +95,20 @@ func (s *Server) ServeTransport(ctx context.Context, t mcp.Transport) error {
 	return rt.serve(ctx, s.mcp, func() (jsonrpc.Message, error) { return conn.Read(ctx) })
 }
 
+// encodeMessage is jsonrpc.EncodeMessage, except that an error about a
+// request whose id could not be read carries "id": null, which JSON-RPC 2.0
+// requires; the SDK's encoder leaves the member out.
+func encodeMessage(msg jsonrpc.Message) ([]byte, error) {
+	if r, ok := msg.(*jsonrpc.Response); ok && !r.ID.IsValid() && r.Error != nil {
+		return json.Marshal(struct {
+			JSONRPC string `json:"jsonrpc"`
+			ID      *int   `json:"id"`
+			Error   error  `json:"error"`
+		}{JSONRPC: "2.0", Error: r.Error})
+	}
+	return jsonrpc.EncodeMessage(msg)
+}
+
 type lineOrErr struct {
 	line    []byte
 	tooLong bool
@@ -157,15 +171,10 @@ func decodeLine(rt *router, line []byte) jsonrpc.Message {
 			rt.reply(jsonrpc.ID{}, jsonrpc.CodeInvalidRequest, "invalid request: id must be a string or a number, not null", nil)
 			return nil
 		}
-		var v any
-		dec := json.NewDecoder(bytes.NewReader(rawID))
-		if dec.Decode(&v) == nil {
-			if x, err := jsonrpc.MakeID(v); err == nil {
-				id = x
-			} else {
-				rt.reply(jsonrpc.ID{}, jsonrpc.CodeInvalidRequest, "invalid request: id must be a string or a number", nil)
-				return nil
-			}
+		var err error
+		if id, err = readID(rawID); err != nil {
+			rt.reply(jsonrpc.ID{}, jsonrpc.CodeInvalidRequest, "invalid request: "+err.Error(), nil)
+			return nil
 		}
 	}
 	if string(env["jsonrpc"]) != `"2.0"` {
@@ -193,5 +202,37 @@ func decodeLine(rt *router, line []byte) jsonrpc.Message {
 		rt.reply(id, jsonrpc.CodeInvalidRequest, "invalid request: "+clip(err.Error()), nil)
 		return nil
 	}
+	// Answer with exactly the id read above.
+	switch m := msg.(type) {
+	case *jsonrpc.Request:
+		if hasID {
+			m.ID = id
+		}
+	case *jsonrpc.Response:
+		m.ID = id
+	}
 	return msg
+}
+
+// readID reads a request id: a string, or a number denoting an integer that
+// a float64 holds exactly (|n| < 2^53). The SDK keeps numeric ids as float64
+// and truncates them to int64, so 1.5 would be answered as 1 and
+// 9007199254740993 as 9007199254740992 — answers a client could pair with
+// the wrong request. Such ids are refused instead.
+func readID(raw json.RawMessage) (jsonrpc.ID, error) {
+	if len(raw) > 0 && raw[0] == '"' {
+		var s string
+		if err := json.Unmarshal(raw, &s); err != nil {
+			return jsonrpc.ID{}, errors.New("id must be a string or a number")
+		}
+		return jsonrpc.MakeID(s)
+	}
+	if len(raw) == 0 || (raw[0] != '-' && (raw[0] < '0' || raw[0] > '9')) {
+		return jsonrpc.ID{}, errors.New("id must be a string or a number")
+	}
+	n, err := exactInt(raw)
+	if err != nil || n > maxSafeInteger || n < -maxSafeInteger {
+		return jsonrpc.ID{}, fmt.Errorf("a numeric id must be an integer between %d and %d (got %s)", -maxSafeInteger, maxSafeInteger, clip(string(raw)))
+	}
+	return jsonrpc.MakeID(float64(n))
 }

@@ -116,7 +116,7 @@ func toolDefs() []toolDef {
 		{
 			name: manifest.ToolFail, title: "Fail a claimed task",
 			desc:        "Report that the task you hold failed, with an error text. With retryable true and attempts left it returns to the ready queue; otherwise it fails and every unfinished task that depends on it is cancelled.",
-			fields:      append(append([]field{}, holderFields...), field{name: "error", kind: kindErrorText, required: true, desc: "what went wrong"}, field{name: "retryable", kind: kindBool, desc: "true if another attempt may succeed (default false)"}),
+			fields:      append(append([]field{}, holderFields...), field{name: "error", kind: kindErrorText, required: true, desc: "what went wrong: at most 65536 characters and 64 KiB of UTF-8"}, field{name: "retryable", kind: kindBool, desc: "true if another attempt may succeed (default false)"}),
 			annotations: &mcp.ToolAnnotations{Title: "Fail a claimed task", DestructiveHint: boolPtr(true), OpenWorldHint: boolPtr(false)},
 			run: func(ctx context.Context, s *Server, a *args) (*toolOutput, error) {
 				t, err := s.store.Fail(ctx, holderOf(a), a.str["error"], a.bln["retryable"])
