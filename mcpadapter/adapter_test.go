@@ -8,11 +8,14 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -421,5 +424,54 @@ func TestToolErrorsCarryAMachineReadableKind(t *testing.T) {
 	detail = res["_meta"].(map[string]any)[ErrorMetaKey].(map[string]any)
 	if detail["kind"] != "invalid" || detail["field"] != "depends_on" {
 		t.Fatalf("validation detail: %v", detail)
+	}
+}
+
+func TestClientCancellationIsNotAnInternalError(t *testing.T) {
+	var logs bytes.Buffer
+	var mu sync.Mutex
+	outcomes := map[string]string{}
+	f := newFixture(t, func(c *Config) {
+		c.Logger = slog.New(slog.NewTextHandler(&syncWriter{w: &logs, mu: &mu}, &slog.HandlerOptions{Level: slog.LevelDebug}))
+		c.OnToolCall = func(tool, outcome string) { mu.Lock(); outcomes[tool] = outcome; mu.Unlock() }
+	})
+	r := f.raw()
+	id, _ := jsonrpc.MakeID(float64(99))
+	params, _ := json.Marshal(map[string]any{"name": manifest.ToolClaim, "arguments": map[string]any{"owner": "w", "wait_ms": 20000}, "_meta": modernMeta(nil)})
+	if err := r.conn.Write(r.ctx, &jsonrpc.Request{ID: id, Method: "tools/call", Params: params}); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, func() bool { return f.store.Waiters() > 0 })
+	r.notify("notifications/cancelled", map[string]any{"requestId": 99, "reason": "worker stopping", "_meta": modernMeta(nil)})
+	waitUntil(t, func() bool { mu.Lock(); defer mu.Unlock(); return outcomes[manifest.ToolClaim] != "" })
+	mu.Lock()
+	defer mu.Unlock()
+	if outcomes[manifest.ToolClaim] != "cancelled" {
+		t.Fatalf("outcome %q, want cancelled", outcomes[manifest.ToolClaim])
+	}
+	if strings.Contains(logs.String(), "level=ERROR") {
+		t.Fatalf("a client cancellation was logged as an error:\n%s", logs.String())
+	}
+}
+
+type syncWriter struct {
+	w  *bytes.Buffer
+	mu *sync.Mutex
+}
+
+func (s *syncWriter) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w.Write(p)
+}
+
+func waitUntil(t *testing.T, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not reached")
+		}
+		time.Sleep(time.Millisecond)
 	}
 }

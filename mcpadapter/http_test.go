@@ -515,6 +515,7 @@ func TestHTTPMetrics(t *testing.T) {
 		`graph_engineering_mcp_sessions 1`,
 		`graph_engineering_http_requests_in_flight 0`,
 		`graph_engineering_database_up 1`,
+		`graph_engineering_claim_waiters 0`,
 		`graph_engineering_lease_overdue_seconds 570`,
 		`graph_engineering_oldest_lease_expiry_timestamp_seconds 1.7776260`,
 		`go_goroutines`,

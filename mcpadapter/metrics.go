@@ -162,7 +162,7 @@ type storeCollector struct {
 	st  *taskgraph.Store
 	log *slog.Logger
 
-	tasks, up, oldestExpiry, overdue *prometheus.Desc
+	tasks, up, oldestExpiry, overdue, waiters *prometheus.Desc
 	counters                         []storeCounter
 }
 
@@ -179,6 +179,7 @@ func newStoreCollector(st *taskgraph.Store, log *slog.Logger) *storeCollector {
 		st: st, log: log,
 		tasks:        d("tasks", "Tasks by state, over all workflows, read at scrape time.", "state"),
 		up:           d("database_up", "1 if the scrape-time database reads succeeded, else 0."),
+		waiters:      d("claim_waiters", "Claim-next calls waiting for a task to become ready right now (idle worker capacity)."),
 		oldestExpiry: d("oldest_lease_expiry_timestamp_seconds", "Unix time at which the earliest live lease expires; 0 when no task is claimed."),
 		overdue: d("lease_overdue_seconds",
 			"Seconds since the earliest lease expired without the sweeper processing it (0 when none has). The sweeper expires leases within about a second, so a value that keeps growing means stuck work."),
@@ -204,6 +205,7 @@ func (c *storeCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.up
 	ch <- c.oldestExpiry
 	ch <- c.overdue
+	ch <- c.waiters
 	for _, sc := range c.counters {
 		ch <- sc.desc
 	}
@@ -215,6 +217,7 @@ func (c *storeCollector) Collect(ch chan<- prometheus.Metric) {
 	for _, sc := range c.counters {
 		ch <- prometheus.MustNewConstMetric(sc.desc, prometheus.CounterValue, float64(sc.value(stats)))
 	}
+	ch <- prometheus.MustNewConstMetric(c.waiters, prometheus.GaugeValue, float64(c.st.Waiters()))
 	ctx, cancel := context.WithTimeout(context.Background(), metricsQueryTimeout)
 	defer cancel()
 	up := 1.0

@@ -53,7 +53,7 @@ type Config struct {
 	CacheTTLMs int
 	// OnToolCall, if set, is called once per tool call with the tool name and
 	// its outcome (ok, invalid, not_found, conflict, stale_claim,
-	// protocol_error, internal_error, deadline), for metrics.
+	// protocol_error, internal_error, deadline, cancelled), for metrics.
 	OnToolCall func(tool, outcome string)
 	// Register, if set, is called with the SDK server before it serves, to
 	// add further features (for example skills).

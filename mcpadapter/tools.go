@@ -262,6 +262,13 @@ func (s *Server) toolError(ctx context.Context, tool string, err error) (*mcp.Ca
 	case errors.Is(err, context.DeadlineExceeded) && ctx.Err() != nil:
 		s.observeTool(tool, "deadline")
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf("%s did not finish within the call deadline; it may or may not have taken effect: inspect the task before retrying", tool)}
+	case errors.Is(err, context.Canceled) && ctx.Err() != nil:
+		// The client went away or cancelled the call (notifications/cancelled,
+		// a closed HTTP connection): not a fault of the server, and nobody is
+		// waiting for this answer.
+		s.observeTool(tool, "cancelled")
+		s.log.Debug("tool call cancelled by the client", "tool", tool)
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf("%s was cancelled by the client; it may or may not have taken effect", tool)}
 	case errors.Is(err, taskgraph.ErrClosed):
 		s.observeTool(tool, "internal_error")
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "the server is shutting down; retry against a running server"}

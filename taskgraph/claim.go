@@ -85,20 +85,32 @@ func (s *Store) Claim(ctx context.Context, req ClaimRequest) (c Claimed, ok bool
 				sleep = max(until, time.Millisecond)
 			}
 		}
-		t := time.NewTimer(sleep)
-		select {
-		case <-changed:
-		case <-t.C:
-		case <-ctx.Done():
-			t.Stop()
-			return Claimed{}, false, ctx.Err()
-		case <-s.quit:
-			t.Stop()
-			return Claimed{}, false, ErrClosed
+		if err := s.park(ctx, changed, sleep); err != nil {
+			return Claimed{}, false, err
 		}
-		t.Stop()
 	}
 }
+
+// park waits for a change, the timeout, ctx or Close, counted in Waiters.
+func (s *Store) park(ctx context.Context, changed <-chan struct{}, sleep time.Duration) error {
+	s.waiters.Add(1)
+	defer s.waiters.Add(-1)
+	t := time.NewTimer(sleep)
+	defer t.Stop()
+	select {
+	case <-changed:
+	case <-t.C:
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-s.quit:
+		return ErrClosed
+	}
+	return nil
+}
+
+// Waiters returns how many claim-next calls are waiting for a task to become
+// ready right now.
+func (s *Store) Waiters() int { return int(s.waiters.Load()) }
 
 func (s *Store) nextLeaseExpiry(ctx context.Context) (time.Time, error) {
 	var ms sql.NullInt64

@@ -144,7 +144,7 @@ func TestClaimNextWaitsForCreate(t *testing.T) {
 		got <- c
 	}()
 	// The waiter is parked on the notifier; a create wakes it at once.
-	waitFor(t, func() bool { return b.s.notifyWaiting() })
+	waitFor(t, func() bool { return b.s.Waiters() > 0 })
 	tk := b.create(t, "wf", "late")
 	select {
 	case c := <-got:
@@ -173,7 +173,7 @@ func TestClaimNextSeesOtherProcessWrites(t *testing.T) {
 		}
 		got <- ok
 	}()
-	waitFor(t, func() bool { return b.s.notifyWaiting() })
+	waitFor(t, func() bool { return b.s.Waiters() > 0 })
 	if _, err := other.CreateTask(b.ctx, "wf", NodeSpec{NodeID: "x"}); err != nil {
 		t.Fatal(err)
 	}

@@ -11,9 +11,8 @@ import (
 // notifier wakes every waiter at once: wait returns a channel that the next
 // broadcast closes.
 type notifier struct {
-	mu     sync.Mutex
-	ch     chan struct{}
-	handed bool // a waiter holds ch
+	mu sync.Mutex
+	ch chan struct{}
 }
 
 func (n *notifier) init() { n.ch = make(chan struct{}) }
@@ -21,7 +20,6 @@ func (n *notifier) init() { n.ch = make(chan struct{}) }
 func (n *notifier) wait() <-chan struct{} {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	n.handed = true
 	return n.ch
 }
 
@@ -30,7 +28,6 @@ func (n *notifier) broadcast() {
 	defer n.mu.Unlock()
 	close(n.ch)
 	n.ch = make(chan struct{})
-	n.handed = false
 }
 
 // startWatch notices writes made by other processes (an operator command,
@@ -140,13 +137,4 @@ func (s *Store) Stats() Stats {
 		Failures: c.failures.Load(), Retries: c.retries.Load(), Expiries: c.expiries.Load(),
 		Cancels: c.cancels.Load(), CascadeCancels: c.cascadeCancels.Load(), StaleRejections: c.staleRejections.Load(),
 	}
-}
-
-// notifyWaiting reports whether some goroutine holds the current wake-up
-// channel; tests use it to know a waiter is parked. It is approximate: it
-// only says a wait channel was handed out since the last broadcast.
-func (s *Store) notifyWaiting() bool {
-	s.notify.mu.Lock()
-	defer s.notify.mu.Unlock()
-	return s.notify.handed
 }

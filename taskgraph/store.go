@@ -96,8 +96,9 @@ type Store struct {
 	sendM  sync.Mutex
 	sendWG sync.WaitGroup // senders between the closed check and the channel send
 
-	notify notifier
-	stats  counters
+	notify  notifier
+	stats   counters
+	waiters atomic.Int64 // claim-next calls parked in Claim
 }
 
 // DefaultPath returns the default database path:
