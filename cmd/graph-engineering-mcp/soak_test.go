@@ -1,0 +1,381 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/graph-engineering/graph-engineering-mcp/manifest"
+	"github.com/graph-engineering/graph-engineering-mcp/taskgraph"
+)
+
+// soakDuration is how long TestSoakKillRestart runs its fault load:
+// GE_SOAK_DURATION (a Go duration) or 45s. scripts/soak sets it longer.
+func soakDuration(t *testing.T) time.Duration {
+	if s := os.Getenv("GE_SOAK_DURATION"); s != "" {
+		d, err := time.ParseDuration(s)
+		if err != nil {
+			t.Fatalf("GE_SOAK_DURATION: %v", err)
+		}
+		return d
+	}
+	return 45 * time.Second
+}
+
+// soakServer runs the built binary over HTTP on one port across restarts.
+type soakServer struct {
+	t     *testing.T
+	bin   string
+	db    string
+	addr  string
+	token string
+	mu    sync.Mutex
+	cmd   *exec.Cmd
+	logs  bytes.Buffer
+}
+
+func (s *soakServer) start() {
+	s.t.Helper()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	cmd := exec.Command(s.bin, "serve", "--database", s.db, "--http", s.addr, "--log-level", "warn")
+	cmd.Env = append(os.Environ(), "GRAPH_ENGINEERING_AUTH_TOKEN="+s.token)
+	cmd.Stdout, cmd.Stderr = &s.logs, &s.logs
+	if err := cmd.Start(); err != nil {
+		s.t.Fatal(err)
+	}
+	s.cmd = cmd
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		if resp, err := http.Get("http://" + s.addr + "/healthz"); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == 200 {
+				return
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	s.t.Fatalf("server did not become healthy:\n%s", s.logs.String())
+}
+
+func (s *soakServer) kill() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.cmd.Process.Signal(syscall.SIGKILL)
+	s.cmd.Wait()
+}
+
+func (s *soakServer) stop() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.cmd.Process.Signal(syscall.SIGTERM)
+	return s.cmd.Wait()
+}
+
+type bearer struct {
+	token string
+	next  http.RoundTripper
+}
+
+func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+b.token)
+	return b.next.RoundTrip(r)
+}
+
+// ack is a completion the server acknowledged.
+type ack struct {
+	owner      string
+	generation int64
+}
+
+// TestSoakKillRestart runs workers with short leases that pause past their
+// lease, crash without releasing, or fail retryably, while the server is
+// killed with SIGKILL and restarted on the same database every few seconds.
+// At the end the history and final state must show: every task terminal or
+// still claimable, no task completed twice, every acknowledged completion
+// present, no write accepted from a superseded generation or after its lease,
+// a verifying hash chain and a clean integrity check.
+func TestSoakKillRestart(t *testing.T) {
+	if testing.Short() {
+		t.Skip("soak: skipped with -short")
+	}
+	dur := soakDuration(t)
+	bin := builtBinary(t)
+	dir := t.TempDir()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	srv := &soakServer{t: t, bin: bin, db: filepath.Join(dir, "soak.db"), addr: addr, token: "soak-token-" + strconv.FormatInt(time.Now().UnixNano(), 36)}
+	srv.start()
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	httpClient := &http.Client{Transport: bearer{srv.token, http.DefaultTransport}, Timeout: 40 * time.Second}
+	connect := func() (*mcp.ClientSession, error) {
+		c := mcp.NewClient(&mcp.Implementation{Name: "soak", Version: "1"}, nil)
+		return c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: "http://" + addr + "/mcp", HTTPClient: httpClient, MaxRetries: -1}, nil)
+	}
+	call := func(cs *mcp.ClientSession, tool string, args map[string]any) (map[string]any, bool, error) {
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: args})
+		if err != nil {
+			return nil, false, err
+		}
+		var out map[string]any
+		if res.StructuredContent != nil {
+			b, _ := json.Marshal(res.StructuredContent)
+			json.Unmarshal(b, &out)
+		}
+		return out, res.IsError, nil
+	}
+
+	// Seed: independent tasks and small chains.
+	seed, err := connect()
+	if err != nil {
+		t.Fatal(err)
+	}
+	const tasks = 1500
+	for i := 0; i < tasks; i++ {
+		args := map[string]any{"workflow_id": fmt.Sprintf("soak-%d", i/100), "node_id": fmt.Sprintf("n%04d", i), "max_attempts": 100}
+		if i%100 >= 50 && i%5 != 0 {
+			args["depends_on"] = []string{fmt.Sprintf("n%04d", i-1)}
+		}
+		if _, isErr, err := call(seed, manifest.ToolCreate, args); err != nil || isErr {
+			t.Fatalf("seed %d: %v %v", i, err, isErr)
+		}
+	}
+	seed.Close()
+
+	var (
+		mu       sync.Mutex
+		acked    = map[string]ack{}
+		kills    atomic.Int64
+		stopLoad atomic.Bool
+		errs     = make(chan error, 64)
+	)
+	var wg sync.WaitGroup
+	for w := 0; w < 6; w++ {
+		wg.Add(1)
+		go func(owner string, rng *rand.Rand) {
+			defer wg.Done()
+			var cs *mcp.ClientSession
+			for !stopLoad.Load() {
+				if cs == nil {
+					var err error
+					if cs, err = connect(); err != nil {
+						time.Sleep(100 * time.Millisecond)
+						continue
+					}
+				}
+				out, isErr, err := call(cs, manifest.ToolClaim, map[string]any{"owner": owner, "lease_ms": 1000, "wait_ms": 300})
+				if err != nil || isErr {
+					cs.Close()
+					cs = nil
+					time.Sleep(50 * time.Millisecond)
+					continue
+				}
+				if out["claimed"] != true {
+					continue
+				}
+				l := out["lease"].(map[string]any)
+				task := out["task"].(map[string]any)
+				h := map[string]any{"task_id": task["task_id"], "owner": owner, "generation": l["generation"], "claim_token": l["claim_token"]}
+				switch r := rng.IntN(100); {
+				case r < 8: // crash without releasing
+					continue
+				case r < 16: // pause past the lease, like a GC pause, then try to finish
+					time.Sleep(1200 * time.Millisecond)
+				case r < 26: // fail retryably
+					h["error"], h["retryable"] = "transient", true
+					call(cs, manifest.ToolFail, h)
+					continue
+				}
+				h["result"] = map[string]any{"by": owner}
+				out, isErr, err = call(cs, manifest.ToolComplete, h)
+				if err != nil || isErr {
+					continue // rejected (stale) or the server went away: not acknowledged
+				}
+				id := task["task_id"].(string)
+				gen := int64(l["generation"].(float64))
+				mu.Lock()
+				if prev, dup := acked[id]; dup {
+					errs <- fmt.Errorf("task %s acknowledged twice: %v and %s/%d", id, prev, owner, gen)
+				}
+				acked[id] = ack{owner, gen}
+				mu.Unlock()
+			}
+			if cs != nil {
+				cs.Close()
+			}
+		}(fmt.Sprintf("soak-w%d", w), rand.New(rand.NewPCG(uint64(w), 7)))
+	}
+	end := time.Now().Add(dur)
+	for time.Now().Before(end) {
+		time.Sleep(time.Duration(2000+rand.IntN(2000)) * time.Millisecond)
+		srv.kill()
+		kills.Add(1)
+		srv.start()
+	}
+	stopLoad.Store(true)
+	wg.Wait()
+	if err := srv.stop(); err != nil {
+		t.Errorf("graceful stop after the soak: %v\n%s", err, srv.logs.String())
+	}
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+
+	// Check from the history and final state.
+	st, err := taskgraph.Open(context.Background(), srv.db, taskgraph.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if _, err := st.VerifyHistory(context.Background()); err != nil {
+		t.Fatalf("hash chain: %v", err)
+	}
+	if res, err := st.Check(context.Background()); err != nil || !res.OK() {
+		t.Fatalf("integrity: %v %v", res.Integrity, err)
+	}
+	v := soakVerify(t, st, srv.db)
+	for id, a := range acked {
+		c, ok := v.completedBy[id]
+		if !ok || c != a {
+			t.Errorf("acknowledged completion of %s by %s at generation %d is not in the history (have %v, %v)", id, a.owner, a.generation, c, ok)
+		}
+	}
+	t.Logf("soak: %s, %d SIGKILLs survived, %d tasks, %d acknowledged completions, %d completed in the history, %d claims, violations: %d",
+		dur, kills.Load(), tasks, len(acked), len(v.completedBy), v.claims, v.violations)
+	if v.violations != 0 {
+		t.Fatalf("%d invariant violations", v.violations)
+	}
+}
+
+type soakReport struct {
+	completedBy map[string]ack
+	claims      int
+	violations  int
+}
+
+// soakVerify replays every task's history: generations only grow through
+// claims, every holder write names the current generation and comes before
+// its lease expiry, a task completes at most once, and each task ends
+// terminal or claimable.
+func soakVerify(t *testing.T, st *taskgraph.Store, path string) soakReport {
+	t.Helper()
+	rep := soakReport{completedBy: map[string]ack{}}
+	bad := func(format string, args ...any) {
+		rep.violations++
+		t.Errorf(format, args...)
+	}
+	db, err := sql.Open("sqlite3", "file:"+path+"?mode=ro")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	rows, err := db.Query(`SELECT DISTINCT workflow_id FROM workflows`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wfs []string
+	for rows.Next() {
+		var w string
+		rows.Scan(&w)
+		wfs = append(wfs, w)
+	}
+	rows.Close()
+	for _, wf := range wfs {
+		view, err := st.Workflow(context.Background(), wf)
+		if err != nil {
+			t.Fatal(err)
+		}
+		evs, err := st.WorkflowEvents(context.Background(), wf)
+		if err != nil {
+			t.Fatal(err)
+		}
+		type live struct {
+			gen    int64
+			owner  string
+			expiry int64
+			done   bool
+		}
+		state := map[string]*live{}
+		for _, e := range evs {
+			l := state[e.TaskID]
+			if l == nil {
+				l = &live{}
+				state[e.TaskID] = l
+			}
+			var d map[string]any
+			json.Unmarshal(e.Detail, &d)
+			at := e.At.UnixMilli()
+			switch e.Kind {
+			case taskgraph.EventClaim:
+				rep.claims++
+				if e.Generation != l.gen+1 {
+					bad("task %s: claim at generation %d after %d", e.TaskID, e.Generation, l.gen)
+				}
+				l.gen, l.owner = e.Generation, e.Owner
+				l.expiry = int64(d["lease_expires_at_ms"].(float64))
+			case taskgraph.EventHeartbeat, taskgraph.EventComplete, taskgraph.EventFail, taskgraph.EventRetry:
+				if e.Generation != l.gen || e.Owner != l.owner {
+					bad("task %s: %s accepted from %s at generation %d while %s held generation %d", e.TaskID, e.Kind, e.Owner, e.Generation, l.owner, l.gen)
+				}
+				if at >= l.expiry {
+					bad("task %s: %s accepted at %d after the lease expired at %d", e.TaskID, e.Kind, at, l.expiry)
+				}
+				if e.Kind == taskgraph.EventHeartbeat {
+					l.expiry = int64(d["lease_expires_at_ms"].(float64))
+				}
+				if e.Kind == taskgraph.EventComplete {
+					if l.done {
+						bad("task %s completed twice", e.TaskID)
+					}
+					l.done = true
+					rep.completedBy[e.TaskID] = ack{e.Owner, e.Generation}
+				}
+			}
+		}
+		for _, tk := range view.Tasks {
+			switch tk.State {
+			case taskgraph.StateCompleted, taskgraph.StateFailed, taskgraph.StateCancelled, taskgraph.StatePending, taskgraph.StateBlocked, taskgraph.StateClaimed:
+			default:
+				bad("task %s in unknown state %s", tk.TaskID, tk.State)
+			}
+			if tk.State == taskgraph.StateBlocked {
+				// Still claimable in time: every dependency unfinished is not terminal-failed.
+				for _, dep := range tk.DependsOn {
+					for _, other := range view.Tasks {
+						if other.NodeID == dep && (other.State == taskgraph.StateFailed || other.State == taskgraph.StateCancelled) {
+							bad("task %s waits forever on %s (%s)", tk.TaskID, dep, other.State)
+						}
+					}
+				}
+			}
+			if (tk.State == taskgraph.StateCompleted) != state[tk.TaskID].done && tk.StatusMessage[:7] != "skipped" {
+				bad("task %s is %s but its history says completed=%v", tk.TaskID, tk.State, state[tk.TaskID].done)
+			}
+		}
+	}
+	return rep
+}
