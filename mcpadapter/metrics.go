@@ -163,7 +163,7 @@ type storeCollector struct {
 	log *slog.Logger
 
 	tasks, up, oldestExpiry, overdue, waiters *prometheus.Desc
-	counters                         []storeCounter
+	counters                                  []storeCounter
 }
 
 type storeCounter struct {
