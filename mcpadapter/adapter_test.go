@@ -452,6 +452,20 @@ func TestClientCancellationIsNotAnInternalError(t *testing.T) {
 	if strings.Contains(logs.String(), "level=ERROR") {
 		t.Fatalf("a client cancellation was logged as an error:\n%s", logs.String())
 	}
+	// The cancelled request gets no response: the next message on the
+	// connection is the answer to a later request.
+	next, _ := jsonrpc.MakeID(float64(100))
+	lp, _ := json.Marshal(map[string]any{"_meta": modernMeta(nil)})
+	if err := r.conn.Write(r.ctx, &jsonrpc.Request{ID: next, Method: "tools/list", Params: lp}); err != nil {
+		t.Fatal(err)
+	}
+	msg, err := r.conn.Read(r.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp, ok := msg.(*jsonrpc.Response); !ok || resp.ID != next {
+		t.Fatalf("got %#v before the answer to the next request; a cancelled request must not be answered", msg)
+	}
 }
 
 type syncWriter struct {

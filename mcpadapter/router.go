@@ -30,8 +30,9 @@ type router struct {
 	mu         sync.Mutex
 	owner      map[jsonrpc.ID]*pipeConn // request id -> session, for notifications/cancelled
 	legacyInit bool
-	outBroken  bool          // a write to the client failed: no more answers can arrive
-	answered   chan struct{} // signalled (without blocking) when a session answers or out breaks
+	cancelled  map[jsonrpc.ID]bool // requests the client cancelled: their answers are dropped
+	outBroken  bool                // a write to the client failed: no more answers can arrive
+	answered   chan struct{}       // signalled (without blocking) when a session answers or out breaks
 	log        func(msg string, args ...any)
 }
 
@@ -77,7 +78,15 @@ func (c *pipeConn) Write(_ context.Context, msg jsonrpc.Message) error {
 	if isResp {
 		c.r.mu.Lock()
 		delete(c.r.owner, resp.ID)
+		dropped := c.r.cancelled[resp.ID]
+		delete(c.r.cancelled, resp.ID)
 		c.r.mu.Unlock()
+		if dropped {
+			// MCP: a request the client cancelled gets no response (the SDK
+			// would send -32603 "context canceled").
+			c.r.signalAnswered()
+			return nil
+		}
 		resp.Error = normalizeError(resp.Error)
 	}
 	err := c.r.out(msg)
@@ -188,6 +197,7 @@ func normalizeError(err error) error {
 // stops intake, it does not abort work already accepted.
 func (r *router) serve(ctx context.Context, srv *mcp.Server, next func() (jsonrpc.Message, error)) error {
 	r.owner = map[jsonrpc.ID]*pipeConn{}
+	r.cancelled = map[jsonrpc.ID]bool{}
 	r.answered = make(chan struct{}, 1)
 	parent := ctx
 	ctx = context.WithoutCancel(ctx)
@@ -286,8 +296,9 @@ func (r *router) notificationTarget(msg *jsonrpc.Request) *pipeConn {
 				defer r.mu.Unlock()
 				if o := r.owner[id]; o != nil {
 					// The client gave up on it: end of input need not
-					// wait for its answer.
+					// wait for its answer, and the answer is not sent.
 					delete(r.owner, id)
+					r.cancelled[id] = true
 					return o
 				}
 			}

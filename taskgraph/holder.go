@@ -10,7 +10,7 @@ import (
 	"github.com/graph-engineering/graph-engineering-mcp/lease"
 )
 
-// MaxTokenLen bounds a presented claim token (real ones are 32 characters).
+// MaxTokenLen bounds a presented claim token, in bytes (real ones are 32 ASCII characters).
 const MaxTokenLen = 128
 
 func checkHolder(h lease.Holder) error {
@@ -27,7 +27,7 @@ func checkHolder(h lease.Holder) error {
 		return invalid("claim_token", "is required: pass the claim_token returned by the claim")
 	}
 	if len(h.Token) > MaxTokenLen {
-		return invalid("claim_token", "must be at most %d characters (got %d)", MaxTokenLen, len(h.Token))
+		return invalid("claim_token", "must be at most %d bytes (got %d)", MaxTokenLen, len(h.Token))
 	}
 	return nil
 }

@@ -169,7 +169,7 @@ func TestBadInputRejected(t *testing.T) {
 		{"generation 0", "generation", "at least 1, got 0", heartbeat(withHolder(func(h *lease.Holder) { h.Generation = 0 }), 0)},
 		{"generation -1", "generation", "at least 1, got -1", heartbeat(withHolder(func(h *lease.Holder) { h.Generation = -1 }), 0)},
 		{"empty claim token", "claim_token", "is required", heartbeat(withHolder(func(h *lease.Holder) { h.Token = "" }), 0)},
-		{"claim token too long", "claim_token", "at most 128 characters", heartbeat(withHolder(func(h *lease.Holder) { h.Token = strings.Repeat("t", MaxTokenLen+1) }), 0)},
+		{"claim token too long", "claim_token", "at most 128 bytes", heartbeat(withHolder(func(h *lease.Holder) { h.Token = strings.Repeat("t", MaxTokenLen+1) }), 0)},
 		{"empty task id on heartbeat", "task_id", "is required", heartbeat(withHolder(func(h *lease.Holder) { h.TaskID = "" }), 0)},
 		{"empty task id on read", "task_id", "is required", func(f validationFixture) error { _, err := f.s.Task(ctx, ""); return err }},
 		// operator operations: name and reason required and bounded
