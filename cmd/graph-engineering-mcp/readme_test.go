@@ -1,0 +1,332 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/graph-engineering/graph-engineering-mcp/manifest"
+)
+
+// readmeBlock is a fenced block of README.md with the name of the
+// <!-- readme: NAME --> marker before it.
+type readmeBlock struct {
+	name, lang, body string
+}
+
+var readmeMarker = regexp.MustCompile("(?m)^<!-- readme: ([a-z0-9-]+) -->\\n```([a-z]*)\\n((?s).*?)```")
+
+func readmeBlocks(t *testing.T) []readmeBlock {
+	t.Helper()
+	b, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(b)
+	var out []readmeBlock
+	for _, m := range readmeMarker.FindAllStringSubmatch(text, -1) {
+		out = append(out, readmeBlock{name: m[1], lang: m[2], body: m[3]})
+	}
+	// Every command block must be marked, so none escapes this test.
+	if n := strings.Count(text, "```sh") + strings.Count(text, "```json"); n != len(out) {
+		t.Fatalf("README.md has %d sh/json blocks but %d are marked <!-- readme: NAME -->; mark every command block and teach TestREADME to run it", n, len(out))
+	}
+	return out
+}
+
+// TestREADME runs every command the README shows, in order, against a real
+// server: the built binaries stand in for "go run ./cmd/…" and
+// "go run ./examples/…", the state folder is a temporary one, and the port is
+// a free one. scripts/test, shown as the test command, is what .ci/run runs.
+func TestREADME(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the README's commands (a server, the examples)")
+	}
+	bin := builtBinary(t)
+	root, _ := filepath.Abs("../..")
+	tmp := t.TempDir()
+	binDir := filepath.Join(tmp, "bin")
+	work := filepath.Join(tmp, "work")
+	for _, d := range []string{binDir, work, filepath.Join(tmp, "state"), filepath.Join(tmp, "home")} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Symlink(bin, filepath.Join(binDir, "graph-engineering-mcp")); err != nil {
+		t.Fatal(err)
+	}
+	for _, ex := range []string{"submit", "worker"} {
+		if out, err := exec.Command("go", "build", "-o", filepath.Join(binDir, "example-"+ex), "../../examples/"+ex).CombinedOutput(); err != nil {
+			t.Fatalf("build examples/%s: %v\n%s", ex, err, out)
+		}
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := fmt.Sprint(ln.Addr().(*net.TCPAddr).Port)
+	ln.Close()
+	env := []string{"PATH=" + binDir + string(os.PathListSeparator) + os.Getenv("PATH"), "XDG_STATE_HOME=" + filepath.Join(tmp, "state"),
+		"HOME=" + filepath.Join(tmp, "home"), "GOCACHE=" + goEnv(t, "GOCACHE"), "GOMODCACHE=" + goEnv(t, "GOMODCACHE"), "GOPATH=" + goEnv(t, "GOPATH"), "GOFLAGS=" + os.Getenv("GOFLAGS")}
+	rewrite := func(s string) string {
+		s = strings.ReplaceAll(s, "127.0.0.1:7330", "127.0.0.1:"+port)
+		s = strings.ReplaceAll(s, "go run ./cmd/graph-engineering-mcp", "graph-engineering-mcp")
+		s = strings.ReplaceAll(s, "go run ./examples/", "example-")
+		return s
+	}
+	sh := func(name, script, stdin string) string {
+		t.Helper()
+		cmd := exec.Command("bash", "-euo", "pipefail", "-c", script)
+		cmd.Dir, cmd.Env = work, env
+		cmd.Stdin = strings.NewReader(stdin)
+		var out bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &out
+		done := make(chan error, 1)
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		go func() { done <- cmd.Wait() }()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatalf("README block %q failed: %v\n--- script\n%s\n--- output\n%s", name, err, script, out.String())
+			}
+		case <-time.After(3 * time.Minute):
+			cmd.Process.Kill()
+			t.Fatalf("README block %q did not finish\n%s", name, out.String())
+		}
+		return out.String()
+	}
+	var server *exec.Cmd
+	defer func() {
+		if server != nil {
+			server.Process.Signal(syscall.SIGTERM)
+			server.Wait()
+		}
+	}()
+	url := "http://127.0.0.1:" + port + "/mcp"
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	handshake := func(what string, transport mcp.Transport) {
+		t.Helper()
+		cs, err := mcp.NewClient(&mcp.Implementation{Name: "readme", Version: "1"}, nil).Connect(ctx, transport, nil)
+		if err != nil {
+			t.Fatalf("%s: connect: %v", what, err)
+		}
+		defer cs.Close()
+		tools, err := cs.ListTools(ctx, nil)
+		if err != nil || len(tools.Tools) != 7 {
+			t.Fatalf("%s: tools/list: %v", what, err)
+		}
+	}
+	seen := map[string]bool{}
+	for _, blk := range readmeBlocks(t) {
+		seen[blk.name] = true
+		lines := nonEmptyLines(blk.body)
+		switch blk.name {
+		case "two-commands":
+			want := []string{"go run ./cmd/graph-engineering-mcp serve --http 127.0.0.1:7330", "scripts/test"}
+			if strings.Join(lines, "\n") != strings.Join(want, "\n") {
+				t.Fatalf("two-commands block changed; update TestREADME:\n%s", blk.body)
+			}
+			args := strings.Fields(rewrite(lines[0]))
+			server = exec.Command(filepath.Join(binDir, args[0]), args[1:]...)
+			server.Dir, server.Env = work, env
+			var logs bytes.Buffer
+			server.Stdout, server.Stderr = &logs, &logs
+			if err := server.Start(); err != nil {
+				t.Fatal(err)
+			}
+			waitHealthy(t, "http://127.0.0.1:"+port+"/healthz", &logs)
+			// The test command is what CI runs.
+			ci, err := os.ReadFile("../../.ci/run")
+			if err != nil || !strings.Contains(string(ci), "scripts/test") {
+				t.Fatalf(".ci/run does not run scripts/test: %v", err)
+			}
+		case "connect-stdio":
+			if lines[0] != "go install ./cmd/graph-engineering-mcp" || !strings.HasPrefix(lines[1], "claude mcp add graph-engineering -- ") {
+				t.Fatalf("connect-stdio block changed; update TestREADME:\n%s", blk.body)
+			}
+			gobin := filepath.Join(tmp, "gobin")
+			install := exec.Command("go", "install", "./cmd/graph-engineering-mcp")
+			install.Dir, install.Env = root, append(os.Environ(), "GOBIN="+gobin)
+			if out, err := install.CombinedOutput(); err != nil {
+				t.Fatalf("go install: %v\n%s", err, out)
+			}
+			// What claude would start: the command after "--".
+			argv := strings.Fields(strings.SplitN(lines[1], " -- ", 2)[1])
+			cmd := exec.Command(filepath.Join(gobin, argv[0]), argv[1:]...)
+			cmd.Env = env
+			handshake("claude mcp add (stdio)", &mcp.CommandTransport{Command: cmd})
+		case "connect-http":
+			f := strings.Fields(rewrite(lines[0]))
+			if len(f) != 7 || f[3] != "--transport" || f[4] != "http" {
+				t.Fatalf("connect-http block changed; update TestREADME:\n%s", blk.body)
+			}
+			handshake("claude mcp add (http)", &mcp.StreamableClientTransport{Endpoint: f[6]})
+		case "mcp-servers":
+			var cfg struct {
+				MCPServers map[string]struct {
+					Command string            `json:"command"`
+					Args    []string          `json:"args"`
+					Type    string            `json:"type"`
+					URL     string            `json:"url"`
+					Headers map[string]string `json:"headers"`
+				} `json:"mcpServers"`
+			}
+			if err := json.Unmarshal([]byte(rewrite(blk.body)), &cfg); err != nil || len(cfg.MCPServers) != 2 {
+				t.Fatalf("mcpServers block: %v", err)
+			}
+			for name, s := range cfg.MCPServers {
+				if s.Command != "" {
+					cmd := exec.Command(filepath.Join(binDir, s.Command), s.Args...)
+					cmd.Env = env
+					handshake("mcpServers "+name, &mcp.CommandTransport{Command: cmd})
+					continue
+				}
+				if s.Type != "http" || s.URL != url || !strings.HasPrefix(s.Headers["Authorization"], "Bearer ") {
+					t.Fatalf("mcpServers %s: %+v", name, s)
+				}
+				// The server above runs without a token; a token-protected one
+				// is covered by the HTTP tests. The URL must serve MCP.
+				handshake("mcpServers "+name, &mcp.StreamableClientTransport{Endpoint: s.URL})
+			}
+		case "examples":
+			out := sh(blk.name, rewrite(blk.body), "")
+			if !strings.Contains(out, "completed") {
+				t.Fatalf("examples output:\n%s", out)
+			}
+		case "operator":
+			claimed := seedReadmeWorkflow(t, ctx, url)
+			script := strings.ReplaceAll(rewrite(blk.body), "01JEXAMPLE0000000000000000", claimed)
+			// Each command answers its own confirmation prompt.
+			var out string
+			for _, line := range nonEmptyLines(script) {
+				out += sh(blk.name, line, "y\n")
+			}
+			for _, want := range []string{claimed, "digraph", "aborted", "verified"} {
+				if !strings.Contains(out, want) && !fileContains(filepath.Join(work, "my-workflow.dot"), want) {
+					t.Errorf("operator block output lacks %q:\n%s", want, out)
+				}
+			}
+		case "profile":
+			if _, err := manifest.ParseProfile([]byte(blk.body)); err != nil {
+				t.Fatalf("the README's profile is refused: %v", err)
+			}
+			if err := os.WriteFile(filepath.Join(work, "workers.json"), []byte(blk.body), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		case "manifest":
+			out := sh(blk.name, rewrite(blk.body), "")
+			if _, err := manifest.Verify([]byte(strings.TrimSpace(out))); err != nil || !strings.Contains(out, `"tasksExtension":false`) {
+				t.Fatalf("manifest with the README's profile: %v\n%s", err, out)
+			}
+		case "skills":
+			writeReadmeSkill(t, filepath.Join(work, "skills", "graph-worker"))
+			if out := sh(blk.name, rewrite(blk.body), ""); !strings.Contains(out, "graph-worker") {
+				t.Fatalf("skills check output:\n%s", out)
+			}
+		case "backup":
+			sh(blk.name, rewrite(blk.body), "")
+			if fi, err := os.Stat(filepath.Join(work, "tasks-backup.db")); err != nil || fi.Size() == 0 {
+				t.Fatalf("no backup written: %v", err)
+			}
+		default:
+			t.Fatalf("README block %q is not run by TestREADME; teach it", blk.name)
+		}
+	}
+	for _, name := range []string{"two-commands", "connect-stdio", "connect-http", "mcp-servers", "examples", "operator", "profile", "manifest", "skills", "backup"} {
+		if !seen[name] {
+			t.Errorf("README block %q is gone; update TestREADME", name)
+		}
+	}
+}
+
+func goEnv(t *testing.T, key string) string {
+	t.Helper()
+	out, err := exec.Command("go", "env", key).Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+func nonEmptyLines(s string) []string {
+	var out []string
+	for _, l := range strings.Split(s, "\n") {
+		if l = strings.TrimSpace(l); l != "" && !strings.HasPrefix(l, "#") {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+func fileContains(path, s string) bool {
+	b, err := os.ReadFile(path)
+	return err == nil && strings.Contains(string(b), s)
+}
+
+func waitHealthy(t *testing.T, url string, logs *bytes.Buffer) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		if resp, err := http.Get(url); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("server not healthy at %s:\n%s", url, logs.String())
+}
+
+// seedReadmeWorkflow creates my-workflow (a claimed task, a pending one, and
+// one blocked on the first) and returns the claimed task's id.
+func seedReadmeWorkflow(t *testing.T, ctx context.Context, url string) string {
+	t.Helper()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "readme", Version: "1"}, nil).Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	call := func(tool string, args map[string]any) map[string]any {
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: args})
+		if err != nil || res.IsError {
+			t.Fatalf("%s: %v %+v", tool, err, res)
+		}
+		b, _ := json.Marshal(res.StructuredContent)
+		var out map[string]any
+		json.Unmarshal(b, &out)
+		return out
+	}
+	call(manifest.ToolCreate, map[string]any{"workflow_id": "my-workflow", "node_id": "fetch"})
+	call(manifest.ToolCreate, map[string]any{"workflow_id": "my-workflow", "node_id": "index"})
+	call(manifest.ToolCreate, map[string]any{"workflow_id": "my-workflow", "node_id": "report", "depends_on": []string{"fetch", "index"}})
+	out := call(manifest.ToolClaim, map[string]any{"owner": "readme-worker", "workflow_id": "my-workflow", "lease_ms": 900000})
+	return out["task"].(map[string]any)["task_id"].(string)
+}
+
+func writeReadmeSkill(t *testing.T, dir string) {
+	t.Helper()
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	body := "---\nname: graph-worker\ndescription: How to work graph tasks here.\n---\n\nClaim, heartbeat, complete.\n"
+	if err := os.WriteFile(filepath.Join(dir, "SKILL.md"), []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
