@@ -134,29 +134,19 @@ func (s *stdioServer) send(line string) {
 	}
 }
 
-// recv reads one line of stdout, which must be one JSON-RPC message.
+// recv reads one line of stdout, which must be one JSON-RPC message, and
+// decodes it (see recvRaw).
 func (s *stdioServer) recv() map[string]any {
 	s.t.Helper()
-	type res struct {
-		line string
-		err  error
-	}
-	ch := make(chan res, 1)
-	go func() { l, err := s.out.ReadString('\n'); ch <- res{l, err} }()
-	select {
-	case r := <-ch:
-		if r.err != nil {
-			s.t.Fatalf("read stdout: %v\nstderr:\n%s", r.err, s.stderr.String())
+	out := map[string]any{}
+	for k, v := range s.recvRaw() {
+		var x any
+		if err := json.Unmarshal(v, &x); err != nil {
+			s.t.Fatalf("member %q: %v", k, err)
 		}
-		var m map[string]any
-		if err := json.Unmarshal([]byte(r.line), &m); err != nil || m["jsonrpc"] != "2.0" {
-			s.t.Fatalf("stdout carried a non-protocol line: %q", r.line)
-		}
-		return m
-	case <-time.After(30 * time.Second):
-		s.t.Fatalf("no answer on stdout\nstderr:\n%s", s.stderr.String())
+		out[k] = x
 	}
-	return nil
+	return out
 }
 
 func errCode(m map[string]any) float64 {
