@@ -305,3 +305,37 @@ func TestStdioSIGTERMFinishesCallInFlight(t *testing.T) {
 		t.Fatalf("exit after SIGTERM: %v\n%s", err, s.stderr.String())
 	}
 }
+
+// Without --database the server uses $XDG_STATE_HOME/graph-engineering, else
+// ~/.local/state/graph-engineering, and creates the folder with mode 0700.
+func TestDefaultDatabasePath(t *testing.T) {
+	bin := builtBinary(t)
+	for name, tc := range map[string]struct{ xdg, want string }{
+		"xdg":  {xdg: "state", want: "state/graph-engineering"},
+		"home": {xdg: "", want: "home/.local/state/graph-engineering"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			env := []string{"HOME=" + filepath.Join(dir, "home"), "PATH=" + os.Getenv("PATH")}
+			if tc.xdg != "" {
+				env = append(env, "XDG_STATE_HOME="+filepath.Join(dir, tc.xdg))
+			}
+			cmd := exec.Command(bin, "serve")
+			cmd.Env, cmd.Stdin = env, strings.NewReader("")
+			if out, err := cmd.CombinedOutput(); err != nil {
+				t.Fatalf("serve: %v\n%s", err, out)
+			}
+			folder := filepath.Join(dir, tc.want)
+			fi, err := os.Stat(folder)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if fi.Mode().Perm() != 0o700 {
+				t.Errorf("folder %s has mode %v, want 0700", folder, fi.Mode().Perm())
+			}
+			if _, err := os.Stat(filepath.Join(folder, "tasks.db")); err != nil {
+				t.Errorf("no database: %v", err)
+			}
+		})
+	}
+}
