@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -21,6 +22,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/graph-engineering/graph-engineering-mcp/lease"
 	"github.com/graph-engineering/graph-engineering-mcp/manifest"
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph"
 )
@@ -265,16 +267,16 @@ func TestSoakKillRestart(t *testing.T) {
 		}
 	}
 	t.Logf("soak: %s, %d SIGKILLs survived, %d tasks, %d acknowledged completions, %d completed in the history, %d claims, violations: %d",
-		dur, kills.Load(), tasks, len(acked), len(v.completedBy), v.claims, v.violations)
-	if v.violations != 0 {
-		t.Fatalf("%d invariant violations", v.violations)
+		dur, kills.Load(), tasks, len(acked), len(v.completedBy), v.claims, len(v.violations))
+	for _, msg := range v.violations {
+		t.Error(msg)
 	}
 }
 
 type soakReport struct {
 	completedBy map[string]ack
 	claims      int
-	violations  int
+	violations  []string
 }
 
 // soakVerify replays every task's history: generations only grow through
@@ -285,8 +287,7 @@ func soakVerify(t *testing.T, st *taskgraph.Store, path string) soakReport {
 	t.Helper()
 	rep := soakReport{completedBy: map[string]ack{}}
 	bad := func(format string, args ...any) {
-		rep.violations++
-		t.Errorf(format, args...)
+		rep.violations = append(rep.violations, fmt.Sprintf(format, args...))
 	}
 	db, err := sql.Open("sqlite3", "file:"+path+"?mode=ro")
 	if err != nil {
@@ -372,10 +373,68 @@ func soakVerify(t *testing.T, st *taskgraph.Store, path string) soakReport {
 					}
 				}
 			}
-			if (tk.State == taskgraph.StateCompleted) != state[tk.TaskID].done && tk.StatusMessage[:7] != "skipped" {
+			if (tk.State == taskgraph.StateCompleted) != state[tk.TaskID].done && !strings.HasPrefix(tk.StatusMessage, "skipped") {
 				bad("task %s is %s but its history says completed=%v", tk.TaskID, tk.State, state[tk.TaskID].done)
 			}
 		}
 	}
 	return rep
+}
+
+// The soak's verifier must catch what it claims to: a write from a superseded
+// generation, a second completion, and a write after the lease expired. The
+// history is doctored behind the store's back to show each.
+func TestSoakVerifierCatchesViolations(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "v.db")
+	clock := lease.NewManualClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	st, err := taskgraph.Open(ctx, path, taskgraph.Options{Clock: clock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if v := soakVerify(t, st, path); len(v.violations) != 0 {
+		t.Fatalf("empty store: %v", v.violations)
+	}
+	var ids []string
+	for _, n := range []string{"a", "b", "c"} {
+		c, err := st.CreateTask(ctx, "wf", taskgraph.NodeSpec{NodeID: n})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cl, _, err := st.Claim(ctx, taskgraph.ClaimRequest{Owner: "w", TaskID: c.Task.TaskID, Lease: time.Minute})
+		if err != nil {
+			t.Fatal(err)
+		}
+		h := lease.Holder{TaskID: cl.Task.TaskID, Owner: "w", Generation: cl.Lease.Generation, Token: cl.Lease.Token}
+		if _, err := st.Complete(ctx, h, json.RawMessage(`1`)); err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, c.Task.TaskID)
+	}
+	if v := soakVerify(t, st, path); len(v.violations) != 0 {
+		t.Fatalf("a clean history: %v", v.violations)
+	}
+	db, err := sql.Open("sqlite3", "file:"+path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	for _, q := range []struct{ sql, id string }{
+		{`UPDATE events SET generation = 0 WHERE task_id = ? AND kind = 'complete'`, ids[0]}, // superseded generation
+		{`INSERT INTO events (workflow_id, wseq, task_id, kind, owner, generation, at_ms, detail, prev_hash, hash)
+			SELECT workflow_id, 1000, task_id, kind, owner, generation, at_ms, detail, '', '' FROM events WHERE task_id = ? AND kind = 'complete'`, ids[1]}, // completed twice
+		{`UPDATE events SET at_ms = at_ms + 3600000 WHERE task_id = ? AND kind = 'complete'`, ids[2]}, // after the lease
+	} {
+		if _, err := db.Exec(q.sql, q.id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	v := soakVerify(t, st, path)
+	joined := strings.Join(v.violations, "\n")
+	for _, want := range []string{"accepted from w at generation 0", "completed twice", "after the lease expired"} {
+		if !strings.Contains(joined, want) {
+			t.Errorf("the verifier missed %q; it reported:\n%s", want, joined)
+		}
+	}
 }
