@@ -175,6 +175,43 @@ func TestSoakKillRestart(t *testing.T) {
 		errs     = make(chan error, 64)
 	)
 	var wg sync.WaitGroup
+	// A producer keeps work coming through the kills, so a long run stays
+	// loaded; every create the server acknowledged must survive too.
+	var createdMu sync.Mutex
+	created := map[string]bool{}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		var cs *mcp.ClientSession
+		for i := 0; !stopLoad.Load(); {
+			if cs == nil {
+				var err error
+				if cs, err = connect(); err != nil {
+					time.Sleep(100 * time.Millisecond)
+					continue
+				}
+			}
+			args := map[string]any{"workflow_id": fmt.Sprintf("live-%d", i/200), "node_id": fmt.Sprintf("n%04d", i%200), "max_attempts": 100}
+			if i%200 > 0 && i%3 == 0 {
+				args["depends_on"] = []string{fmt.Sprintf("n%04d", i%200-1)}
+			}
+			out, isErr, err := call(cs, manifest.ToolCreate, args)
+			if err != nil || isErr {
+				cs.Close()
+				cs = nil
+				time.Sleep(50 * time.Millisecond)
+				continue // retried with the same node: idempotent create
+			}
+			createdMu.Lock()
+			created[out["task"].(map[string]any)["task_id"].(string)] = true
+			createdMu.Unlock()
+			i++
+			time.Sleep(20 * time.Millisecond)
+		}
+		if cs != nil {
+			cs.Close()
+		}
+	}()
 	for w := 0; w < 6; w++ {
 		wg.Add(1)
 		go func(owner string, rng *rand.Rand) {
@@ -259,6 +296,11 @@ func TestSoakKillRestart(t *testing.T) {
 	if res, err := st.Check(context.Background()); err != nil || !res.OK() {
 		t.Fatalf("integrity: %v %v", res.Integrity, err)
 	}
+	for id := range created {
+		if _, err := st.Task(context.Background(), id); err != nil {
+			t.Errorf("acknowledged create of %s lost: %v", id, err)
+		}
+	}
 	v := soakVerify(t, st, srv.db)
 	for id, a := range acked {
 		c, ok := v.completedBy[id]
@@ -266,8 +308,8 @@ func TestSoakKillRestart(t *testing.T) {
 			t.Errorf("acknowledged completion of %s by %s at generation %d is not in the history (have %v, %v)", id, a.owner, a.generation, c, ok)
 		}
 	}
-	t.Logf("soak: %s, %d SIGKILLs survived, %d tasks, %d acknowledged completions, %d completed in the history, %d claims, violations: %d",
-		dur, kills.Load(), tasks, len(acked), len(v.completedBy), v.claims, len(v.violations))
+	t.Logf("soak: %s, %d SIGKILLs survived, %d tasks (%d seeded, %d created under load, all acknowledged creates present), %d acknowledged completions, %d completed in the history, %d claims, violations: %d",
+		dur, kills.Load(), tasks+len(created), tasks, len(created), len(acked), len(v.completedBy), v.claims, len(v.violations))
 	for _, msg := range v.violations {
 		t.Error(msg)
 	}
