@@ -412,7 +412,10 @@ func (h *HTTPHandler) hostAllowed(r *http.Request) bool {
 }
 
 // originAllowed allows requests without Origin (non-browser clients),
-// same-origin requests, and the configured origins.
+// same-origin requests, and the configured origins. Same-origin stays
+// allowed: such a request is not cross-origin, its Host is checked on
+// loopback listeners (so it cannot be a DNS rebinding), and the official
+// conformance suite (dns-rebinding-protection) requires it to be accepted.
 func (h *HTTPHandler) originAllowed(r *http.Request) bool {
 	values := r.Header.Values("Origin")
 	if len(values) == 0 {
