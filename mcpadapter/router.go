@@ -310,18 +310,9 @@ func (r *router) notificationTarget(msg *jsonrpc.Request) *pipeConn {
 // SupportedVersions are every protocol version this server speaks, newest first.
 func SupportedVersions() []string {
 	v := append([]string{manifest.ModernVersion}, manifest.LegacyVersions...)
-	slices.SortFunc(v, func(a, b string) int { return -compareStrings(a, b) })
+	slices.Sort(v)
+	slices.Reverse(v)
 	return v
-}
-
-func compareStrings(a, b string) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // classify picks the session for a call, or the error to answer it with.

@@ -2,6 +2,7 @@ package mcpadapter
 
 import (
 	"encoding/json"
+	"slices"
 	"time"
 
 	"github.com/graph-engineering/graph-engineering-mcp/lease"
@@ -105,7 +106,7 @@ func taskSchema() map[string]any {
 	for k := range props {
 		req = append(req, k)
 	}
-	sortStrings(req)
+	slices.Sort(req)
 	return map[string]any{"type": "object", "properties": props, "required": req, "additionalProperties": false}
 }
 

@@ -5,7 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sort"
+	"slices"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -15,8 +15,6 @@ import (
 	"github.com/graph-engineering/graph-engineering-mcp/manifest"
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph"
 )
-
-func sortStrings(s []string) { sort.Strings(s) }
 
 // toolOutput is the structured result of every tool.
 type toolOutput struct {
@@ -195,7 +193,7 @@ func (d toolDef) outputSchema() map[string]any {
 	if d.required == nil {
 		req = append(req, "task")
 	}
-	sortStrings(req)
+	slices.Sort(req)
 	return map[string]any{"type": "object", "properties": props, "required": req, "additionalProperties": false}
 }
 

@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 )
 
@@ -407,15 +406,4 @@ func (s *Store) Prune(ctx context.Context, before time.Time) (PruneResult, error
 			return res, nil
 		}
 	}
-}
-
-// describeStates renders counts by state in lifecycle order, e.g. "2 pending, 1 claimed".
-func describeStates(c map[State]int) string {
-	var parts []string
-	for _, st := range States {
-		if c[st] > 0 {
-			parts = append(parts, fmt.Sprintf("%d %s", c[st], st))
-		}
-	}
-	return strings.Join(parts, ", ")
 }
