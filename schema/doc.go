@@ -16,4 +16,7 @@
 //     table belongs to another program and is refused with ErrForeign.
 //     Inspect tells both without writing, so a caller can refuse the file
 //     before it opens it for writing (which may change its journal mode).
+//   - RequireLatest accepts only a database at exactly the newest version
+//     and refuses an older one with ErrTooOld, without writing: a read-only
+//     opener reads only a schema it knows and never migrates.
 package schema
