@@ -16,7 +16,8 @@ var ErrBackupExists = errors.New("backup destination exists")
 
 // Backup writes a consistent, compacted copy of the database to dest, a new
 // file, while the store keeps serving: it reads one snapshot (VACUUM INTO)
-// and never blocks writers. The copy is a complete database that Open
+// and never blocks writers. It works on a read-only store (OpenReadOnly) and
+// writes nothing to the source. The copy is a complete database that Open
 // accepts. dest must not exist.
 func (s *Store) Backup(ctx context.Context, dest string) error {
 	if dest == "" {
@@ -31,10 +32,13 @@ func (s *Store) Backup(ctx context.Context, dest string) error {
 	if err != nil {
 		return fmt.Errorf("backup to %s: %w", dest, err)
 	}
-	// A connection of its own: the read pool is query_only, and the writer's
-	// connection must not be held for the length of a copy. VACUUM INTO
-	// reads in one read transaction, so writers go on meanwhile.
-	db, err := sql.Open("sqlite3", "file:"+(&url.URL{Path: s.path}).EscapedPath()+"?_busy_timeout="+fmt.Sprint(s.opts.BusyTimeout.Milliseconds()))
+	// A connection of its own, opened read-only (mode=ro): the writer's
+	// connection must not be held for the length of a copy, and the source
+	// is only read, by a store opened with Open or with OpenReadOnly alike.
+	// VACUUM INTO reads in one read transaction, so writers go on meanwhile,
+	// and a read-only connection can neither write the source nor checkpoint
+	// it as it closes.
+	db, err := sql.Open("sqlite3", backupSourceDSN(s.path, s.opts))
 	if err != nil {
 		return fmt.Errorf("backup to %s: %w", dest, err)
 	}
@@ -44,4 +48,14 @@ func (s *Store) Backup(ctx context.Context, dest string) error {
 		return fmt.Errorf("backup to %s: %w", dest, err)
 	}
 	return nil
+}
+
+// backupSourceDSN is the data source name of Backup's connection to the
+// database it copies: read-only, without query_only, which would refuse
+// VACUUM INTO's write of the new file.
+func backupSourceDSN(path string, opts Options) string {
+	q := url.Values{}
+	q.Set("mode", "ro")
+	q.Set("_busy_timeout", fmt.Sprint(opts.BusyTimeout.Milliseconds()))
+	return "file:" + (&url.URL{Path: path}).EscapedPath() + "?" + q.Encode()
 }

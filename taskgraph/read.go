@@ -10,7 +10,8 @@ import (
 
 // Task returns the task with id taskID. If its lease has lapsed, the expiry
 // is processed first (back to pending, or failed on its last attempt), so a
-// read never shows a dead claim as live.
+// read never shows a dead claim as live. A read-only store cannot process it:
+// it returns the task as stored, claimed with LeaseExpiresAt in the past.
 func (s *Store) Task(ctx context.Context, taskID string) (Task, error) {
 	if err := checkTaskID(taskID); err != nil {
 		return Task{}, err
@@ -22,7 +23,7 @@ func (s *Store) Task(ctx context.Context, taskID string) (Task, error) {
 	if err != nil {
 		return Task{}, fmt.Errorf("read task %s: %w", taskID, err)
 	}
-	if !r.expired(s.clock.Now()) {
+	if s.readOnly || !r.expired(s.clock.Now()) {
 		return r.Task, nil
 	}
 	err = s.do(ctx, func(w *wtx) error {

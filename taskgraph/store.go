@@ -99,6 +99,8 @@ type Store struct {
 	notify  notifier
 	stats   counters
 	waiters atomic.Int64 // claim-next calls parked in Claim
+	// readOnly: opened by OpenReadOnly; wdb is nil, no background loop runs.
+	readOnly bool
 }
 
 // DefaultPath returns the default database path:
@@ -314,8 +316,15 @@ func (s *Store) Path() string { return s.path }
 func (s *Store) Clock() lease.Clock { return s.clock }
 
 // Close stops accepting operations, finishes those already queued, stops the
-// background loops, checkpoints the WAL into the database file and closes it.
-// It is safe to call more than once.
+// background loops, checkpoints the WAL into the database file as far as
+// readers allow and closes it. It is safe to call more than once.
+//
+// The checkpoint is PASSIVE: it copies what no reader still needs and never
+// waits for a reader (a long audit verify, db backup or sqlite3 shell in
+// another process) nor takes the write lock, so neither Close nor another
+// process's writer waits on it. When this is the last connection to the file,
+// SQLite's own close then completes the checkpoint and removes the WAL. A
+// read-only store closes its connections and checkpoints nothing.
 func (s *Store) Close() error {
 	s.closeM.Lock()
 	defer s.closeM.Unlock()
@@ -325,13 +334,16 @@ func (s *Store) Close() error {
 	if already {
 		return nil
 	}
+	if s.readOnly {
+		return s.rdb.Close()
+	}
 	// Every sender that passed the closed check has its op in the channel
 	// once sendWG is done; the writer drains the channel before it exits.
 	s.sendWG.Wait()
 	close(s.quit)
 	s.wg.Wait()
 	var errs []error
-	if _, err := s.wdb.Exec(`PRAGMA wal_checkpoint(TRUNCATE)`); err != nil {
+	if _, err := s.wdb.Exec(`PRAGMA wal_checkpoint(PASSIVE)`); err != nil {
 		errs = append(errs, fmt.Errorf("checkpoint WAL: %w", err))
 	}
 	if err := s.rdb.Close(); err != nil {
@@ -356,15 +368,25 @@ func (s *Store) Ping(ctx context.Context) error {
 type CheckResult struct {
 	// Integrity is "ok" or the problems PRAGMA integrity_check found.
 	Integrity []string
-	// WAL checkpoint figures: busy (1 if it could not finish), frames in the
-	// WAL, frames moved into the database.
+	// Checkpointed reports whether a checkpoint ran: false on a read-only
+	// store, which only reports WALBytes.
+	Checkpointed bool
+	// WAL checkpoint figures when Checkpointed: busy (1 if it could not
+	// finish), frames in the WAL, frames moved into the database. The
+	// checkpoint is PASSIVE, so frames a reader still needs stay in the WAL
+	// (CheckpointedFrames < WALFrames) rather than anyone waiting.
 	CheckpointBusy, WALFrames, CheckpointedFrames int
+	// WALBytes is the size of the -wal file after the check.
+	WALBytes int64
 }
 
 // OK reports whether the integrity check found nothing wrong.
 func (r CheckResult) OK() bool { return len(r.Integrity) == 1 && r.Integrity[0] == "ok" }
 
-// Check runs PRAGMA integrity_check and a WAL checkpoint.
+// Check runs PRAGMA integrity_check and, on a read-write store, a PASSIVE WAL
+// checkpoint, which copies what no reader still needs and never waits for a
+// reader or blocks a writer. A read-only store checkpoints nothing and
+// reports the WAL's size.
 func (s *Store) Check(ctx context.Context) (CheckResult, error) {
 	var res CheckResult
 	rows, err := s.rdb.QueryContext(ctx, `PRAGMA integrity_check`)
@@ -383,13 +405,19 @@ func (s *Store) Check(ctx context.Context) (CheckResult, error) {
 	if err := rows.Err(); err != nil {
 		return res, fmt.Errorf("integrity check: %w", err)
 	}
-	// A checkpoint cannot run inside a transaction; it runs on the writer's
-	// connection between batches.
-	err = s.writerConn(ctx, func(c *sql.Conn) error {
-		return c.QueryRowContext(ctx, `PRAGMA wal_checkpoint(TRUNCATE)`).Scan(&res.CheckpointBusy, &res.WALFrames, &res.CheckpointedFrames)
-	})
-	if err != nil {
-		return res, fmt.Errorf("WAL checkpoint: %w", err)
+	if !s.readOnly {
+		// A checkpoint cannot run inside a transaction; it runs on the
+		// writer's connection between batches.
+		err = s.writerConn(ctx, func(c *sql.Conn) error {
+			return c.QueryRowContext(ctx, `PRAGMA wal_checkpoint(PASSIVE)`).Scan(&res.CheckpointBusy, &res.WALFrames, &res.CheckpointedFrames)
+		})
+		if err != nil {
+			return res, fmt.Errorf("WAL checkpoint: %w", err)
+		}
+		res.Checkpointed = true
+	}
+	if res.WALBytes, err = s.walBytes(); err != nil {
+		return res, err
 	}
 	return res, nil
 }

@@ -164,6 +164,9 @@ func (s *Store) writerConn(ctx context.Context, fn func(*sql.Conn) error) error 
 }
 
 func (s *Store) submit(o *op) error {
+	if s.readOnly {
+		return s.errReadOnly()
+	}
 	// sendM, not closeM: Close holds closeM while it waits for the background
 	// loops, and a loop that submits here during Close must get ErrClosed
 	// rather than wait for Close.

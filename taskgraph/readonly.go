@@ -1,0 +1,127 @@
+package taskgraph
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"net/url"
+	"os"
+	"time"
+
+	"github.com/graph-engineering/graph-engineering-mcp/lease"
+	"github.com/graph-engineering/graph-engineering-mcp/schema"
+)
+
+// ErrReadOnlyStore matches the error every write of a store opened with
+// OpenReadOnly returns (creating, claiming, holder writes, operator writes,
+// lease expiry, pruning).
+var ErrReadOnlyStore = errors.New("store is open read-only")
+
+// ErrNoDatabase matches the error OpenReadOnly returns when there is no
+// database at the path: no file, or an empty one that no server has
+// initialised. It also matches fs.ErrNotExist when the file is missing.
+var ErrNoDatabase = errors.New("no database")
+
+// OpenReadOnly opens the existing database at path for reading only, for
+// operator commands that must never write or wait on the file beside a
+// running server. It connects with SQLite's read-only mode and query_only,
+// sets no journal mode, applies no migration (a schema older or newer than
+// this binary's is refused: schema.ErrTooOld, schema.ErrTooNew), starts no
+// writer, sweeper or change watcher, and its Close runs no checkpoint. Every
+// write method returns an error matching ErrReadOnlyStore, and Task reports a
+// lapsed lease as stored instead of expiring it. Backup works on it.
+//
+// Of opts it uses Clock, Logger, BusyTimeout and ReadConns; Sync, MaxBatch,
+// Sweep, WatchInterval and OnBatch concern writes and are ignored.
+func OpenReadOnly(ctx context.Context, path string, opts Options) (*Store, error) {
+	if path == "" {
+		return nil, invalid("database", "path is required")
+	}
+	if opts.Clock == nil {
+		opts.Clock = lease.SystemClock{}
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.BusyTimeout <= 0 {
+		opts.BusyTimeout = 10 * time.Second
+	}
+	if opts.ReadConns <= 0 {
+		opts.ReadConns = 4
+	}
+	fi, err := os.Stat(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil, fmt.Errorf("%w at %s: %w (a read-only open never creates one; serve creates it on first start)", ErrNoDatabase, path, err)
+	case err != nil:
+		return nil, fmt.Errorf("open database %s read-only: %w", path, err)
+	case fi.IsDir():
+		return nil, fmt.Errorf("open database %s read-only: it is a folder; give the database file's path", path)
+	case fi.Size() == 0:
+		return nil, fmt.Errorf("%w at %s: the file is empty (serve initialises a new database on first start)", ErrNoDatabase, path)
+	}
+	rdb, err := openReadOnlyDB(path, opts)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := schema.RequireLatest(ctx, rdb); err != nil {
+		rdb.Close()
+		return nil, fmt.Errorf("open database %s read-only: %w", path, describeOpenErr(err))
+	}
+	s := &Store{path: path, opts: opts, clock: opts.Clock, log: opts.Logger, rdb: rdb, readOnly: true, quit: make(chan struct{})}
+	s.notify.init()
+	return s, nil
+}
+
+// readOnlyDSN is the data source name of a connection that can only read the
+// file at path: SQLite opens it with SQLITE_OPEN_READONLY (mode=ro), so it
+// cannot write the database or the WAL, nor checkpoint, not even as the last
+// connection to close; query_only refuses writing statements with an error.
+// It sets no journal mode: a rollback-journal file stays one.
+func readOnlyDSN(path string, opts Options) string {
+	q := url.Values{}
+	q.Set("mode", "ro")
+	q.Set("_busy_timeout", fmt.Sprint(opts.BusyTimeout.Milliseconds()))
+	q.Set("_foreign_keys", "on")
+	q.Set("_query_only", "on")
+	q.Set("_txlock", "deferred")
+	return "file:" + (&url.URL{Path: path}).EscapedPath() + "?" + q.Encode()
+}
+
+func openReadOnlyDB(path string, opts Options) (*sql.DB, error) {
+	db, err := sql.Open(driverName, readOnlyDSN(path, opts))
+	if err != nil {
+		return nil, fmt.Errorf("open database %s read-only: %w", path, err)
+	}
+	db.SetMaxOpenConns(opts.ReadConns)
+	db.SetMaxIdleConns(opts.ReadConns)
+	db.SetConnMaxLifetime(0)
+	if err := db.Ping(); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("open database %s read-only: %w", path, describeOpenErr(err))
+	}
+	return db, nil
+}
+
+// ReadOnly reports whether the store was opened with OpenReadOnly.
+func (s *Store) ReadOnly() bool { return s.readOnly }
+
+// errReadOnly is the error a write on a read-only store returns.
+func (s *Store) errReadOnly() error {
+	return fmt.Errorf("%w: %s was opened for reading only, so this write was refused (writes go through a server or a read-write operator command such as admin or db prune)", ErrReadOnlyStore, s.path)
+}
+
+// walBytes returns the size of the database's WAL file, 0 if there is none.
+func (s *Store) walBytes() (int64, error) {
+	fi, err := os.Stat(s.path + "-wal")
+	if errors.Is(err, fs.ErrNotExist) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("read the WAL's size: %w", err)
+	}
+	return fi.Size(), nil
+}
