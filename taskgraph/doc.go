@@ -42,6 +42,21 @@
 // connection. Reads use a separate pool and see only committed state. Server
 // time comes from the store's Clock; clients' clocks are never used.
 //
+// Checkpoints (Close, Check) are PASSIVE: they copy into the database file
+// what no reader still needs and never wait for a reader or take the write
+// lock, so no reader, in this process or another, ever makes a writer wait.
+// Nothing in the store runs a FULL, RESTART or TRUNCATE checkpoint.
+//
+// # Read-only stores
+//
+// OpenReadOnly opens an existing database at exactly this binary's schema
+// version through SQLite's read-only mode and query_only: no migration, no
+// journal-mode change, no writer, sweeper or watcher, no checkpoint on Close,
+// and no write of any kind to the database or its WAL (SQLite may create an
+// empty WAL and the -shm index beside a database no process has open, as any
+// reader does). Every write returns ErrReadOnlyStore; Task shows a lapsed
+// lease as stored rather than processing it; Backup works.
+//
 // # Speed
 //
 // A durable commit costs an fsync, so the store's throughput comes from

@@ -63,7 +63,7 @@ func OpenReadOnly(ctx context.Context, path string, opts Options) (*Store, error
 	case fi.Size() == 0:
 		return nil, fmt.Errorf("%w at %s: the file is empty (serve initialises a new database on first start)", ErrNoDatabase, path)
 	}
-	rdb, err := openReadOnlyDB(path, opts)
+	rdb, err := openReadOnlyDB(ctx, path, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -91,7 +91,7 @@ func readOnlyDSN(path string, opts Options) string {
 	return "file:" + (&url.URL{Path: path}).EscapedPath() + "?" + q.Encode()
 }
 
-func openReadOnlyDB(path string, opts Options) (*sql.DB, error) {
+func openReadOnlyDB(ctx context.Context, path string, opts Options) (*sql.DB, error) {
 	db, err := sql.Open(driverName, readOnlyDSN(path, opts))
 	if err != nil {
 		return nil, fmt.Errorf("open database %s read-only: %w", path, err)
@@ -99,7 +99,7 @@ func openReadOnlyDB(path string, opts Options) (*sql.DB, error) {
 	db.SetMaxOpenConns(opts.ReadConns)
 	db.SetMaxIdleConns(opts.ReadConns)
 	db.SetConnMaxLifetime(0)
-	if err := db.Ping(); err != nil {
+	if err := db.PingContext(ctx); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("open database %s read-only: %w", path, describeOpenErr(err))
 	}

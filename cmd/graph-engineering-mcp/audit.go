@@ -61,7 +61,7 @@ type brokenJSON struct {
 }
 
 func auditVerifyAction(c *cli.Context, _ []string) error {
-	return withOperatorStore(c, func(ctx context.Context, s *taskgraph.Store) error {
+	return withReadOnlyStore(c, func(ctx context.Context, s *taskgraph.Store) error {
 		rep, err := s.VerifyHistory(ctx)
 		if err != nil && !errors.Is(err, taskgraph.ErrBrokenChain) {
 			return fmt.Errorf("verify history: %w", err)

@@ -70,6 +70,41 @@ func openOperatorStore(c *cli.Context) (*taskgraph.Store, error) {
 	return s, nil
 }
 
+// openReadOnlyOperatorStore opens the database for a command that only reads
+// (tasks list/show, workflow show/watch, audit verify, db check, db backup):
+// read-only, so it migrates nothing, checkpoints nothing, writes nothing and
+// never makes a server's writer wait. Like openOperatorStore it never creates
+// a database.
+func openReadOnlyOperatorStore(c *cli.Context) (*taskgraph.Store, error) {
+	path, err := databasePath(c)
+	if err != nil {
+		return nil, err
+	}
+	s, err := taskgraph.OpenReadOnly(c.Context, path, taskgraph.Options{
+		Clock:     clockFrom(c.Context),
+		Logger:    newLogger(c.App.ErrWriter, slog.LevelWarn),
+		ReadConns: 2,
+	})
+	if errors.Is(err, taskgraph.ErrNoDatabase) && errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("no database at %s: set --database or %s to the database serve uses (serve creates it on first start)", path, databaseEnv)
+	}
+	return s, err // the store's errors name the path and what to do
+}
+
+// withReadOnlyStore is withOperatorStore for commands that only read: the
+// store is opened with openReadOnlyOperatorStore.
+func withReadOnlyStore(c *cli.Context, fn func(ctx context.Context, s *taskgraph.Store) error) error {
+	s, err := openReadOnlyOperatorStore(c)
+	if err != nil {
+		return err
+	}
+	ferr := fn(c.Context, s)
+	if cerr := s.Close(); cerr != nil && ferr == nil {
+		ferr = fmt.Errorf("close database: %w", cerr)
+	}
+	return ferr
+}
+
 // withOperatorStore opens the store, runs fn, and closes the store. Every
 // write fn makes is one short store transaction; nothing holds the write lock
 // while a human reads a prompt.
@@ -230,9 +265,10 @@ func parseAge(s string) (time.Duration, error) {
 func dbCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "db",
-		Usage: "database maintenance: integrity check, WAL checkpoint, pruning old workflows",
+		Usage: "database maintenance: integrity check, backup, pruning old workflows",
 		Description: `Maintenance of the SQLite database. Safe while a server runs on the same
-database: each step is one short transaction.`,
+database: check and backup only read it (read-only, never making the server
+wait); prune writes in short transactions.`,
 		Subcommands: []*cli.Command{dbCheckCommand(), dbPruneCommand(), dbBackupCommand()},
 		Action:      groupAction,
 		// Help is --help, as for the other commands; no "help" subcommand.
@@ -243,11 +279,13 @@ database: each step is one short transaction.`,
 func dbCheckCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "check",
-		Usage:     "check the database's integrity and checkpoint its WAL",
+		Usage:     "check the database's integrity and report its WAL's size",
 		UsageText: "graph-engineering-mcp db check [--database PATH] [--json]",
-		Description: `Runs SQLite's integrity check, then checkpoints the write-ahead log into the
-database file, and prints the task counts by state. A checkpoint that cannot
-finish because a reader is busy is reported but is not a failure.
+		Description: `Runs SQLite's integrity check, reports the size of the write-ahead log (the
+-wal file), and prints the task counts by state. It opens the database
+read-only: it writes nothing, checkpoints nothing and never makes a running
+server wait. A running server checkpoints the WAL itself as it writes, without
+waiting for readers, and folds it into the database file when it stops.
 
 Exits 0 when the integrity check passes and 1 when it does not.
 
@@ -260,21 +298,21 @@ Example:
 
 // checkJSON is the --json output of db check.
 type checkJSON struct {
-	Database   string         `json:"database"`
-	OK         bool           `json:"ok"`
-	Integrity  []string       `json:"integrity"`
-	Checkpoint checkpointJSON `json:"checkpoint"`
-	Tasks      map[string]int `json:"tasks"`
+	Database  string         `json:"database"`
+	OK        bool           `json:"ok"`
+	Integrity []string       `json:"integrity"`
+	WAL       walJSON        `json:"wal"`
+	Tasks     map[string]int `json:"tasks"`
 }
 
-type checkpointJSON struct {
-	Busy               bool `json:"busy"`
-	WALFrames          int  `json:"wal_frames"`
-	CheckpointedFrames int  `json:"checkpointed_frames"`
+// walJSON describes the write-ahead log, which db check reads but never
+// checkpoints.
+type walJSON struct {
+	Bytes int64 `json:"bytes"`
 }
 
 func dbCheckAction(c *cli.Context, _ []string) error {
-	return withOperatorStore(c, func(ctx context.Context, s *taskgraph.Store) error {
+	return withReadOnlyStore(c, func(ctx context.Context, s *taskgraph.Store) error {
 		res, err := s.Check(ctx)
 		if err != nil {
 			return fmt.Errorf("check database %s: %w", s.Path(), err)
@@ -286,7 +324,7 @@ func dbCheckAction(c *cli.Context, _ []string) error {
 		w := c.App.Writer
 		if c.Bool("json") {
 			out := checkJSON{Database: s.Path(), OK: res.OK(), Integrity: res.Integrity, Tasks: stateCountsJSON(counts),
-				Checkpoint: checkpointJSON{Busy: res.CheckpointBusy != 0, WALFrames: res.WALFrames, CheckpointedFrames: res.CheckpointedFrames}}
+				WAL: walJSON{Bytes: res.WALBytes}}
 			if err := writeJSON(w, out); err != nil {
 				return err
 			}
@@ -300,11 +338,7 @@ func dbCheckAction(c *cli.Context, _ []string) error {
 					fmt.Fprintf(w, "  %s\n", line)
 				}
 			}
-			if res.CheckpointBusy != 0 {
-				fmt.Fprintf(w, "checkpoint: incomplete, a reader was busy; %d of %d WAL frames copied (run again when the server is idle)\n", res.CheckpointedFrames, res.WALFrames)
-			} else {
-				fmt.Fprintf(w, "checkpoint: complete (%d WAL frames copied into the database)\n", res.CheckpointedFrames)
-			}
+			fmt.Fprintf(w, "wal:        %d bytes, not checkpointed (db check only reads; the server checkpoints)\n", res.WALBytes)
 			fmt.Fprintf(w, "tasks:      %s\n", describeCounts(counts))
 		}
 		if !res.OK() {

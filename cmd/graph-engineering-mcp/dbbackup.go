@@ -24,7 +24,7 @@ Example:
    graph-engineering-mcp db backup --database ./tasks.db ./tasks-backup.db`,
 		Flags: []cli.Flag{databaseFlag()},
 		Action: leafAction([]string{"DEST"}, func(c *cli.Context, args []string) error {
-			return withOperatorStore(c, func(ctx context.Context, s *taskgraph.Store) error {
+			return withReadOnlyStore(c, func(ctx context.Context, s *taskgraph.Store) error {
 				if err := s.Backup(ctx, args[0]); err != nil {
 					return err
 				}

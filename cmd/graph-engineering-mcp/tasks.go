@@ -85,7 +85,7 @@ func tasksListAction(c *cli.Context, _ []string) error {
 	if f.Limit < 1 || f.Limit > taskgraph.MaxTasksPerWorkflow {
 		return usagef("invalid --limit %d: must be between 1 and %d", f.Limit, taskgraph.MaxTasksPerWorkflow)
 	}
-	return withOperatorStore(c, func(ctx context.Context, s *taskgraph.Store) error {
+	return withReadOnlyStore(c, func(ctx context.Context, s *taskgraph.Store) error {
 		tasks, err := s.ListTasks(ctx, f)
 		if err != nil {
 			return usageIfInvalid(err)
@@ -314,7 +314,7 @@ type showJSON struct {
 
 func tasksShowAction(c *cli.Context, args []string) error {
 	id := args[0]
-	return withOperatorStore(c, func(ctx context.Context, s *taskgraph.Store) error {
+	return withReadOnlyStore(c, func(ctx context.Context, s *taskgraph.Store) error {
 		t, err := s.Task(ctx, id)
 		if err != nil {
 			return err

@@ -83,7 +83,7 @@ func workflowShowAction(c *cli.Context, args []string) error {
 		}
 		format = "json"
 	}
-	return withOperatorStore(c, func(ctx context.Context, s *taskgraph.Store) error {
+	return withReadOnlyStore(c, func(ctx context.Context, s *taskgraph.Store) error {
 		v, err := s.Workflow(ctx, args[0])
 		if err != nil {
 			return usageIfInvalid(err)
@@ -379,7 +379,7 @@ func workflowWatchAction(c *cli.Context, args []string) error {
 	case isTerminal(c.App.Writer):
 		mode = watchRedraw
 	}
-	return withOperatorStore(c, func(ctx context.Context, s *taskgraph.Store) error {
+	return withReadOnlyStore(c, func(ctx context.Context, s *taskgraph.Store) error {
 		wv := &watchView{w: c.App.Writer, mode: mode, style: styleFor(c.Bool("ascii"))}
 		return watchWorkflow(ctx, s, args[0], interval, wv)
 	})
