@@ -249,6 +249,8 @@ func TestReadOnlyStoreAndCheckpointsNeverWaitForReaders(t *testing.T) {
 			t.Errorf("read-only Backup: %v", err)
 		} else if fingerprint(t, dest) != fingerprint(t, b.path) {
 			t.Error("the read-only store's backup differs from the database")
+		} else {
+			readBackupReadOnly(t, dest)
 		}
 		if err := ro.Close(); err != nil {
 			t.Errorf("read-only Close: %v", err)
@@ -317,4 +319,29 @@ func TestReadOnlyStoreOnAClosedDatabase(t *testing.T) {
 	if before.wal != nil || len(after.wal) != 0 {
 		t.Errorf("the WAL held %d bytes before (existed: %v) and %d after, want none and empty", len(before.wal), before.wal != nil, len(after.wal))
 	}
+}
+
+// readBackupReadOnly reads a backup (a database that may not be in WAL mode)
+// through a read-only store, which must leave it, journal mode included,
+// byte for byte as it was.
+func readBackupReadOnly(t *testing.T, path string) {
+	t.Helper()
+	before := snapshotFiles(t, path)
+	ro, err := OpenReadOnly(context.Background(), path, Options{})
+	if err != nil {
+		t.Errorf("open the backup read-only: %v", err)
+		return
+	}
+	var mode string
+	if err := ro.rdb.QueryRow(`PRAGMA journal_mode`).Scan(&mode); err != nil {
+		t.Error(err)
+	}
+	if n, err := ro.CountByState(context.Background()); err != nil || n[StateClaimed] != 1 {
+		t.Errorf("the backup's tasks: %v %v", n, err)
+	}
+	if err := ro.Close(); err != nil {
+		t.Error(err)
+	}
+	before.mustEqual(t, path, "reading a backup (journal mode "+mode+") read-only")
+	t.Logf("backup journal mode: %s", mode)
 }
