@@ -6,12 +6,15 @@ import (
 	"database/sql"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/mattn/go-sqlite3"
 
 	"github.com/graph-engineering/graph-engineering-mcp/schema"
 )
@@ -157,6 +160,9 @@ func TestReadOnlyStoreRefusesEveryWrite(t *testing.T) {
 	}
 }
 
+// errNotADB stands for SQLite's "file is not a database" in the table below.
+var errNotADB = errors.New("SQLITE_NOTADB")
+
 func TestOpenReadOnlyRefusesWhatItCannotRead(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
@@ -195,13 +201,22 @@ func TestOpenReadOnlyRefusesWhatItCannotRead(t *testing.T) {
 	newer := raw("newer.db", `CREATE TABLE schema_version (singleton INTEGER PRIMARY KEY, version INTEGER NOT NULL)`,
 		`INSERT INTO schema_version VALUES (1, 999)`)
 	foreign := raw("foreign.db", `CREATE TABLE notes (body TEXT)`)
+	garbage := filepath.Join(dir, "garbage.db")
+	if err := os.WriteFile(garbage, bytes.Repeat([]byte("not a database\n"), 300), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct {
 		path string
 		want error
 		says string
-	}{{old, schema.ErrTooOld, "serve"}, {newer, schema.ErrTooNew, "upgrade"}, {foreign, schema.ErrForeign, "not a graph-engineering database"}} {
+	}{{old, schema.ErrTooOld, "serve"}, {newer, schema.ErrTooNew, "upgrade"}, {foreign, schema.ErrForeign, "not a graph-engineering database"},
+		{garbage, errNotADB, "not a graph-engineering database or is damaged"}} {
 		before := snapshotFiles(t, tc.path)
 		_, err := OpenReadOnly(ctx, tc.path, Options{})
+		var se sqlite3.Error
+		if tc.want == errNotADB && errors.As(err, &se) && se.Code == sqlite3.ErrNotADB {
+			err = fmt.Errorf("%w: %w", errNotADB, err)
+		}
 		if !errors.Is(err, tc.want) || !strings.Contains(err.Error(), tc.path) || !strings.Contains(err.Error(), tc.says) {
 			t.Errorf("%s: %v, want %v naming the path and saying %q", filepath.Base(tc.path), err, tc.want, tc.says)
 		}
