@@ -52,16 +52,8 @@ func OpenReadOnly(ctx context.Context, path string, opts Options) (*Store, error
 	if opts.ReadConns <= 0 {
 		opts.ReadConns = 4
 	}
-	fi, err := os.Stat(path)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		return nil, fmt.Errorf("%w at %s: %w (a read-only open never creates one; serve creates it on first start)", ErrNoDatabase, path, err)
-	case err != nil:
-		return nil, fmt.Errorf("open database %s read-only: %w", path, err)
-	case fi.IsDir():
-		return nil, fmt.Errorf("open database %s read-only: it is a folder; give the database file's path", path)
-	case fi.Size() == 0:
-		return nil, fmt.Errorf("%w at %s: the file is empty (serve initialises a new database on first start)", ErrNoDatabase, path)
+	if err := requireDatabaseFile(path, "open database %s read-only"); err != nil {
+		return nil, err
 	}
 	rdb, err := openReadOnlyDB(ctx, path, opts)
 	if err != nil {
@@ -74,6 +66,24 @@ func OpenReadOnly(ctx context.Context, path string, opts Options) (*Store, error
 	s := &Store{path: path, opts: opts, clock: opts.Clock, log: opts.Logger, rdb: rdb, readOnly: true, quit: make(chan struct{})}
 	s.notify.init()
 	return s, nil
+}
+
+// requireDatabaseFile refuses a path where there is no database to open
+// without creating one: nothing, a folder, or an empty file. step is a
+// format naming what failed, with a %s for the path.
+func requireDatabaseFile(path, step string) error {
+	fi, err := os.Stat(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("%w at %s: %w (this never creates one; serve creates it on first start)", ErrNoDatabase, path, err)
+	case err != nil:
+		return fmt.Errorf(step+": %w", path, err)
+	case fi.IsDir():
+		return fmt.Errorf(step+": it is a folder; give the database file's path", path)
+	case fi.Size() == 0:
+		return fmt.Errorf("%w at %s: the file is empty (serve initialises a new database on first start)", ErrNoDatabase, path)
+	}
+	return nil
 }
 
 // readOnlyDSN is the data source name of a connection that can only read the
