@@ -265,11 +265,11 @@ func parseAge(s string) (time.Duration, error) {
 func dbCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "db",
-		Usage: "database maintenance: integrity check, backup, pruning old workflows",
+		Usage: "database maintenance: integrity check, WAL checkpoint, backup, pruning old workflows",
 		Description: `Maintenance of the SQLite database. Safe while a server runs on the same
 database: check and backup only read it (read-only, never making the server
-wait); prune writes in short transactions.`,
-		Subcommands: []*cli.Command{dbCheckCommand(), dbPruneCommand(), dbBackupCommand()},
+wait); checkpoint never waits for anyone; prune writes in short transactions.`,
+		Subcommands: []*cli.Command{dbCheckCommand(), dbCheckpointCommand(), dbPruneCommand(), dbBackupCommand()},
 		Action:      groupAction,
 		// Help is --help, as for the other commands; no "help" subcommand.
 		HideHelpCommand: true,
