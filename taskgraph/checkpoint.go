@@ -32,10 +32,10 @@ type CheckpointResult struct {
 // lock), then, only if no reader uses the WAL and no writer holds the write
 // lock at that moment, truncates the WAL to zero bytes (TRUNCATE). Its
 // connection has a busy timeout of zero, so neither step ever waits for a
-// reader or a writer, and the write lock is held at most for the truncation
-// itself, whose copying the first step already did. It never creates a
-// database, never migrates, and refuses a file that is not a graph-engineering
-// database (schema.ErrForeign, schema.ErrTooNew).
+// reader or a writer, and the write lock is held only for the second step,
+// which copies just what was committed since the first and truncates. It
+// never creates a database, never migrates, and refuses a file that is not a
+// graph-engineering database (schema.ErrForeign, schema.ErrTooNew).
 func Checkpoint(ctx context.Context, path string) (CheckpointResult, error) {
 	res := CheckpointResult{WALFrames: -1, CopiedFrames: -1}
 	if err := requireDatabaseFile(path, "checkpoint database %s"); err != nil {

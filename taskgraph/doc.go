@@ -45,7 +45,11 @@
 // Checkpoints (Close, Check) are PASSIVE: they copy into the database file
 // what no reader still needs and never wait for a reader or take the write
 // lock, so no reader, in this process or another, ever makes a writer wait.
-// Nothing in the store runs a FULL, RESTART or TRUNCATE checkpoint.
+// Nothing on a store's write path runs a FULL, RESTART or TRUNCATE
+// checkpoint. The operator's Checkpoint truncates only on a connection of its
+// own with a zero busy timeout: it gives up rather than wait for a reader or
+// a writer, and holds the write lock only for that step (copying what was
+// committed since its passive copy, then truncating).
 //
 // # Read-only stores
 //
