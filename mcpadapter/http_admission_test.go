@@ -341,7 +341,10 @@ func TestHTTPInitializeBurstCannotLockOutRealClients(t *testing.T) {
 	for i := range burst {
 		bare = append(bare, bareInitialize(f, t))
 		if i%16 == 0 {
-			for _, w := range real {
+			// All but the last keep working through the burst; the last is
+			// idle (but initialized) all along, and survives too, since the
+			// sessions that never got past initialize go first.
+			for _, w := range real[:workers-1] {
 				if _, err := fleetCall(f.ctx, w.cs, manifest.ToolHeartbeat, w.holder); err != nil {
 					t.Fatalf("heartbeat during the burst, after %d bare initializes: %v", i+1, err)
 				}
