@@ -86,7 +86,8 @@ type HTTPOptions struct {
 	// AdmissionWait for one, then gets 503.
 	MaxConcurrent int
 	// AdmissionWait is how long a short request waits for a concurrency
-	// slot before it is refused with 503 (default DefaultAdmissionWait).
+	// slot before it is refused with 503: zero takes DefaultAdmissionWait,
+	// a negative value refuses at once. It may not exceed CallTimeout.
 	AdmissionWait time.Duration
 	// MaxConnections bounds open TCP connections. At the cap, a new
 	// connection is accepted and the oldest one that has never carried an
@@ -152,8 +153,8 @@ func (o *HTTPOptions) setDefaults(s *Server) error {
 		return fmt.Errorf("http: MaxSessions must be at least 1 (got %d)", o.MaxSessions)
 	case o.CallTimeout <= taskgraph.MaxClaimWait:
 		return fmt.Errorf("http: CallTimeout must exceed the longest claim wait of %s (got %s)", taskgraph.MaxClaimWait, o.CallTimeout)
-	case o.AdmissionWait < 0 || o.AdmissionWait > o.CallTimeout:
-		return fmt.Errorf("http: AdmissionWait must be between 0 and CallTimeout %s (got %s)", o.CallTimeout, o.AdmissionWait)
+	case o.AdmissionWait > o.CallTimeout:
+		return fmt.Errorf("http: AdmissionWait must not exceed CallTimeout %s (got %s)", o.CallTimeout, o.AdmissionWait)
 	case o.SessionIdleTimeout < 0:
 		return fmt.Errorf("http: SessionIdleTimeout must be positive (got %s)", o.SessionIdleTimeout)
 	case o.ShutdownTimeout < 0:

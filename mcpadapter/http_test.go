@@ -684,6 +684,7 @@ func TestHTTPOptionsAreValidated(t *testing.T) {
 		"token with a space":      {AuthToken: "0123456789 abcdef"},
 		"call timeout below wait": {CallTimeout: 10 * time.Second},
 		"negative concurrency":    {MaxConcurrent: -1},
+		"admission wait too long": {AdmissionWait: 2 * time.Minute},
 		"tiny body":               {MaxBodyBytes: 10},
 	} {
 		_, err := NewHTTPHandler(f.srv, o)
