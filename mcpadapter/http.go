@@ -734,20 +734,7 @@ func (s *Server) ServeStreamableHTTP(ctx context.Context, ln net.Listener, opts 
 		return err
 	}
 	opts = h.opts
-	hs := &http.Server{
-		Handler:           h,
-		ConnContext:       connContext,
-		ReadHeaderTimeout: readHeaderTimeout,
-		// A whole request must arrive within it; an MCP POST body within
-		// bodyReadTimeout, after which the handler lifts the deadline for
-		// the call (see readBody).
-		ReadTimeout: readTimeout,
-		// A call may take CallTimeout; its response must still be writable.
-		WriteTimeout:   opts.CallTimeout + readTimeout,
-		IdleTimeout:    idleTimeout,
-		MaxHeaderBytes: MaxHeaderBytes,
-		ErrorLog:       slog.NewLogLogger(h.log.Handler(), slog.LevelWarn),
-	}
+	hs := h.newServer()
 	errc := make(chan error, 1)
 	onEvict := func() {
 		if h.metrics != nil {
@@ -775,4 +762,22 @@ func (s *Server) ServeStreamableHTTP(ctx context.Context, ln net.Listener, opts 
 	h.AbortCalls()
 	h.CloseSessions()
 	return nil
+}
+
+// newServer returns the http.Server of ServeStreamableHTTP for h.
+func (h *HTTPHandler) newServer() *http.Server {
+	return &http.Server{
+		Handler:           h,
+		ConnContext:       connContext,
+		ReadHeaderTimeout: readHeaderTimeout,
+		// A whole request must arrive within it; an MCP POST body within
+		// bodyReadTimeout, after which the handler lifts the deadline for
+		// the call (see readBody).
+		ReadTimeout: readTimeout,
+		// A call may take CallTimeout; its response must still be writable.
+		WriteTimeout:   h.opts.CallTimeout + readTimeout,
+		IdleTimeout:    idleTimeout,
+		MaxHeaderBytes: MaxHeaderBytes,
+		ErrorLog:       slog.NewLogLogger(h.log.Handler(), slog.LevelWarn),
+	}
 }

@@ -424,3 +424,35 @@ func TestHTTPSessionCapClosesTheLongestIdle(t *testing.T) {
 		t.Fatalf("session a, busy when the fourth opened, was closed: %v", err)
 	}
 }
+
+// A claim that waits for work outlives the server's ReadTimeout: once the
+// body is read the deadline is lifted, so the server does not take the
+// wait for a client that went away and cancel it. (The server's real
+// ReadTimeout, 30 s, equals the longest claim wait.)
+func TestHTTPLongPollOutlivesTheReadTimeout(t *testing.T) {
+	f, _ := newHTTPStore(t)
+	h, err := NewHTTPHandler(f.srv, HTTPOptions{Metrics: f.metrics, Logger: f.logger})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := h.newServer()
+	hs.ReadTimeout = 100 * time.Millisecond
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go hs.Serve(newConnLimiter(ln, 16, nil))
+	t.Cleanup(func() { hs.Close() })
+	f.url = "http://" + ln.Addr().String() + MCPPath
+	for _, version := range []string{"", "2025-11-25"} {
+		cs, err := f.connect(version, "", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer cs.Close()
+		out, err := fleetCall(f.ctx, cs, manifest.ToolClaim, map[string]any{"owner": "w", "workflow_id": "empty", "wait_ms": 1000})
+		if err != nil || out["claimed"] != false {
+			t.Fatalf("version %q: a claim waiting 1 s behind a 100 ms ReadTimeout: %v %v, want claimed: false", version, out, err)
+		}
+	}
+}
