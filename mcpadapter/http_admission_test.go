@@ -84,7 +84,7 @@ func TestIsLongPoll(t *testing.T) {
 // fleetWorker runs the README loop: claim-next with wait_ms; on a claim,
 // heartbeat three times and complete. Any failure of a holder write ends it
 // with an error; the end of ctx ends it cleanly.
-func fleetWorker(ctx context.Context, cs *mcp.ClientSession, owner string, completed *atomic.Int64) error {
+func fleetWorker(ctx context.Context, cs *mcp.ClientSession, owner string, completed *atomic.Int64, lat *latencies) error {
 	for ctx.Err() == nil {
 		out, err := fleetCall(ctx, cs, manifest.ToolClaim, map[string]any{"owner": owner, "workflow_id": "fleet", "wait_ms": 5000})
 		if err != nil {
@@ -99,18 +99,45 @@ func fleetWorker(ctx context.Context, cs *mcp.ClientSession, owner string, compl
 		holder := holderArgs(out)
 		work := context.WithoutCancel(ctx)
 		for range 3 {
+			start := time.Now()
 			if _, err := fleetCall(work, cs, manifest.ToolHeartbeat, holder); err != nil {
 				return fmt.Errorf("%s holding %v: %w", owner, holder["task_id"], err)
 			}
+			lat.add(time.Since(start))
 		}
 		done := maps.Clone(holder)
 		done["result"] = owner
+		start := time.Now()
 		if _, err := fleetCall(work, cs, manifest.ToolComplete, done); err != nil {
 			return fmt.Errorf("%s holding %v: %w", owner, holder["task_id"], err)
 		}
+		lat.add(time.Since(start))
 		completed.Add(1)
 	}
 	return nil
+}
+
+// latencies collects durations from many goroutines.
+type latencies struct {
+	mu sync.Mutex
+	d  []time.Duration
+}
+
+func (l *latencies) add(d time.Duration) {
+	l.mu.Lock()
+	l.d = append(l.d, d)
+	l.mu.Unlock()
+}
+
+// summary returns the count, median and maximum.
+func (l *latencies) summary() (int, time.Duration, time.Duration) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.d) == 0 {
+		return 0, 0, 0
+	}
+	slices.Sort(l.d)
+	return len(l.d), l.d[len(l.d)/2], l.d[len(l.d)-1]
 }
 
 // Rule 1 (HTTP half): a hundred workers long-polling, more than the 64
@@ -122,6 +149,7 @@ func TestHTTPFleetOfLongPollsLeavesSlotsToHolders(t *testing.T) {
 	fleetCtx, stopFleet := context.WithCancel(f.ctx)
 	defer stopFleet()
 	var completed atomic.Int64
+	var holderWrites latencies
 	errs := make(chan error, workers)
 	var wg sync.WaitGroup
 	for i := range workers {
@@ -137,7 +165,7 @@ func TestHTTPFleetOfLongPollsLeavesSlotsToHolders(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			errs <- fleetWorker(fleetCtx, cs, fmt.Sprintf("w%d", i), &completed)
+			errs <- fleetWorker(fleetCtx, cs, fmt.Sprintf("w%d", i), &completed, &holderWrites)
 		}()
 	}
 	waitFor(t, "the whole fleet to wait for work", func() bool { return st.Waiters() == workers })
@@ -161,6 +189,8 @@ func TestHTTPFleetOfLongPollsLeavesSlotsToHolders(t *testing.T) {
 			t.Errorf("worker: %v", err)
 		}
 	}
+	n, median, worst := holderWrites.summary()
+	t.Logf("%d workers (half legacy) long-polling with wait_ms 5000, 64 slots, %d tasks: %d holder writes, median %v, max %v", workers, tasks, n, median, worst)
 	if got := testutil.ToFloat64(f.metrics.rejections.WithLabelValues("busy")); got != 0 {
 		t.Errorf("%v requests were refused as busy", got)
 	}
