@@ -63,6 +63,9 @@ const (
 	readTimeout       = 30 * time.Second
 	idleTimeout       = 60 * time.Second
 	healthTimeout     = 3 * time.Second
+	// fdReserve is the file descriptors kept for the database, its WAL,
+	// the listener and logs besides the connections.
+	fdReserve         = 64
 	retryAfterSeconds = "1"
 )
 
@@ -734,6 +737,10 @@ func (s *Server) ServeStreamableHTTP(ctx context.Context, ln net.Listener, opts 
 		return err
 	}
 	opts = h.opts
+	if limit, ok := openFilesLimit(); ok && uint64(opts.MaxConnections)+fdReserve > limit {
+		h.log.Warn("the connection cap exceeds the open-files limit: once descriptors run out, new connections wait in the backlog before the cap can make room for them; raise the limit (ulimit -n) or lower --max-connections",
+			"max_connections", opts.MaxConnections, "open_files_limit", limit, "reserved", fdReserve)
+	}
 	hs := h.newServer()
 	errc := make(chan error, 1)
 	onEvict := func() {

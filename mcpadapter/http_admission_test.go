@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -485,4 +486,28 @@ func TestHTTPLongPollOutlivesTheReadTimeout(t *testing.T) {
 			t.Fatalf("version %q: a claim waiting 1 s behind a 100 ms ReadTimeout: %v %v, want claimed: false", version, out, err)
 		}
 	}
+}
+
+func TestServeStreamableHTTPWarnsOfAConnectionCapAboveTheOpenFilesLimit(t *testing.T) {
+	limit, ok := openFilesLimit()
+	if !ok || limit > 1<<40 {
+		t.Skip("no finite open-files limit here")
+	}
+	f, _ := newHTTPStore(t)
+	srv := f.serveOn(t, HTTPOptions{MaxConnections: int(limit)})
+	waitFor(t, "the warning", func() bool { return strings.Contains(f.logs.String(), "exceeds the open-files limit") })
+	srv.stop()
+	if err := <-srv.done; err != nil {
+		t.Fatal(err)
+	}
+	g, _ := newHTTPStore(t)
+	srv = g.serveOn(t, HTTPOptions{MaxConnections: 1})
+	if r := g.post(modernBody(1, "tools/list", nil, nil), modernHeaders("tools/list")); r.status != http.StatusOK {
+		t.Fatalf("HTTP %d", r.status)
+	}
+	if strings.Contains(g.logs.String(), "open-files limit") {
+		t.Fatal("warned of a cap of 1 connection")
+	}
+	srv.stop()
+	<-srv.done
 }
