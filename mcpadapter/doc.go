@@ -19,6 +19,12 @@
 //     the same server; the handler also enforces the bearer token, the
 //     Origin and Host checks and the limits, and corrects the error codes and
 //     HTTP statuses the SDK gets wrong.
+//   - Admission over HTTP: waiting never holds what a lease holder needs. A
+//     request takes a concurrency slot only once authorized and fully read;
+//     a claim-next long poll takes none; at the connection cap the oldest
+//     connection that never carried an authorized request is closed for the
+//     new one; at the session cap the oldest never-initialized, else the
+//     longest idle legacy session without a request in flight is closed.
 //   - Arguments: decoded by our own validator, generated from the same field
 //     table as the published JSON Schema; numbers are read exactly (never
 //     through float64), unknown and duplicate keys are refused. Arguments that

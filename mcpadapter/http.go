@@ -14,6 +14,7 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -38,10 +39,13 @@ const (
 	DefaultHTTPAddr = "127.0.0.1:7330"
 	// DefaultMaxBodyBytes bounds one POST body.
 	DefaultMaxBodyBytes = 512 << 10
-	// DefaultMaxConcurrent bounds the MCP requests served at once.
+	// DefaultMaxConcurrent bounds the short MCP requests served at once
+	// (claim-next long polls are not counted).
 	DefaultMaxConcurrent = 64
-	// DefaultMaxConnections bounds open TCP connections.
-	DefaultMaxConnections = 256
+	// DefaultMaxConnections bounds open TCP connections. Each costs one file
+	// descriptor and a goroutine; a fleet needs one per worker in a long
+	// poll plus the idle connections its HTTP clients keep.
+	DefaultMaxConnections = 1024
 	// DefaultCallTimeout is the per-call deadline; it exceeds the longest
 	// claim wait (taskgraph.MaxClaimWait).
 	DefaultCallTimeout = 60 * time.Second
@@ -59,6 +63,9 @@ const (
 	readTimeout       = 30 * time.Second
 	idleTimeout       = 60 * time.Second
 	healthTimeout     = 3 * time.Second
+	// fdReserve is the file descriptors kept for the database, its WAL,
+	// the listener and logs besides the connections.
+	fdReserve         = 64
 	retryAfterSeconds = "1"
 )
 
@@ -75,10 +82,20 @@ type HTTPOptions struct {
 	AllowedOrigins []string
 	// MaxBodyBytes bounds a POST body (413 beyond it).
 	MaxBodyBytes int64
-	// MaxConcurrent bounds MCP requests served at once (503 beyond it).
+	// MaxConcurrent bounds the short MCP requests served at once; a request
+	// takes a slot only once it is authorized and its body is read, and a
+	// claim-next long poll (graph_task_claim with a positive wait_ms) takes
+	// none. A short request finding every slot taken waits up to
+	// AdmissionWait for one, then gets 503.
 	MaxConcurrent int
-	// MaxConnections bounds open TCP connections; further ones wait to be
-	// accepted. Used by ServeStreamableHTTP.
+	// AdmissionWait is how long a short request waits for a concurrency
+	// slot before it is refused with 503: zero takes DefaultAdmissionWait,
+	// a negative value refuses at once. It may not exceed CallTimeout.
+	AdmissionWait time.Duration
+	// MaxConnections bounds open TCP connections. At the cap, a new
+	// connection is accepted and the oldest one that has never carried an
+	// authorized, fully read request is closed; when there is none, the new
+	// one waits. Used by ServeStreamableHTTP.
 	MaxConnections int
 	// CallTimeout is the deadline of every call; it must exceed the longest
 	// claim wait.
@@ -86,7 +103,10 @@ type HTTPOptions struct {
 	// SessionIdleTimeout ends a legacy session that has had no request for
 	// this long.
 	SessionIdleTimeout time.Duration
-	// MaxSessions bounds live legacy sessions (503 on initialize beyond it).
+	// MaxSessions bounds live legacy sessions. At the cap, initialize closes
+	// the oldest session that never got past initialize, else the one idle
+	// the longest; it gets 503 only when every session has a request in
+	// flight.
 	MaxSessions int
 	// ShutdownTimeout bounds the drain of in-flight calls on shutdown; after
 	// it, remaining calls are cancelled. Used by ServeStreamableHTTP.
@@ -103,6 +123,9 @@ func (o *HTTPOptions) setDefaults(s *Server) error {
 	}
 	if o.MaxConcurrent == 0 {
 		o.MaxConcurrent = DefaultMaxConcurrent
+	}
+	if o.AdmissionWait == 0 {
+		o.AdmissionWait = DefaultAdmissionWait
 	}
 	if o.MaxConnections == 0 {
 		o.MaxConnections = DefaultMaxConnections
@@ -133,6 +156,8 @@ func (o *HTTPOptions) setDefaults(s *Server) error {
 		return fmt.Errorf("http: MaxSessions must be at least 1 (got %d)", o.MaxSessions)
 	case o.CallTimeout <= taskgraph.MaxClaimWait:
 		return fmt.Errorf("http: CallTimeout must exceed the longest claim wait of %s (got %s)", taskgraph.MaxClaimWait, o.CallTimeout)
+	case o.AdmissionWait > o.CallTimeout:
+		return fmt.Errorf("http: AdmissionWait must not exceed CallTimeout %s (got %s)", o.CallTimeout, o.AdmissionWait)
 	case o.SessionIdleTimeout < 0:
 		return fmt.Errorf("http: SessionIdleTimeout must be positive (got %s)", o.SessionIdleTimeout)
 	case o.ShutdownTimeout < 0:
@@ -200,6 +225,10 @@ type HTTPHandler struct {
 	stateful    *mcp.StreamableHTTPHandler
 	metricsHTTP http.Handler
 	sem         chan struct{}
+	slotWaiters atomic.Int64 // short requests waiting for a slot
+	longPolls   atomic.Int64 // long polls being served (no slot)
+	sessions    *sessionTracker
+	initMu      sync.Mutex // serialises initialize at the session cap
 	policy      *callPolicy
 	abort       context.CancelFunc
 }
@@ -224,8 +253,9 @@ func NewHTTPHandler(s *Server, opts HTTPOptions) (*HTTPHandler, error) {
 	}
 	h := &HTTPHandler{
 		srv: s, opts: opts, log: opts.Logger, metrics: opts.Metrics,
-		origins: map[string]bool{},
-		sem:     make(chan struct{}, opts.MaxConcurrent),
+		origins:  map[string]bool{},
+		sem:      make(chan struct{}, opts.MaxConcurrent),
+		sessions: newSessionTracker(),
 	}
 	for _, o := range opts.AllowedOrigins {
 		n, err := NormalizeOrigin(o)
@@ -295,6 +325,17 @@ func (h *HTTPHandler) hasSession(id string) bool {
 	return false
 }
 
+// liveSessionIDs returns the ids of the live legacy sessions.
+func (h *HTTPHandler) liveSessionIDs() map[string]bool {
+	ids := map[string]bool{}
+	for ss := range h.srv.mcp.Sessions() {
+		if id := ss.ID(); id != "" {
+			ids[id] = true
+		}
+	}
+	return ids
+}
+
 // legacySessions counts live legacy sessions.
 func (h *HTTPHandler) legacySessions() int {
 	n := 0
@@ -346,6 +387,7 @@ func (h *HTTPHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if route == MetricsPath {
+		trustConn(r)
 		if h.metrics == nil {
 			http.NotFound(sw, r)
 			return
@@ -353,23 +395,18 @@ func (h *HTTPHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.metricsHTTP.ServeHTTP(sw, r)
 		return
 	}
-	select {
-	case h.sem <- struct{}{}:
-	default:
-		sw.Header().Set("Retry-After", retryAfterSeconds)
-		h.refuse(sw, route, http.StatusServiceUnavailable, "busy", fmt.Sprintf("server busy: %d requests are in progress, the most it serves at once; retry after %s s", h.opts.MaxConcurrent, retryAfterSeconds))
-		return
-	}
-	if h.metrics != nil {
-		h.metrics.inFlight.Inc()
-	}
-	defer func() {
-		<-h.sem
-		if h.metrics != nil {
-			h.metrics.inFlight.Dec()
-		}
-	}()
 	h.serveMCP(sw, r)
+}
+
+// busy refuses a short request that found no concurrency slot.
+func (h *HTTPHandler) busy(w http.ResponseWriter, m *httpMessage) {
+	if h.metrics != nil {
+		h.metrics.reject("busy")
+	}
+	w.Header().Set("Retry-After", retryAfterSeconds)
+	writeRPCError(w, failure(http.StatusServiceUnavailable, m, jsonrpc.CodeInvalidRequest,
+		"server busy: %d short requests are in progress, the most it serves at once, and none finished within %s; retry after %s s",
+		h.opts.MaxConcurrent, h.opts.AdmissionWait, retryAfterSeconds))
 }
 
 func routeOf(path string) string {
@@ -484,8 +521,16 @@ func (h *HTTPHandler) serveMCP(w http.ResponseWriter, r *http.Request) {
 	case http.MethodDelete:
 		// Ends a legacy session (204, then 404 for that id). Without a
 		// session there is nothing to end: 2026-07-28 has no sessions.
-		if r.Header.Get(headerSessionID) != "" {
+		if sid := r.Header.Get(headerSessionID); sid != "" {
+			trustConn(r)
+			release, ok := h.admit(r.Context(), false)
+			if !ok {
+				h.busy(w, nil)
+				return
+			}
+			defer release()
 			h.stateful.ServeHTTP(w, r)
+			h.sessions.ended(sid)
 			return
 		}
 		fallthrough
@@ -507,7 +552,7 @@ func (h *HTTPHandler) serveMCP(w http.ResponseWriter, r *http.Request) {
 			msg: "unsupported media type: the request body must be Content-Type: application/json"})
 		return
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.opts.MaxBodyBytes))
+	body, err := h.readBody(w, r)
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
@@ -517,6 +562,7 @@ func (h *HTTPHandler) serveMCP(w http.ResponseWriter, r *http.Request) {
 		writeRPCError(w, &rpcFailure{status: http.StatusBadRequest, code: jsonrpc.CodeInvalidRequest, msg: "invalid request: the request body could not be read"})
 		return
 	}
+	trustConn(r)
 	msg, fail := parseHTTPMessage(body)
 	if fail != nil {
 		writeRPCError(w, fail)
@@ -538,14 +584,28 @@ func (h *HTTPHandler) serveMCP(w http.ResponseWriter, r *http.Request) {
 		writeRPCError(w, failure(http.StatusOK, msg, jsonrpc.CodeInvalidRequest, "invalid request: this session is already initialized; to start over, end it with DELETE and send initialize without Mcp-Session-Id"))
 		return
 	}
-	if e == eraLegacy && msg.method == "initialize" && r.Header.Get(headerSessionID) == "" && h.legacySessions() >= h.opts.MaxSessions {
-		if h.metrics != nil {
-			h.metrics.reject("too_many_sessions")
-		}
-		w.Header().Set("Retry-After", retryAfterSeconds)
-		writeRPCError(w, failure(http.StatusServiceUnavailable, msg, jsonrpc.CodeInternalError,
-			"too many sessions: %d legacy sessions are open, the most this server keeps; end one with DELETE, or use protocol 2026-07-28, which needs none", h.opts.MaxSessions))
+	release, ok := h.admit(r.Context(), isLongPoll(msg))
+	if !ok {
+		h.busy(w, msg)
 		return
+	}
+	defer release()
+	sid := r.Header.Get(headerSessionID)
+	opening := e == eraLegacy && msg.method == "initialize" && sid == ""
+	if opening {
+		h.initMu.Lock()
+		defer h.initMu.Unlock()
+		if !h.makeRoomForSession() {
+			if h.metrics != nil {
+				h.metrics.reject("too_many_sessions")
+			}
+			w.Header().Set("Retry-After", retryAfterSeconds)
+			writeRPCError(w, failure(http.StatusServiceUnavailable, msg, jsonrpc.CodeInternalError,
+				"too many sessions: %d legacy sessions are open, the most this server keeps, and each has a request in progress; end one with DELETE, or use protocol 2026-07-28, which needs none", h.opts.MaxSessions))
+			return
+		}
+	} else if e == eraLegacy && sid != "" {
+		defer h.sessions.begin(sid, msg.method)()
 	}
 	// Streams are not resumable here, so a Last-Event-ID on a POST means
 	// nothing; the SDK would refuse the POST over it (checklist B18).
@@ -560,6 +620,39 @@ func (h *HTTPHandler) serveMCP(w http.ResponseWriter, r *http.Request) {
 		h.stateful.ServeHTTP(fw, r)
 	}
 	fw.finish()
+	if opening {
+		if id := w.Header().Get(headerSessionID); id != "" {
+			h.sessions.opened(id, 2*h.opts.MaxSessions+64, h.liveSessionIDs)
+		}
+	}
+}
+
+// makeRoomForSession reports whether a new legacy session may open: below
+// MaxSessions it may; at the cap it closes the session that matters least
+// (see sessionTracker) and may, unless every session has a request in
+// flight. The caller holds initMu.
+func (h *HTTPHandler) makeRoomForSession() bool {
+	live := h.liveSessionIDs()
+	if len(live) < h.opts.MaxSessions {
+		return true
+	}
+	for len(live) >= h.opts.MaxSessions {
+		id := h.sessions.victim(live)
+		if id == "" {
+			return false
+		}
+		for ss := range h.srv.mcp.Sessions() {
+			if ss.ID() == id {
+				_ = ss.Close() // the session is gone either way; its close error concerns no one
+			}
+		}
+		delete(live, id)
+		if h.metrics != nil {
+			h.metrics.evict("session")
+		}
+		h.log.Info("closed a legacy session to make room for a new one", "max_sessions", h.opts.MaxSessions)
+	}
+	return true
 }
 
 func (h *HTTPHandler) tooLarge(w http.ResponseWriter) {
@@ -644,18 +737,18 @@ func (s *Server) ServeStreamableHTTP(ctx context.Context, ln net.Listener, opts 
 		return err
 	}
 	opts = h.opts
-	hs := &http.Server{
-		Handler:           h,
-		ReadHeaderTimeout: readHeaderTimeout,
-		ReadTimeout:       readTimeout,
-		// A call may take CallTimeout; its response must still be writable.
-		WriteTimeout:   opts.CallTimeout + readTimeout,
-		IdleTimeout:    idleTimeout,
-		MaxHeaderBytes: MaxHeaderBytes,
-		ErrorLog:       slog.NewLogLogger(h.log.Handler(), slog.LevelWarn),
+	if limit, ok := openFilesLimit(); ok && uint64(opts.MaxConnections)+fdReserve > limit {
+		h.log.Warn("the connection cap exceeds the open-files limit: once descriptors run out, new connections wait in the backlog before the cap can make room for them; raise the limit (ulimit -n) or lower --max-connections",
+			"max_connections", opts.MaxConnections, "open_files_limit", limit, "reserved", fdReserve)
 	}
+	hs := h.newServer()
 	errc := make(chan error, 1)
-	go func() { errc <- hs.Serve(newLimitListener(ln, opts.MaxConnections)) }()
+	onEvict := func() {
+		if h.metrics != nil {
+			h.metrics.evict("connection")
+		}
+	}
+	go func() { errc <- hs.Serve(newConnLimiter(ln, opts.MaxConnections, onEvict)) }()
 	select {
 	case err := <-errc:
 		h.AbortCalls()
@@ -678,49 +771,20 @@ func (s *Server) ServeStreamableHTTP(ctx context.Context, ln net.Listener, opts 
 	return nil
 }
 
-// limitListener accepts at most n connections at a time; further ones wait
-// in the kernel's backlog until one closes.
-type limitListener struct {
-	net.Listener
-	sem       chan struct{}
-	done      chan struct{}
-	closeOnce sync.Once
-}
-
-func newLimitListener(ln net.Listener, n int) *limitListener {
-	return &limitListener{Listener: ln, sem: make(chan struct{}, n), done: make(chan struct{})}
-}
-
-// Accept implements net.Listener.
-func (l *limitListener) Accept() (net.Conn, error) {
-	select {
-	case l.sem <- struct{}{}:
-	case <-l.done:
-		return nil, net.ErrClosed
+// newServer returns the http.Server of ServeStreamableHTTP for h.
+func (h *HTTPHandler) newServer() *http.Server {
+	return &http.Server{
+		Handler:           h,
+		ConnContext:       connContext,
+		ReadHeaderTimeout: readHeaderTimeout,
+		// A whole request must arrive within it; an MCP POST body within
+		// bodyReadTimeout, after which the handler lifts the deadline for
+		// the call (see readBody).
+		ReadTimeout: readTimeout,
+		// A call may take CallTimeout; its response must still be writable.
+		WriteTimeout:   h.opts.CallTimeout + readTimeout,
+		IdleTimeout:    idleTimeout,
+		MaxHeaderBytes: MaxHeaderBytes,
+		ErrorLog:       slog.NewLogLogger(h.log.Handler(), slog.LevelWarn),
 	}
-	c, err := l.Listener.Accept()
-	if err != nil {
-		<-l.sem
-		return nil, err
-	}
-	return &limitConn{Conn: c, release: func() { <-l.sem }}, nil
-}
-
-// Close implements net.Listener.
-func (l *limitListener) Close() error {
-	err := l.Listener.Close()
-	l.closeOnce.Do(func() { close(l.done) })
-	return err
-}
-
-type limitConn struct {
-	net.Conn
-	once    sync.Once
-	release func()
-}
-
-func (c *limitConn) Close() error {
-	err := c.Conn.Close()
-	c.once.Do(c.release)
-	return err
 }

@@ -13,7 +13,6 @@ import (
 	"net/http/httptest"
 	"os"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -108,10 +107,18 @@ func TestHTTPLegacyClientGetsASessionThatDeleteEnds(t *testing.T) {
 
 func TestHTTPLegacySessionsExpireAndAreBounded(t *testing.T) {
 	f := newHTTPFixture(t, HTTPOptions{MaxSessions: 2, SessionIdleTimeout: time.Hour})
-	f.client("2025-11-25", "", nil)
-	f.client("2025-06-18", "", nil)
+	// Both sessions wait for work, so neither may be closed to make room.
+	claims := make(chan error, 2)
+	for i, v := range []string{"2025-11-25", "2025-06-18"} {
+		cs := f.client(v, "", nil)
+		go func() {
+			_, err := fleetCall(f.ctx, cs, manifest.ToolClaim, map[string]any{"owner": fmt.Sprintf("w%d", i), "workflow_id": "busy", "wait_ms": 30000})
+			claims <- err
+		}()
+	}
+	waitFor(t, "both sessions to wait for work", func() bool { return f.h.longPolls.Load() == 2 })
 	if _, err := f.connect("2025-11-25", "", nil); err == nil {
-		t.Fatal("a third session was opened beyond MaxSessions 2")
+		t.Fatal("a third session was opened beyond MaxSessions 2 while both were in use")
 	}
 	r := f.post(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"c","version":"1"}}}`, nil)
 	r.wantError(t, http.StatusServiceUnavailable, jsonrpc.CodeInternalError)
@@ -120,6 +127,16 @@ func TestHTTPLegacySessionsExpireAndAreBounded(t *testing.T) {
 	}
 	// A 2026-07-28 client needs no session and is still served.
 	f.client("", "", nil)
+	for i := range 2 {
+		if _, err := f.store.CreateTask(f.ctx, "busy", taskgraph.NodeSpec{NodeID: fmt.Sprintf("n%d", i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for range 2 {
+		if err := <-claims; err != nil {
+			t.Fatalf("a claim of a session at the cap: %v", err)
+		}
+	}
 
 	// Idle expiry: the SDK closes a session idle for SessionIdleTimeout.
 	g := newHTTPFixture(t, HTTPOptions{SessionIdleTimeout: 50 * time.Millisecond})
@@ -253,48 +270,62 @@ func TestHTTPBodyLimit(t *testing.T) {
 
 func TestHTTPConcurrencyCap(t *testing.T) {
 	const n = 3
-	f := newHTTPFixture(t, HTTPOptions{MaxConcurrent: n})
+	f := newHTTPFixture(t, HTTPOptions{MaxConcurrent: n, AdmissionWait: 50 * time.Second})
 	cs := f.client("", "", nil)
-	// n claim-next calls wait for a task in an empty workflow.
-	var wg sync.WaitGroup
-	errs := make(chan error, n)
-	for i := range n {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			res, err := cs.CallTool(f.ctx, &mcp.CallToolParams{Name: manifest.ToolClaim, Arguments: map[string]any{
-				"owner": fmt.Sprintf("w%d", i), "workflow_id": "wf", "wait_ms": 30000,
-			}})
-			if err == nil && (res.IsError || !strings.Contains(fmt.Sprint(res.StructuredContent), "claimed:true")) {
-				err = fmt.Errorf("claim returned %+v", res.StructuredContent)
-			}
-			errs <- err
-		}()
+	// n short calls hold every slot. The test takes the slots itself: a real
+	// short call is over too soon to hold one while the test looks.
+	for range n {
+		f.h.sem <- struct{}{}
 	}
-	waitFor(t, "the claims to be admitted", func() bool { return len(f.h.sem) == n })
-	r := f.post(modernBody(1, "tools/list", nil, nil), modernHeaders("tools/list"))
+	// A claim that waits for work needs no slot: it is admitted at once.
+	claim := make(chan error, 1)
+	go func() {
+		out, err := fleetCall(f.ctx, cs, manifest.ToolClaim, map[string]any{"owner": "w", "workflow_id": "wf", "wait_ms": 30000})
+		if err == nil && out["claimed"] != true {
+			err = fmt.Errorf("claim returned %v", out)
+		}
+		claim <- err
+	}()
+	waitFor(t, "the claim to wait in the store", func() bool { return f.store.Waiters() == 1 })
+	// A short call waits for a slot instead of being refused...
+	listed := make(chan error, 1)
+	go func() {
+		_, err := cs.ListTools(f.ctx, nil)
+		listed <- err
+	}()
+	waitFor(t, "the short call to wait for a slot", func() bool { return f.h.slotWaiters.Load() == 1 })
+	<-f.h.sem // ...and gets one when a call in progress finishes.
+	if err := <-listed; err != nil {
+		t.Fatalf("the call that waited for a slot: %v", err)
+	}
+	if _, err := f.store.CreateTask(f.ctx, "wf", taskgraph.NodeSpec{NodeID: "t"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-claim; err != nil {
+		t.Fatalf("the waiting claim: %v", err)
+	}
+	if got := testutil.ToFloat64(f.metrics.rejections.WithLabelValues("busy")); got != 0 {
+		t.Fatalf("busy rejections = %v, want 0", got)
+	}
+
+	// When no slot comes free within AdmissionWait, the call gets 503.
+	g := newHTTPFixture(t, HTTPOptions{MaxConcurrent: n, AdmissionWait: time.Millisecond})
+	for range n {
+		g.h.sem <- struct{}{}
+	}
+	r := g.post(modernBody(1, "tools/list", nil, nil), modernHeaders("tools/list"))
 	r.wantError(t, http.StatusServiceUnavailable, jsonrpc.CodeInvalidRequest)
-	if r.header.Get("Retry-After") == "" {
-		t.Fatal("503 without Retry-After")
+	if r.header.Get("Retry-After") == "" || !strings.Contains(r.rpc.Error.Message, "server busy") {
+		t.Fatalf("503 %s without Retry-After or reason", r.body)
 	}
-	if got := testutil.ToFloat64(f.metrics.rejections.WithLabelValues("busy")); got != 1 {
+	if got := testutil.ToFloat64(g.metrics.rejections.WithLabelValues("busy")); got != 1 {
 		t.Fatalf("busy rejections = %v, want 1", got)
 	}
-	// Creating n tasks wakes the waiters; each claims one.
-	for i := range n {
-		if _, err := f.store.CreateTask(f.ctx, "wf", taskgraph.NodeSpec{NodeID: fmt.Sprintf("t%d", i)}); err != nil {
-			t.Fatal(err)
-		}
+	for range n {
+		<-g.h.sem
 	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		if err != nil {
-			t.Fatalf("held claim: %v", err)
-		}
-	}
-	if r := f.post(modernBody(2, "tools/list", nil, nil), modernHeaders("tools/list")); r.status != http.StatusOK {
-		t.Fatalf("after the claims finished: HTTP %d", r.status)
+	if r := g.post(modernBody(2, "tools/list", nil, nil), modernHeaders("tools/list")); r.status != http.StatusOK {
+		t.Fatalf("after the calls finished: HTTP %d", r.status)
 	}
 }
 
@@ -653,6 +684,7 @@ func TestHTTPOptionsAreValidated(t *testing.T) {
 		"token with a space":      {AuthToken: "0123456789 abcdef"},
 		"call timeout below wait": {CallTimeout: 10 * time.Second},
 		"negative concurrency":    {MaxConcurrent: -1},
+		"admission wait too long": {AdmissionWait: 2 * time.Minute},
 		"tiny body":               {MaxBodyBytes: 10},
 	} {
 		_, err := NewHTTPHandler(f.srv, o)

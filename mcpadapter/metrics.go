@@ -35,6 +35,8 @@ type Metrics struct {
 	mcpDur     *prometheus.HistogramVec
 	rejections *prometheus.CounterVec
 	inFlight   prometheus.Gauge
+	longPolls  prometheus.Gauge
+	evictions  *prometheus.CounterVec
 	batchSize  prometheus.Histogram
 	batchDur   prometheus.Histogram
 	batchErrs  prometheus.Counter
@@ -67,8 +69,16 @@ func NewMetrics(logger *slog.Logger) *Metrics {
 	}, []string{"reason"})
 	m.inFlight = prometheus.NewGauge(prometheus.GaugeOpts{
 		Namespace: MetricsNamespace, Name: "http_requests_in_flight",
-		Help: "MCP HTTP requests being served now (bounded by --max-concurrent).",
+		Help: "MCP HTTP requests being served now: short calls (bounded by --max-concurrent) plus waiting claims.",
 	})
+	m.longPolls = prometheus.NewGauge(prometheus.GaugeOpts{
+		Namespace: MetricsNamespace, Name: "http_long_polls_in_flight",
+		Help: "Claim-next calls with a positive wait_ms being served over HTTP now; they take no --max-concurrent slot.",
+	})
+	m.evictions = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: MetricsNamespace, Name: "http_evictions_total",
+		Help: "Closed to make room at a cap, by kind (connection: never carried an authenticated request, at --max-connections; session: never initialized or longest idle legacy session, at --max-sessions).",
+	}, []string{"kind"})
 	m.batchSize = prometheus.NewHistogram(prometheus.HistogramOpts{
 		Namespace: MetricsNamespace, Name: "store_batch_size",
 		Help:    "Operations committed together per group-commit transaction.",
@@ -86,7 +96,7 @@ func NewMetrics(logger *slog.Logger) *Metrics {
 	m.reg.MustRegister(
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		m.toolCalls, m.httpDur, m.mcpDur, m.rejections, m.inFlight, m.batchSize, m.batchDur, m.batchErrs,
+		m.toolCalls, m.httpDur, m.mcpDur, m.rejections, m.inFlight, m.longPolls, m.evictions, m.batchSize, m.batchDur, m.batchErrs,
 	)
 	return m
 }
@@ -143,6 +153,8 @@ func (m *Metrics) observeMCP(method, era string, took time.Duration) {
 }
 
 func (m *Metrics) reject(reason string) { m.rejections.WithLabelValues(reason).Inc() }
+
+func (m *Metrics) evict(kind string) { m.evictions.WithLabelValues(kind).Inc() }
 
 // registerSessions exports the number of live legacy sessions. Only the
 // first HTTP handler of a Metrics registers it.

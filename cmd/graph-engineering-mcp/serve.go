@@ -143,11 +143,12 @@ func httpFlags() []cli.Flag {
 		&cli.StringFlag{Name: "auth-token", Usage: "with --http: bearer `TOKEN` (at least 16 visible ASCII characters) every request except /healthz must send as Authorization: Bearer TOKEN; prefer the environment variable or --auth-token-file, since arguments are visible to other local users", EnvVars: []string{"GRAPH_ENGINEERING_AUTH_TOKEN"}, DefaultText: "none: no authentication, loopback only"},
 		&cli.StringFlag{Name: "auth-token-file", Usage: "with --http: read the bearer token from `FILE` (surrounding whitespace is ignored)", EnvVars: []string{"GRAPH_ENGINEERING_AUTH_TOKEN_FILE"}},
 		&cli.StringSliceFlag{Name: "allow-origin", Usage: "with --http: also accept requests from this browser `ORIGIN` (scheme://host[:port]; repeatable, or comma-separated in the environment variable); requests with any other cross-origin Origin header get 403 (default: same-origin only)", EnvVars: []string{"GRAPH_ENGINEERING_ALLOW_ORIGIN"}},
-		&cli.IntFlag{Name: "max-concurrent", Value: mcpadapter.DefaultMaxConcurrent, Usage: "with --http: serve at most `N` MCP requests at once; more get 503 with Retry-After", EnvVars: []string{"GRAPH_ENGINEERING_MAX_CONCURRENT"}},
-		&cli.IntFlag{Name: "max-connections", Value: mcpadapter.DefaultMaxConnections, Usage: "with --http: keep at most `N` TCP connections open; more wait to be accepted", EnvVars: []string{"GRAPH_ENGINEERING_MAX_CONNECTIONS"}},
+		&cli.IntFlag{Name: "max-concurrent", Value: mcpadapter.DefaultMaxConcurrent, Usage: "with --http: serve at most `N` short MCP requests at once (claims waiting for work with wait_ms are not counted); more wait up to --admission-wait, then get 503 with Retry-After", EnvVars: []string{"GRAPH_ENGINEERING_MAX_CONCURRENT"}},
+		&cli.DurationFlag{Name: "admission-wait", Value: mcpadapter.DefaultAdmissionWait, Usage: "with --http: `DURATION` a short request waits for one of the --max-concurrent slots before it gets 503 (0s: refuse at once; at most --call-timeout)", EnvVars: []string{"GRAPH_ENGINEERING_ADMISSION_WAIT"}},
+		&cli.IntFlag{Name: "max-connections", Value: mcpadapter.DefaultMaxConnections, Usage: "with --http: keep at most `N` TCP connections open; at the cap a new connection closes the oldest one that never carried an authorized request, else it waits (each costs a file descriptor: keep N below the open-files limit)", EnvVars: []string{"GRAPH_ENGINEERING_MAX_CONNECTIONS"}},
 		&cli.DurationFlag{Name: "call-timeout", Value: mcpadapter.DefaultCallTimeout, Usage: "with --http: `DURATION` an MCP call may take; must exceed the longest claim wait (30s)", EnvVars: []string{"GRAPH_ENGINEERING_CALL_TIMEOUT"}},
 		&cli.DurationFlag{Name: "session-idle-timeout", Value: mcpadapter.DefaultSessionIdleTimeout, Usage: "with --http: end a legacy (initialize) session after `DURATION` without a request", EnvVars: []string{"GRAPH_ENGINEERING_SESSION_IDLE_TIMEOUT"}},
-		&cli.IntFlag{Name: "max-sessions", Value: mcpadapter.DefaultMaxSessions, Usage: "with --http: keep at most `N` legacy (initialize) sessions; initialize beyond that gets 503", EnvVars: []string{"GRAPH_ENGINEERING_MAX_SESSIONS"}},
+		&cli.IntFlag{Name: "max-sessions", Value: mcpadapter.DefaultMaxSessions, Usage: "with --http: keep at most `N` legacy (initialize) sessions; at the cap initialize closes the oldest session that never got past initialize, else the longest idle one, and gets 503 only when every session has a request in progress", EnvVars: []string{"GRAPH_ENGINEERING_MAX_SESSIONS"}},
 	}
 }
 
@@ -217,6 +218,12 @@ func httpConfigFromFlags(c *cli.Context) (httpConfig, error) {
 	}
 	if cfg.opts.CallTimeout = c.Duration("call-timeout"); cfg.opts.CallTimeout <= taskgraph.MaxClaimWait {
 		return httpConfig{}, usagef("--call-timeout must exceed the longest claim wait of %s (got %s)", taskgraph.MaxClaimWait, cfg.opts.CallTimeout)
+	}
+	switch cfg.opts.AdmissionWait = c.Duration("admission-wait"); {
+	case cfg.opts.AdmissionWait < 0 || cfg.opts.AdmissionWait > cfg.opts.CallTimeout:
+		return httpConfig{}, usagef("--admission-wait must be between 0s and --call-timeout %s (got %s)", cfg.opts.CallTimeout, cfg.opts.AdmissionWait)
+	case cfg.opts.AdmissionWait == 0:
+		cfg.opts.AdmissionWait = -1 // refuse at once; HTTPOptions takes 0 for the default
 	}
 	if cfg.opts.SessionIdleTimeout = c.Duration("session-idle-timeout"); cfg.opts.SessionIdleTimeout <= 0 {
 		return httpConfig{}, usagef("--session-idle-timeout must be positive (got %s)", cfg.opts.SessionIdleTimeout)

@@ -68,6 +68,8 @@ func TestServeHTTPUsageErrors(t *testing.T) {
 		"zero concurrency":     {"--max-concurrent", "0"},
 		"zero sessions":        {"--max-sessions", "0"},
 		"zero connections":     {"--max-connections", "0"},
+		"negative admission":   {"--admission-wait", "-1s"},
+		"admission too long":   {"--admission-wait", "2m"},
 		"zero session timeout": {"--session-idle-timeout", "0s"},
 		"origin with a path":   {"--allow-origin", "https://x.example/app"},
 		"origin without host":  {"--allow-origin", "x.example"},

@@ -1,0 +1,268 @@
+package mcpadapter
+
+import (
+	"container/list"
+	"context"
+	"encoding/json"
+	"io"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/graph-engineering/graph-engineering-mcp/manifest"
+)
+
+// Admission over Streamable HTTP. The capacity a worker needs to keep its
+// lease (a heartbeat, a complete) must never be held by requests that are
+// merely waiting: for work (a claim-next long poll), for their own headers
+// or body (a slow or hostile client), or for a session that was opened and
+// abandoned. The rules:
+//
+//   - A request takes a --max-concurrent slot only once its headers are in,
+//     it is authorized and its whole body is read and parsed.
+//   - A claim-next long poll (tools/call of graph_task_claim without
+//     task_id and with a positive wait_ms, in either era) takes no slot: it
+//     waits in the store, which bounds its waiters itself. Slots are left to
+//     the short calls: holder writes, creates, reads.
+//   - A short call that finds every slot taken waits up to AdmissionWait for
+//     one, then gets 503 with Retry-After.
+//   - At --max-connections, a new connection is accepted and the oldest
+//     connection that has never carried an authorized, fully read request is
+//     closed to make room, so slow clients cannot keep a worker in the
+//     kernel's accept backlog. Connections that have carried one are never
+//     closed for room; only when all are such does a new one wait.
+
+// DefaultAdmissionWait is how long a short call waits for a concurrency slot
+// before it is refused with 503.
+const DefaultAdmissionWait = time.Second
+
+// bodyReadTimeout bounds the read of one POST body, from the end of its
+// headers. A body that does not arrive in time is answered with 400.
+const bodyReadTimeout = 10 * time.Second
+
+// isLongPoll reports whether m is a claim-next call that may wait for work:
+// tools/call of graph_task_claim without task_id and with a wait_ms that is
+// a positive number within the claim wait bound. Anything else, including a
+// claim whose arguments are invalid (it is answered at once), is short.
+func isLongPoll(m *httpMessage) bool {
+	if !m.isCall() || m.method != "tools/call" || len(m.params) == 0 {
+		return false
+	}
+	var p struct {
+		Name      string                     `json:"name"`
+		Arguments map[string]json.RawMessage `json:"arguments"`
+	}
+	if json.Unmarshal(m.params, &p) != nil || p.Name != manifest.ToolClaim {
+		return false
+	}
+	if _, byID := p.Arguments["task_id"]; byID {
+		return false
+	}
+	raw, ok := p.Arguments["wait_ms"]
+	if !ok {
+		return false
+	}
+	var ms float64 // a string or anything else is an argument error, answered at once
+	if json.Unmarshal(raw, &ms) != nil {
+		return false
+	}
+	return ms > 0 && ms <= float64(waitMaxMS)
+}
+
+// admit takes a concurrency slot for a short call, waiting up to
+// AdmissionWait for one, or reports that none came free (false). A long
+// poll takes no slot. The returned release must be called when the request
+// is done.
+func (h *HTTPHandler) admit(ctx context.Context, longPoll bool) (release func(), ok bool) {
+	if longPoll {
+		h.longPolls.Add(1)
+		if h.metrics != nil {
+			h.metrics.inFlight.Inc()
+			h.metrics.longPolls.Inc()
+		}
+		return func() {
+			h.longPolls.Add(-1)
+			if h.metrics != nil {
+				h.metrics.inFlight.Dec()
+				h.metrics.longPolls.Dec()
+			}
+		}, true
+	}
+	select {
+	case h.sem <- struct{}{}:
+	default:
+		if !h.waitForSlot(ctx) {
+			return nil, false
+		}
+	}
+	if h.metrics != nil {
+		h.metrics.inFlight.Inc()
+	}
+	return func() {
+		<-h.sem
+		if h.metrics != nil {
+			h.metrics.inFlight.Dec()
+		}
+	}, true
+}
+
+func (h *HTTPHandler) waitForSlot(ctx context.Context) bool {
+	if h.opts.AdmissionWait <= 0 {
+		return false
+	}
+	h.slotWaiters.Add(1)
+	defer h.slotWaiters.Add(-1)
+	t := time.NewTimer(h.opts.AdmissionWait)
+	defer t.Stop()
+	select {
+	case h.sem <- struct{}{}:
+		return true
+	case <-t.C:
+	case <-ctx.Done():
+	}
+	return false
+}
+
+// readBody reads a POST body of at most MaxBodyBytes within bodyReadTimeout,
+// then lifts the read deadline, so that a long poll is not cut off by the
+// server's ReadTimeout while it waits (the server watches the idle
+// connection for a client that goes away).
+func (h *HTTPHandler) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
+	rc := http.NewResponseController(w)
+	// Errors here mean the writer cannot set deadlines (a handler mounted
+	// behind a wrapper without Unwrap): the server's ReadTimeout still holds.
+	_ = rc.SetReadDeadline(time.Now().Add(bodyReadTimeout))
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.opts.MaxBodyBytes))
+	if err == nil {
+		_ = rc.SetReadDeadline(time.Time{})
+	}
+	return body, err
+}
+
+// connTrustKey carries the connection's *trackedConn in request contexts.
+type connTrustKey struct{}
+
+// trustConn records that the request's connection has carried an
+// authorized, fully read request: it is no longer closed to make room.
+func trustConn(r *http.Request) {
+	if c, ok := r.Context().Value(connTrustKey{}).(*trackedConn); ok {
+		c.trust()
+	}
+}
+
+// connContext puts a tracked connection into its requests' contexts (an
+// http.Server ConnContext).
+func connContext(ctx context.Context, c net.Conn) context.Context {
+	if tc, ok := c.(*trackedConn); ok {
+		return context.WithValue(ctx, connTrustKey{}, tc)
+	}
+	return ctx
+}
+
+// connLimiter keeps at most max connections of a listener open. When a
+// connection arrives at the cap it closes the oldest untrusted connection
+// (one that has never carried an authorized, fully read request); when
+// every open connection is trusted, the new one waits, already accepted,
+// until one closes.
+type connLimiter struct {
+	net.Listener
+	max     int
+	onEvict func()
+
+	mu        sync.Mutex
+	open      int
+	untrusted list.List     // of *trackedConn, oldest first
+	freed     chan struct{} // signalled when a connection closes
+	done      chan struct{}
+	closeOnce sync.Once
+}
+
+func newConnLimiter(ln net.Listener, max int, onEvict func()) *connLimiter {
+	return &connLimiter{Listener: ln, max: max, onEvict: onEvict, freed: make(chan struct{}, 1), done: make(chan struct{})}
+}
+
+// Accept implements net.Listener.
+func (l *connLimiter) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	for {
+		l.mu.Lock()
+		if l.open < l.max {
+			l.open++
+			tc := &trackedConn{Conn: c, l: l}
+			tc.elem = l.untrusted.PushBack(tc)
+			l.mu.Unlock()
+			return tc, nil
+		}
+		var victim *trackedConn
+		if front := l.untrusted.Front(); front != nil {
+			victim = front.Value.(*trackedConn)
+			l.untrusted.Remove(front)
+			victim.elem = nil
+		}
+		l.mu.Unlock()
+		if victim != nil {
+			_ = victim.Close() // frees its place; the error of a dying connection is of no use
+			if l.onEvict != nil {
+				l.onEvict()
+			}
+			continue
+		}
+		select {
+		case <-l.freed:
+		case <-l.done:
+			_ = c.Close()
+			return nil, net.ErrClosed
+		}
+	}
+}
+
+// Close implements net.Listener.
+func (l *connLimiter) Close() error {
+	err := l.Listener.Close()
+	l.closeOnce.Do(func() { close(l.done) })
+	return err
+}
+
+// trackedConn is a connection counted by a connLimiter.
+type trackedConn struct {
+	net.Conn
+	l      *connLimiter
+	elem   *list.Element // in l.untrusted while untrusted; guarded by l.mu
+	closed bool          // guarded by l.mu
+}
+
+func (c *trackedConn) trust() {
+	c.l.mu.Lock()
+	if c.elem != nil {
+		c.l.untrusted.Remove(c.elem)
+		c.elem = nil
+	}
+	c.l.mu.Unlock()
+}
+
+// Close implements net.Conn.
+func (c *trackedConn) Close() error {
+	err := c.Conn.Close()
+	c.l.mu.Lock()
+	first := !c.closed
+	if first {
+		c.closed = true
+		c.l.open--
+		if c.elem != nil {
+			c.l.untrusted.Remove(c.elem)
+			c.elem = nil
+		}
+	}
+	c.l.mu.Unlock()
+	if first {
+		select {
+		case c.l.freed <- struct{}{}:
+		default:
+		}
+	}
+	return err
+}

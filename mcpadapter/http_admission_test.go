@@ -1,0 +1,513 @@
+package mcpadapter
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"maps"
+	"net"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/graph-engineering/graph-engineering-mcp/manifest"
+	"github.com/graph-engineering/graph-engineering-mcp/taskgraph"
+)
+
+// fleetCall calls a tool from a worker goroutine: a transport error or a
+// tool error is returned, never fatal.
+func fleetCall(ctx context.Context, cs *mcp.ClientSession, name string, args map[string]any) (map[string]any, error) {
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: args})
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	if res.IsError {
+		return nil, fmt.Errorf("%s: tool error: %s", name, toolText(res))
+	}
+	var out map[string]any
+	b, _ := json.Marshal(res.StructuredContent)
+	if err := json.Unmarshal(b, &out); err != nil {
+		return nil, fmt.Errorf("%s: result: %w", name, err)
+	}
+	return out, nil
+}
+
+// connectOwnTransport connects an SDK client with an HTTP transport of its
+// own, so that its first request opens a new TCP connection.
+func (f *httpFixture) connectOwnTransport(version, token string) (*mcp.ClientSession, error) {
+	c := mcp.NewClient(&mcp.Implementation{Name: "http-test", Version: "1"}, nil)
+	var opts *mcp.ClientSessionOptions
+	if version != "" {
+		opts = &mcp.ClientSessionOptions{ProtocolVersion: version}
+	}
+	tr := &http.Transport{}
+	f.t.Cleanup(tr.CloseIdleConnections)
+	hc := &http.Client{Transport: clientRT{next: tr, token: token}}
+	return c.Connect(f.ctx, &mcp.StreamableClientTransport{Endpoint: f.url, HTTPClient: hc, MaxRetries: -1}, opts)
+}
+
+func TestIsLongPoll(t *testing.T) {
+	for body, want := range map[string]bool{
+		`{"name":"graph_task_claim","arguments":{"owner":"w","wait_ms":5000}}`:                   true,
+		`{"name":"graph_task_claim","arguments":{"owner":"w","workflow_id":"x","wait_ms":1}}`:    true,
+		`{"name":"graph_task_claim","arguments":{"owner":"w","wait_ms":0}}`:                      false,
+		`{"name":"graph_task_claim","arguments":{"owner":"w"}}`:                                  false,
+		`{"name":"graph_task_claim","arguments":{"owner":"w","wait_ms":"5000"}}`:                 false,
+		`{"name":"graph_task_claim","arguments":{"owner":"w","wait_ms":30001}}`:                  false,
+		`{"name":"graph_task_claim","arguments":{"owner":"w","wait_ms":-5}}`:                     false,
+		`{"name":"graph_task_claim","arguments":{"owner":"w","task_id":"T","wait_ms":5000}}`:     false,
+		`{"name":"graph_task_heartbeat","arguments":{"owner":"w","wait_ms":5000}}`:               false,
+		`{"name":"graph_task_claim","arguments":[1]}`:                                            false,
+		`{"name":"graph_task_claim","arguments":{"owner":"w","wait_ms":5000},"_meta":{"a":"b"}}`: true,
+	} {
+		msg, fail := parseHTTPMessage([]byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":` + body + `}`))
+		if fail != nil {
+			t.Fatalf("%s: %s", body, fail.msg)
+		}
+		if got := isLongPoll(msg); got != want {
+			t.Errorf("isLongPoll(%s) = %v, want %v", body, got, want)
+		}
+	}
+	msg, _ := parseHTTPMessage([]byte(`{"jsonrpc":"2.0","method":"tools/call","params":{"name":"graph_task_claim","arguments":{"owner":"w","wait_ms":5000}}}`))
+	if isLongPoll(msg) {
+		t.Error("a notification was taken for a long poll")
+	}
+}
+
+// fleetWorker runs the README loop: claim-next with wait_ms; on a claim,
+// heartbeat three times and complete. Any failure of a holder write ends it
+// with an error; the end of ctx ends it cleanly.
+func fleetWorker(ctx context.Context, cs *mcp.ClientSession, owner string, completed *atomic.Int64, lat *latencies) error {
+	for ctx.Err() == nil {
+		out, err := fleetCall(ctx, cs, manifest.ToolClaim, map[string]any{"owner": owner, "workflow_id": "fleet", "wait_ms": 5000})
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return err
+		}
+		if out["claimed"] != true {
+			continue
+		}
+		holder := holderArgs(out)
+		work := context.WithoutCancel(ctx)
+		for range 3 {
+			start := time.Now()
+			if _, err := fleetCall(work, cs, manifest.ToolHeartbeat, holder); err != nil {
+				return fmt.Errorf("%s holding %v: %w", owner, holder["task_id"], err)
+			}
+			lat.add(time.Since(start))
+		}
+		done := maps.Clone(holder)
+		done["result"] = owner
+		start := time.Now()
+		if _, err := fleetCall(work, cs, manifest.ToolComplete, done); err != nil {
+			return fmt.Errorf("%s holding %v: %w", owner, holder["task_id"], err)
+		}
+		lat.add(time.Since(start))
+		completed.Add(1)
+	}
+	return nil
+}
+
+// latencies collects durations from many goroutines.
+type latencies struct {
+	mu sync.Mutex
+	d  []time.Duration
+}
+
+func (l *latencies) add(d time.Duration) {
+	l.mu.Lock()
+	l.d = append(l.d, d)
+	l.mu.Unlock()
+}
+
+// summary returns the count, median and maximum.
+func (l *latencies) summary() (int, time.Duration, time.Duration) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.d) == 0 {
+		return 0, 0, 0
+	}
+	slices.Sort(l.d)
+	return len(l.d), l.d[len(l.d)/2], l.d[len(l.d)-1]
+}
+
+// Rule 1 (HTTP half): a hundred workers long-polling, more than the 64
+// concurrency slots, never take the capacity holders and producers need.
+func TestHTTPFleetOfLongPollsLeavesSlotsToHolders(t *testing.T) {
+	const workers, tasks = 100, 16
+	f, st := newHTTPStore(t)
+	srv := f.serveOn(t, HTTPOptions{}) // the defaults: 64 slots
+	fleetCtx, stopFleet := context.WithCancel(f.ctx)
+	defer stopFleet()
+	var completed atomic.Int64
+	var holderWrites latencies
+	errs := make(chan error, workers)
+	var wg sync.WaitGroup
+	for i := range workers {
+		version := "" // half the fleet speaks 2026-07-28, half keeps a legacy session
+		if i%2 == 1 {
+			version = "2025-11-25"
+		}
+		cs, err := f.connect(version, "", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { cs.Close() })
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs <- fleetWorker(fleetCtx, cs, fmt.Sprintf("w%d", i), &completed, &holderWrites)
+		}()
+	}
+	waitFor(t, "the whole fleet to wait for work", func() bool { return st.Waiters() == workers })
+	if got := testutil.ToFloat64(f.metrics.longPolls); got != workers {
+		t.Fatalf("long polls in flight = %v, want %d", got, workers)
+	}
+	// A producer creates work while every worker waits; each create is a
+	// short call and must be served.
+	producer := f.client("", "", nil)
+	for i := range tasks {
+		if _, err := fleetCall(f.ctx, producer, manifest.ToolCreate, map[string]any{"workflow_id": "fleet", "node_id": fmt.Sprintf("n%d", i)}); err != nil {
+			t.Fatalf("create while %d workers wait: %v", workers, err)
+		}
+	}
+	waitFor(t, "every task to be completed", func() bool { return completed.Load() == tasks })
+	stopFleet()
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Errorf("worker: %v", err)
+		}
+	}
+	n, median, worst := holderWrites.summary()
+	t.Logf("%d workers (half legacy) long-polling with wait_ms 5000, 64 slots, %d tasks: %d holder writes, median %v, max %v", workers, tasks, n, median, worst)
+	if got := testutil.ToFloat64(f.metrics.rejections.WithLabelValues("busy")); got != 0 {
+		t.Errorf("%v requests were refused as busy", got)
+	}
+	counts, err := st.CountByState(f.ctx)
+	if err != nil || counts[taskgraph.StateCompleted] != tasks {
+		t.Fatalf("states %v (%v), want %d completed", counts, err, tasks)
+	}
+	srv.stop()
+}
+
+// slowConn is a client that sends its request slowly: headers one line at a
+// time, or (with a body) the headers whole and the body a byte at a time.
+type slowConn struct {
+	c      net.Conn
+	closed atomic.Bool // the server closed it
+}
+
+func dialSlow(t *testing.T, addr, token string, body bool) *slowConn {
+	t.Helper()
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &slowConn{c: c}
+	head := "POST /mcp HTTP/1.1\r\nHost: " + addr + "\r\n"
+	if body {
+		head += "Authorization: Bearer " + token + "\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: 4096\r\n\r\n{"
+	}
+	if _, err := io.WriteString(c, head); err != nil {
+		t.Fatal(err)
+	}
+	go func() { // the server closing the connection ends this read
+		_, _ = io.Copy(io.Discard, c)
+		s.closed.Store(true)
+	}()
+	go func() {
+		next := "X-Slow: 1\r\n"
+		if body {
+			next = " "
+		}
+		for !s.closed.Load() {
+			if _, err := io.WriteString(c, next); err != nil {
+				return
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+	}()
+	t.Cleanup(func() { c.Close() })
+	return s
+}
+
+// Rule 2: slow and unauthenticated clients, more than the connection cap,
+// neither delay a worker's heartbeat until their timeouts nor take the
+// concurrency slots.
+func TestServeStreamableHTTPSlowClientsDoNotStarveWorkers(t *testing.T) {
+	const (
+		token                   = "fleet-token-0123456789"
+		slowHeaders, slowBodies = 300, 64 // slowBodies = every concurrency slot
+		maxConns                = 256
+	)
+	f, st := newHTTPStore(t)
+	srv := f.serveOn(t, HTTPOptions{AuthToken: token, MaxConnections: maxConns})
+	task, err := st.CreateTask(f.ctx, "wf", taskgraph.NodeSpec{NodeID: "a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	worker, err := f.connectOwnTransport("", token)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer worker.Close()
+	claim, err := fleetCall(f.ctx, worker, manifest.ToolClaim, map[string]any{"owner": "w", "task_id": task.Task.TaskID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	holder := holderArgs(claim)
+	var latencies []time.Duration
+	heartbeat := func(cs *mcp.ClientSession, what string) {
+		t.Helper()
+		start := time.Now()
+		if _, err := fleetCall(f.ctx, cs, manifest.ToolHeartbeat, holder); err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		latencies = append(latencies, time.Since(start))
+	}
+	heartbeat(worker, "heartbeat before the slow clients")
+
+	var slow []*slowConn
+	for range slowBodies {
+		slow = append(slow, dialSlow(t, srv.addr, token, true))
+		heartbeat(worker, "heartbeat while bodies trickle")
+	}
+	for i := range slowHeaders {
+		slow = append(slow, dialSlow(t, srv.addr, "", false))
+		if i%10 == 0 {
+			heartbeat(worker, "heartbeat while headers trickle")
+		}
+	}
+	// More connections than the cap arrived: the oldest slow ones were
+	// closed to make room, none waited in the backlog.
+	evicted := func() float64 { return testutil.ToFloat64(f.metrics.evictions.WithLabelValues("connection")) }
+	waitFor(t, "the connections beyond the cap to be accepted", func() bool { return evicted() >= slowHeaders+slowBodies+1-maxConns })
+	for range 10 {
+		heartbeat(worker, "heartbeat at the connection cap")
+	}
+	// A worker that joins now opens a new connection and is served at once.
+	late, err := f.connectOwnTransport("", token)
+	if err != nil {
+		t.Fatalf("a worker joining at the connection cap: %v", err)
+	}
+	defer late.Close()
+	start := time.Now()
+	if _, err := fleetCall(f.ctx, late, manifest.ToolInspect, map[string]any{"task_id": task.Task.TaskID}); err != nil {
+		t.Fatalf("a worker joining at the connection cap: %v", err)
+	}
+	joined := time.Since(start)
+	open := 0
+	for _, s := range slow {
+		if !s.closed.Load() {
+			open++
+		}
+	}
+	slices.Sort(latencies)
+	worst := latencies[len(latencies)-1]
+	t.Logf("%d heartbeats with %d slow-header and %d slow-body clients at MaxConnections %d: median %v, max %v; a joining worker's first call %v; %v connections evicted, %d slow clients still open",
+		len(latencies), slowHeaders, slowBodies, maxConns, latencies[len(latencies)/2], worst, joined, evicted(), open)
+	// Behaviour, not speed: the worker was served while slow clients still
+	// held their connections, so it waited for none of their timeouts (the
+	// header timeout is 10 s; the bound is generous).
+	if open == 0 {
+		t.Fatal("every slow client had been closed: the worker may have waited for their timeouts")
+	}
+	if worst >= readHeaderTimeout || joined >= readHeaderTimeout {
+		t.Fatalf("a heartbeat took %v and a joining worker %v: they waited as long as the slow clients' header timeout %v", worst, joined, readHeaderTimeout)
+	}
+	if got := testutil.ToFloat64(f.metrics.rejections.WithLabelValues("busy")); got != 0 {
+		t.Fatalf("%v requests refused as busy while bodies trickled", got)
+	}
+	srv.stop()
+	if err := <-srv.done; err != nil {
+		t.Fatal(err)
+	}
+}
+
+func bareInitialize(f *httpFixture, t *testing.T) string {
+	t.Helper()
+	r := f.post(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"burst","version":"1"}}}`, nil)
+	id := r.header.Get(headerSessionID)
+	if r.status != http.StatusOK || id == "" {
+		t.Fatalf("bare initialize: HTTP %d %s (session %q)", r.status, clipBody(r.body), id)
+	}
+	return id
+}
+
+// Rule 10: a burst of bare initializes closes its own sessions, oldest
+// first, never those of the clients that use theirs.
+func TestHTTPInitializeBurstCannotLockOutRealClients(t *testing.T) {
+	const maxSessions, workers, burst = 32, 4, 256
+	f := newHTTPFixture(t, HTTPOptions{MaxSessions: maxSessions, SessionIdleTimeout: time.Hour})
+	type held struct {
+		cs     *mcp.ClientSession
+		holder map[string]any
+	}
+	var real []held
+	for i := range workers {
+		if _, err := f.store.CreateTask(f.ctx, "wf", taskgraph.NodeSpec{NodeID: fmt.Sprintf("n%d", i)}); err != nil {
+			t.Fatal(err)
+		}
+		cs := f.client("2025-11-25", "", nil)
+		owner := fmt.Sprintf("w%d", i)
+		out, err := fleetCall(f.ctx, cs, manifest.ToolClaim, map[string]any{"owner": owner})
+		if err != nil || out["claimed"] != true {
+			t.Fatalf("claim: %v %v", out, err)
+		}
+		real = append(real, held{cs, holderArgs(out)})
+	}
+	var bare []string
+	for i := range burst {
+		bare = append(bare, bareInitialize(f, t))
+		if i%16 == 0 {
+			// All but the last keep working through the burst; the last is
+			// idle (but initialized) all along, and survives too, since the
+			// sessions that never got past initialize go first.
+			for _, w := range real[:workers-1] {
+				if _, err := fleetCall(f.ctx, w.cs, manifest.ToolHeartbeat, w.holder); err != nil {
+					t.Fatalf("heartbeat during the burst, after %d bare initializes: %v", i+1, err)
+				}
+			}
+		}
+	}
+	for _, w := range real {
+		done := maps.Clone(w.holder)
+		done["result"] = "ok"
+		if _, err := fleetCall(f.ctx, w.cs, manifest.ToolComplete, done); err != nil {
+			t.Fatalf("complete after the burst: %v", err)
+		}
+	}
+	// A new real client still gets in.
+	late := f.client("2025-11-25", "", nil)
+	if _, err := late.ListTools(f.ctx, nil); err != nil {
+		t.Fatalf("a client arriving after the burst: %v", err)
+	}
+	live := f.h.liveSessionIDs()
+	for _, w := range append(real, held{cs: late}) {
+		if !live[w.cs.ID()] {
+			t.Errorf("session of a client in use was closed")
+		}
+	}
+	keep := maxSessions - workers - 1 // the newest bare sessions survive
+	for i, id := range bare {
+		if want := i >= burst-keep; live[id] != want {
+			t.Errorf("bare session %d of %d: live %v, want %v (oldest closed first)", i+1, burst, live[id], want)
+		}
+	}
+	if got, want := testutil.ToFloat64(f.metrics.evictions.WithLabelValues("session")), float64(burst+1-(maxSessions-workers)); got != want {
+		t.Errorf("session evictions = %v, want %v", got, want)
+	}
+	if got := testutil.ToFloat64(f.metrics.rejections.WithLabelValues("too_many_sessions")); got != 0 {
+		t.Errorf("%v initializes refused", got)
+	}
+}
+
+// Rule 10: among initialized sessions the one idle the longest is closed for
+// room; one with a request in flight (a claim waiting for work) never is.
+func TestHTTPSessionCapClosesTheLongestIdle(t *testing.T) {
+	f := newHTTPFixture(t, HTTPOptions{MaxSessions: 3, SessionIdleTimeout: time.Hour})
+	a := f.client("2025-11-25", "", nil)
+	b := f.client("2025-11-25", "", nil)
+	c := f.client("2025-06-18", "", nil)
+	claim := make(chan error, 1)
+	go func() {
+		out, err := fleetCall(f.ctx, a, manifest.ToolClaim, map[string]any{"owner": "a", "workflow_id": "later", "wait_ms": 30000})
+		if err == nil && out["claimed"] != true {
+			err = fmt.Errorf("claim returned %v", out)
+		}
+		claim <- err
+	}()
+	waitFor(t, "a's claim to wait", func() bool { return f.store.Waiters() == 1 })
+	for _, cs := range []*mcp.ClientSession{b, c} { // b is now idle longer than c
+		if _, err := cs.ListTools(f.ctx, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	d := f.client("2025-11-25", "", nil)
+	if _, err := d.ListTools(f.ctx, nil); err != nil {
+		t.Fatalf("the new session: %v", err)
+	}
+	if _, err := b.ListTools(f.ctx, nil); err == nil {
+		t.Fatal("the longest idle session b still works after a fourth session opened at MaxSessions 3")
+	}
+	if _, err := c.ListTools(f.ctx, nil); err != nil {
+		t.Fatalf("session c, used more recently than b, was closed: %v", err)
+	}
+	if _, err := f.store.CreateTask(f.ctx, "later", taskgraph.NodeSpec{NodeID: "x"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-claim; err != nil {
+		t.Fatalf("the waiting claim of the oldest session: %v", err)
+	}
+	if _, err := a.ListTools(f.ctx, nil); err != nil {
+		t.Fatalf("session a, busy when the fourth opened, was closed: %v", err)
+	}
+}
+
+// A claim that waits for work outlives the server's ReadTimeout: once the
+// body is read the deadline is lifted, so the server does not take the
+// wait for a client that went away and cancel it. (The server's real
+// ReadTimeout, 30 s, equals the longest claim wait.)
+func TestHTTPLongPollOutlivesTheReadTimeout(t *testing.T) {
+	f, _ := newHTTPStore(t)
+	h, err := NewHTTPHandler(f.srv, HTTPOptions{Metrics: f.metrics, Logger: f.logger})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := h.newServer()
+	hs.ReadTimeout = 100 * time.Millisecond
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go hs.Serve(newConnLimiter(ln, 16, nil))
+	t.Cleanup(func() { hs.Close() })
+	f.url = "http://" + ln.Addr().String() + MCPPath
+	for _, version := range []string{"", "2025-11-25"} {
+		cs, err := f.connect(version, "", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer cs.Close()
+		out, err := fleetCall(f.ctx, cs, manifest.ToolClaim, map[string]any{"owner": "w", "workflow_id": "empty", "wait_ms": 1000})
+		if err != nil || out["claimed"] != false {
+			t.Fatalf("version %q: a claim waiting 1 s behind a 100 ms ReadTimeout: %v %v, want claimed: false", version, out, err)
+		}
+	}
+}
+
+func TestServeStreamableHTTPWarnsOfAConnectionCapAboveTheOpenFilesLimit(t *testing.T) {
+	limit, ok := openFilesLimit()
+	if !ok || limit > 1<<40 {
+		t.Skip("no finite open-files limit here")
+	}
+	f, _ := newHTTPStore(t)
+	srv := f.serveOn(t, HTTPOptions{MaxConnections: int(limit)})
+	waitFor(t, "the warning", func() bool { return strings.Contains(f.logs.String(), "exceeds the open-files limit") })
+	srv.stop()
+	if err := <-srv.done; err != nil {
+		t.Fatal(err)
+	}
+	g, _ := newHTTPStore(t)
+	srv = g.serveOn(t, HTTPOptions{MaxConnections: 1})
+	if r := g.post(modernBody(1, "tools/list", nil, nil), modernHeaders("tools/list")); r.status != http.StatusOK {
+		t.Fatalf("HTTP %d", r.status)
+	}
+	if strings.Contains(g.logs.String(), "open-files limit") {
+		t.Fatal("warned of a cap of 1 connection")
+	}
+	srv.stop()
+	<-srv.done
+}
