@@ -183,18 +183,23 @@ func (s *Server) addManifestResource() {
 // unservedMethods are methods the SDK would answer but this server does not
 // serve or advertise; they get -32601 in both eras.
 var unservedMethods = map[string]bool{
-	"prompts/list":             true,
-	"prompts/get":              true,
-	"completion/complete":      true,
-	"logging/setLevel":         true,
-	"resources/subscribe":      true,
-	"resources/unsubscribe":    true,
-	"resources/templates/list": true,
-	"subscriptions/listen":     true,
-	"sampling/createMessage":   true,
-	"elicitation/create":       true,
-	"roots/list":               true,
+	"prompts/list":           true,
+	"prompts/get":            true,
+	"completion/complete":    true,
+	"logging/setLevel":       true,
+	"resources/subscribe":    true,
+	"resources/unsubscribe":  true,
+	"subscriptions/listen":   true,
+	"sampling/createMessage": true,
+	"elicitation/create":     true,
+	"roots/list":             true,
 }
+
+// resourceMethods are served exactly when resources are. The server has no
+// resource templates, but clients that see the resources capability list
+// templates too, so resources/templates/list answers an empty list rather
+// than -32601.
+var resourceMethods = map[string]bool{"resources/list": true, "resources/read": true, "resources/templates/list": true}
 
 // recoverMiddleware turns a panic in any handler into -32603, so one bad
 // request cannot take the server down.
@@ -227,7 +232,7 @@ func isNilResult(r mcp.Result) bool {
 
 func (s *Server) unservedMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
-		if unservedMethods[method] || (!s.cfg.Surface.Resources && (method == "resources/list" || method == "resources/read")) {
+		if unservedMethods[method] || (!s.cfg.Surface.Resources && resourceMethods[method]) {
 			return nil, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: fmt.Sprintf("method not found: %q", method)}
 		}
 		return next(ctx, method, req)
