@@ -147,17 +147,12 @@ func parseHTTPMessage(body []byte) (*httpMessage, *rpcFailure) {
 
 // decodeID decodes a JSON-RPC id: a string or a number, never null.
 func decodeID(raw json.RawMessage) (jsonrpc.ID, error) {
-	var v any
-	if err := json.Unmarshal(raw, &v); err != nil {
-		return jsonrpc.ID{}, fmt.Errorf("id must be a string or a number")
-	}
-	switch v.(type) {
-	case string, float64:
-		return jsonrpc.MakeID(v)
-	case nil:
+	if string(bytes.TrimSpace(raw)) == "null" {
 		return jsonrpc.ID{}, fmt.Errorf("id must be a string or a number, not null")
 	}
-	return jsonrpc.ID{}, fmt.Errorf("id must be a string or a number")
+	// The same id rule as stdio (readID): the SDK would decode the body
+	// again and answer 1.5 as 1 and 9007199254740993 as 9007199254740992.
+	return readID(raw)
 }
 
 func isLegacyVersion(v string) bool { return slices.Contains(manifest.LegacyVersions, v) }

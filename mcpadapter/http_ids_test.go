@@ -1,0 +1,52 @@
+package mcpadapter
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+
+	"github.com/graph-engineering/graph-engineering-mcp/manifest"
+	"github.com/graph-engineering/graph-engineering-mcp/taskgraph"
+)
+
+// HTTP answered id 1.5 as 1 and 9007199254740993 as 9007199254740992 (the
+// SDK decodes numeric ids through float64), while stdio refused both. One id
+// rule now holds on both transports: exact integers within ±(2^53−1) and
+// strings are echoed exactly; anything else is -32600 with id null, and the
+// request does not run.
+func TestHTTPNumericIDsAreEchoedExactly(t *testing.T) {
+	f := newHTTPFixture(t, HTTPOptions{})
+	create := func(id, node string) string {
+		return `{"jsonrpc":"2.0","id":` + id + `,"method":"tools/call","params":{"name":"graph_task_create","arguments":{"workflow_id":"ids","node_id":"` + node + `"},"_meta":` + mustJSON(t, modernMeta(nil)) + `}}`
+	}
+	for i, id := range []string{"1.5", "9007199254740993", "12345678901234567890", "-9007199254740992", "1e400", "1e-400"} {
+		r := f.post(create(id, fmt.Sprintf("r%d", i)), modernHeaders("tools/call", headerName, manifest.ToolCreate))
+		r.wantError(t, http.StatusBadRequest, jsonrpc.CodeInvalidRequest)
+		if !strings.Contains(r.rpc.Error.Message, "numeric id must be an integer") || !strings.Contains(string(r.body), `"id":null`) {
+			t.Errorf("id %s: %s", id, r.body)
+		}
+	}
+	for id, want := range map[string]string{"9007199254740991": "9007199254740991", "-9007199254740991": "-9007199254740991", "1e3": "1000", `"s"`: `"s"`} {
+		r := f.post(`{"jsonrpc":"2.0","id":`+id+`,"method":"tools/list","params":{"_meta":`+mustJSON(t, modernMeta(nil))+`}}`, modernHeaders("tools/list"))
+		var env map[string]json.RawMessage
+		if err := json.Unmarshal(r.body, &env); err != nil || r.status != http.StatusOK || string(env["id"]) != want || env["result"] == nil {
+			t.Errorf("id %s: want a result with id %s, got HTTP %d %s", id, want, r.status, clipBody(r.body))
+		}
+	}
+	if tasks, err := f.store.ListTasks(f.ctx, taskgraph.ListFilter{WorkflowID: "ids"}); err != nil || len(tasks) != 0 {
+		t.Errorf("a refused request ran: %d tasks (%v)", len(tasks), err)
+	}
+}
+
+func mustJSON(t *testing.T, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
