@@ -50,3 +50,22 @@ func mustJSON(t *testing.T, v any) string {
 	}
 	return string(b)
 }
+
+// topLevelError decides whether a response must be decoded and corrected;
+// only a top-level "error" member counts, wherever else the word appears.
+func TestTopLevelError(t *testing.T) {
+	for body, want := range map[string]bool{
+		`{"jsonrpc":"2.0","id":1,"error":{"code":0,"message":"plain"}}`:                          true,
+		`{"jsonrpc":"2.0","id":"result","error":{"code":-32603,"message":"result"}}`:             true,
+		`{"error":{"code":1,"message":"m"},"jsonrpc":"2.0","id":1}`:                              true,
+		`{"jsonrpc":"2.0","id":1,"result":{"error":null}}`:                                       false,
+		`{"jsonrpc":"2.0","id":"error","result":{"content":[{"text":"\"error\": x"}]}}`:          false,
+		`{"jsonrpc":"2.0","id":{"error":1},"result":{}}`:                                         false,
+		`{"jsonrpc":"2.0","id":1,"result":{"task":{"error":"boom","state":"failed"}},"x":"err"}`: false,
+		`not json "error"`: false,
+	} {
+		if got := topLevelError([]byte(body)); got != want {
+			t.Errorf("topLevelError(%s) = %v, want %v", body, got, want)
+		}
+	}
+}
