@@ -2,6 +2,7 @@ package mcpadapter
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"strings"
@@ -66,6 +67,41 @@ func TestTopLevelError(t *testing.T) {
 	} {
 		if got := topLevelError([]byte(body)); got != want {
 			t.Errorf("topLevelError(%s) = %v, want %v", body, got, want)
+		}
+	}
+}
+
+// An argument error names its field in _meta, like a store validation
+// error; an unknown tool's -32602 lists the tools there are.
+func TestArgumentErrorsNameTheirFieldAndUnknownToolsListTheTools(t *testing.T) {
+	f := newFixture(t)
+	r := f.raw()
+	for _, c := range []struct {
+		tool  string
+		args  map[string]any
+		field string
+	}{
+		{manifest.ToolClaim, map[string]any{"owner": "w", "lease_ms": 0}, "lease_ms"},
+		{manifest.ToolClaim, map[string]any{"owner": "w", "wait_ms": "soon"}, "wait_ms"},
+		{manifest.ToolClaim, map[string]any{}, "owner"},
+		{manifest.ToolClaim, map[string]any{"owner": "w", "task_id": nil}, "task_id"},
+		{manifest.ToolClaim, map[string]any{"owner": "w", "force": true}, "force"},
+		{manifest.ToolCreate, map[string]any{"workflow_id": "w", "node_id": "n", "max_attempts": 1.5}, "max_attempts"},
+	} {
+		res := mustResult(t, r.modernCall("tools/call", map[string]any{"name": c.tool, "arguments": c.args}, nil))
+		detail, _ := res["_meta"].(map[string]any)[ErrorMetaKey].(map[string]any)
+		if res["isError"] != true || detail["kind"] != "invalid" || detail["field"] != c.field {
+			t.Errorf("%s %v: want kind invalid with field %q, got %v", c.tool, c.args, c.field, res)
+		}
+	}
+	resp := r.modernCall("tools/call", map[string]any{"name": "graph_task_force", "arguments": map[string]any{}}, nil)
+	var je *jsonrpc.Error
+	if !errors.As(resp.Error, &je) || je.Code != jsonrpc.CodeInvalidParams {
+		t.Fatalf("unknown tool: want -32602, got %+v", resp)
+	}
+	for _, name := range manifest.AllTools {
+		if !strings.Contains(je.Message, name) || !strings.Contains(string(je.Data), name) {
+			t.Errorf("the unknown-tool error does not list %s: %s %s", name, je.Message, je.Data)
 		}
 	}
 }
