@@ -507,6 +507,10 @@ func (h *HTTPHandler) serveMCP(w http.ResponseWriter, r *http.Request) {
 			msg: "unsupported media type: the request body must be Content-Type: application/json"})
 		return
 	}
+	if fail := acceptFailure(r.Header); fail != nil {
+		writeRPCError(w, fail)
+		return
+	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.opts.MaxBodyBytes))
 	if err != nil {
 		var mbe *http.MaxBytesError

@@ -5,10 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/graph-engineering/graph-engineering-mcp/manifest"
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph"
@@ -103,5 +105,46 @@ func TestArgumentErrorsNameTheirFieldAndUnknownToolsListTheTools(t *testing.T) {
 		if !strings.Contains(je.Message, name) || !strings.Contains(string(je.Data), name) {
 			t.Errorf("the unknown-tool error does not list %s: %s %s", name, je.Message, je.Data)
 		}
+	}
+}
+
+// A POST whose Accept header lacks application/json or text/event-stream
+// gets a JSON-RPC error body, as every refusal does (MCP.md §4).
+func TestBadAcceptGetsAJSONRPCError(t *testing.T) {
+	f := newHTTPFixture(t, HTTPOptions{})
+	for _, accept := range []string{"", "application/json", "text/event-stream", "text/html", "application/xml, text/plain"} {
+		h := modernHeaders("tools/list", "Accept", accept)
+		if accept == "" {
+			h["Accept"] = ""
+		}
+		r := f.post(modernBody(1, "tools/list", nil, nil), h)
+		r.wantError(t, http.StatusBadRequest, jsonrpc.CodeInvalidRequest)
+		if !strings.Contains(r.rpc.Error.Message, "Accept") {
+			t.Errorf("Accept %q: %s", accept, r.body)
+		}
+	}
+	for _, accept := range []string{"*/*", "application/*, text/*", "application/json;q=0.9, text/event-stream"} {
+		if r := f.post(modernBody(1, "tools/list", nil, nil), modernHeaders("tools/list", "Accept", accept)); r.status != http.StatusOK {
+			t.Errorf("Accept %q: HTTP %d %s", accept, r.status, clipBody(r.body))
+		}
+	}
+}
+
+// Canary for acceptFailure: the SDK's own handler still refuses a bad Accept
+// with a plain-text 400. When this fails, the SDK answers in JSON-RPC
+// itself and acceptFailure can go.
+func TestSDKRefusesBadAcceptInPlainText(t *testing.T) {
+	f := newHTTPFixture(t, HTTPOptions{})
+	sdk := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return f.srv.mcp }, &mcp.StreamableHTTPOptions{Stateless: true, JSONResponse: true})
+	req := httptest.NewRequest(http.MethodPost, "/mcp", strings.NewReader(modernBody(1, "tools/list", nil, nil)))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "text/html")
+	for k, v := range modernHeaders("tools/list") {
+		req.Header.Set(k, v)
+	}
+	rec := httptest.NewRecorder()
+	sdk.ServeHTTP(rec, req)
+	if rec.Code != http.StatusBadRequest || strings.HasPrefix(rec.Header().Get("Content-Type"), "application/json") {
+		t.Fatalf("the SDK now answers a bad Accept with HTTP %d %q %s: acceptFailure may no longer be needed", rec.Code, rec.Header().Get("Content-Type"), rec.Body)
 	}
 }
