@@ -123,6 +123,11 @@ func fieldErrorf(name, format string, a ...any) error {
 	return &argError{field: name, msg: fmt.Sprintf(format, a...)}
 }
 
+// overflowError refuses a JSON value holding a number beyond float64 range.
+func overflowError(name, number string) error {
+	return fieldErrorf(name, "%s holds the number %s, beyond the range of a 64-bit float (about ±1.8e308), which most JSON decoders cannot read; send such values as strings", name, clip(number))
+}
+
 // withField names the argument an argError is about, unless it names one.
 func withField(err error, name string) error {
 	var ae *argError
@@ -244,7 +249,13 @@ func (a *args) check(f field, v json.RawMessage) error {
 		if len(v) == 0 || v[0] != '{' {
 			return argErrorf("%s must be a JSON object", f.name)
 		}
+		if n, ok := taskgraph.OverflowingNumber(v); ok {
+			return overflowError(f.name, n)
+		}
 	case kindAny:
+		if n, ok := taskgraph.OverflowingNumber(v); ok {
+			return overflowError(f.name, n)
+		}
 	case kindIdentifierList:
 		var list []string
 		if err := json.Unmarshal(v, &list); err != nil {

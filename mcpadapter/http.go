@@ -557,6 +557,12 @@ func (h *HTTPHandler) serveMCP(w http.ResponseWriter, r *http.Request) {
 	r.Body = io.NopCloser(bytes.NewReader(body))
 	r.ContentLength = int64(len(body))
 	r = r.WithContext(context.WithValue(r.Context(), callPolicyKey{}, h.policy))
+	if e == eraModern {
+		if body := h.overflowToolError(r.Context(), msg); body != nil {
+			writeJSONBody(w, body)
+			return
+		}
+	}
 	fw := newFixWriter(w, e == eraModern)
 	if e == eraModern {
 		h.stateless.ServeHTTP(fw, r)

@@ -96,6 +96,18 @@ func TestArgumentErrorsNameTheirFieldAndUnknownToolsListTheTools(t *testing.T) {
 			t.Errorf("%s %v: want kind invalid with field %q, got %v", c.tool, c.args, c.field, res)
 		}
 	}
+	// The same overflow rule as over HTTP (TestHTTPOverflowingNumberIsAToolError).
+	for _, raw := range []string{`{"workflow_id":"w","node_id":"n","payload":{"x":1e400}}`} {
+		res := mustResult(t, r.modernCall("tools/call", map[string]any{"name": manifest.ToolCreate, "arguments": json.RawMessage(raw)}, nil))
+		detail, _ := res["_meta"].(map[string]any)[ErrorMetaKey].(map[string]any)
+		if res["isError"] != true || detail["field"] != "payload" || !strings.Contains(fmt.Sprint(res["content"]), "beyond the range of a 64-bit float") {
+			t.Errorf("stdio create %s: want a tool error naming payload, got %v", raw, res)
+		}
+	}
+	res := mustResult(t, r.modernCall("tools/call", map[string]any{"name": manifest.ToolCreate, "arguments": json.RawMessage(`{"workflow_id":"w","node_id":"ok","payload":{"tiny":1e-400,"big":9007199254740993,"max":1.7976931348623157e308}}`)}, nil))
+	if res["isError"] == true {
+		t.Errorf("numbers within float64 range (or underflowing to 0) must be accepted: %v", res)
+	}
 	resp := r.modernCall("tools/call", map[string]any{"name": "graph_task_force", "arguments": map[string]any{}}, nil)
 	var je *jsonrpc.Error
 	if !errors.As(resp.Error, &je) || je.Code != jsonrpc.CodeInvalidParams {
@@ -146,5 +158,59 @@ func TestSDKRefusesBadAcceptInPlainText(t *testing.T) {
 	sdk.ServeHTTP(rec, req)
 	if rec.Code != http.StatusBadRequest || strings.HasPrefix(rec.Header().Get("Content-Type"), "application/json") {
 		t.Fatalf("the SDK now answers a bad Accept with HTTP %d %q %s: acceptFailure may no longer be needed", rec.Code, rec.Header().Get("Content-Type"), rec.Body)
+	}
+}
+
+// A payload number beyond float64 range is one rule on every transport: a
+// tool error naming the field. Over HTTP in 2026-07-28 the SDK used to
+// answer -32020 "failed to extract name" instead; over stdio the number was
+// stored, and a worker whose decoder reads doubles crashed after claiming.
+func TestHTTPOverflowingNumberIsAToolError(t *testing.T) {
+	f := newHTTPFixture(t, HTTPOptions{})
+	call := func(id int, args string) *rawResponse {
+		body := `{"jsonrpc":"2.0","id":` + fmt.Sprint(id) + `,"method":"tools/call","params":{"name":"graph_task_create","arguments":` + args + `,"_meta":` + mustJSON(t, modernMeta(nil)) + `}}`
+		return f.post(body, modernHeaders("tools/call", headerName, manifest.ToolCreate))
+	}
+	overflow := call(1, `{"workflow_id":"big","node_id":"n","payload":{"x":[1,-1e400]}}`)
+	ordinary := call(2, `{"workflow_id":"big","node_id":"n","payload":"not an object"}`)
+	for name, r := range map[string]*rawResponse{"overflow": overflow, "ordinary": ordinary} {
+		if r.status != http.StatusOK || r.rpc.Error != nil {
+			t.Fatalf("%s: want a tool error result, got HTTP %d %s", name, r.status, clipBody(r.body))
+		}
+	}
+	var o, n map[string]any
+	json.Unmarshal(overflow.rpc.Result, &o)
+	json.Unmarshal(ordinary.rpc.Result, &n)
+	detail, _ := o["_meta"].(map[string]any)[ErrorMetaKey].(map[string]any)
+	if o["isError"] != true || detail["field"] != "payload" || !strings.Contains(fmt.Sprint(o["content"]), "-1e400") {
+		t.Fatalf("overflow: want a tool error naming payload and the number, got %v", o)
+	}
+	// Shaped like every other tool error of this era.
+	for k := range n {
+		if _, ok := o[k]; !ok {
+			t.Errorf("the overflow tool error lacks %q that other tool errors carry: %v vs %v", k, o, n)
+		}
+	}
+	for k := range n["_meta"].(map[string]any) {
+		if _, ok := o["_meta"].(map[string]any)[k]; !ok {
+			t.Errorf("the overflow tool error lacks _meta %q: %v vs %v", k, o["_meta"], n["_meta"])
+		}
+	}
+	if tasks, err := f.store.ListTasks(f.ctx, taskgraph.ListFilter{WorkflowID: "big"}); err != nil || len(tasks) != 0 {
+		t.Errorf("a refused create stored %d tasks (%v)", len(tasks), err)
+	}
+	// Canary: the SDK alone still fails on such a body; when it stops,
+	// overflowToolError can go.
+	sdk := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return f.srv.mcp }, &mcp.StreamableHTTPOptions{Stateless: true, JSONResponse: true})
+	req := httptest.NewRequest(http.MethodPost, "/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"graph_task_create","arguments":{"workflow_id":"big","node_id":"n","payload":{"x":1e400}},"_meta":`+mustJSON(t, modernMeta(nil))+`}}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	for k, v := range modernHeaders("tools/call", headerName, manifest.ToolCreate) {
+		req.Header.Set(k, v)
+	}
+	rec := httptest.NewRecorder()
+	sdk.ServeHTTP(rec, req)
+	if !strings.Contains(rec.Body.String(), "failed to extract name") {
+		t.Errorf("the SDK no longer fails on an overflowing argument (HTTP %d %s): overflowToolError may no longer be needed", rec.Code, rec.Body)
 	}
 }
