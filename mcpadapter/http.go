@@ -536,6 +536,14 @@ func (h *HTTPHandler) serveMCP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	eraLabel = e.String()
+	if f := unknownMethod(msg.method); f != nil && msg.isCall() {
+		if e == eraLegacy {
+			f.status = http.StatusOK // errors inside a legacy session travel with 200
+		}
+		f.id = &msg.id
+		writeRPCError(w, f)
+		return
+	}
 	if sid := r.Header.Get(headerSessionID); e == eraLegacy && msg.method == "initialize" && sid != "" && h.hasSession(sid) {
 		// Every live session began with initialize; the SDK would answer a
 		// second one with error code 0.

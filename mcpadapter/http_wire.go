@@ -3,7 +3,9 @@ package mcpadapter
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -114,4 +116,17 @@ func writeJSONBody(w http.ResponseWriter, body []byte) {
 	h.Set("Content-Length", strconv.Itoa(len(body)))
 	w.WriteHeader(http.StatusOK)
 	_, _ = w.Write(body)
+}
+
+// unknownMethod returns the -32601 for a method this server neither serves
+// (ServedMethods, whatever the surface) nor knowingly refuses
+// (unservedMethods, answered by unservedMiddleware), or nil. Both
+// transports answer such a method with this one message before any SDK
+// session sees it: the SDK's own answer differed by transport ("method not
+// found" on stdio, "JSON RPC not handled: … unsupported" over HTTP).
+func unknownMethod(method string) *rpcFailure {
+	if method == "" || isNotification(method) || unservedMethods[method] || slices.Contains(ServedMethods(), method) {
+		return nil
+	}
+	return &rpcFailure{status: http.StatusNotFound, code: jsonrpc.CodeMethodNotFound, msg: fmt.Sprintf("method not found: %q", method)}
 }
