@@ -119,7 +119,7 @@ func TestDiscoverShape(t *testing.T) {
 }
 
 var unservedForTest = []string{"prompts/list", "prompts/get", "completion/complete", "logging/setLevel",
-	"resources/subscribe", "resources/unsubscribe", "resources/templates/list", "subscriptions/listen", "tasks/list", "tasks/result", "no/such/method"}
+	"resources/subscribe", "resources/unsubscribe", "subscriptions/listen", "tasks/list", "tasks/result", "no/such/method"}
 
 func TestUnservedMethodsBothEras(t *testing.T) {
 	f := newFixture(t)
@@ -133,6 +133,16 @@ func TestUnservedMethodsBothEras(t *testing.T) {
 	// Removed in 2026-07-28 per the spec.
 	for _, m := range []string{"ping", "initialize", "logging/setLevel"} {
 		wantCode(t, modernConn.modernCall(m, nil, nil), jsonrpc.CodeMethodNotFound)
+	}
+	// The server advertises resources, so clients list templates too: an
+	// empty list, not -32601, in both eras.
+	for _, res := range []map[string]any{
+		mustResult(t, legacy.call("resources/templates/list", map[string]any{})),
+		mustResult(t, modernConn.modernCall("resources/templates/list", nil, nil)),
+	} {
+		if tpl, ok := res["resourceTemplates"].([]any); !ok || len(tpl) != 0 {
+			t.Errorf("resources/templates/list: want an empty resourceTemplates list, got %v", res)
+		}
 	}
 	// Both connections still serve.
 	mustResult(t, legacy.call("tools/list", map[string]any{}))

@@ -107,11 +107,35 @@ func (a *args) has(name string) bool { _, ok := a.raw[name]; return ok }
 // argError is a problem with the arguments of a tool call. It is answered as
 // a tool error (isError: true) naming the field and the rule, so a model can
 // correct itself.
-type argError struct{ msg string }
+type argError struct {
+	// field names the argument the error is about ("" when none is), for
+	// the error's _meta detail.
+	field string
+	msg   string
+}
 
 func (e *argError) Error() string { return "invalid arguments: " + e.msg }
 
 func argErrorf(format string, a ...any) error { return &argError{msg: fmt.Sprintf(format, a...)} }
+
+// fieldErrorf is argErrorf about the argument name.
+func fieldErrorf(name, format string, a ...any) error {
+	return &argError{field: name, msg: fmt.Sprintf(format, a...)}
+}
+
+// overflowError refuses a JSON value holding a number beyond float64 range.
+func overflowError(name, number string) error {
+	return fieldErrorf(name, "%s holds the number %s, beyond the range of a 64-bit float (about ±1.8e308), which most JSON decoders cannot read; send such values as strings", name, clip(number))
+}
+
+// withField names the argument an argError is about, unless it names one.
+func withField(err error, name string) error {
+	var ae *argError
+	if errors.As(err, &ae) && ae.field == "" {
+		ae.field = name
+	}
+	return err
+}
 
 // errArgsNotObject marks arguments that are not a JSON object: a protocol
 // error (-32602), not a tool error.
@@ -149,10 +173,10 @@ func decodeArgs(raw json.RawMessage, fields []field) (*args, error) {
 			return nil, errArgsNotObject
 		}
 		if _, dup := a.raw[k]; dup {
-			return nil, argErrorf("the key %q appears twice", clip(k))
+			return nil, fieldErrorf(k, "the key %q appears twice", clip(k))
 		}
 		if _, known := byName[k]; !known {
-			return nil, argErrorf("unknown argument %q; allowed: %s", clip(k), fieldNames(fields))
+			return nil, fieldErrorf(clip(k), "unknown argument %q; allowed: %s", clip(k), fieldNames(fields))
 		}
 		a.raw[k] = v
 	}
@@ -166,7 +190,7 @@ func decodeArgs(raw json.RawMessage, fields []field) (*args, error) {
 		v, ok := a.raw[f.name]
 		if !ok {
 			if f.required {
-				return nil, argErrorf("%s is required", f.name)
+				return nil, fieldErrorf(f.name, "%s is required", f.name)
 			}
 			continue
 		}
@@ -175,12 +199,12 @@ func decodeArgs(raw json.RawMessage, fields []field) (*args, error) {
 			// not a way to ask for the default (a null task_id must not
 			// turn a claim of one task into a claim of any task).
 			if f.required {
-				return nil, argErrorf("%s is required (got null)", f.name)
+				return nil, fieldErrorf(f.name, "%s is required (got null)", f.name)
 			}
-			return nil, argErrorf("%s must not be null; omit it to use the default", f.name)
+			return nil, fieldErrorf(f.name, "%s must not be null; omit it to use the default", f.name)
 		}
 		if err := a.check(f, v); err != nil {
-			return nil, err
+			return nil, withField(err, f.name)
 		}
 	}
 	return a, nil
@@ -225,7 +249,13 @@ func (a *args) check(f field, v json.RawMessage) error {
 		if len(v) == 0 || v[0] != '{' {
 			return argErrorf("%s must be a JSON object", f.name)
 		}
+		if n, ok := taskgraph.OverflowingNumber(v); ok {
+			return overflowError(f.name, n)
+		}
 	case kindAny:
+		if n, ok := taskgraph.OverflowingNumber(v); ok {
+			return overflowError(f.name, n)
+		}
 	case kindIdentifierList:
 		var list []string
 		if err := json.Unmarshal(v, &list); err != nil {

@@ -552,6 +552,10 @@ func (h *HTTPHandler) serveMCP(w http.ResponseWriter, r *http.Request) {
 			msg: "unsupported media type: the request body must be Content-Type: application/json"})
 		return
 	}
+	if fail := acceptFailure(r.Header); fail != nil {
+		writeRPCError(w, fail)
+		return
+	}
 	body, err := h.readBody(w, r)
 	if err != nil {
 		var mbe *http.MaxBytesError
@@ -578,6 +582,14 @@ func (h *HTTPHandler) serveMCP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	eraLabel = e.String()
+	if f := unknownMethod(msg.method); f != nil && msg.isCall() {
+		if e == eraLegacy {
+			f.status = http.StatusOK // errors inside a legacy session travel with 200
+		}
+		f.id = &msg.id
+		writeRPCError(w, f)
+		return
+	}
 	if sid := r.Header.Get(headerSessionID); e == eraLegacy && msg.method == "initialize" && sid != "" && h.hasSession(sid) {
 		// Every live session began with initialize; the SDK would answer a
 		// second one with error code 0.
@@ -613,6 +625,12 @@ func (h *HTTPHandler) serveMCP(w http.ResponseWriter, r *http.Request) {
 	r.Body = io.NopCloser(bytes.NewReader(body))
 	r.ContentLength = int64(len(body))
 	r = r.WithContext(context.WithValue(r.Context(), callPolicyKey{}, h.policy))
+	if e == eraModern {
+		if body := h.overflowToolError(r.Context(), msg); body != nil {
+			writeJSONBody(w, body)
+			return
+		}
+	}
 	fw := newFixWriter(w, e == eraModern)
 	if e == eraModern {
 		h.stateless.ServeHTTP(fw, r)

@@ -80,17 +80,26 @@ func (e era) String() string {
 // message and returns it, or the -32700 / -32600 / -32602 error to answer.
 // The SDK answers such bodies with plain-text 400s (checklist C1).
 func parseHTTPMessage(body []byte) (*httpMessage, *rpcFailure) {
-	body = bytes.TrimSpace(body)
-	if len(body) == 0 {
+	if len(bytes.TrimSpace(body)) == 0 {
 		return nil, failure(http.StatusBadRequest, nil, jsonrpc.CodeParseError, "parse error: the request body is empty; POST exactly one JSON-RPC message")
 	}
+	return parseMessage(body)
+}
+
+// parseMessage checks one JSON-RPC message as every transport receives it
+// (an HTTP body, a stdio line): the envelope rules are written once, here,
+// so stdio and HTTP cannot drift apart (the golden conversations in
+// testdata/golden replay the same input over both). A failure's status is
+// the HTTP status; stdio ignores it.
+func parseMessage(body []byte) (*httpMessage, *rpcFailure) {
+	body = bytes.TrimSpace(body)
 	if !json.Valid(body) {
-		return nil, failure(http.StatusBadRequest, nil, jsonrpc.CodeParseError, "parse error: the request body is not valid JSON")
+		return nil, failure(http.StatusBadRequest, nil, jsonrpc.CodeParseError, "parse error: the message is not valid JSON")
 	}
 	switch body[0] {
 	case '{':
 	case '[':
-		return nil, failure(http.StatusBadRequest, nil, jsonrpc.CodeInvalidRequest, "invalid request: JSON-RPC batches are not supported; POST one message per request")
+		return nil, failure(http.StatusBadRequest, nil, jsonrpc.CodeInvalidRequest, "invalid request: JSON-RPC batches are not supported; send one message at a time (one line on stdio, one POST over HTTP)")
 	default:
 		return nil, failure(http.StatusBadRequest, nil, jsonrpc.CodeInvalidRequest, "invalid request: a JSON-RPC message must be a JSON object")
 	}
@@ -147,17 +156,12 @@ func parseHTTPMessage(body []byte) (*httpMessage, *rpcFailure) {
 
 // decodeID decodes a JSON-RPC id: a string or a number, never null.
 func decodeID(raw json.RawMessage) (jsonrpc.ID, error) {
-	var v any
-	if err := json.Unmarshal(raw, &v); err != nil {
-		return jsonrpc.ID{}, fmt.Errorf("id must be a string or a number")
-	}
-	switch v.(type) {
-	case string, float64:
-		return jsonrpc.MakeID(v)
-	case nil:
+	if string(bytes.TrimSpace(raw)) == "null" {
 		return jsonrpc.ID{}, fmt.Errorf("id must be a string or a number, not null")
 	}
-	return jsonrpc.ID{}, fmt.Errorf("id must be a string or a number")
+	// The same id rule as stdio (readID): the SDK would decode the body
+	// again and answer 1.5 as 1 and 9007199254740993 as 9007199254740992.
+	return readID(raw)
 }
 
 func isLegacyVersion(v string) bool { return slices.Contains(manifest.LegacyVersions, v) }

@@ -114,7 +114,7 @@ func (f *fixWriter) finish() {
 
 // fixRPCResponse returns body and status with the rules of fixWriter applied.
 func fixRPCResponse(body []byte, status int, modern bool) ([]byte, int) {
-	if !bytes.Contains(body, []byte(`"error"`)) {
+	if !topLevelError(body) {
 		return body, status
 	}
 	msg, err := jsonrpc.DecodeMessage(body)
@@ -137,6 +137,38 @@ func fixRPCResponse(body []byte, status int, modern bool) ([]byte, int) {
 		status = statusForCode(je.Code)
 	}
 	return body, status
+}
+
+// topLevelError reports whether body, a JSON-RPC response, has an "error"
+// member at the top level. It reads the top-level keys only and stops at
+// "result": a tool result mentions "error" in its content (every task has
+// an error field), and decoding every such response again cost more than
+// the rest of our HTTP layer together.
+func topLevelError(body []byte) bool {
+	if !bytes.Contains(body, []byte(`"error"`)) {
+		return false
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return false
+	}
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return false
+		}
+		switch key, _ := tok.(string); key {
+		case "error":
+			return true
+		case "result":
+			return false
+		}
+		var skip json.RawMessage
+		if err := dec.Decode(&skip); err != nil {
+			return false
+		}
+	}
+	return false
 }
 
 // statusForCode is the HTTP status of a 2026-07-28 error response.

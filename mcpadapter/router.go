@@ -179,6 +179,12 @@ func normalizeError(err error) error {
 	}
 	var je *jsonrpc.Error
 	if errors.As(err, &je) && je.Code != 0 {
+		if error(je) != err && err.Error() != je.Error() {
+			// A wrapped JSON-RPC error (the SDK's fmt.Errorf("%w: %q",
+			// ErrMethodNotFound, method)): keep the whole message, as the
+			// SDK's HTTP transport does, not only the inner one.
+			return &jsonrpc.Error{Code: je.Code, Message: err.Error(), Data: je.Data}
+		}
 		return je
 	}
 	msg := "internal error"
@@ -270,6 +276,9 @@ func (r *router) dispatch(ctx context.Context, msg jsonrpc.Message) {
 			return
 		}
 		target, code, text, data := r.classify(msg)
+		if f := unknownMethod(msg.Method); f != nil && target != nil {
+			target, code, text, data = nil, f.code, f.msg, f.data
+		}
 		if target == nil {
 			r.reply(msg.ID, code, text, data)
 			return
@@ -347,8 +356,8 @@ func (r *router) classify(req *jsonrpc.Request) (*pipeConn, int64, string, any) 
 		if r.legacyInit && slices.Contains(manifest.LegacyVersions, pv) {
 			return r.legacy, 0, "", nil
 		}
-		return nil, mcp.CodeUnsupportedProtocolVersion, "unsupported protocol version " + clipQuote(pv) + " in _meta; this server supports " + manifest.ModernVersion + " per request and " + manifest.LegacyVersions[len(manifest.LegacyVersions)-1] + " and earlier through initialize",
-			map[string]any{"supported": SupportedVersions(), "requested": pv}
+		f := unsupportedVersion(nil, pv, `_meta["`+metaProtocolVersion+`"]`) // the same answer as over HTTP
+		return nil, f.code, f.msg, f.data
 	}
 	rawCaps, ok := p.Meta[metaClientCapabilities]
 	var caps map[string]any

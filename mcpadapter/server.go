@@ -9,6 +9,7 @@ import (
 	"maps"
 	"reflect"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"time"
 
@@ -67,6 +68,8 @@ type Server struct {
 	log      *slog.Logger
 	mcp      *mcp.Server
 	manifest manifest.Manifest
+	// toolNames are the tools the surface offers, sorted.
+	toolNames []string
 }
 
 // New builds the MCP server: the tools the surface allows, the manifest
@@ -121,6 +124,7 @@ func New(cfg Config) (*Server, error) {
 		if !cfg.Surface.Allows(d.name) {
 			continue
 		}
+		s.toolNames = append(s.toolNames, d.name)
 		s.mcp.AddTool(&mcp.Tool{
 			Name: d.name, Title: d.title, Description: d.desc,
 			InputSchema: inputSchema(d.fields), OutputSchema: d.outputSchema(), Annotations: d.annotations,
@@ -146,7 +150,8 @@ func New(cfg Config) (*Server, error) {
 	}
 	// Outermost first: recover from panics, refuse unserved methods, hide the
 	// tasks extension from legacy sessions, then the tasks extension itself.
-	s.mcp.AddReceivingMiddleware(s.recoverMiddleware, s.unservedMiddleware, s.legacyInitializeMiddleware, s.tasksMiddleware)
+	slices.Sort(s.toolNames)
+	s.mcp.AddReceivingMiddleware(s.recoverMiddleware, s.unservedMiddleware, s.unknownToolMiddleware, s.legacyInitializeMiddleware, s.tasksMiddleware)
 	return s, nil
 }
 
@@ -183,18 +188,23 @@ func (s *Server) addManifestResource() {
 // unservedMethods are methods the SDK would answer but this server does not
 // serve or advertise; they get -32601 in both eras.
 var unservedMethods = map[string]bool{
-	"prompts/list":             true,
-	"prompts/get":              true,
-	"completion/complete":      true,
-	"logging/setLevel":         true,
-	"resources/subscribe":      true,
-	"resources/unsubscribe":    true,
-	"resources/templates/list": true,
-	"subscriptions/listen":     true,
-	"sampling/createMessage":   true,
-	"elicitation/create":       true,
-	"roots/list":               true,
+	"prompts/list":           true,
+	"prompts/get":            true,
+	"completion/complete":    true,
+	"logging/setLevel":       true,
+	"resources/subscribe":    true,
+	"resources/unsubscribe":  true,
+	"subscriptions/listen":   true,
+	"sampling/createMessage": true,
+	"elicitation/create":     true,
+	"roots/list":             true,
 }
+
+// resourceMethods are served exactly when resources are. The server has no
+// resource templates, but clients that see the resources capability list
+// templates too, so resources/templates/list answers an empty list rather
+// than -32601.
+var resourceMethods = map[string]bool{"resources/list": true, "resources/read": true, "resources/templates/list": true}
 
 // recoverMiddleware turns a panic in any handler into -32603, so one bad
 // request cannot take the server down.
@@ -227,10 +237,35 @@ func isNilResult(r mcp.Result) bool {
 
 func (s *Server) unservedMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
-		if unservedMethods[method] || (!s.cfg.Surface.Resources && (method == "resources/list" || method == "resources/read")) {
+		if unservedMethods[method] || (!s.cfg.Surface.Resources && resourceMethods[method]) {
 			return nil, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: fmt.Sprintf("method not found: %q", method)}
 		}
 		return next(ctx, method, req)
+	}
+}
+
+// unknownToolMiddleware gives the SDK's -32602 for a tool this server does
+// not offer the names of the tools it does (in the message, for models, and
+// in data.availableTools, for programs); the SDK (v1.8.0) names only the
+// unknown one, as "unknown tool %q". If the SDK changes that text, the
+// error passes through unchanged and TestArgumentErrorsNameTheirFieldAndUnknownToolsListTheTools
+// fails, so we learn of it.
+func (s *Server) unknownToolMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		res, err := next(ctx, method, req)
+		var je *jsonrpc.Error
+		if method != "tools/call" || !errors.As(err, &je) || je.Code != jsonrpc.CodeInvalidParams || !strings.HasPrefix(je.Message, "unknown tool") {
+			return res, err
+		}
+		name := ""
+		if p, ok := req.GetParams().(*mcp.CallToolParamsRaw); ok && p != nil {
+			name = p.Name
+		}
+		return nil, &jsonrpc.Error{
+			Code:    jsonrpc.CodeInvalidParams,
+			Message: fmt.Sprintf("unknown tool %s; this server offers: %s", clipQuote(name), strings.Join(s.toolNames, ", ")),
+			Data:    errorData(map[string]any{"tool": name, "availableTools": s.toolNames}),
+		}
 	}
 }
 

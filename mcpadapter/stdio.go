@@ -139,77 +139,45 @@ func (lr *lineReader) next() (line []byte, tooLong bool, err error) {
 	}
 }
 
-// decodeLine turns one line into a message, or answers it with -32700 or
-// -32600 and returns nil. The SDK's own stdio reader would end the session on
-// such input instead.
+// decodeLine turns one line into a message, or answers it with the error of
+// the shared envelope rules (parseMessage, the same as HTTP's) and returns
+// nil. The SDK's own stdio reader would end the session on such input
+// instead. A notification that breaks a rule is dropped: JSON-RPC never
+// answers a notification.
 func decodeLine(rt *router, line []byte) jsonrpc.Message {
 	line = bytes.TrimSpace(line)
 	if len(line) == 0 {
 		return nil
 	}
-	if !json.Valid(line) {
-		rt.reply(jsonrpc.ID{}, jsonrpc.CodeParseError, "parse error: the line is not valid JSON", nil)
-		return nil
-	}
-	if line[0] != '{' {
-		if line[0] == '[' {
-			rt.reply(jsonrpc.ID{}, jsonrpc.CodeInvalidRequest, "invalid request: JSON-RPC batches are not supported; send one message per line", nil)
-		} else {
-			rt.reply(jsonrpc.ID{}, jsonrpc.CodeInvalidRequest, "invalid request: a message must be a JSON object", nil)
-		}
-		return nil
-	}
-	var env map[string]json.RawMessage
-	if err := json.Unmarshal(line, &env); err != nil {
-		rt.reply(jsonrpc.ID{}, jsonrpc.CodeInvalidRequest, "invalid request", nil)
-		return nil
-	}
-	var id jsonrpc.ID
-	rawID, hasID := env["id"]
-	if hasID {
-		if string(rawID) == "null" {
-			rt.reply(jsonrpc.ID{}, jsonrpc.CodeInvalidRequest, "invalid request: id must be a string or a number, not null", nil)
+	m, fail := parseMessage(line)
+	if fail != nil {
+		if m != nil && m.isNotification() {
 			return nil
 		}
-		var err error
-		if id, err = readID(rawID); err != nil {
-			rt.reply(jsonrpc.ID{}, jsonrpc.CodeInvalidRequest, "invalid request: "+err.Error(), nil)
-			return nil
+		id := jsonrpc.ID{}
+		if fail.id != nil {
+			id = *fail.id
 		}
-	}
-	if string(env["jsonrpc"]) != `"2.0"` {
-		rt.reply(id, jsonrpc.CodeInvalidRequest, `invalid request: "jsonrpc" must be "2.0"`, nil)
-		return nil
-	}
-	if m, ok := env["method"]; ok {
-		var method string
-		if json.Unmarshal(m, &method) != nil || method == "" {
-			rt.reply(id, jsonrpc.CodeInvalidRequest, "invalid request: method must be a non-empty string", nil)
-			return nil
-		}
-		if p, ok := env["params"]; ok && len(p) > 0 && p[0] != '{' && string(p) != "null" {
-			if hasID {
-				rt.reply(id, jsonrpc.CodeInvalidParams, "invalid params: params must be an object", nil)
-			}
-			return nil
-		}
-	} else if !hasID {
-		rt.reply(jsonrpc.ID{}, jsonrpc.CodeInvalidRequest, "invalid request: a message needs a method (request or notification) or an id (response)", nil)
+		rt.reply(id, fail.code, fail.msg, fail.data)
 		return nil
 	}
 	msg, err := jsonrpc.DecodeMessage(line)
 	if err != nil {
+		var id jsonrpc.ID
+		if m.hasID {
+			id = m.id
+		}
 		rt.reply(id, jsonrpc.CodeInvalidRequest, "invalid request: "+clip(err.Error()), nil)
 		return nil
 	}
 	// Answer with exactly the id read above.
-	switch m := msg.(type) {
+	switch r := msg.(type) {
 	case *jsonrpc.Request:
-		if hasID {
-			m.ID = id
+		if m.hasID {
+			r.ID = m.id
 		}
 	case *jsonrpc.Response:
-		m.ID = id
+		r.ID = m.id
 	}
 	return msg
 }

@@ -14,7 +14,7 @@ import (
 func ServedMethods() []string {
 	m := []string{
 		"initialize", "notifications/initialized", "ping", "server/discover",
-		"tools/list", "tools/call", "resources/list", "resources/read",
+		"tools/list", "tools/call", "resources/list", "resources/read", "resources/templates/list",
 		MethodTasksGet, MethodTasksUpdate, MethodTasksCancel,
 		"notifications/cancelled",
 	}

@@ -153,17 +153,21 @@ func taskStatus(t taskgraph.Task) (status, message string) {
 
 // callToolResultOf renders a finished task as the CallToolResult the
 // original tools/call would have had: the worker's result as structured
-// content (and as text), or the worker's error with isError.
+// content (and as text), or the worker's error with isError. It is a
+// 2026-07-28 result like any other (tasks/* exist only in that era), so it
+// carries resultType "complete": the official Tasks client
+// (@modelcontextprotocol/ext-tasks) validates the inlined result against
+// the CallToolResult schema and refuses to settle without it.
 func callToolResultOf(t taskgraph.Task) json.RawMessage {
 	var r map[string]any
 	if t.State == taskgraph.StateFailed {
-		r = map[string]any{"content": []any{map[string]any{"type": "text", "text": t.Error}}, "isError": true}
+		r = map[string]any{"resultType": "complete", "content": []any{map[string]any{"type": "text", "text": t.Error}}, "isError": true}
 	} else {
 		res := t.Result
 		if len(res) == 0 {
 			res = json.RawMessage("null")
 		}
-		r = map[string]any{"content": []any{map[string]any{"type": "text", "text": string(res)}}, "structuredContent": res, "isError": false}
+		r = map[string]any{"resultType": "complete", "content": []any{map[string]any{"type": "text", "text": string(res)}}, "structuredContent": res, "isError": false}
 	}
 	b, _ := json.Marshal(r)
 	return b

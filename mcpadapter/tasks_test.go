@@ -128,6 +128,11 @@ func TestTasksBothFlowsOneServer(t *testing.T) {
 	if g["status"] != "completed" || res["isError"] != false {
 		t.Fatalf("tasks/get after completion: %v", g)
 	}
+	// The inlined CallToolResult is a 2026-07-28 result: the official Tasks
+	// client refuses to settle one without resultType.
+	if res["resultType"] != "complete" {
+		t.Fatalf("inlined result without resultType \"complete\": %v", res)
+	}
 	if sc := res["structuredContent"].(map[string]any); sc["done"] != awareID {
 		t.Fatalf("worker result not in result.structuredContent: %v", res)
 	}
@@ -153,6 +158,9 @@ func TestTasksFailureAndCancel(t *testing.T) {
 	res := g["result"].(map[string]any)
 	if g["status"] != "completed" || res["isError"] != true || !strings.Contains(res["content"].([]any)[0].(map[string]any)["text"].(string), "compiler exploded") {
 		t.Fatalf("a worker failure must surface as completed with isError: %v", g)
+	}
+	if res["resultType"] != "complete" {
+		t.Fatalf("inlined failure without resultType \"complete\": %v", res)
 	}
 	if g := tasksGet(t, aware, downstream); g["status"] != "cancelled" || !strings.Contains(g["statusMessage"].(string), failing) {
 		t.Fatalf("downstream of a failure: %v", g)

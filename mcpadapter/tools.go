@@ -284,11 +284,14 @@ func errorDetail(kind string, err error) map[string]any {
 	d := map[string]any{"kind": kind}
 	var ve *taskgraph.ValidationError
 	var se *lease.StaleClaimError
+	var ae *argError
 	switch {
 	case errors.As(err, &se):
 		d["reason"] = string(se.Reason)
 	case errors.As(err, &ve):
 		d["field"] = ve.Field
+	case errors.As(err, &ae) && ae.field != "":
+		d["field"] = ae.field
 	}
 	return d
 }

@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"regexp"
+	"strconv"
 	"unicode/utf8"
 )
 
@@ -98,6 +100,42 @@ func checkJSON(field string, raw []byte, max int, wantObject bool) (json.RawMess
 	return json.RawMessage(buf.Bytes()), nil
 }
 
+// overflows reports whether the JSON number n is beyond float64 range.
+// Such a number is valid JSON and the store would keep it exactly, but a
+// worker whose JSON decoder reads numbers as doubles (JavaScript, Python's
+// json with floats, Go's encoding/json into any) fails on it after its claim
+// has committed, burning an attempt; so payloads and results refuse it.
+// Integers beyond 2^53 and numbers that underflow to zero decode (rounded),
+// so they are kept.
+func overflows(n string) bool {
+	f, err := strconv.ParseFloat(n, 64)
+	return err != nil && math.IsInf(f, 0)
+}
+
+func clipNumber(n string) string {
+	if len(n) > 40 {
+		return n[:40] + "…"
+	}
+	return n
+}
+
+// OverflowingNumber returns the first number in the JSON value raw that is
+// beyond float64 range (see the payload rules), and whether there is one.
+// Invalid JSON has none.
+func OverflowingNumber(raw []byte) (string, bool) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return "", false
+		}
+		if n, ok := tok.(json.Number); ok && overflows(string(n)) {
+			return string(n), true
+		}
+	}
+}
+
 // walkJSON reads one value from dec.
 func walkJSON(dec *json.Decoder, depth int, wantObject bool) error {
 	tok, err := dec.Token()
@@ -114,6 +152,9 @@ func walkJSON(dec *json.Decoder, depth int, wantObject bool) error {
 	d, isDelim := tok.(json.Delim)
 	if wantObject && (!isDelim || d != '{') {
 		return errors.New("must be a JSON object")
+	}
+	if n, ok := tok.(json.Number); ok && overflows(string(n)) {
+		return fmt.Errorf("holds the number %s, beyond the range of a 64-bit float (about ±1.8e308), which most JSON decoders cannot read; send such values as strings", clipNumber(string(n)))
 	}
 	if !isDelim {
 		return nil

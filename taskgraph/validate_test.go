@@ -129,6 +129,9 @@ func TestBadInputRejected(t *testing.T) {
 		{"payload nested duplicate keys", "payload", `has the key "k" twice`, create(NodeSpec{NodeID: "x", Payload: json.RawMessage(`{"a":[{"k":1,"k":1}]}`)})},
 		{"payload duplicate escaped keys", "payload", `has the key "a" twice`, create(NodeSpec{NodeID: "x", Payload: json.RawMessage(`{"a":1,"\u0061":2}`)})},
 		{"payload nested 65 deep", "payload", "nests deeper than 64 levels", create(NodeSpec{NodeID: "x", Payload: nestedObject(MaxJSONDepth + 1)})},
+		// numbers beyond float64 range: most JSON decoders cannot read them
+		{"payload 1e400", "payload", "holds the number 1e400, beyond the range of a 64-bit float", create(NodeSpec{NodeID: "x", Payload: json.RawMessage(`{"a":[1,1e400]}`)})},
+		{"payload -1.8e308", "payload", "holds the number -1.8e308", create(NodeSpec{NodeID: "x", Payload: json.RawMessage(`{"a":-1.8e308}`)})},
 		// depends_on
 		{"depends_on 65 nodes", "depends_on", "at most 64 nodes (got 65)", create(NodeSpec{NodeID: "x", DependsOn: tooManyDeps})},
 		{"depends_on itself", "depends_on", "cannot depend on itself", create(NodeSpec{NodeID: "x", DependsOn: []string{"x"}})},
@@ -161,6 +164,7 @@ func TestBadInputRejected(t *testing.T) {
 		{"result 256 KiB + 1", "result", "at most 262144 bytes of JSON (got 262145)", complete(string(objectOfSize(MaxResultBytes + 1)))},
 		{"result duplicate keys", "result", "twice", complete(`[{"a":1,"a":1}]`)},
 		{"result nested 65 deep", "result", "nests deeper than 64 levels", complete(string(nestedArray(MaxJSONDepth + 1)))},
+		{"result 1e400", "result", "holds the number 1e400", complete(`1e400`)},
 		// error: non-empty, at most 64 KiB
 		{"error empty", "error", "is required", fail("")},
 		{"error 64 KiB + 1", "error", "at most 65536 bytes (got 65537)", fail(strings.Repeat("e", MaxErrorBytes+1))},

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime/pprof"
 	"sort"
 	"strings"
 	"sync"
@@ -29,6 +30,8 @@ type benchConfig struct {
 	Layers    int // 0: independent tasks; L > 1: each workflow is L layers deep
 	Heartbeat bool
 	Database  string
+	// CPUProfile, when set, is the file the measured run's CPU profile goes to.
+	CPUProfile string
 }
 
 // latencyMS are percentiles of one operation, in milliseconds.
@@ -150,6 +153,20 @@ func runBench(ctx context.Context, cfg benchConfig, stderr io.Writer) (*benchRes
 		if newClient, stop, err = f(ctx, store, cfg.Workers, stderr); err != nil {
 			return nil, err
 		}
+	}
+	if cfg.CPUProfile != "" {
+		// Only the measured run: not the seeding, not the verification.
+		f, err := os.Create(cfg.CPUProfile)
+		if err != nil {
+			stop()
+			return nil, fmt.Errorf("--cpuprofile: %w", err)
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			stop()
+			return nil, fmt.Errorf("--cpuprofile: %w", err)
+		}
+		defer pprof.StopCPUProfile()
 	}
 	var done atomic.Int64
 	var mu sync.Mutex
@@ -290,7 +307,7 @@ func benchAction(c *cli.Context) error {
 	cfg := benchConfig{
 		Tasks: c.Int("tasks"), Workers: c.Int("workers"), Mode: strings.ToLower(c.String("mode")),
 		Sync: taskgraph.SyncMode(strings.ToLower(c.String("sync"))), Layers: c.Int("layers"),
-		Heartbeat: c.Bool("heartbeat"), Database: c.String("database"),
+		Heartbeat: c.Bool("heartbeat"), Database: c.String("database"), CPUProfile: c.String("cpuprofile"),
 	}
 	switch {
 	case cfg.Tasks < 1 || cfg.Tasks > 10_000_000:
@@ -309,6 +326,7 @@ func benchAction(c *cli.Context) error {
 			return usagef("--database %s exists; bench needs a new database file (it creates %d tasks)", cfg.Database, cfg.Tasks)
 		}
 	}
+	tuneGC() // the same collector setting as serve: bench measures a server
 	res, err := runBench(c.Context, cfg, c.App.ErrWriter)
 	if err != nil {
 		return err
@@ -354,6 +372,7 @@ Example:
 				&cli.IntFlag{Name: "layers", Value: 0, Usage: "arrange each workflow of 1000 tasks as `L` dependent layers (0: independent tasks)"},
 				&cli.BoolFlag{Name: "heartbeat", Usage: "heartbeat once per task between claim and complete"},
 				&cli.StringFlag{Name: "database", Usage: "a new database file `PATH` to keep (default: a temporary one, removed afterwards)"},
+				&cli.StringFlag{Name: "cpuprofile", Usage: "write a CPU profile of the measured run to `FILE` (go tool pprof FILE)"},
 				jsonFlag(),
 			},
 			Action: benchAction,

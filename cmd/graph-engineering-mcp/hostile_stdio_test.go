@@ -159,7 +159,7 @@ func TestStdioHostileTransportInput(t *testing.T) {
 		{"10 MB line", `{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"graph_task_create","arguments":{"workflow_id":"w","node_id":"x","payload":{"s":"` + strings.Repeat("x", 10<<20) + `"}},` + modernMetaJSON + `}}`, -32600, "null", "message too large"},
 		{"payload nested 10,000 deep", `{"jsonrpc":"2.0","id":10,"method":"tools/call","params":{"name":"graph_task_create","arguments":{"workflow_id":"w","node_id":"x","payload":` + strings.Repeat(`{"a":`, 10000) + `1` + strings.Repeat(`}`, 10000) + `},` + modernMetaJSON + `}}`, -32700, "null", "not valid JSON"},
 		{"params nested 2,000 deep", `{"jsonrpc":"2.0","id":11,"method":"tools/call","params":{"name":"graph_task_create","arguments":{"workflow_id":"w","node_id":"x","payload":` + strings.Repeat(`[`, 2000) + strings.Repeat(`]`, 2000) + `},` + modernMetaJSON + `}}`, -32600, "11", "unmarshaling"},
-		{"params as array", `{"jsonrpc":"2.0","id":12,"method":"tools/call","params":[1]}`, -32602, "12", "params must be an object"},
+		{"params as array", `{"jsonrpc":"2.0","id":12,"method":"tools/call","params":[1]}`, -32602, "12", "params must be a JSON object"},
 		{"jsonrpc 1.0", `{"jsonrpc":"1.0","id":13,"method":"tools/list"}`, -32600, "13", `must be \"2.0\"`},
 	} {
 		s.send(tc.line)

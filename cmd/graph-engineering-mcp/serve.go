@@ -77,6 +77,7 @@ func serveAction(c *cli.Context) error {
 		return usagef("--sync must be full or normal (got %q)", c.String("sync"))
 	}
 	logger := newLogger(c.App.ErrWriter, level)
+	logger.Debug("garbage collector", "gc_percent", tuneGC())
 	surface, set, err := surfaceFromFlags(c, logger)
 	if err != nil {
 		return err
