@@ -377,13 +377,13 @@ func (h *HTTPHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.NotFound(sw, r)
 		return
 	}
-	if !h.authorized(r) {
+	if why := h.unauthorized(r); why != "" {
 		value := `Bearer realm="graph-engineering-mcp"`
 		if r.Header.Get("Authorization") != "" {
 			value += `, error="invalid_token"`
 		}
 		sw.Header().Set("WWW-Authenticate", value)
-		h.refuse(sw, route, http.StatusUnauthorized, "unauthorized", "unauthorized: send the server's token as Authorization: Bearer <token>")
+		h.refuse(sw, route, http.StatusUnauthorized, "unauthorized", why)
 		return
 	}
 	if route == MetricsPath {
@@ -472,21 +472,29 @@ func (h *HTTPHandler) originAllowed(r *http.Request) bool {
 	return r.Host != "" && strings.EqualFold(host, r.Host)
 }
 
-// authorized checks the bearer token in constant time.
-func (h *HTTPHandler) authorized(r *http.Request) bool {
+// unauthorized checks the bearer token in constant time and returns "" when
+// the request may proceed, else the message of its 401. The message says
+// which of the three it was (no token, a malformed header, a wrong token):
+// some clients (the MCP Inspector) react to any 401 by starting OAuth
+// discovery, and the message is all their user gets to see. It never
+// contains what the client sent.
+func (h *HTTPHandler) unauthorized(r *http.Request) string {
 	if h.opts.AuthToken == "" {
-		return true
+		return ""
 	}
 	values := r.Header.Values("Authorization")
-	if len(values) != 1 {
-		return false
+	if len(values) == 0 {
+		return "unauthorized: no bearer token was sent; this server requires the header Authorization: Bearer <token>, with the token the server was started with (GRAPH_ENGINEERING_AUTH_TOKEN or --auth-token-file)"
 	}
 	scheme, token, ok := strings.Cut(strings.TrimSpace(values[0]), " ")
-	if !ok || !strings.EqualFold(scheme, "Bearer") {
-		return false
+	if len(values) != 1 || !ok || !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(token) == "" {
+		return "unauthorized: the Authorization header is malformed; send exactly one header of the form Authorization: Bearer <token>"
 	}
 	got := sha256.Sum256([]byte(strings.TrimSpace(token)))
-	return subtle.ConstantTimeCompare(got[:], h.tokenHash[:]) == 1
+	if subtle.ConstantTimeCompare(got[:], h.tokenHash[:]) != 1 {
+		return "unauthorized: the bearer token is wrong; it does not match the token this server was started with"
+	}
+	return ""
 }
 
 func (h *HTTPHandler) serveHealth(w http.ResponseWriter, r *http.Request) {

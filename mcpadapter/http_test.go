@@ -148,13 +148,22 @@ func TestHTTPRequiresTheBearerTokenAndNeverLeaksIt(t *testing.T) {
 	const token = "s3cr3t-t0ken-for-tests-0123456789"
 	f := newHTTPFixture(t, HTTPOptions{AuthToken: token})
 	body := modernBody(1, "tools/list", nil, nil)
-	for name, auth := range map[string]string{
-		"missing": "", "wrong": "Bearer not-the-token-0123456789", "basic scheme": "Basic " + token,
-		"token prefix": "Bearer " + token[:len(token)-1], "token suffix": "Bearer " + token + "x",
+	// The message says which it was: clients such as the MCP Inspector react
+	// to any 401 by starting OAuth, and the message is all a user sees.
+	for name, c := range map[string]struct{ auth, says string }{
+		"missing":      {"", "no bearer token was sent"},
+		"wrong":        {"Bearer not-the-token-0123456789", "the bearer token is wrong"},
+		"basic scheme": {"Basic " + token, "the Authorization header is malformed"},
+		"empty bearer": {"Bearer ", "the Authorization header is malformed"},
+		"token prefix": {"Bearer " + token[:len(token)-1], "the bearer token is wrong"},
+		"token suffix": {"Bearer " + token + "x", "the bearer token is wrong"},
 	} {
 		t.Run(name, func(t *testing.T) {
-			r := f.post(body, modernHeaders("tools/list", "Authorization", auth))
+			r := f.post(body, modernHeaders("tools/list", "Authorization", c.auth))
 			r.wantError(t, http.StatusUnauthorized, jsonrpc.CodeInvalidRequest)
+			if !strings.Contains(r.rpc.Error.Message, c.says) {
+				t.Errorf("401 message %q does not say %q", r.rpc.Error.Message, c.says)
+			}
 			if !strings.HasPrefix(r.header.Get("WWW-Authenticate"), "Bearer") {
 				t.Fatalf("WWW-Authenticate = %q, want a Bearer challenge", r.header.Get("WWW-Authenticate"))
 			}
