@@ -72,7 +72,7 @@ func (f field) schema() map[string]any {
 	case kindObject:
 		s["type"] = "object"
 	case kindAny:
-		// any JSON value
+		s["anyOf"] = anyJSONSchema()
 	case kindIdentifierList:
 		s["type"], s["maxItems"], s["uniqueItems"] = "array", taskgraph.MaxDependsOn, true
 		s["items"] = map[string]any{"type": "string", "pattern": taskgraph.IdentifierPattern, "minLength": 1, "maxLength": taskgraph.MaxIdentifierLen}

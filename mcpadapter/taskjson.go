@@ -78,7 +78,7 @@ func renderLease(g lease.Grant) *leaseJSON {
 // taskSchema is the output schema of a task object.
 func taskSchema() map[string]any {
 	str := map[string]any{"type": "string"}
-	strNull := map[string]any{"type": []string{"string", "null"}}
+	strNull := nullable(str)
 	timeS := map[string]any{"type": "string", "format": "date-time"}
 	states := []string{}
 	for _, s := range taskgraph.States {
@@ -93,10 +93,10 @@ func taskSchema() map[string]any {
 		"depends_on":       map[string]any{"type": "array", "items": str},
 		"owner":            strNull,
 		"generation":       map[string]any{"type": "integer", "minimum": 0},
-		"lease_expires_at": map[string]any{"type": []string{"string", "null"}, "format": "date-time"},
+		"lease_expires_at": nullable(timeS),
 		"attempts":         map[string]any{"type": "integer", "minimum": 0},
 		"max_attempts":     map[string]any{"type": "integer", "minimum": taskgraph.MinMaxAttempts, "maximum": taskgraph.MaxMaxAttempts},
-		"result":           map[string]any{"description": "the worker's result (any JSON); null until completed"},
+		"result":           map[string]any{"description": "the worker's result (any JSON); null until completed", "anyOf": anyJSONSchema()},
 		"error":            strNull,
 		"status_message":   str,
 		"created_at":       timeS,
@@ -108,6 +108,26 @@ func taskSchema() map[string]any {
 	}
 	slices.Sort(req)
 	return map[string]any{"type": "object", "properties": props, "required": req, "additionalProperties": false}
+}
+
+// nullable is schema or null, spelled as anyOf branches of one type each:
+// a type array (["string","null"]) is valid JSON Schema but less portable,
+// since clients that map tool schemas onto a single-type dialect (the
+// OpenAPI subset of Gemini function declarations) reject or drop it; the MCP
+// Inspector's schema-portability check warns about it.
+func nullable(schema map[string]any) map[string]any {
+	return map[string]any{"anyOf": []any{schema, map[string]any{"type": "null"}}}
+}
+
+// anyJSONSchema is "any JSON value" with each type named, rather than a
+// schema without a validation keyword, which portable-schema checks flag as
+// constraining nothing.
+func anyJSONSchema() []any {
+	var out []any
+	for _, t := range []string{"object", "array", "string", "number", "boolean", "null"} {
+		out = append(out, map[string]any{"type": t})
+	}
+	return out
 }
 
 func receiptSchema() map[string]any {
