@@ -26,10 +26,10 @@ func TestStdioSessionLogsOncePerClient(t *testing.T) {
 		}
 		out := logs.String()
 		for msg, want := range map[string]int{
-			`msg="stdio session started"`:     1,
-			`msg="stdio session ended"`:       1,
-			`msg="server session connected"`:  tc.sdkLine,
-			`msg="server connecting"`:         tc.sdkLine,
+			`msg="stdio session started"`:    1,
+			`msg="stdio session ended"`:      1,
+			`msg="server session connected"`: tc.sdkLine,
+			`msg="server connecting"`:        tc.sdkLine,
 			`level=INFO msg="server session`: 0,
 			`level=INFO msg="server connect`: 0,
 		} {
