@@ -81,13 +81,14 @@ func serveAction(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	path, err := databasePath(c)
+	path, err := serveDatabasePath(c)
 	if err != nil {
 		return err
 	}
 	if c.String("http") != "" {
 		return serveHTTP(c, logger, surface, set, path, sync)
 	}
+	logIfNewDatabase(logger, path)
 	store, err := taskgraph.Open(c.Context, path, taskgraph.Options{Sync: sync, Logger: logger, Sweep: true})
 	if err != nil {
 		return err
@@ -264,6 +265,7 @@ func serveHTTP(c *cli.Context, logger *slog.Logger, surface manifest.Surface, se
 		return err
 	}
 	metrics := mcpadapter.NewMetrics(logger)
+	logIfNewDatabase(logger, path)
 	store, err := taskgraph.Open(c.Context, path, taskgraph.Options{Sync: sync, Logger: logger, Sweep: true, OnBatch: metrics.ObserveBatch})
 	if err != nil {
 		return err
