@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 
 	"github.com/urfave/cli/v2"
+
+	"github.com/graph-engineering/graph-engineering-mcp/taskgraph"
 )
 
 // serveDatabasePath resolves serve's database path (see databasePath). A
@@ -15,11 +17,15 @@ import (
 // an existing folder: serve creates a missing database file, but never the
 // folders of a path it was given, so a mistyped path is a usage error naming
 // it instead of a new empty database nobody asked for. Only the default
-// path's folder is created (0700, by the store).
+// path's folder is created (0700, by the store), also when it is named
+// explicitly, as the README recommends for MCP clients.
 func serveDatabasePath(c *cli.Context) (string, error) {
 	path, err := databasePath(c)
 	if err != nil || !databaseNamed(c) {
 		return path, err
+	}
+	if def, err := taskgraph.DefaultPath(); err == nil && filepath.Clean(path) == def {
+		return path, nil
 	}
 	dir := filepath.Dir(path)
 	fi, err := os.Stat(dir)

@@ -56,6 +56,16 @@ func TestServeRefusesADatabaseInAMissingFolder(t *testing.T) {
 	if _, err := os.Stat(filepath.Dir(typo)); !os.IsNotExist(err) {
 		t.Fatalf("the mistyped folder was created: %v", err)
 	}
+	// The default path, named explicitly (as an MCP client's configuration
+	// should), still gets its folder on first start.
+	state := filepath.Join(dir, "state")
+	t.Setenv("XDG_STATE_HOME", state)
+	t.Setenv(databaseEnv, "")
+	def := filepath.Join(state, "graph-engineering", "tasks.db")
+	runFor(t, 30*time.Second, "serve", "--database", def).want(t, exitOK)
+	if _, err := os.Stat(def); err != nil {
+		t.Fatalf("serve --database DEFAULT did not create the default database: %v", err)
+	}
 }
 
 // TestServeSaysWhenItCreatesADatabase pins the one warning serve logs when
