@@ -170,3 +170,15 @@ func TestServeFlagsAreNotGlobal(t *testing.T) {
 	t.Setenv("GRAPH_ENGINEERING_LOG_LEVEL", "debug")
 	e.cli("", "tasks", "list").want(t, exitOK)
 }
+
+// TestEveryCommandRefusesAnUnknownFlag pins the documented exit code 2 for
+// an unknown flag on every command, with the command named in the message.
+func TestEveryCommandRefusesAnUnknownFlag(t *testing.T) {
+	for _, p := range append(commandPaths(), nil, []string{"help"}) {
+		r := cmdline(t, append(append([]string(nil), p...), "--no-such-flag")...)
+		where := strings.TrimSpace(appName + " " + strings.Join(p, " "))
+		if r.code != exitUsage || !strings.Contains(r.stderr, "unknown flag --no-such-flag for "+where) {
+			t.Errorf("%q --no-such-flag: exit %d, want %d naming %q\nstderr: %s", p, r.code, exitUsage, where, r.stderr)
+		}
+	}
+}
