@@ -215,7 +215,7 @@ func checkGlobalFlags(app *cli.App, args []string) error {
 		}
 		name, _, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
 		f := findFlag(app.Flags, name)
-		if f == nil {
+		if f == nil || f == cli.HelpFlag {
 			continue // --help, --version, or a mistake urfave/cli reports
 		}
 		before = append(before, f.Names()[0])

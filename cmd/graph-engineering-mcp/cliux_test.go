@@ -56,6 +56,10 @@ func TestHelpAtEveryLevel(t *testing.T) {
 	top := cmdline(t, "--help").want(t, exitOK).stdout
 	check("help", cmdline(t, "help"), top)
 	check("-h", cmdline(t, "-h"), top)
+	// --help is global: before a command it is not mistaken for a serve flag.
+	if r := cmdline(t, "--help", "tasks").want(t, exitOK); !strings.Contains(r.stdout, appName+" tasks - ") {
+		t.Errorf("--help tasks:\n%s", r.stdout)
+	}
 	texts := map[string]string{"": top}
 	paths := commandPaths()
 	if len(paths) < 20 {
