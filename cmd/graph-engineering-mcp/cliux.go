@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"reflect"
 	"regexp"
 	"slices"
 	"strings"
@@ -315,21 +316,16 @@ func editDistance(a, b string) int {
 	return prev[len(rb)]
 }
 
-// hideFlag hides f from the help it is listed in; it keeps working.
+// hideFlag hides f from the help it is listed in; it keeps working. Every
+// urfave/cli v2 flag type has a Hidden field; reflection keeps this true for
+// flag types added to serve later.
 func hideFlag(f cli.Flag) {
-	switch f := f.(type) {
-	case *cli.StringFlag:
-		f.Hidden = true
-	case *cli.BoolFlag:
-		f.Hidden = true
-	case *cli.IntFlag:
-		f.Hidden = true
-	case *cli.DurationFlag:
-		f.Hidden = true
-	case *cli.StringSliceFlag:
-		f.Hidden = true
-	default:
-		panic(fmt.Sprintf("hideFlag: teach it the flag type %T", f))
+	v := reflect.ValueOf(f)
+	if v.Kind() != reflect.Pointer || v.Elem().Kind() != reflect.Struct {
+		return
+	}
+	if h := v.Elem().FieldByName("Hidden"); h.IsValid() && h.CanSet() && h.Kind() == reflect.Bool {
+		h.SetBool(true)
 	}
 }
 
