@@ -73,16 +73,20 @@ func polishApp(app *cli.App) {
 	}
 }
 
-// polishGroups gives every command that groups subcommands a hidden help
-// subcommand and a "did you mean" for a mistyped subcommand.
+// polishGroups gives every command a hidden help subcommand in place of
+// urfave/cli's (whose "COMMAND help X" exits 3, an undocumented code), and
+// every command that groups subcommands a "did you mean" for a mistyped one.
 func polishGroups(c *cli.Command, path []string) {
+	c.HideHelpCommand = true
+	h := helpCommand(path)
+	h.Hidden = true
+	defer func() { c.Subcommands = append(c.Subcommands, h) }()
 	if len(c.Subcommands) == 0 {
 		return
 	}
 	for _, sc := range c.Subcommands {
 		polishGroups(sc, append(slices.Clip(path), sc.Name))
 	}
-	c.HideHelpCommand = true // the help below replaces urfave/cli's
 	group := c.Action
 	if group == nil {
 		group = groupAction
@@ -93,9 +97,6 @@ func polishGroups(c *cli.Command, path []string) {
 		}
 		return group(ctx)
 	}
-	h := helpCommand(path)
-	h.Hidden = true
-	c.Subcommands = append(c.Subcommands, h)
 }
 
 // helpCommand is "help [COMMAND...]" under the command at path (nil: the
@@ -147,6 +148,9 @@ func unknownCommand(word, parent string, cmds []*cli.Command) error {
 	where, helpCmd := "", appName+" help"
 	if parent != "" {
 		where, helpCmd = " for "+parent, appName+" help "+parent
+	}
+	if len(names) == 0 {
+		return usagef("%s has no subcommands (got %q); see %s", parent, word, helpCmd)
 	}
 	msg := fmt.Sprintf("unknown command %q%s", word, where)
 	if s := closest(word, names); s != "" {

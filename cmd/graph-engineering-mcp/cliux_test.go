@@ -73,6 +73,7 @@ func TestHelpAtEveryLevel(t *testing.T) {
 		}
 		texts[name] = ref
 		check("help "+name, cmdline(t, append([]string{"help"}, p...)...), ref)
+		check(name+" help", cmdline(t, append(append([]string(nil), p...), "help")...), ref)
 		if len(p) > 1 {
 			parent := p[:len(p)-1]
 			check(strings.Join(parent, " ")+" help "+p[len(p)-1], cmdline(t, append(append(append([]string(nil), parent...), "help"), p[len(p)-1])...), ref)
@@ -133,6 +134,10 @@ func TestTyposSuggestTheNearestName(t *testing.T) {
 		if r.code != exitUsage || !strings.Contains(r.stderr, tc.want) {
 			t.Errorf("%q: exit %d, stderr %q; want exit %d and %q", tc.args, r.code, r.stderr, exitUsage, tc.want)
 		}
+	}
+	// A command without subcommands: "COMMAND help X" is a usage error too.
+	if r := cmdline(t, "serve", "help", "foo").want(t, exitUsage); !strings.Contains(r.stderr, `serve has no subcommands (got "foo")`) {
+		t.Errorf("serve help foo: %s", r.stderr)
 	}
 	// Nothing close: no suggestion, still a usage error naming the commands.
 	r := cmdline(t, "frobnicate").want(t, exitUsage)
