@@ -32,7 +32,8 @@ func main() {
 // run executes the command line args and returns the exit code.
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	app := newApp(stdin, stdout, stderr)
-	err := checkGlobalFlags(app, args[1:])
+	rest := args[min(1, len(args)):] // without the program name
+	err := checkGlobalFlags(app, rest)
 	if err == nil {
 		err = app.RunContext(ctx, args)
 	}
@@ -41,7 +42,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	}
 	var ue *usageError
 	if errors.As(err, &ue) {
-		fmt.Fprintf(stderr, "graph-engineering-mcp: %v\n", withFlagSuggestion(app, args[1:], err))
+		fmt.Fprintf(stderr, "graph-engineering-mcp: %v\n", withFlagSuggestion(app, rest, err))
 		return exitUsage
 	}
 	var ec cli.ExitCoder
