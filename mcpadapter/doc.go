@@ -38,5 +38,8 @@
 //     request that declares the extension in its own _meta; tasks/* requests
 //     that do not declare it get -32021; legacy sessions never see it.
 //   - Output: stdout carries only protocol messages; logs go to the slog
-//     logger (stderr); claim tokens appear only in the claim result.
+//     logger (stderr); claim tokens appear only in the claim result. A
+//     stdio client is logged once when its stream starts and once when it
+//     ends, naming both eras; the SDK's per-session lifecycle lines, one set
+//     per era session, are at debug.
 package mcpadapter

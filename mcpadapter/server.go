@@ -112,7 +112,7 @@ func New(cfg Config) (*Server, error) {
 	s.mcp = mcp.NewServer(&mcp.Implementation{Name: ServerName, Version: cfg.Version}, &mcp.ServerOptions{
 		Instructions: instructions,
 		Capabilities: caps,
-		Logger:       cfg.Logger,
+		Logger:       sdkLogger(cfg.Logger),
 		SetCacheable: func(_ context.Context, _ mcp.Request, c *mcp.Cacheable) {
 			if c.TTLMs == 0 {
 				c.TTLMs = ttl

@@ -77,7 +77,10 @@ func (s *Server) ServeStdio(ctx context.Context, r io.Reader, w io.Writer) error
 			}
 		}
 	}
-	return rt.serve(ctx, s.mcp, next)
+	s.log.Info("stdio session started", "eras", stdioEras)
+	err := rt.serve(ctx, s.mcp, next)
+	s.log.Info("stdio session ended", "eras", stdioEras)
+	return err
 }
 
 // ServeTransport serves MCP on an already framed transport (for example an

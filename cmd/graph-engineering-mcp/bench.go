@@ -367,8 +367,8 @@ Example:
 			Flags: []cli.Flag{
 				&cli.IntFlag{Name: "tasks", Value: 20000, Usage: "how many tasks to create and run (`N`)"},
 				&cli.IntFlag{Name: "workers", Value: 8, Usage: "concurrent workers (`W`)"},
-				&cli.StringFlag{Name: "mode", Value: "store", Usage: "store (in-process) or http (MCP clients over Streamable HTTP)"},
-				&cli.StringFlag{Name: "sync", Value: "full", Usage: "SQLite synchronous mode: full or normal"},
+				&cli.StringFlag{Name: "mode", Value: "store", Usage: "how workers reach the store, `MODE`: store (in-process) or http (MCP clients over Streamable HTTP)"},
+				&cli.StringFlag{Name: "sync", Value: "full", Usage: "SQLite synchronous `MODE`: full or normal"},
 				&cli.IntFlag{Name: "layers", Value: 0, Usage: "arrange each workflow of 1000 tasks as `L` dependent layers (0: independent tasks)"},
 				&cli.BoolFlag{Name: "heartbeat", Usage: "heartbeat once per task between claim and complete"},
 				&cli.StringFlag{Name: "database", Usage: "a new database file `PATH` to keep (default: a temporary one, removed afterwards)"},

@@ -32,13 +32,17 @@ func main() {
 // run executes the command line args and returns the exit code.
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	app := newApp(stdin, stdout, stderr)
-	err := app.RunContext(ctx, args)
+	rest := args[min(1, len(args)):] // without the program name
+	err := checkGlobalFlags(app, rest)
+	if err == nil {
+		err = app.RunContext(ctx, args)
+	}
 	if err == nil {
 		return exitOK
 	}
 	var ue *usageError
 	if errors.As(err, &ue) {
-		fmt.Fprintf(stderr, "graph-engineering-mcp: %v\n", err)
+		fmt.Fprintf(stderr, "graph-engineering-mcp: %v\n", withFlagSuggestion(app, rest, err))
 		return exitUsage
 	}
 	var ec cli.ExitCoder
@@ -64,10 +68,15 @@ func newApp(stdin io.Reader, stdout, stderr io.Writer) *cli.App {
 	app := &cli.App{
 		Name:  "graph-engineering-mcp",
 		Usage: "durable task-graph coordination for AI worker agents, over the Model Context Protocol",
-		Description: `Without a command it serves MCP over stdio, like "serve".
+		Description: `Without a command it serves MCP over stdio, like "serve", and takes serve's
+flags (see "graph-engineering-mcp help serve"). Before a command only the global
+options below are accepted; every other flag goes after the command it belongs to.
 
 Example:
-   graph-engineering-mcp --database ./tasks.db`,
+   graph-engineering-mcp --database ./tasks.db
+
+Run "graph-engineering-mcp help COMMAND" (or COMMAND --help) for a command's flags.
+Exit codes: 0 ok, 1 failure, 2 bad usage.`,
 		Version:         buildVersion(),
 		Reader:          stdin,
 		Writer:          stdout,
@@ -82,6 +91,7 @@ Example:
 		Action:   serveAction,
 		Commands: commands(),
 	}
+	polishApp(app)
 	setUsageErrors(app.Commands)
 	return app
 }

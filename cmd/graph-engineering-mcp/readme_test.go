@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -73,12 +74,7 @@ func TestREADME(t *testing.T) {
 			t.Fatalf("build examples/%s: %v\n%s", ex, err, out)
 		}
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := fmt.Sprint(ln.Addr().(*net.TCPAddr).Port)
-	ln.Close()
+	port := freePort(t)
 	env := []string{"PATH=" + binDir + string(os.PathListSeparator) + os.Getenv("PATH"), "XDG_STATE_HOME=" + filepath.Join(tmp, "state"),
 		"HOME=" + filepath.Join(tmp, "home"), "GOCACHE=" + goEnv(t, "GOCACHE"), "GOMODCACHE=" + goEnv(t, "GOMODCACHE"), "GOPATH=" + goEnv(t, "GOPATH"), "GOFLAGS=" + os.Getenv("GOFLAGS")}
 	rewrite := func(s string) string {
@@ -87,10 +83,10 @@ func TestREADME(t *testing.T) {
 		s = strings.ReplaceAll(s, "go run ./examples/", "example-")
 		return s
 	}
-	sh := func(name, script, stdin string) string {
+	shIn := func(dir, name, script, stdin string) string {
 		t.Helper()
 		cmd := exec.Command("bash", "-euo", "pipefail", "-c", script)
-		cmd.Dir, cmd.Env = work, env
+		cmd.Dir, cmd.Env = dir, env
 		cmd.Stdin = strings.NewReader(stdin)
 		var out bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &out, &out
@@ -110,6 +106,13 @@ func TestREADME(t *testing.T) {
 		}
 		return out.String()
 	}
+	sh := func(name, script, stdin string) string {
+		t.Helper()
+		return shIn(work, name, script, stdin)
+	}
+	// clientEnv is what an MCP client gives the server it starts: almost
+	// nothing (no XDG_STATE_HOME, no GRAPH_ENGINEERING_DATABASE, no HOME).
+	clientEnv := []string{"PATH=" + binDir + string(os.PathListSeparator) + os.Getenv("PATH")}
 	var server *exec.Cmd
 	defer func() {
 		if server != nil {
@@ -131,6 +134,31 @@ func TestREADME(t *testing.T) {
 		if err != nil || len(tools.Tools) != 7 {
 			t.Fatalf("%s: tools/list: %v", what, err)
 		}
+	}
+	// sharesDatabase creates a task through a client-started stdio server
+	// and reads it back through the shell-started HTTP server: they must use
+	// the same database.
+	sharesDatabase := func(what string, cmd *exec.Cmd) {
+		t.Helper()
+		cs, err := mcp.NewClient(&mcp.Implementation{Name: "readme", Version: "1"}, nil).Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
+		if err != nil {
+			t.Fatalf("%s: connect: %v", what, err)
+		}
+		created := readmeCall(t, ctx, cs, manifest.ToolCreate, map[string]any{"workflow_id": "readme-shared", "node_id": strings.ReplaceAll(what, " ", "-")})
+		cs.Close()
+		id := created["task"].(map[string]any)["task_id"].(string)
+		hs, err := mcp.NewClient(&mcp.Implementation{Name: "readme", Version: "1"}, nil).Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url}, nil)
+		if err != nil {
+			t.Fatalf("%s: connect over HTTP: %v", what, err)
+		}
+		defer hs.Close()
+		res, err := hs.CallTool(ctx, &mcp.CallToolParams{Name: manifest.ToolInspect, Arguments: map[string]any{"task_id": id}})
+		if err != nil || res.IsError {
+			t.Fatalf("%s: the task created through the client-started server is not in the HTTP server's database: %v %+v", what, err, res)
+		}
+		// Finish it, so the examples' workers below see only their own tasks.
+		c := readmeCall(t, ctx, hs, manifest.ToolClaim, map[string]any{"owner": "readme", "task_id": id})["lease"].(map[string]any)
+		readmeCall(t, ctx, hs, manifest.ToolComplete, map[string]any{"task_id": id, "owner": "readme", "generation": c["generation"], "claim_token": c["claim_token"], "result": "shared"})
 	}
 	seen := map[string]bool{}
 	for _, blk := range readmeBlocks(t) {
@@ -156,6 +184,31 @@ func TestREADME(t *testing.T) {
 			if err != nil || !strings.Contains(string(ci), "scripts/test") {
 				t.Fatalf(".ci/run does not run scripts/test: %v", err)
 			}
+		case "stop":
+			if lines[0] != "go build -o graph-engineering-mcp ./cmd/graph-engineering-mcp" || len(lines) != 6 || !strings.HasPrefix(lines[1], "./graph-engineering-mcp serve --http 127.0.0.1:7330 &") {
+				t.Fatalf("stop block changed; update TestREADME:\n%s", blk.body)
+			}
+			// The built binary stands in for go build; a second port, since
+			// the two-commands server still holds the first.
+			stopDir := filepath.Join(tmp, "stop")
+			if err := os.MkdirAll(stopDir, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Symlink(bin, filepath.Join(stopDir, "graph-engineering-mcp")); err != nil {
+				t.Fatal(err)
+			}
+			stopPort := freePort(t)
+			script := strings.ReplaceAll(strings.SplitN(blk.body, "\n", 2)[1], "127.0.0.1:7330", "127.0.0.1:"+stopPort)
+			// bash -e: wait fails the block unless the server exits 0.
+			out := shIn(stopDir, blk.name, script, "")
+			if !strings.Contains(out, "HTTP server stopped; database closed cleanly") {
+				t.Fatalf("the stopped server did not close cleanly:\n%s", out)
+			}
+			ln, err := net.Listen("tcp", "127.0.0.1:"+stopPort)
+			if err != nil {
+				t.Fatalf("port %s still held after the stop block: %v", stopPort, err)
+			}
+			ln.Close()
 		case "connect-stdio":
 			if lines[0] != "go install ./cmd/graph-engineering-mcp" || !strings.HasPrefix(lines[1], "claude mcp add graph-engineering -- ") {
 				t.Fatalf("connect-stdio block changed; update TestREADME:\n%s", blk.body)
@@ -166,11 +219,18 @@ func TestREADME(t *testing.T) {
 			if out, err := install.CombinedOutput(); err != nil {
 				t.Fatalf("go install: %v\n%s", err, out)
 			}
-			// What claude would start: the command after "--".
-			argv := strings.Fields(strings.SplitN(lines[1], " -- ", 2)[1])
+			// What claude would start: the command after "--", as the shell
+			// expands it when the user runs claude mcp add.
+			argv := nonEmptyLines(sh(blk.name, "printf '%s\\n' "+strings.SplitN(lines[1], " -- ", 2)[1], ""))
+			if len(argv) != 4 || argv[2] != "--database" || argv[3] != filepath.Join(tmp, "state", "graph-engineering", "tasks.db") {
+				t.Fatalf("claude mcp add starts %q; want serve --database with the default path", argv)
+			}
 			cmd := exec.Command(filepath.Join(gobin, argv[0]), argv[1:]...)
-			cmd.Env = env
+			cmd.Env = clientEnv
 			handshake("claude mcp add (stdio)", &mcp.CommandTransport{Command: cmd})
+			cmd = exec.Command(filepath.Join(gobin, argv[0]), argv[1:]...)
+			cmd.Env = clientEnv
+			sharesDatabase("claude mcp add", cmd)
 		case "connect-http":
 			f := strings.Fields(rewrite(lines[0]))
 			if len(f) != 7 || f[3] != "--transport" || f[4] != "http" {
@@ -187,14 +247,25 @@ func TestREADME(t *testing.T) {
 					Headers map[string]string `json:"headers"`
 				} `json:"mcpServers"`
 			}
-			if err := json.Unmarshal([]byte(rewrite(blk.body)), &cfg); err != nil || len(cfg.MCPServers) != 2 {
+			body := strings.ReplaceAll(rewrite(blk.body), "/home/you/go/bin/", binDir+"/")
+			body = strings.ReplaceAll(body, "/home/you/.local/state/", filepath.Join(tmp, "state")+"/")
+			if strings.Contains(body, "/home/you") {
+				t.Fatalf("mcpServers block has a /home/you path TestREADME does not map:\n%s", blk.body)
+			}
+			if err := json.Unmarshal([]byte(body), &cfg); err != nil || len(cfg.MCPServers) != 2 {
 				t.Fatalf("mcpServers block: %v", err)
 			}
 			for name, s := range cfg.MCPServers {
 				if s.Command != "" {
-					cmd := exec.Command(filepath.Join(binDir, s.Command), s.Args...)
-					cmd.Env = env
+					if !filepath.IsAbs(s.Command) || !slices.Contains(s.Args, "--database") {
+						t.Fatalf("mcpServers %s: want an absolute command and an explicit --database: %+v", name, s)
+					}
+					cmd := exec.Command(s.Command, s.Args...)
+					cmd.Env = clientEnv
 					handshake("mcpServers "+name, &mcp.CommandTransport{Command: cmd})
+					cmd = exec.Command(s.Command, s.Args...)
+					cmd.Env = clientEnv
+					sharesDatabase("mcpServers "+name, cmd)
 					continue
 				}
 				if s.Type != "http" || s.URL != url || !strings.HasPrefix(s.Headers["Authorization"], "Bearer ") {
@@ -235,8 +306,9 @@ func TestREADME(t *testing.T) {
 				t.Fatalf("manifest with the README's profile: %v\n%s", err, out)
 			}
 		case "skills":
-			writeReadmeSkill(t, filepath.Join(work, "skills", "graph-worker"))
-			if out := sh(blk.name, rewrite(blk.body), ""); !strings.Contains(out, "graph-worker") {
+			// Run from the repository root, as the README says: the shipped
+			// example folder must load cleanly.
+			if out := shIn(root, blk.name, rewrite(blk.body), ""); !strings.Contains(out, "skill://graph-worker/SKILL.md") || !strings.Contains(out, "2 served, 0 private, 0 refused") {
 				t.Fatalf("skills check output:\n%s", out)
 			}
 		case "backup":
@@ -248,7 +320,7 @@ func TestREADME(t *testing.T) {
 			t.Fatalf("README block %q is not run by TestREADME; teach it", blk.name)
 		}
 	}
-	for _, name := range []string{"two-commands", "connect-stdio", "connect-http", "mcp-servers", "examples", "operator", "profile", "manifest", "skills", "backup"} {
+	for _, name := range []string{"two-commands", "stop", "connect-stdio", "connect-http", "mcp-servers", "examples", "operator", "profile", "manifest", "skills", "backup"} {
 		if !seen[name] {
 			t.Errorf("README block %q is gone; update TestREADME", name)
 		}
@@ -303,16 +375,7 @@ func seedReadmeWorkflow(t *testing.T, ctx context.Context, url string) string {
 		t.Fatal(err)
 	}
 	defer cs.Close()
-	call := func(tool string, args map[string]any) map[string]any {
-		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: args})
-		if err != nil || res.IsError {
-			t.Fatalf("%s: %v %+v", tool, err, res)
-		}
-		b, _ := json.Marshal(res.StructuredContent)
-		var out map[string]any
-		json.Unmarshal(b, &out)
-		return out
-	}
+	call := func(tool string, args map[string]any) map[string]any { return readmeCall(t, ctx, cs, tool, args) }
 	call(manifest.ToolCreate, map[string]any{"workflow_id": "my-workflow", "node_id": "fetch"})
 	call(manifest.ToolCreate, map[string]any{"workflow_id": "my-workflow", "node_id": "index"})
 	call(manifest.ToolCreate, map[string]any{"workflow_id": "my-workflow", "node_id": "report", "depends_on": []string{"fetch", "index"}})
@@ -320,13 +383,26 @@ func seedReadmeWorkflow(t *testing.T, ctx context.Context, url string) string {
 	return out["task"].(map[string]any)["task_id"].(string)
 }
 
-func writeReadmeSkill(t *testing.T, dir string) {
+// readmeCall calls tool and returns its structured result; an error fails the test.
+func readmeCall(t *testing.T, ctx context.Context, cs *mcp.ClientSession, tool string, args map[string]any) map[string]any {
 	t.Helper()
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: args})
+	if err != nil || res.IsError {
+		t.Fatalf("%s: %v %+v", tool, err, res)
+	}
+	b, _ := json.Marshal(res.StructuredContent)
+	var out map[string]any
+	json.Unmarshal(b, &out)
+	return out
+}
+
+// freePort returns a loopback TCP port that was free a moment ago.
+func freePort(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
 		t.Fatal(err)
 	}
-	body := "---\nname: graph-worker\ndescription: How to work graph tasks here.\n---\n\nClaim, heartbeat, complete.\n"
-	if err := os.WriteFile(filepath.Join(dir, "SKILL.md"), []byte(body), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	defer ln.Close()
+	return fmt.Sprint(ln.Addr().(*net.TCPAddr).Port)
 }

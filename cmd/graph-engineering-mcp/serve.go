@@ -24,8 +24,8 @@ func serveFlags() []cli.Flag {
 		&cli.StringFlag{Name: "profile", Usage: "JSON profile `FILE` that narrows the served surface (allowed_tools, resources, tasks_extension, skills)", EnvVars: []string{"GRAPH_ENGINEERING_PROFILE"}},
 		&cli.BoolFlag{Name: "disable-tasks-extension", Usage: "do not offer the io.modelcontextprotocol/tasks extension (core-only clients)", EnvVars: []string{"GRAPH_ENGINEERING_DISABLE_TASKS_EXTENSION"}},
 		&cli.StringFlag{Name: "skills", Usage: "serve the skills in `DIR` (one folder with a SKILL.md per skill) as resources; refused skills are logged and skipped", EnvVars: []string{"GRAPH_ENGINEERING_SKILLS"}},
-		&cli.StringFlag{Name: "sync", Value: "full", Usage: "SQLite synchronous mode: full (an acknowledged write survives power loss) or normal (survives a crash of this process)", EnvVars: []string{"GRAPH_ENGINEERING_SYNC"}},
-		&cli.StringFlag{Name: "log-level", Value: "info", Usage: "log level on stderr: debug, info, warn or error", EnvVars: []string{"GRAPH_ENGINEERING_LOG_LEVEL"}},
+		&cli.StringFlag{Name: "sync", Value: "full", Usage: "SQLite synchronous `MODE`: full (an acknowledged write survives power loss) or normal (survives a crash of this process)", EnvVars: []string{"GRAPH_ENGINEERING_SYNC"}},
+		&cli.StringFlag{Name: "log-level", Value: "info", Usage: "log `LEVEL` on stderr: debug, info, warn or error", EnvVars: []string{"GRAPH_ENGINEERING_LOG_LEVEL"}},
 	}, httpFlags()...)
 }
 
@@ -82,13 +82,14 @@ func serveAction(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	path, err := databasePath(c)
+	path, err := serveDatabasePath(c)
 	if err != nil {
 		return err
 	}
 	if c.String("http") != "" {
 		return serveHTTP(c, logger, surface, set, path, sync)
 	}
+	logIfNewDatabase(logger, path)
 	store, err := taskgraph.Open(c.Context, path, taskgraph.Options{Sync: sync, Logger: logger, Sweep: true})
 	if err != nil {
 		return err
@@ -272,6 +273,7 @@ func serveHTTP(c *cli.Context, logger *slog.Logger, surface manifest.Surface, se
 		return err
 	}
 	metrics := mcpadapter.NewMetrics(logger)
+	logIfNewDatabase(logger, path)
 	store, err := taskgraph.Open(c.Context, path, taskgraph.Options{Sync: sync, Logger: logger, Sweep: true, OnBatch: metrics.ObserveBatch})
 	if err != nil {
 		return err

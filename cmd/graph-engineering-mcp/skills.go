@@ -29,8 +29,8 @@ Exit status: 0 when every skill loads (private skills are fine), 1 when any
 skill or entry is refused, 2 on a usage error. CI can gate on it.
 
 Example:
-   graph-engineering-mcp skills check ./skills
-   graph-engineering-mcp skills check --json ./skills | jq '.entries[] | select(.status == "refused")'`,
+   graph-engineering-mcp skills check ./examples/skills
+   graph-engineering-mcp skills check --json ./examples/skills | jq '.entries[] | select(.status == "refused")'`,
 				Flags:  []cli.Flag{jsonFlag()},
 				Action: skillsCheckAction,
 			}},

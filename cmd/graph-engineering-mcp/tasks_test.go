@@ -106,7 +106,7 @@ func TestTasksListUsageErrors(t *testing.T) {
 		{[]string{"tasks", "list", "--limit", "many"}, "invalid value"},
 		{[]string{"tasks", "list", "--database", e.path, "--workflow", "not valid!"}, "invalid workflow_id"},
 		{[]string{"tasks", "list", "extra"}, "tasks list takes no arguments"},
-		{[]string{"tasks", "list", "--bogus"}, "flag provided but not defined"},
+		{[]string{"tasks", "list", "--bogus"}, "unknown flag --bogus for graph-engineering-mcp tasks list"},
 		{[]string{"tasks"}, "tasks needs a command: list, show"},
 		{[]string{"tasks", "frobnicate"}, `unknown command "frobnicate"`},
 	} {
