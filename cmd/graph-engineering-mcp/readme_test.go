@@ -110,6 +110,12 @@ func TestREADME(t *testing.T) {
 		t.Helper()
 		return shIn(work, name, script, stdin)
 	}
+	// shEnv runs script with the README's environment (it sets its own
+	// variables at its start).
+	shEnv := func(name, script string) string {
+		t.Helper()
+		return shIn(work, name, script, "")
+	}
 	// clientEnv is what an MCP client gives the server it starts: almost
 	// nothing (no XDG_STATE_HOME, no GRAPH_ENGINEERING_DATABASE, no HOME).
 	clientEnv := []string{"PATH=" + binDir + string(os.PathListSeparator) + os.Getenv("PATH")}
@@ -237,6 +243,39 @@ func TestREADME(t *testing.T) {
 				t.Fatalf("connect-http block changed; update TestREADME:\n%s", blk.body)
 			}
 			handshake("claude mcp add (http)", &mcp.StreamableClientTransport{Endpoint: f[6]})
+		case "connect-token":
+			// Both lines against a server that requires a token: claude's
+			// header must get through and nothing without it; the Inspector
+			// line is run for real by scripts/clients-check.
+			if len(lines) != 2 || !strings.HasPrefix(lines[0], "claude mcp add --transport http graph-engineering ") ||
+				!strings.HasPrefix(lines[1], "npx @modelcontextprotocol/inspector --cli ") {
+				t.Fatalf("connect-token block changed; update TestREADME and scripts/clients-check:\n%s", blk.body)
+			}
+			const token = "readme-token-0123456789abcdef"
+			tokPort := freePort(t)
+			tok := exec.Command(bin, "serve", "--http", "127.0.0.1:"+tokPort, "--database", filepath.Join(tmp, "token.db"), "--log-level", "warn")
+			tok.Env = append(slices.Clone(env), "GRAPH_ENGINEERING_AUTH_TOKEN="+token)
+			var tokLogs bytes.Buffer
+			tok.Stdout, tok.Stderr = &tokLogs, &tokLogs
+			if err := tok.Start(); err != nil {
+				t.Fatal(err)
+			}
+			defer func() { tok.Process.Signal(syscall.SIGTERM); tok.Wait() }()
+			waitHealthy(t, "http://127.0.0.1:"+tokPort+"/healthz", &tokLogs)
+			// What the shell hands claude: expand the line's words as bash does.
+			words := nonEmptyLines(shEnv(blk.name, "GRAPH_ENGINEERING_AUTH_TOKEN="+token+"; set -- "+strings.ReplaceAll(lines[0], "127.0.0.1:7330", "127.0.0.1:"+tokPort)+`; printf '%s\n' "$@"`))
+			if len(words) != 9 || words[7] != "--header" || words[8] != "Authorization: Bearer "+token {
+				t.Fatalf("claude mcp add with a token passes %q", words)
+			}
+			name, value, _ := strings.Cut(words[8], ": ")
+			hc := &http.Client{Transport: headerRT{name, value, http.DefaultTransport}}
+			handshake("claude mcp add --header", &mcp.StreamableClientTransport{Endpoint: words[6], HTTPClient: hc})
+			if _, err := mcp.NewClient(&mcp.Implementation{Name: "readme", Version: "1"}, nil).Connect(ctx, &mcp.StreamableClientTransport{Endpoint: words[6]}, nil); err == nil {
+				t.Fatal("a client without the header connected to the token server")
+			}
+			if !strings.Contains(lines[1], `--header "Authorization: Bearer $GRAPH_ENGINEERING_AUTH_TOKEN"`) {
+				t.Fatalf("the Inspector line does not pass the header: %s", lines[1])
+			}
 		case "mcp-servers":
 			var cfg struct {
 				MCPServers map[string]struct {
@@ -320,7 +359,7 @@ func TestREADME(t *testing.T) {
 			t.Fatalf("README block %q is not run by TestREADME; teach it", blk.name)
 		}
 	}
-	for _, name := range []string{"two-commands", "stop", "connect-stdio", "connect-http", "mcp-servers", "examples", "operator", "profile", "manifest", "skills", "backup"} {
+	for _, name := range []string{"two-commands", "stop", "connect-stdio", "connect-http", "connect-token", "mcp-servers", "examples", "operator", "profile", "manifest", "skills", "backup"} {
 		if !seen[name] {
 			t.Errorf("README block %q is gone; update TestREADME", name)
 		}
@@ -405,4 +444,17 @@ func freePort(t *testing.T) string {
 	}
 	defer ln.Close()
 	return fmt.Sprint(ln.Addr().(*net.TCPAddr).Port)
+}
+
+// headerRT adds one header to every request, as a client configured with
+// --header does.
+type headerRT struct {
+	name, value string
+	next        http.RoundTripper
+}
+
+func (h headerRT) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set(h.name, h.value)
+	return h.next.RoundTrip(r)
 }
