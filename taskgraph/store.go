@@ -57,7 +57,7 @@ type Options struct {
 	// Logger receives structured logs; nil discards them.
 	Logger *slog.Logger
 	// BusyTimeout is how long a connection waits for another process's write
-	// lock; 0 means 10 s.
+	// lock before the write fails with ErrBusy; 0 means DefaultBusyTimeout.
 	BusyTimeout time.Duration
 	// MaxBatch bounds the operations committed together; 0 means 256.
 	MaxBatch int
@@ -99,6 +99,7 @@ type Store struct {
 	notify  notifier
 	stats   counters
 	waiters atomic.Int64 // claim-next calls parked in Claim
+	files   fileGuard    // identity of the database files (health.go)
 }
 
 // DefaultPath returns the default database path:
@@ -136,7 +137,7 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
 	if opts.BusyTimeout <= 0 {
-		opts.BusyTimeout = 10 * time.Second
+		opts.BusyTimeout = DefaultBusyTimeout
 	}
 	if opts.MaxBatch <= 0 {
 		opts.MaxBatch = 256
@@ -149,21 +150,21 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	}
 	if dir := filepath.Dir(path); dir != "" {
 		if err := os.MkdirAll(dir, 0o700); err != nil {
-			return nil, fmt.Errorf("create database folder %s: %w", dir, err)
+			return nil, refineOpenErr(path, fmt.Errorf("create database folder %s: %w", dir, err))
 		}
 	}
 	if err := inspect(ctx, path, opts); err != nil {
-		return nil, err
+		return nil, refineOpenErr(path, err)
 	}
 	s := &Store{path: path, opts: opts, clock: opts.Clock, log: opts.Logger, ops: make(chan *op, 1024), quit: make(chan struct{})}
 	s.notify.init()
 	var err error
 	if s.wdb, err = openDB(path, opts, false); err != nil {
-		return nil, err
+		return nil, refineOpenErr(path, s.classify(err))
 	}
 	if err := s.migrate(ctx); err != nil {
 		s.wdb.Close()
-		return nil, err
+		return nil, refineOpenErr(path, s.classify(err))
 	}
 	if s.rdb, err = openDB(path, opts, true); err != nil {
 		s.wdb.Close()
@@ -177,8 +178,16 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 		s.wdb.Close()
 		return nil, err
 	}
-	s.wg.Add(1)
+	if err := s.recordFiles(); err != nil {
+		close(s.quit)
+		s.wg.Wait()
+		s.rdb.Close()
+		s.wdb.Close()
+		return nil, err
+	}
+	s.wg.Add(2)
 	go s.writer()
+	go s.watchFiles(opts.WatchInterval)
 	if opts.Sweep {
 		s.wg.Add(1)
 		go s.sweeper()
@@ -330,6 +339,15 @@ func (s *Store) Close() error {
 	s.sendWG.Wait()
 	close(s.quit)
 	s.wg.Wait()
+	if err := s.checkFiles(); err != nil {
+		// A checkpoint now, or SQLite's own when the last connection closes,
+		// would copy pages by the index of a -shm that is no longer the
+		// database's and could overwrite what another process wrote through
+		// the new one. The connections stay open until the process exits;
+		// the WAL keeps every acknowledged write for the next opener.
+		s.log.Error("database files were replaced while open: closing without a checkpoint", "database", s.path)
+		return fmt.Errorf("close database %s without a checkpoint: %w", s.path, err)
+	}
 	var errs []error
 	if _, err := s.wdb.Exec(`PRAGMA wal_checkpoint(TRUNCATE)`); err != nil {
 		errs = append(errs, fmt.Errorf("checkpoint WAL: %w", err))
