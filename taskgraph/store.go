@@ -67,7 +67,8 @@ type Options struct {
 	// wakes claim-next waiters. Servers enable it; one-shot tools need not.
 	Sweep bool
 	// WatchInterval is how often the store looks for writes by other
-	// processes to wake waiters; 0 means 500 ms.
+	// processes to wake waiters, and checks that its database files are
+	// still the ones it opened; 0 means 500 ms.
 	WatchInterval time.Duration
 	// OnBatch, when set, is called after every commit attempt with the number
 	// of operations in the batch (for metrics).
