@@ -53,7 +53,7 @@ func NewMetrics(logger *slog.Logger) *Metrics {
 	}, []string{"tool", "outcome"})
 	m.httpDur = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Namespace: MetricsNamespace, Name: "http_request_duration_seconds",
-		Help:    "HTTP request latency by route (/mcp, /healthz, /metrics, other), HTTP method and status code.",
+		Help:    "HTTP request latency by route (/mcp, /healthz, /readyz, /metrics, other), HTTP method and status code.",
 		Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60},
 	}, []string{"route", "method", "code"})
 	m.mcpDur = prometheus.NewHistogramVec(prometheus.HistogramOpts{

@@ -76,20 +76,30 @@ func UnavailableReason(err error) (reason string, retryable, ok bool) {
 
 // classify turns an SQLite error caused by the database's environment into
 // the matching ErrUnavailable sentinel, wrapping the original; any other
-// error is returned as is.
+// error is returned as is. SQLite's own "database file moved" trips the
+// store.
 func (s *Store) classify(err error) error {
 	if err == nil || errors.Is(err, ErrUnavailable) {
 		return err
 	}
+	c := classifyErr(err, s.opts.BusyTimeout)
+	if errors.Is(c, ErrFilesReplaced) {
+		return s.trip(c, s.path)
+	}
+	return c
+}
+
+// classifyErr is classify without a store (for Open's first reads).
+func classifyErr(err error, busyTimeout time.Duration) error {
 	var se sqlite3.Error
-	if !errors.As(err, &se) {
+	if err == nil || errors.Is(err, ErrUnavailable) || !errors.As(err, &se) {
 		return err
 	}
 	switch {
 	case se.Code == sqlite3.ErrBusy || se.Code == sqlite3.ErrLocked:
-		return fmt.Errorf("%w: the write could not get the database within %s (the busy timeout); nothing was written, retry shortly (%w)", ErrBusy, s.opts.BusyTimeout, err)
+		return fmt.Errorf("%w: the write could not get the database within %s (the busy timeout); nothing was written, retry shortly (%w)", ErrBusy, busyTimeout, err)
 	case se.ExtendedCode == sqlite3.ErrReadonlyDbMoved:
-		return s.trip(fmt.Errorf("%w (%w)", ErrFilesReplaced, err), s.path)
+		return fmt.Errorf("%w (%w)", ErrFilesReplaced, err)
 	case se.Code == sqlite3.ErrFull, isErrno(se.SystemErrno, syscall.ENOSPC, syscall.EDQUOT, syscall.EFBIG):
 		return fmt.Errorf("%w: nothing was written; free space on the database's filesystem, then retry (%w)", ErrDiskFull, err)
 	case se.Code == sqlite3.ErrReadonly, isErrno(se.SystemErrno, syscall.EROFS, syscall.EPERM, syscall.EACCES):

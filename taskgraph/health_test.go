@@ -607,3 +607,45 @@ func TestReplacedFilesTripTheStore(t *testing.T) {
 		})
 	}
 }
+
+// BenchmarkCheckFiles measures the identity check the writer runs twice per
+// batch (before BEGIN and after COMMIT).
+func BenchmarkCheckFiles(b *testing.B) {
+	s, err := Open(context.Background(), filepath.Join(b.TempDir(), "tasks.db"), Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	for b.Loop() {
+		if err := s.checkFiles(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// An idle store notices a removed -shm by itself (the periodic check): it
+// trips and logs the file before any write or Ready call arrives.
+func TestIdleStoreNoticesRemovedShm(t *testing.T) {
+	logs := &syncBuffer{}
+	path := filepath.Join(t.TempDir(), "tasks.db")
+	s, err := Open(context.Background(), path, Options{WatchInterval: 5 * time.Millisecond, Logger: slog.New(slog.NewTextHandler(logs, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(path + "-shm"); err != nil {
+		t.Fatal(err)
+	}
+	// Poll the background loop's effect, bounded; nothing here waits for a
+	// lease or asserts a speed.
+	for deadline := time.Now().Add(30 * time.Second); s.tripped() == nil; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the periodic check did not notice the removed -shm")
+		}
+	}
+	if !errors.Is(s.tripped(), ErrFilesReplaced) || !strings.Contains(logs.String(), "file="+path+"-shm") {
+		t.Fatalf("tripped with %v; log:\n%s", s.tripped(), logs)
+	}
+	if err := s.Close(); !errors.Is(err, ErrFilesReplaced) {
+		t.Fatalf("Close: %v, want ErrFilesReplaced", err)
+	}
+}

@@ -155,7 +155,7 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 		}
 	}
 	if err := inspect(ctx, path, opts); err != nil {
-		return nil, refineOpenErr(path, err)
+		return nil, refineOpenErr(path, classifyErr(err, opts.BusyTimeout))
 	}
 	s := &Store{path: path, opts: opts, clock: opts.Clock, log: opts.Logger, ops: make(chan *op, 1024), quit: make(chan struct{})}
 	s.notify.init()

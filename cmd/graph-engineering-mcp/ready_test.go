@@ -54,9 +54,32 @@ func TestServeRefusesUnwritableDatabase(t *testing.T) {
 			}
 			return filepath.Join(ro, filepath.Base(path))
 		}},
+		{"full disk", nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "tasks.db")
+			want := "database read-only"
+			if tc.prepare == nil {
+				// A small tmpfs holds the database; once it is full the
+				// probe write cannot commit.
+				dir := filepath.Join(t.TempDir(), "mnt")
+				if err := os.Mkdir(dir, 0o700); err != nil {
+					t.Fatal(err)
+				}
+				if err := syscall.Mount("tmpfs", dir, "tmpfs", 0, "size=2097152"); err != nil {
+					t.Skipf("cannot mount a tmpfs to fill up (needs root or CAP_SYS_ADMIN): %v", err)
+				}
+				t.Cleanup(func() {
+					if err := syscall.Unmount(dir, 0); err != nil {
+						t.Errorf("unmount %s: %v", dir, err)
+					}
+				})
+				path, want = filepath.Join(dir, "tasks.db"), "database disk full"
+				tc.prepare = func(t *testing.T, path string) string {
+					fillDir(t, dir)
+					return path
+				}
+			}
 			s, err := taskgraph.Open(context.Background(), path, taskgraph.Options{})
 			if err != nil {
 				t.Fatal(err)
@@ -69,14 +92,35 @@ func TestServeRefusesUnwritableDatabase(t *testing.T) {
 				var stdout, stderr bytes.Buffer
 				code := run(context.Background(), append([]string{"graph-engineering-mcp"}, append(args, "--database", db)...), strings.NewReader(""), &stdout, &stderr)
 				if code != exitUsage || !strings.Contains(stderr.String(), "refusing to serve database "+db+": it cannot be written") ||
-					!strings.Contains(stderr.String(), "database read-only") {
-					t.Errorf("%v: exit %d, stderr %q; want exit 2 naming %s as read-only", args, code, stderr.String(), db)
+					!strings.Contains(stderr.String(), want) {
+					t.Errorf("%v: exit %d, stderr %q; want exit 2 naming %s and %q", args, code, stderr.String(), db, want)
 				}
 				if stdout.Len() != 0 {
 					t.Errorf("%v: wrote to stdout: %q", args, stdout.String())
 				}
 			}
 		})
+	}
+}
+
+// fillDir writes a file in dir until its filesystem has no page left.
+func fillDir(t *testing.T, dir string) {
+	t.Helper()
+	f, err := os.Create(filepath.Join(dir, "filler"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	for _, n := range []int{64 << 10, 4 << 10, 1} {
+		chunk := make([]byte, n)
+		for {
+			if _, err := f.Write(chunk); err != nil {
+				if !errors.Is(err, syscall.ENOSPC) {
+					t.Fatalf("fill: %v", err)
+				}
+				break
+			}
+		}
 	}
 }
 
