@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph"
@@ -48,6 +49,18 @@ func (s *Server) unavailable(tool string, err error) *mcp.CallToolResult {
 		IsError: true,
 		Content: []mcp.Content{&mcp.TextContent{Text: tool + ": " + unavailableAdvice[reason]}},
 	}
+}
+
+// unavailableRPC is the JSON-RPC error of a request that is not a tool call
+// (tasks/cancel) and whose write the database could not take: -32603, since
+// the protocol has no better code, with the advice as message and the same
+// detail as the tool error in data.
+func (s *Server) unavailableRPC(what string, err error) error {
+	reason, _, _ := taskgraph.UnavailableReason(err)
+	s.observeTool(what, "unavailable")
+	s.log.Warn("request refused: database unavailable", "in", what, "reason", reason, "err", err)
+	return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: what + ": " + unavailableAdvice[reason],
+		Data: errorData(errorDetail("unavailable", err))}
 }
 
 // serveReady answers ReadyPath: 200 "ready" when a probe write commits

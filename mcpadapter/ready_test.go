@@ -138,6 +138,15 @@ func TestReadyzAndBusyToolErrors(t *testing.T) {
 	wantUnavailableResult(t, res, "busy", true, "database busy: locked by another process")
 	res, _ = callTool(t, cs, manifest.ToolCreate, map[string]any{"workflow_id": "wf", "node_id": "b"})
 	wantUnavailableResult(t, res, "busy", true, "Retry the same call")
+	// tasks/cancel is not a tool call: -32603, but naming the cause, with
+	// the same detail in data.
+	ext := map[string]any{"extensions": map[string]any{manifest.TasksExtension: map[string]any{}}}
+	cr := f.post(modernBody(21, MethodTasksCancel, map[string]any{"taskId": taskID}, ext),
+		modernHeaders(MethodTasksCancel, headerName, taskID, "Authorization", "Bearer "+readyToken))
+	if cr.rpc.Error == nil || cr.rpc.Error.Code != -32603 || !strings.Contains(cr.rpc.Error.Message, "database busy: locked by another process") ||
+		string(cr.rpc.Error.Data) != `{"kind":"unavailable","reason":"busy","retryable":true}` {
+		t.Fatalf("tasks/cancel while locked: HTTP %d %s", cr.status, cr.body)
+	}
 	if !strings.Contains(f.logs.String(), "reason=busy") {
 		t.Fatalf("no log line of the refused call:\n%s", f.logs)
 	}

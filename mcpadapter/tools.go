@@ -318,6 +318,9 @@ func outcomeOf(err error) string {
 // internal logs an unexpected fault and returns the -32603 the client sees;
 // the details stay in the server log.
 func (s *Server) internal(what string, err error) error {
+	if errors.Is(err, taskgraph.ErrUnavailable) {
+		return s.unavailableRPC(what, err)
+	}
 	s.log.Error("internal error", "in", what, "err", err)
 	s.observeTool(what, "internal_error")
 	return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "internal error; the server logged the details and keeps serving"}
