@@ -268,25 +268,6 @@ func TestReadyChangesNothing(t *testing.T) {
 	}
 }
 
-// mountTmpfs mounts a tmpfs of size bytes and unmounts it at cleanup; it
-// skips the test where mounting is not permitted.
-func mountTmpfs(t *testing.T, size int) string {
-	t.Helper()
-	dir := filepath.Join(t.TempDir(), "mnt")
-	if err := os.Mkdir(dir, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	if err := syscall.Mount("tmpfs", dir, "tmpfs", 0, fmt.Sprintf("size=%d", size)); err != nil {
-		t.Skipf("cannot mount a tmpfs to fill up (needs root or CAP_SYS_ADMIN): %v", err)
-	}
-	t.Cleanup(func() {
-		if err := syscall.Unmount(dir, 0); err != nil {
-			t.Errorf("unmount %s: %v", dir, err)
-		}
-	})
-	return dir
-}
-
 // fill writes to a file in dir until the filesystem has no page left.
 func fill(t *testing.T, dir string) string {
 	t.Helper()
@@ -414,22 +395,7 @@ func TestUnwritableDatabaseIsNotReady(t *testing.T) {
 			return path
 		}},
 		{"read-only mount", func(t *testing.T, path string) string {
-			ro := filepath.Join(t.TempDir(), "ro")
-			if err := os.Mkdir(ro, 0o700); err != nil {
-				t.Fatal(err)
-			}
-			if err := syscall.Mount(filepath.Dir(path), ro, "", syscall.MS_BIND, ""); err != nil {
-				t.Skipf("cannot bind-mount a folder read-only here (needs root or CAP_SYS_ADMIN): %v", err)
-			}
-			t.Cleanup(func() {
-				if err := syscall.Unmount(ro, 0); err != nil {
-					t.Errorf("unmount %s: %v", ro, err)
-				}
-			})
-			if err := syscall.Mount("", ro, "", syscall.MS_REMOUNT|syscall.MS_BIND|syscall.MS_RDONLY, ""); err != nil {
-				t.Skipf("cannot remount the bind mount read-only: %v", err)
-			}
-			return filepath.Join(ro, filepath.Base(path))
+			return filepath.Join(bindReadOnly(t, filepath.Dir(path)), filepath.Base(path))
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

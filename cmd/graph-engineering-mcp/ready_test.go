@@ -37,22 +37,7 @@ func TestServeRefusesUnwritableDatabase(t *testing.T) {
 			return path
 		}},
 		{"read-only mount", func(t *testing.T, path string) string {
-			ro := filepath.Join(t.TempDir(), "ro")
-			if err := os.Mkdir(ro, 0o700); err != nil {
-				t.Fatal(err)
-			}
-			if err := syscall.Mount(filepath.Dir(path), ro, "", syscall.MS_BIND, ""); err != nil {
-				t.Skipf("cannot bind-mount a folder here (needs root or CAP_SYS_ADMIN): %v", err)
-			}
-			t.Cleanup(func() {
-				if err := syscall.Unmount(ro, 0); err != nil {
-					t.Errorf("unmount %s: %v", ro, err)
-				}
-			})
-			if err := syscall.Mount("", ro, "", syscall.MS_REMOUNT|syscall.MS_BIND|syscall.MS_RDONLY, ""); err != nil {
-				t.Skipf("cannot remount the bind mount read-only: %v", err)
-			}
-			return filepath.Join(ro, filepath.Base(path))
+			return filepath.Join(bindReadOnly(t, filepath.Dir(path)), filepath.Base(path))
 		}},
 		{"full disk", nil},
 	} {
@@ -62,18 +47,7 @@ func TestServeRefusesUnwritableDatabase(t *testing.T) {
 			if tc.prepare == nil {
 				// A small tmpfs holds the database; once it is full the
 				// probe write cannot commit.
-				dir := filepath.Join(t.TempDir(), "mnt")
-				if err := os.Mkdir(dir, 0o700); err != nil {
-					t.Fatal(err)
-				}
-				if err := syscall.Mount("tmpfs", dir, "tmpfs", 0, "size=2097152"); err != nil {
-					t.Skipf("cannot mount a tmpfs to fill up (needs root or CAP_SYS_ADMIN): %v", err)
-				}
-				t.Cleanup(func() {
-					if err := syscall.Unmount(dir, 0); err != nil {
-						t.Errorf("unmount %s: %v", dir, err)
-					}
-				})
+				dir := mountTmpfs(t, 2<<20)
 				path, want = filepath.Join(dir, "tasks.db"), "database disk full"
 				tc.prepare = func(t *testing.T, path string) string {
 					fillDir(t, dir)
