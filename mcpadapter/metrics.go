@@ -38,6 +38,7 @@ type Metrics struct {
 	batchSize  prometheus.Histogram
 	batchDur   prometheus.Histogram
 	batchErrs  prometheus.Counter
+	unavail    *prometheus.CounterVec
 }
 
 // NewMetrics returns the metrics with the Go runtime and process collectors
@@ -83,10 +84,14 @@ func NewMetrics(logger *slog.Logger) *Metrics {
 		Namespace: MetricsNamespace, Name: "store_batch_errors_total",
 		Help: "Group-commit transactions that failed to commit.",
 	})
+	m.unavail = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: MetricsNamespace, Name: "store_unavailable_total",
+		Help: "Group-commit transactions the database refused, by reason (busy, disk_full, read_only, files_replaced).",
+	}, []string{"reason"})
 	m.reg.MustRegister(
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		m.toolCalls, m.httpDur, m.mcpDur, m.rejections, m.inFlight, m.batchSize, m.batchDur, m.batchErrs,
+		m.toolCalls, m.httpDur, m.mcpDur, m.rejections, m.inFlight, m.batchSize, m.batchDur, m.batchErrs, m.unavail,
 	)
 	return m
 }
@@ -106,6 +111,9 @@ func (m *Metrics) ObserveBatch(size int, took time.Duration, err error) {
 	m.batchDur.Observe(took.Seconds())
 	if err != nil {
 		m.batchErrs.Inc()
+		if reason, _, ok := taskgraph.UnavailableReason(err); ok {
+			m.unavail.WithLabelValues(reason).Inc()
+		}
 	}
 }
 

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/graph-engineering/graph-engineering-mcp/manifest"
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph"
@@ -28,12 +29,12 @@ func newReadyFixture(t *testing.T) *httpFixture {
 	logs := &syncBuffer{}
 	logger := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	path := filepath.Join(t.TempDir(), "tasks.db")
-	st, err := taskgraph.Open(context.Background(), path, taskgraph.Options{Logger: logger, BusyTimeout: 50 * time.Millisecond})
+	metrics := NewMetrics(logger)
+	st, err := taskgraph.Open(context.Background(), path, taskgraph.Options{Logger: logger, BusyTimeout: 50 * time.Millisecond, OnBatch: metrics.ObserveBatch})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	metrics := NewMetrics(logger)
 	srv, err := New(Config{Store: st, Version: "test", Surface: manifest.NewSurface(manifest.Options{}), Logger: logger,
 		ExtraLimits: map[string]int64{"maxStdioLineBytes": MaxStdioLineBytes}, OnToolCall: metrics.ObserveToolCall})
 	if err != nil {
@@ -151,6 +152,9 @@ func TestReadyzAndBusyToolErrors(t *testing.T) {
 		t.Fatalf("no log line of the refused call:\n%s", f.logs)
 	}
 
+	if got := testutil.ToFloat64(f.metrics.unavail.WithLabelValues("busy")); got < 1 {
+		t.Fatalf("store_unavailable_total{reason=busy} = %v, want at least 1", got)
+	}
 	release()
 	wantReady(t, f, http.StatusOK, "ready\n")
 	if res, _ := callTool(t, cs, manifest.ToolHeartbeat, hb); res.IsError {
