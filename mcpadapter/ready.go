@@ -20,11 +20,6 @@ const ReadyPath = "/readyz"
 // another process for longer answers 503 busy.
 const readyTimeout = healthTimeout
 
-// UnavailableReasons are the values of the reason of an "unavailable" tool
-// error and of a 503 from ReadyPath, with whether a retry of the same call
-// may succeed without an operator.
-var UnavailableReasons = map[string]bool{"busy": true, "disk_full": true, "read_only": false, "files_replaced": false}
-
 // unavailableAdvice is the text of an "unavailable" tool error: the cause
 // and what the caller should do. It names no file, so a client learns
 // nothing of the server's layout.

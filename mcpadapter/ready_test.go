@@ -210,3 +210,24 @@ func TestReadyzReadOnly(t *testing.T) {
 	clear()
 	wantReady(t, f, http.StatusOK, "ready\n")
 }
+
+// Every cause the store reports has advice here and a row in MCP.md, with
+// the retryable value the store gives it.
+func TestUnavailableReasonsAreDocumented(t *testing.T) {
+	b, err := os.ReadFile("../MCP.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, sentinel := range []error{taskgraph.ErrBusy, taskgraph.ErrDiskFull, taskgraph.ErrReadOnly, taskgraph.ErrFilesReplaced} {
+		reason, retryable, ok := taskgraph.UnavailableReason(fmt.Errorf("wrapped: %w", sentinel))
+		if !ok || unavailableAdvice[reason] == "" {
+			t.Errorf("%v: reason %q has no advice", sentinel, reason)
+		}
+		if row := fmt.Sprintf("| `%s` | `%v` |", reason, retryable); !strings.Contains(string(b), row) {
+			t.Errorf("MCP.md lacks the row %s", row)
+		}
+	}
+	if len(unavailableAdvice) != 4 {
+		t.Errorf("advice for %d reasons, want the store's 4", len(unavailableAdvice))
+	}
+}

@@ -21,9 +21,10 @@ const DefaultBusyTimeout = 10 * time.Second
 
 // ErrUnavailable matches every error that means the store cannot commit a
 // write now because of the database's environment rather than the request:
-// ErrBusy, ErrDiskFull, ErrReadOnly and ErrFilesReplaced. Nothing of the
-// failed write was acknowledged. UnavailableReason tells which and whether a
-// retry may succeed.
+// ErrBusy, ErrDiskFull, ErrReadOnly and ErrFilesReplaced. The failed write
+// was not acknowledged; only with ErrFilesReplaced may it have reached the
+// old files anyway. UnavailableReason tells which and whether a retry may
+// succeed.
 var ErrUnavailable = errors.New("database unavailable")
 
 var (

@@ -361,8 +361,9 @@ func (s *Store) runBatch(ctx context.Context, stmts *stmtCache, connErr error, b
 		finish(fmt.Errorf("commit: %w", err))
 		return
 	}
-	// A file replaced while the batch ran means the commit went to files the
-	// next opener will not read: do not acknowledge it.
+	// A file removed or replaced while the batch ran means the commit went
+	// to files that may no longer be the database's (another process may
+	// checkpoint or reset the WAL through a new -shm): do not acknowledge it.
 	if err := s.checkFiles(); err != nil {
 		finish(fmt.Errorf("%w; this write reached the old files and may or may not have been kept: inspect before retrying against a restarted server", err))
 		return
