@@ -26,9 +26,15 @@ import (
 // HTTP, with a bearer token (which /readyz must not need).
 func newReadyFixture(t *testing.T) *httpFixture {
 	t.Helper()
+	return newReadyFixtureIn(t, t.TempDir())
+}
+
+// newReadyFixtureIn is newReadyFixture with the database in dir.
+func newReadyFixtureIn(t *testing.T, dir string) *httpFixture {
+	t.Helper()
 	logs := &syncBuffer{}
 	logger := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	path := filepath.Join(t.TempDir(), "tasks.db")
+	path := filepath.Join(dir, "tasks.db")
 	metrics := NewMetrics(logger)
 	st, err := taskgraph.Open(context.Background(), path, taskgraph.Options{Logger: logger, BusyTimeout: 50 * time.Millisecond, OnBatch: metrics.ObserveBatch})
 	if err != nil {
