@@ -30,7 +30,13 @@
 //     through float64), unknown and duplicate keys are refused. Arguments that
 //     are not an object are a protocol error (-32602); bad values and
 //     everything the store rejects are tool errors (isError) naming the field
-//     or the rule; anything unexpected is -32603 and the server keeps serving.
+//     or the rule; a write the database cannot take now (busy beyond the
+//     busy timeout, disk full, read-only, files replaced:
+//     taskgraph.ErrUnavailable) is a tool error of kind "unavailable" with
+//     its reason and whether a retry can help; anything unexpected is
+//     -32603 and the server keeps serving.
+//   - Health: /healthz is liveness (the database answers a read); /readyz
+//     is readiness (a probe write commits), 503 with the reason otherwise.
 //   - Receipts: every successful tool result carries a receipt binding the
 //     operation, task and generation to the digest of the capability manifest
 //     the server serves.

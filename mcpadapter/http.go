@@ -201,7 +201,7 @@ func NormalizeOrigin(origin string) (string, error) {
 }
 
 // HTTPHandler serves MCP over Streamable HTTP at /mcp for both protocol
-// eras, plus /healthz and /metrics.
+// eras, plus /healthz, /readyz and /metrics.
 //
 // The SDK (v1.8.0) accepts 2026-07-28 only on a stateless handler and keeps
 // legacy sessions only on a stateful one, so HTTPHandler holds one of each,
@@ -372,6 +372,9 @@ func (h *HTTPHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case HealthPath:
 		h.serveHealth(sw, r)
 		return
+	case ReadyPath:
+		h.serveReady(sw, r)
+		return
 	case MCPPath, MetricsPath:
 	default:
 		http.NotFound(sw, r)
@@ -411,7 +414,7 @@ func (h *HTTPHandler) busy(w http.ResponseWriter, m *httpMessage) {
 
 func routeOf(path string) string {
 	switch path {
-	case MCPPath, HealthPath, MetricsPath:
+	case MCPPath, HealthPath, ReadyPath, MetricsPath:
 		return path
 	}
 	return "other"

@@ -40,6 +40,7 @@ type Metrics struct {
 	batchSize  prometheus.Histogram
 	batchDur   prometheus.Histogram
 	batchErrs  prometheus.Counter
+	unavail    *prometheus.CounterVec
 }
 
 // NewMetrics returns the metrics with the Go runtime and process collectors
@@ -51,11 +52,11 @@ func NewMetrics(logger *slog.Logger) *Metrics {
 	m := &Metrics{reg: prometheus.NewRegistry(), log: logger}
 	m.toolCalls = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: MetricsNamespace, Name: "tool_calls_total",
-		Help: "MCP tool calls by tool and outcome (ok, invalid, not_found, conflict, stale_claim, protocol_error, internal_error, deadline).",
+		Help: "MCP tool calls by tool and outcome (ok, invalid, not_found, conflict, stale_claim, unavailable, protocol_error, internal_error, deadline).",
 	}, []string{"tool", "outcome"})
 	m.httpDur = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Namespace: MetricsNamespace, Name: "http_request_duration_seconds",
-		Help:    "HTTP request latency by route (/mcp, /healthz, /metrics, other), HTTP method and status code.",
+		Help:    "HTTP request latency by route (/mcp, /healthz, /readyz, /metrics, other), HTTP method and status code.",
 		Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60},
 	}, []string{"route", "method", "code"})
 	m.mcpDur = prometheus.NewHistogramVec(prometheus.HistogramOpts{
@@ -93,10 +94,14 @@ func NewMetrics(logger *slog.Logger) *Metrics {
 		Namespace: MetricsNamespace, Name: "store_batch_errors_total",
 		Help: "Group-commit transactions that failed to commit.",
 	})
+	m.unavail = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: MetricsNamespace, Name: "store_unavailable_total",
+		Help: "Group-commit transactions the database refused, by reason (busy, disk_full, read_only, files_replaced).",
+	}, []string{"reason"})
 	m.reg.MustRegister(
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		m.toolCalls, m.httpDur, m.mcpDur, m.rejections, m.inFlight, m.longPolls, m.evictions, m.batchSize, m.batchDur, m.batchErrs,
+		m.toolCalls, m.httpDur, m.mcpDur, m.rejections, m.inFlight, m.longPolls, m.evictions, m.batchSize, m.batchDur, m.batchErrs, m.unavail,
 	)
 	return m
 }
@@ -116,6 +121,9 @@ func (m *Metrics) ObserveBatch(size int, took time.Duration, err error) {
 	m.batchDur.Observe(took.Seconds())
 	if err != nil {
 		m.batchErrs.Inc()
+		if reason, _, ok := taskgraph.UnavailableReason(err); ok {
+			m.unavail.WithLabelValues(reason).Inc()
+		}
 	}
 }
 

@@ -245,6 +245,8 @@ func (s *Server) toolResult(tool string, out *toolOutput) (*mcp.CallToolResult, 
 func (s *Server) toolError(ctx context.Context, tool string, err error) (*mcp.CallToolResult, error) {
 	var ae *argError
 	switch {
+	case errors.Is(err, taskgraph.ErrUnavailable):
+		return s.unavailable(tool, err), nil
 	case errors.Is(err, errArgsNotObject):
 		s.observeTool(tool, "protocol_error")
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("%s: arguments must be a JSON object", tool)}
@@ -275,8 +277,9 @@ func (s *Server) toolError(ctx context.Context, tool string, err error) (*mcp.Ca
 }
 
 // ErrorMetaKey is the _meta key of a tool error's machine-readable detail:
-// {"kind": "invalid" | "not_found" | "conflict" | "stale_claim", "field"?,
-// "reason"?}, so clients need not parse the text.
+// {"kind": "invalid" | "not_found" | "conflict" | "stale_claim" |
+// "unavailable", "field"?, "reason"?, "retryable"?}, so clients need not
+// parse the text.
 const ErrorMetaKey = "graph-engineering/error"
 
 // errorDetail is the _meta detail of a tool error.
@@ -286,6 +289,8 @@ func errorDetail(kind string, err error) map[string]any {
 	var se *lease.StaleClaimError
 	var ae *argError
 	switch {
+	case kind == "unavailable":
+		d["reason"], d["retryable"], _ = taskgraph.UnavailableReason(err)
 	case errors.As(err, &se):
 		d["reason"] = string(se.Reason)
 	case errors.As(err, &ve):
@@ -307,6 +312,8 @@ func outcomeOf(err error) string {
 		return "conflict"
 	case errors.Is(err, taskgraph.ErrStaleClaim):
 		return "stale_claim"
+	case errors.Is(err, taskgraph.ErrUnavailable):
+		return "unavailable"
 	}
 	return "error"
 }
@@ -314,6 +321,9 @@ func outcomeOf(err error) string {
 // internal logs an unexpected fault and returns the -32603 the client sees;
 // the details stay in the server log.
 func (s *Server) internal(what string, err error) error {
+	if errors.Is(err, taskgraph.ErrUnavailable) {
+		return s.unavailableRPC(what, err)
+	}
 	s.log.Error("internal error", "in", what, "err", err)
 	s.observeTool(what, "internal_error")
 	return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "internal error; the server logged the details and keeps serving"}

@@ -61,6 +61,23 @@
 // reader does). Every write returns ErrReadOnlyStore; Task shows a lapsed
 // lease as stored rather than processing it; Backup works.
 //
+// # Availability
+//
+// A write the database's environment refuses fails with an error matching
+// ErrUnavailable, never a bare SQLite error: ErrBusy when another process
+// holds the write lock beyond Options.BusyTimeout (DefaultBusyTimeout, 10 s),
+// ErrDiskFull, ErrReadOnly, and ErrFilesReplaced; UnavailableReason names
+// the cause and whether a retry can help. The store records the identity
+// (device and inode) of the database file, its -wal and its -shm at Open and
+// checks it before every batch's BEGIN, after its COMMIT and before the
+// callers are answered, and every WatchInterval. Once a file was removed or
+// replaced the store trips: the batch is not acknowledged, every later write
+// and checkpoint fails with ErrFilesReplaced, and Close neither checkpoints
+// nor closes the SQLite connections (SQLite's last-connection checkpoint
+// would use the stale -shm index) and returns the error, so an acknowledged
+// write stays in the WAL for the next opener. Ready commits a probe write
+// that leaves the data unchanged and reports any of these conditions.
+//
 // # Speed
 //
 // A durable commit costs an fsync, so the store's throughput comes from

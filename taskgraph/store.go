@@ -57,7 +57,7 @@ type Options struct {
 	// Logger receives structured logs; nil discards them.
 	Logger *slog.Logger
 	// BusyTimeout is how long a connection waits for another process's write
-	// lock; 0 means 10 s.
+	// lock before the write fails with ErrBusy; 0 means DefaultBusyTimeout.
 	BusyTimeout time.Duration
 	// MaxBatch bounds the operations committed together; 0 means 256.
 	MaxBatch int
@@ -67,7 +67,8 @@ type Options struct {
 	// wakes claim-next waiters. Servers enable it; one-shot tools need not.
 	Sweep bool
 	// WatchInterval is how often the store looks for writes by other
-	// processes to wake waiters; 0 means 500 ms.
+	// processes to wake waiters, and checks that its database files are
+	// still the ones it opened; 0 means 500 ms.
 	WatchInterval time.Duration
 	// OnBatch, when set, is called after every commit attempt with the number
 	// of operations in the batch (for metrics).
@@ -101,6 +102,7 @@ type Store struct {
 	waiters atomic.Int64 // claim-next calls parked in Claim
 	// readOnly: opened by OpenReadOnly; wdb is nil, no background loop runs.
 	readOnly bool
+	files    fileGuard // identity of the database files (health.go)
 }
 
 // DefaultPath returns the default database path:
@@ -138,7 +140,7 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
 	if opts.BusyTimeout <= 0 {
-		opts.BusyTimeout = 10 * time.Second
+		opts.BusyTimeout = DefaultBusyTimeout
 	}
 	if opts.MaxBatch <= 0 {
 		opts.MaxBatch = 256
@@ -151,21 +153,21 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	}
 	if dir := filepath.Dir(path); dir != "" {
 		if err := os.MkdirAll(dir, 0o700); err != nil {
-			return nil, fmt.Errorf("create database folder %s: %w", dir, err)
+			return nil, refineOpenErr(path, fmt.Errorf("create database folder %s: %w", dir, err))
 		}
 	}
 	if err := inspect(ctx, path, opts); err != nil {
-		return nil, err
+		return nil, refineOpenErr(path, classifyErr(err, opts.BusyTimeout))
 	}
 	s := &Store{path: path, opts: opts, clock: opts.Clock, log: opts.Logger, ops: make(chan *op, 1024), quit: make(chan struct{})}
 	s.notify.init()
 	var err error
 	if s.wdb, err = openDB(path, opts, false); err != nil {
-		return nil, err
+		return nil, refineOpenErr(path, s.classify(err))
 	}
 	if err := s.migrate(ctx); err != nil {
 		s.wdb.Close()
-		return nil, err
+		return nil, refineOpenErr(path, s.classify(err))
 	}
 	if s.rdb, err = openDB(path, opts, true); err != nil {
 		s.wdb.Close()
@@ -179,8 +181,16 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 		s.wdb.Close()
 		return nil, err
 	}
-	s.wg.Add(1)
+	if err := s.recordFiles(); err != nil {
+		close(s.quit)
+		s.wg.Wait()
+		s.rdb.Close()
+		s.wdb.Close()
+		return nil, err
+	}
+	s.wg.Add(2)
 	go s.writer()
+	go s.watchFiles(opts.WatchInterval)
 	if opts.Sweep {
 		s.wg.Add(1)
 		go s.sweeper()
@@ -342,6 +352,15 @@ func (s *Store) Close() error {
 	s.sendWG.Wait()
 	close(s.quit)
 	s.wg.Wait()
+	if err := s.checkFiles(); err != nil {
+		// A checkpoint now, or SQLite's own when the last connection closes,
+		// would copy pages by the index of a -shm that is no longer the
+		// database's and could overwrite what another process wrote through
+		// the new one. The connections stay open until the process exits;
+		// the WAL keeps every acknowledged write for the next opener.
+		s.log.Error("database files were replaced while open: closing without a checkpoint", "database", s.path)
+		return fmt.Errorf("close database %s without a checkpoint: %w", s.path, err)
+	}
 	var errs []error
 	if _, err := s.wdb.Exec(`PRAGMA wal_checkpoint(PASSIVE)`); err != nil {
 		errs = append(errs, fmt.Errorf("checkpoint WAL: %w", err))

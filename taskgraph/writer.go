@@ -259,7 +259,11 @@ func (s *Store) runOne(ctx context.Context, stmts *stmtCache, connErr error, o *
 	case o.ctx.Err() != nil:
 		o.err = o.ctx.Err()
 	default:
-		o.err = o.raw(stmts.conn)
+		// A checkpoint through a replaced -shm would copy pages by a stale
+		// index: once the files changed, nothing more runs on them.
+		if o.err = s.checkFiles(); o.err == nil {
+			o.err = s.classify(o.raw(stmts.conn))
+		}
 	}
 	close(o.done)
 }
@@ -272,7 +276,15 @@ func (s *Store) runBatch(ctx context.Context, stmts *stmtCache, connErr error, b
 	start := time.Now()
 	var hooks []func()
 	wake := false
+	// cause is the first ErrUnavailable error an operation met: when the
+	// batch then fails as a whole with a less telling error (SQLite may roll
+	// the transaction back itself on SQLITE_FULL), the callers get the cause.
+	var cause error
 	finish := func(err error) {
+		err = s.classify(err)
+		if err != nil && cause != nil && !errors.Is(err, ErrUnavailable) {
+			err = fmt.Errorf("%w (then: %v)", cause, err)
+		}
 		for _, o := range batch {
 			if o.err == nil && err != nil {
 				o.err = err
@@ -302,6 +314,11 @@ func (s *Store) runBatch(ctx context.Context, stmts *stmtCache, connErr error, b
 		s.log.Error("the write connection was left inside a transaction; rolling it back")
 		rollback()
 	}
+	// Never write through files that are no longer the database's.
+	if err := s.checkFiles(); err != nil {
+		finish(err)
+		return
+	}
 	if err := stmts.control(ctx, `BEGIN IMMEDIATE`); err != nil {
 		finish(fmt.Errorf("begin write transaction: %w", err))
 		return
@@ -318,8 +335,11 @@ func (s *Store) runBatch(ctx context.Context, stmts *stmtCache, connErr error, b
 		}
 		now := s.clock.Now().UTC()
 		w := &wtx{ctx: ctx, stmts: stmts, now: now, nowMS: now.UnixMilli(), s: s}
-		o.err = runGuarded(w, o.fn)
+		o.err = s.classify(runGuarded(w, o.fn))
 		if o.err != nil {
+			if cause == nil && errors.Is(o.err, ErrUnavailable) {
+				cause = o.err
+			}
 			// Undo this operation only; the others of the batch stand.
 			if err := stmts.control(ctx, `ROLLBACK TO op`); err != nil {
 				rollback()
@@ -342,6 +362,13 @@ func (s *Store) runBatch(ctx context.Context, stmts *stmtCache, connErr error, b
 		rollback()
 		s.log.Error("commit failed; every operation of the batch failed", "ops", len(batch), "err", err)
 		finish(fmt.Errorf("commit: %w", err))
+		return
+	}
+	// A file removed or replaced while the batch ran means the commit went
+	// to files that may no longer be the database's (another process may
+	// checkpoint or reset the WAL through a new -shm): do not acknowledge it.
+	if err := s.checkFiles(); err != nil {
+		finish(fmt.Errorf("%w; this write reached the old files and may or may not have been kept: inspect before retrying against a restarted server", err))
 		return
 	}
 	for _, h := range hooks {

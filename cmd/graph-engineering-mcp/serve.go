@@ -90,7 +90,7 @@ func serveAction(c *cli.Context) error {
 		return serveHTTP(c, logger, surface, set, path, sync)
 	}
 	logIfNewDatabase(logger, path)
-	store, err := taskgraph.Open(c.Context, path, taskgraph.Options{Sync: sync, Logger: logger, Sweep: true})
+	store, err := openServeStore(c, path, taskgraph.Options{Sync: sync, Logger: logger, Sweep: true})
 	if err != nil {
 		return err
 	}
@@ -127,7 +127,7 @@ graph-engineering-mcp serve --http ADDR [--auth-token-file FILE] [--allow-origin
 Example (a local MCP client starts this command and talks JSON-RPC on its stdin/stdout):
    graph-engineering-mcp serve --database ./tasks.db
 
-Example (MCP at http://127.0.0.1:7330/mcp, /healthz and /metrics beside it):
+Example (MCP at http://127.0.0.1:7330/mcp, /healthz, /readyz and /metrics beside it):
    graph-engineering-mcp serve --database ./tasks.db --http 127.0.0.1:7330
 
 A non-loopback address is refused unless a token is set:
@@ -142,7 +142,7 @@ A non-loopback address is refused unless a token is set:
 func httpFlags() []cli.Flag {
 	return []cli.Flag{
 		&cli.StringFlag{Name: "http", Usage: "serve MCP over Streamable HTTP at http://`ADDR`/mcp instead of stdio; ADDR is HOST:PORT, HOST defaults to 127.0.0.1 and PORT to 7330 (e.g. 127.0.0.1:7330 or :7330); a non-loopback HOST needs an auth token (default: stdio)", EnvVars: []string{"GRAPH_ENGINEERING_HTTP"}},
-		&cli.StringFlag{Name: "auth-token", Usage: "with --http: bearer `TOKEN` (at least 16 visible ASCII characters) every request except /healthz must send as Authorization: Bearer TOKEN; prefer the environment variable or --auth-token-file, since arguments are visible to other local users", EnvVars: []string{"GRAPH_ENGINEERING_AUTH_TOKEN"}, DefaultText: "none: no authentication, loopback only"},
+		&cli.StringFlag{Name: "auth-token", Usage: "with --http: bearer `TOKEN` (at least 16 visible ASCII characters) every request except /healthz and /readyz must send as Authorization: Bearer TOKEN; prefer the environment variable or --auth-token-file, since arguments are visible to other local users", EnvVars: []string{"GRAPH_ENGINEERING_AUTH_TOKEN"}, DefaultText: "none: no authentication, loopback only"},
 		&cli.StringFlag{Name: "auth-token-file", Usage: "with --http: read the bearer token from `FILE` (surrounding whitespace is ignored)", EnvVars: []string{"GRAPH_ENGINEERING_AUTH_TOKEN_FILE"}},
 		&cli.StringSliceFlag{Name: "allow-origin", Usage: "with --http: also accept requests from this browser `ORIGIN` (scheme://host[:port]; repeatable, or comma-separated in the environment variable); requests with any other cross-origin Origin header get 403 (default: same-origin only)", EnvVars: []string{"GRAPH_ENGINEERING_ALLOW_ORIGIN"}},
 		&cli.IntFlag{Name: "max-concurrent", Value: mcpadapter.DefaultMaxConcurrent, Usage: "with --http: serve at most `N` short MCP requests at once (claims waiting for work with wait_ms are not counted); more wait up to --admission-wait, then get 503 with Retry-After", EnvVars: []string{"GRAPH_ENGINEERING_MAX_CONCURRENT"}},
@@ -274,7 +274,7 @@ func serveHTTP(c *cli.Context, logger *slog.Logger, surface manifest.Surface, se
 	}
 	metrics := mcpadapter.NewMetrics(logger)
 	logIfNewDatabase(logger, path)
-	store, err := taskgraph.Open(c.Context, path, taskgraph.Options{Sync: sync, Logger: logger, Sweep: true, OnBatch: metrics.ObserveBatch})
+	store, err := openServeStore(c, path, taskgraph.Options{Sync: sync, Logger: logger, Sweep: true, OnBatch: metrics.ObserveBatch})
 	if err != nil {
 		return err
 	}
