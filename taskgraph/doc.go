@@ -26,7 +26,10 @@
 // Claiming grants a lease (generation + 1, attempts + 1, a fresh secret token
 // returned only to the claimant). Heartbeat, Complete, Fail and Cancel are
 // accepted only from the live claim (lease.Check), checked in the same
-// transaction as the write, whose UPDATE repeats the fencing predicate. An
+// transaction as the write, whose UPDATE repeats the fencing predicate. Both
+// judge the lease at the server time the request arrived (the store call, or
+// WithArrival), never at commit time: time queued inside the server behind
+// the writer or another process's write lock never costs a lease. An
 // expired lease goes back to pending (or to failed on the last attempt) no
 // later than the next claim scan, read of the task, or sweep.
 //

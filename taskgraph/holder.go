@@ -33,18 +33,21 @@ func checkHolder(h lease.Holder) error {
 }
 
 // holderWrite runs fn on the task held by h after checking, in the same
-// transaction, that h is the live claim. A rejected claim changes nothing.
+// transaction, that h is the live claim at the time the request arrived
+// (WithArrival, else the time of this call). A rejected claim changes nothing.
 func (s *Store) holderWrite(ctx context.Context, verb string, h lease.Holder, fn func(w *wtx, r *row) error) (Task, error) {
 	if err := checkHolder(h); err != nil {
 		return Task{}, err
 	}
+	arrived := s.arrival(ctx)
 	var out Task
 	err := s.do(ctx, func(w *wtx) error {
+		w.judged = judgedAt(arrived, w.now)
 		r, err := w.loadTask(h.TaskID)
 		if err != nil {
 			return err
 		}
-		if err := lease.Check(r.current(), h, w.now); err != nil {
+		if err := lease.Check(r.current(), h, w.judged); err != nil {
 			return err
 		}
 		if err := fn(w, &r); err != nil {
@@ -62,12 +65,13 @@ func (s *Store) holderWrite(ctx context.Context, verb string, h lease.Holder, fn
 	return out, nil
 }
 
-// fenced runs an UPDATE whose WHERE clause repeats the fencing predicate, and
-// insists it matched the task: a second line of defence behind lease.Check.
-// r becomes the task as updated.
+// fenced runs an UPDATE whose WHERE clause repeats the fencing predicate, at
+// the time the holder write is judged (its arrival), and insists it matched
+// the task: a second line of defence behind lease.Check. r becomes the task as
+// updated.
 func (w *wtx) fenced(r *row, set string, args ...any) error {
 	q := `UPDATE tasks SET ` + set + `, updated_at_ms = ? WHERE seq = ? AND state = 'claimed' AND generation = ? AND owner = ? AND lease_expires_at_ms > ?`
-	args = append(args, w.nowMS, r.seq, r.Generation, r.Owner, w.nowMS)
+	args = append(args, w.nowMS, r.seq, r.Generation, r.Owner, w.judged.UnixMilli())
 	nr, ok, err := w.updateTask(q, args...)
 	if err != nil {
 		return err

@@ -31,7 +31,9 @@ type wtx struct {
 	stmts *stmtCache
 	now   time.Time
 	nowMS int64
-	s     *Store
+	// judged is the time a holder write is judged at (see holderWrite).
+	judged time.Time
+	s      *Store
 	// hooks run after the batch commits, in order, only if this operation's
 	// savepoint was released and the commit succeeded.
 	hooks []func()

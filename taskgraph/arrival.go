@@ -1,0 +1,38 @@
+package taskgraph
+
+import (
+	"context"
+	"time"
+)
+
+// arrivalKey is the context key of a request's arrival time.
+type arrivalKey struct{}
+
+// WithArrival returns ctx carrying t as the server time at which the request
+// arrived, so that a transport can stamp a request when it is read off the
+// wire. Holder writes (Heartbeat, Complete, Fail, Cancel) are judged at that
+// time: time the request then spends queued inside the server (behind the
+// writer, another process's write lock, a batch) never costs its lease. A
+// context without an arrival time is stamped when the store method is called.
+func WithArrival(ctx context.Context, t time.Time) context.Context {
+	return context.WithValue(ctx, arrivalKey{}, t)
+}
+
+// arrival returns the arrival time carried by ctx, or the store's clock now.
+func (s *Store) arrival(ctx context.Context) time.Time {
+	if t, ok := ctx.Value(arrivalKey{}).(time.Time); ok && !t.IsZero() {
+		return t.UTC()
+	}
+	return s.clock.Now().UTC()
+}
+
+// judgedAt is the server time at which a holder write that arrived at
+// arrived is judged by a transaction running at now: the arrival, except that
+// an arrival later than now (the wall clock was stepped back while the request
+// was queued) is judged at now, in the same frame as the stored leases.
+func judgedAt(arrived, now time.Time) time.Time {
+	if arrived.After(now) {
+		return now
+	}
+	return arrived
+}
