@@ -201,8 +201,8 @@ func (w *wtx) grant(r *row, owner string, d time.Duration) (Claimed, error) {
 	exp := w.now.Add(d)
 	gen := r.Generation + 1
 	nr, ok, err := w.updateTask(`UPDATE tasks SET state = 'claimed', owner = ?, generation = ?, token_hash = ?, lease_expires_at_ms = ?,
-		attempts = attempts + 1, status_message = ?, updated_at_ms = ? WHERE seq = ? AND state = 'pending' AND generation = ?`,
-		owner, gen, lease.HashToken(token), exp.UnixMilli(), fmt.Sprintf("claimed by %s (generation %d)", owner, gen), w.nowMS, r.seq, r.Generation)
+		lease_ms = ?, attempts = attempts + 1, status_message = ?, updated_at_ms = ? WHERE seq = ? AND state = 'pending' AND generation = ?`,
+		owner, gen, lease.HashToken(token), exp.UnixMilli(), d.Milliseconds(), fmt.Sprintf("claimed by %s (generation %d)", owner, gen), w.nowMS, r.seq, r.Generation)
 	if err != nil {
 		return Claimed{}, fmt.Errorf("claim: %w", err)
 	}

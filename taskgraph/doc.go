@@ -33,6 +33,21 @@
 // expired lease goes back to pending (or to failed on the last attempt) no
 // later than the next claim scan, read of the task, or sweep.
 //
+// # Lease time
+//
+// Lease time runs only while the server's store (Options.Sweep) runs. Each
+// claim stores its lease duration; the store records the wall time it was
+// last alive (with its commits, once a second while leases are live, and at
+// Close). On Open, live leases are moved by the time since then; while
+// running, a check of the wall clock against a monotonic source, every
+// ClockCheckInterval and at the start of every write batch (before any of its
+// operations is judged), moves them by the time the process was paused and by
+// any step of the wall clock, forward or backward. Every move is clamped to at
+// most now + the lease's duration, so a worker that really died is reclaimed
+// within one lease after the server is back. Moves record no history event
+// (they are not transitions); they are logged. One-shot stores never move
+// leases.
+//
 // # Writes and durability
 //
 // Every write runs on one writer goroutine that owns the only write

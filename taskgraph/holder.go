@@ -92,7 +92,7 @@ func (s *Store) Heartbeat(ctx context.Context, h lease.Holder, d time.Duration) 
 	}
 	return s.holderWrite(ctx, "heartbeat", h, func(w *wtx, r *row) error {
 		exp := w.now.Add(dur).UnixMilli()
-		if err := w.fenced(r, `lease_expires_at_ms = ?`, exp); err != nil {
+		if err := w.fenced(r, `lease_expires_at_ms = ?, lease_ms = ?`, exp, dur.Milliseconds()); err != nil {
 			return err
 		}
 		return w.appendEvent(r, EventHeartbeat, h.Owner, h.Generation, map[string]any{"lease_expires_at_ms": exp})

@@ -63,9 +63,23 @@ type Options struct {
 	MaxBatch int
 	// ReadConns is the size of the read pool; 0 means 4.
 	ReadConns int
-	// Sweep runs a background loop that expires leases as they lapse and
-	// wakes claim-next waiters. Servers enable it; one-shot tools need not.
+	// Sweep marks the server's store: it runs a background loop that expires
+	// leases as they lapse and wakes claim-next waiters, and it keeps lease
+	// time running only while it runs (see leaseclock.go): on Open, live
+	// leases get back the time since it was last alive, and while it runs,
+	// pauses of the process and steps of the wall clock. One-shot tools
+	// leave it off and never move leases.
 	Sweep bool
+	// Monotonic is the monotonic source compared with Clock to notice pauses
+	// and clock steps (with Sweep). nil means Go's monotonic clock when Clock
+	// is nil too; with a custom Clock and no Monotonic, pauses and steps
+	// are not detected (the restart downtime still is). A lease.ManualClock
+	// is both.
+	Monotonic lease.Monotonic
+	// ClockCheckInterval is how often the server's store compares its clocks;
+	// 0 means 250 ms. It is capped at 500 ms: a monotonic gap of more than
+	// 2 s between two checks is taken as the process having been away.
+	ClockCheckInterval time.Duration
 	// WatchInterval is how often the store looks for writes by other
 	// processes to wake waiters; 0 means 500 ms.
 	WatchInterval time.Duration
@@ -99,6 +113,7 @@ type Store struct {
 	notify  notifier
 	stats   counters
 	waiters atomic.Int64 // claim-next calls parked in Claim
+	lc      *leaseClock  // the server's lease clock; nil unless Options.Sweep
 }
 
 // DefaultPath returns the default database path:
@@ -124,7 +139,14 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	}
 	if opts.Clock == nil {
 		opts.Clock = lease.SystemClock{}
+		if opts.Monotonic == nil {
+			opts.Monotonic = lease.NewSystemMonotonic()
+		}
 	}
+	if opts.ClockCheckInterval <= 0 {
+		opts.ClockCheckInterval = defaultClockCheck
+	}
+	opts.ClockCheckInterval = min(opts.ClockCheckInterval, pauseGap/4)
 	switch opts.Sync {
 	case "":
 		opts.Sync = SyncFull
@@ -172,6 +194,14 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	// The read pool gets one extra connection, held by the change watcher.
 	s.rdb.SetMaxOpenConns(opts.ReadConns + 1)
 	s.rdb.SetMaxIdleConns(opts.ReadConns + 1)
+	if opts.Sweep {
+		s.lc = newLeaseClock(opts.Clock, opts.Monotonic, s.log)
+		if err := s.lc.resume(ctx, s.wdb); err != nil {
+			s.rdb.Close()
+			s.wdb.Close()
+			return nil, fmt.Errorf("open database %s: %w", path, err)
+		}
+	}
 	if err := s.startWatch(ctx); err != nil {
 		s.rdb.Close()
 		s.wdb.Close()
@@ -180,8 +210,9 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	s.wg.Add(1)
 	go s.writer()
 	if opts.Sweep {
-		s.wg.Add(1)
+		s.wg.Add(2)
 		go s.sweeper()
+		go s.clockLoop(opts.ClockCheckInterval)
 	}
 	return s, nil
 }
@@ -331,6 +362,11 @@ func (s *Store) Close() error {
 	close(s.quit)
 	s.wg.Wait()
 	var errs []error
+	if s.lc != nil {
+		if err := s.lc.stop(context.Background(), s.wdb); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	if _, err := s.wdb.Exec(`PRAGMA wal_checkpoint(TRUNCATE)`); err != nil {
 		errs = append(errs, fmt.Errorf("checkpoint WAL: %w", err))
 	}

@@ -305,6 +305,18 @@ func (s *Store) runBatch(ctx context.Context, stmts *stmtCache, connErr error, b
 		finish(fmt.Errorf("begin write transaction: %w", err))
 		return
 	}
+	if s.lc != nil {
+		// Give live leases the time the server was away before any operation
+		// of the batch is judged.
+		now := s.clock.Now().UTC()
+		w := &wtx{ctx: ctx, stmts: stmts, now: now, nowMS: now.UnixMilli(), s: s}
+		if err := s.lc.step(w); err != nil {
+			rollback()
+			finish(err)
+			return
+		}
+		hooks = append(hooks, w.hooks...)
+	}
 	for _, o := range batch {
 		if err := o.ctx.Err(); err != nil {
 			o.err = err

@@ -1,0 +1,259 @@
+package taskgraph
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/graph-engineering/graph-engineering-mcp/lease"
+)
+
+// Lease time runs only while the server runs. Leases are stored as wall-clock
+// expiries; when the server's store was away (stopped between a close or a
+// crash and the next Open, paused by SIGSTOP or a VM freeze, or its wall clock
+// stepped), every live lease is moved by the time the wall clock moved without
+// the server running, and clamped to at most now + its own duration, so that
+//
+//   - a worker that kept working through the server's absence keeps the
+//     remaining lease it had, and its queued heartbeat is accepted;
+//   - a backward step never leaves a lease longer than its duration;
+//   - a worker that really died is reclaimed within one lease after the
+//     server is back.
+//
+// Only the server's store (Options.Sweep) does this: one-shot tools neither
+// shift leases nor record the alive time. No history event is recorded per
+// shifted task: a shift changes no task's state, owner or generation (it is
+// not a transition of the chain), and one pause would otherwise append an
+// event to every workflow with a live claim in the batch that must run first
+// after the pause; the shift is logged once, with its size and the number of
+// leases it moved.
+const (
+	// pauseGap is the monotonic gap between two observations beyond which the
+	// process is taken to have been away (stopped or frozen) for all of it.
+	pauseGap = 2 * time.Second
+	// minShift is the smallest shift applied; smaller differences between the
+	// wall and monotonic clocks (slewing, scheduling noise) are ignored.
+	minShift = 100 * time.Millisecond
+	// aliveEvery is how stale the recorded alive time may get while leases are
+	// live and no write comes.
+	aliveEvery = time.Second
+	// aliveBatchEvery throttles the alive time written by write batches.
+	aliveBatchEvery = 100 * time.Millisecond
+	// defaultClockCheck is Options.ClockCheckInterval's default.
+	defaultClockCheck = 250 * time.Millisecond
+)
+
+// shiftLeasesSQL moves every live lease by ? ms, to at most now + its duration.
+const shiftLeasesSQL = `UPDATE tasks SET lease_expires_at_ms = MIN(lease_expires_at_ms + ?, ? + COALESCE(lease_ms, ?))
+	WHERE state = 'claimed' AND lease_expires_at_ms IS NOT NULL`
+
+// touchAliveSQL records the server's alive time.
+const touchAliveSQL = `INSERT INTO server_clock (singleton, alive_at_ms) VALUES (1, ?)
+	ON CONFLICT (singleton) DO UPDATE SET alive_at_ms = excluded.alive_at_ms`
+
+// leaseClock notices the time the server was away and gives it back to live
+// leases. It compares the wall clock with a monotonic source at every
+// observation: a monotonic gap beyond pauseGap means the process was away for
+// the whole wall-clock interval; otherwise the difference between the wall and
+// monotonic intervals is a step of the wall clock. The accumulated shift is
+// applied at the start of the next write batch, before any of its operations,
+// so queued heartbeats are judged against the moved leases.
+type leaseClock struct {
+	wall lease.Clock
+	mono lease.Monotonic // nil: no pause or step detection (a custom Clock without a Monotonic)
+	log  *slog.Logger
+
+	mu       sync.Mutex
+	lastW    time.Time
+	lastM    time.Duration
+	pending  time.Duration // observed, not yet applied
+	inflight time.Duration // applied by the batch in progress, not yet committed
+	aliveMS  int64         // the alive time last committed
+}
+
+func newLeaseClock(wall lease.Clock, mono lease.Monotonic, log *slog.Logger) *leaseClock {
+	c := &leaseClock{wall: wall, mono: mono, log: log}
+	c.lastW = wall.Now()
+	if mono != nil {
+		c.lastM = mono.Elapsed()
+	}
+	return c
+}
+
+// observe compares the clocks with the last observation and accumulates the
+// time the server was away.
+func (c *leaseClock) observe() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.observeLocked()
+}
+
+func (c *leaseClock) observeLocked() {
+	if c.mono == nil {
+		return
+	}
+	w, m := c.wall.Now(), c.mono.Elapsed()
+	dw, dm := w.Sub(c.lastW), m-c.lastM
+	c.lastW, c.lastM = w, m
+	away := dw - dm // a step of the wall clock
+	if dm > pauseGap {
+		away = dw // the process did not run: the whole interval was away
+	}
+	if away >= minShift || away <= -minShift {
+		c.pending += away
+	}
+}
+
+// take observes the clocks and returns the shift the next batch must apply,
+// including one taken by a batch that did not commit.
+func (c *leaseClock) take() time.Duration {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.observeLocked()
+	shift := c.pending + c.inflight
+	c.pending, c.inflight = 0, shift
+	return shift
+}
+
+// step runs at the start of every write batch of the server's store, inside
+// its transaction: it applies the shift observed since the last batch and
+// records the alive time.
+func (c *leaseClock) step(w *wtx) error {
+	shift := c.take()
+	if shift != 0 {
+		res, err := w.exec(shiftLeasesSQL, shift.Milliseconds(), w.nowMS, lease.DefaultDuration.Milliseconds())
+		if err != nil {
+			return fmt.Errorf("give live leases back %s: %w", shift, err)
+		}
+		n, _ := res.RowsAffected()
+		w.afterCommit(func() {
+			c.mu.Lock()
+			c.inflight = 0
+			c.mu.Unlock()
+			if n > 0 {
+				c.log.Info("the server was away or its clock was stepped; live leases moved by that time", "shift", shift.String(), "leases", n)
+			}
+		})
+	}
+	c.mu.Lock()
+	stale := w.nowMS-c.aliveMS >= aliveBatchEvery.Milliseconds() || w.nowMS < c.aliveMS
+	c.mu.Unlock()
+	if stale {
+		if _, err := w.exec(touchAliveSQL, w.nowMS); err != nil {
+			return fmt.Errorf("record the server's alive time: %w", err)
+		}
+		now := w.nowMS
+		w.afterCommit(func() {
+			c.mu.Lock()
+			c.aliveMS = now
+			c.mu.Unlock()
+		})
+	}
+	return nil
+}
+
+// resume runs on Open, before the writer starts: it moves live leases by the
+// time since the server's store last recorded that it was alive (the
+// downtime of a restart, forward or backward), clamped to now + their
+// duration, and records now as alive.
+func (c *leaseClock) resume(ctx context.Context, db *sql.DB) error {
+	return c.direct(ctx, db, true)
+}
+
+// stop runs at Close, after the writer stopped: it applies any shift still
+// pending and records the alive time.
+func (c *leaseClock) stop(ctx context.Context, db *sql.DB) error {
+	return c.direct(ctx, db, false)
+}
+
+func (c *leaseClock) direct(ctx context.Context, db *sql.DB, resume bool) error {
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	now := c.wall.Now().UTC()
+	var shift time.Duration
+	if resume {
+		var alive int64
+		switch err := tx.QueryRowContext(ctx, `SELECT alive_at_ms FROM server_clock WHERE singleton = 1`).Scan(&alive); {
+		case errors.Is(err, sql.ErrNoRows):
+		case err != nil:
+			return fmt.Errorf("read the server's alive time: %w", err)
+		default:
+			shift = time.Duration(now.UnixMilli()-alive) * time.Millisecond
+		}
+	} else {
+		shift = c.take()
+	}
+	var n int64
+	if shift >= minShift || shift <= -minShift {
+		res, err := tx.ExecContext(ctx, shiftLeasesSQL, shift.Milliseconds(), now.UnixMilli(), lease.DefaultDuration.Milliseconds())
+		if err != nil {
+			return fmt.Errorf("give live leases back %s: %w", shift, err)
+		}
+		n, _ = res.RowsAffected()
+	}
+	if _, err := tx.ExecContext(ctx, touchAliveSQL, now.UnixMilli()); err != nil {
+		return fmt.Errorf("record the server's alive time: %w", err)
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("commit the server's alive time: %w", err)
+	}
+	c.mu.Lock()
+	c.inflight, c.aliveMS = 0, now.UnixMilli()
+	c.mu.Unlock()
+	if n > 0 {
+		what := "the server's store was closed"
+		if !resume {
+			what = "the server was away or its clock was stepped"
+		}
+		c.log.Info(what+"; live leases moved by that time", "shift", shift.String(), "leases", n)
+	}
+	return nil
+}
+
+// clockLoop observes the clocks every interval, so that a pause or a step is
+// measured from just before it, and makes sure an observed shift and a stale
+// alive time reach the database even when no other write comes.
+func (s *Store) clockLoop(interval time.Duration) {
+	defer s.wg.Done()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		<-s.quit
+		cancel()
+	}()
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	c := s.lc
+	for {
+		select {
+		case <-s.quit:
+			return
+		case <-t.C:
+		}
+		c.observe()
+		c.mu.Lock()
+		need := c.pending != 0
+		stale := s.clock.Now().UnixMilli()-c.aliveMS >= aliveEvery.Milliseconds()
+		c.mu.Unlock()
+		if !need && stale {
+			next, err := s.nextLeaseExpiry(ctx)
+			need = err == nil && !next.IsZero() // leases are live
+		}
+		if !need {
+			continue
+		}
+		if err := s.do(ctx, func(*wtx) error { return nil }); err != nil {
+			if errors.Is(err, ErrClosed) || ctx.Err() != nil {
+				return
+			}
+			s.log.Warn("could not record the server's clock; retrying", "err", err)
+		}
+	}
+}
