@@ -33,6 +33,19 @@
 // expired lease goes back to pending (or to failed on the last attempt) no
 // later than the next claim scan, read of the task, or sweep.
 //
+// # Waiting claims
+//
+// Wake-ups match work. A claim-next with a wait parks in a queue, oldest
+// first; a task that becomes ready wakes one parked call that may claim it
+// (one waiting on any workflow or on the task's), and a call that leaves with
+// a wake it did not use passes it on. Waiters do not wake at lease expiries:
+// the server's sweeper expires leases and wakes one waiter per task returned
+// to pending. After a write by another process (PRAGMA data_version) the
+// watcher wakes at most as many waiters as there are pending tasks they may
+// claim, with lookups bounded by the number of waiters. At most
+// Options.MaxWaiters calls park; beyond that a claim-next that finds no task
+// answers at once with ErrWaitLimit.
+//
 // # Lease time
 //
 // Lease time runs only while the server's store (Options.Sweep) runs. Each

@@ -133,7 +133,7 @@ func (s *Store) Fail(ctx context.Context, h lease.Holder, errText string, retrya
 				errText, fmt.Sprintf("ready to claim (retrying after attempt %d of %d failed: %s)", r.Attempts, r.MaxAttempts, errorSummary(errText))); err != nil {
 				return err
 			}
-			w.wakeWaiters()
+			w.wakeWaiters(r.WorkflowID)
 			w.afterCommit(func() { w.s.stats.retries.Add(1) })
 			return w.appendEvent(r, EventRetry, h.Owner, h.Generation, map[string]any{"attempt": r.Attempts, "error": errorSummary(errText)})
 		}

@@ -83,6 +83,10 @@ type Options struct {
 	// WatchInterval is how often the store looks for writes by other
 	// processes to wake waiters; 0 means 500 ms.
 	WatchInterval time.Duration
+	// MaxWaiters bounds the claim-next calls parked waiting for a task; 0
+	// means DefaultMaxWaiters. At the bound, a claim-next that finds no task
+	// answers at once with ErrWaitLimit instead of parking.
+	MaxWaiters int
 	// OnBatch, when set, is called after every commit attempt with the number
 	// of operations in the batch (for metrics).
 	OnBatch func(size int, took time.Duration, err error)
@@ -110,10 +114,12 @@ type Store struct {
 	sendM  sync.Mutex
 	sendWG sync.WaitGroup // senders between the closed check and the channel send
 
-	notify  notifier
-	stats   counters
-	waiters atomic.Int64 // claim-next calls parked in Claim
-	lc      *leaseClock  // the server's lease clock; nil unless Options.Sweep
+	notify waitQueue
+	stats  counters
+	lc     *leaseClock // the server's lease clock; nil unless Options.Sweep
+	// claimAttempts counts claim-next attempts (write operations), so tests
+	// can show that wake-ups match work.
+	claimAttempts atomic.Int64
 }
 
 // DefaultPath returns the default database path:
@@ -166,6 +172,9 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	if opts.ReadConns <= 0 {
 		opts.ReadConns = 4
 	}
+	if opts.MaxWaiters <= 0 {
+		opts.MaxWaiters = DefaultMaxWaiters
+	}
 	if opts.WatchInterval <= 0 {
 		opts.WatchInterval = 500 * time.Millisecond
 	}
@@ -178,7 +187,7 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 		return nil, err
 	}
 	s := &Store{path: path, opts: opts, clock: opts.Clock, log: opts.Logger, ops: make(chan *op, 1024), quit: make(chan struct{})}
-	s.notify.init()
+	s.notify.init(opts.MaxWaiters)
 	var err error
 	if s.wdb, err = openDB(path, opts, false); err != nil {
 		return nil, err

@@ -37,15 +37,18 @@ type wtx struct {
 	// hooks run after the batch commits, in order, only if this operation's
 	// savepoint was released and the commit succeeded.
 	hooks []func()
-	wake  bool
+	// ready lists the workflow of each task this operation made claimable.
+	ready []string
 }
 
 // afterCommit registers fn to run once the batch holding this operation has
 // committed. fn must not block.
 func (w *wtx) afterCommit(fn func()) { w.hooks = append(w.hooks, fn) }
 
-// wakeWaiters marks that this operation may have made a task claimable.
-func (w *wtx) wakeWaiters() { w.wake = true }
+// wakeWaiters records that this operation made a task of workflowID
+// claimable: once the batch commits, one claim-next waiter that may claim it
+// is woken.
+func (w *wtx) wakeWaiters(workflowID string) { w.ready = append(w.ready, workflowID) }
 
 func (w *wtx) exec(query string, args ...any) (sql.Result, error) {
 	st, err := w.stmts.get(w.ctx, query)
@@ -270,7 +273,7 @@ func (s *Store) runOne(ctx context.Context, stmts *stmtCache, connErr error, o *
 func (s *Store) runBatch(ctx context.Context, stmts *stmtCache, connErr error, batch []*op) {
 	start := time.Now()
 	var hooks []func()
-	wake := false
+	var ready []string
 	finish := func(err error) {
 		for _, o := range batch {
 			if o.err == nil && err != nil {
@@ -339,7 +342,7 @@ func (s *Store) runBatch(ctx context.Context, stmts *stmtCache, connErr error, b
 			}
 		} else {
 			hooks = append(hooks, w.hooks...)
-			wake = wake || w.wake
+			ready = append(ready, w.ready...)
 		}
 		if err := stmts.control(ctx, `RELEASE op`); err != nil {
 			rollback()
@@ -358,9 +361,7 @@ func (s *Store) runBatch(ctx context.Context, stmts *stmtCache, connErr error, b
 	for _, h := range hooks {
 		h()
 	}
-	if wake {
-		s.notify.broadcast()
-	}
+	s.notify.wakeAll(ready)
 	finish(nil)
 }
 
