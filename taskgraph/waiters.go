@@ -126,7 +126,7 @@ func (q *waitQueue) filters() (anyWF int, byWF map[string]int) {
 // The watcher's bounded lookups of pending tasks: the workflows of the oldest
 // few overall, and how many (up to a limit) one workflow has.
 const (
-	pendingWorkflowsSQL = `SELECT workflow_id FROM tasks INDEXED BY tasks_ready WHERE state = 'pending' ORDER BY seq LIMIT ?`
+	pendingWorkflowsSQL  = `SELECT workflow_id FROM tasks INDEXED BY tasks_ready WHERE state = 'pending' ORDER BY seq LIMIT ?`
 	pendingInWorkflowSQL = `SELECT COUNT(*) FROM (SELECT 1 FROM tasks INDEXED BY tasks_ready_by_workflow
 		WHERE workflow_id = ? AND state = 'pending' LIMIT ?)`
 )
