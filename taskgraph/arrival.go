@@ -36,3 +36,14 @@ func judgedAt(arrived, now time.Time) time.Time {
 	}
 	return arrived
 }
+
+// arrived adds to a holder write's event detail the time the write was
+// judged at, arrived_at_ms, when it is earlier than the event's own time (the
+// write waited inside the server), so that the history shows the write was
+// accepted within its lease.
+func (w *wtx) arrived(detail map[string]any) map[string]any {
+	if ms := w.judged.UnixMilli(); !w.judged.IsZero() && ms < w.nowMS {
+		detail["arrived_at_ms"] = ms
+	}
+	return detail
+}

@@ -80,6 +80,13 @@ func TestHolderWriteJudgedAtArrivalBehindAnotherProcessLock(t *testing.T) {
 	if want := mc.Now().Add(5 * time.Second); !got.LeaseExpiresAt.Equal(want) {
 		t.Fatalf("lease expires at %v, want %v (extended from the time the write committed)", got.LeaseExpiresAt, want)
 	}
+	ev := lastEvent(t, b, a.TaskID, EventHeartbeat)
+	var d struct {
+		Arrived int64 `json:"arrived_at_ms"`
+	}
+	if err := json.Unmarshal(ev.Detail, &d); err != nil || d.Arrived != t0.Add(4*time.Second).UnixMilli() {
+		t.Fatalf("heartbeat event %s at %v, want arrived_at_ms %d", ev.Detail, ev.At, t0.Add(4*time.Second).UnixMilli())
+	}
 	if _, err := b.s.Complete(b.ctx, holder(ca), json.RawMessage(`{}`)); err != nil {
 		t.Fatalf("complete after the heartbeat: %v", err)
 	}

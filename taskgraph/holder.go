@@ -95,7 +95,7 @@ func (s *Store) Heartbeat(ctx context.Context, h lease.Holder, d time.Duration) 
 		if err := w.fenced(r, `lease_expires_at_ms = ?, lease_ms = ?`, exp, dur.Milliseconds()); err != nil {
 			return err
 		}
-		return w.appendEvent(r, EventHeartbeat, h.Owner, h.Generation, map[string]any{"lease_expires_at_ms": exp})
+		return w.appendEvent(r, EventHeartbeat, h.Owner, h.Generation, w.arrived(map[string]any{"lease_expires_at_ms": exp}))
 	})
 }
 
@@ -112,7 +112,7 @@ func (s *Store) Complete(ctx context.Context, h lease.Holder, result json.RawMes
 			string(res), fmt.Sprintf("completed by %s (generation %d)", h.Owner, h.Generation)); err != nil {
 			return err
 		}
-		if err := w.appendEvent(r, EventComplete, h.Owner, h.Generation, map[string]any{"result_sha256": sha256Hex(res)}); err != nil {
+		if err := w.appendEvent(r, EventComplete, h.Owner, h.Generation, w.arrived(map[string]any{"result_sha256": sha256Hex(res)})); err != nil {
 			return err
 		}
 		w.afterCommit(func() { w.s.stats.completions.Add(1) })
@@ -135,7 +135,7 @@ func (s *Store) Fail(ctx context.Context, h lease.Holder, errText string, retrya
 			}
 			w.wakeWaiters(r.WorkflowID)
 			w.afterCommit(func() { w.s.stats.retries.Add(1) })
-			return w.appendEvent(r, EventRetry, h.Owner, h.Generation, map[string]any{"attempt": r.Attempts, "error": errorSummary(errText)})
+			return w.appendEvent(r, EventRetry, h.Owner, h.Generation, w.arrived(map[string]any{"attempt": r.Attempts, "error": errorSummary(errText)}))
 		}
 		why := "failed"
 		if retryable {
@@ -146,7 +146,7 @@ func (s *Store) Fail(ctx context.Context, h lease.Holder, errText string, retrya
 			return err
 		}
 		w.afterCommit(func() { w.s.stats.failures.Add(1) })
-		if err := w.appendEvent(r, EventFail, h.Owner, h.Generation, map[string]any{"attempt": r.Attempts, "retryable": retryable, "error": errorSummary(errText)}); err != nil {
+		if err := w.appendEvent(r, EventFail, h.Owner, h.Generation, w.arrived(map[string]any{"attempt": r.Attempts, "retryable": retryable, "error": errorSummary(errText)})); err != nil {
 			return err
 		}
 		return w.cascadeCancel(r)
@@ -162,7 +162,7 @@ func (s *Store) Cancel(ctx context.Context, h lease.Holder) (Task, error) {
 			return err
 		}
 		w.afterCommit(func() { w.s.stats.cancels.Add(1) })
-		if err := w.appendEvent(r, EventCancel, h.Owner, h.Generation, map[string]any{"by": "holder"}); err != nil {
+		if err := w.appendEvent(r, EventCancel, h.Owner, h.Generation, w.arrived(map[string]any{"by": "holder"})); err != nil {
 			return err
 		}
 		return w.cascadeCancel(r)

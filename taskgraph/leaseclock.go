@@ -25,12 +25,11 @@ import (
 //     server is back.
 //
 // Only the server's store (Options.Sweep) does this: one-shot tools neither
-// shift leases nor record the alive time. No history event is recorded per
-// shifted task: a shift changes no task's state, owner or generation (it is
-// not a transition of the chain), and one pause would otherwise append an
-// event to every workflow with a live claim in the batch that must run first
-// after the pause; the shift is logged once, with its size and the number of
-// leases it moved.
+// shift leases nor record the alive time. Each moved lease is recorded as a
+// lease_shift event of its workflow's history (with the new expiry), like a
+// heartbeat's: the history stays a complete account of every lease, so a
+// verifier can still show that no holder write was accepted after its lease.
+// Shifts are rare (a restart, a pause, a step) and touch only live claims.
 const (
 	// pauseGap is the monotonic gap between two observations beyond which the
 	// process is taken to have been away (stopped or frozen) for all of it.
@@ -49,7 +48,7 @@ const (
 
 // shiftLeasesSQL moves every live lease by ? ms, to at most now + its duration.
 const shiftLeasesSQL = `UPDATE tasks SET lease_expires_at_ms = MIN(lease_expires_at_ms + ?, ? + COALESCE(lease_ms, ?))
-	WHERE state = 'claimed' AND lease_expires_at_ms IS NOT NULL`
+	WHERE state = 'claimed' AND lease_expires_at_ms IS NOT NULL RETURNING seq, lease_expires_at_ms`
 
 // touchAliveSQL records the server's alive time.
 const touchAliveSQL = `INSERT INTO server_clock (singleton, alive_at_ms) VALUES (1, ?)
@@ -73,6 +72,8 @@ type leaseClock struct {
 	pending  time.Duration // observed, not yet applied
 	inflight time.Duration // applied by the batch in progress, not yet committed
 	aliveMS  int64         // the alive time last committed
+	resumed  bool          // the downtime before Open has been given back
+	final    bool          // Close's last batch: record the alive time whatever its age
 }
 
 func newLeaseClock(wall lease.Clock, mono lease.Monotonic, log *slog.Logger) *leaseClock {
@@ -120,101 +121,107 @@ func (c *leaseClock) take() time.Duration {
 }
 
 // step runs at the start of every write batch of the server's store, inside
-// its transaction: it applies the shift observed since the last batch and
-// records the alive time.
+// its transaction, before any operation: it applies the shift observed since
+// the last batch (in the first batch after Open, also the downtime since the
+// alive time recorded by the last run) and records the alive time.
 func (c *leaseClock) step(w *wtx) error {
 	shift := c.take()
-	if shift != 0 {
-		res, err := w.exec(shiftLeasesSQL, shift.Milliseconds(), w.nowMS, lease.DefaultDuration.Milliseconds())
-		if err != nil {
-			return fmt.Errorf("give live leases back %s: %w", shift, err)
+	c.mu.Lock()
+	resumed, final := c.resumed, c.final
+	c.mu.Unlock()
+	if !resumed {
+		var alive int64
+		switch err := w.queryRow(`SELECT alive_at_ms FROM server_clock WHERE singleton = 1`).Scan(&alive); {
+		case errors.Is(err, sql.ErrNoRows):
+		case err != nil:
+			return fmt.Errorf("read the server's alive time: %w", err)
+		default:
+			if down := time.Duration(w.nowMS-alive) * time.Millisecond; down >= minShift || down <= -minShift {
+				shift += down
+			}
 		}
-		n, _ := res.RowsAffected()
+	}
+	if shift != 0 {
+		n, err := w.shiftLeases(shift)
+		if err != nil {
+			return err
+		}
 		w.afterCommit(func() {
-			c.mu.Lock()
-			c.inflight = 0
-			c.mu.Unlock()
 			if n > 0 {
 				c.log.Info("the server was away or its clock was stepped; live leases moved by that time", "shift", shift.String(), "leases", n)
 			}
 		})
 	}
 	c.mu.Lock()
-	stale := w.nowMS-c.aliveMS >= aliveBatchEvery.Milliseconds() || w.nowMS < c.aliveMS
+	stale := final || w.nowMS-c.aliveMS >= aliveBatchEvery.Milliseconds() || w.nowMS < c.aliveMS
 	c.mu.Unlock()
-	if stale {
+	if stale || !resumed {
 		if _, err := w.exec(touchAliveSQL, w.nowMS); err != nil {
 			return fmt.Errorf("record the server's alive time: %w", err)
 		}
-		now := w.nowMS
-		w.afterCommit(func() {
-			c.mu.Lock()
+	}
+	now := w.nowMS
+	w.afterCommit(func() {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		c.inflight = 0
+		c.resumed = true
+		if stale || !resumed {
 			c.aliveMS = now
-			c.mu.Unlock()
-		})
-	}
+		}
+	})
 	return nil
 }
 
-// resume runs on Open, before the writer starts: it moves live leases by the
-// time since the server's store last recorded that it was alive (the
-// downtime of a restart, forward or backward), clamped to now + their
-// duration, and records now as alive.
-func (c *leaseClock) resume(ctx context.Context, db *sql.DB) error {
-	return c.direct(ctx, db, true)
-}
-
-// stop runs at Close, after the writer stopped: it applies any shift still
-// pending and records the alive time.
-func (c *leaseClock) stop(ctx context.Context, db *sql.DB) error {
-	return c.direct(ctx, db, false)
-}
-
-func (c *leaseClock) direct(ctx context.Context, db *sql.DB, resume bool) error {
-	tx, err := db.BeginTx(ctx, nil)
-	if err != nil {
-		return err
-	}
-	defer tx.Rollback()
-	now := c.wall.Now().UTC()
-	var shift time.Duration
-	if resume {
-		var alive int64
-		switch err := tx.QueryRowContext(ctx, `SELECT alive_at_ms FROM server_clock WHERE singleton = 1`).Scan(&alive); {
-		case errors.Is(err, sql.ErrNoRows):
-		case err != nil:
-			return fmt.Errorf("read the server's alive time: %w", err)
-		default:
-			shift = time.Duration(now.UnixMilli()-alive) * time.Millisecond
-		}
-	} else {
-		shift = c.take()
-	}
-	var n int64
-	if shift >= minShift || shift <= -minShift {
-		res, err := tx.ExecContext(ctx, shiftLeasesSQL, shift.Milliseconds(), now.UnixMilli(), lease.DefaultDuration.Milliseconds())
-		if err != nil {
-			return fmt.Errorf("give live leases back %s: %w", shift, err)
-		}
-		n, _ = res.RowsAffected()
-	}
-	if _, err := tx.ExecContext(ctx, touchAliveSQL, now.UnixMilli()); err != nil {
-		return fmt.Errorf("record the server's alive time: %w", err)
-	}
-	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("commit the server's alive time: %w", err)
-	}
+// last runs Close's final batch, after every sender is done and before the
+// writer stops: it applies any shift still pending and records the alive
+// time.
+func (c *leaseClock) last(s *Store) error {
 	c.mu.Lock()
-	c.inflight, c.aliveMS = 0, now.UnixMilli()
+	c.final = true
 	c.mu.Unlock()
-	if n > 0 {
-		what := "the server's store was closed"
-		if !resume {
-			what = "the server was away or its clock was stepped"
-		}
-		c.log.Info(what+"; live leases moved by that time", "shift", shift.String(), "leases", n)
+	o := &op{ctx: context.Background(), fn: func(*wtx) error { return nil }, done: make(chan struct{})}
+	s.ops <- o
+	<-o.done
+	if o.err != nil {
+		return fmt.Errorf("record the server's alive time at close: %w", o.err)
 	}
 	return nil
+}
+
+// shiftLeases moves every live lease by shift, clamped to now + its duration,
+// and records a lease_shift event for each: the history stays a complete
+// account of every lease's expiry, so that a verifier can show no holder
+// write was accepted after its lease.
+func (w *wtx) shiftLeases(shift time.Duration) (int, error) {
+	rows, err := w.query(shiftLeasesSQL, shift.Milliseconds(), w.nowMS, lease.DefaultDuration.Milliseconds())
+	if err != nil {
+		return 0, fmt.Errorf("give live leases back %s: %w", shift, err)
+	}
+	type moved struct{ seq, exp int64 }
+	var ms []moved
+	for rows.Next() {
+		var m moved
+		if err := rows.Scan(&m.seq, &m.exp); err != nil {
+			rows.Close()
+			return 0, fmt.Errorf("give live leases back %s: %w", shift, err)
+		}
+		ms = append(ms, m)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return 0, fmt.Errorf("give live leases back %s: %w", shift, err)
+	}
+	for _, m := range ms {
+		r, err := w.loadSeq(m.seq)
+		if err != nil {
+			return 0, err
+		}
+		if err := w.appendEvent(&r, EventLeaseShift, r.Owner, r.Generation, map[string]any{"lease_expires_at_ms": m.exp, "shift_ms": shift.Milliseconds()}); err != nil {
+			return 0, err
+		}
+	}
+	return len(ms), nil
 }
 
 // clockLoop observes the clocks every interval, so that a pause or a step is

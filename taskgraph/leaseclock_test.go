@@ -89,6 +89,7 @@ func TestLeaseTimeStopsDuringAPause(t *testing.T) {
 	if got, want := e.expiry(t, dead.TaskID), arrived.Add(3*time.Second); !got.Equal(want) {
 		t.Fatalf("after the pause the dead worker's lease expires at %v, want %v (the 3 s it had left)", got, want)
 	}
+	wantShiftEvent(t, e.bundle, dead.TaskID, arrived.Add(3*time.Second), 8*time.Second)
 	e.reclaimedWithin(t, dead.TaskID, 3*time.Second)
 	if _, err := e.s.Complete(e.ctx, holder(cl), json.RawMessage(`"ok"`)); err != nil {
 		t.Fatalf("complete after the pause: %v", err)
@@ -200,6 +201,10 @@ func TestLeaseTimeStopsWhileTheServerIsDown(t *testing.T) {
 	if got, want := e.expiry(t, dead.TaskID), clock.Now().Add(3*time.Second); !got.Equal(want) {
 		t.Fatalf("after an hour down the lease expires at %v, want %v (the 3 s left at the stop)", got, want)
 	}
+	wantShiftEvent(t, e.bundle, dead.TaskID, clock.Now().Add(3*time.Second), time.Hour)
+	if rep := e.verify(t); rep.Broken != nil {
+		t.Fatalf("history does not verify after a shift: %+v", rep)
+	}
 	if _, err := e.s.Heartbeat(e.ctx, holder(cl), 5*time.Second); err != nil {
 		t.Fatalf("heartbeat of the same claim after the restart: %v", err)
 	}
@@ -209,5 +214,19 @@ func TestLeaseTimeStopsWhileTheServerIsDown(t *testing.T) {
 	}
 	if tk := e.wantState(t, live.TaskID, StateCompleted); tk.Attempts != 1 || tk.Generation != 1 {
 		t.Fatalf("attempts %d generation %d, want 1 and 1", tk.Attempts, tk.Generation)
+	}
+}
+
+// wantShiftEvent checks that task id's history records its lease moved by
+// shift to exp.
+func wantShiftEvent(t *testing.T, b *bundle, id string, exp time.Time, shift time.Duration) {
+	t.Helper()
+	ev := lastEvent(t, b, id, EventLeaseShift)
+	var d struct {
+		Exp   int64 `json:"lease_expires_at_ms"`
+		Shift int64 `json:"shift_ms"`
+	}
+	if err := json.Unmarshal(ev.Detail, &d); err != nil || d.Exp != exp.UnixMilli() || d.Shift != shift.Milliseconds() {
+		t.Fatalf("lease_shift event %s, want lease_expires_at_ms %d and shift_ms %d", ev.Detail, exp.UnixMilli(), shift.Milliseconds())
 	}
 }

@@ -203,22 +203,23 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	// The read pool gets one extra connection, held by the change watcher.
 	s.rdb.SetMaxOpenConns(opts.ReadConns + 1)
 	s.rdb.SetMaxIdleConns(opts.ReadConns + 1)
-	if opts.Sweep {
-		s.lc = newLeaseClock(opts.Clock, opts.Monotonic, s.log)
-		if err := s.lc.resume(ctx, s.wdb); err != nil {
-			s.rdb.Close()
-			s.wdb.Close()
-			return nil, fmt.Errorf("open database %s: %w", path, err)
-		}
-	}
 	if err := s.startWatch(ctx); err != nil {
 		s.rdb.Close()
 		s.wdb.Close()
 		return nil, err
 	}
+	if opts.Sweep {
+		s.lc = newLeaseClock(opts.Clock, opts.Monotonic, s.log)
+	}
 	s.wg.Add(1)
 	go s.writer()
 	if opts.Sweep {
+		// The first batch gives live leases back the downtime since the last
+		// run, before Open returns and before anything is judged.
+		if err := s.do(ctx, func(*wtx) error { return nil }); err != nil {
+			s.Close()
+			return nil, fmt.Errorf("open database %s: resume lease time: %w", path, err)
+		}
 		s.wg.Add(2)
 		go s.sweeper()
 		go s.clockLoop(opts.ClockCheckInterval)
@@ -368,14 +369,15 @@ func (s *Store) Close() error {
 	// Every sender that passed the closed check has its op in the channel
 	// once sendWG is done; the writer drains the channel before it exits.
 	s.sendWG.Wait()
-	close(s.quit)
-	s.wg.Wait()
 	var errs []error
 	if s.lc != nil {
-		if err := s.lc.stop(context.Background(), s.wdb); err != nil {
+		// A last batch applies any observed shift and records the alive time.
+		if err := s.lc.last(s); err != nil {
 			errs = append(errs, err)
 		}
 	}
+	close(s.quit)
+	s.wg.Wait()
 	if _, err := s.wdb.Exec(`PRAGMA wal_checkpoint(TRUNCATE)`); err != nil {
 		errs = append(errs, fmt.Errorf("checkpoint WAL: %w", err))
 	}
