@@ -49,17 +49,19 @@
 // # Lease time
 //
 // Lease time runs only while the server's store (Options.Sweep) runs. Each
-// claim stores its lease duration; the store records the wall time it was
-// last alive (with its commits, once a second while leases are live, and at
-// Close). On Open, live leases are moved by the time since then; while
-// running, a check of the wall clock against a monotonic source, every
-// ClockCheckInterval and at the start of every write batch (before any of its
-// operations is judged), moves them by the time the process was paused and by
-// any step of the wall clock, forward or backward. Every move is clamped to at
-// most now + the lease's duration, so a worker that really died is reclaimed
-// within one lease after the server is back. Moves record no history event
-// (they are not transitions); they are logged. One-shot stores never move
-// leases.
+// claim stores its lease duration; the server's stores record the wall time
+// they were last alive (with their commits, once a second while leases are
+// live, and at Close). The first batch after Open moves live leases by the
+// time since then (forward or backward). While running, each store compares
+// its wall clock with a monotonic source every ClockCheckInterval and at the
+// start of every write batch (before any of its operations is judged); when
+// it finds it was paused (a monotonic gap beyond 2 s) or its clock stepped,
+// it moves live leases by that time, but only by as much as no server kept
+// the alive time fresh, so that several servers on one database apply a step
+// once and a server paused while another served moves nothing. Every move is
+// clamped to at most now + the lease's duration, so a worker that really died
+// is reclaimed within one lease after the server is back, and is recorded as
+// a lease_shift event with the new expiry. One-shot stores never move leases.
 //
 // # Writes and durability
 //

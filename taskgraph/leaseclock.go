@@ -13,16 +13,20 @@ import (
 )
 
 // Lease time runs only while the server runs. Leases are stored as wall-clock
-// expiries; when the server's store was away (stopped between a close or a
-// crash and the next Open, paused by SIGSTOP or a VM freeze, or its wall clock
-// stepped), every live lease is moved by the time the wall clock moved without
-// the server running, and clamped to at most now + its own duration, so that
+// expiries; when the server was away (stopped between a close or a crash and
+// the next Open, paused by SIGSTOP or a VM freeze, or its wall clock stepped),
+// every live lease is moved by the time the wall clock moved without a server
+// running, and clamped to at most now + its own duration, so that
 //
 //   - a worker that kept working through the server's absence keeps the
 //     remaining lease it had, and its queued heartbeat is accepted;
 //   - a backward step never leaves a lease longer than its duration;
 //   - a worker that really died is reclaimed within one lease after the
 //     server is back.
+//
+// How much to move is read from the alive time recorded in the database, in
+// the same transaction as the move (see step), so that servers sharing a
+// database move leases once per event.
 //
 // Only the server's store (Options.Sweep) does this: one-shot tools neither
 // shift leases nor record the alive time. Each moved lease is recorded as a
@@ -42,6 +46,11 @@ const (
 	aliveEvery = time.Second
 	// aliveBatchEvery throttles the alive time written by write batches.
 	aliveBatchEvery = 100 * time.Millisecond
+	// staleMin is how old the recorded alive time must be for a running
+	// server that observed a pause or a step to move leases: beyond what
+	// aliveEvery and the check interval leave in normal running, so that a
+	// shift another server already applied is not applied again.
+	staleMin = pauseGap
 	// defaultClockCheck is Options.ClockCheckInterval's default.
 	defaultClockCheck = 250 * time.Millisecond
 )
@@ -121,23 +130,43 @@ func (c *leaseClock) take() time.Duration {
 }
 
 // step runs at the start of every write batch of the server's store, inside
-// its transaction, before any operation: it applies the shift observed since
-// the last batch (in the first batch after Open, also the downtime since the
-// alive time recorded by the last run) and records the alive time.
+// its transaction, before any operation, and records the alive time. The
+// shift it applies is coordinated through the database, so that several
+// server processes on one database (and one host clock) apply a clock step or
+// a shared freeze once, not once each:
+//
+//   - in the first batch after Open, live leases move by the downtime, now
+//     minus the recorded alive time (forward or backward);
+//   - later, only when this process observed that it was away (a pause or a
+//     step of its clock, see observe), and then by the part of that time for
+//     which no server kept the alive time fresh: the recorded alive time is
+//     at least staleMin old (or that far in the future) in the same
+//     direction, and the shift is the smaller of the two. A process that was
+//     paused while another served moves nothing; a write lock held by another
+//     process for a while, with no pause, moves nothing either.
 func (c *leaseClock) step(w *wtx) error {
-	shift := c.take()
+	away := c.take()
 	c.mu.Lock()
 	resumed, final := c.resumed, c.final
 	c.mu.Unlock()
-	if !resumed {
+	var shift time.Duration
+	if !resumed || away != 0 {
 		var alive int64
 		switch err := w.queryRow(`SELECT alive_at_ms FROM server_clock WHERE singleton = 1`).Scan(&alive); {
 		case errors.Is(err, sql.ErrNoRows):
 		case err != nil:
 			return fmt.Errorf("read the server's alive time: %w", err)
 		default:
-			if down := time.Duration(w.nowMS-alive) * time.Millisecond; down >= minShift || down <= -minShift {
-				shift += down
+			stale := time.Duration(w.nowMS-alive) * time.Millisecond
+			switch {
+			case !resumed:
+				if stale >= minShift || stale <= -minShift {
+					shift = stale
+				}
+			case away > 0 && stale >= staleMin:
+				shift = min(away, stale)
+			case away < 0 && stale <= -staleMin:
+				shift = max(away, stale)
 			}
 		}
 	}
@@ -153,9 +182,9 @@ func (c *leaseClock) step(w *wtx) error {
 		})
 	}
 	c.mu.Lock()
-	stale := final || w.nowMS-c.aliveMS >= aliveBatchEvery.Milliseconds() || w.nowMS < c.aliveMS
+	writeAlive := !resumed || final || shift != 0 || w.nowMS-c.aliveMS >= aliveBatchEvery.Milliseconds() || w.nowMS < c.aliveMS
 	c.mu.Unlock()
-	if stale || !resumed {
+	if writeAlive {
 		if _, err := w.exec(touchAliveSQL, w.nowMS); err != nil {
 			return fmt.Errorf("record the server's alive time: %w", err)
 		}
@@ -166,7 +195,7 @@ func (c *leaseClock) step(w *wtx) error {
 		defer c.mu.Unlock()
 		c.inflight = 0
 		c.resumed = true
-		if stale || !resumed {
+		if writeAlive {
 			c.aliveMS = now
 		}
 	})

@@ -150,7 +150,7 @@ func TestLeaseTimeBackwardClockStep(t *testing.T) {
 	}
 	defer raw.Close()
 	mustExec(t, raw, `UPDATE tasks SET lease_expires_at_ms = ? WHERE task_id = ?`, e.clock.Now().Add(2*time.Hour).UnixMilli(), far.TaskID)
-	e.clock.Step(-time.Second)
+	e.clock.Step(-3 * time.Second)
 	e.sync(t)
 	if got, want := e.expiry(t, far.TaskID), e.clock.Now().Add(5*time.Second); !got.Equal(want) {
 		t.Fatalf("a lease 2 h out was left at %v after a shift, want %v (now + its duration)", got, want)
@@ -228,5 +228,43 @@ func wantShiftEvent(t *testing.T, b *bundle, id string, exp time.Time, shift tim
 	}
 	if err := json.Unmarshal(ev.Detail, &d); err != nil || d.Exp != exp.UnixMilli() || d.Shift != shift.Milliseconds() {
 		t.Fatalf("lease_shift event %s, want lease_expires_at_ms %d and shift_ms %d", ev.Detail, exp.UnixMilli(), shift.Milliseconds())
+	}
+}
+
+// Two server processes on one database see the same clock step: the leases
+// move once, not once per server. A server paused while the other kept
+// serving moves nothing.
+func TestLeaseTimeShiftAppliedOnceAcrossServers(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "tasks.db")
+	clock := lease.NewManualClock(t0)
+	a := leaseEnv{&bundle{s: openServer(t, path, clock), clock: clock, path: path, ctx: context.Background()}}
+	b := leaseEnv{&bundle{s: openServer(t, path, clock), clock: clock, path: path, ctx: context.Background()}}
+	task := a.create(t, "wf", "n")
+	c := a.claim(t, "w", task.TaskID, 10*time.Second)
+	both := func(d time.Duration) {
+		for step := 250 * time.Millisecond; d > 0; d -= step {
+			clock.Advance(min(step, d))
+			a.sync(t)
+			b.sync(t)
+		}
+	}
+	both(time.Second) // 9 s left
+	for _, step := range []time.Duration{-2 * time.Hour, 20 * time.Minute} {
+		clock.Step(step)
+		a.sync(t)
+		b.sync(t)
+		if got, want := a.expiry(t, task.TaskID), clock.Now().Add(9*time.Second); !got.Equal(want) {
+			t.Fatalf("after a %v step seen by two servers the lease expires at %v, want %v (moved once)", step, got, want)
+		}
+	}
+	// b is paused for 3 s while a serves.
+	before := a.expiry(t, task.TaskID)
+	a.run(t, 3*time.Second)
+	b.sync(t)
+	if got := a.expiry(t, task.TaskID); !got.Equal(before) {
+		t.Fatalf("a server paused while another served moved the lease from %v to %v", before, got)
+	}
+	if _, err := b.s.Heartbeat(b.ctx, holder(c), 0); err != nil {
+		t.Fatalf("heartbeat through the other server: %v", err)
 	}
 }
