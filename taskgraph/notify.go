@@ -2,6 +2,7 @@ package taskgraph
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync/atomic"
 	"time"
@@ -73,6 +74,9 @@ func (s *Store) sweeper() {
 						s.log.Info("leases expired", "count", n)
 					}
 					continue
+				}
+				if errors.Is(err, ErrClosed) {
+					return
 				}
 				if ctx.Err() == nil {
 					s.log.Warn("lease sweep failed; retrying in a second", "err", err)
