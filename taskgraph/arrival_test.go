@@ -17,11 +17,12 @@ type signalClock struct {
 }
 
 func (c *signalClock) Now() time.Time {
+	now := c.ManualClock.Now() // read before signalling: the test moves the clock once signalled
 	select {
 	case c.called <- struct{}{}:
 	default:
 	}
-	return c.ManualClock.Now()
+	return now
 }
 
 // A heartbeat that arrives while the lease is live but waits behind another
