@@ -12,8 +12,11 @@ type arrivalKey struct{}
 // arrived, so that a transport can stamp a request when it is read off the
 // wire. Holder writes (Heartbeat, Complete, Fail, Cancel) are judged at that
 // time: time the request then spends queued inside the server (behind the
-// writer, another process's write lock, a batch) never costs its lease. A
-// context without an arrival time is stamped when the store method is called.
+// writer, another process's write lock, a batch) never costs its lease.
+// Claims, ExpireLeases and Task decide which leases have lapsed at their
+// arrival too, so an operation queued ahead of a holder write never expires
+// the lease that write renews. A context without an arrival time is stamped
+// when the store method is called.
 func WithArrival(ctx context.Context, t time.Time) context.Context {
 	return context.WithValue(ctx, arrivalKey{}, t)
 }
@@ -46,4 +49,14 @@ func (w *wtx) arrived(detail map[string]any) map[string]any {
 		detail["arrived_at_ms"] = ms
 	}
 	return detail
+}
+
+// at is the server time this operation judges leases at: its arrival when
+// it has one (holder writes, claims, sweeps, reads that expire a lease), else
+// the transaction's time. New leases and recorded times use w.now.
+func (w *wtx) at() time.Time {
+	if w.judged.IsZero() {
+		return w.now
+	}
+	return w.judged
 }

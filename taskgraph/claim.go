@@ -45,7 +45,9 @@ func (s *Store) Claim(ctx context.Context, req ClaimRequest) (c Claimed, ok bool
 			return Claimed{}, false, err
 		}
 		var conflict *ConflictError
+		arrived := s.arrival(ctx)
 		err := s.do(ctx, func(w *wtx) error {
+			w.judged = judgedAt(arrived, w.now)
 			var err error
 			c, conflict, err = w.claimByID(req.TaskID, req.Owner, d)
 			return err
@@ -63,11 +65,19 @@ func (s *Store) Claim(ctx context.Context, req ClaimRequest) (c Claimed, ok bool
 			return Claimed{}, false, err
 		}
 	}
+	tries := 0
 	try := func() (Claimed, bool, error) {
 		defer s.claimAttempts.Add(1)
 		var c Claimed
 		var ok bool
+		// The first try is judged at the request's arrival; a retry after
+		// waiting, at the time of the retry.
+		arrived := s.clock.Now().UTC()
+		if tries++; tries == 1 {
+			arrived = s.arrival(ctx)
+		}
 		err := s.do(ctx, func(w *wtx) error {
+			w.judged = judgedAt(arrived, w.now)
 			var err error
 			c, ok, err = w.claimNext(req.WorkflowID, req.Owner, d)
 			return err
@@ -190,13 +200,13 @@ func (w *wtx) claimByID(taskID, owner string, d time.Duration) (Claimed, *Confli
 	if err != nil {
 		return Claimed{}, nil, err
 	}
-	if r.expired(w.now) {
+	if r.expired(w.at()) {
 		if err := w.expire(&r); err != nil {
 			return Claimed{}, nil, err
 		}
 	}
 	if r.State != StatePending {
-		return Claimed{}, &ConflictError{TaskID: r.TaskID, State: r.State, Detail: notClaimable(r, w.now)}, nil
+		return Claimed{}, &ConflictError{TaskID: r.TaskID, State: r.State, Detail: notClaimable(r, w.at())}, nil
 	}
 	c, err := w.grant(&r, owner, d)
 	return c, nil, err
@@ -246,9 +256,11 @@ func (w *wtx) grant(r *row, owner string, d time.Duration) (Claimed, error) {
 	return Claimed{Task: r.Task, Lease: lease.Grant{Owner: owner, Generation: gen, Token: token, ExpiresAt: time.UnixMilli(exp.UnixMilli()).UTC()}}, nil
 }
 
-// sweepExpired processes up to limit claims whose lease has lapsed.
+// sweepExpired processes up to limit claims whose lease had lapsed when the
+// operation arrived (w.at): time it spent queued never expires a lease that a
+// holder write queued behind it may still renew.
 func (w *wtx) sweepExpired(limit int) (int, error) {
-	rows, err := w.query(expiredLeasesSQL, w.nowMS, limit)
+	rows, err := w.query(expiredLeasesSQL, w.at().UnixMilli(), limit)
 	if err != nil {
 		return 0, fmt.Errorf("find expired leases: %w", err)
 	}
@@ -270,7 +282,7 @@ func (w *wtx) sweepExpired(limit int) (int, error) {
 		if err != nil {
 			return 0, err
 		}
-		if r.expired(w.now) { // a cascade earlier in this loop may have changed it
+		if r.expired(w.at()) { // a cascade earlier in this loop may have changed it
 			if err := w.expire(&r); err != nil {
 				return 0, err
 			}
@@ -322,7 +334,9 @@ func (s *Store) ExpireLeases(ctx context.Context) (int, error) {
 	total := 0
 	for {
 		var n int
+		arrived := s.arrival(ctx)
 		err := s.do(ctx, func(w *wtx) error {
+			w.judged = judgedAt(arrived, w.now)
 			var err error
 			n, err = w.sweepExpired(sweepLimit)
 			return err

@@ -29,7 +29,10 @@
 // transaction as the write, whose UPDATE repeats the fencing predicate. Both
 // judge the lease at the server time the request arrived (the store call, or
 // WithArrival), never at commit time: time queued inside the server behind
-// the writer or another process's write lock never costs a lease. An
+// the writer or another process's write lock never costs a lease. Claims,
+// sweeps and reads likewise expire only leases that had lapsed when they
+// arrived, so one queued ahead of a holder write cannot expire the lease that
+// write renews. An
 // expired lease goes back to pending (or to failed on the last attempt) no
 // later than the next claim scan, read of the task, or sweep.
 //
