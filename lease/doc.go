@@ -31,5 +31,7 @@
 //
 // Time is a parameter: every function takes now explicitly, and the store
 // reads it from a Clock, so tests advance a ManualClock instead of sleeping.
-// Clients' clocks are never consulted.
+// Clients' clocks are never consulted. A Monotonic source (ManualClock is
+// one too) lets the store tell time passing from the process being paused or
+// the wall clock being stepped.
 package lease

@@ -53,11 +53,30 @@ type SystemClock struct{}
 // Now returns the current time in UTC.
 func (SystemClock) Now() time.Time { return time.Now().UTC() }
 
-// ManualClock is a Clock that moves only when told to. It is safe for
-// concurrent use and is meant for tests.
+// Monotonic measures how long the process has been running, unaffected by
+// steps of the wall clock. The store compares it with its Clock to notice
+// pauses of the process and steps of the wall clock.
+type Monotonic interface {
+	// Elapsed returns the time since a fixed origin; it never decreases.
+	Elapsed() time.Duration
+}
+
+// SystemMonotonic is Go's monotonic clock.
+type SystemMonotonic struct{ origin time.Time }
+
+// NewSystemMonotonic returns a SystemMonotonic whose origin is now.
+func NewSystemMonotonic() *SystemMonotonic { return &SystemMonotonic{origin: time.Now()} }
+
+// Elapsed returns the monotonic time since the origin.
+func (m *SystemMonotonic) Elapsed() time.Duration { return time.Since(m.origin) }
+
+// ManualClock is a Clock and a Monotonic that move only when told to: Advance
+// moves both (time passing), Step moves only the wall reading (a clock step).
+// It is safe for concurrent use and is meant for tests.
 type ManualClock struct {
-	mu  sync.Mutex
-	now time.Time
+	mu   sync.Mutex
+	now  time.Time
+	mono time.Duration
 }
 
 // NewManualClock returns a ManualClock reading start.
@@ -70,12 +89,32 @@ func (c *ManualClock) Now() time.Time {
 	return c.now
 }
 
-// Advance moves the clock forward by d and returns the new reading.
+// Advance moves the clock forward by d, wall and monotonic readings alike,
+// and returns the new wall reading.
 func (c *ManualClock) Advance(d time.Duration) time.Time {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.now = c.now.Add(d)
+	if d > 0 {
+		c.mono += d
+	}
 	return c.now
+}
+
+// Step moves only the wall reading by d (forward or backward), as a clock
+// step by an operator or NTP does, and returns the new wall reading.
+func (c *ManualClock) Step(d time.Duration) time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
+	return c.now
+}
+
+// Elapsed returns the monotonic reading: the sum of every Advance.
+func (c *ManualClock) Elapsed() time.Duration {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.mono
 }
 
 // NewToken returns a fresh claim token: TokenBytes random bytes from

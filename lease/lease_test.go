@@ -95,3 +95,22 @@ func TestManualClock(t *testing.T) {
 		t.Fatalf("Now = %v", c.Now())
 	}
 }
+
+// Advance moves the wall and monotonic readings; Step moves only the wall.
+func TestManualClockStepAndElapsed(t *testing.T) {
+	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	c := NewManualClock(start)
+	c.Advance(2 * time.Second)
+	c.Step(-time.Hour)
+	c.Step(10 * time.Minute)
+	if got, want := c.Now(), start.Add(2*time.Second-50*time.Minute); !got.Equal(want) {
+		t.Fatalf("Now = %v, want %v", got, want)
+	}
+	if got := c.Elapsed(); got != 2*time.Second {
+		t.Fatalf("Elapsed = %v, want 2s (steps of the wall clock do not move it)", got)
+	}
+	m := NewSystemMonotonic()
+	if a, b := m.Elapsed(), m.Elapsed(); a < 0 || b < a {
+		t.Fatalf("SystemMonotonic went backwards: %v then %v", a, b)
+	}
+}

@@ -442,11 +442,28 @@ func lineDiff(want, got string) string {
 			gl = g[i]
 		}
 		if wl != gl {
-			fmt.Fprintf(&b, "line %d:\n  want %s\n  got  %s\n", i+1, wl, gl)
+			at := 0
+			for at < len(wl) && at < len(gl) && wl[at] == gl[at] {
+				at++
+			}
+			fmt.Fprintf(&b, "line %d, from byte %d:\n  want %s\n  got  %s\n", i+1, at, window(wl, at), window(gl, at))
 			shown++
 		}
 	}
 	return b.String()
+}
+
+// window shows s around byte at, clipped to a readable width.
+func window(s string, at int) string {
+	lo, hi := max(0, at-80), min(len(s), at+160)
+	out := s[lo:hi]
+	if lo > 0 {
+		out = "…" + out
+	}
+	if hi < len(s) {
+		out += "…"
+	}
+	return out
 }
 
 // The harness's own parts, so a golden run cannot pass by accident.

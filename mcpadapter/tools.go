@@ -22,6 +22,7 @@ type toolOutput struct {
 	Created *bool            `json:"created,omitempty"`
 	Claimed *bool            `json:"claimed,omitempty"`
 	Lease   *leaseJSON       `json:"lease,omitempty"`
+	Hint    string           `json:"hint,omitempty"`
 	Receipt manifest.Receipt `json:"receipt"`
 }
 
@@ -74,6 +75,7 @@ func toolDefs() []toolDef {
 			annotations: &mcp.ToolAnnotations{Title: "Claim a ready task", DestructiveHint: boolPtr(false), OpenWorldHint: boolPtr(false)},
 			extraOutput: map[string]any{
 				"claimed": map[string]any{"type": "boolean"},
+				"hint":    map[string]any{"type": "string"},
 				"lease": map[string]any{"type": "object", "additionalProperties": false,
 					"required": []string{"claim_token", "generation", "lease_expires_at", "owner"},
 					"properties": map[string]any{
@@ -164,12 +166,20 @@ func runCreate(ctx context.Context, s *Server, a *args) (*toolOutput, error) {
 	return out, nil
 }
 
+// WaitLimitHint is the hint of a claim-next that found no task while the
+// server already held its maximum of parked claims (taskgraph.ErrWaitLimit).
+const WaitLimitHint = "no task was claimed: the server holds its maximum of parked claims (claim-next calls waiting for a task), so this one could not wait; retry after a moment"
+
 func runClaim(ctx context.Context, s *Server, a *args) (*toolOutput, error) {
 	req := taskgraph.ClaimRequest{
 		Owner: a.str["owner"], TaskID: a.str["task_id"], WorkflowID: a.str["workflow_id"],
 		Lease: time.Duration(a.num["lease_ms"]) * time.Millisecond, Wait: time.Duration(a.num["wait_ms"]) * time.Millisecond,
 	}
 	c, ok, err := s.store.Claim(ctx, req)
+	if errors.Is(err, taskgraph.ErrWaitLimit) {
+		// Not the worker's fault and nothing to fix: it found no task now.
+		return &toolOutput{Claimed: boolPtr(false), Hint: WaitLimitHint}, nil
+	}
 	if err != nil {
 		return nil, err
 	}

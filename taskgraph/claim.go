@@ -20,7 +20,9 @@ const sweepLimit = 64
 // Claim grants a lease. With TaskID it claims that task, which must be pending
 // (or claimed with an expired lease); otherwise it is claim-next: the oldest
 // pending task, optionally within WorkflowID, waiting up to Wait for one. ok
-// is false when claim-next found nothing; that is not an error.
+// is false when claim-next found nothing; that is not an error. A claim-next
+// with a wait that finds nothing while Options.MaxWaiters calls are already
+// waiting answers at once with ok false and an error matching ErrWaitLimit.
 func (s *Store) Claim(ctx context.Context, req ClaimRequest) (c Claimed, ok bool, err error) {
 	if err := checkIdentifier("owner", req.Owner); err != nil {
 		return Claimed{}, false, err
@@ -43,7 +45,9 @@ func (s *Store) Claim(ctx context.Context, req ClaimRequest) (c Claimed, ok bool
 			return Claimed{}, false, err
 		}
 		var conflict *ConflictError
+		arrived := s.arrival(ctx)
 		err := s.do(ctx, func(w *wtx) error {
+			w.judged = judgedAt(arrived, w.now)
 			var err error
 			c, conflict, err = w.claimByID(req.TaskID, req.Owner, d)
 			return err
@@ -61,10 +65,19 @@ func (s *Store) Claim(ctx context.Context, req ClaimRequest) (c Claimed, ok bool
 			return Claimed{}, false, err
 		}
 	}
-	deadline := time.Now().Add(req.Wait)
-	for {
-		changed := s.notify.wait() // taken before trying, so no wake-up is missed
+	tries := 0
+	try := func() (Claimed, bool, error) {
+		defer s.claimAttempts.Add(1)
+		var c Claimed
+		var ok bool
+		// The first try is judged at the request's arrival; a retry after
+		// waiting, at the time of the retry.
+		arrived := s.clock.Now().UTC()
+		if tries++; tries == 1 {
+			arrived = s.arrival(ctx)
+		}
 		err := s.do(ctx, func(w *wtx) error {
+			w.judged = judgedAt(arrived, w.now)
 			var err error
 			c, ok, err = w.claimNext(req.WorkflowID, req.Owner, d)
 			return err
@@ -72,33 +85,53 @@ func (s *Store) Claim(ctx context.Context, req ClaimRequest) (c Claimed, ok bool
 		if err != nil {
 			return Claimed{}, false, fmt.Errorf("claim next: %w", err)
 		}
-		remaining := time.Until(deadline)
-		if ok || remaining <= 0 {
-			return c, ok, nil
+		return c, ok, nil
+	}
+	if req.Wait == 0 {
+		return try()
+	}
+	deadline := time.Now().Add(req.Wait)
+	// Registered before the first try, so that no wake-up is missed.
+	wt := s.notify.add(req.WorkflowID)
+	if wt == nil {
+		if c, ok, err = try(); err != nil || ok {
+			return c, ok, err
 		}
-		// Sleep until something may have become claimable: a write here (a
-		// broadcast), a write by another process (the watcher broadcasts), the
-		// next lease expiry, or the deadline.
+		return Claimed{}, false, fmt.Errorf("claim next: %w (%d claim-next calls are waiting); nothing was claimed: retry after a moment", ErrWaitLimit, s.opts.MaxWaiters)
+	}
+	defer s.notify.remove(wt)
+	for {
+		if c, ok, err = try(); err != nil || ok {
+			return c, ok, err
+		}
+		remaining := time.Until(deadline)
+		if remaining <= 0 {
+			return Claimed{}, false, nil
+		}
+		// Sleep until a task this call may claim became ready (a commit here
+		// or, through the watcher, by another process), or the deadline. The
+		// server's sweeper expires leases and wakes waiters by count; without
+		// it, a waiter also wakes at the next lease expiry.
 		sleep := remaining
-		if next, err := s.nextLeaseExpiry(ctx); err == nil && !next.IsZero() {
-			if until := next.Sub(s.clock.Now()) + time.Millisecond; until < sleep {
-				sleep = max(until, time.Millisecond)
+		if !s.opts.Sweep {
+			if next, err := s.nextLeaseExpiry(ctx); err == nil && !next.IsZero() {
+				if until := next.Sub(s.clock.Now()) + time.Millisecond; until < sleep {
+					sleep = max(until, time.Millisecond)
+				}
 			}
 		}
-		if err := s.park(ctx, changed, sleep); err != nil {
+		if err := s.park(ctx, wt, sleep); err != nil {
 			return Claimed{}, false, err
 		}
 	}
 }
 
-// park waits for a change, the timeout, ctx or Close, counted in Waiters.
-func (s *Store) park(ctx context.Context, changed <-chan struct{}, sleep time.Duration) error {
-	s.waiters.Add(1)
-	defer s.waiters.Add(-1)
+// park waits for a wake of wt, the timeout, ctx or Close.
+func (s *Store) park(ctx context.Context, wt *waiter, sleep time.Duration) error {
 	t := time.NewTimer(sleep)
 	defer t.Stop()
 	select {
-	case <-changed:
+	case <-wt.ch:
 	case <-t.C:
 	case <-ctx.Done():
 		return ctx.Err()
@@ -110,7 +143,7 @@ func (s *Store) park(ctx context.Context, changed <-chan struct{}, sleep time.Du
 
 // Waiters returns how many claim-next calls are waiting for a task to become
 // ready right now.
-func (s *Store) Waiters() int { return int(s.waiters.Load()) }
+func (s *Store) Waiters() int { return s.notify.len() }
 
 func (s *Store) nextLeaseExpiry(ctx context.Context) (time.Time, error) {
 	var ms sql.NullInt64
@@ -167,13 +200,13 @@ func (w *wtx) claimByID(taskID, owner string, d time.Duration) (Claimed, *Confli
 	if err != nil {
 		return Claimed{}, nil, err
 	}
-	if r.expired(w.now) {
+	if r.expired(w.at()) {
 		if err := w.expire(&r); err != nil {
 			return Claimed{}, nil, err
 		}
 	}
 	if r.State != StatePending {
-		return Claimed{}, &ConflictError{TaskID: r.TaskID, State: r.State, Detail: notClaimable(r, w.now)}, nil
+		return Claimed{}, &ConflictError{TaskID: r.TaskID, State: r.State, Detail: notClaimable(r, w.at())}, nil
 	}
 	c, err := w.grant(&r, owner, d)
 	return c, nil, err
@@ -201,8 +234,8 @@ func (w *wtx) grant(r *row, owner string, d time.Duration) (Claimed, error) {
 	exp := w.now.Add(d)
 	gen := r.Generation + 1
 	nr, ok, err := w.updateTask(`UPDATE tasks SET state = 'claimed', owner = ?, generation = ?, token_hash = ?, lease_expires_at_ms = ?,
-		attempts = attempts + 1, status_message = ?, updated_at_ms = ? WHERE seq = ? AND state = 'pending' AND generation = ?`,
-		owner, gen, lease.HashToken(token), exp.UnixMilli(), fmt.Sprintf("claimed by %s (generation %d)", owner, gen), w.nowMS, r.seq, r.Generation)
+		lease_ms = ?, attempts = attempts + 1, status_message = ?, updated_at_ms = ? WHERE seq = ? AND state = 'pending' AND generation = ?`,
+		owner, gen, lease.HashToken(token), exp.UnixMilli(), d.Milliseconds(), fmt.Sprintf("claimed by %s (generation %d)", owner, gen), w.nowMS, r.seq, r.Generation)
 	if err != nil {
 		return Claimed{}, fmt.Errorf("claim: %w", err)
 	}
@@ -223,9 +256,11 @@ func (w *wtx) grant(r *row, owner string, d time.Duration) (Claimed, error) {
 	return Claimed{Task: r.Task, Lease: lease.Grant{Owner: owner, Generation: gen, Token: token, ExpiresAt: time.UnixMilli(exp.UnixMilli()).UTC()}}, nil
 }
 
-// sweepExpired processes up to limit claims whose lease has lapsed.
+// sweepExpired processes up to limit claims whose lease had lapsed when the
+// operation arrived (w.at): time it spent queued never expires a lease that a
+// holder write queued behind it may still renew.
 func (w *wtx) sweepExpired(limit int) (int, error) {
-	rows, err := w.query(expiredLeasesSQL, w.nowMS, limit)
+	rows, err := w.query(expiredLeasesSQL, w.at().UnixMilli(), limit)
 	if err != nil {
 		return 0, fmt.Errorf("find expired leases: %w", err)
 	}
@@ -247,7 +282,7 @@ func (w *wtx) sweepExpired(limit int) (int, error) {
 		if err != nil {
 			return 0, err
 		}
-		if r.expired(w.now) { // a cascade earlier in this loop may have changed it
+		if r.expired(w.at()) { // a cascade earlier in this loop may have changed it
 			if err := w.expire(&r); err != nil {
 				return 0, err
 			}
@@ -271,7 +306,7 @@ func (w *wtx) expire(r *row) error {
 			return fmt.Errorf("%w: expiry of task %s changed no row", errInternal, r.TaskID)
 		}
 		*r = nr
-		w.wakeWaiters()
+		w.wakeWaiters(r.WorkflowID)
 		w.afterCommit(func() { w.s.stats.expiries.Add(1) })
 		return w.appendEvent(r, EventExpire, holder, gen, map[string]any{"attempt": r.Attempts, "next": string(StatePending)})
 	}
@@ -299,7 +334,9 @@ func (s *Store) ExpireLeases(ctx context.Context) (int, error) {
 	total := 0
 	for {
 		var n int
+		arrived := s.arrival(ctx)
 		err := s.do(ctx, func(w *wtx) error {
+			w.judged = judgedAt(arrived, w.now)
 			var err error
 			n, err = w.sweepExpired(sweepLimit)
 			return err
@@ -438,7 +475,7 @@ func (w *wtx) makeReady(seq int64) error {
 	if !ok {
 		return fmt.Errorf("%w: task seq %d vanished while being made ready", errInternal, seq)
 	}
-	w.wakeWaiters()
+	w.wakeWaiters(r.WorkflowID)
 	return w.appendEvent(&r, EventReady, "", r.Generation, nil)
 }
 

@@ -283,7 +283,7 @@ func (w *wtx) insertNode(workflowID string, n normalizedNode) (row, error) {
 		return row{}, err
 	}
 	if state == StatePending {
-		w.wakeWaiters()
+		w.wakeWaiters(r.WorkflowID)
 	}
 	return r, nil
 }

@@ -26,9 +26,45 @@
 // Claiming grants a lease (generation + 1, attempts + 1, a fresh secret token
 // returned only to the claimant). Heartbeat, Complete, Fail and Cancel are
 // accepted only from the live claim (lease.Check), checked in the same
-// transaction as the write, whose UPDATE repeats the fencing predicate. An
+// transaction as the write, whose UPDATE repeats the fencing predicate. Both
+// judge the lease at the server time the request arrived (the store call, or
+// WithArrival), never at commit time: time queued inside the server behind
+// the writer or another process's write lock never costs a lease. Claims,
+// sweeps and reads likewise expire only leases that had lapsed when they
+// arrived, so one queued ahead of a holder write cannot expire the lease that
+// write renews. An
 // expired lease goes back to pending (or to failed on the last attempt) no
 // later than the next claim scan, read of the task, or sweep.
+//
+// # Waiting claims
+//
+// Wake-ups match work. A claim-next with a wait parks in a queue, oldest
+// first; a task that becomes ready wakes one parked call that may claim it
+// (one waiting on any workflow or on the task's), and a call that leaves with
+// a wake it did not use passes it on. Waiters do not wake at lease expiries:
+// the server's sweeper expires leases and wakes one waiter per task returned
+// to pending. After a write by another process (PRAGMA data_version) the
+// watcher wakes at most as many waiters as there are pending tasks they may
+// claim, with lookups bounded by the number of waiters. At most
+// Options.MaxWaiters calls park; beyond that a claim-next that finds no task
+// answers at once with ErrWaitLimit.
+//
+// # Lease time
+//
+// Lease time runs only while the server's store (Options.Sweep) runs. Each
+// claim stores its lease duration; the server's stores record the wall time
+// they were last alive (with their commits, once a second while leases are
+// live, and at Close). The first batch after Open moves live leases by the
+// time since then (forward or backward). While running, each store compares
+// its wall clock with a monotonic source every ClockCheckInterval and at the
+// start of every write batch (before any of its operations is judged); when
+// it finds it was paused (a monotonic gap beyond 2 s) or its clock stepped,
+// it moves live leases by that time, but only by as much as no server kept
+// the alive time fresh, so that several servers on one database apply a step
+// once and a server paused while another served moves nothing. Every move is
+// clamped to at most now + the lease's duration, so a worker that really died
+// is reclaimed within one lease after the server is back, and is recorded as
+// a lease_shift event with the new expiry. One-shot stores never move leases.
 //
 // # Writes and durability
 //

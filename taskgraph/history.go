@@ -26,6 +26,10 @@ const (
 	EventSkip      = "skip"
 	EventAbort     = "abort"
 	EventRevive    = "revive"
+	// EventLeaseShift records a live lease moved by the time the server was
+	// away (a restart, a pause, a clock step); detail has the new
+	// lease_expires_at_ms and shift_ms.
+	EventLeaseShift = "lease_shift"
 )
 
 // Event is one recorded transition. Events of a workflow form a hash chain:

@@ -33,18 +33,21 @@ func checkHolder(h lease.Holder) error {
 }
 
 // holderWrite runs fn on the task held by h after checking, in the same
-// transaction, that h is the live claim. A rejected claim changes nothing.
+// transaction, that h is the live claim at the time the request arrived
+// (WithArrival, else the time of this call). A rejected claim changes nothing.
 func (s *Store) holderWrite(ctx context.Context, verb string, h lease.Holder, fn func(w *wtx, r *row) error) (Task, error) {
 	if err := checkHolder(h); err != nil {
 		return Task{}, err
 	}
+	arrived := s.arrival(ctx)
 	var out Task
 	err := s.do(ctx, func(w *wtx) error {
+		w.judged = judgedAt(arrived, w.now)
 		r, err := w.loadTask(h.TaskID)
 		if err != nil {
 			return err
 		}
-		if err := lease.Check(r.current(), h, w.now); err != nil {
+		if err := lease.Check(r.current(), h, w.judged); err != nil {
 			return err
 		}
 		if err := fn(w, &r); err != nil {
@@ -62,12 +65,13 @@ func (s *Store) holderWrite(ctx context.Context, verb string, h lease.Holder, fn
 	return out, nil
 }
 
-// fenced runs an UPDATE whose WHERE clause repeats the fencing predicate, and
-// insists it matched the task: a second line of defence behind lease.Check.
-// r becomes the task as updated.
+// fenced runs an UPDATE whose WHERE clause repeats the fencing predicate, at
+// the time the holder write is judged (its arrival), and insists it matched
+// the task: a second line of defence behind lease.Check. r becomes the task as
+// updated.
 func (w *wtx) fenced(r *row, set string, args ...any) error {
 	q := `UPDATE tasks SET ` + set + `, updated_at_ms = ? WHERE seq = ? AND state = 'claimed' AND generation = ? AND owner = ? AND lease_expires_at_ms > ?`
-	args = append(args, w.nowMS, r.seq, r.Generation, r.Owner, w.nowMS)
+	args = append(args, w.nowMS, r.seq, r.Generation, r.Owner, w.judged.UnixMilli())
 	nr, ok, err := w.updateTask(q, args...)
 	if err != nil {
 		return err
@@ -88,10 +92,10 @@ func (s *Store) Heartbeat(ctx context.Context, h lease.Holder, d time.Duration) 
 	}
 	return s.holderWrite(ctx, "heartbeat", h, func(w *wtx, r *row) error {
 		exp := w.now.Add(dur).UnixMilli()
-		if err := w.fenced(r, `lease_expires_at_ms = ?`, exp); err != nil {
+		if err := w.fenced(r, `lease_expires_at_ms = ?, lease_ms = ?`, exp, dur.Milliseconds()); err != nil {
 			return err
 		}
-		return w.appendEvent(r, EventHeartbeat, h.Owner, h.Generation, map[string]any{"lease_expires_at_ms": exp})
+		return w.appendEvent(r, EventHeartbeat, h.Owner, h.Generation, w.arrived(map[string]any{"lease_expires_at_ms": exp}))
 	})
 }
 
@@ -108,7 +112,7 @@ func (s *Store) Complete(ctx context.Context, h lease.Holder, result json.RawMes
 			string(res), fmt.Sprintf("completed by %s (generation %d)", h.Owner, h.Generation)); err != nil {
 			return err
 		}
-		if err := w.appendEvent(r, EventComplete, h.Owner, h.Generation, map[string]any{"result_sha256": sha256Hex(res)}); err != nil {
+		if err := w.appendEvent(r, EventComplete, h.Owner, h.Generation, w.arrived(map[string]any{"result_sha256": sha256Hex(res)})); err != nil {
 			return err
 		}
 		w.afterCommit(func() { w.s.stats.completions.Add(1) })
@@ -129,9 +133,9 @@ func (s *Store) Fail(ctx context.Context, h lease.Holder, errText string, retrya
 				errText, fmt.Sprintf("ready to claim (retrying after attempt %d of %d failed: %s)", r.Attempts, r.MaxAttempts, errorSummary(errText))); err != nil {
 				return err
 			}
-			w.wakeWaiters()
+			w.wakeWaiters(r.WorkflowID)
 			w.afterCommit(func() { w.s.stats.retries.Add(1) })
-			return w.appendEvent(r, EventRetry, h.Owner, h.Generation, map[string]any{"attempt": r.Attempts, "error": errorSummary(errText)})
+			return w.appendEvent(r, EventRetry, h.Owner, h.Generation, w.arrived(map[string]any{"attempt": r.Attempts, "error": errorSummary(errText)}))
 		}
 		why := "failed"
 		if retryable {
@@ -142,7 +146,7 @@ func (s *Store) Fail(ctx context.Context, h lease.Holder, errText string, retrya
 			return err
 		}
 		w.afterCommit(func() { w.s.stats.failures.Add(1) })
-		if err := w.appendEvent(r, EventFail, h.Owner, h.Generation, map[string]any{"attempt": r.Attempts, "retryable": retryable, "error": errorSummary(errText)}); err != nil {
+		if err := w.appendEvent(r, EventFail, h.Owner, h.Generation, w.arrived(map[string]any{"attempt": r.Attempts, "retryable": retryable, "error": errorSummary(errText)})); err != nil {
 			return err
 		}
 		return w.cascadeCancel(r)
@@ -158,7 +162,7 @@ func (s *Store) Cancel(ctx context.Context, h lease.Holder) (Task, error) {
 			return err
 		}
 		w.afterCommit(func() { w.s.stats.cancels.Add(1) })
-		if err := w.appendEvent(r, EventCancel, h.Owner, h.Generation, map[string]any{"by": "holder"}); err != nil {
+		if err := w.appendEvent(r, EventCancel, h.Owner, h.Generation, w.arrived(map[string]any{"by": "holder"})); err != nil {
 			return err
 		}
 		return w.cascadeCancel(r)

@@ -2,38 +2,16 @@ package taskgraph
 
 import (
 	"context"
+	"errors"
 	"fmt"
-	"sync"
 	"sync/atomic"
 	"time"
 )
 
-// notifier wakes every waiter at once: wait returns a channel that the next
-// broadcast closes.
-type notifier struct {
-	mu sync.Mutex
-	ch chan struct{}
-}
-
-func (n *notifier) init() { n.ch = make(chan struct{}) }
-
-func (n *notifier) wait() <-chan struct{} {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	return n.ch
-}
-
-func (n *notifier) broadcast() {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	close(n.ch)
-	n.ch = make(chan struct{})
-}
-
 // startWatch notices writes made by other processes (an operator command,
 // another server) through PRAGMA data_version, which changes on one
-// connection whenever any other connection commits, and wakes claim-next
-// waiters. The baseline is read before Open returns, so no write made after
+// connection whenever any other connection commits, and wakes at most as many
+// claim-next waiters as there are pending tasks they may claim. The baseline is read before Open returns, so no write made after
 // Open can be missed.
 func (s *Store) startWatch(ctx context.Context) error {
 	conn, err := s.rdb.Conn(ctx)
@@ -62,10 +40,13 @@ func (s *Store) startWatch(ctx context.Context) error {
 				s.log.Warn("read data_version", "err", err)
 				continue
 			}
-			if v != last {
-				last = v
-				s.notify.broadcast()
+			if v != last && s.notify.len() > 0 {
+				if err := s.wakeForPending(context.Background(), conn); err != nil {
+					s.log.Warn("wake claim-next waiters after another process's write; retrying at the next check", "err", err)
+					continue
+				}
 			}
+			last = v
 		}
 	}()
 	return nil
@@ -93,6 +74,9 @@ func (s *Store) sweeper() {
 						s.log.Info("leases expired", "count", n)
 					}
 					continue
+				}
+				if errors.Is(err, ErrClosed) {
+					return
 				}
 				if ctx.Err() == nil {
 					s.log.Warn("lease sweep failed; retrying in a second", "err", err)

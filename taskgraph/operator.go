@@ -67,7 +67,7 @@ func (s *Store) Requeue(ctx context.Context, taskID string, op Operator) (Task, 
 			return err
 		}
 		if state == StatePending {
-			w.wakeWaiters()
+			w.wakeWaiters(r.WorkflowID)
 		}
 		if err := w.appendEvent(&r, EventRequeue, holder, r.Generation, map[string]any{"operator": op.Name, "reason": op.Reason, "from": string(from)}); err != nil {
 			return err
@@ -315,7 +315,7 @@ func (w *wtx) revive(root *row, verb string) error {
 		state, status := StateBlocked, blockedStatus(waiting)
 		if unmet == 0 {
 			state, status = StatePending, "ready to claim"
-			w.wakeWaiters()
+			w.wakeWaiters(root.WorkflowID) // dependencies stay within a workflow
 		}
 		if _, err := w.exec(`UPDATE tasks SET state = ?, unmet = ?, status_message = ?, updated_at_ms = ? WHERE seq = ?`,
 			string(state), unmet, status, w.nowMS, c); err != nil {

@@ -23,15 +23,17 @@ func (s *Store) Task(ctx context.Context, taskID string) (Task, error) {
 	if err != nil {
 		return Task{}, fmt.Errorf("read task %s: %w", taskID, err)
 	}
-	if s.readOnly || !r.expired(s.clock.Now()) {
+	arrived := s.arrival(ctx)
+	if s.readOnly || !r.expired(arrived) {
 		return r.Task, nil
 	}
 	err = s.do(ctx, func(w *wtx) error {
+		w.judged = judgedAt(arrived, w.now)
 		cur, err := w.loadSeq(r.seq)
 		if err != nil {
 			return err
 		}
-		if cur.expired(w.now) {
+		if cur.expired(w.at()) {
 			if err := w.expire(&cur); err != nil {
 				return err
 			}

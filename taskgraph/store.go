@@ -63,13 +63,31 @@ type Options struct {
 	MaxBatch int
 	// ReadConns is the size of the read pool; 0 means 4.
 	ReadConns int
-	// Sweep runs a background loop that expires leases as they lapse and
-	// wakes claim-next waiters. Servers enable it; one-shot tools need not.
+	// Sweep marks the server's store: it runs a background loop that expires
+	// leases as they lapse and wakes claim-next waiters, and it keeps lease
+	// time running only while it runs (see leaseclock.go): on Open, live
+	// leases get back the time since it was last alive, and while it runs,
+	// pauses of the process and steps of the wall clock. One-shot tools
+	// leave it off and never move leases.
 	Sweep bool
+	// Monotonic is the monotonic source compared with Clock to notice pauses
+	// and clock steps (with Sweep). nil means Go's monotonic clock when Clock
+	// is nil too; with a custom Clock and no Monotonic, pauses and steps
+	// are not detected (the restart downtime still is). A lease.ManualClock
+	// is both.
+	Monotonic lease.Monotonic
+	// ClockCheckInterval is how often the server's store compares its clocks;
+	// 0 means 250 ms. It is capped at 500 ms: a monotonic gap of more than
+	// 2 s between two checks is taken as the process having been away.
+	ClockCheckInterval time.Duration
 	// WatchInterval is how often the store looks for writes by other
 	// processes to wake waiters, and checks that its database files are
 	// still the ones it opened; 0 means 500 ms.
 	WatchInterval time.Duration
+	// MaxWaiters bounds the claim-next calls parked waiting for a task; 0
+	// means DefaultMaxWaiters. At the bound, a claim-next that finds no task
+	// answers at once with ErrWaitLimit instead of parking.
+	MaxWaiters int
 	// OnBatch, when set, is called after every commit attempt with the number
 	// of operations in the batch (for metrics).
 	OnBatch func(size int, took time.Duration, err error)
@@ -97,9 +115,12 @@ type Store struct {
 	sendM  sync.Mutex
 	sendWG sync.WaitGroup // senders between the closed check and the channel send
 
-	notify  notifier
-	stats   counters
-	waiters atomic.Int64 // claim-next calls parked in Claim
+	notify waitQueue
+	stats  counters
+	lc     *leaseClock // the server's lease clock; nil unless Options.Sweep
+	// claimAttempts counts claim-next attempts (write operations), so tests
+	// can show that wake-ups match work.
+	claimAttempts atomic.Int64
 	// readOnly: opened by OpenReadOnly; wdb is nil, no background loop runs.
 	readOnly bool
 	files    fileGuard // identity of the database files (health.go)
@@ -128,7 +149,14 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	}
 	if opts.Clock == nil {
 		opts.Clock = lease.SystemClock{}
+		if opts.Monotonic == nil {
+			opts.Monotonic = lease.NewSystemMonotonic()
+		}
 	}
+	if opts.ClockCheckInterval <= 0 {
+		opts.ClockCheckInterval = defaultClockCheck
+	}
+	opts.ClockCheckInterval = min(opts.ClockCheckInterval, pauseGap/4)
 	switch opts.Sync {
 	case "":
 		opts.Sync = SyncFull
@@ -148,6 +176,9 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	if opts.ReadConns <= 0 {
 		opts.ReadConns = 4
 	}
+	if opts.MaxWaiters <= 0 {
+		opts.MaxWaiters = DefaultMaxWaiters
+	}
 	if opts.WatchInterval <= 0 {
 		opts.WatchInterval = 500 * time.Millisecond
 	}
@@ -160,7 +191,7 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 		return nil, refineOpenErr(path, classifyErr(err, opts.BusyTimeout))
 	}
 	s := &Store{path: path, opts: opts, clock: opts.Clock, log: opts.Logger, ops: make(chan *op, 1024), quit: make(chan struct{})}
-	s.notify.init()
+	s.notify.init(opts.MaxWaiters)
 	var err error
 	if s.wdb, err = openDB(path, opts, false); err != nil {
 		return nil, refineOpenErr(path, s.classify(err))
@@ -188,12 +219,22 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 		s.wdb.Close()
 		return nil, err
 	}
+	if opts.Sweep {
+		s.lc = newLeaseClock(opts.Clock, opts.Monotonic, s.log)
+	}
 	s.wg.Add(2)
 	go s.writer()
 	go s.watchFiles(opts.WatchInterval)
 	if opts.Sweep {
-		s.wg.Add(1)
+		// The first batch gives live leases back the downtime since the last
+		// run, before Open returns and before anything is judged.
+		if err := s.do(ctx, func(*wtx) error { return nil }); err != nil {
+			s.Close()
+			return nil, fmt.Errorf("open database %s: resume lease time: %w", path, err)
+		}
+		s.wg.Add(2)
 		go s.sweeper()
+		go s.clockLoop(opts.ClockCheckInterval)
 	}
 	return s, nil
 }
@@ -350,6 +391,13 @@ func (s *Store) Close() error {
 	// Every sender that passed the closed check has its op in the channel
 	// once sendWG is done; the writer drains the channel before it exits.
 	s.sendWG.Wait()
+	var errs []error
+	if s.lc != nil {
+		// A last batch applies any observed shift and records the alive time.
+		if err := s.lc.last(s); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	close(s.quit)
 	s.wg.Wait()
 	if err := s.checkFiles(); err != nil {
@@ -359,9 +407,8 @@ func (s *Store) Close() error {
 		// the new one. The connections stay open until the process exits;
 		// the WAL keeps every acknowledged write for the next opener.
 		s.log.Error("database files were replaced while open: closing without a checkpoint", "database", s.path)
-		return fmt.Errorf("close database %s without a checkpoint: %w", s.path, err)
+		return errors.Join(append(errs, fmt.Errorf("close database %s without a checkpoint: %w", s.path, err))...)
 	}
-	var errs []error
 	if _, err := s.wdb.Exec(`PRAGMA wal_checkpoint(PASSIVE)`); err != nil {
 		errs = append(errs, fmt.Errorf("checkpoint WAL: %w", err))
 	}

@@ -31,19 +31,24 @@ type wtx struct {
 	stmts *stmtCache
 	now   time.Time
 	nowMS int64
-	s     *Store
+	// judged is the time a holder write is judged at (see holderWrite).
+	judged time.Time
+	s      *Store
 	// hooks run after the batch commits, in order, only if this operation's
 	// savepoint was released and the commit succeeded.
 	hooks []func()
-	wake  bool
+	// ready lists the workflow of each task this operation made claimable.
+	ready []string
 }
 
 // afterCommit registers fn to run once the batch holding this operation has
 // committed. fn must not block.
 func (w *wtx) afterCommit(fn func()) { w.hooks = append(w.hooks, fn) }
 
-// wakeWaiters marks that this operation may have made a task claimable.
-func (w *wtx) wakeWaiters() { w.wake = true }
+// wakeWaiters records that this operation made a task of workflowID
+// claimable: once the batch commits, one claim-next waiter that may claim it
+// is woken.
+func (w *wtx) wakeWaiters(workflowID string) { w.ready = append(w.ready, workflowID) }
 
 func (w *wtx) exec(query string, args ...any) (sql.Result, error) {
 	st, err := w.stmts.get(w.ctx, query)
@@ -275,7 +280,7 @@ func (s *Store) runOne(ctx context.Context, stmts *stmtCache, connErr error, o *
 func (s *Store) runBatch(ctx context.Context, stmts *stmtCache, connErr error, batch []*op) {
 	start := time.Now()
 	var hooks []func()
-	wake := false
+	var ready []string
 	// cause is the first ErrUnavailable error an operation met: when the
 	// batch then fails as a whole with a less telling error (SQLite may roll
 	// the transaction back itself on SQLITE_FULL), the callers get the cause.
@@ -323,6 +328,18 @@ func (s *Store) runBatch(ctx context.Context, stmts *stmtCache, connErr error, b
 		finish(fmt.Errorf("begin write transaction: %w", err))
 		return
 	}
+	if s.lc != nil {
+		// Give live leases the time the server was away before any operation
+		// of the batch is judged.
+		now := s.clock.Now().UTC()
+		w := &wtx{ctx: ctx, stmts: stmts, now: now, nowMS: now.UnixMilli(), s: s}
+		if err := s.lc.step(w); err != nil {
+			rollback()
+			finish(err)
+			return
+		}
+		hooks = append(hooks, w.hooks...)
+	}
 	for _, o := range batch {
 		if err := o.ctx.Err(); err != nil {
 			o.err = err
@@ -348,7 +365,7 @@ func (s *Store) runBatch(ctx context.Context, stmts *stmtCache, connErr error, b
 			}
 		} else {
 			hooks = append(hooks, w.hooks...)
-			wake = wake || w.wake
+			ready = append(ready, w.ready...)
 		}
 		if err := stmts.control(ctx, `RELEASE op`); err != nil {
 			rollback()
@@ -374,9 +391,7 @@ func (s *Store) runBatch(ctx context.Context, stmts *stmtCache, connErr error, b
 	for _, h := range hooks {
 		h()
 	}
-	if wake {
-		s.notify.broadcast()
-	}
+	s.notify.wakeAll(ready)
 	finish(nil)
 }
 

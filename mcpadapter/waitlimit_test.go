@@ -1,0 +1,64 @@
+package mcpadapter
+
+import (
+	"context"
+	"encoding/json"
+	"path/filepath"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/graph-engineering/graph-engineering-mcp/lease"
+	"github.com/graph-engineering/graph-engineering-mcp/manifest"
+	"github.com/graph-engineering/graph-engineering-mcp/taskgraph"
+)
+
+// At the store's bound on parked claims, a claim-next with wait_ms answers at
+// once with a normal result: claimed false and a hint to retry, not an error.
+func TestClaimAtWaitLimitAnswersWithHint(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	st, err := taskgraph.Open(ctx, filepath.Join(t.TempDir(), "tasks.db"),
+		taskgraph.Options{Clock: lease.NewManualClock(time.Date(2026, 5, 1, 9, 0, 0, 0, time.UTC)), MaxWaiters: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	srv, err := New(Config{Store: st, Version: "test", Surface: manifest.NewSurface(manifest.Options{}), ExtraLimits: map[string]int64{"maxStdioLineBytes": MaxStdioLineBytes}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &fixture{t: t, ctx: ctx, store: st, srv: srv}
+	cs := f.client("", nil)
+
+	parked := make(chan error, 1)
+	go func() {
+		_, _, err := st.Claim(ctx, taskgraph.ClaimRequest{Owner: "w0", Wait: taskgraph.MaxClaimWait})
+		parked <- err
+	}()
+	for st.Waiters() < 1 {
+		runtime.Gosched()
+	}
+	res, out := callTool(t, cs, manifest.ToolClaim, map[string]any{"owner": "w1", "wait_ms": 30000})
+	if res.IsError || out["claimed"] != false || out["task"] != nil || out["hint"] != WaitLimitHint {
+		t.Fatalf("claim-next at the wait limit: isError=%v %v", res.IsError, out)
+	}
+	lt, err := cs.ListTools(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tool := range lt.Tools {
+		if tool.Name != manifest.ToolClaim {
+			continue
+		}
+		b, _ := json.Marshal(tool.OutputSchema)
+		var schema struct {
+			Properties map[string]struct{ Type string } `json:"properties"`
+		}
+		if err := json.Unmarshal(b, &schema); err != nil || schema.Properties["hint"].Type != "string" {
+			t.Fatalf("claim output schema has no string hint: %s", b)
+		}
+	}
+	cancel()
+	<-parked
+}

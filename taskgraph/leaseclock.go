@@ -1,0 +1,295 @@
+package taskgraph
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/graph-engineering/graph-engineering-mcp/lease"
+)
+
+// Lease time runs only while the server runs. Leases are stored as wall-clock
+// expiries; when the server was away (stopped between a close or a crash and
+// the next Open, paused by SIGSTOP or a VM freeze, or its wall clock stepped),
+// every live lease is moved by the time the wall clock moved without a server
+// running, and clamped to at most now + its own duration, so that
+//
+//   - a worker that kept working through the server's absence keeps the
+//     remaining lease it had, and its queued heartbeat is accepted;
+//   - a backward step never leaves a lease longer than its duration;
+//   - a worker that really died is reclaimed within one lease after the
+//     server is back.
+//
+// How much to move is read from the alive time recorded in the database, in
+// the same transaction as the move (see step), so that servers sharing a
+// database move leases once per event.
+//
+// Only the server's store (Options.Sweep) does this: one-shot tools neither
+// shift leases nor record the alive time. Each moved lease is recorded as a
+// lease_shift event of its workflow's history (with the new expiry), like a
+// heartbeat's: the history stays a complete account of every lease, so a
+// verifier can still show that no holder write was accepted after its lease.
+// Shifts are rare (a restart, a pause, a step) and touch only live claims.
+const (
+	// pauseGap is the monotonic gap between two observations beyond which the
+	// process is taken to have been away (stopped or frozen) for all of it.
+	pauseGap = 2 * time.Second
+	// minShift is the smallest shift applied; smaller differences between the
+	// wall and monotonic clocks (slewing, scheduling noise) are ignored.
+	minShift = 100 * time.Millisecond
+	// aliveEvery is how stale the recorded alive time may get while leases are
+	// live and no write comes.
+	aliveEvery = time.Second
+	// aliveBatchEvery throttles the alive time written by write batches.
+	aliveBatchEvery = 100 * time.Millisecond
+	// staleMin is how old the recorded alive time must be for a running
+	// server that observed a pause or a step to move leases: beyond what
+	// aliveEvery and the check interval leave in normal running, so that a
+	// shift another server already applied is not applied again.
+	staleMin = pauseGap
+	// defaultClockCheck is Options.ClockCheckInterval's default.
+	defaultClockCheck = 250 * time.Millisecond
+)
+
+// shiftLeasesSQL moves every live lease by ? ms, to at most now + its duration.
+const shiftLeasesSQL = `UPDATE tasks SET lease_expires_at_ms = MIN(lease_expires_at_ms + ?, ? + COALESCE(lease_ms, ?))
+	WHERE state = 'claimed' AND lease_expires_at_ms IS NOT NULL RETURNING seq, lease_expires_at_ms`
+
+// touchAliveSQL records the server's alive time.
+const touchAliveSQL = `INSERT INTO server_clock (singleton, alive_at_ms) VALUES (1, ?)
+	ON CONFLICT (singleton) DO UPDATE SET alive_at_ms = excluded.alive_at_ms`
+
+// leaseClock notices the time the server was away and gives it back to live
+// leases. It compares the wall clock with a monotonic source at every
+// observation: a monotonic gap beyond pauseGap means the process was away for
+// the whole wall-clock interval; otherwise the difference between the wall and
+// monotonic intervals is a step of the wall clock. The accumulated shift is
+// applied at the start of the next write batch, before any of its operations,
+// so queued heartbeats are judged against the moved leases.
+type leaseClock struct {
+	wall lease.Clock
+	mono lease.Monotonic // nil: no pause or step detection (a custom Clock without a Monotonic)
+	log  *slog.Logger
+
+	mu       sync.Mutex
+	lastW    time.Time
+	lastM    time.Duration
+	pending  time.Duration // observed, not yet applied
+	inflight time.Duration // applied by the batch in progress, not yet committed
+	aliveMS  int64         // the alive time last committed
+	resumed  bool          // the downtime before Open has been given back
+	final    bool          // Close's last batch: record the alive time whatever its age
+}
+
+func newLeaseClock(wall lease.Clock, mono lease.Monotonic, log *slog.Logger) *leaseClock {
+	c := &leaseClock{wall: wall, mono: mono, log: log}
+	c.lastW = wall.Now()
+	if mono != nil {
+		c.lastM = mono.Elapsed()
+	}
+	return c
+}
+
+// observe compares the clocks with the last observation and accumulates the
+// time the server was away.
+func (c *leaseClock) observe() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.observeLocked()
+}
+
+func (c *leaseClock) observeLocked() {
+	if c.mono == nil {
+		return
+	}
+	w, m := c.wall.Now(), c.mono.Elapsed()
+	dw, dm := w.Sub(c.lastW), m-c.lastM
+	c.lastW, c.lastM = w, m
+	away := dw - dm // a step of the wall clock
+	if dm > pauseGap {
+		away = dw // the process did not run: the whole interval was away
+	}
+	if away >= minShift || away <= -minShift {
+		c.pending += away
+	}
+}
+
+// take observes the clocks and returns the shift the next batch must apply,
+// including one taken by a batch that did not commit.
+func (c *leaseClock) take() time.Duration {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.observeLocked()
+	shift := c.pending + c.inflight
+	c.pending, c.inflight = 0, shift
+	return shift
+}
+
+// step runs at the start of every write batch of the server's store, inside
+// its transaction, before any operation, and records the alive time. The
+// shift it applies is coordinated through the database, so that several
+// server processes on one database (and one host clock) apply a clock step or
+// a shared freeze once, not once each:
+//
+//   - in the first batch after Open, live leases move by the downtime, now
+//     minus the recorded alive time (forward or backward);
+//   - later, only when this process observed that it was away (a pause or a
+//     step of its clock, see observe), and then by the part of that time for
+//     which no server kept the alive time fresh: the recorded alive time is
+//     at least staleMin old (or that far in the future) in the same
+//     direction, and the shift is the smaller of the two. A process that was
+//     paused while another served moves nothing; a write lock held by another
+//     process for a while, with no pause, moves nothing either.
+func (c *leaseClock) step(w *wtx) error {
+	away := c.take()
+	c.mu.Lock()
+	resumed, final := c.resumed, c.final
+	c.mu.Unlock()
+	var shift time.Duration
+	if !resumed || away != 0 {
+		var alive int64
+		switch err := w.queryRow(`SELECT alive_at_ms FROM server_clock WHERE singleton = 1`).Scan(&alive); {
+		case errors.Is(err, sql.ErrNoRows):
+		case err != nil:
+			return fmt.Errorf("read the server's alive time: %w", err)
+		default:
+			stale := time.Duration(w.nowMS-alive) * time.Millisecond
+			switch {
+			case !resumed:
+				if stale >= minShift || stale <= -minShift {
+					shift = stale
+				}
+			case away > 0 && stale >= staleMin:
+				shift = min(away, stale)
+			case away < 0 && stale <= -staleMin:
+				shift = max(away, stale)
+			}
+		}
+	}
+	if shift != 0 {
+		n, err := w.shiftLeases(shift)
+		if err != nil {
+			return err
+		}
+		w.afterCommit(func() {
+			if n > 0 {
+				c.log.Info("the server was away or its clock was stepped; live leases moved by that time", "shift", shift.String(), "leases", n)
+			}
+		})
+	}
+	c.mu.Lock()
+	writeAlive := !resumed || final || shift != 0 || w.nowMS-c.aliveMS >= aliveBatchEvery.Milliseconds() || w.nowMS < c.aliveMS
+	c.mu.Unlock()
+	if writeAlive {
+		if _, err := w.exec(touchAliveSQL, w.nowMS); err != nil {
+			return fmt.Errorf("record the server's alive time: %w", err)
+		}
+	}
+	now := w.nowMS
+	w.afterCommit(func() {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		c.inflight = 0
+		c.resumed = true
+		if writeAlive {
+			c.aliveMS = now
+		}
+	})
+	return nil
+}
+
+// last runs Close's final batch, after every sender is done and before the
+// writer stops: it applies any shift still pending and records the alive
+// time.
+func (c *leaseClock) last(s *Store) error {
+	c.mu.Lock()
+	c.final = true
+	c.mu.Unlock()
+	o := &op{ctx: context.Background(), fn: func(*wtx) error { return nil }, done: make(chan struct{})}
+	s.ops <- o
+	<-o.done
+	if o.err != nil {
+		return fmt.Errorf("record the server's alive time at close: %w", o.err)
+	}
+	return nil
+}
+
+// shiftLeases moves every live lease by shift, clamped to now + its duration,
+// and records a lease_shift event for each: the history stays a complete
+// account of every lease's expiry, so that a verifier can show no holder
+// write was accepted after its lease.
+func (w *wtx) shiftLeases(shift time.Duration) (int, error) {
+	rows, err := w.query(shiftLeasesSQL, shift.Milliseconds(), w.nowMS, lease.DefaultDuration.Milliseconds())
+	if err != nil {
+		return 0, fmt.Errorf("give live leases back %s: %w", shift, err)
+	}
+	type moved struct{ seq, exp int64 }
+	var ms []moved
+	for rows.Next() {
+		var m moved
+		if err := rows.Scan(&m.seq, &m.exp); err != nil {
+			rows.Close()
+			return 0, fmt.Errorf("give live leases back %s: %w", shift, err)
+		}
+		ms = append(ms, m)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return 0, fmt.Errorf("give live leases back %s: %w", shift, err)
+	}
+	for _, m := range ms {
+		r, err := w.loadSeq(m.seq)
+		if err != nil {
+			return 0, err
+		}
+		if err := w.appendEvent(&r, EventLeaseShift, r.Owner, r.Generation, map[string]any{"lease_expires_at_ms": m.exp, "shift_ms": shift.Milliseconds()}); err != nil {
+			return 0, err
+		}
+	}
+	return len(ms), nil
+}
+
+// clockLoop observes the clocks every interval, so that a pause or a step is
+// measured from just before it, and makes sure an observed shift and a stale
+// alive time reach the database even when no other write comes.
+func (s *Store) clockLoop(interval time.Duration) {
+	defer s.wg.Done()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		<-s.quit
+		cancel()
+	}()
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	c := s.lc
+	for {
+		select {
+		case <-s.quit:
+			return
+		case <-t.C:
+		}
+		c.observe()
+		c.mu.Lock()
+		need := c.pending != 0
+		stale := s.clock.Now().UnixMilli()-c.aliveMS >= aliveEvery.Milliseconds()
+		c.mu.Unlock()
+		if !need && stale {
+			next, err := s.nextLeaseExpiry(ctx)
+			need = err == nil && !next.IsZero() // leases are live
+		}
+		if !need {
+			continue
+		}
+		if err := s.do(ctx, func(*wtx) error { return nil }); err != nil {
+			if errors.Is(err, ErrClosed) || ctx.Err() != nil {
+				return
+			}
+			s.log.Warn("could not record the server's clock; retrying", "err", err)
+		}
+	}
+}

@@ -1,0 +1,301 @@
+package taskgraph
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/graph-engineering/graph-engineering-mcp/lease"
+)
+
+// openServer opens the server's store (Sweep) on path with clock as both its
+// wall clock and its monotonic source.
+func openServer(t *testing.T, path string, clock *lease.ManualClock) *Store {
+	t.Helper()
+	s, err := Open(context.Background(), path, Options{Clock: clock, Monotonic: clock, Sweep: true, ClockCheckInterval: 500 * time.Millisecond})
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+type leaseEnv struct {
+	*bundle
+}
+
+func newLeaseEnv(t *testing.T) leaseEnv {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "tasks.db")
+	clock := lease.NewManualClock(t0)
+	return leaseEnv{&bundle{s: openServer(t, path, clock), clock: clock, path: path, ctx: context.Background()}}
+}
+
+// run lets d of server time pass in small steps, with a write (which observes
+// the clocks) after each, as a running server would.
+func (e leaseEnv) run(t *testing.T, d time.Duration) {
+	t.Helper()
+	for step := 250 * time.Millisecond; d > 0; d -= step {
+		e.clock.Advance(min(step, d))
+		e.sync(t)
+	}
+}
+
+// sync runs a write batch: it applies any observed shift and expires lapsed
+// leases.
+func (e leaseEnv) sync(t *testing.T) {
+	t.Helper()
+	if _, err := e.s.ExpireLeases(e.ctx); err != nil {
+		t.Fatalf("ExpireLeases: %v", err)
+	}
+}
+
+func (e leaseEnv) expiry(t *testing.T, id string) time.Time {
+	t.Helper()
+	return e.wantState(t, id, StateClaimed).LeaseExpiresAt
+}
+
+// reclaimedWithin checks that a claim whose worker died is still live just
+// before left has passed and lapses by left.
+func (e leaseEnv) reclaimedWithin(t *testing.T, id string, left time.Duration) {
+	t.Helper()
+	e.run(t, left-250*time.Millisecond)
+	e.wantState(t, id, StateClaimed)
+	e.run(t, 250*time.Millisecond)
+	if tk := e.get(t, id); tk.State == StateClaimed {
+		t.Fatalf("the dead worker's claim on %s is still live %s after the server came back (lease expires %v, now %v)", id, left, tk.LeaseExpiresAt, e.clock.Now())
+	}
+}
+
+// A pause of the process (SIGSTOP, a VM freeze: wall and monotonic time both
+// jump with no observation between) longer than the lease gives live leases
+// back the time: a queued heartbeat of a healthy worker succeeds, and a dead
+// worker's claim lapses within one lease after the server is back.
+func TestLeaseTimeStopsDuringAPause(t *testing.T) {
+	e := newLeaseEnv(t)
+	live := e.create(t, "wf", "live")
+	dead := e.create(t, "wf", "dead")
+	cl := e.claim(t, "w1", live.TaskID, 5*time.Second)
+	e.claim(t, "w2", dead.TaskID, 5*time.Second)
+	e.run(t, 2*time.Second) // 3 s left on both
+	e.clock.Advance(8 * time.Second)
+	arrived := e.clock.Now()
+	if _, err := e.s.Heartbeat(WithArrival(e.ctx, arrived), holder(cl), 5*time.Second); err != nil {
+		t.Fatalf("the heartbeat that arrived after an 8 s pause was rejected: %v", err)
+	}
+	if got, want := e.expiry(t, dead.TaskID), arrived.Add(3*time.Second); !got.Equal(want) {
+		t.Fatalf("after the pause the dead worker's lease expires at %v, want %v (the 3 s it had left)", got, want)
+	}
+	wantShiftEvent(t, e.bundle, dead.TaskID, arrived.Add(3*time.Second), 8*time.Second)
+	e.reclaimedWithin(t, dead.TaskID, 3*time.Second)
+	if _, err := e.s.Complete(e.ctx, holder(cl), json.RawMessage(`"ok"`)); err != nil {
+		t.Fatalf("complete after the pause: %v", err)
+	}
+	if tk := e.wantState(t, live.TaskID, StateCompleted); tk.Attempts != 1 {
+		t.Fatalf("attempts = %d, want 1", tk.Attempts)
+	}
+}
+
+// A forward step of the wall clock costs no lease: a task on its last attempt
+// does not fail and nothing cascades.
+func TestLeaseTimeIgnoresAForwardClockStep(t *testing.T) {
+	e := newLeaseEnv(t)
+	ts, err := e.s.CreateTask(e.ctx, "wf", NodeSpec{NodeID: "last", MaxAttempts: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.create(t, "wf", "after", "last")
+	c := e.claim(t, "w", ts.Task.TaskID, 5*time.Second)
+	e.run(t, time.Second)
+	e.clock.Step(20 * time.Minute)
+	e.sync(t)
+	if got, want := e.expiry(t, ts.Task.TaskID), e.clock.Now().Add(4*time.Second); !got.Equal(want) {
+		t.Fatalf("after a +20 min step the lease expires at %v, want %v", got, want)
+	}
+	if _, err := e.s.Heartbeat(e.ctx, holder(c), 0); err != nil {
+		t.Fatalf("heartbeat after a +20 min step: %v", err)
+	}
+}
+
+// A backward step never leaves a lease longer than its duration: a dead
+// worker's claim lapses within one lease, not after the step's size.
+func TestLeaseTimeBackwardClockStep(t *testing.T) {
+	e := newLeaseEnv(t)
+	dead := e.create(t, "wf", "dead")
+	live := e.create(t, "wf", "live")
+	e.claim(t, "w1", dead.TaskID, 5*time.Second)
+	cl := e.claim(t, "w2", live.TaskID, 5*time.Second)
+	e.run(t, time.Second)
+	e.clock.Step(-2 * time.Hour)
+	e.sync(t)
+	if got, want := e.expiry(t, dead.TaskID), e.clock.Now().Add(4*time.Second); !got.Equal(want) {
+		t.Fatalf("after a -2 h step the lease expires at %v, want %v", got, want)
+	}
+	if _, err := e.s.Heartbeat(e.ctx, holder(cl), 5*time.Second); err != nil {
+		t.Fatalf("heartbeat after a -2 h step: %v", err)
+	}
+	e.reclaimedWithin(t, dead.TaskID, 4*time.Second)
+
+	// The clamp: a lease stored far beyond its duration (as a step between a
+	// claim and the server noticing it could leave) is cut to now + duration
+	// at the next shift.
+	far := e.create(t, "wf", "far")
+	e.claim(t, "w3", far.TaskID, 5*time.Second)
+	raw, err := sql.Open("sqlite3", "file:"+e.path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	mustExec(t, raw, `UPDATE tasks SET lease_expires_at_ms = ? WHERE task_id = ?`, e.clock.Now().Add(2*time.Hour).UnixMilli(), far.TaskID)
+	e.clock.Step(-3 * time.Second)
+	e.sync(t)
+	if got, want := e.expiry(t, far.TaskID), e.clock.Now().Add(5*time.Second); !got.Equal(want) {
+		t.Fatalf("a lease 2 h out was left at %v after a shift, want %v (now + its duration)", got, want)
+	}
+}
+
+// A restart whose downtime is longer than the lease keeps the remaining lease
+// of every live claim: the same claim's heartbeat and complete succeed, the
+// task is completed on its first attempt, and a dead worker's claim lapses
+// within what it had left. A one-shot (operator) store opened meanwhile does
+// not touch the alive time.
+func TestLeaseTimeStopsWhileTheServerIsDown(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "tasks.db")
+	clock := lease.NewManualClock(t0)
+	e := leaseEnv{&bundle{s: openServer(t, path, clock), clock: clock, path: path, ctx: context.Background()}}
+	live := e.create(t, "wf", "live")
+	dead := e.create(t, "wf", "dead")
+	cl := e.claim(t, "w1", live.TaskID, 5*time.Second)
+	e.claim(t, "w2", dead.TaskID, 5*time.Second)
+	e.run(t, 2*time.Second)
+	if err := e.s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	stoppedAt := clock.Now()
+
+	clock.Advance(time.Hour) // the deploy
+	op, err := Open(e.ctx, path, Options{Clock: clock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var alive int64
+	if err := op.rdb.QueryRow(`SELECT alive_at_ms FROM server_clock`).Scan(&alive); err != nil || alive != stoppedAt.UnixMilli() {
+		t.Fatalf("alive time %d (err %v), want %d", alive, err, stoppedAt.UnixMilli())
+	}
+	if err := op.Close(); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := sql.Open("sqlite3", "file:"+path+"?_query_only=on")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	if err := raw.QueryRow(`SELECT alive_at_ms FROM server_clock`).Scan(&alive); err != nil || alive != stoppedAt.UnixMilli() {
+		t.Fatalf("a one-shot store changed the server's alive time to %d (err %v), want %d", alive, err, stoppedAt.UnixMilli())
+	}
+
+	e.s = openServer(t, path, clock)
+	if got, want := e.expiry(t, dead.TaskID), clock.Now().Add(3*time.Second); !got.Equal(want) {
+		t.Fatalf("after an hour down the lease expires at %v, want %v (the 3 s left at the stop)", got, want)
+	}
+	wantShiftEvent(t, e.bundle, dead.TaskID, clock.Now().Add(3*time.Second), time.Hour)
+	if rep := e.verify(t); rep.Broken != nil {
+		t.Fatalf("history does not verify after a shift: %+v", rep)
+	}
+	if _, err := e.s.Heartbeat(e.ctx, holder(cl), 5*time.Second); err != nil {
+		t.Fatalf("heartbeat of the same claim after the restart: %v", err)
+	}
+	e.reclaimedWithin(t, dead.TaskID, 3*time.Second)
+	if _, err := e.s.Complete(e.ctx, holder(cl), json.RawMessage(`1`)); err != nil {
+		t.Fatalf("complete of the same claim after the restart: %v", err)
+	}
+	if tk := e.wantState(t, live.TaskID, StateCompleted); tk.Attempts != 1 || tk.Generation != 1 {
+		t.Fatalf("attempts %d generation %d, want 1 and 1", tk.Attempts, tk.Generation)
+	}
+}
+
+// wantShiftEvent checks that task id's history records its lease moved by
+// shift to exp.
+func wantShiftEvent(t *testing.T, b *bundle, id string, exp time.Time, shift time.Duration) {
+	t.Helper()
+	ev := lastEvent(t, b, id, EventLeaseShift)
+	var d struct {
+		Exp   int64 `json:"lease_expires_at_ms"`
+		Shift int64 `json:"shift_ms"`
+	}
+	if err := json.Unmarshal(ev.Detail, &d); err != nil || d.Exp != exp.UnixMilli() || d.Shift != shift.Milliseconds() {
+		t.Fatalf("lease_shift event %s, want lease_expires_at_ms %d and shift_ms %d", ev.Detail, exp.UnixMilli(), shift.Milliseconds())
+	}
+}
+
+// Two server processes on one database see the same clock step: the leases
+// move once, not once per server. A server paused while the other kept
+// serving moves nothing.
+func TestLeaseTimeShiftAppliedOnceAcrossServers(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "tasks.db")
+	clock := lease.NewManualClock(t0)
+	a := leaseEnv{&bundle{s: openServer(t, path, clock), clock: clock, path: path, ctx: context.Background()}}
+	b := leaseEnv{&bundle{s: openServer(t, path, clock), clock: clock, path: path, ctx: context.Background()}}
+	task := a.create(t, "wf", "n")
+	c := a.claim(t, "w", task.TaskID, 10*time.Second)
+	both := func(d time.Duration) {
+		for step := 250 * time.Millisecond; d > 0; d -= step {
+			clock.Advance(min(step, d))
+			a.sync(t)
+			b.sync(t)
+		}
+	}
+	both(time.Second) // 9 s left
+	for _, step := range []time.Duration{-2 * time.Hour, 20 * time.Minute} {
+		clock.Step(step)
+		a.sync(t)
+		b.sync(t)
+		if got, want := a.expiry(t, task.TaskID), clock.Now().Add(9*time.Second); !got.Equal(want) {
+			t.Fatalf("after a %v step seen by two servers the lease expires at %v, want %v (moved once)", step, got, want)
+		}
+	}
+	// b is paused for 3 s while a serves.
+	before := a.expiry(t, task.TaskID)
+	a.run(t, 3*time.Second)
+	b.sync(t)
+	if got := a.expiry(t, task.TaskID); !got.Equal(before) {
+		t.Fatalf("a server paused while another served moved the lease from %v to %v", before, got)
+	}
+	if _, err := b.s.Heartbeat(b.ctx, holder(c), 0); err != nil {
+		t.Fatalf("heartbeat through the other server: %v", err)
+	}
+}
+
+// Migration 0002 gives a claim made before it the lease duration it was set
+// with (its expiry minus its last update), so it too is clamped correctly.
+func TestLeaseMSBackfilledForClaimsBeforeTheMigration(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "tasks.db")
+	v1, err := os.ReadFile("../schema/migrations/0001_init.sql")
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := sql.Open("sqlite3", "file:"+path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustExec(t, raw, string(v1))
+	mustExec(t, raw, `CREATE TABLE schema_version (singleton INTEGER PRIMARY KEY CHECK (singleton = 1), version INTEGER NOT NULL, applied_at_ms INTEGER NOT NULL)`)
+	mustExec(t, raw, `INSERT INTO schema_version VALUES (1, 1, 0)`)
+	at := t0.UnixMilli()
+	mustExec(t, raw, `INSERT INTO workflows (workflow_id, created_at_ms, updated_at_ms) VALUES ('wf', ?, ?)`, at, at)
+	mustExec(t, raw, `INSERT INTO tasks (seq, task_id, workflow_id, node_id, payload, depends_on, state, owner, generation, lease_expires_at_ms,
+		attempts, max_attempts, unmet, created_at_ms, updated_at_ms) VALUES (1, '01KJMMA2G0000000000000000A', 'wf', 'n', '{}', '[]', 'claimed', 'w', 1, ?, 1, 3, 0, ?, ?)`,
+		at+20000, at, at)
+	raw.Close()
+
+	clock := lease.NewManualClock(t0.Add(time.Second))
+	s := openServer(t, path, clock)
+	var ms int64
+	if err := s.rdb.QueryRow(`SELECT lease_ms FROM tasks WHERE seq = 1`).Scan(&ms); err != nil || ms != 20000 {
+		t.Fatalf("lease_ms = %d (err %v), want 20000", ms, err)
+	}
+}

@@ -1,0 +1,249 @@
+package taskgraph
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"runtime"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/graph-engineering/graph-engineering-mcp/lease"
+)
+
+type parkedResult struct {
+	group string
+	c     Claimed
+	ok    bool
+	err   error
+}
+
+// park starts n claim-next calls on workflow wf ("" for any) that wait up to
+// MaxClaimWait, and returns once each has made its first attempt.
+func parkWaiters(t testing.TB, s *Store, ctx context.Context, n int, wf string, out chan<- parkedResult, wg *sync.WaitGroup) {
+	t.Helper()
+	base := s.claimAttempts.Load()
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c, ok, err := s.Claim(ctx, ClaimRequest{Owner: "w", WorkflowID: wf, Wait: MaxClaimWait})
+			out <- parkedResult{group: wf, c: c, ok: ok, err: err}
+		}()
+	}
+	for s.claimAttempts.Load() < base+int64(n) {
+		runtime.Gosched()
+	}
+}
+
+// With 5,000 parked claim-next calls, a create makes O(1) claim attempts: it
+// wakes one waiter, not all.
+func TestCreateWakesOneOfManyWaiters(t *testing.T) {
+	b := setupWith(t, Options{MaxWaiters: 6000})
+	ctx, cancel := context.WithCancel(b.ctx)
+	defer cancel()
+	out := make(chan parkedResult, 5000)
+	var wg sync.WaitGroup
+	parkWaiters(t, b.s, ctx, 5000, "", out, &wg)
+	if got := b.s.Waiters(); got != 5000 {
+		t.Fatalf("Waiters = %d, want 5000", got)
+	}
+	base := b.s.claimAttempts.Load()
+	for i := range 2 {
+		task := b.create(t, "wf", fmt.Sprint("n", i))
+		r := <-out
+		if r.err != nil || !r.ok || r.c.Task.TaskID != task.TaskID {
+			t.Fatalf("a woken waiter got %+v", r)
+		}
+	}
+	if extra := b.s.claimAttempts.Load() - base; extra > 6 {
+		t.Fatalf("two creates with 5000 parked waiters made %d claim attempts, want at most 6", extra)
+	}
+	cancel()
+	wg.Wait()
+	close(out)
+	for r := range out {
+		if !errors.Is(r.err, context.Canceled) {
+			t.Fatalf("a parked waiter ended with %+v, want context.Canceled", r)
+		}
+	}
+	if got := b.s.Waiters(); got != 0 {
+		t.Fatalf("Waiters = %d after every waiter left", got)
+	}
+}
+
+// A task that becomes ready wakes only waiters whose workflow filter it
+// matches.
+func TestWakeRespectsWorkflowFilter(t *testing.T) {
+	b := setup(t)
+	ctx, cancel := context.WithCancel(b.ctx)
+	defer cancel()
+	out := make(chan parkedResult, 200)
+	var wg sync.WaitGroup
+	parkWaiters(t, b.s, ctx, 100, "x", out, &wg)
+	parkWaiters(t, b.s, ctx, 100, "y", out, &wg)
+	base := b.s.claimAttempts.Load()
+	task := b.create(t, "y", "only")
+	r := <-out
+	if r.group != "y" || !r.ok || r.c.Task.TaskID != task.TaskID {
+		t.Fatalf("got %+v, want a waiter on y to claim %s", r, task.TaskID)
+	}
+	if extra := b.s.claimAttempts.Load() - base; extra > 3 {
+		t.Fatalf("a create in y made %d claim attempts, want at most 3", extra)
+	}
+	cancel()
+	wg.Wait()
+}
+
+// A waiter that leaves with a wake it did not use passes it on; a wake goes
+// only to a waiter that may use it.
+func TestWaitQueuePassesWakesOn(t *testing.T) {
+	var q waitQueue
+	q.init(10)
+	a, other, b := q.add(""), q.add("x"), q.add("wf")
+	q.wake("wf", 1)
+	if len(a.ch) != 1 || len(other.ch) != 0 || len(b.ch) != 0 {
+		t.Fatalf("wake(wf, 1) reached a=%d x=%d b=%d, want only the oldest matching waiter", len(a.ch), len(other.ch), len(b.ch))
+	}
+	q.remove(a) // gives up (timeout, cancel) without using it
+	if len(other.ch) != 0 || len(b.ch) != 1 {
+		t.Fatalf("the wake passed on reached x=%d b=%d, want b", len(other.ch), len(b.ch))
+	}
+	if q.len() != 2 {
+		t.Fatalf("len = %d", q.len())
+	}
+	q.init(2)
+	if q.add("") != nil {
+		t.Fatal("add beyond max registered a waiter")
+	}
+}
+
+// At Options.MaxWaiters, a claim-next with a wait still takes a ready task,
+// and otherwise answers at once with ErrWaitLimit and ok false.
+func TestMaxWaiters(t *testing.T) {
+	b := setupWith(t, Options{MaxWaiters: 2})
+	ctx, cancel := context.WithCancel(b.ctx)
+	defer cancel()
+	out := make(chan parkedResult, 2)
+	var wg sync.WaitGroup
+	parkWaiters(t, b.s, ctx, 2, "x", out, &wg)
+	_, ok, err := b.s.Claim(b.ctx, ClaimRequest{Owner: "w", Wait: MaxClaimWait})
+	if ok || !errors.Is(err, ErrWaitLimit) {
+		t.Fatalf("claim-next at the bound: ok=%v err=%v, want ErrWaitLimit", ok, err)
+	}
+	task := b.create(t, "y", "ready")
+	c, ok, err := b.s.Claim(b.ctx, ClaimRequest{Owner: "w", Wait: MaxClaimWait})
+	if err != nil || !ok || c.Task.TaskID != task.TaskID {
+		t.Fatalf("claim-next at the bound with a ready task: ok=%v err=%v", ok, err)
+	}
+	cancel()
+	wg.Wait()
+}
+
+// The server's sweeper expires a lapsed lease and wakes a waiter for it;
+// waiters themselves do not wake at lease expiries.
+func TestSweeperWakesWaiterForExpiredLease(t *testing.T) {
+	b := setupWith(t, Options{Sweep: true})
+	task := b.create(t, "wf", "a")
+	b.claim(t, "dead", task.TaskID, 5*time.Second)
+	ctx, cancel := context.WithCancel(b.ctx)
+	defer cancel()
+	out := make(chan parkedResult, 50)
+	var wg sync.WaitGroup
+	parkWaiters(t, b.s, ctx, 50, "", out, &wg)
+	base := b.s.claimAttempts.Load()
+	b.clock.Advance(6 * time.Second)
+	r := <-out
+	if !r.ok || r.c.Task.TaskID != task.TaskID || r.c.Lease.Generation != 2 {
+		t.Fatalf("got %+v, want the expired task at generation 2", r)
+	}
+	if extra := b.s.claimAttempts.Load() - base; extra > 3 {
+		t.Fatalf("%d claim attempts among 50 waiters for one expiry", extra)
+	}
+	cancel()
+	wg.Wait()
+}
+
+// A write by another process wakes at most as many waiters as there are
+// pending tasks.
+func TestWatcherWakesByPendingCount(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "tasks.db")
+	clock := lease.NewManualClock(t0)
+	a, err := Open(context.Background(), path, Options{Clock: clock, WatchInterval: 5 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	other, err := Open(context.Background(), path, Options{Clock: clock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	out := make(chan parkedResult, 200)
+	var wg sync.WaitGroup
+	parkWaiters(t, a, ctx, 100, "", out, &wg)
+	parkWaiters(t, a, ctx, 100, "wf", out, &wg)
+	base := a.claimAttempts.Load()
+	if _, err := other.CreateTask(ctx, "wf", NodeSpec{NodeID: "n"}); err != nil {
+		t.Fatal(err)
+	}
+	if r := <-out; !r.ok {
+		t.Fatalf("got %+v", r)
+	}
+	// A task of another workflow: only a waiter on any workflow may take it.
+	if _, err := other.CreateTask(ctx, "other", NodeSpec{NodeID: "n"}); err != nil {
+		t.Fatal(err)
+	}
+	if r := <-out; !r.ok {
+		t.Fatalf("got %+v", r)
+	}
+	if extra := a.claimAttempts.Load() - base; extra > 4 {
+		t.Fatalf("two creates by another process made %d claim attempts among 200 waiters, want at most 4", extra)
+	}
+	cancel()
+	wg.Wait()
+}
+
+func cpuTime(tb testing.TB) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		tb.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// BenchmarkCreateWithParkedWaiters measures the CPU a create costs with 0 and
+// 5,000 claim-next calls parked on another workflow (cpu-ns/op: user + system
+// time of the whole process, per create).
+func BenchmarkCreateWithParkedWaiters(b *testing.B) {
+	for _, n := range []int{0, 5000} {
+		b.Run(fmt.Sprintf("waiters=%d", n), func(b *testing.B) {
+			path := filepath.Join(b.TempDir(), "tasks.db")
+			s, err := Open(context.Background(), path, Options{Sync: SyncNormal, MaxWaiters: 6000})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer s.Close()
+			ctx, cancel := context.WithCancel(context.Background())
+			out := make(chan parkedResult, n)
+			var wg sync.WaitGroup
+			parkWaiters(b, s, ctx, n, "idle", out, &wg)
+			b.ResetTimer()
+			start := cpuTime(b)
+			for i := 0; i < b.N; i++ {
+				if _, err := s.CreateTask(ctx, "work", NodeSpec{NodeID: fmt.Sprint("n", i)}); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(cpuTime(b)-start)/float64(b.N), "cpu-ns/op")
+			b.StopTimer()
+			cancel()
+			wg.Wait()
+		})
+	}
+}
