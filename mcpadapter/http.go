@@ -521,6 +521,10 @@ func (h *HTTPHandler) serveHealth(w http.ResponseWriter, r *http.Request) {
 // serveMCP serves the MCP endpoint.
 func (h *HTTPHandler) serveMCP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
+	// Server time at arrival, before the body is read or a slot is waited
+	// for: a holder write is judged at it (taskgraph.WithArrival), so time
+	// spent queued in this handler never costs a lease.
+	arrived := h.srv.store.Clock().Now()
 	method, eraLabel := "none", "none"
 	defer func() {
 		if h.metrics != nil && r.Method == http.MethodPost {
@@ -635,7 +639,10 @@ func (h *HTTPHandler) serveMCP(w http.ResponseWriter, r *http.Request) {
 	r.Header.Del(headerLastEventID)
 	r.Body = io.NopCloser(bytes.NewReader(body))
 	r.ContentLength = int64(len(body))
-	r = r.WithContext(context.WithValue(r.Context(), callPolicyKey{}, h.policy))
+	// The 2026-07-28 handler runs each call in this request's context, so
+	// the arrival time reaches the store; a legacy session's calls run in
+	// the session's context and are stamped when the store is called.
+	r = r.WithContext(taskgraph.WithArrival(context.WithValue(r.Context(), callPolicyKey{}, h.policy), arrived))
 	if e == eraModern {
 		if body := h.overflowToolError(r.Context(), msg); body != nil {
 			writeJSONBody(w, body)

@@ -8,10 +8,12 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/graph-engineering/graph-engineering-mcp/lease"
 	"github.com/graph-engineering/graph-engineering-mcp/manifest"
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph"
 )
@@ -212,5 +214,38 @@ func TestHTTPOverflowingNumberIsAToolError(t *testing.T) {
 	sdk.ServeHTTP(rec, req)
 	if !strings.Contains(rec.Body.String(), "failed to extract name") {
 		t.Errorf("the SDK no longer fails on an overflowing argument (HTTP %d %s): overflowToolError may no longer be needed", rec.Code, rec.Body)
+	}
+}
+
+// A 2026-07-28 heartbeat is judged at the server time it arrived at the
+// HTTP handler: waiting there for a slot past its lease's expiry does not
+// cost the lease.
+func TestHTTPHeartbeatJudgedAtArrivalNotAfterAdmission(t *testing.T) {
+	const n = 1
+	f := newHTTPFixture(t, HTTPOptions{MaxConcurrent: n, AdmissionWait: 50 * time.Second})
+	clock := f.store.Clock().(*lease.ManualClock)
+	c, err := f.store.CreateTask(f.ctx, "wf", taskgraph.NodeSpec{NodeID: "a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl, _, err := f.store.Claim(f.ctx, taskgraph.ClaimRequest{Owner: "w", TaskID: c.Task.TaskID, Lease: 2 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range n {
+		f.h.sem <- struct{}{} // every slot taken
+	}
+	done := make(chan *rawResponse, 1)
+	go func() {
+		args := map[string]any{"task_id": cl.Task.TaskID, "owner": "w", "generation": cl.Lease.Generation, "claim_token": cl.Lease.Token}
+		done <- f.post(modernBody(1, "tools/call", map[string]any{"name": manifest.ToolHeartbeat, "arguments": args}, nil), modernHeaders("tools/call", headerName, manifest.ToolHeartbeat))
+	}()
+	waitFor(t, "the heartbeat to wait for a slot", func() bool { return f.h.slotWaiters.Load() == 1 })
+	clock.Advance(5 * time.Second) // the lease's expiry passes while it waits
+	<-f.h.sem
+	r := <-done
+	var res map[string]any
+	if r.status != http.StatusOK || json.Unmarshal(r.rpc.Result, &res) != nil || res["isError"] == true {
+		t.Fatalf("a heartbeat that arrived in time was refused after waiting for a slot: HTTP %d %s", r.status, clipBody(r.body))
 	}
 }
