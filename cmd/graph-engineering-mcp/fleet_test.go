@@ -1,0 +1,530 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/graph-engineering/graph-engineering-mcp/manifest"
+	"github.com/graph-engineering/graph-engineering-mcp/taskgraph"
+)
+
+// fleetConfig sizes TestFleetLiveness. The defaults are the short run of the
+// normal suite; scripts/fleet sets GE_FLEET_* for a longer one.
+type fleetConfig struct {
+	workers  int           // MCP clients long-polling for work
+	layers   int           // layers of the DAG, each of width tasks
+	width    int           // tasks per layer
+	work     time.Duration // how long a worker works on one task
+	lease    time.Duration // the lease each claim asks for
+	slow     int           // unauthenticated connections trickling headers
+	kills    int           // SIGKILLs of the server mid-work
+	downtime time.Duration // how long the server stays down after each kill
+	readTx   time.Duration // how long the operator's read transaction stays open
+}
+
+func fleetConfigFromEnv(t *testing.T) fleetConfig {
+	c := fleetConfig{workers: 100, layers: 6, width: 8, work: 1500 * time.Millisecond, lease: 3 * time.Second,
+		slow: 200, kills: 1, readTx: 12 * time.Second}
+	intEnv := func(name string, p *int) {
+		if s := os.Getenv(name); s != "" {
+			n, err := strconv.Atoi(s)
+			if err != nil || n < 0 {
+				t.Fatalf("%s=%q: want a whole number", name, s)
+			}
+			*p = n
+		}
+	}
+	durEnv := func(name string, p *time.Duration) {
+		if s := os.Getenv(name); s != "" {
+			d, err := time.ParseDuration(s)
+			if err != nil {
+				t.Fatalf("%s=%q: %v", name, s, err)
+			}
+			*p = d
+		}
+	}
+	intEnv("GE_FLEET_WORKERS", &c.workers)
+	intEnv("GE_FLEET_LAYERS", &c.layers)
+	intEnv("GE_FLEET_WIDTH", &c.width)
+	intEnv("GE_FLEET_SLOW", &c.slow)
+	intEnv("GE_FLEET_KILLS", &c.kills)
+	durEnv("GE_FLEET_WORK", &c.work)
+	durEnv("GE_FLEET_LEASE", &c.lease)
+	durEnv("GE_FLEET_READTX", &c.readTx)
+	c.downtime = c.lease + time.Second
+	durEnv("GE_FLEET_DOWNTIME", &c.downtime)
+	return c
+}
+
+// fleetStats counts what the fleet saw. Refusals are what must stay zero.
+type fleetStats struct {
+	mu             sync.Mutex
+	holderLatency  []time.Duration // heartbeat and complete calls the server answered
+	heartbeats     atomic.Int64
+	completes      atomic.Int64
+	staleRefusals  atomic.Int64 // holder writes rejected as stale while the server was up
+	otherRefusals  atomic.Int64 // other tool errors on holder writes
+	busy503        atomic.Int64 // HTTP 503 answers to anything
+	transportFails atomic.Int64 // calls that failed in transport (the server was down)
+	claimsGranted  atomic.Int64
+	inFlight       atomic.Int64 // tasks claimed and not yet completed
+	refusalLog     []string
+}
+
+func (s *fleetStats) refused(format string, args ...any) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.refusalLog) < 20 {
+		s.refusalLog = append(s.refusalLog, fmt.Sprintf(format, args...))
+	}
+}
+
+// statusCounter counts 503 answers on the way back to the SDK client.
+type statusCounter struct {
+	next  http.RoundTripper
+	stats *fleetStats
+}
+
+func (c statusCounter) RoundTrip(r *http.Request) (*http.Response, error) {
+	resp, err := c.next.RoundTrip(r)
+	if err == nil && resp.StatusCode == http.StatusServiceUnavailable {
+		c.stats.busy503.Add(1)
+		c.stats.refused("HTTP 503 on %s", r.URL.Path)
+	}
+	return resp, err
+}
+
+// TestFleetLiveness is the fleet proof of issue 11: over HTTP, a hundred
+// workers run the README loop (claim-next with wait_ms, heartbeat every
+// lease/3, complete) on a layered DAG, while unauthenticated connections
+// trickle headers, an operator command runs every second during a long read
+// transaction, and the server is SIGKILLed mid-work and restarted after a
+// downtime longer than the lease. Every task must end completed on its first
+// attempt, and no heartbeat or complete may be refused (stale or 503) while
+// the server is up.
+func TestFleetLiveness(t *testing.T) {
+	if testing.Short() {
+		t.Skip("fleet: skipped with -short")
+	}
+	cfg := fleetConfigFromEnv(t)
+	bin := builtBinary(t)
+	dir := t.TempDir()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	srv := &soakServer{t: t, bin: bin, db: filepath.Join(dir, "fleet.db"), addr: addr, token: "fleet-token-" + strconv.FormatInt(time.Now().UnixNano(), 36)}
+	srv.start()
+	var up atomic.Bool
+	up.Store(true)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	stats := &fleetStats{}
+	transport := &http.Transport{MaxIdleConnsPerHost: cfg.workers + 8, IdleConnTimeout: 30 * time.Second}
+	defer transport.CloseIdleConnections()
+	httpClient := &http.Client{Transport: bearer{srv.token, statusCounter{transport, stats}}, Timeout: 40 * time.Second}
+	connect := func() (*mcp.ClientSession, error) {
+		c := mcp.NewClient(&mcp.Implementation{Name: "fleet", Version: "1"}, nil)
+		return c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: "http://" + addr + "/mcp", HTTPClient: httpClient, MaxRetries: -1}, nil)
+	}
+	type callResult struct {
+		out   map[string]any
+		isErr bool
+		text  string
+	}
+	call := func(cs *mcp.ClientSession, tool string, args map[string]any) (callResult, error) {
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: args})
+		if err != nil {
+			return callResult{}, err
+		}
+		var r callResult
+		if res.StructuredContent != nil {
+			b, _ := json.Marshal(res.StructuredContent)
+			json.Unmarshal(b, &r.out)
+		}
+		r.isErr = res.IsError
+		if r.isErr && len(res.Content) > 0 {
+			if tc, ok := res.Content[0].(*mcp.TextContent); ok {
+				r.text = tc.Text
+			}
+		}
+		return r, nil
+	}
+
+	// The DAG: layer 0 is free; each later node waits on two of the layer
+	// before it.
+	seed, err := connect()
+	if err != nil {
+		t.Fatal(err)
+	}
+	total := cfg.layers * cfg.width
+	for l := 0; l < cfg.layers; l++ {
+		for i := 0; i < cfg.width; i++ {
+			args := map[string]any{"workflow_id": "fleet", "node_id": fmt.Sprintf("L%d-%d", l, i), "payload": map[string]any{"layer": l}}
+			if l > 0 {
+				args["depends_on"] = []string{fmt.Sprintf("L%d-%d", l-1, i), fmt.Sprintf("L%d-%d", l-1, (i+1)%cfg.width)}
+			}
+			if r, err := call(seed, manifest.ToolCreate, args); err != nil || r.isErr {
+				t.Fatalf("create %v: %v %s", args["node_id"], err, r.text)
+			}
+		}
+	}
+	seed.Close()
+
+	var (
+		wg        sync.WaitGroup
+		doneMu    sync.Mutex
+		completed = map[string]bool{}
+		allDone   = make(chan struct{})
+		stopLoad  atomic.Bool
+	)
+	markDone := func(id string) {
+		doneMu.Lock()
+		defer doneMu.Unlock()
+		if !completed[id] {
+			completed[id] = true
+			if len(completed) == total {
+				close(allDone)
+			}
+		}
+	}
+
+	// holderWrite retries a holder write through outages (the server is down,
+	// the legacy session is gone) until the server answers it; an answer that
+	// refuses the claim is counted.
+	holderWrite := func(cs **mcp.ClientSession, tool string, args map[string]any) (callResult, bool) {
+		for !stopLoad.Load() {
+			if *cs == nil {
+				s, err := connect()
+				if err != nil {
+					time.Sleep(50 * time.Millisecond)
+					continue
+				}
+				*cs = s
+			}
+			start := time.Now()
+			r, err := call(*cs, tool, args)
+			if err != nil {
+				stats.transportFails.Add(1)
+				(*cs).Close()
+				*cs = nil
+				time.Sleep(50 * time.Millisecond)
+				continue
+			}
+			took := time.Since(start)
+			if !r.isErr {
+				stats.mu.Lock()
+				stats.holderLatency = append(stats.holderLatency, took)
+				stats.mu.Unlock()
+				return r, true
+			}
+			if strings.Contains(r.text, "stale claim") {
+				stats.staleRefusals.Add(1)
+				stats.refused("%s %v refused: %s", tool, args["task_id"], r.text)
+				return r, false
+			}
+			// Anything else (the database briefly unavailable, say) is
+			// counted and retried: the lease must still be there after.
+			stats.otherRefusals.Add(1)
+			stats.refused("%s %v: %s", tool, args["task_id"], r.text)
+			time.Sleep(100 * time.Millisecond)
+		}
+		return callResult{}, false
+	}
+
+	for w := 0; w < cfg.workers; w++ {
+		wg.Add(1)
+		go func(owner string) {
+			defer wg.Done()
+			var cs *mcp.ClientSession
+			defer func() {
+				if cs != nil {
+					cs.Close()
+				}
+			}()
+			for !stopLoad.Load() {
+				if cs == nil {
+					s, err := connect()
+					if err != nil {
+						time.Sleep(50 * time.Millisecond)
+						continue
+					}
+					cs = s
+				}
+				r, err := call(cs, manifest.ToolClaim, map[string]any{"owner": owner, "lease_ms": cfg.lease.Milliseconds(), "wait_ms": 5000})
+				if err != nil {
+					cs.Close()
+					cs = nil
+					time.Sleep(50 * time.Millisecond)
+					continue
+				}
+				if r.isErr {
+					stats.refused("claim refused: %s", r.text)
+					time.Sleep(100 * time.Millisecond)
+					continue
+				}
+				if r.out["claimed"] != true {
+					if r.out["hint"] != nil {
+						time.Sleep(100 * time.Millisecond)
+					}
+					continue
+				}
+				stats.claimsGranted.Add(1)
+				stats.inFlight.Add(1)
+				l := r.out["lease"].(map[string]any)
+				task := r.out["task"].(map[string]any)
+				id := task["task_id"].(string)
+				h := map[string]any{"task_id": id, "owner": owner, "generation": l["generation"], "claim_token": l["claim_token"]}
+				// Heartbeat every lease/3 on a session of its own while the
+				// work runs, as the README loop says.
+				workDone := make(chan struct{})
+				lost := make(chan struct{})
+				var hbWG sync.WaitGroup
+				hbWG.Add(1)
+				go func() {
+					defer hbWG.Done()
+					var hs *mcp.ClientSession
+					defer func() {
+						if hs != nil {
+							hs.Close()
+						}
+					}()
+					tick := time.NewTicker(cfg.lease / 3)
+					defer tick.Stop()
+					for {
+						select {
+						case <-workDone:
+							return
+						case <-tick.C:
+						}
+						args := map[string]any{"lease_ms": cfg.lease.Milliseconds()}
+						for k, v := range h {
+							args[k] = v
+						}
+						stats.heartbeats.Add(1)
+						if _, ok := holderWrite(&hs, manifest.ToolHeartbeat, args); !ok {
+							close(lost)
+							return
+						}
+					}
+				}()
+				select {
+				case <-time.After(cfg.work):
+				case <-lost:
+				}
+				close(workDone)
+				hbWG.Wait()
+				args := map[string]any{"result": map[string]any{"by": owner}}
+				for k, v := range h {
+					args[k] = v
+				}
+				stats.completes.Add(1)
+				if _, ok := holderWrite(&cs, manifest.ToolComplete, args); ok {
+					markDone(id)
+				}
+				stats.inFlight.Add(-1)
+			}
+		}(fmt.Sprintf("fleet-w%03d", w))
+	}
+
+	// Slow clients: connections that send a request line and then trickle
+	// header bytes forever, never authenticating. They reconnect whenever the
+	// server drops them.
+	for i := 0; i < cfg.slow; i++ {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			for !stopLoad.Load() {
+				conn, err := net.DialTimeout("tcp", addr, time.Second)
+				if err != nil {
+					time.Sleep(200 * time.Millisecond)
+					continue
+				}
+				_, err = io.WriteString(conn, "POST /mcp HTTP/1.1\r\nHost: "+addr+"\r\n")
+				for err == nil && !stopLoad.Load() {
+					time.Sleep(500 * time.Millisecond)
+					_, err = io.WriteString(conn, "X")
+				}
+				conn.Close()
+			}
+		}(i)
+	}
+
+	// The operator: a read transaction held open for readTx, and a read-only
+	// command every second for the whole run.
+	var opRuns, opFails atomic.Int64
+	var opMu sync.Mutex
+	var opDur []time.Duration
+	wg.Add(2)
+	go func() {
+		defer wg.Done()
+		db, err := sql.Open("sqlite3", "file:"+srv.db+"?mode=ro")
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		defer db.Close()
+		tx, err := db.Begin()
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		var n int
+		if err := tx.QueryRow(`SELECT COUNT(*) FROM tasks`).Scan(&n); err != nil {
+			t.Error(err)
+		}
+		timer := time.NewTimer(cfg.readTx)
+		select {
+		case <-timer.C:
+		case <-allDone:
+		}
+		tx.Rollback()
+	}()
+	go func() {
+		defer wg.Done()
+		tick := time.NewTicker(time.Second)
+		defer tick.Stop()
+		for !stopLoad.Load() {
+			select {
+			case <-tick.C:
+			case <-allDone:
+				return
+			}
+			start := time.Now()
+			cmd := exec.Command(bin, "tasks", "list", "--database", srv.db, "--state", "claimed")
+			var out bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &out, &out
+			err := cmd.Run()
+			opRuns.Add(1)
+			opMu.Lock()
+			opDur = append(opDur, time.Since(start))
+			opMu.Unlock()
+			if err != nil {
+				opFails.Add(1)
+				t.Logf("operator command: %v\n%s", err, out.String())
+			}
+		}
+	}()
+
+	// Kill the server mid-work: once a full layer is in flight.
+	deadline := time.After(3 * time.Minute)
+	for k := 0; k < cfg.kills; k++ {
+		for stats.inFlight.Load() < int64(cfg.width) {
+			select {
+			case <-deadline:
+				t.Fatalf("no layer in flight before kill %d", k+1)
+			case <-allDone:
+				t.Fatalf("the DAG finished before kill %d", k+1)
+			case <-time.After(20 * time.Millisecond):
+			}
+		}
+		time.Sleep(cfg.work / 3)
+		up.Store(false)
+		srv.kill()
+		time.Sleep(cfg.downtime)
+		srv.start()
+		up.Store(true)
+	}
+	select {
+	case <-allDone:
+	case <-deadline:
+		doneMu.Lock()
+		n := len(completed)
+		doneMu.Unlock()
+		t.Errorf("only %d of %d tasks completed in time", n, total)
+	}
+	stopLoad.Store(true)
+	cancel()
+	wg.Wait()
+	if err := srv.stop(); err != nil {
+		t.Errorf("graceful stop after the fleet run: %v\n%s", err, srv.logs.String())
+	}
+
+	st, err := taskgraph.Open(context.Background(), srv.db, taskgraph.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	view, err := st.Workflow(context.Background(), "fleet")
+	if err != nil {
+		t.Fatal(err)
+	}
+	retried := 0
+	for _, tk := range view.Tasks {
+		if tk.State != taskgraph.StateCompleted {
+			t.Errorf("task %s (%s) ended %s: %s", tk.NodeID, tk.TaskID, tk.State, tk.StatusMessage)
+		}
+		if tk.Attempts != 1 {
+			retried++
+			t.Errorf("task %s took %d attempts; a live worker lost its lease", tk.NodeID, tk.Attempts)
+		}
+	}
+	if _, err := st.VerifyHistory(context.Background()); err != nil {
+		t.Errorf("hash chain: %v", err)
+	}
+	if n := stats.staleRefusals.Load(); n != 0 {
+		t.Errorf("%d holder writes were refused as stale", n)
+	}
+	if n := stats.busy503.Load(); n != 0 {
+		t.Errorf("%d requests were refused with 503", n)
+	}
+	if n := opFails.Load(); n != 0 {
+		t.Errorf("%d of %d operator commands failed", n, opRuns.Load())
+	}
+	stats.mu.Lock()
+	for _, msg := range stats.refusalLog {
+		t.Log(msg)
+	}
+	lat := slices.Clone(stats.holderLatency)
+	stats.mu.Unlock()
+	opMu.Lock()
+	ops := slices.Clone(opDur)
+	opMu.Unlock()
+	t.Logf("fleet: %d workers, %d tasks (%d layers x %d), lease %s, work %s, %d slow connections, %d SIGKILLs with %s downtime, %d operator commands (p50 %s, max %s) during a %s read transaction",
+		cfg.workers, total, cfg.layers, cfg.width, cfg.lease, cfg.work, cfg.slow, cfg.kills, cfg.downtime, len(ops), pct(ops, 50), pct(ops, 100), cfg.readTx)
+	t.Logf("fleet: %d claims, %d heartbeats, %d completes; holder-write latency p50 %s p99 %s max %s over %d answered writes; leases lost %d, stale refusals %d, other tool errors %d, 503s %d, transport failures (server down) %d",
+		stats.claimsGranted.Load(), stats.heartbeats.Load(), stats.completes.Load(), pct(lat, 50), pct(lat, 99), pct(lat, 100), len(lat),
+		retried, stats.staleRefusals.Load(), stats.otherRefusals.Load(), stats.busy503.Load(), stats.transportFails.Load())
+	if t.Failed() {
+		t.Logf("server log:\n%s", tail(srv.logs.String(), 8000))
+	}
+}
+
+// pct returns the p-th percentile of ds (p 100 is the maximum).
+func pct(ds []time.Duration, p int) time.Duration {
+	if len(ds) == 0 {
+		return 0
+	}
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	i := (len(s) - 1) * p / 100
+	return s[i].Round(100 * time.Microsecond)
+}
+
+func tail(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return "…" + s[len(s)-n:]
+}
