@@ -83,7 +83,7 @@ type fleetStats struct {
 	staleRefusals  atomic.Int64 // holder writes rejected as stale while the server was up
 	otherRefusals  atomic.Int64 // other tool errors on holder writes
 	busy503        atomic.Int64 // HTTP 503 answers to anything
-	transportFails atomic.Int64 // calls that failed in transport (the server was down)
+	transportFails atomic.Int64 // holder-write attempts that could not reach the server (it was down)
 	claimsGranted  atomic.Int64
 	inFlight       atomic.Int64 // tasks claimed and not yet completed
 	refusalLog     []string
@@ -135,6 +135,7 @@ func TestFleetLiveness(t *testing.T) {
 	ln.Close()
 	srv := &soakServer{t: t, bin: bin, db: filepath.Join(dir, "fleet.db"), addr: addr, token: "fleet-token-" + strconv.FormatInt(time.Now().UnixNano(), 36)}
 	srv.start()
+	t0 := time.Now()
 	var up atomic.Bool
 	up.Store(true)
 
@@ -218,6 +219,7 @@ func TestFleetLiveness(t *testing.T) {
 			if *cs == nil {
 				s, err := connect()
 				if err != nil {
+					stats.transportFails.Add(1) // the server is down: not a refusal
 					time.Sleep(50 * time.Millisecond)
 					continue
 				}
@@ -225,8 +227,13 @@ func TestFleetLiveness(t *testing.T) {
 			}
 			start := time.Now()
 			r, err := call(*cs, tool, args)
+			if os.Getenv("GE_FLEET_DEBUG") != "" {
+				t.Logf("%s %s %v at +%s took %s err=%v", tool, args["owner"], args["task_id"], start.Sub(t0).Round(time.Millisecond), time.Since(start).Round(time.Millisecond), err)
+			}
 			if err != nil {
-				stats.transportFails.Add(1)
+				if stats.transportFails.Add(1) <= 3 {
+					stats.refused("%s %v: transport: %v", tool, args["task_id"], err)
+				}
 				(*cs).Close()
 				*cs = nil
 				time.Sleep(50 * time.Millisecond)
@@ -441,9 +448,11 @@ func TestFleetLiveness(t *testing.T) {
 		}
 		time.Sleep(cfg.work / 3)
 		up.Store(false)
+		t.Logf("kill %d: %d tasks in flight at +%s", k+1, stats.inFlight.Load(), time.Since(t0).Round(time.Millisecond))
 		srv.kill()
 		time.Sleep(cfg.downtime)
 		srv.start()
+		t.Logf("restarted at +%s", time.Since(t0).Round(time.Millisecond))
 		up.Store(true)
 	}
 	select {
@@ -506,7 +515,7 @@ func TestFleetLiveness(t *testing.T) {
 	t.Logf("fleet: %d claims, %d heartbeats, %d completes; holder-write latency p50 %s p99 %s max %s over %d answered writes; leases lost %d, stale refusals %d, other tool errors %d, 503s %d, transport failures (server down) %d",
 		stats.claimsGranted.Load(), stats.heartbeats.Load(), stats.completes.Load(), pct(lat, 50), pct(lat, 99), pct(lat, 100), len(lat),
 		retried, stats.staleRefusals.Load(), stats.otherRefusals.Load(), stats.busy503.Load(), stats.transportFails.Load())
-	if t.Failed() {
+	if t.Failed() || os.Getenv("GE_FLEET_DEBUG") != "" {
 		t.Logf("server log:\n%s", tail(srv.logs.String(), 8000))
 	}
 }
