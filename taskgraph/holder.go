@@ -2,6 +2,7 @@ package taskgraph
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -48,7 +49,7 @@ func (s *Store) holderWrite(ctx context.Context, verb string, h lease.Holder, fn
 			return err
 		}
 		if err := lease.Check(r.current(), h, w.judged); err != nil {
-			return err
+			return w.explainStale(r, h, err)
 		}
 		if err := fn(w, &r); err != nil {
 			return err
@@ -63,6 +64,32 @@ func (s *Store) holderWrite(ctx context.Context, verb string, h lease.Holder, fn
 		return Task{}, fmt.Errorf("%s task %s: %w", verb, h.TaskID, err)
 	}
 	return out, nil
+}
+
+// explainStale names the real reason when a claim was ended by its lease
+// expiring: once the expiry is processed the task is pending (or failed, on
+// its last attempt) at the same generation, and lease.Check sees only that it
+// is no longer held (or finished). The worker must learn that its lease ran
+// out, not that someone took the claim away: it heartbeats too slowly.
+func (w *wtx) explainStale(r row, h lease.Holder, err error) error {
+	var se *lease.StaleClaimError
+	if !errors.As(err, &se) || h.Generation != r.Generation || (se.Reason != lease.ReasonNotHeld && se.Reason != lease.ReasonTerminal) {
+		return err
+	}
+	var kind string
+	var atMS int64
+	switch qerr := w.queryRow(`SELECT kind, at_ms FROM events WHERE task_id = ? AND generation = ? ORDER BY event_id DESC LIMIT 1`, r.TaskID, h.Generation).Scan(&kind, &atMS); {
+	case errors.Is(qerr, sql.ErrNoRows):
+		return err
+	case qerr != nil:
+		return fmt.Errorf("read the task's last event: %w", qerr)
+	}
+	if kind != EventExpire {
+		return err
+	}
+	return &lease.StaleClaimError{TaskID: r.TaskID, Reason: lease.ReasonLeaseExpired, Detail: fmt.Sprintf(
+		"the lease of generation %d expired before this write arrived (processed at %s) and the task is now %s; heartbeat more often than the lease runs out, and claim the task again to keep working on it",
+		h.Generation, time.UnixMilli(atMS).UTC().Format(time.RFC3339Nano), r.State)}
 }
 
 // fenced runs an UPDATE whose WHERE clause repeats the fencing predicate, at

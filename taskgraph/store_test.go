@@ -25,6 +25,17 @@ func TestFencing(t *testing.T) {
 	_, err := b.s.Heartbeat(b.ctx, holder(ca), 0)
 	wantStale(t, err, lease.ReasonLeaseExpired)
 
+	// Once the expiry is processed (the task is pending again, same
+	// generation), A is still told its lease expired, not that the claim is
+	// merely no longer held.
+	if _, err := b.s.ExpireLeases(b.ctx); err != nil {
+		t.Fatal(err)
+	}
+	_, err = b.s.Heartbeat(b.ctx, holder(ca), 0)
+	wantStale(t, err, lease.ReasonLeaseExpired)
+	_, err = b.s.Complete(b.ctx, holder(ca), json.RawMessage(`"late"`))
+	wantStale(t, err, lease.ReasonLeaseExpired)
+
 	cb := b.claim(t, "worker-b", tk.TaskID, 10*time.Second)
 	if cb.Lease.Generation != 2 || cb.Task.Attempts != 2 {
 		t.Fatalf("reclaim: generation %d attempts %d, want 2 and 2", cb.Lease.Generation, cb.Task.Attempts)
@@ -67,7 +78,7 @@ func TestFencing(t *testing.T) {
 	// Terminal: every holder write is now refused, B's included.
 	_, err = b.s.Heartbeat(b.ctx, holder(cb), 0)
 	wantStale(t, err, lease.ReasonTerminal)
-	if st := b.s.Stats(); st.StaleRejections != 6 || st.Claims != 2 || st.Reclaims != 1 || st.Completions != 1 {
+	if st := b.s.Stats(); st.StaleRejections != 8 || st.Claims != 2 || st.Reclaims != 1 || st.Completions != 1 {
 		t.Fatalf("stats: %+v", st)
 	}
 	b.verify(t)
