@@ -174,6 +174,47 @@ func unsupportedVersion(m *httpMessage, requested, where string) *rpcFailure {
 	return f
 }
 
+// The per-request _meta rules of 2026-07-28, written once for every
+// transport (router.classify on stdio, classify over HTTP), so the same
+// request gets the same error on both.
+
+// metaVersion returns the protocol version a request's _meta names, whether
+// it names one, or the -32602 for a version that is not a string.
+func metaVersion(m *httpMessage) (string, bool, *rpcFailure) {
+	raw, ok := m.meta[metaProtocolVersion]
+	if !ok {
+		return "", false, nil
+	}
+	var pv string
+	if json.Unmarshal(raw, &pv) != nil {
+		return "", false, failure(http.StatusBadRequest, m, jsonrpc.CodeInvalidParams, `invalid params: _meta["%s"] must be a string`, metaProtocolVersion)
+	}
+	return pv, true, nil
+}
+
+// checkModernMeta checks a request whose _meta names version pv: it must be
+// 2026-07-28 (else -32022), and a call must carry the client capabilities
+// as an object (else -32602).
+func checkModernMeta(m *httpMessage, pv string) *rpcFailure {
+	if pv != manifest.ModernVersion {
+		return unsupportedVersion(m, pv, `_meta["`+metaProtocolVersion+`"]`)
+	}
+	if m.isCall() {
+		raw, ok := m.meta[metaClientCapabilities]
+		if !ok || len(raw) == 0 || raw[0] != '{' {
+			return failure(http.StatusBadRequest, m, jsonrpc.CodeInvalidParams, `invalid params: missing or invalid _meta["%s"]: every %s request carries it as an object ({} when the client declares nothing)`, metaClientCapabilities, manifest.ModernVersion)
+		}
+	}
+	return nil
+}
+
+// missingMeta is the -32602 for a call that names no protocol version and
+// belongs to no legacy session.
+func missingMeta(m *httpMessage) *rpcFailure {
+	return failure(http.StatusBadRequest, m, jsonrpc.CodeInvalidParams, `invalid params: missing _meta["%s"]: send initialize first to open a session (protocol %s and earlier), or carry the protocol version and client capabilities in every request's _meta (%s)`,
+		metaProtocolVersion, manifest.LegacyVersions[len(manifest.LegacyVersions)-1], manifest.ModernVersion)
+}
+
 // classify decides which era serves m, or the error to answer instead. The
 // rules, in order:
 //   - a request whose _meta names a protocol version is modern-style: the
@@ -195,25 +236,17 @@ func classify(h http.Header, m *httpMessage) (era, *rpcFailure) {
 		}
 		return eraLegacy, nil
 	}
-	if rawPV, ok := m.meta[metaProtocolVersion]; ok {
-		var pv string
-		if json.Unmarshal(rawPV, &pv) != nil {
-			return 0, failure(http.StatusBadRequest, m, jsonrpc.CodeInvalidParams, `invalid params: _meta["%s"] must be a string`, metaProtocolVersion)
-		}
+	if pv, ok, fail := metaVersion(m); fail != nil {
+		return 0, fail
+	} else if ok {
 		if hv == "" {
 			return 0, failure(http.StatusBadRequest, m, mcp.CodeHeaderMismatch, `header mismatch: the MCP-Protocol-Version header is required on a request whose _meta["%s"] is %s, and must equal it`, metaProtocolVersion, clipQuote(pv))
 		}
 		if hv != pv {
 			return 0, failure(http.StatusBadRequest, m, mcp.CodeHeaderMismatch, `header mismatch: the MCP-Protocol-Version header %s does not equal _meta["%s"] %s`, clipQuote(hv), metaProtocolVersion, clipQuote(pv))
 		}
-		if pv != manifest.ModernVersion {
-			return 0, unsupportedVersion(m, pv, `_meta["`+metaProtocolVersion+`"]`)
-		}
-		if m.isCall() {
-			raw, ok := m.meta[metaClientCapabilities]
-			if !ok || len(raw) == 0 || raw[0] != '{' {
-				return 0, failure(http.StatusBadRequest, m, jsonrpc.CodeInvalidParams, `invalid params: missing or invalid _meta["%s"]: every %s request carries it as an object ({} when the client declares nothing)`, metaClientCapabilities, manifest.ModernVersion)
-			}
+		if fail := checkModernMeta(m, pv); fail != nil {
+			return 0, fail
 		}
 		return eraModern, nil
 	}
@@ -221,7 +254,7 @@ func classify(h http.Header, m *httpMessage) (era, *rpcFailure) {
 		if m.isNotification() {
 			return eraModern, nil
 		}
-		return 0, failure(http.StatusBadRequest, m, jsonrpc.CodeInvalidParams, `invalid params: missing _meta["%s"]: every %s request carries the protocol version and client capabilities in params._meta`, metaProtocolVersion, manifest.ModernVersion)
+		return 0, missingMeta(m)
 	}
 	if hv != "" && !isLegacyVersion(hv) {
 		return 0, unsupportedVersion(m, hv, "the MCP-Protocol-Version header")
@@ -230,8 +263,7 @@ func classify(h http.Header, m *httpMessage) (era, *rpcFailure) {
 		return eraLegacy, nil
 	}
 	if hv == "" {
-		return 0, failure(http.StatusBadRequest, m, jsonrpc.CodeInvalidParams, `invalid params: missing _meta["%s"]: send initialize first to open a session (protocol %s and earlier), or carry the protocol version and client capabilities in every request's _meta with a matching MCP-Protocol-Version header (%s)`,
-			metaProtocolVersion, manifest.LegacyVersions[len(manifest.LegacyVersions)-1], manifest.ModernVersion)
+		return 0, missingMeta(m)
 	}
 	return 0, failure(http.StatusBadRequest, m, jsonrpc.CodeInvalidRequest, "invalid request: missing Mcp-Session-Id header: send initialize first to open a session (protocol %s)", hv)
 }

@@ -325,14 +325,21 @@ func SupportedVersions() []string {
 }
 
 // classify picks the session for a call, or the error to answer it with.
+// The _meta rules are the HTTP transport's (metaVersion, checkModernMeta,
+// missingMeta); only what a connection remembers (its initialize) is stdio's
+// own.
 func (r *router) classify(req *jsonrpc.Request) (*pipeConn, int64, string, any) {
+	m := &httpMessage{id: req.ID, hasID: req.IsCall(), method: req.Method, params: req.Params}
 	var p struct {
 		Meta map[string]json.RawMessage `json:"_meta"`
 	}
-	if len(req.Params) > 0 && json.Unmarshal(req.Params, &p) != nil {
-		p.Meta = nil // params that are not an object: the session reports it
+	if len(req.Params) > 0 && json.Unmarshal(req.Params, &p) == nil {
+		m.meta = p.Meta // params that are not an object: the session reports it
 	}
-	rawPV, hasPV := p.Meta[metaProtocolVersion]
+	pv, hasPV, fail := metaVersion(m)
+	if fail != nil {
+		return nil, fail.code, fail.msg, fail.data
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if !hasPV {
@@ -346,23 +353,14 @@ func (r *router) classify(req *jsonrpc.Request) (*pipeConn, int64, string, any) 
 		case r.legacyInit, req.Method == "ping":
 			return r.legacy, 0, "", nil
 		}
-		return nil, jsonrpc.CodeInvalidParams, `missing _meta["` + metaProtocolVersion + `"]: send initialize first (protocol 2025-11-25 and earlier) or carry the protocol version and client capabilities in every request's _meta (2026-07-28)`, nil
-	}
-	var pv string
-	if json.Unmarshal(rawPV, &pv) != nil {
-		return nil, jsonrpc.CodeInvalidParams, `invalid _meta["` + metaProtocolVersion + `"]: must be a string`, nil
-	}
-	if pv != manifest.ModernVersion {
-		if r.legacyInit && slices.Contains(manifest.LegacyVersions, pv) {
-			return r.legacy, 0, "", nil
-		}
-		f := unsupportedVersion(nil, pv, `_meta["`+metaProtocolVersion+`"]`) // the same answer as over HTTP
+		f := missingMeta(m)
 		return nil, f.code, f.msg, f.data
 	}
-	rawCaps, ok := p.Meta[metaClientCapabilities]
-	var caps map[string]any
-	if !ok || json.Unmarshal(rawCaps, &caps) != nil || caps == nil {
-		return nil, jsonrpc.CodeInvalidParams, `missing or invalid _meta["` + metaClientCapabilities + `"]: must be an object ({} when the client declares nothing)`, nil
+	if pv != manifest.ModernVersion && r.legacyInit && slices.Contains(manifest.LegacyVersions, pv) {
+		return r.legacy, 0, "", nil
+	}
+	if f := checkModernMeta(m, pv); f != nil {
+		return nil, f.code, f.msg, f.data
 	}
 	return r.modern, 0, "", nil
 }
