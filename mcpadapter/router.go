@@ -34,6 +34,12 @@ type router struct {
 	outBroken  bool                // a write to the client failed: no more answers can arrive
 	answered   chan struct{}       // signalled (without blocking) when a session answers or out breaks
 	log        func(msg string, args ...any)
+
+	// Set by ServeStdio, nil elsewhere:
+	limit    *callLimit      // bounds the calls in flight; intake waits for room
+	gone     <-chan struct{} // closed when out can no longer carry answers: intake stops
+	shutdown func()          // called when the drain bound is reached: fails writes still waiting
+	writing  func() bool     // reports answers still being written: drain waits for them
 }
 
 // pipeConn is the mcp.Connection the router feeds one session through.
@@ -84,21 +90,30 @@ func (c *pipeConn) Write(_ context.Context, msg jsonrpc.Message) error {
 		if dropped {
 			// MCP: a request the client cancelled gets no response (the SDK
 			// would send -32603 "context canceled").
+			c.r.releaseCall(resp.ID)
 			c.r.signalAnswered()
 			return nil
 		}
 		resp.Error = normalizeError(resp.Error)
 	}
 	err := c.r.out(msg)
+	if isResp {
+		c.r.releaseCall(resp.ID) // written or failed: its place is free either way
+	}
 	if err != nil {
 		c.r.mu.Lock()
 		c.r.outBroken = true
 		c.r.mu.Unlock()
 	}
-	if isResp || err != nil {
-		c.r.signalAnswered()
-	}
+	c.r.signalAnswered() // an answer, or a write drain may be waiting for
 	return err
+}
+
+// releaseCall frees the in-flight place of the call answered under id.
+func (r *router) releaseCall(id jsonrpc.ID) {
+	if r.limit != nil {
+		r.limit.release(id)
+	}
 }
 
 func (r *router) signalAnswered() {
@@ -121,8 +136,9 @@ const (
 // flight: the SDK cancels a session's requests, and drops their answers, as
 // soon as its input ends. It stops early when a write to the client failed or
 // a session closed (its calls can no longer be answered), and waits at most
-// drainAfterEOF, or drainAfterCancel once parent is done.
-func (r *router) drain(parent context.Context) {
+// drainAfterEOF, or drainAfterCancel once parent is done; it reports whether
+// it stopped at that bound.
+func (r *router) drain(parent context.Context) (bounded bool) {
 	eof := time.NewTimer(drainAfterEOF)
 	defer eof.Stop()
 	var cancelled <-chan time.Time
@@ -133,19 +149,21 @@ func (r *router) drain(parent context.Context) {
 		for _, c := range r.owner {
 			waiting = waiting || !c.isClosed()
 		}
-		waiting = waiting && !r.outBroken
+		waiting = (waiting || r.writing != nil && r.writing()) && !r.outBroken
 		r.mu.Unlock()
 		if !waiting {
-			return
+			return false
 		}
 		select {
+		case <-r.gone:
+			return false
 		case <-r.answered:
 		case <-r.legacy.closed:
 		case <-r.modern.closed:
 		case <-eof.C:
-			return
+			return true
 		case <-cancelled:
-			return
+			return true
 		case <-done:
 			done = nil
 			t := time.NewTimer(drainAfterCancel)
@@ -218,6 +236,9 @@ func (r *router) serve(ctx context.Context, srv *mcp.Server, next func() (jsonrp
 	}
 	var readErr error
 	for {
+		if r.limit != nil && !r.limit.wait(parent.Done(), r.gone) {
+			break // a shutdown signal or a gone client: stop intake
+		}
 		msg, err := next()
 		if err != nil {
 			if !errors.Is(err, io.EOF) {
@@ -229,7 +250,9 @@ func (r *router) serve(ctx context.Context, srv *mcp.Server, next func() (jsonrp
 			r.dispatch(ctx, msg)
 		}
 	}
-	r.drain(parent)
+	if r.drain(parent) && r.shutdown != nil {
+		r.shutdown()
+	}
 	close(r.legacy.in)
 	close(r.modern.in)
 	legacy.Wait()
@@ -274,6 +297,9 @@ func (r *router) dispatch(ctx context.Context, msg jsonrpc.Message) {
 			r.reply(msg.ID, code, text, data)
 			return
 		}
+		if r.limit != nil {
+			r.limit.admit(msg) // room was waited for before reading msg
+		}
 		r.mu.Lock()
 		r.owner[msg.ID] = target // in flight until answered: see drain
 		r.mu.Unlock()
@@ -281,6 +307,7 @@ func (r *router) dispatch(ctx context.Context, msg jsonrpc.Message) {
 			r.mu.Lock()
 			delete(r.owner, msg.ID)
 			r.mu.Unlock()
+			r.releaseCall(msg.ID)
 		}
 	}
 }

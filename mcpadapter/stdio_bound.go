@@ -1,0 +1,188 @@
+package mcpadapter
+
+import (
+	"bytes"
+	"encoding/json"
+	"sync"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+
+	"github.com/graph-engineering/graph-engineering-mcp/manifest"
+)
+
+// callLimit is the in-flight bound of one stdio connection: at most max
+// calls read and not yet answered, of which at most parkMax are claim-next
+// calls that may wait. Only the reading loop takes places (wait, then
+// admit), so a place seen free by wait is still free at admit; answers
+// release them from any goroutine.
+type callLimit struct {
+	max, parkMax int
+
+	mu     sync.Mutex
+	held   map[jsonrpc.ID]*heldCalls
+	n      int
+	parked int
+	freed  chan struct{} // signalled (without blocking) when a place frees
+}
+
+// heldCalls counts the calls in flight under one id (a client may reuse an
+// id; each answer releases one).
+type heldCalls struct{ calls, parked int }
+
+func newCallLimit(max, parkMax int) *callLimit {
+	return &callLimit{max: max, parkMax: parkMax, held: map[jsonrpc.ID]*heldCalls{}, freed: make(chan struct{}, 1)}
+}
+
+// wait blocks until a call may be admitted; it reports false when stop or
+// gone is closed first (a nil channel never is).
+func (l *callLimit) wait(stop, gone <-chan struct{}) bool {
+	for {
+		l.mu.Lock()
+		room := l.n < l.max
+		l.mu.Unlock()
+		if room {
+			return true
+		}
+		select {
+		case <-l.freed:
+		case <-stop:
+			return false
+		case <-gone:
+			return false
+		}
+	}
+}
+
+// admit counts req in flight. A claim-next call that would wait is counted
+// as parked; beyond parkMax it is rewritten to wait_ms 0 first, so it is
+// tried once and answered at once.
+func (l *callLimit) admit(req *jsonrpc.Request) {
+	park := parksClaim(req)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if park && l.parked >= l.parkMax {
+		if params, ok := withoutWait(req.Params); ok {
+			req.Params = params
+		}
+		park = false
+	}
+	h := l.held[req.ID]
+	if h == nil {
+		h = &heldCalls{}
+		l.held[req.ID] = h
+	}
+	h.calls++
+	l.n++
+	if park {
+		h.parked++
+		l.parked++
+	}
+}
+
+// release frees the place of one call answered (or dropped) under id.
+func (l *callLimit) release(id jsonrpc.ID) {
+	l.mu.Lock()
+	h := l.held[id]
+	if h == nil {
+		l.mu.Unlock()
+		return
+	}
+	h.calls--
+	l.n--
+	if h.parked > 0 {
+		h.parked--
+		l.parked--
+	}
+	if h.calls == 0 {
+		delete(l.held, id)
+	}
+	l.mu.Unlock()
+	select {
+	case l.freed <- struct{}{}:
+	default:
+	}
+}
+
+// inFlight reports the calls and the parked claims counted now.
+func (l *callLimit) inFlight() (calls, parked int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.n, l.parked
+}
+
+// parksClaim reports whether req is a graph_task_claim the store would let
+// wait: claim-next (no task_id) with a valid wait_ms above 0. Keys match
+// exactly, as in the SDK's decoder. Anything the validator refuses is not a
+// parked claim, so withoutWait never turns a refusal into a success.
+func parksClaim(req *jsonrpc.Request) bool {
+	if req.Method != "tools/call" {
+		return false
+	}
+	var p map[string]json.RawMessage
+	var name string
+	if json.Unmarshal(req.Params, &p) != nil || json.Unmarshal(p["name"], &name) != nil || name != manifest.ToolClaim {
+		return false
+	}
+	args, ok := uniqueObject(p["arguments"])
+	if !ok {
+		return false
+	}
+	if _, has := args["task_id"]; has {
+		return false
+	}
+	n, err := exactInt(args["wait_ms"])
+	return err == nil && n > 0 && n <= waitMaxMS
+}
+
+// withoutWait returns claim params with wait_ms set to 0, every other
+// member unchanged.
+func withoutWait(params json.RawMessage) (json.RawMessage, bool) {
+	var p map[string]json.RawMessage
+	if json.Unmarshal(params, &p) != nil {
+		return nil, false
+	}
+	args, ok := uniqueObject(p["arguments"])
+	if !ok {
+		return nil, false
+	}
+	args["wait_ms"] = json.RawMessage("0")
+	b, err := json.Marshal(args)
+	if err != nil {
+		return nil, false
+	}
+	p["arguments"] = b
+	out, err := json.Marshal(p)
+	if err != nil {
+		return nil, false
+	}
+	return out, true
+}
+
+// uniqueObject decodes a JSON object whose keys are all distinct (the
+// argument validator refuses duplicates); ok is false for anything else.
+func uniqueObject(raw json.RawMessage) (map[string]json.RawMessage, bool) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return nil, false
+	}
+	m := map[string]json.RawMessage{}
+	for dec.More() {
+		t, err := dec.Token()
+		if err != nil {
+			return nil, false
+		}
+		k, _ := t.(string)
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			return nil, false
+		}
+		if _, dup := m[k]; dup {
+			return nil, false
+		}
+		m[k] = v
+	}
+	if t, err := dec.Token(); err != nil || t != json.Delim('}') {
+		return nil, false
+	}
+	return m, true
+}
