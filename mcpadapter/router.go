@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"slices"
 	"sync"
@@ -298,6 +299,12 @@ func (r *router) dispatch(ctx context.Context, msg jsonrpc.Message) {
 			return
 		}
 		if r.limit != nil {
+			if r.limit.holds(msg.ID) {
+				// As the SDK would answer, but before the call takes a
+				// place: its answer (id null) could not release one.
+				r.reply(jsonrpc.ID{}, jsonrpc.CodeInvalidRequest, "invalid request: the id "+clip(fmt.Sprint(msg.ID.Raw()))+" is already used by a request in flight", nil)
+				return
+			}
 			r.limit.admit(msg) // room was waited for before reading msg
 		}
 		r.mu.Lock()

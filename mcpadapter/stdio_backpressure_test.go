@@ -307,3 +307,92 @@ func TestStdioClosedStdoutEndsSession(t *testing.T) {
 		})
 	}
 }
+
+// Every place is given back: calls the client cancels (their answers are
+// dropped), calls refused for reusing an id in flight, and errors from the
+// sessions. Several times MaxStdioInFlight of each, and the session still
+// reads and answers.
+func TestStdioInFlightPlacesAreReleased(t *testing.T) {
+	f := newFixture(t)
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	served := make(chan error, 1)
+	go func() { served <- f.srv.ServeStdio(f.ctx, inR, outW) }()
+	answers := make(chan map[string]json.RawMessage, 8*MaxStdioInFlight) // the test writes everything before it reads
+	go func() {
+		defer close(answers)
+		br := bufio.NewReader(outR)
+		for {
+			line, err := br.ReadBytes('\n')
+			if err != nil {
+				return
+			}
+			var m map[string]json.RawMessage
+			json.Unmarshal(line, &m)
+			answers <- m
+		}
+	}()
+	send := func(s string) {
+		t.Helper()
+		if _, err := io.WriteString(inW, s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	recv := func() map[string]json.RawMessage {
+		t.Helper()
+		select {
+		case m, ok := <-answers:
+			if !ok {
+				t.Fatal("stdout ended")
+			}
+			return m
+		case <-time.After(20 * time.Second):
+			t.Fatal("no answer: the session stopped reading")
+		}
+		return nil
+	}
+	const longPoll = `{"owner":"w","workflow_id":"idle","wait_ms":30000}`
+	send(bpCall(`"held"`, manifest.ToolClaim, longPoll))
+	for i := range 3 * MaxStdioInFlight {
+		// A claim the client gives up on: no answer, its place comes back.
+		send(bpCall(fmt.Sprintf(`"gone-%d"`, i), manifest.ToolClaim, `{"owner":"w","workflow_id":"idle","wait_ms":1}`))
+		send(fmt.Sprintf(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"gone-%d"}}`+"\n", i))
+		// A second call under an id in flight: -32600 with id null.
+		send(bpList(0)[:len(`{"jsonrpc":"2.0","id":`)] + `"held"` + bpList(0)[len(`{"jsonrpc":"2.0","id":0`):])
+		// A session error: unknown method, -32601.
+		send(fmt.Sprintf(`{"jsonrpc":"2.0","id":"unknown-%d","method":"prompts/list","params":{%s}}`+"\n", i, stdioMeta))
+	}
+	send(bpList(7))
+	refused, unknown := 0, 0
+	for {
+		m := recv()
+		if string(m["id"]) == "7" {
+			break
+		}
+		var e struct {
+			Code int `json:"code"`
+		}
+		json.Unmarshal(m["error"], &e)
+		switch {
+		case string(m["id"]) == "null" && e.Code == -32600:
+			refused++
+		case strings.HasPrefix(string(m["id"]), `"unknown-`) && e.Code == -32601:
+			unknown++
+		case strings.HasPrefix(string(m["id"]), `"gone-`):
+			// Answered before its cancellation arrived: allowed.
+		default:
+			t.Fatalf("unexpected answer %v", m)
+		}
+	}
+	if refused != 3*MaxStdioInFlight || unknown != 3*MaxStdioInFlight {
+		t.Fatalf("%d reused ids refused and %d unknown methods answered, want %d each", refused, unknown, 3*MaxStdioInFlight)
+	}
+	send(bpCall(`"fill"`, manifest.ToolCreate, `{"workflow_id":"idle","node_id":"n"}`))
+	for got := map[string]bool{}; !got[`"fill"`] || !got[`"held"`]; {
+		got[string(recv()["id"])] = true
+	}
+	inW.Close()
+	if err := <-served; err != nil {
+		t.Fatalf("ServeStdio: %v", err)
+	}
+}

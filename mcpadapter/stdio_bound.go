@@ -14,23 +14,19 @@ import (
 // calls read and not yet answered, of which at most parkMax are claim-next
 // calls that may wait. Only the reading loop takes places (wait, then
 // admit), so a place seen free by wait is still free at admit; answers
-// release them from any goroutine.
+// release them from any goroutine. An id is in flight at most once (the
+// router refuses a second call under it).
 type callLimit struct {
 	max, parkMax int
 
 	mu     sync.Mutex
-	held   map[jsonrpc.ID]*heldCalls
-	n      int
+	held   map[jsonrpc.ID]bool // in flight -> parked
 	parked int
 	freed  chan struct{} // signalled (without blocking) when a place frees
 }
 
-// heldCalls counts the calls in flight under one id (a client may reuse an
-// id; each answer releases one).
-type heldCalls struct{ calls, parked int }
-
 func newCallLimit(max, parkMax int) *callLimit {
-	return &callLimit{max: max, parkMax: parkMax, held: map[jsonrpc.ID]*heldCalls{}, freed: make(chan struct{}, 1)}
+	return &callLimit{max: max, parkMax: parkMax, held: map[jsonrpc.ID]bool{}, freed: make(chan struct{}, 1)}
 }
 
 // wait blocks until a call may be admitted; it reports false when stop or
@@ -38,7 +34,7 @@ func newCallLimit(max, parkMax int) *callLimit {
 func (l *callLimit) wait(stop, gone <-chan struct{}) bool {
 	for {
 		l.mu.Lock()
-		room := l.n < l.max
+		room := len(l.held) < l.max
 		l.mu.Unlock()
 		if room {
 			return true
@@ -53,28 +49,20 @@ func (l *callLimit) wait(stop, gone <-chan struct{}) bool {
 	}
 }
 
-// admit counts req in flight. A claim-next call that would wait is counted
-// as parked; beyond parkMax it is rewritten to wait_ms 0 first, so it is
-// tried once and answered at once.
+// admit counts req in flight (holds(req.ID) is false). A claim-next call
+// that would wait is counted as parked; beyond parkMax it is rewritten to
+// wait_ms 0 first, so it is tried once and answered at once.
 func (l *callLimit) admit(req *jsonrpc.Request) {
 	park := parksClaim(req)
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if park && l.parked >= l.parkMax {
 		if params, ok := withoutWait(req.Params); ok {
-			req.Params = params
+			req.Params, park = params, false
 		}
-		park = false
 	}
-	h := l.held[req.ID]
-	if h == nil {
-		h = &heldCalls{}
-		l.held[req.ID] = h
-	}
-	h.calls++
-	l.n++
+	l.held[req.ID] = park
 	if park {
-		h.parked++
 		l.parked++
 	}
 }
@@ -82,32 +70,27 @@ func (l *callLimit) admit(req *jsonrpc.Request) {
 // release frees the place of one call answered (or dropped) under id.
 func (l *callLimit) release(id jsonrpc.ID) {
 	l.mu.Lock()
-	h := l.held[id]
-	if h == nil {
-		l.mu.Unlock()
-		return
-	}
-	h.calls--
-	l.n--
-	if h.parked > 0 {
-		h.parked--
+	park, ok := l.held[id]
+	delete(l.held, id)
+	if park {
 		l.parked--
 	}
-	if h.calls == 0 {
-		delete(l.held, id)
-	}
 	l.mu.Unlock()
+	if !ok {
+		return
+	}
 	select {
 	case l.freed <- struct{}{}:
 	default:
 	}
 }
 
-// inFlight reports the calls and the parked claims counted now.
-func (l *callLimit) inFlight() (calls, parked int) {
+// holds reports whether a call under id is in flight.
+func (l *callLimit) holds(id jsonrpc.ID) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.n, l.parked
+	_, ok := l.held[id]
+	return ok
 }
 
 // parksClaim reports whether req is a graph_task_claim the store would let
