@@ -97,9 +97,12 @@ func (c *pipeConn) Write(_ context.Context, msg jsonrpc.Message) error {
 		}
 		resp.Error = normalizeError(resp.Error)
 	}
+	// The id may be reused once the client reads this answer, so it is freed
+	// first; the place only once the answer is out (or cannot go out).
+	placed := isResp && c.r.limit != nil && c.r.limit.answering(resp.ID)
 	err := c.r.out(msg)
-	if isResp {
-		c.r.releaseCall(resp.ID) // written or failed: its place is free either way
+	if placed {
+		c.r.limit.free()
 	}
 	if err != nil {
 		c.r.mu.Lock()
@@ -110,10 +113,11 @@ func (c *pipeConn) Write(_ context.Context, msg jsonrpc.Message) error {
 	return err
 }
 
-// releaseCall frees the in-flight place of the call answered under id.
+// releaseCall frees the id and the in-flight place of a call that gets no
+// answer.
 func (r *router) releaseCall(id jsonrpc.ID) {
-	if r.limit != nil {
-		r.limit.release(id)
+	if r.limit != nil && r.limit.answering(id) {
+		r.limit.free()
 	}
 }
 

@@ -14,13 +14,16 @@ import (
 // calls read and not yet answered, of which at most parkMax are claim-next
 // calls that may wait. Only the reading loop takes places (wait, then
 // admit), so a place seen free by wait is still free at admit; answers
-// release them from any goroutine. An id is in flight at most once (the
-// router refuses a second call under it).
+// release them from any goroutine, in two steps like the SDK: the id is
+// free for reuse before its answer is written (a client may reuse it as
+// soon as it reads the answer), the place once the write has returned. An
+// id is in flight at most once (the router refuses a second call under it).
 type callLimit struct {
 	max, parkMax int
 
 	mu     sync.Mutex
-	held   map[jsonrpc.ID]bool // in flight -> parked
+	held   map[jsonrpc.ID]bool // ids in flight -> parked
+	places int                 // calls in flight, answers being written included
 	parked int
 	freed  chan struct{} // signalled (without blocking) when a place frees
 }
@@ -34,7 +37,7 @@ func newCallLimit(max, parkMax int) *callLimit {
 func (l *callLimit) wait(stop, gone <-chan struct{}) bool {
 	for {
 		l.mu.Lock()
-		room := len(l.held) < l.max
+		room := l.places < l.max
 		l.mu.Unlock()
 		if room {
 			return true
@@ -62,23 +65,31 @@ func (l *callLimit) admit(req *jsonrpc.Request) {
 		}
 	}
 	l.held[req.ID] = park
+	l.places++
 	if park {
 		l.parked++
 	}
 }
 
-// release frees the place of one call answered (or dropped) under id.
-func (l *callLimit) release(id jsonrpc.ID) {
+// answering frees id (its call is being answered, or dropped) and reports
+// whether it was in flight; its place stays taken until free.
+func (l *callLimit) answering(id jsonrpc.ID) bool {
 	l.mu.Lock()
+	defer l.mu.Unlock()
 	park, ok := l.held[id]
 	delete(l.held, id)
 	if park {
 		l.parked--
 	}
+	return ok
+}
+
+// free gives back the place of a call whose answer was written (or failed,
+// or was dropped).
+func (l *callLimit) free() {
+	l.mu.Lock()
+	l.places--
 	l.mu.Unlock()
-	if !ok {
-		return
-	}
 	select {
 	case l.freed <- struct{}{}:
 	default:
