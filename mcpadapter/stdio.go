@@ -22,7 +22,8 @@ const MaxStdioLineBytes = 512 << 10
 // ServeStdio serves MCP on r and w, one JSON-RPC message per line, until r
 // ends or ctx is done (then it returns nil), or w can no longer carry
 // answers: then it returns an error wrapping ErrStdoutClosed or
-// ErrStdoutStalled (or the write error). w carries nothing but protocol
+// ErrStdoutStalled (or the write error). A write that stalls after ctx is
+// done is not reported: the caller asked to stop. w carries nothing but protocol
 // messages. At most MaxStdioInFlight calls are in flight: beyond that it
 // stops reading r until an answer has been written. Every write to w has
 // the deadline StdioWriteTimeout.
@@ -31,6 +32,7 @@ func (s *Server) ServeStdio(ctx context.Context, r io.Reader, w io.Writer) error
 }
 
 func (s *Server) serveStdio(ctx context.Context, r io.Reader, w io.Writer, maxInFlight, maxParked int, writeTimeout time.Duration) error {
+	parent := ctx
 	sw := newStdioWriter(w, writeTimeout)
 	rt := &router{log: s.log.Warn, limit: newCallLimit(maxInFlight, maxParked), gone: sw.gone(), shutdown: sw.shutdown, writing: sw.busy}
 	rt.out = func(msg jsonrpc.Message) error {
@@ -88,7 +90,11 @@ func (s *Server) serveStdio(ctx context.Context, r io.Reader, w io.Writer, maxIn
 	err := rt.serve(ctx, s.mcp, next)
 	cancel() // the line reader stops
 	sw.close()
-	return errors.Join(err, sw.result())
+	res := sw.result()
+	if errors.Is(res, ErrStdoutStalled) && parent.Err() != nil {
+		res = nil
+	}
+	return errors.Join(err, res)
 }
 
 // ServeTransport serves MCP on an already framed transport (for example an

@@ -2,6 +2,7 @@ package mcpadapter
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -394,5 +395,36 @@ func TestStdioInFlightPlacesAreReleased(t *testing.T) {
 	inW.Close()
 	if err := <-served; err != nil {
 		t.Fatalf("ServeStdio: %v", err)
+	}
+}
+
+// A shutdown signal (ctx done) while stdout is unread: ServeStdio returns
+// nil within the signal's drain bound, even though the pending answer's
+// write stalls meanwhile; the caller asked to stop.
+func TestStdioSignalWithUnreadStdoutReturnsNil(t *testing.T) {
+	f := newFixture(t)
+	ctx, cancel := context.WithCancel(f.ctx)
+	inR, inW := io.Pipe()
+	defer inW.Close()
+	_, outW := io.Pipe() // never read
+	served := make(chan error, 1)
+	go func() {
+		served <- f.srv.serveStdio(ctx, inR, outW, MaxStdioInFlight, MaxStdioParkedClaims, 5*time.Second)
+	}()
+	// A write to io.Pipe returns once the server has read it; the third is
+	// read only after the first was handed to a session.
+	for i := range 3 {
+		if _, err := io.WriteString(inW, bpList(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cancel()
+	select {
+	case err := <-served:
+		if err != nil {
+			t.Fatalf("ServeStdio after ctx was done: %v, want nil", err)
+		}
+	case <-time.After(drainAfterCancel + 20*time.Second):
+		t.Fatalf("ServeStdio did not return within the %s bound after ctx was done", drainAfterCancel)
 	}
 }

@@ -205,6 +205,7 @@ func TestStdioEOFWithUnreadStdoutEndsWithinBound(t *testing.T) {
 	stalled(t, written, done, n)
 	s.in.Close() // also ends the blocked flood
 	took, err := s.exitWithin(t, boundAfterEOF+exitSlack)
+	t.Logf("exited %s after end of input: %v", took, err)
 	var ee *exec.ExitError
 	if !errors.As(err, &ee) || ee.ExitCode() != exitFailure {
 		t.Fatalf("exit after %s: %v, want exit code %d\n%s", took, err, exitFailure, s.stderr.String())
@@ -225,6 +226,7 @@ func TestStdioSIGTERMWithUnreadStdoutEndsWithinBound(t *testing.T) {
 	stalled(t, written, done, n)
 	s.cmd.Process.Signal(syscall.SIGTERM)
 	took, err := s.exitWithin(t, boundAfterSignal+exitSlack)
+	t.Logf("exited %s after SIGTERM: %v", took, err)
 	if err != nil {
 		t.Fatalf("exit %s after SIGTERM: %v\n%s", took, err, s.stderr.String())
 	}
