@@ -43,6 +43,14 @@
 //   - Tasks extension: a task handle is returned only to a graph_task_create
 //     request that declares the extension in its own _meta; tasks/* requests
 //     that do not declare it get -32021; legacy sessions never see it.
+//   - Stdio flow control: at most MaxStdioInFlight calls are read and not
+//     yet answered (intake pauses at the bound and resumes as answers are
+//     written), at most MaxStdioParkedClaims of them claim-next calls that
+//     wait (beyond that a long poll is tried once, without waiting). Every
+//     stdout write has the deadline StdioWriteTimeout; a stalled write or a
+//     broken pipe means the client is gone and the session ends as at end of
+//     input. Reaching the drain bound fails the writes still waiting, so the
+//     shutdown bounds hold whether or not the client reads.
 //   - Output: stdout carries only protocol messages; logs go to the slog
 //     logger (stderr); claim tokens appear only in the claim result. A
 //     stdio client is logged once when its stream starts and once when it

@@ -67,9 +67,11 @@ func TestMCPDocumentationIsComplete(t *testing.T) {
 		"SKILL.md bound": skills.MaxSkillMDBytes, "files per skill": skills.MaxFilesPerSkill, "bytes per skill": skills.MaxSkillBytes,
 		"skills bound": skills.MaxSkills, "name length": skills.MaxNameLength, "description length": skills.MaxDescriptionLength,
 		"compatibility length": skills.MaxCompatibilityLength, "stdio line bound": MaxStdioLineBytes,
+		"stdio in-flight bound": MaxStdioInFlight, "stdio parked-claim bound": MaxStdioParkedClaims,
 	} {
 		need(name, fmt.Sprint(v))
 	}
+	need("stdio write timeout", fmt.Sprintf("deadline of %d s", int(StdioWriteTimeout.Seconds())))
 	for _, rule := range []string{skills.RuleName, skills.RuleNameMismatch, skills.RuleDescription, skills.RuleFrontmatter,
 		skills.RuleUnknownKey, skills.RuleGrantsAuthority, skills.RuleCredential, skills.RuleInternalHost, skills.RuleTooLarge,
 		skills.RuleTooManyFiles, skills.RuleTooManySkills, skills.RuleSymlink, skills.RuleNotRegular, skills.RulePath,

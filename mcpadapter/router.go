@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"slices"
 	"sync"
@@ -34,6 +35,12 @@ type router struct {
 	outBroken  bool                // a write to the client failed: no more answers can arrive
 	answered   chan struct{}       // signalled (without blocking) when a session answers or out breaks
 	log        func(msg string, args ...any)
+
+	// Set by ServeStdio, nil elsewhere:
+	limit    *callLimit      // bounds the calls in flight; intake waits for room
+	gone     <-chan struct{} // closed when out can no longer carry answers: intake stops
+	shutdown func()          // called when the drain bound is reached: fails writes still waiting
+	writing  func() bool     // reports answers still being written: drain waits for them
 }
 
 // pipeConn is the mcp.Connection the router feeds one session through.
@@ -84,21 +91,34 @@ func (c *pipeConn) Write(_ context.Context, msg jsonrpc.Message) error {
 		if dropped {
 			// MCP: a request the client cancelled gets no response (the SDK
 			// would send -32603 "context canceled").
+			c.r.releaseCall(resp.ID)
 			c.r.signalAnswered()
 			return nil
 		}
 		resp.Error = normalizeError(resp.Error)
 	}
+	// The id may be reused once the client reads this answer, so it is freed
+	// first; the place only once the answer is out (or cannot go out).
+	placed := isResp && c.r.limit != nil && c.r.limit.answering(resp.ID)
 	err := c.r.out(msg)
+	if placed {
+		c.r.limit.free()
+	}
 	if err != nil {
 		c.r.mu.Lock()
 		c.r.outBroken = true
 		c.r.mu.Unlock()
 	}
-	if isResp || err != nil {
-		c.r.signalAnswered()
-	}
+	c.r.signalAnswered() // an answer, or a write drain may be waiting for
 	return err
+}
+
+// releaseCall frees the id and the in-flight place of a call that gets no
+// answer.
+func (r *router) releaseCall(id jsonrpc.ID) {
+	if r.limit != nil && r.limit.answering(id) {
+		r.limit.free()
+	}
 }
 
 func (r *router) signalAnswered() {
@@ -121,8 +141,9 @@ const (
 // flight: the SDK cancels a session's requests, and drops their answers, as
 // soon as its input ends. It stops early when a write to the client failed or
 // a session closed (its calls can no longer be answered), and waits at most
-// drainAfterEOF, or drainAfterCancel once parent is done.
-func (r *router) drain(parent context.Context) {
+// drainAfterEOF, or drainAfterCancel once parent is done; it reports whether
+// it stopped at that bound.
+func (r *router) drain(parent context.Context) (bounded bool) {
 	eof := time.NewTimer(drainAfterEOF)
 	defer eof.Stop()
 	var cancelled <-chan time.Time
@@ -133,19 +154,21 @@ func (r *router) drain(parent context.Context) {
 		for _, c := range r.owner {
 			waiting = waiting || !c.isClosed()
 		}
-		waiting = waiting && !r.outBroken
+		waiting = (waiting || r.writing != nil && r.writing()) && !r.outBroken
 		r.mu.Unlock()
 		if !waiting {
-			return
+			return false
 		}
 		select {
+		case <-r.gone:
+			return false
 		case <-r.answered:
 		case <-r.legacy.closed:
 		case <-r.modern.closed:
 		case <-eof.C:
-			return
+			return true
 		case <-cancelled:
-			return
+			return true
 		case <-done:
 			done = nil
 			t := time.NewTimer(drainAfterCancel)
@@ -224,6 +247,9 @@ func (r *router) serve(ctx context.Context, srv *mcp.Server, next func() (jsonrp
 	}
 	var readErr error
 	for {
+		if r.limit != nil && !r.limit.wait(parent.Done(), r.gone) {
+			break // a shutdown signal or a gone client: stop intake
+		}
 		msg, err := next()
 		if err != nil {
 			if !errors.Is(err, io.EOF) {
@@ -235,7 +261,9 @@ func (r *router) serve(ctx context.Context, srv *mcp.Server, next func() (jsonrp
 			r.dispatch(ctx, msg)
 		}
 	}
-	r.drain(parent)
+	if r.drain(parent) && r.shutdown != nil {
+		r.shutdown()
+	}
 	close(r.legacy.in)
 	close(r.modern.in)
 	legacy.Wait()
@@ -283,6 +311,15 @@ func (r *router) dispatch(ctx context.Context, msg jsonrpc.Message) {
 			r.reply(msg.ID, code, text, data)
 			return
 		}
+		if r.limit != nil {
+			if r.limit.holds(msg.ID) {
+				// As the SDK would answer, but before the call takes a
+				// place: its answer (id null) could not release one.
+				r.reply(jsonrpc.ID{}, jsonrpc.CodeInvalidRequest, "invalid request: the id "+clip(fmt.Sprint(msg.ID.Raw()))+" is already used by a request in flight", nil)
+				return
+			}
+			r.limit.admit(msg) // room was waited for before reading msg
+		}
 		r.mu.Lock()
 		r.owner[msg.ID] = target // in flight until answered: see drain
 		r.mu.Unlock()
@@ -290,6 +327,7 @@ func (r *router) dispatch(ctx context.Context, msg jsonrpc.Message) {
 			r.mu.Lock()
 			delete(r.owner, msg.ID)
 			r.mu.Unlock()
+			r.releaseCall(msg.ID)
 		}
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"sync"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -19,20 +20,27 @@ import (
 const MaxStdioLineBytes = 512 << 10
 
 // ServeStdio serves MCP on r and w, one JSON-RPC message per line, until r
-// ends (then it returns nil) or ctx is done. w carries nothing but protocol
-// messages.
+// ends or ctx is done (then it returns nil), or w can no longer carry
+// answers: then it returns an error wrapping ErrStdoutClosed or
+// ErrStdoutStalled (or the write error). A write that stalls after ctx is
+// done is not reported: the caller asked to stop. w carries nothing but protocol
+// messages. At most MaxStdioInFlight calls are in flight: beyond that it
+// stops reading r until an answer has been written. Every write to w has
+// the deadline StdioWriteTimeout.
 func (s *Server) ServeStdio(ctx context.Context, r io.Reader, w io.Writer) error {
-	var wmu sync.Mutex
-	rt := &router{log: s.log.Warn}
+	return s.serveStdio(ctx, r, w, MaxStdioInFlight, MaxStdioParkedClaims, StdioWriteTimeout)
+}
+
+func (s *Server) serveStdio(ctx context.Context, r io.Reader, w io.Writer, maxInFlight, maxParked int, writeTimeout time.Duration) error {
+	parent := ctx
+	sw := newStdioWriter(w, writeTimeout)
+	rt := &router{log: s.log.Warn, limit: newCallLimit(maxInFlight, maxParked), gone: sw.gone(), shutdown: sw.shutdown, writing: sw.busy}
 	rt.out = func(msg jsonrpc.Message) error {
 		b, err := encodeMessage(msg)
 		if err != nil {
 			return err
 		}
-		wmu.Lock()
-		defer wmu.Unlock()
-		_, err = w.Write(append(b, '\n'))
-		return err
+		return sw.write(append(b, '\n'))
 	}
 	lr := &lineReader{br: bufio.NewReaderSize(r, 64<<10), max: MaxStdioLineBytes}
 	ctx, cancel := context.WithCancel(ctx)
@@ -63,6 +71,8 @@ func (s *Server) ServeStdio(ctx context.Context, r io.Reader, w io.Writer) error
 				}
 			case <-ctx.Done():
 				return nil, io.EOF
+			case <-sw.gone():
+				return nil, io.EOF
 			}
 			if l.tooLong {
 				rt.reply(jsonrpc.ID{}, jsonrpc.CodeInvalidRequest, fmt.Sprintf("message too large: a line may hold at most %d bytes; it was discarded", MaxStdioLineBytes), nil)
@@ -80,7 +90,13 @@ func (s *Server) ServeStdio(ctx context.Context, r io.Reader, w io.Writer) error
 	s.log.Info("stdio session started", "eras", stdioEras)
 	err := rt.serve(ctx, s.mcp, next)
 	s.log.Info("stdio session ended", "eras", stdioEras)
-	return err
+	cancel() // the line reader stops
+	sw.close()
+	res := sw.result()
+	if errors.Is(res, ErrStdoutStalled) && parent.Err() != nil {
+		res = nil
+	}
+	return errors.Join(err, res)
 }
 
 // ServeTransport serves MCP on an already framed transport (for example an

@@ -6,8 +6,10 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"os/signal"
 	"strconv"
 	"strings"
+	"syscall"
 
 	"github.com/urfave/cli/v2"
 
@@ -104,8 +106,16 @@ func serveAction(c *cli.Context) error {
 		return err
 	}
 	logger.Info("serving MCP on stdio", "database", path, "version", buildVersion(), "manifest", srv.Manifest().SHA256(), "tools", strings.Join(surface.Tools, ","))
+	// A client that closes its end of stdout makes writes fail with EPIPE
+	// (a gone client, handled as end of input) instead of killing the
+	// process with SIGPIPE before the database is closed.
+	signal.Ignore(syscall.SIGPIPE)
 	serveErr := srv.ServeStdio(c.Context, c.App.Reader, c.App.Writer)
 	closeErr := store.Close()
+	if errors.Is(serveErr, mcpadapter.ErrStdoutClosed) {
+		logger.Info("the client closed stdout (broken pipe): stopped serving as at end of input")
+		serveErr = nil
+	}
 	if serveErr != nil {
 		return fmt.Errorf("serve stdio: %w", serveErr)
 	}
