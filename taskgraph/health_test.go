@@ -18,6 +18,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/fsfault"
 )
 
 // The health tests drive real child processes (this test binary re-run in
@@ -294,7 +296,7 @@ func fill(t *testing.T, dir string) string {
 // On a full disk a write and the readiness probe fail with ErrDiskFull,
 // nothing of the write is kept, and once space is freed both succeed.
 func TestDiskFullWriteFailsWithErrDiskFull(t *testing.T) {
-	dir := mountTmpfs(t, 4<<20)
+	dir := fsfault.Tmpfs(t, 4<<20)
 	b := setupWithPath(t, filepath.Join(dir, "tasks.db"), Options{})
 	b.create(t, "wf", "a")
 	filler := fill(t, dir)
@@ -395,7 +397,7 @@ func TestUnwritableDatabaseIsNotReady(t *testing.T) {
 			return path
 		}},
 		{"read-only mount", func(t *testing.T, path string) string {
-			return filepath.Join(bindReadOnly(t, filepath.Dir(path)), filepath.Base(path))
+			return filepath.Join(fsfault.ReadOnly(t, filepath.Dir(path)), filepath.Base(path))
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -94,22 +94,20 @@ func openReadOnlyOperatorStore(c *cli.Context) (*taskgraph.Store, error) {
 // withReadOnlyStore is withOperatorStore for commands that only read: the
 // store is opened with openReadOnlyOperatorStore.
 func withReadOnlyStore(c *cli.Context, fn func(ctx context.Context, s *taskgraph.Store) error) error {
-	s, err := openReadOnlyOperatorStore(c)
-	if err != nil {
-		return err
-	}
-	ferr := fn(c.Context, s)
-	if cerr := s.Close(); cerr != nil && ferr == nil {
-		ferr = fmt.Errorf("close database: %w", cerr)
-	}
-	return ferr
+	return withStore(c, openReadOnlyOperatorStore, fn)
 }
 
 // withOperatorStore opens the store, runs fn, and closes the store. Every
 // write fn makes is one short store transaction; nothing holds the write lock
 // while a human reads a prompt.
 func withOperatorStore(c *cli.Context, fn func(ctx context.Context, s *taskgraph.Store) error) error {
-	s, err := openOperatorStore(c)
+	return withStore(c, openOperatorStore, fn)
+}
+
+// withStore opens a store with open, runs fn and closes the store; a close
+// error is reported when fn succeeded.
+func withStore(c *cli.Context, open func(*cli.Context) (*taskgraph.Store, error), fn func(ctx context.Context, s *taskgraph.Store) error) error {
+	s, err := open(c)
 	if err != nil {
 		return err
 	}

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph"
+	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/fsfault"
 )
 
 // serve refuses, at start and before serving anything, a database it
@@ -37,7 +38,7 @@ func TestServeRefusesUnwritableDatabase(t *testing.T) {
 			return path
 		}},
 		{"read-only mount", func(t *testing.T, path string) string {
-			return filepath.Join(bindReadOnly(t, filepath.Dir(path)), filepath.Base(path))
+			return filepath.Join(fsfault.ReadOnly(t, filepath.Dir(path)), filepath.Base(path))
 		}},
 		{"full disk", nil},
 	} {
@@ -47,7 +48,7 @@ func TestServeRefusesUnwritableDatabase(t *testing.T) {
 			if tc.prepare == nil {
 				// A small tmpfs holds the database; once it is full the
 				// probe write cannot commit.
-				dir := mountTmpfs(t, 2<<20)
+				dir := fsfault.Tmpfs(t, 2<<20)
 				path, want = filepath.Join(dir, "tasks.db"), "database disk full"
 				tc.prepare = func(t *testing.T, path string) string {
 					fillDir(t, dir)

@@ -1,6 +1,6 @@
 //go:build linux
 
-package main
+package fsfault
 
 import (
 	"fmt"
@@ -10,9 +10,9 @@ import (
 	"testing"
 )
 
-// mountTmpfs mounts a tmpfs of size bytes and unmounts it at cleanup; it
+// Tmpfs mounts a tmpfs of size bytes and unmounts it at cleanup; it
 // skips the test where mounting is not permitted.
-func mountTmpfs(t *testing.T, size int) string {
+func Tmpfs(t testing.TB, size int) string {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "mnt")
 	if err := os.Mkdir(dir, 0o700); err != nil {
@@ -29,10 +29,10 @@ func mountTmpfs(t *testing.T, size int) string {
 	return dir
 }
 
-// bindReadOnly mounts dir read-only at a new folder, unmounted at cleanup,
+// ReadOnly mounts dir read-only at a new folder, unmounted at cleanup,
 // and returns that folder; it skips the test where mounting is not
 // permitted.
-func bindReadOnly(t *testing.T, dir string) string {
+func ReadOnly(t testing.TB, dir string) string {
 	t.Helper()
 	ro := filepath.Join(t.TempDir(), "ro")
 	if err := os.Mkdir(ro, 0o700); err != nil {
