@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"slices"
 	"strconv"
 	"strings"
 
@@ -118,6 +117,15 @@ func writeJSONBody(w http.ResponseWriter, body []byte) {
 	_, _ = w.Write(body)
 }
 
+// servedMethodSet is ServedMethods as a set, built once.
+var servedMethodSet = func() map[string]bool {
+	m := map[string]bool{}
+	for _, name := range ServedMethods() {
+		m[name] = true
+	}
+	return m
+}()
+
 // unknownMethod returns the -32601 for a method this server neither serves
 // (ServedMethods, whatever the surface) nor knowingly refuses
 // (unservedMethods, answered by unservedMiddleware), or nil. Both
@@ -125,7 +133,7 @@ func writeJSONBody(w http.ResponseWriter, body []byte) {
 // session sees it: the SDK's own answer differed by transport ("method not
 // found" on stdio, "JSON RPC not handled: … unsupported" over HTTP).
 func unknownMethod(method string) *rpcFailure {
-	if method == "" || isNotification(method) || unservedMethods[method] || slices.Contains(ServedMethods(), method) {
+	if method == "" || isNotification(method) || unservedMethods[method] || servedMethodSet[method] {
 		return nil
 	}
 	return &rpcFailure{status: http.StatusNotFound, code: jsonrpc.CodeMethodNotFound, msg: fmt.Sprintf("method not found: %q", method)}

@@ -119,10 +119,48 @@ func clipNumber(n string) string {
 	return n
 }
 
+// mayOverflow is a cheap byte scan that is true whenever raw may hold a
+// number beyond float64 range: one with an exponent of three or more digits
+// (the largest float64 is about 1.8e308), or with 309 or more digits in a
+// row. It may be true for text inside strings too; OverflowingNumber then
+// decides exactly. It keeps that exact (and much slower) scan off the path
+// of every ordinary request.
+func mayOverflow(raw []byte) bool {
+	run := 0
+	for i := 0; i < len(raw); i++ {
+		c := raw[i]
+		if c >= '0' && c <= '9' {
+			run++
+			if run >= 309 {
+				return true
+			}
+			continue
+		}
+		if (c == 'e' || c == 'E') && (run > 0 || (i > 0 && raw[i-1] == '.')) {
+			j := i + 1
+			if j < len(raw) && (raw[j] == '+' || raw[j] == '-') {
+				j++
+			}
+			k := j
+			for k < len(raw) && raw[k] >= '0' && raw[k] <= '9' {
+				k++
+			}
+			if k-j >= 3 {
+				return true
+			}
+		}
+		run = 0
+	}
+	return false
+}
+
 // OverflowingNumber returns the first number in the JSON value raw that is
 // beyond float64 range (see the payload rules), and whether there is one.
 // Invalid JSON has none.
 func OverflowingNumber(raw []byte) (string, bool) {
+	if !mayOverflow(raw) {
+		return "", false
+	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
 	for {

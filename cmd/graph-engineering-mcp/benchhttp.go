@@ -71,7 +71,10 @@ type mcpBenchClient struct{ cs *mcp.ClientSession }
 // benchLeaseMs is the lease the bench's workers take, as in store mode.
 const benchLeaseMs = 60_000
 
-func (c mcpBenchClient) call(ctx context.Context, tool string, args map[string]any) (json.RawMessage, error) {
+// call calls tool and returns its structured result, re-encoded, only when
+// out is true: heartbeat and complete need no more than success, and
+// encoding every result again was work of ours on the measured path.
+func (c mcpBenchClient) call(ctx context.Context, tool string, args map[string]any, out bool) (json.RawMessage, error) {
 	res, err := c.cs.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: args})
 	if err != nil {
 		return nil, err
@@ -85,6 +88,9 @@ func (c mcpBenchClient) call(ctx context.Context, tool string, args map[string]a
 		}
 		return nil, fmt.Errorf("%s: %s", tool, msg)
 	}
+	if !out {
+		return nil, nil
+	}
 	return json.Marshal(res.StructuredContent)
 }
 
@@ -93,7 +99,7 @@ func holderArgs(h lease.Holder) map[string]any {
 }
 
 func (c mcpBenchClient) claim(ctx context.Context, owner string) (lease.Holder, bool, error) {
-	raw, err := c.call(ctx, manifest.ToolClaim, map[string]any{"owner": owner, "lease_ms": benchLeaseMs, "wait_ms": 100})
+	raw, err := c.call(ctx, manifest.ToolClaim, map[string]any{"owner": owner, "lease_ms": benchLeaseMs, "wait_ms": 100}, true)
 	if err != nil {
 		return lease.Holder{}, false, err
 	}
@@ -123,14 +129,14 @@ func (c mcpBenchClient) claim(ctx context.Context, owner string) (lease.Holder, 
 func (c mcpBenchClient) heartbeat(ctx context.Context, h lease.Holder) error {
 	args := holderArgs(h)
 	args["lease_ms"] = benchLeaseMs
-	_, err := c.call(ctx, manifest.ToolHeartbeat, args)
+	_, err := c.call(ctx, manifest.ToolHeartbeat, args, false)
 	return err
 }
 
 func (c mcpBenchClient) complete(ctx context.Context, h lease.Holder, result json.RawMessage) error {
 	args := holderArgs(h)
 	args["result"] = result
-	_, err := c.call(ctx, manifest.ToolComplete, args)
+	_, err := c.call(ctx, manifest.ToolComplete, args, false)
 	return err
 }
 
