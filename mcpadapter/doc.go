@@ -56,4 +56,45 @@
 //     stdio client is logged once when its stream starts and once when it
 //     ends, naming both eras; the SDK's per-session lifecycle lines, one set
 //     per era session, are at debug.
+//   - One wire: the envelope (parseMessage), the id rule (readID), the
+//     per-request _meta rules (metaVersion, checkModernMeta, missingMeta),
+//     the answer to an unknown method (unknownMethod) and the error mapping
+//     are written once and used by stdio and HTTP alike; the golden
+//     conversations in testdata/golden replay the same input over both
+//     transports in both eras and must get the same answers.
+//
+// # SDK workarounds
+//
+// Where the SDK (v1.8.0) does something the protocol or this server's
+// contract does not allow, we correct it in the one place named here, and a
+// canary test sends the same input to the SDK alone and fails once the SDK
+// stops doing it, so we know the workaround can go:
+//
+//   - A body or line that is not JSON-RPC: the SDK answers plain text (HTTP)
+//     or ends the session (stdio). parseMessage answers a JSON-RPC error.
+//     Canary: TestSDKCanaryNonJSONBodyIsPlainText.
+//   - Numeric ids go through float64 and are truncated (1.5 answered as 1).
+//     readID refuses them. Canary: TestSDKCanaryNumericIDsAreTruncated.
+//   - An error whose request id is unknown is encoded without "id".
+//     encodeMessage writes "id": null. Canary: TestSDKCanaryErrorWithoutIDOmitsIt.
+//   - A handler's plain Go error leaves with code 0 (and, in 2026-07-28 over
+//     HTTP, status 200). normalizeError (stdio) and fixRPCResponse (HTTP)
+//     send -32603 with status 500. Canary: TestSDKCanaryPlainErrorsGetCodeZero.
+//   - Mcp-Name is checked only on tools/call, resources/read and
+//     prompts/get. checkModernHeaders checks it on tasks/* too. Canary:
+//     TestSDKCanaryMcpNameUncheckedOnTasks.
+//   - A legacy initialize result advertises every extension, though the
+//     Tasks extension exists only in 2026-07-28. legacyInitializeMiddleware
+//     removes it. Canary: TestSDKCanaryLegacyInitializeAdvertisesExtensions.
+//   - A bad Accept header gets a plain-text 400. acceptFailure answers a
+//     JSON-RPC error. Canary: TestSDKRefusesBadAcceptInPlainText.
+//   - Arguments holding a number beyond float64 range fail the SDK's
+//     Mcp-Name check with a misleading -32020. overflowToolError answers the
+//     tool error stdio gives. Canary: in TestHTTPOverflowingNumberIsAToolError.
+//   - An unknown tool's -32602 names only the unknown tool.
+//     unknownToolMiddleware lists the tools offered. Canary: in
+//     TestArgumentErrorsNameTheirFieldAndUnknownToolsListTheTools.
+//   - A wrapped JSON-RPC error ("method not found: \"x\"") is reported by
+//     its inner error on stdio but whole over HTTP. normalizeError keeps the
+//     whole message; the golden conversations show both agree.
 package mcpadapter

@@ -23,7 +23,8 @@ const maxRewriteBytes = 8 << 20
 //     as -32603, never as 0;
 //   - in the 2026-07-28 era the HTTP status follows the error code: -32601
 //     404; -32700, -32600, -32602, -32020, -32021, -32022 400; any other 500
-//     (the SDK sends -32020 and plain errors with 200);
+//     (the SDK v1.8.0 does so itself for errors with a code, but sends a
+//     plain error with 200; TestSDKCanaryPlainErrorsGetCodeZero watches it);
 //   - an SSE response carries X-Accel-Buffering: no, so reverse proxies do
 //     not hold back events.
 //
