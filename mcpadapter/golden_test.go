@@ -23,6 +23,8 @@ import (
 // txtar archive:
 //
 //	-- comment --       what the conversation shows (free text)
+//	-- skills --        optional: a skills folder (relative to this package)
+//	                    the server serves
 //	-- capabilities --  optional: the clientCapabilities object of that _meta
 //	                    (default {}; the Tasks conversation declares the
 //	                    extension here)
@@ -249,7 +251,7 @@ func prepareLine(line, era string, caps json.RawMessage) goldenMessage {
 
 // goldenTransport sends one prepared message and returns its answer.
 type goldenTransport interface {
-	start(t *testing.T, era string)
+	start(t *testing.T, era string, opts ...fixtureOpt)
 	send(t *testing.T, m goldenMessage) []byte // nil when there is no answer
 }
 
@@ -259,8 +261,8 @@ type stdioGolden struct {
 	out *bufio.Reader
 }
 
-func (s *stdioGolden) start(t *testing.T, era string) {
-	f := newFixture(t)
+func (s *stdioGolden) start(t *testing.T, era string, opts ...fixtureOpt) {
+	f := newFixture(t, opts...)
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
 	ctx, cancel := context.WithCancel(context.Background())
@@ -320,8 +322,8 @@ type httpGolden struct {
 	session string
 }
 
-func (h *httpGolden) start(t *testing.T, era string) {
-	h.f = newHTTPFixture(t, HTTPOptions{})
+func (h *httpGolden) start(t *testing.T, era string, opts ...fixtureOpt) {
+	h.f = newHTTPFixture(t, HTTPOptions{}, opts...)
 	if era == "legacy" {
 		r := h.f.post(`{"jsonrpc":"2.0","id":"init","method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"golden","version":"1"}}}`, nil)
 		h.session = r.header.Get(headerSessionID)
@@ -357,9 +359,9 @@ func (h *httpGolden) send(t *testing.T, m goldenMessage) []byte {
 
 // replay runs the client lines over tr in era and returns the normalized
 // answers, one per line.
-func replay(t *testing.T, tr goldenTransport, era, client string, caps json.RawMessage) string {
+func replay(t *testing.T, tr goldenTransport, era, client string, caps json.RawMessage, opts ...fixtureOpt) string {
 	t.Helper()
-	tr.start(t, era)
+	tr.start(t, era, opts...)
 	vars := newGoldenVars()
 	var out strings.Builder
 	for _, line := range strings.Split(client, "\n") {
@@ -403,9 +405,13 @@ func TestGoldenConversations(t *testing.T) {
 			if len(caps) > 0 && !json.Valid(caps) {
 				t.Fatalf("%s: the capabilities section is not JSON", file)
 			}
+			var opts []fixtureOpt
+			if dir := strings.TrimSpace(a.sections["skills"]); dir != "" {
+				opts = append(opts, skillsFixture(t, dir))
+			}
 			changed := false
 			for _, era := range eras {
-				got := replay(t, &stdioGolden{}, era, client, caps)
+				got := replay(t, &stdioGolden{}, era, client, caps, opts...)
 				if *update {
 					if a.sections[era] != got {
 						a.set(era, got)
@@ -414,7 +420,7 @@ func TestGoldenConversations(t *testing.T) {
 				} else if want := a.sections[era]; got != want {
 					t.Errorf("%s, %s era, stdio: answers differ from the golden file (rerun with -update if intended):\n%s", file, era, lineDiff(want, got))
 				}
-				if gotHTTP := replay(t, &httpGolden{}, era, client, caps); gotHTTP != got {
+				if gotHTTP := replay(t, &httpGolden{}, era, client, caps, opts...); gotHTTP != got {
 					t.Errorf("%s, %s era: HTTP answers differ from stdio's:\n%s", file, era, lineDiff(got, gotHTTP))
 				}
 			}
