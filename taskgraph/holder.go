@@ -44,6 +44,7 @@ func (s *Store) holderWrite(ctx context.Context, verb string, h lease.Holder, fn
 	var out Task
 	err := s.do(ctx, func(w *wtx) error {
 		w.judged = judgedAt(arrived, w.now)
+		w.holder = &h
 		r, err := w.loadTask(h.TaskID)
 		if err != nil {
 			return err
@@ -92,19 +93,28 @@ func (w *wtx) explainStale(r row, h lease.Holder, err error) error {
 		h.Generation, time.UnixMilli(atMS).UTC().Format(time.RFC3339Nano), r.State)}
 }
 
-// fenced runs an UPDATE whose WHERE clause repeats the fencing predicate, at
-// the time the holder write is judged (its arrival), and insists it matched
-// the task: a second line of defence behind lease.Check. r becomes the task as
+// fenced runs an UPDATE whose WHERE clause repeats the whole fencing
+// predicate with the claim the write presents (w.holder: generation, owner
+// and the digest of its token) and the time it is judged at (its arrival),
+// so the guard is part of the write itself and holds however many writers
+// there are, not only because lease.Check ran first in the same
+// transaction. A write that matches no row was not the live claim when it
+// was applied: a stale claim, and nothing changed. r becomes the task as
 // updated.
 func (w *wtx) fenced(r *row, set string, args ...any) error {
-	q := `UPDATE tasks SET ` + set + `, updated_at_ms = ? WHERE seq = ? AND state = 'claimed' AND generation = ? AND owner = ? AND lease_expires_at_ms > ?`
-	args = append(args, w.nowMS, r.seq, r.Generation, r.Owner, w.judged.UnixMilli())
+	h := w.holder
+	if h == nil {
+		return fmt.Errorf("%w: fenced write on task %s without a presented claim", errInternal, r.TaskID)
+	}
+	q := `UPDATE tasks SET ` + set + `, updated_at_ms = ? WHERE seq = ? AND state = 'claimed' AND generation = ? AND owner = ? AND token_hash = ? AND lease_expires_at_ms > ?`
+	args = append(args, w.nowMS, r.seq, h.Generation, h.Owner, lease.HashToken(h.Token), w.judged.UnixMilli())
 	nr, ok, err := w.updateTask(q, args...)
 	if err != nil {
 		return err
 	}
 	if !ok {
-		return fmt.Errorf("%w: fenced write on task %s changed no row", errInternal, r.TaskID)
+		return &lease.StaleClaimError{TaskID: r.TaskID, Reason: lease.ReasonNotHeld,
+			Detail: "the claim was no longer live when this write was applied; inspect the task before doing more work on it"}
 	}
 	*r = nr
 	return nil

@@ -1,0 +1,62 @@
+package taskgraph
+
+import (
+	"encoding/json"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/graph-engineering/graph-engineering-mcp/lease"
+)
+
+// The fenced UPDATE carries the whole claim in its own predicate: even with
+// lease.Check skipped (as a second writer racing this one would make it
+// meaningless), a write presenting a wrong token, owner or generation, or
+// arriving after the lease, changes nothing and is a stale claim, not an
+// internal error.
+func TestFencedWriteCarriesTheClaimInItsPredicate(t *testing.T) {
+	b := setup(t)
+	tk := b.create(t, "wf", "a")
+	c := b.claim(t, "w", tk.TaskID, 10*time.Second)
+	live := holder(c)
+	for name, h := range map[string]lease.Holder{
+		"wrong token":      {TaskID: live.TaskID, Owner: live.Owner, Generation: live.Generation, Token: "not-the-token"},
+		"wrong owner":      {TaskID: live.TaskID, Owner: "someone-else", Generation: live.Generation, Token: live.Token},
+		"wrong generation": {TaskID: live.TaskID, Owner: live.Owner, Generation: live.Generation + 1, Token: live.Token},
+	} {
+		err := b.s.do(b.ctx, func(w *wtx) error {
+			w.judged, w.holder = w.now, &h
+			r, err := w.loadTask(h.TaskID)
+			if err != nil {
+				return err
+			}
+			return w.fenced(&r, `status_message = ?`, "written by "+name)
+		})
+		if !errors.Is(err, ErrStaleClaim) {
+			t.Errorf("%s: got %v, want a stale claim", name, err)
+		}
+	}
+	late := live
+	err := b.s.do(b.ctx, func(w *wtx) error {
+		w.judged, w.holder = w.now.Add(time.Minute), &late
+		r, err := w.loadTask(late.TaskID)
+		if err != nil {
+			return err
+		}
+		return w.fenced(&r, `status_message = ?`, "written late")
+	})
+	if !errors.Is(err, ErrStaleClaim) {
+		t.Errorf("after the lease: got %v, want a stale claim", err)
+	}
+	got, err := b.s.Task(b.ctx, tk.TaskID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.StatusMessage != c.Task.StatusMessage {
+		t.Fatalf("a refused fenced write changed the task: %q", got.StatusMessage)
+	}
+	// The live claim still writes.
+	if _, err := b.s.Complete(b.ctx, live, json.RawMessage(`1`)); err != nil {
+		t.Fatal(err)
+	}
+}
