@@ -293,17 +293,24 @@ func (w *wtx) sweepExpired(limit int) (int, error) {
 
 // expire ends the lapsed claim on r: back to pending if attempts remain,
 // otherwise failed (and its dependents cancelled).
+// expireGuard is the predicate of an expiry's UPDATE: the task is still
+// claimed at the generation that was read and its lease had lapsed when the
+// operation arrived, so an expiry never ends a claim that was renewed or
+// taken over meanwhile, whatever else writes.
+const expireGuard = ` AND state = 'claimed' AND generation = ? AND lease_expires_at_ms <= ?`
+
 func (w *wtx) expire(r *row) error {
 	holder, gen := r.Owner, r.Generation
 	if r.Attempts < r.MaxAttempts {
 		nr, ok, err := w.updateTask(`UPDATE tasks SET state = 'pending', owner = NULL, token_hash = NULL, lease_expires_at_ms = NULL,
-			status_message = ?, updated_at_ms = ? WHERE seq = ?`,
-			fmt.Sprintf("ready to claim (the lease of %s at generation %d expired after attempt %d of %d)", holder, gen, r.Attempts, r.MaxAttempts), w.nowMS, r.seq)
+			status_message = ?, updated_at_ms = ? WHERE seq = ?`+expireGuard,
+			fmt.Sprintf("ready to claim (the lease of %s at generation %d expired after attempt %d of %d)", holder, gen, r.Attempts, r.MaxAttempts), w.nowMS, r.seq,
+			gen, w.at().UnixMilli())
 		if err != nil {
 			return err
 		}
 		if !ok {
-			return fmt.Errorf("%w: expiry of task %s changed no row", errInternal, r.TaskID)
+			return w.reload(r) // renewed or taken over meanwhile: nothing to expire
 		}
 		*r = nr
 		w.wakeWaiters(r.WorkflowID)
@@ -312,12 +319,12 @@ func (w *wtx) expire(r *row) error {
 	}
 	msg := fmt.Sprintf("lease expired after %d attempts", r.Attempts)
 	nr, ok, err := w.updateTask(`UPDATE tasks SET state = 'failed', token_hash = NULL, lease_expires_at_ms = NULL, error = ?,
-		status_message = ?, updated_at_ms = ? WHERE seq = ?`, msg, "failed: "+msg, w.nowMS, r.seq)
+		status_message = ?, updated_at_ms = ? WHERE seq = ?`+expireGuard, msg, "failed: "+msg, w.nowMS, r.seq, gen, w.at().UnixMilli())
 	if err != nil {
 		return err
 	}
 	if !ok {
-		return fmt.Errorf("%w: expiry of task %s changed no row", errInternal, r.TaskID)
+		return w.reload(r) // renewed or taken over meanwhile: nothing to expire
 	}
 	*r = nr
 	w.afterCommit(func() { w.s.stats.expiries.Add(1); w.s.stats.failures.Add(1) })

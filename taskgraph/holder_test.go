@@ -60,3 +60,33 @@ func TestFencedWriteCarriesTheClaimInItsPredicate(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// An expiry's UPDATE carries its own guard: a row read as expired that was
+// renewed before the expiry is applied is left alone.
+func TestExpiryCarriesItsGuardInThePredicate(t *testing.T) {
+	b := setup(t)
+	tk := b.create(t, "wf", "a")
+	c := b.claim(t, "w", tk.TaskID, time.Second)
+	b.clock.Advance(2 * time.Second)
+	err := b.s.do(b.ctx, func(w *wtx) error {
+		r, err := w.loadTask(tk.TaskID)
+		if err != nil {
+			return err
+		}
+		// Another writer renews the lease between the read and the expiry.
+		if _, err := w.exec(`UPDATE tasks SET lease_expires_at_ms = ? WHERE seq = ?`, w.now.Add(time.Minute).UnixMilli(), r.seq); err != nil {
+			return err
+		}
+		return w.expire(&r)
+	})
+	if err != nil {
+		t.Fatalf("expiry of a renewed lease: %v", err)
+	}
+	got, err := b.s.Task(b.ctx, tk.TaskID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.State != StateClaimed || got.Generation != c.Lease.Generation {
+		t.Fatalf("the renewed claim was expired: %s at generation %d", got.State, got.Generation)
+	}
+}
