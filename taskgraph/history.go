@@ -101,9 +101,16 @@ func (w *wtx) appendEvent(r *row, kind, owner string, generation int64, detail m
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, e.WorkflowID, e.Seq, e.TaskID, e.Kind, e.Owner, e.Generation, w.nowMS, string(d), e.PrevHash, e.Hash); err != nil {
 		return fmt.Errorf("append event: %w", err)
 	}
-	if _, err := w.exec(`UPDATE workflows SET head_hash = ?, event_count = ?, updated_at_ms = ? WHERE workflow_id = ?`,
-		e.Hash, e.Seq, w.nowMS, r.WorkflowID); err != nil {
+	// Compare and set: the head advances only from the head this event
+	// links to, so two writers can never fork the chain, however the store
+	// is driven; a moved head is an error and the operation rolls back.
+	res, err := w.exec(`UPDATE workflows SET head_hash = ?, event_count = ?, updated_at_ms = ? WHERE workflow_id = ? AND head_hash = ? AND event_count = ?`,
+		e.Hash, e.Seq, w.nowMS, r.WorkflowID, head, count)
+	if err != nil {
 		return fmt.Errorf("advance chain head: %w", err)
+	}
+	if n, err := res.RowsAffected(); err != nil || n != 1 {
+		return fmt.Errorf("%w: the chain head of workflow %s moved while event %d was appended (rows %d, %v)", errInternal, r.WorkflowID, e.Seq, n, err)
 	}
 	return nil
 }

@@ -3,6 +3,7 @@ package taskgraph
 import (
 	"encoding/json"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -89,4 +90,28 @@ func TestExpiryCarriesItsGuardInThePredicate(t *testing.T) {
 	if got.State != StateClaimed || got.Generation != c.Lease.Generation {
 		t.Fatalf("the renewed claim was expired: %s at generation %d", got.State, got.Generation)
 	}
+}
+
+// The chain head advances by compare and set: an event linked to a head that
+// moved meanwhile is refused and nothing of its operation stands.
+func TestChainHeadAdvancesOnlyFromTheHeadItLinksTo(t *testing.T) {
+	b := setup(t)
+	tk := b.create(t, "wf", "a")
+	// A trigger plays the other writer: it moves the head as the event is
+	// inserted, between the read of the head and its update.
+	err := b.s.do(b.ctx, func(w *wtx) error {
+		r, err := w.loadTask(tk.TaskID)
+		if err != nil {
+			return err
+		}
+		if _, err := w.exec(`CREATE TEMP TRIGGER move_head AFTER INSERT ON events BEGIN UPDATE workflows SET head_hash = 'moved' WHERE workflow_id = NEW.workflow_id; END`); err != nil {
+			return err
+		}
+		defer w.exec(`DROP TRIGGER IF EXISTS move_head`)
+		return w.appendEvent(&r, EventHeartbeat, "w", 0, nil)
+	})
+	if err == nil || !strings.Contains(err.Error(), "moved") {
+		t.Fatalf("an event linked to a moved head: got %v, want the write refused", err)
+	}
+	b.verify(t)
 }
