@@ -501,12 +501,9 @@ func (h *HTTPHandler) unauthorized(r *http.Request) string {
 }
 
 func (h *HTTPHandler) serveHealth(w http.ResponseWriter, r *http.Request) {
-	if r.Method != http.MethodGet && r.Method != http.MethodHead {
-		w.Header().Set("Allow", "GET, HEAD")
-		http.Error(w, "method not allowed: use GET", http.StatusMethodNotAllowed)
+	if !probeRequest(w, r) {
 		return
 	}
-	w.Header().Set("Cache-Control", "no-store")
 	ctx, cancel := context.WithTimeout(r.Context(), healthTimeout)
 	defer cancel()
 	if err := h.srv.store.Ping(ctx); err != nil {

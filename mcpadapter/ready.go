@@ -58,17 +58,26 @@ func (s *Server) unavailableRPC(what string, err error) error {
 		Data: errorData(errorDetail("unavailable", err))}
 }
 
+// probeRequest admits a GET or HEAD to a probe route (/healthz, /readyz),
+// whose answer must never be cached; anything else gets 405 and false.
+func probeRequest(w http.ResponseWriter, r *http.Request) bool {
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		w.Header().Set("Allow", "GET, HEAD")
+		http.Error(w, "method not allowed: use GET", http.StatusMethodNotAllowed)
+		return false
+	}
+	w.Header().Set("Cache-Control", "no-store")
+	return true
+}
+
 // serveReady answers ReadyPath: 200 "ready" when a probe write commits
 // within readyTimeout, else 503 with "not ready: <reason>: <advice>" (the
 // reason is busy, disk_full, read_only, files_replaced or shutting_down),
 // no-store, and for a retryable reason Retry-After.
 func (h *HTTPHandler) serveReady(w http.ResponseWriter, r *http.Request) {
-	if r.Method != http.MethodGet && r.Method != http.MethodHead {
-		w.Header().Set("Allow", "GET, HEAD")
-		http.Error(w, "method not allowed: use GET", http.StatusMethodNotAllowed)
+	if !probeRequest(w, r) {
 		return
 	}
-	w.Header().Set("Cache-Control", "no-store")
 	ctx, cancel := context.WithTimeout(r.Context(), readyTimeout)
 	defer cancel()
 	err := h.srv.store.Ready(ctx)

@@ -11,7 +11,6 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -125,16 +124,8 @@ func TestFleetLiveness(t *testing.T) {
 		t.Skip("fleet: skipped with -short")
 	}
 	cfg := fleetConfigFromEnv(t)
-	bin := builtBinary(t)
-	dir := t.TempDir()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	srv := &soakServer{t: t, bin: bin, db: filepath.Join(dir, "fleet.db"), addr: addr, token: "fleet-token-" + strconv.FormatInt(time.Now().UnixNano(), 36)}
-	srv.start()
+	srv := newSoakServer(t, "fleet")
+	bin, addr := srv.bin, srv.addr
 	t0 := time.Now()
 	var up atomic.Bool
 	up.Store(true)

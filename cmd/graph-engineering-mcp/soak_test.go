@@ -52,6 +52,22 @@ type soakServer struct {
 	logs  bytes.Buffer
 }
 
+// newSoakServer starts the built binary over HTTP on a free loopback port,
+// on a new database in a temporary folder, with a fresh bearer token.
+func newSoakServer(t *testing.T, name string) *soakServer {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	srv := &soakServer{t: t, bin: builtBinary(t), db: filepath.Join(t.TempDir(), name+".db"), addr: addr,
+		token: name + "-token-" + strconv.FormatInt(time.Now().UnixNano(), 36)}
+	srv.start()
+	return srv
+}
+
 func (s *soakServer) start() {
 	s.t.Helper()
 	s.mu.Lock()
@@ -119,16 +135,8 @@ func TestSoakKillRestart(t *testing.T) {
 		t.Skip("soak: skipped with -short")
 	}
 	dur := soakDuration(t)
-	bin := builtBinary(t)
-	dir := t.TempDir()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	srv := &soakServer{t: t, bin: bin, db: filepath.Join(dir, "soak.db"), addr: addr, token: "soak-token-" + strconv.FormatInt(time.Now().UnixNano(), 36)}
-	srv.start()
+	srv := newSoakServer(t, "soak")
+	addr := srv.addr
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
