@@ -397,9 +397,17 @@ func (w *wtx) cascadeCancel(root *row) error {
 			if r.State.Terminal() { // reached twice through a diamond
 				continue
 			}
-			if _, err := w.exec(`UPDATE tasks SET state = 'cancelled', token_hash = NULL, lease_expires_at_ms = NULL, cancel_cause = ?,
-				status_message = ?, updated_at_ms = ? WHERE seq = ?`, root.seq, status, w.nowMS, d); err != nil {
+			// The guard repeats the check above in the write itself: only an
+			// unfinished task is cancelled, whatever else writes meanwhile.
+			res, err := w.exec(`UPDATE tasks SET state = 'cancelled', token_hash = NULL, lease_expires_at_ms = NULL, cancel_cause = ?,
+				status_message = ?, updated_at_ms = ? WHERE seq = ? AND state IN ('blocked', 'pending', 'claimed')`, root.seq, status, w.nowMS, d)
+			if err != nil {
 				return err
+			}
+			if changed, err := res.RowsAffected(); err != nil {
+				return err
+			} else if changed == 0 {
+				continue // finished meanwhile: nothing to cancel
 			}
 			if err := w.reload(&r); err != nil {
 				return err
@@ -475,12 +483,14 @@ func (w *wtx) completeDependents(seq int64) error {
 }
 
 func (w *wtx) makeReady(seq int64) error {
-	r, ok, err := w.updateTask(`UPDATE tasks SET state = 'pending', status_message = 'ready to claim', updated_at_ms = ? WHERE seq = ?`, w.nowMS, seq)
+	// Only a task still blocked with no unmet dependency becomes ready: the
+	// guard is in the write, not only in the caller's read.
+	r, ok, err := w.updateTask(`UPDATE tasks SET state = 'pending', status_message = 'ready to claim', updated_at_ms = ? WHERE seq = ? AND state = 'blocked' AND unmet = 0`, w.nowMS, seq)
 	if err != nil {
 		return err
 	}
 	if !ok {
-		return fmt.Errorf("%w: task seq %d vanished while being made ready", errInternal, seq)
+		return nil // cancelled or made ready meanwhile
 	}
 	w.wakeWaiters(r.WorkflowID)
 	return w.appendEvent(&r, EventReady, "", r.Generation, nil)

@@ -115,3 +115,42 @@ func TestChainHeadAdvancesOnlyFromTheHeadItLinksTo(t *testing.T) {
 	}
 	b.verify(t)
 }
+
+// makeReady's UPDATE carries its guard: a task that is no longer blocked
+// (here cancelled) is not made ready, and no event is appended.
+func TestMakeReadyCarriesItsGuard(t *testing.T) {
+	b := setup(t)
+	b.create(t, "wf", "a")
+	dep, err := b.s.CreateTask(b.ctx, "wf", NodeSpec{NodeID: "b", DependsOn: []string{"a"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := b.s.CancelTask(b.ctx, dep.Task.TaskID, "gone"); err != nil {
+		t.Fatal(err)
+	}
+	before, err := b.s.WorkflowEvents(b.ctx, "wf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.s.do(b.ctx, func(w *wtx) error {
+		r, err := w.loadTask(dep.Task.TaskID)
+		if err != nil {
+			return err
+		}
+		return w.makeReady(r.seq)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := b.s.Task(b.ctx, dep.Task.TaskID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	after, err := b.s.WorkflowEvents(b.ctx, "wf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.State != StateCancelled || len(after) != len(before) {
+		t.Fatalf("a cancelled task was made ready: %s, %d events after %d", got.State, len(after), len(before))
+	}
+	b.verify(t)
+}
