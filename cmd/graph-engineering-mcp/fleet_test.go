@@ -77,6 +77,7 @@ func fleetConfigFromEnv(t *testing.T) fleetConfig {
 type fleetStats struct {
 	mu             sync.Mutex
 	holderLatency  []time.Duration // heartbeat and complete calls the server answered
+	hbLatency      []time.Duration // of them, the heartbeats
 	heartbeats     atomic.Int64
 	completes      atomic.Int64
 	staleRefusals  atomic.Int64 // holder writes rejected as stale while the server was up
@@ -234,6 +235,9 @@ func TestFleetLiveness(t *testing.T) {
 			if !r.isErr {
 				stats.mu.Lock()
 				stats.holderLatency = append(stats.holderLatency, took)
+				if tool == manifest.ToolHeartbeat {
+					stats.hbLatency = append(stats.hbLatency, took)
+				}
 				stats.mu.Unlock()
 				return r, true
 			}
@@ -497,14 +501,15 @@ func TestFleetLiveness(t *testing.T) {
 		t.Log(msg)
 	}
 	lat := slices.Clone(stats.holderLatency)
+	hb := slices.Clone(stats.hbLatency)
 	stats.mu.Unlock()
 	opMu.Lock()
 	ops := slices.Clone(opDur)
 	opMu.Unlock()
 	t.Logf("fleet: %d workers, %d tasks (%d layers x %d), lease %s, work %s, %d slow connections, %d SIGKILLs with %s downtime, %d operator commands (p50 %s, max %s) during a %s read transaction",
 		cfg.workers, total, cfg.layers, cfg.width, cfg.lease, cfg.work, cfg.slow, cfg.kills, cfg.downtime, len(ops), pct(ops, 50), pct(ops, 100), cfg.readTx)
-	t.Logf("fleet: %d claims, %d heartbeats, %d completes; holder-write latency p50 %s p99 %s max %s over %d answered writes; leases lost %d, stale refusals %d, other tool errors %d, 503s %d, transport failures (server down) %d",
-		stats.claimsGranted.Load(), stats.heartbeats.Load(), stats.completes.Load(), pct(lat, 50), pct(lat, 99), pct(lat, 100), len(lat),
+	t.Logf("fleet: %d claims, %d heartbeats, %d completes; heartbeat latency p50 %s p99 %s max %s over %d; holder-write (heartbeat and complete) latency p50 %s p99 %s max %s over %d answered writes; leases lost %d, stale refusals %d, other tool errors %d, 503s %d, transport failures (server down) %d",
+		stats.claimsGranted.Load(), stats.heartbeats.Load(), stats.completes.Load(), pct(hb, 50), pct(hb, 99), pct(hb, 100), len(hb), pct(lat, 50), pct(lat, 99), pct(lat, 100), len(lat),
 		retried, stats.staleRefusals.Load(), stats.otherRefusals.Load(), stats.busy503.Load(), stats.transportFails.Load())
 	if t.Failed() || os.Getenv("GE_FLEET_DEBUG") != "" {
 		t.Logf("server log:\n%s", tail(srv.logs.String(), 8000))
