@@ -29,29 +29,34 @@ var sdkRoutinePrefixes = []string{"calling "}
 // QuietSDKLogs wraps h so that the SDK's per-request and client-mistake
 // messages (see sdkRoutineMessages) are logged at Debug instead of Info or
 // Error. Everything else passes through unchanged.
-func QuietSDKLogs(h slog.Handler) slog.Handler { return quietHandler{h} }
+func QuietSDKLogs(h slog.Handler) slog.Handler { return demoteHandler{h, routineSDKMessage} }
 
-type quietHandler struct{ slog.Handler }
+// demoteHandler logs the records whose message matches at Debug instead of
+// their own level; everything else passes through unchanged.
+type demoteHandler struct {
+	slog.Handler
+	match func(msg string) bool
+}
 
 // Handle implements slog.Handler.
-func (q quietHandler) Handle(ctx context.Context, r slog.Record) error {
-	if r.Level > slog.LevelDebug && routineSDKMessage(r.Message) {
-		if !q.Handler.Enabled(ctx, slog.LevelDebug) {
+func (d demoteHandler) Handle(ctx context.Context, r slog.Record) error {
+	if r.Level > slog.LevelDebug && d.match(r.Message) {
+		if !d.Handler.Enabled(ctx, slog.LevelDebug) {
 			return nil
 		}
 		r.Level = slog.LevelDebug
 	}
-	return q.Handler.Handle(ctx, r)
+	return d.Handler.Handle(ctx, r)
 }
 
 // WithAttrs implements slog.Handler.
-func (q quietHandler) WithAttrs(attrs []slog.Attr) slog.Handler {
-	return quietHandler{q.Handler.WithAttrs(attrs)}
+func (d demoteHandler) WithAttrs(attrs []slog.Attr) slog.Handler {
+	return demoteHandler{d.Handler.WithAttrs(attrs), d.match}
 }
 
 // WithGroup implements slog.Handler.
-func (q quietHandler) WithGroup(name string) slog.Handler {
-	return quietHandler{q.Handler.WithGroup(name)}
+func (d demoteHandler) WithGroup(name string) slog.Handler {
+	return demoteHandler{d.Handler.WithGroup(name), d.match}
 }
 
 func routineSDKMessage(msg string) bool {

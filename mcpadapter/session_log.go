@@ -1,9 +1,6 @@
 package mcpadapter
 
-import (
-	"context"
-	"log/slog"
-)
+import "log/slog"
 
 // sdkSessionMessages are the SDK's per-session lifecycle messages. A router
 // (stdio, in-memory transports) opens one SDK session per protocol era for a
@@ -17,33 +14,10 @@ var sdkSessionMessages = map[string]bool{
 	"server session disconnected": true,
 }
 
-// sessionLogHandler demotes sdkSessionMessages to Debug; everything else
-// passes through unchanged.
-type sessionLogHandler struct{ slog.Handler }
-
 // sdkLogger is the logger the SDK server gets: l with its session lifecycle
-// messages at Debug.
-func sdkLogger(l *slog.Logger) *slog.Logger { return slog.New(sessionLogHandler{l.Handler()}) }
-
-// Handle implements slog.Handler.
-func (h sessionLogHandler) Handle(ctx context.Context, r slog.Record) error {
-	if r.Level > slog.LevelDebug && sdkSessionMessages[r.Message] {
-		if !h.Handler.Enabled(ctx, slog.LevelDebug) {
-			return nil
-		}
-		r.Level = slog.LevelDebug
-	}
-	return h.Handler.Handle(ctx, r)
-}
-
-// WithAttrs implements slog.Handler.
-func (h sessionLogHandler) WithAttrs(attrs []slog.Attr) slog.Handler {
-	return sessionLogHandler{h.Handler.WithAttrs(attrs)}
-}
-
-// WithGroup implements slog.Handler.
-func (h sessionLogHandler) WithGroup(name string) slog.Handler {
-	return sessionLogHandler{h.Handler.WithGroup(name)}
+// messages (sdkSessionMessages) at Debug.
+func sdkLogger(l *slog.Logger) *slog.Logger {
+	return slog.New(demoteHandler{l.Handler(), func(msg string) bool { return sdkSessionMessages[msg] }})
 }
 
 // stdioEras describes, for the session log lines, the two SDK sessions a
