@@ -15,7 +15,6 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -270,36 +269,13 @@ func TestReadyChangesNothing(t *testing.T) {
 	}
 }
 
-// fill writes to a file in dir until the filesystem has no page left.
-func fill(t *testing.T, dir string) string {
-	t.Helper()
-	p := filepath.Join(dir, "filler")
-	f, err := os.Create(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	for _, n := range []int{64 << 10, 4 << 10, 1} {
-		chunk := make([]byte, n)
-		for {
-			if _, err := f.Write(chunk); err != nil {
-				if !errors.Is(err, syscall.ENOSPC) {
-					t.Fatalf("fill: %v", err)
-				}
-				break
-			}
-		}
-	}
-	return p
-}
-
 // On a full disk a write and the readiness probe fail with ErrDiskFull,
 // nothing of the write is kept, and once space is freed both succeed.
 func TestDiskFullWriteFailsWithErrDiskFull(t *testing.T) {
 	dir := fsfault.Tmpfs(t, 4<<20)
 	b := setupWithPath(t, filepath.Join(dir, "tasks.db"), Options{})
 	b.create(t, "wf", "a")
-	filler := fill(t, dir)
+	filler := fsfault.Fill(t, dir)
 
 	big := json.RawMessage(`{"blob":"` + strings.Repeat("x", 60<<10) + `"}`)
 	_, err := b.s.CreateTask(b.ctx, "wf", NodeSpec{NodeID: "big", Payload: big})

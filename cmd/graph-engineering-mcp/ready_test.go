@@ -9,7 +9,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -51,7 +50,7 @@ func TestServeRefusesUnwritableDatabase(t *testing.T) {
 				dir := fsfault.Tmpfs(t, 2<<20)
 				path, want = filepath.Join(dir, "tasks.db"), "database disk full"
 				tc.prepare = func(t *testing.T, path string) string {
-					fillDir(t, dir)
+					fsfault.Fill(t, dir)
 					return path
 				}
 			}
@@ -75,27 +74,6 @@ func TestServeRefusesUnwritableDatabase(t *testing.T) {
 				}
 			}
 		})
-	}
-}
-
-// fillDir writes a file in dir until its filesystem has no page left.
-func fillDir(t *testing.T, dir string) {
-	t.Helper()
-	f, err := os.Create(filepath.Join(dir, "filler"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	for _, n := range []int{64 << 10, 4 << 10, 1} {
-		chunk := make([]byte, n)
-		for {
-			if _, err := f.Write(chunk); err != nil {
-				if !errors.Is(err, syscall.ENOSPC) {
-					t.Fatalf("fill: %v", err)
-				}
-				break
-			}
-		}
 	}
 }
 

@@ -3,6 +3,7 @@
 package fsfault
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -50,4 +51,29 @@ func ReadOnly(t testing.TB, dir string) string {
 		t.Skipf("cannot remount the bind mount read-only: %v", err)
 	}
 	return ro
+}
+
+// Fill writes to a file in dir until its filesystem has no page left (a full
+// disk, on a Tmpfs), and returns that file's path; removing it frees the
+// space again.
+func Fill(t testing.TB, dir string) string {
+	t.Helper()
+	p := filepath.Join(dir, "filler")
+	f, err := os.Create(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	for _, n := range []int{64 << 10, 4 << 10, 1} {
+		chunk := make([]byte, n)
+		for {
+			if _, err := f.Write(chunk); err != nil {
+				if !errors.Is(err, syscall.ENOSPC) {
+					t.Fatalf("fill: %v", err)
+				}
+				break
+			}
+		}
+	}
+	return p
 }

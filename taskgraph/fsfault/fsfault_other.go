@@ -15,3 +15,9 @@ func ReadOnly(t testing.TB, dir string) string {
 	t.Skip("a read-only bind mount needs Linux")
 	return ""
 }
+
+// Fill needs Linux mounts: it skips the test.
+func Fill(t testing.TB, dir string) string {
+	t.Skip("filling a tmpfs needs Linux")
+	return ""
+}
