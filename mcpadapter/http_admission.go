@@ -46,20 +46,21 @@ const bodyReadTimeout = 10 * time.Second
 // a positive number within the claim wait bound. Anything else, including a
 // claim whose arguments are invalid (it is answered at once), is short.
 func isLongPoll(m *httpMessage) bool {
-	if !m.isCall() || m.method != "tools/call" || len(m.params) == 0 {
+	if !m.isCall() {
 		return false
 	}
-	var p struct {
-		Name      string                     `json:"name"`
-		Arguments map[string]json.RawMessage `json:"arguments"`
-	}
-	if json.Unmarshal(m.params, &p) != nil || p.Name != manifest.ToolClaim {
+	name, rawArgs, ok := m.toolCall()
+	if !ok || name != manifest.ToolClaim {
 		return false
 	}
-	if _, byID := p.Arguments["task_id"]; byID {
+	var args map[string]json.RawMessage
+	if len(rawArgs) > 0 && json.Unmarshal(rawArgs, &args) != nil {
 		return false
 	}
-	raw, ok := p.Arguments["wait_ms"]
+	if _, byID := args["task_id"]; byID {
+		return false
+	}
+	raw, ok := args["wait_ms"]
 	if !ok {
 		return false
 	}

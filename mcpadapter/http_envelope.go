@@ -32,6 +32,31 @@ type httpMessage struct {
 	method string // "" for a response
 	params json.RawMessage
 	meta   map[string]json.RawMessage // params._meta, nil when absent
+	call   *toolCallParams            // params of a tools/call, read once by toolCall
+}
+
+// toolCallParams are the name and arguments of a tools/call.
+type toolCallParams struct {
+	name string
+	args json.RawMessage
+	ok   bool // params read as {name, arguments}
+}
+
+// toolCall returns the tool name and raw arguments of a tools/call, reading
+// params only the first time: admission and the overflow check both need
+// them for every call.
+func (m *httpMessage) toolCall() (name string, args json.RawMessage, ok bool) {
+	if m.call == nil {
+		m.call = &toolCallParams{}
+		var p struct {
+			Name      string          `json:"name"`
+			Arguments json.RawMessage `json:"arguments"`
+		}
+		if m.method == "tools/call" && len(m.params) > 0 && json.Unmarshal(m.params, &p) == nil {
+			m.call.name, m.call.args, m.call.ok = p.Name, p.Arguments, true
+		}
+	}
+	return m.call.name, m.call.args, m.call.ok
 }
 
 func (m *httpMessage) isCall() bool         { return m.method != "" && m.hasID }

@@ -60,19 +60,16 @@ func (h *HTTPHandler) overflowToolError(ctx context.Context, msg *httpMessage) [
 	if msg.method != "tools/call" || !msg.hasID {
 		return nil
 	}
-	var p struct {
-		Name      string          `json:"name"`
-		Arguments json.RawMessage `json:"arguments"`
-	}
-	if json.Unmarshal(msg.params, &p) != nil || len(p.Arguments) == 0 {
+	name, args, ok := msg.toolCall()
+	if !ok || len(args) == 0 {
 		return nil
 	}
-	if _, ok := taskgraph.OverflowingNumber(p.Arguments); !ok {
+	if _, ok := taskgraph.OverflowingNumber(args); !ok {
 		return nil
 	}
 	var def *toolDef
 	for _, d := range toolDefs() {
-		if d.name == p.Name && h.srv.cfg.Surface.Allows(d.name) {
+		if d.name == name && h.srv.cfg.Surface.Allows(d.name) {
 			def = &d
 			break
 		}
@@ -80,7 +77,7 @@ func (h *HTTPHandler) overflowToolError(ctx context.Context, msg *httpMessage) [
 	if def == nil {
 		return nil // the SDK answers an unknown tool
 	}
-	_, err := decodeArgs(p.Arguments, def.fields)
+	_, err := decodeArgs(args, def.fields)
 	if err == nil {
 		return nil
 	}
