@@ -3,14 +3,11 @@ package mcpadapter
 import (
 	"container/list"
 	"context"
-	"encoding/json"
 	"io"
 	"net"
 	"net/http"
 	"sync"
 	"time"
-
-	"github.com/graph-engineering/graph-engineering-mcp/manifest"
 )
 
 // Admission over Streamable HTTP. The capacity a worker needs to keep its
@@ -41,34 +38,15 @@ const DefaultAdmissionWait = time.Second
 // headers. A body that does not arrive in time is answered with 400.
 const bodyReadTimeout = 10 * time.Second
 
-// isLongPoll reports whether m is a claim-next call that may wait for work:
-// tools/call of graph_task_claim without task_id and with a wait_ms that is
-// a positive number within the claim wait bound. Anything else, including a
+// isLongPoll reports whether m is a claim-next call that may wait for work
+// (claimMayWait, the rule stdio parks by too). Anything else, including a
 // claim whose arguments are invalid (it is answered at once), is short.
 func isLongPoll(m *httpMessage) bool {
 	if !m.isCall() {
 		return false
 	}
-	name, rawArgs, ok := m.toolCall()
-	if !ok || name != manifest.ToolClaim {
-		return false
-	}
-	var args map[string]json.RawMessage
-	if len(rawArgs) > 0 && json.Unmarshal(rawArgs, &args) != nil {
-		return false
-	}
-	if _, byID := args["task_id"]; byID {
-		return false
-	}
-	raw, ok := args["wait_ms"]
-	if !ok {
-		return false
-	}
-	var ms float64 // a string or anything else is an argument error, answered at once
-	if json.Unmarshal(raw, &ms) != nil {
-		return false
-	}
-	return ms > 0 && ms <= float64(waitMaxMS)
+	name, args, ok := m.toolCall()
+	return ok && claimMayWait(name, args)
 }
 
 // admit takes a concurrency slot for a short call, waiting up to

@@ -39,21 +39,17 @@ type httpMessage struct {
 type toolCallParams struct {
 	name string
 	args json.RawMessage
-	ok   bool // params read as {name, arguments}
+	ok   bool // params are an object with a string name
 }
 
-// toolCall returns the tool name and raw arguments of a tools/call, reading
-// params only the first time: admission and the overflow check both need
-// them for every call.
+// toolCall returns the tool name and raw arguments of a tools/call
+// (toolCallParts), reading params only the first time: admission and the
+// overflow check both need them for every call.
 func (m *httpMessage) toolCall() (name string, args json.RawMessage, ok bool) {
 	if m.call == nil {
 		m.call = &toolCallParams{}
-		var p struct {
-			Name      string          `json:"name"`
-			Arguments json.RawMessage `json:"arguments"`
-		}
-		if m.method == "tools/call" && len(m.params) > 0 && json.Unmarshal(m.params, &p) == nil {
-			m.call.name, m.call.args, m.call.ok = p.Name, p.Arguments, true
+		if m.method == "tools/call" {
+			m.call.name, m.call.args, m.call.ok = toolCallParts(m.params)
 		}
 	}
 	return m.call.name, m.call.args, m.call.ok

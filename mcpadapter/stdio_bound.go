@@ -105,19 +105,27 @@ func (l *callLimit) holds(id jsonrpc.ID) bool {
 }
 
 // parksClaim reports whether req is a graph_task_claim the store would let
-// wait: claim-next (no task_id) with a valid wait_ms above 0. Keys match
-// exactly, as in the SDK's decoder. Anything the validator refuses is not a
-// parked claim, so withoutWait never turns a refusal into a success.
+// wait (claimMayWait).
 func parksClaim(req *jsonrpc.Request) bool {
 	if req.Method != "tools/call" {
 		return false
 	}
-	var p map[string]json.RawMessage
-	var name string
-	if json.Unmarshal(req.Params, &p) != nil || json.Unmarshal(p["name"], &name) != nil || name != manifest.ToolClaim {
+	name, args, ok := toolCallParts(req.Params)
+	return ok && claimMayWait(name, args)
+}
+
+// claimMayWait reports whether a tools/call of name with args is a
+// graph_task_claim the store would let wait: claim-next (no task_id) with a
+// valid wait_ms above 0. Keys match exactly, as in the SDK's decoder.
+// Anything the validator refuses is not a waiting claim, so it is answered
+// at once: stdio's withoutWait never turns a refusal into a success, and
+// over HTTP such a claim takes a slot like any short call. Both transports
+// classify with this one function.
+func claimMayWait(name string, rawArgs json.RawMessage) bool {
+	if name != manifest.ToolClaim {
 		return false
 	}
-	args, ok := uniqueObject(p["arguments"])
+	args, ok := uniqueObject(rawArgs)
 	if !ok {
 		return false
 	}
@@ -126,6 +134,17 @@ func parksClaim(req *jsonrpc.Request) bool {
 	}
 	n, err := exactInt(args["wait_ms"])
 	return err == nil && n > 0 && n <= waitMaxMS
+}
+
+// toolCallParts returns the name and raw arguments of tools/call params,
+// matching keys exactly; ok is false when params are not an object with a
+// string name.
+func toolCallParts(params json.RawMessage) (name string, args json.RawMessage, ok bool) {
+	var p map[string]json.RawMessage
+	if json.Unmarshal(params, &p) != nil || json.Unmarshal(p["name"], &name) != nil {
+		return "", nil, false
+	}
+	return name, p["arguments"], true
 }
 
 // withoutWait returns claim params with wait_ms set to 0, every other
