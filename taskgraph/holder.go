@@ -44,7 +44,6 @@ func (s *Store) holderWrite(ctx context.Context, verb string, h lease.Holder, fn
 	var out Task
 	err := s.do(ctx, func(w *wtx) error {
 		w.judged = judgedAt(arrived, w.now)
-		w.holder = &h
 		r, err := w.loadTask(h.TaskID)
 		if err != nil {
 			return err
@@ -94,18 +93,14 @@ func (w *wtx) explainStale(r row, h lease.Holder, err error) error {
 }
 
 // fenced runs an UPDATE whose WHERE clause repeats the whole fencing
-// predicate with the claim the write presents (w.holder: generation, owner
-// and the digest of its token) and the time it is judged at (its arrival),
+// predicate with the claim h the write presents (generation, owner and the
+// digest of its token) and the time it is judged at (its arrival),
 // so the guard is part of the write itself and holds however many writers
 // there are, not only because lease.Check ran first in the same
 // transaction. A write that matches no row was not the live claim when it
 // was applied: a stale claim, and nothing changed. r becomes the task as
 // updated.
-func (w *wtx) fenced(r *row, set string, args ...any) error {
-	h := w.holder
-	if h == nil {
-		return fmt.Errorf("%w: fenced write on task %s without a presented claim", errInternal, r.TaskID)
-	}
+func (w *wtx) fenced(r *row, h lease.Holder, set string, args ...any) error {
 	q := `UPDATE tasks SET ` + set + `, updated_at_ms = ? WHERE seq = ? AND state = 'claimed' AND generation = ? AND owner = ? AND token_hash = ? AND lease_expires_at_ms > ?`
 	args = append(args, w.nowMS, r.seq, h.Generation, h.Owner, lease.HashToken(h.Token), w.judged.UnixMilli())
 	nr, ok, err := w.updateTask(q, args...)
@@ -129,7 +124,7 @@ func (s *Store) Heartbeat(ctx context.Context, h lease.Holder, d time.Duration) 
 	}
 	return s.holderWrite(ctx, "heartbeat", h, func(w *wtx, r *row) error {
 		exp := w.now.Add(dur).UnixMilli()
-		if err := w.fenced(r, `lease_expires_at_ms = ?, lease_ms = ?`, exp, dur.Milliseconds()); err != nil {
+		if err := w.fenced(r, h, `lease_expires_at_ms = ?, lease_ms = ?`, exp, dur.Milliseconds()); err != nil {
 			return err
 		}
 		return w.appendEvent(r, EventHeartbeat, h.Owner, h.Generation, w.arrived(map[string]any{"lease_expires_at_ms": exp}))
@@ -145,7 +140,7 @@ func (s *Store) Complete(ctx context.Context, h lease.Holder, result json.RawMes
 		return Task{}, err
 	}
 	return s.holderWrite(ctx, "complete", h, func(w *wtx, r *row) error {
-		if err := w.fenced(r, `state = 'completed', result = ?, token_hash = NULL, lease_expires_at_ms = NULL, status_message = ?`,
+		if err := w.fenced(r, h, `state = 'completed', result = ?, token_hash = NULL, lease_expires_at_ms = NULL, status_message = ?`,
 			string(res), fmt.Sprintf("completed by %s (generation %d)", h.Owner, h.Generation)); err != nil {
 			return err
 		}
@@ -166,7 +161,7 @@ func (s *Store) Fail(ctx context.Context, h lease.Holder, errText string, retrya
 	}
 	return s.holderWrite(ctx, "fail", h, func(w *wtx, r *row) error {
 		if retryable && r.Attempts < r.MaxAttempts {
-			if err := w.fenced(r, `state = 'pending', owner = NULL, token_hash = NULL, lease_expires_at_ms = NULL, error = ?, status_message = ?`,
+			if err := w.fenced(r, h, `state = 'pending', owner = NULL, token_hash = NULL, lease_expires_at_ms = NULL, error = ?, status_message = ?`,
 				errText, fmt.Sprintf("ready to claim (retrying after attempt %d of %d failed: %s)", r.Attempts, r.MaxAttempts, errorSummary(errText))); err != nil {
 				return err
 			}
@@ -178,7 +173,7 @@ func (s *Store) Fail(ctx context.Context, h lease.Holder, errText string, retrya
 		if retryable {
 			why = fmt.Sprintf("failed after %d of %d attempts", r.Attempts, r.MaxAttempts)
 		}
-		if err := w.fenced(r, `state = 'failed', error = ?, token_hash = NULL, lease_expires_at_ms = NULL, status_message = ?`,
+		if err := w.fenced(r, h, `state = 'failed', error = ?, token_hash = NULL, lease_expires_at_ms = NULL, status_message = ?`,
 			errText, why+": "+errorSummary(errText)); err != nil {
 			return err
 		}
@@ -194,7 +189,7 @@ func (s *Store) Fail(ctx context.Context, h lease.Holder, errText string, retrya
 // unfinished dependents). It is not an administrative abort.
 func (s *Store) Cancel(ctx context.Context, h lease.Holder) (Task, error) {
 	return s.holderWrite(ctx, "cancel", h, func(w *wtx, r *row) error {
-		if err := w.fenced(r, `state = 'cancelled', token_hash = NULL, lease_expires_at_ms = NULL, status_message = ?`,
+		if err := w.fenced(r, h, `state = 'cancelled', token_hash = NULL, lease_expires_at_ms = NULL, status_message = ?`,
 			fmt.Sprintf("cancelled by its holder %s (generation %d)", h.Owner, h.Generation)); err != nil {
 			return err
 		}

@@ -26,12 +26,12 @@ func TestFencedWriteCarriesTheClaimInItsPredicate(t *testing.T) {
 		"wrong generation": {TaskID: live.TaskID, Owner: live.Owner, Generation: live.Generation + 1, Token: live.Token},
 	} {
 		err := b.s.do(b.ctx, func(w *wtx) error {
-			w.judged, w.holder = w.now, &h
+			w.judged = w.now
 			r, err := w.loadTask(h.TaskID)
 			if err != nil {
 				return err
 			}
-			return w.fenced(&r, `status_message = ?`, "written by "+name)
+			return w.fenced(&r, h, `status_message = ?`, "written by "+name)
 		})
 		if !errors.Is(err, ErrStaleClaim) {
 			t.Errorf("%s: got %v, want a stale claim", name, err)
@@ -39,12 +39,12 @@ func TestFencedWriteCarriesTheClaimInItsPredicate(t *testing.T) {
 	}
 	late := live
 	err := b.s.do(b.ctx, func(w *wtx) error {
-		w.judged, w.holder = w.now.Add(time.Minute), &late
+		w.judged = w.now.Add(time.Minute)
 		r, err := w.loadTask(late.TaskID)
 		if err != nil {
 			return err
 		}
-		return w.fenced(&r, `status_message = ?`, "written late")
+		return w.fenced(&r, late, `status_message = ?`, "written late")
 	})
 	if !errors.Is(err, ErrStaleClaim) {
 		t.Errorf("after the lease: got %v, want a stale claim", err)

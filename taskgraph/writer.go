@@ -10,8 +10,6 @@ import (
 	"time"
 
 	"github.com/mattn/go-sqlite3"
-
-	"github.com/graph-engineering/graph-engineering-mcp/lease"
 )
 
 // op is one unit of work for the writer goroutine. Exactly one of fn and raw
@@ -35,9 +33,6 @@ type wtx struct {
 	nowMS int64
 	// judged is the time a holder write is judged at (see holderWrite).
 	judged time.Time
-	// holder is the claim a holder write presents (see holderWrite); fenced
-	// puts it into the UPDATE's own predicate.
-	holder *lease.Holder
 	s      *Store
 	// hooks run after the batch commits, in order, only if this operation's
 	// savepoint was released and the commit succeeded.
