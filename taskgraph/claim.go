@@ -399,19 +399,15 @@ func (w *wtx) cascadeCancel(root *row) error {
 			}
 			// The guard repeats the check above in the write itself: only an
 			// unfinished task is cancelled, whatever else writes meanwhile.
-			res, err := w.exec(`UPDATE tasks SET state = 'cancelled', token_hash = NULL, lease_expires_at_ms = NULL, cancel_cause = ?,
+			nr, ok, err := w.updateTask(`UPDATE tasks SET state = 'cancelled', token_hash = NULL, lease_expires_at_ms = NULL, cancel_cause = ?,
 				status_message = ?, updated_at_ms = ? WHERE seq = ? AND state IN ('blocked', 'pending', 'claimed')`, root.seq, status, w.nowMS, d)
 			if err != nil {
 				return err
 			}
-			if changed, err := res.RowsAffected(); err != nil {
-				return err
-			} else if changed == 0 {
+			if !ok {
 				continue // finished meanwhile: nothing to cancel
 			}
-			if err := w.reload(&r); err != nil {
-				return err
-			}
+			r = nr
 			if err := w.appendEvent(&r, EventCancel, "", r.Generation, map[string]any{"cause_task_id": root.TaskID, "cause": verb}); err != nil {
 				return err
 			}
