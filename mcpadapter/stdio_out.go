@@ -63,10 +63,9 @@ type stdioWriter struct {
 	stop chan struct{}
 	done chan struct{}
 
-	mu      sync.Mutex
-	err     error         // why broken was closed
-	broken  chan struct{} // closed once, with err set
-	writing bool          // the goroutine is inside w.Write
+	mu     sync.Mutex
+	err    error         // why broken was closed
+	broken chan struct{} // closed once, with err set
 
 	waiting atomic.Int64 // calls of write not yet returned
 }
@@ -107,7 +106,6 @@ func (sw *stdioWriter) writeOne(b []byte) error {
 		sw.mu.Unlock()
 		return sw.err
 	}
-	sw.writing = true
 	sw.mu.Unlock()
 	if sw.deadline != nil {
 		sw.deadline.SetWriteDeadline(time.Now().Add(sw.timeout))
@@ -117,9 +115,6 @@ func (sw *stdioWriter) writeOne(b []byte) error {
 	})
 	_, err := sw.w.Write(b)
 	stalled.Stop()
-	sw.mu.Lock()
-	sw.writing = false
-	sw.mu.Unlock()
 	if err != nil {
 		sw.fail(classifyWriteError(err, sw.timeout))
 		return sw.cause()

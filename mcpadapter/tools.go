@@ -322,8 +322,6 @@ func outcomeOf(err error) string {
 		return "conflict"
 	case errors.Is(err, taskgraph.ErrStaleClaim):
 		return "stale_claim"
-	case errors.Is(err, taskgraph.ErrUnavailable):
-		return "unavailable"
 	}
 	return "error"
 }
