@@ -46,8 +46,6 @@ so a change made between the prompt and the answer is never overwritten
 blindly.`,
 		Subcommands: []*cli.Command{adminRequeueCommand(), adminSkipCommand(), adminAbortCommand()},
 		Action:      groupAction,
-		// Help is --help, as for the other commands; no "help" subcommand.
-		HideHelpCommand: true,
 	}
 }
 

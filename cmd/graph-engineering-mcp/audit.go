@@ -17,8 +17,6 @@ func auditCommand() *cli.Command {
 		Description: `Every transition is recorded in a per-workflow hash chain of events.`,
 		Subcommands: []*cli.Command{auditVerifyCommand()},
 		Action:      groupAction,
-		// Help is --help, as for the other commands; no "help" subcommand.
-		HideHelpCommand: true,
 	}
 }
 

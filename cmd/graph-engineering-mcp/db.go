@@ -205,16 +205,14 @@ func findFlag(flags []cli.Flag, name string) cli.Flag {
 }
 
 // groupAction is the action of a command that only groups subcommands: it
-// shows the group's help and fails with a usage error naming the subcommands.
+// shows the group's help and fails with a usage error naming the
+// subcommands. polishGroups answers a mistyped subcommand before it runs.
 func groupAction(c *cli.Context) error {
 	var names []string
 	for _, sc := range c.Command.Subcommands {
-		if !sc.Hidden && sc.Name != "help" {
+		if !sc.Hidden {
 			names = append(names, sc.Name)
 		}
-	}
-	if c.Args().Present() {
-		return usagef("unknown command %q for %s; the commands are: %s", c.Args().First(), commandPath(c), strings.Join(names, ", "))
 	}
 	if err := cli.ShowSubcommandHelp(c); err != nil {
 		return err
@@ -269,8 +267,6 @@ database: check and backup only read it (read-only, never making the server
 wait); checkpoint never waits for anyone; prune writes in short transactions.`,
 		Subcommands: []*cli.Command{dbCheckCommand(), dbCheckpointCommand(), dbPruneCommand(), dbBackupCommand()},
 		Action:      groupAction,
-		// Help is --help, as for the other commands; no "help" subcommand.
-		HideHelpCommand: true,
 	}
 }
 

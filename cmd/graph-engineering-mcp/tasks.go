@@ -24,8 +24,6 @@ Expired leases that the server has not processed yet show as
 "claimed (lease expired)" in the list.`,
 		Subcommands: []*cli.Command{tasksListCommand(), tasksShowCommand()},
 		Action:      groupAction,
-		// Help is --help, as for the other commands; no "help" subcommand.
-		HideHelpCommand: true,
 	}
 }
 

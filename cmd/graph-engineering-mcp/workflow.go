@@ -22,8 +22,6 @@ func workflowCommand() *cli.Command {
 		Description: `Read-only views of one workflow, safe while a server runs on the same database.`,
 		Subcommands: []*cli.Command{workflowShowCommand(), workflowWatchCommand()},
 		Action:      groupAction,
-		// Help is --help, as for the other commands; no "help" subcommand.
-		HideHelpCommand: true,
 	}
 }
 
