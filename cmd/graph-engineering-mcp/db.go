@@ -44,6 +44,27 @@ func clockFrom(ctx context.Context) lease.Clock {
 	return nil
 }
 
+// operatorOptions are the store options of every operator command.
+func operatorOptions(c *cli.Context) taskgraph.Options {
+	return taskgraph.Options{
+		Clock:  clockFrom(c.Context),
+		Logger: newLogger(c.App.ErrWriter, slog.LevelWarn),
+		// A one-shot command reads on one or two connections at a time.
+		ReadConns: 2,
+	}
+}
+
+// noDatabase is the error of an operator command pointed at a path with no
+// database: it never creates one.
+func noDatabase(path string) error {
+	return fmt.Errorf("no database at %s: set --database or %s to the database serve uses (serve creates it on first start)", path, databaseEnv)
+}
+
+// missingDatabase reports whether err says there is no database file at all.
+func missingDatabase(err error) bool {
+	return errors.Is(err, taskgraph.ErrNoDatabase) && errors.Is(err, fs.ErrNotExist)
+}
+
 // openOperatorStore opens the database for an operator command. Unlike serve
 // it never creates a database: a mistyped path must not leave an empty
 // database behind and report "no tasks".
@@ -54,16 +75,11 @@ func openOperatorStore(c *cli.Context) (*taskgraph.Store, error) {
 	}
 	if _, err := os.Stat(path); err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
-			return nil, fmt.Errorf("no database at %s: set --database or %s to the database serve uses (serve creates it on first start)", path, databaseEnv)
+			return nil, noDatabase(path)
 		}
 		return nil, fmt.Errorf("open database %s: %w", path, err)
 	}
-	s, err := taskgraph.Open(c.Context, path, taskgraph.Options{
-		Clock:  clockFrom(c.Context),
-		Logger: newLogger(c.App.ErrWriter, slog.LevelWarn),
-		// A one-shot command reads on one or two connections at a time.
-		ReadConns: 2,
-	})
+	s, err := taskgraph.Open(c.Context, path, operatorOptions(c))
 	if err != nil {
 		return nil, err // the store's errors name the path and the step that failed
 	}
@@ -80,13 +96,9 @@ func openReadOnlyOperatorStore(c *cli.Context) (*taskgraph.Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	s, err := taskgraph.OpenReadOnly(c.Context, path, taskgraph.Options{
-		Clock:     clockFrom(c.Context),
-		Logger:    newLogger(c.App.ErrWriter, slog.LevelWarn),
-		ReadConns: 2,
-	})
-	if errors.Is(err, taskgraph.ErrNoDatabase) && errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("no database at %s: set --database or %s to the database serve uses (serve creates it on first start)", path, databaseEnv)
+	s, err := taskgraph.OpenReadOnly(c.Context, path, operatorOptions(c))
+	if missingDatabase(err) {
+		return nil, noDatabase(path)
 	}
 	return s, err // the store's errors name the path and what to do
 }

@@ -1,9 +1,7 @@
 package main
 
 import (
-	"errors"
 	"fmt"
-	"io/fs"
 
 	"github.com/urfave/cli/v2"
 
@@ -45,8 +43,8 @@ func dbCheckpointAction(c *cli.Context, _ []string) error {
 		return err
 	}
 	res, err := taskgraph.Checkpoint(c.Context, path)
-	if errors.Is(err, taskgraph.ErrNoDatabase) && errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("no database at %s: set --database or %s to the database serve uses (serve creates it on first start)", path, databaseEnv)
+	if missingDatabase(err) {
+		return noDatabase(path)
 	}
 	if err != nil {
 		return err
