@@ -57,5 +57,5 @@ func backupSourceDSN(path string, opts Options) string {
 	q := url.Values{}
 	q.Set("mode", "ro")
 	q.Set("_busy_timeout", fmt.Sprint(opts.BusyTimeout.Milliseconds()))
-	return "file:" + (&url.URL{Path: path}).EscapedPath() + "?" + q.Encode()
+	return fileDSN(path, q)
 }

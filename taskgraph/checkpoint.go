@@ -3,11 +3,8 @@ package taskgraph
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
-	"io/fs"
 	"net/url"
-	"os"
 
 	"github.com/graph-engineering/graph-engineering-mcp/schema"
 )
@@ -43,7 +40,7 @@ func Checkpoint(ctx context.Context, path string) (CheckpointResult, error) {
 	}
 	q := url.Values{}
 	q.Set("_busy_timeout", "0")
-	db, err := sql.Open(driverName, "file:"+(&url.URL{Path: path}).EscapedPath()+"?"+q.Encode())
+	db, err := sql.Open(driverName, fileDSN(path, q))
 	if err != nil {
 		return res, fmt.Errorf("checkpoint database %s: %w", path, err)
 	}
@@ -71,13 +68,8 @@ func Checkpoint(ctx context.Context, path string) (CheckpointResult, error) {
 			res.CopiedFrames = res.WALFrames
 		}
 	}
-	fi, err := os.Stat(path + "-wal")
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-	case err != nil:
-		return res, fmt.Errorf("checkpoint database %s: read the WAL's size: %w", path, err)
-	default:
-		res.WALBytes = fi.Size()
+	if res.WALBytes, err = walBytes(path); err != nil {
+		return res, fmt.Errorf("checkpoint database %s: %w", path, err)
 	}
 	return res, nil
 }

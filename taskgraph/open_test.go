@@ -26,17 +26,14 @@ func fileSum(t *testing.T, path string) [32]byte {
 	return sha256.Sum256(b)
 }
 
-// walBytes is the size of path's WAL file, 0 when there is none.
-func walBytes(t *testing.T, path string) int64 {
+// walSize is the size of path's WAL file, 0 when there is none.
+func walSize(t *testing.T, path string) int64 {
 	t.Helper()
-	fi, err := os.Stat(path + "-wal")
-	if errors.Is(err, os.ErrNotExist) {
-		return 0
-	}
+	n, err := walBytes(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return fi.Size()
+	return n
 }
 
 func openAt(t *testing.T, path string, clock lease.Clock) *Store {
@@ -172,7 +169,7 @@ func TestOpenRefusesNewerSchema(t *testing.T) {
 	if err := raw.Close(); err != nil { // the last connection checkpoints the WAL
 		t.Fatal(err)
 	}
-	if n := walBytes(t, path); n != 0 {
+	if n := walSize(t, path); n != 0 {
 		t.Fatalf("fixture: %d bytes left in the WAL", n)
 	}
 	sum := fileSum(t, path)
@@ -187,7 +184,7 @@ func TestOpenRefusesNewerSchema(t *testing.T) {
 	if fileSum(t, path) != sum {
 		t.Fatal("the refused database file changed")
 	}
-	if n := walBytes(t, path); n != 0 {
+	if n := walSize(t, path); n != 0 {
 		t.Fatalf("the refused open left %d bytes in the WAL", n)
 	}
 }

@@ -6,10 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"log/slog"
 	"net/url"
 	"os"
-	"time"
 
 	"github.com/graph-engineering/graph-engineering-mcp/lease"
 	"github.com/graph-engineering/graph-engineering-mcp/schema"
@@ -43,15 +41,7 @@ func OpenReadOnly(ctx context.Context, path string, opts Options) (*Store, error
 	if opts.Clock == nil {
 		opts.Clock = lease.SystemClock{}
 	}
-	if opts.Logger == nil {
-		opts.Logger = slog.New(slog.DiscardHandler)
-	}
-	if opts.BusyTimeout <= 0 {
-		opts.BusyTimeout = 10 * time.Second
-	}
-	if opts.ReadConns <= 0 {
-		opts.ReadConns = 4
-	}
+	opts.readDefaults()
 	if err := requireDatabaseFile(path, "open database %s read-only"); err != nil {
 		return nil, err
 	}
@@ -98,7 +88,7 @@ func readOnlyDSN(path string, opts Options) string {
 	q.Set("_foreign_keys", "on")
 	q.Set("_query_only", "on")
 	q.Set("_txlock", "deferred")
-	return "file:" + (&url.URL{Path: path}).EscapedPath() + "?" + q.Encode()
+	return fileDSN(path, q)
 }
 
 func openReadOnlyDB(ctx context.Context, path string, opts Options) (*sql.DB, error) {
@@ -125,8 +115,12 @@ func (s *Store) errReadOnly() error {
 }
 
 // walBytes returns the size of the database's WAL file, 0 if there is none.
-func (s *Store) walBytes() (int64, error) {
-	fi, err := os.Stat(s.path + "-wal")
+func (s *Store) walBytes() (int64, error) { return walBytes(s.path) }
+
+// walBytes returns the size of the WAL file of the database at path, 0 if
+// there is none.
+func walBytes(path string) (int64, error) {
+	fi, err := os.Stat(path + "-wal")
 	if errors.Is(err, fs.ErrNotExist) {
 		return 0, nil
 	}

@@ -140,6 +140,26 @@ func DefaultPath() (string, error) {
 	return filepath.Join(home, ".local", "state", "graph-engineering", "tasks.db"), nil
 }
 
+// readDefaults fills in the options every store uses, read-only ones too:
+// Logger, BusyTimeout and ReadConns.
+func (o *Options) readDefaults() {
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.BusyTimeout <= 0 {
+		o.BusyTimeout = DefaultBusyTimeout
+	}
+	if o.ReadConns <= 0 {
+		o.ReadConns = 4
+	}
+}
+
+// fileDSN is the data source name of the database file at path with the
+// connection parameters q.
+func fileDSN(path string, q url.Values) string {
+	return "file:" + (&url.URL{Path: path}).EscapedPath() + "?" + q.Encode()
+}
+
 // Open opens (creating if needed) the database at path, applies pending
 // migrations, and starts the writer. Its parent folder is created with mode
 // 0700 if missing.
@@ -164,17 +184,9 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	default:
 		return nil, invalid("sync", "must be %q or %q (got %q)", SyncFull, SyncNormal, opts.Sync)
 	}
-	if opts.Logger == nil {
-		opts.Logger = slog.New(slog.DiscardHandler)
-	}
-	if opts.BusyTimeout <= 0 {
-		opts.BusyTimeout = DefaultBusyTimeout
-	}
+	opts.readDefaults()
 	if opts.MaxBatch <= 0 {
 		opts.MaxBatch = 256
-	}
-	if opts.ReadConns <= 0 {
-		opts.ReadConns = 4
 	}
 	if opts.MaxWaiters <= 0 {
 		opts.MaxWaiters = DefaultMaxWaiters
@@ -257,7 +269,7 @@ func inspect(ctx context.Context, path string, opts Options) error {
 	q := url.Values{}
 	q.Set("_busy_timeout", fmt.Sprint(opts.BusyTimeout.Milliseconds()))
 	q.Set("_query_only", "on")
-	db, err := sql.Open(driverName, "file:"+(&url.URL{Path: path}).EscapedPath()+"?"+q.Encode())
+	db, err := sql.Open(driverName, fileDSN(path, q))
 	if err != nil {
 		return fmt.Errorf("open database %s: %w", path, err)
 	}
@@ -288,7 +300,7 @@ func openDB(path string, opts Options, readOnly bool) (*sql.DB, error) {
 		// one state.
 		q.Set("_txlock", "immediate")
 	}
-	dsn := "file:" + (&url.URL{Path: path}).EscapedPath() + "?" + q.Encode()
+	dsn := fileDSN(path, q)
 	db, err := sql.Open(driverName, dsn)
 	if err != nil {
 		return nil, fmt.Errorf("open database %s: %w", path, err)
