@@ -212,24 +212,6 @@ func (s *Store) checkFiles() error {
 	return nil
 }
 
-// watchFiles checks the database files every interval, so that a replaced
-// file trips the store (and Ready reports it) even while no write arrives.
-func (s *Store) watchFiles(interval time.Duration) {
-	defer s.wg.Done()
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	for {
-		select {
-		case <-s.quit:
-			return
-		case <-t.C:
-			if s.checkFiles() != nil {
-				return
-			}
-		}
-	}
-}
-
 // probeSQL is the readiness probe: two updates that change a value of the
 // one schema_version row and change it back. SQLite writes nothing for an
 // update that leaves a row's bytes as they were, but a page changed and

@@ -12,7 +12,8 @@ import (
 // another server) through PRAGMA data_version, which changes on one
 // connection whenever any other connection commits, and wakes at most as many
 // claim-next waiters as there are pending tasks they may claim. The baseline is read before Open returns, so no write made after
-// Open can be missed.
+// Open can be missed. Each tick also checks the database files (checkFiles),
+// so a replaced file trips even an idle store and Ready reports it.
 func (s *Store) startWatch(ctx context.Context) error {
 	conn, err := s.rdb.Conn(ctx)
 	if err != nil {
@@ -35,6 +36,10 @@ func (s *Store) startWatch(ctx context.Context) error {
 				return
 			case <-t.C:
 			}
+			// The same tick notices replaced database files on an idle
+			// store (a busy one notices them at every batch); a trip is
+			// logged and answered by checkFiles itself.
+			_ = s.checkFiles()
 			var v int64
 			if err := conn.QueryRowContext(context.Background(), `PRAGMA data_version`).Scan(&v); err != nil {
 				s.log.Warn("read data_version", "err", err)

@@ -219,14 +219,13 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	// The read pool gets one extra connection, held by the change watcher.
 	s.rdb.SetMaxOpenConns(opts.ReadConns + 1)
 	s.rdb.SetMaxIdleConns(opts.ReadConns + 1)
-	if err := s.startWatch(ctx); err != nil {
+	// Recorded before the change watcher starts: it checks them too.
+	if err := s.recordFiles(); err != nil {
 		s.rdb.Close()
 		s.wdb.Close()
 		return nil, err
 	}
-	if err := s.recordFiles(); err != nil {
-		close(s.quit)
-		s.wg.Wait()
+	if err := s.startWatch(ctx); err != nil {
 		s.rdb.Close()
 		s.wdb.Close()
 		return nil, err
@@ -234,9 +233,8 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	if opts.Sweep {
 		s.lc = newLeaseClock(opts.Clock, opts.Monotonic, s.log)
 	}
-	s.wg.Add(2)
+	s.wg.Add(1)
 	go s.writer()
-	go s.watchFiles(opts.WatchInterval)
 	if opts.Sweep {
 		// The first batch gives live leases back the downtime since the last
 		// run, before Open returns and before anything is judged.
