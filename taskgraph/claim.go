@@ -65,17 +65,13 @@ func (s *Store) Claim(ctx context.Context, req ClaimRequest) (c Claimed, ok bool
 			return Claimed{}, false, err
 		}
 	}
-	tries := 0
+	// The first try is judged at the request's arrival; a retry after
+	// waiting, at the time of the retry (set after each park).
+	arrived := s.arrival(ctx)
 	try := func() (Claimed, bool, error) {
 		defer s.claimAttempts.Add(1)
 		var c Claimed
 		var ok bool
-		// The first try is judged at the request's arrival; a retry after
-		// waiting, at the time of the retry.
-		arrived := s.clock.Now().UTC()
-		if tries++; tries == 1 {
-			arrived = s.arrival(ctx)
-		}
 		err := s.do(ctx, func(w *wtx) error {
 			w.judged = judgedAt(arrived, w.now)
 			var err error
@@ -123,6 +119,7 @@ func (s *Store) Claim(ctx context.Context, req ClaimRequest) (c Claimed, ok bool
 		if err := s.park(ctx, wt, sleep); err != nil {
 			return Claimed{}, false, err
 		}
+		arrived = s.clock.Now().UTC()
 	}
 }
 
