@@ -54,7 +54,6 @@ func OpenReadOnly(ctx context.Context, path string, opts Options) (*Store, error
 		return nil, fmt.Errorf("open database %s read-only: %w", path, describeOpenErr(err))
 	}
 	s := &Store{path: path, opts: opts, clock: opts.Clock, log: opts.Logger, rdb: rdb, readOnly: true, quit: make(chan struct{})}
-	s.notify.init(DefaultMaxWaiters) // a claim on it fails with ErrReadOnlyStore before it could park
 	return s, nil
 }
 
