@@ -60,3 +60,12 @@ func (w *wtx) at() time.Time {
 	}
 	return w.judged
 }
+
+// doAt is do for an operation judged at its arrival: fn sees w.judged set
+// from arrived (judgedAt).
+func (s *Store) doAt(ctx context.Context, arrived time.Time, fn func(*wtx) error) error {
+	return s.do(ctx, func(w *wtx) error {
+		w.judged = judgedAt(arrived, w.now)
+		return fn(w)
+	})
+}

@@ -46,8 +46,7 @@ func (s *Store) Claim(ctx context.Context, req ClaimRequest) (c Claimed, ok bool
 		}
 		var conflict *ConflictError
 		arrived := s.arrival(ctx)
-		err := s.do(ctx, func(w *wtx) error {
-			w.judged = judgedAt(arrived, w.now)
+		err := s.doAt(ctx, arrived, func(w *wtx) error {
 			var err error
 			c, conflict, err = w.claimByID(req.TaskID, req.Owner, d)
 			return err
@@ -72,8 +71,7 @@ func (s *Store) Claim(ctx context.Context, req ClaimRequest) (c Claimed, ok bool
 		defer s.claimAttempts.Add(1)
 		var c Claimed
 		var ok bool
-		err := s.do(ctx, func(w *wtx) error {
-			w.judged = judgedAt(arrived, w.now)
+		err := s.doAt(ctx, arrived, func(w *wtx) error {
 			var err error
 			c, ok, err = w.claimNext(req.WorkflowID, req.Owner, d)
 			return err
@@ -339,8 +337,7 @@ func (s *Store) ExpireLeases(ctx context.Context) (int, error) {
 	for {
 		var n int
 		arrived := s.arrival(ctx)
-		err := s.do(ctx, func(w *wtx) error {
-			w.judged = judgedAt(arrived, w.now)
+		err := s.doAt(ctx, arrived, func(w *wtx) error {
 			var err error
 			n, err = w.sweepExpired(sweepLimit)
 			return err

@@ -42,8 +42,7 @@ func (s *Store) holderWrite(ctx context.Context, verb string, h lease.Holder, fn
 	}
 	arrived := s.arrival(ctx)
 	var out Task
-	err := s.do(ctx, func(w *wtx) error {
-		w.judged = judgedAt(arrived, w.now)
+	err := s.doAt(ctx, arrived, func(w *wtx) error {
 		r, err := w.loadTask(h.TaskID)
 		if err != nil {
 			return err

@@ -27,8 +27,7 @@ func (s *Store) Task(ctx context.Context, taskID string) (Task, error) {
 	if s.readOnly || !r.expired(arrived) {
 		return r.Task, nil
 	}
-	err = s.do(ctx, func(w *wtx) error {
-		w.judged = judgedAt(arrived, w.now)
+	err = s.doAt(ctx, arrived, func(w *wtx) error {
 		cur, err := w.loadSeq(r.seq)
 		if err != nil {
 			return err
