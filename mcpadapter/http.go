@@ -602,7 +602,8 @@ func (h *HTTPHandler) serveMCP(w http.ResponseWriter, r *http.Request) {
 		writeRPCError(w, f)
 		return
 	}
-	if sid := r.Header.Get(headerSessionID); e == eraLegacy && msg.method == "initialize" && sid != "" && h.hasSession(sid) {
+	sid := r.Header.Get(headerSessionID)
+	if e == eraLegacy && msg.method == "initialize" && sid != "" && h.hasSession(sid) {
 		// Every live session began with initialize; the SDK would answer a
 		// second one with error code 0.
 		writeRPCError(w, failure(http.StatusOK, msg, jsonrpc.CodeInvalidRequest, "invalid request: this session is already initialized; to start over, end it with DELETE and send initialize without Mcp-Session-Id"))
@@ -614,7 +615,6 @@ func (h *HTTPHandler) serveMCP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer release()
-	sid := r.Header.Get(headerSessionID)
 	opening := e == eraLegacy && msg.method == "initialize" && sid == ""
 	if opening {
 		h.initMu.Lock()
@@ -642,7 +642,7 @@ func (h *HTTPHandler) serveMCP(w http.ResponseWriter, r *http.Request) {
 	r = r.WithContext(taskgraph.WithArrival(context.WithValue(r.Context(), callPolicyKey{}, h.policy), arrived))
 	if e == eraModern {
 		if body := h.overflowToolError(r.Context(), msg); body != nil {
-			writeJSONBody(w, body)
+			writeJSONBody(w, http.StatusOK, body)
 			return
 		}
 	}
@@ -666,9 +666,6 @@ func (h *HTTPHandler) serveMCP(w http.ResponseWriter, r *http.Request) {
 // flight. The caller holds initMu.
 func (h *HTTPHandler) makeRoomForSession() bool {
 	live := h.liveSessionIDs()
-	if len(live) < h.opts.MaxSessions {
-		return true
-	}
 	for len(live) >= h.opts.MaxSessions {
 		id := h.sessions.victim(live)
 		if id == "" {

@@ -215,10 +215,15 @@ func writeRPCError(w http.ResponseWriter, f *rpcFailure) {
 		http.Error(w, f.msg, f.status)
 		return
 	}
+	writeJSONBody(w, f.status, b)
+}
+
+// writeJSONBody writes body as a JSON response with status.
+func writeJSONBody(w http.ResponseWriter, status int, body []byte) {
 	h := w.Header()
 	h.Set("Content-Type", "application/json")
-	h.Set("Content-Length", strconv.Itoa(len(b)))
+	h.Set("Content-Length", strconv.Itoa(len(body)))
 	h.Set("X-Content-Type-Options", "nosniff")
-	w.WriteHeader(f.status)
-	_, _ = w.Write(b)
+	w.WriteHeader(status)
+	_, _ = w.Write(body)
 }

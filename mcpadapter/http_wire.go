@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"strconv"
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -103,15 +102,6 @@ func (h *HTTPHandler) overflowToolError(ctx context.Context, msg *httpMessage) [
 		return nil
 	}
 	return body
-}
-
-// writeJSONBody writes a 200 JSON response.
-func writeJSONBody(w http.ResponseWriter, body []byte) {
-	h := w.Header()
-	h.Set("Content-Type", "application/json")
-	h.Set("Content-Length", strconv.Itoa(len(body)))
-	w.WriteHeader(http.StatusOK)
-	_, _ = w.Write(body)
 }
 
 // servedMethodSet is ServedMethods as a set, built once.
