@@ -187,7 +187,7 @@ func interspersedArgs(c *cli.Context) (positional []string, help bool, err error
 		if f == nil {
 			return nil, false, usagef("flag provided but not defined: %s", a)
 		}
-		if tv, ok := f.(interface{ TakesValue() bool }); ok && !tv.TakesValue() {
+		if !takesValue(f) {
 			if !hasValue {
 				value = "true"
 			}
