@@ -10,10 +10,8 @@ import (
 // stateless HTTP request (each is a short-lived session) or for a client's
 // protocol mistake that the client already receives as an error response.
 // At HTTP request rates they would drown the server's own logs.
+// The session lifecycle messages (sdkSessionMessages) are among them.
 var sdkRoutineMessages = map[string]bool{
-	"server connecting":                    true,
-	"server session connected":             true,
-	"server session disconnected":          true,
 	"session initialized":                  true,
 	"method removed in the new protocol":   true,
 	"method invalid during initialization": true,
@@ -60,7 +58,7 @@ func (d demoteHandler) WithGroup(name string) slog.Handler {
 }
 
 func routineSDKMessage(msg string) bool {
-	if sdkRoutineMessages[msg] {
+	if sdkRoutineMessages[msg] || sdkSessionMessages[msg] {
 		return true
 	}
 	for _, p := range sdkRoutinePrefixes {
