@@ -258,12 +258,8 @@ func (w *wtx) shiftLeases(shift time.Duration) (int, error) {
 // alive time reach the database even when no other write comes.
 func (s *Store) clockLoop(interval time.Duration) {
 	defer s.wg.Done()
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := s.quitContext()
 	defer cancel()
-	go func() {
-		<-s.quit
-		cancel()
-	}()
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	c := s.lc

@@ -57,17 +57,27 @@ func (s *Store) startWatch(ctx context.Context) error {
 	return nil
 }
 
+// quitContext returns a context that ends when the store closes (s.quit),
+// for a background loop's store calls.
+func (s *Store) quitContext() (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		select {
+		case <-s.quit:
+		case <-ctx.Done():
+		}
+		cancel()
+	}()
+	return ctx, cancel
+}
+
 // sweeper expires leases as they lapse, so that expiries are recorded (and
 // claim-next waiters woken) without waiting for the next claim. It wakes at
 // the earliest lease expiry, and at least once a second.
 func (s *Store) sweeper() {
 	defer s.wg.Done()
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := s.quitContext()
 	defer cancel()
-	go func() {
-		<-s.quit
-		cancel()
-	}()
 	for {
 		sleep := time.Second
 		next, err := s.nextLeaseExpiry(ctx)
