@@ -13,8 +13,44 @@ import (
 	"strings"
 )
 
-//go:embed migrations/*.sql
-var files embed.FS
+//go:embed migrations/sqlite/*.sql
+var sqliteFiles embed.FS
+
+//go:embed migrations/postgres/*.sql
+var postgresFiles embed.FS
+
+// files is the SQLite series, rooted so that its migrations are under
+// migrations/.
+var files = mustSub(sqliteFiles, "migrations/sqlite")
+
+func mustSub(fsys embed.FS, dir string) fs.FS {
+	sub, err := fs.Sub(fsys, dir)
+	if err != nil {
+		panic(err)
+	}
+	return rootAs{sub}
+}
+
+// rootAs presents fsys as the folder migrations/ of a file system, the
+// layout migrationsFrom reads.
+type rootAs struct{ fs.FS }
+
+func (r rootAs) Open(name string) (fs.File, error) {
+	if name == "migrations" {
+		return r.FS.Open(".")
+	}
+	if rest, ok := strings.CutPrefix(name, "migrations/"); ok {
+		return r.FS.Open(rest)
+	}
+	return nil, &fs.PathError{Op: "open", Path: name, Err: fs.ErrNotExist}
+}
+
+// PostgresMigrations returns the PostgreSQL series (migrations/postgres) in
+// version order; the tgpostgres driver applies it. The SQLite series
+// (migrations/sqlite) is Migrations.
+func PostgresMigrations() ([]Migration, error) {
+	return migrationsFrom(mustSub(postgresFiles, "migrations/postgres"))
+}
 
 // ErrTooNew matches the error returned when the database was written by a
 // newer schema than this binary knows.

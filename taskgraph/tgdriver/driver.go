@@ -1,0 +1,194 @@
+package tgdriver
+
+import (
+	"context"
+	"time"
+)
+
+// Driver stores task graphs in one database. It is safe for concurrent use.
+type Driver interface {
+	// Info describes the driver and its database.
+	Info() Info
+	// Start begins accepting writes with the domain's hooks. It is called
+	// once, after the driver was opened (and migrated) and before any Write.
+	Start(h Hooks) error
+	// Write runs fn as one write transaction and returns once it committed
+	// (nil) or failed. See the package doc for the retry rule.
+	Write(ctx context.Context, fn func(Tx) error) error
+	// Reads answers reads on committed state, outside any transaction.
+	Reads() Reads
+	// Snapshot runs fn on one consistent read snapshot.
+	Snapshot(ctx context.Context, fn func(Reads) error) error
+	// Changes delivers a value after another process or replica committed a
+	// write that may have made tasks claimable. It may coalesce changes. Nil
+	// when the driver never sees other writers.
+	Changes() <-chan Change
+	// Ready reports whether the database can commit a write now: nil or an
+	// error matching ErrUnavailable or ErrClosed. It never changes the data.
+	Ready(ctx context.Context) error
+	// Ping checks that the database answers a read.
+	Ping(ctx context.Context) error
+	// Close finishes the writes already accepted and releases the database.
+	// It is safe to call more than once.
+	Close() error
+}
+
+// Info describes a driver.
+type Info struct {
+	// Name is "sqlite" or "postgres".
+	Name string
+	// Location names the database for logs and errors: a file path, or a
+	// PostgreSQL URL without its password.
+	Location string
+	// ReadOnly: every Write fails with ErrReadOnlyStore.
+	ReadOnly bool
+	// SharedClock: several server processes on one database are expected at
+	// once (replicas), and leases are judged by one clock for all of them
+	// (see package taskgraph, "Lease time"). A driver with SharedClock never
+	// calls Hooks.BatchStart.
+	SharedClock bool
+}
+
+// Hooks are the domain's callbacks into a driver.
+type Hooks struct {
+	// BatchStart, when set, runs inside every write transaction before any
+	// operation of it (SQLite: at the start of every group-committed batch).
+	// It returns a function that the driver calls once that transaction has
+	// committed, or nil.
+	BatchStart func(ctx context.Context, tx Tx) (after func(), err error)
+	// OnBatch, when set, is called after every commit attempt with the
+	// number of operations committed together, for metrics.
+	OnBatch func(size int, took time.Duration, err error)
+}
+
+// Change says what another writer changed.
+type Change struct {
+	// Workflows lists workflows in which a task became claimable, one entry
+	// per task, when the driver knows them.
+	Workflows []string
+	// Unknown: something changed but the driver cannot tell what (SQLite's
+	// data_version, a reconnected listener that may have missed messages);
+	// the domain looks at the pending tasks itself.
+	Unknown bool
+}
+
+// Reads are the read operations, in a write transaction (Tx), in a snapshot,
+// or on committed state.
+type Reads interface {
+	// TaskByID returns the task with id taskID, or ErrNoRows.
+	TaskByID(ctx context.Context, taskID string) (TaskRow, error)
+	// TaskBySeq returns the task with seq, or ErrNoRows.
+	TaskBySeq(ctx context.Context, seq int64) (TaskRow, error)
+	// TaskByNode returns node nodeID of workflowID, or ErrNoRows.
+	TaskByNode(ctx context.Context, workflowID, nodeID string) (TaskRow, error)
+	// ListTasks returns tasks matching f in creation (seq) order.
+	ListTasks(ctx context.Context, f ListFilter) ([]TaskRow, error)
+	// CountByState counts tasks per state over all workflows.
+	CountByState(ctx context.Context) (map[string]int, error)
+	// NextLeaseExpiry returns the earliest lease expiry of a claimed task;
+	// ok is false when none is claimed.
+	NextLeaseExpiry(ctx context.Context) (ms int64, ok bool, err error)
+	// Dependencies returns the dependencies of task seq, in seq order.
+	Dependencies(ctx context.Context, seq int64) ([]DepRow, error)
+	// LastEventOfGeneration returns the kind and time of the newest event
+	// of taskID recorded at generation; ok is false when there is none.
+	LastEventOfGeneration(ctx context.Context, taskID string, generation int64) (kind string, atMS int64, ok bool, err error)
+	// Workflow returns the chain head row of workflowID, or ErrNoRows.
+	Workflow(ctx context.Context, workflowID string) (WorkflowRow, error)
+	// Workflows returns every workflow row in workflow_id order.
+	Workflows(ctx context.Context) ([]WorkflowRow, error)
+	// WorkflowEdges returns the edges among the tasks of workflowID by node
+	// id, ordered by task seq then dependency seq.
+	WorkflowEdges(ctx context.Context, workflowID string) ([]EdgeRow, error)
+	// TaskEvents returns the events of taskID, oldest first.
+	TaskEvents(ctx context.Context, taskID string) ([]EventRow, error)
+	// WorkflowEvents calls fn with each event of workflowID in chain order
+	// (wseq), stopping at fn's first error.
+	WorkflowEvents(ctx context.Context, workflowID string, fn func(EventRow) error) error
+	// OrphanEventWorkflow names a workflow that has events but no workflow
+	// row; ok is false when there is none.
+	OrphanEventWorkflow(ctx context.Context) (workflowID string, ok bool, err error)
+	// PendingWorkflows returns the workflow of each of the first limit
+	// pending tasks (by seq).
+	PendingWorkflows(ctx context.Context, limit int) ([]string, error)
+	// PendingInWorkflow counts the pending tasks of workflowID, up to limit.
+	PendingInWorkflow(ctx context.Context, workflowID string, limit int) (int, error)
+}
+
+// Tx is one write transaction.
+type Tx interface {
+	Reads
+
+	// LockWorkflow takes the write lock of workflowID's row (its chain head)
+	// for the rest of the transaction; exists is false when there is no such
+	// workflow. Call it before writing any task of the workflow.
+	LockWorkflow(ctx context.Context, workflowID string) (exists bool, err error)
+	// EnsureWorkflow creates workflowID if it does not exist, locks it as
+	// LockWorkflow does and returns its task count.
+	EnsureWorkflow(ctx context.Context, workflowID string, nowMS int64) (taskCount int, err error)
+	// AddWorkflowTasks adds n to the task count of workflowID.
+	AddWorkflowTasks(ctx context.Context, workflowID string, n int) error
+	// LockDependency returns node nodeID of workflowID (ErrNoRows if none)
+	// and keeps it from changing state until the transaction ends, so that a
+	// task created on it counts its state right (PostgreSQL: FOR SHARE).
+	LockDependency(ctx context.Context, workflowID, nodeID string) (TaskRow, error)
+	// InsertTask inserts t (its Seq is ignored) and returns its seq.
+	InsertTask(ctx context.Context, t TaskRow) (seq int64, err error)
+	// InsertEdge records that task must wait for dep.
+	InsertEdge(ctx context.Context, depSeq, taskSeq int64) error
+
+	// NextPending returns the oldest pending task, of workflowID when it is
+	// not empty, locked for this transaction together with its workflow
+	// (as LockWorkflow); ok is false when there is none this transaction may
+	// take. PostgreSQL skips tasks other transactions hold (SKIP LOCKED).
+	NextPending(ctx context.Context, workflowID string) (t TaskRow, ok bool, err error)
+	// ExpiredLeases returns up to limit claimed tasks whose lease had lapsed
+	// at atMS (lease_expires_at_ms <= atMS), earliest expiry first. It locks
+	// nothing: callers lock the workflow and expire with a guarded update.
+	ExpiredLeases(ctx context.Context, atMS int64, limit int) ([]TaskRef, error)
+	// UnfinishedDependents returns the dependents of seq that are blocked,
+	// pending or claimed, in seq order.
+	UnfinishedDependents(ctx context.Context, seq int64) ([]int64, error)
+	// CancelledBy returns the cancelled tasks whose cancel cause is seq.
+	CancelledBy(ctx context.Context, causeSeq int64) ([]int64, error)
+	// UnfinishedInWorkflow returns the blocked, pending and claimed tasks of
+	// workflowID in seq order.
+	UnfinishedInWorkflow(ctx context.Context, workflowID string) ([]int64, error)
+
+	// UpdateTask applies set to task seq if guard holds in the same
+	// statement, and returns the task as updated; ok is false (and nothing
+	// changed) when the task does not exist or guard did not hold.
+	UpdateTask(ctx context.Context, seq int64, set TaskSet, guard TaskGuard) (t TaskRow, ok bool, err error)
+	// DecrementUnmet lowers by one the unmet count of every blocked,
+	// pending or claimed dependent of depSeq and returns their new values.
+	DecrementUnmet(ctx context.Context, depSeq int64) ([]UnmetRow, error)
+	// ShiftLeases moves every live lease by shiftMS, to at most nowMS + its
+	// own duration (defaultLeaseMS when unknown), and returns what moved.
+	ShiftLeases(ctx context.Context, shiftMS, nowMS, defaultLeaseMS int64) ([]TaskRef, error)
+
+	// ChainHead returns the head hash and event count of workflowID's chain.
+	ChainHead(ctx context.Context, workflowID string) (head string, count int64, err error)
+	// AppendEvent inserts e and advances its workflow's head from
+	// (e.PrevHash, e.Seq-1) to (e.Hash, e.Seq) by compare and set; when the
+	// head had moved it returns ErrChainMoved and the caller's operation
+	// rolls back.
+	AppendEvent(ctx context.Context, e EventRow) error
+	// NotifyReady tells the other processes or replicas, once this
+	// transaction commits, that a task of workflowID became claimable.
+	NotifyReady(ctx context.Context, workflowID string) error
+
+	// PruneCandidates returns up to limit workflows whose every task is
+	// finished and whose last change is before beforeMS, oldest first.
+	PruneCandidates(ctx context.Context, beforeMS int64, limit int) ([]string, error)
+	// PruneWorkflow removes workflowID with its tasks, edges and events if it
+	// is still finished and unchanged since before beforeMS (the guard is in
+	// the delete), recording its final chain head in pruned_workflows; ok is
+	// false when it no longer qualifies.
+	PruneWorkflow(ctx context.Context, workflowID string, beforeMS, nowMS int64) (p PrunedRow, ok bool, err error)
+
+	// ReadAlive returns the shared alive time of the servers; ok is false
+	// when none was recorded.
+	ReadAlive(ctx context.Context) (ms int64, ok bool, err error)
+	// TouchAlive records ms as the servers' alive time.
+	TouchAlive(ctx context.Context, ms int64) error
+}

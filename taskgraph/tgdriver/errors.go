@@ -1,0 +1,76 @@
+package tgdriver
+
+import "errors"
+
+// ErrNoRows: a lookup found nothing.
+var ErrNoRows = errors.New("no such row")
+
+// ErrChainMoved: AppendEvent found the chain head moved from the one the
+// event links to. It is a fault of the caller's serialisation (a missing
+// LockWorkflow), never of the input; the operation rolls back.
+var ErrChainMoved = errors.New("the chain head moved while an event was appended")
+
+// ErrClosed: the driver is closed.
+var ErrClosed = errors.New("store is closed")
+
+// ErrReadOnlyStore: the driver was opened read-only and refuses writes.
+var ErrReadOnlyStore = errors.New("store is open read-only")
+
+// ErrUnavailable matches every error that means the database cannot commit
+// a write now because of its environment rather than the request: ErrBusy,
+// ErrDiskFull, ErrReadOnly, ErrFilesReplaced and ErrUnreachable. The failed
+// write was not acknowledged; only with ErrFilesReplaced may it have
+// reached the old files anyway. UnavailableReason tells which and whether a
+// retry may succeed.
+var ErrUnavailable = errors.New("database unavailable")
+
+var (
+	// ErrBusy: another process held the database's write lock (SQLite), or
+	// no connection of the pool came free (PostgreSQL), for longer than the
+	// driver waits. Retryable.
+	ErrBusy error = &UnavailableError{Reason: "busy", Retryable: true,
+		Msg: "database busy: locked by another process"}
+	// ErrDiskFull: the filesystem holding the database has no space left, or
+	// the process may not grow the file further. Retryable once space is
+	// freed.
+	ErrDiskFull error = &UnavailableError{Reason: "disk_full", Retryable: true,
+		Msg: "database disk full: no space left to write the database"}
+	// ErrReadOnly: the database cannot be written (a read-only mount,
+	// permissions, a PostgreSQL standby or read-only transaction). Not
+	// retryable until an operator makes it writable.
+	ErrReadOnly error = &UnavailableError{Reason: "read_only",
+		Msg: "database read-only: the database file or its folder cannot be written"}
+	// ErrFilesReplaced: the SQLite database file, its -wal or its -shm was
+	// removed or replaced while the store had it open. Not retryable
+	// against this store.
+	ErrFilesReplaced error = &UnavailableError{Reason: "files_replaced",
+		Msg: "database files replaced: the database file, its -wal or its -shm was removed or replaced while the server had it open; writes are refused until the server is restarted"}
+	// ErrUnreachable: the database server could not be reached or dropped
+	// the connection. Retryable.
+	ErrUnreachable error = &UnavailableError{Reason: "unreachable", Retryable: true,
+		Msg: "database unreachable: the connection to the database server failed"}
+)
+
+// UnavailableError is the type of the ErrUnavailable family: each sentinel
+// is itself and also matches ErrUnavailable.
+type UnavailableError struct {
+	Reason    string
+	Msg       string
+	Retryable bool
+}
+
+func (e *UnavailableError) Error() string { return e.Msg }
+
+// Is makes every UnavailableError match ErrUnavailable.
+func (e *UnavailableError) Is(target error) bool { return target == ErrUnavailable }
+
+// UnavailableReason reports why err means the database is unavailable, and
+// whether retrying the same call later may succeed; ok is false if err does
+// not match ErrUnavailable.
+func UnavailableReason(err error) (reason string, retryable, ok bool) {
+	var ue *UnavailableError
+	if !errors.As(err, &ue) {
+		return "", false, false
+	}
+	return ue.Reason, ue.Retryable, true
+}

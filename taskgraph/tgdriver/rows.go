@@ -1,0 +1,149 @@
+package tgdriver
+
+// TaskRow is a task as stored. Nullable columns map to zero values: an empty
+// Owner, Error or Result, a zero LeaseExpiresAtMS, LeaseMS or CancelCause
+// (seqs start at 1) all mean NULL.
+type TaskRow struct {
+	Seq              int64
+	TaskID           string
+	WorkflowID       string
+	NodeID           string
+	Payload          string // JSON text
+	DependsOn        string // JSON array of node ids, as given at creation
+	State            string
+	Owner            string
+	Generation       int64
+	TokenHash        []byte
+	LeaseExpiresAtMS int64
+	LeaseMS          int64
+	Attempts         int
+	MaxAttempts      int
+	Unmet            int
+	Result           string // JSON text; "" is NULL
+	HasResult        bool
+	Error            string
+	StatusMessage    string
+	CancelCause      int64
+	CreatedAtMS      int64
+	UpdatedAtMS      int64
+}
+
+// TaskRef names a task by seq, with its workflow.
+type TaskRef struct {
+	Seq        int64
+	WorkflowID string
+	// ExpiresAtMS is the lease expiry, for ShiftLeases' result.
+	ExpiresAtMS int64
+}
+
+// DepRow is one dependency of a task.
+type DepRow struct {
+	Seq    int64
+	TaskID string
+	NodeID string
+	State  string
+}
+
+// UnmetRow is a dependent after DecrementUnmet.
+type UnmetRow struct {
+	Seq   int64
+	State string
+	Unmet int
+}
+
+// EdgeRow is one dependency edge by node id.
+type EdgeRow struct {
+	Dependency string
+	Task       string
+}
+
+// WorkflowRow is a workflow with its chain head.
+type WorkflowRow struct {
+	WorkflowID  string
+	TaskCount   int64
+	EventCount  int64
+	HeadHash    string
+	CreatedAtMS int64
+	UpdatedAtMS int64
+}
+
+// EventRow is one recorded transition. Seq is its position in the
+// workflow's chain, from 1.
+type EventRow struct {
+	EventID    int64
+	WorkflowID string
+	Seq        int64
+	TaskID     string
+	Kind       string
+	Owner      string
+	Generation int64
+	AtMS       int64
+	Detail     string // a JSON object
+	PrevHash   string
+	Hash       string
+}
+
+// PrunedRow is what PruneWorkflow removed.
+type PrunedRow struct {
+	Tasks    int64
+	Events   int64
+	HeadHash string
+}
+
+// ListFilter selects tasks for Reads.ListTasks; zero fields do not filter.
+type ListFilter struct {
+	WorkflowID string
+	State      string
+	Limit      int
+}
+
+// Opt is an optional column value for TaskSet and TaskGuard: unset leaves
+// the column alone (or does not test it), Null sets it to NULL.
+type Opt[T any] struct {
+	Set  bool
+	Null bool
+	V    T
+}
+
+// Val is an Opt set to v.
+func Val[T any](v T) Opt[T] { return Opt[T]{Set: true, V: v} }
+
+// Null is an Opt set to NULL.
+func Null[T any]() Opt[T] { return Opt[T]{Set: true, Null: true} }
+
+// TaskSet is the new values of an UpdateTask. UpdatedAtMS is always set.
+type TaskSet struct {
+	State            Opt[string]
+	Owner            Opt[string]
+	Generation       Opt[int64]
+	TokenHash        Opt[[]byte]
+	LeaseExpiresAtMS Opt[int64]
+	LeaseMS          Opt[int64]
+	Attempts         Opt[int]
+	// AddAttempt sets attempts = attempts + 1 (Attempts must be unset).
+	AddAttempt    bool
+	Unmet         Opt[int]
+	Result        Opt[string]
+	Error         Opt[string]
+	StatusMessage Opt[string]
+	CancelCause   Opt[int64]
+	UpdatedAtMS int64
+}
+
+// TaskGuard is the predicate an UpdateTask must meet, in the update itself.
+// Zero fields do not test.
+type TaskGuard struct {
+	// States: state is one of these.
+	States []string
+	// Generation: generation equals this.
+	Generation Opt[int64]
+	// Owner and TokenHash: the claim presented.
+	Owner     Opt[string]
+	TokenHash Opt[[]byte]
+	// LeaseLiveAtMS: lease_expires_at_ms > this (the lease runs at that time).
+	LeaseLiveAtMS Opt[int64]
+	// LeaseLapsedAtMS: lease_expires_at_ms <= this (it had lapsed then).
+	LeaseLapsedAtMS Opt[int64]
+	// NoUnmet: unmet = 0.
+	NoUnmet bool
+}
