@@ -127,7 +127,7 @@ type TaskSet struct {
 	Error         Opt[string]
 	StatusMessage Opt[string]
 	CancelCause   Opt[int64]
-	UpdatedAtMS int64
+	UpdatedAtMS   int64
 }
 
 // TaskGuard is the predicate an UpdateTask must meet, in the update itself.
