@@ -2,13 +2,12 @@ package taskgraph
 
 import (
 	"context"
-	"database/sql"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
 
 	"github.com/graph-engineering/graph-engineering-mcp/lease"
+	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/tgdriver"
 )
 
 // MaxClaimWait bounds ClaimRequest.Wait.
@@ -141,46 +140,27 @@ func (s *Store) park(ctx context.Context, wt *waiter, sleep time.Duration) error
 func (s *Store) Waiters() int { return s.notify.len() }
 
 func (s *Store) nextLeaseExpiry(ctx context.Context) (time.Time, error) {
-	var ms sql.NullInt64
-	if err := s.rdb.QueryRowContext(ctx, nextLeaseExpirySQL).Scan(&ms); err != nil || !ms.Valid {
+	ms, ok, err := s.drv.Reads().NextLeaseExpiry(ctx)
+	if err != nil || !ok {
 		return time.Time{}, err
 	}
-	return time.UnixMilli(ms.Int64), nil
+	return time.UnixMilli(ms), nil
 }
-
-// The lookups every claim-next runs, and the one the sweeper and waiting
-// claims run. Each must read only the first entries of a partial index (of
-// pending or of claimed tasks), whatever the number of other tasks. Without
-// statistics SQLite prefers tasks_by_state (state=?), which for the lease
-// queries reads every claimed task and sorts them, so INDEXED BY pins the
-// index: a schema change that drops it makes these statements fail to
-// prepare rather than silently scan (see TestClaimNextQueryPlans).
-const (
-	claimNextSQL = `SELECT ` + taskColumns + ` FROM tasks INDEXED BY tasks_ready
-		WHERE state = 'pending' ORDER BY seq LIMIT 1`
-	claimNextInWorkflowSQL = `SELECT ` + taskColumns + ` FROM tasks INDEXED BY tasks_ready_by_workflow
-		WHERE workflow_id = ? AND state = 'pending' ORDER BY seq LIMIT 1`
-	expiredLeasesSQL = `SELECT seq FROM tasks INDEXED BY tasks_leases
-		WHERE state = 'claimed' AND lease_expires_at_ms <= ? ORDER BY lease_expires_at_ms LIMIT ?`
-	nextLeaseExpirySQL = `SELECT MIN(lease_expires_at_ms) FROM tasks INDEXED BY tasks_leases WHERE state = 'claimed'`
-)
 
 func (w *wtx) claimNext(workflowID, owner string, d time.Duration) (Claimed, bool, error) {
 	if _, err := w.sweepExpired(sweepLimit); err != nil {
 		return Claimed{}, false, err
 	}
-	var r row
-	var err error
-	if workflowID == "" {
-		r, err = scanTask(w.queryRow(claimNextSQL))
-	} else {
-		r, err = scanTask(w.queryRow(claimNextInWorkflowSQL, workflowID))
-	}
-	if errors.Is(err, sql.ErrNoRows) {
-		return Claimed{}, false, nil
-	}
+	tr, ok, err := w.tx.NextPending(w.ctx, workflowID)
 	if err != nil {
 		return Claimed{}, false, fmt.Errorf("find a pending task: %w", err)
+	}
+	if !ok {
+		return Claimed{}, false, nil
+	}
+	r, err := toRow(tr)
+	if err != nil {
+		return Claimed{}, false, err
 	}
 	c, err := w.grant(&r, owner, d)
 	return c, err == nil, err
@@ -193,6 +173,14 @@ func (w *wtx) claimNext(workflowID, owner string, d time.Duration) (Claimed, boo
 func (w *wtx) claimByID(taskID, owner string, d time.Duration) (Claimed, *ConflictError, error) {
 	r, err := w.loadTask(taskID)
 	if err != nil {
+		return Claimed{}, nil, err
+	}
+	// Decide on the task as it is once its workflow is locked: every writer
+	// of a task locks its workflow first.
+	if err := w.lockWorkflow(r.WorkflowID); err != nil {
+		return Claimed{}, nil, err
+	}
+	if err := w.reload(&r); err != nil {
 		return Claimed{}, nil, err
 	}
 	if r.expired(w.at()) {
@@ -220,7 +208,9 @@ func notClaimable(r row, now time.Time) string {
 	}
 }
 
-// grant claims pending task r for owner.
+// grant claims pending task r for owner. Its update is guarded by the state
+// and generation that were read, so a claim never takes over a claim made
+// meanwhile.
 func (w *wtx) grant(r *row, owner string, d time.Duration) (Claimed, error) {
 	token, err := lease.NewToken()
 	if err != nil {
@@ -228,16 +218,19 @@ func (w *wtx) grant(r *row, owner string, d time.Duration) (Claimed, error) {
 	}
 	exp := w.now.Add(d)
 	gen := r.Generation + 1
-	nr, ok, err := w.updateTask(`UPDATE tasks SET state = 'claimed', owner = ?, generation = ?, token_hash = ?, lease_expires_at_ms = ?,
-		lease_ms = ?, attempts = attempts + 1, status_message = ?, updated_at_ms = ? WHERE seq = ? AND state = 'pending' AND generation = ?`,
-		owner, gen, lease.HashToken(token), exp.UnixMilli(), d.Milliseconds(), fmt.Sprintf("claimed by %s (generation %d)", owner, gen), w.nowMS, r.seq, r.Generation)
+	err = w.mustUpdate(r, tgdriver.TaskSet{
+		State:            tgdriver.Val(string(StateClaimed)),
+		Owner:            tgdriver.Val(owner),
+		Generation:       tgdriver.Val(gen),
+		TokenHash:        tgdriver.Val(lease.HashToken(token)),
+		LeaseExpiresAtMS: tgdriver.Val(exp.UnixMilli()),
+		LeaseMS:          tgdriver.Val(d.Milliseconds()),
+		AddAttempt:       true,
+		StatusMessage:    tgdriver.Val(fmt.Sprintf("claimed by %s (generation %d)", owner, gen)),
+	}, tgdriver.TaskGuard{States: []string{string(StatePending)}, Generation: tgdriver.Val(r.Generation)}, "claim")
 	if err != nil {
-		return Claimed{}, fmt.Errorf("claim: %w", err)
+		return Claimed{}, err
 	}
-	if !ok {
-		return Claimed{}, fmt.Errorf("%w: claim of task %s changed no row", errInternal, r.TaskID)
-	}
-	*r = nr
 	if err := w.appendEvent(r, EventClaim, owner, gen, map[string]any{"attempt": r.Attempts, "lease_expires_at_ms": exp.UnixMilli()}); err != nil {
 		return Claimed{}, err
 	}
@@ -253,75 +246,71 @@ func (w *wtx) grant(r *row, owner string, d time.Duration) (Claimed, error) {
 
 // sweepExpired processes up to limit claims whose lease had lapsed when the
 // operation arrived (w.at): time it spent queued never expires a lease that a
-// holder write queued behind it may still renew.
+// holder write queued behind it may still renew. Each expiry locks the
+// task's workflow and is guarded in its own update, so sweepers may run on
+// every replica at once.
 func (w *wtx) sweepExpired(limit int) (int, error) {
-	rows, err := w.query(expiredLeasesSQL, w.at().UnixMilli(), limit)
+	refs, err := w.tx.ExpiredLeases(w.ctx, w.at().UnixMilli(), limit)
 	if err != nil {
 		return 0, fmt.Errorf("find expired leases: %w", err)
 	}
-	var seqs []int64
-	for rows.Next() {
-		var s int64
-		if err := rows.Scan(&s); err != nil {
-			rows.Close()
+	for _, ref := range refs {
+		if err := w.lockWorkflow(ref.WorkflowID); err != nil {
 			return 0, err
 		}
-		seqs = append(seqs, s)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return 0, err
-	}
-	for _, seq := range seqs {
-		r, err := w.loadSeq(seq)
+		r, err := w.loadSeq(ref.Seq)
 		if err != nil {
 			return 0, err
 		}
-		if r.expired(w.at()) { // a cascade earlier in this loop may have changed it
+		if r.expired(w.at()) { // a cascade earlier in this loop, or another writer, may have changed it
 			if err := w.expire(&r); err != nil {
 				return 0, err
 			}
 		}
 	}
-	return len(seqs), nil
+	return len(refs), nil
+}
+
+// expireGuard is the predicate of an expiry's update: the task is still
+// claimed at the generation that was read and its lease had lapsed when the
+// operation arrived, so an expiry never ends a claim that was renewed or
+// taken over meanwhile, whatever else writes.
+func (w *wtx) expireGuard(gen int64) tgdriver.TaskGuard {
+	return tgdriver.TaskGuard{States: []string{string(StateClaimed)}, Generation: tgdriver.Val(gen), LeaseLapsedAtMS: tgdriver.Val(w.at().UnixMilli())}
 }
 
 // expire ends the lapsed claim on r: back to pending if attempts remain,
 // otherwise failed (and its dependents cancelled).
-// expireGuard is the predicate of an expiry's UPDATE: the task is still
-// claimed at the generation that was read and its lease had lapsed when the
-// operation arrived, so an expiry never ends a claim that was renewed or
-// taken over meanwhile, whatever else writes.
-const expireGuard = ` AND state = 'claimed' AND generation = ? AND lease_expires_at_ms <= ?`
-
 func (w *wtx) expire(r *row) error {
 	holder, gen := r.Owner, r.Generation
 	if r.Attempts < r.MaxAttempts {
-		nr, ok, err := w.updateTask(`UPDATE tasks SET state = 'pending', owner = NULL, token_hash = NULL, lease_expires_at_ms = NULL,
-			status_message = ?, updated_at_ms = ? WHERE seq = ?`+expireGuard,
-			fmt.Sprintf("ready to claim (the lease of %s at generation %d expired after attempt %d of %d)", holder, gen, r.Attempts, r.MaxAttempts), w.nowMS, r.seq,
-			gen, w.at().UnixMilli())
+		ok, err := w.update(r, clearClaim(tgdriver.TaskSet{
+			State:         tgdriver.Val(string(StatePending)),
+			Owner:         tgdriver.Null[string](),
+			StatusMessage: tgdriver.Val(fmt.Sprintf("ready to claim (the lease of %s at generation %d expired after attempt %d of %d)", holder, gen, r.Attempts, r.MaxAttempts)),
+		}), w.expireGuard(gen))
 		if err != nil {
 			return err
 		}
 		if !ok {
 			return w.reload(r) // renewed or taken over meanwhile: nothing to expire
 		}
-		*r = nr
 		w.wakeWaiters(r.WorkflowID)
 		w.afterCommit(func() { w.s.stats.expiries.Add(1) })
 		return w.appendEvent(r, EventExpire, holder, gen, map[string]any{"attempt": r.Attempts, "next": string(StatePending)})
 	}
 	msg := fmt.Sprintf("lease expired after %d attempts", r.Attempts)
-	nr, ok, err := w.updateTask(`UPDATE tasks SET state = 'failed', token_hash = NULL, lease_expires_at_ms = NULL, error = ?,
-		status_message = ?, updated_at_ms = ? WHERE seq = ?`+expireGuard, msg, "failed: "+msg, w.nowMS, r.seq, gen, w.at().UnixMilli())
+	ok, err := w.update(r, clearClaim(tgdriver.TaskSet{
+		State:         tgdriver.Val(string(StateFailed)),
+		Error:         tgdriver.Val(msg),
+		StatusMessage: tgdriver.Val("failed: " + msg),
+	}), w.expireGuard(gen))
 	if err != nil {
 		return err
 	}
 	if !ok {
 		return w.reload(r) // renewed or taken over meanwhile: nothing to expire
 	}
-	*r = nr
 	w.afterCommit(func() { w.s.stats.expiries.Add(1); w.s.stats.failures.Add(1) })
 	if err := w.appendEvent(r, EventExpire, holder, gen, map[string]any{"attempt": r.Attempts, "next": string(StateFailed)}); err != nil {
 		return err
@@ -331,7 +320,7 @@ func (w *wtx) expire(r *row) error {
 
 // ExpireLeases processes every claim whose lease has lapsed at server time
 // and returns how many it processed. Servers run it from the sweeper; it is
-// safe to call at any time.
+// safe to call at any time, from any number of servers.
 func (s *Store) ExpireLeases(ctx context.Context) (int, error) {
 	total := 0
 	for {
@@ -353,7 +342,8 @@ func (s *Store) ExpireLeases(ctx context.Context) (int, error) {
 }
 
 // cascadeCancel cancels every unfinished transitive dependent of root, which
-// has just failed or been cancelled, naming root as the cause.
+// has just failed or been cancelled, naming root as the cause. The caller
+// holds the workflow's lock; dependencies stay within a workflow.
 func (w *wtx) cascadeCancel(root *row) error {
 	verb := "failed"
 	if root.State == StateCancelled {
@@ -365,43 +355,26 @@ func (w *wtx) cascadeCancel(root *row) error {
 	for len(queue) > 0 {
 		seq := queue[0]
 		queue = queue[1:]
-		rows, err := w.query(`SELECT t.seq FROM edges e JOIN tasks t ON t.seq = e.task_seq
-			WHERE e.dep_seq = ? AND t.state IN ('blocked', 'pending', 'claimed') ORDER BY t.seq`, seq)
+		next, err := w.tx.UnfinishedDependents(w.ctx, seq)
 		if err != nil {
 			return fmt.Errorf("find dependents: %w", err)
 		}
-		var next []int64
-		for rows.Next() {
-			var d int64
-			if err := rows.Scan(&d); err != nil {
-				rows.Close()
-				return err
-			}
-			next = append(next, d)
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return err
-		}
 		for _, d := range next {
-			r, err := w.loadSeq(d)
-			if err != nil {
-				return err
-			}
-			if r.State.Terminal() { // reached twice through a diamond
-				continue
-			}
-			// The guard repeats the check above in the write itself: only an
-			// unfinished task is cancelled, whatever else writes meanwhile.
-			nr, ok, err := w.updateTask(`UPDATE tasks SET state = 'cancelled', token_hash = NULL, lease_expires_at_ms = NULL, cancel_cause = ?,
-				status_message = ?, updated_at_ms = ? WHERE seq = ? AND state IN ('blocked', 'pending', 'claimed')`, root.seq, status, w.nowMS, d)
+			r := row{seq: d}
+			// The guard repeats the check in the write itself: only an
+			// unfinished task is cancelled, whatever else writes meanwhile
+			// (a diamond reaches a task twice).
+			ok, err := w.update(&r, clearClaim(tgdriver.TaskSet{
+				State:         tgdriver.Val(string(StateCancelled)),
+				CancelCause:   tgdriver.Val(root.seq),
+				StatusMessage: tgdriver.Val(status),
+			}), tgdriver.TaskGuard{States: unfinished})
 			if err != nil {
 				return err
 			}
 			if !ok {
 				continue // finished meanwhile: nothing to cancel
 			}
-			r = nr
 			if err := w.appendEvent(&r, EventCancel, "", r.Generation, map[string]any{"cause_task_id": root.TaskID, "cause": verb}); err != nil {
 				return err
 			}
@@ -419,53 +392,28 @@ func (w *wtx) cascadeCancel(root *row) error {
 // completed task seq and makes ready the blocked ones that reach zero. It
 // costs O(out-degree).
 func (w *wtx) completeDependents(seq int64) error {
-	// Most completions have no dependents: a cheap probe of the edge index
-	// spares them the UPDATE, whose IN list needs a temporary table.
-	var one int
-	switch err := w.queryRow(`SELECT 1 FROM edges WHERE dep_seq = ? LIMIT 1`, seq).Scan(&one); {
-	case errors.Is(err, sql.ErrNoRows):
-		return nil
-	case err != nil:
-		return fmt.Errorf("find dependents: %w", err)
-	}
-	rows, err := w.query(`UPDATE tasks SET unmet = unmet - 1 WHERE seq IN (SELECT task_seq FROM edges WHERE dep_seq = ?)
-		AND state IN ('blocked', 'pending', 'claimed') RETURNING seq, state, unmet`, seq)
+	deps, err := w.tx.DecrementUnmet(w.ctx, seq)
 	if err != nil {
 		return fmt.Errorf("update dependents: %w", err)
 	}
-	var ready, waiting []int64
-	for rows.Next() {
-		var d int64
-		var st string
-		var unmet int
-		if err := rows.Scan(&d, &st, &unmet); err != nil {
-			rows.Close()
-			return err
+	for _, d := range deps {
+		if State(d.State) != StateBlocked {
+			continue
 		}
-		switch {
-		case State(st) == StateBlocked && unmet == 0:
-			ready = append(ready, d)
-		case State(st) == StateBlocked:
-			waiting = append(waiting, d)
+		if d.Unmet == 0 {
+			if err := w.makeReady(d.Seq); err != nil {
+				return err
+			}
+			continue
 		}
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return err
-	}
-	for _, d := range ready {
-		if err := w.makeReady(d); err != nil {
-			return err
-		}
-	}
-	// Keep "waiting on …" naming only the dependencies still unfinished:
-	// clients read it (tasks/get, claim conflicts) to see what holds a task.
-	for _, d := range waiting {
-		_, names, err := w.unmetDependencies(d)
+		// Keep "waiting on …" naming only the dependencies still unfinished:
+		// clients read it (tasks/get, claim conflicts) to see what holds a task.
+		_, names, err := w.unmetDependencies(d.Seq)
 		if err != nil {
 			return err
 		}
-		if _, err := w.exec(`UPDATE tasks SET status_message = ? WHERE seq = ?`, blockedStatus(names), d); err != nil {
+		r := row{seq: d.Seq}
+		if _, err := w.update(&r, tgdriver.TaskSet{StatusMessage: tgdriver.Val(blockedStatus(names))}, tgdriver.TaskGuard{}); err != nil {
 			return err
 		}
 	}
@@ -475,7 +423,9 @@ func (w *wtx) completeDependents(seq int64) error {
 func (w *wtx) makeReady(seq int64) error {
 	// Only a task still blocked with no unmet dependency becomes ready: the
 	// guard is in the write, not only in the caller's read.
-	r, ok, err := w.updateTask(`UPDATE tasks SET state = 'pending', status_message = 'ready to claim', updated_at_ms = ? WHERE seq = ? AND state = 'blocked' AND unmet = 0`, w.nowMS, seq)
+	r := row{seq: seq}
+	ok, err := w.update(&r, tgdriver.TaskSet{State: tgdriver.Val(string(StatePending)), StatusMessage: tgdriver.Val("ready to claim")},
+		tgdriver.TaskGuard{States: []string{string(StateBlocked)}, NoUnmet: true})
 	if err != nil {
 		return err
 	}

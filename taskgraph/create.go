@@ -3,7 +3,6 @@ package taskgraph
 import (
 	"bytes"
 	"context"
-	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -14,6 +13,8 @@ import (
 
 	"crypto/rand"
 	"github.com/oklog/ulid/v2"
+
+	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/tgdriver"
 )
 
 // CreateTask creates one task in workflowID (creating the workflow if it is
@@ -117,28 +118,28 @@ func topoOrder(nodes []normalizedNode, index map[string]int) ([]int, error) {
 }
 
 func (w *wtx) createNodes(workflowID string, nodes []normalizedNode, order []int, out []Created) error {
-	var taskCount int
-	err := w.queryRow(`SELECT task_count FROM workflows WHERE workflow_id = ?`, workflowID).Scan(&taskCount)
-	switch {
-	case errors.Is(err, sql.ErrNoRows):
-		if _, err := w.exec(`INSERT INTO workflows (workflow_id, created_at_ms, updated_at_ms) VALUES (?, ?, ?)`, workflowID, w.nowMS, w.nowMS); err != nil {
-			return fmt.Errorf("create workflow: %w", err)
-		}
-	case err != nil:
-		return fmt.Errorf("read workflow: %w", err)
+	// The workflow's lock first: creates of one workflow, and every other
+	// writer of its tasks, run one at a time.
+	taskCount, err := w.tx.EnsureWorkflow(w.ctx, workflowID, w.nowMS)
+	if err != nil {
+		return fmt.Errorf("create workflow: %w", err)
 	}
 	added := 0
 	for _, i := range order {
 		n := nodes[i]
-		existing, err := scanTask(w.queryRow(`SELECT `+taskColumns+` FROM tasks WHERE workflow_id = ? AND node_id = ?`, workflowID, n.NodeID))
+		tr, err := w.tx.TaskByNode(w.ctx, workflowID, n.NodeID)
 		if err == nil {
+			existing, err := toRow(tr)
+			if err != nil {
+				return err
+			}
 			if err := sameNode(existing, n); err != nil {
 				return err
 			}
 			out[i] = Created{Task: existing.Task}
 			continue
 		}
-		if !errors.Is(err, sql.ErrNoRows) {
+		if !errors.Is(err, tgdriver.ErrNoRows) {
 			return fmt.Errorf("look up node %s: %w", n.NodeID, err)
 		}
 		if taskCount+added+1 > MaxTasksPerWorkflow {
@@ -152,7 +153,7 @@ func (w *wtx) createNodes(workflowID string, nodes []normalizedNode, order []int
 		out[i] = Created{Task: r.Task, Created: true}
 	}
 	if added > 0 {
-		if _, err := w.exec(`UPDATE workflows SET task_count = task_count + ? WHERE workflow_id = ?`, added, workflowID); err != nil {
+		if err := w.tx.AddWorkflowTasks(w.ctx, workflowID, added); err != nil {
 			return err
 		}
 	}
@@ -209,31 +210,25 @@ func newTaskID(now time.Time) (string, error) {
 }
 
 func (w *wtx) insertNode(workflowID string, n normalizedNode) (row, error) {
-	type dep struct {
-		seq    int64
-		id     string
-		state  State
-		nodeID string
-	}
-	deps := make([]dep, 0, len(n.DependsOn))
+	deps := make([]tgdriver.TaskRow, 0, len(n.DependsOn))
 	for _, d := range n.DependsOn {
-		var x dep
-		var st string
-		err := w.queryRow(`SELECT seq, task_id, state FROM tasks WHERE workflow_id = ? AND node_id = ?`, workflowID, d).Scan(&x.seq, &x.id, &st)
-		if errors.Is(err, sql.ErrNoRows) {
+		// Locked: its state, counted below, cannot change before this
+		// transaction ends, so a dependency that completes concurrently
+		// either counts as completed here or sees this task's edge.
+		x, err := w.tx.LockDependency(w.ctx, workflowID, d)
+		if errors.Is(err, tgdriver.ErrNoRows) {
 			return row{}, invalid("depends_on", "node %q depends on %q, which is not a node of workflow %q (create dependencies first or in the same call)", n.NodeID, d, workflowID)
 		}
 		if err != nil {
 			return row{}, fmt.Errorf("look up dependency %s: %w", d, err)
 		}
-		x.state, x.nodeID = State(st), d
 		deps = append(deps, x)
 	}
 	state, status, unmet := StatePending, "ready to claim", 0
-	var cause *dep
+	var cause *tgdriver.TaskRow
 	var waiting []string
 	for i := range deps {
-		switch deps[i].state {
+		switch State(deps[i].State) {
 		case StateCompleted:
 		case StateFailed, StateCancelled:
 			if cause == nil {
@@ -242,15 +237,15 @@ func (w *wtx) insertNode(workflowID string, n normalizedNode) (row, error) {
 			unmet++
 		default:
 			unmet++
-			waiting = append(waiting, deps[i].nodeID)
+			waiting = append(waiting, deps[i].NodeID)
 		}
 	}
-	var causeSeq sql.NullInt64
+	var causeSeq int64
 	switch {
 	case cause != nil:
 		state = StateCancelled
-		status = fmt.Sprintf("cancelled: upstream node %s (task %s) is %s", cause.nodeID, cause.id, cause.state)
-		causeSeq = sql.NullInt64{Int64: cause.seq, Valid: true}
+		status = fmt.Sprintf("cancelled: upstream node %s (task %s) is %s", cause.NodeID, cause.TaskID, cause.State)
+		causeSeq = cause.Seq
 	case unmet > 0:
 		state, status = StateBlocked, "waiting on "+strings.Join(waiting, ", ")
 	}
@@ -259,23 +254,23 @@ func (w *wtx) insertNode(workflowID string, n normalizedNode) (row, error) {
 		return row{}, err
 	}
 	depsJSON, _ := json.Marshal(n.DependsOn)
-	res, err := w.exec(`INSERT INTO tasks (task_id, workflow_id, node_id, payload, depends_on, state, max_attempts, unmet,
-		status_message, cancel_cause, created_at_ms, updated_at_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		taskID, workflowID, n.NodeID, string(n.Payload), string(depsJSON), string(state), n.MaxAttempts, unmet,
-		status, causeSeq, w.nowMS, w.nowMS)
+	if n.DependsOn == nil {
+		depsJSON = []byte("[]")
+	}
+	tr := tgdriver.TaskRow{TaskID: taskID, WorkflowID: workflowID, NodeID: n.NodeID, Payload: string(n.Payload), DependsOn: string(depsJSON),
+		State: string(state), MaxAttempts: n.MaxAttempts, Unmet: unmet, StatusMessage: status, CancelCause: causeSeq,
+		CreatedAtMS: w.nowMS, UpdatedAtMS: w.nowMS}
+	seq, err := w.tx.InsertTask(w.ctx, tr)
 	if err != nil {
 		return row{}, fmt.Errorf("insert task: %w", err)
 	}
-	seq, err := res.LastInsertId()
-	if err != nil {
-		return row{}, err
-	}
 	for _, d := range deps {
-		if _, err := w.exec(`INSERT INTO edges (dep_seq, task_seq) VALUES (?, ?)`, d.seq, seq); err != nil {
+		if err := w.tx.InsertEdge(w.ctx, d.Seq, seq); err != nil {
 			return row{}, fmt.Errorf("insert edge: %w", err)
 		}
 	}
-	r, err := w.loadSeq(seq)
+	tr.Seq = seq
+	r, err := toRow(tr)
 	if err != nil {
 		return row{}, err
 	}

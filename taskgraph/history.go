@@ -3,12 +3,13 @@ package taskgraph
 import (
 	"context"
 	"crypto/sha256"
-	"database/sql"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/tgdriver"
 )
 
 // Event kinds recorded in the history.
@@ -78,18 +79,22 @@ func EventHash(e Event) (string, error) {
 	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
-// appendEvent records a transition of task r in its workflow's chain.
+// appendEvent records a transition of task r in its workflow's chain. The
+// caller holds the workflow's lock (lockWorkflow); the driver advances the
+// head by compare and set, so two writers can never fork the chain however
+// the store is driven: a moved head is an error and the operation rolls back.
 func (w *wtx) appendEvent(r *row, kind, owner string, generation int64, detail map[string]any) error {
-	if detail == nil {
-		detail = map[string]any{}
+	var d []byte
+	if len(detail) == 0 {
+		d = []byte("{}")
+	} else {
+		var err error
+		if d, err = json.Marshal(detail); err != nil { // map keys are sorted: a stable encoding
+			return fmt.Errorf("%w: encode event detail: %v", errInternal, err)
+		}
 	}
-	d, err := json.Marshal(detail) // map keys are sorted: a stable encoding
+	head, count, err := w.tx.ChainHead(w.ctx, r.WorkflowID)
 	if err != nil {
-		return fmt.Errorf("%w: encode event detail: %v", errInternal, err)
-	}
-	var head string
-	var count int64
-	if err := w.queryRow(`SELECT head_hash, event_count FROM workflows WHERE workflow_id = ?`, r.WorkflowID).Scan(&head, &count); err != nil {
 		return fmt.Errorf("read chain head of workflow %s: %w", r.WorkflowID, err)
 	}
 	e := Event{WorkflowID: r.WorkflowID, Seq: count + 1, TaskID: r.TaskID, Kind: kind, Owner: owner,
@@ -97,36 +102,20 @@ func (w *wtx) appendEvent(r *row, kind, owner string, generation int64, detail m
 	if e.Hash, err = EventHash(e); err != nil {
 		return err
 	}
-	if _, err := w.exec(`INSERT INTO events (workflow_id, wseq, task_id, kind, owner, generation, at_ms, detail, prev_hash, hash)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, e.WorkflowID, e.Seq, e.TaskID, e.Kind, e.Owner, e.Generation, w.nowMS, string(d), e.PrevHash, e.Hash); err != nil {
-		return fmt.Errorf("append event: %w", err)
+	err = w.tx.AppendEvent(w.ctx, tgdriver.EventRow{WorkflowID: e.WorkflowID, Seq: e.Seq, TaskID: e.TaskID, Kind: e.Kind,
+		Owner: e.Owner, Generation: e.Generation, AtMS: w.nowMS, Detail: string(d), PrevHash: e.PrevHash, Hash: e.Hash})
+	if errors.Is(err, tgdriver.ErrChainMoved) {
+		return fmt.Errorf("%w: the chain head of workflow %s moved while event %d was appended: %v", errInternal, r.WorkflowID, e.Seq, err)
 	}
-	// Compare and set: the head advances only from the head this event
-	// links to, so two writers can never fork the chain, however the store
-	// is driven; a moved head is an error and the operation rolls back.
-	res, err := w.exec(`UPDATE workflows SET head_hash = ?, event_count = ?, updated_at_ms = ? WHERE workflow_id = ? AND head_hash = ? AND event_count = ?`,
-		e.Hash, e.Seq, w.nowMS, r.WorkflowID, head, count)
 	if err != nil {
-		return fmt.Errorf("advance chain head: %w", err)
-	}
-	if n, err := res.RowsAffected(); err != nil || n != 1 {
-		return fmt.Errorf("%w: the chain head of workflow %s moved while event %d was appended (rows %d, %v)", errInternal, r.WorkflowID, e.Seq, n, err)
+		return fmt.Errorf("append event: %w", err)
 	}
 	return nil
 }
 
-const eventColumns = `event_id, workflow_id, wseq, task_id, kind, owner, generation, at_ms, detail, prev_hash, hash`
-
-func scanEvent(sc scanner) (Event, error) {
-	var e Event
-	var at int64
-	var detail string
-	if err := sc.Scan(&e.EventID, &e.WorkflowID, &e.Seq, &e.TaskID, &e.Kind, &e.Owner, &e.Generation, &at, &detail, &e.PrevHash, &e.Hash); err != nil {
-		return Event{}, err
-	}
-	e.At = time.UnixMilli(at).UTC()
-	e.Detail = json.RawMessage(detail)
-	return e, nil
+func toEvent(er tgdriver.EventRow) Event {
+	return Event{EventID: er.EventID, WorkflowID: er.WorkflowID, Seq: er.Seq, TaskID: er.TaskID, Kind: er.Kind, Owner: er.Owner,
+		Generation: er.Generation, At: time.UnixMilli(er.AtMS).UTC(), Detail: json.RawMessage(er.Detail), PrevHash: er.PrevHash, Hash: er.Hash}
 }
 
 // TaskEvents returns the history of one task, oldest first.
@@ -134,33 +123,28 @@ func (s *Store) TaskEvents(ctx context.Context, taskID string) ([]Event, error) 
 	if err := checkTaskID(taskID); err != nil {
 		return nil, err
 	}
-	rows, err := s.rdb.QueryContext(ctx, `SELECT `+eventColumns+` FROM events WHERE task_id = ? ORDER BY event_id`, taskID)
+	ers, err := s.drv.Reads().TaskEvents(ctx, taskID)
 	if err != nil {
 		return nil, fmt.Errorf("read events of task %s: %w", taskID, err)
 	}
-	return collectEvents(rows)
+	out := make([]Event, 0, len(ers))
+	for _, er := range ers {
+		out = append(out, toEvent(er))
+	}
+	return out, nil
 }
 
 // WorkflowEvents returns the history of a workflow, oldest first.
 func (s *Store) WorkflowEvents(ctx context.Context, workflowID string) ([]Event, error) {
-	rows, err := s.rdb.QueryContext(ctx, `SELECT `+eventColumns+` FROM events WHERE workflow_id = ? ORDER BY wseq`, workflowID)
+	var out []Event
+	err := s.drv.Reads().WorkflowEvents(ctx, workflowID, func(er tgdriver.EventRow) error {
+		out = append(out, toEvent(er))
+		return nil
+	})
 	if err != nil {
 		return nil, fmt.Errorf("read events of workflow %s: %w", workflowID, err)
 	}
-	return collectEvents(rows)
-}
-
-func collectEvents(rows *sql.Rows) ([]Event, error) {
-	defer rows.Close()
-	var out []Event
-	for rows.Next() {
-		e, err := scanEvent(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, e)
-	}
-	return out, rows.Err()
+	return out, nil
 }
 
 // BrokenLink locates the first place where the history does not verify.
@@ -186,98 +170,81 @@ var ErrBrokenChain = errors.New("event history does not verify")
 // VerifyHistory recomputes every workflow's hash chain: each event's hash
 // from its content and the previous hash, sequence numbers without gaps, and
 // the stored chain head and count. It stops at the first broken link and
-// returns it in the report, with an error matching ErrBrokenChain.
+// returns it in the report, with an error matching ErrBrokenChain. It reads
+// one consistent snapshot while writers go on.
 func (s *Store) VerifyHistory(ctx context.Context) (VerifyReport, error) {
 	var rep VerifyReport
-	tx, err := s.rdb.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
-	if err != nil {
-		return rep, err
-	}
-	defer tx.Rollback()
-	// One read transaction: a consistent snapshot while writers go on.
-	if _, err := tx.ExecContext(ctx, `SELECT 1 FROM workflows LIMIT 1`); err != nil {
-		return rep, err
-	}
-	var orphan sql.NullString
-	err = tx.QueryRowContext(ctx, `SELECT e.workflow_id FROM events e LEFT JOIN workflows w ON w.workflow_id = e.workflow_id
-		WHERE w.workflow_id IS NULL LIMIT 1`).Scan(&orphan)
-	if err != nil && !errors.Is(err, sql.ErrNoRows) {
-		return rep, err
-	}
-	if orphan.Valid {
-		rep.Broken = &BrokenLink{WorkflowID: orphan.String, Reason: "events exist for a workflow that has no chain head"}
-		return rep, fmt.Errorf("%w: workflow %s: %s", ErrBrokenChain, orphan.String, rep.Broken.Reason)
-	}
-	wrows, err := tx.QueryContext(ctx, `SELECT workflow_id, head_hash, event_count FROM workflows ORDER BY workflow_id`)
-	if err != nil {
-		return rep, err
-	}
-	type head struct {
-		id    string
-		hash  string
-		count int64
-	}
-	var heads []head
-	for wrows.Next() {
-		var h head
-		if err := wrows.Scan(&h.id, &h.hash, &h.count); err != nil {
-			wrows.Close()
-			return rep, err
-		}
-		heads = append(heads, h)
-	}
-	wrows.Close()
-	if err := wrows.Err(); err != nil {
-		return rep, err
-	}
-	for _, h := range heads {
-		rep.Workflows++
-		broken, n, err := verifyChain(ctx, tx, h.id, h.hash, h.count)
-		rep.Events += n
+	var brokenErr error
+	err := s.drv.Snapshot(ctx, func(rd tgdriver.Reads) error {
+		rep = VerifyReport{}
+		orphan, ok, err := rd.OrphanEventWorkflow(ctx)
 		if err != nil {
-			return rep, err
+			return err
 		}
-		if broken != nil {
-			rep.Broken = broken
-			return rep, fmt.Errorf("%w: workflow %s event %d: %s", ErrBrokenChain, broken.WorkflowID, broken.Seq, broken.Reason)
+		if ok {
+			rep.Broken = &BrokenLink{WorkflowID: orphan, Reason: "events exist for a workflow that has no chain head"}
+			brokenErr = fmt.Errorf("%w: workflow %s: %s", ErrBrokenChain, orphan, rep.Broken.Reason)
+			return nil
 		}
+		heads, err := rd.Workflows(ctx)
+		if err != nil {
+			return err
+		}
+		for _, h := range heads {
+			rep.Workflows++
+			broken, n, err := verifyChain(ctx, rd, h.WorkflowID, h.HeadHash, h.EventCount)
+			rep.Events += n
+			if err != nil {
+				return err
+			}
+			if broken != nil {
+				rep.Broken = broken
+				brokenErr = fmt.Errorf("%w: workflow %s event %d: %s", ErrBrokenChain, broken.WorkflowID, broken.Seq, broken.Reason)
+				return nil
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return rep, err
 	}
-	return rep, nil
+	return rep, brokenErr
 }
 
-func verifyChain(ctx context.Context, tx *sql.Tx, workflowID, headHash string, count int64) (*BrokenLink, int64, error) {
-	rows, err := tx.QueryContext(ctx, `SELECT `+eventColumns+` FROM events WHERE workflow_id = ? ORDER BY wseq`, workflowID)
-	if err != nil {
-		return nil, 0, err
-	}
-	defer rows.Close()
+// errStop ends a WorkflowEvents walk early.
+var errStop = errors.New("stop")
+
+func verifyChain(ctx context.Context, rd tgdriver.Reads, workflowID, headHash string, count int64) (*BrokenLink, int64, error) {
 	prev := ""
 	var n int64
-	for rows.Next() {
-		e, err := scanEvent(rows)
-		if err != nil {
-			return nil, n, err
-		}
+	var broken *BrokenLink
+	err := rd.WorkflowEvents(ctx, workflowID, func(er tgdriver.EventRow) error {
+		e := toEvent(er)
 		n++
-		broken := func(reason string, args ...any) (*BrokenLink, int64, error) {
-			return &BrokenLink{WorkflowID: workflowID, Seq: e.Seq, EventID: e.EventID, Reason: fmt.Sprintf(reason, args...)}, n, nil
+		stop := func(reason string, args ...any) error {
+			broken = &BrokenLink{WorkflowID: workflowID, Seq: e.Seq, EventID: e.EventID, Reason: fmt.Sprintf(reason, args...)}
+			return errStop
 		}
 		if e.Seq != n {
-			return broken("sequence %d found where %d was expected (an event is missing or was inserted)", e.Seq, n)
+			return stop("sequence %d found where %d was expected (an event is missing or was inserted)", e.Seq, n)
 		}
 		if e.PrevHash != prev {
-			return broken("prev_hash does not match the hash of event %d", n-1)
+			return stop("prev_hash does not match the hash of event %d", n-1)
 		}
 		want, err := EventHash(e)
 		if err != nil {
-			return nil, n, err
+			return err
 		}
 		if want != e.Hash {
-			return broken("content does not match its hash (the event was edited)")
+			return stop("content does not match its hash (the event was edited)")
 		}
 		prev = e.Hash
+		return nil
+	})
+	if broken != nil {
+		return broken, n, nil
 	}
-	if err := rows.Err(); err != nil {
+	if err != nil {
 		return nil, n, err
 	}
 	if n != count || prev != headHash {

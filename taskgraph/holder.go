@@ -2,13 +2,13 @@ package taskgraph
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
 
 	"github.com/graph-engineering/graph-engineering-mcp/lease"
+	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/tgdriver"
 )
 
 // MaxTokenLen bounds a presented claim token, in bytes (real ones are 32 ASCII characters).
@@ -47,6 +47,9 @@ func (s *Store) holderWrite(ctx context.Context, verb string, h lease.Holder, fn
 		if err != nil {
 			return err
 		}
+		if err := w.lockWorkflow(r.WorkflowID); err != nil {
+			return err
+		}
 		if err := lease.Check(r.current(), h, w.judged); err != nil {
 			return w.explainStale(r, h, err)
 		}
@@ -75,15 +78,11 @@ func (w *wtx) explainStale(r row, h lease.Holder, err error) error {
 	if !errors.As(err, &se) || h.Generation != r.Generation || (se.Reason != lease.ReasonNotHeld && se.Reason != lease.ReasonTerminal) {
 		return err
 	}
-	var kind string
-	var atMS int64
-	switch qerr := w.queryRow(`SELECT kind, at_ms FROM events WHERE task_id = ? AND generation = ? ORDER BY event_id DESC LIMIT 1`, r.TaskID, h.Generation).Scan(&kind, &atMS); {
-	case errors.Is(qerr, sql.ErrNoRows):
-		return err
-	case qerr != nil:
+	kind, atMS, ok, qerr := w.tx.LastEventOfGeneration(w.ctx, r.TaskID, h.Generation)
+	if qerr != nil {
 		return fmt.Errorf("read the task's last event: %w", qerr)
 	}
-	if kind != EventExpire {
+	if !ok || kind != EventExpire {
 		return err
 	}
 	return &lease.StaleClaimError{TaskID: r.TaskID, Reason: lease.ReasonLeaseExpired, Detail: fmt.Sprintf(
@@ -99,10 +98,14 @@ func (w *wtx) explainStale(r row, h lease.Holder, err error) error {
 // transaction. A write that matches no row was not the live claim when it
 // was applied: a stale claim, and nothing changed. r becomes the task as
 // updated.
-func (w *wtx) fenced(r *row, h lease.Holder, set string, args ...any) error {
-	q := `UPDATE tasks SET ` + set + `, updated_at_ms = ? WHERE seq = ? AND state = 'claimed' AND generation = ? AND owner = ? AND token_hash = ? AND lease_expires_at_ms > ?`
-	args = append(args, w.nowMS, r.seq, h.Generation, h.Owner, lease.HashToken(h.Token), w.judged.UnixMilli())
-	nr, ok, err := w.updateTask(q, args...)
+func (w *wtx) fenced(r *row, h lease.Holder, set tgdriver.TaskSet) error {
+	ok, err := w.update(r, set, tgdriver.TaskGuard{
+		States:        []string{string(StateClaimed)},
+		Generation:    tgdriver.Val(h.Generation),
+		Owner:         tgdriver.Val(h.Owner),
+		TokenHash:     tgdriver.Val(lease.HashToken(h.Token)),
+		LeaseLiveAtMS: tgdriver.Val(w.judged.UnixMilli()),
+	})
 	if err != nil {
 		return err
 	}
@@ -110,7 +113,6 @@ func (w *wtx) fenced(r *row, h lease.Holder, set string, args ...any) error {
 		return &lease.StaleClaimError{TaskID: r.TaskID, Reason: lease.ReasonNotHeld,
 			Detail: "the claim was no longer live when this write was applied; inspect the task before doing more work on it"}
 	}
-	*r = nr
 	return nil
 }
 
@@ -123,7 +125,7 @@ func (s *Store) Heartbeat(ctx context.Context, h lease.Holder, d time.Duration) 
 	}
 	return s.holderWrite(ctx, "heartbeat", h, func(w *wtx, r *row) error {
 		exp := w.now.Add(dur).UnixMilli()
-		if err := w.fenced(r, h, `lease_expires_at_ms = ?, lease_ms = ?`, exp, dur.Milliseconds()); err != nil {
+		if err := w.fenced(r, h, tgdriver.TaskSet{LeaseExpiresAtMS: tgdriver.Val(exp), LeaseMS: tgdriver.Val(dur.Milliseconds())}); err != nil {
 			return err
 		}
 		return w.appendEvent(r, EventHeartbeat, h.Owner, h.Generation, w.arrived(map[string]any{"lease_expires_at_ms": exp}))
@@ -139,8 +141,8 @@ func (s *Store) Complete(ctx context.Context, h lease.Holder, result json.RawMes
 		return Task{}, err
 	}
 	return s.holderWrite(ctx, "complete", h, func(w *wtx, r *row) error {
-		if err := w.fenced(r, h, `state = 'completed', result = ?, token_hash = NULL, lease_expires_at_ms = NULL, status_message = ?`,
-			string(res), fmt.Sprintf("completed by %s (generation %d)", h.Owner, h.Generation)); err != nil {
+		if err := w.fenced(r, h, clearClaim(tgdriver.TaskSet{State: tgdriver.Val(string(StateCompleted)), Result: tgdriver.Val(string(res)),
+			StatusMessage: tgdriver.Val(fmt.Sprintf("completed by %s (generation %d)", h.Owner, h.Generation))})); err != nil {
 			return err
 		}
 		if err := w.appendEvent(r, EventComplete, h.Owner, h.Generation, w.arrived(map[string]any{"result_sha256": sha256Hex(res)})); err != nil {
@@ -160,8 +162,8 @@ func (s *Store) Fail(ctx context.Context, h lease.Holder, errText string, retrya
 	}
 	return s.holderWrite(ctx, "fail", h, func(w *wtx, r *row) error {
 		if retryable && r.Attempts < r.MaxAttempts {
-			if err := w.fenced(r, h, `state = 'pending', owner = NULL, token_hash = NULL, lease_expires_at_ms = NULL, error = ?, status_message = ?`,
-				errText, fmt.Sprintf("ready to claim (retrying after attempt %d of %d failed: %s)", r.Attempts, r.MaxAttempts, errorSummary(errText))); err != nil {
+			if err := w.fenced(r, h, clearClaim(tgdriver.TaskSet{State: tgdriver.Val(string(StatePending)), Owner: tgdriver.Null[string](), Error: tgdriver.Val(errText),
+				StatusMessage: tgdriver.Val(fmt.Sprintf("ready to claim (retrying after attempt %d of %d failed: %s)", r.Attempts, r.MaxAttempts, errorSummary(errText)))})); err != nil {
 				return err
 			}
 			w.wakeWaiters(r.WorkflowID)
@@ -172,8 +174,8 @@ func (s *Store) Fail(ctx context.Context, h lease.Holder, errText string, retrya
 		if retryable {
 			why = fmt.Sprintf("failed after %d of %d attempts", r.Attempts, r.MaxAttempts)
 		}
-		if err := w.fenced(r, h, `state = 'failed', error = ?, token_hash = NULL, lease_expires_at_ms = NULL, status_message = ?`,
-			errText, why+": "+errorSummary(errText)); err != nil {
+		if err := w.fenced(r, h, clearClaim(tgdriver.TaskSet{State: tgdriver.Val(string(StateFailed)), Error: tgdriver.Val(errText),
+			StatusMessage: tgdriver.Val(why + ": " + errorSummary(errText))})); err != nil {
 			return err
 		}
 		w.afterCommit(func() { w.s.stats.failures.Add(1) })
@@ -188,8 +190,8 @@ func (s *Store) Fail(ctx context.Context, h lease.Holder, errText string, retrya
 // unfinished dependents). It is not an administrative abort.
 func (s *Store) Cancel(ctx context.Context, h lease.Holder) (Task, error) {
 	return s.holderWrite(ctx, "cancel", h, func(w *wtx, r *row) error {
-		if err := w.fenced(r, h, `state = 'cancelled', token_hash = NULL, lease_expires_at_ms = NULL, status_message = ?`,
-			fmt.Sprintf("cancelled by its holder %s (generation %d)", h.Owner, h.Generation)); err != nil {
+		if err := w.fenced(r, h, clearClaim(tgdriver.TaskSet{State: tgdriver.Val(string(StateCancelled)),
+			StatusMessage: tgdriver.Val(fmt.Sprintf("cancelled by its holder %s (generation %d)", h.Owner, h.Generation))})); err != nil {
 			return err
 		}
 		w.afterCommit(func() { w.s.stats.cancels.Add(1) })
@@ -214,7 +216,7 @@ func (s *Store) CancelTask(ctx context.Context, taskID, reason string) (t Task, 
 		reason = "cancelled by request"
 	}
 	err = s.do(ctx, func(w *wtx) error {
-		r, err := w.loadTask(taskID)
+		r, err := w.loadLocked(taskID)
 		if err != nil {
 			return err
 		}
@@ -223,10 +225,7 @@ func (s *Store) CancelTask(ctx context.Context, taskID, reason string) (t Task, 
 			return nil
 		}
 		prev := r.Owner
-		if err := w.setState(r.seq, StateCancelled, reason); err != nil {
-			return err
-		}
-		if err := w.reload(&r); err != nil {
+		if err := w.setCancelled(&r, reason); err != nil {
 			return err
 		}
 		w.afterCommit(func() { w.s.stats.cancels.Add(1) })
@@ -243,4 +242,27 @@ func (s *Store) CancelTask(ctx context.Context, taskID, reason string) (t Task, 
 		return Task{}, false, fmt.Errorf("cancel task %s: %w", taskID, err)
 	}
 	return t, changed, nil
+}
+
+// loadLocked loads task taskID with its workflow locked, as it is once
+// locked: every writer of a task locks its workflow first.
+func (w *wtx) loadLocked(taskID string) (row, error) {
+	r, err := w.loadTask(taskID)
+	if err != nil {
+		return row{}, err
+	}
+	if err := w.lockWorkflow(r.WorkflowID); err != nil {
+		return row{}, err
+	}
+	if err := w.reload(&r); err != nil {
+		return row{}, err
+	}
+	return r, nil
+}
+
+// setCancelled cancels unfinished task r with status, fencing out any
+// holder: the update is guarded to an unfinished task.
+func (w *wtx) setCancelled(r *row, status string) error {
+	return w.mustUpdate(r, clearClaim(tgdriver.TaskSet{State: tgdriver.Val(string(StateCancelled)), StatusMessage: tgdriver.Val(status)}),
+		tgdriver.TaskGuard{States: unfinished}, "cancel")
 }

@@ -2,7 +2,6 @@ package taskgraph
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -55,14 +54,6 @@ const (
 	defaultClockCheck = 250 * time.Millisecond
 )
 
-// shiftLeasesSQL moves every live lease by ? ms, to at most now + its duration.
-const shiftLeasesSQL = `UPDATE tasks SET lease_expires_at_ms = MIN(lease_expires_at_ms + ?, ? + COALESCE(lease_ms, ?))
-	WHERE state = 'claimed' AND lease_expires_at_ms IS NOT NULL RETURNING seq, lease_expires_at_ms`
-
-// touchAliveSQL records the server's alive time.
-const touchAliveSQL = `INSERT INTO server_clock (singleton, alive_at_ms) VALUES (1, ?)
-	ON CONFLICT (singleton) DO UPDATE SET alive_at_ms = excluded.alive_at_ms`
-
 // leaseClock notices the time the server was away and gives it back to live
 // leases. It compares the wall clock with a monotonic source at every
 // observation: a monotonic gap beyond pauseGap means the process was away for
@@ -74,6 +65,14 @@ type leaseClock struct {
 	wall lease.Clock
 	mono lease.Monotonic // nil: no pause or step detection (a custom Clock without a Monotonic)
 	log  *slog.Logger
+	// shared: replicas on one database judge leases by one clock (the
+	// database's, tgdriver.Info.SharedClock). A replica's own pause or clock
+	// step costs no lease then (the others kept serving, and its clock
+	// follows the database's), so only the time no replica ran at all is
+	// given back: at Open, when the alive time all replicas keep fresh is
+	// at least staleMin old. The step runs in its own write (Open and
+	// clockLoop), never at the start of other writes.
+	shared bool
 
 	mu       sync.Mutex
 	lastW    time.Time
@@ -85,8 +84,11 @@ type leaseClock struct {
 	final    bool          // Close's last batch: record the alive time whatever its age
 }
 
-func newLeaseClock(wall lease.Clock, mono lease.Monotonic, log *slog.Logger) *leaseClock {
-	c := &leaseClock{wall: wall, mono: mono, log: log}
+func newLeaseClock(wall lease.Clock, mono lease.Monotonic, log *slog.Logger, shared bool) *leaseClock {
+	if shared {
+		mono = nil
+	}
+	c := &leaseClock{wall: wall, mono: mono, log: log, shared: shared}
 	c.lastW = wall.Now()
 	if mono != nil {
 		c.lastM = mono.Elapsed()
@@ -151,14 +153,17 @@ func (c *leaseClock) step(w *wtx) error {
 	c.mu.Unlock()
 	var shift time.Duration
 	if !resumed || away != 0 {
-		var alive int64
-		switch err := w.queryRow(`SELECT alive_at_ms FROM server_clock WHERE singleton = 1`).Scan(&alive); {
-		case errors.Is(err, sql.ErrNoRows):
+		alive, found, err := w.tx.ReadAlive(w.ctx)
+		switch {
 		case err != nil:
 			return fmt.Errorf("read the server's alive time: %w", err)
-		default:
+		case found:
 			stale := time.Duration(w.nowMS-alive) * time.Millisecond
 			switch {
+			case !resumed && c.shared:
+				if stale >= staleMin || stale <= -staleMin {
+					shift = stale
+				}
 			case !resumed:
 				if stale >= minShift || stale <= -minShift {
 					shift = stale
@@ -185,7 +190,7 @@ func (c *leaseClock) step(w *wtx) error {
 	writeAlive := !resumed || final || shift != 0 || w.nowMS-c.aliveMS >= aliveBatchEvery.Milliseconds() || w.nowMS < c.aliveMS
 	c.mu.Unlock()
 	if writeAlive {
-		if _, err := w.exec(touchAliveSQL, w.nowMS); err != nil {
+		if err := w.tx.TouchAlive(w.ctx, w.nowMS); err != nil {
 			return fmt.Errorf("record the server's alive time: %w", err)
 		}
 	}
@@ -202,20 +207,27 @@ func (c *leaseClock) step(w *wtx) error {
 	return nil
 }
 
-// last runs Close's final batch, after every sender is done and before the
-// writer stops: it applies any shift still pending and records the alive
-// time.
+// last runs Close's final write, after every sender is done and before the
+// background loops stop: it applies any shift still pending and records the
+// alive time.
 func (c *leaseClock) last(s *Store) error {
 	c.mu.Lock()
 	c.final = true
 	c.mu.Unlock()
-	o := &op{ctx: context.Background(), fn: func(*wtx) error { return nil }, done: make(chan struct{})}
-	s.ops <- o
-	<-o.done
-	if o.err != nil {
-		return fmt.Errorf("record the server's alive time at close: %w", o.err)
+	if err := s.clockWrite(context.Background()); err != nil {
+		return fmt.Errorf("record the server's alive time at close: %w", err)
 	}
 	return nil
+}
+
+// clockWrite commits a write that runs the lease clock's step: with a
+// single-writer driver an empty operation, whose batch runs the step first
+// (batchStart); with a shared clock the step itself.
+func (s *Store) clockWrite(ctx context.Context) error {
+	if s.lc.shared {
+		return s.do(ctx, s.lc.step)
+	}
+	return s.do(ctx, func(*wtx) error { return nil })
 }
 
 // shiftLeases moves every live lease by shift, clamped to now + its duration,
@@ -223,34 +235,20 @@ func (c *leaseClock) last(s *Store) error {
 // account of every lease's expiry, so that a verifier can show no holder
 // write was accepted after its lease.
 func (w *wtx) shiftLeases(shift time.Duration) (int, error) {
-	rows, err := w.query(shiftLeasesSQL, shift.Milliseconds(), w.nowMS, lease.DefaultDuration.Milliseconds())
+	moved, err := w.tx.ShiftLeases(w.ctx, shift.Milliseconds(), w.nowMS, lease.DefaultDuration.Milliseconds())
 	if err != nil {
 		return 0, fmt.Errorf("give live leases back %s: %w", shift, err)
 	}
-	type moved struct{ seq, exp int64 }
-	var ms []moved
-	for rows.Next() {
-		var m moved
-		if err := rows.Scan(&m.seq, &m.exp); err != nil {
-			rows.Close()
-			return 0, fmt.Errorf("give live leases back %s: %w", shift, err)
-		}
-		ms = append(ms, m)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return 0, fmt.Errorf("give live leases back %s: %w", shift, err)
-	}
-	for _, m := range ms {
-		r, err := w.loadSeq(m.seq)
+	for _, m := range moved {
+		r, err := w.loadSeq(m.Seq)
 		if err != nil {
 			return 0, err
 		}
-		if err := w.appendEvent(&r, EventLeaseShift, r.Owner, r.Generation, map[string]any{"lease_expires_at_ms": m.exp, "shift_ms": shift.Milliseconds()}); err != nil {
+		if err := w.appendEvent(&r, EventLeaseShift, r.Owner, r.Generation, map[string]any{"lease_expires_at_ms": m.ExpiresAtMS, "shift_ms": shift.Milliseconds()}); err != nil {
 			return 0, err
 		}
 	}
-	return len(ms), nil
+	return len(moved), nil
 }
 
 // clockLoop observes the clocks every interval, so that a pause or a step is
@@ -281,7 +279,7 @@ func (s *Store) clockLoop(interval time.Duration) {
 		if !need {
 			continue
 		}
-		if err := s.do(ctx, func(*wtx) error { return nil }); err != nil {
+		if err := s.clockWrite(ctx); err != nil {
 			if errors.Is(err, ErrClosed) || ctx.Err() != nil {
 				return
 			}

@@ -3,58 +3,42 @@ package taskgraph
 import (
 	"context"
 	"errors"
-	"fmt"
 	"sync/atomic"
 	"time"
 )
 
-// startWatch notices writes made by other processes (an operator command,
-// another server) through PRAGMA data_version, which changes on one
-// connection whenever any other connection commits, and wakes at most as many
-// claim-next waiters as there are pending tasks they may claim. The baseline is read before Open returns, so no write made after
-// Open can be missed. Each tick also checks the database files (checkFiles),
-// so a replaced file trips even an idle store and Ready reports it.
-func (s *Store) startWatch(ctx context.Context) error {
-	conn, err := s.rdb.Conn(ctx)
-	if err != nil {
-		return fmt.Errorf("start change watcher: %w", err)
+// watch wakes claim-next waiters for work made claimable by other
+// processes or replicas, as the driver reports it (Changes): a change naming
+// workflows wakes one waiter per ready task; an unknown change (SQLite's
+// data_version, a reconnected listener) wakes at most as many waiters as
+// there are pending tasks they may claim, with lookups bounded by the
+// number of waiters.
+func (s *Store) watch() {
+	defer s.wg.Done()
+	ch := s.drv.Changes()
+	if ch == nil {
+		return
 	}
-	var last int64
-	if err := conn.QueryRowContext(ctx, `PRAGMA data_version`).Scan(&last); err != nil {
-		conn.Close()
-		return fmt.Errorf("start change watcher: %w", err)
-	}
-	s.wg.Add(1)
-	go func() {
-		defer s.wg.Done()
-		defer conn.Close()
-		t := time.NewTicker(s.opts.WatchInterval)
-		defer t.Stop()
-		for {
-			select {
-			case <-s.quit:
-				return
-			case <-t.C:
-			}
-			// The same tick notices replaced database files on an idle
-			// store (a busy one notices them at every batch); a trip is
-			// logged and answered by checkFiles itself.
-			_ = s.checkFiles()
-			var v int64
-			if err := conn.QueryRowContext(context.Background(), `PRAGMA data_version`).Scan(&v); err != nil {
-				s.log.Warn("read data_version", "err", err)
+	ctx, cancel := s.quitContext()
+	defer cancel()
+	for {
+		select {
+		case <-s.quit:
+			return
+		case c := <-ch:
+			if s.notify.len() == 0 {
 				continue
 			}
-			if v != last && s.notify.len() > 0 {
-				if err := s.wakeForPending(context.Background(), conn); err != nil {
-					s.log.Warn("wake claim-next waiters after another process's write; retrying at the next check", "err", err)
-					continue
+			if len(c.Workflows) > 0 {
+				s.notify.wakeAll(c.Workflows)
+			}
+			if c.Unknown {
+				if err := s.wakeForPending(ctx); err != nil && ctx.Err() == nil {
+					s.log.Warn("wake claim-next waiters after another process's write", "err", err)
 				}
 			}
-			last = v
 		}
-	}()
-	return nil
+	}
 }
 
 // quitContext returns a context that ends when the store closes (s.quit),

@@ -3,12 +3,12 @@ package taskgraph
 import (
 	"context"
 	"crypto/sha256"
-	"database/sql"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"slices"
 	"time"
+
+	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/tgdriver"
 )
 
 func sha256Hex(b []byte) string {
@@ -31,7 +31,7 @@ func (s *Store) Requeue(ctx context.Context, taskID string, op Operator) (Task, 
 	}
 	var out Task
 	err := s.do(ctx, func(w *wtx) error {
-		r, err := w.loadTask(taskID)
+		r, err := w.loadLocked(taskID)
 		if err != nil {
 			return err
 		}
@@ -58,12 +58,9 @@ func (s *Store) Requeue(ctx context.Context, taskID string, op Operator) (Task, 
 		if unmet > 0 {
 			state, status = StateBlocked, blockedStatus(waiting)
 		}
-		if _, err := w.exec(`UPDATE tasks SET state = ?, owner = NULL, token_hash = NULL, lease_expires_at_ms = NULL, attempts = 0,
-			unmet = ?, cancel_cause = NULL, status_message = ?, updated_at_ms = ? WHERE seq = ?`,
-			string(state), unmet, status, w.nowMS, r.seq); err != nil {
-			return err
-		}
-		if err := w.reload(&r); err != nil {
+		if err := w.mustUpdate(&r, clearClaim(tgdriver.TaskSet{State: tgdriver.Val(string(state)), Owner: tgdriver.Null[string](),
+			Attempts: tgdriver.Val(0), Unmet: tgdriver.Val(unmet), CancelCause: tgdriver.Null[int64](), StatusMessage: tgdriver.Val(status)}),
+			tgdriver.TaskGuard{States: []string{string(from)}, Generation: tgdriver.Val(r.Generation)}, "requeue"); err != nil {
 			return err
 		}
 		if state == StatePending {
@@ -98,7 +95,7 @@ func (s *Store) Skip(ctx context.Context, taskID string, op Operator) (Task, err
 	}
 	var out Task
 	err := s.do(ctx, func(w *wtx) error {
-		r, err := w.loadTask(taskID)
+		r, err := w.loadLocked(taskID)
 		if err != nil {
 			return err
 		}
@@ -107,12 +104,9 @@ func (s *Store) Skip(ctx context.Context, taskID string, op Operator) (Task, err
 			return &ConflictError{TaskID: r.TaskID, State: from, Detail: "the task is already completed"}
 		}
 		holder := r.Owner
-		if _, err := w.exec(`UPDATE tasks SET state = 'completed', result = 'null', token_hash = NULL, lease_expires_at_ms = NULL,
-			cancel_cause = NULL, status_message = ?, updated_at_ms = ? WHERE seq = ?`,
-			fmt.Sprintf("skipped by operator %s: %s", op.Name, op.Reason), w.nowMS, r.seq); err != nil {
-			return err
-		}
-		if err := w.reload(&r); err != nil {
+		if err := w.mustUpdate(&r, clearClaim(tgdriver.TaskSet{State: tgdriver.Val(string(StateCompleted)), Result: tgdriver.Val("null"),
+			CancelCause: tgdriver.Null[int64](), StatusMessage: tgdriver.Val(fmt.Sprintf("skipped by operator %s: %s", op.Name, op.Reason))}),
+			tgdriver.TaskGuard{States: []string{string(from)}, Generation: tgdriver.Val(r.Generation)}, "skip"); err != nil {
 			return err
 		}
 		if err := w.appendEvent(&r, EventSkip, holder, r.Generation, map[string]any{"operator": op.Name, "reason": op.Reason, "from": string(from)}); err != nil {
@@ -149,13 +143,14 @@ func (s *Store) AbortWorkflow(ctx context.Context, workflowID string, op Operato
 	}
 	n := 0
 	err := s.do(ctx, func(w *wtx) error {
-		var one int
-		if err := w.queryRow(`SELECT 1 FROM workflows WHERE workflow_id = ?`, workflowID).Scan(&one); errors.Is(err, sql.ErrNoRows) {
-			return &notFoundError{what: "workflow", id: workflowID}
-		} else if err != nil {
+		exists, err := w.tx.LockWorkflow(w.ctx, workflowID)
+		if err != nil {
 			return err
 		}
-		seqs, err := w.seqs(`SELECT seq FROM tasks WHERE workflow_id = ? AND state IN ('blocked', 'pending', 'claimed') ORDER BY seq`, workflowID)
+		if !exists {
+			return &notFoundError{what: "workflow", id: workflowID}
+		}
+		seqs, err := w.tx.UnfinishedInWorkflow(w.ctx, workflowID)
 		if err != nil {
 			return err
 		}
@@ -166,10 +161,7 @@ func (s *Store) AbortWorkflow(ctx context.Context, workflowID string, op Operato
 				return err
 			}
 			holder := r.Owner
-			if err := w.setState(seq, StateCancelled, status); err != nil {
-				return err
-			}
-			if err := w.reload(&r); err != nil {
+			if err := w.setCancelled(&r, status); err != nil {
 				return err
 			}
 			if err := w.appendEvent(&r, EventAbort, holder, r.Generation, map[string]any{"operator": op.Name, "reason": op.Reason}); err != nil {
@@ -186,54 +178,34 @@ func (s *Store) AbortWorkflow(ctx context.Context, workflowID string, op Operato
 	return n, nil
 }
 
-func (w *wtx) seqs(query string, args ...any) ([]int64, error) {
-	rows, err := w.query(query, args...)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []int64
-	for rows.Next() {
-		var s int64
-		if err := rows.Scan(&s); err != nil {
-			return nil, err
-		}
-		out = append(out, s)
-	}
-	return out, rows.Err()
-}
-
-// unmetDependencies counts the dependencies of seq that have not completed.
+// unmetDependencies counts the dependencies of seq that have not completed
+// and names them, in seq order.
 func (w *wtx) unmetDependencies(seq int64) (int, []string, error) {
-	rows, err := w.query(`SELECT t.node_id FROM edges e JOIN tasks t ON t.seq = e.dep_seq
-		WHERE e.task_seq = ? AND t.state <> 'completed' ORDER BY t.seq`, seq)
+	deps, err := w.tx.Dependencies(w.ctx, seq)
 	if err != nil {
 		return 0, nil, err
 	}
-	defer rows.Close()
 	var waiting []string
-	for rows.Next() {
-		var n string
-		if err := rows.Scan(&n); err != nil {
-			return 0, nil, err
+	for _, d := range deps {
+		if State(d.State) != StateCompleted {
+			waiting = append(waiting, d.NodeID)
 		}
-		waiting = append(waiting, n)
 	}
-	return len(waiting), waiting, rows.Err()
+	return len(waiting), waiting, nil
 }
 
 // failedDependency names a dependency of seq that failed or was cancelled, or "".
 func (w *wtx) failedDependency(seq int64) (string, error) {
-	var node, id, st string
-	err := w.queryRow(`SELECT t.node_id, t.task_id, t.state FROM edges e JOIN tasks t ON t.seq = e.dep_seq
-		WHERE e.task_seq = ? AND t.state IN ('failed', 'cancelled') ORDER BY t.seq LIMIT 1`, seq).Scan(&node, &id, &st)
-	if errors.Is(err, sql.ErrNoRows) {
-		return "", nil
-	}
+	deps, err := w.tx.Dependencies(w.ctx, seq)
 	if err != nil {
 		return "", err
 	}
-	return fmt.Sprintf("%s (task %s, %s)", node, id, st), nil
+	for _, d := range deps {
+		if st := State(d.State); st == StateFailed || st == StateCancelled {
+			return fmt.Sprintf("%s (task %s, %s)", d.NodeID, d.TaskID, d.State), nil
+		}
+	}
+	return "", nil
 }
 
 // revive undoes the cascade that root's failure or cancellation caused: every
@@ -247,7 +219,7 @@ func (w *wtx) revive(root *row, verb string) error {
 	for frontier := []int64{root.seq}; len(frontier) > 0; {
 		cause := frontier[0]
 		frontier = frontier[1:]
-		found, err := w.seqs(`SELECT seq FROM tasks WHERE cancel_cause = ? AND state = 'cancelled' ORDER BY seq`, cause)
+		found, err := w.tx.CancelledBy(w.ctx, cause)
 		if err != nil {
 			return err
 		}
@@ -275,24 +247,14 @@ func (w *wtx) revive(root *row, verb string) error {
 			if !in[c] {
 				continue
 			}
-			rows, err := w.query(`SELECT t.seq FROM edges e JOIN tasks t ON t.seq = e.dep_seq
-				WHERE e.task_seq = ? AND t.state IN ('failed', 'cancelled')`, c)
+			deps, err := w.tx.Dependencies(w.ctx, c)
 			if err != nil {
 				return err
 			}
-			for rows.Next() {
-				var d int64
-				if err := rows.Scan(&d); err != nil {
-					rows.Close()
-					return err
-				}
-				if d != root.seq && !in[d] {
+			for _, d := range deps {
+				if st := State(d.State); (st == StateFailed || st == StateCancelled) && d.Seq != root.seq && !in[d.Seq] {
 					in[c], changed = false, true
 				}
-			}
-			rows.Close()
-			if err := rows.Err(); err != nil {
-				return err
 			}
 		}
 	}
@@ -302,7 +264,9 @@ func (w *wtx) revive(root *row, verb string) error {
 	for _, c := range cands {
 		if in[c] {
 			revived = append(revived, c)
-			if _, err := w.exec(`UPDATE tasks SET state = 'blocked', cancel_cause = NULL, updated_at_ms = ? WHERE seq = ?`, w.nowMS, c); err != nil {
+			r := row{seq: c}
+			if err := w.mustUpdate(&r, tgdriver.TaskSet{State: tgdriver.Val(string(StateBlocked)), CancelCause: tgdriver.Null[int64]()},
+				tgdriver.TaskGuard{States: []string{string(StateCancelled)}}, "revive"); err != nil {
 				return err
 			}
 		}
@@ -317,12 +281,9 @@ func (w *wtx) revive(root *row, verb string) error {
 			state, status = StatePending, "ready to claim"
 			w.wakeWaiters(root.WorkflowID) // dependencies stay within a workflow
 		}
-		if _, err := w.exec(`UPDATE tasks SET state = ?, unmet = ?, status_message = ?, updated_at_ms = ? WHERE seq = ?`,
-			string(state), unmet, status, w.nowMS, c); err != nil {
-			return err
-		}
-		r, err := w.loadSeq(c)
-		if err != nil {
+		r := row{seq: c}
+		if err := w.mustUpdate(&r, tgdriver.TaskSet{State: tgdriver.Val(string(state)), Unmet: tgdriver.Val(unmet), StatusMessage: tgdriver.Val(status)},
+			tgdriver.TaskGuard{States: []string{string(StateBlocked)}}, "revive"); err != nil {
 			return err
 		}
 		if err := w.appendEvent(&r, EventRevive, "", r.Generation, map[string]any{"cause_task_id": root.TaskID, "cause": verb, "state": string(state)}); err != nil {
@@ -346,54 +307,35 @@ type PruneResult struct {
 func (s *Store) Prune(ctx context.Context, before time.Time) (PruneResult, error) {
 	var res PruneResult
 	for {
+		var pageFull bool
 		// Counted per operation and added to res only once it committed: a
 		// failed operation's removals were rolled back.
 		var ids []string
 		var tasks, events int64
 		err := s.do(ctx, func(w *wtx) error {
 			ids, tasks, events = ids[:0], 0, 0
-			rows, err := w.query(`SELECT w.workflow_id, w.task_count, w.event_count, w.head_hash FROM workflows w
-				WHERE w.updated_at_ms < ? AND NOT EXISTS (SELECT 1 FROM tasks t WHERE t.workflow_id = w.workflow_id
-				AND t.state IN ('blocked', 'pending', 'claimed')) ORDER BY w.updated_at_ms LIMIT 100`, before.UnixMilli())
+			cands, err := w.tx.PruneCandidates(w.ctx, before.UnixMilli(), 100)
 			if err != nil {
 				return err
 			}
-			type wf struct {
-				id         string
-				tasks, evs int64
-				head       string
+			for _, id := range cands {
+				// The guard (still finished, unchanged since before) is in
+				// the delete: a create that revived the workflow meanwhile
+				// keeps it.
+				p, ok, err := w.tx.PruneWorkflow(w.ctx, id, before.UnixMilli(), w.nowMS)
+				if err != nil {
+					return err
+				}
+				if !ok {
+					continue
+				}
+				ids = append(ids, id)
+				tasks += p.Tasks
+				events += p.Events
 			}
-			var wfs []wf
-			for rows.Next() {
-				var x wf
-				if err := rows.Scan(&x.id, &x.tasks, &x.evs, &x.head); err != nil {
-					rows.Close()
-					return err
-				}
-				wfs = append(wfs, x)
-			}
-			rows.Close()
-			if err := rows.Err(); err != nil {
-				return err
-			}
-			for _, x := range wfs {
-				if _, err := w.exec(`INSERT INTO pruned_workflows (workflow_id, pruned_at_ms, task_count, event_count, head_hash) VALUES (?, ?, ?, ?, ?)
-					ON CONFLICT DO NOTHING`, x.id, w.nowMS, x.tasks, x.evs, x.head); err != nil {
-					return err
-				}
-				if _, err := w.exec(`DELETE FROM events WHERE workflow_id = ?`, x.id); err != nil {
-					return err
-				}
-				if _, err := w.exec(`DELETE FROM tasks WHERE workflow_id = ?`, x.id); err != nil {
-					return err
-				}
-				if _, err := w.exec(`DELETE FROM workflows WHERE workflow_id = ?`, x.id); err != nil {
-					return err
-				}
-				ids = append(ids, x.id)
-				tasks += x.tasks
-				events += x.evs
-			}
+			// A full page means there may be more; an empty one that found
+			// candidates all kept means stop.
+			pageFull = len(cands) == 100 && len(ids) > 0
 			return nil
 		})
 		if err != nil {
@@ -402,7 +344,7 @@ func (s *Store) Prune(ctx context.Context, before time.Time) (PruneResult, error
 		res.Workflows = append(res.Workflows, ids...)
 		res.Tasks += tasks
 		res.Events += events
-		if len(ids) < 100 {
+		if !pageFull {
 			return res, nil
 		}
 	}

@@ -2,10 +2,11 @@ package taskgraph
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/tgdriver"
 )
 
 // Task returns the task with id taskID. If its lease has lapsed, the expiry
@@ -16,11 +17,12 @@ func (s *Store) Task(ctx context.Context, taskID string) (Task, error) {
 	if err := checkTaskID(taskID); err != nil {
 		return Task{}, err
 	}
-	r, err := scanTask(s.rdb.QueryRowContext(ctx, `SELECT `+taskColumns+` FROM tasks WHERE task_id = ?`, taskID))
-	if errors.Is(err, sql.ErrNoRows) {
-		return Task{}, &notFoundError{what: "task", id: taskID}
-	}
+	tr, err := s.drv.Reads().TaskByID(ctx, taskID)
+	r, err := found(tr, err, "task", taskID)
 	if err != nil {
+		if errors.Is(err, ErrNotFound) {
+			return Task{}, err
+		}
 		return Task{}, fmt.Errorf("read task %s: %w", taskID, err)
 	}
 	arrived := s.arrival(ctx)
@@ -28,6 +30,9 @@ func (s *Store) Task(ctx context.Context, taskID string) (Task, error) {
 		return r.Task, nil
 	}
 	err = s.doAt(ctx, arrived, func(w *wtx) error {
+		if err := w.lockWorkflow(r.WorkflowID); err != nil {
+			return err
+		}
 		cur, err := w.loadSeq(r.seq)
 		if err != nil {
 			return err
@@ -46,57 +51,48 @@ func (s *Store) Task(ctx context.Context, taskID string) (Task, error) {
 	return r.Task, nil
 }
 
-// Workflow returns a whole workflow: tasks in creation order, edges, counts.
+// Workflow returns a whole workflow: tasks in creation order, edges, counts,
+// read from one snapshot.
 func (s *Store) Workflow(ctx context.Context, workflowID string) (WorkflowView, error) {
 	if err := checkIdentifier("workflow_id", workflowID); err != nil {
 		return WorkflowView{}, err
 	}
-	tx, err := s.rdb.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
-	if err != nil {
-		return WorkflowView{}, err
-	}
-	defer tx.Rollback()
-	v := WorkflowView{WorkflowID: workflowID, Counts: map[State]int{}}
-	var created, updated int64
-	err = tx.QueryRowContext(ctx, `SELECT created_at_ms, updated_at_ms FROM workflows WHERE workflow_id = ?`, workflowID).Scan(&created, &updated)
-	if errors.Is(err, sql.ErrNoRows) {
-		return WorkflowView{}, &notFoundError{what: "workflow", id: workflowID}
-	}
-	if err != nil {
-		return WorkflowView{}, fmt.Errorf("read workflow %s: %w", workflowID, err)
-	}
-	v.CreatedAt, v.UpdatedAt = time.UnixMilli(created).UTC(), time.UnixMilli(updated).UTC()
-	rows, err := tx.QueryContext(ctx, `SELECT `+taskColumns+` FROM tasks WHERE workflow_id = ? ORDER BY seq`, workflowID)
-	if err != nil {
-		return WorkflowView{}, err
-	}
-	for rows.Next() {
-		r, err := scanTask(rows)
+	var v WorkflowView
+	err := s.drv.Snapshot(ctx, func(rd tgdriver.Reads) error {
+		v = WorkflowView{WorkflowID: workflowID, Counts: map[State]int{}}
+		wr, err := rd.Workflow(ctx, workflowID)
+		if errors.Is(err, tgdriver.ErrNoRows) {
+			return &notFoundError{what: "workflow", id: workflowID}
+		}
 		if err != nil {
-			rows.Close()
-			return WorkflowView{}, err
+			return fmt.Errorf("read workflow %s: %w", workflowID, err)
 		}
-		v.Tasks = append(v.Tasks, r.Task)
-		v.Counts[r.State]++
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return WorkflowView{}, err
-	}
-	erows, err := tx.QueryContext(ctx, `SELECT d.node_id, t.node_id FROM edges e JOIN tasks d ON d.seq = e.dep_seq
-		JOIN tasks t ON t.seq = e.task_seq WHERE t.workflow_id = ? ORDER BY t.seq, d.seq`, workflowID)
+		v.CreatedAt, v.UpdatedAt = time.UnixMilli(wr.CreatedAtMS).UTC(), time.UnixMilli(wr.UpdatedAtMS).UTC()
+		trs, err := rd.ListTasks(ctx, tgdriver.ListFilter{WorkflowID: workflowID, Limit: MaxTasksPerWorkflow})
+		if err != nil {
+			return err
+		}
+		for _, tr := range trs {
+			r, err := toRow(tr)
+			if err != nil {
+				return err
+			}
+			v.Tasks = append(v.Tasks, r.Task)
+			v.Counts[r.State]++
+		}
+		edges, err := rd.WorkflowEdges(ctx, workflowID)
+		if err != nil {
+			return err
+		}
+		for _, e := range edges {
+			v.Edges = append(v.Edges, Edge{Dependency: e.Dependency, Task: e.Task})
+		}
+		return nil
+	})
 	if err != nil {
 		return WorkflowView{}, err
 	}
-	defer erows.Close()
-	for erows.Next() {
-		var e Edge
-		if err := erows.Scan(&e.Dependency, &e.Task); err != nil {
-			return WorkflowView{}, err
-		}
-		v.Edges = append(v.Edges, e)
-	}
-	return v, erows.Err()
+	return v, nil
 }
 
 // ListFilter selects tasks for ListTasks. Zero fields do not filter.
@@ -123,54 +119,35 @@ func (s *Store) ListTasks(ctx context.Context, f ListFilter) ([]Task, error) {
 			return nil, err
 		}
 	}
-	q := `SELECT ` + taskColumns + ` FROM tasks WHERE 1 = 1`
-	var args []any
-	if f.WorkflowID != "" {
-		q += ` AND workflow_id = ?`
-		args = append(args, f.WorkflowID)
-	}
-	if f.State != "" {
-		q += ` AND state = ?`
-		args = append(args, string(f.State))
-	}
-	q += ` ORDER BY seq LIMIT ?`
-	args = append(args, f.Limit)
-	rows, err := s.rdb.QueryContext(ctx, q, args...)
+	trs, err := s.drv.Reads().ListTasks(ctx, tgdriver.ListFilter{WorkflowID: f.WorkflowID, State: string(f.State), Limit: f.Limit})
 	if err != nil {
 		return nil, fmt.Errorf("list tasks: %w", err)
 	}
-	defer rows.Close()
-	var out []Task
-	for rows.Next() {
-		r, err := scanTask(rows)
+	out := make([]Task, 0, len(trs))
+	for _, tr := range trs {
+		r, err := toRow(tr)
 		if err != nil {
 			return nil, err
 		}
 		out = append(out, r.Task)
 	}
-	return out, rows.Err()
+	return out, nil
 }
 
 // CountByState returns how many tasks are in each state, over all workflows.
 func (s *Store) CountByState(ctx context.Context) (map[State]int, error) {
-	rows, err := s.rdb.QueryContext(ctx, `SELECT state, COUNT(*) FROM tasks GROUP BY state`)
+	m, err := s.drv.Reads().CountByState(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("count tasks: %w", err)
 	}
-	defer rows.Close()
 	out := make(map[State]int, len(States))
 	for _, st := range States {
 		out[st] = 0
 	}
-	for rows.Next() {
-		var st string
-		var n int
-		if err := rows.Scan(&st, &n); err != nil {
-			return nil, err
-		}
+	for st, n := range m {
 		out[State(st)] = n
 	}
-	return out, rows.Err()
+	return out, nil
 }
 
 // OldestLeaseExpiry returns the earliest lease expiry among claimed tasks, or

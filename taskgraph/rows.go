@@ -1,19 +1,14 @@
 package taskgraph
 
 import (
-	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
 
 	"github.com/graph-engineering/graph-engineering-mcp/lease"
+	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/tgdriver"
 )
-
-// taskColumns is the column list every task read selects, in scanTask order.
-const taskColumns = `seq, task_id, workflow_id, node_id, payload, depends_on, state, owner, generation,
-	token_hash, lease_expires_at_ms, attempts, max_attempts, unmet, result, error, status_message,
-	cancel_cause, created_at_ms, updated_at_ms`
 
 // row is a task as stored, with the bookkeeping the public Task hides.
 type row struct {
@@ -21,43 +16,34 @@ type row struct {
 	seq         int64
 	tokenHash   []byte
 	unmet       int
-	cancelCause sql.NullInt64
+	cancelCause int64 // 0: none
+	leaseMS     int64
 }
 
-type scanner interface{ Scan(dest ...any) error }
-
-func scanTask(sc scanner) (row, error) {
-	var (
-		r                      row
-		deps, state            string
-		owner, result, errText sql.NullString
-		leaseMS                sql.NullInt64
-		createdMS, updatedMS   int64
-		payload                string
-	)
-	err := sc.Scan(&r.seq, &r.TaskID, &r.WorkflowID, &r.NodeID, &payload, &deps, &state, &owner, &r.Generation,
-		&r.tokenHash, &leaseMS, &r.Attempts, &r.MaxAttempts, &r.unmet, &result, &errText, &r.StatusMessage,
-		&r.cancelCause, &createdMS, &updatedMS)
-	if err != nil {
-		return row{}, err
-	}
-	r.Payload = json.RawMessage(payload)
-	if deps != "[]" { // most tasks have no dependencies: skip the decoder
-		if err := json.Unmarshal([]byte(deps), &r.DependsOn); err != nil {
-			return row{}, fmt.Errorf("%w: task %s has unreadable depends_on: %v", errInternal, r.TaskID, err)
+// toRow turns a driver's task row into the domain's.
+func toRow(tr tgdriver.TaskRow) (row, error) {
+	r := row{seq: tr.Seq, tokenHash: tr.TokenHash, unmet: tr.Unmet, cancelCause: tr.CancelCause, leaseMS: tr.LeaseMS}
+	r.TaskID, r.WorkflowID, r.NodeID = tr.TaskID, tr.WorkflowID, tr.NodeID
+	r.Payload = json.RawMessage(tr.Payload)
+	if tr.DependsOn != "" && tr.DependsOn != "[]" { // most tasks have no dependencies: skip the decoder
+		if err := json.Unmarshal([]byte(tr.DependsOn), &r.DependsOn); err != nil {
+			return row{}, fmt.Errorf("%w: task %s has unreadable depends_on: %v", errInternal, tr.TaskID, err)
 		}
 	}
-	r.State = State(state)
-	r.Owner = owner.String
-	if leaseMS.Valid {
-		r.LeaseExpiresAt = time.UnixMilli(leaseMS.Int64).UTC()
+	r.State = State(tr.State)
+	r.Owner = tr.Owner
+	r.Generation = tr.Generation
+	if tr.LeaseExpiresAtMS != 0 {
+		r.LeaseExpiresAt = time.UnixMilli(tr.LeaseExpiresAtMS).UTC()
 	}
-	if result.Valid {
-		r.Result = json.RawMessage(result.String)
+	r.Attempts, r.MaxAttempts = tr.Attempts, tr.MaxAttempts
+	if tr.HasResult {
+		r.Result = json.RawMessage(tr.Result)
 	}
-	r.Error = errText.String
-	r.CreatedAt = time.UnixMilli(createdMS).UTC()
-	r.UpdatedAt = time.UnixMilli(updatedMS).UTC()
+	r.Error = tr.Error
+	r.StatusMessage = tr.StatusMessage
+	r.CreatedAt = time.UnixMilli(tr.CreatedAtMS).UTC()
+	r.UpdatedAt = time.UnixMilli(tr.UpdatedAtMS).UTC()
 	return r, nil
 }
 
@@ -79,41 +65,77 @@ func (r row) expired(now time.Time) bool {
 	return r.State == StateClaimed && !now.Before(r.LeaseExpiresAt)
 }
 
-func (w *wtx) loadTask(taskID string) (row, error) {
-	r, err := scanTask(w.queryRow(`SELECT `+taskColumns+` FROM tasks WHERE task_id = ?`, taskID))
-	if errors.Is(err, sql.ErrNoRows) {
-		return row{}, &notFoundError{what: "task", id: taskID}
+// found converts a driver lookup, naming what was missing.
+func found(tr tgdriver.TaskRow, err error, what, id string) (row, error) {
+	if errors.Is(err, tgdriver.ErrNoRows) {
+		return row{}, &notFoundError{what: what, id: id}
 	}
-	return r, err
+	if err != nil {
+		return row{}, err
+	}
+	return toRow(tr)
+}
+
+func (w *wtx) loadTask(taskID string) (row, error) {
+	tr, err := w.tx.TaskByID(w.ctx, taskID)
+	return found(tr, err, "task", taskID)
 }
 
 func (w *wtx) loadSeq(seq int64) (row, error) {
-	return scanTask(w.queryRow(`SELECT `+taskColumns+` FROM tasks WHERE seq = ?`, seq))
-}
-
-// setState moves a task to state with a status message, clearing the claim
-// token (every state change ends or replaces the live claim) and, unless the
-// new state is claimed, the lease expiry.
-func (w *wtx) setState(seq int64, state State, status string) error {
-	_, err := w.exec(`UPDATE tasks SET state = ?, status_message = ?, token_hash = NULL,
-		lease_expires_at_ms = CASE WHEN ? = 'claimed' THEN lease_expires_at_ms ELSE NULL END,
-		updated_at_ms = ? WHERE seq = ?`, string(state), status, string(state), w.nowMS, seq)
-	return err
-}
-
-// updateTask runs update, an UPDATE of tasks whose WHERE clause selects at
-// most one task, and returns that task as updated, read by the same
-// statement (RETURNING) rather than a second query. ok is false when the
-// WHERE clause matched no task.
-func (w *wtx) updateTask(update string, args ...any) (r row, ok bool, err error) {
-	r, err = scanTask(w.queryRow(update+` RETURNING `+taskColumns, args...))
-	if errors.Is(err, sql.ErrNoRows) {
-		return row{}, false, nil
-	}
+	tr, err := w.tx.TaskBySeq(w.ctx, seq)
 	if err != nil {
-		return row{}, false, err
+		return row{}, fmt.Errorf("read task %d: %w", seq, err)
 	}
-	return r, true, nil
+	return toRow(tr)
+}
+
+// lockWorkflow takes the write lock of the workflow of a task before it is
+// written: locks are taken workflow first, then tasks (see tgdriver).
+func (w *wtx) lockWorkflow(workflowID string) error {
+	if _, err := w.tx.LockWorkflow(w.ctx, workflowID); err != nil {
+		return fmt.Errorf("lock workflow %s: %w", workflowID, err)
+	}
+	return nil
+}
+
+// terminalSet clears the claim of a task leaving the claimed state: every
+// state change ends or replaces the live claim.
+func clearClaim(set tgdriver.TaskSet) tgdriver.TaskSet {
+	set.TokenHash = tgdriver.Null[[]byte]()
+	set.LeaseExpiresAtMS = tgdriver.Null[int64]()
+	return set
+}
+
+// unfinished are the states of a task that has not finished.
+var unfinished = []string{string(StateBlocked), string(StatePending), string(StateClaimed)}
+
+// update applies set to r if guard holds, in the write itself, and makes r
+// the task as updated; ok is false when the guard did not hold.
+func (w *wtx) update(r *row, set tgdriver.TaskSet, guard tgdriver.TaskGuard) (bool, error) {
+	set.UpdatedAtMS = w.nowMS
+	tr, ok, err := w.tx.UpdateTask(w.ctx, r.seq, set, guard)
+	if err != nil || !ok {
+		return false, err
+	}
+	nr, err := toRow(tr)
+	if err != nil {
+		return false, err
+	}
+	*r = nr
+	return true, nil
+}
+
+// mustUpdate is update for a write whose guard the operation already
+// checked in this transaction: a guard that did not hold is a fault.
+func (w *wtx) mustUpdate(r *row, set tgdriver.TaskSet, guard tgdriver.TaskGuard, what string) error {
+	ok, err := w.update(r, set, guard)
+	if err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	if !ok {
+		return fmt.Errorf("%w: %s of task %s changed no row", errInternal, what, r.TaskID)
+	}
+	return nil
 }
 
 func (w *wtx) reload(r *row) error {

@@ -2,55 +2,45 @@ package taskgraph
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/url"
-	"os"
-	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/mattn/go-sqlite3"
-
 	"github.com/graph-engineering/graph-engineering-mcp/lease"
-	"github.com/graph-engineering/graph-engineering-mcp/schema"
+	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/tgdriver"
+	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/tgsqlite"
 )
 
-// driverName is go-sqlite3 with a connect hook for the settings its DSN
-// cannot express; every connection of the store is opened through it.
-const driverName = "sqlite3_taskgraph"
-
-func init() {
-	sql.Register(driverName, &sqlite3.SQLiteDriver{ConnectHook: func(c *sqlite3.SQLiteConn) error {
-		// The temporary tables SQLite builds for IN lists, sorts and statement
-		// journals live in memory rather than in a temp file created and
-		// deleted per statement: in WAL mode that file cost a multi-row UPDATE
-		// about 100 µs instead of 10 µs.
-		if _, err := c.Exec(`PRAGMA temp_store = MEMORY`, nil); err != nil {
-			return fmt.Errorf("set temp_store: %w", err)
-		}
-		return nil
-	}})
-}
-
 // SyncMode selects SQLite's synchronous setting for the write connection.
-type SyncMode string
+type SyncMode = tgsqlite.SyncMode
 
 const (
 	// SyncFull fsyncs the WAL on every commit: an acknowledged write survives
 	// power loss. The default.
-	SyncFull SyncMode = "full"
+	SyncFull = tgsqlite.SyncFull
 	// SyncNormal fsyncs only at checkpoints: an acknowledged write survives a
 	// process crash but may be lost on power loss.
-	SyncNormal SyncMode = "normal"
+	SyncNormal = tgsqlite.SyncNormal
 )
 
-// Options configure Open. The zero value is usable.
+// DefaultBusyTimeout is how long a SQLite write waits for another process's
+// write lock before it fails with ErrBusy, when Options.BusyTimeout is 0. It
+// is well under the shortest useful lease (lease.DefaultDuration is 30 s),
+// so a heartbeat that meets a lock learns so while its lease still runs.
+const DefaultBusyTimeout = tgsqlite.DefaultBusyTimeout
+
+// Options configure Open and OpenDriver. The zero value is usable. Sync,
+// BusyTimeout, MaxBatch, ReadConns, WatchInterval and OnBatch configure the
+// SQLite driver that Open and OpenReadOnly create; OpenDriver takes a driver
+// configured already and uses only Clock, Logger, Sweep, Monotonic,
+// ClockCheckInterval, MaxWaiters and OnBatch.
 type Options struct {
-	// Clock tells server time; nil means lease.SystemClock.
+	// Clock tells server time; nil means lease.SystemClock, or the driver's
+	// clock when it has one (PostgreSQL: the database's clock, see
+	// tgpostgres).
 	Clock lease.Clock
 	// Sync is SyncFull (default) or SyncNormal.
 	Sync SyncMode
@@ -93,27 +83,20 @@ type Options struct {
 	OnBatch func(size int, took time.Duration, err error)
 }
 
-// Store is the durable task graph. All writes go through one writer goroutine
-// that commits waiting operations together (group commit); reads use a
-// separate pool. A Store is safe for concurrent use.
+// Store is the durable task graph on one driver's database. A Store is safe
+// for concurrent use.
 type Store struct {
-	path   string
+	drv    tgdriver.Driver
+	sq     *tgsqlite.Driver // the SQLite driver, for what only SQLite has; nil otherwise
+	info   tgdriver.Info
 	opts   Options
 	clock  lease.Clock
 	log    *slog.Logger
-	wdb    *sql.DB // exactly one connection, owned by the writer goroutine
-	rdb    *sql.DB
-	ops    chan *op
 	quit   chan struct{} // closed by Close to stop background loops
 	wg     sync.WaitGroup
-	closed atomic.Bool
-	// closeM serialises Close. It is never taken by submit: Close waits for
-	// the background loops while holding it, and those loops submit writes.
-	closeM sync.Mutex
-	// sendM orders submit's closed check and sendWG.Add against Close setting
-	// closed; it is held only for those few instructions.
-	sendM  sync.Mutex
-	sendWG sync.WaitGroup // senders between the closed check and the channel send
+	closed  atomic.Bool // set by Close once its last write is done: do refuses from then on
+	closeM  sync.Mutex  // serialises Close
+	closing bool        // under closeM: Close has begun
 
 	notify waitQueue
 	stats  counters
@@ -121,126 +104,123 @@ type Store struct {
 	// claimAttempts counts claim-next attempts (write operations), so tests
 	// can show that wake-ups match work.
 	claimAttempts atomic.Int64
-	// readOnly: opened by OpenReadOnly; wdb is nil, no background loop runs.
+	// readOnly: the driver refuses writes; no background loop runs.
 	readOnly bool
-	files    fileGuard // identity of the database files (health.go)
 }
 
 // DefaultPath returns the default database path:
 // $XDG_STATE_HOME/graph-engineering/tasks.db, else
 // ~/.local/state/graph-engineering/tasks.db.
-func DefaultPath() (string, error) {
-	if d := os.Getenv("XDG_STATE_HOME"); d != "" {
-		return filepath.Join(d, "graph-engineering", "tasks.db"), nil
-	}
-	home, err := os.UserHomeDir()
-	if err != nil {
-		return "", fmt.Errorf("find the default database path: %w (set --database or XDG_STATE_HOME)", err)
-	}
-	return filepath.Join(home, ".local", "state", "graph-engineering", "tasks.db"), nil
+func DefaultPath() (string, error) { return tgsqlite.DefaultPath() }
+
+func (o Options) sqliteOptions() tgsqlite.Options {
+	return tgsqlite.Options{Sync: o.Sync, Logger: o.Logger, BusyTimeout: o.BusyTimeout, MaxBatch: o.MaxBatch,
+		ReadConns: o.ReadConns, WatchInterval: o.WatchInterval}
 }
 
-// readDefaults fills in the options every store uses, read-only ones too:
-// Logger, BusyTimeout and ReadConns.
-func (o *Options) readDefaults() {
-	if o.Logger == nil {
-		o.Logger = slog.New(slog.DiscardHandler)
-	}
-	if o.BusyTimeout <= 0 {
-		o.BusyTimeout = DefaultBusyTimeout
-	}
-	if o.ReadConns <= 0 {
-		o.ReadConns = 4
-	}
-}
-
-// fileDSN is the data source name of the database file at path with the
-// connection parameters q.
-func fileDSN(path string, q url.Values) string {
-	return "file:" + (&url.URL{Path: path}).EscapedPath() + "?" + q.Encode()
-}
-
-// Open opens (creating if needed) the database at path, applies pending
-// migrations, and starts the writer. Its parent folder is created with mode
-// 0700 if missing.
+// Open opens (creating if needed) the SQLite database at path, applies
+// pending migrations, and starts the store on it (see OpenDriver). Its
+// parent folder is created with mode 0700 if missing.
 func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	if path == "" {
 		return nil, invalid("database", "path is required")
 	}
+	switch opts.Sync {
+	case "", SyncFull, SyncNormal:
+	default:
+		return nil, invalid("sync", "must be %q or %q (got %q)", SyncFull, SyncNormal, opts.Sync)
+	}
+	d, err := tgsqlite.Open(ctx, path, opts.sqliteOptions())
+	if err != nil {
+		return nil, err
+	}
+	s, err := OpenDriver(ctx, d, opts)
+	if err != nil {
+		return nil, err
+	}
+	s.sq = d
+	return s, nil
+}
+
+// OpenReadOnly opens the existing SQLite database at path for reading only,
+// for operator commands that must never write or wait on the file beside a
+// running server (see tgsqlite.OpenReadOnly): no migration, no writer,
+// sweeper or change watcher, no checkpoint on Close. Every write method
+// returns an error matching ErrReadOnlyStore, and Task reports a lapsed lease
+// as stored instead of expiring it. Backup works on it.
+func OpenReadOnly(ctx context.Context, path string, opts Options) (*Store, error) {
+	if path == "" {
+		return nil, invalid("database", "path is required")
+	}
+	d, err := tgsqlite.OpenReadOnly(ctx, path, opts.sqliteOptions())
+	if err != nil {
+		return nil, err
+	}
+	opts.Sweep = false
+	s, err := OpenDriver(ctx, d, opts)
+	if err != nil {
+		return nil, err
+	}
+	s.sq = d
+	return s, nil
+}
+
+// clocked is a driver with a clock of its own (PostgreSQL: the database's).
+type clocked interface{ Clock() lease.Clock }
+
+// OpenDriver starts a store on d, an opened driver, and owns it from then on:
+// Close closes it, and so does a failed OpenDriver. With opts.Sweep it runs
+// the lease sweeper, the lease clock and, when the driver reports other
+// writers (Changes), wakes claim-next waiters for their work.
+func OpenDriver(ctx context.Context, d tgdriver.Driver, opts Options) (*Store, error) {
+	info := d.Info()
 	if opts.Clock == nil {
-		opts.Clock = lease.SystemClock{}
-		if opts.Monotonic == nil {
-			opts.Monotonic = lease.NewSystemMonotonic()
+		if c, ok := d.(clocked); ok {
+			opts.Clock = c.Clock()
+		} else {
+			opts.Clock = lease.SystemClock{}
+			if opts.Monotonic == nil {
+				opts.Monotonic = lease.NewSystemMonotonic()
+			}
 		}
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
 	}
 	if opts.ClockCheckInterval <= 0 {
 		opts.ClockCheckInterval = defaultClockCheck
 	}
 	opts.ClockCheckInterval = min(opts.ClockCheckInterval, pauseGap/4)
-	switch opts.Sync {
-	case "":
-		opts.Sync = SyncFull
-	case SyncFull, SyncNormal:
-	default:
-		return nil, invalid("sync", "must be %q or %q (got %q)", SyncFull, SyncNormal, opts.Sync)
-	}
-	opts.readDefaults()
-	if opts.MaxBatch <= 0 {
-		opts.MaxBatch = 256
-	}
 	if opts.MaxWaiters <= 0 {
 		opts.MaxWaiters = DefaultMaxWaiters
 	}
-	if opts.WatchInterval <= 0 {
-		opts.WatchInterval = 500 * time.Millisecond
+	s := &Store{drv: d, info: info, opts: opts, clock: opts.Clock, log: opts.Logger, quit: make(chan struct{}), readOnly: info.ReadOnly}
+	s.notify.init(opts.MaxWaiters)
+	if s.readOnly {
+		opts.Sweep = false
+		s.opts.Sweep = false
 	}
-	if dir := filepath.Dir(path); dir != "" {
-		if err := os.MkdirAll(dir, 0o700); err != nil {
-			return nil, refineOpenErr(path, fmt.Errorf("create database folder %s: %w", dir, err))
+	hooks := tgdriver.Hooks{OnBatch: opts.OnBatch}
+	if opts.Sweep {
+		s.lc = newLeaseClock(opts.Clock, opts.Monotonic, s.log, info.SharedClock)
+		if !info.SharedClock {
+			hooks.BatchStart = s.batchStart
 		}
 	}
-	if err := inspect(ctx, path, opts); err != nil {
-		return nil, refineOpenErr(path, classifyErr(err, opts.BusyTimeout))
+	if err := d.Start(hooks); err != nil {
+		d.Close()
+		return nil, fmt.Errorf("open database %s: %w", info.Location, err)
 	}
-	s := &Store{path: path, opts: opts, clock: opts.Clock, log: opts.Logger, ops: make(chan *op, 1024), quit: make(chan struct{})}
-	s.notify.init(opts.MaxWaiters)
-	var err error
-	if s.wdb, err = openDB(path, opts, false); err != nil {
-		return nil, refineOpenErr(path, s.classify(err))
-	}
-	if err := s.migrate(ctx); err != nil {
-		s.wdb.Close()
-		return nil, refineOpenErr(path, s.classify(err))
-	}
-	if s.rdb, err = openDB(path, opts, true); err != nil {
-		s.wdb.Close()
-		return nil, err
-	}
-	// The read pool gets one extra connection, held by the change watcher.
-	s.rdb.SetMaxOpenConns(opts.ReadConns + 1)
-	s.rdb.SetMaxIdleConns(opts.ReadConns + 1)
-	// Recorded before the change watcher starts: it checks them too.
-	if err := s.recordFiles(); err != nil {
-		s.rdb.Close()
-		s.wdb.Close()
-		return nil, err
-	}
-	if err := s.startWatch(ctx); err != nil {
-		s.rdb.Close()
-		s.wdb.Close()
-		return nil, err
+	if !s.readOnly {
+		s.wg.Add(1)
+		go s.watch()
 	}
 	if opts.Sweep {
-		s.lc = newLeaseClock(opts.Clock, opts.Monotonic, s.log)
-	}
-	s.wg.Add(1)
-	go s.writer()
-	if opts.Sweep {
-		// The first batch gives live leases back the downtime since the last
+		// The first write gives live leases back the downtime since the last
 		// run, before Open returns and before anything is judged.
-		if err := s.do(ctx, func(*wtx) error { return nil }); err != nil {
+		if err := s.clockWrite(ctx); err != nil {
 			s.Close()
-			return nil, fmt.Errorf("open database %s: resume lease time: %w", path, err)
+			return nil, fmt.Errorf("open database %s: resume lease time: %w", info.Location, err)
 		}
 		s.wg.Add(2)
 		go s.sweeper()
@@ -249,183 +229,49 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	return s, nil
 }
 
-// inspect refuses, before anything writes to it, an existing file that this
-// binary must not use: one that is not a database, one written by a newer
-// schema (schema.ErrTooNew) and another program's database
-// (schema.ErrForeign). It reads through a query-only connection that sets no
-// journal mode; the writer's connection turns the file to WAL mode as it
-// opens, which would change a refused file. Migrate checks the version again
-// inside its write transaction.
-func inspect(ctx context.Context, path string, opts Options) error {
-	fi, err := os.Stat(path)
-	if errors.Is(err, os.ErrNotExist) || (err == nil && fi.Size() == 0) {
-		return nil // a new database
-	}
-	if err != nil {
-		return fmt.Errorf("open database %s: %w", path, err)
-	}
-	q := url.Values{}
-	q.Set("_busy_timeout", fmt.Sprint(opts.BusyTimeout.Milliseconds()))
-	q.Set("_query_only", "on")
-	db, err := sql.Open(driverName, fileDSN(path, q))
-	if err != nil {
-		return fmt.Errorf("open database %s: %w", path, err)
-	}
-	defer db.Close()
-	db.SetMaxOpenConns(1)
-	if _, err := schema.Inspect(ctx, db); err != nil {
-		return fmt.Errorf("open database %s: %w", path, describeOpenErr(err))
-	}
-	return nil
-}
+// Path returns the database's location: the SQLite file path, or the
+// PostgreSQL URL without its password.
+func (s *Store) Path() string { return s.info.Location }
 
-// openDB opens a pool on path and verifies every pragma the store relies on.
-func openDB(path string, opts Options, readOnly bool) (*sql.DB, error) {
-	q := url.Values{}
-	// WAL: readers never block the writer and the writer never blocks readers.
-	q.Set("_journal_mode", "WAL")
-	// Wait for another process's lock instead of failing at once with SQLITE_BUSY.
-	q.Set("_busy_timeout", fmt.Sprint(opts.BusyTimeout.Milliseconds()))
-	// Edges and tasks reference each other; the database enforces it.
-	q.Set("_foreign_keys", "on")
-	if readOnly {
-		q.Set("_query_only", "on")
-		q.Set("_txlock", "deferred")
-	} else {
-		q.Set("_synchronous", string(opts.Sync))
-		// database/sql's Begin starts BEGIN IMMEDIATE: the write lock is taken
-		// before the first read, so every check and the write it guards see
-		// one state.
-		q.Set("_txlock", "immediate")
-	}
-	dsn := fileDSN(path, q)
-	db, err := sql.Open(driverName, dsn)
-	if err != nil {
-		return nil, fmt.Errorf("open database %s: %w", path, err)
-	}
-	if readOnly {
-		db.SetMaxOpenConns(opts.ReadConns)
-		db.SetMaxIdleConns(opts.ReadConns)
-	} else {
-		db.SetMaxOpenConns(1)
-		db.SetMaxIdleConns(1)
-	}
-	db.SetConnMaxLifetime(0)
-	if err := verifyPragmas(db, opts, readOnly); err != nil {
-		db.Close()
-		return nil, fmt.Errorf("open database %s: %w", path, err)
-	}
-	return db, nil
-}
-
-func verifyPragmas(db *sql.DB, opts Options, readOnly bool) error {
-	var mode string
-	if err := db.QueryRow(`PRAGMA journal_mode`).Scan(&mode); err != nil {
-		return describeOpenErr(err)
-	}
-	if mode != "wal" {
-		return fmt.Errorf("journal_mode is %q, want wal (is the file on a filesystem without shared memory?)", mode)
-	}
-	var fk int
-	if err := db.QueryRow(`PRAGMA foreign_keys`).Scan(&fk); err != nil || fk != 1 {
-		return fmt.Errorf("foreign_keys is %d (err %v), want 1", fk, err)
-	}
-	if !readOnly {
-		var syn int
-		if err := db.QueryRow(`PRAGMA synchronous`).Scan(&syn); err != nil {
-			return err
-		}
-		want := map[SyncMode]int{SyncNormal: 1, SyncFull: 2}[opts.Sync]
-		if syn != want {
-			return fmt.Errorf("synchronous is %d, want %d (%s)", syn, want, opts.Sync)
-		}
-	}
-	return nil
-}
-
-func describeOpenErr(err error) error {
-	var se sqlite3.Error
-	if errors.As(err, &se) && (se.Code == sqlite3.ErrNotADB || se.Code == sqlite3.ErrCorrupt) {
-		return fmt.Errorf("the file is not a graph-engineering database or is damaged: %w", err)
-	}
-	return err
-}
-
-func (s *Store) migrate(ctx context.Context) error {
-	tx, err := s.wdb.BeginTx(ctx, nil)
-	if err != nil {
-		return fmt.Errorf("migrate %s: %w", s.path, describeOpenErr(err))
-	}
-	defer tx.Rollback()
-	from, to, err := schema.Apply(ctx, tx)
-	if err != nil {
-		return fmt.Errorf("migrate %s: %w", s.path, err)
-	}
-	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("migrate %s: commit: %w", s.path, err)
-	}
-	if from != to {
-		s.log.Info("database schema migrated", "path", s.path, "from", from, "to", to)
-	}
-	return nil
-}
-
-// Path returns the database file path.
-func (s *Store) Path() string { return s.path }
+// Driver returns the name of the store's driver: "sqlite" or "postgres".
+func (s *Store) Driver() string { return s.info.Name }
 
 // Clock returns the store's clock.
 func (s *Store) Clock() lease.Clock { return s.clock }
 
-// Close stops accepting operations, finishes those already queued, stops the
-// background loops, checkpoints the WAL into the database file as far as
-// readers allow and closes it. It is safe to call more than once.
-//
-// The checkpoint is PASSIVE: it copies what no reader still needs and never
-// waits for a reader (a long audit verify, db backup or sqlite3 shell in
-// another process) nor takes the write lock, so neither Close nor another
-// process's writer waits on it. When this is the last connection to the file,
-// SQLite's own close then completes the checkpoint and removes the WAL. A
-// read-only store closes its connections and checkpoints nothing.
+// ReadOnly reports whether the store was opened read-only.
+func (s *Store) ReadOnly() bool { return s.readOnly }
+
+// errReadOnly is the error of every write of a read-only store.
+func (s *Store) errReadOnly() error {
+	return fmt.Errorf("%w: %s was opened read-only; run the command without --read-only, or against the server, to change it", ErrReadOnlyStore, s.info.Location)
+}
+
+// Close stops accepting operations, finishes those already accepted, stops
+// the background loops, and closes the driver (the SQLite driver
+// checkpoints the WAL as far as readers allow, see tgsqlite). It is safe to
+// call more than once.
 func (s *Store) Close() error {
 	s.closeM.Lock()
 	defer s.closeM.Unlock()
-	s.sendM.Lock()
-	already := s.closed.Swap(true)
-	s.sendM.Unlock()
-	if already {
+	if s.closing {
 		return nil
 	}
-	if s.readOnly {
-		return s.rdb.Close()
-	}
-	// Every sender that passed the closed check has its op in the channel
-	// once sendWG is done; the writer drains the channel before it exits.
-	s.sendWG.Wait()
+	s.closing = true
+	// The background loops stop first (a parked claim-next returns
+	// ErrClosed), then a last write applies any observed shift and records
+	// the alive time, then writes are refused and the driver finishes what
+	// it accepted.
+	close(s.quit)
+	s.wg.Wait()
 	var errs []error
 	if s.lc != nil {
-		// A last batch applies any observed shift and records the alive time.
 		if err := s.lc.last(s); err != nil {
 			errs = append(errs, err)
 		}
 	}
-	close(s.quit)
-	s.wg.Wait()
-	if err := s.checkFiles(); err != nil {
-		// A checkpoint now, or SQLite's own when the last connection closes,
-		// would copy pages by the index of a -shm that is no longer the
-		// database's and could overwrite what another process wrote through
-		// the new one. The connections stay open until the process exits;
-		// the WAL keeps every acknowledged write for the next opener.
-		s.log.Error("database files were replaced while open: closing without a checkpoint", "database", s.path)
-		return errors.Join(append(errs, fmt.Errorf("close database %s without a checkpoint: %w", s.path, err))...)
-	}
-	if _, err := s.wdb.Exec(`PRAGMA wal_checkpoint(PASSIVE)`); err != nil {
-		errs = append(errs, fmt.Errorf("checkpoint WAL: %w", err))
-	}
-	if err := s.rdb.Close(); err != nil {
-		errs = append(errs, err)
-	}
-	if err := s.wdb.Close(); err != nil {
+	s.closed.Store(true)
+	if err := s.drv.Close(); err != nil {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
@@ -436,64 +282,73 @@ func (s *Store) Ping(ctx context.Context) error {
 	if s.closed.Load() {
 		return ErrClosed
 	}
-	var one int
-	return s.rdb.QueryRowContext(ctx, `SELECT 1 FROM schema_version`).Scan(&one)
+	return s.drv.Ping(ctx)
 }
 
-// CheckResult reports Check.
-type CheckResult struct {
-	// Integrity is "ok" or the problems PRAGMA integrity_check found.
-	Integrity []string
-	// Checkpointed reports whether a checkpoint ran: false on a read-only
-	// store, which only reports WALBytes.
-	Checkpointed bool
-	// WAL checkpoint figures when Checkpointed: busy (1 if it could not
-	// finish), frames in the WAL, frames moved into the database. The
-	// checkpoint is PASSIVE, so frames a reader still needs stay in the WAL
-	// (CheckpointedFrames < WALFrames) rather than anyone waiting.
-	CheckpointBusy, WALFrames, CheckpointedFrames int
-	// WALBytes is the size of the -wal file after the check.
-	WALBytes int64
+// Ready reports whether the store can commit a write now: nil, or an error
+// matching ErrUnavailable (ErrBusy, ErrDiskFull, ErrReadOnly,
+// ErrFilesReplaced, ErrUnreachable) or ErrClosed. It commits a probe write
+// that never changes the data; if ctx ends before the probe commits, the
+// error matches ErrBusy.
+func (s *Store) Ready(ctx context.Context) error {
+	if s.closed.Load() {
+		return ErrClosed
+	}
+	err := s.drv.Ready(ctx)
+	if err != nil && ctx.Err() != nil && !errors.Is(err, ErrUnavailable) {
+		return fmt.Errorf("%w: a probe write did not commit within the readiness deadline; the write lock is held by another process or the disk is slow (%w)", ErrBusy, err)
+	}
+	return err
 }
 
-// OK reports whether the integrity check found nothing wrong.
-func (r CheckResult) OK() bool { return len(r.Integrity) == 1 && r.Integrity[0] == "ok" }
+// CheckResult reports Check (SQLite).
+type CheckResult = tgsqlite.CheckResult
 
-// Check runs PRAGMA integrity_check and, on a read-write store, a PASSIVE WAL
-// checkpoint, which copies what no reader still needs and never waits for a
-// reader or blocks a writer. A read-only store checkpoints nothing and
-// reports the WAL's size.
+// ErrNotSQLite matches the error of the SQLite-only operations (Check,
+// Backup) on a store of another driver.
+var ErrNotSQLite = errors.New("not a SQLite database")
+
+// Check runs SQLite's integrity check and, on a read-write store, a PASSIVE
+// WAL checkpoint (see tgsqlite). Other drivers answer ErrNotSQLite.
 func (s *Store) Check(ctx context.Context) (CheckResult, error) {
-	var res CheckResult
-	rows, err := s.rdb.QueryContext(ctx, `PRAGMA integrity_check`)
-	if err != nil {
-		return res, fmt.Errorf("integrity check: %w", err)
+	if s.sq == nil {
+		return CheckResult{}, fmt.Errorf("%w: %s is a %s database; use its own tools to check it (for PostgreSQL: amcheck, pg_stat_database)", ErrNotSQLite, s.info.Location, s.info.Name)
 	}
-	for rows.Next() {
-		var line string
-		if err := rows.Scan(&line); err != nil {
-			rows.Close()
-			return res, err
-		}
-		res.Integrity = append(res.Integrity, line)
+	return s.sq.Check(ctx)
+}
+
+// ErrBackupExists matches the error Backup returns when dest already exists.
+var ErrBackupExists = tgsqlite.ErrBackupExists
+
+// ErrNoDatabase matches the error OpenReadOnly returns when there is no
+// database at the path: no file, or an empty one that no server has
+// initialised. It also matches fs.ErrNotExist when the file is missing.
+var ErrNoDatabase = tgsqlite.ErrNoDatabase
+
+// backuper is a driver that explains or makes backups.
+type backuper interface {
+	Backup(ctx context.Context, dest string) error
+}
+
+// Backup writes a consistent, compacted copy of the SQLite database to dest,
+// a new file, while the store keeps serving (VACUUM INTO; see tgsqlite). It
+// works on a read-only store. Other drivers explain what to use instead
+// (PostgreSQL: pg_dump).
+func (s *Store) Backup(ctx context.Context, dest string) error {
+	if dest == "" {
+		return invalid("destination", "a path for the backup file is required")
 	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return res, fmt.Errorf("integrity check: %w", err)
+	if b, ok := s.drv.(backuper); ok {
+		return b.Backup(ctx, dest)
 	}
-	if !s.readOnly {
-		// A checkpoint cannot run inside a transaction; it runs on the
-		// writer's connection between batches.
-		err = s.writerConn(ctx, func(c *sql.Conn) error {
-			return c.QueryRowContext(ctx, `PRAGMA wal_checkpoint(PASSIVE)`).Scan(&res.CheckpointBusy, &res.WALFrames, &res.CheckpointedFrames)
-		})
-		if err != nil {
-			return res, fmt.Errorf("WAL checkpoint: %w", err)
-		}
-		res.Checkpointed = true
-	}
-	if res.WALBytes, err = s.walBytes(); err != nil {
-		return res, err
-	}
-	return res, nil
+	return fmt.Errorf("%w: %s is a %s database and has no built-in backup", ErrNotSQLite, s.info.Location, s.info.Name)
+}
+
+// CheckpointResult reports Checkpoint.
+type CheckpointResult = tgsqlite.CheckpointResult
+
+// Checkpoint is the explicit operator checkpoint of the SQLite database at
+// path, beside running servers (see tgsqlite.Checkpoint).
+func Checkpoint(ctx context.Context, path string) (CheckpointResult, error) {
+	return tgsqlite.Checkpoint(ctx, path)
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/graph-engineering/graph-engineering-mcp/lease"
+	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/tgdriver"
 )
 
 // State is where a task is in its life.
@@ -145,7 +146,7 @@ var (
 	// existing node of different content.
 	ErrConflict = errors.New("conflict")
 	// ErrClosed: the store was closed.
-	ErrClosed = errors.New("store is closed")
+	ErrClosed = tgdriver.ErrClosed
 	// ErrStaleClaim: the presented claim is not the live one; see *lease.StaleClaimError.
 	ErrStaleClaim = lease.ErrStaleClaim
 )

@@ -3,7 +3,6 @@ package taskgraph
 import (
 	"container/list"
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"sync"
@@ -123,42 +122,22 @@ func (q *waitQueue) filters() (anyWF int, byWF map[string]int) {
 	return anyWF, byWF
 }
 
-// The watcher's bounded lookups of pending tasks: the workflows of the oldest
-// few overall, and how many (up to a limit) one workflow has.
-const (
-	pendingWorkflowsSQL  = `SELECT workflow_id FROM tasks INDEXED BY tasks_ready WHERE state = 'pending' ORDER BY seq LIMIT ?`
-	pendingInWorkflowSQL = `SELECT COUNT(*) FROM (SELECT 1 FROM tasks INDEXED BY tasks_ready_by_workflow
-		WHERE workflow_id = ? AND state = 'pending' LIMIT ?)`
-)
-
 // wakeForPending wakes, after a write by another process, at most as many
 // waiters as there are pending tasks they may claim. Every lookup is bounded
 // by the number of waiters.
-func (s *Store) wakeForPending(ctx context.Context, conn *sql.Conn) error {
+func (s *Store) wakeForPending(ctx context.Context) error {
 	anyWF, byWF := s.notify.filters()
+	rd := s.drv.Reads()
 	if anyWF > 0 {
-		rows, err := conn.QueryContext(ctx, pendingWorkflowsSQL, anyWF)
+		ready, err := rd.PendingWorkflows(ctx, anyWF)
 		if err != nil {
-			return fmt.Errorf("find pending tasks: %w", err)
-		}
-		var ready []string
-		for rows.Next() {
-			var wf string
-			if err := rows.Scan(&wf); err != nil {
-				rows.Close()
-				return fmt.Errorf("find pending tasks: %w", err)
-			}
-			ready = append(ready, wf)
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
 			return fmt.Errorf("find pending tasks: %w", err)
 		}
 		s.notify.wakeAll(ready)
 	}
 	for wf, k := range byWF {
-		var n int
-		if err := conn.QueryRowContext(ctx, pendingInWorkflowSQL, wf, k).Scan(&n); err != nil {
+		n, err := rd.PendingInWorkflow(ctx, wf, k)
+		if err != nil {
 			return fmt.Errorf("count pending tasks of workflow %s: %w", wf, err)
 		}
 		s.notify.wake(wf, n)

@@ -1,0 +1,117 @@
+package taskgraph
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime/debug"
+	"time"
+
+	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/tgdriver"
+)
+
+// wtx is what a write operation sees: the driver's transaction and server
+// time. A driver may run an operation more than once (PostgreSQL retries a
+// serialization failure); each run gets a fresh wtx, and only the hooks and
+// wake-ups of the run that committed take effect.
+type wtx struct {
+	ctx   context.Context
+	tx    tgdriver.Tx
+	now   time.Time
+	nowMS int64
+	// judged is the time a holder write is judged at (see holderWrite).
+	judged time.Time
+	s      *Store
+	// hooks run after the transaction commits, in order.
+	hooks []func()
+	// ready lists the workflow of each task this operation made claimable.
+	ready []string
+}
+
+// afterCommit registers fn to run once the transaction holding this
+// operation has committed. fn must not block.
+func (w *wtx) afterCommit(fn func()) { w.hooks = append(w.hooks, fn) }
+
+// wakeWaiters records that this operation made a task of workflowID
+// claimable: once the transaction commits, one claim-next waiter that may
+// claim it is woken, here and (through the driver) on other replicas.
+func (w *wtx) wakeWaiters(workflowID string) { w.ready = append(w.ready, workflowID) }
+
+// newWtx starts a run of an operation on tx at the store's time now.
+func (s *Store) newWtx(ctx context.Context, tx tgdriver.Tx) *wtx {
+	now := s.clock.Now().UTC()
+	return &wtx{ctx: ctx, tx: tx, now: now, nowMS: now.UnixMilli(), s: s}
+}
+
+// do runs fn as one write operation and returns its error once it has
+// committed (or failed). With SQLite it is one operation of a
+// group-committed batch; a failed commit fails every operation of the
+// batch. If ctx is done before the driver reaches the operation, it is
+// skipped and ctx's error returned.
+func (s *Store) do(ctx context.Context, fn func(*wtx) error) error {
+	if s.readOnly {
+		return s.errReadOnly()
+	}
+	if s.closed.Load() {
+		return ErrClosed
+	}
+	var last *wtx
+	err := s.drv.Write(ctx, func(tx tgdriver.Tx) error {
+		w := s.newWtx(ctx, tx)
+		last = nil
+		if err := runGuarded(w, fn); err != nil {
+			return err
+		}
+		for _, wf := range w.ready {
+			if err := tx.NotifyReady(ctx, wf); err != nil {
+				return fmt.Errorf("notify other servers of a ready task: %w", err)
+			}
+		}
+		last = w
+		return nil
+	})
+	if err != nil {
+		if errors.Is(err, tgdriver.ErrReadOnlyStore) {
+			return s.errReadOnly()
+		}
+		return err
+	}
+	if last != nil {
+		for _, h := range last.hooks {
+			h()
+		}
+		s.notify.wakeAll(last.ready)
+	}
+	return nil
+}
+
+// runGuarded runs fn and turns a panic into an error, so one bad operation
+// cannot stop the writer.
+func runGuarded(w *wtx, fn func(*wtx) error) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			w.s.log.Error("write operation panicked", "panic", r, "stack", string(debug.Stack()))
+			err = fmt.Errorf("%w: internal error in write operation: %v", errInternal, r)
+		}
+	}()
+	return fn(w)
+}
+
+// errInternal marks a fault of the store itself rather than of the input.
+var errInternal = errors.New("internal error")
+
+// batchStart is the driver hook that runs at the start of every write batch
+// of a single-writer driver (SQLite): the lease clock gives live leases the
+// time the server was away before any operation of the batch is judged.
+func (s *Store) batchStart(ctx context.Context, tx tgdriver.Tx) (func(), error) {
+	w := s.newWtx(ctx, tx)
+	if err := s.lc.step(w); err != nil {
+		return nil, err
+	}
+	hooks := w.hooks
+	return func() {
+		for _, h := range hooks {
+			h()
+		}
+	}, nil
+}
