@@ -1,7 +1,11 @@
 // Package taskgraph is the durable task-graph store: workflows are DAGs of
-// tasks kept in an embedded SQLite database (WAL mode), claimed by workers
-// under exclusive, fenced leases (package lease), with every transition
-// recorded in a hash-chained history.
+// tasks, claimed by workers under exclusive, fenced leases (package lease),
+// with every transition recorded in a hash-chained history. The domain
+// lives here; the database is a driver beneath the seam of package tgdriver:
+// tgsqlite (one embedded SQLite file in WAL mode, the default, opened by
+// Open) or tgpostgres (PostgreSQL, many stateless replicas on one database,
+// opened by OpenDriver). The behaviour suite in package storetest runs
+// unchanged against both.
 //
 // # Readiness
 //
@@ -25,8 +29,11 @@
 //
 // Claiming grants a lease (generation + 1, attempts + 1, a fresh secret token
 // returned only to the claimant). Heartbeat, Complete, Fail and Cancel are
-// accepted only from the live claim (lease.Check), checked in the same
-// transaction as the write, whose UPDATE repeats the fencing predicate. Both
+// accepted only from the live claim: the write is one conditional update
+// whose predicate carries the task, owner, generation, token digest and a
+// lease live at the request's arrival (fencing as data), so it holds with
+// any number of writers; zero rows means the claim is not held, and a read
+// in the same transaction (lease.Check, the last event) explains why. Both
 // judge the lease at the server time the request arrived (the store call, or
 // WithArrival), never at commit time: time queued inside the server behind
 // the writer or another process's write lock never costs a lease. Claims,
@@ -66,26 +73,44 @@
 // is reclaimed within one lease after the server is back, and is recorded as
 // a lease_shift event with the new expiry. One-shot stores never move leases.
 //
+// With a driver whose clock is shared by replicas (PostgreSQL), a replica's
+// own pause or clock step moves nothing: the other replicas kept serving and
+// the shared clock did not step. Only the time no replica ran at all is given
+// back: at Open, when the alive time every replica refreshes once a second
+// while leases are live is at least 2 s old.
+//
+// # Several writers
+//
+// Every guard of a write is in the write's own predicate: a claim updates
+// only a task still pending at the generation read; an expiry only a task
+// still claimed at that generation whose lease had lapsed at arrival; a
+// task becomes ready only while blocked with no unmet dependency; a cascade
+// cancels only unfinished tasks; unmet counts change by atomic decrement;
+// the chain head advances by compare and set. Every writer of a task locks
+// its workflow first (tgdriver.Tx.LockWorkflow), then tasks: a workflow's
+// chain is a total order anyway, and one lock order means concurrent
+// transactions on PostgreSQL never deadlock on one another (claim-next
+// keeps the order too, see tgpostgres). A create locks the dependencies it
+// counts, so a dependency completing meanwhile either counts as completed
+// or sees the new edge. A driver may re-run an operation after a
+// serialization failure; only the run that committed has effects outside
+// the database (counters, wake-ups).
+//
 // # Writes and durability
 //
-// Every write runs on one writer goroutine that owns the only write
-// connection. It takes the operations waiting at that moment, runs each in its
-// own savepoint inside one BEGIN IMMEDIATE transaction (a rejected operation
-// rolls back to its savepoint and leaves the others alone), commits once, and
-// only then answers the callers: group commit. A failed commit fails every
-// operation of the batch. With SyncFull (the default) an answered write is on
-// disk. The writer compiles each statement once and keeps it prepared on its
-// connection. Reads use a separate pool and see only committed state. Server
-// time comes from the store's Clock; clients' clocks are never used.
+// With SQLite every write runs on one writer goroutine that owns the only
+// write connection and commits the operations waiting at that moment in one
+// transaction, each in its own savepoint: group commit (see tgsqlite). With
+// PostgreSQL each operation is one transaction on a bounded pool. Either
+// way, an operation is answered only once it has committed: with SQLite's
+// SyncFull (the default) and PostgreSQL's defaults an answered write is on
+// disk. Reads see only committed state. Server time comes from the store's
+// Clock; clients' clocks are never used.
 //
-// Checkpoints (Close, Check) are PASSIVE: they copy into the database file
-// what no reader still needs and never wait for a reader or take the write
-// lock, so no reader, in this process or another, ever makes a writer wait.
-// Nothing on a store's write path runs a FULL, RESTART or TRUNCATE
-// checkpoint. The operator's Checkpoint truncates only on a connection of its
-// own with a zero busy timeout: it gives up rather than wait for a reader or
-// a writer, and holds the write lock only for that step (copying what was
-// committed since its passive copy, then truncating).
+// With PostgreSQL, leases are judged by the database's clock, read at each
+// request's arrival through a per-replica offset (tgpostgres Clock): every
+// replica judges a lease against the same time, so a replica whose own
+// clock is off by seconds neither shortens nor lengthens anybody's lease.
 //
 // # Read-only stores
 //
@@ -131,6 +156,7 @@
 //
 // # Portability
 //
-// The API speaks in tasks, workflows and time.Time; SQL stays inside this
-// package and package schema, so a PostgreSQL implementation can follow.
+// The API speaks in tasks, workflows and time.Time; this package holds no
+// SQL. Each driver owns its statements and its numbered, embedded migration
+// series under package schema.
 package taskgraph
