@@ -86,14 +86,14 @@ type Options struct {
 // Store is the durable task graph on one driver's database. A Store is safe
 // for concurrent use.
 type Store struct {
-	drv    tgdriver.Driver
-	sq     *tgsqlite.Driver // the SQLite driver, for what only SQLite has; nil otherwise
-	info   tgdriver.Info
-	opts   Options
-	clock  lease.Clock
-	log    *slog.Logger
-	quit   chan struct{} // closed by Close to stop background loops
-	wg     sync.WaitGroup
+	drv     tgdriver.Driver
+	sq      *tgsqlite.Driver // the SQLite driver, for what only SQLite has; nil otherwise
+	info    tgdriver.Info
+	opts    Options
+	clock   lease.Clock
+	log     *slog.Logger
+	quit    chan struct{} // closed by Close to stop background loops
+	wg      sync.WaitGroup
 	closed  atomic.Bool // set by Close once its last write is done: do refuses from then on
 	closeM  sync.Mutex  // serialises Close
 	closing bool        // under closeM: Close has begun
