@@ -156,3 +156,16 @@ func (s *Store) CountByState(ctx context.Context) (map[State]int, error) {
 func (s *Store) OldestLeaseExpiry(ctx context.Context) (time.Time, error) {
 	return s.nextLeaseExpiry(ctx)
 }
+
+// WorkflowIDs returns the id of every workflow, in id order.
+func (s *Store) WorkflowIDs(ctx context.Context) ([]string, error) {
+	wrs, err := s.drv.Reads().Workflows(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("list workflows: %w", err)
+	}
+	out := make([]string, len(wrs))
+	for i, w := range wrs {
+		out[i] = w.WorkflowID
+	}
+	return out, nil
+}

@@ -30,6 +30,10 @@ type benchConfig struct {
 	Layers    int // 0: independent tasks; L > 1: each workflow is L layers deep
 	Heartbeat bool
 	Database  string
+	// Replicas is how many stores (server processes) share the database.
+	Replicas int
+	// PGMaxConns bounds each PostgreSQL store's pool.
+	PGMaxConns int
 	// CPUProfile, when set, is the file the measured run's CPU profile goes to.
 	CPUProfile string
 }
@@ -57,6 +61,8 @@ type benchResult struct {
 	VerifiedCompletedOnce int        `json:"verified_completed_once"`
 	HistoryVerified       bool       `json:"history_verified"`
 	Database              string     `json:"database"`
+	Driver                string     `json:"driver"`
+	Replicas              int        `json:"replicas"`
 }
 
 // benchWorkflowSize is how many tasks go into one workflow.
@@ -135,15 +141,33 @@ func runBench(ctx context.Context, cfg benchConfig, stderr io.Writer) (*benchRes
 		defer os.RemoveAll(dir)
 		path = filepath.Join(dir, "bench.db")
 	}
-	store, err := taskgraph.Open(ctx, path, taskgraph.Options{Sync: cfg.Sync, Sweep: true, Logger: newLogger(stderr, 8)})
+	opts := taskgraph.Options{Sync: cfg.Sync, Sweep: true, Logger: newLogger(stderr, 8)}
+	openOne := func() (*taskgraph.Store, error) {
+		if kind, loc := databaseKind(path); kind == databasePostgres {
+			return openPostgres(ctx, loc, opts, openServe, cfg.PGMaxConns, 0)
+		}
+		return taskgraph.Open(ctx, path, opts)
+	}
+	store, err := openOne()
 	if err != nil {
 		return nil, err
 	}
 	defer store.Close()
+	// More replicas: more stores on the same database, as more server
+	// processes would be; workers are spread over them.
+	stores := []*taskgraph.Store{store}
+	for len(stores) < cfg.Replicas {
+		s, err := openOne()
+		if err != nil {
+			return nil, err
+		}
+		defer s.Close()
+		stores = append(stores, s)
+	}
 	if err := seedBench(ctx, store, cfg); err != nil {
 		return nil, err
 	}
-	newClient := func(int) (benchClient, error) { return storeClient{store}, nil }
+	newClient := func(i int) (benchClient, error) { return storeClient{stores[i%len(stores)]}, nil }
 	stop := func() error { return nil }
 	if cfg.Mode != "store" {
 		f := benchClientFactory[cfg.Mode]
@@ -232,7 +256,8 @@ func runBench(ctx context.Context, cfg benchConfig, stderr io.Writer) (*benchRes
 	res := &benchResult{
 		Mode: cfg.Mode, Tasks: cfg.Tasks, Workers: cfg.Workers, Sync: string(cfg.Sync), Layers: cfg.Layers, Heartbeat: cfg.Heartbeat,
 		Seconds: elapsed.Seconds(), CyclesPerSec: float64(done.Load()) / elapsed.Seconds(),
-		ClaimMS: percentiles(claims), CompleteMS: percentiles(completes), Database: cfg.Database,
+		ClaimMS: percentiles(claims), CompleteMS: percentiles(completes), Database: redactDatabase(cfg.Database),
+		Driver: store.Driver(), Replicas: len(stores),
 	}
 	if cfg.Heartbeat {
 		p := percentiles(heartbeats)
@@ -308,6 +333,7 @@ func benchAction(c *cli.Context) error {
 		Tasks: c.Int("tasks"), Workers: c.Int("workers"), Mode: strings.ToLower(c.String("mode")),
 		Sync: taskgraph.SyncMode(strings.ToLower(c.String("sync"))), Layers: c.Int("layers"),
 		Heartbeat: c.Bool("heartbeat"), Database: c.String("database"), CPUProfile: c.String("cpuprofile"),
+		Replicas: c.Int("replicas"), PGMaxConns: c.Int("pg-max-conns"),
 	}
 	switch {
 	case cfg.Tasks < 1 || cfg.Tasks > 10_000_000:
@@ -320,8 +346,21 @@ func benchAction(c *cli.Context) error {
 		return usagef("--layers must be between 0 and 100 (got %d)", cfg.Layers)
 	case cfg.Mode != "store" && benchClientFactory[cfg.Mode] == nil:
 		return usagef("--mode must be store or http (got %q)", cfg.Mode)
+	case cfg.Replicas < 1 || cfg.Replicas > 8:
+		return usagef("--replicas must be between 1 and 8 (got %d)", cfg.Replicas)
+	case cfg.Replicas > 1 && cfg.Mode != "store":
+		return usagef("--replicas applies to --mode store only")
+	case cfg.PGMaxConns < 1 || cfg.PGMaxConns > 1000:
+		return usagef("--pg-max-conns must be between 1 and 1000 (got %d)", cfg.PGMaxConns)
 	}
-	if cfg.Database != "" {
+	kind, loc := databaseKind(cfg.Database)
+	switch kind {
+	case databaseUnsupported:
+		return usagef("--database %s://...: give a new SQLite file path or a postgres:// URL", loc)
+	case databasePostgres:
+		cfg.Database = loc
+	}
+	if cfg.Database != "" && kind == databaseSQLite {
 		if _, err := os.Stat(cfg.Database); err == nil {
 			return usagef("--database %s exists; bench needs a new database file (it creates %d tasks)", cfg.Database, cfg.Tasks)
 		}
@@ -335,7 +374,7 @@ func benchAction(c *cli.Context) error {
 		return writeJSON(c.App.Writer, res)
 	}
 	w := c.App.Writer
-	fmt.Fprintf(w, "mode=%s tasks=%d workers=%d sync=%s layers=%d heartbeat=%v\n", res.Mode, res.Tasks, res.Workers, res.Sync, res.Layers, res.Heartbeat)
+	fmt.Fprintf(w, "mode=%s driver=%s replicas=%d tasks=%d workers=%d sync=%s layers=%d heartbeat=%v\n", res.Mode, res.Driver, res.Replicas, res.Tasks, res.Workers, res.Sync, res.Layers, res.Heartbeat)
 	fmt.Fprintf(w, "  %.2fs, %.0f claim+complete cycles/s\n", res.Seconds, res.CyclesPerSec)
 	fmt.Fprintf(w, "  claim     p50 %.2fms  p95 %.2fms  p99 %.2fms\n", res.ClaimMS.P50, res.ClaimMS.P95, res.ClaimMS.P99)
 	if res.HeartbeatMS != nil {
@@ -351,10 +390,10 @@ func init() {
 		return []*cli.Command{{
 			Name:  "bench",
 			Usage: "measure claim+complete throughput and latency, and verify the result",
-			UsageText: `graph-engineering-mcp bench [--tasks N] [--workers W] [--mode store|http] [--sync full|normal] [--layers L] [--heartbeat] [--json]
+			UsageText: `graph-engineering-mcp bench [--tasks N] [--workers W] [--mode store|http] [--sync full|normal] [--layers L] [--heartbeat] [--replicas R] [--database PATH|URL] [--json]
 
 Creates N tasks in a new database (a temporary one unless --database names a
-new file), runs W workers that claim-next, optionally heartbeat, and complete,
+new file, or a postgres:// URL of an empty database), runs W workers that claim-next, optionally heartbeat, and complete,
 then prints throughput and claim/complete latency percentiles, and checks that
 every task was completed exactly once and the history verifies.
 
@@ -362,8 +401,12 @@ every task was completed exactly once and the history verifies.
   --mode http   workers are MCP clients over Streamable HTTP on loopback
                 against a server the command starts
 
+  --replicas R  R stores on the one database, as R server processes would
+                be, with the workers spread over them (--mode store)
+
 Example:
-   graph-engineering-mcp bench --tasks 20000 --workers 8 --sync full --json`,
+   graph-engineering-mcp bench --tasks 20000 --workers 8 --sync full --json
+   graph-engineering-mcp bench --database postgres://bench@127.0.0.1/bench --replicas 2 --workers 64`,
 			Flags: []cli.Flag{
 				&cli.IntFlag{Name: "tasks", Value: 20000, Usage: "how many tasks to create and run (`N`)"},
 				&cli.IntFlag{Name: "workers", Value: 8, Usage: "concurrent workers (`W`)"},
@@ -371,7 +414,9 @@ Example:
 				&cli.StringFlag{Name: "sync", Value: "full", Usage: "SQLite synchronous `MODE`: full or normal"},
 				&cli.IntFlag{Name: "layers", Value: 0, Usage: "arrange each workflow of 1000 tasks as `L` dependent layers (0: independent tasks)"},
 				&cli.BoolFlag{Name: "heartbeat", Usage: "heartbeat once per task between claim and complete"},
-				&cli.StringFlag{Name: "database", Usage: "a new database file `PATH` to keep (default: a temporary one, removed afterwards)"},
+				&cli.StringFlag{Name: "database", Usage: "a new SQLite database file `PATH` to keep (default: a temporary one, removed afterwards), or a postgres:// URL of an empty database"},
+				&cli.IntFlag{Name: "replicas", Value: 1, Usage: "`R` stores on the one database, as R server processes (workers spread over them; --mode store)"},
+				&cli.IntFlag{Name: "pg-max-conns", Value: defaultPGMaxConns, Usage: "PostgreSQL: at most `N` pooled connections per replica"},
 				&cli.StringFlag{Name: "cpuprofile", Usage: "write a CPU profile of the measured run to `FILE` (go tool pprof FILE)"},
 				jsonFlag(),
 			},

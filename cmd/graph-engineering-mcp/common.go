@@ -32,7 +32,7 @@ func databaseFlag() *cli.StringFlag {
 	return &cli.StringFlag{
 		Name:    "database",
 		Aliases: []string{"db"},
-		Usage:   "SQLite database `PATH` (default $XDG_STATE_HOME/graph-engineering/tasks.db, else ~/.local/state/graph-engineering/tasks.db)",
+		Usage:   "the database: an SQLite file `PATH` or a postgres:// URL (default $XDG_STATE_HOME/graph-engineering/tasks.db, else ~/.local/state/graph-engineering/tasks.db)",
 		EnvVars: []string{"GRAPH_ENGINEERING_DATABASE"},
 	}
 }

@@ -69,9 +69,12 @@ func missingDatabase(err error) bool {
 // it never creates a database: a mistyped path must not leave an empty
 // database behind and report "no tasks".
 func openOperatorStore(c *cli.Context) (*taskgraph.Store, error) {
-	path, err := databasePath(c)
+	kind, path, err := resolveDatabase(c)
 	if err != nil {
 		return nil, err
+	}
+	if kind == databasePostgres {
+		return openDatabase(c, path, operatorOptions(c), openOperator)
 	}
 	if _, err := os.Stat(path); err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
@@ -92,11 +95,11 @@ func openOperatorStore(c *cli.Context) (*taskgraph.Store, error) {
 // never makes a server's writer wait. Like openOperatorStore it never creates
 // a database.
 func openReadOnlyOperatorStore(c *cli.Context) (*taskgraph.Store, error) {
-	path, err := databasePath(c)
+	_, path, err := resolveDatabase(c)
 	if err != nil {
 		return nil, err
 	}
-	s, err := taskgraph.OpenReadOnly(c.Context, path, operatorOptions(c))
+	s, err := openDatabase(c, path, operatorOptions(c), openReadOnly)
 	if missingDatabase(err) {
 		return nil, noDatabase(path)
 	}

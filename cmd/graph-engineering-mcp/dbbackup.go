@@ -24,6 +24,11 @@ Example:
    graph-engineering-mcp db backup --database ./tasks.db ./tasks-backup.db`,
 		Flags: []cli.Flag{databaseFlag()},
 		Action: leafAction([]string{"DEST"}, func(c *cli.Context, args []string) error {
+			if kind, _, err := resolveDatabase(c); err != nil {
+				return err
+			} else if kind == databasePostgres {
+				return usagef("db backup copies an SQLite database file; for PostgreSQL use its own tools: pg_dump --format=custom --file=DEST URL (a consistent snapshot, restored with pg_restore), or continuous archiving for point-in-time recovery")
+			}
 			return withReadOnlyStore(c, func(ctx context.Context, s *taskgraph.Store) error {
 				if err := s.Backup(ctx, args[0]); err != nil {
 					return err

@@ -38,9 +38,12 @@ type checkpointJSON struct {
 }
 
 func dbCheckpointAction(c *cli.Context, _ []string) error {
-	path, err := databasePath(c)
+	kind, path, err := resolveDatabase(c)
 	if err != nil {
 		return err
+	}
+	if kind == databasePostgres {
+		return usagef("db checkpoint truncates an SQLite write-ahead log; PostgreSQL checkpoints by itself (CHECKPOINT, checkpoint_timeout), so there is nothing to do here")
 	}
 	res, err := taskgraph.Checkpoint(c.Context, path)
 	if missingDatabase(err) {

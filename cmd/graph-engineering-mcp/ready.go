@@ -20,7 +20,7 @@ const startReadyTimeout = taskgraph.DefaultBusyTimeout + 5*time.Second
 // usage error (exit 2) naming the path; one that stays locked by another
 // process is an ordinary failure (exit 1) naming the path.
 func openServeStore(c *cli.Context, path string, opts taskgraph.Options) (*taskgraph.Store, error) {
-	store, err := taskgraph.Open(c.Context, path, opts)
+	store, err := openDatabase(c, path, opts, openServe)
 	if err == nil {
 		ctx, cancel := context.WithTimeout(c.Context, startReadyTimeout)
 		err = store.Ready(ctx)
@@ -35,9 +35,9 @@ func openServeStore(c *cli.Context, path string, opts taskgraph.Options) (*taskg
 	reason, _, _ := taskgraph.UnavailableReason(err)
 	switch reason {
 	case "read_only", "disk_full":
-		return nil, usagef("refusing to serve database %s: it cannot be written: %v", path, err)
+		return nil, usagef("refusing to serve database %s: it cannot be written: %v", redactDatabase(path), err)
 	case "":
 		return nil, err
 	}
-	return nil, fmt.Errorf("refusing to serve database %s: %w", path, err)
+	return nil, fmt.Errorf("refusing to serve database %s: %w", redactDatabase(path), err)
 }

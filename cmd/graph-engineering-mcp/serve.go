@@ -28,7 +28,7 @@ func serveFlags() []cli.Flag {
 		&cli.StringFlag{Name: "skills", Usage: "serve the skills in `DIR` (one folder with a SKILL.md per skill) as resources; refused skills are logged and skipped", EnvVars: []string{"GRAPH_ENGINEERING_SKILLS"}},
 		&cli.StringFlag{Name: "sync", Value: "full", Usage: "SQLite synchronous `MODE`: full (an acknowledged write survives power loss) or normal (survives a crash of this process)", EnvVars: []string{"GRAPH_ENGINEERING_SYNC"}},
 		&cli.StringFlag{Name: "log-level", Value: "info", Usage: "log `LEVEL` on stderr: debug, info, warn or error", EnvVars: []string{"GRAPH_ENGINEERING_LOG_LEVEL"}},
-	}, httpFlags()...)
+	}, append(pgPoolFlags(), httpFlags()...)...)
 }
 
 // surfaceFromFlags computes the served surface from the profile, the
@@ -105,7 +105,7 @@ func serveAction(c *cli.Context) error {
 		store.Close()
 		return err
 	}
-	logger.Info("serving MCP on stdio", "database", path, "version", buildVersion(), "manifest", srv.Manifest().SHA256(), "tools", strings.Join(surface.Tools, ","))
+	logger.Info("serving MCP on stdio", "database", redactDatabase(path), "version", buildVersion(), "manifest", srv.Manifest().SHA256(), "tools", strings.Join(surface.Tools, ","))
 	// A client that closes its end of stdout makes writes fail with EPIPE
 	// (a gone client, handled as end of input) instead of killing the
 	// process with SIGPIPE before the database is closed.
@@ -315,7 +315,7 @@ func serveHTTP(c *cli.Context, logger *slog.Logger, surface manifest.Surface, se
 	cfg.opts.Metrics, cfg.opts.Logger = metrics, logger
 	logger.Info("serving MCP over Streamable HTTP",
 		"addr", ln.Addr().String(), "endpoint", "http://"+ln.Addr().String()+mcpadapter.MCPPath,
-		"auth", cfg.opts.AuthToken != "", "database", path, "version", buildVersion(),
+		"auth", cfg.opts.AuthToken != "", "database", redactDatabase(path), "version", buildVersion(),
 		"manifest", srv.Manifest().SHA256(), "tools", strings.Join(surface.Tools, ","))
 	serveErr := srv.ServeStreamableHTTP(c.Context, ln, cfg.opts)
 	if err := closeStore(serveErr); err != nil {

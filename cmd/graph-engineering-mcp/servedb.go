@@ -20,8 +20,8 @@ import (
 // path's folder is created (0700, by the store), also when it is named
 // explicitly, as the README recommends for MCP clients.
 func serveDatabasePath(c *cli.Context) (string, error) {
-	path, err := databasePath(c)
-	if err != nil || !databaseNamed(c) {
+	kind, path, err := resolveDatabase(c)
+	if err != nil || !databaseNamed(c) || kind == databasePostgres {
 		return path, err
 	}
 	if def, err := taskgraph.DefaultPath(); err == nil && filepath.Clean(path) == def {
@@ -56,6 +56,9 @@ func databaseNamed(c *cli.Context) bool {
 // empty database without saying so. serve calls it just before opening the
 // store, which then creates the file.
 func logIfNewDatabase(logger *slog.Logger, path string) {
+	if kind, _ := databaseKind(path); kind == databasePostgres {
+		return // serve creates the tables in an existing database it was given
+	}
 	if _, err := os.Stat(path); !errors.Is(err, fs.ErrNotExist) {
 		return
 	}
