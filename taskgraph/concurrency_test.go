@@ -20,75 +20,6 @@ import (
 	"github.com/graph-engineering/graph-engineering-mcp/lease"
 )
 
-// 16 goroutines run claim-next / complete over 2,000 tasks: every task is
-// completed exactly once, no claim is lost, and the event chain verifies.
-func TestConcurrentClaimComplete(t *testing.T) {
-	b := setupWith(t, Options{Clock: lease.SystemClock{}})
-	const tasks, workers = 2000, 16
-	nodes := make([]NodeSpec, 0, 500)
-	for i := 0; i < tasks; i++ {
-		nodes = append(nodes, NodeSpec{NodeID: fmt.Sprintf("n%04d", i)})
-		if len(nodes) == 500 {
-			if _, err := b.s.CreateWorkflow(b.ctx, fmt.Sprintf("wf%d", i/500), nodes); err != nil {
-				t.Fatal(err)
-			}
-			nodes = nodes[:0]
-		}
-	}
-	var mu sync.Mutex
-	completedBy := map[string]string{}
-	var wg sync.WaitGroup
-	errs := make(chan error, workers)
-	for w := 0; w < workers; w++ {
-		wg.Add(1)
-		go func(owner string) {
-			defer wg.Done()
-			for {
-				c, ok, err := b.s.Claim(b.ctx, ClaimRequest{Owner: owner, Lease: time.Minute})
-				if err != nil {
-					errs <- err
-					return
-				}
-				if !ok {
-					return
-				}
-				if _, err := b.s.Complete(b.ctx, holder(c), json.RawMessage(strconv.Quote(owner))); err != nil {
-					errs <- fmt.Errorf("complete %s: %w", c.Task.TaskID, err)
-					return
-				}
-				mu.Lock()
-				if prev, dup := completedBy[c.Task.TaskID]; dup {
-					mu.Unlock()
-					errs <- fmt.Errorf("task %s completed by %s and %s", c.Task.TaskID, prev, owner)
-					return
-				}
-				completedBy[c.Task.TaskID] = owner
-				mu.Unlock()
-			}
-		}(fmt.Sprintf("worker-%02d", w))
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Error(err)
-	}
-	if len(completedBy) != tasks {
-		t.Fatalf("%d tasks completed, want %d", len(completedBy), tasks)
-	}
-	counts, err := b.s.CountByState(b.ctx)
-	if err != nil || counts[StateCompleted] != tasks {
-		t.Fatalf("counts %v %v", counts, err)
-	}
-	var dupCompletes int
-	if err := b.s.rdb.QueryRow(`SELECT COUNT(*) FROM (SELECT task_id FROM events WHERE kind = 'complete' GROUP BY task_id HAVING COUNT(*) > 1)`).Scan(&dupCompletes); err != nil || dupCompletes != 0 {
-		t.Fatalf("%d tasks have more than one complete event (%v)", dupCompletes, err)
-	}
-	rep := b.verify(t)
-	if rep.Events != 3*tasks {
-		t.Fatalf("verified %d events, want %d", rep.Events, 3*tasks)
-	}
-}
-
 // A rejected operation in a batch rolls back to its own savepoint; the others
 // of the same batch commit.
 func TestBatchIsolatesRejectedOperations(t *testing.T) {
@@ -133,29 +64,6 @@ func TestBatchIsolatesRejectedOperations(t *testing.T) {
 	}
 }
 
-func TestClaimNextWaitsForCreate(t *testing.T) {
-	b := setupWith(t, Options{Clock: lease.SystemClock{}})
-	got := make(chan Claimed, 1)
-	go func() {
-		c, ok, err := b.s.Claim(b.ctx, ClaimRequest{Owner: "w", Wait: 20 * time.Second})
-		if err != nil || !ok {
-			t.Errorf("waiting claim: %v %v", ok, err)
-		}
-		got <- c
-	}()
-	// The waiter is parked on the notifier; a create wakes it at once.
-	waitFor(t, func() bool { return b.s.Waiters() > 0 })
-	tk := b.create(t, "wf", "late")
-	select {
-	case c := <-got:
-		if c.Task.TaskID != tk.TaskID {
-			t.Fatalf("claimed %s", c.Task.TaskID)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("the waiter was not woken by the create")
-	}
-}
-
 // A write by another process (here a second Store on the same file, as the
 // operator CLI would be) wakes a waiter through the data_version watcher.
 func TestClaimNextSeesOtherProcessWrites(t *testing.T) {
@@ -184,19 +92,6 @@ func TestClaimNextSeesOtherProcessWrites(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("a write by another connection did not wake the waiter")
-	}
-}
-
-func TestClaimNextWaitTimesOut(t *testing.T) {
-	b := setupWith(t, Options{Clock: lease.SystemClock{}})
-	_, ok, err := b.s.Claim(b.ctx, ClaimRequest{Owner: "w", Wait: 50 * time.Millisecond})
-	if err != nil || ok {
-		t.Fatalf("empty store: ok=%v err=%v", ok, err)
-	}
-	ctx, cancel := context.WithCancel(b.ctx)
-	cancel()
-	if _, _, err := b.s.Claim(ctx, ClaimRequest{Owner: "w", Wait: time.Second}); !errors.Is(err, context.Canceled) {
-		t.Fatalf("cancelled context: %v", err)
 	}
 }
 
