@@ -69,6 +69,7 @@ func Run(t *testing.T, h Harness) {
 		{"History", historyTests},
 		{"Bounds", boundsTests},
 		{"Concurrency", concurrencyTests},
+		{"Race", raceTests},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {
