@@ -23,6 +23,7 @@ var fencingTests = []test{
 	{"ClaimByIDKeepsExpiryItReports", testClaimByIDKeepsExpiryItReports},
 	{"WithArrival", testWithArrival},
 	{"ExpiryJudgedAtArrival", testExpiryJudgedAtArrival},
+	{"RestartKeepsLeasesAndChains", testRestartKeepsLeasesAndChains},
 }
 
 // A claims with a short lease; the clock passes the expiry; B claims with a
@@ -311,4 +312,71 @@ func testExpiryJudgedAtArrival(t *testing.T, h Harness) {
 	if err != nil || !ok || c.Lease.Generation != 2 {
 		t.Fatalf("claim-next after the renewed lease lapsed: ok=%v err=%v gen=%d", ok, err, c.Lease.Generation)
 	}
+}
+
+// Closing and reopening the same database keeps leases, generations and
+// hash chains: a claim made before the close can still be heartbeated and
+// completed after it, and a lapsed one is reclaimed at the next generation.
+func testRestartKeepsLeasesAndChains(t *testing.T, h Harness) {
+	e := setup(t, h)
+	long := e.create(t, "wf", "long")
+	after := e.create(t, "wf", "after", "long")
+	short := e.create(t, "wf", "short")
+	cl := e.claim(t, "worker-1", long.TaskID, time.Minute)
+	cs := e.claim(t, "worker-2", short.TaskID, 10*time.Second)
+	if _, err := e.s.Heartbeat(e.ctx, holder(cl), 2*time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	before := e.verify(t)
+	evBefore, err := e.s.WorkflowEvents(e.ctx, "wf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap := e.db.Snapshot(t)
+	if err := e.s.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	e.s = e.db.Open(t, tg.Options{Clock: e.clock})
+	e.unchanged(t, snap, "reopening")
+	got := e.wantState(t, long.TaskID, tg.StateClaimed)
+	if got.Owner != "worker-1" || got.Generation != 1 || !got.LeaseExpiresAt.Equal(t0.Add(2*time.Minute)) {
+		t.Fatalf("lease after reopen: %+v", got)
+	}
+	if rep := e.verify(t); rep != before {
+		t.Fatalf("history after reopen %+v, before %+v", rep, before)
+	}
+	e.clock.Advance(30 * time.Second)
+	// The claim made before the restart is still the live one.
+	hb, err := e.s.Heartbeat(e.ctx, holder(cl), time.Minute)
+	if err != nil {
+		t.Fatalf("heartbeat after reopen: %v", err)
+	}
+	if hb.Generation != 1 || !hb.LeaseExpiresAt.Equal(e.clock.Now().Add(time.Minute)) {
+		t.Fatalf("heartbeat: %+v", hb)
+	}
+	// The short lease lapsed across the restart: its holder is refused and
+	// the task is reclaimed at generation 2.
+	_, err = e.s.Heartbeat(e.ctx, holder(cs), 0)
+	wantStale(t, err, lease.ReasonLeaseExpired)
+	re, ok := e.claimNext(t, "worker-3", "wf")
+	if !ok || re.Task.TaskID != short.TaskID || re.Lease.Generation != 2 {
+		t.Fatalf("reclaim after reopen: %v %+v", ok, re)
+	}
+	_, err = e.s.Complete(e.ctx, holder(cs), json.RawMessage(`1`))
+	wantStale(t, err, lease.ReasonSuperseded)
+	if _, err := e.s.Complete(e.ctx, holder(cl), json.RawMessage(`"done"`)); err != nil {
+		t.Fatalf("complete after reopen: %v", err)
+	}
+	e.wantState(t, after.TaskID, tg.StatePending)
+	// The chain went on from where it stopped.
+	evs, err := e.s.WorkflowEvents(e.ctx, "wf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := len(evBefore)
+	if len(evs) <= n || evs[n].Seq != int64(n+1) || evs[n].PrevHash != evBefore[n-1].Hash {
+		t.Fatalf("the chain did not continue: %d events before, next %+v", n, evs[n])
+	}
+	e.verify(t)
 }

@@ -70,6 +70,7 @@ func Run(t *testing.T, h Harness) {
 		{"Bounds", boundsTests},
 		{"Concurrency", concurrencyTests},
 		{"Race", raceTests},
+		{"LeaseTime", leaseTimeTests},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {
@@ -101,7 +102,11 @@ func setup(t *testing.T, h Harness) *env {
 
 func setupWith(t *testing.T, h Harness, opts tg.Options) *env {
 	t.Helper()
-	clock := lease.NewManualClock(t0)
+	// The env's clock is the store's when the caller gave a manual one.
+	clock, ok := opts.Clock.(*lease.ManualClock)
+	if !ok {
+		clock = lease.NewManualClock(t0)
+	}
 	if opts.Clock == nil {
 		opts.Clock = clock
 	}
