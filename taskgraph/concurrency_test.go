@@ -16,8 +16,6 @@ import (
 	"syscall"
 	"testing"
 	"time"
-
-	"github.com/graph-engineering/graph-engineering-mcp/lease"
 )
 
 // A rejected operation in a batch rolls back to its own savepoint; the others
@@ -61,37 +59,6 @@ func TestBatchIsolatesRejectedOperations(t *testing.T) {
 	t.Logf("batch sizes: %v", batches)
 	if !grouped {
 		t.Log("no batch held more than one operation this run (timing dependent)")
-	}
-}
-
-// A write by another process (here a second Store on the same file, as the
-// operator CLI would be) wakes a waiter through the data_version watcher.
-func TestClaimNextSeesOtherProcessWrites(t *testing.T) {
-	b := setupWith(t, Options{Clock: lease.SystemClock{}, WatchInterval: 50 * time.Millisecond})
-	other, err := Open(b.ctx, b.path, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer other.Close()
-	got := make(chan bool, 1)
-	go func() {
-		_, ok, err := b.s.Claim(b.ctx, ClaimRequest{Owner: "w", Wait: 20 * time.Second})
-		if err != nil {
-			t.Error(err)
-		}
-		got <- ok
-	}()
-	waitFor(t, func() bool { return b.s.Waiters() > 0 })
-	if _, err := other.CreateTask(b.ctx, "wf", NodeSpec{NodeID: "x"}); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case ok := <-got:
-		if !ok {
-			t.Fatal("waiter gave up")
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("a write by another connection did not wake the waiter")
 	}
 }
 

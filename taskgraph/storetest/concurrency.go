@@ -18,6 +18,8 @@ var concurrencyTests = []test{
 	{"ConcurrentClaimComplete", testConcurrentClaimComplete},
 	{"ClaimNextWaitsForCreate", testClaimNextWaitsForCreate},
 	{"ClaimNextWaitTimesOut", testClaimNextWaitTimesOut},
+	{"ClaimNextSeesAnotherStoresWrites", testClaimNextSeesAnotherStoresWrites},
+	{"ClosedStoreRefusesWrites", testClosedStoreRefusesWrites},
 	{"MaxWaiters", testMaxWaiters},
 	{"SweeperWakesWaiterForExpiredLease", testSweeperWakesWaiterForExpiredLease},
 }
@@ -217,5 +219,48 @@ func testSweeperWakesWaiterForExpiredLease(t *testing.T, h Harness) {
 		if !errors.Is(r.err, context.Canceled) {
 			t.Errorf("a parked waiter ended with %+v, want context.Canceled", r)
 		}
+	}
+}
+
+// A claim-next parked on one store is woken by a task created through
+// another store on the same database (another process, or another replica),
+// well within its wait.
+func testClaimNextSeesAnotherStoresWrites(t *testing.T, h Harness) {
+	e := setup(t, h)
+	other := e.db.Open(t, tg.Options{Clock: e.clock})
+	got := make(chan parkedResult, 1)
+	go func() {
+		c, ok, err := e.s.Claim(e.ctx, tg.ClaimRequest{Owner: "w", Wait: 20 * time.Second})
+		got <- parkedResult{c: c, ok: ok, err: err}
+	}()
+	waitFor(t, func() bool { return e.s.Waiters() > 0 })
+	tk, err := other.CreateTask(e.ctx, "wf", tg.NodeSpec{NodeID: "x"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := <-got
+	if r.err != nil || !r.ok || r.c.Task.TaskID != tk.Task.TaskID {
+		t.Fatalf("the parked claim-next got %+v, want the task created through the other store", r)
+	}
+}
+
+// A closed store refuses every write with ErrClosed and keeps what it
+// acknowledged.
+func testClosedStoreRefusesWrites(t *testing.T, h Harness) {
+	e := setup(t, h)
+	tk := e.create(t, "wf", "a")
+	if err := e.s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.s.CreateTask(e.ctx, "wf", tg.NodeSpec{NodeID: "b"}); !errors.Is(err, tg.ErrClosed) {
+		t.Fatalf("create after close: %v, want ErrClosed", err)
+	}
+	if _, _, err := e.s.Claim(e.ctx, tg.ClaimRequest{Owner: "w"}); !errors.Is(err, tg.ErrClosed) {
+		t.Fatalf("claim after close: %v, want ErrClosed", err)
+	}
+	e.s = e.db.Open(t, tg.Options{Clock: e.clock})
+	e.wantState(t, tk.TaskID, tg.StatePending)
+	if n := e.count(t, `SELECT COUNT(*) FROM tasks`); n != 1 {
+		t.Fatalf("%d tasks stored, want 1", n)
 	}
 }
