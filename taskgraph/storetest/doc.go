@@ -10,6 +10,33 @@
 // through the store would change), Snapshot to show that an operation wrote
 // nothing.
 //
+// # Adding a driver
+//
+// A harness needs a fresh database per call of NewDatabase (the suite calls
+// it once per subtest, about 65 times) and a way to open a store on it. With
+// a database/sql driver, SQLDB does the rest; for PostgreSQL, something like:
+//
+//	func newPGDatabase(t testing.TB) storetest.Database {
+//		url := freshSchema(t) // CREATE SCHEMA, dropped in t.Cleanup
+//		db, _ := sql.Open("pgx", url)
+//		t.Cleanup(func() { db.Close() })
+//		return &pgDatabase{url: url, SQLDB: storetest.SQLDB{DB: db,
+//			Rebind:      storetest.DollarPlaceholders,
+//			TablesQuery: `SELECT tablename FROM pg_tables WHERE schemaname = current_schema()`}}
+//	}
+//	func (d *pgDatabase) Open(t testing.TB, opts taskgraph.Options) *taskgraph.Store {
+//		// taskgraph.OpenDriver on d.url; Close in t.Cleanup
+//	}
+//
+// The tables and columns the suite's SQL names are those of the SQLite
+// schema (schema/migrations/sqlite): workflows (workflow_id, task_count,
+// event_count, head_hash), tasks (seq, task_id, workflow_id, node_id, state,
+// unmet, cancel_cause, lease_expires_at_ms, token_hash), edges (dep_seq,
+// task_seq), events (workflow_id, wseq, task_id, kind, owner, generation,
+// at_ms, detail, prev_hash, hash, with its own key filled in by default on
+// INSERT) and pruned_workflows (workflow_id, head_hash, task_count,
+// event_count, pruned_at_ms). Times are integer milliseconds.
+//
 // # Invariants of the suite
 //
 //   - Every subtest opens its own fresh database: no subtest depends on
