@@ -3,7 +3,6 @@ package taskgraph
 import (
 	"database/sql"
 	"encoding/json"
-	"errors"
 	"testing"
 	"time"
 
@@ -94,58 +93,11 @@ func TestHolderWriteJudgedAtArrivalBehindAnotherProcessLock(t *testing.T) {
 	}
 }
 
-// WithArrival lets a transport stamp the request earlier than the store call;
-// both lease.Check and the fenced UPDATE use that time.
-func TestWithArrival(t *testing.T) {
-	b := setup(t)
-	x := b.create(t, "wf", "x")
-	y := b.create(t, "wf", "y")
-	cx := b.claim(t, "w", x.TaskID, 5*time.Second)
-	cy := b.claim(t, "w", y.TaskID, 5*time.Second)
-	before := b.clock.Advance(4 * time.Second)
-	b.clock.Advance(2 * time.Second) // both leases have lapsed now
-	if _, err := b.s.Complete(WithArrival(b.ctx, before), holder(cx), json.RawMessage(`1`)); err != nil {
-		t.Fatalf("complete stamped before the expiry: %v", err)
-	}
-	b.wantState(t, x.TaskID, StateCompleted)
-	_, err := b.s.Complete(WithArrival(b.ctx, b.clock.Now()), holder(cy), json.RawMessage(`1`))
-	wantStale(t, err, lease.ReasonLeaseExpired)
-	// An arrival after the transaction's time (a backward clock step while
-	// queued) is judged at the transaction's time.
+// An arrival after the transaction's time (a backward clock step while
+// queued) is judged at the transaction's time. (WithArrival's public
+// behaviour is in the storetest suite.)
+func TestJudgedAt(t *testing.T) {
 	if got := judgedAt(t0.Add(time.Hour), t0); !got.Equal(t0) {
 		t.Fatalf("judgedAt = %v, want %v", got, t0)
-	}
-}
-
-// A claim, a sweep or a read queued ahead of a holder write decides which
-// leases lapsed at its own arrival: one that arrived before the expiry never
-// expires the lease that the holder write queued behind it renews.
-func TestExpiryJudgedAtArrival(t *testing.T) {
-	b := setup(t)
-	x := b.create(t, "wf", "x")
-	cx := b.claim(t, "w1", x.TaskID, 5*time.Second)
-	early := b.clock.Advance(4 * time.Second)
-	b.clock.Advance(10 * time.Second) // the lease lapsed 9 s ago
-	if _, ok, err := b.s.Claim(WithArrival(b.ctx, early), ClaimRequest{Owner: "w2"}); err != nil || ok {
-		t.Fatalf("claim-next that arrived before the expiry: ok=%v err=%v, want no task", ok, err)
-	}
-	if _, _, err := b.s.Claim(WithArrival(b.ctx, early), ClaimRequest{Owner: "w2", TaskID: x.TaskID}); !errors.Is(err, ErrConflict) {
-		t.Fatalf("claim of the task that arrived before the expiry: %v, want a conflict", err)
-	}
-	if n, err := b.s.ExpireLeases(WithArrival(b.ctx, early)); err != nil || n != 0 {
-		t.Fatalf("sweep that arrived before the expiry expired %d (err %v)", n, err)
-	}
-	if tk, err := b.s.Task(WithArrival(b.ctx, early), x.TaskID); err != nil || tk.State != StateClaimed {
-		t.Fatalf("read that arrived before the expiry: %v %v", tk.State, err)
-	}
-	if _, err := b.s.Heartbeat(WithArrival(b.ctx, early.Add(500*time.Millisecond)), holder(cx), 0); err != nil {
-		t.Fatalf("heartbeat that arrived before the expiry, after the others: %v", err)
-	}
-	b.wantState(t, x.TaskID, StateClaimed)
-	// Judged now, a lapsed lease is expired as before.
-	b.clock.Advance(time.Minute)
-	c, ok, err := b.s.Claim(b.ctx, ClaimRequest{Owner: "w2"})
-	if err != nil || !ok || c.Lease.Generation != 2 {
-		t.Fatalf("claim-next after the renewed lease lapsed: ok=%v err=%v gen=%d", ok, err, c.Lease.Generation)
 	}
 }

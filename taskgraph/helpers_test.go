@@ -137,3 +137,27 @@ func fingerprint(t *testing.T, path string) string {
 	}
 	return out
 }
+
+var alice = Operator{Name: "alice", Reason: "INC-42: the upstream API is back"}
+
+func mustEvents(t *testing.T, b *bundle, id string) []Event {
+	t.Helper()
+	evs, err := b.s.TaskEvents(b.ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return evs
+}
+
+// lastEvent returns the newest event of kind on task id.
+func lastEvent(t *testing.T, b *bundle, id, kind string) Event {
+	t.Helper()
+	evs := mustEvents(t, b, id)
+	for i := len(evs) - 1; i >= 0; i-- {
+		if evs[i].Kind == kind {
+			return evs[i]
+		}
+	}
+	t.Fatalf("task %s has no %s event", id, kind)
+	return Event{}
+}

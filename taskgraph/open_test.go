@@ -4,14 +4,12 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/graph-engineering/graph-engineering-mcp/lease"
 	"github.com/graph-engineering/graph-engineering-mcp/schema"
@@ -43,81 +41,6 @@ func openAt(t *testing.T, path string, clock lease.Clock) *Store {
 		t.Fatalf("Open %s: %v", path, err)
 	}
 	return s
-}
-
-// Closing and reopening the same file keeps leases, generations and hash
-// chains: a claim made before the close can still be heartbeated and
-// completed after it, and a lapsed one is reclaimed at the next generation.
-func TestRestartKeepsLeasesAndChains(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "tasks.db")
-	clock := lease.NewManualClock(t0)
-	ctx := context.Background()
-	s := openAt(t, path, clock)
-	b := &bundle{s: s, clock: clock, path: path, ctx: ctx}
-	long := b.create(t, "wf", "long")
-	after := b.create(t, "wf", "after", "long")
-	short := b.create(t, "wf", "short")
-	cl := b.claim(t, "worker-1", long.TaskID, time.Minute)
-	cs := b.claim(t, "worker-2", short.TaskID, 10*time.Second)
-	if _, err := s.Heartbeat(ctx, holder(cl), 2*time.Minute); err != nil {
-		t.Fatal(err)
-	}
-	before := b.verify(t)
-	evBefore, err := s.WorkflowEvents(ctx, "wf")
-	if err != nil {
-		t.Fatal(err)
-	}
-	fp := fingerprint(t, path)
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
-
-	s = openAt(t, path, clock)
-	defer s.Close()
-	b.s = s
-	if fingerprint(t, path) != fp {
-		t.Fatal("reopening changed the database")
-	}
-	got := b.wantState(t, long.TaskID, StateClaimed)
-	if got.Owner != "worker-1" || got.Generation != 1 || !got.LeaseExpiresAt.Equal(t0.Add(2*time.Minute)) {
-		t.Fatalf("lease after reopen: %+v", got)
-	}
-	if rep := b.verify(t); rep != before {
-		t.Fatalf("history after reopen %+v, before %+v", rep, before)
-	}
-	clock.Advance(30 * time.Second)
-	// The claim made before the restart is still the live one.
-	hb, err := s.Heartbeat(ctx, holder(cl), time.Minute)
-	if err != nil {
-		t.Fatalf("heartbeat after reopen: %v", err)
-	}
-	if hb.Generation != 1 || !hb.LeaseExpiresAt.Equal(clock.Now().Add(time.Minute)) {
-		t.Fatalf("heartbeat: %+v", hb)
-	}
-	// The short lease lapsed across the restart: its holder is refused and
-	// the task is reclaimed at generation 2.
-	_, err = s.Heartbeat(ctx, holder(cs), 0)
-	wantStale(t, err, lease.ReasonLeaseExpired)
-	re, ok := b.claimNext(t, "worker-3", "wf")
-	if !ok || re.Task.TaskID != short.TaskID || re.Lease.Generation != 2 {
-		t.Fatalf("reclaim after reopen: %v %+v", ok, re)
-	}
-	_, err = s.Complete(ctx, holder(cs), json.RawMessage(`1`))
-	wantStale(t, err, lease.ReasonSuperseded)
-	if _, err := s.Complete(ctx, holder(cl), json.RawMessage(`"done"`)); err != nil {
-		t.Fatalf("complete after reopen: %v", err)
-	}
-	b.wantState(t, after.TaskID, StatePending)
-	// The chain went on from where it stopped.
-	evs, err := s.WorkflowEvents(ctx, "wf")
-	if err != nil {
-		t.Fatal(err)
-	}
-	n := len(evBefore)
-	if len(evs) <= n || evs[n].Seq != int64(n+1) || evs[n].PrevHash != evBefore[n-1].Hash {
-		t.Fatalf("the chain did not continue: %d events before, next %+v", n, evs[n])
-	}
-	b.verify(t)
 }
 
 // Reopening an existing database is idempotent: no migration runs again and

@@ -121,28 +121,6 @@ func TestWaitQueuePassesWakesOn(t *testing.T) {
 	}
 }
 
-// At Options.MaxWaiters, a claim-next with a wait still takes a ready task,
-// and otherwise answers at once with ErrWaitLimit and ok false.
-func TestMaxWaiters(t *testing.T) {
-	b := setupWith(t, Options{MaxWaiters: 2})
-	ctx, cancel := context.WithCancel(b.ctx)
-	defer cancel()
-	out := make(chan parkedResult, 2)
-	var wg sync.WaitGroup
-	parkWaiters(t, b.s, ctx, 2, "x", out, &wg)
-	_, ok, err := b.s.Claim(b.ctx, ClaimRequest{Owner: "w", Wait: MaxClaimWait})
-	if ok || !errors.Is(err, ErrWaitLimit) {
-		t.Fatalf("claim-next at the bound: ok=%v err=%v, want ErrWaitLimit", ok, err)
-	}
-	task := b.create(t, "y", "ready")
-	c, ok, err := b.s.Claim(b.ctx, ClaimRequest{Owner: "w", Wait: MaxClaimWait})
-	if err != nil || !ok || c.Task.TaskID != task.TaskID {
-		t.Fatalf("claim-next at the bound with a ready task: ok=%v err=%v", ok, err)
-	}
-	cancel()
-	wg.Wait()
-}
-
 // The server's sweeper expires a lapsed lease and wakes a waiter for it;
 // waiters themselves do not wake at lease expiries.
 func TestSweeperWakesWaiterForExpiredLease(t *testing.T) {

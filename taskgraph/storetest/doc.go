@@ -1,0 +1,55 @@
+// Package storetest is the behaviour suite of the task-graph store: every
+// rule of the public taskgraph.Store API that does not depend on which
+// database holds the graph, written once and run against every driver.
+//
+// A driver's tests call Run with a Harness that opens stores on fresh,
+// empty databases. The suite uses only the public taskgraph API (Store
+// methods, Options, NodeSpec, ClaimRequest, lease.Holder and the sentinel
+// errors), and reaches the database itself only through Database: Exec and
+// Query for portable SQL (tampering with the history, reading what a read
+// through the store would change), Snapshot to show that an operation wrote
+// nothing.
+//
+// # Adding a driver
+//
+// A harness needs a fresh database per call of NewDatabase (the suite calls
+// it once per subtest, about 65 times) and a way to open a store on it. With
+// a database/sql driver, SQLDB does the rest; for PostgreSQL, something like:
+//
+//	func newPGDatabase(t testing.TB) storetest.Database {
+//		url := freshSchema(t) // CREATE SCHEMA, dropped in t.Cleanup
+//		db, _ := sql.Open("pgx", url)
+//		t.Cleanup(func() { db.Close() })
+//		return &pgDatabase{url: url, SQLDB: storetest.SQLDB{DB: db,
+//			Rebind:      storetest.DollarPlaceholders,
+//			TablesQuery: `SELECT tablename FROM pg_tables WHERE schemaname = current_schema()`}}
+//	}
+//	func (d *pgDatabase) Open(t testing.TB, opts taskgraph.Options) *taskgraph.Store {
+//		// taskgraph.OpenDriver on d.url; Close in t.Cleanup
+//	}
+//
+// The tables and columns the suite's SQL names are those of the SQLite
+// schema (schema/migrations/sqlite): workflows (workflow_id, task_count,
+// event_count, head_hash), tasks (seq, task_id, workflow_id, node_id, state,
+// unmet, cancel_cause, lease_expires_at_ms, token_hash), edges (dep_seq,
+// task_seq), events (workflow_id, wseq, task_id, kind, owner, generation,
+// at_ms, detail, prev_hash, hash, with its own key filled in by default on
+// INSERT) and pruned_workflows (workflow_id, head_hash, task_count,
+// event_count, pruned_at_ms). Times are integer milliseconds.
+//
+// # Invariants of the suite
+//
+//   - Every subtest opens its own fresh database: no subtest depends on
+//     another or on the order they run in.
+//   - Time is injected: every store runs on a lease.ManualClock that the
+//     suite advances; no subtest sleeps to wait for a lease, and none asserts
+//     on wall-clock durations. (Claim-next waits are real timers bounded by
+//     ClaimRequest.Wait; the suite only uses them to park a call.)
+//   - The SQL the suite runs through Database is valid on SQLite and
+//     PostgreSQL alike, with ? placeholders, and names only the tables and
+//     columns of the store's schema (workflows, tasks, edges, events,
+//     pruned_workflows), which every driver keeps.
+//   - Behaviour that belongs to one database (SQLite's pragmas, group commit,
+//     VACUUM INTO backups, crashes of a child process, PostgreSQL's
+//     LISTEN/NOTIFY) is tested in that driver's own package, not here.
+package storetest

@@ -1,0 +1,219 @@
+package storetest
+
+import (
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	tg "github.com/graph-engineering/graph-engineering-mcp/taskgraph"
+)
+
+// graphTests: readiness, validation of the graph, cascades, retries and idempotent creation.
+var graphTests = []test{
+	{"DiamondOrder", testDiamondOrder},
+	{"RejectedGraphsWriteNothing", testRejectedGraphsWriteNothing},
+	{"FailureCancelsDownstream", testFailureCancelsDownstream},
+	{"RetryUpToMaxAttempts", testRetryUpToMaxAttempts},
+	{"IdempotentCreate", testIdempotentCreate},
+	{"BlockedStatusNamesOnlyUnfinishedDependencies", testBlockedStatusNamesOnlyUnfinishedDependencies},
+}
+
+func testDiamondOrder(t *testing.T, h Harness) {
+	e := setup(t, h)
+	out, err := e.s.CreateWorkflow(e.ctx, "diamond", []tg.NodeSpec{
+		{NodeID: "d", DependsOn: []string{"b", "c"}},
+		{NodeID: "b", DependsOn: []string{"a"}},
+		{NodeID: "c", DependsOn: []string{"a"}},
+		{NodeID: "a"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := map[string]string{}
+	for _, c := range out {
+		ids[c.Task.NodeID] = c.Task.TaskID
+	}
+	e.wantState(t, ids["a"], tg.StatePending)
+	e.wantState(t, ids["d"], tg.StateBlocked)
+	step := func(wantNodes ...string) {
+		t.Helper()
+		var got []string
+		var claims []tg.Claimed
+		for {
+			c, ok := e.claimNext(t, "w", "diamond")
+			if !ok {
+				break
+			}
+			got = append(got, c.Task.NodeID)
+			claims = append(claims, c)
+		}
+		if strings.Join(got, ",") != strings.Join(wantNodes, ",") {
+			t.Fatalf("claimable %v, want %v", got, wantNodes)
+		}
+		for _, c := range claims {
+			if _, err := e.s.Complete(e.ctx, holder(c), json.RawMessage(`1`)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	step("a")
+	step("b", "c")
+	step("d")
+	step()
+	v, err := e.s.Workflow(e.ctx, "diamond")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !v.Finished() || v.Counts[tg.StateCompleted] != 4 || len(v.Edges) != 4 {
+		t.Fatalf("workflow view: counts %v edges %v", v.Counts, v.Edges)
+	}
+	e.verify(t)
+}
+
+func testRejectedGraphsWriteNothing(t *testing.T, h Harness) {
+	e := setup(t, h)
+	e.create(t, "wf", "root")
+	before := e.db.Snapshot(t)
+	for name, nodes := range map[string][]tg.NodeSpec{
+		"cycle":      {{NodeID: "x", DependsOn: []string{"y"}}, {NodeID: "y", DependsOn: []string{"z"}}, {NodeID: "z", DependsOn: []string{"x"}}},
+		"self":       {{NodeID: "x", DependsOn: []string{"x"}}},
+		"unknown":    {{NodeID: "x", DependsOn: []string{"root"}}, {NodeID: "y", DependsOn: []string{"nope"}}},
+		"duplicates": {{NodeID: "x"}, {NodeID: "x"}},
+	} {
+		_, err := e.s.CreateWorkflow(e.ctx, "wf", nodes)
+		if !errors.Is(err, tg.ErrInvalid) {
+			t.Errorf("%s: err = %v, want tg.ErrInvalid", name, err)
+		}
+		var ve *tg.ValidationError
+		if !errors.As(err, &ve) || ve.Field == "" {
+			t.Errorf("%s: no field named in %v", name, err)
+		}
+		if after := e.db.Snapshot(t); after != before {
+			t.Errorf("%s: the database changed", name)
+		}
+	}
+	_, err := e.s.CreateWorkflow(e.ctx, "wf", []tg.NodeSpec{{NodeID: "x", DependsOn: []string{"y"}}, {NodeID: "y", DependsOn: []string{"x"}}})
+	if err == nil || !strings.Contains(err.Error(), "cycle") || !strings.Contains(err.Error(), "x, y") {
+		t.Errorf("cycle error does not name the nodes: %v", err)
+	}
+}
+
+func testFailureCancelsDownstream(t *testing.T, h Harness) {
+	e := setup(t, h)
+	a := e.create(t, "wf", "a")
+	bb := e.create(t, "wf", "b", "a")
+	c := e.create(t, "wf", "c", "b")
+	other := e.create(t, "wf", "other")
+	ca := e.claim(t, "w", a.TaskID, 0)
+	failed, err := e.s.Fail(e.ctx, holder(ca), "disk full", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if failed.State != tg.StateFailed || failed.Error != "disk full" {
+		t.Fatalf("failed task: %+v", failed)
+	}
+	for _, id := range []string{bb.TaskID, c.TaskID} {
+		tk := e.wantState(t, id, tg.StateCancelled)
+		if !strings.Contains(tk.StatusMessage, a.TaskID) || !strings.Contains(tk.StatusMessage, "failed") {
+			t.Errorf("status %q does not name the upstream task", tk.StatusMessage)
+		}
+	}
+	e.wantState(t, other.TaskID, tg.StatePending)
+	// A task created on a failed dependency cannot run: it starts cancelled.
+	late := e.create(t, "wf", "late", "c")
+	if late.State != tg.StateCancelled {
+		t.Fatalf("late dependent is %s", late.State)
+	}
+	e.verify(t)
+}
+
+func testRetryUpToMaxAttempts(t *testing.T, h Harness) {
+	e := setup(t, h)
+	c, err := e.s.CreateTask(e.ctx, "wf", tg.NodeSpec{NodeID: "flaky", MaxAttempts: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dep := e.create(t, "wf", "after", "flaky")
+	for attempt := 1; attempt <= 3; attempt++ {
+		cl, ok := e.claimNext(t, "w", "wf")
+		if !ok || cl.Task.TaskID != c.Task.TaskID || cl.Task.Attempts != attempt {
+			t.Fatalf("attempt %d: claimed %+v ok=%v", attempt, cl.Task, ok)
+		}
+		tk, err := e.s.Fail(e.ctx, holder(cl), "timeout", true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := tg.StatePending
+		if attempt == 3 {
+			want = tg.StateFailed
+		}
+		if tk.State != want {
+			t.Fatalf("after attempt %d: %s, want %s", attempt, tk.State, want)
+		}
+		if want == tg.StatePending && (tk.Owner != "" || tk.LeaseExpiresAt != (time.Time{})) {
+			t.Fatalf("retry kept the owner or lease: %+v", tk)
+		}
+	}
+	e.wantState(t, dep.TaskID, tg.StateCancelled)
+	if _, ok := e.claimNext(t, "w", "wf"); ok {
+		t.Fatal("a failed task was claimable")
+	}
+	st := e.s.Stats()
+	if st.Retries != 2 || st.Failures != 1 {
+		t.Fatalf("stats %+v", st)
+	}
+}
+
+func testIdempotentCreate(t *testing.T, h Harness) {
+	e := setup(t, h)
+	first, err := e.s.CreateTask(e.ctx, "wf", tg.NodeSpec{NodeID: "a", Payload: json.RawMessage(`{"x": 1, "y": [1,2]}`)})
+	if err != nil || !first.Created {
+		t.Fatalf("first create: %+v %v", first, err)
+	}
+	e.create(t, "wf", "b")
+	before := e.db.Snapshot(t)
+	again, err := e.s.CreateTask(e.ctx, "wf", tg.NodeSpec{NodeID: "a", Payload: json.RawMessage(`{"y":[1,2],"x":1}`), MaxAttempts: tg.DefaultMaxAttempts})
+	if err != nil || again.Created || again.Task.TaskID != first.Task.TaskID {
+		t.Fatalf("repeat create: %+v %v", again, err)
+	}
+	if e.db.Snapshot(t) != before {
+		t.Fatal("an idempotent repeat wrote to the database")
+	}
+	for name, spec := range map[string]tg.NodeSpec{
+		"payload":      {NodeID: "a", Payload: json.RawMessage(`{"x":2,"y":[1,2]}`)},
+		"depends_on":   {NodeID: "a", Payload: json.RawMessage(`{"x":1,"y":[1,2]}`), DependsOn: []string{"b"}},
+		"max_attempts": {NodeID: "a", Payload: json.RawMessage(`{"x":1,"y":[1,2]}`), MaxAttempts: 7},
+	} {
+		_, err := e.s.CreateTask(e.ctx, "wf", spec)
+		if !errors.Is(err, tg.ErrConflict) || !strings.Contains(err.Error(), name) {
+			t.Errorf("%s clash: %v", name, err)
+		}
+	}
+	if e.db.Snapshot(t) != before {
+		t.Fatal("a conflicting create wrote to the database")
+	}
+	// A workflow batch that repeats existing nodes and adds new ones.
+	out, err := e.s.CreateWorkflow(e.ctx, "wf", []tg.NodeSpec{{NodeID: "b", Payload: json.RawMessage(`{"n":"b"}`)}, {NodeID: "c", DependsOn: []string{"a", "b"}}})
+	if err != nil || out[0].Created || !out[1].Created || out[1].Task.State != tg.StateBlocked {
+		t.Fatalf("mixed batch: %+v %v", out, err)
+	}
+}
+
+func testBlockedStatusNamesOnlyUnfinishedDependencies(t *testing.T, h Harness) {
+	e := setup(t, h)
+	a := e.create(t, "wf", "a")
+	e.create(t, "wf", "b")
+	d := e.create(t, "wf", "d", "a", "b")
+	if got := e.get(t, d.TaskID).StatusMessage; got != "waiting on a, b" {
+		t.Fatalf("status %q", got)
+	}
+	c := e.claim(t, "w", a.TaskID, 0)
+	if _, err := e.s.Complete(e.ctx, holder(c), json.RawMessage(`1`)); err != nil {
+		t.Fatal(err)
+	}
+	if got := e.get(t, d.TaskID).StatusMessage; got != "waiting on b" {
+		t.Fatalf("after a completed: status %q, want %q", got, "waiting on b")
+	}
+}

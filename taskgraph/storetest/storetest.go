@@ -1,0 +1,383 @@
+package storetest
+
+import (
+	"context"
+	"crypto/sha256"
+	"database/sql"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/graph-engineering/graph-engineering-mcp/lease"
+	tg "github.com/graph-engineering/graph-engineering-mcp/taskgraph"
+)
+
+// Harness opens stores of one driver on fresh databases.
+type Harness struct {
+	// Name names the driver in failure messages ("sqlite", "postgres").
+	Name string
+	// NewDatabase returns a fresh, empty database for t (cleaned up with t).
+	NewDatabase func(t testing.TB) Database
+}
+
+// Database is one fresh database of a Harness.
+type Database interface {
+	// Open opens a store on the database with opts (the suite sets Clock
+	// and the options a subtest needs); the store is closed in t.Cleanup.
+	// Open may be called more than once on one database.
+	Open(t testing.TB, opts tg.Options) *tg.Store
+	// Exec runs raw SQL on the database (tampering tests), with ?
+	// placeholders (the PostgreSQL harness rewrites them to $n), outside the
+	// store, as someone with access to the database would. It fails t on an
+	// error.
+	Exec(t testing.TB, query string, args ...any)
+	// Query runs a read-only query with ? placeholders and returns its rows,
+	// each value rendered as text: integers in decimal, text and byte
+	// strings as their bytes, NULL as "". It fails t on an error.
+	Query(t testing.TB, query string, args ...any) [][]string
+	// Snapshot returns the whole database content (every row of every
+	// table, in a stable order) rendered as text, for "nothing was written"
+	// assertions: two snapshots are equal exactly when no row was inserted,
+	// changed or deleted in between. Byte strings appear as their bytes, so a
+	// secret stored in clear would appear in the snapshot.
+	Snapshot(t testing.TB) string
+}
+
+// t0 is where every store's manual clock starts.
+var t0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+
+// Run runs every behaviour of the suite as a subtest of t, each on a fresh
+// database of h.
+func Run(t *testing.T, h Harness) {
+	if h.NewDatabase == nil {
+		t.Fatalf("storetest: harness %q has no NewDatabase", h.Name)
+	}
+	groups := []struct {
+		name  string
+		tests []test
+	}{
+		{"Harness", harnessTests},
+		{"Fencing", fencingTests},
+		{"Graph", graphTests},
+		{"Operator", operatorTests},
+		{"History", historyTests},
+		{"Bounds", boundsTests},
+		{"Concurrency", concurrencyTests},
+		{"Race", raceTests},
+		{"LeaseTime", leaseTimeTests},
+	}
+	for _, g := range groups {
+		t.Run(g.name, func(t *testing.T) {
+			for _, tc := range g.tests {
+				t.Run(tc.name, func(t *testing.T) { tc.fn(t, h) })
+			}
+		})
+	}
+}
+
+// test is one behaviour of the suite.
+type test struct {
+	name string
+	fn   func(t *testing.T, h Harness)
+}
+
+// env is one store on a fresh database, on a manual clock.
+type env struct {
+	s     *tg.Store
+	db    Database
+	clock *lease.ManualClock
+	ctx   context.Context
+}
+
+func setup(t *testing.T, h Harness) *env {
+	t.Helper()
+	return setupWith(t, h, tg.Options{})
+}
+
+func setupWith(t *testing.T, h Harness, opts tg.Options) *env {
+	t.Helper()
+	// The env's clock is the store's when the caller gave a manual one.
+	clock, ok := opts.Clock.(*lease.ManualClock)
+	if !ok {
+		clock = lease.NewManualClock(t0)
+	}
+	if opts.Clock == nil {
+		opts.Clock = clock
+	}
+	db := h.NewDatabase(t)
+	s := db.Open(t, opts)
+	return &env{s: s, db: db, clock: clock, ctx: context.Background()}
+}
+
+func (e *env) create(t *testing.T, wf, node string, deps ...string) tg.Task {
+	t.Helper()
+	c, err := e.s.CreateTask(e.ctx, wf, tg.NodeSpec{NodeID: node, DependsOn: deps, Payload: json.RawMessage(fmt.Sprintf(`{"n":%q}`, node))})
+	if err != nil {
+		t.Fatalf("create %s/%s: %v", wf, node, err)
+	}
+	return c.Task
+}
+
+func (e *env) claim(t *testing.T, owner, taskID string, d time.Duration) tg.Claimed {
+	t.Helper()
+	c, ok, err := e.s.Claim(e.ctx, tg.ClaimRequest{Owner: owner, TaskID: taskID, Lease: d})
+	if err != nil || !ok {
+		t.Fatalf("claim %s by %s: ok=%v err=%v", taskID, owner, ok, err)
+	}
+	return c
+}
+
+func (e *env) claimNext(t *testing.T, owner, wf string) (tg.Claimed, bool) {
+	t.Helper()
+	c, ok, err := e.s.Claim(e.ctx, tg.ClaimRequest{Owner: owner, WorkflowID: wf})
+	if err != nil {
+		t.Fatalf("claim-next by %s: %v", owner, err)
+	}
+	return c, ok
+}
+
+func holder(c tg.Claimed) lease.Holder {
+	return lease.Holder{TaskID: c.Task.TaskID, Owner: c.Lease.Owner, Generation: c.Lease.Generation, Token: c.Lease.Token}
+}
+
+func (e *env) get(t *testing.T, id string) tg.Task {
+	t.Helper()
+	tk, err := e.s.Task(e.ctx, id)
+	if err != nil {
+		t.Fatalf("Task(%s): %v", id, err)
+	}
+	return tk
+}
+
+func (e *env) wantState(t *testing.T, id string, want tg.State) tg.Task {
+	t.Helper()
+	tk := e.get(t, id)
+	if tk.State != want {
+		t.Fatalf("task %s (%s) is %s (%q), want %s", id, tk.NodeID, tk.State, tk.StatusMessage, want)
+	}
+	return tk
+}
+
+// storedState reads a task's state from the database itself: Store.Task
+// would process a lapsed lease on its own.
+func (e *env) storedState(t *testing.T, id string) string {
+	t.Helper()
+	rows := e.db.Query(t, `SELECT state FROM tasks WHERE task_id = ?`, id)
+	if len(rows) != 1 {
+		t.Fatalf("task %s: %d stored rows", id, len(rows))
+	}
+	return rows[0][0]
+}
+
+// count runs a query whose single value is an integer.
+func (e *env) count(t *testing.T, query string, args ...any) int64 {
+	t.Helper()
+	rows := e.db.Query(t, query, args...)
+	if len(rows) != 1 || len(rows[0]) != 1 {
+		t.Fatalf("%s: %d rows, want one value", query, len(rows))
+	}
+	n, err := strconv.ParseInt(rows[0][0], 10, 64)
+	if err != nil {
+		t.Fatalf("%s: %v", query, err)
+	}
+	return n
+}
+
+func (e *env) verify(t *testing.T) tg.VerifyReport {
+	t.Helper()
+	rep, err := e.s.VerifyHistory(e.ctx)
+	if err != nil {
+		t.Fatalf("VerifyHistory: %v", err)
+	}
+	return rep
+}
+
+func (e *env) events(t *testing.T, id string) []tg.Event {
+	t.Helper()
+	evs, err := e.s.TaskEvents(e.ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return evs
+}
+
+// unchanged fails t when the database differs from the snapshot before.
+func (e *env) unchanged(t *testing.T, before, what string) {
+	t.Helper()
+	if after := e.db.Snapshot(t); after != before {
+		t.Errorf("%s: the database changed", what)
+	}
+}
+
+func wantStale(t *testing.T, err error, reason lease.Reason) {
+	t.Helper()
+	var se *lease.StaleClaimError
+	if !errors.Is(err, tg.ErrStaleClaim) || !errors.As(err, &se) || se.Reason != reason {
+		t.Fatalf("got %v, want a stale claim with reason %q", err, reason)
+	}
+}
+
+func wantConflict(t *testing.T, err error, phrase string) {
+	t.Helper()
+	var ce *tg.ConflictError
+	if !errors.Is(err, tg.ErrConflict) || !errors.As(err, &ce) || !strings.Contains(err.Error(), phrase) {
+		t.Fatalf("got %v, want a conflict saying %q", err, phrase)
+	}
+}
+
+// SQLDB implements Exec, Query and Snapshot of a Database on a database/sql
+// handle, for harnesses whose database has a database/sql driver.
+type SQLDB struct {
+	// DB is the handle; the harness closes it.
+	DB *sql.DB
+	// Rebind rewrites the suite's ? placeholders for the database's dialect
+	// (DollarPlaceholders for PostgreSQL); nil keeps them.
+	Rebind func(query string) string
+	// TablesQuery lists the tables Snapshot covers, one name per row.
+	TablesQuery string
+}
+
+func (d SQLDB) rebind(q string) string {
+	if d.Rebind == nil {
+		return q
+	}
+	return d.Rebind(q)
+}
+
+// Exec runs query with args and fails t on an error.
+func (d SQLDB) Exec(t testing.TB, query string, args ...any) {
+	t.Helper()
+	if _, err := d.DB.Exec(d.rebind(query), args...); err != nil {
+		t.Fatalf("%s: %v", query, err)
+	}
+}
+
+// Query runs query with args and returns its rows rendered as text.
+func (d SQLDB) Query(t testing.TB, query string, args ...any) [][]string {
+	t.Helper()
+	rows, err := d.query(query, args...)
+	if err != nil {
+		t.Fatalf("%s: %v", query, err)
+	}
+	return rows
+}
+
+func (d SQLDB) query(query string, args ...any) ([][]string, error) {
+	rows, err := d.DB.Query(d.rebind(query), args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	cols, err := rows.Columns()
+	if err != nil {
+		return nil, err
+	}
+	var out [][]string
+	for rows.Next() {
+		vals := make([]any, len(cols))
+		ptrs := make([]any, len(cols))
+		for i := range vals {
+			ptrs[i] = &vals[i]
+		}
+		if err := rows.Scan(ptrs...); err != nil {
+			return nil, err
+		}
+		row := make([]string, len(cols))
+		for i, v := range vals {
+			row[i] = render(v)
+		}
+		out = append(out, row)
+	}
+	return out, rows.Err()
+}
+
+// render writes a scanned value as text.
+func render(v any) string {
+	switch v := v.(type) {
+	case nil:
+		return ""
+	case []byte:
+		return string(v)
+	case string:
+		return v
+	case int64:
+		return strconv.FormatInt(v, 10)
+	case time.Time:
+		return v.UTC().Format(time.RFC3339Nano)
+	default:
+		return fmt.Sprint(v)
+	}
+}
+
+// Snapshot renders every row of every table TablesQuery lists, tables by
+// name and rows sorted, with a digest line per table.
+func (d SQLDB) Snapshot(t testing.TB) string {
+	t.Helper()
+	names, err := d.query(d.TablesQuery)
+	if err != nil {
+		t.Fatalf("list tables: %v", err)
+	}
+	tables := make([]string, 0, len(names))
+	for _, n := range names {
+		tables = append(tables, n[0])
+	}
+	slices.Sort(tables)
+	var b strings.Builder
+	for _, table := range tables {
+		rows, err := d.query(`SELECT * FROM ` + table)
+		if err != nil {
+			t.Fatalf("snapshot %s: %v", table, err)
+		}
+		lines := make([]string, len(rows))
+		for i, r := range rows {
+			lines[i] = strings.Join(quoteAll(r), "|")
+		}
+		slices.Sort(lines)
+		sum := sha256.Sum256([]byte(strings.Join(lines, "\n")))
+		fmt.Fprintf(&b, "== %s: %d rows, sha256 %s\n", table, len(rows), hex.EncodeToString(sum[:8]))
+		for _, l := range lines {
+			b.WriteString(l)
+			b.WriteByte('\n')
+		}
+	}
+	return b.String()
+}
+
+func quoteAll(r []string) []string {
+	out := make([]string, len(r))
+	for i, v := range r {
+		out[i] = strconv.Quote(v)
+	}
+	return out
+}
+
+// DollarPlaceholders rewrites the ? placeholders of query to $1, $2, ...
+// (PostgreSQL), leaving question marks inside quoted strings and
+// identifiers alone.
+func DollarPlaceholders(query string) string {
+	var b strings.Builder
+	n := 0
+	var quote rune
+	for _, r := range query {
+		switch {
+		case quote != 0:
+			if r == quote {
+				quote = 0
+			}
+		case r == '\'' || r == '"':
+			quote = r
+		case r == '?':
+			n++
+			b.WriteString("$" + strconv.Itoa(n))
+			continue
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
