@@ -249,9 +249,7 @@ func TestReadyChangesNothing(t *testing.T) {
 	b.create(t, "wf", "a")
 	version := func() string {
 		var v, at int64
-		if err := b.s.rdb.QueryRow(`SELECT version, applied_at_ms FROM schema_version`).Scan(&v, &at); err != nil {
-			t.Fatal(err)
-		}
+		rawScan(t, b.path, `SELECT version, applied_at_ms FROM schema_version`, nil, &v, &at)
 		return fmt.Sprint(v, at)
 	}
 	before, beforeV := fingerprint(t, b.path), version()

@@ -161,3 +161,18 @@ func lastEvent(t *testing.T, b *bundle, id, kind string) Event {
 	t.Fatalf("task %s has no %s event", id, kind)
 	return Event{}
 }
+
+// rawScan runs one query on the SQLite database at path through a
+// read-only connection of its own, behind the store's back, and scans its
+// row into dest.
+func rawScan(t *testing.T, path, query string, args []any, dest ...any) {
+	t.Helper()
+	db, err := sql.Open("sqlite3", "file:"+path+"?mode=ro")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if err := db.QueryRow(query, args...).Scan(dest...); err != nil {
+		t.Fatalf("%s: %v", query, err)
+	}
+}

@@ -3,11 +3,11 @@ package taskgraph
 import (
 	"encoding/json"
 	"errors"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/graph-engineering/graph-engineering-mcp/lease"
+	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/tgdriver"
 )
 
 // The fenced UPDATE carries the whole claim in its own predicate: even with
@@ -31,7 +31,7 @@ func TestFencedWriteCarriesTheClaimInItsPredicate(t *testing.T) {
 			if err != nil {
 				return err
 			}
-			return w.fenced(&r, h, `status_message = ?`, "written by "+name)
+			return w.fenced(&r, h, tgdriver.TaskSet{StatusMessage: tgdriver.Val("written by " + name)})
 		})
 		if !errors.Is(err, ErrStaleClaim) {
 			t.Errorf("%s: got %v, want a stale claim", name, err)
@@ -44,7 +44,7 @@ func TestFencedWriteCarriesTheClaimInItsPredicate(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		return w.fenced(&r, late, `status_message = ?`, "written late")
+		return w.fenced(&r, late, tgdriver.TaskSet{StatusMessage: tgdriver.Val("written late")})
 	})
 	if !errors.Is(err, ErrStaleClaim) {
 		t.Errorf("after the lease: got %v, want a stale claim", err)
@@ -75,7 +75,7 @@ func TestExpiryCarriesItsGuardInThePredicate(t *testing.T) {
 			return err
 		}
 		// Another writer renews the lease between the read and the expiry.
-		if _, err := w.exec(`UPDATE tasks SET lease_expires_at_ms = ? WHERE seq = ?`, w.now.Add(time.Minute).UnixMilli(), r.seq); err != nil {
+		if _, _, err := w.tx.UpdateTask(w.ctx, r.seq, tgdriver.TaskSet{LeaseExpiresAtMS: tgdriver.Val(w.now.Add(time.Minute).UnixMilli()), UpdatedAtMS: w.nowMS}, tgdriver.TaskGuard{}); err != nil {
 			return err
 		}
 		return w.expire(&r)
@@ -97,21 +97,24 @@ func TestExpiryCarriesItsGuardInThePredicate(t *testing.T) {
 func TestChainHeadAdvancesOnlyFromTheHeadItLinksTo(t *testing.T) {
 	b := setup(t)
 	tk := b.create(t, "wf", "a")
-	// A trigger plays the other writer: it moves the head as the event is
-	// inserted, between the read of the head and its update.
 	err := b.s.do(b.ctx, func(w *wtx) error {
 		r, err := w.loadTask(tk.TaskID)
 		if err != nil {
 			return err
 		}
-		if _, err := w.exec(`CREATE TEMP TRIGGER move_head AFTER INSERT ON events BEGIN UPDATE workflows SET head_hash = 'moved' WHERE workflow_id = NEW.workflow_id; END`); err != nil {
+		// Another writer's event lands between this one's read of the head
+		// and its append.
+		if err := w.appendEvent(&r, EventHeartbeat, "other", 0, nil); err != nil {
 			return err
 		}
-		defer w.exec(`DROP TRIGGER IF EXISTS move_head`)
-		return w.appendEvent(&r, EventHeartbeat, "w", 0, nil)
+		return w.tx.AppendEvent(w.ctx, tgdriver.EventRow{WorkflowID: "wf", Seq: 2, TaskID: r.TaskID, Kind: EventHeartbeat,
+			AtMS: w.nowMS, Detail: "{}", PrevHash: "the head before the other writer", Hash: "h"})
 	})
-	if err == nil || !strings.Contains(err.Error(), "moved") {
-		t.Fatalf("an event linked to a moved head: got %v, want the write refused", err)
+	if !errors.Is(err, tgdriver.ErrChainMoved) {
+		t.Fatalf("an event linked to a moved head: got %v, want ErrChainMoved", err)
+	}
+	if evs := mustEvents(t, b, tk.TaskID); len(evs) != 1 {
+		t.Fatalf("the refused operation left %d events, want the create alone", len(evs))
 	}
 	b.verify(t)
 }

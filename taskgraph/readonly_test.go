@@ -348,9 +348,7 @@ func readBackupReadOnly(t *testing.T, path string) {
 		return
 	}
 	var mode string
-	if err := ro.rdb.QueryRow(`PRAGMA journal_mode`).Scan(&mode); err != nil {
-		t.Error(err)
-	}
+	rawScan(t, ro.Path(), `PRAGMA journal_mode`, nil, &mode)
 	if n, err := ro.CountByState(context.Background()); err != nil || n[StateClaimed] != 1 {
 		t.Errorf("the backup's tasks: %v %v", n, err)
 	}
