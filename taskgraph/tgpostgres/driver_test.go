@@ -1,0 +1,655 @@
+package tgpostgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/graph-engineering/graph-engineering-mcp/lease"
+	"github.com/graph-engineering/graph-engineering-mcp/schema"
+	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/tgdriver"
+	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/tgpostgres/pgtest"
+)
+
+func testCtx(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func open(t *testing.T, url string, opts Options) *Driver {
+	t.Helper()
+	d, err := Open(testCtx(t), url, opts)
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	t.Cleanup(func() { _ = d.Close() })
+	if err := d.Start(tgdriver.Hooks{}); err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+// raw connects to the database directly, for setup and inspection.
+func raw(t *testing.T, url string) *pgx.Conn {
+	t.Helper()
+	c, err := pgx.Connect(testCtx(t), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close(context.Background()) })
+	return c
+}
+
+// addTask creates node of wf (pending unless deps) and returns its seq.
+func addTask(t *testing.T, d *Driver, wf, node, state string) int64 {
+	t.Helper()
+	var seq int64
+	err := d.Write(testCtx(t), func(tx tgdriver.Tx) error {
+		if _, err := tx.EnsureWorkflow(context.Background(), wf, 1000); err != nil {
+			return err
+		}
+		var err error
+		seq, err = tx.InsertTask(context.Background(), tgdriver.TaskRow{
+			TaskID: wf + "-" + node, WorkflowID: wf, NodeID: node, Payload: `{"n":1}`, DependsOn: `[]`,
+			State: state, MaxAttempts: 3, CreatedAtMS: 1000, UpdatedAtMS: 1000,
+		})
+		if err != nil {
+			return err
+		}
+		return tx.AddWorkflowTasks(context.Background(), wf, 1)
+	})
+	if err != nil {
+		t.Fatalf("add task %s/%s: %v", wf, node, err)
+	}
+	return seq
+}
+
+func TestMigrateTwiceAndConcurrently(t *testing.T) {
+	url := pgtest.URL(t)
+	d := open(t, url, Options{})
+	_ = d.Close()
+	open(t, url, Options{}) // the second Open finds the schema current
+
+	url2 := pgtest.URL(t)
+	var wg sync.WaitGroup
+	errs := make([]error, 4)
+	for i := range errs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			d, err := Open(testCtx(t), url2, Options{MaxConns: 2})
+			if err == nil {
+				_ = d.Close()
+			}
+			errs[i] = err
+		}()
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Errorf("concurrent Open %d: %v", i, err)
+		}
+	}
+	var v int
+	if err := raw(t, url2).QueryRow(testCtx(t), `SELECT version FROM schema_version`).Scan(&v); err != nil || v != 1 {
+		t.Fatalf("schema version = %d, %v; want 1", v, err)
+	}
+}
+
+func TestForeignAndNewerDatabasesRefused(t *testing.T) {
+	url := pgtest.URL(t)
+	c := raw(t, url)
+	if _, err := c.Exec(testCtx(t), `CREATE TABLE invoices (id INT)`); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Open(testCtx(t), url, Options{})
+	if !errors.Is(err, schema.ErrForeign) {
+		t.Fatalf("Open on a foreign database: %v, want schema.ErrForeign", err)
+	}
+	var n int
+	if err := c.QueryRow(testCtx(t), `SELECT COUNT(*) FROM information_schema.tables WHERE table_schema = 'public'`).Scan(&n); err != nil || n != 1 {
+		t.Fatalf("the foreign database has %d tables (%v), want it untouched (1)", n, err)
+	}
+
+	url2 := pgtest.URL(t)
+	d := open(t, url2, Options{})
+	_ = d.Close()
+	if _, err := raw(t, url2).Exec(testCtx(t), `UPDATE schema_version SET version = 99`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Open(testCtx(t), url2, Options{}); !errors.Is(err, schema.ErrTooNew) || !strings.Contains(err.Error(), "99") {
+		t.Fatalf("Open on a newer schema: %v, want schema.ErrTooNew naming version 99", err)
+	}
+}
+
+func TestPasswordNeverInErrorsOrLocation(t *testing.T) {
+	url := pgtest.URL(t)
+	const secret = "Sup3rSecretPassw0rd"
+	bad := strings.Replace(url, "://", "://", 1)
+	i, j := strings.Index(bad, "://")+3, strings.Index(bad, "@")
+	user, _, _ := strings.Cut(bad[i:j], ":")
+	bad = bad[:i] + user + ":" + secret + bad[j:]
+	_, err := Open(testCtx(t), bad, Options{AcquireTimeout: 5 * time.Second})
+	if err == nil {
+		t.Fatal("Open with a wrong password succeeded")
+	}
+	if strings.Contains(err.Error(), secret) {
+		t.Fatalf("the error holds the password: %v", err)
+	}
+	if _, err := Open(testCtx(t), "mysql://u:"+secret+"@h/db", Options{}); !errors.Is(err, ErrBadURL) || strings.Contains(err.Error(), secret) {
+		t.Fatalf("Open with another scheme: %v", err)
+	}
+	alt := strings.Replace(url, "postgres://", "postgresql://", 1)
+	d := open(t, alt, Options{})
+	loc := d.Info().Location
+	if _, pw, _ := parseURL(url); pw != "" && strings.Contains(loc, pw) {
+		t.Fatalf("Info().Location holds the password: %s", loc)
+	}
+	if d.Info().Name != "postgres" || !d.Info().SharedClock {
+		t.Fatalf("Info = %+v", d.Info())
+	}
+}
+
+func TestUpdateTaskGuards(t *testing.T) {
+	ctx := testCtx(t)
+	d := open(t, pgtest.URL(t), Options{})
+	seq := addTask(t, d, "wf", "a", "pending")
+	hash := lease.HashToken("tok")
+	claim := tgdriver.TaskSet{State: tgdriver.Val("claimed"), Owner: tgdriver.Val("w1"), Generation: tgdriver.Val[int64](1),
+		TokenHash: tgdriver.Val(hash), LeaseExpiresAtMS: tgdriver.Val[int64](5000), LeaseMS: tgdriver.Val[int64](4000),
+		AddAttempt: true, StatusMessage: tgdriver.Val("running"), UpdatedAtMS: 1000}
+	update := func(set tgdriver.TaskSet, g tgdriver.TaskGuard) (tgdriver.TaskRow, bool) {
+		t.Helper()
+		var r tgdriver.TaskRow
+		var ok bool
+		if err := d.Write(ctx, func(tx tgdriver.Tx) error {
+			var err error
+			r, ok, err = tx.UpdateTask(ctx, seq, set, g)
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+		return r, ok
+	}
+	if _, ok := update(claim, tgdriver.TaskGuard{States: []string{"blocked"}}); ok {
+		t.Fatal("claim of a pending task guarded by state blocked succeeded")
+	}
+	r, ok := update(claim, tgdriver.TaskGuard{States: []string{"pending"}, NoUnmet: true})
+	if !ok || r.State != "claimed" || r.Owner != "w1" || r.Attempts != 1 || string(r.TokenHash) != string(hash) || r.LeaseMS != 4000 {
+		t.Fatalf("claim = %+v, %v", r, ok)
+	}
+	fence := func(owner string, gen int64, tok []byte, at int64) tgdriver.TaskGuard {
+		return tgdriver.TaskGuard{States: []string{"claimed"}, Owner: tgdriver.Val(owner), Generation: tgdriver.Val(gen),
+			TokenHash: tgdriver.Val(tok), LeaseLiveAtMS: tgdriver.Val(at)}
+	}
+	done := tgdriver.TaskSet{State: tgdriver.Val("completed"), Result: tgdriver.Val(`{"ok":true}`), TokenHash: tgdriver.Null[[]byte](),
+		LeaseExpiresAtMS: tgdriver.Null[int64](), UpdatedAtMS: 2000}
+	for name, g := range map[string]tgdriver.TaskGuard{
+		"wrong owner":      fence("w2", 1, hash, 2000),
+		"wrong generation": fence("w1", 2, hash, 2000),
+		"wrong token":      fence("w1", 1, lease.HashToken("other"), 2000),
+		"lapsed lease":     fence("w1", 1, hash, 5000),
+	} {
+		if _, ok := update(done, g); ok {
+			t.Errorf("completion with %s succeeded", name)
+		}
+	}
+	if _, ok := update(done, tgdriver.TaskGuard{LeaseLapsedAtMS: tgdriver.Val[int64](4999)}); ok {
+		t.Error("expiry of a live lease succeeded")
+	}
+	r, ok = update(done, fence("w1", 1, hash, 4999))
+	if !ok || r.State != "completed" || !r.HasResult || r.Result != `{"ok":true}` || r.TokenHash != nil || r.LeaseExpiresAtMS != 0 || r.UpdatedAtMS != 2000 {
+		t.Fatalf("completion = %+v, %v", r, ok)
+	}
+	if _, ok := update(tgdriver.TaskSet{UpdatedAtMS: 1}, tgdriver.TaskGuard{}); !ok {
+		t.Fatal("unguarded update did not apply")
+	}
+	if err := d.Write(ctx, func(tx tgdriver.Tx) error {
+		_, _, err := tx.UpdateTask(ctx, seq, tgdriver.TaskSet{AddAttempt: true, Attempts: tgdriver.Val(2)}, tgdriver.TaskGuard{})
+		return err
+	}); !errors.Is(err, errBadUpdate) {
+		t.Fatalf("contradictory update: %v", err)
+	}
+}
+
+func TestAppendEventCompareAndSet(t *testing.T) {
+	ctx := testCtx(t)
+	d := open(t, pgtest.URL(t), Options{})
+	addTask(t, d, "wf", "a", "pending")
+	ev := func(seq int64, prev, hash string) tgdriver.EventRow {
+		return tgdriver.EventRow{WorkflowID: "wf", Seq: seq, TaskID: "wf-a", Kind: "created", AtMS: 3000 + seq, Detail: `{}`, PrevHash: prev, Hash: hash}
+	}
+	if err := d.Write(ctx, func(tx tgdriver.Tx) error {
+		head, n, err := tx.ChainHead(ctx, "wf")
+		if err != nil || head != "" || n != 0 {
+			return fmt.Errorf("head %q %d %v", head, n, err)
+		}
+		if err := tx.AppendEvent(ctx, ev(1, "", "h1")); err != nil {
+			return err
+		}
+		return tx.AppendEvent(ctx, ev(2, "h1", "h2"))
+	}); err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range []tgdriver.EventRow{ev(2, "h1", "h2x"), ev(3, "h1", "h3"), ev(4, "h2", "h4")} {
+		err := d.Write(ctx, func(tx tgdriver.Tx) error { return tx.AppendEvent(ctx, e) })
+		if !errors.Is(err, tgdriver.ErrChainMoved) {
+			t.Errorf("append %d after %s: %v, want ErrChainMoved", e.Seq, e.PrevHash, err)
+		}
+	}
+	w, err := d.Reads().Workflow(ctx, "wf")
+	if err != nil || w.HeadHash != "h2" || w.EventCount != 2 || w.UpdatedAtMS != 3002 {
+		t.Fatalf("workflow = %+v, %v", w, err)
+	}
+	var kinds []int64
+	if err := d.Reads().WorkflowEvents(ctx, "wf", func(e tgdriver.EventRow) error { kinds = append(kinds, e.Seq); return nil }); err != nil || len(kinds) != 2 {
+		t.Fatalf("events %v, %v", kinds, err)
+	}
+}
+
+// TestNextPendingSkipsLocked: while one transaction holds the oldest pending
+// task, a second takes the next one (of another workflow) without waiting.
+func TestNextPendingSkipsLocked(t *testing.T) {
+	ctx := testCtx(t)
+	d := open(t, pgtest.URL(t), Options{})
+	a := addTask(t, d, "wf1", "a", "pending")
+	b := addTask(t, d, "wf2", "b", "pending")
+	held, release := make(chan struct{}), make(chan struct{})
+	first := make(chan error, 1)
+	go func() {
+		first <- d.Write(ctx, func(tx tgdriver.Tx) error {
+			r, ok, err := tx.NextPending(ctx, "")
+			if err != nil || !ok || r.Seq != a {
+				return fmt.Errorf("first NextPending = %d %v %v, want %d", r.Seq, ok, err, a)
+			}
+			close(held)
+			<-release
+			return nil
+		})
+	}()
+	<-held
+	wctx, cancel := context.WithTimeout(ctx, 5*time.Second) // fails (not hangs) if it waited
+	defer cancel()
+	err := d.Write(wctx, func(tx tgdriver.Tx) error {
+		r, ok, err := tx.NextPending(wctx, "")
+		if err != nil || !ok || r.Seq != b {
+			return fmt.Errorf("second NextPending = %d %v %v, want %d", r.Seq, ok, err, b)
+		}
+		if _, ok, err := tx.NextPending(wctx, "wf1"); err != nil || ok {
+			return fmt.Errorf("NextPending(wf1) while it is held = %v %v, want none", ok, err)
+		}
+		return nil
+	})
+	close(release)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := <-first; err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestNextPendingWaitsForBusyWorkflow: a task whose workflow another writer
+// holds is taken once that writer commits, after it re-reads the workflow.
+func TestNextPendingWaitsForBusyWorkflow(t *testing.T) {
+	ctx := testCtx(t)
+	d := open(t, pgtest.URL(t), Options{})
+	a := addTask(t, d, "wf", "a", "pending")
+	b := addTask(t, d, "wf", "b", "pending")
+	held, release := make(chan struct{}), make(chan struct{})
+	first := make(chan error, 1)
+	go func() {
+		first <- d.Write(ctx, func(tx tgdriver.Tx) error {
+			if _, err := tx.LockWorkflow(ctx, "wf"); err != nil {
+				return err
+			}
+			// Claim a (so it is no longer pending) while holding the workflow.
+			if _, ok, err := tx.UpdateTask(ctx, a, tgdriver.TaskSet{State: tgdriver.Val("claimed"), UpdatedAtMS: 2}, tgdriver.TaskGuard{}); err != nil || !ok {
+				return fmt.Errorf("claim a: %v %v", ok, err)
+			}
+			close(held)
+			<-release
+			return nil
+		})
+	}()
+	<-held
+	second := make(chan error, 1)
+	go func() {
+		second <- d.Write(ctx, func(tx tgdriver.Tx) error {
+			r, ok, err := tx.NextPending(ctx, "")
+			if err != nil || !ok || r.Seq != b {
+				return fmt.Errorf("NextPending = %d %v %v, want %d", r.Seq, ok, err, b)
+			}
+			return nil
+		})
+	}()
+	waitForLockWait(t, d)
+	close(release)
+	if err := <-first; err != nil {
+		t.Fatal(err)
+	}
+	if err := <-second; err != nil {
+		t.Fatal(err)
+	}
+}
+
+// waitForLockWait polls until some backend of the database waits for a lock.
+func waitForLockWait(t *testing.T, d *Driver) {
+	t.Helper()
+	ctx := testCtx(t)
+	for {
+		var n int
+		if err := d.pool.QueryRow(ctx, `SELECT COUNT(*) FROM pg_stat_activity WHERE datname = current_database()
+			AND wait_event_type = 'Lock'`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		if n > 0 {
+			return
+		}
+		if ctx.Err() != nil {
+			t.Fatal("no transaction started waiting for a lock")
+		}
+		time.Sleep(5 * time.Millisecond) // polling a condition, not waiting for time to pass
+	}
+}
+
+// TestLockDependencyHoldsOffCompletion: a create holding its dependency FOR
+// SHARE makes a concurrent completion's UPDATE wait; the completion then sees
+// the new edge and decrements the new dependent.
+func TestLockDependencyHoldsOffCompletion(t *testing.T) {
+	ctx := testCtx(t)
+	d := open(t, pgtest.URL(t), Options{})
+	dep := addTask(t, d, "wf", "dep", "pending")
+	locked, release := make(chan struct{}), make(chan struct{})
+	create := make(chan error, 1)
+	go func() {
+		create <- d.Write(ctx, func(tx tgdriver.Tx) error {
+			r, err := tx.LockDependency(ctx, "wf", "dep")
+			if err != nil || r.State != "pending" {
+				return fmt.Errorf("LockDependency: %+v %v", r, err)
+			}
+			seq, err := tx.InsertTask(ctx, tgdriver.TaskRow{TaskID: "wf-child", WorkflowID: "wf", NodeID: "child", Payload: `{}`,
+				DependsOn: `["dep"]`, State: "blocked", MaxAttempts: 1, Unmet: 1, CreatedAtMS: 2, UpdatedAtMS: 2})
+			if err != nil {
+				return err
+			}
+			if err := tx.InsertEdge(ctx, dep, seq); err != nil {
+				return err
+			}
+			close(locked)
+			<-release
+			return nil
+		})
+	}()
+	<-locked
+	complete := make(chan []tgdriver.UnmetRow, 1)
+	completeErr := make(chan error, 1)
+	go func() {
+		completeErr <- d.Write(ctx, func(tx tgdriver.Tx) error {
+			if _, ok, err := tx.UpdateTask(ctx, dep, tgdriver.TaskSet{State: tgdriver.Val("completed"), UpdatedAtMS: 3},
+				tgdriver.TaskGuard{States: []string{"pending", "claimed"}}); err != nil || !ok {
+				return fmt.Errorf("complete: %v %v", ok, err)
+			}
+			rows, err := tx.DecrementUnmet(ctx, dep)
+			complete <- rows
+			return err
+		})
+	}()
+	waitForLockWait(t, d)
+	select {
+	case err := <-completeErr:
+		t.Fatalf("the completion did not wait for the create: %v", err)
+	default:
+	}
+	close(release)
+	if err := <-create; err != nil {
+		t.Fatal(err)
+	}
+	if err := <-completeErr; err != nil {
+		t.Fatal(err)
+	}
+	rows := <-complete
+	if len(rows) != 1 || rows[0].Unmet != 0 || rows[0].State != "blocked" {
+		t.Fatalf("DecrementUnmet after the create = %+v, want the child at unmet 0", rows)
+	}
+}
+
+func TestNotifyReachesOtherReplicaOnly(t *testing.T) {
+	ctx := testCtx(t)
+	url := pgtest.URL(t)
+	a := open(t, url, Options{ReplicaID: "replica-a"})
+	b := open(t, url, Options{ReplicaID: "replica-b"})
+	notify := func(d *Driver, wf string) {
+		t.Helper()
+		if err := d.Write(ctx, func(tx tgdriver.Tx) error { return tx.NotifyReady(ctx, wf) }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	notify(a, "wf-from-a")
+	select {
+	case c := <-b.Changes():
+		if len(c.Workflows) != 1 || c.Workflows[0] != "wf-from-a" || c.Unknown {
+			t.Fatalf("b got %+v", c)
+		}
+	case <-ctx.Done():
+		t.Fatal("b never heard a's notification")
+	}
+	notify(b, "wf-from-b")
+	select {
+	case c := <-a.Changes():
+		if len(c.Workflows) != 1 || c.Workflows[0] != "wf-from-b" {
+			t.Fatalf("a got %+v, want only b's notification (never its own)", c)
+		}
+	case <-ctx.Done():
+		t.Fatal("a never heard b's notification")
+	}
+	select {
+	case c := <-b.Changes():
+		t.Fatalf("b heard its own notification: %+v", c)
+	default:
+	}
+	// A rolled-back write notifies nobody.
+	_ = a.Write(ctx, func(tx tgdriver.Tx) error {
+		_ = tx.NotifyReady(ctx, "rolled-back")
+		return errors.New("roll back")
+	})
+	notify(a, "after")
+	c := <-b.Changes()
+	for _, w := range c.Workflows {
+		if w == "rolled-back" {
+			t.Fatalf("b heard a rolled-back notification: %+v", c)
+		}
+	}
+}
+
+func TestListenerReconnectReportsUnknown(t *testing.T) {
+	ctx := testCtx(t)
+	url := pgtest.URL(t)
+	d := open(t, url, Options{ReplicaID: "listener"})
+	c := raw(t, url)
+	if _, err := c.Exec(ctx, `SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+		WHERE datname = current_database() AND query LIKE 'LISTEN%'`); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case ch := <-d.Changes():
+		if !ch.Unknown {
+			t.Fatalf("after a reconnect: %+v, want Unknown", ch)
+		}
+	case <-ctx.Done():
+		t.Fatal("no Unknown change after the listener lost its connection")
+	}
+}
+
+// TestWriteRetriesDeadlock provokes a deadlock with two writes locking two
+// rows in opposite orders; PostgreSQL aborts one, Write runs it again, and
+// both succeed.
+func TestWriteRetriesDeadlock(t *testing.T) {
+	ctx := testCtx(t)
+	d := open(t, pgtest.URL(t), Options{})
+	addTask(t, d, "x", "a", "pending")
+	addTask(t, d, "y", "a", "pending")
+	var runs atomic.Int32
+	var barrier sync.WaitGroup
+	barrier.Add(2)
+	write := func(first, second string) error {
+		var once sync.Once
+		return d.Write(ctx, func(tx tgdriver.Tx) error {
+			runs.Add(1)
+			ptx := tx.(*wtx).tx
+			if _, err := ptx.Exec(ctx, `UPDATE workflows SET task_count = task_count WHERE workflow_id = $1`, first); err != nil {
+				return err
+			}
+			once.Do(func() { barrier.Done(); barrier.Wait() })
+			_, err := ptx.Exec(ctx, `UPDATE workflows SET task_count = task_count WHERE workflow_id = $1`, second)
+			return err
+		})
+	}
+	errs := make(chan error, 2)
+	go func() { errs <- write("x", "y") }()
+	go func() { errs <- write("y", "x") }()
+	for range 2 {
+		if err := <-errs; err != nil {
+			t.Fatalf("a write failed: %v", err)
+		}
+	}
+	if n := runs.Load(); n < 3 {
+		t.Fatalf("the functions ran %d times; a deadlock should have made one run again", n)
+	}
+}
+
+func TestWriteRetriesSerializationFailure(t *testing.T) {
+	ctx := testCtx(t)
+	d := open(t, pgtest.URL(t), Options{})
+	var runs int
+	err := d.Write(ctx, func(tx tgdriver.Tx) error {
+		runs++
+		if runs == 1 {
+			_, err := tx.(*wtx).tx.Exec(ctx, `DO $$ BEGIN RAISE EXCEPTION 'provoked' USING ERRCODE = '40001'; END $$`)
+			return err
+		}
+		return nil
+	})
+	if err != nil || runs != 2 {
+		t.Fatalf("Write = %v after %d runs, want success after 2", err, runs)
+	}
+	runs = 0
+	err = d.Write(ctx, func(tx tgdriver.Tx) error {
+		runs++
+		_, err := tx.(*wtx).tx.Exec(ctx, `DO $$ BEGIN RAISE EXCEPTION 'provoked' USING ERRCODE = '40P01'; END $$`)
+		return err
+	})
+	if err == nil || runs != MaxWriteTries {
+		t.Fatalf("Write = %v after %d runs, want failure after %d", err, runs, MaxWriteTries)
+	}
+}
+
+func TestErrorsMapToSentinels(t *testing.T) {
+	ctx := testCtx(t)
+	d := open(t, pgtest.URL(t), Options{})
+	for code, want := range map[string]error{"53100": tgdriver.ErrDiskFull, "25006": tgdriver.ErrReadOnly, "57P01": tgdriver.ErrUnreachable} {
+		err := d.Write(ctx, func(tx tgdriver.Tx) error {
+			_, err := tx.(*wtx).tx.Exec(ctx, `DO $$ BEGIN RAISE EXCEPTION 'provoked' USING ERRCODE = '`+code+`'; END $$`)
+			return d.classify(ctx, err)
+		})
+		if !errors.Is(err, want) || !errors.Is(err, tgdriver.ErrUnavailable) {
+			t.Errorf("SQLSTATE %s: %v, want %v", code, err, want)
+		}
+	}
+	if _, err := d.Reads().TaskByID(ctx, "none"); !errors.Is(err, tgdriver.ErrNoRows) {
+		t.Errorf("TaskByID of nothing: %v", err)
+	}
+}
+
+func TestBusyPoolIsErrBusy(t *testing.T) {
+	ctx := testCtx(t)
+	d := open(t, pgtest.URL(t), Options{MaxConns: 1, AcquireTimeout: 100 * time.Millisecond})
+	held, release := make(chan struct{}), make(chan struct{})
+	done := make(chan error, 1)
+	go func() {
+		done <- d.Write(ctx, func(tx tgdriver.Tx) error { close(held); <-release; return nil })
+	}()
+	<-held
+	err := d.Write(ctx, func(tx tgdriver.Tx) error { return nil })
+	close(release)
+	if !errors.Is(err, tgdriver.ErrBusy) {
+		t.Fatalf("Write on a full pool: %v, want ErrBusy", err)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestClockFollowsDatabaseDespiteSkew(t *testing.T) {
+	for _, skew := range []time.Duration{5 * time.Second, -5 * time.Second} {
+		t.Run(skew.String(), func(t *testing.T) {
+			local := lease.NewManualClock(time.Now().Add(skew))
+			d := open(t, pgtest.URL(t), Options{LocalClock: local})
+			var db time.Time
+			if err := d.pool.QueryRow(testCtx(t), `SELECT clock_timestamp()`).Scan(&db); err != nil {
+				t.Fatal(err)
+			}
+			// The manual clock stands still: the corrected reading is the
+			// database's time at calibration, shortly before db.
+			got := d.Clock().Now()
+			if diff := db.Sub(got); diff < 0 || diff > 2*time.Second {
+				t.Fatalf("Clock().Now() = %v, database %v (diff %v); want within 2s despite a %v local skew", got, db, diff, skew)
+			}
+			local.Advance(time.Minute)
+			if moved := d.Clock().Now().Sub(got); moved != time.Minute {
+				t.Fatalf("the clock moved %v when the local clock advanced a minute", moved)
+			}
+			if off, _ := d.clock.Offset(); (off + skew).Abs() > 2*time.Second {
+				t.Fatalf("offset %v for a local skew of %v", off, skew)
+			}
+		})
+	}
+}
+
+func TestCloseReadyPingSnapshotBackup(t *testing.T) {
+	ctx := testCtx(t)
+	d := open(t, pgtest.URL(t), Options{})
+	if err := d.Ready(ctx); err != nil {
+		t.Fatalf("Ready: %v", err)
+	}
+	if err := d.Ping(ctx); err != nil {
+		t.Fatalf("Ping: %v", err)
+	}
+	addTask(t, d, "wf", "a", "pending")
+	if err := d.Snapshot(ctx, func(r tgdriver.Reads) error {
+		ts, err := r.ListTasks(ctx, tgdriver.ListFilter{WorkflowID: "wf"})
+		if err != nil || len(ts) != 1 || ts[0].Payload != `{"n":1}` {
+			return fmt.Errorf("ListTasks = %+v, %v", ts, err)
+		}
+		n, err := r.PendingInWorkflow(ctx, "wf", 10)
+		if err != nil || n != 1 {
+			return fmt.Errorf("PendingInWorkflow = %d, %v", n, err)
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Backup(ctx, "x"); !errors.Is(err, ErrBackupUnsupported) || !strings.Contains(err.Error(), "pg_dump") {
+		t.Fatalf("Backup: %v", err)
+	}
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Close(); err != nil {
+		t.Fatalf("second Close: %v", err)
+	}
+	if err := d.Write(ctx, func(tgdriver.Tx) error { return nil }); !errors.Is(err, tgdriver.ErrClosed) {
+		t.Fatalf("Write after Close: %v", err)
+	}
+	if err := d.Ready(ctx); !errors.Is(err, tgdriver.ErrClosed) {
+		t.Fatalf("Ready after Close: %v", err)
+	}
+}
