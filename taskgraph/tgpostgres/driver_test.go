@@ -141,6 +141,7 @@ func TestPasswordNeverInErrorsOrLocation(t *testing.T) {
 	if err == nil {
 		t.Fatal("Open with a wrong password succeeded")
 	}
+	t.Logf("Open with a wrong password: %v", err)
 	if strings.Contains(err.Error(), secret) {
 		t.Fatalf("the error holds the password: %v", err)
 	}
@@ -651,5 +652,188 @@ func TestCloseReadyPingSnapshotBackup(t *testing.T) {
 	}
 	if err := d.Ready(ctx); !errors.Is(err, tgdriver.ErrClosed) {
 		t.Fatalf("Ready after Close: %v", err)
+	}
+}
+
+func TestWriteRetriesUniqueViolationAndReportsBatches(t *testing.T) {
+	ctx := testCtx(t)
+	d := open(t, pgtest.URL(t), Options{})
+	var mu sync.Mutex
+	var sizes []int
+	var failed int
+	if err := d.Start(tgdriver.Hooks{
+		BatchStart: func(context.Context, tgdriver.Tx) (func(), error) {
+			t.Error("BatchStart called on a SharedClock driver")
+			return nil, nil
+		},
+		OnBatch: func(size int, _ time.Duration, err error) {
+			mu.Lock()
+			defer mu.Unlock()
+			sizes = append(sizes, size)
+			if err != nil {
+				failed++
+			}
+		},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	// Two creates of one node race: the loser's INSERT waits for the
+	// winner, fails with 23505, and its rerun finds the node.
+	addTask(t, d, "wf", "seed", "pending")
+	held, release := make(chan struct{}), make(chan struct{})
+	first := make(chan error, 1)
+	go func() {
+		first <- d.Write(ctx, func(tx tgdriver.Tx) error {
+			_, err := tx.InsertTask(ctx, tgdriver.TaskRow{TaskID: "wf-x", WorkflowID: "wf", NodeID: "x", Payload: `{}`, DependsOn: `[]`,
+				State: "pending", MaxAttempts: 1, CreatedAtMS: 1, UpdatedAtMS: 1})
+			close(held)
+			<-release
+			return err
+		})
+	}()
+	<-held
+	var runs int
+	second := make(chan error, 1)
+	go func() {
+		second <- d.Write(ctx, func(tx tgdriver.Tx) error {
+			runs++
+			if _, err := tx.TaskByNode(ctx, "wf", "x"); err == nil {
+				return nil // the rerun sees the winner's node
+			} else if !errors.Is(err, tgdriver.ErrNoRows) {
+				return err
+			}
+			_, err := tx.InsertTask(ctx, tgdriver.TaskRow{TaskID: "wf-x", WorkflowID: "wf", NodeID: "x", Payload: `{}`, DependsOn: `[]`,
+				State: "pending", MaxAttempts: 1, CreatedAtMS: 1, UpdatedAtMS: 1})
+			return err
+		})
+	}()
+	waitForLockWait(t, d)
+	close(release)
+	if err := <-first; err != nil {
+		t.Fatal(err)
+	}
+	if err := <-second; err != nil || runs != 2 {
+		t.Fatalf("the losing create: %v after %d runs, want success after 2", err, runs)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for _, s := range sizes {
+		if s != 1 {
+			t.Fatalf("OnBatch sizes %v, want all 1", sizes)
+		}
+	}
+	if len(sizes) != 4 || failed != 1 {
+		t.Fatalf("OnBatch called %d times with %d failures, want 4 with 1 (seed, winner, loser twice)", len(sizes), failed)
+	}
+}
+
+func TestPruneWorkflowGuard(t *testing.T) {
+	ctx := testCtx(t)
+	d := open(t, pgtest.URL(t), Options{})
+	a := addTask(t, d, "done", "a", "completed")
+	b := addTask(t, d, "done", "b", "completed")
+	addTask(t, d, "busy", "a", "pending")
+	if err := d.Write(ctx, func(tx tgdriver.Tx) error {
+		if err := tx.InsertEdge(ctx, a, b); err != nil {
+			return err
+		}
+		return tx.AppendEvent(ctx, tgdriver.EventRow{WorkflowID: "done", Seq: 1, TaskID: "done-a", Kind: "created", AtMS: 1500, Detail: `{}`, Hash: "h1"})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	var cands []string
+	var pruned tgdriver.PrunedRow
+	var ok, tooNew, busy bool
+	if err := d.Write(ctx, func(tx tgdriver.Tx) error {
+		var err error
+		if cands, err = tx.PruneCandidates(ctx, 2000, 10); err != nil {
+			return err
+		}
+		if _, tooNew, err = tx.PruneWorkflow(ctx, "done", 1500, 9000); err != nil {
+			return err
+		}
+		if _, busy, err = tx.PruneWorkflow(ctx, "busy", 2000, 9000); err != nil {
+			return err
+		}
+		pruned, ok, err = tx.PruneWorkflow(ctx, "done", 2000, 9000)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if len(cands) != 1 || cands[0] != "done" || tooNew || busy || !ok || pruned.Tasks != 2 || pruned.Events != 1 || pruned.HeadHash != "h1" {
+		t.Fatalf("candidates %v; prune too new %v, busy %v, done %v %+v", cands, tooNew, busy, ok, pruned)
+	}
+	var tasks, edges, events, records int
+	if err := d.pool.QueryRow(ctx, `SELECT (SELECT COUNT(*) FROM tasks WHERE workflow_id = 'done'), (SELECT COUNT(*) FROM edges),
+		(SELECT COUNT(*) FROM events), (SELECT COUNT(*) FROM pruned_workflows WHERE head_hash = 'h1')`).Scan(&tasks, &edges, &events, &records); err != nil {
+		t.Fatal(err)
+	}
+	if tasks+edges+events != 0 || records != 1 {
+		t.Fatalf("after prune: %d tasks, %d edges, %d events, %d records", tasks, edges, events, records)
+	}
+}
+
+func TestShiftLeasesAndExpiredLeases(t *testing.T) {
+	ctx := testCtx(t)
+	d := open(t, pgtest.URL(t), Options{})
+	a := addTask(t, d, "wf", "a", "pending")
+	b := addTask(t, d, "wf", "b", "pending")
+	claim := func(seq, expires, leaseMS int64) tgdriver.TaskSet {
+		s := tgdriver.TaskSet{State: tgdriver.Val("claimed"), LeaseExpiresAtMS: tgdriver.Val(expires), UpdatedAtMS: 1}
+		if leaseMS > 0 {
+			s.LeaseMS = tgdriver.Val(leaseMS)
+		}
+		return s
+	}
+	var refs, expired []tgdriver.TaskRef
+	var next int64
+	if err := d.Write(ctx, func(tx tgdriver.Tx) error {
+		if _, _, err := tx.UpdateTask(ctx, a, claim(a, 10_000, 5_000), tgdriver.TaskGuard{}); err != nil {
+			return err
+		}
+		if _, _, err := tx.UpdateTask(ctx, b, claim(b, 12_000, 0), tgdriver.TaskGuard{}); err != nil {
+			return err
+		}
+		var err error
+		if refs, err = tx.ShiftLeases(ctx, 60_000, 20_000, 1_000); err != nil {
+			return err
+		}
+		if next, _, err = tx.NextLeaseExpiry(ctx); err != nil {
+			return err
+		}
+		expired, err = tx.ExpiredLeases(ctx, 21_000, 10)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	// a: min(70000, 20000+5000); b: min(72000, 20000+1000 by default).
+	got := map[int64]int64{}
+	for _, r := range refs {
+		got[r.Seq] = r.ExpiresAtMS
+	}
+	if got[a] != 25_000 || got[b] != 21_000 || next != 21_000 {
+		t.Fatalf("shifted %v, next %d", refs, next)
+	}
+	if len(expired) != 1 || expired[0].Seq != b || expired[0].WorkflowID != "wf" {
+		t.Fatalf("expired at 21000: %+v", expired)
+	}
+}
+
+func TestClockRecalibrates(t *testing.T) {
+	local := lease.NewManualClock(time.Now())
+	d := open(t, pgtest.URL(t), Options{LocalClock: local, CalibrateInterval: 20 * time.Millisecond})
+	local.Step(-30 * time.Second) // the local clock is stepped back
+	ctx := testCtx(t)
+	for {
+		if off, _ := d.clock.Offset(); (off - 30*time.Second).Abs() < 2*time.Second {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatal("the offset never followed the local clock's step")
+		}
+		time.Sleep(5 * time.Millisecond) // polling a condition
+	}
+	if diff := time.Since(d.Clock().Now()).Abs(); diff > 2*time.Second {
+		t.Fatalf("after the step the clock is %v off the database's", diff)
 	}
 }
