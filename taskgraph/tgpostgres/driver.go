@@ -68,6 +68,10 @@ type Options struct {
 	// CalibrateInterval is how often Clock measures its offset to the
 	// database's clock again (default DefaultCalibrateInterval).
 	CalibrateInterval time.Duration
+
+	// listenSQL replaces the LISTEN statement, for tests of the fallback
+	// poll of a database without LISTEN.
+	listenSQL string
 }
 
 // Driver is the PostgreSQL tgdriver.Driver. It is safe for concurrent use.

@@ -837,3 +837,28 @@ func TestClockRecalibrates(t *testing.T) {
 		t.Fatalf("after the step the clock is %v off the database's", diff)
 	}
 }
+
+// TestWithoutListenFallsBackToPolling: a database that rejects LISTEN (as a
+// distributed engine does) gets a poll, and NotifyReady stops calling
+// pg_notify there.
+func TestWithoutListenFallsBackToPolling(t *testing.T) {
+	ctx := testCtx(t)
+	url := pgtest.URL(t)
+	d := open(t, url, Options{WatchInterval: 10 * time.Millisecond, listenSQL: `LISTEN_IS_NOT_SUPPORTED_HERE`})
+	if !d.noNotify.Load() {
+		t.Fatal("LISTEN failed with a syntax error but the driver did not fall back")
+	}
+	other := open(t, url, Options{})
+	addTask(t, other, "wf", "a", "pending")
+	select {
+	case c := <-d.Changes():
+		if !c.Unknown {
+			t.Fatalf("poll change = %+v, want Unknown", c)
+		}
+	case <-ctx.Done():
+		t.Fatal("the poll never reported the pending task")
+	}
+	if err := d.Write(ctx, func(tx tgdriver.Tx) error { return tx.NotifyReady(ctx, "wf") }); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -100,7 +100,11 @@ func (d *Driver) listen(ctx context.Context, ready chan<- struct{}) {
 	for ctx.Err() == nil {
 		conn, err := pgx.ConnectConfig(ctx, d.connCfg)
 		if err == nil {
-			if _, err = conn.Exec(ctx, `LISTEN `+notifyChannel); err != nil {
+			stmt := `LISTEN ` + notifyChannel
+			if d.opts.listenSQL != "" {
+				stmt = d.opts.listenSQL
+			}
+			if _, err = conn.Exec(ctx, stmt); err != nil {
 				_ = conn.Close(context.Background())
 				if listenUnsupported(err) {
 					d.noNotify.Store(true)
