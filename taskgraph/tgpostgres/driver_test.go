@@ -862,3 +862,31 @@ func TestWithoutListenFallsBackToPolling(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+func TestUnreachableServer(t *testing.T) {
+	ctx := testCtx(t)
+	url := pgtest.URL(t)
+	// A port nothing listens on: the server is unreachable.
+	i := strings.LastIndex(url, ":")
+	j := i + strings.IndexAny(url[i:], "/")
+	dead := url[:i] + ":1" + url[j:]
+	if _, err := Open(ctx, dead, Options{AcquireTimeout: 2 * time.Second}); !errors.Is(err, tgdriver.ErrUnreachable) {
+		t.Fatalf("Open on a closed port: %v, want ErrUnreachable", err)
+	}
+	// A connection dropped in the middle of a write.
+	d := open(t, url, Options{})
+	err := d.Write(ctx, func(tx tgdriver.Tx) error {
+		_, err := tx.(*wtx).tx.Exec(ctx, `SELECT pg_terminate_backend(pg_backend_pid())`)
+		return d.classify(ctx, err)
+	})
+	if !errors.Is(err, tgdriver.ErrUnreachable) {
+		t.Fatalf("Write whose connection was terminated: %v, want ErrUnreachable", err)
+	}
+	if err := d.Ping(ctx); err != nil {
+		t.Fatalf("Ping after a dropped connection: %v (the pool should replace it)", err)
+	}
+	_ = d.Close()
+	if _, err := d.Reads().TaskByID(ctx, "x"); !errors.Is(err, tgdriver.ErrClosed) {
+		t.Fatalf("a read after Close: %v, want ErrClosed", err)
+	}
+}

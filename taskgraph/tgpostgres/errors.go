@@ -74,6 +74,10 @@ func (d *Driver) classify(ctx context.Context, err error) error {
 	if errors.Is(err, pgx.ErrNoRows) {
 		return fmt.Errorf("%w: %w", tgdriver.ErrNoRows, err)
 	}
+	if d.closed.Load() && sqlState(err) == "" {
+		// The pool was closed under the call.
+		return fmt.Errorf("%w: %w", tgdriver.ErrClosed, d.redact(err))
+	}
 	if code := sqlState(err); code != "" {
 		switch {
 		case code == codeDiskFull:
