@@ -1006,3 +1006,37 @@ func TestManyClaimersEachTaskOnce(t *testing.T) {
 		}
 	}
 }
+
+// TestReadOnlyDatabase: a database whose transactions are read-only (as on
+// a standby) fails Ready and writes with ErrReadOnly, and still answers Ping.
+func TestReadOnlyDatabase(t *testing.T) {
+	ctx := testCtx(t)
+	url := pgtest.URL(t)
+	d := open(t, url, Options{})
+	var name string
+	if err := d.pool.QueryRow(ctx, `SELECT current_database()`).Scan(&name); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := raw(t, url).Exec(ctx, `ALTER DATABASE `+name+` SET default_transaction_read_only = on`); err != nil {
+		t.Fatal(err)
+	}
+	d.pool.Reset() // new connections pick the setting up
+	if err := d.Ready(ctx); !errors.Is(err, tgdriver.ErrReadOnly) {
+		t.Fatalf("Ready on a read-only database: %v, want ErrReadOnly", err)
+	}
+	err := d.Write(ctx, func(tx tgdriver.Tx) error {
+		_, err := tx.EnsureWorkflow(ctx, "wf", 1)
+		return err
+	})
+	if !errors.Is(err, tgdriver.ErrReadOnly) {
+		t.Fatalf("Write on a read-only database: %v, want ErrReadOnly", err)
+	}
+	if err := d.Ping(ctx); err != nil {
+		t.Fatalf("Ping on a read-only database: %v", err)
+	}
+	ctx0, cancel := context.WithCancel(ctx)
+	cancel()
+	if err := d.Ready(ctx0); err == nil {
+		t.Fatal("Ready with a cancelled context succeeded")
+	}
+}

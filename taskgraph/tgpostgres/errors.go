@@ -115,10 +115,12 @@ type causeError struct {
 	location string
 }
 
+// Error names the sentinel, the database and the cause.
 func (e *causeError) Error() string {
 	return fmt.Sprintf("%s (%s): %s", e.sentinel.Error(), e.location, e.cause.Error())
 }
 
+// Unwrap gives the sentinel and the (redacted) cause.
 func (e *causeError) Unwrap() []error { return []error{e.sentinel, e.cause} }
 
 // redact returns err with every occurrence of the URL's password removed
@@ -141,7 +143,10 @@ type redactedError struct {
 	kept []error
 }
 
-func (e *redactedError) Error() string   { return e.msg }
+// Error is the original text with the password replaced.
+func (e *redactedError) Error() string { return e.msg }
+
+// Unwrap gives the sentinels the original matched.
 func (e *redactedError) Unwrap() []error { return e.kept }
 
 func keepSentinels(err error) []error {
