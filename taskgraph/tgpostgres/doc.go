@@ -85,6 +85,12 @@
 // clock_timestamp(). CockroachDB runs READ COMMITTED only when enabled and
 // may report 40001 more often; those are retried.
 //
+// pgx prepares and caches each statement per connection (UpdateTask has one
+// text per shape of update, so the cache stays small). Behind a pooler in
+// transaction mode (PgBouncer) add default_query_exec_mode=exec to the URL;
+// LISTEN needs a session, so point the driver at the server or a
+// session-mode pool.
+//
 // # Backups
 //
 // Backup refuses with ErrBackupUnsupported: use pg_dump.

@@ -148,6 +148,14 @@ func TestPasswordNeverInErrorsOrLocation(t *testing.T) {
 	if _, err := Open(testCtx(t), "mysql://u:"+secret+"@h/db", Options{}); !errors.Is(err, ErrBadURL) || strings.Contains(err.Error(), secret) {
 		t.Fatalf("Open with another scheme: %v", err)
 	}
+	for _, u := range []string{"postgres://u:" + secret + "@127.0.0.1:notaport/db", "postgres://u@127.0.0.1:1/db?password=" + secret + "&connect_timeout=x"} {
+		if _, err := Open(testCtx(t), u, Options{AcquireTimeout: time.Second}); err == nil || strings.Contains(err.Error(), secret) {
+			t.Errorf("Open(%q) = %v, want an error without the password", strings.ReplaceAll(u, secret, "SECRET"), err)
+		}
+	}
+	if loc, pw, err := parseURL("postgres://u@h/db?password=" + secret + "&sslmode=disable"); err != nil || pw != secret || strings.Contains(loc, secret) {
+		t.Errorf("parseURL with a password parameter: %q %v", loc, err)
+	}
 	alt := strings.Replace(url, "postgres://", "postgresql://", 1)
 	d := open(t, alt, Options{})
 	loc := d.Info().Location

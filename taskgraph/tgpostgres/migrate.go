@@ -29,7 +29,7 @@ func (d *Driver) migrate(ctx context.Context) error {
 	latest := ms[len(ms)-1].Version
 	tx, err := d.pool.Begin(ctx)
 	if err != nil {
-		return fmt.Errorf("migrate %s: %w", d.location, d.classify(ctx, err))
+		return fmt.Errorf("open %s: %w", d.location, d.classify(ctx, err))
 	}
 	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
 	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, migrationLockKey); err != nil {
