@@ -43,9 +43,13 @@
 // claimer holds are skipped: concurrent claimers get different tasks and do
 // not wait for each other), then its workflow row FOR UPDATE SKIP LOCKED,
 // which never waits. When the workflow row is busy it rolls back to the
-// savepoint (releasing the task), waits for the workflow row in lock order,
-// and then takes that workflow's oldest pending task FOR UPDATE SKIP LOCKED;
-// if none is left it looks again, a bounded number of times.
+// savepoint (releasing the task) and looks again, skipping that workflow, a
+// bounded number of times: a claimer is not held up by one busy workflow
+// while another has a task ready, and a transaction that already holds a
+// workflow lock does not wait for a second one while others are free. Only
+// when every pending task it found belongs to a busy workflow does it wait,
+// in lock order: it locks that workflow row (blocking) and then takes the
+// workflow's oldest pending task FOR UPDATE SKIP LOCKED, or reports none.
 //
 // ExpiredLeases is a plain SELECT: the domain locks each workflow and
 // expires its tasks with a guarded UpdateTask, so a sweeper on every replica

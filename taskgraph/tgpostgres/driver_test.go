@@ -1048,3 +1048,42 @@ func TestReadOnlyDatabase(t *testing.T) {
 		t.Fatal("Ready with a cancelled context succeeded")
 	}
 }
+
+// TestNextPendingSkipsBusyWorkflow: while a writer holds workflow wf1, a
+// claimer takes the task of wf2 without waiting, even though wf1's pending
+// task is older.
+func TestNextPendingSkipsBusyWorkflow(t *testing.T) {
+	ctx := testCtx(t)
+	d := open(t, pgtest.URL(t), Options{})
+	addTask(t, d, "wf1", "a", "pending")
+	b := addTask(t, d, "wf2", "b", "pending")
+	held, release := make(chan struct{}), make(chan struct{})
+	first := make(chan error, 1)
+	go func() {
+		first <- d.Write(ctx, func(tx tgdriver.Tx) error {
+			if _, err := tx.LockWorkflow(ctx, "wf1"); err != nil {
+				return err
+			}
+			close(held)
+			<-release
+			return nil
+		})
+	}()
+	<-held
+	wctx, cancel := context.WithTimeout(ctx, 5*time.Second) // fails (not hangs) if it waited
+	defer cancel()
+	err := d.Write(wctx, func(tx tgdriver.Tx) error {
+		r, ok, err := tx.NextPending(wctx, "")
+		if err != nil || !ok || r.Seq != b {
+			return fmt.Errorf("NextPending = %d %v %v, want %d", r.Seq, ok, err, b)
+		}
+		return nil
+	})
+	close(release)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := <-first; err != nil {
+		t.Fatal(err)
+	}
+}

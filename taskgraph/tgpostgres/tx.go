@@ -115,7 +115,9 @@ func (w *wtx) InsertEdge(ctx context.Context, depSeq, taskSeq int64) error {
 }
 
 const (
-	nextPendingSQL = `SELECT ` + taskColumns + ` FROM tasks WHERE state = 'pending'
+	// nextPendingSQL: the oldest pending task not held by another
+	// transaction, skipping the workflows found busy ($1).
+	nextPendingSQL = `SELECT ` + taskColumns + ` FROM tasks WHERE state = 'pending' AND workflow_id <> ALL($1::text[])
 		ORDER BY seq LIMIT 1 FOR UPDATE SKIP LOCKED`
 	nextPendingInWorkflowSQL = `SELECT ` + taskColumns + ` FROM tasks WHERE workflow_id = $1 AND state = 'pending'
 		ORDER BY seq LIMIT 1 FOR UPDATE SKIP LOCKED`
@@ -125,63 +127,81 @@ const (
 // NextPending returns the oldest pending task this transaction can take,
 // locked with its workflow. See doc.go, "Claim-next", for why it is shaped so.
 func (w *wtx) NextPending(ctx context.Context, workflowID string) (tgdriver.TaskRow, bool, error) {
+	// First, without ever waiting: tasks of workflows another transaction
+	// holds are given back and their workflows skipped.
+	busy := []string{}
 	for range nextPendingTries {
-		if _, err := w.tx.Exec(ctx, `SAVEPOINT next_pending`); err != nil {
-			return tgdriver.TaskRow{}, false, w.fail(ctx, "claim-next", err)
+		t, ok, isBusy, err := w.tryNextPending(ctx, workflowID, busy)
+		if err != nil || ok {
+			return t, ok, err
 		}
-		var t tgdriver.TaskRow
-		var err error
-		if workflowID == "" {
-			t, err = scanTask(w.tx.QueryRow(ctx, nextPendingSQL))
-		} else {
-			t, err = scanTask(w.tx.QueryRow(ctx, nextPendingInWorkflowSQL, workflowID))
+		if !isBusy {
+			break // nothing pending outside the busy workflows
 		}
-		if errors.Is(err, pgx.ErrNoRows) {
-			if _, err := w.tx.Exec(ctx, `RELEASE SAVEPOINT next_pending`); err != nil {
-				return tgdriver.TaskRow{}, false, w.fail(ctx, "claim-next", err)
-			}
-			return tgdriver.TaskRow{}, false, nil
-		}
-		if err != nil {
-			return tgdriver.TaskRow{}, false, w.fail(ctx, "claim-next: find a pending task", err)
-		}
-		var one int
-		err = w.tx.QueryRow(ctx, tryLockWorkflowSQL, t.WorkflowID).Scan(&one)
-		if err == nil {
-			if _, err := w.tx.Exec(ctx, `RELEASE SAVEPOINT next_pending`); err != nil {
-				return tgdriver.TaskRow{}, false, w.fail(ctx, "claim-next", err)
-			}
-			return t, true, nil
-		}
-		if !errors.Is(err, pgx.ErrNoRows) {
-			return tgdriver.TaskRow{}, false, w.fail(ctx, "claim-next: lock workflow "+t.WorkflowID, err)
-		}
-		// The workflow is busy: give the task back (the rollback releases
-		// its row lock), wait for the workflow in lock order, then take its
-		// oldest pending task anew.
-		if _, err := w.tx.Exec(ctx, `ROLLBACK TO SAVEPOINT next_pending`); err != nil {
-			return tgdriver.TaskRow{}, false, w.fail(ctx, "claim-next", err)
-		}
-		if _, err := w.tx.Exec(ctx, `RELEASE SAVEPOINT next_pending`); err != nil {
-			return tgdriver.TaskRow{}, false, w.fail(ctx, "claim-next", err)
-		}
-		exists, err := w.LockWorkflow(ctx, t.WorkflowID)
+		busy = append(busy, t.WorkflowID)
+	}
+	// Then, in lock order: wait for a busy workflow, and take its oldest
+	// pending task if one is left once it is ours.
+	for _, wf := range busy {
+		exists, err := w.LockWorkflow(ctx, wf)
 		if err != nil {
 			return tgdriver.TaskRow{}, false, err
 		}
 		if !exists {
 			continue // pruned meanwhile
 		}
-		t, err = scanTask(w.tx.QueryRow(ctx, nextPendingInWorkflowSQL, t.WorkflowID))
+		t, err := scanTask(w.tx.QueryRow(ctx, nextPendingInWorkflowSQL, wf))
 		switch {
 		case err == nil:
 			return t, true, nil
 		case !errors.Is(err, pgx.ErrNoRows):
 			return tgdriver.TaskRow{}, false, w.fail(ctx, "claim-next: find a pending task", err)
 		}
-		// Its pending tasks were taken while we waited; look again.
 	}
 	return tgdriver.TaskRow{}, false, nil
+}
+
+// tryNextPending takes, inside a savepoint, the oldest pending task (of
+// workflowID if set, of no workflow in busy) FOR UPDATE SKIP LOCKED, then its
+// workflow FOR UPDATE SKIP LOCKED. ok: both are locked. isBusy: the
+// workflow was held by another transaction; the savepoint was rolled back
+// (releasing the task) and t names the workflow.
+func (w *wtx) tryNextPending(ctx context.Context, workflowID string, busy []string) (t tgdriver.TaskRow, ok, isBusy bool, err error) {
+	if len(busy) > 0 && workflowID != "" {
+		return tgdriver.TaskRow{}, false, false, nil // its one workflow is busy
+	}
+	if _, err := w.tx.Exec(ctx, `SAVEPOINT next_pending`); err != nil {
+		return t, false, false, w.fail(ctx, "claim-next", err)
+	}
+	release := func() error {
+		if _, err := w.tx.Exec(ctx, `RELEASE SAVEPOINT next_pending`); err != nil {
+			return w.fail(ctx, "claim-next", err)
+		}
+		return nil
+	}
+	if workflowID == "" {
+		t, err = scanTask(w.tx.QueryRow(ctx, nextPendingSQL, busy))
+	} else {
+		t, err = scanTask(w.tx.QueryRow(ctx, nextPendingInWorkflowSQL, workflowID))
+	}
+	if errors.Is(err, pgx.ErrNoRows) {
+		return tgdriver.TaskRow{}, false, false, release()
+	}
+	if err != nil {
+		return tgdriver.TaskRow{}, false, false, w.fail(ctx, "claim-next: find a pending task", err)
+	}
+	var one int
+	err = w.tx.QueryRow(ctx, tryLockWorkflowSQL, t.WorkflowID).Scan(&one)
+	if err == nil {
+		return t, true, false, release()
+	}
+	if !errors.Is(err, pgx.ErrNoRows) {
+		return tgdriver.TaskRow{}, false, false, w.fail(ctx, "claim-next: lock workflow "+t.WorkflowID, err)
+	}
+	if _, err := w.tx.Exec(ctx, `ROLLBACK TO SAVEPOINT next_pending`); err != nil {
+		return tgdriver.TaskRow{}, false, false, w.fail(ctx, "claim-next", err)
+	}
+	return tgdriver.TaskRow{WorkflowID: t.WorkflowID}, false, true, release()
 }
 
 // ExpiredLeases returns claimed tasks whose lease lapsed at atMS; it locks nothing.
