@@ -1,0 +1,1089 @@
+package tgpostgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/graph-engineering/graph-engineering-mcp/lease"
+	"github.com/graph-engineering/graph-engineering-mcp/schema"
+	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/tgdriver"
+	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/tgpostgres/pgtest"
+)
+
+func testCtx(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func open(t *testing.T, url string, opts Options) *Driver {
+	t.Helper()
+	d, err := Open(testCtx(t), url, opts)
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	t.Cleanup(func() { _ = d.Close() })
+	if err := d.Start(tgdriver.Hooks{}); err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+// raw connects to the database directly, for setup and inspection.
+func raw(t *testing.T, url string) *pgx.Conn {
+	t.Helper()
+	c, err := pgx.Connect(testCtx(t), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close(context.Background()) })
+	return c
+}
+
+// addTask creates node of wf (pending unless deps) and returns its seq.
+func addTask(t *testing.T, d *Driver, wf, node, state string) int64 {
+	t.Helper()
+	var seq int64
+	err := d.Write(testCtx(t), func(tx tgdriver.Tx) error {
+		if _, err := tx.EnsureWorkflow(context.Background(), wf, 1000); err != nil {
+			return err
+		}
+		var err error
+		seq, err = tx.InsertTask(context.Background(), tgdriver.TaskRow{
+			TaskID: wf + "-" + node, WorkflowID: wf, NodeID: node, Payload: `{"n":1}`, DependsOn: `[]`,
+			State: state, MaxAttempts: 3, CreatedAtMS: 1000, UpdatedAtMS: 1000,
+		})
+		if err != nil {
+			return err
+		}
+		return tx.AddWorkflowTasks(context.Background(), wf, 1)
+	})
+	if err != nil {
+		t.Fatalf("add task %s/%s: %v", wf, node, err)
+	}
+	return seq
+}
+
+func TestMigrateTwiceAndConcurrently(t *testing.T) {
+	url := pgtest.URL(t)
+	d := open(t, url, Options{})
+	_ = d.Close()
+	open(t, url, Options{}) // the second Open finds the schema current
+
+	url2 := pgtest.URL(t)
+	var wg sync.WaitGroup
+	errs := make([]error, 4)
+	for i := range errs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			d, err := Open(testCtx(t), url2, Options{MaxConns: 2})
+			if err == nil {
+				_ = d.Close()
+			}
+			errs[i] = err
+		}()
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Errorf("concurrent Open %d: %v", i, err)
+		}
+	}
+	var v int
+	if err := raw(t, url2).QueryRow(testCtx(t), `SELECT version FROM schema_version`).Scan(&v); err != nil || v != 1 {
+		t.Fatalf("schema version = %d, %v; want 1", v, err)
+	}
+}
+
+func TestForeignAndNewerDatabasesRefused(t *testing.T) {
+	url := pgtest.URL(t)
+	c := raw(t, url)
+	if _, err := c.Exec(testCtx(t), `CREATE TABLE invoices (id INT)`); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Open(testCtx(t), url, Options{})
+	if !errors.Is(err, schema.ErrForeign) {
+		t.Fatalf("Open on a foreign database: %v, want schema.ErrForeign", err)
+	}
+	var n int
+	if err := c.QueryRow(testCtx(t), `SELECT COUNT(*) FROM information_schema.tables WHERE table_schema = 'public'`).Scan(&n); err != nil || n != 1 {
+		t.Fatalf("the foreign database has %d tables (%v), want it untouched (1)", n, err)
+	}
+
+	url2 := pgtest.URL(t)
+	d := open(t, url2, Options{})
+	_ = d.Close()
+	if _, err := raw(t, url2).Exec(testCtx(t), `UPDATE schema_version SET version = 99`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Open(testCtx(t), url2, Options{}); !errors.Is(err, schema.ErrTooNew) || !strings.Contains(err.Error(), "99") {
+		t.Fatalf("Open on a newer schema: %v, want schema.ErrTooNew naming version 99", err)
+	}
+}
+
+func TestPasswordNeverInErrorsOrLocation(t *testing.T) {
+	url := pgtest.URL(t)
+	const secret = "Sup3rSecretPassw0rd"
+	bad := url
+	i, j := strings.Index(bad, "://")+3, strings.Index(bad, "@")
+	user, _, _ := strings.Cut(bad[i:j], ":")
+	bad = bad[:i] + user + ":" + secret + bad[j:]
+	_, err := Open(testCtx(t), bad, Options{AcquireTimeout: 5 * time.Second})
+	if err == nil {
+		t.Fatal("Open with a wrong password succeeded")
+	}
+	t.Logf("Open with a wrong password: %v", err)
+	if strings.Contains(err.Error(), secret) {
+		t.Fatalf("the error holds the password: %v", err)
+	}
+	if _, err := Open(testCtx(t), "mysql://u:"+secret+"@h/db", Options{}); !errors.Is(err, ErrBadURL) || strings.Contains(err.Error(), secret) {
+		t.Fatalf("Open with another scheme: %v", err)
+	}
+	for _, u := range []string{"postgres://u:" + secret + "@127.0.0.1:notaport/db", "postgres://u@127.0.0.1:1/db?password=" + secret + "&connect_timeout=x"} {
+		if _, err := Open(testCtx(t), u, Options{AcquireTimeout: time.Second}); err == nil || strings.Contains(err.Error(), secret) {
+			t.Errorf("Open(%q) = %v, want an error without the password", strings.ReplaceAll(u, secret, "SECRET"), err)
+		}
+	}
+	if loc, pw, err := parseURL("postgres://u@h/db?password=" + secret + "&sslmode=disable"); err != nil || pw != secret || strings.Contains(loc, secret) {
+		t.Errorf("parseURL with a password parameter: %q %v", loc, err)
+	}
+	alt := strings.Replace(url, "postgres://", "postgresql://", 1)
+	d := open(t, alt, Options{})
+	loc := d.Info().Location
+	if _, pw, _ := parseURL(url); pw != "" && strings.Contains(loc, pw) {
+		t.Fatalf("Info().Location holds the password: %s", loc)
+	}
+	if d.Info().Name != "postgres" || !d.Info().SharedClock {
+		t.Fatalf("Info = %+v", d.Info())
+	}
+}
+
+func TestUpdateTaskGuards(t *testing.T) {
+	ctx := testCtx(t)
+	d := open(t, pgtest.URL(t), Options{})
+	seq := addTask(t, d, "wf", "a", "pending")
+	hash := lease.HashToken("tok")
+	claim := tgdriver.TaskSet{State: tgdriver.Val("claimed"), Owner: tgdriver.Val("w1"), Generation: tgdriver.Val[int64](1),
+		TokenHash: tgdriver.Val(hash), LeaseExpiresAtMS: tgdriver.Val[int64](5000), LeaseMS: tgdriver.Val[int64](4000),
+		AddAttempt: true, StatusMessage: tgdriver.Val("running"), UpdatedAtMS: 1000}
+	update := func(set tgdriver.TaskSet, g tgdriver.TaskGuard) (tgdriver.TaskRow, bool) {
+		t.Helper()
+		var r tgdriver.TaskRow
+		var ok bool
+		if err := d.Write(ctx, func(tx tgdriver.Tx) error {
+			var err error
+			r, ok, err = tx.UpdateTask(ctx, seq, set, g)
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+		return r, ok
+	}
+	if _, ok := update(claim, tgdriver.TaskGuard{States: []string{"blocked"}}); ok {
+		t.Fatal("claim of a pending task guarded by state blocked succeeded")
+	}
+	r, ok := update(claim, tgdriver.TaskGuard{States: []string{"pending"}, NoUnmet: true})
+	if !ok || r.State != "claimed" || r.Owner != "w1" || r.Attempts != 1 || string(r.TokenHash) != string(hash) || r.LeaseMS != 4000 {
+		t.Fatalf("claim = %+v, %v", r, ok)
+	}
+	fence := func(owner string, gen int64, tok []byte, at int64) tgdriver.TaskGuard {
+		return tgdriver.TaskGuard{States: []string{"claimed"}, Owner: tgdriver.Val(owner), Generation: tgdriver.Val(gen),
+			TokenHash: tgdriver.Val(tok), LeaseLiveAtMS: tgdriver.Val(at)}
+	}
+	done := tgdriver.TaskSet{State: tgdriver.Val("completed"), Result: tgdriver.Val(`{"ok":true}`), TokenHash: tgdriver.Null[[]byte](),
+		LeaseExpiresAtMS: tgdriver.Null[int64](), UpdatedAtMS: 2000}
+	for name, g := range map[string]tgdriver.TaskGuard{
+		"wrong owner":      fence("w2", 1, hash, 2000),
+		"wrong generation": fence("w1", 2, hash, 2000),
+		"wrong token":      fence("w1", 1, lease.HashToken("other"), 2000),
+		"lapsed lease":     fence("w1", 1, hash, 5000),
+	} {
+		if _, ok := update(done, g); ok {
+			t.Errorf("completion with %s succeeded", name)
+		}
+	}
+	if _, ok := update(done, tgdriver.TaskGuard{LeaseLapsedAtMS: tgdriver.Val[int64](4999)}); ok {
+		t.Error("expiry of a live lease succeeded")
+	}
+	r, ok = update(done, fence("w1", 1, hash, 4999))
+	if !ok || r.State != "completed" || !r.HasResult || r.Result != `{"ok":true}` || r.TokenHash != nil || r.LeaseExpiresAtMS != 0 || r.UpdatedAtMS != 2000 {
+		t.Fatalf("completion = %+v, %v", r, ok)
+	}
+	if _, ok := update(tgdriver.TaskSet{UpdatedAtMS: 1}, tgdriver.TaskGuard{}); !ok {
+		t.Fatal("unguarded update did not apply")
+	}
+	if err := d.Write(ctx, func(tx tgdriver.Tx) error {
+		_, _, err := tx.UpdateTask(ctx, seq, tgdriver.TaskSet{AddAttempt: true, Attempts: tgdriver.Val(2)}, tgdriver.TaskGuard{})
+		return err
+	}); !errors.Is(err, errBadUpdate) {
+		t.Fatalf("contradictory update: %v", err)
+	}
+}
+
+func TestAppendEventCompareAndSet(t *testing.T) {
+	ctx := testCtx(t)
+	d := open(t, pgtest.URL(t), Options{})
+	addTask(t, d, "wf", "a", "pending")
+	ev := func(seq int64, prev, hash string) tgdriver.EventRow {
+		return tgdriver.EventRow{WorkflowID: "wf", Seq: seq, TaskID: "wf-a", Kind: "created", AtMS: 3000 + seq, Detail: `{}`, PrevHash: prev, Hash: hash}
+	}
+	if err := d.Write(ctx, func(tx tgdriver.Tx) error {
+		head, n, err := tx.ChainHead(ctx, "wf")
+		if err != nil || head != "" || n != 0 {
+			return fmt.Errorf("head %q %d %v", head, n, err)
+		}
+		if err := tx.AppendEvent(ctx, ev(1, "", "h1")); err != nil {
+			return err
+		}
+		return tx.AppendEvent(ctx, ev(2, "h1", "h2"))
+	}); err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range []tgdriver.EventRow{ev(2, "h1", "h2x"), ev(3, "h1", "h3"), ev(4, "h2", "h4")} {
+		err := d.Write(ctx, func(tx tgdriver.Tx) error { return tx.AppendEvent(ctx, e) })
+		if !errors.Is(err, tgdriver.ErrChainMoved) {
+			t.Errorf("append %d after %s: %v, want ErrChainMoved", e.Seq, e.PrevHash, err)
+		}
+	}
+	w, err := d.Reads().Workflow(ctx, "wf")
+	if err != nil || w.HeadHash != "h2" || w.EventCount != 2 || w.UpdatedAtMS != 3002 {
+		t.Fatalf("workflow = %+v, %v", w, err)
+	}
+	var kinds []int64
+	if err := d.Reads().WorkflowEvents(ctx, "wf", func(e tgdriver.EventRow) error { kinds = append(kinds, e.Seq); return nil }); err != nil || len(kinds) != 2 {
+		t.Fatalf("events %v, %v", kinds, err)
+	}
+}
+
+// TestNextPendingSkipsLocked: while one transaction holds the oldest pending
+// task, a second takes the next one (of another workflow) without waiting.
+func TestNextPendingSkipsLocked(t *testing.T) {
+	ctx := testCtx(t)
+	d := open(t, pgtest.URL(t), Options{})
+	a := addTask(t, d, "wf1", "a", "pending")
+	b := addTask(t, d, "wf2", "b", "pending")
+	held, release := make(chan struct{}), make(chan struct{})
+	first := make(chan error, 1)
+	go func() {
+		first <- d.Write(ctx, func(tx tgdriver.Tx) error {
+			r, ok, err := tx.NextPending(ctx, "")
+			if err != nil || !ok || r.Seq != a {
+				return fmt.Errorf("first NextPending = %d %v %v, want %d", r.Seq, ok, err, a)
+			}
+			close(held)
+			<-release
+			return nil
+		})
+	}()
+	<-held
+	wctx, cancel := context.WithTimeout(ctx, 5*time.Second) // fails (not hangs) if it waited
+	defer cancel()
+	err := d.Write(wctx, func(tx tgdriver.Tx) error {
+		r, ok, err := tx.NextPending(wctx, "")
+		if err != nil || !ok || r.Seq != b {
+			return fmt.Errorf("second NextPending = %d %v %v, want %d", r.Seq, ok, err, b)
+		}
+		if _, ok, err := tx.NextPending(wctx, "wf1"); err != nil || ok {
+			return fmt.Errorf("NextPending(wf1) while it is held = %v %v, want none", ok, err)
+		}
+		return nil
+	})
+	close(release)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := <-first; err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestNextPendingWaitsForBusyWorkflow: a task whose workflow another writer
+// holds is taken once that writer commits, after it re-reads the workflow.
+func TestNextPendingWaitsForBusyWorkflow(t *testing.T) {
+	ctx := testCtx(t)
+	d := open(t, pgtest.URL(t), Options{})
+	a := addTask(t, d, "wf", "a", "pending")
+	b := addTask(t, d, "wf", "b", "pending")
+	held, release := make(chan struct{}), make(chan struct{})
+	first := make(chan error, 1)
+	go func() {
+		first <- d.Write(ctx, func(tx tgdriver.Tx) error {
+			if _, err := tx.LockWorkflow(ctx, "wf"); err != nil {
+				return err
+			}
+			// Claim a (so it is no longer pending) while holding the workflow.
+			if _, ok, err := tx.UpdateTask(ctx, a, tgdriver.TaskSet{State: tgdriver.Val("claimed"), UpdatedAtMS: 2}, tgdriver.TaskGuard{}); err != nil || !ok {
+				return fmt.Errorf("claim a: %v %v", ok, err)
+			}
+			close(held)
+			<-release
+			return nil
+		})
+	}()
+	<-held
+	second := make(chan error, 1)
+	go func() {
+		second <- d.Write(ctx, func(tx tgdriver.Tx) error {
+			r, ok, err := tx.NextPending(ctx, "")
+			if err != nil || !ok || r.Seq != b {
+				return fmt.Errorf("NextPending = %d %v %v, want %d", r.Seq, ok, err, b)
+			}
+			return nil
+		})
+	}()
+	waitForLockWait(t, d)
+	close(release)
+	if err := <-first; err != nil {
+		t.Fatal(err)
+	}
+	if err := <-second; err != nil {
+		t.Fatal(err)
+	}
+}
+
+// waitForLockWait polls until some backend of the database waits for a lock.
+func waitForLockWait(t *testing.T, d *Driver) {
+	t.Helper()
+	ctx := testCtx(t)
+	for {
+		var n int
+		if err := d.pool.QueryRow(ctx, `SELECT COUNT(*) FROM pg_stat_activity WHERE datname = current_database()
+			AND wait_event_type = 'Lock'`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		if n > 0 {
+			return
+		}
+		if ctx.Err() != nil {
+			t.Fatal("no transaction started waiting for a lock")
+		}
+		time.Sleep(5 * time.Millisecond) // polling a condition, not waiting for time to pass
+	}
+}
+
+// TestLockDependencyHoldsOffCompletion: a create holding its dependency FOR
+// SHARE makes a concurrent completion's UPDATE wait; the completion then sees
+// the new edge and decrements the new dependent.
+func TestLockDependencyHoldsOffCompletion(t *testing.T) {
+	ctx := testCtx(t)
+	d := open(t, pgtest.URL(t), Options{})
+	dep := addTask(t, d, "wf", "dep", "pending")
+	locked, release := make(chan struct{}), make(chan struct{})
+	create := make(chan error, 1)
+	go func() {
+		create <- d.Write(ctx, func(tx tgdriver.Tx) error {
+			r, err := tx.LockDependency(ctx, "wf", "dep")
+			if err != nil || r.State != "pending" {
+				return fmt.Errorf("LockDependency: %+v %v", r, err)
+			}
+			seq, err := tx.InsertTask(ctx, tgdriver.TaskRow{TaskID: "wf-child", WorkflowID: "wf", NodeID: "child", Payload: `{}`,
+				DependsOn: `["dep"]`, State: "blocked", MaxAttempts: 1, Unmet: 1, CreatedAtMS: 2, UpdatedAtMS: 2})
+			if err != nil {
+				return err
+			}
+			if err := tx.InsertEdge(ctx, dep, seq); err != nil {
+				return err
+			}
+			close(locked)
+			<-release
+			return nil
+		})
+	}()
+	<-locked
+	complete := make(chan []tgdriver.UnmetRow, 1)
+	completeErr := make(chan error, 1)
+	go func() {
+		completeErr <- d.Write(ctx, func(tx tgdriver.Tx) error {
+			if _, ok, err := tx.UpdateTask(ctx, dep, tgdriver.TaskSet{State: tgdriver.Val("completed"), UpdatedAtMS: 3},
+				tgdriver.TaskGuard{States: []string{"pending", "claimed"}}); err != nil || !ok {
+				return fmt.Errorf("complete: %v %v", ok, err)
+			}
+			rows, err := tx.DecrementUnmet(ctx, dep)
+			complete <- rows
+			return err
+		})
+	}()
+	waitForLockWait(t, d)
+	select {
+	case err := <-completeErr:
+		t.Fatalf("the completion did not wait for the create: %v", err)
+	default:
+	}
+	close(release)
+	if err := <-create; err != nil {
+		t.Fatal(err)
+	}
+	if err := <-completeErr; err != nil {
+		t.Fatal(err)
+	}
+	rows := <-complete
+	if len(rows) != 1 || rows[0].Unmet != 0 || rows[0].State != "blocked" {
+		t.Fatalf("DecrementUnmet after the create = %+v, want the child at unmet 0", rows)
+	}
+}
+
+func TestNotifyReachesOtherReplicaOnly(t *testing.T) {
+	ctx := testCtx(t)
+	url := pgtest.URL(t)
+	a := open(t, url, Options{ReplicaID: "replica-a"})
+	b := open(t, url, Options{ReplicaID: "replica-b"})
+	notify := func(d *Driver, wf string) {
+		t.Helper()
+		if err := d.Write(ctx, func(tx tgdriver.Tx) error { return tx.NotifyReady(ctx, wf) }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	notify(a, "wf-from-a")
+	select {
+	case c := <-b.Changes():
+		if len(c.Workflows) != 1 || c.Workflows[0] != "wf-from-a" || c.Unknown {
+			t.Fatalf("b got %+v", c)
+		}
+	case <-ctx.Done():
+		t.Fatal("b never heard a's notification")
+	}
+	notify(b, "wf-from-b")
+	select {
+	case c := <-a.Changes():
+		if len(c.Workflows) != 1 || c.Workflows[0] != "wf-from-b" {
+			t.Fatalf("a got %+v, want only b's notification (never its own)", c)
+		}
+	case <-ctx.Done():
+		t.Fatal("a never heard b's notification")
+	}
+	select {
+	case c := <-b.Changes():
+		t.Fatalf("b heard its own notification: %+v", c)
+	default:
+	}
+	// A rolled-back write notifies nobody.
+	_ = a.Write(ctx, func(tx tgdriver.Tx) error {
+		_ = tx.NotifyReady(ctx, "rolled-back")
+		return errors.New("roll back")
+	})
+	notify(a, "after")
+	c := <-b.Changes()
+	for _, w := range c.Workflows {
+		if w == "rolled-back" {
+			t.Fatalf("b heard a rolled-back notification: %+v", c)
+		}
+	}
+}
+
+func TestListenerReconnectReportsUnknown(t *testing.T) {
+	ctx := testCtx(t)
+	url := pgtest.URL(t)
+	d := open(t, url, Options{ReplicaID: "listener"})
+	c := raw(t, url)
+	if _, err := c.Exec(ctx, `SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+		WHERE datname = current_database() AND query LIKE 'LISTEN%'`); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case ch := <-d.Changes():
+		if !ch.Unknown {
+			t.Fatalf("after a reconnect: %+v, want Unknown", ch)
+		}
+	case <-ctx.Done():
+		t.Fatal("no Unknown change after the listener lost its connection")
+	}
+}
+
+// TestWriteRetriesDeadlock provokes a deadlock with two writes locking two
+// rows in opposite orders; PostgreSQL aborts one, Write runs it again, and
+// both succeed.
+func TestWriteRetriesDeadlock(t *testing.T) {
+	ctx := testCtx(t)
+	d := open(t, pgtest.URL(t), Options{})
+	addTask(t, d, "x", "a", "pending")
+	addTask(t, d, "y", "a", "pending")
+	var runs atomic.Int32
+	var barrier sync.WaitGroup
+	barrier.Add(2)
+	write := func(first, second string) error {
+		var once sync.Once
+		return d.Write(ctx, func(tx tgdriver.Tx) error {
+			runs.Add(1)
+			ptx := tx.(*wtx).tx
+			if _, err := ptx.Exec(ctx, `UPDATE workflows SET task_count = task_count WHERE workflow_id = $1`, first); err != nil {
+				return err
+			}
+			once.Do(func() { barrier.Done(); barrier.Wait() })
+			_, err := ptx.Exec(ctx, `UPDATE workflows SET task_count = task_count WHERE workflow_id = $1`, second)
+			return err
+		})
+	}
+	errs := make(chan error, 2)
+	go func() { errs <- write("x", "y") }()
+	go func() { errs <- write("y", "x") }()
+	for range 2 {
+		if err := <-errs; err != nil {
+			t.Fatalf("a write failed: %v", err)
+		}
+	}
+	if n := runs.Load(); n < 3 {
+		t.Fatalf("the functions ran %d times; a deadlock should have made one run again", n)
+	}
+}
+
+func TestWriteRetriesSerializationFailure(t *testing.T) {
+	ctx := testCtx(t)
+	d := open(t, pgtest.URL(t), Options{})
+	var runs int
+	err := d.Write(ctx, func(tx tgdriver.Tx) error {
+		runs++
+		if runs == 1 {
+			_, err := tx.(*wtx).tx.Exec(ctx, `DO $$ BEGIN RAISE EXCEPTION 'provoked' USING ERRCODE = '40001'; END $$`)
+			return err
+		}
+		return nil
+	})
+	if err != nil || runs != 2 {
+		t.Fatalf("Write = %v after %d runs, want success after 2", err, runs)
+	}
+	runs = 0
+	err = d.Write(ctx, func(tx tgdriver.Tx) error {
+		runs++
+		_, err := tx.(*wtx).tx.Exec(ctx, `DO $$ BEGIN RAISE EXCEPTION 'provoked' USING ERRCODE = '40P01'; END $$`)
+		return err
+	})
+	if err == nil || runs != MaxWriteTries {
+		t.Fatalf("Write = %v after %d runs, want failure after %d", err, runs, MaxWriteTries)
+	}
+}
+
+func TestErrorsMapToSentinels(t *testing.T) {
+	ctx := testCtx(t)
+	d := open(t, pgtest.URL(t), Options{})
+	for code, want := range map[string]error{"53100": tgdriver.ErrDiskFull, "25006": tgdriver.ErrReadOnly, "57P01": tgdriver.ErrUnreachable} {
+		err := d.Write(ctx, func(tx tgdriver.Tx) error {
+			_, err := tx.(*wtx).tx.Exec(ctx, `DO $$ BEGIN RAISE EXCEPTION 'provoked' USING ERRCODE = '`+code+`'; END $$`)
+			return d.classify(ctx, err)
+		})
+		if !errors.Is(err, want) || !errors.Is(err, tgdriver.ErrUnavailable) {
+			t.Errorf("SQLSTATE %s: %v, want %v", code, err, want)
+		}
+	}
+	if _, err := d.Reads().TaskByID(ctx, "none"); !errors.Is(err, tgdriver.ErrNoRows) {
+		t.Errorf("TaskByID of nothing: %v", err)
+	}
+}
+
+func TestBusyPoolIsErrBusy(t *testing.T) {
+	ctx := testCtx(t)
+	d := open(t, pgtest.URL(t), Options{MaxConns: 1, AcquireTimeout: 100 * time.Millisecond})
+	held, release := make(chan struct{}), make(chan struct{})
+	done := make(chan error, 1)
+	go func() {
+		done <- d.Write(ctx, func(tx tgdriver.Tx) error { close(held); <-release; return nil })
+	}()
+	<-held
+	err := d.Write(ctx, func(tx tgdriver.Tx) error { return nil })
+	close(release)
+	if !errors.Is(err, tgdriver.ErrBusy) {
+		t.Fatalf("Write on a full pool: %v, want ErrBusy", err)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestClockFollowsDatabaseDespiteSkew(t *testing.T) {
+	for _, skew := range []time.Duration{5 * time.Second, -5 * time.Second} {
+		t.Run(skew.String(), func(t *testing.T) {
+			local := lease.NewManualClock(time.Now().Add(skew))
+			d := open(t, pgtest.URL(t), Options{LocalClock: local})
+			var db time.Time
+			if err := d.pool.QueryRow(testCtx(t), `SELECT clock_timestamp()`).Scan(&db); err != nil {
+				t.Fatal(err)
+			}
+			// The manual clock stands still: the corrected reading is the
+			// database's time at calibration, shortly before db.
+			got := d.Clock().Now()
+			if diff := db.Sub(got); diff < 0 || diff > 2*time.Second {
+				t.Fatalf("Clock().Now() = %v, database %v (diff %v); want within 2s despite a %v local skew", got, db, diff, skew)
+			}
+			local.Advance(time.Minute)
+			if moved := d.Clock().Now().Sub(got); moved != time.Minute {
+				t.Fatalf("the clock moved %v when the local clock advanced a minute", moved)
+			}
+			if off, _ := d.clock.Offset(); (off + skew).Abs() > 2*time.Second {
+				t.Fatalf("offset %v for a local skew of %v", off, skew)
+			}
+		})
+	}
+}
+
+func TestCloseReadyPingSnapshotBackup(t *testing.T) {
+	ctx := testCtx(t)
+	d := open(t, pgtest.URL(t), Options{})
+	if err := d.Ready(ctx); err != nil {
+		t.Fatalf("Ready: %v", err)
+	}
+	if err := d.Ping(ctx); err != nil {
+		t.Fatalf("Ping: %v", err)
+	}
+	addTask(t, d, "wf", "a", "pending")
+	if err := d.Snapshot(ctx, func(r tgdriver.Reads) error {
+		ts, err := r.ListTasks(ctx, tgdriver.ListFilter{WorkflowID: "wf"})
+		if err != nil || len(ts) != 1 || ts[0].Payload != `{"n":1}` {
+			return fmt.Errorf("ListTasks = %+v, %v", ts, err)
+		}
+		n, err := r.PendingInWorkflow(ctx, "wf", 10)
+		if err != nil || n != 1 {
+			return fmt.Errorf("PendingInWorkflow = %d, %v", n, err)
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Backup(ctx, "x"); !errors.Is(err, ErrBackupUnsupported) || !strings.Contains(err.Error(), "pg_dump") {
+		t.Fatalf("Backup: %v", err)
+	}
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Close(); err != nil {
+		t.Fatalf("second Close: %v", err)
+	}
+	if err := d.Write(ctx, func(tgdriver.Tx) error { return nil }); !errors.Is(err, tgdriver.ErrClosed) {
+		t.Fatalf("Write after Close: %v", err)
+	}
+	if err := d.Ready(ctx); !errors.Is(err, tgdriver.ErrClosed) {
+		t.Fatalf("Ready after Close: %v", err)
+	}
+}
+
+func TestWriteRetriesUniqueViolationAndReportsBatches(t *testing.T) {
+	ctx := testCtx(t)
+	d := open(t, pgtest.URL(t), Options{})
+	var mu sync.Mutex
+	var sizes []int
+	var failed int
+	if err := d.Start(tgdriver.Hooks{
+		BatchStart: func(context.Context, tgdriver.Tx) (func(), error) {
+			t.Error("BatchStart called on a SharedClock driver")
+			return nil, nil
+		},
+		OnBatch: func(size int, _ time.Duration, err error) {
+			mu.Lock()
+			defer mu.Unlock()
+			sizes = append(sizes, size)
+			if err != nil {
+				failed++
+			}
+		},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	// Two creates of one node race: the loser's INSERT waits for the
+	// winner, fails with 23505, and its rerun finds the node.
+	addTask(t, d, "wf", "seed", "pending")
+	held, release := make(chan struct{}), make(chan struct{})
+	first := make(chan error, 1)
+	go func() {
+		first <- d.Write(ctx, func(tx tgdriver.Tx) error {
+			_, err := tx.InsertTask(ctx, tgdriver.TaskRow{TaskID: "wf-x", WorkflowID: "wf", NodeID: "x", Payload: `{}`, DependsOn: `[]`,
+				State: "pending", MaxAttempts: 1, CreatedAtMS: 1, UpdatedAtMS: 1})
+			close(held)
+			<-release
+			return err
+		})
+	}()
+	<-held
+	var runs int
+	second := make(chan error, 1)
+	go func() {
+		second <- d.Write(ctx, func(tx tgdriver.Tx) error {
+			runs++
+			if _, err := tx.TaskByNode(ctx, "wf", "x"); err == nil {
+				return nil // the rerun sees the winner's node
+			} else if !errors.Is(err, tgdriver.ErrNoRows) {
+				return err
+			}
+			_, err := tx.InsertTask(ctx, tgdriver.TaskRow{TaskID: "wf-x", WorkflowID: "wf", NodeID: "x", Payload: `{}`, DependsOn: `[]`,
+				State: "pending", MaxAttempts: 1, CreatedAtMS: 1, UpdatedAtMS: 1})
+			return err
+		})
+	}()
+	waitForLockWait(t, d)
+	close(release)
+	if err := <-first; err != nil {
+		t.Fatal(err)
+	}
+	if err := <-second; err != nil || runs != 2 {
+		t.Fatalf("the losing create: %v after %d runs, want success after 2", err, runs)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for _, s := range sizes {
+		if s != 1 {
+			t.Fatalf("OnBatch sizes %v, want all 1", sizes)
+		}
+	}
+	if len(sizes) != 4 || failed != 1 {
+		t.Fatalf("OnBatch called %d times with %d failures, want 4 with 1 (seed, winner, loser twice)", len(sizes), failed)
+	}
+}
+
+func TestPruneWorkflowGuard(t *testing.T) {
+	ctx := testCtx(t)
+	d := open(t, pgtest.URL(t), Options{})
+	a := addTask(t, d, "done", "a", "completed")
+	b := addTask(t, d, "done", "b", "completed")
+	addTask(t, d, "busy", "a", "pending")
+	if err := d.Write(ctx, func(tx tgdriver.Tx) error {
+		if err := tx.InsertEdge(ctx, a, b); err != nil {
+			return err
+		}
+		return tx.AppendEvent(ctx, tgdriver.EventRow{WorkflowID: "done", Seq: 1, TaskID: "done-a", Kind: "created", AtMS: 1500, Detail: `{}`, Hash: "h1"})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	var cands []string
+	var pruned tgdriver.PrunedRow
+	var ok, tooNew, busy bool
+	if err := d.Write(ctx, func(tx tgdriver.Tx) error {
+		var err error
+		if cands, err = tx.PruneCandidates(ctx, 2000, 10); err != nil {
+			return err
+		}
+		if _, tooNew, err = tx.PruneWorkflow(ctx, "done", 1500, 9000); err != nil {
+			return err
+		}
+		if _, busy, err = tx.PruneWorkflow(ctx, "busy", 2000, 9000); err != nil {
+			return err
+		}
+		pruned, ok, err = tx.PruneWorkflow(ctx, "done", 2000, 9000)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if len(cands) != 1 || cands[0] != "done" || tooNew || busy || !ok || pruned.Tasks != 2 || pruned.Events != 1 || pruned.HeadHash != "h1" {
+		t.Fatalf("candidates %v; prune too new %v, busy %v, done %v %+v", cands, tooNew, busy, ok, pruned)
+	}
+	var tasks, edges, events, records int
+	if err := d.pool.QueryRow(ctx, `SELECT (SELECT COUNT(*) FROM tasks WHERE workflow_id = 'done'), (SELECT COUNT(*) FROM edges),
+		(SELECT COUNT(*) FROM events), (SELECT COUNT(*) FROM pruned_workflows WHERE head_hash = 'h1')`).Scan(&tasks, &edges, &events, &records); err != nil {
+		t.Fatal(err)
+	}
+	if tasks+edges+events != 0 || records != 1 {
+		t.Fatalf("after prune: %d tasks, %d edges, %d events, %d records", tasks, edges, events, records)
+	}
+}
+
+func TestShiftLeasesAndExpiredLeases(t *testing.T) {
+	ctx := testCtx(t)
+	d := open(t, pgtest.URL(t), Options{})
+	a := addTask(t, d, "wf", "a", "pending")
+	b := addTask(t, d, "wf", "b", "pending")
+	claim := func(seq, expires, leaseMS int64) tgdriver.TaskSet {
+		s := tgdriver.TaskSet{State: tgdriver.Val("claimed"), LeaseExpiresAtMS: tgdriver.Val(expires), UpdatedAtMS: 1}
+		if leaseMS > 0 {
+			s.LeaseMS = tgdriver.Val(leaseMS)
+		}
+		return s
+	}
+	var refs, expired []tgdriver.TaskRef
+	var next int64
+	if err := d.Write(ctx, func(tx tgdriver.Tx) error {
+		if _, _, err := tx.UpdateTask(ctx, a, claim(a, 10_000, 5_000), tgdriver.TaskGuard{}); err != nil {
+			return err
+		}
+		if _, _, err := tx.UpdateTask(ctx, b, claim(b, 12_000, 0), tgdriver.TaskGuard{}); err != nil {
+			return err
+		}
+		var err error
+		if refs, err = tx.ShiftLeases(ctx, 60_000, 20_000, 1_000); err != nil {
+			return err
+		}
+		if next, _, err = tx.NextLeaseExpiry(ctx); err != nil {
+			return err
+		}
+		expired, err = tx.ExpiredLeases(ctx, 21_000, 10)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	// a: min(70000, 20000+5000); b: min(72000, 20000+1000 by default).
+	got := map[int64]int64{}
+	for _, r := range refs {
+		got[r.Seq] = r.ExpiresAtMS
+	}
+	if got[a] != 25_000 || got[b] != 21_000 || next != 21_000 {
+		t.Fatalf("shifted %v, next %d", refs, next)
+	}
+	if len(expired) != 1 || expired[0].Seq != b || expired[0].WorkflowID != "wf" {
+		t.Fatalf("expired at 21000: %+v", expired)
+	}
+}
+
+func TestClockRecalibrates(t *testing.T) {
+	local := lease.NewManualClock(time.Now())
+	d := open(t, pgtest.URL(t), Options{LocalClock: local, CalibrateInterval: 20 * time.Millisecond})
+	local.Step(-30 * time.Second) // the local clock is stepped back
+	ctx := testCtx(t)
+	for {
+		if off, _ := d.clock.Offset(); (off - 30*time.Second).Abs() < 2*time.Second {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatal("the offset never followed the local clock's step")
+		}
+		time.Sleep(5 * time.Millisecond) // polling a condition
+	}
+	if diff := time.Since(d.Clock().Now()).Abs(); diff > 2*time.Second {
+		t.Fatalf("after the step the clock is %v off the database's", diff)
+	}
+}
+
+// TestWithoutListenFallsBackToPolling: a database that rejects LISTEN (as a
+// distributed engine does) gets a poll, and NotifyReady stops calling
+// pg_notify there.
+func TestWithoutListenFallsBackToPolling(t *testing.T) {
+	ctx := testCtx(t)
+	url := pgtest.URL(t)
+	d := open(t, url, Options{WatchInterval: 10 * time.Millisecond, listenSQL: `LISTEN_IS_NOT_SUPPORTED_HERE`})
+	if !d.noNotify.Load() {
+		t.Fatal("LISTEN failed with a syntax error but the driver did not fall back")
+	}
+	other := open(t, url, Options{})
+	addTask(t, other, "wf", "a", "pending")
+	select {
+	case c := <-d.Changes():
+		if !c.Unknown {
+			t.Fatalf("poll change = %+v, want Unknown", c)
+		}
+	case <-ctx.Done():
+		t.Fatal("the poll never reported the pending task")
+	}
+	if err := d.Write(ctx, func(tx tgdriver.Tx) error { return tx.NotifyReady(ctx, "wf") }); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestUnreachableServer(t *testing.T) {
+	ctx := testCtx(t)
+	url := pgtest.URL(t)
+	// A port nothing listens on: the server is unreachable.
+	i := strings.LastIndex(url, ":")
+	j := i + strings.IndexAny(url[i:], "/")
+	dead := url[:i] + ":1" + url[j:]
+	if _, err := Open(ctx, dead, Options{AcquireTimeout: 2 * time.Second}); !errors.Is(err, tgdriver.ErrUnreachable) {
+		t.Fatalf("Open on a closed port: %v, want ErrUnreachable", err)
+	}
+	// A connection dropped in the middle of a write.
+	d := open(t, url, Options{})
+	err := d.Write(ctx, func(tx tgdriver.Tx) error {
+		_, err := tx.(*wtx).tx.Exec(ctx, `SELECT pg_terminate_backend(pg_backend_pid())`)
+		return d.classify(ctx, err)
+	})
+	if !errors.Is(err, tgdriver.ErrUnreachable) {
+		t.Fatalf("Write whose connection was terminated: %v, want ErrUnreachable", err)
+	}
+	if err := d.Ping(ctx); err != nil {
+		t.Fatalf("Ping after a dropped connection: %v (the pool should replace it)", err)
+	}
+	_ = d.Close()
+	if _, err := d.Reads().TaskByID(ctx, "x"); !errors.Is(err, tgdriver.ErrClosed) {
+		t.Fatalf("a read after Close: %v, want ErrClosed", err)
+	}
+}
+
+// TestManyClaimersEachTaskOnce: claimers on two drivers (replicas) take
+// tasks by NextPending while other writers lock whole workflows; every task
+// is claimed exactly once, every chain stays gapless, and no write fails
+// (deadlocks, if any, are retried).
+func TestManyClaimersEachTaskOnce(t *testing.T) {
+	ctx := testCtx(t)
+	url := pgtest.URL(t)
+	ds := []*Driver{open(t, url, Options{MaxConns: 6}), open(t, url, Options{MaxConns: 6})}
+	const workflows, perWorkflow = 4, 15
+	for w := range workflows {
+		for n := range perWorkflow {
+			addTask(t, ds[0], fmt.Sprintf("wf%d", w), fmt.Sprintf("n%d", n), "pending")
+		}
+	}
+	var mu sync.Mutex
+	claimed := map[int64]int{}
+	var wg sync.WaitGroup
+	errs := make(chan error, 16)
+	appendEvent := func(tx tgdriver.Tx, wf, task string) error {
+		head, n, err := tx.ChainHead(ctx, wf)
+		if err != nil {
+			return err
+		}
+		return tx.AppendEvent(ctx, tgdriver.EventRow{WorkflowID: wf, Seq: n + 1, TaskID: task, Kind: "claimed", AtMS: 5,
+			Detail: `{}`, PrevHash: head, Hash: fmt.Sprintf("%s-%d", wf, n+1)})
+	}
+	for i := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			d := ds[i%2]
+			for {
+				var got int64
+				err := d.Write(ctx, func(tx tgdriver.Tx) error {
+					got = 0
+					r, ok, err := tx.NextPending(ctx, "")
+					if err != nil || !ok {
+						return err
+					}
+					if _, ok, err := tx.UpdateTask(ctx, r.Seq, tgdriver.TaskSet{State: tgdriver.Val("claimed"), UpdatedAtMS: 5},
+						tgdriver.TaskGuard{States: []string{"pending"}}); err != nil || !ok {
+						return fmt.Errorf("claim %d: ok %v, %v", r.Seq, ok, err)
+					}
+					got = r.Seq
+					return appendEvent(tx, r.WorkflowID, r.TaskID)
+				})
+				if err != nil {
+					errs <- err
+					return
+				}
+				if got == 0 {
+					return
+				}
+				mu.Lock()
+				claimed[got]++
+				mu.Unlock()
+			}
+		}()
+	}
+	// Workflow-wide writers meanwhile: lock a workflow, then touch its
+	// unfinished tasks (as cancel does), in lock order.
+	for i := range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for k := range 20 {
+				wf := fmt.Sprintf("wf%d", (i+k)%workflows)
+				err := ds[i].Write(ctx, func(tx tgdriver.Tx) error {
+					if _, err := tx.LockWorkflow(ctx, wf); err != nil {
+						return err
+					}
+					seqs, err := tx.UnfinishedInWorkflow(ctx, wf)
+					if err != nil {
+						return err
+					}
+					for _, s := range seqs {
+						if _, _, err := tx.UpdateTask(ctx, s, tgdriver.TaskSet{StatusMessage: tgdriver.Val("seen"), UpdatedAtMS: 6}, tgdriver.TaskGuard{}); err != nil {
+							return err
+						}
+					}
+					return appendEvent(tx, wf, "op")
+				})
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	if len(claimed) != workflows*perWorkflow {
+		t.Fatalf("%d tasks claimed, want %d", len(claimed), workflows*perWorkflow)
+	}
+	for seq, n := range claimed {
+		if n != 1 {
+			t.Errorf("task %d claimed %d times", seq, n)
+		}
+	}
+	for w := range workflows {
+		var want int64 = 1
+		if err := ds[0].Reads().WorkflowEvents(ctx, fmt.Sprintf("wf%d", w), func(e tgdriver.EventRow) error {
+			if e.Seq != want {
+				return fmt.Errorf("event %d where %d was due", e.Seq, want)
+			}
+			want++
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestReadOnlyDatabase: a database whose transactions are read-only (as on
+// a standby) fails Ready and writes with ErrReadOnly, and still answers Ping.
+func TestReadOnlyDatabase(t *testing.T) {
+	ctx := testCtx(t)
+	url := pgtest.URL(t)
+	d := open(t, url, Options{})
+	var name string
+	if err := d.pool.QueryRow(ctx, `SELECT current_database()`).Scan(&name); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := raw(t, url).Exec(ctx, `ALTER DATABASE `+name+` SET default_transaction_read_only = on`); err != nil {
+		t.Fatal(err)
+	}
+	d.pool.Reset() // new connections pick the setting up
+	if err := d.Ready(ctx); !errors.Is(err, tgdriver.ErrReadOnly) {
+		t.Fatalf("Ready on a read-only database: %v, want ErrReadOnly", err)
+	}
+	err := d.Write(ctx, func(tx tgdriver.Tx) error {
+		_, err := tx.EnsureWorkflow(ctx, "wf", 1)
+		return err
+	})
+	if !errors.Is(err, tgdriver.ErrReadOnly) {
+		t.Fatalf("Write on a read-only database: %v, want ErrReadOnly", err)
+	}
+	if err := d.Ping(ctx); err != nil {
+		t.Fatalf("Ping on a read-only database: %v", err)
+	}
+	ctx0, cancel := context.WithCancel(ctx)
+	cancel()
+	if err := d.Ready(ctx0); err == nil {
+		t.Fatal("Ready with a cancelled context succeeded")
+	}
+}
+
+// TestNextPendingSkipsBusyWorkflow: while a writer holds workflow wf1, a
+// claimer takes the task of wf2 without waiting, even though wf1's pending
+// task is older.
+func TestNextPendingSkipsBusyWorkflow(t *testing.T) {
+	ctx := testCtx(t)
+	d := open(t, pgtest.URL(t), Options{})
+	addTask(t, d, "wf1", "a", "pending")
+	b := addTask(t, d, "wf2", "b", "pending")
+	held, release := make(chan struct{}), make(chan struct{})
+	first := make(chan error, 1)
+	go func() {
+		first <- d.Write(ctx, func(tx tgdriver.Tx) error {
+			if _, err := tx.LockWorkflow(ctx, "wf1"); err != nil {
+				return err
+			}
+			close(held)
+			<-release
+			return nil
+		})
+	}()
+	<-held
+	wctx, cancel := context.WithTimeout(ctx, 5*time.Second) // fails (not hangs) if it waited
+	defer cancel()
+	err := d.Write(wctx, func(tx tgdriver.Tx) error {
+		r, ok, err := tx.NextPending(wctx, "")
+		if err != nil || !ok || r.Seq != b {
+			return fmt.Errorf("NextPending = %d %v %v, want %d", r.Seq, ok, err, b)
+		}
+		return nil
+	})
+	close(release)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := <-first; err != nil {
+		t.Fatal(err)
+	}
+}

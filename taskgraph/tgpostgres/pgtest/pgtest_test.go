@@ -1,0 +1,45 @@
+package pgtest
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// TestURLIsFreshAndDropped: each URL names its own empty database, which is
+// gone once its test ended.
+func TestURLIsFreshAndDropped(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var name string
+	t.Run("use", func(t *testing.T) {
+		u1, u2 := URL(t), URL(t)
+		if u1 == u2 {
+			t.Fatalf("two calls gave the same database %s", u1)
+		}
+		c, err := pgx.Connect(ctx, u1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close(ctx)
+		var tables int
+		if err := c.QueryRow(ctx, `SELECT current_database(), (SELECT COUNT(*) FROM information_schema.tables WHERE table_schema = 'public')`).Scan(&name, &tables); err != nil {
+			t.Fatal(err)
+		}
+		if tables != 0 || !strings.HasPrefix(name, "ge_test_") {
+			t.Fatalf("database %s has %d tables", name, tables)
+		}
+	})
+	c, err := pgx.Connect(ctx, Server(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close(ctx)
+	var n int
+	if err := c.QueryRow(ctx, `SELECT COUNT(*) FROM pg_database WHERE datname = $1`, name).Scan(&n); err != nil || n != 0 {
+		t.Fatalf("database %s still exists after its test (%d, %v)", name, n, err)
+	}
+}

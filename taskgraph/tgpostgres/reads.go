@@ -1,0 +1,341 @@
+package tgpostgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/tgdriver"
+)
+
+// querier is what reads run on: the pool, a write transaction or a snapshot.
+type querier interface {
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
+// taskColumns are the columns of a TaskRow, in scanTask's order.
+const taskColumns = `seq, task_id, workflow_id, node_id, payload, depends_on, state, owner, generation,
+	token_hash, lease_expires_at_ms, lease_ms, attempts, max_attempts, unmet, result, error, status_message,
+	cancel_cause, created_at_ms, updated_at_ms`
+
+const eventColumns = `event_id, workflow_id, wseq, task_id, kind, owner, generation, at_ms, detail, prev_hash, hash`
+
+const workflowColumns = `workflow_id, task_count, event_count, head_hash, created_at_ms, updated_at_ms`
+
+func scanTask(row pgx.Row) (tgdriver.TaskRow, error) {
+	var t tgdriver.TaskRow
+	var owner, result, errText *string
+	var lease, leaseMS, cause *int64
+	if err := row.Scan(&t.Seq, &t.TaskID, &t.WorkflowID, &t.NodeID, &t.Payload, &t.DependsOn, &t.State, &owner, &t.Generation,
+		&t.TokenHash, &lease, &leaseMS, &t.Attempts, &t.MaxAttempts, &t.Unmet, &result, &errText, &t.StatusMessage,
+		&cause, &t.CreatedAtMS, &t.UpdatedAtMS); err != nil {
+		return tgdriver.TaskRow{}, err
+	}
+	if owner != nil {
+		t.Owner = *owner
+	}
+	if result != nil {
+		t.Result, t.HasResult = *result, true
+	}
+	if errText != nil {
+		t.Error = *errText
+	}
+	if lease != nil {
+		t.LeaseExpiresAtMS = *lease
+	}
+	if leaseMS != nil {
+		t.LeaseMS = *leaseMS
+	}
+	if cause != nil {
+		t.CancelCause = *cause
+	}
+	return t, nil
+}
+
+func scanEvent(row pgx.Row) (tgdriver.EventRow, error) {
+	var e tgdriver.EventRow
+	err := row.Scan(&e.EventID, &e.WorkflowID, &e.Seq, &e.TaskID, &e.Kind, &e.Owner, &e.Generation, &e.AtMS, &e.Detail, &e.PrevHash, &e.Hash)
+	return e, err
+}
+
+func scanWorkflow(row pgx.Row) (tgdriver.WorkflowRow, error) {
+	var w tgdriver.WorkflowRow
+	err := row.Scan(&w.WorkflowID, &w.TaskCount, &w.EventCount, &w.HeadHash, &w.CreatedAtMS, &w.UpdatedAtMS)
+	return w, err
+}
+
+// reads implements tgdriver.Reads on a querier.
+type reads struct {
+	d *Driver
+	q querier
+}
+
+var _ tgdriver.Reads = reads{}
+
+// fail names what failed and maps the error to the driver's sentinels.
+func (r reads) fail(ctx context.Context, what string, err error) error {
+	if errors.Is(err, pgx.ErrNoRows) {
+		return fmt.Errorf("%s: %w", what, tgdriver.ErrNoRows)
+	}
+	return fmt.Errorf("%s: %w", what, r.d.classify(ctx, err))
+}
+
+func (r reads) oneTask(ctx context.Context, what, q string, args ...any) (tgdriver.TaskRow, error) {
+	t, err := scanTask(r.q.QueryRow(ctx, q, args...))
+	if err != nil {
+		return tgdriver.TaskRow{}, r.fail(ctx, what, err)
+	}
+	return t, nil
+}
+
+func (r reads) tasks(ctx context.Context, what, q string, args ...any) ([]tgdriver.TaskRow, error) {
+	rows, err := r.q.Query(ctx, q, args...)
+	if err != nil {
+		return nil, r.fail(ctx, what, err)
+	}
+	defer rows.Close()
+	var out []tgdriver.TaskRow
+	for rows.Next() {
+		t, err := scanTask(rows)
+		if err != nil {
+			return nil, r.fail(ctx, what, err)
+		}
+		out = append(out, t)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, r.fail(ctx, what, err)
+	}
+	return out, nil
+}
+
+func (r reads) seqs(ctx context.Context, what, q string, args ...any) ([]int64, error) {
+	rows, err := r.q.Query(ctx, q, args...)
+	if err != nil {
+		return nil, r.fail(ctx, what, err)
+	}
+	out, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	if err != nil {
+		return nil, r.fail(ctx, what, err)
+	}
+	return out, nil
+}
+
+// TaskByID returns the task with id taskID, or ErrNoRows.
+func (r reads) TaskByID(ctx context.Context, taskID string) (tgdriver.TaskRow, error) {
+	return r.oneTask(ctx, "read task "+taskID, `SELECT `+taskColumns+` FROM tasks WHERE task_id = $1`, taskID)
+}
+
+// TaskBySeq returns the task with seq, or ErrNoRows.
+func (r reads) TaskBySeq(ctx context.Context, seq int64) (tgdriver.TaskRow, error) {
+	return r.oneTask(ctx, fmt.Sprintf("read task seq %d", seq), `SELECT `+taskColumns+` FROM tasks WHERE seq = $1`, seq)
+}
+
+// TaskByNode returns node nodeID of workflowID, or ErrNoRows.
+func (r reads) TaskByNode(ctx context.Context, workflowID, nodeID string) (tgdriver.TaskRow, error) {
+	return r.oneTask(ctx, "read task "+workflowID+"/"+nodeID,
+		`SELECT `+taskColumns+` FROM tasks WHERE workflow_id = $1 AND node_id = $2`, workflowID, nodeID)
+}
+
+// ListTasks returns tasks matching f in seq order.
+func (r reads) ListTasks(ctx context.Context, f tgdriver.ListFilter) ([]tgdriver.TaskRow, error) {
+	q := `SELECT ` + taskColumns + ` FROM tasks WHERE TRUE`
+	var args []any
+	if f.WorkflowID != "" {
+		args = append(args, f.WorkflowID)
+		q += fmt.Sprintf(` AND workflow_id = $%d`, len(args))
+	}
+	if f.State != "" {
+		args = append(args, f.State)
+		q += fmt.Sprintf(` AND state = $%d`, len(args))
+	}
+	q += ` ORDER BY seq`
+	if f.Limit > 0 {
+		args = append(args, f.Limit)
+		q += fmt.Sprintf(` LIMIT $%d`, len(args))
+	}
+	return r.tasks(ctx, "list tasks", q, args...)
+}
+
+// CountByState counts tasks per state.
+func (r reads) CountByState(ctx context.Context) (map[string]int, error) {
+	rows, err := r.q.Query(ctx, `SELECT state, COUNT(*) FROM tasks GROUP BY state`)
+	if err != nil {
+		return nil, r.fail(ctx, "count tasks", err)
+	}
+	defer rows.Close()
+	out := map[string]int{}
+	for rows.Next() {
+		var st string
+		var n int
+		if err := rows.Scan(&st, &n); err != nil {
+			return nil, r.fail(ctx, "count tasks", err)
+		}
+		out[st] = n
+	}
+	if err := rows.Err(); err != nil {
+		return nil, r.fail(ctx, "count tasks", err)
+	}
+	return out, nil
+}
+
+// NextLeaseExpiry returns the earliest lease expiry of a claimed task.
+func (r reads) NextLeaseExpiry(ctx context.Context) (int64, bool, error) {
+	var ms *int64
+	if err := r.q.QueryRow(ctx, `SELECT MIN(lease_expires_at_ms) FROM tasks WHERE state = 'claimed'`).Scan(&ms); err != nil {
+		return 0, false, r.fail(ctx, "read the next lease expiry", err)
+	}
+	if ms == nil {
+		return 0, false, nil
+	}
+	return *ms, true, nil
+}
+
+// Dependencies returns the dependencies of task seq, in seq order.
+func (r reads) Dependencies(ctx context.Context, seq int64) ([]tgdriver.DepRow, error) {
+	rows, err := r.q.Query(ctx, `SELECT t.seq, t.task_id, t.node_id, t.state FROM edges e JOIN tasks t ON t.seq = e.dep_seq
+		WHERE e.task_seq = $1 ORDER BY t.seq`, seq)
+	if err != nil {
+		return nil, r.fail(ctx, "read dependencies", err)
+	}
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (tgdriver.DepRow, error) {
+		var d tgdriver.DepRow
+		err := row.Scan(&d.Seq, &d.TaskID, &d.NodeID, &d.State)
+		return d, err
+	})
+	if err != nil {
+		return nil, r.fail(ctx, "read dependencies", err)
+	}
+	return out, nil
+}
+
+// LastEventOfGeneration returns the newest event of taskID at generation.
+func (r reads) LastEventOfGeneration(ctx context.Context, taskID string, generation int64) (string, int64, bool, error) {
+	var kind string
+	var at int64
+	err := r.q.QueryRow(ctx, `SELECT kind, at_ms FROM events WHERE task_id = $1 AND generation = $2
+		ORDER BY event_id DESC LIMIT 1`, taskID, generation).Scan(&kind, &at)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return "", 0, false, nil
+	case err != nil:
+		return "", 0, false, r.fail(ctx, "read the last event of "+taskID, err)
+	}
+	return kind, at, true, nil
+}
+
+// Workflow returns the chain head row of workflowID, or ErrNoRows.
+func (r reads) Workflow(ctx context.Context, workflowID string) (tgdriver.WorkflowRow, error) {
+	w, err := scanWorkflow(r.q.QueryRow(ctx, `SELECT `+workflowColumns+` FROM workflows WHERE workflow_id = $1`, workflowID))
+	if err != nil {
+		return tgdriver.WorkflowRow{}, r.fail(ctx, "read workflow "+workflowID, err)
+	}
+	return w, nil
+}
+
+// Workflows returns every workflow row in workflow_id order.
+func (r reads) Workflows(ctx context.Context) ([]tgdriver.WorkflowRow, error) {
+	rows, err := r.q.Query(ctx, `SELECT `+workflowColumns+` FROM workflows ORDER BY workflow_id`)
+	if err != nil {
+		return nil, r.fail(ctx, "read workflows", err)
+	}
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (tgdriver.WorkflowRow, error) { return scanWorkflow(row) })
+	if err != nil {
+		return nil, r.fail(ctx, "read workflows", err)
+	}
+	return out, nil
+}
+
+// WorkflowEdges returns the edges among the tasks of workflowID by node id.
+func (r reads) WorkflowEdges(ctx context.Context, workflowID string) ([]tgdriver.EdgeRow, error) {
+	rows, err := r.q.Query(ctx, `SELECT d.node_id, t.node_id FROM edges e JOIN tasks d ON d.seq = e.dep_seq
+		JOIN tasks t ON t.seq = e.task_seq WHERE t.workflow_id = $1 ORDER BY t.seq, d.seq`, workflowID)
+	if err != nil {
+		return nil, r.fail(ctx, "read the edges of "+workflowID, err)
+	}
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (tgdriver.EdgeRow, error) {
+		var e tgdriver.EdgeRow
+		err := row.Scan(&e.Dependency, &e.Task)
+		return e, err
+	})
+	if err != nil {
+		return nil, r.fail(ctx, "read the edges of "+workflowID, err)
+	}
+	return out, nil
+}
+
+// TaskEvents returns the events of taskID, oldest first.
+func (r reads) TaskEvents(ctx context.Context, taskID string) ([]tgdriver.EventRow, error) {
+	rows, err := r.q.Query(ctx, `SELECT `+eventColumns+` FROM events WHERE task_id = $1 ORDER BY event_id`, taskID)
+	if err != nil {
+		return nil, r.fail(ctx, "read the events of "+taskID, err)
+	}
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (tgdriver.EventRow, error) { return scanEvent(row) })
+	if err != nil {
+		return nil, r.fail(ctx, "read the events of "+taskID, err)
+	}
+	return out, nil
+}
+
+// WorkflowEvents calls fn with each event of workflowID in chain order.
+func (r reads) WorkflowEvents(ctx context.Context, workflowID string, fn func(tgdriver.EventRow) error) error {
+	rows, err := r.q.Query(ctx, `SELECT `+eventColumns+` FROM events WHERE workflow_id = $1 ORDER BY wseq`, workflowID)
+	if err != nil {
+		return r.fail(ctx, "read the events of "+workflowID, err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		e, err := scanEvent(rows)
+		if err != nil {
+			return r.fail(ctx, "read the events of "+workflowID, err)
+		}
+		if err := fn(e); err != nil {
+			return err
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return r.fail(ctx, "read the events of "+workflowID, err)
+	}
+	return nil
+}
+
+// OrphanEventWorkflow names a workflow that has events but no workflow row.
+func (r reads) OrphanEventWorkflow(ctx context.Context) (string, bool, error) {
+	var id string
+	err := r.q.QueryRow(ctx, `SELECT e.workflow_id FROM events e LEFT JOIN workflows w ON w.workflow_id = e.workflow_id
+		WHERE w.workflow_id IS NULL LIMIT 1`).Scan(&id)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return "", false, nil
+	case err != nil:
+		return "", false, r.fail(ctx, "look for orphan events", err)
+	}
+	return id, true, nil
+}
+
+// PendingWorkflows returns the workflow of each of the first limit pending tasks.
+func (r reads) PendingWorkflows(ctx context.Context, limit int) ([]string, error) {
+	rows, err := r.q.Query(ctx, `SELECT workflow_id FROM tasks WHERE state = 'pending' ORDER BY seq LIMIT $1`, limit)
+	if err != nil {
+		return nil, r.fail(ctx, "read pending tasks", err)
+	}
+	out, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, r.fail(ctx, "read pending tasks", err)
+	}
+	return out, nil
+}
+
+// PendingInWorkflow counts the pending tasks of workflowID, up to limit.
+func (r reads) PendingInWorkflow(ctx context.Context, workflowID string, limit int) (int, error) {
+	var n int
+	if err := r.q.QueryRow(ctx, `SELECT COUNT(*) FROM (SELECT 1 FROM tasks WHERE workflow_id = $1 AND state = 'pending'
+		ORDER BY seq LIMIT $2) p`, workflowID, limit).Scan(&n); err != nil {
+		return 0, r.fail(ctx, "count pending tasks of "+workflowID, err)
+	}
+	return n, nil
+}

@@ -1,0 +1,103 @@
+package tgpostgres
+
+import (
+	"database/sql"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	_ "github.com/mattn/go-sqlite3"
+
+	"github.com/graph-engineering/graph-engineering-mcp/schema"
+	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/tgpostgres/pgtest"
+)
+
+// TestSchemaMatchesSQLite: the PostgreSQL series has the same tables with
+// the same columns and the same indexes as the SQLite series, so the two
+// drivers store the same data.
+func TestSchemaMatchesSQLite(t *testing.T) {
+	ctx := testCtx(t)
+	lite, err := sql.Open("sqlite3", "file:"+filepath.Join(t.TempDir(), "s.db")+"?_txlock=immediate")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lite.Close()
+	tx, err := lite.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := schema.Apply(ctx, tx); err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string][]string{}
+	rows, err := lite.QueryContext(ctx, `SELECT m.name, p.name FROM sqlite_schema m JOIN pragma_table_info(m.name) p
+		WHERE m.type = 'table' AND m.name NOT LIKE 'sqlite\_%' ESCAPE '\'`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var tbl, col string
+		if err := rows.Scan(&tbl, &col); err != nil {
+			t.Fatal(err)
+		}
+		want[tbl] = append(want[tbl], col)
+	}
+	rows.Close()
+	var wantIdx []string
+	irows, err := lite.QueryContext(ctx, `SELECT name FROM sqlite_schema WHERE type = 'index' AND name NOT LIKE 'sqlite\_%' ESCAPE '\'`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for irows.Next() {
+		var n string
+		_ = irows.Scan(&n)
+		wantIdx = append(wantIdx, n)
+	}
+	irows.Close()
+
+	d := open(t, pgtest.URL(t), Options{})
+	got := map[string][]string{}
+	prow, err := d.pool.Query(ctx, `SELECT table_name, column_name FROM information_schema.columns WHERE table_schema = current_schema()`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for prow.Next() {
+		var tbl, col string
+		if err := prow.Scan(&tbl, &col); err != nil {
+			t.Fatal(err)
+		}
+		got[tbl] = append(got[tbl], col)
+	}
+	prow.Close()
+	for tbl := range want {
+		slices.Sort(want[tbl])
+		slices.Sort(got[tbl])
+		if !slices.Equal(want[tbl], got[tbl]) {
+			t.Errorf("table %s: SQLite columns %v, PostgreSQL %v", tbl, want[tbl], got[tbl])
+		}
+	}
+	for tbl := range got {
+		if _, ok := want[tbl]; !ok {
+			t.Errorf("table %s is only in the PostgreSQL schema", tbl)
+		}
+	}
+	var gotIdx []string
+	xrows, err := d.pool.Query(ctx, `SELECT indexname FROM pg_indexes WHERE schemaname = current_schema()`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for xrows.Next() {
+		var n string
+		_ = xrows.Scan(&n)
+		gotIdx = append(gotIdx, n)
+	}
+	xrows.Close()
+	for _, n := range wantIdx {
+		if !slices.Contains(gotIdx, n) {
+			t.Errorf("index %s of the SQLite schema is missing in PostgreSQL (has %v)", n, gotIdx)
+		}
+	}
+}
