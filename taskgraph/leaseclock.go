@@ -66,12 +66,13 @@ type leaseClock struct {
 	mono lease.Monotonic // nil: no pause or step detection (a custom Clock without a Monotonic)
 	log  *slog.Logger
 	// shared: replicas on one database judge leases by one clock (the
-	// database's, tgdriver.Info.SharedClock). A replica's own pause or clock
-	// step costs no lease then (the others kept serving, and its clock
-	// follows the database's), so only the time no replica ran at all is
-	// given back: at Open, when the alive time all replicas keep fresh is
-	// at least staleMin old. The step runs in its own write (Open and
-	// clockLoop), never at the start of other writes.
+	// database's, tgdriver.Info.SharedClock). A replica's own pause costs no
+	// lease while others serve (they keep the alive time fresh, and its
+	// clock follows the database's), so only the time no replica ran at all,
+	// or a step of the shared clock, is given back (sharedStep). The step
+	// runs in the clock loop's writes, and first in any write of a process
+	// that has not seen the alive time for staleMin (sharedDue), never at
+	// the start of every write.
 	shared bool
 
 	mu       sync.Mutex
@@ -147,6 +148,9 @@ func (c *leaseClock) take() time.Duration {
 //     paused while another served moves nothing; a write lock held by another
 //     process for a while, with no pause, moves nothing either.
 func (c *leaseClock) step(w *wtx) error {
+	if c.shared {
+		return c.sharedStep(w)
+	}
 	away := c.take()
 	c.mu.Lock()
 	resumed, final := c.resumed, c.final
@@ -205,6 +209,83 @@ func (c *leaseClock) step(w *wtx) error {
 		}
 	})
 	return nil
+}
+
+// sharedStep is step with a clock shared by replicas (PostgreSQL). The time
+// to give back is the time no replica kept the alive time fresh: every
+// replica refreshes it once a second while leases are live, so an alive time
+// at least staleMin old (or that far in the future: the shared clock stepped
+// back) means no replica ran for that long, or the shared clock stepped.
+// Live leases move by that much, clamped as always. The alive row is locked
+// as it is read, so replicas that notice at once apply it once.
+func (c *leaseClock) sharedStep(w *wtx) error {
+	alive, found, err := w.tx.ReadAlive(w.ctx)
+	if err != nil {
+		return fmt.Errorf("read the servers' alive time: %w", err)
+	}
+	var shift time.Duration
+	if found {
+		if stale := time.Duration(w.nowMS-alive) * time.Millisecond; stale >= staleMin || stale <= -staleMin {
+			shift = stale
+		}
+	}
+	if shift != 0 {
+		n, err := w.shiftLeases(shift)
+		if err != nil {
+			return err
+		}
+		w.afterCommit(func() {
+			if n > 0 {
+				c.log.Info("no server ran, or the database's clock was stepped; live leases moved by that time", "shift", shift.String(), "leases", n)
+			}
+		})
+	}
+	if err := w.tx.TouchAlive(w.ctx, w.nowMS); err != nil {
+		return fmt.Errorf("record the servers' alive time: %w", err)
+	}
+	now := w.nowMS
+	w.afterCommit(func() {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		c.resumed = true
+		c.aliveMS = now
+	})
+	return nil
+}
+
+// sharedTouch refreshes, with a shared clock, the alive time in passing in
+// w when this process last recorded it at least aliveBatchEvery ago, without
+// waiting for another transaction that holds it, so that the time given back
+// after an absence is measured to within that.
+func (c *leaseClock) sharedTouch(w *wtx) error {
+	c.mu.Lock()
+	due := w.nowMS-c.aliveMS >= aliveBatchEvery.Milliseconds()
+	c.mu.Unlock()
+	if !due {
+		return nil
+	}
+	touched, err := w.tx.TryTouchAlive(w.ctx, w.nowMS)
+	if err != nil || !touched {
+		return err
+	}
+	now := w.nowMS
+	w.afterCommit(func() {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		c.aliveMS = max(c.aliveMS, now)
+	})
+	return nil
+}
+
+// sharedDue reports whether, with a shared clock, this process last saw the
+// alive time so long ago (at its own writes) that an operation must check it
+// before it is judged: the process may have been paused, or the clock
+// stepped, since.
+func (c *leaseClock) sharedDue(nowMS int64) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	d := nowMS - c.aliveMS
+	return d >= staleMin.Milliseconds() || d <= -staleMin.Milliseconds()
 }
 
 // last runs Close's final write, after every sender is done and before the

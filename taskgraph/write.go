@@ -59,6 +59,18 @@ func (s *Store) do(ctx context.Context, fn func(*wtx) error) error {
 	err := s.drv.Write(ctx, func(tx tgdriver.Tx) error {
 		w := s.newWtx(ctx, tx)
 		last = nil
+		if s.lc != nil && s.lc.shared && s.lc.sharedDue(w.nowMS) {
+			// Paused, or the shared clock stepped, since this process last
+			// saw the alive time: give leases back what no server ran
+			// before this operation is judged.
+			if err := s.lc.step(w); err != nil {
+				return err
+			}
+		} else if s.lc != nil && s.lc.shared {
+			if err := s.lc.sharedTouch(w); err != nil {
+				return err
+			}
+		}
 		if err := runGuarded(w, fn); err != nil {
 			return err
 		}

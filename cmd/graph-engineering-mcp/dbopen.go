@@ -93,10 +93,10 @@ func openDatabase(c *cli.Context, location string, opts taskgraph.Options, mode 
 func openPostgres(ctx context.Context, url string, opts taskgraph.Options, mode openMode, maxConns, minConns int) (*taskgraph.Store, error) {
 	d, err := tgpostgres.Open(ctx, url, tgpostgres.Options{
 		MaxConns: int32(maxConns), MinConns: int32(minConns), Logger: opts.Logger,
-		ReadOnly: mode == openReadOnly, Migrate: mode == openServe,
+		ReadOnly: mode == openReadOnly,
 	})
 	if err != nil {
-		return nil, fmt.Errorf("open database %s: %w", redactDatabase(url), err)
+		return nil, err // the driver names the database, without its password
 	}
 	return taskgraph.OpenDriver(ctx, d, opts)
 }

@@ -186,9 +186,14 @@ type Tx interface {
 	// false when it no longer qualifies.
 	PruneWorkflow(ctx context.Context, workflowID string, beforeMS, nowMS int64) (p PrunedRow, ok bool, err error)
 
-	// ReadAlive returns the shared alive time of the servers; ok is false
-	// when none was recorded.
+	// ReadAlive returns the shared alive time of the servers and locks it
+	// for the rest of the transaction, so that servers judging it at once
+	// take turns; ok is false when none was recorded.
 	ReadAlive(ctx context.Context) (ms int64, ok bool, err error)
 	// TouchAlive records ms as the servers' alive time.
 	TouchAlive(ctx context.Context, ms int64) error
+	// TryTouchAlive is TouchAlive unless another transaction holds the
+	// alive time (then it waits for nothing and reports false): writes
+	// refresh it in passing without queueing behind one another.
+	TryTouchAlive(ctx context.Context, ms int64) (touched bool, err error)
 }

@@ -68,6 +68,12 @@ type Options struct {
 	// CalibrateInterval is how often Clock measures its offset to the
 	// database's clock again (default DefaultCalibrateInterval).
 	CalibrateInterval time.Duration
+	// ReadOnly opens the database for reading only (operator commands that
+	// only read): no migration (a schema other than this binary's newest is
+	// refused: schema.ErrTooOld, schema.ErrTooNew), every session is
+	// default_transaction_read_only, no listener runs, Info().ReadOnly is set
+	// and every Write fails with tgdriver.ErrReadOnlyStore.
+	ReadOnly bool
 
 	// listenSQL replaces the LISTEN statement, for tests of the fallback
 	// poll of a database without LISTEN.
@@ -151,6 +157,11 @@ func Open(ctx context.Context, rawURL string, opts Options) (*Driver, error) {
 	if _, ok := cfg.ConnConfig.RuntimeParams["application_name"]; !ok {
 		cfg.ConnConfig.RuntimeParams["application_name"] = "graph-engineering-mcp"
 	}
+	if opts.ReadOnly {
+		// A second guard beside Write's refusal: the database itself
+		// refuses any write on these sessions.
+		cfg.ConnConfig.RuntimeParams["default_transaction_read_only"] = "on"
+	}
 	d := &Driver{
 		connCfg:   cfg.ConnConfig.Copy(),
 		opts:      opts,
@@ -167,7 +178,12 @@ func Open(ctx context.Context, rawURL string, opts Options) (*Driver, error) {
 		return nil, fmt.Errorf("open %s: %w", location, d.classify(ctx, err))
 	}
 	d.pool = pool
-	if err := d.migrate(ctx); err != nil {
+	if opts.ReadOnly {
+		err = d.requireLatest(ctx)
+	} else {
+		err = d.migrate(ctx)
+	}
+	if err != nil {
 		pool.Close()
 		return nil, err
 	}
@@ -178,6 +194,11 @@ func Open(ctx context.Context, rawURL string, opts Options) (*Driver, error) {
 	}
 	bg, stop := context.WithCancel(context.Background())
 	d.stop = stop
+	if opts.ReadOnly {
+		d.wg.Add(1)
+		go d.recalibrate(bg)
+		return d, nil
+	}
 	d.wg.Add(3)
 	ready := make(chan struct{})
 	go d.listen(bg, ready)
@@ -223,7 +244,7 @@ func parseURL(raw string) (location, password string, err error) {
 
 // Info describes the driver.
 func (d *Driver) Info() tgdriver.Info {
-	return tgdriver.Info{Name: "postgres", Location: d.location, SharedClock: true}
+	return tgdriver.Info{Name: "postgres", Location: d.location, SharedClock: true, ReadOnly: d.opts.ReadOnly}
 }
 
 // ReplicaID returns this driver's replica id.
@@ -250,6 +271,9 @@ func (d *Driver) Start(h tgdriver.Hooks) error {
 func (d *Driver) Write(ctx context.Context, fn func(tgdriver.Tx) error) error {
 	if d.closed.Load() {
 		return tgdriver.ErrClosed
+	}
+	if d.opts.ReadOnly {
+		return fmt.Errorf("%w: %s was opened read-only", tgdriver.ErrReadOnlyStore, d.location)
 	}
 	d.hooksMu.RLock()
 	onBatch := d.hooks.OnBatch

@@ -60,6 +60,29 @@ func (d *Driver) migrate(ctx context.Context) error {
 	return nil
 }
 
+// requireLatest refuses, without writing, a database whose schema is not
+// exactly this binary's newest (a read-only opener may not migrate it).
+func (d *Driver) requireLatest(ctx context.Context) error {
+	ms, err := schema.PostgresMigrations()
+	if err != nil {
+		return err
+	}
+	latest := ms[len(ms)-1].Version
+	tx, err := d.pool.BeginTx(ctx, pgx.TxOptions{AccessMode: pgx.ReadOnly})
+	if err != nil {
+		return fmt.Errorf("open %s: %w", d.location, d.classify(ctx, err))
+	}
+	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
+	current, err := d.inspect(ctx, tx, latest)
+	if err != nil {
+		return err
+	}
+	if current < latest {
+		return fmt.Errorf("%w: %s is at version %d and this binary reads version %d; start graph-engineering-mcp serve on it once, which migrates it (the database was left untouched)", schema.ErrTooOld, d.location, current, latest)
+	}
+	return nil
+}
+
 // inspect returns the schema version of the database's current schema: 0
 // when it holds no tables.
 func (d *Driver) inspect(ctx context.Context, tx pgx.Tx, latest int) (int, error) {

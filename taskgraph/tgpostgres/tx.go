@@ -382,7 +382,9 @@ func (w *wtx) PruneWorkflow(ctx context.Context, workflowID string, beforeMS, no
 // ReadAlive returns the servers' shared alive time.
 func (w *wtx) ReadAlive(ctx context.Context) (int64, bool, error) {
 	var ms int64
-	err := w.tx.QueryRow(ctx, `SELECT alive_at_ms FROM server_clock WHERE singleton = 1`).Scan(&ms)
+	// Locked: replicas that find the alive time stale at once give the time
+	// back once, one after the other (the second reads the first's touch).
+	err := w.tx.QueryRow(ctx, `SELECT alive_at_ms FROM server_clock WHERE singleton = 1 FOR UPDATE`).Scan(&ms)
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
 		return 0, false, nil
@@ -390,6 +392,23 @@ func (w *wtx) ReadAlive(ctx context.Context) (int64, bool, error) {
 		return 0, false, w.fail(ctx, "read the alive time", err)
 	}
 	return ms, true, nil
+}
+
+// TryTouchAlive records ms as the servers' alive time unless another
+// transaction holds the row (SKIP LOCKED): it never waits.
+func (w *wtx) TryTouchAlive(ctx context.Context, ms int64) (bool, error) {
+	var one int
+	err := w.tx.QueryRow(ctx, `SELECT 1 FROM server_clock WHERE singleton = 1 FOR UPDATE SKIP LOCKED`).Scan(&one)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return false, nil // held by another transaction, or never recorded (Open records it)
+	case err != nil:
+		return false, w.fail(ctx, "lock the alive time", err)
+	}
+	if _, err := w.tx.Exec(ctx, `UPDATE server_clock SET alive_at_ms = $1 WHERE singleton = 1`, ms); err != nil {
+		return false, w.fail(ctx, "record the alive time", err)
+	}
+	return true, nil
 }
 
 // TouchAlive records ms as the servers' alive time.
