@@ -703,3 +703,45 @@ func TestFilesReplaced(t *testing.T) {
 		t.Fatalf("Close: %v, want ErrFilesReplaced (no checkpoint)", err)
 	}
 }
+
+// Writes racing Close each get nil or ErrClosed, and none is left hanging;
+// every write that returned nil is in the file.
+func TestWritesRacingClose(t *testing.T) {
+	d := openTest(t, Options{}, tgdriver.Hooks{})
+	const n = 32
+	var wg sync.WaitGroup
+	var committed atomic.Int64
+	errs := make(chan error, n)
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			err := d.Write(context.Background(), func(tx tgdriver.Tx) error {
+				_, err := tx.EnsureWorkflow(context.Background(), "wf"+string(rune('A'+i)), 1)
+				return err
+			})
+			if err == nil {
+				committed.Add(1)
+			} else if !errors.Is(err, tgdriver.ErrClosed) {
+				errs <- err
+			}
+		}()
+	}
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatalf("write racing Close: %v, want nil or ErrClosed", err)
+	}
+	ro, err := OpenReadOnly(context.Background(), d.path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ro.Close()
+	wfs, err := ro.Reads().Workflows(context.Background())
+	if err != nil || int64(len(wfs)) != committed.Load() {
+		t.Fatalf("%d workflows in the file (%v), %d writes acknowledged", len(wfs), err, committed.Load())
+	}
+}

@@ -337,6 +337,9 @@ func (d *Driver) runBatch(t *wtx, connErr error, batch []*op) {
 			if o.err != nil {
 				continue
 			}
+			if o.err = o.ctx.Err(); o.err != nil {
+				continue // ended while the batch began: skipped all the same
+			}
 			if o.err = d.classify(runGuarded(d, t, o.fn)); o.err != nil {
 				rollback()
 				finish(nil)
@@ -347,6 +350,9 @@ func (d *Driver) runBatch(t *wtx, connErr error, batch []*op) {
 		for _, o := range batch {
 			if o.err != nil {
 				continue
+			}
+			if o.err = o.ctx.Err(); o.err != nil {
+				continue // ended while earlier operations ran: skipped
 			}
 			if err := stmts.control(ctx, sqlSavepoint); err != nil {
 				rollback()
