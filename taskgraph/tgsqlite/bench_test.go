@@ -1,0 +1,110 @@
+package tgsqlite
+
+import (
+	"context"
+	"path/filepath"
+	"strconv"
+	"testing"
+
+	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/tgdriver"
+)
+
+// cycle is the driver's share of one claim and one complete: find the next
+// pending task, claim it (guarded update), append an event, complete it
+// (fenced update), release its dependents, append an event.
+func cycle(tx tgdriver.Tx, now int64) error {
+	ctx := context.Background()
+	r, ok, err := tx.NextPending(ctx, "")
+	if err != nil || !ok {
+		return err
+	}
+	tok := []byte("0123456789abcdef0123456789abcdef")
+	r, ok, err = tx.UpdateTask(ctx, r.Seq, tgdriver.TaskSet{State: tgdriver.Val("claimed"), Owner: tgdriver.Val("w"),
+		Generation: tgdriver.Val(r.Generation + 1), TokenHash: tgdriver.Val(tok), LeaseExpiresAtMS: tgdriver.Val(now + 30000),
+		LeaseMS: tgdriver.Val[int64](30000), AddAttempt: true, StatusMessage: tgdriver.Val("claimed by w"), UpdatedAtMS: now},
+		tgdriver.TaskGuard{States: []string{"pending"}, Generation: tgdriver.Val(r.Generation)})
+	if err != nil || !ok {
+		return err
+	}
+	if err := appendOne(tx, r, "claim", now); err != nil {
+		return err
+	}
+	r, ok, err = tx.UpdateTask(ctx, r.Seq, tgdriver.TaskSet{State: tgdriver.Val("completed"), TokenHash: tgdriver.Null[[]byte](),
+		LeaseExpiresAtMS: tgdriver.Null[int64](), Result: tgdriver.Val(`{}`), StatusMessage: tgdriver.Val("completed"), UpdatedAtMS: now},
+		tgdriver.TaskGuard{States: []string{"claimed"}, Generation: tgdriver.Val(r.Generation), Owner: tgdriver.Val("w"),
+			TokenHash: tgdriver.Val(tok), LeaseLiveAtMS: tgdriver.Val(now)})
+	if err != nil || !ok {
+		return err
+	}
+	if _, err := tx.DecrementUnmet(ctx, r.Seq); err != nil {
+		return err
+	}
+	return appendOne(tx, r, "complete", now)
+}
+
+func appendOne(tx tgdriver.Tx, r tgdriver.TaskRow, kind string, now int64) error {
+	ctx := context.Background()
+	head, n, err := tx.ChainHead(ctx, r.WorkflowID)
+	if err != nil {
+		return err
+	}
+	return tx.AppendEvent(ctx, tgdriver.EventRow{WorkflowID: r.WorkflowID, Seq: n + 1, TaskID: r.TaskID, Kind: kind,
+		Owner: "w", Generation: r.Generation, AtMS: now, Detail: `{}`, PrevHash: head, Hash: head + "x"[:1] + strconv.FormatInt(n, 10)})
+}
+
+func benchDriver(b *testing.B, tasks int) *Driver {
+	d, err := Open(context.Background(), filepath.Join(b.TempDir(), "tasks.db"), Options{Sync: SyncNormal})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { d.Close() })
+	if err := d.Start(tgdriver.Hooks{}); err != nil {
+		b.Fatal(err)
+	}
+	err = d.Write(context.Background(), func(tx tgdriver.Tx) error {
+		ctx := context.Background()
+		for i := range tasks {
+			wf := "wf" + strconv.Itoa(i%64)
+			if _, err := tx.EnsureWorkflow(ctx, wf, 1); err != nil {
+				return err
+			}
+			r := newTask(wf, "n"+strconv.Itoa(i))
+			if _, err := tx.InsertTask(ctx, r); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return d
+}
+
+// BenchmarkCycle: one claim+complete per Write, one writer at a time (every
+// batch has one operation: no savepoint).
+func BenchmarkCycle(b *testing.B) {
+	d := benchDriver(b, b.N+1)
+	b.ResetTimer()
+	for i := range b.N {
+		if err := d.Write(context.Background(), func(tx tgdriver.Tx) error { return cycle(tx, int64(2000+i)) }); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkCycleParallel: many callers at once, so batches group several
+// operations, each in a savepoint.
+func BenchmarkCycleParallel(b *testing.B) {
+	d := benchDriver(b, b.N+1)
+	b.SetParallelism(8)
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			if err := d.Write(context.Background(), func(tx tgdriver.Tx) error { return cycle(tx, 2000) }); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+}

@@ -1,0 +1,747 @@
+package tgsqlite
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/tgdriver"
+)
+
+func TestPragmas(t *testing.T) {
+	for mode, want := range map[SyncMode]int{SyncFull: 2, SyncNormal: 1} {
+		t.Run(string(mode), func(t *testing.T) {
+			d := openTest(t, Options{Sync: mode}, tgdriver.Hooks{})
+			var jm string
+			var fk, syn int
+			err := d.writerConn(context.Background(), func(c *sql.Conn) error {
+				ctx := context.Background()
+				if err := c.QueryRowContext(ctx, `PRAGMA journal_mode`).Scan(&jm); err != nil {
+					return err
+				}
+				if err := c.QueryRowContext(ctx, `PRAGMA foreign_keys`).Scan(&fk); err != nil {
+					return err
+				}
+				return c.QueryRowContext(ctx, `PRAGMA synchronous`).Scan(&syn)
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if jm != "wal" || fk != 1 || syn != want {
+				t.Fatalf("writer: journal_mode %q foreign_keys %d synchronous %d; want wal, 1, %d", jm, fk, syn, want)
+			}
+			if err := d.rdb.QueryRow(`PRAGMA journal_mode`).Scan(&jm); err != nil || jm != "wal" {
+				t.Fatalf("read pool journal_mode %q (%v), want wal", jm, err)
+			}
+			if err := d.rdb.QueryRow(`PRAGMA query_only`).Scan(&fk); err != nil || fk != 1 {
+				t.Fatalf("read pool query_only %d (%v), want 1", fk, err)
+			}
+			if info := d.Info(); info.Name != "sqlite" || info.Location != d.path || info.ReadOnly || info.SharedClock {
+				t.Fatalf("Info %+v", info)
+			}
+		})
+	}
+	if _, err := Open(context.Background(), filepath.Join(t.TempDir(), "x.db"), Options{Sync: "sometimes"}); !errors.Is(err, ErrInvalidOption) {
+		t.Fatalf("Open with an unknown sync mode: %v, want ErrInvalidOption", err)
+	}
+}
+
+func TestGroupCommit(t *testing.T) {
+	var batches, ops atomic.Int64
+	d := openTest(t, Options{}, tgdriver.Hooks{OnBatch: func(size int, _ time.Duration, err error) {
+		if err != nil {
+			t.Errorf("batch failed: %v", err)
+		}
+		batches.Add(1)
+		ops.Add(int64(size))
+	}})
+	release, blocked := blockWriter(t, d)
+	const n = 40
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs <- d.Write(context.Background(), func(tx tgdriver.Tx) error {
+				_, err := tx.EnsureWorkflow(context.Background(), "wf-"+string(rune('a'+i%26))+string(rune('a'+i/26)), 1)
+				return err
+			})
+		}()
+	}
+	waitQueued(t, d, n)
+	release()
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := <-blocked; err != nil {
+		t.Fatal(err)
+	}
+	wfs, err := d.Reads().Workflows(context.Background())
+	if err != nil || len(wfs) != n {
+		t.Fatalf("%d workflows (%v), want %d", len(wfs), err, n)
+	}
+	if b := batches.Load(); b > 3 || ops.Load() != n+1 {
+		t.Fatalf("%d batches for %d operations, want the %d queued ones committed together", b, ops.Load(), n)
+	}
+}
+
+func TestRejectedOpLeavesOthers(t *testing.T) {
+	var sizes []int
+	var mu sync.Mutex
+	d := openTest(t, Options{}, tgdriver.Hooks{OnBatch: func(size int, _ time.Duration, err error) {
+		mu.Lock()
+		sizes = append(sizes, size)
+		mu.Unlock()
+	}})
+	release, blocked := blockWriter(t, d)
+	boom := errors.New("rejected")
+	results := make([]chan error, 3)
+	for i, wf := range []string{"a", "b", "c"} {
+		results[i] = make(chan error, 1)
+		go func() {
+			results[i] <- d.Write(context.Background(), func(tx tgdriver.Tx) error {
+				addTask(t, tx, newTask(wf, "n1"))
+				if wf == "b" {
+					return boom
+				}
+				return nil
+			})
+		}()
+		waitQueued(t, d, i+1) // in order a, b, c
+	}
+	release()
+	<-blocked
+	for i, want := range []error{nil, boom, nil} {
+		if err := <-results[i]; !errors.Is(err, want) && err != want {
+			t.Fatalf("op %d: %v, want %v", i, err, want)
+		}
+	}
+	ctx := context.Background()
+	for wf, want := range map[string]bool{"a": true, "b": false, "c": true} {
+		_, err := d.Reads().TaskByNode(ctx, wf, "n1")
+		if got := err == nil; got != want {
+			t.Fatalf("task of %s exists %v (%v), want %v", wf, got, err, want)
+		}
+		if !want && !errors.Is(err, tgdriver.ErrNoRows) {
+			t.Fatalf("missing task: %v, want ErrNoRows", err)
+		}
+	}
+	mu.Lock()
+	got := append([]int(nil), sizes...)
+	mu.Unlock()
+	if len(got) != 2 || got[1] != 3 {
+		t.Fatalf("batch sizes %v, want [1 3]", got)
+	}
+
+	// A batch of one runs without a savepoint: its failure rolls the
+	// transaction back.
+	err := d.Write(ctx, func(tx tgdriver.Tx) error {
+		addTask(t, tx, newTask("alone", "n1"))
+		return boom
+	})
+	if !errors.Is(err, boom) {
+		t.Fatalf("lone op: %v, want %v", err, boom)
+	}
+	if _, err := d.Reads().Workflow(ctx, "alone"); !errors.Is(err, tgdriver.ErrNoRows) {
+		t.Fatalf("the failed lone op's workflow: %v, want ErrNoRows", err)
+	}
+	// And the writer goes on.
+	write(t, d, func(tx tgdriver.Tx) error { addTask(t, tx, newTask("after", "n1")); return nil })
+}
+
+func TestPanicBecomesError(t *testing.T) {
+	d := openTest(t, Options{}, tgdriver.Hooks{})
+	err := d.Write(context.Background(), func(tgdriver.Tx) error { panic("bug") })
+	if !errors.Is(err, ErrInternal) {
+		t.Fatalf("panicking op: %v, want ErrInternal", err)
+	}
+	write(t, d, func(tgdriver.Tx) error { return nil })
+}
+
+func TestBatchStart(t *testing.T) {
+	var mu sync.Mutex
+	var log []string
+	note := func(s string) { mu.Lock(); log = append(log, s); mu.Unlock() }
+	var d *Driver
+	var afterSawAlive atomic.Int64
+	d = openTest(t, Options{}, tgdriver.Hooks{BatchStart: func(ctx context.Context, tx tgdriver.Tx) (func(), error) {
+		note("start")
+		if err := tx.TouchAlive(ctx, 4242); err != nil {
+			return nil, err
+		}
+		return func() {
+			note("after")
+			// Runs after COMMIT: another connection sees the write.
+			var ms int64
+			if err := d.rdb.QueryRow(`SELECT alive_at_ms FROM server_clock`).Scan(&ms); err == nil {
+				afterSawAlive.Store(ms)
+			}
+		}, nil
+	}})
+	release, blocked := blockWriter(t, d)
+	var wg sync.WaitGroup
+	for i := range 3 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := d.Write(context.Background(), func(tx tgdriver.Tx) error {
+				ms, ok, err := tx.ReadAlive(context.Background())
+				if err != nil || !ok || ms != 4242 {
+					t.Errorf("op %d: alive %d %v %v; BatchStart must run before", i, ms, ok, err)
+				}
+				note("op")
+				return nil
+			}); err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	waitQueued(t, d, 3)
+	release()
+	wg.Wait()
+	<-blocked
+	mu.Lock()
+	got := append([]string(nil), log...)
+	mu.Unlock()
+	want := []string{"start", "after", "start", "op", "op", "op", "after"}
+	if len(got) != len(want) {
+		t.Fatalf("log %v, want %v", got, want)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Fatalf("log %v, want %v", got, want)
+		}
+	}
+	if afterSawAlive.Load() != 4242 {
+		t.Fatalf("after saw alive %d, want 4242 (committed)", afterSawAlive.Load())
+	}
+
+	// A failing BatchStart fails the batch and its after never runs.
+	d2 := openTest(t, Options{}, tgdriver.Hooks{BatchStart: func(context.Context, tgdriver.Tx) (func(), error) {
+		return func() { t.Error("after ran for a failed BatchStart") }, errors.New("hook refused")
+	}})
+	if err := d2.Write(context.Background(), func(tgdriver.Tx) error { return nil }); err == nil {
+		t.Fatal("Write succeeded though BatchStart failed")
+	}
+}
+
+func TestSkipsCancelledOp(t *testing.T) {
+	d := openTest(t, Options{}, tgdriver.Hooks{})
+	release, blocked := blockWriter(t, d)
+	ctx, cancel := context.WithCancel(context.Background())
+	ran := atomic.Bool{}
+	errc := make(chan error, 1)
+	go func() {
+		errc <- d.Write(ctx, func(tgdriver.Tx) error { ran.Store(true); return nil })
+	}()
+	waitQueued(t, d, 1)
+	cancel()
+	release()
+	<-blocked
+	if err := <-errc; !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled op: %v, want context.Canceled", err)
+	}
+	if ran.Load() {
+		t.Fatal("the cancelled op ran")
+	}
+}
+
+func TestChainMoved(t *testing.T) {
+	d := openTest(t, Options{}, tgdriver.Hooks{})
+	ctx := context.Background()
+	write(t, d, func(tx tgdriver.Tx) error {
+		addTask(t, tx, newTask("wf", "n1"))
+		return tx.AppendEvent(ctx, tgdriver.EventRow{WorkflowID: "wf", Seq: 1, TaskID: "wf-n1", Kind: "create", AtMS: 1500, Detail: `{}`, PrevHash: "", Hash: "h1"})
+	})
+	head, n, err := func() (string, int64, error) {
+		var h string
+		var c int64
+		err := d.Write(ctx, func(tx tgdriver.Tx) (err error) { h, c, err = tx.ChainHead(ctx, "wf"); return })
+		return h, c, err
+	}()
+	if err != nil || head != "h1" || n != 1 {
+		t.Fatalf("chain head %q %d %v, want h1 1", head, n, err)
+	}
+	wf, err := d.Reads().Workflow(ctx, "wf")
+	if err != nil || wf.UpdatedAtMS != 1500 || wf.EventCount != 1 {
+		t.Fatalf("workflow %+v %v, want updated at 1500 with 1 event", wf, err)
+	}
+	for _, e := range []tgdriver.EventRow{
+		{WorkflowID: "wf", Seq: 2, TaskID: "wf-n1", Kind: "ready", AtMS: 1600, Detail: `{}`, PrevHash: "stale", Hash: "h2"},
+		{WorkflowID: "wf", Seq: 3, TaskID: "wf-n1", Kind: "ready", AtMS: 1600, Detail: `{}`, PrevHash: "h1", Hash: "h2"},
+	} {
+		err := d.Write(ctx, func(tx tgdriver.Tx) error { return tx.AppendEvent(ctx, e) })
+		if !errors.Is(err, tgdriver.ErrChainMoved) {
+			t.Fatalf("append %+v: %v, want ErrChainMoved", e, err)
+		}
+	}
+	evs, err := d.Reads().TaskEvents(ctx, "wf-n1")
+	if err != nil || len(evs) != 1 {
+		t.Fatalf("%d events (%v), want 1: the rejected appends roll back", len(evs), err)
+	}
+	var seen []int64
+	if err := d.Reads().WorkflowEvents(ctx, "wf", func(e tgdriver.EventRow) error { seen = append(seen, e.Seq); return nil }); err != nil || len(seen) != 1 {
+		t.Fatalf("workflow events %v %v", seen, err)
+	}
+}
+
+func TestUpdateTaskGuards(t *testing.T) {
+	d := openTest(t, Options{}, tgdriver.Hooks{})
+	ctx := context.Background()
+	var seq int64
+	write(t, d, func(tx tgdriver.Tx) error { seq = addTask(t, tx, newTask("wf", "n1")); return nil })
+	update := func(set tgdriver.TaskSet, g tgdriver.TaskGuard) (tgdriver.TaskRow, bool) {
+		t.Helper()
+		var r tgdriver.TaskRow
+		var ok bool
+		write(t, d, func(tx tgdriver.Tx) (err error) { r, ok, err = tx.UpdateTask(ctx, seq, set, g); return })
+		return r, ok
+	}
+	token := []byte("digest-of-token")
+	claim := tgdriver.TaskSet{State: tgdriver.Val("claimed"), Owner: tgdriver.Val("w1"), Generation: tgdriver.Val[int64](1),
+		TokenHash: tgdriver.Val(token), LeaseExpiresAtMS: tgdriver.Val[int64](5000), LeaseMS: tgdriver.Val[int64](3000),
+		AddAttempt: true, StatusMessage: tgdriver.Val("claimed by w1"), UpdatedAtMS: 2000}
+	// Wrong generation: nothing changes.
+	if _, ok := update(claim, tgdriver.TaskGuard{States: []string{"pending"}, Generation: tgdriver.Val[int64](7)}); ok {
+		t.Fatal("claim with a wrong generation guard matched")
+	}
+	r, ok := update(claim, tgdriver.TaskGuard{States: []string{"pending"}, Generation: tgdriver.Val[int64](0)})
+	if !ok || r.State != "claimed" || r.Owner != "w1" || r.Generation != 1 || !bytes.Equal(r.TokenHash, token) ||
+		r.LeaseExpiresAtMS != 5000 || r.LeaseMS != 3000 || r.Attempts != 1 || r.UpdatedAtMS != 2000 {
+		t.Fatalf("claim: %v %+v", ok, r)
+	}
+	fence := func(tok []byte, liveAt int64) tgdriver.TaskGuard {
+		return tgdriver.TaskGuard{States: []string{"claimed"}, Generation: tgdriver.Val[int64](1), Owner: tgdriver.Val("w1"),
+			TokenHash: tgdriver.Val(tok), LeaseLiveAtMS: tgdriver.Val(liveAt)}
+	}
+	beat := tgdriver.TaskSet{LeaseExpiresAtMS: tgdriver.Val[int64](8000), UpdatedAtMS: 3000}
+	if _, ok := update(beat, fence([]byte("other"), 3000)); ok {
+		t.Fatal("heartbeat with a wrong token matched")
+	}
+	if _, ok := update(beat, fence(token, 5000)); ok {
+		t.Fatal("heartbeat judged at the expiry matched: the lease is no longer live then")
+	}
+	if r, ok = update(beat, fence(token, 4999)); !ok || r.LeaseExpiresAtMS != 8000 {
+		t.Fatalf("heartbeat while live: %v %+v", ok, r)
+	}
+	// Expiry guard: lapsed at 7999? No. At 8000: yes.
+	expire := tgdriver.TaskSet{State: tgdriver.Val("pending"), Owner: tgdriver.Null[string](), TokenHash: tgdriver.Null[[]byte](),
+		LeaseExpiresAtMS: tgdriver.Null[int64](), UpdatedAtMS: 8000}
+	lapsed := func(at int64) tgdriver.TaskGuard {
+		return tgdriver.TaskGuard{States: []string{"claimed"}, Generation: tgdriver.Val[int64](1), LeaseLapsedAtMS: tgdriver.Val(at)}
+	}
+	if _, ok := update(expire, lapsed(7999)); ok {
+		t.Fatal("expiry before the lease lapsed matched")
+	}
+	if r, ok = update(expire, lapsed(8000)); !ok || r.State != "pending" || r.Owner != "" || r.TokenHash != nil || r.LeaseExpiresAtMS != 0 {
+		t.Fatalf("expiry: %v %+v", ok, r)
+	}
+	// Complete with the JSON null result: a value, not NULL.
+	done := tgdriver.TaskSet{State: tgdriver.Val("completed"), Result: tgdriver.Val("null"), UpdatedAtMS: 9000}
+	if r, ok = update(done, tgdriver.TaskGuard{States: []string{"blocked", "pending", "claimed"}, NoUnmet: true}); !ok ||
+		!r.HasResult || r.Result != "null" {
+		t.Fatalf("complete: %v %+v", ok, r)
+	}
+	if r, err := d.Reads().TaskBySeq(ctx, seq); err != nil || !r.HasResult || r.Result != "null" || r.State != "completed" {
+		t.Fatalf("reread: %+v %v", r, err)
+	}
+	// A missing task is ok false, not an error.
+	write(t, d, func(tx tgdriver.Tx) error {
+		_, ok, err := tx.UpdateTask(ctx, seq+100, done, tgdriver.TaskGuard{})
+		if ok || err != nil {
+			t.Fatalf("missing task: %v %v", ok, err)
+		}
+		return nil
+	})
+	// Attempts and AddAttempt together is the domain's mistake.
+	err := d.Write(ctx, func(tx tgdriver.Tx) error {
+		_, _, err := tx.UpdateTask(ctx, seq, tgdriver.TaskSet{Attempts: tgdriver.Val(0), AddAttempt: true}, tgdriver.TaskGuard{})
+		return err
+	})
+	if err == nil {
+		t.Fatal("Attempts with AddAttempt accepted")
+	}
+}
+
+func TestUpdateSQLPerShape(t *testing.T) {
+	d := openTest(t, Options{}, tgdriver.Hooks{})
+	ctx := context.Background()
+	write(t, d, func(tx tgdriver.Tx) error {
+		seq := addTask(t, tx, newTask("wf", "n1"))
+		for i := range 5 {
+			if _, _, err := tx.UpdateTask(ctx, seq, tgdriver.TaskSet{StatusMessage: tgdriver.Val("x"), UpdatedAtMS: int64(i)},
+				tgdriver.TaskGuard{States: []string{"pending"}}); err != nil {
+				return err
+			}
+		}
+		_, _, err := tx.UpdateTask(ctx, seq, tgdriver.TaskSet{Owner: tgdriver.Null[string](), UpdatedAtMS: 9}, tgdriver.TaskGuard{})
+		return err
+	})
+	if len(d.updates) != 2 {
+		t.Fatalf("%d cached update shapes, want 2: %v", len(d.updates), d.updates)
+	}
+}
+
+func TestDecrementUnmet(t *testing.T) {
+	d := openTest(t, Options{}, tgdriver.Hooks{})
+	ctx := context.Background()
+	write(t, d, func(tx tgdriver.Tx) error {
+		a := addTask(t, tx, newTask("wf", "a"))
+		b := newTask("wf", "b")
+		b.State, b.Unmet, b.DependsOn = "blocked", 1, `["a"]`
+		bs := addTask(t, tx, b)
+		c := newTask("wf", "c")
+		c.State, c.Unmet, c.DependsOn = "cancelled", 1, `["a"]`
+		cs := addTask(t, tx, c)
+		for _, s := range []int64{bs, cs} {
+			if err := tx.InsertEdge(ctx, a, s); err != nil {
+				return err
+			}
+		}
+		deps, err := tx.UnfinishedDependents(ctx, a)
+		if err != nil || len(deps) != 1 || deps[0] != bs {
+			t.Errorf("unfinished dependents %v %v, want [%d]", deps, err, bs)
+		}
+		got, err := tx.DecrementUnmet(ctx, a)
+		if err != nil || len(got) != 1 || got[0] != (tgdriver.UnmetRow{Seq: bs, State: "blocked", Unmet: 0}) {
+			t.Errorf("DecrementUnmet: %+v %v", got, err)
+		}
+		if got, err := tx.DecrementUnmet(ctx, bs); err != nil || got != nil {
+			t.Errorf("DecrementUnmet without dependents: %+v %v", got, err)
+		}
+		dr, err := tx.Dependencies(ctx, bs)
+		if err != nil || len(dr) != 1 || dr[0].NodeID != "a" || dr[0].State != "pending" {
+			t.Errorf("Dependencies: %+v %v", dr, err)
+		}
+		return nil
+	})
+	edges, err := d.Reads().WorkflowEdges(ctx, "wf")
+	if err != nil || len(edges) != 2 || edges[0] != (tgdriver.EdgeRow{Dependency: "a", Task: "b"}) {
+		t.Fatalf("edges %+v %v", edges, err)
+	}
+}
+
+func TestClaimAndLeaseQueries(t *testing.T) {
+	d := openTest(t, Options{}, tgdriver.Hooks{})
+	ctx := context.Background()
+	write(t, d, func(tx tgdriver.Tx) error {
+		a := addTask(t, tx, newTask("wf1", "a"))
+		addTask(t, tx, newTask("wf2", "a"))
+		r, ok, err := tx.NextPending(ctx, "")
+		if err != nil || !ok || r.Seq != a {
+			t.Errorf("NextPending: %+v %v %v", r, ok, err)
+		}
+		r, ok, err = tx.NextPending(ctx, "wf2")
+		if err != nil || !ok || r.WorkflowID != "wf2" {
+			t.Errorf("NextPending(wf2): %+v %v %v", r, ok, err)
+		}
+		if _, ok, err := tx.NextPending(ctx, "none"); ok || err != nil {
+			t.Errorf("NextPending(none): %v %v", ok, err)
+		}
+		if _, ok, err := tx.UpdateTask(ctx, a, tgdriver.TaskSet{State: tgdriver.Val("claimed"), LeaseExpiresAtMS: tgdriver.Val[int64](5000),
+			LeaseMS: tgdriver.Val[int64](4000), UpdatedAtMS: 1000}, tgdriver.TaskGuard{}); !ok || err != nil {
+			t.Errorf("claim: %v %v", ok, err)
+		}
+		refs, err := tx.ExpiredLeases(ctx, 4999, 10)
+		if err != nil || len(refs) != 0 {
+			t.Errorf("ExpiredLeases(4999): %+v %v", refs, err)
+		}
+		refs, err = tx.ExpiredLeases(ctx, 5000, 10)
+		if err != nil || len(refs) != 1 || refs[0] != (tgdriver.TaskRef{Seq: a, WorkflowID: "wf1", ExpiresAtMS: 5000}) {
+			t.Errorf("ExpiredLeases(5000): %+v %v", refs, err)
+		}
+		// Shift by 10 s, capped at now + lease_ms.
+		refs, err = tx.ShiftLeases(ctx, 10000, 6000, 30000)
+		if err != nil || len(refs) != 1 || refs[0].ExpiresAtMS != 10000 {
+			t.Errorf("ShiftLeases: %+v %v", refs, err)
+		}
+		return nil
+	})
+	ms, ok, err := d.Reads().NextLeaseExpiry(ctx)
+	if err != nil || !ok || ms != 10000 {
+		t.Fatalf("NextLeaseExpiry %d %v %v", ms, ok, err)
+	}
+	counts, err := d.Reads().CountByState(ctx)
+	if err != nil || counts["pending"] != 1 || counts["claimed"] != 1 {
+		t.Fatalf("CountByState %v %v", counts, err)
+	}
+	wfs, err := d.Reads().PendingWorkflows(ctx, 10)
+	if err != nil || len(wfs) != 1 || wfs[0] != "wf2" {
+		t.Fatalf("PendingWorkflows %v %v", wfs, err)
+	}
+	if n, err := d.Reads().PendingInWorkflow(ctx, "wf2", 10); err != nil || n != 1 {
+		t.Fatalf("PendingInWorkflow %d %v", n, err)
+	}
+	for _, f := range []tgdriver.ListFilter{{}, {WorkflowID: "wf1"}, {State: "claimed"}, {WorkflowID: "wf2", State: "pending", Limit: 1}} {
+		ts, err := d.Reads().ListTasks(ctx, f)
+		want := map[bool]int{true: 2, false: 1}[f == (tgdriver.ListFilter{})]
+		if err != nil || len(ts) != want {
+			t.Fatalf("ListTasks(%+v): %d %v, want %d", f, len(ts), err, want)
+		}
+	}
+	// The claim-next and lease statements read their pinned partial index:
+	// INDEXED BY makes a statement fail to prepare if the index is gone.
+	for q, index := range map[string]string{sqlNextPending: "tasks_ready", sqlNextPendingInWorkflow: "tasks_ready_by_workflow",
+		sqlExpiredLeases: "tasks_leases", sqlNextLeaseExpiry: "tasks_leases", sqlPendingWorkflows: "tasks_ready",
+		sqlPendingInWorkflow: "tasks_ready_by_workflow"} {
+		rows, err := d.rdb.Query(`EXPLAIN QUERY PLAN `+q, make([]any, strings.Count(q, "?"))...)
+		if err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+		var plan []string
+		for rows.Next() {
+			var id, parent, notused int
+			var detail string
+			if err := rows.Scan(&id, &parent, &notused, &detail); err != nil {
+				t.Fatal(err)
+			}
+			plan = append(plan, detail)
+		}
+		rows.Close()
+		if p := strings.Join(plan, "; "); !strings.Contains(p, "USING INDEX "+index) && !strings.Contains(p, "USING COVERING INDEX "+index) {
+			t.Fatalf("plan of %s: %s, want index %s", q, p, index)
+		}
+	}
+}
+
+func TestPruneWorkflow(t *testing.T) {
+	d := openTest(t, Options{}, tgdriver.Hooks{})
+	ctx := context.Background()
+	write(t, d, func(tx tgdriver.Tx) error {
+		done := newTask("old", "a")
+		done.State = "completed"
+		addTask(t, tx, done)
+		addTask(t, tx, newTask("busy", "a")) // pending: never pruned
+		return tx.AppendEvent(ctx, tgdriver.EventRow{WorkflowID: "old", Seq: 1, TaskID: "old-a", Kind: "create", AtMS: 1000, Detail: `{}`, Hash: "h1"})
+	})
+	write(t, d, func(tx tgdriver.Tx) error {
+		ids, err := tx.PruneCandidates(ctx, 2000, 10)
+		if err != nil || len(ids) != 1 || ids[0] != "old" {
+			t.Errorf("PruneCandidates %v %v", ids, err)
+		}
+		if _, ok, err := tx.PruneWorkflow(ctx, "old", 1000, 3000); ok || err != nil {
+			t.Errorf("prune of a workflow changed at the cutoff: %v %v", ok, err)
+		}
+		if _, ok, err := tx.PruneWorkflow(ctx, "busy", 2000, 3000); ok || err != nil {
+			t.Errorf("prune of an unfinished workflow: %v %v", ok, err)
+		}
+		p, ok, err := tx.PruneWorkflow(ctx, "old", 2000, 3000)
+		if err != nil || !ok || p != (tgdriver.PrunedRow{Tasks: 1, Events: 1, HeadHash: "h1"}) {
+			t.Errorf("PruneWorkflow %+v %v %v", p, ok, err)
+		}
+		return nil
+	})
+	if _, err := d.Reads().TaskByID(ctx, "old-a"); !errors.Is(err, tgdriver.ErrNoRows) {
+		t.Fatalf("pruned task: %v", err)
+	}
+	if wf, ok, err := d.Reads().OrphanEventWorkflow(ctx); ok || err != nil {
+		t.Fatalf("orphan events of %q after prune (%v)", wf, err)
+	}
+	var head string
+	if err := d.rdb.QueryRow(`SELECT head_hash FROM pruned_workflows WHERE workflow_id = 'old'`).Scan(&head); err != nil || head != "h1" {
+		t.Fatalf("pruned_workflows: %q %v", head, err)
+	}
+}
+
+func TestSnapshot(t *testing.T) {
+	d := openTest(t, Options{}, tgdriver.Hooks{})
+	ctx := context.Background()
+	write(t, d, func(tx tgdriver.Tx) error { addTask(t, tx, newTask("wf", "a")); return nil })
+	err := d.Snapshot(ctx, func(r tgdriver.Reads) error {
+		write(t, d, func(tx tgdriver.Tx) error { addTask(t, tx, newTask("wf", "b")); return nil })
+		ts, err := r.ListTasks(ctx, tgdriver.ListFilter{WorkflowID: "wf"})
+		if err != nil || len(ts) != 1 {
+			t.Errorf("snapshot sees %d tasks (%v), want 1", len(ts), err)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestChangesAfterAnotherConnection(t *testing.T) {
+	d := openTest(t, Options{WatchInterval: 5 * time.Millisecond}, tgdriver.Hooks{})
+	other, err := sql.Open("sqlite3", "file:"+d.path+"?_busy_timeout=5000")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	// Drain a change the driver's own first writes may have caused.
+	select {
+	case <-d.Changes():
+	case <-time.After(50 * time.Millisecond):
+	}
+	if _, err := other.Exec(`INSERT INTO workflows (workflow_id, created_at_ms, updated_at_ms) VALUES ('x', 1, 1)`); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case c := <-d.Changes():
+		if !c.Unknown {
+			t.Fatalf("change %+v, want Unknown", c)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no change delivered after another connection's commit")
+	}
+}
+
+func TestCloseTwiceAndWriteAfterClose(t *testing.T) {
+	d := openTest(t, Options{}, tgdriver.Hooks{})
+	write(t, d, func(tx tgdriver.Tx) error { addTask(t, tx, newTask("wf", "a")); return nil })
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Close(); err != nil {
+		t.Fatalf("second Close: %v", err)
+	}
+	if err := d.Write(context.Background(), func(tgdriver.Tx) error { return nil }); !errors.Is(err, tgdriver.ErrClosed) {
+		t.Fatalf("Write after Close: %v, want ErrClosed", err)
+	}
+	if err := d.Ready(context.Background()); !errors.Is(err, tgdriver.ErrClosed) {
+		t.Fatalf("Ready after Close: %v, want ErrClosed", err)
+	}
+	if err := d.Start(tgdriver.Hooks{}); err == nil {
+		t.Fatal("a second Start succeeded")
+	}
+	// The WAL was checkpointed and removed: the data is in the file.
+	if fi, err := os.Stat(d.path + "-wal"); err == nil && fi.Size() > 0 {
+		t.Fatalf("WAL of %d bytes left after Close", fi.Size())
+	}
+}
+
+func TestReadOnly(t *testing.T) {
+	d := openTest(t, Options{}, tgdriver.Hooks{})
+	ctx := context.Background()
+	write(t, d, func(tx tgdriver.Tx) error { addTask(t, tx, newTask("wf", "a")); return nil })
+	ro, err := OpenReadOnly(ctx, d.path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ro.Close()
+	if !ro.Info().ReadOnly || ro.Changes() != nil {
+		t.Fatalf("read-only Info %+v, Changes %v", ro.Info(), ro.Changes())
+	}
+	err = ro.Write(ctx, func(tgdriver.Tx) error { t.Error("a read-only write ran"); return nil })
+	if !errors.Is(err, tgdriver.ErrReadOnlyStore) {
+		t.Fatalf("read-only Write: %v, want ErrReadOnlyStore", err)
+	}
+	if _, err := ro.Reads().TaskByID(ctx, "wf-a"); err != nil {
+		t.Fatalf("read-only read: %v", err)
+	}
+	res, err := ro.Check(ctx)
+	if err != nil || !res.OK() || res.Checkpointed {
+		t.Fatalf("read-only Check %+v %v", res, err)
+	}
+	dest := filepath.Join(t.TempDir(), "copy.db")
+	if err := ro.Backup(ctx, dest); err != nil {
+		t.Fatal(err)
+	}
+	if err := ro.Backup(ctx, dest); !errors.Is(err, ErrBackupExists) {
+		t.Fatalf("second backup: %v, want ErrBackupExists", err)
+	}
+	cp, err := OpenReadOnly(ctx, dest, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cp.Close()
+	if _, err := cp.Reads().TaskByID(ctx, "wf-a"); err != nil {
+		t.Fatalf("backup lacks the task: %v", err)
+	}
+	if _, err := OpenReadOnly(ctx, filepath.Join(t.TempDir(), "none.db"), Options{}); !errors.Is(err, ErrNoDatabase) {
+		t.Fatalf("OpenReadOnly of nothing: %v, want ErrNoDatabase", err)
+	}
+}
+
+func TestReadyCheckCheckpoint(t *testing.T) {
+	d := openTest(t, Options{}, tgdriver.Hooks{})
+	ctx := context.Background()
+	write(t, d, func(tx tgdriver.Tx) error { addTask(t, tx, newTask("wf", "a")); return nil })
+	if err := d.Ready(ctx); err != nil {
+		t.Fatalf("Ready: %v", err)
+	}
+	if err := d.Ping(ctx); err != nil {
+		t.Fatalf("Ping: %v", err)
+	}
+	res, err := d.Check(ctx)
+	if err != nil || !res.OK() || !res.Checkpointed {
+		t.Fatalf("Check %+v %v", res, err)
+	}
+	cp, err := Checkpoint(ctx, d.path)
+	if err != nil || cp.WALFrames < 0 {
+		t.Fatalf("Checkpoint %+v %v", cp, err)
+	}
+}
+
+func TestFilesReplaced(t *testing.T) {
+	d := openTest(t, Options{WatchInterval: time.Hour}, tgdriver.Hooks{})
+	ctx := context.Background()
+	write(t, d, func(tx tgdriver.Tx) error { addTask(t, tx, newTask("wf", "a")); return nil })
+	if err := os.Rename(d.path, d.path+".moved"); err != nil {
+		t.Fatal(err)
+	}
+	err := d.Write(ctx, func(tgdriver.Tx) error { return nil })
+	if !errors.Is(err, tgdriver.ErrFilesReplaced) || !errors.Is(err, tgdriver.ErrUnavailable) {
+		t.Fatalf("Write after the file moved: %v, want ErrFilesReplaced", err)
+	}
+	if reason, retry, ok := tgdriver.UnavailableReason(d.Ready(ctx)); !ok || reason != "files_replaced" || retry {
+		t.Fatalf("Ready after the file moved: %s %v %v", reason, retry, ok)
+	}
+	if err := d.Close(); !errors.Is(err, tgdriver.ErrFilesReplaced) {
+		t.Fatalf("Close: %v, want ErrFilesReplaced (no checkpoint)", err)
+	}
+}
+
+// Writes racing Close each get nil or ErrClosed, and none is left hanging;
+// every write that returned nil is in the file.
+func TestWritesRacingClose(t *testing.T) {
+	d := openTest(t, Options{}, tgdriver.Hooks{})
+	const n = 32
+	var wg sync.WaitGroup
+	var committed atomic.Int64
+	errs := make(chan error, n)
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			err := d.Write(context.Background(), func(tx tgdriver.Tx) error {
+				_, err := tx.EnsureWorkflow(context.Background(), "wf"+string(rune('A'+i)), 1)
+				return err
+			})
+			if err == nil {
+				committed.Add(1)
+			} else if !errors.Is(err, tgdriver.ErrClosed) {
+				errs <- err
+			}
+		}()
+	}
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatalf("write racing Close: %v, want nil or ErrClosed", err)
+	}
+	ro, err := OpenReadOnly(context.Background(), d.path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ro.Close()
+	wfs, err := ro.Reads().Workflows(context.Background())
+	if err != nil || int64(len(wfs)) != committed.Load() {
+		t.Fatalf("%d workflows in the file (%v), %d writes acknowledged", len(wfs), err, committed.Load())
+	}
+}

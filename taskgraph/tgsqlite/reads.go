@@ -1,0 +1,374 @@
+package tgsqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+
+	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/tgdriver"
+)
+
+// querier runs the reads' statements: on the read pool, in a read snapshot,
+// or on the writer's connection inside the batch transaction.
+type querier interface {
+	queryRow(ctx context.Context, query string, args ...any) *sql.Row
+	query(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+}
+
+// poolQuerier reads on committed state through the read pool.
+type poolQuerier struct{ db *sql.DB }
+
+func (p poolQuerier) queryRow(ctx context.Context, q string, args ...any) *sql.Row {
+	return p.db.QueryRowContext(ctx, q, args...)
+}
+
+func (p poolQuerier) query(ctx context.Context, q string, args ...any) (*sql.Rows, error) {
+	return p.db.QueryContext(ctx, q, args...)
+}
+
+// txQuerier reads in one read transaction (Snapshot).
+type txQuerier struct{ tx *sql.Tx }
+
+func (p txQuerier) queryRow(ctx context.Context, q string, args ...any) *sql.Row {
+	return p.tx.QueryRowContext(ctx, q, args...)
+}
+
+func (p txQuerier) query(ctx context.Context, q string, args ...any) (*sql.Rows, error) {
+	return p.tx.QueryContext(ctx, q, args...)
+}
+
+// reads implements tgdriver.Reads on a querier.
+type reads struct{ q querier }
+
+var _ tgdriver.Reads = (*reads)(nil)
+
+// taskColumns is the column list every task read selects, in scanTask order.
+const taskColumns = `seq, task_id, workflow_id, node_id, payload, depends_on, state, owner, generation,
+	token_hash, lease_expires_at_ms, lease_ms, attempts, max_attempts, unmet, result, error, status_message,
+	cancel_cause, created_at_ms, updated_at_ms`
+
+type scanner interface{ Scan(dest ...any) error }
+
+// scanTask reads one task row; NULL columns become zero values (see
+// tgdriver.TaskRow), and HasResult tells a NULL result from any value.
+func scanTask(sc scanner) (tgdriver.TaskRow, error) {
+	var (
+		r                      tgdriver.TaskRow
+		owner, result, errText sql.NullString
+		leaseAt, leaseMS, ccs  sql.NullInt64
+	)
+	err := sc.Scan(&r.Seq, &r.TaskID, &r.WorkflowID, &r.NodeID, &r.Payload, &r.DependsOn, &r.State, &owner, &r.Generation,
+		&r.TokenHash, &leaseAt, &leaseMS, &r.Attempts, &r.MaxAttempts, &r.Unmet, &result, &errText, &r.StatusMessage,
+		&ccs, &r.CreatedAtMS, &r.UpdatedAtMS)
+	if err != nil {
+		if errors.Is(err, sql.ErrNoRows) {
+			return tgdriver.TaskRow{}, tgdriver.ErrNoRows
+		}
+		return tgdriver.TaskRow{}, err
+	}
+	r.Owner = owner.String
+	r.LeaseExpiresAtMS = leaseAt.Int64
+	r.LeaseMS = leaseMS.Int64
+	r.Result, r.HasResult = result.String, result.Valid
+	r.Error = errText.String
+	r.CancelCause = ccs.Int64
+	return r, nil
+}
+
+func noRows(err error) error {
+	if errors.Is(err, sql.ErrNoRows) {
+		return tgdriver.ErrNoRows
+	}
+	return err
+}
+
+const (
+	sqlTaskByID   = `SELECT ` + taskColumns + ` FROM tasks WHERE task_id = ?`
+	sqlTaskBySeq  = `SELECT ` + taskColumns + ` FROM tasks WHERE seq = ?`
+	sqlTaskByNode = `SELECT ` + taskColumns + ` FROM tasks WHERE workflow_id = ? AND node_id = ?`
+	// ListTasks, by which filters are set; LIMIT -1 is no limit.
+	sqlListAll        = `SELECT ` + taskColumns + ` FROM tasks ORDER BY seq LIMIT ?`
+	sqlListWF         = `SELECT ` + taskColumns + ` FROM tasks WHERE workflow_id = ? ORDER BY seq LIMIT ?`
+	sqlListState      = `SELECT ` + taskColumns + ` FROM tasks WHERE state = ? ORDER BY seq LIMIT ?`
+	sqlListWFState    = `SELECT ` + taskColumns + ` FROM tasks WHERE workflow_id = ? AND state = ? ORDER BY seq LIMIT ?`
+	sqlCountByState   = `SELECT state, COUNT(*) FROM tasks GROUP BY state`
+	sqlDependencies   = `SELECT t.seq, t.task_id, t.node_id, t.state FROM edges e JOIN tasks t ON t.seq = e.dep_seq WHERE e.task_seq = ? ORDER BY t.seq`
+	sqlLastEventOfGen = `SELECT kind, at_ms FROM events WHERE task_id = ? AND generation = ? ORDER BY event_id DESC LIMIT 1`
+	workflowColumns   = `workflow_id, task_count, event_count, head_hash, created_at_ms, updated_at_ms`
+	sqlWorkflow       = `SELECT ` + workflowColumns + ` FROM workflows WHERE workflow_id = ?`
+	sqlWorkflows      = `SELECT ` + workflowColumns + ` FROM workflows ORDER BY workflow_id`
+	sqlWorkflowEdges  = `SELECT d.node_id, t.node_id FROM edges e JOIN tasks d ON d.seq = e.dep_seq
+		JOIN tasks t ON t.seq = e.task_seq WHERE t.workflow_id = ? ORDER BY t.seq, d.seq`
+	eventColumns      = `event_id, workflow_id, wseq, task_id, kind, owner, generation, at_ms, detail, prev_hash, hash`
+	sqlTaskEvents     = `SELECT ` + eventColumns + ` FROM events WHERE task_id = ? ORDER BY event_id`
+	sqlWorkflowEvents = `SELECT ` + eventColumns + ` FROM events WHERE workflow_id = ? ORDER BY wseq`
+	sqlOrphanEvents   = `SELECT e.workflow_id FROM events e LEFT JOIN workflows w ON w.workflow_id = e.workflow_id
+		WHERE w.workflow_id IS NULL LIMIT 1`
+
+	// The lookups every claim-next runs, and the one the sweeper and waiting
+	// claims run. Each must read only the first entries of a partial index
+	// (of pending or of claimed tasks), whatever the number of other tasks.
+	// Without statistics SQLite prefers tasks_by_state (state=?), which for
+	// the lease queries reads every claimed task and sorts them, so INDEXED
+	// BY pins the index: a schema change that drops it makes these
+	// statements fail to prepare rather than silently scan.
+	sqlNextPending = `SELECT ` + taskColumns + ` FROM tasks INDEXED BY tasks_ready
+		WHERE state = 'pending' ORDER BY seq LIMIT 1`
+	sqlNextPendingInWorkflow = `SELECT ` + taskColumns + ` FROM tasks INDEXED BY tasks_ready_by_workflow
+		WHERE workflow_id = ? AND state = 'pending' ORDER BY seq LIMIT 1`
+	sqlExpiredLeases = `SELECT seq, workflow_id, lease_expires_at_ms FROM tasks INDEXED BY tasks_leases
+		WHERE state = 'claimed' AND lease_expires_at_ms <= ? ORDER BY lease_expires_at_ms LIMIT ?`
+	sqlNextLeaseExpiry   = `SELECT MIN(lease_expires_at_ms) FROM tasks INDEXED BY tasks_leases WHERE state = 'claimed'`
+	sqlPendingWorkflows  = `SELECT workflow_id FROM tasks INDEXED BY tasks_ready WHERE state = 'pending' ORDER BY seq LIMIT ?`
+	sqlPendingInWorkflow = `SELECT COUNT(*) FROM (SELECT 1 FROM tasks INDEXED BY tasks_ready_by_workflow
+		WHERE workflow_id = ? AND state = 'pending' LIMIT ?)`
+)
+
+// TaskByID returns the task with id taskID, or tgdriver.ErrNoRows.
+func (r *reads) TaskByID(ctx context.Context, taskID string) (tgdriver.TaskRow, error) {
+	return scanTask(r.q.queryRow(ctx, sqlTaskByID, taskID))
+}
+
+// TaskBySeq returns the task with seq, or tgdriver.ErrNoRows.
+func (r *reads) TaskBySeq(ctx context.Context, seq int64) (tgdriver.TaskRow, error) {
+	return scanTask(r.q.queryRow(ctx, sqlTaskBySeq, seq))
+}
+
+// TaskByNode returns node nodeID of workflowID, or tgdriver.ErrNoRows.
+func (r *reads) TaskByNode(ctx context.Context, workflowID, nodeID string) (tgdriver.TaskRow, error) {
+	return scanTask(r.q.queryRow(ctx, sqlTaskByNode, workflowID, nodeID))
+}
+
+// collectTasks scans every row of rows (or returns err) and closes them.
+func collectTasks(rows *sql.Rows, err error) ([]tgdriver.TaskRow, error) {
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []tgdriver.TaskRow
+	for rows.Next() {
+		t, err := scanTask(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, t)
+	}
+	return out, rows.Err()
+}
+
+// ListTasks returns tasks matching f in seq order.
+func (r *reads) ListTasks(ctx context.Context, f tgdriver.ListFilter) ([]tgdriver.TaskRow, error) {
+	limit := f.Limit
+	if limit <= 0 {
+		limit = -1
+	}
+	var out []tgdriver.TaskRow
+	var err error
+	switch {
+	case f.WorkflowID != "" && f.State != "":
+		out, err = collectTasks(r.q.query(ctx, sqlListWFState, f.WorkflowID, f.State, limit))
+	case f.WorkflowID != "":
+		out, err = collectTasks(r.q.query(ctx, sqlListWF, f.WorkflowID, limit))
+	case f.State != "":
+		out, err = collectTasks(r.q.query(ctx, sqlListState, f.State, limit))
+	default:
+		out, err = collectTasks(r.q.query(ctx, sqlListAll, limit))
+	}
+	if err != nil {
+		return nil, fmt.Errorf("list tasks: %w", err)
+	}
+	return out, nil
+}
+
+// CountByState counts tasks per state over all workflows; states without
+// tasks are absent.
+func (r *reads) CountByState(ctx context.Context) (map[string]int, error) {
+	rows, err := r.q.query(ctx, sqlCountByState)
+	if err != nil {
+		return nil, fmt.Errorf("count tasks: %w", err)
+	}
+	defer rows.Close()
+	out := make(map[string]int, 6)
+	for rows.Next() {
+		var st string
+		var n int
+		if err := rows.Scan(&st, &n); err != nil {
+			return nil, err
+		}
+		out[st] = n
+	}
+	return out, rows.Err()
+}
+
+// NextLeaseExpiry returns the earliest lease expiry of a claimed task.
+func (r *reads) NextLeaseExpiry(ctx context.Context) (int64, bool, error) {
+	var ms sql.NullInt64
+	if err := r.q.queryRow(ctx, sqlNextLeaseExpiry).Scan(&ms); err != nil {
+		return 0, false, err
+	}
+	return ms.Int64, ms.Valid, nil
+}
+
+// Dependencies returns the dependencies of task seq, in seq order.
+func (r *reads) Dependencies(ctx context.Context, seq int64) ([]tgdriver.DepRow, error) {
+	rows, err := r.q.query(ctx, sqlDependencies, seq)
+	if err != nil {
+		return nil, fmt.Errorf("read dependencies: %w", err)
+	}
+	defer rows.Close()
+	var out []tgdriver.DepRow
+	for rows.Next() {
+		var d tgdriver.DepRow
+		if err := rows.Scan(&d.Seq, &d.TaskID, &d.NodeID, &d.State); err != nil {
+			return nil, err
+		}
+		out = append(out, d)
+	}
+	return out, rows.Err()
+}
+
+// LastEventOfGeneration returns the kind and time of the newest event of
+// taskID recorded at generation.
+func (r *reads) LastEventOfGeneration(ctx context.Context, taskID string, generation int64) (string, int64, bool, error) {
+	var kind string
+	var at int64
+	err := r.q.queryRow(ctx, sqlLastEventOfGen, taskID, generation).Scan(&kind, &at)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return "", 0, false, nil
+	case err != nil:
+		return "", 0, false, fmt.Errorf("read the task's last event: %w", err)
+	}
+	return kind, at, true, nil
+}
+
+func scanWorkflow(sc scanner) (tgdriver.WorkflowRow, error) {
+	var w tgdriver.WorkflowRow
+	err := sc.Scan(&w.WorkflowID, &w.TaskCount, &w.EventCount, &w.HeadHash, &w.CreatedAtMS, &w.UpdatedAtMS)
+	return w, noRows(err)
+}
+
+// Workflow returns the chain head row of workflowID, or tgdriver.ErrNoRows.
+func (r *reads) Workflow(ctx context.Context, workflowID string) (tgdriver.WorkflowRow, error) {
+	return scanWorkflow(r.q.queryRow(ctx, sqlWorkflow, workflowID))
+}
+
+// Workflows returns every workflow row in workflow_id order.
+func (r *reads) Workflows(ctx context.Context) ([]tgdriver.WorkflowRow, error) {
+	rows, err := r.q.query(ctx, sqlWorkflows)
+	if err != nil {
+		return nil, fmt.Errorf("read workflows: %w", err)
+	}
+	defer rows.Close()
+	var out []tgdriver.WorkflowRow
+	for rows.Next() {
+		w, err := scanWorkflow(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, w)
+	}
+	return out, rows.Err()
+}
+
+// WorkflowEdges returns the edges among the tasks of workflowID by node id.
+func (r *reads) WorkflowEdges(ctx context.Context, workflowID string) ([]tgdriver.EdgeRow, error) {
+	rows, err := r.q.query(ctx, sqlWorkflowEdges, workflowID)
+	if err != nil {
+		return nil, fmt.Errorf("read edges of workflow %s: %w", workflowID, err)
+	}
+	defer rows.Close()
+	var out []tgdriver.EdgeRow
+	for rows.Next() {
+		var e tgdriver.EdgeRow
+		if err := rows.Scan(&e.Dependency, &e.Task); err != nil {
+			return nil, err
+		}
+		out = append(out, e)
+	}
+	return out, rows.Err()
+}
+
+func scanEvent(sc scanner) (tgdriver.EventRow, error) {
+	var e tgdriver.EventRow
+	err := sc.Scan(&e.EventID, &e.WorkflowID, &e.Seq, &e.TaskID, &e.Kind, &e.Owner, &e.Generation, &e.AtMS, &e.Detail, &e.PrevHash, &e.Hash)
+	return e, err
+}
+
+// TaskEvents returns the events of taskID, oldest first.
+func (r *reads) TaskEvents(ctx context.Context, taskID string) ([]tgdriver.EventRow, error) {
+	var out []tgdriver.EventRow
+	err := r.events(ctx, sqlTaskEvents, taskID, func(e tgdriver.EventRow) error {
+		out = append(out, e)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read events of task %s: %w", taskID, err)
+	}
+	return out, nil
+}
+
+// WorkflowEvents calls fn with each event of workflowID in chain order.
+func (r *reads) WorkflowEvents(ctx context.Context, workflowID string, fn func(tgdriver.EventRow) error) error {
+	return r.events(ctx, sqlWorkflowEvents, workflowID, fn)
+}
+
+func (r *reads) events(ctx context.Context, q, arg string, fn func(tgdriver.EventRow) error) error {
+	rows, err := r.q.query(ctx, q, arg)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		e, err := scanEvent(rows)
+		if err != nil {
+			return err
+		}
+		if err := fn(e); err != nil {
+			return err
+		}
+	}
+	return rows.Err()
+}
+
+// OrphanEventWorkflow names a workflow that has events but no workflow row.
+func (r *reads) OrphanEventWorkflow(ctx context.Context) (string, bool, error) {
+	var wf string
+	err := r.q.queryRow(ctx, sqlOrphanEvents).Scan(&wf)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return "", false, nil
+	case err != nil:
+		return "", false, err
+	}
+	return wf, true, nil
+}
+
+// PendingWorkflows returns the workflow of each of the first limit pending
+// tasks (by seq).
+func (r *reads) PendingWorkflows(ctx context.Context, limit int) ([]string, error) {
+	rows, err := r.q.query(ctx, sqlPendingWorkflows, limit)
+	if err != nil {
+		return nil, fmt.Errorf("find pending tasks: %w", err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var wf string
+		if err := rows.Scan(&wf); err != nil {
+			return nil, err
+		}
+		out = append(out, wf)
+	}
+	return out, rows.Err()
+}
+
+// PendingInWorkflow counts the pending tasks of workflowID, up to limit.
+func (r *reads) PendingInWorkflow(ctx context.Context, workflowID string, limit int) (int, error) {
+	var n int
+	if err := r.q.queryRow(ctx, sqlPendingInWorkflow, workflowID, limit).Scan(&n); err != nil {
+		return 0, fmt.Errorf("count pending tasks of workflow %s: %w", workflowID, err)
+	}
+	return n, nil
+}

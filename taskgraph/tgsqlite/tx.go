@@ -1,0 +1,395 @@
+package tgsqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+
+	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/tgdriver"
+)
+
+// wtx is the tgdriver.Tx of the writer: every statement runs on the
+// writer's connection, inside the batch transaction, through stmtCache.
+// There is one wtx per writer goroutine, reused by every operation. Its
+// statements ignore the caller's ctx (see the package doc): an operation the
+// writer reached runs to its end, and no statement starts a goroutine to
+// watch a context.
+type wtx struct {
+	reads
+	d     *Driver
+	stmts *stmtCache
+}
+
+var _ tgdriver.Tx = (*wtx)(nil)
+
+// bg is the context of every statement of the writer.
+var bg = context.Background()
+
+func (t *wtx) queryRow(_ context.Context, q string, args ...any) *sql.Row {
+	return t.stmts.queryRow(bg, q, args...)
+}
+
+func (t *wtx) query(_ context.Context, q string, args ...any) (*sql.Rows, error) {
+	return t.stmts.query(bg, q, args...)
+}
+
+func (t *wtx) exec(q string, args ...any) (sql.Result, error) {
+	return t.stmts.exec(bg, q, args...)
+}
+
+// seqs runs q and returns the first column of every row.
+func (t *wtx) seqs(q string, args ...any) ([]int64, error) {
+	rows, err := t.query(bg, q, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []int64
+	for rows.Next() {
+		var s int64
+		if err := rows.Scan(&s); err != nil {
+			return nil, err
+		}
+		out = append(out, s)
+	}
+	return out, rows.Err()
+}
+
+const (
+	sqlWorkflowExists   = `SELECT 1 FROM workflows WHERE workflow_id = ?`
+	sqlWorkflowCount    = `SELECT task_count FROM workflows WHERE workflow_id = ?`
+	sqlInsertWorkflow   = `INSERT INTO workflows (workflow_id, created_at_ms, updated_at_ms) VALUES (?, ?, ?)`
+	sqlAddWorkflowTasks = `UPDATE workflows SET task_count = task_count + ? WHERE workflow_id = ?`
+	sqlInsertTask       = `INSERT INTO tasks (task_id, workflow_id, node_id, payload, depends_on, state, owner, generation,
+		token_hash, lease_expires_at_ms, lease_ms, attempts, max_attempts, unmet, result, error, status_message,
+		cancel_cause, created_at_ms, updated_at_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	sqlInsertEdge           = `INSERT INTO edges (dep_seq, task_seq) VALUES (?, ?)`
+	sqlUnfinishedDependents = `SELECT t.seq FROM edges e JOIN tasks t ON t.seq = e.task_seq
+		WHERE e.dep_seq = ? AND t.state IN ('blocked', 'pending', 'claimed') ORDER BY t.seq`
+	sqlCancelledBy          = `SELECT seq FROM tasks WHERE cancel_cause = ? AND state = 'cancelled' ORDER BY seq`
+	sqlUnfinishedInWorkflow = `SELECT seq FROM tasks WHERE workflow_id = ? AND state IN ('blocked', 'pending', 'claimed') ORDER BY seq`
+	sqlHasDependents        = `SELECT 1 FROM edges WHERE dep_seq = ? LIMIT 1`
+	sqlDecrementUnmet       = `UPDATE tasks SET unmet = unmet - 1 WHERE seq IN (SELECT task_seq FROM edges WHERE dep_seq = ?)
+		AND state IN ('blocked', 'pending', 'claimed') RETURNING seq, state, unmet`
+	sqlShiftLeases = `UPDATE tasks SET lease_expires_at_ms = MIN(lease_expires_at_ms + ?, ? + COALESCE(lease_ms, ?))
+		WHERE state = 'claimed' AND lease_expires_at_ms IS NOT NULL RETURNING seq, workflow_id, lease_expires_at_ms`
+	sqlChainHead   = `SELECT head_hash, event_count FROM workflows WHERE workflow_id = ?`
+	sqlInsertEvent = `INSERT INTO events (workflow_id, wseq, task_id, kind, owner, generation, at_ms, detail, prev_hash, hash)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	sqlAdvanceHead = `UPDATE workflows SET head_hash = ?, event_count = ?, updated_at_ms = ?
+		WHERE workflow_id = ? AND head_hash = ? AND event_count = ?`
+	sqlPruneCandidates = `SELECT w.workflow_id FROM workflows w
+		WHERE w.updated_at_ms < ? AND NOT EXISTS (SELECT 1 FROM tasks t WHERE t.workflow_id = w.workflow_id
+		AND t.state IN ('blocked', 'pending', 'claimed')) ORDER BY w.updated_at_ms LIMIT ?`
+	// The guard of a prune is in the DELETE itself: the workflow goes only if
+	// it is still unchanged since before the cutoff and every task of it is
+	// finished. Its tasks go with it (ON DELETE CASCADE), their edges with
+	// them.
+	sqlPruneWorkflow = `DELETE FROM workflows WHERE workflow_id = ? AND updated_at_ms < ?
+		AND NOT EXISTS (SELECT 1 FROM tasks t WHERE t.workflow_id = ? AND t.state IN ('blocked', 'pending', 'claimed'))
+		RETURNING task_count, event_count, head_hash`
+	sqlPruneEvents  = `DELETE FROM events WHERE workflow_id = ?`
+	sqlPrunedInsert = `INSERT INTO pruned_workflows (workflow_id, pruned_at_ms, task_count, event_count, head_hash) VALUES (?, ?, ?, ?, ?)
+		ON CONFLICT DO NOTHING`
+	sqlReadAlive  = `SELECT alive_at_ms FROM server_clock WHERE singleton = 1`
+	sqlTouchAlive = `INSERT INTO server_clock (singleton, alive_at_ms) VALUES (1, ?)
+		ON CONFLICT (singleton) DO UPDATE SET alive_at_ms = excluded.alive_at_ms`
+)
+
+// LockWorkflow reports whether workflowID exists. The single writer
+// serialises every write transaction, so there is nothing to lock.
+func (t *wtx) LockWorkflow(_ context.Context, workflowID string) (bool, error) {
+	var one int
+	switch err := t.queryRow(bg, sqlWorkflowExists, workflowID).Scan(&one); {
+	case errors.Is(err, sql.ErrNoRows):
+		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("read workflow %s: %w", workflowID, err)
+	}
+	return true, nil
+}
+
+// EnsureWorkflow creates workflowID if missing and returns its task count.
+func (t *wtx) EnsureWorkflow(_ context.Context, workflowID string, nowMS int64) (int, error) {
+	var n int
+	switch err := t.queryRow(bg, sqlWorkflowCount, workflowID).Scan(&n); {
+	case errors.Is(err, sql.ErrNoRows):
+		if _, err := t.exec(sqlInsertWorkflow, workflowID, nowMS, nowMS); err != nil {
+			return 0, fmt.Errorf("create workflow %s: %w", workflowID, err)
+		}
+		return 0, nil
+	case err != nil:
+		return 0, fmt.Errorf("read workflow %s: %w", workflowID, err)
+	}
+	return n, nil
+}
+
+// AddWorkflowTasks adds n to the task count of workflowID.
+func (t *wtx) AddWorkflowTasks(_ context.Context, workflowID string, n int) error {
+	if _, err := t.exec(sqlAddWorkflowTasks, n, workflowID); err != nil {
+		return fmt.Errorf("count the tasks of workflow %s: %w", workflowID, err)
+	}
+	return nil
+}
+
+// LockDependency returns node nodeID of workflowID: the single writer keeps
+// it from changing until the transaction ends.
+func (t *wtx) LockDependency(ctx context.Context, workflowID, nodeID string) (tgdriver.TaskRow, error) {
+	return t.TaskByNode(ctx, workflowID, nodeID)
+}
+
+// nullString, nullInt and nullBytes map the zero value to NULL.
+func nullString(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}
+
+func nullInt(v int64) any {
+	if v == 0 {
+		return nil
+	}
+	return v
+}
+
+func nullBytes(b []byte) any {
+	if b == nil {
+		return nil
+	}
+	return b
+}
+
+// InsertTask inserts r and returns its seq.
+func (t *wtx) InsertTask(_ context.Context, r tgdriver.TaskRow) (int64, error) {
+	var result any
+	if r.HasResult || r.Result != "" {
+		result = r.Result
+	}
+	res, err := t.exec(sqlInsertTask, r.TaskID, r.WorkflowID, r.NodeID, r.Payload, r.DependsOn, r.State,
+		nullString(r.Owner), r.Generation, nullBytes(r.TokenHash), nullInt(r.LeaseExpiresAtMS), nullInt(r.LeaseMS),
+		r.Attempts, r.MaxAttempts, r.Unmet, result, nullString(r.Error), r.StatusMessage, nullInt(r.CancelCause),
+		r.CreatedAtMS, r.UpdatedAtMS)
+	if err != nil {
+		return 0, fmt.Errorf("insert task: %w", err)
+	}
+	return res.LastInsertId()
+}
+
+// InsertEdge records that task taskSeq waits for depSeq.
+func (t *wtx) InsertEdge(_ context.Context, depSeq, taskSeq int64) error {
+	if _, err := t.exec(sqlInsertEdge, depSeq, taskSeq); err != nil {
+		return fmt.Errorf("insert edge: %w", err)
+	}
+	return nil
+}
+
+// NextPending returns the oldest pending task, of workflowID when it is not
+// empty.
+func (t *wtx) NextPending(_ context.Context, workflowID string) (tgdriver.TaskRow, bool, error) {
+	var r tgdriver.TaskRow
+	var err error
+	if workflowID == "" {
+		r, err = scanTask(t.queryRow(bg, sqlNextPending))
+	} else {
+		r, err = scanTask(t.queryRow(bg, sqlNextPendingInWorkflow, workflowID))
+	}
+	switch {
+	case errors.Is(err, tgdriver.ErrNoRows):
+		return tgdriver.TaskRow{}, false, nil
+	case err != nil:
+		return tgdriver.TaskRow{}, false, fmt.Errorf("find a pending task: %w", err)
+	}
+	return r, true, nil
+}
+
+// ExpiredLeases returns up to limit claimed tasks whose lease had lapsed at
+// atMS, earliest expiry first.
+func (t *wtx) ExpiredLeases(_ context.Context, atMS int64, limit int) ([]tgdriver.TaskRef, error) {
+	rows, err := t.query(bg, sqlExpiredLeases, atMS, limit)
+	if err != nil {
+		return nil, fmt.Errorf("find expired leases: %w", err)
+	}
+	return collectRefs(rows)
+}
+
+func collectRefs(rows *sql.Rows) ([]tgdriver.TaskRef, error) {
+	defer rows.Close()
+	var out []tgdriver.TaskRef
+	for rows.Next() {
+		var r tgdriver.TaskRef
+		if err := rows.Scan(&r.Seq, &r.WorkflowID, &r.ExpiresAtMS); err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	return out, rows.Err()
+}
+
+// UnfinishedDependents returns the blocked, pending or claimed dependents
+// of seq in seq order.
+func (t *wtx) UnfinishedDependents(_ context.Context, seq int64) ([]int64, error) {
+	out, err := t.seqs(sqlUnfinishedDependents, seq)
+	if err != nil {
+		return nil, fmt.Errorf("find dependents: %w", err)
+	}
+	return out, nil
+}
+
+// CancelledBy returns the cancelled tasks whose cancel cause is causeSeq.
+func (t *wtx) CancelledBy(_ context.Context, causeSeq int64) ([]int64, error) {
+	out, err := t.seqs(sqlCancelledBy, causeSeq)
+	if err != nil {
+		return nil, fmt.Errorf("find tasks cancelled by task %d: %w", causeSeq, err)
+	}
+	return out, nil
+}
+
+// UnfinishedInWorkflow returns the blocked, pending and claimed tasks of
+// workflowID in seq order.
+func (t *wtx) UnfinishedInWorkflow(_ context.Context, workflowID string) ([]int64, error) {
+	out, err := t.seqs(sqlUnfinishedInWorkflow, workflowID)
+	if err != nil {
+		return nil, fmt.Errorf("find the unfinished tasks of workflow %s: %w", workflowID, err)
+	}
+	return out, nil
+}
+
+// DecrementUnmet lowers the unmet count of every unfinished dependent of
+// depSeq and returns their new values.
+func (t *wtx) DecrementUnmet(_ context.Context, depSeq int64) ([]tgdriver.UnmetRow, error) {
+	// Most completions have no dependents: a cheap probe of the edge index
+	// spares them the UPDATE, whose IN list needs a temporary table.
+	var one int
+	switch err := t.queryRow(bg, sqlHasDependents, depSeq).Scan(&one); {
+	case errors.Is(err, sql.ErrNoRows):
+		return nil, nil
+	case err != nil:
+		return nil, fmt.Errorf("find dependents: %w", err)
+	}
+	rows, err := t.query(bg, sqlDecrementUnmet, depSeq)
+	if err != nil {
+		return nil, fmt.Errorf("update dependents: %w", err)
+	}
+	defer rows.Close()
+	var out []tgdriver.UnmetRow
+	for rows.Next() {
+		var u tgdriver.UnmetRow
+		if err := rows.Scan(&u.Seq, &u.State, &u.Unmet); err != nil {
+			return nil, err
+		}
+		out = append(out, u)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("update dependents: %w", err)
+	}
+	return out, nil
+}
+
+// ShiftLeases moves every live lease by shiftMS, to at most nowMS + its own
+// duration (defaultLeaseMS when unknown).
+func (t *wtx) ShiftLeases(_ context.Context, shiftMS, nowMS, defaultLeaseMS int64) ([]tgdriver.TaskRef, error) {
+	rows, err := t.query(bg, sqlShiftLeases, shiftMS, nowMS, defaultLeaseMS)
+	if err != nil {
+		return nil, fmt.Errorf("shift live leases by %d ms: %w", shiftMS, err)
+	}
+	return collectRefs(rows)
+}
+
+// ChainHead returns the head hash and event count of workflowID's chain.
+func (t *wtx) ChainHead(_ context.Context, workflowID string) (string, int64, error) {
+	var head string
+	var n int64
+	if err := t.queryRow(bg, sqlChainHead, workflowID).Scan(&head, &n); err != nil {
+		return "", 0, fmt.Errorf("read chain head of workflow %s: %w", workflowID, noRows(err))
+	}
+	return head, n, nil
+}
+
+// AppendEvent inserts e and advances its workflow's head from
+// (e.PrevHash, e.Seq-1) to (e.Hash, e.Seq) by compare and set.
+func (t *wtx) AppendEvent(_ context.Context, e tgdriver.EventRow) error {
+	if _, err := t.exec(sqlInsertEvent, e.WorkflowID, e.Seq, e.TaskID, e.Kind, e.Owner, e.Generation, e.AtMS, e.Detail, e.PrevHash, e.Hash); err != nil {
+		return fmt.Errorf("append event: %w", err)
+	}
+	// Compare and set: the head advances only from the head this event links
+	// to, so two writers can never fork the chain, however the driver is
+	// used; a moved head is an error and the operation rolls back.
+	res, err := t.exec(sqlAdvanceHead, e.Hash, e.Seq, e.AtMS, e.WorkflowID, e.PrevHash, e.Seq-1)
+	if err != nil {
+		return fmt.Errorf("advance chain head: %w", err)
+	}
+	if n, err := res.RowsAffected(); err != nil || n != 1 {
+		return fmt.Errorf("%w: workflow %s, event %d links to head %q at %d events (rows %d, %v)",
+			tgdriver.ErrChainMoved, e.WorkflowID, e.Seq, e.PrevHash, e.Seq-1, n, err)
+	}
+	return nil
+}
+
+// NotifyReady does nothing: the driver's own waiters are woken by the
+// domain, and other processes see the commit through PRAGMA data_version.
+func (t *wtx) NotifyReady(context.Context, string) error { return nil }
+
+// PruneCandidates returns up to limit finished workflows last changed
+// before beforeMS, oldest first.
+func (t *wtx) PruneCandidates(_ context.Context, beforeMS int64, limit int) ([]string, error) {
+	rows, err := t.query(bg, sqlPruneCandidates, beforeMS, limit)
+	if err != nil {
+		return nil, fmt.Errorf("find workflows to prune: %w", err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var wf string
+		if err := rows.Scan(&wf); err != nil {
+			return nil, err
+		}
+		out = append(out, wf)
+	}
+	return out, rows.Err()
+}
+
+// PruneWorkflow removes workflowID with its tasks, edges and events if it is
+// still finished and unchanged since before beforeMS, recording its final
+// chain head in pruned_workflows.
+func (t *wtx) PruneWorkflow(_ context.Context, workflowID string, beforeMS, nowMS int64) (tgdriver.PrunedRow, bool, error) {
+	var p tgdriver.PrunedRow
+	// The DELETE of the workflow row is the guard; its tasks and their
+	// edges go with it (ON DELETE CASCADE). Events reference no row and are
+	// deleted by workflow.
+	err := t.queryRow(bg, sqlPruneWorkflow, workflowID, beforeMS, workflowID).Scan(&p.Tasks, &p.Events, &p.HeadHash)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return tgdriver.PrunedRow{}, false, nil
+	case err != nil:
+		return tgdriver.PrunedRow{}, false, fmt.Errorf("prune workflow %s: %w", workflowID, err)
+	}
+	if _, err := t.exec(sqlPruneEvents, workflowID); err != nil {
+		return tgdriver.PrunedRow{}, false, fmt.Errorf("prune the events of workflow %s: %w", workflowID, err)
+	}
+	if _, err := t.exec(sqlPrunedInsert, workflowID, nowMS, p.Tasks, p.Events, p.HeadHash); err != nil {
+		return tgdriver.PrunedRow{}, false, fmt.Errorf("record the pruning of workflow %s: %w", workflowID, err)
+	}
+	return p, true, nil
+}
+
+// ReadAlive returns the servers' recorded alive time.
+func (t *wtx) ReadAlive(context.Context) (int64, bool, error) {
+	var ms int64
+	switch err := t.queryRow(bg, sqlReadAlive).Scan(&ms); {
+	case errors.Is(err, sql.ErrNoRows):
+		return 0, false, nil
+	case err != nil:
+		return 0, false, fmt.Errorf("read the server's alive time: %w", err)
+	}
+	return ms, true, nil
+}
+
+// TouchAlive records ms as the servers' alive time.
+func (t *wtx) TouchAlive(_ context.Context, ms int64) error {
+	if _, err := t.exec(sqlTouchAlive, ms); err != nil {
+		return fmt.Errorf("record the server's alive time: %w", err)
+	}
+	return nil
+}
