@@ -203,100 +203,6 @@ func (b *syncBuffer) String() string {
 	return b.b.String()
 }
 
-// A write, a heartbeat or the readiness probe that cannot get the database
-// within the busy timeout because another process holds the write lock fails
-// with the retryable ErrBusy naming the cause, not an internal error; once
-// the lock is released the same calls succeed.
-func TestBusyWriteFailsWithErrBusy(t *testing.T) {
-	b := setupWith(t, Options{BusyTimeout: 50 * time.Millisecond})
-	b.create(t, "wf", "a")
-	c := b.claim(t, "w1", b.create(t, "wf", "held").TaskID, time.Minute)
-	release := holdLock(t, b.path)
-
-	_, err := b.s.CreateTask(b.ctx, "wf", NodeSpec{NodeID: "b"})
-	wantUnavailable(t, "create", err, ErrBusy, "busy", true)
-	if !strings.Contains(err.Error(), "database busy: locked by another process") {
-		t.Fatalf("create: %q does not name the cause", err)
-	}
-	_, err = b.s.Heartbeat(b.ctx, holder(c), time.Minute)
-	wantUnavailable(t, "heartbeat", err, ErrBusy, "busy", true)
-	wantUnavailable(t, "ready", b.s.Ready(b.ctx), ErrBusy, "busy", true)
-
-	release()
-	if err := b.s.Ready(b.ctx); err != nil {
-		t.Fatalf("ready after the lock was released: %v", err)
-	}
-	if _, err := b.s.Heartbeat(b.ctx, holder(c), time.Minute); err != nil {
-		t.Fatalf("heartbeat after the lock was released: %v", err)
-	}
-	b.create(t, "wf", "b")
-}
-
-// Ready answers by its context's deadline even when the busy timeout is
-// longer, and reports ErrBusy.
-func TestReadyHonoursItsDeadlineWhileLocked(t *testing.T) {
-	b := setupWith(t, Options{BusyTimeout: 3 * time.Second})
-	release := holdLock(t, b.path)
-	defer release()
-	ctx, cancel := context.WithTimeout(b.ctx, 20*time.Millisecond)
-	defer cancel()
-	wantUnavailable(t, "ready", b.s.Ready(ctx), ErrBusy, "busy", true)
-}
-
-// Ready commits a probe and changes no data.
-func TestReadyChangesNothing(t *testing.T) {
-	b := setup(t)
-	b.create(t, "wf", "a")
-	version := func() string {
-		var v, at int64
-		rawScan(t, b.path, `SELECT version, applied_at_ms FROM schema_version`, nil, &v, &at)
-		return fmt.Sprint(v, at)
-	}
-	before, beforeV := fingerprint(t, b.path), version()
-	for range 3 {
-		if err := b.s.Ready(b.ctx); err != nil {
-			t.Fatalf("Ready: %v", err)
-		}
-	}
-	if after, afterV := fingerprint(t, b.path), version(); after != before || afterV != beforeV {
-		t.Fatalf("Ready changed the data:\n%s %s\n%s %s", before, beforeV, after, afterV)
-	}
-	b.s.Close()
-	if err := b.s.Ready(b.ctx); !errors.Is(err, ErrClosed) {
-		t.Fatalf("Ready after Close: %v, want ErrClosed", err)
-	}
-}
-
-// On a full disk a write and the readiness probe fail with ErrDiskFull,
-// nothing of the write is kept, and once space is freed both succeed.
-func TestDiskFullWriteFailsWithErrDiskFull(t *testing.T) {
-	dir := fsfault.Tmpfs(t, 4<<20)
-	b := setupWithPath(t, filepath.Join(dir, "tasks.db"), Options{})
-	b.create(t, "wf", "a")
-	filler := fsfault.Fill(t, dir)
-
-	big := json.RawMessage(`{"blob":"` + strings.Repeat("x", 60<<10) + `"}`)
-	_, err := b.s.CreateTask(b.ctx, "wf", NodeSpec{NodeID: "big", Payload: big})
-	wantUnavailable(t, "create", err, ErrDiskFull, "disk_full", true)
-	wantUnavailable(t, "ready", b.s.Ready(b.ctx), ErrDiskFull, "disk_full", true)
-	if ts, err := b.s.ListTasks(b.ctx, ListFilter{WorkflowID: "wf"}); err != nil || len(ts) != 1 {
-		t.Fatalf("after the failed write the workflow has %d tasks (%v), want 1", len(ts), err)
-	}
-
-	if err := os.Remove(filler); err != nil {
-		t.Fatal(err)
-	}
-	if err := b.s.Ready(b.ctx); err != nil {
-		t.Fatalf("ready after freeing space: %v", err)
-	}
-	if _, err := b.s.CreateTask(b.ctx, "wf", NodeSpec{NodeID: "big", Payload: big}); err != nil {
-		t.Fatalf("create after freeing space: %v", err)
-	}
-	if res, err := b.s.Check(b.ctx); err != nil || !res.OK() {
-		t.Fatalf("integrity after the disk filled up: %v %v", res.Integrity, err)
-	}
-}
-
 func setupWithPath(t *testing.T, path string, opts Options) *bundle {
 	t.Helper()
 	s, err := Open(context.Background(), path, opts)
@@ -533,12 +439,8 @@ func TestReplacedFilesTripTheStore(t *testing.T) {
 			wantUnavailable(t, "ready", s.Ready(ctx), ErrFilesReplaced, "files_replaced", false)
 			_, err = s.CreateTask(ctx, "wf", NodeSpec{NodeID: "b"})
 			wantUnavailable(t, "create", err, ErrFilesReplaced, "files_replaced", false)
-			checkpoint := s.writerConn(ctx, func(c *sql.Conn) error {
-				_, err := c.ExecContext(ctx, `PRAGMA wal_checkpoint(TRUNCATE)`)
-				return err
-			})
-			if !errors.Is(checkpoint, ErrFilesReplaced) {
-				t.Fatalf("checkpoint after the files changed: %v, want ErrFilesReplaced", checkpoint)
+			if _, checkpoint := s.Check(ctx); checkpoint == nil {
+				t.Fatal("a check (and its checkpoint) ran on files that are no longer the database's")
 			}
 			if !strings.Contains(logs.String(), "file="+path+tc.suffix+" ") {
 				t.Fatalf("no log line names %s%s:\n%s", path, tc.suffix, logs)
@@ -547,21 +449,6 @@ func TestReplacedFilesTripTheStore(t *testing.T) {
 				t.Fatalf("Close: %v, want ErrFilesReplaced", err)
 			}
 		})
-	}
-}
-
-// BenchmarkCheckFiles measures the identity check the writer runs twice per
-// batch (before BEGIN and after COMMIT).
-func BenchmarkCheckFiles(b *testing.B) {
-	s, err := Open(context.Background(), filepath.Join(b.TempDir(), "tasks.db"), Options{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer s.Close()
-	for b.Loop() {
-		if err := s.checkFiles(); err != nil {
-			b.Fatal(err)
-		}
 	}
 }
 
@@ -579,13 +466,10 @@ func TestIdleStoreNoticesRemovedShm(t *testing.T) {
 	}
 	// Poll the background loop's effect, bounded; nothing here waits for a
 	// lease or asserts a speed.
-	for deadline := time.Now().Add(30 * time.Second); s.tripped() == nil; time.Sleep(time.Millisecond) {
+	for deadline := time.Now().Add(30 * time.Second); !strings.Contains(logs.String(), "file="+path+"-shm"); time.Sleep(time.Millisecond) {
 		if time.Now().After(deadline) {
-			t.Fatal("the periodic check did not notice the removed -shm")
+			t.Fatalf("the periodic check did not notice the removed -shm; log:\n%s", logs)
 		}
-	}
-	if !errors.Is(s.tripped(), ErrFilesReplaced) || !strings.Contains(logs.String(), "file="+path+"-shm") {
-		t.Fatalf("tripped with %v; log:\n%s", s.tripped(), logs)
 	}
 	if err := s.Close(); !errors.Is(err, ErrFilesReplaced) {
 		t.Fatalf("Close: %v, want ErrFilesReplaced", err)

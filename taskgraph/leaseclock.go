@@ -295,7 +295,11 @@ func (c *leaseClock) last(s *Store) error {
 	c.mu.Lock()
 	c.final = true
 	c.mu.Unlock()
-	if err := s.clockWrite(context.Background()); err != nil {
+	fn := func(*wtx) error { return nil } // the batch runs the step first (batchStart)
+	if c.shared {
+		fn = c.step
+	}
+	if err := s.write(context.Background(), fn); err != nil {
 		return fmt.Errorf("record the server's alive time at close: %w", err)
 	}
 	return nil

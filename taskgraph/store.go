@@ -94,7 +94,7 @@ type Store struct {
 	log     *slog.Logger
 	quit    chan struct{} // closed by Close to stop background loops
 	wg      sync.WaitGroup
-	closed  atomic.Bool // set by Close once its last write is done: do refuses from then on
+	closed  atomic.Bool // set as Close begins: do refuses from then on
 	closeM  sync.Mutex  // serialises Close
 	closing bool        // under closeM: Close has begun
 
@@ -244,7 +244,7 @@ func (s *Store) ReadOnly() bool { return s.readOnly }
 
 // errReadOnly is the error of every write of a read-only store.
 func (s *Store) errReadOnly() error {
-	return fmt.Errorf("%w: %s was opened read-only; run the command without --read-only, or against the server, to change it", ErrReadOnlyStore, s.info.Location)
+	return fmt.Errorf("%w: %s was opened for reading only, so this write was refused (writes go through a server or a read-write operator command such as admin or db prune)", ErrReadOnlyStore, s.info.Location)
 }
 
 // Close stops accepting operations, finishes those already accepted, stops
@@ -258,10 +258,11 @@ func (s *Store) Close() error {
 		return nil
 	}
 	s.closing = true
-	// The background loops stop first (a parked claim-next returns
-	// ErrClosed), then a last write applies any observed shift and records
-	// the alive time, then writes are refused and the driver finishes what
-	// it accepted.
+	// New writes are refused from here on (ErrClosed), also those of the
+	// background loops, which stop next (a parked claim-next returns
+	// ErrClosed); then a last write applies any observed shift and records
+	// the alive time, and the driver finishes the writes it accepted.
+	s.closed.Store(true)
 	close(s.quit)
 	s.wg.Wait()
 	var errs []error
@@ -270,7 +271,6 @@ func (s *Store) Close() error {
 			errs = append(errs, err)
 		}
 	}
-	s.closed.Store(true)
 	if err := s.drv.Close(); err != nil {
 		errs = append(errs, err)
 	}

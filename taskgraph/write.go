@@ -55,6 +55,11 @@ func (s *Store) do(ctx context.Context, fn func(*wtx) error) error {
 	if s.closed.Load() {
 		return ErrClosed
 	}
+	return s.write(ctx, fn)
+}
+
+// write is do without the closed check, for Close's own last write.
+func (s *Store) write(ctx context.Context, fn func(*wtx) error) error {
 	var last *wtx
 	err := s.drv.Write(ctx, func(tx tgdriver.Tx) error {
 		w := s.newWtx(ctx, tx)

@@ -202,12 +202,23 @@ func testSweeperWakesWaiterForExpiredLease(t *testing.T, h Harness) {
 	e := setupWith(t, h, tg.Options{Sweep: true})
 	task := e.create(t, "wf", "a")
 	e.claim(t, "dead", task.TaskID, 5*time.Second)
+	// A live worker keeps writing while time passes, as on a running
+	// server: the time is not taken for the server having been away (with a
+	// clock shared by replicas, that is the time no write refreshed the
+	// servers' alive time).
+	keeper := e.create(t, "wf", "keeper")
+	kc := e.claim(t, "alive", keeper.TaskID, time.Minute)
 	ctx, cancel := context.WithCancel(e.ctx)
 	defer cancel()
 	out := make(chan parkedResult, 50)
 	var wg sync.WaitGroup
 	e.parkWaiters(t, ctx, 50, "", out, &wg)
-	e.clock.Advance(6 * time.Second)
+	for range 24 {
+		e.clock.Advance(250 * time.Millisecond)
+		if _, err := e.s.Heartbeat(e.ctx, holder(kc), time.Minute); err != nil {
+			t.Fatal(err)
+		}
+	}
 	r := <-out
 	if !r.ok || r.c.Task.TaskID != task.TaskID || r.c.Lease.Generation != 2 {
 		t.Fatalf("got %+v, want the expired task at generation 2", r)

@@ -745,3 +745,46 @@ func TestWritesRacingClose(t *testing.T) {
 		t.Fatalf("%d workflows in the file (%v), %d writes acknowledged", len(wfs), err, committed.Load())
 	}
 }
+
+// A failed COMMIT fails every operation of the batch, including those whose
+// own work succeeded: none of them is committed, and the next batch commits
+// normally. (A foreign key checked only at COMMIT plays the failure.)
+func TestFailedCommitFailsWholeBatch(t *testing.T) {
+	d := openTest(t, Options{}, tgdriver.Hooks{})
+	release, blocked := blockWriter(t, d)
+	results := make([]chan error, 3)
+	for i, wf := range []string{"a", "b", "c"} {
+		results[i] = make(chan error, 1)
+		go func() {
+			results[i] <- d.Write(context.Background(), func(tx tgdriver.Tx) error {
+				addTask(t, tx, newTask(wf, "n1"))
+				if wf == "b" {
+					w := tx.(*wtx)
+					if _, err := w.exec(`PRAGMA defer_foreign_keys = ON`); err != nil {
+						return err
+					}
+					return tx.InsertEdge(context.Background(), 424242, 434343)
+				}
+				return nil
+			})
+		}()
+		waitQueued(t, d, i+1)
+	}
+	release()
+	<-blocked
+	for i := range results {
+		if err := <-results[i]; err == nil {
+			t.Fatalf("op %d of a batch whose commit failed reported success", i)
+		}
+	}
+	ctx := context.Background()
+	for _, wf := range []string{"a", "b", "c"} {
+		if _, err := d.Reads().TaskByNode(ctx, wf, "n1"); !errors.Is(err, tgdriver.ErrNoRows) {
+			t.Fatalf("task of %s after a failed commit: %v, want none", wf, err)
+		}
+	}
+	write(t, d, func(tx tgdriver.Tx) error { addTask(t, tx, newTask("d", "n1")); return nil })
+	if _, err := d.Reads().TaskByNode(ctx, "d", "n1"); err != nil {
+		t.Fatalf("the next batch: %v", err)
+	}
+}
