@@ -1,0 +1,92 @@
+package main
+
+import (
+	"context"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/graph-engineering/graph-engineering-mcp/lease"
+	"github.com/graph-engineering/graph-engineering-mcp/taskgraph"
+	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/tgpostgres/pgtest"
+)
+
+// newPGEnv is newEnv on a fresh PostgreSQL database: the env's path is the
+// database URL, which every command takes as --database.
+func newPGEnv(t *testing.T) *env {
+	t.Helper()
+	u := pgtest.URL(t)
+	clock := lease.NewManualClock(t0)
+	s, err := openPostgres(context.Background(), u, taskgraph.Options{Clock: clock}, openServe, 4, 0)
+	if err != nil {
+		t.Fatalf("open store: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := s.Close(); err != nil {
+			t.Errorf("close store: %v", err)
+		}
+	})
+	return &env{t: t, path: u, clock: clock, s: s, ctx: contextWithClock(context.Background(), clock)}
+}
+
+// The operator commands take a postgres:// URL as --database (or in
+// GRAPH_ENGINEERING_DATABASE) and mean on it what they mean on SQLite; the
+// SQLite-only ones say what to use instead; no output or error shows the
+// URL's password.
+func TestOperatorCommandsOnPostgres(t *testing.T) {
+	e := newPGEnv(t)
+	f := e.fixture()
+	// A password in the URL (the test server may not need one: a wrong one
+	// would still show up if anything printed it).
+	u, err := url.Parse(e.path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	password, has := u.User.Password()
+	if !has {
+		password = "not-to-be-seen-3f9a"
+		u.User = url.UserPassword(u.User.Username(), password)
+		e.path = u.String()
+	}
+	noSecret := func(r result) result {
+		t.Helper()
+		if password != "" && (strings.Contains(r.stdout, password) || strings.Contains(r.stderr, password)) {
+			t.Fatalf("the database password appears in the output:\n%s\n%s", r.stdout, r.stderr)
+		}
+		return r
+	}
+
+	var list struct {
+		Tasks []map[string]any `json:"tasks"`
+	}
+	decodeJSON(t, noSecret(e.cli("", "tasks", "list", "--json")).want(t, 0).stdout, &list)
+	if len(list.Tasks) != 8 {
+		t.Fatalf("tasks list on PostgreSQL found %d tasks, want the fixture's 8", len(list.Tasks))
+	}
+	build := f.tasks["build"].TaskID
+	noSecret(e.cli("", "tasks", "show", build)).want(t, 0)
+	noSecret(e.cli("", "workflow", "show", "wf")).want(t, 0)
+	noSecret(e.cli("", "audit", "verify")).want(t, 0)
+	r := noSecret(e.cli("", "admin", "requeue", build, "--reason", "worker w2 is gone", "--yes")).want(t, 0)
+	if got := e.task(build); got.State != taskgraph.StatePending || got.Generation != f.build.Lease.Generation {
+		t.Fatalf("after admin requeue on PostgreSQL build is %s at generation %d:\n%s", got.State, got.Generation, r.stdout)
+	}
+	var check map[string]any
+	decodeJSON(t, noSecret(e.cli("", "db", "check", "--json")).want(t, 0).stdout, &check)
+	if check["ok"] != true || !strings.Contains(check["integrity"].([]any)[0].(string), "pg_amcheck") {
+		t.Fatalf("db check on PostgreSQL: %v", check)
+	}
+	if r := noSecret(e.cli("", "db", "backup", t.TempDir()+"/b.db")).want(t, 2); !strings.Contains(r.stderr, "pg_dump") {
+		t.Fatalf("db backup on PostgreSQL does not point to pg_dump:\n%s", r.stderr)
+	}
+	if r := noSecret(e.cli("", "db", "checkpoint")).want(t, 2); !strings.Contains(r.stderr, "PostgreSQL") {
+		t.Fatalf("db checkpoint on PostgreSQL:\n%s", r.stderr)
+	}
+	// The same through the environment variable, and a scheme no driver
+	// serves is a usage error.
+	t.Setenv(databaseEnv, e.path)
+	noSecret(e.cliCtx(e.ctx, "", "tasks", "list")).want(t, 0)
+	if r := e.cliCtx(e.ctx, "", "tasks", "list", "--database", "mysql://u:pw@h/db"); r.code != 2 || strings.Contains(r.stderr, "pw@") {
+		t.Fatalf("an unsupported scheme: exit %d\n%s", r.code, r.stderr)
+	}
+}
