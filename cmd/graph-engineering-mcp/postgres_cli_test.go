@@ -90,3 +90,27 @@ func TestOperatorCommandsOnPostgres(t *testing.T) {
 		t.Fatalf("an unsupported scheme: exit %d\n%s", r.code, r.stderr)
 	}
 }
+
+// serve on stdio takes a postgres:// URL: a modern-era create answered over
+// stdio lands in the PostgreSQL database, and the start line names the
+// database without its password.
+func TestServeStdioOnPostgres(t *testing.T) {
+	e := newPGEnv(t)
+	in := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"graph_task_create","arguments":{"workflow_id":"stdio-pg","node_id":"n"},` + modernMetaJSON + "}}\n"
+	r := e.cliCtx(context.Background(), in, "serve", "--database", e.path, "--log-level", "info")
+	if r.code != 0 {
+		t.Fatalf("serve stdio on PostgreSQL: exit %d\n%s", r.code, r.stderr)
+	}
+	if !strings.Contains(r.stdout, `"result"`) || strings.Contains(r.stdout, `"isError":true`) {
+		t.Fatalf("create over stdio on PostgreSQL: %s", r.stdout)
+	}
+	if u, err := url.Parse(e.path); err == nil {
+		if pw, ok := u.User.Password(); ok && strings.Contains(r.stderr, pw) {
+			t.Fatalf("the start line shows the password:\n%s", r.stderr)
+		}
+	}
+	v, err := e.s.Workflow(context.Background(), "stdio-pg")
+	if err != nil || len(v.Tasks) != 1 {
+		t.Fatalf("the task created over stdio is not in the database: %v %v", v, err)
+	}
+}
