@@ -30,6 +30,8 @@ type benchConfig struct {
 	Layers    int // 0: independent tasks; L > 1: each workflow is L layers deep
 	Heartbeat bool
 	Database  string
+	// WorkflowSize is how many tasks go into one workflow.
+	WorkflowSize int
 	// Replicas is how many stores (server processes) share the database.
 	Replicas int
 	// PGMaxConns bounds each PostgreSQL store's pool.
@@ -52,6 +54,7 @@ type benchResult struct {
 	Workers               int        `json:"workers"`
 	Sync                  string     `json:"sync"`
 	Layers                int        `json:"layers"`
+	WorkflowSize          int        `json:"workflow_size"`
 	Heartbeat             bool       `json:"heartbeat"`
 	Seconds               float64    `json:"seconds"`
 	CyclesPerSec          float64    `json:"cycles_per_sec"`
@@ -65,7 +68,8 @@ type benchResult struct {
 	Replicas              int        `json:"replicas"`
 }
 
-// benchWorkflowSize is how many tasks go into one workflow.
+// benchWorkflowSize is how many tasks go into one workflow by default
+// (--workflow-size).
 const benchWorkflowSize = 1000
 
 // benchClient is one worker's connection: the store itself, or an MCP client.
@@ -102,12 +106,12 @@ func (storeClient) close() error { return nil }
 // that implements that mode.
 var benchClientFactory = map[string]func(ctx context.Context, s *taskgraph.Store, workers int, stderr io.Writer) (func(i int) (benchClient, error), func() error, error){}
 
-// seedBench creates the tasks: workflows of benchWorkflowSize tasks, either
+// seedBench creates the tasks: workflows of cfg.WorkflowSize tasks, either
 // independent or in layers where each node depends on two nodes of the
 // layer above.
 func seedBench(ctx context.Context, s *taskgraph.Store, cfg benchConfig) error {
-	for start, wf := 0, 0; start < cfg.Tasks; start, wf = start+benchWorkflowSize, wf+1 {
-		n := min(benchWorkflowSize, cfg.Tasks-start)
+	for start, wf := 0, 0; start < cfg.Tasks; start, wf = start+cfg.WorkflowSize, wf+1 {
+		n := min(cfg.WorkflowSize, cfg.Tasks-start)
 		nodes := make([]taskgraph.NodeSpec, n)
 		perLayer := n
 		if cfg.Layers > 1 {
@@ -254,7 +258,7 @@ func runBench(ctx context.Context, cfg benchConfig, stderr io.Writer) (*benchRes
 		return nil, err
 	}
 	res := &benchResult{
-		Mode: cfg.Mode, Tasks: cfg.Tasks, Workers: cfg.Workers, Sync: string(cfg.Sync), Layers: cfg.Layers, Heartbeat: cfg.Heartbeat,
+		Mode: cfg.Mode, Tasks: cfg.Tasks, Workers: cfg.Workers, WorkflowSize: cfg.WorkflowSize, Sync: string(cfg.Sync), Layers: cfg.Layers, Heartbeat: cfg.Heartbeat,
 		Seconds: elapsed.Seconds(), CyclesPerSec: float64(done.Load()) / elapsed.Seconds(),
 		ClaimMS: percentiles(claims), CompleteMS: percentiles(completes), Database: redactDatabase(cfg.Database),
 		Driver: store.Driver(), Replicas: len(stores),
@@ -285,7 +289,7 @@ func collect(ch <-chan error) []error {
 // complete event.
 func verifyBench(ctx context.Context, s *taskgraph.Store, cfg benchConfig) (int, error) {
 	ok := 0
-	for start, wf := 0, 0; start < cfg.Tasks; start, wf = start+benchWorkflowSize, wf+1 {
+	for start, wf := 0, 0; start < cfg.Tasks; start, wf = start+cfg.WorkflowSize, wf+1 {
 		v, err := s.Workflow(ctx, fmt.Sprintf("bench-%04d", wf))
 		if err != nil {
 			return ok, err
@@ -333,7 +337,7 @@ func benchAction(c *cli.Context) error {
 		Tasks: c.Int("tasks"), Workers: c.Int("workers"), Mode: strings.ToLower(c.String("mode")),
 		Sync: taskgraph.SyncMode(strings.ToLower(c.String("sync"))), Layers: c.Int("layers"),
 		Heartbeat: c.Bool("heartbeat"), Database: c.String("database"), CPUProfile: c.String("cpuprofile"),
-		Replicas: c.Int("replicas"), PGMaxConns: c.Int("pg-max-conns"),
+		Replicas: c.Int("replicas"), PGMaxConns: c.Int("pg-max-conns"), WorkflowSize: c.Int("workflow-size"),
 	}
 	switch {
 	case cfg.Tasks < 1 || cfg.Tasks > 10_000_000:
@@ -346,6 +350,8 @@ func benchAction(c *cli.Context) error {
 		return usagef("--layers must be between 0 and 100 (got %d)", cfg.Layers)
 	case cfg.Mode != "store" && benchClientFactory[cfg.Mode] == nil:
 		return usagef("--mode must be store or http (got %q)", cfg.Mode)
+	case cfg.WorkflowSize < 1 || cfg.WorkflowSize > taskgraph.MaxTasksPerWorkflow:
+		return usagef("--workflow-size must be between 1 and %d (got %d)", taskgraph.MaxTasksPerWorkflow, cfg.WorkflowSize)
 	case cfg.Replicas < 1 || cfg.Replicas > 8:
 		return usagef("--replicas must be between 1 and 8 (got %d)", cfg.Replicas)
 	case cfg.Replicas > 1 && cfg.Mode != "store":
@@ -415,6 +421,7 @@ Example:
 				&cli.IntFlag{Name: "layers", Value: 0, Usage: "arrange each workflow of 1000 tasks as `L` dependent layers (0: independent tasks)"},
 				&cli.BoolFlag{Name: "heartbeat", Usage: "heartbeat once per task between claim and complete"},
 				&cli.StringFlag{Name: "database", Usage: "a new SQLite database file `PATH` to keep (default: a temporary one, removed afterwards), or a postgres:// URL of an empty database"},
+				&cli.IntFlag{Name: "workflow-size", Value: benchWorkflowSize, Usage: "`N` tasks per workflow (a workflow's writes are one chain: fewer, larger workflows serialise more)"},
 				&cli.IntFlag{Name: "replicas", Value: 1, Usage: "`R` stores on the one database, as R server processes (workers spread over them; --mode store)"},
 				&cli.IntFlag{Name: "pg-max-conns", Value: defaultPGMaxConns, Usage: "PostgreSQL: at most `N` pooled connections per replica"},
 				&cli.StringFlag{Name: "cpuprofile", Usage: "write a CPU profile of the measured run to `FILE` (go tool pprof FILE)"},
