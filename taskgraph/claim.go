@@ -3,6 +3,7 @@ package taskgraph
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -68,6 +69,20 @@ func (s *Store) Claim(ctx context.Context, req ClaimRequest) (c Claimed, ok bool
 	arrived := s.arrival(ctx)
 	try := func() (Claimed, bool, error) {
 		defer s.claimAttempts.Add(1)
+		if s.claimSlots != nil {
+			// Claim-next attempts take turns for a few slots, holding no
+			// connection while they wait: a crowd of claimers cannot fill
+			// the pool and queue on workflow locks ahead of the heartbeats
+			// and completes of workers already holding leases.
+			select {
+			case s.claimSlots <- struct{}{}:
+			case <-ctx.Done():
+				return Claimed{}, false, ctx.Err()
+			case <-s.quit:
+				return Claimed{}, false, ErrClosed
+			}
+			defer func() { <-s.claimSlots }()
+		}
 		var c Claimed
 		var ok bool
 		err := s.doAt(ctx, arrived, func(w *wtx) error {
@@ -254,6 +269,9 @@ func (w *wtx) sweepExpired(limit int) (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("find expired leases: %w", err)
 	}
+	// Workflows are locked in id order, the order every writer that locks
+	// more than one keeps: sweepers on several replicas never deadlock.
+	slices.SortStableFunc(refs, func(a, b tgdriver.TaskRef) int { return strings.Compare(a.WorkflowID, b.WorkflowID) })
 	for _, ref := range refs {
 		if err := w.lockWorkflow(ref.WorkflowID); err != nil {
 			return 0, err

@@ -318,6 +318,9 @@ func (s *Store) Prune(ctx context.Context, before time.Time) (PruneResult, error
 			if err != nil {
 				return err
 			}
+			// Locked (by the guarded delete) in id order, the order every
+			// writer that locks several workflows keeps.
+			slices.Sort(cands)
 			for _, id := range cands {
 				// The guard (still finished, unchanged since before) is in
 				// the delete: a create that revived the workflow meanwhile

@@ -81,7 +81,16 @@ type Options struct {
 	// OnBatch, when set, is called after every commit attempt with the number
 	// of operations in the batch (for metrics).
 	OnBatch func(size int, took time.Duration, err error)
+	// MaxConcurrentClaims bounds the claim-next attempts this store runs at
+	// once on a driver of many writers (PostgreSQL); 0 means
+	// DefaultMaxConcurrentClaims. Waiting for a turn holds no connection.
+	// The SQLite driver's one writer orders every write, so it is unused
+	// there.
+	MaxConcurrentClaims int
 }
+
+// DefaultMaxConcurrentClaims is Options.MaxConcurrentClaims' default.
+const DefaultMaxConcurrentClaims = 4
 
 // Store is the durable task graph on one driver's database. A Store is safe
 // for concurrent use.
@@ -106,6 +115,10 @@ type Store struct {
 	claimAttempts atomic.Int64
 	// readOnly: the driver refuses writes; no background loop runs.
 	readOnly bool
+	// claimSlots bounds the claim-next attempts in flight on a driver of
+	// many writers (Options.MaxConcurrentClaims); nil: unbounded (SQLite's
+	// one writer orders them anyway).
+	claimSlots chan struct{}
 }
 
 // DefaultPath returns the default database path:
@@ -196,6 +209,13 @@ func OpenDriver(ctx context.Context, d tgdriver.Driver, opts Options) (*Store, e
 	}
 	s := &Store{drv: d, info: info, opts: opts, clock: opts.Clock, log: opts.Logger, quit: make(chan struct{}), readOnly: info.ReadOnly}
 	s.notify.init(opts.MaxWaiters)
+	if info.SharedClock {
+		n := opts.MaxConcurrentClaims
+		if n <= 0 {
+			n = DefaultMaxConcurrentClaims
+		}
+		s.claimSlots = make(chan struct{}, n)
+	}
 	if s.readOnly {
 		opts.Sweep = false
 		s.opts.Sweep = false

@@ -60,28 +60,37 @@ func (s *Store) do(ctx context.Context, fn func(*wtx) error) error {
 
 // write is do without the closed check, for Close's own last write.
 func (s *Store) write(ctx context.Context, fn func(*wtx) error) error {
+	shared := s.lc != nil && s.lc.shared
+	if shared && s.lc.sharedDue(s.clock.Now().UnixMilli()) {
+		// Paused, or the shared clock stepped, since this process last saw
+		// the alive time: give leases back what no server ran, in a write of
+		// its own that commits before this operation is judged.
+		if err := s.writeTx(ctx, s.lc.step, false); err != nil {
+			return err
+		}
+	}
+	return s.writeTx(ctx, fn, shared)
+}
+
+// writeTx runs fn in one driver transaction; with touch, it refreshes the
+// shared alive time in passing as its last statement, so that the alive
+// row is held only while the transaction commits.
+func (s *Store) writeTx(ctx context.Context, fn func(*wtx) error, touch bool) error {
 	var last *wtx
 	err := s.drv.Write(ctx, func(tx tgdriver.Tx) error {
 		w := s.newWtx(ctx, tx)
 		last = nil
-		if s.lc != nil && s.lc.shared && s.lc.sharedDue(w.nowMS) {
-			// Paused, or the shared clock stepped, since this process last
-			// saw the alive time: give leases back what no server ran
-			// before this operation is judged.
-			if err := s.lc.step(w); err != nil {
-				return err
-			}
-		} else if s.lc != nil && s.lc.shared {
-			if err := s.lc.sharedTouch(w); err != nil {
-				return err
-			}
-		}
 		if err := runGuarded(w, fn); err != nil {
 			return err
 		}
 		for _, wf := range w.ready {
 			if err := tx.NotifyReady(ctx, wf); err != nil {
 				return fmt.Errorf("notify other servers of a ready task: %w", err)
+			}
+		}
+		if touch {
+			if err := s.lc.sharedTouch(w); err != nil {
+				return err
 			}
 		}
 		last = w

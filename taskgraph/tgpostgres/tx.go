@@ -22,6 +22,10 @@ const nextPendingTries = 8
 type wtx struct {
 	reads
 	tx pgx.Tx
+	// locked counts the workflow rows this transaction holds: NextPending
+	// waits for a busy workflow only while it holds none, so that no
+	// transaction waits for a second workflow while holding a first.
+	locked int
 }
 
 var _ tgdriver.Tx = (*wtx)(nil)
@@ -50,6 +54,7 @@ func (w *wtx) LockWorkflow(ctx context.Context, workflowID string) (bool, error)
 	case err != nil:
 		return false, w.fail(ctx, "lock workflow "+workflowID, err)
 	}
+	w.locked++
 	return true, nil
 }
 
@@ -63,6 +68,7 @@ func (w *wtx) EnsureWorkflow(ctx context.Context, workflowID string, nowMS int64
 	if err := w.tx.QueryRow(ctx, `SELECT task_count FROM workflows WHERE workflow_id = $1 FOR UPDATE`, workflowID).Scan(&n); err != nil {
 		return 0, w.fail(ctx, "lock workflow "+workflowID, err)
 	}
+	w.locked++
 	return n, nil
 }
 
@@ -115,10 +121,13 @@ func (w *wtx) InsertEdge(ctx context.Context, depSeq, taskSeq int64) error {
 }
 
 const (
-	// nextPendingSQL: the oldest pending task not held by another
-	// transaction, skipping the workflows found busy ($1).
-	nextPendingSQL = `SELECT ` + taskColumns + ` FROM tasks WHERE state = 'pending' AND workflow_id <> ALL($1::text[])
-		ORDER BY seq LIMIT 1 FOR UPDATE SKIP LOCKED`
+	// pendingCandidatesSQL: the oldest pending tasks, read without locking,
+	// skipping the workflows found busy ($1); of workflow $2 when set.
+	pendingCandidatesSQL = `SELECT seq, workflow_id FROM tasks WHERE state = 'pending' AND workflow_id <> ALL($1::text[])
+		AND ($2 = '' OR workflow_id = $2) ORDER BY seq LIMIT 16`
+	// takePendingSQL locks one candidate if it is still pending and no other
+	// transaction holds it.
+	takePendingSQL = `SELECT ` + taskColumns + ` FROM tasks WHERE seq = $1 AND state = 'pending' FOR UPDATE SKIP LOCKED`
 	nextPendingInWorkflowSQL = `SELECT ` + taskColumns + ` FROM tasks WHERE workflow_id = $1 AND state = 'pending'
 		ORDER BY seq LIMIT 1 FOR UPDATE SKIP LOCKED`
 	tryLockWorkflowSQL = `SELECT 1 FROM workflows WHERE workflow_id = $1 FOR UPDATE SKIP LOCKED`
@@ -126,23 +135,53 @@ const (
 
 // NextPending returns the oldest pending task this transaction can take,
 // locked with its workflow. See doc.go, "Claim-next", for why it is shaped so.
+//
+// Candidates are read without a lock and each is then locked by its key
+// inside a savepoint that is rolled back unless it is taken. A locking scan
+// (ORDER BY seq LIMIT 1 FOR UPDATE SKIP LOCKED) would not do: under READ
+// COMMITTED a row claimed and committed by another transaction after the
+// scan's snapshot is locked in its new version, fails the recheck and is
+// skipped, but stays locked until this transaction ends; the holder's
+// complete then waits for this claimer, which waits for the holder's
+// workflow: a deadlock. Rolling back the savepoint drops such a lock.
 func (w *wtx) NextPending(ctx context.Context, workflowID string) (tgdriver.TaskRow, bool, error) {
 	// First, without ever waiting: tasks of workflows another transaction
 	// holds are given back and their workflows skipped.
 	busy := []string{}
+	isBusy := map[string]bool{}
 	for range nextPendingTries {
-		t, ok, isBusy, err := w.tryNextPending(ctx, workflowID, busy)
-		if err != nil || ok {
-			return t, ok, err
+		cands, err := w.pendingCandidates(ctx, workflowID, busy)
+		if err != nil {
+			return tgdriver.TaskRow{}, false, err
 		}
-		if !isBusy {
+		if len(cands) == 0 {
 			break // nothing pending outside the busy workflows
 		}
-		busy = append(busy, t.WorkflowID)
+		for _, c := range cands {
+			if isBusy[c.WorkflowID] {
+				continue
+			}
+			t, ok, wfBusy, err := w.tryTake(ctx, c)
+			if err != nil || ok {
+				return t, ok, err
+			}
+			if wfBusy {
+				isBusy[c.WorkflowID] = true
+				busy = append(busy, c.WorkflowID)
+			}
+		}
 	}
-	// Then, in lock order: wait for a busy workflow, and take its oldest
-	// pending task if one is left once it is ours.
-	for _, wf := range busy {
+	// Then, in lock order: wait for one busy workflow, and take its oldest
+	// pending task if one is left once it is ours. With the workflow's lock
+	// held no other writer changes its tasks, so this scan meets no task
+	// claimed behind its snapshot. Only a transaction that holds no
+	// workflow yet waits (a claim-next that expired a lease on its way
+	// holds that one), and for one workflow only: no transaction ever waits
+	// for a workflow while holding another, so they cannot deadlock.
+	if w.locked > 0 && len(busy) > 0 {
+		return tgdriver.TaskRow{}, false, nil
+	}
+	for _, wf := range busy[:min(1, len(busy))] {
 		exists, err := w.LockWorkflow(ctx, wf)
 		if err != nil {
 			return tgdriver.TaskRow{}, false, err
@@ -161,47 +200,64 @@ func (w *wtx) NextPending(ctx context.Context, workflowID string) (tgdriver.Task
 	return tgdriver.TaskRow{}, false, nil
 }
 
-// tryNextPending takes, inside a savepoint, the oldest pending task (of
-// workflowID if set, of no workflow in busy) FOR UPDATE SKIP LOCKED, then its
-// workflow FOR UPDATE SKIP LOCKED. ok: both are locked. isBusy: the
-// workflow was held by another transaction; the savepoint was rolled back
-// (releasing the task) and t names the workflow.
-func (w *wtx) tryNextPending(ctx context.Context, workflowID string, busy []string) (t tgdriver.TaskRow, ok, isBusy bool, err error) {
-	if len(busy) > 0 && workflowID != "" {
-		return tgdriver.TaskRow{}, false, false, nil // its one workflow is busy
+// pendingCandidates reads the oldest pending tasks without locking them.
+func (w *wtx) pendingCandidates(ctx context.Context, workflowID string, busy []string) ([]tgdriver.TaskRef, error) {
+	rows, err := w.tx.Query(ctx, pendingCandidatesSQL, busy, workflowID)
+	if err != nil {
+		return nil, w.fail(ctx, "claim-next: find pending tasks", err)
 	}
+	defer rows.Close()
+	var out []tgdriver.TaskRef
+	for rows.Next() {
+		var r tgdriver.TaskRef
+		if err := rows.Scan(&r.Seq, &r.WorkflowID); err != nil {
+			return nil, w.fail(ctx, "claim-next: find pending tasks", err)
+		}
+		out = append(out, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, w.fail(ctx, "claim-next: find pending tasks", err)
+	}
+	return out, nil
+}
+
+// tryTake locks candidate c, inside a savepoint, if it is still pending and
+// free, then its workflow FOR UPDATE SKIP LOCKED. ok: both are locked.
+// wfBusy: another transaction holds the workflow. Unless ok, the savepoint
+// is rolled back, releasing whatever it locked.
+func (w *wtx) tryTake(ctx context.Context, c tgdriver.TaskRef) (t tgdriver.TaskRow, ok, wfBusy bool, err error) {
 	if _, err := w.tx.Exec(ctx, `SAVEPOINT next_pending`); err != nil {
 		return t, false, false, w.fail(ctx, "claim-next", err)
 	}
-	release := func() error {
-		if _, err := w.tx.Exec(ctx, `RELEASE SAVEPOINT next_pending`); err != nil {
-			return w.fail(ctx, "claim-next", err)
+	giveBack := func(busy bool) (tgdriver.TaskRow, bool, bool, error) {
+		if _, err := w.tx.Exec(ctx, `ROLLBACK TO SAVEPOINT next_pending`); err != nil {
+			return tgdriver.TaskRow{}, false, false, w.fail(ctx, "claim-next", err)
 		}
-		return nil
+		if _, err := w.tx.Exec(ctx, `RELEASE SAVEPOINT next_pending`); err != nil {
+			return tgdriver.TaskRow{}, false, false, w.fail(ctx, "claim-next", err)
+		}
+		return tgdriver.TaskRow{}, false, busy, nil
 	}
-	if workflowID == "" {
-		t, err = scanTask(w.tx.QueryRow(ctx, nextPendingSQL, busy))
-	} else {
-		t, err = scanTask(w.tx.QueryRow(ctx, nextPendingInWorkflowSQL, workflowID))
-	}
+	t, err = scanTask(w.tx.QueryRow(ctx, takePendingSQL, c.Seq))
 	if errors.Is(err, pgx.ErrNoRows) {
-		return tgdriver.TaskRow{}, false, false, release()
+		return giveBack(false) // taken, or held, by another transaction
 	}
 	if err != nil {
-		return tgdriver.TaskRow{}, false, false, w.fail(ctx, "claim-next: find a pending task", err)
+		return tgdriver.TaskRow{}, false, false, w.fail(ctx, "claim-next: lock a pending task", err)
 	}
 	var one int
 	err = w.tx.QueryRow(ctx, tryLockWorkflowSQL, t.WorkflowID).Scan(&one)
-	if err == nil {
-		return t, true, false, release()
+	if errors.Is(err, pgx.ErrNoRows) {
+		return giveBack(true)
 	}
-	if !errors.Is(err, pgx.ErrNoRows) {
+	if err != nil {
 		return tgdriver.TaskRow{}, false, false, w.fail(ctx, "claim-next: lock workflow "+t.WorkflowID, err)
 	}
-	if _, err := w.tx.Exec(ctx, `ROLLBACK TO SAVEPOINT next_pending`); err != nil {
+	if _, err := w.tx.Exec(ctx, `RELEASE SAVEPOINT next_pending`); err != nil {
 		return tgdriver.TaskRow{}, false, false, w.fail(ctx, "claim-next", err)
 	}
-	return tgdriver.TaskRow{WorkflowID: t.WorkflowID}, false, true, release()
+	w.locked++
+	return t, true, false, nil
 }
 
 // ExpiredLeases returns claimed tasks whose lease lapsed at atMS; it locks nothing.
