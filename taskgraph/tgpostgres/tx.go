@@ -127,7 +127,7 @@ const (
 		AND ($2 = '' OR workflow_id = $2) ORDER BY seq LIMIT 16`
 	// takePendingSQL locks one candidate if it is still pending and no other
 	// transaction holds it.
-	takePendingSQL = `SELECT ` + taskColumns + ` FROM tasks WHERE seq = $1 AND state = 'pending' FOR UPDATE SKIP LOCKED`
+	takePendingSQL           = `SELECT ` + taskColumns + ` FROM tasks WHERE seq = $1 AND state = 'pending' FOR UPDATE SKIP LOCKED`
 	nextPendingInWorkflowSQL = `SELECT ` + taskColumns + ` FROM tasks WHERE workflow_id = $1 AND state = 'pending'
 		ORDER BY seq LIMIT 1 FOR UPDATE SKIP LOCKED`
 	tryLockWorkflowSQL = `SELECT 1 FROM workflows WHERE workflow_id = $1 FOR UPDATE SKIP LOCKED`
