@@ -219,13 +219,13 @@ func NormalizeOrigin(origin string) (string, error) {
 // errors, Mcp-Name checks for tasks/*, and the HTTP status of error
 // responses (see fixWriter).
 type HTTPHandler struct {
-	srv       *Server
-	opts      HTTPOptions
-	log       *slog.Logger
-	metrics   *Metrics
-	auth      *Authenticator // nil: no authentication (loopback only)
-	owners    sessionOwners
-	origins   map[string]bool
+	srv     *Server
+	opts    HTTPOptions
+	log     *slog.Logger
+	metrics *Metrics
+	auth    *Authenticator // nil: no authentication (loopback only)
+	owners  sessionOwners
+	origins map[string]bool
 
 	stateless   *mcp.StreamableHTTPHandler
 	stateful    *mcp.StreamableHTTPHandler

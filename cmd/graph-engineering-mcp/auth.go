@@ -67,7 +67,7 @@ func reloadOnSIGHUP(logger *slog.Logger, path string, auth *mcpadapter.Authentic
 
 // authFileFlag is --file of the auth commands.
 func authFileFlag() cli.Flag {
-	return &cli.StringFlag{Name: "file", Required: true, Usage: "the auth `FILE` (JSON, as serve --auth-file reads it)", EnvVars: []string{"GRAPH_ENGINEERING_AUTH_FILE"}}
+	return &cli.StringFlag{Name: "file", Usage: "the auth `FILE` (JSON, as serve --auth-file reads it)", EnvVars: []string{"GRAPH_ENGINEERING_AUTH_FILE"}}
 }
 
 // readAuthFile returns the principals of path, none when it does not exist.
@@ -156,6 +156,7 @@ graph-engineering-mcp auth remove NAME --file FILE
 
 add prints the new principal's token once on stdout and stores only its SHA-256.
 A running server picks up the change on SIGHUP.`,
+			Action:      groupAction,
 			Subcommands: []*cli.Command{authAddCommand(), authListCommand(), authRemoveCommand()},
 		}}
 	})
@@ -168,15 +169,18 @@ func authAddCommand() *cli.Command {
 		UsageText: "graph-engineering-mcp auth add NAME --roles ROLE[,ROLE] [--workflows GLOB,...] [--owners GLOB,...] --file FILE",
 		Flags: []cli.Flag{
 			authFileFlag(),
-			&cli.StringSliceFlag{Name: "roles", Required: true, Usage: "the principal's `ROLES`: submit, work and/or observe (comma-separated or repeated)"},
+			&cli.StringSliceFlag{Name: "roles", Usage: "the principal's `ROLES`: submit, work and/or observe (comma-separated or repeated)"},
 			&cli.StringSliceFlag{Name: "workflows", Usage: "glob `PATTERNS` of the workflows it may touch (default: every workflow)"},
 			&cli.StringSliceFlag{Name: "owners", Usage: "glob `PATTERNS` a worker's owner must match (default: NAME, NAME/* or NAME:*)"},
 		},
-		Action: func(c *cli.Context) error {
-			if c.NArg() != 1 {
-				return usagef("auth add takes one argument, the principal's NAME (got %d)", c.NArg())
+		Action: leafAction([]string{"NAME"}, func(c *cli.Context, args []string) error {
+			path, name := c.String("file"), args[0]
+			if path == "" {
+				return usagef("auth add needs --file FILE")
 			}
-			path, name := c.String("file"), c.Args().First()
+			if len(splitList(c.StringSlice("roles"))) == 0 {
+				return usagef("auth add needs --roles: one or more of %s", strings.Join(mcpadapter.AllRoles, ", "))
+			}
 			f, err := readAuthFile(path)
 			if err != nil {
 				return err
@@ -198,7 +202,7 @@ func authAddCommand() *cli.Command {
 			fmt.Fprintln(c.App.Writer, token)
 			fmt.Fprintf(c.App.ErrWriter, "added principal %q to %s; the token above is shown only this once (the file keeps its SHA-256); send SIGHUP to a running server to load it\n", name, path)
 			return nil
-		},
+		}),
 	}
 }
 
@@ -208,9 +212,9 @@ func authListCommand() *cli.Command {
 		Usage:     "list the principals of an auth file",
 		UsageText: "graph-engineering-mcp auth list --file FILE",
 		Flags:     []cli.Flag{authFileFlag()},
-		Action: func(c *cli.Context) error {
-			if c.NArg() > 0 {
-				return usagef("auth list takes no arguments (got %q)", c.Args().First())
+		Action: leafAction(nil, func(c *cli.Context, _ []string) error {
+			if c.String("file") == "" {
+				return usagef("auth list needs --file FILE")
 			}
 			f, err := readAuthFile(c.String("file"))
 			if err != nil {
@@ -229,7 +233,7 @@ func authListCommand() *cli.Command {
 				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", p.Name, strings.Join(p.Roles, ","), wf, ow)
 			}
 			return tw.Flush()
-		},
+		}),
 	}
 }
 
@@ -239,11 +243,11 @@ func authRemoveCommand() *cli.Command {
 		Usage:     "remove a principal (its token stops working at the next SIGHUP)",
 		UsageText: "graph-engineering-mcp auth remove NAME --file FILE",
 		Flags:     []cli.Flag{authFileFlag()},
-		Action: func(c *cli.Context) error {
-			if c.NArg() != 1 {
-				return usagef("auth remove takes one argument, the principal's NAME (got %d)", c.NArg())
+		Action: leafAction([]string{"NAME"}, func(c *cli.Context, args []string) error {
+			path, name := c.String("file"), args[0]
+			if path == "" {
+				return usagef("auth remove needs --file FILE")
 			}
-			path, name := c.String("file"), c.Args().First()
 			f, err := readAuthFile(path)
 			if err != nil {
 				return err
@@ -258,6 +262,6 @@ func authRemoveCommand() *cli.Command {
 			}
 			fmt.Fprintf(c.App.ErrWriter, "removed principal %q from %s; send SIGHUP to a running server to revoke its token\n", name, path)
 			return nil
-		},
+		}),
 	}
 }

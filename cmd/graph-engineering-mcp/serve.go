@@ -170,7 +170,7 @@ type httpConfig struct {
 	addr string
 	// authFile is --auth-file, "" without one.
 	authFile string
-	opts mcpadapter.HTTPOptions
+	opts     mcpadapter.HTTPOptions
 }
 
 // httpConfigFromFlags validates the HTTP flags; every mistake is a usage
