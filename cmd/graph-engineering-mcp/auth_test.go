@@ -233,6 +233,9 @@ func TestServeHTTPAuthFileSIGHUPRotation(t *testing.T) {
 	if !strings.Contains(db, "planner") {
 		t.Error("the database does not record the creating principal")
 	}
+	if r := runCLI(t, "tasks", "list", "--database", c.db, "--json").want(t, 0); strings.Count(r.stdout, `"created_by":"planner"`)+strings.Count(r.stdout, `"created_by": "planner"`) != 2 {
+		t.Errorf("tasks list --json does not show the creator of both tasks:\n%s", r.stdout)
+	}
 }
 
 // inFlightAs reads the in-flight gauge from /metrics with token.
