@@ -418,3 +418,13 @@ type forbiddenError struct{ scope, msg string }
 
 func (e *forbiddenError) Error() string        { return "forbidden: " + e.msg }
 func (e *forbiddenError) Is(target error) bool { return target == ErrForbidden }
+
+// WithLocalPrincipal returns ctx acting for the principal name of auth, for
+// a transport with no credentials of its own: serve --principal NAME narrows
+// stdio to that principal's roles and scopes (ServeStdio(ctx, …)).
+func WithLocalPrincipal(ctx context.Context, auth *Authenticator, name string) (context.Context, error) {
+	if auth.Current().Lookup(name) == nil {
+		return nil, fmt.Errorf("%w: no principal %q; the file has: %s", ErrInvalidAuthFile, clip(name), strings.Join(auth.Current().Names(), ", "))
+	}
+	return withCaller(ctx, auth, name), nil
+}

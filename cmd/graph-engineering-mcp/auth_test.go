@@ -260,3 +260,29 @@ func readFileOrEmpty(path string) string {
 	b, _ := os.ReadFile(path)
 	return string(b)
 }
+
+// serve --principal NAME --auth-file FILE narrows stdio to that principal.
+func TestServeStdioAsAPrincipal(t *testing.T) {
+	dir := t.TempDir()
+	file, db := filepath.Join(dir, "auth.json"), filepath.Join(dir, "tasks.db")
+	authAdd(t, file, "watcher", "--roles", "observe")
+	for _, e := range []string{"GRAPH_ENGINEERING_HTTP", "GRAPH_ENGINEERING_AUTH_FILE", "GRAPH_ENGINEERING_PRINCIPAL"} {
+		t.Setenv(e, "")
+	}
+	meta := `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":"t","version":"1"}}`
+	in := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"graph_task_create","arguments":{"workflow_id":"w","node_id":"n"},` + meta + `}}` + "\n"
+	var out, errb strings.Builder
+	code := run(context.Background(), []string{"graph-engineering-mcp", "serve", "--database", db, "--principal", "watcher", "--auth-file", file}, strings.NewReader(in), &out, &errb)
+	if code != 0 || !strings.Contains(out.String(), `"kind":"forbidden"`) || !strings.Contains(out.String(), "needs the role submit") {
+		t.Fatalf("exit %d, stdout %s\nstderr %s", code, out.String(), errb.String())
+	}
+	for name, args := range map[string][]string{
+		"unknown principal": {"serve", "--database", db, "--principal", "nobody", "--auth-file", file},
+		"no auth file":      {"serve", "--database", db, "--principal", "watcher"},
+		"with --http":       {"serve", "--database", db, "--http", "127.0.0.1:0", "--principal", "watcher", "--auth-file", file},
+	} {
+		if r := runCLI(t, args...); r.code != exitUsage {
+			t.Errorf("%s: exit %d, want %d\n%s", name, r.code, exitUsage, r.stderr)
+		}
+	}
+}

@@ -89,7 +89,23 @@ func serveAction(c *cli.Context) error {
 		return err
 	}
 	if c.String("http") != "" {
+		if c.String("principal") != "" {
+			return usagef("--principal applies to stdio; over --http each request's token names its principal")
+		}
 		return serveHTTP(c, logger, surface, set, path, sync)
+	}
+	serveCtx := c.Context
+	if name := c.String("principal"); name != "" || c.String("auth-file") != "" {
+		if name == "" || c.String("auth-file") == "" {
+			return usagef("on stdio, --principal NAME and --auth-file FILE go together")
+		}
+		ps, err := mcpadapter.LoadAuthFile(c.String("auth-file"))
+		if err != nil {
+			return usagef("--auth-file: %v", err)
+		}
+		if serveCtx, err = mcpadapter.WithLocalPrincipal(c.Context, mcpadapter.NewAuthenticator(ps), name); err != nil {
+			return usagef("--principal: %v", err)
+		}
 	}
 	logIfNewDatabase(logger, path)
 	store, err := openServeStore(c, path, taskgraph.Options{Sync: sync, Logger: logger, Sweep: true})
@@ -110,7 +126,7 @@ func serveAction(c *cli.Context) error {
 	// (a gone client, handled as end of input) instead of killing the
 	// process with SIGPIPE before the database is closed.
 	signal.Ignore(syscall.SIGPIPE)
-	serveErr := srv.ServeStdio(c.Context, c.App.Reader, c.App.Writer)
+	serveErr := srv.ServeStdio(serveCtx, c.App.Reader, c.App.Writer)
 	closeErr := store.Close()
 	if errors.Is(serveErr, mcpadapter.ErrStdoutClosed) {
 		logger.Info("the client closed stdout (broken pipe): stopped serving as at end of input")
@@ -131,7 +147,7 @@ func init() {
 		return []*cli.Command{{
 			Name:  "serve",
 			Usage: "serve MCP over stdio, or over Streamable HTTP with --http",
-			UsageText: `graph-engineering-mcp serve [--database PATH] [--profile FILE] [--disable-tasks-extension]
+			UsageText: `graph-engineering-mcp serve [--database PATH] [--profile FILE] [--disable-tasks-extension] [--principal NAME --auth-file FILE]
 graph-engineering-mcp serve --http ADDR [--auth-token-file FILE | --auth-file FILE] [--allow-origin ORIGIN]... [limits]
 
 Example (a local MCP client starts this command and talks JSON-RPC on its stdin/stdout):
@@ -154,6 +170,7 @@ func httpFlags() []cli.Flag {
 		&cli.StringFlag{Name: "http", Usage: "serve MCP over Streamable HTTP at http://`ADDR`/mcp instead of stdio; ADDR is HOST:PORT, HOST defaults to 127.0.0.1 and PORT to 7330 (e.g. 127.0.0.1:7330 or :7330); a non-loopback HOST needs an auth token (default: stdio)", EnvVars: []string{"GRAPH_ENGINEERING_HTTP"}},
 		&cli.StringFlag{Name: "auth-token", Usage: "with --http: bearer `TOKEN` (at least 16 visible ASCII characters) every request except /healthz and /readyz must send as Authorization: Bearer TOKEN; prefer the environment variable or --auth-token-file, since arguments are visible to other local users", EnvVars: []string{"GRAPH_ENGINEERING_AUTH_TOKEN"}, DefaultText: "none: no authentication, loopback only"},
 		&cli.StringFlag{Name: "auth-token-file", Usage: "with --http: read the bearer token from `FILE` (surrounding whitespace is ignored)", EnvVars: []string{"GRAPH_ENGINEERING_AUTH_TOKEN_FILE"}},
+		&cli.StringFlag{Name: "principal", Usage: "on stdio: serve as the principal `NAME` of --auth-file, with only its roles and scopes (default: the local user, every role)", EnvVars: []string{"GRAPH_ENGINEERING_PRINCIPAL"}},
 		&cli.StringFlag{Name: "auth-file", Usage: "with --http: authenticate named principals with roles (submit, work, observe) and scopes from the JSON `FILE` (see MCP.md, and auth add); SIGHUP reloads it; instead of an auth token", EnvVars: []string{"GRAPH_ENGINEERING_AUTH_FILE"}},
 		&cli.StringSliceFlag{Name: "allow-origin", Usage: "with --http: also accept requests from this browser `ORIGIN` (scheme://host[:port]; repeatable, or comma-separated in the environment variable); requests with any other cross-origin Origin header get 403 (default: same-origin only)", EnvVars: []string{"GRAPH_ENGINEERING_ALLOW_ORIGIN"}},
 		&cli.IntFlag{Name: "max-concurrent", Value: mcpadapter.DefaultMaxConcurrent, Usage: "with --http: serve at most `N` short MCP requests at once (claims waiting for work with wait_ms are not counted); more wait up to --admission-wait, then get 503 with Retry-After", EnvVars: []string{"GRAPH_ENGINEERING_MAX_CONCURRENT"}},
