@@ -173,9 +173,20 @@ func TestPrincipalRoleToolMatrixOverHTTP(t *testing.T) {
 					t.Errorf("era %q token %s: %s = %q (kind %q scope %q), want forbidden naming role %s", era, tok[:8], tool, toolText(res), kind, scope, roleOf[tool])
 				}
 			}
+			// initialize / server/discover advertise only the principal's
+			// surface: resources for observe, the Tasks extension (modern
+			// era only) for submit.
+			caps := cs.InitializeResult().Capabilities
+			observe, submit := tok == tokPlanner || tok == tokWatcher, tok == tokPlanner || tok == tokOther
+			if (caps.Resources != nil) != observe {
+				t.Errorf("era %q token %s: resources capability %v, want %v", era, tok[:8], caps.Resources != nil, observe)
+			}
+			if _, ok := caps.Extensions[manifest.TasksExtension]; ok != (submit && era == "") {
+				t.Errorf("era %q token %s: tasks extension advertised %v, want %v", era, tok[:8], ok, submit && era == "")
+			}
 			// Resources: only observe sees them.
 			_, rerr := cs.ListResources(ctx, nil)
-			if observe := tok == tokPlanner || tok == tokWatcher; observe != (rerr == nil) {
+			if observe != (rerr == nil) {
 				t.Errorf("era %q token %s: resources/list error %v, want allowed=%v", era, tok[:8], rerr, observe)
 			}
 			cs.Close()

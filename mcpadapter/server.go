@@ -53,7 +53,7 @@ type Config struct {
 	// reads); the surface is fixed for the life of the process.
 	CacheTTLMs int
 	// OnToolCall, if set, is called once per tool call with the tool name and
-	// its outcome (ok, invalid, not_found, conflict, stale_claim,
+	// its outcome (ok, invalid, not_found, conflict, stale_claim, forbidden,
 	// protocol_error, internal_error, deadline, cancelled), for metrics.
 	OnToolCall func(tool, outcome string)
 	// Register, if set, is called with the SDK server before it serves, to
