@@ -424,3 +424,39 @@ func readAll(t *testing.T, path string) string {
 	}
 	return string(all)
 }
+
+// A principal can never widen a profile: its surface is the profile's
+// narrowed by its roles.
+func TestPrincipalNeverWidensTheProfile(t *testing.T) {
+	prof := manifest.Profile{AllowedTools: []string{manifest.ToolInspect, manifest.ToolClaim}, Resources: false}
+	f := newHTTPFixture(t, HTTPOptions{Principals: NewAuthenticator(testPrincipals(t, tokPlanner))}, func(c *Config) {
+		c.Surface = manifest.NewSurface(manifest.Options{Profile: &prof})
+	})
+	for _, era := range []string{"", "2025-11-25"} {
+		cs := f.client(era, tokPlanner, nil)
+		lt, err := cs.ListTools(context.Background(), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(lt.Tools) != 1 || lt.Tools[0].Name != manifest.ToolInspect {
+			t.Errorf("era %q: the planner (submit, observe) under a profile of inspect+claim lists %v, want only inspect", era, lt.Tools)
+		}
+		if caps := cs.InitializeResult().Capabilities; caps.Resources != nil || caps.Extensions[manifest.TasksExtension] != nil {
+			t.Errorf("era %q: the profile switched resources and the Tasks extension off, but the planner sees %+v", era, caps)
+		}
+		res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: manifest.ToolCreate, Arguments: map[string]any{"workflow_id": "release-1", "node_id": "n"}})
+		if err == nil && !res.IsError {
+			t.Errorf("era %q: the planner created a task the profile does not offer", era)
+		}
+	}
+}
+
+// The 401 for a wrong token never repeats what was sent.
+func TestPrincipalRefusalNeverEchoesTheToken(t *testing.T) {
+	f, _ := newPrincipalFixture(t)
+	sent := tokPlanner + "-but-wrong"
+	r := f.post(`{"jsonrpc":"2.0","id":1,"method":"ping"}`, modernHeaders("ping", "Authorization", "Bearer "+sent))
+	if r.status != http.StatusUnauthorized || strings.Contains(string(r.body), sent) || strings.Contains(f.logs.String(), sent) {
+		t.Errorf("401 body or logs repeat the token: %s", r.body)
+	}
+}
