@@ -128,6 +128,20 @@ func (s *Server) principalMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 				cp.Tools = []*mcp.Tool{}
 			}
 			return &cp, nil
+		case *mcp.ListResourcesResult:
+			// The manifest resource describes the caller's own manifest.
+			_, m := s.surfaceFor(ctx)
+			cp := *r
+			cp.Resources = make([]*mcp.Resource, len(r.Resources))
+			for i, res := range r.Resources {
+				if res.URI == manifest.ManifestURI {
+					c := *res
+					c.Size, c.Meta = int64(len(m.Bytes())), mcp.Meta{"sha256": m.SHA256()}
+					res = &c
+				}
+				cp.Resources[i] = res
+			}
+			return &cp, nil
 		case *mcp.InitializeResult:
 			cp := *r
 			cp.Capabilities = narrowCaps(r.Capabilities, sf)

@@ -211,6 +211,15 @@ func TestPrincipalReceiptsCarryItsManifestDigest(t *testing.T) {
 			t.Fatal(err)
 		}
 		digest, _ := rr.Contents[0].Meta["sha256"].(string)
+		lr, err := cs.ListResources(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range lr.Resources {
+			if r.URI == manifest.ManifestURI && (r.Meta["sha256"] != digest || r.Size != int64(len(rr.Contents[0].Text))) {
+				t.Errorf("era %q: resources/list describes the manifest as %v (%d bytes), it reads as %s (%d bytes)", era, r.Meta["sha256"], r.Size, digest, len(rr.Contents[0].Text))
+			}
+		}
 		res, out := callTool(t, cs, manifest.ToolCreate, map[string]any{"workflow_id": "release-2", "node_id": "n" + era})
 		if res.IsError {
 			t.Fatal(toolText(res))
