@@ -16,7 +16,8 @@
 //     request and no error leaves with code 0. Over Streamable HTTP
 //     (HTTPHandler) each POST is checked and routed the same way, to a
 //     stateless (2026-07-28) or a stateful (legacy session) SDK handler on
-//     the same server; the handler also enforces the bearer token, the
+//     the same server; the handler also enforces the bearer token or the
+//     principals, the
 //     Origin and Host checks and the limits, and corrects the error codes and
 //     HTTP statuses the SDK gets wrong.
 //   - Admission over HTTP: waiting never holds what a lease holder needs. A
@@ -39,7 +40,20 @@
 //     is readiness (a probe write commits), 503 with the reason otherwise.
 //   - Receipts: every successful tool result carries a receipt binding the
 //     operation, task and generation to the digest of the capability manifest
-//     the server serves.
+//     the caller is served (its principal's narrowing, see below).
+//   - Principals (principal.go, principal_server.go, http_principal.go):
+//     over HTTP every authorized request acts for a principal
+//     (taskgraph.WithPrincipal), found by comparing the SHA-256 of its token
+//     with every principal's digest in constant time; tokens are never
+//     stored, logged or echoed. A principal sees the server's surface
+//     narrowed by its roles (never widened); each tool call is checked
+//     against its roles and scopes in the tool handler, before the store is
+//     called, and a task outside its workflows answers exactly as a missing
+//     one. tasks/* act only on tasks the same principal created. The
+//     principal is resolved by name against the live table at each use, so a
+//     reload (Authenticator.Replace) applies to open sessions; a legacy
+//     session is bound to the principal that opened it. Without a principal
+//     (stdio, loopback without a token) every role applies.
 //   - Tasks extension: a task handle is returned only to a graph_task_create
 //     request that declares the extension in its own _meta; tasks/* requests
 //     that do not declare it get -32021; legacy sessions never see it.

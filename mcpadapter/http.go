@@ -3,8 +3,6 @@ package mcpadapter
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"crypto/subtle"
 	"errors"
 	"fmt"
 	"io"
@@ -76,6 +74,10 @@ type HTTPOptions struct {
 	// check as "Authorization: Bearer <token>". It is compared in constant
 	// time and never logged.
 	AuthToken string
+	// Principals, when set, authenticates requests against named
+	// principals with roles (--auth-file) instead of AuthToken; at most one
+	// of the two may be set. See principal.go.
+	Principals *Authenticator
 	// AllowedOrigins are the browser origins (scheme://host[:port]) allowed
 	// besides same-origin requests. A request whose Origin is present and
 	// neither same-origin nor listed is refused with 403.
@@ -164,6 +166,9 @@ func (o *HTTPOptions) setDefaults(s *Server) error {
 		return fmt.Errorf("http: ShutdownTimeout must be positive (got %s)", o.ShutdownTimeout)
 	}
 	if o.AuthToken != "" {
+		if o.Principals != nil {
+			return errors.New("http: set AuthToken or Principals, not both")
+		}
 		if err := ValidateAuthToken(o.AuthToken); err != nil {
 			return fmt.Errorf("http: %w", err)
 		}
@@ -214,12 +219,13 @@ func NormalizeOrigin(origin string) (string, error) {
 // errors, Mcp-Name checks for tasks/*, and the HTTP status of error
 // responses (see fixWriter).
 type HTTPHandler struct {
-	srv       *Server
-	opts      HTTPOptions
-	log       *slog.Logger
-	metrics   *Metrics
-	tokenHash [sha256.Size]byte
-	origins   map[string]bool
+	srv     *Server
+	opts    HTTPOptions
+	log     *slog.Logger
+	metrics *Metrics
+	auth    *Authenticator // nil: no authentication (loopback only)
+	owners  sessionOwners
+	origins map[string]bool
 
 	stateless   *mcp.StreamableHTTPHandler
 	stateful    *mcp.StreamableHTTPHandler
@@ -264,8 +270,9 @@ func NewHTTPHandler(s *Server, opts HTTPOptions) (*HTTPHandler, error) {
 		}
 		h.origins[n] = true
 	}
+	h.auth = opts.Principals
 	if opts.AuthToken != "" {
-		h.tokenHash = sha256.Sum256([]byte(opts.AuthToken))
+		h.auth = NewAuthenticator(SingleToken(opts.AuthToken))
 	}
 	abortCtx, abort := context.WithCancel(context.Background())
 	h.policy, h.abort = &callPolicy{timeout: opts.CallTimeout, abort: abortCtx}, abort
@@ -380,7 +387,8 @@ func (h *HTTPHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.NotFound(sw, r)
 		return
 	}
-	if why := h.unauthorized(r); why != "" {
+	p, why := h.authenticate(r)
+	if why != "" {
 		value := `Bearer realm="graph-engineering-mcp"`
 		if r.Header.Get("Authorization") != "" {
 			value += `, error="invalid_token"`
@@ -389,7 +397,14 @@ func (h *HTTPHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.refuse(sw, route, http.StatusUnauthorized, "unauthorized", why)
 		return
 	}
+	if p != nil {
+		r = r.WithContext(withCaller(r.Context(), h.auth, p.Name))
+	}
 	if route == MetricsPath {
+		if p != nil && !p.HasRole(RoleObserve) {
+			h.insufficientScope(sw, route, p, "/metrics", RoleObserve)
+			return
+		}
 		trustConn(r)
 		if h.metrics == nil {
 			http.NotFound(sw, r)
@@ -475,29 +490,30 @@ func (h *HTTPHandler) originAllowed(r *http.Request) bool {
 	return r.Host != "" && strings.EqualFold(host, r.Host)
 }
 
-// unauthorized checks the bearer token in constant time and returns "" when
-// the request may proceed, else the message of its 401. The message says
-// which of the three it was (no token, a malformed header, a wrong token):
-// some clients (the MCP Inspector) react to any 401 by starting OAuth
-// discovery, and the message is all their user gets to see. It never
-// contains what the client sent.
-func (h *HTTPHandler) unauthorized(r *http.Request) string {
-	if h.opts.AuthToken == "" {
-		return ""
+// authenticate checks the bearer token against the live principals (every
+// digest compared in constant time) and returns the principal the request
+// acts for (nil when the server has no authentication) and "", else the
+// message of its 401. The message says which of the three it was (no token,
+// a malformed header, a wrong token): some clients (the MCP Inspector) react
+// to any 401 by starting OAuth discovery, and the message is all their user
+// gets to see. It never contains what the client sent.
+func (h *HTTPHandler) authenticate(r *http.Request) (*Principal, string) {
+	if h.auth == nil {
+		return nil, ""
 	}
 	values := r.Header.Values("Authorization")
 	if len(values) == 0 {
-		return "unauthorized: no bearer token was sent; this server requires the header Authorization: Bearer <token>, with the token the server was started with (GRAPH_ENGINEERING_AUTH_TOKEN or --auth-token-file)"
+		return nil, "unauthorized: no bearer token was sent; this server requires the header Authorization: Bearer <token>, with the token the server was started with (GRAPH_ENGINEERING_AUTH_TOKEN or --auth-token-file) or a principal's token from --auth-file"
 	}
 	scheme, token, ok := strings.Cut(strings.TrimSpace(values[0]), " ")
 	if len(values) != 1 || !ok || !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(token) == "" {
-		return "unauthorized: the Authorization header is malformed; send exactly one header of the form Authorization: Bearer <token>"
+		return nil, "unauthorized: the Authorization header is malformed; send exactly one header of the form Authorization: Bearer <token>"
 	}
-	got := sha256.Sum256([]byte(strings.TrimSpace(token)))
-	if subtle.ConstantTimeCompare(got[:], h.tokenHash[:]) != 1 {
-		return "unauthorized: the bearer token is wrong; it does not match the token this server was started with"
+	p := h.auth.Current().authenticate(strings.TrimSpace(token))
+	if p == nil {
+		return nil, "unauthorized: the bearer token is wrong; it does not match the token this server was started with or any principal's token"
 	}
-	return ""
+	return p, ""
 }
 
 func (h *HTTPHandler) serveHealth(w http.ResponseWriter, r *http.Request) {
@@ -535,6 +551,9 @@ func (h *HTTPHandler) serveMCP(w http.ResponseWriter, r *http.Request) {
 		// session there is nothing to end: 2026-07-28 has no sessions.
 		if sid := r.Header.Get(headerSessionID); sid != "" {
 			trustConn(r)
+			if h.foreignSession(w, r, sid) {
+				return
+			}
 			release, ok := h.admit(r.Context(), false)
 			if !ok {
 				h.busy(w, nil)
@@ -543,6 +562,7 @@ func (h *HTTPHandler) serveMCP(w http.ResponseWriter, r *http.Request) {
 			defer release()
 			h.stateful.ServeHTTP(w, r)
 			h.sessions.ended(sid)
+			h.owners.forget(sid)
 			return
 		}
 		fallthrough
@@ -603,6 +623,9 @@ func (h *HTTPHandler) serveMCP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	sid := r.Header.Get(headerSessionID)
+	if e == eraLegacy && sid != "" && h.foreignSession(w, r, sid) {
+		return
+	}
 	if e == eraLegacy && msg.method == "initialize" && sid != "" && h.hasSession(sid) {
 		// Every live session began with initialize; the SDK would answer a
 		// second one with error code 0.
@@ -656,6 +679,9 @@ func (h *HTTPHandler) serveMCP(w http.ResponseWriter, r *http.Request) {
 	if opening {
 		if id := w.Header().Get(headerSessionID); id != "" {
 			h.sessions.opened(id, 2*h.opts.MaxSessions+64, h.liveSessionIDs)
+			if name, ok := callerName(r.Context()); ok {
+				h.owners.set(id, name, 2*h.opts.MaxSessions+64, h.liveSessionIDs)
+			}
 		}
 	}
 }
@@ -759,7 +785,7 @@ func IsLoopbackAddr(addr string) bool {
 // and ends the legacy sessions; it then returns nil. The caller closes the
 // store afterwards.
 func (s *Server) ServeStreamableHTTP(ctx context.Context, ln net.Listener, opts HTTPOptions) error {
-	if opts.AuthToken == "" && !IsLoopbackAddr(ln.Addr().String()) {
+	if opts.AuthToken == "" && opts.Principals == nil && !IsLoopbackAddr(ln.Addr().String()) {
 		return fmt.Errorf("serve http on %s: refusing a non-loopback address without an auth token", ln.Addr())
 	}
 	h, err := NewHTTPHandler(s, opts)

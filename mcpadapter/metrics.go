@@ -52,7 +52,7 @@ func NewMetrics(logger *slog.Logger) *Metrics {
 	m := &Metrics{reg: prometheus.NewRegistry(), log: logger}
 	m.toolCalls = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: MetricsNamespace, Name: "tool_calls_total",
-		Help: "MCP tool calls by tool and outcome (ok, invalid, not_found, conflict, stale_claim, unavailable, protocol_error, internal_error, deadline).",
+		Help: "MCP tool calls by tool and outcome (ok, invalid, not_found, conflict, stale_claim, forbidden, unavailable, protocol_error, internal_error, deadline).",
 	}, []string{"tool", "outcome"})
 	m.httpDur = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Namespace: MetricsNamespace, Name: "http_request_duration_seconds",

@@ -53,7 +53,7 @@ type Config struct {
 	// reads); the surface is fixed for the life of the process.
 	CacheTTLMs int
 	// OnToolCall, if set, is called once per tool call with the tool name and
-	// its outcome (ok, invalid, not_found, conflict, stale_claim,
+	// its outcome (ok, invalid, not_found, conflict, stale_claim, forbidden,
 	// protocol_error, internal_error, deadline, cancelled), for metrics.
 	OnToolCall func(tool, outcome string)
 	// Register, if set, is called with the SDK server before it serves, to
@@ -70,6 +70,9 @@ type Server struct {
 	manifest manifest.Manifest
 	// toolNames are the tools the surface offers, sorted.
 	toolNames []string
+	// roleSurfaces are the surface and manifest of each set of roles, by
+	// roleSetKey (see principal_server.go).
+	roleSurfaces map[string]roleSurface
 }
 
 // New builds the MCP server: the tools the surface allows, the manifest
@@ -90,6 +93,9 @@ func New(cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("build capability manifest: %w", err)
 	}
 	s := &Server{store: cfg.Store, cfg: cfg, log: cfg.Logger, manifest: man}
+	if err := s.buildRoleSurfaces(); err != nil {
+		return nil, err
+	}
 
 	caps := &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}}
 	if cfg.Surface.Resources {
@@ -113,11 +119,15 @@ func New(cfg Config) (*Server, error) {
 		Instructions: instructions,
 		Capabilities: caps,
 		Logger:       sdkLogger(cfg.Logger),
-		SetCacheable: func(_ context.Context, _ mcp.Request, c *mcp.Cacheable) {
+		SetCacheable: func(ctx context.Context, _ mcp.Request, c *mcp.Cacheable) {
 			if c.TTLMs == 0 {
 				c.TTLMs = ttl
 			}
 			c.CacheScope = "public"
+			if _, ok := principalOf(ctx); ok {
+				// What a principal sees depends on its roles.
+				c.CacheScope = "private"
+			}
 		},
 	})
 	for _, d := range toolDefs() {
@@ -151,7 +161,7 @@ func New(cfg Config) (*Server, error) {
 	// Outermost first: recover from panics, refuse unserved methods, hide the
 	// tasks extension from legacy sessions, then the tasks extension itself.
 	slices.Sort(s.toolNames)
-	s.mcp.AddReceivingMiddleware(s.recoverMiddleware, s.unservedMiddleware, s.unknownToolMiddleware, s.legacyInitializeMiddleware, s.tasksMiddleware)
+	s.mcp.AddReceivingMiddleware(s.recoverMiddleware, s.unservedMiddleware, s.unknownToolMiddleware, s.principalMiddleware, s.legacyInitializeMiddleware, s.tasksMiddleware)
 	return s, nil
 }
 
@@ -177,10 +187,11 @@ func (s *Server) addManifestResource() {
 		MIMEType:    "application/json",
 		Size:        int64(len(body)),
 		Meta:        mcp.Meta{"sha256": s.manifest.SHA256()},
-	}, func(context.Context, *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+	}, func(ctx context.Context, _ *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+		m := s.manifestFor(ctx)
 		return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{
-			URI: manifest.ManifestURI, MIMEType: "application/json", Text: string(body),
-			Meta: mcp.Meta{"sha256": s.manifest.SHA256()},
+			URI: manifest.ManifestURI, MIMEType: "application/json", Text: string(m.Bytes()),
+			Meta: mcp.Meta{"sha256": m.SHA256()},
 		}}}, nil
 	})
 }

@@ -123,7 +123,7 @@ func (s *Server) tasksMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 				// tool result, which is always a compliant answer.
 				return res, nil
 			}
-			return s.taskHandle(capture.task, "task", manifest.Operation(manifest.ToolCreate))
+			return s.taskHandle(ctx, capture.task, "task", manifest.Operation(manifest.ToolCreate))
 		}
 		return next(ctx, method, req)
 	}
@@ -173,8 +173,8 @@ func callToolResultOf(t taskgraph.Task) json.RawMessage {
 	return b
 }
 
-func (s *Server) taskHandle(t taskgraph.Task, resultType, operation string) (*taskResult, error) {
-	rec, err := manifest.NewReceipt(s.manifest.SHA256(), operation, t.TaskID, t.Generation)
+func (s *Server) taskHandle(ctx context.Context, t taskgraph.Task, resultType, operation string) (*taskResult, error) {
+	rec, err := manifest.NewReceipt(s.manifestFor(ctx).SHA256(), operation, t.TaskID, t.Generation)
 	if err != nil {
 		return nil, s.internal(operation, err)
 	}
@@ -195,7 +195,15 @@ func (s *Server) lookupTask(ctx context.Context, method, taskID string) (taskgra
 	if taskID == "" {
 		return taskgraph.Task{}, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: method + ": params.taskId is required"}
 	}
+	if err := taskMethodAllowed(ctx, method); err != nil {
+		return taskgraph.Task{}, err
+	}
 	t, err := s.store.Task(ctx, taskID)
+	if err == nil && taskHidden(ctx, t) {
+		// A task outside the caller's workflows, or created by another
+		// principal, is answered exactly like a missing one.
+		err = &hiddenTaskError{id: taskID}
+	}
 	if errors.Is(err, taskgraph.ErrNotFound) {
 		return taskgraph.Task{}, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("%s: unknown task %q", method, clip(taskID)),
 			Data: errorData(map[string]string{"taskId": taskID})}
@@ -214,7 +222,7 @@ func (s *Server) tasksGet(ctx context.Context, _ *mcp.ServerSession, p *taskIDPa
 	if err != nil {
 		return nil, err
 	}
-	return s.taskHandle(t, "complete", MethodTasksGet)
+	return s.taskHandle(ctx, t, "complete", MethodTasksGet)
 }
 
 func (s *Server) tasksUpdate(ctx context.Context, _ *mcp.ServerSession, p *updateParams) (*ackResult, error) {
@@ -237,7 +245,7 @@ func (s *Server) tasksUpdate(ctx context.Context, _ *mcp.ServerSession, p *updat
 	}
 	// Graph tasks never enter input_required, so no key is outstanding and
 	// every response is ignored, as the extension requires.
-	return s.ack(MethodTasksUpdate, t)
+	return s.ack(ctx, MethodTasksUpdate, t)
 }
 
 func (s *Server) tasksCancel(ctx context.Context, _ *mcp.ServerSession, p *taskIDParams) (*ackResult, error) {
@@ -254,11 +262,11 @@ func (s *Server) tasksCancel(ctx context.Context, _ *mcp.ServerSession, p *taskI
 		}
 		return nil, s.internal(MethodTasksCancel, err)
 	}
-	return s.ack(MethodTasksCancel, t)
+	return s.ack(ctx, MethodTasksCancel, t)
 }
 
-func (s *Server) ack(method string, t taskgraph.Task) (*ackResult, error) {
-	rec, err := manifest.NewReceipt(s.manifest.SHA256(), method, t.TaskID, t.Generation)
+func (s *Server) ack(ctx context.Context, method string, t taskgraph.Task) (*ackResult, error) {
+	rec, err := manifest.NewReceipt(s.manifestFor(ctx).SHA256(), method, t.TaskID, t.Generation)
 	if err != nil {
 		return nil, s.internal(method, err)
 	}

@@ -220,22 +220,25 @@ func (s *Server) handler(d toolDef) mcp.ToolHandler {
 		}
 		a, err := decodeArgs(raw, d.fields)
 		if err == nil {
+			err = s.authorizeTool(ctx, d.name, a)
+		}
+		if err == nil {
 			var out *toolOutput
 			out, err = d.run(ctx, s, a)
 			if err == nil {
-				return s.toolResult(d.name, out)
+				return s.toolResult(ctx, d.name, out)
 			}
 		}
 		return s.toolError(ctx, d.name, err)
 	}
 }
 
-func (s *Server) toolResult(tool string, out *toolOutput) (*mcp.CallToolResult, error) {
+func (s *Server) toolResult(ctx context.Context, tool string, out *toolOutput) (*mcp.CallToolResult, error) {
 	taskID, gen := "", int64(0)
 	if out.Task != nil {
 		taskID, gen = out.Task.TaskID, out.Task.Generation
 	}
-	rec, err := manifest.NewReceipt(s.manifest.SHA256(), manifest.Operation(tool), taskID, gen)
+	rec, err := manifest.NewReceipt(s.manifestFor(ctx).SHA256(), manifest.Operation(tool), taskID, gen)
 	if err != nil {
 		return nil, s.internal(tool, err)
 	}
@@ -261,7 +264,7 @@ func (s *Server) toolError(ctx context.Context, tool string, err error) (*mcp.Ca
 		s.observeTool(tool, "protocol_error")
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("%s: arguments must be a JSON object", tool)}
 	case errors.As(err, &ae), errors.Is(err, taskgraph.ErrInvalid), errors.Is(err, taskgraph.ErrNotFound),
-		errors.Is(err, taskgraph.ErrConflict), errors.Is(err, taskgraph.ErrStaleClaim):
+		errors.Is(err, taskgraph.ErrConflict), errors.Is(err, taskgraph.ErrStaleClaim), errors.Is(err, ErrForbidden):
 		kind := outcomeOf(err)
 		s.observeTool(tool, kind)
 		return &mcp.CallToolResult{
@@ -288,7 +291,8 @@ func (s *Server) toolError(ctx context.Context, tool string, err error) (*mcp.Ca
 
 // ErrorMetaKey is the _meta key of a tool error's machine-readable detail:
 // {"kind": "invalid" | "not_found" | "conflict" | "stale_claim" |
-// "unavailable", "field"?, "reason"?, "retryable"?}, so clients need not
+// "unavailable" | "forbidden", "field"?, "reason"?, "retryable"?,
+// "scope"? (of forbidden: "role", "workflows" or "owners")}, so clients need not
 // parse the text.
 const ErrorMetaKey = "graph-engineering/error"
 
@@ -298,11 +302,14 @@ func errorDetail(kind string, err error) map[string]any {
 	var ve *taskgraph.ValidationError
 	var se *lease.StaleClaimError
 	var ae *argError
+	var fe *forbiddenError
 	switch {
 	case kind == "unavailable":
 		d["reason"], d["retryable"], _ = taskgraph.UnavailableReason(err)
 	case errors.As(err, &se):
 		d["reason"] = string(se.Reason)
+	case errors.As(err, &fe):
+		d["scope"] = fe.scope
 	case errors.As(err, &ve):
 		d["field"] = ve.Field
 	case errors.As(err, &ae) && ae.field != "":
@@ -322,6 +329,8 @@ func outcomeOf(err error) string {
 		return "conflict"
 	case errors.Is(err, taskgraph.ErrStaleClaim):
 		return "stale_claim"
+	case errors.Is(err, ErrForbidden):
+		return "forbidden"
 	}
 	return "error"
 }

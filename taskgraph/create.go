@@ -259,7 +259,7 @@ func (w *wtx) insertNode(workflowID string, n normalizedNode) (row, error) {
 	}
 	tr := tgdriver.TaskRow{TaskID: taskID, WorkflowID: workflowID, NodeID: n.NodeID, Payload: string(n.Payload), DependsOn: string(depsJSON),
 		State: string(state), MaxAttempts: n.MaxAttempts, Unmet: unmet, StatusMessage: status, CancelCause: causeSeq,
-		CreatedAtMS: w.nowMS, UpdatedAtMS: w.nowMS}
+		CreatedAtMS: w.nowMS, UpdatedAtMS: w.nowMS, CreatedBy: PrincipalFrom(w.ctx)}
 	seq, err := w.tx.InsertTask(w.ctx, tr)
 	if err != nil {
 		return row{}, fmt.Errorf("insert task: %w", err)

@@ -154,6 +154,14 @@
 // workflows whole and records their final chain head, so the other chains keep
 // verifying.
 //
+// # Principals
+//
+// A task records the principal whose request created it (Task.CreatedBy,
+// from PrincipalFrom at creation; "" when the request carried none). It is
+// set once, in the insert, and never changed: an idempotent repeat of the
+// creation by anyone returns the task with its original creator. The store
+// holds principal names only, never a credential.
+//
 // # Portability
 //
 // The API speaks in tasks, workflows and time.Time; this package holds no

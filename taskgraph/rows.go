@@ -44,6 +44,7 @@ func toRow(tr tgdriver.TaskRow) (row, error) {
 	r.StatusMessage = tr.StatusMessage
 	r.CreatedAt = time.UnixMilli(tr.CreatedAtMS).UTC()
 	r.UpdatedAt = time.UnixMilli(tr.UpdatedAtMS).UTC()
+	r.CreatedBy = tr.CreatedBy
 	return r, nil
 }
 

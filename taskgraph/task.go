@@ -61,6 +61,9 @@ type Task struct {
 	StatusMessage  string
 	CreatedAt      time.Time
 	UpdatedAt      time.Time
+	// CreatedBy is the principal that created the task (see WithPrincipal);
+	// "" when the creating request carried none.
+	CreatedBy string
 }
 
 // NodeSpec describes a task to create.

@@ -137,10 +137,13 @@ func TestFleetLiveness(t *testing.T) {
 	transport := &http.Transport{MaxIdleConnsPerHost: cfg.workers + 8, IdleConnTimeout: 30 * time.Second}
 	defer transport.CloseIdleConnections()
 	httpClient := &http.Client{Transport: bearer{srv.token, statusCounter{transport, stats}}, Timeout: 40 * time.Second}
-	connect := func() (*mcp.ClientSession, error) {
+	workClient := &http.Client{Transport: bearer{srv.workToken, statusCounter{transport, stats}}, Timeout: 40 * time.Second}
+	connectWith := func(hc *http.Client) (*mcp.ClientSession, error) {
 		c := mcp.NewClient(&mcp.Implementation{Name: "fleet", Version: "1"}, nil)
-		return c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: "http://" + addr + "/mcp", HTTPClient: httpClient, MaxRetries: -1}, nil)
+		return c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: "http://" + addr + "/mcp", HTTPClient: hc, MaxRetries: -1}, nil)
 	}
+	// Workers hold a work token scoped to their owner names (fleet-w*).
+	connect := func() (*mcp.ClientSession, error) { return connectWith(workClient) }
 	type callResult struct {
 		out   map[string]any
 		isErr bool
@@ -167,7 +170,7 @@ func TestFleetLiveness(t *testing.T) {
 
 	// The DAG: layer 0 is free; each later node waits on two of the layer
 	// before it.
-	seed, err := connect()
+	seed, err := connectWith(httpClient)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -89,7 +89,23 @@ func serveAction(c *cli.Context) error {
 		return err
 	}
 	if c.String("http") != "" {
+		if c.String("principal") != "" {
+			return usagef("--principal applies to stdio; over --http each request's token names its principal")
+		}
 		return serveHTTP(c, logger, surface, set, path, sync)
+	}
+	serveCtx := c.Context
+	if name := c.String("principal"); name != "" || c.String("auth-file") != "" {
+		if name == "" || c.String("auth-file") == "" {
+			return usagef("on stdio, --principal NAME and --auth-file FILE go together")
+		}
+		ps, err := mcpadapter.LoadAuthFile(c.String("auth-file"))
+		if err != nil {
+			return usagef("--auth-file: %v", err)
+		}
+		if serveCtx, err = mcpadapter.WithLocalPrincipal(c.Context, mcpadapter.NewAuthenticator(ps), name); err != nil {
+			return usagef("--principal: %v", err)
+		}
 	}
 	logIfNewDatabase(logger, path)
 	store, err := openServeStore(c, path, taskgraph.Options{Sync: sync, Logger: logger, Sweep: true})
@@ -110,7 +126,7 @@ func serveAction(c *cli.Context) error {
 	// (a gone client, handled as end of input) instead of killing the
 	// process with SIGPIPE before the database is closed.
 	signal.Ignore(syscall.SIGPIPE)
-	serveErr := srv.ServeStdio(c.Context, c.App.Reader, c.App.Writer)
+	serveErr := srv.ServeStdio(serveCtx, c.App.Reader, c.App.Writer)
 	closeErr := store.Close()
 	if errors.Is(serveErr, mcpadapter.ErrStdoutClosed) {
 		logger.Info("the client closed stdout (broken pipe): stopped serving as at end of input")
@@ -131,8 +147,8 @@ func init() {
 		return []*cli.Command{{
 			Name:  "serve",
 			Usage: "serve MCP over stdio, or over Streamable HTTP with --http",
-			UsageText: `graph-engineering-mcp serve [--database PATH] [--profile FILE] [--disable-tasks-extension]
-graph-engineering-mcp serve --http ADDR [--auth-token-file FILE] [--allow-origin ORIGIN]... [limits]
+			UsageText: `graph-engineering-mcp serve [--database PATH] [--profile FILE] [--disable-tasks-extension] [--principal NAME --auth-file FILE]
+graph-engineering-mcp serve --http ADDR [--auth-token-file FILE | --auth-file FILE] [--allow-origin ORIGIN]... [limits]
 
 Example (a local MCP client starts this command and talks JSON-RPC on its stdin/stdout):
    graph-engineering-mcp serve --database ./tasks.db
@@ -154,6 +170,8 @@ func httpFlags() []cli.Flag {
 		&cli.StringFlag{Name: "http", Usage: "serve MCP over Streamable HTTP at http://`ADDR`/mcp instead of stdio; ADDR is HOST:PORT, HOST defaults to 127.0.0.1 and PORT to 7330 (e.g. 127.0.0.1:7330 or :7330); a non-loopback HOST needs an auth token (default: stdio)", EnvVars: []string{"GRAPH_ENGINEERING_HTTP"}},
 		&cli.StringFlag{Name: "auth-token", Usage: "with --http: bearer `TOKEN` (at least 16 visible ASCII characters) every request except /healthz and /readyz must send as Authorization: Bearer TOKEN; prefer the environment variable or --auth-token-file, since arguments are visible to other local users", EnvVars: []string{"GRAPH_ENGINEERING_AUTH_TOKEN"}, DefaultText: "none: no authentication, loopback only"},
 		&cli.StringFlag{Name: "auth-token-file", Usage: "with --http: read the bearer token from `FILE` (surrounding whitespace is ignored)", EnvVars: []string{"GRAPH_ENGINEERING_AUTH_TOKEN_FILE"}},
+		&cli.StringFlag{Name: "principal", Usage: "on stdio: serve as the principal `NAME` of --auth-file, with only its roles and scopes (default: the local user, every role)", EnvVars: []string{"GRAPH_ENGINEERING_PRINCIPAL"}},
+		&cli.StringFlag{Name: "auth-file", Usage: "with --http: authenticate named principals with roles (submit, work, observe) and scopes from the JSON `FILE` (see MCP.md, and auth add); SIGHUP reloads it; instead of an auth token", EnvVars: []string{"GRAPH_ENGINEERING_AUTH_FILE"}},
 		&cli.StringSliceFlag{Name: "allow-origin", Usage: "with --http: also accept requests from this browser `ORIGIN` (scheme://host[:port]; repeatable, or comma-separated in the environment variable); requests with any other cross-origin Origin header get 403 (default: same-origin only)", EnvVars: []string{"GRAPH_ENGINEERING_ALLOW_ORIGIN"}},
 		&cli.IntFlag{Name: "max-concurrent", Value: mcpadapter.DefaultMaxConcurrent, Usage: "with --http: serve at most `N` short MCP requests at once (claims waiting for work with wait_ms are not counted); more wait up to --admission-wait, then get 503 with Retry-After", EnvVars: []string{"GRAPH_ENGINEERING_MAX_CONCURRENT"}},
 		&cli.DurationFlag{Name: "admission-wait", Value: mcpadapter.DefaultAdmissionWait, Usage: "with --http: `DURATION` a short request waits for one of the --max-concurrent slots before it gets 503 (0s: refuse at once; at most --call-timeout)", EnvVars: []string{"GRAPH_ENGINEERING_ADMISSION_WAIT"}},
@@ -167,7 +185,9 @@ func httpFlags() []cli.Flag {
 // httpConfig is the validated HTTP configuration of serve.
 type httpConfig struct {
 	addr string
-	opts mcpadapter.HTTPOptions
+	// authFile is --auth-file, "" without one.
+	authFile string
+	opts     mcpadapter.HTTPOptions
 }
 
 // httpConfigFromFlags validates the HTTP flags; every mistake is a usage
@@ -195,7 +215,19 @@ func httpConfigFromFlags(c *cli.Context) (httpConfig, error) {
 			return httpConfig{}, usagef("auth token: %v", err)
 		}
 	}
-	if token == "" && !mcpadapter.IsLoopbackAddr(addr) {
+	authFile := c.String("auth-file")
+	var principals *mcpadapter.Authenticator
+	if authFile != "" {
+		if token != "" {
+			return httpConfig{}, usagef("set one of --auth-file (GRAPH_ENGINEERING_AUTH_FILE) and an auth token (--auth-token, --auth-token-file or their environment variables), not both")
+		}
+		ps, err := mcpadapter.LoadAuthFile(authFile)
+		if err != nil {
+			return httpConfig{}, usagef("--auth-file: %v", err)
+		}
+		principals = mcpadapter.NewAuthenticator(ps)
+	}
+	if token == "" && principals == nil && !mcpadapter.IsLoopbackAddr(addr) {
 		return httpConfig{}, usagef("refusing to serve HTTP on %s without an auth token: a non-loopback address exposes the task graph to the network; set GRAPH_ENGINEERING_AUTH_TOKEN or --auth-token-file, or bind a loopback address such as %s", addr, mcpadapter.DefaultHTTPAddr)
 	}
 	var origins []string
@@ -218,7 +250,7 @@ func httpConfigFromFlags(c *cli.Context) (httpConfig, error) {
 		}
 		return n, nil
 	}
-	cfg := httpConfig{addr: addr, opts: mcpadapter.HTTPOptions{AuthToken: token, AllowedOrigins: origins}}
+	cfg := httpConfig{addr: addr, authFile: authFile, opts: mcpadapter.HTTPOptions{AuthToken: token, Principals: principals, AllowedOrigins: origins}}
 	if cfg.opts.MaxConcurrent, err = positive("max-concurrent"); err != nil {
 		return httpConfig{}, err
 	}
@@ -315,8 +347,12 @@ func serveHTTP(c *cli.Context, logger *slog.Logger, surface manifest.Surface, se
 	cfg.opts.Metrics, cfg.opts.Logger = metrics, logger
 	logger.Info("serving MCP over Streamable HTTP",
 		"addr", ln.Addr().String(), "endpoint", "http://"+ln.Addr().String()+mcpadapter.MCPPath,
-		"auth", cfg.opts.AuthToken != "", "database", redactDatabase(path), "version", buildVersion(),
+		"auth", authMode(cfg), "database", redactDatabase(path), "version", buildVersion(),
 		"manifest", srv.Manifest().SHA256(), "tools", strings.Join(surface.Tools, ","))
+	if cfg.opts.Principals != nil {
+		stop := reloadOnSIGHUP(logger, cfg.authFile, cfg.opts.Principals)
+		defer stop()
+	}
 	serveErr := srv.ServeStreamableHTTP(c.Context, ln, cfg.opts)
 	if err := closeStore(serveErr); err != nil {
 		return err

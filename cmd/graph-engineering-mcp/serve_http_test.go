@@ -28,7 +28,7 @@ const testToken = "http-test-token-9f8e7d6c5b4a"
 // runCLI runs args in-process with a clean HTTP environment.
 func runCLI(t *testing.T, args ...string) result {
 	t.Helper()
-	for _, e := range []string{"GRAPH_ENGINEERING_HTTP", "GRAPH_ENGINEERING_AUTH_TOKEN", "GRAPH_ENGINEERING_AUTH_TOKEN_FILE", "GRAPH_ENGINEERING_ALLOW_ORIGIN"} {
+	for _, e := range []string{"GRAPH_ENGINEERING_HTTP", "GRAPH_ENGINEERING_AUTH_TOKEN", "GRAPH_ENGINEERING_AUTH_TOKEN_FILE", "GRAPH_ENGINEERING_AUTH_FILE", "GRAPH_ENGINEERING_ALLOW_ORIGIN"} {
 		t.Setenv(e, "")
 	}
 	var out, errb bytes.Buffer

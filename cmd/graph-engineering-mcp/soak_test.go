@@ -24,6 +24,7 @@ import (
 
 	"github.com/graph-engineering/graph-engineering-mcp/lease"
 	"github.com/graph-engineering/graph-engineering-mcp/manifest"
+	"github.com/graph-engineering/graph-engineering-mcp/mcpadapter"
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph"
 )
 
@@ -47,9 +48,13 @@ type soakServer struct {
 	db    string
 	addr  string
 	token string
-	mu    sync.Mutex
-	cmd   *exec.Cmd
-	logs  bytes.Buffer
+	// workToken is the token of the work principal (name-workers, owners
+	// name-w*) when authFile is set; token is then the submit+observe one.
+	workToken string
+	authFile  string
+	mu        sync.Mutex
+	cmd       *exec.Cmd
+	logs      bytes.Buffer
 }
 
 // newSoakServer starts the built binary over HTTP on a free loopback port,
@@ -63,7 +68,18 @@ func newSoakServer(t *testing.T, name string) *soakServer {
 	addr := ln.Addr().String()
 	ln.Close()
 	srv := &soakServer{t: t, bin: builtBinary(t), db: filepath.Join(t.TempDir(), name+".db"), addr: addr,
-		token: name + "-token-" + strconv.FormatInt(time.Now().UnixNano(), 36)}
+		token:     name + "-token-" + strconv.FormatInt(time.Now().UnixNano(), 36),
+		workToken: name + "-work-token-" + strconv.FormatInt(time.Now().UnixNano(), 36)}
+	// Workers run on a work token scoped to their owner names; the seeding
+	// client submits and observes (/metrics).
+	srv.authFile = filepath.Join(t.TempDir(), "auth.json")
+	doc := fmt.Sprintf(`{"principals": [
+		{"name": %q, "token_sha256": %q, "roles": ["submit", "observe"]},
+		{"name": %q, "token_sha256": %q, "roles": ["work"], "owners": [%q]}]}`,
+		name, mcpadapter.TokenDigest(srv.token), name+"-workers", mcpadapter.TokenDigest(srv.workToken), name+"-w*")
+	if err := os.WriteFile(srv.authFile, []byte(doc), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	srv.start()
 	return srv
 }
@@ -74,6 +90,10 @@ func (s *soakServer) start() {
 	defer s.mu.Unlock()
 	cmd := exec.Command(s.bin, "serve", "--database", s.db, "--http", s.addr, "--log-level", "warn")
 	cmd.Env = append(os.Environ(), "GRAPH_ENGINEERING_AUTH_TOKEN="+s.token)
+	if s.authFile != "" {
+		cmd = exec.Command(s.bin, "serve", "--database", s.db, "--http", s.addr, "--log-level", "warn", "--auth-file", s.authFile)
+		cmd.Env = os.Environ()
+	}
 	cmd.Stdout, cmd.Stderr = &s.logs, &s.logs
 	if err := cmd.Start(); err != nil {
 		s.t.Fatal(err)
@@ -141,10 +161,12 @@ func TestSoakKillRestart(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	httpClient := &http.Client{Transport: bearer{srv.token, http.DefaultTransport}, Timeout: 40 * time.Second}
-	connect := func() (*mcp.ClientSession, error) {
+	workClient := &http.Client{Transport: bearer{srv.workToken, http.DefaultTransport}, Timeout: 40 * time.Second}
+	connectWith := func(hc *http.Client) (*mcp.ClientSession, error) {
 		c := mcp.NewClient(&mcp.Implementation{Name: "soak", Version: "1"}, nil)
-		return c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: "http://" + addr + "/mcp", HTTPClient: httpClient, MaxRetries: -1}, nil)
+		return c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: "http://" + addr + "/mcp", HTTPClient: hc, MaxRetries: -1}, nil)
 	}
+	connect := func() (*mcp.ClientSession, error) { return connectWith(workClient) }
 	call := func(cs *mcp.ClientSession, tool string, args map[string]any) (map[string]any, bool, error) {
 		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: args})
 		if err != nil {
@@ -159,7 +181,7 @@ func TestSoakKillRestart(t *testing.T) {
 	}
 
 	// Seed: independent tasks and small chains.
-	seed, err := connect()
+	seed, err := connectWith(httpClient)
 	if err != nil {
 		t.Fatal(err)
 	}

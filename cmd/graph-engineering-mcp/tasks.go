@@ -247,6 +247,9 @@ type taskJSON struct {
 	Error          string          `json:"error,omitempty"`
 	CreatedAt      time.Time       `json:"created_at"`
 	UpdatedAt      time.Time       `json:"updated_at"`
+	// CreatedBy is the principal whose request created the task; absent
+	// when none was authenticated (stdio, operator commands).
+	CreatedBy string `json:"created_by,omitempty"`
 }
 
 func newTaskJSON(t taskgraph.Task) taskJSON {
@@ -254,6 +257,7 @@ func newTaskJSON(t taskgraph.Task) taskJSON {
 		TaskID: t.TaskID, WorkflowID: t.WorkflowID, NodeID: t.NodeID, State: string(t.State), StatusMessage: t.StatusMessage,
 		Owner: t.Owner, Generation: t.Generation, Attempts: t.Attempts, MaxAttempts: t.MaxAttempts,
 		DependsOn: t.DependsOn, Payload: t.Payload, Result: t.Result, Error: t.Error, CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt,
+		CreatedBy: t.CreatedBy,
 	}
 	if out.DependsOn == nil {
 		out.DependsOn = []string{}
@@ -352,6 +356,7 @@ func writeTaskDetail(w io.Writer, t taskgraph.Task, events []taskgraph.Event, no
 		{"generation", fmt.Sprintf("%d (claims granted so far)", t.Generation)},
 		{"lease", describeLease(t, now)},
 		{"created", fmt.Sprintf("%s (%s)", timestamp(t.CreatedAt), relative(t.CreatedAt, now))},
+		{"created by", dash(t.CreatedBy)},
 		{"updated", fmt.Sprintf("%s (%s)", timestamp(t.UpdatedAt), relative(t.UpdatedAt, now))},
 	}
 	if t.Result == nil {

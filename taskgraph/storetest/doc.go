@@ -30,7 +30,7 @@
 //
 // The tables and columns the suite's SQL names are those of the SQLite
 // schema (schema/migrations/sqlite): workflows (workflow_id, task_count,
-// event_count, head_hash), tasks (seq, task_id, workflow_id, node_id, state,
+// event_count, head_hash), tasks (seq, task_id, workflow_id, node_id, state, created_by,
 // unmet, cancel_cause, lease_expires_at_ms, token_hash), edges (dep_seq,
 // task_seq), events (workflow_id, wseq, task_id, kind, owner, generation,
 // at_ms, detail, prev_hash, hash, with its own key filled in by default on

@@ -26,6 +26,9 @@ type TaskRow struct {
 	CancelCause      int64
 	CreatedAtMS      int64
 	UpdatedAtMS      int64
+	// CreatedBy is the principal that created the task; "" (NULL) when
+	// none was authenticated (stdio, operator commands).
+	CreatedBy string
 }
 
 // TaskRef names a task by seq, with its workflow.

@@ -101,11 +101,11 @@ func (w *wtx) InsertTask(ctx context.Context, t tgdriver.TaskRow) (int64, error)
 	var seq int64
 	err := w.tx.QueryRow(ctx, `INSERT INTO tasks (task_id, workflow_id, node_id, payload, depends_on, state, owner, generation,
 		token_hash, lease_expires_at_ms, lease_ms, attempts, max_attempts, unmet, result, error, status_message,
-		cancel_cause, created_at_ms, updated_at_ms)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20) RETURNING seq`,
+		cancel_cause, created_at_ms, updated_at_ms, created_by)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21) RETURNING seq`,
 		t.TaskID, t.WorkflowID, t.NodeID, t.Payload, t.DependsOn, t.State, nullStr(t.Owner), t.Generation,
 		token, nullInt(t.LeaseExpiresAtMS), nullInt(t.LeaseMS), t.Attempts, t.MaxAttempts, t.Unmet, result, nullStr(t.Error), t.StatusMessage,
-		nullInt(t.CancelCause), t.CreatedAtMS, t.UpdatedAtMS).Scan(&seq)
+		nullInt(t.CancelCause), t.CreatedAtMS, t.UpdatedAtMS, nullStr(t.CreatedBy)).Scan(&seq)
 	if err != nil {
 		return 0, w.fail(ctx, "insert task "+t.WorkflowID+"/"+t.NodeID, err)
 	}

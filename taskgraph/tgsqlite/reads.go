@@ -46,7 +46,7 @@ var _ tgdriver.Reads = (*reads)(nil)
 // taskColumns is the column list every task read selects, in scanTask order.
 const taskColumns = `seq, task_id, workflow_id, node_id, payload, depends_on, state, owner, generation,
 	token_hash, lease_expires_at_ms, lease_ms, attempts, max_attempts, unmet, result, error, status_message,
-	cancel_cause, created_at_ms, updated_at_ms`
+	cancel_cause, created_at_ms, updated_at_ms, created_by`
 
 type scanner interface{ Scan(dest ...any) error }
 
@@ -56,11 +56,12 @@ func scanTask(sc scanner) (tgdriver.TaskRow, error) {
 	var (
 		r                      tgdriver.TaskRow
 		owner, result, errText sql.NullString
+		createdBy              sql.NullString
 		leaseAt, leaseMS, ccs  sql.NullInt64
 	)
 	err := sc.Scan(&r.Seq, &r.TaskID, &r.WorkflowID, &r.NodeID, &r.Payload, &r.DependsOn, &r.State, &owner, &r.Generation,
 		&r.TokenHash, &leaseAt, &leaseMS, &r.Attempts, &r.MaxAttempts, &r.Unmet, &result, &errText, &r.StatusMessage,
-		&ccs, &r.CreatedAtMS, &r.UpdatedAtMS)
+		&ccs, &r.CreatedAtMS, &r.UpdatedAtMS, &createdBy)
 	if err != nil {
 		if errors.Is(err, sql.ErrNoRows) {
 			return tgdriver.TaskRow{}, tgdriver.ErrNoRows
@@ -73,6 +74,7 @@ func scanTask(sc scanner) (tgdriver.TaskRow, error) {
 	r.Result, r.HasResult = result.String, result.Valid
 	r.Error = errText.String
 	r.CancelCause = ccs.Int64
+	r.CreatedBy = createdBy.String
 	return r, nil
 }
 
