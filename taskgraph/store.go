@@ -82,15 +82,13 @@ type Options struct {
 	// of operations in the batch (for metrics).
 	OnBatch func(size int, took time.Duration, err error)
 	// MaxConcurrentClaims bounds the claim-next attempts this store runs at
-	// once on a driver of many writers (PostgreSQL); 0 means
-	// DefaultMaxConcurrentClaims. Waiting for a turn holds no connection.
-	// The SQLite driver's one writer orders every write, so it is unused
-	// there.
+	// once on a driver of many writers (PostgreSQL); 0 means half the
+	// driver's connections (at least 1), so that claimers never hold the
+	// whole pool while holders wait to heartbeat or complete. Waiting for a
+	// turn holds no connection. The SQLite driver's one writer orders every
+	// write, so it is unused there.
 	MaxConcurrentClaims int
 }
-
-// DefaultMaxConcurrentClaims is Options.MaxConcurrentClaims' default.
-const DefaultMaxConcurrentClaims = 4
 
 // Store is the durable task graph on one driver's database. A Store is safe
 // for concurrent use.
@@ -212,7 +210,7 @@ func OpenDriver(ctx context.Context, d tgdriver.Driver, opts Options) (*Store, e
 	if info.SharedClock {
 		n := opts.MaxConcurrentClaims
 		if n <= 0 {
-			n = DefaultMaxConcurrentClaims
+			n = max(1, info.Connections/2)
 		}
 		s.claimSlots = make(chan struct{}, n)
 	}

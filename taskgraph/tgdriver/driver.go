@@ -47,6 +47,9 @@ type Info struct {
 	// (see package taskgraph, "Lease time"). A driver with SharedClock never
 	// calls Hooks.BatchStart.
 	SharedClock bool
+	// Connections bounds the transactions the driver runs at once (a
+	// pool's size); 0 when it runs one writer (SQLite).
+	Connections int
 }
 
 // Hooks are the domain's callbacks into a driver.

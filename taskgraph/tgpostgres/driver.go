@@ -244,7 +244,7 @@ func parseURL(raw string) (location, password string, err error) {
 
 // Info describes the driver.
 func (d *Driver) Info() tgdriver.Info {
-	return tgdriver.Info{Name: "postgres", Location: d.location, SharedClock: true, ReadOnly: d.opts.ReadOnly}
+	return tgdriver.Info{Name: "postgres", Location: d.location, SharedClock: true, ReadOnly: d.opts.ReadOnly, Connections: int(d.opts.MaxConns)}
 }
 
 // ReplicaID returns this driver's replica id.
