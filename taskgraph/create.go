@@ -67,7 +67,7 @@ func (s *Store) CreateWorkflow(ctx context.Context, workflowID string, nodes []N
 	}
 	out := make([]Created, len(nodes))
 	err = s.do(ctx, func(w *wtx) error {
-		return w.createNodes(workflowID, norm, order, out)
+		return w.as(ActorSubmitter, "").createNodes(workflowID, norm, order, out)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("create in workflow %s: %w", workflowID, err)
@@ -123,6 +123,13 @@ func (w *wtx) createNodes(workflowID string, nodes []normalizedNode, order []int
 	taskCount, err := w.tx.EnsureWorkflow(w.ctx, workflowID, w.nowMS)
 	if err != nil {
 		return fmt.Errorf("create workflow: %w", err)
+	}
+	if taskCount == 0 {
+		// A new workflow (an existing one has tasks): recorded in the
+		// database-wide chain, so that deleting it whole is detected.
+		if err := w.appendAudit(AuditCreate, workflowID, nil); err != nil {
+			return err
+		}
 	}
 	added := 0
 	for _, i := range order {
