@@ -291,7 +291,7 @@ func verifyChain(ctx context.Context, rd tgdriver.Reads, h tgdriver.WorkflowRow,
 		if tt.state != "" {
 			if got := rowStateJSON(tr); !bytes.Equal(got, []byte(tt.state)) {
 				return &BrokenLink{WorkflowID: workflowID, Seq: tt.stateSeq, TaskID: tr.TaskID,
-					Reason: fmt.Sprintf("task %s: stored %s differ from what its last event %d left (changed without an event)", tr.TaskID, stateDiff(got, []byte(tt.state)), tt.stateSeq)}, nil
+					Reason: fmt.Sprintf("task %s: stored %s from what its last event %d left (changed without an event)", tr.TaskID, stateDiff(got, []byte(tt.state)), tt.stateSeq)}, nil
 			}
 		} else if !tt.v1 {
 			return &BrokenLink{WorkflowID: workflowID, TaskID: tr.TaskID, Reason: fmt.Sprintf("task %s has no events", tr.TaskID)}, nil
@@ -313,7 +313,7 @@ func verifyChain(ctx context.Context, rd tgdriver.Reads, h tgdriver.WorkflowRow,
 }
 
 // stateDiff names the fields of two task-state objects that differ, as
-// "result", "error", "state, owner".
+// "result differs", "state, owner differ".
 func stateDiff(stored, recorded []byte) string {
 	var a, b map[string]any
 	_ = json.Unmarshal(stored, &a)
@@ -324,8 +324,11 @@ func stateDiff(stored, recorded []byte) string {
 			out = append(out, strings.TrimSuffix(k, "_sha256"))
 		}
 	}
-	if len(out) == 0 {
-		return "task state"
+	switch len(out) {
+	case 0:
+		return "task state differs"
+	case 1:
+		return out[0] + " differs"
 	}
-	return strings.Join(out, ", ")
+	return strings.Join(out, ", ") + " differ"
 }

@@ -67,6 +67,7 @@ func Run(t *testing.T, h Harness) {
 		{"Graph", graphTests},
 		{"Operator", operatorTests},
 		{"History", historyTests},
+		{"Audit", auditTests},
 		{"Bounds", boundsTests},
 		{"Concurrency", concurrencyTests},
 		{"Race", raceTests},
