@@ -479,3 +479,54 @@ func (w *wtx) putAudit(count int64, head, kind, workflowID string, detail map[st
 func (s *Store) ensureAudit(ctx context.Context) error {
 	return s.do(ctx, func(w *wtx) error { return w.appendAudit("", "", nil) })
 }
+
+// EventPreimage returns the exact bytes whose SHA-256 is e's hash in e's
+// HashVersion: at HashV1, PrevHash + "\n" + the encoding/json object; at
+// HashV2, the canonical JSON object (see MCP.md, "Audit trail format").
+func EventPreimage(e Event) ([]byte, error) {
+	if e.HashVersion >= HashV2 {
+		if _, err := eventHashV2(e); err != nil {
+			return nil, err
+		}
+		return eventObjectV2(e, e.Detail, e.State, e.Content), nil
+	}
+	b, err := json.Marshal(canonicalEvent{
+		AtMS: e.At.UnixMilli(), Detail: e.Detail, Generation: e.Generation, Kind: e.Kind,
+		Owner: e.Owner, Seq: e.Seq, TaskID: e.TaskID, WorkflowID: e.WorkflowID,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return append(append([]byte(e.PrevHash), '\n'), b...), nil
+}
+
+// ExportEvent returns e as one line of `audit export` (canonical JSON, no
+// newline). At HashV2 the line is the hashed object with "hash" added; at
+// HashV1 it holds the hashed fields, the stored detail text as the string
+// "detail_json" (format 1 hashes those exact bytes), "v":1 and "hash".
+func ExportEvent(e Event) ([]byte, error) {
+	m := map[string]any{"at_ms": e.At.UnixMilli(), "generation": e.Generation, "hash": e.Hash, "kind": e.Kind,
+		"owner": e.Owner, "prev_hash": e.PrevHash, "seq": e.Seq, "task_id": e.TaskID, "workflow_id": e.WorkflowID}
+	if e.HashVersion >= HashV2 {
+		if _, err := eventHashV2(e); err != nil {
+			return nil, err
+		}
+		m["v"] = HashV2
+		m["actor"] = map[string]any{"kind": e.Actor.Kind, "name": e.Actor.Name, "principal": e.Actor.Principal}
+		m["detail"], m["state"], m["content"] = e.Detail, e.State, e.Content
+	} else {
+		m["v"] = HashV1
+		m["detail_json"] = string(e.Detail)
+	}
+	return jcsAppend(nil, m)
+}
+
+// ExportAuditEntry returns a as one line of `audit export`: the hashed
+// object with "hash" added and "chain":"audit" to tell it from events.
+func ExportAuditEntry(a tgdriver.AuditRow) ([]byte, error) {
+	if _, err := AuditEntryHash(a); err != nil {
+		return nil, err
+	}
+	return jcsAppend(nil, map[string]any{"chain": "audit", "at_ms": a.AtMS, "detail": json.RawMessage(a.Detail), "kind": a.Kind,
+		"prev_hash": a.PrevHash, "seq": a.Seq, "v": HashV2, "workflow_id": a.WorkflowID, "hash": a.Hash})
+}
