@@ -68,6 +68,7 @@ func Run(t *testing.T, h Harness) {
 		{"Operator", operatorTests},
 		{"History", historyTests},
 		{"Audit", auditTests},
+		{"Anchor", anchorTests},
 		{"Bounds", boundsTests},
 		{"Concurrency", concurrencyTests},
 		{"Race", raceTests},
