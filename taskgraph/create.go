@@ -124,13 +124,6 @@ func (w *wtx) createNodes(workflowID string, nodes []normalizedNode, order []int
 	if err != nil {
 		return fmt.Errorf("create workflow: %w", err)
 	}
-	if taskCount == 0 {
-		// A new workflow (an existing one has tasks): recorded in the
-		// database-wide chain, so that deleting it whole is detected.
-		if err := w.appendAudit(AuditCreate, workflowID, nil); err != nil {
-			return err
-		}
-	}
 	added := 0
 	for _, i := range order {
 		n := nodes[i]
@@ -161,6 +154,14 @@ func (w *wtx) createNodes(workflowID string, nodes []normalizedNode, order []int
 	}
 	if added > 0 {
 		if err := w.tx.AddWorkflowTasks(w.ctx, workflowID, added); err != nil {
+			return err
+		}
+	}
+	if taskCount == 0 {
+		// A new workflow (an existing one has tasks): recorded in the
+		// database-wide chain, so that deleting it whole is detected. The
+		// audit head is locked last, after the workflow and its tasks.
+		if err := w.appendAudit(AuditCreate, workflowID, nil); err != nil {
 			return err
 		}
 	}
