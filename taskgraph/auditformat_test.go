@@ -141,3 +141,26 @@ func TestCanonicalEncoderAgreesWithJCS(t *testing.T) {
 		}
 	}
 }
+
+// The fast canonical check never accepts what RFC 8785 would write
+// otherwise.
+func TestFastCanonicalCheck(t *testing.T) {
+	for _, s := range []string{`{}`, `[]`, `{"a":1,"b":[true,false,null,"x"],"c":{"d":-5}}`, `{"e":"\u001f\n\"\\é"}`, `0`, `-1`} {
+		c, err := manifest.Canonicalize([]byte(s))
+		if err != nil || string(c) != s {
+			t.Fatalf("fixture %s is not canonical: %s %v", s, c, err)
+		}
+		if !tg.IsCanonicalFastForTest([]byte(s)) {
+			t.Errorf("rejected canonical %s", s)
+		}
+	}
+	for _, s := range []string{`{"b":1,"a":2}`, `{"a":1,"a":1}`, `{ "a":1}`, `{"a":01}`, `{"a":-0}`, `{"a":1.5}`, `{"a":"\u0041"}`, `{"a":"\/"}`,
+		`{"a":"\u000a"}`, `{"a":"\u001F"}`, "{\"a\":\"\xff\"}", `{"a":1}x`, `{"a":1`, `"x`, `{"a":1e3}`, `{"a":1234567890123456}`} {
+		if tg.IsCanonicalFastForTest([]byte(s)) {
+			c, err := manifest.Canonicalize([]byte(s))
+			if err != nil || string(c) != s {
+				t.Errorf("accepted non-canonical %s (canonical: %s %v)", s, c, err)
+			}
+		}
+	}
+}

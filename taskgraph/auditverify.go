@@ -258,13 +258,13 @@ func verifyChain(ctx context.Context, rd tgdriver.Reads, h tgdriver.WorkflowRow,
 		rep.V2Events++
 		tt.state, tt.stateSeq = string(e.State), e.Seq
 		if e.Kind == EventCreate {
-			var c struct {
-				Payload string `json:"payload_sha256"`
-			}
-			if err := json.Unmarshal(e.Content, &c); err != nil || c.Payload == "" {
+			// {"payload_sha256":"<hex>"}, canonical (checked by EventHash).
+			d, ok := strings.CutPrefix(string(e.Content), `{"payload_sha256":"`)
+			d, ok2 := strings.CutSuffix(d, `"}`)
+			if !ok || !ok2 || len(d) != 64 {
 				return stop("create event has no payload digest")
 			}
-			tt.payload, tt.payloSeq = c.Payload, e.Seq
+			tt.payload, tt.payloSeq = d, e.Seq
 		}
 		return nil
 	})
