@@ -242,14 +242,6 @@ func sha256Of(s string) string {
 	return hex.EncodeToString(h[:])
 }
 
-// digestOrNull is the sha256 hex of s, or nil when s is absent.
-func digestOrNull(s string, present bool) any {
-	if !present {
-		return nil
-	}
-	return sha256Of(s)
-}
-
 // taskStateJSON is the canonical JSON of the task state an event leaves:
 // state, owner, generation, attempts and the digests of result and error
 // (null when absent). Verify compares it with the stored row.
