@@ -48,7 +48,7 @@ func (s *Store) Claim(ctx context.Context, req ClaimRequest) (c Claimed, ok bool
 		arrived := s.arrival(ctx)
 		err := s.doAt(ctx, arrived, func(w *wtx) error {
 			var err error
-			c, conflict, err = w.claimByID(req.TaskID, req.Owner, d)
+			c, conflict, err = w.as(ActorWorker, req.Owner).claimByID(req.TaskID, req.Owner, d)
 			return err
 		})
 		if err == nil && conflict != nil {
@@ -87,7 +87,7 @@ func (s *Store) Claim(ctx context.Context, req ClaimRequest) (c Claimed, ok bool
 		var ok bool
 		err := s.doAt(ctx, arrived, func(w *wtx) error {
 			var err error
-			c, ok, err = w.claimNext(req.WorkflowID, req.Owner, d)
+			c, ok, err = w.as(ActorWorker, req.Owner).claimNext(req.WorkflowID, req.Owner, d)
 			return err
 		})
 		if err != nil {
@@ -300,6 +300,13 @@ func (w *wtx) expireGuard(gen int64) tgdriver.TaskGuard {
 // expire ends the lapsed claim on r: back to pending if attempts remain,
 // otherwise failed (and its dependents cancelled).
 func (w *wtx) expire(r *row) error {
+	if w.actor.Kind != ActorSweeper {
+		// An expiry in passing (a claim scan, a read) is the server's doing,
+		// not the caller's.
+		saved := w.actor
+		w.actor = Actor{Kind: ActorServer}
+		defer func() { w.actor = saved }()
+	}
 	holder, gen := r.Owner, r.Generation
 	if r.Attempts < r.MaxAttempts {
 		ok, err := w.update(r, clearClaim(tgdriver.TaskSet{
@@ -346,7 +353,7 @@ func (s *Store) ExpireLeases(ctx context.Context) (int, error) {
 		arrived := s.arrival(ctx)
 		err := s.doAt(ctx, arrived, func(w *wtx) error {
 			var err error
-			n, err = w.sweepExpired(sweepLimit)
+			n, err = w.as(ActorSweeper, "").sweepExpired(sweepLimit)
 			return err
 		})
 		if err != nil {

@@ -67,7 +67,7 @@ func (s *Store) CreateWorkflow(ctx context.Context, workflowID string, nodes []N
 	}
 	out := make([]Created, len(nodes))
 	err = s.do(ctx, func(w *wtx) error {
-		return w.createNodes(workflowID, norm, order, out)
+		return w.as(ActorSubmitter, "").createNodes(workflowID, norm, order, out)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("create in workflow %s: %w", workflowID, err)
@@ -154,6 +154,14 @@ func (w *wtx) createNodes(workflowID string, nodes []normalizedNode, order []int
 	}
 	if added > 0 {
 		if err := w.tx.AddWorkflowTasks(w.ctx, workflowID, added); err != nil {
+			return err
+		}
+	}
+	if taskCount == 0 {
+		// A new workflow (an existing one has tasks): recorded in the
+		// database-wide chain, so that deleting it whole is detected. The
+		// audit head is locked last, after the workflow and its tasks.
+		if err := w.appendAudit(AuditCreate, workflowID, nil); err != nil {
 			return err
 		}
 	}

@@ -149,10 +149,25 @@
 //
 // # History
 //
-// Each workflow's events form a hash chain (see Event); VerifyHistory
-// recomputes it and reports the first broken link. Prune removes finished
-// workflows whole and records their final chain head, so the other chains keep
-// verifying.
+// Each workflow's events form a hash chain (see Event) in a versioned hash
+// format (MCP.md, "Audit trail format"): format 2, RFC 8785 canonical JSON,
+// covers each event's actor, the digests of the content it changed and the
+// task state it leaves; events written before migration 0003 keep format 1
+// and keep verifying. Every workflow's creation and prune is an entry of one
+// database-wide audit chain (appendAudit; its head is locked last, after the
+// workflow and task rows), whose first entry records the switch to format 2
+// and adopts the workflows that existed. VerifyHistory checks the audit
+// chain against the stored workflows, every event chain, and every task row
+// against the state its last event left, and reports the first broken item.
+// Prune removes finished workflows whole and records their final chain head,
+// here and in the audit chain, so the other chains keep verifying. AuditHead
+// and CheckAnchor detect, against a head kept outside the database, a
+// truncation or rollback that leaves every chain consistent.
+//
+// Invariants: a v2 event is appended in the same transaction as the task
+// change it describes, with the state the updated row holds, so that a task
+// row and its last event agree whenever a transaction commits; every stored
+// detail, state and content text is canonical JSON.
 //
 // # Principals
 //

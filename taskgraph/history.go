@@ -33,10 +33,14 @@ const (
 	EventLeaseShift = "lease_shift"
 )
 
-// Event is one recorded transition. Events of a workflow form a hash chain:
-// Hash = hex(sha256(PrevHash + "\n" + canonical JSON of the event)), where the
-// canonical JSON has the keys at_ms, detail, generation, kind, owner, seq,
-// task_id and workflow_id in that order, detail as stored.
+// Event is one recorded transition. Events of a workflow form a hash chain
+// whose format is versioned (HashVersion; see MCP.md, "Audit trail format").
+// At version 1 (events written before migration 0003), Hash =
+// hex(sha256(PrevHash + "\n" + encoding/json of the keys at_ms, detail,
+// generation, kind, owner, seq, task_id and workflow_id in that order)). At
+// version 2, Hash = hex(sha256(RFC 8785 canonical JSON of an object holding
+// those fields, prev_hash, the actor, the task state the event leaves and the
+// digests of the content it changed)).
 type Event struct {
 	EventID    int64
 	WorkflowID string
@@ -49,9 +53,18 @@ type Event struct {
 	Detail     json.RawMessage // a JSON object
 	PrevHash   string
 	Hash       string
+	// HashVersion is HashV1 or HashV2; the fields below are zero at HashV1.
+	HashVersion int
+	Actor       Actor
+	// State is the canonical JSON of the task state the event leaves:
+	// attempts, error_sha256, generation, owner, result_sha256, state.
+	State json.RawMessage
+	// Content is the canonical JSON of the digests of the content the event
+	// changed (payload_sha256, result_sha256, error_sha256, reason_sha256).
+	Content json.RawMessage
 }
 
-// canonicalEvent fixes the hashed encoding; fields are in key order.
+// canonicalEvent fixes the hashed encoding of HashV1; fields are in key order.
 type canonicalEvent struct {
 	AtMS       int64           `json:"at_ms"`
 	Detail     json.RawMessage `json:"detail"`
@@ -63,8 +76,15 @@ type canonicalEvent struct {
 	WorkflowID string          `json:"workflow_id"`
 }
 
-// EventHash computes the chain hash of e from its fields and PrevHash.
+// EventHash computes the chain hash of e from its fields and PrevHash, in
+// e's HashVersion (0 means HashV1).
 func EventHash(e Event) (string, error) {
+	if e.HashVersion >= HashV2 {
+		if e.HashVersion != HashV2 {
+			return "", fmt.Errorf("%w: unknown hash version %d", errNotCanonical, e.HashVersion)
+		}
+		return eventHashV2(e)
+	}
 	b, err := json.Marshal(canonicalEvent{
 		AtMS: e.At.UnixMilli(), Detail: e.Detail, Generation: e.Generation, Kind: e.Kind,
 		Owner: e.Owner, Seq: e.Seq, TaskID: e.TaskID, WorkflowID: e.WorkflowID,
@@ -89,7 +109,7 @@ func (w *wtx) appendEvent(r *row, kind, owner string, generation int64, detail m
 		d = []byte("{}")
 	} else {
 		var err error
-		if d, err = json.Marshal(detail); err != nil { // map keys are sorted: a stable encoding
+		if d, err = jcsAppend(make([]byte, 0, 128), detail); err != nil {
 			return fmt.Errorf("%w: encode event detail: %v", errInternal, err)
 		}
 	}
@@ -97,13 +117,16 @@ func (w *wtx) appendEvent(r *row, kind, owner string, generation int64, detail m
 	if err != nil {
 		return fmt.Errorf("read chain head of workflow %s: %w", r.WorkflowID, err)
 	}
+	state := taskStateJSON(string(r.State), r.Owner, r.Generation, r.Attempts, string(r.Result), r.Result != nil, r.Error)
+	content := contentJSON(kind, r, detail)
 	e := Event{WorkflowID: r.WorkflowID, Seq: count + 1, TaskID: r.TaskID, Kind: kind, Owner: owner,
-		Generation: generation, At: time.UnixMilli(w.nowMS), Detail: d, PrevHash: head}
-	if e.Hash, err = EventHash(e); err != nil {
-		return err
-	}
+		Generation: generation, At: time.UnixMilli(w.nowMS), Detail: d, PrevHash: head,
+		HashVersion: HashV2, Actor: w.actorOf()}
+	e.Hash = hashHex(eventObjectV2(e, d, state, content))
 	err = w.tx.AppendEvent(w.ctx, tgdriver.EventRow{WorkflowID: e.WorkflowID, Seq: e.Seq, TaskID: e.TaskID, Kind: e.Kind,
-		Owner: e.Owner, Generation: e.Generation, AtMS: w.nowMS, Detail: string(d), PrevHash: e.PrevHash, Hash: e.Hash})
+		Owner: e.Owner, Generation: e.Generation, AtMS: w.nowMS, Detail: string(d), PrevHash: e.PrevHash, Hash: e.Hash,
+		HashVersion: HashV2, ActorKind: e.Actor.Kind, ActorName: e.Actor.Name, ActorPrincipal: e.Actor.Principal,
+		TaskState: string(state), Content: string(content)})
 	if errors.Is(err, tgdriver.ErrChainMoved) {
 		return fmt.Errorf("%w: the chain head of workflow %s moved while event %d was appended: %v", errInternal, r.WorkflowID, e.Seq, err)
 	}
@@ -115,7 +138,9 @@ func (w *wtx) appendEvent(r *row, kind, owner string, generation int64, detail m
 
 func toEvent(er tgdriver.EventRow) Event {
 	return Event{EventID: er.EventID, WorkflowID: er.WorkflowID, Seq: er.Seq, TaskID: er.TaskID, Kind: er.Kind, Owner: er.Owner,
-		Generation: er.Generation, At: time.UnixMilli(er.AtMS).UTC(), Detail: json.RawMessage(er.Detail), PrevHash: er.PrevHash, Hash: er.Hash}
+		Generation: er.Generation, At: time.UnixMilli(er.AtMS).UTC(), Detail: json.RawMessage(er.Detail), PrevHash: er.PrevHash, Hash: er.Hash,
+		HashVersion: er.HashVersion, Actor: Actor{Kind: er.ActorKind, Name: er.ActorName, Principal: er.ActorPrincipal},
+		State: json.RawMessage(er.TaskState), Content: json.RawMessage(er.Content)}
 }
 
 // TaskEvents returns the history of one task, oldest first.
@@ -145,110 +170,4 @@ func (s *Store) WorkflowEvents(ctx context.Context, workflowID string) ([]Event,
 		return nil, fmt.Errorf("read events of workflow %s: %w", workflowID, err)
 	}
 	return out, nil
-}
-
-// BrokenLink locates the first place where the history does not verify.
-type BrokenLink struct {
-	WorkflowID string
-	Seq        int64 // chain position; 0 when the problem is the workflow's head
-	EventID    int64
-	Reason     string
-}
-
-// VerifyReport is the outcome of VerifyHistory.
-type VerifyReport struct {
-	Workflows int
-	Events    int64
-	// Broken is nil when every chain verifies.
-	Broken *BrokenLink
-}
-
-// ErrBrokenChain matches the error VerifyHistory returns with a report whose
-// Broken is set.
-var ErrBrokenChain = errors.New("event history does not verify")
-
-// VerifyHistory recomputes every workflow's hash chain: each event's hash
-// from its content and the previous hash, sequence numbers without gaps, and
-// the stored chain head and count. It stops at the first broken link and
-// returns it in the report, with an error matching ErrBrokenChain. It reads
-// one consistent snapshot while writers go on.
-func (s *Store) VerifyHistory(ctx context.Context) (VerifyReport, error) {
-	var rep VerifyReport
-	var brokenErr error
-	err := s.drv.Snapshot(ctx, func(rd tgdriver.Reads) error {
-		rep = VerifyReport{}
-		orphan, ok, err := rd.OrphanEventWorkflow(ctx)
-		if err != nil {
-			return err
-		}
-		if ok {
-			rep.Broken = &BrokenLink{WorkflowID: orphan, Reason: "events exist for a workflow that has no chain head"}
-			brokenErr = fmt.Errorf("%w: workflow %s: %s", ErrBrokenChain, orphan, rep.Broken.Reason)
-			return nil
-		}
-		heads, err := rd.Workflows(ctx)
-		if err != nil {
-			return err
-		}
-		for _, h := range heads {
-			rep.Workflows++
-			broken, n, err := verifyChain(ctx, rd, h.WorkflowID, h.HeadHash, h.EventCount)
-			rep.Events += n
-			if err != nil {
-				return err
-			}
-			if broken != nil {
-				rep.Broken = broken
-				brokenErr = fmt.Errorf("%w: workflow %s event %d: %s", ErrBrokenChain, broken.WorkflowID, broken.Seq, broken.Reason)
-				return nil
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		return rep, err
-	}
-	return rep, brokenErr
-}
-
-// errStop ends a WorkflowEvents walk early.
-var errStop = errors.New("stop")
-
-func verifyChain(ctx context.Context, rd tgdriver.Reads, workflowID, headHash string, count int64) (*BrokenLink, int64, error) {
-	prev := ""
-	var n int64
-	var broken *BrokenLink
-	err := rd.WorkflowEvents(ctx, workflowID, func(er tgdriver.EventRow) error {
-		e := toEvent(er)
-		n++
-		stop := func(reason string, args ...any) error {
-			broken = &BrokenLink{WorkflowID: workflowID, Seq: e.Seq, EventID: e.EventID, Reason: fmt.Sprintf(reason, args...)}
-			return errStop
-		}
-		if e.Seq != n {
-			return stop("sequence %d found where %d was expected (an event is missing or was inserted)", e.Seq, n)
-		}
-		if e.PrevHash != prev {
-			return stop("prev_hash does not match the hash of event %d", n-1)
-		}
-		want, err := EventHash(e)
-		if err != nil {
-			return err
-		}
-		if want != e.Hash {
-			return stop("content does not match its hash (the event was edited)")
-		}
-		prev = e.Hash
-		return nil
-	})
-	if broken != nil {
-		return broken, n, nil
-	}
-	if err != nil {
-		return nil, n, err
-	}
-	if n != count || prev != headHash {
-		return &BrokenLink{WorkflowID: workflowID, Reason: fmt.Sprintf("the chain has %d events ending in %q but the workflow's head records %d ending in %q (events were removed or added)", n, prev, count, headHash)}, n, nil
-	}
-	return nil, n, nil
 }

@@ -43,6 +43,7 @@ func (s *Store) holderWrite(ctx context.Context, verb string, h lease.Holder, fn
 	arrived := s.arrival(ctx)
 	var out Task
 	err := s.doAt(ctx, arrived, func(w *wtx) error {
+		w.as(ActorWorker, h.Owner)
 		r, err := w.loadTask(h.TaskID)
 		if err != nil {
 			return err
@@ -216,6 +217,7 @@ func (s *Store) CancelTask(ctx context.Context, taskID, reason string) (t Task, 
 		reason = "cancelled by request"
 	}
 	err = s.do(ctx, func(w *wtx) error {
+		w.as(ActorRequestor, "")
 		r, err := w.loadLocked(taskID)
 		if err != nil {
 			return err

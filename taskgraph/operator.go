@@ -31,6 +31,7 @@ func (s *Store) Requeue(ctx context.Context, taskID string, op Operator) (Task, 
 	}
 	var out Task
 	err := s.do(ctx, func(w *wtx) error {
+		w.as(ActorOperator, op.Name)
 		r, err := w.loadLocked(taskID)
 		if err != nil {
 			return err
@@ -95,6 +96,7 @@ func (s *Store) Skip(ctx context.Context, taskID string, op Operator) (Task, err
 	}
 	var out Task
 	err := s.do(ctx, func(w *wtx) error {
+		w.as(ActorOperator, op.Name)
 		r, err := w.loadLocked(taskID)
 		if err != nil {
 			return err
@@ -143,6 +145,7 @@ func (s *Store) AbortWorkflow(ctx context.Context, workflowID string, op Operato
 	}
 	n := 0
 	err := s.do(ctx, func(w *wtx) error {
+		w.as(ActorOperator, op.Name)
 		exists, err := w.tx.LockWorkflow(w.ctx, workflowID)
 		if err != nil {
 			return err
@@ -313,6 +316,7 @@ func (s *Store) Prune(ctx context.Context, before time.Time) (PruneResult, error
 		var ids []string
 		var tasks, events int64
 		err := s.do(ctx, func(w *wtx) error {
+			w.as(ActorOperator, "")
 			ids, tasks, events = ids[:0], 0, 0
 			cands, err := w.tx.PruneCandidates(w.ctx, before.UnixMilli(), 100)
 			if err != nil {
@@ -331,6 +335,9 @@ func (s *Store) Prune(ctx context.Context, before time.Time) (PruneResult, error
 				}
 				if !ok {
 					continue
+				}
+				if err := w.appendAudit(AuditPrune, id, map[string]any{"task_count": p.Tasks, "event_count": p.Events, "head_hash": p.HeadHash}); err != nil {
+					return err
 				}
 				ids = append(ids, id)
 				tasks += p.Tasks

@@ -233,6 +233,14 @@ func OpenDriver(ctx context.Context, d tgdriver.Driver, opts Options) (*Store, e
 		s.wg.Add(1)
 		go s.watch()
 	}
+	if !s.readOnly {
+		// A database migrated to hash format 2 records the switch (and the
+		// workflows it had) in its audit chain before anything else.
+		if err := s.ensureAudit(ctx); err != nil {
+			s.Close()
+			return nil, fmt.Errorf("open database %s: start the audit chain: %w", info.Location, err)
+		}
+	}
 	if opts.Sweep {
 		// The first write gives live leases back the downtime since the last
 		// run, before Open returns and before anything is judged.

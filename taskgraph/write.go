@@ -26,6 +26,9 @@ type wtx struct {
 	hooks []func()
 	// ready lists the workflow of each task this operation made claimable.
 	ready []string
+	// actor is who caused this operation's events (see as; ActorServer
+	// when unset).
+	actor Actor
 }
 
 // afterCommit registers fn to run once the transaction holding this

@@ -215,7 +215,7 @@ func TestBinaryAgainstOpenDatabase(t *testing.T) {
 func TestCommandsHelp(t *testing.T) {
 	e := newEnv(t)
 	readCommands := map[string]bool{"tasks list": true, "tasks show": true, "workflow show": true, "workflow watch": true,
-		"audit verify": true, "db check": true}
+		"audit verify": true, "audit head": true, "db check": true}
 	groups := map[string]bool{"tasks": true, "workflow": true, "admin": true, "audit": true, "db": true}
 	leaves := 0
 	for _, g := range newApp(nil, io.Discard, io.Discard).Commands {
@@ -250,7 +250,7 @@ func TestCommandsHelp(t *testing.T) {
 			}
 		}
 	}
-	if len(groups) != 0 || leaves != 12 {
+	if len(groups) != 0 || leaves != 14 {
 		t.Fatalf("groups not found: %v; %d commands", groups, leaves)
 	}
 	r := e.cliCtx(e.ctx, "", "admin", "skip", "01ARZ3NDEKTSV4RRFFQ69G5FAV", "--help").want(t, exitOK)

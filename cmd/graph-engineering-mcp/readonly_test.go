@@ -102,6 +102,8 @@ func TestReadCommandsNeverWriteNorWaitForReaders(t *testing.T) {
 		{"workflow", "watch", "done", "--interval", "10ms"},
 		{"audit", "verify"},
 		{"audit", "verify", "--json"},
+		{"audit", "head"},
+		{"audit", "export"},
 		{"db", "check"},
 		{"db", "check", "--json"},
 		{"db", "backup", backup},

@@ -27,6 +27,7 @@ func serveFlags() []cli.Flag {
 		&cli.BoolFlag{Name: "disable-tasks-extension", Usage: "do not offer the io.modelcontextprotocol/tasks extension (core-only clients)", EnvVars: []string{"GRAPH_ENGINEERING_DISABLE_TASKS_EXTENSION"}},
 		&cli.StringFlag{Name: "skills", Usage: "serve the skills in `DIR` (one folder with a SKILL.md per skill) as resources; refused skills are logged and skipped", EnvVars: []string{"GRAPH_ENGINEERING_SKILLS"}},
 		&cli.StringFlag{Name: "sync", Value: "full", Usage: "SQLite synchronous `MODE`: full (an acknowledged write survives power loss) or normal (survives a crash of this process)", EnvVars: []string{"GRAPH_ENGINEERING_SYNC"}},
+		&cli.StringFlag{Name: "audit-anchor", Usage: "append the database-wide audit head (time, event count, hash) to `FILE` every few seconds and at shutdown, for audit verify --anchor FILE", EnvVars: []string{"GRAPH_ENGINEERING_AUDIT_ANCHOR"}},
 		&cli.StringFlag{Name: "log-level", Value: "info", Usage: "log `LEVEL` on stderr: debug, info, warn or error", EnvVars: []string{"GRAPH_ENGINEERING_LOG_LEVEL"}},
 	}, append(pgPoolFlags(), httpFlags()...)...)
 }
@@ -121,13 +122,19 @@ func serveAction(c *cli.Context) error {
 		store.Close()
 		return err
 	}
+	stopAnchor, err := startAnchor(c.Context, store, c.String("audit-anchor"), logger)
+	if err != nil {
+		store.Close()
+		return err
+	}
 	logger.Info("serving MCP on stdio", "database", redactDatabase(path), "version", buildVersion(), "manifest", srv.Manifest().SHA256(), "tools", strings.Join(surface.Tools, ","))
 	// A client that closes its end of stdout makes writes fail with EPIPE
 	// (a gone client, handled as end of input) instead of killing the
 	// process with SIGPIPE before the database is closed.
 	signal.Ignore(syscall.SIGPIPE)
 	serveErr := srv.ServeStdio(serveCtx, c.App.Reader, c.App.Writer)
-	closeErr := store.Close()
+	anchorErr := stopAnchor()
+	closeErr := errors.Join(anchorErr, store.Close())
 	if errors.Is(serveErr, mcpadapter.ErrStdoutClosed) {
 		logger.Info("the client closed stdout (broken pipe): stopped serving as at end of input")
 		serveErr = nil
@@ -320,8 +327,13 @@ func serveHTTP(c *cli.Context, logger *slog.Logger, surface manifest.Surface, se
 	if err != nil {
 		return err
 	}
+	stopAnchor, err := startAnchor(c.Context, store, c.String("audit-anchor"), logger)
+	if err != nil {
+		store.Close()
+		return err
+	}
 	closeStore := func(serveErr error) error {
-		if cerr := store.Close(); cerr != nil {
+		if cerr := errors.Join(stopAnchor(), store.Close()); cerr != nil {
 			return errors.Join(serveErr, fmt.Errorf("close database: %w", cerr))
 		}
 		return serveErr

@@ -35,7 +35,12 @@
 // task_seq), events (workflow_id, wseq, task_id, kind, owner, generation,
 // at_ms, detail, prev_hash, hash, with its own key filled in by default on
 // INSERT) and pruned_workflows (workflow_id, head_hash, task_count,
-// event_count, pruned_at_ms). Times are integer milliseconds.
+// event_count, pruned_at_ms), plus the audit trail's columns and tables of
+// migration 0003: events (hash_version, actor_kind, actor_name,
+// actor_principal, task_state, content), tasks (payload, result, error,
+// owner, generation, attempts), audit_chain (seq, kind, workflow_id, at_ms,
+// detail, prev_hash, hash) and audit_head (entry_count, head_hash). Times are
+// integer milliseconds.
 //
 // # Invariants of the suite
 //
@@ -48,7 +53,7 @@
 //   - The SQL the suite runs through Database is valid on SQLite and
 //     PostgreSQL alike, with ? placeholders, and names only the tables and
 //     columns of the store's schema (workflows, tasks, edges, events,
-//     pruned_workflows), which every driver keeps.
+//     pruned_workflows, audit_chain, audit_head), which every driver keeps.
 //   - Behaviour that belongs to one database (SQLite's pragmas, group commit,
 //     VACUUM INTO backups, crashes of a child process, PostgreSQL's
 //     LISTEN/NOTIFY) is tested in that driver's own package, not here.

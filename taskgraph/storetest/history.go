@@ -81,13 +81,8 @@ func testTamperDetected(t *testing.T, h Harness) {
 		{"edit and rehash", func(t *testing.T, db Database) {
 			// A forger who recomputes the edited event's hash breaks the
 			// next link instead.
-			rows := db.Query(t, `SELECT workflow_id, wseq, task_id, kind, owner, generation, at_ms, detail, prev_hash FROM events WHERE workflow_id = 'wf' AND wseq = 6`)
-			if len(rows) != 1 {
-				t.Fatalf("event 6: %d rows", len(rows))
-			}
-			r := rows[0]
-			ev := tg.Event{WorkflowID: r[0], Seq: atoi(t, r[1]), TaskID: r[2], Kind: r[3], Owner: "mallory", Generation: atoi(t, r[5]),
-				At: time.UnixMilli(atoi(t, r[6])), Detail: json.RawMessage(r[7]), PrevHash: r[8]}
+			ev := readEvent(t, db, "wf", 6)
+			ev.Owner = "mallory"
 			hash, err := tg.EventHash(ev)
 			if err != nil {
 				t.Fatal(err)
@@ -292,6 +287,21 @@ func testPruneManyWorkflows(t *testing.T, h Harness) {
 	if rep := e.verify(t); rep.Workflows != 1 {
 		t.Fatalf("%+v", rep)
 	}
+}
+
+// readEvent reads event seq of workflow wf behind the store's back.
+func readEvent(t *testing.T, db Database, wf string, seq int64) tg.Event {
+	t.Helper()
+	rows := db.Query(t, `SELECT workflow_id, wseq, task_id, kind, owner, generation, at_ms, detail, prev_hash, hash,
+		hash_version, actor_kind, actor_name, actor_principal, task_state, content FROM events WHERE workflow_id = ? AND wseq = ?`, wf, seq)
+	if len(rows) != 1 {
+		t.Fatalf("event %s/%d: %d rows", wf, seq, len(rows))
+	}
+	r := rows[0]
+	return tg.Event{WorkflowID: r[0], Seq: atoi(t, r[1]), TaskID: r[2], Kind: r[3], Owner: r[4], Generation: atoi(t, r[5]),
+		At: time.UnixMilli(atoi(t, r[6])), Detail: json.RawMessage(r[7]), PrevHash: r[8], Hash: r[9],
+		HashVersion: int(atoi(t, r[10])), Actor: tg.Actor{Kind: r[11], Name: r[12], Principal: r[13]},
+		State: json.RawMessage(r[14]), Content: json.RawMessage(r[15])}
 }
 
 // atoi parses an integer rendered by Database.Query.

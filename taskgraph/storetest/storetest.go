@@ -67,6 +67,8 @@ func Run(t *testing.T, h Harness) {
 		{"Graph", graphTests},
 		{"Operator", operatorTests},
 		{"History", historyTests},
+		{"Audit", auditTests},
+		{"Anchor", anchorTests},
 		{"Bounds", boundsTests},
 		{"Concurrency", concurrencyTests},
 		{"Race", raceTests},

@@ -22,6 +22,8 @@
 //     total order). Every operation that writes tasks of a workflow calls it
 //     before it writes them, so locks are always taken workflow first, then
 //     tasks, and concurrent transactions cannot deadlock on one another.
+//     LockAuditHead (the database-wide audit chain, advanced by AppendAudit's
+//     compare and set) comes last, after any workflow and task row.
 //   - ErrNoRows is returned, unwrapped or wrapped, for a lookup that found
 //     nothing; errors of the database's environment match ErrUnavailable.
 //   - Reads see committed state only.

@@ -111,6 +111,14 @@ type Reads interface {
 	// OrphanEventWorkflow names a workflow that has events but no workflow
 	// row; ok is false when there is none.
 	OrphanEventWorkflow(ctx context.Context) (workflowID string, ok bool, err error)
+	// AuditHead returns the entry count and head hash of the database-wide
+	// audit chain; ok is false before its first entry.
+	AuditHead(ctx context.Context) (count int64, head string, ok bool, err error)
+	// AuditEntries calls fn with each entry of the audit chain in order,
+	// stopping at fn's first error.
+	AuditEntries(ctx context.Context, fn func(AuditRow) error) error
+	// EventCount counts the events of every workflow.
+	EventCount(ctx context.Context) (int64, error)
 	// PendingWorkflows returns the workflow of each of the first limit
 	// pending tasks (by seq).
 	PendingWorkflows(ctx context.Context, limit int) ([]string, error)
@@ -176,6 +184,14 @@ type Tx interface {
 	// head had moved it returns ErrChainMoved and the caller's operation
 	// rolls back.
 	AppendEvent(ctx context.Context, e EventRow) error
+	// LockAuditHead returns the entry count and head hash of the audit chain
+	// (0 and "" before its first entry) and holds its write lock for the
+	// rest of the transaction. Lock order: after any workflow row.
+	LockAuditHead(ctx context.Context) (count int64, head string, err error)
+	// AppendAudit inserts a and advances the audit head from (a.PrevHash,
+	// a.Seq-1) to (a.Hash, a.Seq) by compare and set, or returns
+	// ErrChainMoved.
+	AppendAudit(ctx context.Context, a AuditRow) error
 	// NotifyReady tells the other processes or replicas, once this
 	// transaction commits, that a task of workflowID became claimable.
 	NotifyReady(ctx context.Context, workflowID string) error

@@ -84,6 +84,26 @@ type EventRow struct {
 	Detail     string // a JSON object
 	PrevHash   string
 	Hash       string
+	// HashVersion is the event's hash format: 1 (before migration 0003) or
+	// 2. The fields below are "" at version 1.
+	HashVersion    int
+	ActorKind      string
+	ActorName      string
+	ActorPrincipal string
+	TaskState      string // canonical JSON of the task state the event leaves
+	Content        string // canonical JSON of the digests of the content it changed
+}
+
+// AuditRow is one entry of the database-wide audit chain (a workflow's
+// creation or prune, the switch to hash format 2). Seq is its position, from 1.
+type AuditRow struct {
+	Seq        int64
+	Kind       string
+	WorkflowID string
+	AtMS       int64
+	Detail     string // canonical JSON object
+	PrevHash   string
+	Hash       string
 }
 
 // PrunedRow is what PruneWorkflow removed.

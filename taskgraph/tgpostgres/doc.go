@@ -21,11 +21,14 @@
 //   - Locks are taken workflow row first, then task rows (LockWorkflow,
 //     EnsureWorkflow and ChainHead take the workflow row FOR UPDATE;
 //     LockDependency takes a task FOR SHARE), so writers of one workflow
-//     serialise on its chain head and do not deadlock on one another. A
-//     deadlock that slips through anyway is retried.
+//     serialise on its chain head and do not deadlock on one another. The
+//     database-wide audit head (LockAuditHead, FOR UPDATE) is locked last,
+//     after any workflow and task row: workflow creations and prunes
+//     serialise on it. A deadlock that slips through anyway is retried.
 //   - Every guard is in the write's own predicate: UpdateTask's UPDATE ...
 //     WHERE seq = $1 AND <guard> RETURNING, AppendEvent's compare-and-set of
-//     (head_hash, event_count) (zero rows is ErrChainMoved), PruneWorkflow's
+//     (head_hash, event_count) and AppendAudit's of the audit head (zero
+//     rows is ErrChainMoved), PruneWorkflow's
 //     DELETE ... WHERE <still finished and unchanged>.
 //   - The password of the URL never appears in an error or a log line:
 //     Info().Location is the URL without it, and error texts are scrubbed.

@@ -23,7 +23,8 @@ const taskColumns = `seq, task_id, workflow_id, node_id, payload, depends_on, st
 	token_hash, lease_expires_at_ms, lease_ms, attempts, max_attempts, unmet, result, error, status_message,
 	cancel_cause, created_at_ms, updated_at_ms, created_by`
 
-const eventColumns = `event_id, workflow_id, wseq, task_id, kind, owner, generation, at_ms, detail, prev_hash, hash`
+const eventColumns = `event_id, workflow_id, wseq, task_id, kind, owner, generation, at_ms, detail, prev_hash, hash,
+	hash_version, actor_kind, actor_name, actor_principal, task_state, content`
 
 const workflowColumns = `workflow_id, task_count, event_count, head_hash, created_at_ms, updated_at_ms`
 
@@ -62,7 +63,8 @@ func scanTask(row pgx.Row) (tgdriver.TaskRow, error) {
 
 func scanEvent(row pgx.Row) (tgdriver.EventRow, error) {
 	var e tgdriver.EventRow
-	err := row.Scan(&e.EventID, &e.WorkflowID, &e.Seq, &e.TaskID, &e.Kind, &e.Owner, &e.Generation, &e.AtMS, &e.Detail, &e.PrevHash, &e.Hash)
+	err := row.Scan(&e.EventID, &e.WorkflowID, &e.Seq, &e.TaskID, &e.Kind, &e.Owner, &e.Generation, &e.AtMS, &e.Detail, &e.PrevHash, &e.Hash,
+		&e.HashVersion, &e.ActorKind, &e.ActorName, &e.ActorPrincipal, &e.TaskState, &e.Content)
 	return e, err
 }
 

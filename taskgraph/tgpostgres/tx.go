@@ -370,9 +370,15 @@ func (w *wtx) AppendEvent(ctx context.Context, e tgdriver.EventRow) error {
 	if tag.RowsAffected() == 0 {
 		return fmt.Errorf("workflow %s, event %d: %w", e.WorkflowID, e.Seq, tgdriver.ErrChainMoved)
 	}
-	if _, err := w.tx.Exec(ctx, `INSERT INTO events (workflow_id, wseq, task_id, kind, owner, generation, at_ms, detail, prev_hash, hash)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
-		e.WorkflowID, e.Seq, e.TaskID, e.Kind, e.Owner, e.Generation, e.AtMS, e.Detail, e.PrevHash, e.Hash); err != nil {
+	hv := e.HashVersion
+	if hv == 0 {
+		hv = 1
+	}
+	if _, err := w.tx.Exec(ctx, `INSERT INTO events (workflow_id, wseq, task_id, kind, owner, generation, at_ms, detail, prev_hash, hash,
+		hash_version, actor_kind, actor_name, actor_principal, task_state, content)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)`,
+		e.WorkflowID, e.Seq, e.TaskID, e.Kind, e.Owner, e.Generation, e.AtMS, e.Detail, e.PrevHash, e.Hash,
+		hv, e.ActorKind, e.ActorName, e.ActorPrincipal, e.TaskState, e.Content); err != nil {
 		return w.fail(ctx, "record event", err)
 	}
 	return nil

@@ -102,7 +102,8 @@ const (
 	sqlWorkflows      = `SELECT ` + workflowColumns + ` FROM workflows ORDER BY workflow_id`
 	sqlWorkflowEdges  = `SELECT d.node_id, t.node_id FROM edges e JOIN tasks d ON d.seq = e.dep_seq
 		JOIN tasks t ON t.seq = e.task_seq WHERE t.workflow_id = ? ORDER BY t.seq, d.seq`
-	eventColumns      = `event_id, workflow_id, wseq, task_id, kind, owner, generation, at_ms, detail, prev_hash, hash`
+	eventColumns = `event_id, workflow_id, wseq, task_id, kind, owner, generation, at_ms, detail, prev_hash, hash,
+		hash_version, actor_kind, actor_name, actor_principal, task_state, content`
 	sqlTaskEvents     = `SELECT ` + eventColumns + ` FROM events WHERE task_id = ? ORDER BY event_id`
 	sqlWorkflowEvents = `SELECT ` + eventColumns + ` FROM events WHERE workflow_id = ? ORDER BY wseq`
 	sqlOrphanEvents   = `SELECT e.workflow_id FROM events e LEFT JOIN workflows w ON w.workflow_id = e.workflow_id
@@ -294,7 +295,8 @@ func (r *reads) WorkflowEdges(ctx context.Context, workflowID string) ([]tgdrive
 
 func scanEvent(sc scanner) (tgdriver.EventRow, error) {
 	var e tgdriver.EventRow
-	err := sc.Scan(&e.EventID, &e.WorkflowID, &e.Seq, &e.TaskID, &e.Kind, &e.Owner, &e.Generation, &e.AtMS, &e.Detail, &e.PrevHash, &e.Hash)
+	err := sc.Scan(&e.EventID, &e.WorkflowID, &e.Seq, &e.TaskID, &e.Kind, &e.Owner, &e.Generation, &e.AtMS, &e.Detail, &e.PrevHash, &e.Hash,
+		&e.HashVersion, &e.ActorKind, &e.ActorName, &e.ActorPrincipal, &e.TaskState, &e.Content)
 	return e, err
 }
 

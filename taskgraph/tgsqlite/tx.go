@@ -75,8 +75,9 @@ const (
 	sqlShiftLeases = `UPDATE tasks SET lease_expires_at_ms = MIN(lease_expires_at_ms + ?, ? + COALESCE(lease_ms, ?))
 		WHERE state = 'claimed' AND lease_expires_at_ms IS NOT NULL RETURNING seq, workflow_id, lease_expires_at_ms`
 	sqlChainHead   = `SELECT head_hash, event_count FROM workflows WHERE workflow_id = ?`
-	sqlInsertEvent = `INSERT INTO events (workflow_id, wseq, task_id, kind, owner, generation, at_ms, detail, prev_hash, hash)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	sqlInsertEvent = `INSERT INTO events (workflow_id, wseq, task_id, kind, owner, generation, at_ms, detail, prev_hash, hash,
+		hash_version, actor_kind, actor_name, actor_principal, task_state, content)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 	sqlAdvanceHead = `UPDATE workflows SET head_hash = ?, event_count = ?, updated_at_ms = ?
 		WHERE workflow_id = ? AND head_hash = ? AND event_count = ?`
 	sqlPruneCandidates = `SELECT w.workflow_id FROM workflows w
@@ -310,7 +311,8 @@ func (t *wtx) ChainHead(_ context.Context, workflowID string) (string, int64, er
 // AppendEvent inserts e and advances its workflow's head from
 // (e.PrevHash, e.Seq-1) to (e.Hash, e.Seq) by compare and set.
 func (t *wtx) AppendEvent(_ context.Context, e tgdriver.EventRow) error {
-	if _, err := t.exec(sqlInsertEvent, e.WorkflowID, e.Seq, e.TaskID, e.Kind, e.Owner, e.Generation, e.AtMS, e.Detail, e.PrevHash, e.Hash); err != nil {
+	if _, err := t.exec(sqlInsertEvent, e.WorkflowID, e.Seq, e.TaskID, e.Kind, e.Owner, e.Generation, e.AtMS, e.Detail, e.PrevHash, e.Hash,
+		hashVersion(e), e.ActorKind, e.ActorName, e.ActorPrincipal, e.TaskState, e.Content); err != nil {
 		return fmt.Errorf("append event: %w", err)
 	}
 	// Compare and set: the head advances only from the head this event links

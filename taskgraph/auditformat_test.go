@@ -1,0 +1,166 @@
+package taskgraph_test
+
+import (
+	"bufio"
+	"encoding/json"
+	"math/rand"
+	"os"
+	"strings"
+	"testing"
+	"time"
+	"unicode/utf8"
+
+	"github.com/graph-engineering/graph-engineering-mcp/manifest"
+	tg "github.com/graph-engineering/graph-engineering-mcp/taskgraph"
+	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/tgdriver"
+)
+
+// exportLine is an `audit export` line, with the nested objects kept as the
+// exact bytes they were written in.
+type exportLine struct {
+	Chain      string          `json:"chain"`
+	V          int             `json:"v"`
+	WorkflowID string          `json:"workflow_id"`
+	Seq        int64           `json:"seq"`
+	TaskID     string          `json:"task_id"`
+	Kind       string          `json:"kind"`
+	Owner      string          `json:"owner"`
+	Generation int64           `json:"generation"`
+	AtMS       int64           `json:"at_ms"`
+	Detail     json.RawMessage `json:"detail"`
+	DetailJSON string          `json:"detail_json"`
+	State      json.RawMessage `json:"state"`
+	Content    json.RawMessage `json:"content"`
+	RawActor   struct {
+		Kind, Name, Principal string
+	} `json:"actor"`
+	PrevHash string `json:"prev_hash"`
+	Hash     string `json:"hash"`
+}
+
+// The test vectors of MCP.md ("Audit trail format") hash as documented and
+// are exactly what ExportEvent and ExportAuditEntry write, in RFC 8785 form.
+func TestAuditFormatVectors(t *testing.T) {
+	f, err := os.Open("../MCP.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	in, n := false, 0
+	for sc.Scan() {
+		line := sc.Text()
+		switch {
+		case line == "<!-- audit-vectors -->":
+			in = true
+			continue
+		case line == "<!-- /audit-vectors -->":
+			in = false
+		}
+		if !in || !strings.HasPrefix(line, "{") {
+			continue
+		}
+		n++
+		if c, err := manifest.Canonicalize([]byte(line)); err != nil || string(c) != line {
+			t.Errorf("vector %d is not RFC 8785 canonical (%v):\n%s\n%s", n, err, line, c)
+		}
+		var x exportLine
+		if err := json.Unmarshal([]byte(line), &x); err != nil {
+			t.Fatalf("vector %d: %v", n, err)
+		}
+		var got []byte
+		var hash string
+		if x.Chain == "audit" {
+			a := tgdriver.AuditRow{Seq: x.Seq, Kind: x.Kind, WorkflowID: x.WorkflowID, AtMS: x.AtMS, Detail: string(x.Detail), PrevHash: x.PrevHash, Hash: x.Hash}
+			if hash, err = tg.AuditEntryHash(a); err != nil {
+				t.Fatal(err)
+			}
+			got, err = tg.ExportAuditEntry(a)
+		} else {
+			e := tg.Event{WorkflowID: x.WorkflowID, Seq: x.Seq, TaskID: x.TaskID, Kind: x.Kind, Owner: x.Owner, Generation: x.Generation,
+				At: time.UnixMilli(x.AtMS), PrevHash: x.PrevHash, Hash: x.Hash, HashVersion: x.V}
+			if x.V == tg.HashV1 {
+				e.Detail = json.RawMessage(x.DetailJSON)
+			} else {
+				e.Detail, e.State, e.Content = x.Detail, x.State, x.Content
+				e.Actor = tg.Actor{Kind: x.RawActor.Kind, Name: x.RawActor.Name, Principal: x.RawActor.Principal}
+			}
+			if hash, err = tg.EventHash(e); err != nil {
+				t.Fatal(err)
+			}
+			got, err = tg.ExportEvent(e)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if hash != x.Hash {
+			t.Errorf("vector %d: hash %s, documented %s", n, hash, x.Hash)
+		}
+		if string(got) != line {
+			t.Errorf("vector %d: exported as\n%s\ndocumented\n%s", n, got, line)
+		}
+	}
+	if n < 5 {
+		t.Fatalf("found %d vectors in MCP.md, want at least 5", n)
+	}
+}
+
+// The store's own canonical encoder agrees with manifest.Canonicalize (the
+// project's RFC 8785 implementation, checked against the RFC's vectors) on
+// strings of every kind.
+func TestCanonicalEncoderAgreesWithJCS(t *testing.T) {
+	rng := rand.New(rand.NewSource(1))
+	alphabet := []rune{'a', 'Z', '"', '\\', '/', '<', '>', '&', '\b', '\f', '\n', '\r', '\t', 0, 1, 0x1f, 0x7f, 'é', 0x2028, 0x2029, 0xfeff, 0x1f600, 0xffff}
+	for i := 0; i < 2000; i++ {
+		var sb strings.Builder
+		for j := rng.Intn(12); j > 0; j-- {
+			sb.WriteRune(alphabet[rng.Intn(len(alphabet))])
+		}
+		s := sb.String()
+		if i%7 == 0 {
+			s += "\xff" // invalid UTF-8 becomes U+FFFD
+		}
+		detail, _ := json.Marshal(map[string]any{"reason": strings.ToValidUTF8(s, "\uFFFD")})
+		c, err := manifest.Canonicalize(detail)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e := tg.Event{WorkflowID: s, TaskID: s, Kind: "k", Owner: s, At: time.UnixMilli(int64(i)), HashVersion: tg.HashV2,
+			Detail: c, State: json.RawMessage(`{}`), Content: json.RawMessage(`{}`), Actor: tg.Actor{Kind: "worker", Name: s, Principal: s}}
+		out, err := tg.ExportEvent(e)
+		if err != nil {
+			t.Fatalf("%q: %v", s, err)
+		}
+		if !utf8.Valid(out) {
+			t.Fatalf("%q: invalid UTF-8 out", s)
+		}
+		want, err := manifest.Canonicalize(out)
+		if err != nil || string(want) != string(out) {
+			t.Fatalf("%q:\n got %s\nwant %s (%v)", s, out, want, err)
+		}
+	}
+}
+
+// The fast canonical check never accepts what RFC 8785 would write
+// otherwise.
+func TestFastCanonicalCheck(t *testing.T) {
+	for _, s := range []string{`{}`, `[]`, `{"a":1,"b":[true,false,null,"x"],"c":{"d":-5}}`, `{"e":"\u001f\n\"\\é"}`, `0`, `-1`} {
+		c, err := manifest.Canonicalize([]byte(s))
+		if err != nil || string(c) != s {
+			t.Fatalf("fixture %s is not canonical: %s %v", s, c, err)
+		}
+		if !tg.IsCanonicalFastForTest([]byte(s)) {
+			t.Errorf("rejected canonical %s", s)
+		}
+	}
+	for _, s := range []string{`{"b":1,"a":2}`, `{"a":1,"a":1}`, `{ "a":1}`, `{"a":01}`, `{"a":-0}`, `{"a":1.5}`, `{"a":"\u0041"}`, `{"a":"\/"}`,
+		`{"a":"\u000a"}`, `{"a":"\u001F"}`, "{\"a\":\"\xff\"}", `{"a":1}x`, `{"a":1`, `"x`, `{"a":1e3}`, `{"a":1234567890123456}`} {
+		if tg.IsCanonicalFastForTest([]byte(s)) {
+			c, err := manifest.Canonicalize([]byte(s))
+			if err != nil || string(c) != s {
+				t.Errorf("accepted non-canonical %s (canonical: %s %v)", s, c, err)
+			}
+		}
+	}
+}

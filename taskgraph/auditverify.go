@@ -1,0 +1,334 @@
+package taskgraph
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/tgdriver"
+)
+
+// BrokenLink locates the first place where the history does not verify.
+type BrokenLink struct {
+	WorkflowID string
+	Seq        int64 // chain position; 0 when the problem is the workflow's head
+	EventID    int64
+	// TaskID names the task whose stored row or content does not match its
+	// events, when that is the problem.
+	TaskID string
+	// AuditSeq is the position in the database-wide audit chain, when the
+	// problem is there (0 otherwise).
+	AuditSeq int64
+	Reason   string
+}
+
+// VerifyReport is the outcome of VerifyHistory.
+type VerifyReport struct {
+	Workflows int
+	Events    int64
+	// Tasks counts the task rows checked against their events.
+	Tasks int64
+	// AuditEntries counts the entries of the database-wide chain verified.
+	AuditEntries int64
+	// V1Events counts events in hash format 1 (written before migration
+	// 0003), V2Events those in format 2.
+	V1Events, V2Events int64
+	// Broken is nil when every chain verifies.
+	Broken *BrokenLink
+}
+
+// ErrBrokenChain matches the error VerifyHistory returns with a report whose
+// Broken is set.
+var ErrBrokenChain = errors.New("event history does not verify")
+
+// VerifyHistory checks the whole audit trail on one consistent snapshot
+// while writers go on, and stops at the first broken item, returned in the
+// report with an error matching ErrBrokenChain:
+//
+//   - the database-wide audit chain: entry hashes and links, its head, and
+//     that the workflows it records as live are exactly the workflows
+//     stored (a workflow deleted whole, or one added behind the store's
+//     back, is reported);
+//   - every workflow's event chain: each event's hash in its version,
+//     sequence numbers without gaps, links, and the stored head and count;
+//   - every task: the stored state, owner, generation, attempts, result and
+//     error equal what its last event (format 2) records it left, and the
+//     stored payload matches the digest of its create event (format 2).
+//     Tasks whose events are all in format 1 are checked only for having
+//     events.
+func (s *Store) VerifyHistory(ctx context.Context) (VerifyReport, error) {
+	var rep VerifyReport
+	var brokenErr error
+	err := s.drv.Snapshot(ctx, func(rd tgdriver.Reads) error {
+		rep = VerifyReport{}
+		brokenErr = nil
+		fail := func(b *BrokenLink) error {
+			rep.Broken = b
+			where := "workflow " + b.WorkflowID
+			switch {
+			case b.AuditSeq > 0:
+				where = fmt.Sprintf("audit entry %d", b.AuditSeq)
+				if b.WorkflowID != "" {
+					where += " (workflow " + b.WorkflowID + ")"
+				}
+			case b.TaskID != "":
+				where += fmt.Sprintf(" event %d task %s", b.Seq, b.TaskID)
+			case b.WorkflowID == "":
+				where = "audit chain"
+			default:
+				where += fmt.Sprintf(" event %d", b.Seq)
+			}
+			brokenErr = fmt.Errorf("%w: %s: %s", ErrBrokenChain, where, b.Reason)
+			return nil
+		}
+		orphan, ok, err := rd.OrphanEventWorkflow(ctx)
+		if err != nil {
+			return err
+		}
+		if ok {
+			return fail(&BrokenLink{WorkflowID: orphan, Reason: "events exist for a workflow that has no chain head"})
+		}
+		heads, err := rd.Workflows(ctx)
+		if err != nil {
+			return err
+		}
+		if b, err := verifyAuditChain(ctx, rd, heads, &rep); err != nil || b != nil {
+			if err != nil {
+				return err
+			}
+			return fail(b)
+		}
+		for _, h := range heads {
+			rep.Workflows++
+			broken, err := verifyChain(ctx, rd, h, &rep)
+			if err != nil {
+				return err
+			}
+			if broken != nil {
+				return fail(broken)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return rep, err
+	}
+	return rep, brokenErr
+}
+
+// verifyAuditChain checks the database-wide chain against the stored
+// workflows.
+func verifyAuditChain(ctx context.Context, rd tgdriver.Reads, heads []tgdriver.WorkflowRow, rep *VerifyReport) (*BrokenLink, error) {
+	count, headHash, _, err := rd.AuditHead(ctx)
+	if err != nil {
+		return nil, err
+	}
+	live := map[string]int64{} // workflow -> the entry that made it live
+	prev := ""
+	var n int64
+	var broken *BrokenLink
+	err = rd.AuditEntries(ctx, func(a tgdriver.AuditRow) error {
+		n++
+		stop := func(reason string, args ...any) error {
+			broken = &BrokenLink{WorkflowID: a.WorkflowID, AuditSeq: a.Seq, Reason: fmt.Sprintf(reason, args...)}
+			return errStop
+		}
+		if a.Seq != n {
+			return stop("audit sequence %d found where %d was expected (an entry is missing or was inserted)", a.Seq, n)
+		}
+		if a.PrevHash != prev {
+			return stop("prev_hash does not match the hash of audit entry %d", n-1)
+		}
+		want, err := AuditEntryHash(a)
+		if err != nil || want != a.Hash {
+			return stop("content does not match its hash (the audit entry was edited)")
+		}
+		prev = a.Hash
+		switch {
+		case n == 1 && a.Kind != AuditSwitch:
+			return stop("the audit chain does not start with its %q entry", AuditSwitch)
+		case a.Kind == AuditSwitch && n != 1:
+			return stop("a second %q entry", AuditSwitch)
+		case a.Kind == AuditAdopt || a.Kind == AuditCreate:
+			if at, ok := live[a.WorkflowID]; ok {
+				return stop("workflow %s recorded again, but it is live since audit entry %d", a.WorkflowID, at)
+			}
+			live[a.WorkflowID] = a.Seq
+		case a.Kind == AuditPrune:
+			if _, ok := live[a.WorkflowID]; !ok {
+				return stop("prune of workflow %s, which is not live", a.WorkflowID)
+			}
+			delete(live, a.WorkflowID)
+		case a.Kind != AuditSwitch:
+			return stop("unknown audit entry kind %q", a.Kind)
+		}
+		return nil
+	})
+	rep.AuditEntries = n
+	if broken != nil {
+		return broken, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	if n != count || prev != headHash {
+		return &BrokenLink{Reason: fmt.Sprintf("the audit chain has %d entries ending in %q but its head records %d ending in %q (entries were removed or added)", n, prev, count, headHash)}, nil
+	}
+	if n == 0 {
+		if len(heads) > 0 {
+			return &BrokenLink{WorkflowID: heads[0].WorkflowID, Reason: fmt.Sprintf("the audit chain is empty but %d workflows are stored (open the database read-write once with this binary to start it, or it was removed)", len(heads))}, nil
+		}
+		return nil, nil
+	}
+	for _, h := range heads {
+		if _, ok := live[h.WorkflowID]; !ok {
+			return &BrokenLink{WorkflowID: h.WorkflowID, Reason: "the workflow is stored but the audit chain records no creation of it (it was added behind the store's back)"}, nil
+		}
+		delete(live, h.WorkflowID)
+	}
+	if len(live) > 0 {
+		missing := make([]string, 0, len(live))
+		for wf := range live {
+			missing = append(missing, wf)
+		}
+		sort.Slice(missing, func(i, j int) bool { return live[missing[i]] < live[missing[j]] })
+		wf := missing[0]
+		return &BrokenLink{WorkflowID: wf, AuditSeq: live[wf], Reason: fmt.Sprintf("workflow %s, recorded live by audit entry %d, is missing (deleted whole without a prune); %d workflows are missing", wf, live[wf], len(missing))}, nil
+	}
+	return nil, nil
+}
+
+// errStop ends a walk early.
+var errStop = errors.New("stop")
+
+// taskTrail is what a task's events say about it.
+type taskTrail struct {
+	v1       bool
+	state    string // the state its last v2 event leaves; "" when none
+	stateSeq int64
+	payload  string // the payload digest of its v2 create event
+	payloSeq int64
+}
+
+func verifyChain(ctx context.Context, rd tgdriver.Reads, h tgdriver.WorkflowRow, rep *VerifyReport) (*BrokenLink, error) {
+	workflowID := h.WorkflowID
+	prev := ""
+	var n int64
+	var broken *BrokenLink
+	trails := map[string]*taskTrail{}
+	err := rd.WorkflowEvents(ctx, workflowID, func(er tgdriver.EventRow) error {
+		e := toEvent(er)
+		n++
+		rep.Events++
+		stop := func(reason string, args ...any) error {
+			broken = &BrokenLink{WorkflowID: workflowID, Seq: e.Seq, EventID: e.EventID, Reason: fmt.Sprintf(reason, args...)}
+			return errStop
+		}
+		if e.Seq != n {
+			return stop("sequence %d found where %d was expected (an event is missing or was inserted)", e.Seq, n)
+		}
+		if e.PrevHash != prev {
+			return stop("prev_hash does not match the hash of event %d", n-1)
+		}
+		want, err := EventHash(e)
+		if errors.Is(err, errNotCanonical) {
+			return stop("content does not match its hash (the event was edited: %v)", err)
+		}
+		if err != nil {
+			return err
+		}
+		if want != e.Hash {
+			return stop("content does not match its hash (the event was edited)")
+		}
+		prev = e.Hash
+		tt := trails[e.TaskID]
+		if tt == nil {
+			tt = &taskTrail{}
+			trails[e.TaskID] = tt
+		}
+		if e.HashVersion < HashV2 {
+			rep.V1Events++
+			tt.v1 = true
+			return nil
+		}
+		rep.V2Events++
+		tt.state, tt.stateSeq = string(e.State), e.Seq
+		if e.Kind == EventCreate {
+			// {"payload_sha256":"<hex>"}, canonical (checked by EventHash).
+			d, ok := strings.CutPrefix(string(e.Content), `{"payload_sha256":"`)
+			d, ok2 := strings.CutSuffix(d, `"}`)
+			if !ok || !ok2 || len(d) != 64 {
+				return stop("create event has no payload digest")
+			}
+			tt.payload, tt.payloSeq = d, e.Seq
+		}
+		return nil
+	})
+	if broken != nil {
+		return broken, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	if n != h.EventCount || prev != h.HeadHash {
+		return &BrokenLink{WorkflowID: workflowID, Reason: fmt.Sprintf("the chain has %d events ending in %q but the workflow's head records %d ending in %q (events were removed or added)", n, prev, h.EventCount, h.HeadHash)}, nil
+	}
+	tasks, err := rd.ListTasks(ctx, tgdriver.ListFilter{WorkflowID: workflowID})
+	if err != nil {
+		return nil, err
+	}
+	for _, tr := range tasks {
+		rep.Tasks++
+		tt := trails[tr.TaskID]
+		if tt == nil {
+			return &BrokenLink{WorkflowID: workflowID, TaskID: tr.TaskID, Reason: fmt.Sprintf("task %s has no events (its create event was removed, or the task was added behind the store's back)", tr.TaskID)}, nil
+		}
+		delete(trails, tr.TaskID)
+		if tt.state != "" {
+			if got := rowStateJSON(tr); !bytes.Equal(got, []byte(tt.state)) {
+				return &BrokenLink{WorkflowID: workflowID, Seq: tt.stateSeq, TaskID: tr.TaskID,
+					Reason: fmt.Sprintf("task %s: stored %s from what its last event %d left (changed without an event)", tr.TaskID, stateDiff(got, []byte(tt.state)), tt.stateSeq)}, nil
+			}
+		} else if !tt.v1 {
+			return &BrokenLink{WorkflowID: workflowID, TaskID: tr.TaskID, Reason: fmt.Sprintf("task %s has no events", tr.TaskID)}, nil
+		}
+		if tt.payload != "" && sha256Of(tr.Payload) != tt.payload {
+			return &BrokenLink{WorkflowID: workflowID, Seq: tt.payloSeq, TaskID: tr.TaskID,
+				Reason: fmt.Sprintf("task %s: stored payload does not match the digest in its create event %d (the payload was edited)", tr.TaskID, tt.payloSeq)}, nil
+		}
+	}
+	if len(trails) > 0 {
+		ids := make([]string, 0, len(trails))
+		for id := range trails {
+			ids = append(ids, id)
+		}
+		sort.Strings(ids)
+		return &BrokenLink{WorkflowID: workflowID, TaskID: ids[0], Reason: fmt.Sprintf("events name task %s, which is not stored (the task row was deleted)", ids[0])}, nil
+	}
+	return nil, nil
+}
+
+// stateDiff names the fields of two task-state objects that differ, as
+// "result differs", "state, owner differ".
+func stateDiff(stored, recorded []byte) string {
+	var a, b map[string]any
+	_ = json.Unmarshal(stored, &a)
+	_ = json.Unmarshal(recorded, &b)
+	var out []string
+	for _, k := range []string{"state", "owner", "generation", "attempts", "result_sha256", "error_sha256"} {
+		if fmt.Sprint(a[k]) != fmt.Sprint(b[k]) {
+			out = append(out, strings.TrimSuffix(k, "_sha256"))
+		}
+	}
+	switch len(out) {
+	case 0:
+		return "task state differs"
+	case 1:
+		return out[0] + " differs"
+	}
+	return strings.Join(out, ", ") + " differ"
+}

@@ -1,0 +1,4 @@
+package taskgraph
+
+// IsCanonicalFastForTest exposes isCanonicalFast to the external tests.
+var IsCanonicalFastForTest = isCanonicalFast

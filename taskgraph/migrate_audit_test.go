@@ -1,0 +1,147 @@
+package taskgraph
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+)
+
+// downgradeToV2 turns the closed database at path into what schema version
+// 2 (before the audit trail) held: every event in hash format 1, no audit
+// columns or tables.
+func downgradeToV2(t *testing.T, path string) {
+	t.Helper()
+	db, err := sql.Open("sqlite3", "file:"+path+"?_busy_timeout=10000")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	rows, err := db.Query(`SELECT event_id, workflow_id, wseq, task_id, kind, owner, generation, at_ms, detail FROM events ORDER BY workflow_id, wseq`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type ev struct {
+		id int64
+		e  Event
+	}
+	var evs []ev
+	for rows.Next() {
+		var x ev
+		var at int64
+		var detail string
+		if err := rows.Scan(&x.id, &x.e.WorkflowID, &x.e.Seq, &x.e.TaskID, &x.e.Kind, &x.e.Owner, &x.e.Generation, &at, &detail); err != nil {
+			t.Fatal(err)
+		}
+		x.e.At, x.e.Detail = timeMS(at), []byte(detail)
+		evs = append(evs, x)
+	}
+	rows.Close()
+	heads := map[string]string{}
+	for _, x := range evs {
+		x.e.PrevHash = heads[x.e.WorkflowID]
+		h, err := EventHash(x.e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := db.Exec(`UPDATE events SET prev_hash = ?, hash = ? WHERE event_id = ?`, x.e.PrevHash, h, x.id); err != nil {
+			t.Fatal(err)
+		}
+		heads[x.e.WorkflowID] = h
+	}
+	for wf, h := range heads {
+		if _, err := db.Exec(`UPDATE workflows SET head_hash = ? WHERE workflow_id = ?`, h, wf); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, q := range []string{
+		`DROP TABLE audit_chain`, `DROP TABLE audit_head`,
+		`ALTER TABLE events DROP COLUMN hash_version`, `ALTER TABLE events DROP COLUMN actor_kind`, `ALTER TABLE events DROP COLUMN actor_name`,
+		`ALTER TABLE events DROP COLUMN actor_principal`, `ALTER TABLE events DROP COLUMN task_state`, `ALTER TABLE events DROP COLUMN content`,
+		`UPDATE schema_version SET version = 2`,
+	} {
+		if _, err := db.Exec(q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+}
+
+// A database of schema version 2 migrates to the audit trail: its events
+// keep format 1 and verify, the switch and its workflows are recorded in the
+// audit chain, new events are format 2, and deleting a workflow that
+// existed before the migration is detected.
+func TestMigrationToAuditTrail(t *testing.T) {
+	ctx := context.Background()
+	b := setup(t)
+	b.create(t, "old1", "a")
+	c := b.claim(t, "w", b.create(t, "old2", "x").TaskID, 0)
+	if _, err := b.s.Complete(ctx, holder(c), []byte(`{"ok":true}`)); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	downgradeToV2(t, b.path)
+	s, err := Open(ctx, b.path, Options{Clock: b.clock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	b.s = s
+	rep := b.verify(t)
+	if rep.V1Events != 4 || rep.V2Events != 0 || rep.AuditEntries != 3 || rep.Tasks != 2 {
+		t.Fatalf("after the migration: %+v", rep)
+	}
+	var kinds []string
+	rawScanAll(t, b.path, `SELECT kind || ':' || workflow_id || ':' || detail FROM audit_chain ORDER BY seq`, &kinds)
+	if got := strings.Join(kinds, " "); !strings.HasPrefix(got, `hash_v2::{"events":4,"hash_version":2,"workflows":2} adopt:old1:{"event_count":1,"head_hash":"`) {
+		t.Fatalf("audit chain: %s", got)
+	}
+	// The chain of old1 goes on in format 2.
+	b.create(t, "old1", "b")
+	b.create(t, "new", "n")
+	if rep := b.verify(t); rep.V1Events != 4 || rep.V2Events != 2 || rep.AuditEntries != 4 {
+		t.Fatalf("after new work: %+v", rep)
+	}
+	// Deleting a workflow adopted at the switch is detected.
+	db, err := sql.Open("sqlite3", "file:"+b.path+"?_busy_timeout=10000")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	for _, q := range []string{`DELETE FROM events WHERE workflow_id = 'old2'`, `DELETE FROM tasks WHERE workflow_id = 'old2'`, `DELETE FROM workflows WHERE workflow_id = 'old2'`} {
+		if _, err := db.Exec(q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rep, err = b.s.VerifyHistory(ctx)
+	if !errors.Is(err, ErrBrokenChain) || rep.Broken == nil || rep.Broken.WorkflowID != "old2" || rep.Broken.AuditSeq != 3 {
+		t.Fatalf("old2 deleted: %v %+v", err, rep.Broken)
+	}
+}
+
+func timeMS(ms int64) time.Time { return time.UnixMilli(ms).UTC() }
+
+// rawScanAll reads one string column of every row of query.
+func rawScanAll(t *testing.T, path, query string, out *[]string) {
+	t.Helper()
+	db, err := sql.Open("sqlite3", "file:"+path+"?mode=ro")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	rows, err := db.Query(query)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var s string
+		if err := rows.Scan(&s); err != nil {
+			t.Fatal(err)
+		}
+		*out = append(*out, s)
+	}
+}
