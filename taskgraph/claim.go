@@ -234,6 +234,12 @@ func (w *wtx) grant(r *row, owner string, d time.Duration) (Claimed, error) {
 	if err := w.appendEvent(r, EventClaim, owner, gen, map[string]any{"attempt": r.Attempts, "lease_expires_at_ms": exp.UnixMilli()}); err != nil {
 		return Claimed{}, err
 	}
+	deps := []Dependency{}
+	if len(r.DependsOn) > 0 { // most tasks have none: skip the read
+		if deps, err = dependencies(w.ctx, w.tx, r.seq); err != nil {
+			return Claimed{}, err
+		}
+	}
 	reclaim := gen > 1
 	w.afterCommit(func() {
 		w.s.stats.claims.Add(1)
@@ -241,7 +247,7 @@ func (w *wtx) grant(r *row, owner string, d time.Duration) (Claimed, error) {
 			w.s.stats.reclaims.Add(1)
 		}
 	})
-	return Claimed{Task: r.Task, Lease: lease.Grant{Owner: owner, Generation: gen, Token: token, ExpiresAt: time.UnixMilli(exp.UnixMilli()).UTC()}}, nil
+	return Claimed{Task: r.Task, Lease: lease.Grant{Owner: owner, Generation: gen, Token: token, ExpiresAt: time.UnixMilli(exp.UnixMilli()).UTC()}, Dependencies: deps}, nil
 }
 
 // sweepExpired processes up to limit claims whose lease had lapsed when the

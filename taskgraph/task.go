@@ -99,6 +99,9 @@ type ClaimRequest struct {
 type Claimed struct {
 	Task  Task
 	Lease lease.Grant
+	// Dependencies are the task's direct dependencies with their results
+	// (see Dependency), read in the claim's transaction.
+	Dependencies []Dependency
 }
 
 // Operator identifies the human behind an operator operation.

@@ -71,6 +71,7 @@ func Run(t *testing.T, h Harness) {
 		{"Concurrency", concurrencyTests},
 		{"Race", raceTests},
 		{"LeaseTime", leaseTimeTests},
+		{"Flow", flowTests},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {
