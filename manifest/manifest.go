@@ -95,7 +95,8 @@ func storeLimits() map[string]any {
 			Max:     lease.MaxDuration.Milliseconds(),
 			Default: lease.DefaultDuration.Milliseconds(),
 		},
-		"maxWaitMs": taskgraph.MaxClaimWait.Milliseconds(),
+		"maxWaitMs":                taskgraph.MaxClaimWait.Milliseconds(),
+		"maxDependencyResultBytes": int64(taskgraph.MaxDependencyResultBytes),
 	}
 }
 
@@ -109,7 +110,7 @@ func storeLimits() map[string]any {
 //   - limits: the store's bounds (identifierPattern, maxIdentifierLength,
 //     maxPayloadBytes, maxResultBytes, maxErrorBytes, maxJsonDepth,
 //     maxDependsOn, maxTasksPerWorkflow, maxAttempts and leaseMs as
-//     {min, max, default}, maxWaitMs), plus extraLimits, the transport's
+//     {min, max, default}, maxWaitMs, maxDependencyResultBytes), plus extraLimits, the transport's
 //     own bounds (for example maxStdioLineBytes);
 //   - humanOnlyOperationsExposed: false, always;
 //   - sha256: Digest of the RFC 8785 form of the object without sha256.
