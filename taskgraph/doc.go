@@ -43,6 +43,20 @@
 // expired lease goes back to pending (or to failed on the last attempt) no
 // later than the next claim scan, read of the task, or sweep.
 //
+// # Upstream results and release
+//
+// A claim carries the claimed task's direct dependencies (Claimed.
+// Dependencies, read in the claim's transaction) with their states and
+// results; Dependencies reads them for any task from one snapshot, and
+// TaskByNode finds a task by workflow and node id. One answer carries at
+// most MaxDependencyResultBytes of results: they are taken in dependency
+// creation order while they fit in what is left, and one that does not fit
+// is marked ResultOmitted (Task returns it whole). Release gives a claim back
+// without penalty: one fenced update (the holder's full predicate) returns
+// the task to pending with attempts lowered by one and the token cleared, at
+// the same generation, so the released claim is fenced out like any ended
+// claim; nothing downstream is touched.
+//
 // # Waiting claims
 //
 // Wake-ups match work. A claim-next with a wait parks in a queue, oldest
