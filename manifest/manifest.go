@@ -97,6 +97,7 @@ func storeLimits() map[string]any {
 		},
 		"maxWaitMs":                taskgraph.MaxClaimWait.Milliseconds(),
 		"maxDependencyResultBytes": int64(taskgraph.MaxDependencyResultBytes),
+		"priority":                 bounds{Min: taskgraph.MinPriority, Max: taskgraph.MaxPriority, Default: 0},
 	}
 }
 
@@ -110,7 +111,8 @@ func storeLimits() map[string]any {
 //   - limits: the store's bounds (identifierPattern, maxIdentifierLength,
 //     maxPayloadBytes, maxResultBytes, maxErrorBytes, maxJsonDepth,
 //     maxDependsOn, maxTasksPerWorkflow, maxAttempts and leaseMs as
-//     {min, max, default}, maxWaitMs, maxDependencyResultBytes), plus extraLimits, the transport's
+//     {min, max, default}, maxWaitMs, maxDependencyResultBytes, priority as
+//     {min, max, default}), plus extraLimits, the transport's
 //     own bounds (for example maxStdioLineBytes);
 //   - humanOnlyOperationsExposed: false, always;
 //   - sha256: Digest of the RFC 8785 form of the object without sha256.

@@ -17,7 +17,8 @@ const MaxClaimWait = 30 * time.Second
 const sweepLimit = 64
 
 // Claim grants a lease. With TaskID it claims that task, which must be pending
-// (or claimed with an expired lease); otherwise it is claim-next: the oldest
+// (or claimed with an expired lease); otherwise it is claim-next: the first
+// by priority (highest first), then the oldest
 // pending task, optionally within WorkflowID, waiting up to Wait for one. ok
 // is false when claim-next found nothing; that is not an error. A claim-next
 // with a wait that finds nothing while Options.MaxWaiters calls are already

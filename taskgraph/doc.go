@@ -10,7 +10,12 @@
 // # Readiness
 //
 // A task is blocked while any dependency has not completed, and pending
-// (claimable) once all have. Each task keeps a count of unmet dependencies;
+// (claimable) once all have. Claim-next takes the pending task of highest
+// priority (NodeSpec.Priority, -100..100, default 0), the oldest first within
+// a priority, read from the first entry of a partial index ordered so on both
+// drivers (the query plans are pinned by the drivers' tests).
+//
+// Each task keeps a count of unmet dependencies;
 // completing a task decrements its dependents' counts and makes ready those
 // that reach zero, in the same transaction, at O(out-degree) cost. A task
 // created after all its dependencies completed starts pending.

@@ -21,6 +21,8 @@ var flowTests = []test{
 	{"ReleaseReturnsClaimWithoutPenalty", testReleaseReturnsClaimWithoutPenalty},
 	{"ReleaseFencesOutReleasedGeneration", testReleaseFencesOutReleasedGeneration},
 	{"ReleaseLeavesDownstreamAlone", testReleaseLeavesDownstreamAlone},
+	{"ClaimNextByPriorityThenAge", testClaimNextByPriorityThenAge},
+	{"PriorityBoundsAndIdempotence", testPriorityBoundsAndIdempotence},
 }
 
 // completeNode claims node id and completes it with result.
@@ -260,4 +262,72 @@ func testReleaseLeavesDownstreamAlone(t *testing.T, h Harness) {
 	if n := len(e.events(t, b.TaskID)); n != 1 {
 		t.Fatalf("downstream has %d events, want only its create", n)
 	}
+}
+
+func testClaimNextByPriorityThenAge(t *testing.T, h Harness) {
+	e := setup(t, h)
+	for _, n := range []struct {
+		wf, node string
+		prio     int
+	}{{"w1", "low", -5}, {"w1", "plain", 0}, {"w2", "high", 10}, {"w1", "high2", 10}, {"w2", "top", 100}, {"w1", "bottom", -100}, {"w2", "plain2", 0}} {
+		c, err := e.s.CreateTask(e.ctx, n.wf, tg.NodeSpec{NodeID: n.node, Priority: n.prio})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.Task.Priority != n.prio {
+			t.Fatalf("%s: priority %d, want %d", n.node, c.Task.Priority, n.prio)
+		}
+	}
+	// Within one workflow: its own order.
+	c, ok := e.claimNext(t, "w", "w1")
+	if !ok || c.Task.NodeID != "high2" {
+		t.Fatalf("claim-next in w1: %v %s, want high2", ok, c.Task.NodeID)
+	}
+	var got []string
+	for {
+		c, ok := e.claimNext(t, "w", "")
+		if !ok {
+			break
+		}
+		got = append(got, c.Task.NodeID)
+	}
+	if s, want := strings.Join(got, ","), "top,high,plain,plain2,low,bottom"; s != want {
+		t.Fatalf("claim-next order %s, want %s", s, want)
+	}
+	// A task back in pending keeps its priority and its place by age.
+	a := e.get(t, e.mustNode(t, "w1", "low"))
+	if a.Priority != -5 {
+		t.Fatalf("stored priority %d", a.Priority)
+	}
+}
+
+func (e *env) mustNode(t *testing.T, wf, node string) string {
+	t.Helper()
+	tk, err := e.s.TaskByNode(e.ctx, wf, node)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tk.TaskID
+}
+
+func testPriorityBoundsAndIdempotence(t *testing.T, h Harness) {
+	e := setup(t, h)
+	before := e.db.Snapshot(t)
+	for _, p := range []int{-101, 101, 1 << 40} {
+		_, err := e.s.CreateTask(e.ctx, "wf", tg.NodeSpec{NodeID: "a", Priority: p})
+		var ve *tg.ValidationError
+		if !errors.As(err, &ve) || ve.Field != "priority" || !strings.Contains(ve.Rule, "between -100 and 100") {
+			t.Fatalf("priority %d: %v, want invalid priority", p, err)
+		}
+	}
+	e.unchanged(t, before, "rejected priorities")
+	if _, err := e.s.CreateTask(e.ctx, "wf", tg.NodeSpec{NodeID: "a", Priority: 7}); err != nil {
+		t.Fatal(err)
+	}
+	again, err := e.s.CreateTask(e.ctx, "wf", tg.NodeSpec{NodeID: "a", Priority: 7})
+	if err != nil || again.Created {
+		t.Fatalf("identical create: %v created=%v", err, again.Created)
+	}
+	_, err = e.s.CreateTask(e.ctx, "wf", tg.NodeSpec{NodeID: "a"})
+	wantConflict(t, err, "different priority")
 }

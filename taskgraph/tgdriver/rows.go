@@ -26,6 +26,8 @@ type TaskRow struct {
 	CancelCause      int64
 	CreatedAtMS      int64
 	UpdatedAtMS      int64
+	// Priority orders claim-next: highest first, then lowest Seq (-100..100).
+	Priority int
 }
 
 // TaskRef names a task by seq, with its workflow.
