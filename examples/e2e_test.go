@@ -47,6 +47,25 @@ func decodeReport(t *testing.T, out string) report {
 type echoResult struct {
 	Echo   map[string]any `json:"echo"`
 	Worker string         `json:"worker"`
+	// Upstream is each dependency's result by node id (nodes with dependencies).
+	Upstream map[string]json.RawMessage `json:"upstream"`
+}
+
+// wantUpstream asserts that node n's echo result carries the results of
+// exactly its dependencies in the diamond, each the echo of that node: the
+// downstream node's result is built from its upstream results.
+func wantUpstream(t *testing.T, node string, res echoResult) {
+	t.Helper()
+	deps := map[string][]string{"a": nil, "b": {"a"}, "c": {"a"}, "d": {"b", "c"}}[node]
+	if len(res.Upstream) != len(deps) {
+		t.Errorf("node %s: upstream results of %d nodes, want %v", node, len(res.Upstream), deps)
+	}
+	for _, d := range deps {
+		var up echoResult
+		if err := json.Unmarshal(res.Upstream[d], &up); err != nil || up.Echo["node"] != d {
+			t.Errorf("node %s: upstream result of %s is %s, want its echo", node, d, res.Upstream[d])
+		}
+	}
 }
 
 // startWorkers starts n example workers, each with its own stdio server on db.
@@ -127,6 +146,7 @@ func TestDiamondWithTwoWorkers(t *testing.T) {
 				if err := json.Unmarshal(n.Result, &res); err != nil || res.Echo["node"] != n.NodeID || (res.Worker != "w1" && res.Worker != "w2") {
 					t.Errorf("node %s result %s is not the example worker's echo", n.NodeID, n.Result)
 				}
+				wantUpstream(t, n.NodeID, res)
 			}
 			// Progress went to stderr (stdout holds only the report).
 			if !strings.Contains(submit.Stderr(), "created d after b,c") || !strings.Contains(submit.Stderr(), "d: completed") {
@@ -159,7 +179,11 @@ func TestSubmitPrintsFinalStates(t *testing.T) {
 		}
 	}
 	for _, node := range []string{"a", "b", "c", "d"} {
-		line := regexp.MustCompile(`(?m)^  ` + node + `  [0-9A-Z]{26}  completed  result \{"echo":\{"node":"` + node + `"\},"worker":"w1"\}$`)
+		upstream := ""
+		if node != "a" {
+			upstream = `"upstream":\{.*\},`
+		}
+		line := regexp.MustCompile(`(?m)^  ` + node + `  [0-9A-Z]{26}  completed  result \{"echo":\{"node":"` + node + `"\},` + upstream + `"worker":"w1"\}$`)
 		if !line.MatchString(out) {
 			t.Errorf("no final line for %s:\n%s", node, out)
 		}

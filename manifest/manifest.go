@@ -95,7 +95,9 @@ func storeLimits() map[string]any {
 			Max:     lease.MaxDuration.Milliseconds(),
 			Default: lease.DefaultDuration.Milliseconds(),
 		},
-		"maxWaitMs": taskgraph.MaxClaimWait.Milliseconds(),
+		"maxWaitMs":                taskgraph.MaxClaimWait.Milliseconds(),
+		"maxDependencyResultBytes": int64(taskgraph.MaxDependencyResultBytes),
+		"priority":                 bounds{Min: taskgraph.MinPriority, Max: taskgraph.MaxPriority, Default: 0},
 	}
 }
 
@@ -109,7 +111,8 @@ func storeLimits() map[string]any {
 //   - limits: the store's bounds (identifierPattern, maxIdentifierLength,
 //     maxPayloadBytes, maxResultBytes, maxErrorBytes, maxJsonDepth,
 //     maxDependsOn, maxTasksPerWorkflow, maxAttempts and leaseMs as
-//     {min, max, default}, maxWaitMs), plus extraLimits, the transport's
+//     {min, max, default}, maxWaitMs, maxDependencyResultBytes, priority as
+//     {min, max, default}), plus extraLimits, the transport's
 //     own bounds (for example maxStdioLineBytes);
 //   - humanOnlyOperationsExposed: false, always;
 //   - sha256: Digest of the RFC 8785 form of the object without sha256.

@@ -56,15 +56,15 @@ func TestValidDigest(t *testing.T) {
 // order, from the store's constants.
 func expectedLimits(extra string) string {
 	return fmt.Sprintf(`{"identifierPattern":%s,"leaseMs":{"default":%d,"max":%d,"min":%d},`+
-		`"maxAttempts":{"default":%d,"max":%d,"min":%d},"maxDependsOn":%d,"maxErrorBytes":%d,`+
+		`"maxAttempts":{"default":%d,"max":%d,"min":%d},"maxDependencyResultBytes":%d,"maxDependsOn":%d,"maxErrorBytes":%d,`+
 		`"maxIdentifierLength":%d,"maxJsonDepth":%d,"maxPayloadBytes":%d,"maxResultBytes":%d,`+
-		`%s"maxTasksPerWorkflow":%d,"maxWaitMs":%d}`,
+		`%s"maxTasksPerWorkflow":%d,"maxWaitMs":%d,"priority":{"default":0,"max":%d,"min":%d}}`,
 		jsonString(taskgraph.IdentifierPattern),
 		lease.DefaultDuration.Milliseconds(), lease.MaxDuration.Milliseconds(), lease.MinDuration.Milliseconds(),
 		taskgraph.DefaultMaxAttempts, taskgraph.MaxMaxAttempts, taskgraph.MinMaxAttempts,
-		taskgraph.MaxDependsOn, taskgraph.MaxErrorBytes, taskgraph.MaxIdentifierLen, taskgraph.MaxJSONDepth,
+		taskgraph.MaxDependencyResultBytes, taskgraph.MaxDependsOn, taskgraph.MaxErrorBytes, taskgraph.MaxIdentifierLen, taskgraph.MaxJSONDepth,
 		taskgraph.MaxPayloadBytes, taskgraph.MaxResultBytes, extra,
-		taskgraph.MaxTasksPerWorkflow, taskgraph.MaxClaimWait.Milliseconds())
+		taskgraph.MaxTasksPerWorkflow, taskgraph.MaxClaimWait.Milliseconds(), taskgraph.MaxPriority, taskgraph.MinPriority)
 }
 
 // jsonString quotes an ASCII string without characters that need escaping

@@ -28,6 +28,7 @@ type taskJSON struct {
 	LeaseExpiresAt *string         `json:"lease_expires_at"`
 	Attempts       int             `json:"attempts"`
 	MaxAttempts    int             `json:"max_attempts"`
+	Priority       int             `json:"priority"`
 	Result         json.RawMessage `json:"result"`
 	Error          *string         `json:"error"`
 	StatusMessage  string          `json:"status_message"`
@@ -50,7 +51,7 @@ func renderTask(t taskgraph.Task) *taskJSON {
 	out := &taskJSON{
 		TaskID: t.TaskID, WorkflowID: t.WorkflowID, NodeID: t.NodeID, State: string(t.State),
 		Payload: t.Payload, DependsOn: deps, Owner: strOrNil(t.Owner), Generation: t.Generation,
-		Attempts: t.Attempts, MaxAttempts: t.MaxAttempts, Result: t.Result, Error: strOrNil(t.Error),
+		Attempts: t.Attempts, MaxAttempts: t.MaxAttempts, Priority: t.Priority, Result: t.Result, Error: strOrNil(t.Error),
 		StatusMessage: t.StatusMessage, CreatedAt: formatTime(t.CreatedAt), UpdatedAt: formatTime(t.UpdatedAt),
 	}
 	if !t.LeaseExpiresAt.IsZero() {
@@ -96,6 +97,7 @@ func taskSchema() map[string]any {
 		"lease_expires_at": nullable(timeS),
 		"attempts":         map[string]any{"type": "integer", "minimum": 0},
 		"max_attempts":     map[string]any{"type": "integer", "minimum": taskgraph.MinMaxAttempts, "maximum": taskgraph.MaxMaxAttempts},
+		"priority":         map[string]any{"type": "integer", "minimum": taskgraph.MinPriority, "maximum": taskgraph.MaxPriority},
 		"result":           map[string]any{"description": "the worker's result (any JSON); null until completed", "anyOf": anyJSONSchema()},
 		"error":            strNull,
 		"status_message":   str,

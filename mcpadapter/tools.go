@@ -18,12 +18,14 @@ import (
 
 // toolOutput is the structured result of every tool.
 type toolOutput struct {
-	Task    *taskJSON        `json:"task"`
-	Created *bool            `json:"created,omitempty"`
-	Claimed *bool            `json:"claimed,omitempty"`
-	Lease   *leaseJSON       `json:"lease,omitempty"`
-	Hint    string           `json:"hint,omitempty"`
-	Receipt manifest.Receipt `json:"receipt"`
+	Task    *taskJSON  `json:"task"`
+	Created *bool      `json:"created,omitempty"`
+	Claimed *bool      `json:"claimed,omitempty"`
+	Lease   *leaseJSON `json:"lease,omitempty"`
+	// Dependencies: graph_task_inspect always, graph_task_claim when it claimed.
+	Dependencies *[]depJSON       `json:"dependencies,omitempty"`
+	Hint         string           `json:"hint,omitempty"`
+	Receipt      manifest.Receipt `json:"receipt"`
 }
 
 // toolDef describes one model tool: its arguments, annotations, output and
@@ -53,29 +55,36 @@ func toolDefs() []toolDef {
 	return []toolDef{
 		{
 			name: manifest.ToolCancel, title: "Cancel a claimed task",
-			desc:        "Cancel the task you hold (your own claim only: pass task_id, owner, generation and claim_token from graph_task_claim). The task and every unfinished task that depends on it are cancelled. This is not an administrative abort.",
-			fields:      holderFields,
+			desc: "Cancel the task you hold (your own claim only: pass task_id, owner, generation and claim_token from graph_task_claim). The task and every unfinished task that depends on it are cancelled. This is not an administrative abort. " +
+				"With release true it gives the claim back instead: the task returns to pending for another worker, the attempt is not counted, nothing downstream changes, and your claim is ended (stop work on the task).",
+			fields:      append(append([]field{}, holderFields...), field{name: "release", kind: kindBool, desc: "true to give the claim back (the task returns to pending, the attempt is not counted, nothing downstream changes) instead of cancelling (default false)"}),
 			annotations: &mcp.ToolAnnotations{Title: "Cancel a claimed task", DestructiveHint: boolPtr(true), OpenWorldHint: boolPtr(false)},
 			run: func(ctx context.Context, s *Server, a *args) (*toolOutput, error) {
+				if a.bln["release"] {
+					t, err := s.store.Release(ctx, holderOf(a))
+					return taskOutput(t), err
+				}
 				t, err := s.store.Cancel(ctx, holderOf(a))
 				return taskOutput(t), err
 			},
 		},
 		{
 			name: manifest.ToolClaim, title: "Claim a ready task",
-			desc: "Claim a task for exclusive work. Without task_id it claims the oldest ready task (optionally within workflow_id), waiting up to wait_ms for one to become ready; finding none is not an error (claimed: false). " +
+			desc: "Claim a task for exclusive work. Without task_id it claims the ready task of highest priority, the oldest first within a priority (optionally within workflow_id), waiting up to wait_ms for one to become ready; finding none is not an error (claimed: false). " +
+				"A claim returns dependencies: each direct dependency's node_id, task_id, state and result (at most 256 KiB of results in all; past that a result is null with result_omitted true: inspect that task_id to read it). " +
 				"The result's lease holds owner, generation and the secret claim_token: pass them on every heartbeat, complete, fail or cancel, and heartbeat before lease_expires_at. An expired lease can be claimed by another worker at a higher generation, after which your writes are rejected.",
 			fields: []field{
 				{name: "owner", kind: kindIdentifier, required: true, desc: "who claims: a stable worker name (" + taskgraph.IdentifierPattern + ")"},
 				fLeaseMS,
-				{name: "task_id", kind: kindTaskID, desc: "claim this task; omit to claim the oldest ready task"},
+				{name: "task_id", kind: kindTaskID, desc: "claim this task; omit to claim the next ready task (highest priority, then oldest)"},
 				{name: "workflow_id", kind: kindIdentifier, desc: "claim only within this workflow (without task_id)"},
 				{name: "wait_ms", kind: kindInt, min: 0, max: waitMaxMS, desc: "how long claim-next may wait for a task to become ready, in milliseconds (default 0)"},
 			},
 			annotations: &mcp.ToolAnnotations{Title: "Claim a ready task", DestructiveHint: boolPtr(false), OpenWorldHint: boolPtr(false)},
 			extraOutput: map[string]any{
-				"claimed": map[string]any{"type": "boolean"},
-				"hint":    map[string]any{"type": "string"},
+				"claimed":      map[string]any{"type": "boolean"},
+				"dependencies": depsSchema(),
+				"hint":         map[string]any{"type": "string"},
 				"lease": map[string]any{"type": "object", "additionalProperties": false,
 					"required": []string{"claim_token", "generation", "lease_expires_at", "owner"},
 					"properties": map[string]any{
@@ -100,13 +109,14 @@ func toolDefs() []toolDef {
 		},
 		{
 			name: manifest.ToolCreate, title: "Create a task",
-			desc: "Create a task (a node of a workflow's DAG). It is ready to claim once every node in depends_on has completed. Idempotent: creating the same workflow_id and node_id again with the same payload, depends_on and max_attempts returns the existing task (created: false); different content is rejected.",
+			desc: "Create a task (a node of a workflow's DAG). It is ready to claim once every node in depends_on has completed. Idempotent: creating the same workflow_id and node_id again with the same payload, depends_on, max_attempts and priority returns the existing task (created: false); different content is rejected.",
 			fields: []field{
 				{name: "workflow_id", kind: kindIdentifier, required: true, desc: "the workflow (DAG) the task belongs to; created on first use"},
 				{name: "node_id", kind: kindIdentifier, required: true, desc: "the task's name within the workflow"},
 				{name: "payload", kind: kindObject, desc: "what the worker needs: a JSON object of at most 64 KiB (default {})"},
 				{name: "depends_on", kind: kindIdentifierList, desc: fmt.Sprintf("node ids of the same workflow that must complete first (at most %d)", taskgraph.MaxDependsOn)},
 				{name: "max_attempts", kind: kindInt, min: taskgraph.MinMaxAttempts, max: taskgraph.MaxMaxAttempts, desc: fmt.Sprintf("how many claims the task may take before it fails (default %d)", taskgraph.DefaultMaxAttempts)},
+				{name: "priority", kind: kindInt, min: taskgraph.MinPriority, max: taskgraph.MaxPriority, desc: fmt.Sprintf("claim-next takes the highest priority first, the oldest task first within a priority (%d..%d, default 0)", taskgraph.MinPriority, taskgraph.MaxPriority)},
 			},
 			annotations: &mcp.ToolAnnotations{Title: "Create a task", IdempotentHint: true, DestructiveHint: boolPtr(false), OpenWorldHint: boolPtr(false)},
 			extraOutput: map[string]any{"created": map[string]any{"type": "boolean"}},
@@ -135,13 +145,17 @@ func toolDefs() []toolDef {
 		},
 		{
 			name: manifest.ToolInspect, title: "Inspect a task",
-			desc:        "Read a task: its state, dependencies, owner, generation, lease expiry, attempts, result or error, and status message. Never returns a claim token.",
-			fields:      []field{fTaskID},
-			annotations: &mcp.ToolAnnotations{Title: "Inspect a task", ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: boolPtr(false)},
-			run: func(ctx context.Context, s *Server, a *args) (*toolOutput, error) {
-				t, err := s.store.Task(ctx, a.str["task_id"])
-				return taskOutput(t), err
+			desc: "Read a task, by task_id or by workflow_id with node_id (exactly one form): its state, owner, generation, lease expiry, attempts, result or error, and status message, " +
+				"and its direct dependencies with their states and results (at most 256 KiB of results in all; past that a result is null with result_omitted true: inspect that task_id to read it). Never returns a claim token.",
+			fields: []field{
+				{name: "task_id", kind: kindTaskID, desc: "the task id returned by graph_task_create or graph_task_claim; or give workflow_id and node_id instead"},
+				{name: "workflow_id", kind: kindIdentifier, desc: "with node_id, instead of task_id: the task's workflow"},
+				{name: "node_id", kind: kindIdentifier, desc: "with workflow_id, instead of task_id: the task's node id"},
 			},
+			annotations: &mcp.ToolAnnotations{Title: "Inspect a task", ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: boolPtr(false)},
+			extraOutput: map[string]any{"dependencies": depsSchema()},
+			required:    []string{"dependencies", "task"},
+			run:         runInspect,
 		},
 	}
 }
@@ -153,7 +167,7 @@ func holderOf(a *args) lease.Holder {
 func taskOutput(t taskgraph.Task) *toolOutput { return &toolOutput{Task: renderTask(t)} }
 
 func runCreate(ctx context.Context, s *Server, a *args) (*toolOutput, error) {
-	spec := taskgraph.NodeSpec{NodeID: a.str["node_id"], Payload: a.raw["payload"], DependsOn: a.lst["depends_on"], MaxAttempts: int(a.num["max_attempts"])}
+	spec := taskgraph.NodeSpec{NodeID: a.str["node_id"], Payload: a.raw["payload"], DependsOn: a.lst["depends_on"], MaxAttempts: int(a.num["max_attempts"]), Priority: int(a.num["priority"])}
 	c, err := s.store.CreateTask(ctx, a.str["workflow_id"], spec)
 	if err != nil {
 		return nil, err
@@ -186,7 +200,7 @@ func runClaim(ctx context.Context, s *Server, a *args) (*toolOutput, error) {
 	if !ok {
 		return &toolOutput{Claimed: boolPtr(false)}, nil
 	}
-	return &toolOutput{Task: renderTask(c.Task), Claimed: boolPtr(true), Lease: renderLease(c.Lease)}, nil
+	return &toolOutput{Task: renderTask(c.Task), Claimed: boolPtr(true), Lease: renderLease(c.Lease), Dependencies: renderDeps(c.Dependencies)}, nil
 }
 
 // outputSchema renders a tool's output schema.

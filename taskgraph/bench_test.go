@@ -346,8 +346,10 @@ func scaleFixture(b *testing.B, n int) string {
 			attempts, max_attempts, unmet, result, status_message, created_at_ms, updated_at_ms)
 		SELECT x, printf('%026d', x), printf('wf%05d', (x - 1) / ?2), printf('n%07d', x), '{"job":"bench"}', '[]',
 			'completed', 'seed', 1, 1, 3, 0, '1', 'completed by seed (generation 1)', ?3, ?3 FROM c`,
+		// The pending tasks spread over every priority, so claim-next reads
+		// the (priority DESC, seq) index rather than the first pending seq.
 		`UPDATE tasks SET state = 'pending', owner = NULL, generation = 0, attempts = 0, result = NULL,
-			status_message = 'ready to claim' WHERE seq % ?4 = 0`,
+			status_message = 'ready to claim', priority = (seq / ?4) % 201 - 100 WHERE seq % ?4 = 0`,
 	} {
 		if _, err := tx.Exec(q, n, perWorkflow, now, every); err != nil {
 			b.Fatal(err)

@@ -18,7 +18,8 @@ const MaxClaimWait = 30 * time.Second
 const sweepLimit = 64
 
 // Claim grants a lease. With TaskID it claims that task, which must be pending
-// (or claimed with an expired lease); otherwise it is claim-next: the oldest
+// (or claimed with an expired lease); otherwise it is claim-next: the first
+// by priority (highest first), then the oldest
 // pending task, optionally within WorkflowID, waiting up to Wait for one. ok
 // is false when claim-next found nothing; that is not an error. A claim-next
 // with a wait that finds nothing while Options.MaxWaiters calls are already
@@ -249,6 +250,12 @@ func (w *wtx) grant(r *row, owner string, d time.Duration) (Claimed, error) {
 	if err := w.appendEvent(r, EventClaim, owner, gen, map[string]any{"attempt": r.Attempts, "lease_expires_at_ms": exp.UnixMilli()}); err != nil {
 		return Claimed{}, err
 	}
+	deps := []Dependency{}
+	if len(r.DependsOn) > 0 { // most tasks have none: skip the read
+		if deps, err = dependencies(w.ctx, w.tx, r.seq); err != nil {
+			return Claimed{}, err
+		}
+	}
 	reclaim := gen > 1
 	w.afterCommit(func() {
 		w.s.stats.claims.Add(1)
@@ -256,7 +263,7 @@ func (w *wtx) grant(r *row, owner string, d time.Duration) (Claimed, error) {
 			w.s.stats.reclaims.Add(1)
 		}
 	})
-	return Claimed{Task: r.Task, Lease: lease.Grant{Owner: owner, Generation: gen, Token: token, ExpiresAt: time.UnixMilli(exp.UnixMilli()).UTC()}}, nil
+	return Claimed{Task: r.Task, Lease: lease.Grant{Owner: owner, Generation: gen, Token: token, ExpiresAt: time.UnixMilli(exp.UnixMilli()).UTC()}, Dependencies: deps}, nil
 }
 
 // sweepExpired processes up to limit claims whose lease had lapsed when the

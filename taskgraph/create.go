@@ -187,6 +187,9 @@ func sameNode(existing row, n normalizedNode) error {
 	if existing.MaxAttempts != n.MaxAttempts {
 		return conflict("max_attempts")
 	}
+	if existing.Priority != n.Priority {
+		return conflict("priority")
+	}
 	return nil
 }
 
@@ -267,7 +270,7 @@ func (w *wtx) insertNode(workflowID string, n normalizedNode) (row, error) {
 	}
 	tr := tgdriver.TaskRow{TaskID: taskID, WorkflowID: workflowID, NodeID: n.NodeID, Payload: string(n.Payload), DependsOn: string(depsJSON),
 		State: string(state), MaxAttempts: n.MaxAttempts, Unmet: unmet, StatusMessage: status, CancelCause: causeSeq,
-		CreatedAtMS: w.nowMS, UpdatedAtMS: w.nowMS, CreatedBy: PrincipalFrom(w.ctx)}
+		CreatedAtMS: w.nowMS, UpdatedAtMS: w.nowMS, CreatedBy: PrincipalFrom(w.ctx), Priority: n.Priority}
 	seq, err := w.tx.InsertTask(w.ctx, tr)
 	if err != nil {
 		return row{}, fmt.Errorf("insert task: %w", err)
@@ -282,7 +285,11 @@ func (w *wtx) insertNode(workflowID string, n normalizedNode) (row, error) {
 	if err != nil {
 		return row{}, err
 	}
-	if err := w.appendEvent(&r, EventCreate, "", 0, map[string]any{"node_id": n.NodeID, "depends_on": n.DependsOn, "state": string(state), "max_attempts": n.MaxAttempts}); err != nil {
+	detail := map[string]any{"node_id": n.NodeID, "depends_on": n.DependsOn, "state": string(state), "max_attempts": n.MaxAttempts}
+	if n.Priority != 0 {
+		detail["priority"] = n.Priority
+	}
+	if err := w.appendEvent(&r, EventCreate, "", 0, detail); err != nil {
 		return row{}, err
 	}
 	if state == StatePending {

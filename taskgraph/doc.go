@@ -10,7 +10,12 @@
 // # Readiness
 //
 // A task is blocked while any dependency has not completed, and pending
-// (claimable) once all have. Each task keeps a count of unmet dependencies;
+// (claimable) once all have. Claim-next takes the pending task of highest
+// priority (NodeSpec.Priority, -100..100, default 0), the oldest first within
+// a priority, read from the first entry of a partial index ordered so on both
+// drivers (the query plans are pinned by the drivers' tests).
+//
+// Each task keeps a count of unmet dependencies;
 // completing a task decrements its dependents' counts and makes ready those
 // that reach zero, in the same transaction, at O(out-degree) cost. A task
 // created after all its dependencies completed starts pending.
@@ -42,6 +47,20 @@
 // write renews. An
 // expired lease goes back to pending (or to failed on the last attempt) no
 // later than the next claim scan, read of the task, or sweep.
+//
+// # Upstream results and release
+//
+// A claim carries the claimed task's direct dependencies (Claimed.
+// Dependencies, read in the claim's transaction) with their states and
+// results; Dependencies reads them for any task from one snapshot, and
+// TaskByNode finds a task by workflow and node id. One answer carries at
+// most MaxDependencyResultBytes of results: they are taken in dependency
+// creation order while they fit in what is left, and one that does not fit
+// is marked ResultOmitted (Task returns it whole). Release gives a claim back
+// without penalty: one fenced update (the holder's full predicate) returns
+// the task to pending with attempts lowered by one and the token cleared, at
+// the same generation, so the released claim is fenced out like any ended
+// claim; nothing downstream is touched.
 //
 // # Waiting claims
 //

@@ -37,6 +37,7 @@ func toRow(tr tgdriver.TaskRow) (row, error) {
 		r.LeaseExpiresAt = time.UnixMilli(tr.LeaseExpiresAtMS).UTC()
 	}
 	r.Attempts, r.MaxAttempts = tr.Attempts, tr.MaxAttempts
+	r.Priority = tr.Priority
 	if tr.HasResult {
 		r.Result = json.RawMessage(tr.Result)
 	}

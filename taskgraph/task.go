@@ -56,11 +56,13 @@ type Task struct {
 	LeaseExpiresAt time.Time
 	Attempts       int
 	MaxAttempts    int
-	Result         json.RawMessage // nil until completed
-	Error          string          // the last failure, "" when none
-	StatusMessage  string
-	CreatedAt      time.Time
-	UpdatedAt      time.Time
+	// Priority orders claim-next: highest first, oldest first within one.
+	Priority      int
+	Result        json.RawMessage // nil until completed
+	Error         string          // the last failure, "" when none
+	StatusMessage string
+	CreatedAt     time.Time
+	UpdatedAt     time.Time
 	// CreatedBy is the principal that created the task (see WithPrincipal);
 	// "" when the creating request carried none.
 	CreatedBy string
@@ -75,6 +77,9 @@ type NodeSpec struct {
 	DependsOn []string
 	// MaxAttempts bounds how often the task may be claimed; 0 means DefaultMaxAttempts.
 	MaxAttempts int
+	// Priority (MinPriority..MaxPriority, default 0): claim-next takes the
+	// highest priority first, the oldest task first within a priority.
+	Priority int
 }
 
 // Created is the outcome of creating one node.
@@ -89,7 +94,8 @@ type ClaimRequest struct {
 	Owner string
 	// Lease is the lease duration; 0 means lease.DefaultDuration.
 	Lease time.Duration
-	// TaskID claims that task; empty means claim-next: the oldest pending task.
+	// TaskID claims that task; empty means claim-next: the pending task of
+	// highest priority, the oldest first within a priority.
 	TaskID string
 	// WorkflowID restricts claim-next to one workflow.
 	WorkflowID string
@@ -102,6 +108,9 @@ type ClaimRequest struct {
 type Claimed struct {
 	Task  Task
 	Lease lease.Grant
+	// Dependencies are the task's direct dependencies with their results
+	// (see Dependency), read in the claim's transaction.
+	Dependencies []Dependency
 }
 
 // Operator identifies the human behind an operator operation.

@@ -23,8 +23,11 @@ const (
 	MaxDependsOn        = 64
 	MaxTasksPerWorkflow = 10_000
 	DefaultMaxAttempts  = 3
-	MinMaxAttempts      = 1
-	MaxMaxAttempts      = 100
+	// MinPriority and MaxPriority bound NodeSpec.Priority (default 0).
+	MinPriority    = -100
+	MaxPriority    = 100
+	MinMaxAttempts = 1
+	MaxMaxAttempts = 100
 	// MaxJSONDepth bounds the nesting of payloads and results.
 	MaxJSONDepth = 64
 )
@@ -236,6 +239,7 @@ type normalizedNode struct {
 	Payload     json.RawMessage
 	DependsOn   []string
 	MaxAttempts int
+	Priority    int
 }
 
 func normalizeNode(n NodeSpec) (normalizedNode, error) {
@@ -275,7 +279,10 @@ func normalizeNode(n NodeSpec) (normalizedNode, error) {
 	if ma < MinMaxAttempts || ma > MaxMaxAttempts {
 		return normalizedNode{}, invalid("max_attempts", "must be between %d and %d (got %d)", MinMaxAttempts, MaxMaxAttempts, n.MaxAttempts)
 	}
-	return normalizedNode{NodeID: n.NodeID, Payload: p, DependsOn: deps, MaxAttempts: ma}, nil
+	if n.Priority < MinPriority || n.Priority > MaxPriority {
+		return normalizedNode{}, invalid("priority", "must be an integer between %d and %d (got %d)", MinPriority, MaxPriority, n.Priority)
+	}
+	return normalizedNode{NodeID: n.NodeID, Payload: p, DependsOn: deps, MaxAttempts: ma, Priority: n.Priority}, nil
 }
 
 func checkErrorText(s string) error {

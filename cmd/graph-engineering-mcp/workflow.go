@@ -279,7 +279,7 @@ func taskNote(t taskgraph.Task, now time.Time) string {
 		}
 		return ""
 	case taskgraph.StatePending:
-		if t.Attempts == 0 {
+		if t.Attempts == 0 && t.Generation == 0 { // never claimed: nothing to say (a released claim is)
 			return ""
 		}
 	}

@@ -2,7 +2,9 @@
 // client. It creates a diamond workflow (a → b, a → c, {b, c} → d) and
 // follows it until every node has finished, then prints each node's final
 // state and result. It exits 0 when all four completed, 1 when any failed or
-// was cancelled (or it could not follow them), 2 on bad usage.
+// was cancelled (or it could not follow them), 2 on bad usage. A downstream
+// node's worker gets its upstream nodes' results with the claim: with the
+// example worker, d's result carries b's and c's, which carry a's.
 //
 // With the Tasks extension (io.modelcontextprotocol/tasks) declared and
 // offered, graph_task_create returns a task handle and submit follows it with

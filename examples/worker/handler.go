@@ -22,6 +22,10 @@ type Task struct {
 	// Owner and Generation identify the claim the worker holds.
 	Owner      string
 	Generation int64
+	// Upstream holds the result of each direct dependency by node id, as
+	// the claim returned them (a result the claim left out for size is read
+	// whole with graph_task_inspect before the handler runs).
+	Upstream map[string]json.RawMessage
 }
 
 // Handler does a task's work. It returns the result to store (any value that
@@ -75,6 +79,8 @@ const maxSleep = time.Hour
 // Echo is the default handler. It runs no commands (a payload is data from
 // whoever created the task, not code to trust). It returns
 // {"echo": <payload>, "worker": <owner>} after payload.sleep_ms milliseconds,
+// with "upstream": {<node id>: <result>, …} added for a task that has
+// dependencies (so a downstream node's result is built from its upstream ones),
 // or fails with payload.fail (a message string, or true) — retryably when
 // payload.fail_retryable is true.
 func Echo(ctx context.Context, t Task) (any, error) {
@@ -105,7 +111,11 @@ func Echo(ctx context.Context, t Task) (any, error) {
 		}
 		return nil, err
 	}
-	return map[string]any{"echo": t.Payload, "worker": t.Owner}, nil
+	out := map[string]any{"echo": t.Payload, "worker": t.Owner}
+	if len(t.Upstream) > 0 {
+		out["upstream"] = t.Upstream
+	}
+	return out, nil
 }
 
 // failMessage reads payload.fail: a non-empty string is the message, true a

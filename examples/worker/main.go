@@ -9,8 +9,13 @@
 // or fails with payload.fail (retryably with payload.fail_retryable).
 //
 // SIGINT or SIGTERM stops claiming; the task in hand may finish within
-// --grace, after which it is failed with retryable=true so another worker
-// can take it. The worker then exits 0. A second signal exits at once.
+// --grace, after which its claim is released (graph_task_cancel with
+// release: true) so another worker can take it without the attempt being
+// counted. The worker then exits 0. A second signal exits at once.
+//
+// A claimed task's dependencies come with the claim: the handler sees each
+// upstream node's result (Task.Upstream), and the default handler adds them
+// to its result.
 //
 // Usage:
 //
@@ -58,7 +63,7 @@ func run(args []string, stderr io.Writer) int {
 	leaseMs := fs.Int("lease-ms", 30000, "lease duration in milliseconds (1000..900000); heartbeats go every third of it")
 	waitMs := fs.Int("wait-ms", 5000, "how long one claim waits for a ready task, in milliseconds (0..30000); also bounds how long an idle worker takes to stop")
 	maxTasks := fs.Int("max-tasks", 0, "exit after working this many tasks (0 = run until SIGINT/SIGTERM)")
-	grace := fs.Duration("grace", 10*time.Second, "on SIGINT/SIGTERM, how long the task in hand may keep running before it is failed retryably")
+	grace := fs.Duration("grace", 10*time.Second, "on SIGINT/SIGTERM, how long the task in hand may keep running before its claim is released for another worker")
 	logLevel := fs.String("log-level", "info", "log level on stderr: debug, info, warn or error")
 	conn := mcpclient.AddFlags(fs)
 	fs.Usage = func() {

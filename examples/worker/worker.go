@@ -58,9 +58,10 @@ var errShuttingDown = errors.New("the worker is shutting down and the grace peri
 // granted after its request was abandoned would sit unheld until its lease
 // expired); a task it returns is worked like any task in hand. A task in hand
 // keeps heartbeating and may finish within Grace of the stop; then its
-// handler's context is cancelled and the task is failed with retryable=true,
-// so it goes back to pending for another worker. Run never writes to a task
-// whose claim it has lost.
+// handler's context is cancelled and the claim is released
+// (graph_task_cancel with release: true): the task goes back to pending for
+// another worker without the attempt being counted. Run never writes to a
+// task whose claim it has lost.
 func Run(stop context.Context, cs *mcp.ClientSession, cfg Config) error {
 	w, err := newWorker(stop, cs, cfg)
 	if err != nil {
@@ -172,6 +173,7 @@ func transient(err error) bool {
 type claimed struct {
 	task  mcpclient.Task
 	lease mcpclient.Lease
+	deps  []mcpclient.Dependency
 	at    time.Time // when the claim was sent: the lease runs from no earlier
 }
 
@@ -199,7 +201,33 @@ func (w *worker) claim() (*claimed, error) {
 	if out.Task == nil || out.Lease == nil {
 		return nil, fmt.Errorf("claim returned claimed=true without a task and lease; is this a graph-engineering server?")
 	}
-	return &claimed{task: *out.Task, lease: *out.Lease, at: sent}, nil
+	return &claimed{task: *out.Task, lease: *out.Lease, deps: out.Dependencies, at: sent}, nil
+}
+
+// upstream returns the results of the claimed task's dependencies by node id,
+// reading whole (graph_task_inspect) any the claim left out for size.
+func (w *worker) upstream(c *claimed) (map[string]json.RawMessage, error) {
+	if len(c.deps) == 0 {
+		return nil, nil
+	}
+	out := make(map[string]json.RawMessage, len(c.deps))
+	for _, d := range c.deps {
+		r := d.Result
+		if d.ResultOmitted {
+			ctx, cancel := context.WithTimeout(context.WithoutCancel(w.stop), w.cfg.CallTimeout)
+			var got mcpclient.Result
+			err := mcpclient.CallTool(ctx, w.cs, mcpclient.ToolInspect, map[string]any{"task_id": d.TaskID}, &got)
+			cancel()
+			if err != nil {
+				return nil, fmt.Errorf("read the result of dependency %s: %w", d.NodeID, err)
+			}
+			if got.Task != nil {
+				r = got.Task.Result
+			}
+		}
+		out[d.NodeID] = r
+	}
+	return out, nil
 }
 
 // holderArgs are the arguments that prove the claim on every holder write.
@@ -228,9 +256,14 @@ func (w *worker) work(c *claimed) error {
 	defer func() { stopHeartbeats(); hbDone.Wait() }()
 
 	done := make(chan outcome, 1)
+	up, upErr := w.upstream(c)
 	task := Task{TaskID: c.task.TaskID, WorkflowID: c.task.WorkflowID, NodeID: c.task.NodeID, Payload: c.task.Payload,
-		Attempt: c.task.Attempts, MaxAttempts: c.task.MaxAttempts, Owner: c.lease.Owner, Generation: c.lease.Generation}
+		Attempt: c.task.Attempts, MaxAttempts: c.task.MaxAttempts, Owner: c.lease.Owner, Generation: c.lease.Generation, Upstream: up}
 	go func() {
+		if upErr != nil {
+			done <- outcome{err: Retryable(upErr)}
+			return
+		}
 		defer func() {
 			if r := recover(); r != nil {
 				done <- outcome{err: fmt.Errorf("the handler panicked: %v", r)}
@@ -275,8 +308,8 @@ func (w *worker) work(c *claimed) error {
 				return nil
 			default:
 			}
-			log.Info("grace period over; failing the task retryably so another worker can take it", "grace", w.cfg.Grace)
-			return w.fail(c, fmt.Sprintf("worker %s shut down before the task finished (grace %v); released for another worker", w.cfg.Owner, w.cfg.Grace), true, log)
+			log.Info("grace period over; releasing the task so another worker can take it (the attempt is not counted)", "grace", w.cfg.Grace)
+			return w.releaseClaim(c, log)
 		}
 	}
 }
@@ -372,6 +405,23 @@ func (w *worker) fail(c *claimed, msg string, retryable bool, log *slog.Logger) 
 		return nil
 	case mcpclient.IsStaleClaim(err):
 		log.Warn("claim lost before the failure was recorded", "err", err)
+		return nil
+	}
+	return err
+}
+
+// releaseClaim gives the held claim back (graph_task_cancel with release:
+// true): the task returns to pending, the attempt is not counted.
+func (w *worker) releaseClaim(c *claimed, log *slog.Logger) error {
+	args := c.holderArgs()
+	args["release"] = true
+	err := w.holderWrite(mcpclient.ToolCancel, args)
+	switch {
+	case err == nil:
+		log.Info("released task")
+		return nil
+	case mcpclient.IsStaleClaim(err):
+		log.Warn("claim lost before the release was recorded", "err", err)
 		return nil
 	}
 	return err

@@ -74,6 +74,7 @@ func Run(t *testing.T, h Harness) {
 		{"Race", raceTests},
 		{"LeaseTime", leaseTimeTests},
 		{"Principal", principalTests},
+		{"Flow", flowTests},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {

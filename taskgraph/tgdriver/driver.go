@@ -148,8 +148,9 @@ type Tx interface {
 	// InsertEdge records that task must wait for dep.
 	InsertEdge(ctx context.Context, depSeq, taskSeq int64) error
 
-	// NextPending returns the oldest pending task, of workflowID when it is
-	// not empty, locked for this transaction together with its workflow
+	// NextPending returns the pending task of highest priority, the oldest
+	// (lowest seq) first within a priority, of workflowID when it is not
+	// empty, read through an index ordered so, locked for this transaction together with its workflow
 	// (as LockWorkflow); ok is false when there is none this transaction may
 	// take. PostgreSQL skips tasks other transactions hold (SKIP LOCKED).
 	NextPending(ctx context.Context, workflowID string) (t TaskRow, ok bool, err error)

@@ -29,6 +29,8 @@ type TaskRow struct {
 	// CreatedBy is the principal that created the task; "" (NULL) when
 	// none was authenticated (stdio, operator commands).
 	CreatedBy string
+	// Priority orders claim-next: highest first, then lowest Seq (-100..100).
+	Priority int
 }
 
 // TaskRef names a task by seq, with its workflow.

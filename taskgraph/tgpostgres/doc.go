@@ -39,10 +39,12 @@
 //
 // NextPending must lock a task and its workflow row, but the lock order is
 // workflow first. Locking the workflow first would mean choosing it before
-// knowing which task is oldest and free; taking the task first and then
+// knowing which task is first and free; taking the task first and then
 // waiting for its workflow would invert the order and deadlock against a
 // writer of that workflow that waits for the task. So, inside a SAVEPOINT,
-// it takes the oldest pending task FOR UPDATE SKIP LOCKED (tasks another
+// it takes the first pending task by (priority DESC, seq), read from the
+// first entry of the partial index tasks_ready_by_priority (or
+// tasks_ready_by_workflow_priority), FOR UPDATE SKIP LOCKED (tasks another
 // claimer holds are skipped: concurrent claimers get different tasks and do
 // not wait for each other), then its workflow row FOR UPDATE SKIP LOCKED,
 // which never waits. When the workflow row is busy it rolls back to the
@@ -52,7 +54,7 @@
 // workflow lock does not wait for a second one while others are free. Only
 // when every pending task it found belongs to a busy workflow does it wait,
 // in lock order: it locks that workflow row (blocking) and then takes the
-// workflow's oldest pending task FOR UPDATE SKIP LOCKED, or reports none.
+// workflow's first pending task FOR UPDATE SKIP LOCKED, or reports none.
 //
 // ExpiredLeases is a plain SELECT: the domain locks each workflow and
 // expires its tasks with a guarded UpdateTask, so a sweeper on every replica

@@ -21,7 +21,7 @@ type querier interface {
 // taskColumns are the columns of a TaskRow, in scanTask's order.
 const taskColumns = `seq, task_id, workflow_id, node_id, payload, depends_on, state, owner, generation,
 	token_hash, lease_expires_at_ms, lease_ms, attempts, max_attempts, unmet, result, error, status_message,
-	cancel_cause, created_at_ms, updated_at_ms, created_by`
+	cancel_cause, created_at_ms, updated_at_ms, created_by, priority`
 
 const eventColumns = `event_id, workflow_id, wseq, task_id, kind, owner, generation, at_ms, detail, prev_hash, hash,
 	hash_version, actor_kind, actor_name, actor_principal, task_state, content`
@@ -34,7 +34,7 @@ func scanTask(row pgx.Row) (tgdriver.TaskRow, error) {
 	var lease, leaseMS, cause *int64
 	if err := row.Scan(&t.Seq, &t.TaskID, &t.WorkflowID, &t.NodeID, &t.Payload, &t.DependsOn, &t.State, &owner, &t.Generation,
 		&t.TokenHash, &lease, &leaseMS, &t.Attempts, &t.MaxAttempts, &t.Unmet, &result, &errText, &t.StatusMessage,
-		&cause, &t.CreatedAtMS, &t.UpdatedAtMS, &createdBy); err != nil {
+		&cause, &t.CreatedAtMS, &t.UpdatedAtMS, &createdBy, &t.Priority); err != nil {
 		return tgdriver.TaskRow{}, err
 	}
 	if owner != nil {

@@ -101,11 +101,11 @@ func (w *wtx) InsertTask(ctx context.Context, t tgdriver.TaskRow) (int64, error)
 	var seq int64
 	err := w.tx.QueryRow(ctx, `INSERT INTO tasks (task_id, workflow_id, node_id, payload, depends_on, state, owner, generation,
 		token_hash, lease_expires_at_ms, lease_ms, attempts, max_attempts, unmet, result, error, status_message,
-		cancel_cause, created_at_ms, updated_at_ms, created_by)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21) RETURNING seq`,
+		cancel_cause, created_at_ms, updated_at_ms, created_by, priority)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22) RETURNING seq`,
 		t.TaskID, t.WorkflowID, t.NodeID, t.Payload, t.DependsOn, t.State, nullStr(t.Owner), t.Generation,
 		token, nullInt(t.LeaseExpiresAtMS), nullInt(t.LeaseMS), t.Attempts, t.MaxAttempts, t.Unmet, result, nullStr(t.Error), t.StatusMessage,
-		nullInt(t.CancelCause), t.CreatedAtMS, t.UpdatedAtMS, nullStr(t.CreatedBy)).Scan(&seq)
+		nullInt(t.CancelCause), t.CreatedAtMS, t.UpdatedAtMS, nullStr(t.CreatedBy), t.Priority).Scan(&seq)
 	if err != nil {
 		return 0, w.fail(ctx, "insert task "+t.WorkflowID+"/"+t.NodeID, err)
 	}
@@ -124,12 +124,12 @@ const (
 	// pendingCandidatesSQL: the oldest pending tasks, read without locking,
 	// skipping the workflows found busy ($1); of workflow $2 when set.
 	pendingCandidatesSQL = `SELECT seq, workflow_id FROM tasks WHERE state = 'pending' AND workflow_id <> ALL($1::text[])
-		AND ($2 = '' OR workflow_id = $2) ORDER BY seq LIMIT 16`
+		AND ($2 = '' OR workflow_id = $2) ORDER BY priority DESC, seq LIMIT 16`
 	// takePendingSQL locks one candidate if it is still pending and no other
 	// transaction holds it.
 	takePendingSQL           = `SELECT ` + taskColumns + ` FROM tasks WHERE seq = $1 AND state = 'pending' FOR UPDATE SKIP LOCKED`
 	nextPendingInWorkflowSQL = `SELECT ` + taskColumns + ` FROM tasks WHERE workflow_id = $1 AND state = 'pending'
-		ORDER BY seq LIMIT 1 FOR UPDATE SKIP LOCKED`
+		ORDER BY priority DESC, seq LIMIT 1 FOR UPDATE SKIP LOCKED`
 	tryLockWorkflowSQL = `SELECT 1 FROM workflows WHERE workflow_id = $1 FOR UPDATE SKIP LOCKED`
 )
 

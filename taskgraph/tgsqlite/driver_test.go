@@ -494,7 +494,7 @@ func TestClaimAndLeaseQueries(t *testing.T) {
 	}
 	// The claim-next and lease statements read their pinned partial index:
 	// INDEXED BY makes a statement fail to prepare if the index is gone.
-	for q, index := range map[string]string{sqlNextPending: "tasks_ready", sqlNextPendingInWorkflow: "tasks_ready_by_workflow",
+	for q, index := range map[string]string{sqlNextPending: "tasks_ready_by_priority", sqlNextPendingInWorkflow: "tasks_ready_by_workflow_priority",
 		sqlExpiredLeases: "tasks_leases", sqlNextLeaseExpiry: "tasks_leases", sqlPendingWorkflows: "tasks_ready",
 		sqlPendingInWorkflow: "tasks_ready_by_workflow"} {
 		rows, err := d.rdb.Query(`EXPLAIN QUERY PLAN `+q, make([]any, strings.Count(q, "?"))...)
@@ -513,6 +513,8 @@ func TestClaimAndLeaseQueries(t *testing.T) {
 		rows.Close()
 		if p := strings.Join(plan, "; "); !strings.Contains(p, "USING INDEX "+index) && !strings.Contains(p, "USING COVERING INDEX "+index) {
 			t.Fatalf("plan of %s: %s, want index %s", q, p, index)
+		} else if strings.Contains(p, "TEMP B-TREE") {
+			t.Fatalf("plan of %s: %s sorts; the index must give the order (priority DESC, seq)", q, p)
 		}
 	}
 }

@@ -46,7 +46,7 @@ var _ tgdriver.Reads = (*reads)(nil)
 // taskColumns is the column list every task read selects, in scanTask order.
 const taskColumns = `seq, task_id, workflow_id, node_id, payload, depends_on, state, owner, generation,
 	token_hash, lease_expires_at_ms, lease_ms, attempts, max_attempts, unmet, result, error, status_message,
-	cancel_cause, created_at_ms, updated_at_ms, created_by`
+	cancel_cause, created_at_ms, updated_at_ms, created_by, priority`
 
 type scanner interface{ Scan(dest ...any) error }
 
@@ -61,7 +61,7 @@ func scanTask(sc scanner) (tgdriver.TaskRow, error) {
 	)
 	err := sc.Scan(&r.Seq, &r.TaskID, &r.WorkflowID, &r.NodeID, &r.Payload, &r.DependsOn, &r.State, &owner, &r.Generation,
 		&r.TokenHash, &leaseAt, &leaseMS, &r.Attempts, &r.MaxAttempts, &r.Unmet, &result, &errText, &r.StatusMessage,
-		&ccs, &r.CreatedAtMS, &r.UpdatedAtMS, &createdBy)
+		&ccs, &r.CreatedAtMS, &r.UpdatedAtMS, &createdBy, &r.Priority)
 	if err != nil {
 		if errors.Is(err, sql.ErrNoRows) {
 			return tgdriver.TaskRow{}, tgdriver.ErrNoRows
@@ -116,10 +116,10 @@ const (
 	// the lease queries reads every claimed task and sorts them, so INDEXED
 	// BY pins the index: a schema change that drops it makes these
 	// statements fail to prepare rather than silently scan.
-	sqlNextPending = `SELECT ` + taskColumns + ` FROM tasks INDEXED BY tasks_ready
-		WHERE state = 'pending' ORDER BY seq LIMIT 1`
-	sqlNextPendingInWorkflow = `SELECT ` + taskColumns + ` FROM tasks INDEXED BY tasks_ready_by_workflow
-		WHERE workflow_id = ? AND state = 'pending' ORDER BY seq LIMIT 1`
+	sqlNextPending = `SELECT ` + taskColumns + ` FROM tasks INDEXED BY tasks_ready_by_priority
+		WHERE state = 'pending' ORDER BY priority DESC, seq LIMIT 1`
+	sqlNextPendingInWorkflow = `SELECT ` + taskColumns + ` FROM tasks INDEXED BY tasks_ready_by_workflow_priority
+		WHERE workflow_id = ? AND state = 'pending' ORDER BY priority DESC, seq LIMIT 1`
 	sqlExpiredLeases = `SELECT seq, workflow_id, lease_expires_at_ms FROM tasks INDEXED BY tasks_leases
 		WHERE state = 'claimed' AND lease_expires_at_ms <= ? ORDER BY lease_expires_at_ms LIMIT ?`
 	sqlNextLeaseExpiry   = `SELECT MIN(lease_expires_at_ms) FROM tasks INDEXED BY tasks_leases WHERE state = 'claimed'`

@@ -63,7 +63,7 @@ const (
 	sqlAddWorkflowTasks = `UPDATE workflows SET task_count = task_count + ? WHERE workflow_id = ?`
 	sqlInsertTask       = `INSERT INTO tasks (task_id, workflow_id, node_id, payload, depends_on, state, owner, generation,
 		token_hash, lease_expires_at_ms, lease_ms, attempts, max_attempts, unmet, result, error, status_message,
-		cancel_cause, created_at_ms, updated_at_ms, created_by) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+		cancel_cause, created_at_ms, updated_at_ms, created_by, priority) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 	sqlInsertEdge           = `INSERT INTO edges (dep_seq, task_seq) VALUES (?, ?)`
 	sqlUnfinishedDependents = `SELECT t.seq FROM edges e JOIN tasks t ON t.seq = e.task_seq
 		WHERE e.dep_seq = ? AND t.state IN ('blocked', 'pending', 'claimed') ORDER BY t.seq`
@@ -171,7 +171,7 @@ func (t *wtx) InsertTask(_ context.Context, r tgdriver.TaskRow) (int64, error) {
 	res, err := t.exec(sqlInsertTask, r.TaskID, r.WorkflowID, r.NodeID, r.Payload, r.DependsOn, r.State,
 		nullString(r.Owner), r.Generation, nullBytes(r.TokenHash), nullInt(r.LeaseExpiresAtMS), nullInt(r.LeaseMS),
 		r.Attempts, r.MaxAttempts, r.Unmet, result, nullString(r.Error), r.StatusMessage, nullInt(r.CancelCause),
-		r.CreatedAtMS, r.UpdatedAtMS, nullString(r.CreatedBy))
+		r.CreatedAtMS, r.UpdatedAtMS, nullString(r.CreatedBy), r.Priority)
 	if err != nil {
 		return 0, fmt.Errorf("insert task: %w", err)
 	}

@@ -324,10 +324,10 @@ func (b Bins) WorkflowTasks(t *testing.T, db, workflow string) map[string]string
 }
 
 // holderKinds are the events only the holder of the live claim can cause.
-var holderKinds = map[string]bool{"heartbeat": true, "complete": true, "fail": true, "retry": true}
+var holderKinds = map[string]bool{"heartbeat": true, "complete": true, "fail": true, "retry": true, "release": true}
 
 // CheckHolderWrites asserts from a task's history that every holder write
-// (heartbeat, complete, fail, retry) was made by the owner and generation of
+// (heartbeat, complete, fail, retry, release) was made by the owner and generation of
 // the claim live at that moment: nobody wrote to a task they did not hold.
 func CheckHolderWrites(t *testing.T, s Show) {
 	t.Helper()

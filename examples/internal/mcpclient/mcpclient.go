@@ -344,12 +344,26 @@ type Lease struct {
 	LeaseExpiresAt string `json:"lease_expires_at"`
 }
 
+// Dependency is one direct dependency of a task, as graph_task_claim and
+// graph_task_inspect return it: Result is null until it completed, and null
+// with ResultOmitted when the answer's bound on results left it out (inspect
+// TaskID to read it).
+type Dependency struct {
+	NodeID        string          `json:"node_id"`
+	TaskID        string          `json:"task_id"`
+	State         string          `json:"state"`
+	Result        json.RawMessage `json:"result"`
+	ResultOmitted bool            `json:"result_omitted"`
+}
+
 // Result is the structured content of every graph_task_* tool.
 type Result struct {
 	Task    *Task  `json:"task"`
 	Created *bool  `json:"created,omitempty"`
 	Claimed *bool  `json:"claimed,omitempty"`
 	Lease   *Lease `json:"lease,omitempty"`
+	// Dependencies: graph_task_inspect, and graph_task_claim when it claimed.
+	Dependencies []Dependency `json:"dependencies,omitempty"`
 }
 
 // LockedWriter returns w made safe for concurrent writers: a program's own

@@ -1,0 +1,83 @@
+package tgpostgres
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/tgdriver"
+	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/tgpostgres/pgtest"
+)
+
+// TestClaimNextPlanIsIndexServed: with many pending tasks (analyzed), the
+// claim-next statements read the first entry of their (priority DESC, seq)
+// partial index, without a sort of the pending tasks, and keep FOR UPDATE
+// SKIP LOCKED (LockRows); NextPending takes the highest priority first,
+// the oldest first within one.
+func TestClaimNextPlanIsIndexServed(t *testing.T) {
+	ctx := testCtx(t)
+	url := pgtest.URL(t)
+	d := open(t, url, Options{})
+	c := raw(t, url)
+	if _, err := c.Exec(ctx, `INSERT INTO workflows (workflow_id, created_at_ms, updated_at_ms) VALUES ('big', 1, 1)`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Exec(ctx, `INSERT INTO tasks (task_id, workflow_id, node_id, payload, depends_on, state, max_attempts, unmet,
+		created_at_ms, updated_at_ms, priority)
+		SELECT 'big-' || i, 'big', 'n' || i, '{}', '[]', CASE WHEN i % 10 = 0 THEN 'pending' ELSE 'completed' END, 3, 0, 1, 1, (i % 201) - 100
+		FROM generate_series(1, 20000) AS i`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Exec(ctx, `ANALYZE tasks`); err != nil {
+		t.Fatal(err)
+	}
+	for name, q := range map[string]struct {
+		sql   string
+		args  []any
+		index string
+		lock  bool // under LockRows (the candidates are read without a lock)
+	}{
+		"any workflow": {pendingCandidatesSQL, []any{[]string{}, ""}, "tasks_ready_by_priority", false},
+		"one workflow": {nextPendingInWorkflowSQL, []any{"big"}, "tasks_ready_by_workflow_priority", true},
+	} {
+		rows, err := c.Query(ctx, `EXPLAIN `+q.sql, q.args...)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		var plan []string
+		for rows.Next() {
+			var line string
+			if err := rows.Scan(&line); err != nil {
+				t.Fatal(err)
+			}
+			plan = append(plan, strings.TrimSpace(line))
+		}
+		rows.Close()
+		p := strings.Join(plan, "\n")
+		if !strings.Contains(p, "Index") || !strings.Contains(p, q.index) || strings.Contains(p, "Sort") || strings.Contains(p, "LockRows") != q.lock {
+			t.Errorf("%s: plan\n%s\nwant an index scan of %s, no sort, LockRows %v", name, p, q.index, q.lock)
+		}
+	}
+	// The order itself: two new pending tasks beat every task of lower
+	// priority, and the older of the two comes first.
+	for _, n := range []string{"x", "y"} {
+		if _, err := c.Exec(ctx, fmt.Sprintf(`INSERT INTO tasks (task_id, workflow_id, node_id, payload, depends_on, state,
+			max_attempts, unmet, created_at_ms, updated_at_ms, priority) VALUES ('big-%s', 'big', '%s', '{}', '[]', 'pending', 3, 0, 1, 1, 100)`, n, n)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	err := d.Write(ctx, func(tx tgdriver.Tx) error {
+		r, ok, err := tx.NextPending(ctx, "")
+		if err != nil || !ok {
+			return fmt.Errorf("NextPending: %v %v", ok, err)
+		}
+		// Priority 100 among the generated tasks: i % 201 = 200, pending (i % 10 = 0), the lowest such i.
+		if r.Priority != 100 || r.NodeID != "n200" {
+			return fmt.Errorf("NextPending = %s at priority %d, want n200 at 100 (older than x and y)", r.NodeID, r.Priority)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
