@@ -304,6 +304,40 @@ type eventJSON struct {
 	Generation int64           `json:"generation"`
 	Detail     json.RawMessage `json:"detail"`
 	Hash       string          `json:"hash"`
+	// Actor is who caused the event (hash format 2; absent on older
+	// events): its kind, name and, over HTTP with principals, principal.
+	Actor *actorJSON `json:"actor,omitempty"`
+}
+
+// actorJSON is an event's actor in --json output.
+type actorJSON struct {
+	Kind      string `json:"kind"`
+	Name      string `json:"name,omitempty"`
+	Principal string `json:"principal,omitempty"`
+}
+
+func actorOf(e taskgraph.Event) *actorJSON {
+	if e.Actor.Kind == "" {
+		return nil
+	}
+	return &actorJSON{Kind: e.Actor.Kind, Name: e.Actor.Name, Principal: e.Actor.Principal}
+}
+
+// describeActor is an event's actor in text output: kind:name, with
+// "(principal P)" when a principal caused it, "-" for an older event.
+func describeActor(e taskgraph.Event) string {
+	a := actorOf(e)
+	if a == nil {
+		return "-"
+	}
+	out := a.Kind
+	if a.Name != "" {
+		out += ":" + a.Name
+	}
+	if a.Principal != "" {
+		out += " (principal " + a.Principal + ")"
+	}
+	return out
 }
 
 // showJSON is the --json output of tasks show.
@@ -330,7 +364,7 @@ func tasksShowAction(c *cli.Context, args []string) error {
 			out := showJSON{Now: now, Task: newTaskJSON(t), Lease: leaseOf(t, now), Events: make([]eventJSON, len(events))}
 			for i, e := range events {
 				out.Events[i] = eventJSON{EventID: e.EventID, Seq: e.Seq, At: e.At, Kind: e.Kind, Owner: e.Owner,
-					Generation: e.Generation, Detail: e.Detail, Hash: e.Hash}
+					Generation: e.Generation, Detail: e.Detail, Hash: e.Hash, Actor: actorOf(e)}
 			}
 			return writeJSON(c.App.Writer, out)
 		}
@@ -380,9 +414,9 @@ func writeTaskDetail(w io.Writer, t taskgraph.Task, events []taskgraph.Event, no
 	}
 	fmt.Fprintf(w, "\nhistory (%d events)\n", len(events))
 	tw = newTable(w)
-	fmt.Fprintln(tw, "SEQ\tTIME\tKIND\tOWNER\tGEN\tDETAIL")
+	fmt.Fprintln(tw, "SEQ\tTIME\tKIND\tOWNER\tGEN\tACTOR\tDETAIL")
 	for _, e := range events {
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d\t%s\n", e.Seq, timestamp(e.At), e.Kind, dash(e.Owner), e.Generation, e.Detail)
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d\t%s\t%s\n", e.Seq, timestamp(e.At), e.Kind, dash(e.Owner), e.Generation, describeActor(e), e.Detail)
 	}
 	return tw.Flush()
 }

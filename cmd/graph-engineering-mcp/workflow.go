@@ -195,8 +195,8 @@ func writeTree(w io.Writer, v taskgraph.WorkflowView, now time.Time, st treeStyl
 	for _, e := range v.Edges {
 		children[e.Dependency] = append(children[e.Dependency], e.Task)
 	}
-	fmt.Fprintf(w, "workflow %s: %d tasks, created %s, updated %s (%s)\n\n", v.WorkflowID, len(v.Tasks),
-		timestamp(v.CreatedAt), timestamp(v.UpdatedAt), relative(v.UpdatedAt, now))
+	fmt.Fprintf(w, "workflow %s: %d tasks, created %s, updated %s (%s)%s\n\n", v.WorkflowID, len(v.Tasks),
+		timestamp(v.CreatedAt), timestamp(v.UpdatedAt), relative(v.UpdatedAt, now), submittedBy(v.Tasks))
 	tw := newTable(w)
 	fmt.Fprintln(tw, "NODE\tSTATE\tOWNER\tTASK\tNOTE")
 	shown := make(map[string]bool, len(v.Tasks))
@@ -591,4 +591,21 @@ func writeJSONLine(w io.Writer, v any) error {
 
 func init() {
 	registerCommands(func() []*cli.Command { return []*cli.Command{workflowCommand()} })
+}
+
+// submittedBy names the principals whose requests created the workflow's
+// tasks ("" when none was authenticated), for workflow show's header.
+func submittedBy(tasks []taskgraph.Task) string {
+	var names []string
+	seen := map[string]bool{}
+	for _, t := range tasks {
+		if t.CreatedBy != "" && !seen[t.CreatedBy] {
+			seen[t.CreatedBy] = true
+			names = append(names, t.CreatedBy)
+		}
+	}
+	if len(names) == 0 {
+		return ""
+	}
+	return ", submitted by principal " + strings.Join(names, ", ")
 }
