@@ -174,8 +174,8 @@ func TestTasksShow(t *testing.T) {
 		lineWith(t, r.stdout, "2026-03-01T12:00:0", " "+kind+" ")
 	}
 	claimLine := lineWith(t, r.stdout, " claim ")
-	if fs := strings.Fields(claimLine); len(fs) < 6 || fs[3] != "w2" || fs[4] != "1" || !strings.HasPrefix(fs[5], `{"attempt":1`) {
-		t.Fatalf("claim event line %q: want owner w2, generation 1 and the detail", claimLine)
+	if fs := strings.Fields(claimLine); len(fs) < 7 || fs[3] != "w2" || fs[4] != "1" || fs[5] != "worker:w2" || !strings.HasPrefix(fs[6], `{"attempt":1`) {
+		t.Fatalf("claim event line %q: want owner w2, generation 1, actor worker:w2 and the detail", claimLine)
 	}
 	if strings.Contains(r.stdout, f.build.Lease.Token) {
 		t.Fatal("tasks show printed the claim token")
