@@ -1,17 +1,11 @@
 package taskgraph
 
 import (
-	"context"
-	"database/sql"
 	"encoding/json"
-	"errors"
-	"io/fs"
 	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
-	"github.com/graph-engineering/graph-engineering-mcp/schema"
 )
 
 // The explicit checkpoint beside a running store: while a reader holds its
@@ -49,35 +43,3 @@ func TestCheckpointNeverWaitsAndTruncatesWhenIdle(t *testing.T) {
 	}
 }
 
-func TestCheckpointRefusesWhatIsNotADatabase(t *testing.T) {
-	ctx := context.Background()
-	dir := t.TempDir()
-	missing := filepath.Join(dir, "missing.db")
-	if _, err := Checkpoint(ctx, missing); !errors.Is(err, ErrNoDatabase) || !errors.Is(err, fs.ErrNotExist) {
-		t.Fatalf("missing: %v", err)
-	}
-	if _, err := os.Stat(missing); !errors.Is(err, fs.ErrNotExist) {
-		t.Fatalf("Checkpoint created %s", missing)
-	}
-	empty := filepath.Join(dir, "empty.db")
-	if err := os.WriteFile(empty, nil, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := Checkpoint(ctx, empty); !errors.Is(err, ErrNoDatabase) {
-		t.Fatalf("empty file: %v", err)
-	}
-	foreign := filepath.Join(dir, "foreign.db")
-	db, err := sql.Open("sqlite3", "file:"+foreign+"?_journal_mode=WAL")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := db.Exec(`CREATE TABLE notes (body TEXT)`); err != nil {
-		t.Fatal(err)
-	}
-	db.Close()
-	before := snapshotFiles(t, foreign)
-	if _, err := Checkpoint(ctx, foreign); !errors.Is(err, schema.ErrForeign) {
-		t.Fatalf("another program's database: %v", err)
-	}
-	before.mustEqual(t, foreign, "a refused checkpoint")
-}
