@@ -5,7 +5,6 @@ import (
 	"os"
 	"testing"
 	"time"
-
 )
 
 // The explicit checkpoint beside a running store: while a reader holds its
@@ -42,4 +41,3 @@ func TestCheckpointNeverWaitsAndTruncatesWhenIdle(t *testing.T) {
 		t.Fatalf("after the checkpoint: %+v %v", got, err)
 	}
 }
-
