@@ -187,7 +187,9 @@ func TestUsageErrors(t *testing.T) {
 func TestDefaultWorkflowID(t *testing.T) {
 	bins := e2e.Build(t)
 	db := filepath.Join(t.TempDir(), "tasks.db")
-	_, _, stderr := runSubmit(t, "--timeout", "100ms", "--server-cmd", bins.ServerCmd(db))
+	// The timeout also covers the server's start-up (a few hundred ms on a
+	// loaded machine): short, but long enough that the id is printed.
+	_, _, stderr := runSubmit(t, "--timeout", "3s", "--server-cmd", bins.ServerCmd(db))
 	m := regexp.MustCompile(`workflow=(diamond-\d{8}T\d{6}\.\d{3}Z)`).FindStringSubmatch(stderr)
 	if m == nil || !idPattern.MatchString(m[1]) {
 		t.Fatalf("no default workflow id in:\n%s", stderr)
