@@ -187,16 +187,8 @@ func (w *wtx) claimNext(workflowID, owner string, d time.Duration) (Claimed, boo
 // of a lapsed lease it processed on the way (the conflict's message may
 // report its outcome); nothing else has been written then.
 func (w *wtx) claimByID(taskID, owner string, d time.Duration) (Claimed, *ConflictError, error) {
-	r, err := w.loadTask(taskID)
+	r, err := w.loadLocked(taskID) // decided on as it is once its workflow is locked
 	if err != nil {
-		return Claimed{}, nil, err
-	}
-	// Decide on the task as it is once its workflow is locked: every writer
-	// of a task locks its workflow first.
-	if err := w.lockWorkflow(r.WorkflowID); err != nil {
-		return Claimed{}, nil, err
-	}
-	if err := w.reload(&r); err != nil {
 		return Claimed{}, nil, err
 	}
 	if r.expired(w.at()) {

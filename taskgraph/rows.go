@@ -100,7 +100,7 @@ func (w *wtx) lockWorkflow(workflowID string) error {
 	return nil
 }
 
-// terminalSet clears the claim of a task leaving the claimed state: every
+// clearClaim clears the claim of a task leaving the claimed state: every
 // state change ends or replaces the live claim.
 func clearClaim(set tgdriver.TaskSet) tgdriver.TaskSet {
 	set.TokenHash = tgdriver.Null[[]byte]()
