@@ -356,16 +356,7 @@ func (r *reads) PendingWorkflows(ctx context.Context, limit int) ([]string, erro
 	if err != nil {
 		return nil, fmt.Errorf("find pending tasks: %w", err)
 	}
-	defer rows.Close()
-	var out []string
-	for rows.Next() {
-		var wf string
-		if err := rows.Scan(&wf); err != nil {
-			return nil, err
-		}
-		out = append(out, wf)
-	}
-	return out, rows.Err()
+	return scanColumn[string](rows)
 }
 
 // PendingInWorkflow counts the pending tasks of workflowID, up to limit.
@@ -375,4 +366,18 @@ func (r *reads) PendingInWorkflow(ctx context.Context, workflowID string, limit 
 		return 0, fmt.Errorf("count pending tasks of workflow %s: %w", workflowID, err)
 	}
 	return n, nil
+}
+
+// scanColumn collects the one column of every row of rows, and closes them.
+func scanColumn[T any](rows *sql.Rows) ([]T, error) {
+	defer rows.Close()
+	var out []T
+	for rows.Next() {
+		var v T
+		if err := rows.Scan(&v); err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	return out, rows.Err()
 }

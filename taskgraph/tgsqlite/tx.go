@@ -44,16 +44,7 @@ func (t *wtx) seqs(q string, args ...any) ([]int64, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer rows.Close()
-	var out []int64
-	for rows.Next() {
-		var s int64
-		if err := rows.Scan(&s); err != nil {
-			return nil, err
-		}
-		out = append(out, s)
-	}
-	return out, rows.Err()
+	return scanColumn[int64](rows)
 }
 
 const (
@@ -340,16 +331,7 @@ func (t *wtx) PruneCandidates(_ context.Context, beforeMS int64, limit int) ([]s
 	if err != nil {
 		return nil, fmt.Errorf("find workflows to prune: %w", err)
 	}
-	defer rows.Close()
-	var out []string
-	for rows.Next() {
-		var wf string
-		if err := rows.Scan(&wf); err != nil {
-			return nil, err
-		}
-		out = append(out, wf)
-	}
-	return out, rows.Err()
+	return scanColumn[string](rows)
 }
 
 // PruneWorkflow removes workflowID with its tasks, edges and events if it is
