@@ -99,11 +99,3 @@ func openPostgres(ctx context.Context, url string, opts taskgraph.Options, mode 
 	}
 	return taskgraph.OpenDriver(ctx, d, opts)
 }
-
-// openTestDatabase opens a store on location for tests' checks afterwards.
-func openTestDatabase(ctx context.Context, location string) (*taskgraph.Store, error) {
-	if kind, loc := databaseKind(location); kind == databasePostgres {
-		return openPostgres(ctx, loc, taskgraph.Options{}, openOperator, 4, 0)
-	}
-	return taskgraph.Open(ctx, location, taskgraph.Options{})
-}

@@ -2,10 +2,8 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"math/rand/v2"
-	"net"
 	"net/http"
 	"os"
 	"sync"
@@ -16,6 +14,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/graph-engineering/graph-engineering-mcp/manifest"
+	"github.com/graph-engineering/graph-engineering-mcp/taskgraph"
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/tgpostgres/pgtest"
 )
 
@@ -36,13 +35,7 @@ func replicaSoakDuration(t *testing.T) time.Duration {
 // serving database url (PostgreSQL) with token.
 func newReplica(t *testing.T, url, token string) *soakServer {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	srv := &soakServer{t: t, bin: builtBinary(t), db: url, addr: addr, token: token}
+	srv := &soakServer{t: t, bin: builtBinary(t), db: url, addr: freeLoopbackAddr(t), token: token}
 	srv.start()
 	return srv
 }
@@ -72,18 +65,6 @@ func TestReplicaSoak(t *testing.T) {
 		c := mcp.NewClient(&mcp.Implementation{Name: "replica-soak", Version: "1"}, nil)
 		return c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: "http://" + replicas[i].addr + "/mcp", HTTPClient: httpClient, MaxRetries: -1}, nil)
 	}
-	call := func(cs *mcp.ClientSession, tool string, args map[string]any) (map[string]any, bool, error) {
-		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: args})
-		if err != nil {
-			return nil, false, err
-		}
-		var out map[string]any
-		if res.StructuredContent != nil {
-			b, _ := json.Marshal(res.StructuredContent)
-			json.Unmarshal(b, &out)
-		}
-		return out, res.IsError, nil
-	}
 	// client is one worker's view of the load balancer: a session on one
 	// replica, moved to the other when a call fails for transport reasons.
 	type client struct {
@@ -104,7 +85,7 @@ func TestReplicaSoak(t *testing.T) {
 				}
 				c.cs = cs
 			}
-			out, isErr, err := call(c.cs, tool, args)
+			out, isErr, err := soakCall(ctx, c.cs, tool, args)
 			if err == nil {
 				return out, isErr, nil
 			}
@@ -233,7 +214,7 @@ func TestReplicaSoak(t *testing.T) {
 		t.Error(err)
 	}
 
-	st, err := openTestDatabase(context.Background(), url)
+	st, err := openPostgres(context.Background(), url, taskgraph.Options{}, openOperator, 4, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -61,13 +61,7 @@ type soakServer struct {
 // on a new database in a temporary folder, with a fresh bearer token.
 func newSoakServer(t *testing.T, name string) *soakServer {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	srv := &soakServer{t: t, bin: builtBinary(t), db: filepath.Join(t.TempDir(), name+".db"), addr: addr,
+	srv := &soakServer{t: t, bin: builtBinary(t), db: filepath.Join(t.TempDir(), name+".db"), addr: freeLoopbackAddr(t),
 		token:     name + "-token-" + strconv.FormatInt(time.Now().UnixNano(), 36),
 		workToken: name + "-work-token-" + strconv.FormatInt(time.Now().UnixNano(), 36)}
 	// Workers run on a work token scoped to their owner names; the seeding
@@ -82,6 +76,32 @@ func newSoakServer(t *testing.T, name string) *soakServer {
 	}
 	srv.start()
 	return srv
+}
+
+// freeLoopbackAddr returns a loopback address with a port free just now.
+func freeLoopbackAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// soakCall calls tool on cs and returns its structured result and whether
+// it is a tool error.
+func soakCall(ctx context.Context, cs *mcp.ClientSession, tool string, args map[string]any) (map[string]any, bool, error) {
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: args})
+	if err != nil {
+		return nil, false, err
+	}
+	var out map[string]any
+	if res.StructuredContent != nil {
+		b, _ := json.Marshal(res.StructuredContent)
+		json.Unmarshal(b, &out)
+	}
+	return out, res.IsError, nil
 }
 
 func (s *soakServer) start() {
@@ -168,16 +188,7 @@ func TestSoakKillRestart(t *testing.T) {
 	}
 	connect := func() (*mcp.ClientSession, error) { return connectWith(workClient) }
 	call := func(cs *mcp.ClientSession, tool string, args map[string]any) (map[string]any, bool, error) {
-		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: args})
-		if err != nil {
-			return nil, false, err
-		}
-		var out map[string]any
-		if res.StructuredContent != nil {
-			b, _ := json.Marshal(res.StructuredContent)
-			json.Unmarshal(b, &out)
-		}
-		return out, res.IsError, nil
+		return soakCall(ctx, cs, tool, args)
 	}
 
 	// Seed: independent tasks and small chains.
