@@ -324,11 +324,7 @@ func (c *leaseClock) last(s *Store) error {
 	c.mu.Lock()
 	c.final = true
 	c.mu.Unlock()
-	fn := func(*wtx) error { return nil } // the batch runs the step first (batchStart)
-	if c.shared {
-		fn = c.step
-	}
-	if err := s.write(context.Background(), fn); err != nil {
+	if err := s.stepWrite(context.Background()); err != nil {
 		return fmt.Errorf("record the server's alive time at close: %w", err)
 	}
 	return nil
@@ -338,10 +334,24 @@ func (c *leaseClock) last(s *Store) error {
 // single-writer driver an empty operation, whose batch runs the step first
 // (batchStart); with a shared clock the step itself.
 func (s *Store) clockWrite(ctx context.Context) error {
-	if s.lc.shared {
-		return s.do(ctx, s.lc.step)
+	if s.readOnly {
+		return s.errReadOnly()
 	}
-	return s.do(ctx, func(*wtx) error { return nil })
+	if s.closed.Load() {
+		return ErrClosed
+	}
+	return s.stepWrite(ctx)
+}
+
+// stepWrite is clockWrite without the checks of do, for Close's last
+// write too. The shared step reads and records the alive time itself, so
+// it runs as a transaction of its own, without the pause check and the
+// touch in passing that write adds to other operations.
+func (s *Store) stepWrite(ctx context.Context) error {
+	if s.lc.shared {
+		return s.writeTx(ctx, s.lc.step, false)
+	}
+	return s.write(ctx, func(*wtx) error { return nil })
 }
 
 // shiftLeases moves every live lease by shift, clamped to now + its duration,
