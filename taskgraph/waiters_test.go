@@ -103,10 +103,10 @@ func TestWakeRespectsWorkflowFilter(t *testing.T) {
 func TestWaitQueuePassesWakesOn(t *testing.T) {
 	var q waitQueue
 	q.init(10)
-	a, other, b := q.add(""), q.add("x"), q.add("wf")
-	q.wake("wf", 1)
+	a, other, b := q.add("", nil), q.add("x", nil), q.add("wf", nil)
+	q.wakeAll([]readyRef{{workflow: "wf"}})
 	if len(a.ch) != 1 || len(other.ch) != 0 || len(b.ch) != 0 {
-		t.Fatalf("wake(wf, 1) reached a=%d x=%d b=%d, want only the oldest matching waiter", len(a.ch), len(other.ch), len(b.ch))
+		t.Fatalf("a wake for wf reached a=%d x=%d b=%d, want only the oldest matching waiter", len(a.ch), len(other.ch), len(b.ch))
 	}
 	q.remove(a) // gives up (timeout, cancel) without using it
 	if len(other.ch) != 0 || len(b.ch) != 1 {
@@ -116,7 +116,7 @@ func TestWaitQueuePassesWakesOn(t *testing.T) {
 		t.Fatalf("len = %d", q.len())
 	}
 	q.init(2)
-	if q.add("") != nil {
+	if q.add("", nil) != nil {
 		t.Fatal("add beyond max registered a waiter")
 	}
 }

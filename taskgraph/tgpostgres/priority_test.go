@@ -67,7 +67,7 @@ func TestClaimNextPlanIsIndexServed(t *testing.T) {
 		}
 	}
 	err := d.Write(ctx, func(tx tgdriver.Tx) error {
-		r, ok, err := tx.NextPending(ctx, "")
+		r, ok, err := tx.NextPending(ctx, "", nil)
 		if err != nil || !ok {
 			return fmt.Errorf("NextPending: %v %v", ok, err)
 		}
