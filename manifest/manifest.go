@@ -98,6 +98,12 @@ func storeLimits() map[string]any {
 		"maxWaitMs":                taskgraph.MaxClaimWait.Milliseconds(),
 		"maxDependencyResultBytes": int64(taskgraph.MaxDependencyResultBytes),
 		"priority":                 bounds{Min: taskgraph.MinPriority, Max: taskgraph.MaxPriority, Default: 0},
+		"tagPattern":               taskgraph.TagPattern,
+		"maxRequires":              int64(taskgraph.MaxRequires),
+		"maxCapabilities":          int64(taskgraph.MaxCapabilities),
+		"retryDelayMs":             bounds{Min: 0, Max: taskgraph.MaxRetryDelay.Milliseconds(), Default: taskgraph.DefaultRetryDelay.Milliseconds()},
+		"maxRetryAfterMs":          taskgraph.MaxRetryAfter.Milliseconds(),
+		"maxNotBeforeMs":           taskgraph.MaxNotBefore.Milliseconds(),
 	}
 }
 
@@ -112,7 +118,9 @@ func storeLimits() map[string]any {
 //     maxPayloadBytes, maxResultBytes, maxErrorBytes, maxJsonDepth,
 //     maxDependsOn, maxTasksPerWorkflow, maxAttempts and leaseMs as
 //     {min, max, default}, maxWaitMs, maxDependencyResultBytes, priority as
-//     {min, max, default}), plus extraLimits, the transport's
+//     {min, max, default}, tagPattern, maxRequires, maxCapabilities,
+//     retryDelayMs as {min, max, default}, maxRetryAfterMs,
+//     maxNotBeforeMs), plus extraLimits, the transport's
 //     own bounds (for example maxStdioLineBytes);
 //   - humanOnlyOperationsExposed: false, always;
 //   - sha256: Digest of the RFC 8785 form of the object without sha256.
