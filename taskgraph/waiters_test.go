@@ -225,3 +225,39 @@ func BenchmarkCreateWithParkedWaiters(b *testing.B) {
 		})
 	}
 }
+
+// A wake goes to a waiter whose capabilities cover the task's requires,
+// even a younger one; passed on, it skips waiters that cannot take it.
+func TestWaitQueueRespectsCapabilities(t *testing.T) {
+	var q waitQueue
+	q.init(10)
+	plain, gpu := q.add("", nil), q.add("", []string{"cuda", "gpu"})
+	q.wakeAll([]readyRef{{workflow: "wf", requires: "gpu"}})
+	if len(plain.ch) != 0 || len(gpu.ch) != 1 {
+		t.Fatalf("a gpu task woke plain=%d gpu=%d, want the gpu waiter", len(plain.ch), len(gpu.ch))
+	}
+	other := q.add("", []string{"gpu"})
+	q.remove(gpu) // leaves without using it: the next capable waiter gets it
+	if len(plain.ch) != 0 || len(other.ch) != 1 {
+		t.Fatalf("the passed-on wake reached plain=%d other=%d, want other", len(plain.ch), len(other.ch))
+	}
+	q.remove(other)
+	if len(plain.ch) != 0 {
+		t.Fatal("a gpu task's wake reached a waiter without gpu")
+	}
+	q.wakeAll([]readyRef{{workflow: "wf", requires: "cuda gpu"}})
+	if len(plain.ch) != 0 {
+		t.Fatal("a cuda+gpu task woke a waiter without capabilities")
+	}
+	q.wakeAll([]readyRef{{workflow: "wf"}})
+	if len(plain.ch) != 1 {
+		t.Fatal("a plain task did not wake the waiter without capabilities")
+	}
+	// Grouped by workflow and capabilities for the cross-process lookups.
+	q.add("wf", []string{"gpu"})
+	q.add("wf", []string{"gpu"})
+	fs := q.filters()
+	if len(fs) != 2 || fs[1].workflow != "wf" || fs[1].n != 2 || len(fs[1].caps) != 1 {
+		t.Fatalf("filters = %+v", fs)
+	}
+}

@@ -23,8 +23,9 @@ func TestClaimNextPlanIsIndexServed(t *testing.T) {
 		t.Fatal(err)
 	}
 	if _, err := c.Exec(ctx, `INSERT INTO tasks (task_id, workflow_id, node_id, payload, depends_on, state, max_attempts, unmet,
-		created_at_ms, updated_at_ms, priority)
-		SELECT 'big-' || i, 'big', 'n' || i, '{}', '[]', CASE WHEN i % 10 = 0 THEN 'pending' ELSE 'completed' END, 3, 0, 1, 1, (i % 201) - 100
+		created_at_ms, updated_at_ms, priority, requires, due_at_ms)
+		SELECT 'big-' || i, 'big', 'n' || i, '{}', '[]', CASE WHEN i % 10 = 0 THEN 'pending' ELSE 'completed' END, 3, 0, 1, 1, (i % 201) - 100,
+			CASE WHEN i % 30 = 0 THEN 'gpu' ELSE '' END, CASE WHEN i % 70 = 0 THEN 5000 ELSE 0 END
 		FROM generate_series(1, 20000) AS i`); err != nil {
 		t.Fatal(err)
 	}
@@ -37,8 +38,14 @@ func TestClaimNextPlanIsIndexServed(t *testing.T) {
 		index string
 		lock  bool // under LockRows (the candidates are read without a lock)
 	}{
-		"any workflow": {pendingCandidatesSQL, []any{[]string{}, ""}, "tasks_ready_by_priority", false},
-		"one workflow": {nextPendingInWorkflowSQL, []any{"big"}, "tasks_ready_by_workflow_priority", true},
+		// Without capabilities: tasks that require nothing (tasks_ready_plain);
+		// with: every claimable task, filtered (tasks_ready_by_priority).
+		// Both hold only due tasks; tasks_due the others.
+		"any workflow":               {pendingCandidatesSQL, []any{[]string{}, ""}, "tasks_ready_plain", false},
+		"any workflow, capabilities": {pendingCandidatesCapsSQL, []any{[]string{}, "", []string{"gpu"}}, "tasks_ready_by_priority", false},
+		"one workflow":               {nextPendingInWorkflowSQL, []any{"big"}, "tasks_ready_by_workflow_priority", true},
+		"one workflow, capabilities": {nextPendingInWorkflowCapsSQL, []any{"big", []string{"gpu"}}, "tasks_ready_by_workflow_priority", true},
+		"due tasks":                  {dueTasksSQL, []any{int64(10000), 64}, "tasks_due", false},
 	} {
 		rows, err := c.Query(ctx, `EXPLAIN `+q.sql, q.args...)
 		if err != nil {
@@ -74,6 +81,19 @@ func TestClaimNextPlanIsIndexServed(t *testing.T) {
 		// Priority 100 among the generated tasks: i % 201 = 200, pending (i % 10 = 0), the lowest such i.
 		if r.Priority != 100 || r.NodeID != "n200" {
 			return fmt.Errorf("NextPending = %s at priority %d, want n200 at 100 (older than x and y)", r.NodeID, r.Priority)
+		}
+		// Down the first 300 in order, the claim without capabilities never
+		// takes a routed task (i % 30 = 0) or one not due (i % 70 = 0).
+		for range 300 {
+			if _, ok, err := tx.UpdateTask(ctx, r.Seq, tgdriver.TaskSet{State: tgdriver.Val("completed"), UpdatedAtMS: 1}, tgdriver.TaskGuard{}); err != nil || !ok {
+				return fmt.Errorf("complete %s: %v %v", r.NodeID, ok, err)
+			}
+			if r, ok, err = tx.NextPending(ctx, "big", nil); err != nil || !ok {
+				return fmt.Errorf("NextPending: %v %v", ok, err)
+			}
+			if r.Requires != "" || r.DueAtMS != 0 {
+				return fmt.Errorf("NextPending without capabilities took %s requiring %q due at %d", r.NodeID, r.Requires, r.DueAtMS)
+			}
 		}
 		return nil
 	})
