@@ -61,9 +61,9 @@
 // (a task waiting for its retry delay or not_before is in tasks_due,
 // until the domain promotes it under its workflow's lock; DueTasks is a
 // plain SELECT like ExpiredLeases). A claim without capabilities reads
-// tasks_ready_plain (requires = ''), so it costs the same however many
+// tasks_ready_plain (requires = ”), so it costs the same however many
 // routed tasks wait; a claim with capabilities reads tasks_ready_by_priority
-// (every claimable task) in order and filters requires = '' OR
+// (every claimable task) in order and filters requires = ” OR
 // string_to_array(requires, ' ') <@ capabilities in the scan: its cost is
 // the claimable routed tasks it cannot take that rank ahead of the first it
 // can. Within one workflow both use tasks_ready_by_workflow_priority. The

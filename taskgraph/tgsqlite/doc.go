@@ -44,7 +44,7 @@
 // seq) order without a sort (pinned by TestClaimAndLeaseQueries):
 //
 //   - without capabilities: the first entry of tasks_ready_plain (claimable
-//     tasks with requires = ''), O(1) however many routed tasks wait;
+//     tasks with requires = ”), O(1) however many routed tasks wait;
 //   - with capabilities: tasks_ready_by_priority (every claimable task),
 //     scanned in order until the first task that requires nothing or whose
 //     requires (tags joined by one space, turned into a JSON array) are all
@@ -52,7 +52,7 @@
 //     The cost is the number of claimable routed tasks this claim cannot
 //     take that rank ahead of the first it can;
 //   - within one workflow: tasks_ready_by_workflow_priority, filtered the
-//     same way (without capabilities, requires = ''), bounded by the
+//     same way (without capabilities, requires = ”), bounded by the
 //     workflow's tasks.
 //
 // CountClaimable runs the same scans, counting up to a limit.
