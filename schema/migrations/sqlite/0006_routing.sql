@@ -19,7 +19,7 @@ ALTER TABLE tasks ADD COLUMN retry_delay_ms INTEGER NOT NULL DEFAULT 1000 CHECK 
 DROP INDEX tasks_ready_by_priority;
 DROP INDEX tasks_ready_by_workflow_priority;
 CREATE INDEX tasks_ready_plain ON tasks (priority DESC, seq) WHERE state = 'pending' AND due_at_ms = 0 AND requires = '';
-CREATE INDEX tasks_ready_by_priority ON tasks (priority DESC, seq) WHERE state = 'pending' AND due_at_ms = 0;
-CREATE INDEX tasks_ready_by_workflow_priority ON tasks (workflow_id, priority DESC, seq) WHERE state = 'pending' AND due_at_ms = 0;
+CREATE INDEX tasks_ready_by_priority ON tasks (priority DESC, seq, requires) WHERE state = 'pending' AND due_at_ms = 0;
+CREATE INDEX tasks_ready_by_workflow_priority ON tasks (workflow_id, priority DESC, seq, requires) WHERE state = 'pending' AND due_at_ms = 0;
 -- Pending tasks not yet due, earliest first: promotion and the sweeper's timer.
 CREATE INDEX tasks_due ON tasks (due_at_ms) WHERE state = 'pending' AND due_at_ms > 0;
