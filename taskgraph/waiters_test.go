@@ -261,3 +261,31 @@ func TestWaitQueueRespectsCapabilities(t *testing.T) {
 		t.Fatalf("filters = %+v", fs)
 	}
 }
+
+// The server's sweeper promotes a task whose due time came (here a retry's
+// backoff) and wakes a waiter for it, without any claim arriving; the other
+// waiters stay parked.
+func TestSweeperPromotesDueTask(t *testing.T) {
+	b := setupWith(t, Options{Sweep: true})
+	task := b.create(t, "wf", "a")
+	c := b.claim(t, "w", task.TaskID, 30*time.Second)
+	if _, err := b.s.FailRetryAfter(b.ctx, holder(c), "service down", 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(b.ctx)
+	defer cancel()
+	out := make(chan parkedResult, 20)
+	var wg sync.WaitGroup
+	parkWaiters(t, b.s, ctx, 20, "", out, &wg)
+	base := b.s.claimAttempts.Load()
+	b.clock.Advance(10 * time.Second)
+	r := <-out
+	if !r.ok || r.c.Task.TaskID != task.TaskID || r.c.Task.Attempts != 2 {
+		t.Fatalf("got %+v, want the retried task on its second attempt", r)
+	}
+	if extra := b.s.claimAttempts.Load() - base; extra > 3 {
+		t.Fatalf("%d claim attempts among 20 waiters for one due task", extra)
+	}
+	cancel()
+	wg.Wait()
+}
