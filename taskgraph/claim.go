@@ -182,12 +182,9 @@ func (s *Store) nextLeaseExpiry(ctx context.Context) (time.Time, error) {
 }
 
 func (w *wtx) claimNext(workflowID string, caps []string, owner string, d time.Duration) (Claimed, bool, error) {
-	if _, err := w.sweepExpired(sweepLimit); err != nil {
-		return Claimed{}, false, err
-	}
-	// Tasks whose due time had come at arrival join the ready index first
-	// (one index probe when none is due).
-	if _, _, err := w.promoteDue(dueLimit); err != nil {
+	// Lapsed leases expire, and tasks whose due time had come at arrival
+	// join the ready index, first (one index probe each when there is none).
+	if err := w.expireAndPromote(sweepLimit, dueLimit); err != nil {
 		return Claimed{}, false, err
 	}
 	tr, ok, err := w.tx.NextPending(w.ctx, workflowID, caps)

@@ -167,6 +167,61 @@ func (w *wtx) promoteDue(limit int) (n int, more bool, err error) {
 	return n, more, nil
 }
 
+// expireAndPromote is sweepExpired and promoteDue in one pass, as
+// claim-next runs them: the workflows of both are locked in one id order
+// (the order of every writer that locks more than one), so two claim-nexts
+// never wait for each other's workflows in opposite orders.
+func (w *wtx) expireAndPromote(expireLimit, promoteLimit int) error {
+	at := w.at()
+	expired, err := w.tx.ExpiredLeases(w.ctx, at.UnixMilli(), expireLimit)
+	if err != nil {
+		return fmt.Errorf("find expired leases: %w", err)
+	}
+	due, err := w.tx.DueTasks(w.ctx, at.UnixMilli(), promoteLimit)
+	if err != nil {
+		return fmt.Errorf("find due tasks: %w", err)
+	}
+	if len(expired)+len(due) == 0 {
+		return nil
+	}
+	type item struct {
+		ref tgdriver.TaskRef
+		due bool
+	}
+	items := make([]item, 0, len(expired)+len(due))
+	for _, r := range expired {
+		items = append(items, item{ref: r})
+	}
+	for _, r := range due {
+		items = append(items, item{ref: r, due: true})
+	}
+	slices.SortStableFunc(items, func(a, b item) int { return strings.Compare(a.ref.WorkflowID, b.ref.WorkflowID) })
+	locked := ""
+	for _, it := range items {
+		if it.ref.WorkflowID != locked {
+			if err := w.lockWorkflow(it.ref.WorkflowID); err != nil {
+				return err
+			}
+			locked = it.ref.WorkflowID
+		}
+		r, err := w.loadSeq(it.ref.Seq)
+		if err != nil {
+			return err
+		}
+		switch {
+		case !it.due && r.expired(at):
+			if err := w.expire(&r); err != nil {
+				return err
+			}
+		case it.due && r.State == StatePending && r.dueAtMS != 0 && r.dueAtMS <= at.UnixMilli():
+			if _, err := w.promote(&r, at.UnixMilli()); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
 // promote makes pending task r, due at at, claimable now.
 func (w *wtx) promote(r *row, at int64) (bool, error) {
 	ok, err := w.update(r, tgdriver.TaskSet{DueAtMS: tgdriver.Val(int64(0)),
