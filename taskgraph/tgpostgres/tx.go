@@ -123,17 +123,23 @@ func (w *wtx) InsertEdge(ctx context.Context, depSeq, taskSeq int64) error {
 const (
 	// pendingCandidatesSQL: the first claimable tasks (pending, due now) by
 	// (priority DESC, seq) that require nothing, read without locking,
-	// skipping the workflows found busy ($1); of workflow $2 when set.
-	// Served by tasks_ready_plain (tasks_ready_by_workflow_priority within
-	// one workflow).
+	// skipping the workflows found busy ($1), served by tasks_ready_plain.
+	// The variants: with capabilities ($2), tasks whose requires are all
+	// among them, served by tasks_ready_by_priority and filtered in the
+	// scan; within one workflow ($2, capabilities $3), served by
+	// tasks_ready_by_workflow_priority. Separate statements, not one with
+	// ($2 = '' OR workflow_id = $2): a generic plan of that one (pgx
+	// prepares statements) reads the wrong index and sorts.
 	pendingCandidatesSQL = `SELECT seq, workflow_id FROM tasks WHERE state = 'pending' AND due_at_ms = 0 AND requires = ''
-		AND workflow_id <> ALL($1::text[]) AND ($2 = '' OR workflow_id = $2) ORDER BY priority DESC, seq LIMIT 16`
-	// pendingCandidatesCapsSQL: the same for a claim with capabilities
-	// ($3): tasks whose requires are all among them, served by
-	// tasks_ready_by_priority, filtered in the scan.
+		AND workflow_id <> ALL($1::text[]) ORDER BY priority DESC, seq LIMIT 16`
 	pendingCandidatesCapsSQL = `SELECT seq, workflow_id FROM tasks WHERE state = 'pending' AND due_at_ms = 0
+		AND (requires = '' OR string_to_array(requires, ' ') <@ $2::text[])
+		AND workflow_id <> ALL($1::text[]) ORDER BY priority DESC, seq LIMIT 16`
+	pendingCandidatesInWorkflowSQL = `SELECT seq, workflow_id FROM tasks WHERE workflow_id = $2 AND state = 'pending' AND due_at_ms = 0
+		AND requires = '' AND workflow_id <> ALL($1::text[]) ORDER BY priority DESC, seq LIMIT 16`
+	pendingCandidatesInWorkflowCapsSQL = `SELECT seq, workflow_id FROM tasks WHERE workflow_id = $2 AND state = 'pending' AND due_at_ms = 0
 		AND (requires = '' OR string_to_array(requires, ' ') <@ $3::text[])
-		AND workflow_id <> ALL($1::text[]) AND ($2 = '' OR workflow_id = $2) ORDER BY priority DESC, seq LIMIT 16`
+		AND workflow_id <> ALL($1::text[]) ORDER BY priority DESC, seq LIMIT 16`
 	// takePendingSQL locks one candidate if it is still claimable and no
 	// other transaction holds it.
 	takePendingSQL           = `SELECT ` + taskColumns + ` FROM tasks WHERE seq = $1 AND state = 'pending' AND due_at_ms = 0 FOR UPDATE SKIP LOCKED`
@@ -223,10 +229,15 @@ func (w *wtx) NextPending(ctx context.Context, workflowID string, caps []string)
 func (w *wtx) pendingCandidates(ctx context.Context, workflowID string, caps, busy []string) ([]tgdriver.TaskRef, error) {
 	var rows pgx.Rows
 	var err error
-	if len(caps) > 0 {
-		rows, err = w.tx.Query(ctx, pendingCandidatesCapsSQL, busy, workflowID, caps)
-	} else {
-		rows, err = w.tx.Query(ctx, pendingCandidatesSQL, busy, workflowID)
+	switch {
+	case workflowID == "" && len(caps) == 0:
+		rows, err = w.tx.Query(ctx, pendingCandidatesSQL, busy)
+	case workflowID == "":
+		rows, err = w.tx.Query(ctx, pendingCandidatesCapsSQL, busy, caps)
+	case len(caps) == 0:
+		rows, err = w.tx.Query(ctx, pendingCandidatesInWorkflowSQL, busy, workflowID)
+	default:
+		rows, err = w.tx.Query(ctx, pendingCandidatesInWorkflowCapsSQL, busy, workflowID, caps)
 	}
 	if err != nil {
 		return nil, w.fail(ctx, "claim-next: find pending tasks", err)
