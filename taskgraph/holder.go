@@ -186,9 +186,9 @@ func (s *Store) fail(ctx context.Context, h lease.Holder, errText string, retrya
 			why := fmt.Sprintf("retrying after attempt %d of %d failed: %s", r.Attempts, r.MaxAttempts, errorSummary(errText))
 			status, due := "ready to claim ("+why+")", int64(0)
 			if delay > 0 {
-				// From the transaction's time, as a lease is: the retry never
-				// comes earlier than the delay after the failure was recorded.
-				due = w.now.Add(delay).UnixMilli()
+				// From the server time the failure arrived, as every judgement
+				// of a holder write is (WithArrival).
+				due = w.at().Add(delay).UnixMilli()
 				status = waitingStatus(time.UnixMilli(due), why)
 			}
 			if err := w.fenced(r, h, clearClaim(tgdriver.TaskSet{State: tgdriver.Val(string(StatePending)), Owner: tgdriver.Null[string](), Error: tgdriver.Val(errText),
