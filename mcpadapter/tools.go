@@ -326,7 +326,8 @@ func (s *Server) toolError(ctx context.Context, tool string, err error) (*mcp.Ca
 // ErrorMetaKey is the _meta key of a tool error's machine-readable detail:
 // {"kind": "invalid" | "not_found" | "conflict" | "stale_claim" |
 // "unavailable" | "forbidden", "field"?, "reason"?, "retryable"?,
-// "scope"? (of forbidden: "role", "workflows" or "owners")}, so clients need not
+// "scope"? (of forbidden: "role", "workflows" or "owners"), "missing"? (of a
+// claim refused for capabilities: the tags it lacked)}, so clients need not
 // parse the text.
 const ErrorMetaKey = "graph-engineering/error"
 
@@ -337,6 +338,7 @@ func errorDetail(kind string, err error) map[string]any {
 	var se *lease.StaleClaimError
 	var ae *argError
 	var fe *forbiddenError
+	var me *taskgraph.MissingCapabilitiesError
 	switch {
 	case kind == "unavailable":
 		d["reason"], d["retryable"], _ = taskgraph.UnavailableReason(err)
@@ -344,6 +346,8 @@ func errorDetail(kind string, err error) map[string]any {
 		d["reason"] = string(se.Reason)
 	case errors.As(err, &fe):
 		d["scope"] = fe.scope
+	case errors.As(err, &me):
+		d["missing"] = me.Missing
 	case errors.As(err, &ve):
 		d["field"] = ve.Field
 	case errors.As(err, &ae) && ae.field != "":
