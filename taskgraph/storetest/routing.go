@@ -19,6 +19,7 @@ var routingTests = []test{
 	{"ClaimNextMatchesCapabilities", testClaimNextMatchesCapabilities},
 	{"ClaimByIDNamesMissingCapabilities", testClaimByIDMissingCapabilities},
 	{"WakeGoesToACapableWaiter", testWakeGoesToCapableWaiter},
+	{"AnotherStoresRoutedTaskWakesACapableWaiter", testAnotherStoresRoutedTask},
 	{"RetryAfterDelaysTheRetry", testRetryAfter},
 	{"RetryBackoffFromRetryDelay", testRetryBackoff},
 	{"NotBeforeDelaysTheFirstClaim", testNotBefore},
@@ -184,6 +185,57 @@ func testWakeGoesToCapableWaiter(t *testing.T, h Harness) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("the waiter without capabilities was not woken by a plain task")
+	}
+}
+
+// The same through another store on the database (another process or
+// replica): its routed task wakes the parked claim that can take it, and
+// its plain task the one without capabilities.
+func testAnotherStoresRoutedTask(t *testing.T, h Harness) {
+	e := setup(t, h)
+	other := e.db.Open(t, tg.Options{Clock: e.clock})
+	ctx, cancel := context.WithCancel(e.ctx)
+	defer cancel()
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	plain, gpu := make(chan parkedResult, 1), make(chan parkedResult, 1)
+	park := func(out chan parkedResult, caps ...string) {
+		base := e.s.Waiters()
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c, ok, err := e.s.Claim(ctx, tg.ClaimRequest{Owner: "w", Wait: tg.MaxClaimWait, Capabilities: caps})
+			out <- parkedResult{c: c, ok: ok, err: err}
+		}()
+		waitFor(t, func() bool { return e.s.Waiters() > base })
+	}
+	park(plain)
+	park(gpu, "gpu")
+	g, err := other.CreateTask(e.ctx, "wf", tg.NodeSpec{NodeID: "g", Requires: []string{"gpu"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case r := <-gpu:
+		if r.err != nil || !r.ok || r.c.Task.TaskID != g.Task.TaskID {
+			t.Fatalf("gpu waiter: %+v", r)
+		}
+	case r := <-plain:
+		t.Fatalf("the waiter without capabilities answered: %+v", r)
+	case <-time.After(10 * time.Second):
+		t.Fatal("no waiter was woken by the other store's gpu task")
+	}
+	p, err := other.CreateTask(e.ctx, "wf", tg.NodeSpec{NodeID: "p"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case r := <-plain:
+		if r.err != nil || !r.ok || r.c.Task.TaskID != p.Task.TaskID {
+			t.Fatalf("plain waiter: %+v", r)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the waiter without capabilities was not woken by the other store's plain task")
 	}
 }
 
