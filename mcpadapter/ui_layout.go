@@ -6,9 +6,9 @@ import (
 
 // Geometry of the live view's DAG drawing (SVG user units).
 const (
-	uiNodeWidth  = 190
+	uiNodeWidth  = 176
 	uiNodeHeight = 46
-	uiGapX       = 70
+	uiGapX       = 56
 	uiGapY       = 16
 	uiMargin     = 20
 	// uiOrderSweeps is how many barycenter sweeps order the nodes within

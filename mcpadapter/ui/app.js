@@ -219,13 +219,17 @@ var GE = (function () {
     if (d.result) { detail.appendChild(GE.el("h3", {}, "result")); detail.appendChild(GE.el("pre", {}, d.result)); }
     detail.appendChild(GE.el("h3", {}, "history" + (d.events_omitted ? " (latest " + d.events.length + ", " + d.events_omitted + " older not shown)" : "")));
     var tb = GE.el("table", { id: "history" });
-    tb.appendChild(GE.el("tr", {}, null)).append(GE.el("th", {}, "#"), GE.el("th", {}, "event"), GE.el("th", {}, "actor"), GE.el("th", {}, "at"));
+    tb.appendChild(GE.el("tr", {}, null)).append(GE.el("th", {}, "#"), GE.el("th", {}, "event"), GE.el("th", {}, "by, at"));
     d.events.forEach(function (e) {
       var actor = [e.actor_kind, e.actor_name, e.actor_principal ? "as " + e.actor_principal : ""].filter(Boolean).join(" ");
-      if (e.owner) actor += (actor ? " · " : "") + "owner " + e.owner + " g" + e.generation;
+      if (e.owner) actor += (actor ? " · " : "") + e.owner + " g" + e.generation;
       var tr = GE.el("tr", { "data-kind": e.kind });
-      tr.append(GE.el("td", {}, e.seq), GE.el("td", { title: e.detail || "" }, e.kind + (e.detail ? " " + GE.clip(e.detail, 80) : "")),
-        GE.el("td", {}, actor), GE.el("td", {}, when(e.at_ms)));
+      var ev = GE.el("td", {}, null);
+      ev.append(GE.el("b", {}, e.kind));
+      if (e.detail) ev.append(GE.el("div", { "class": "small", title: e.detail }, GE.clip(e.detail, 120)));
+      var by = GE.el("td", {}, null);
+      by.append(GE.el("div", {}, actor || "—"), GE.el("div", { "class": "small" }, when(e.at_ms)));
+      tr.append(GE.el("td", {}, e.seq), ev, by);
       tb.appendChild(tr);
     });
     detail.appendChild(tb);
