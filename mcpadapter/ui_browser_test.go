@@ -112,7 +112,16 @@ func navigate(t testing.TB, tab context.Context, url string) {
 
 func waitJS(t testing.TB, tab context.Context, cond string) {
 	t.Helper()
-	if _, err := chromedp.Run(tab, chromedp.Poll[bool](cond, chromedp.WithPollingInterval(50*time.Millisecond))); err != nil {
+	for attempt := 0; ; attempt++ {
+		_, err := chromedp.Run(tab, chromedp.Poll[bool](cond, chromedp.WithPollingInterval(50*time.Millisecond)))
+		if err == nil {
+			return
+		}
+		// A poll started while the page was still being replaced loses its
+		// JavaScript context; poll again in the new one.
+		if attempt < 5 && strings.Contains(err.Error(), "Cannot find context") {
+			continue
+		}
 		t.Fatalf("waiting for %s: %v", cond, err)
 	}
 }

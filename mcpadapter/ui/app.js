@@ -36,7 +36,8 @@ var GE = (function () {
   function infoText(n, now) {
     if (n.state === "claimed") {
       var left = (n.lease_expires_at_ms || 0) - now;
-      if (n.stuck || left <= 0) return "⚠ stuck: " + clip(n.owner, 14) + " g" + n.generation + ", lease lapsed " + dur(-left) + " ago";
+      if (n.stuck) return "⚠ stuck: " + clip(n.owner, 14) + " g" + n.generation + ", " + dur(-left) + " late";
+      if (left <= 0) return clip(n.owner, 16) + " g" + n.generation + " · lease due";
       return clip(n.owner, 16) + " g" + n.generation + " · lease " + dur(left);
     }
     if (n.state === "failed") return "✗ " + clip(n.error || n.status_message || "failed", 28);
@@ -86,11 +87,12 @@ var GE = (function () {
     return performance.now() - t0;
   }
 
-  // tick updates the lease countdowns without a redraw; a lease that runs
-  // out on the page is marked stuck until the server says otherwise.
-  function tick(ticking, now) {
+  // tick updates the lease countdowns without a redraw; with markStuck a
+  // lease that runs out on the page (at server time) is marked stuck until
+  // the server says otherwise.
+  function tick(ticking, now, markStuck) {
     ticking.forEach(function (k) {
-      if (!k.n.stuck && (k.n.lease_expires_at_ms || 0) <= now) {
+      if (markStuck && !k.n.stuck && (k.n.lease_expires_at_ms || 0) <= now) {
         k.n.stuck = true;
         k.g.classList.add("stuck");
         k.g.setAttribute("data-stuck", "true");
@@ -246,5 +248,5 @@ var GE = (function () {
     last = d;
     render();
   });
-  setInterval(function () { GE.tick(ticking, now()); }, 1000);
+  setInterval(function () { GE.tick(ticking, now(), true); }, 1000);
 })();
