@@ -95,6 +95,25 @@ func TestUIStuckClaimAndTaskHistory(t *testing.T) {
 	if len(list.Workflows) != 1 || list.Workflows[0].Stuck != 2 || list.Workflows[0].Total != 12 || list.Workflows[0].Counts["completed"] != 3 {
 		t.Fatalf("list: %s", body)
 	}
+	// The detail of a stuck task shows it stuck, and reading it expires
+	// nothing: the view never writes.
+	var compileID string
+	for _, n := range wf.Nodes {
+		if n.NodeID == "compile" {
+			compileID = n.TaskID
+		}
+	}
+	_, _, body = f.get(t, http.MethodGet, "/ui/api/tasks/"+compileID, nil)
+	var cd uiTask
+	if err := json.Unmarshal([]byte(body), &cd); err != nil || cd.Task.State != "claimed" || !cd.Task.Stuck || cd.LastHeartbeat == 0 {
+		t.Fatalf("stuck task detail: %s", body)
+	}
+	if st := f.states(t, "wf")["compile"]; st != "claimed" {
+		t.Fatalf("after the view read it, compile is %s in the store", st)
+	}
+	if status, _, _ := f.get(t, http.MethodGet, "/ui/api/tasks/01ARZ3NDEKTSV4RRFFQ69G5FAV", nil); status != http.StatusNotFound {
+		t.Fatalf("unknown task: status %d", status)
+	}
 	fail, err := f.store.TaskByNode(f.ctx, "wf", "publish-docs")
 	if err != nil {
 		t.Fatal(err)
