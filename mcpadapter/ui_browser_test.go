@@ -3,6 +3,7 @@ package mcpadapter
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -230,6 +231,12 @@ func TestUIBrowserRender1000Nodes(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	apiStart := time.Now()
+	status, _, body := f.get(t, http.MethodGet, "/ui/api/workflows/big", nil)
+	if status != http.StatusOK {
+		t.Fatalf("status %d", status)
+	}
+	t.Logf("1,000-node workflow: JSON with layout %s, %d bytes", time.Since(apiStart).Round(time.Millisecond), len(body))
 	tab := browser(t)
 	navigate(t, tab, f.base+"/ui/")
 	start := time.Now()
