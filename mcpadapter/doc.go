@@ -65,8 +65,9 @@
 //     behind the same authentication as /mcp: a bearer token, or a session
 //     cookie (HttpOnly, SameSite=Strict, Path=/ui) got for a one-time login
 //     code that only a token can mint; only digests of codes and sessions
-//     are kept, and the principal is resolved at each request and needs the
-//     observe role; its workflow scope filters what is shown.
+//     are kept (POST /ui/logout forgets one), and the principal is resolved
+//     at each request and needs the observe role; its workflow scope
+//     filters what is shown. Its reads never expire a lapsed lease.
 //   - MCP App (ui_app.go): the ui:// resource and the tools' _meta.ui links
 //     are advertised only to a client that declares io.modelcontextprotocol/ui
 //     (in this request's _meta in 2026-07-28, at initialize in legacy); the

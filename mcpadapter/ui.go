@@ -26,6 +26,8 @@ const (
 	UILoginCodesPath = "/ui/login-codes"
 	// UILoginPath exchanges a login code for a session cookie (GET ?code=).
 	UILoginPath = "/ui/login"
+	// UILogoutPath ends the request's view session (POST).
+	UILogoutPath = "/ui/logout"
 	// UIRoute is the route label of every view request (logs, metrics).
 	UIRoute = "/ui"
 	// UICookieName is the session cookie of the live view.
@@ -93,6 +95,9 @@ func (u *uiHandler) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	case path == UILoginPath:
 		u.serveLogin(w, r)
+		return
+	case path == UILogoutPath:
+		u.serveLogout(w, r)
 		return
 	case strings.HasPrefix(path, "/ui/assets/"):
 		u.serveAsset(w, r, strings.TrimPrefix(path, "/ui/assets/"))

@@ -137,6 +137,32 @@ func (l *uiLogins) session(r *http.Request, now time.Time) (string, bool) {
 	return g.principal, true
 }
 
+// end forgets the request's session, if any.
+func (l *uiLogins) end(r *http.Request) {
+	c, err := r.Cookie(UICookieName)
+	if err != nil || len(c.Value) == 0 || len(c.Value) > 128 {
+		return
+	}
+	d := sha256.Sum256([]byte(c.Value))
+	l.mu.Lock()
+	delete(l.sessions, d)
+	l.mu.Unlock()
+}
+
+// serveLogout ends the session of the request's cookie and clears the
+// cookie. It must be a POST (a SameSite=Strict cookie and the Origin check
+// keep other sites from sending it).
+func (u *uiHandler) serveLogout(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost {
+		w.Header().Set("Allow", "POST")
+		http.Error(w, "method not allowed: POST to log out", http.StatusMethodNotAllowed)
+		return
+	}
+	u.login.end(r)
+	http.SetCookie(w, &http.Cookie{Name: UICookieName, Value: "", Path: "/ui", HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil, MaxAge: -1})
+	w.WriteHeader(http.StatusNoContent)
+}
+
 // UILoginCode is the answer of a POST to UILoginCodesPath.
 type UILoginCode struct {
 	// Code is the one-time login code.

@@ -120,7 +120,7 @@ func waitJS(t testing.TB, tab context.Context, cond string) {
 		}
 		// A poll started while the page was still being replaced loses its
 		// JavaScript context; poll again in the new one.
-		if attempt < 5 && strings.Contains(err.Error(), "Cannot find context") {
+		if attempt < 5 && (strings.Contains(err.Error(), "Cannot find context") || strings.Contains(err.Error(), "navigated or closed")) {
 			continue
 		}
 		t.Fatalf("waiting for %s: %v", cond, err)
@@ -218,6 +218,12 @@ func TestUIBrowserLoginLink(t *testing.T) {
 	if cookies != "" || path != "/ui/" {
 		t.Fatalf("script sees cookies %q (the session cookie must be HttpOnly); at %s", cookies, path)
 	}
+	// Log out: the page reloads without a session.
+	waitJS(t, tab, `!document.getElementById("logout").hidden && document.getElementById("who").textContent === "as token"`)
+	if err := chromedp.Do(tab, chromedp.Click(chromedp.CSS("#logout"))); err != nil {
+		t.Fatal(err)
+	}
+	waitJS(t, tab, `document.body.textContent.includes("ui link")`)
 }
 
 // TestUIBrowserRender1000Nodes measures the time to render a 1,000-node

@@ -240,6 +240,26 @@ func TestUILoginLinkAndCookie(t *testing.T) {
 	if status, _, _ := f.get(t, http.MethodGet, "/ui/api/workflows", cookieHdr); status != http.StatusUnauthorized {
 		t.Fatalf("expired session: status %d, want 401", status)
 	}
+	// Logging out ends a session at once.
+	resp, err = noRedirect.Get(f.loginLink(t, token))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	fresh := map[string]string{"Cookie": UICookieName + "=" + resp.Cookies()[0].Value}
+	if status, _, _ := f.get(t, http.MethodGet, "/ui/api/workflows", fresh); status != http.StatusOK {
+		t.Fatalf("fresh session: status %d", status)
+	}
+	if status, _, _ := f.get(t, http.MethodGet, UILogoutPath, fresh); status != http.StatusMethodNotAllowed {
+		t.Fatalf("GET logout: status %d, want 405", status)
+	}
+	status, hdr, _ := f.get(t, http.MethodPost, UILogoutPath, fresh)
+	if status != http.StatusNoContent || !strings.Contains(hdr.Get("Set-Cookie"), "Max-Age=0") {
+		t.Fatalf("logout: %d %q", status, hdr.Get("Set-Cookie"))
+	}
+	if status, _, _ := f.get(t, http.MethodGet, "/ui/api/workflows", fresh); status != http.StatusUnauthorized {
+		t.Fatalf("after logout: status %d, want 401", status)
+	}
 }
 
 func TestUILoginNextStaysUnderUI(t *testing.T) {

@@ -153,8 +153,13 @@ var GE = (function () {
   }
 
   if (page === "index") {
-    var tbody = document.querySelector("#workflows tbody");
+    var tbody = document.querySelector("#workflows tbody"), logout = document.getElementById("logout");
+    logout.addEventListener("click", function () {
+      fetch("/ui/logout", { method: "POST", credentials: "same-origin" }).then(function () { location.reload(); });
+    });
     poller("/ui/api/workflows", function (d) {
+      document.getElementById("who").textContent = d.principal ? "as " + d.principal : "";
+      logout.hidden = !d.principal;
       tbody.replaceChildren();
       d.workflows.forEach(function (w) {
         var tr = GE.el("tr", { "data-workflow-id": w.workflow_id });
