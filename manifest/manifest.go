@@ -29,12 +29,13 @@ const (
 	mkeySkillsExtension = "skillsExtension"
 	mkeyTasksExtension  = "tasksExtension"
 	mkeyTools           = "tools"
+	mkeyUIExtension     = "uiExtension"
 )
 
 // ManifestKeys lists the top-level keys of every manifest, ascending.
 func ManifestKeys() []string {
 	return []string{mkeyHumanOnly, mkeyLimits, mkeyProtocols, mkeyResources, mkeySHA256,
-		mkeySkillURIs, mkeySkillsExtension, mkeyTasksExtension, mkeyTools}
+		mkeySkillURIs, mkeySkillsExtension, mkeyTasksExtension, mkeyTools, mkeyUIExtension}
 }
 
 // maxExactInteger is 2^53 - 1 (ECMAScript's Number.MAX_SAFE_INTEGER): every
@@ -65,6 +66,7 @@ type manifestDoc struct {
 	SkillsExtension            bool           `json:"skillsExtension"`
 	TasksExtension             bool           `json:"tasksExtension"`
 	Tools                      []string       `json:"tools"`
+	UIExtension                bool           `json:"uiExtension"`
 }
 
 // bounds is a {min, max, default} limit.
@@ -112,7 +114,7 @@ func storeLimits() map[string]any {
 //
 //   - protocols: Protocols;
 //   - tools: s.Tools, ascending;
-//   - resources, tasksExtension, skillsExtension: from s;
+//   - resources, tasksExtension, skillsExtension, uiExtension: from s;
 //   - skillUris: s.SkillURIs, ascending ([] when none);
 //   - limits: the store's bounds (identifierPattern, maxIdentifierLength,
 //     maxPayloadBytes, maxResultBytes, maxErrorBytes, maxJsonDepth,
@@ -144,6 +146,9 @@ func Build(s Surface, extraLimits map[string]int64) (Manifest, error) {
 	if s.SkillsExtension && !s.Resources {
 		return Manifest{}, fmt.Errorf("%w: skillsExtension is true but resources is false", ErrInvalidManifest)
 	}
+	if s.UIExtension && !(s.Resources && slices.Contains(tools, ToolInspect)) {
+		return Manifest{}, fmt.Errorf("%w: uiExtension is true but resources is false or tools does not include %s", ErrInvalidManifest, ToolInspect)
+	}
 	uris, err := checkSkillURIs(s)
 	if err != nil {
 		return Manifest{}, err
@@ -171,6 +176,7 @@ func Build(s Surface, extraLimits map[string]int64) (Manifest, error) {
 		SkillsExtension:            s.SkillsExtension,
 		TasksExtension:             s.TasksExtension,
 		Tools:                      tools,
+		UIExtension:                s.UIExtension,
 	}
 	sha, err := DigestJSON(doc)
 	if err != nil {
