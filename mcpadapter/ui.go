@@ -412,11 +412,15 @@ type uiNode struct {
 	Attempts         int    `json:"attempts"`
 	MaxAttempts      int    `json:"max_attempts"`
 	Priority         int    `json:"priority,omitempty"`
-	Error            string `json:"error,omitempty"`
-	StatusMessage    string `json:"status_message,omitempty"`
-	Layer            int    `json:"layer"`
-	X                int    `json:"x"`
-	Y                int    `json:"y"`
+	// Requires are the capability tags a claimant must advertise.
+	Requires []string `json:"requires,omitempty"`
+	// DueAtMS is when a pending task that is not yet due becomes claimable.
+	DueAtMS       int64  `json:"due_at_ms,omitempty"`
+	Error         string `json:"error,omitempty"`
+	StatusMessage string `json:"status_message,omitempty"`
+	Layer         int    `json:"layer"`
+	X             int    `json:"x"`
+	Y             int    `json:"y"`
 }
 
 func (u *uiHandler) workflow(ctx context.Context, v viewer, id string) (*uiWorkflow, error) {
@@ -451,14 +455,25 @@ func (u *uiHandler) workflow(ctx context.Context, v viewer, id string) (*uiWorkf
 		out.Counts[string(st)] = n
 	}
 	for i, t := range wf.Tasks {
-		out.Nodes[i] = uiNode{TaskID: t.TaskID, NodeID: t.NodeID, State: string(t.State), Owner: t.Owner, Generation: t.Generation,
-			Stuck: uiStuck(t, now), Attempts: t.Attempts, MaxAttempts: t.MaxAttempts, Priority: t.Priority,
-			Error: clipText(t.Error, 512), StatusMessage: clipText(t.StatusMessage, 512), Layer: layer[i], X: xs[i], Y: ys[i]}
-		if t.State == taskgraph.StateClaimed {
-			out.Nodes[i].LeaseExpiresAtMS = uiTime(t.LeaseExpiresAt)
-		}
+		out.Nodes[i] = uiNodeOf(t, now, 512)
+		out.Nodes[i].Layer, out.Nodes[i].X, out.Nodes[i].Y = layer[i], xs[i], ys[i]
 	}
 	return out, nil
+}
+
+// uiNodeOf is task t as the view shows it at now, its texts clipped to
+// clip bytes.
+func uiNodeOf(t taskgraph.Task, now time.Time, clip int) uiNode {
+	n := uiNode{TaskID: t.TaskID, NodeID: t.NodeID, State: string(t.State), Owner: t.Owner, Generation: t.Generation,
+		Stuck: uiStuck(t, now), Attempts: t.Attempts, MaxAttempts: t.MaxAttempts, Priority: t.Priority, Requires: t.Requires,
+		Error: clipText(t.Error, clip), StatusMessage: clipText(t.StatusMessage, clip)}
+	if t.State == taskgraph.StateClaimed {
+		n.LeaseExpiresAtMS = uiTime(t.LeaseExpiresAt)
+	}
+	if t.State == taskgraph.StatePending && t.DueAt.After(now) {
+		n.DueAtMS = uiTime(t.DueAt)
+	}
+	return n
 }
 
 // uiTask is the answer of /ui/api/tasks/{id}: a task's detail and history.
@@ -531,12 +546,7 @@ func (u *uiHandler) task(ctx context.Context, v viewer, id string) (*uiTask, err
 	out := &uiTask{now: now.UnixMilli(), DependsOn: append([]string{}, t.DependsOn...), CreatedBy: t.CreatedBy,
 		CreatedAtMS: uiTime(t.CreatedAt), UpdatedAtMS: uiTime(t.UpdatedAt), Events: []uiEvent{},
 		Payload: clipText(string(t.Payload), uiMaxText), Result: clipText(string(t.Result), uiMaxText)}
-	out.Task = uiNode{TaskID: t.TaskID, NodeID: t.NodeID, State: string(t.State), Owner: t.Owner, Generation: t.Generation,
-		Stuck: uiStuck(t, now), Attempts: t.Attempts, MaxAttempts: t.MaxAttempts, Priority: t.Priority,
-		Error: clipText(t.Error, uiMaxText), StatusMessage: clipText(t.StatusMessage, uiMaxText)}
-	if t.State == taskgraph.StateClaimed {
-		out.Task.LeaseExpiresAtMS = uiTime(t.LeaseExpiresAt)
-	}
+	out.Task = uiNodeOf(t, now, uiMaxText)
 	for _, e := range evs {
 		if (e.Kind == taskgraph.EventHeartbeat || e.Kind == taskgraph.EventClaim) && e.Generation == t.Generation {
 			out.LastHeartbeat = uiTime(e.At)

@@ -387,3 +387,43 @@ func TestUILayoutIsLayeredAndBounded(t *testing.T) {
 		t.Fatalf("cycle layers %v", l)
 	}
 }
+
+// The view shows the graph data a worker is routed by: a task's required
+// capabilities, and when a pending task that is not yet due becomes
+// claimable (and nothing once it is due).
+func TestUIShowsRequiresAndWaitingUntil(t *testing.T) {
+	f := newUIFixture(t, HTTPOptions{})
+	due := f.clock.Now().Add(90 * time.Second)
+	if _, err := f.store.CreateWorkflow(f.ctx, "routed", []taskgraph.NodeSpec{
+		{NodeID: "train", Requires: []string{"gpu", "cuda"}},
+		{NodeID: "later", NotBefore: due},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	nodes := func() map[string]uiNode {
+		status, _, body := f.get(t, http.MethodGet, "/ui/api/workflows/routed", nil)
+		if status != http.StatusOK {
+			t.Fatalf("status %d: %s", status, body)
+		}
+		var wf uiWorkflow
+		if err := json.Unmarshal([]byte(body), &wf); err != nil {
+			t.Fatal(err)
+		}
+		out := map[string]uiNode{}
+		for _, n := range wf.Nodes {
+			out[n.NodeID] = n
+		}
+		return out
+	}
+	got := nodes()
+	if tr := got["train"]; strings.Join(tr.Requires, ",") != "cuda,gpu" || tr.DueAtMS != 0 {
+		t.Fatalf("train as shown: %+v, want requires cuda,gpu and no due time", tr)
+	}
+	if l := got["later"]; l.State != "pending" || l.DueAtMS != due.UnixMilli() || !strings.Contains(l.StatusMessage, "waiting until") {
+		t.Fatalf("later as shown: %+v, want pending, due at %d, waiting until", l, due.UnixMilli())
+	}
+	f.clock.Advance(2 * time.Minute)
+	if l := nodes()["later"]; l.DueAtMS != 0 {
+		t.Fatalf("later once due: %+v, want no due time", l)
+	}
+}

@@ -43,6 +43,7 @@ var GE = (function () {
     if (n.state === "failed") return "✗ " + clip(n.error || n.status_message || "failed", 28);
     if (n.state === "cancelled") return "⊘ " + clip(n.status_message || "cancelled", 28);
     if (n.state === "completed") return "✓ completed" + (n.attempts > 1 ? " (attempt " + n.attempts + ")" : "");
+    if (n.state === "pending" && n.due_at_ms > now) return "⏱ waiting " + dur(n.due_at_ms - now);
     return n.state + (n.attempts ? " · attempt " + (n.attempts + 1) + "/" + n.max_attempts : "");
   }
 
@@ -218,6 +219,8 @@ var GE = (function () {
       ["generation", t.generation], ["lease", lease],
       ["last heartbeat", d.last_heartbeat_at_ms ? GE.dur(d.now_ms - d.last_heartbeat_at_ms) + " ago" : ""],
       ["attempts", t.attempts + " of " + t.max_attempts], ["priority", t.priority || ""],
+      ["requires", (t.requires || []).join(", ")],
+      ["waiting until", t.due_at_ms > d.now_ms ? when(t.due_at_ms) + " (in " + GE.dur(t.due_at_ms - d.now_ms) + ")" : ""],
       ["depends on", d.depends_on.join(", ")], ["created by", d.created_by],
       ["error", t.error, "err"], ["status", t.status_message],
       ["created", when(d.created_at_ms)], ["updated", when(d.updated_at_ms)]
