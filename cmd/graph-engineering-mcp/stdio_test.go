@@ -295,7 +295,13 @@ func TestStdioAnswersInFlightRequestsAtEOF(t *testing.T) {
 func TestStdioSIGTERMFinishesCallInFlight(t *testing.T) {
 	s := startStdio(t)
 	s.send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"graph_task_claim","arguments":{"owner":"x","wait_ms":1500},` + modernMetaJSON + `}}`)
-	time.Sleep(200 * time.Millisecond) // let the claim start waiting; a signal is not a lease
+	// Requests are read in order: once a later one is answered, the claim
+	// has been read and is waiting (a slow start cannot let SIGTERM stop
+	// intake before it).
+	s.send(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"graph_task_inspect","arguments":{"task_id":"no-such-task"},` + modernMetaJSON + `}}`)
+	if m := s.recv(); m["id"] != float64(2) {
+		t.Fatalf("the inspect behind the claim: %v", m)
+	}
 	s.cmd.Process.Signal(syscall.SIGTERM)
 	m := s.recv()
 	if m["id"] != float64(1) || m["result"] == nil {
