@@ -124,6 +124,10 @@ type Reads interface {
 	PendingWorkflows(ctx context.Context, limit int) ([]string, error)
 	// PendingInWorkflow counts the pending tasks of workflowID, up to limit.
 	PendingInWorkflow(ctx context.Context, workflowID string, limit int) (int, error)
+	// WorkflowTaskStates calls fn with the audited columns of each task of
+	// workflowID in seq order, stopping at fn's first error (audit verify:
+	// it reads only what it checks).
+	WorkflowTaskStates(ctx context.Context, workflowID string, fn func(TaskStateRow) error) error
 }
 
 // Tx is one write transaction.
