@@ -128,6 +128,9 @@ type Reads interface {
 	// workflowID in seq order, stopping at fn's first error (audit verify:
 	// it reads only what it checks).
 	WorkflowTaskStates(ctx context.Context, workflowID string, fn func(TaskStateRow) error) error
+	// EventHashAt returns the hash of event seq of workflowID's chain; ok is
+	// false when there is no such event.
+	EventHashAt(ctx context.Context, workflowID string, seq int64) (hash string, ok bool, err error)
 }
 
 // Tx is one write transaction.

@@ -2,6 +2,10 @@ package tgpostgres
 
 import (
 	"context"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/tgdriver"
 )
@@ -39,4 +43,16 @@ func (r reads) WorkflowTaskStates(ctx context.Context, workflowID string, fn fun
 		return r.fail(ctx, what, err)
 	}
 	return nil
+}
+
+// EventHashAt returns the hash of event seq of workflowID's chain.
+func (r reads) EventHashAt(ctx context.Context, workflowID string, seq int64) (string, bool, error) {
+	var h string
+	switch err := r.q.QueryRow(ctx, `SELECT hash FROM events WHERE workflow_id = $1 AND wseq = $2`, workflowID, seq).Scan(&h); {
+	case errors.Is(err, pgx.ErrNoRows):
+		return "", false, nil
+	case err != nil:
+		return "", false, r.fail(ctx, fmt.Sprintf("read event %d of %s", seq, workflowID), err)
+	}
+	return h, true, nil
 }

@@ -3,6 +3,7 @@ package tgsqlite
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/tgdriver"
@@ -36,4 +37,16 @@ func (r *reads) WorkflowTaskStates(ctx context.Context, workflowID string, fn fu
 		return fmt.Errorf("read the tasks of %s: %w", workflowID, err)
 	}
 	return nil
+}
+
+// EventHashAt returns the hash of event seq of workflowID's chain.
+func (r *reads) EventHashAt(ctx context.Context, workflowID string, seq int64) (string, bool, error) {
+	var h string
+	switch err := r.q.queryRow(ctx, `SELECT hash FROM events WHERE workflow_id = ? AND wseq = ?`, workflowID, seq).Scan(&h); {
+	case errors.Is(err, sql.ErrNoRows):
+		return "", false, nil
+	case err != nil:
+		return "", false, fmt.Errorf("read event %d of %s: %w", seq, workflowID, err)
+	}
+	return h, true, nil
 }
