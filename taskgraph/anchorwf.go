@@ -95,7 +95,7 @@ func (s *Store) RecentWorkflowHeads(ctx context.Context, sinceMS int64) ([]Workf
 			if w.UpdatedAtMS < sinceMS || len(out) == MaxAnchorWorkflows {
 				break
 			}
-			if w.EventCount > 0 {
+			if w.EventCount > 0 && ValidIdentifier(w.WorkflowID) { // a line ParseWorkflowHead reads back
 				out = append(out, WorkflowHead{At: time.UnixMilli(w.UpdatedAtMS).UTC(), WorkflowID: w.WorkflowID, Events: w.EventCount, Hash: w.HeadHash})
 			}
 		}
