@@ -29,12 +29,13 @@ const (
 	mkeySkillsExtension = "skillsExtension"
 	mkeyTasksExtension  = "tasksExtension"
 	mkeyTools           = "tools"
+	mkeyUIExtension     = "uiExtension"
 )
 
 // ManifestKeys lists the top-level keys of every manifest, ascending.
 func ManifestKeys() []string {
 	return []string{mkeyHumanOnly, mkeyLimits, mkeyProtocols, mkeyResources, mkeySHA256,
-		mkeySkillURIs, mkeySkillsExtension, mkeyTasksExtension, mkeyTools}
+		mkeySkillURIs, mkeySkillsExtension, mkeyTasksExtension, mkeyTools, mkeyUIExtension}
 }
 
 // maxExactInteger is 2^53 - 1 (ECMAScript's Number.MAX_SAFE_INTEGER): every
@@ -65,6 +66,7 @@ type manifestDoc struct {
 	SkillsExtension            bool           `json:"skillsExtension"`
 	TasksExtension             bool           `json:"tasksExtension"`
 	Tools                      []string       `json:"tools"`
+	UIExtension                bool           `json:"uiExtension"`
 }
 
 // bounds is a {min, max, default} limit.
@@ -98,6 +100,12 @@ func storeLimits() map[string]any {
 		"maxWaitMs":                taskgraph.MaxClaimWait.Milliseconds(),
 		"maxDependencyResultBytes": int64(taskgraph.MaxDependencyResultBytes),
 		"priority":                 bounds{Min: taskgraph.MinPriority, Max: taskgraph.MaxPriority, Default: 0},
+		"tagPattern":               taskgraph.TagPattern,
+		"maxRequires":              int64(taskgraph.MaxRequires),
+		"maxCapabilities":          int64(taskgraph.MaxCapabilities),
+		"retryDelayMs":             bounds{Min: 0, Max: taskgraph.MaxRetryDelay.Milliseconds(), Default: taskgraph.DefaultRetryDelay.Milliseconds()},
+		"maxRetryAfterMs":          taskgraph.MaxRetryAfter.Milliseconds(),
+		"maxNotBeforeMs":           taskgraph.MaxNotBefore.Milliseconds(),
 	}
 }
 
@@ -106,13 +114,15 @@ func storeLimits() map[string]any {
 //
 //   - protocols: Protocols;
 //   - tools: s.Tools, ascending;
-//   - resources, tasksExtension, skillsExtension: from s;
+//   - resources, tasksExtension, skillsExtension, uiExtension: from s;
 //   - skillUris: s.SkillURIs, ascending ([] when none);
 //   - limits: the store's bounds (identifierPattern, maxIdentifierLength,
 //     maxPayloadBytes, maxResultBytes, maxErrorBytes, maxJsonDepth,
 //     maxDependsOn, maxTasksPerWorkflow, maxAttempts and leaseMs as
 //     {min, max, default}, maxWaitMs, maxDependencyResultBytes, priority as
-//     {min, max, default}), plus extraLimits, the transport's
+//     {min, max, default}, tagPattern, maxRequires, maxCapabilities,
+//     retryDelayMs as {min, max, default}, maxRetryAfterMs,
+//     maxNotBeforeMs), plus extraLimits, the transport's
 //     own bounds (for example maxStdioLineBytes);
 //   - humanOnlyOperationsExposed: false, always;
 //   - sha256: Digest of the RFC 8785 form of the object without sha256.
@@ -135,6 +145,9 @@ func Build(s Surface, extraLimits map[string]int64) (Manifest, error) {
 	}
 	if s.SkillsExtension && !s.Resources {
 		return Manifest{}, fmt.Errorf("%w: skillsExtension is true but resources is false", ErrInvalidManifest)
+	}
+	if s.UIExtension && !(s.Resources && slices.Contains(tools, ToolInspect)) {
+		return Manifest{}, fmt.Errorf("%w: uiExtension is true but resources is false or tools does not include %s", ErrInvalidManifest, ToolInspect)
 	}
 	uris, err := checkSkillURIs(s)
 	if err != nil {
@@ -163,6 +176,7 @@ func Build(s Surface, extraLimits map[string]int64) (Manifest, error) {
 		SkillsExtension:            s.SkillsExtension,
 		TasksExtension:             s.TasksExtension,
 		Tools:                      tools,
+		UIExtension:                s.UIExtension,
 	}
 	sha, err := DigestJSON(doc)
 	if err != nil {

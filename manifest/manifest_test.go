@@ -56,15 +56,16 @@ func TestValidDigest(t *testing.T) {
 // order, from the store's constants.
 func expectedLimits(extra string) string {
 	return fmt.Sprintf(`{"identifierPattern":%s,"leaseMs":{"default":%d,"max":%d,"min":%d},`+
-		`"maxAttempts":{"default":%d,"max":%d,"min":%d},"maxDependencyResultBytes":%d,"maxDependsOn":%d,"maxErrorBytes":%d,`+
-		`"maxIdentifierLength":%d,"maxJsonDepth":%d,"maxPayloadBytes":%d,"maxResultBytes":%d,`+
-		`%s"maxTasksPerWorkflow":%d,"maxWaitMs":%d,"priority":{"default":0,"max":%d,"min":%d}}`,
+		`"maxAttempts":{"default":%d,"max":%d,"min":%d},"maxCapabilities":%d,"maxDependencyResultBytes":%d,"maxDependsOn":%d,"maxErrorBytes":%d,`+
+		`"maxIdentifierLength":%d,"maxJsonDepth":%d,"maxNotBeforeMs":%d,"maxPayloadBytes":%d,"maxRequires":%d,"maxResultBytes":%d,"maxRetryAfterMs":%d,`+
+		`%s"maxTasksPerWorkflow":%d,"maxWaitMs":%d,"priority":{"default":0,"max":%d,"min":%d},"retryDelayMs":{"default":%d,"max":%d,"min":0},"tagPattern":%s}`,
 		jsonString(taskgraph.IdentifierPattern),
 		lease.DefaultDuration.Milliseconds(), lease.MaxDuration.Milliseconds(), lease.MinDuration.Milliseconds(),
-		taskgraph.DefaultMaxAttempts, taskgraph.MaxMaxAttempts, taskgraph.MinMaxAttempts,
+		taskgraph.DefaultMaxAttempts, taskgraph.MaxMaxAttempts, taskgraph.MinMaxAttempts, taskgraph.MaxCapabilities,
 		taskgraph.MaxDependencyResultBytes, taskgraph.MaxDependsOn, taskgraph.MaxErrorBytes, taskgraph.MaxIdentifierLen, taskgraph.MaxJSONDepth,
-		taskgraph.MaxPayloadBytes, taskgraph.MaxResultBytes, extra,
-		taskgraph.MaxTasksPerWorkflow, taskgraph.MaxClaimWait.Milliseconds(), taskgraph.MaxPriority, taskgraph.MinPriority)
+		taskgraph.MaxNotBefore.Milliseconds(), taskgraph.MaxPayloadBytes, taskgraph.MaxRequires, taskgraph.MaxResultBytes, taskgraph.MaxRetryAfter.Milliseconds(), extra,
+		taskgraph.MaxTasksPerWorkflow, taskgraph.MaxClaimWait.Milliseconds(), taskgraph.MaxPriority, taskgraph.MinPriority,
+		taskgraph.DefaultRetryDelay.Milliseconds(), taskgraph.MaxRetryDelay.Milliseconds(), jsonString(taskgraph.TagPattern))
 }
 
 // jsonString quotes an ASCII string without characters that need escaping
@@ -88,7 +89,7 @@ func TestManifestIndependentDigest(t *testing.T) {
 		`"graph_task_fail","graph_task_heartbeat","graph_task_inspect"]`
 	limits := expectedLimits(`"maxStdioLineBytes":1048576,`)
 	head := `{"humanOnlyOperationsExposed":false,"limits":` + limits + `,"protocols":` + protocolsJSON + `,"resources":true,`
-	tail := `"skillUris":["skill://a","skill://z"],"skillsExtension":true,"tasksExtension":true,"tools":` + tools + `}`
+	tail := `"skillUris":["skill://a","skill://z"],"skillsExtension":true,"tasksExtension":true,"tools":` + tools + `,"uiExtension":true}`
 
 	sum := sha256.Sum256([]byte(head + tail))
 	wantSHA := "sha256:" + hex.EncodeToString(sum[:])
@@ -117,7 +118,7 @@ func TestManifestKeysAndValues(t *testing.T) {
 	}
 	slices.Sort(keys)
 	wantKeys := []string{"humanOnlyOperationsExposed", "limits", "protocols", "resources", "sha256",
-		"skillUris", "skillsExtension", "tasksExtension", "tools"}
+		"skillUris", "skillsExtension", "tasksExtension", "tools", "uiExtension"}
 	if !slices.Equal(keys, wantKeys) || !slices.Equal(ManifestKeys(), wantKeys) {
 		t.Errorf("manifest keys = %v (ManifestKeys %v), want %v", keys, ManifestKeys(), wantKeys)
 	}
@@ -126,6 +127,7 @@ func TestManifestKeysAndValues(t *testing.T) {
 		"skillUris":                  "[]",
 		"skillsExtension":            "false",
 		"tasksExtension":             "true",
+		"uiExtension":                "true",
 		"resources":                  "true",
 		"protocols":                  protocolsJSON,
 		"limits":                     expectedLimits(""),
@@ -235,6 +237,8 @@ func TestBuildRejects(t *testing.T) {
 		{"unknown tool", Surface{Tools: []string{ToolClaim, "graph_task_requeue"}, SkillURIs: []string{}}, nil, `unknown tool "graph_task_requeue"`},
 		{"repeated tool", Surface{Tools: []string{ToolClaim, ToolClaim}}, nil, `lists "graph_task_claim" twice`},
 		{"tasks extension without inspect", Surface{Tools: []string{ToolCreate}, TasksExtension: true}, nil, "tasksExtension is true"},
+		{"ui extension without inspect", Surface{Tools: []string{ToolCreate}, Resources: true, UIExtension: true}, nil, "uiExtension is true"},
+		{"ui extension without resources", Surface{Tools: []string{ToolInspect}, UIExtension: true}, nil, "uiExtension is true"},
 		{"skills without resources", Surface{Tools: []string{}, SkillsExtension: true}, nil, "resources is false"},
 		{"skill URIs without skills", Surface{Tools: []string{}, Resources: true, SkillURIs: []string{"skill://a"}}, nil, "skillsExtension is false"},
 		{"empty skill URI", Surface{Resources: true, SkillsExtension: true, SkillURIs: []string{""}}, nil, "non-empty"},

@@ -282,12 +282,12 @@ func TestNewSurface(t *testing.T) {
 		{
 			name: "default, no skills",
 			opts: Options{},
-			want: Surface{Tools: sevenTools, Resources: true, TasksExtension: true, SkillURIs: []string{}},
+			want: Surface{Tools: sevenTools, Resources: true, TasksExtension: true, SkillURIs: []string{}, UIExtension: true},
 		},
 		{
 			name: "flag disables the tasks extension",
 			opts: Options{DisableTasksExtension: true},
-			want: Surface{Tools: sevenTools, Resources: true, SkillURIs: []string{}},
+			want: Surface{Tools: sevenTools, Resources: true, SkillURIs: []string{}, UIExtension: true},
 		},
 		{
 			name: "profile without create and inspect: no tasks extension",
@@ -298,7 +298,7 @@ func TestNewSurface(t *testing.T) {
 			name: "skills loaded: URIs sorted and deduplicated",
 			opts: Options{SkillsLoaded: true, SkillURIs: []string{"skill://b", "skill://a", "skill://b"}},
 			want: Surface{Tools: sevenTools, Resources: true, TasksExtension: true, SkillsExtension: true,
-				SkillURIs: []string{"skill://a", "skill://b"}},
+				SkillURIs: []string{"skill://a", "skill://b"}, UIExtension: true},
 		},
 		{
 			name: "skills need resources",
@@ -308,12 +308,12 @@ func TestNewSurface(t *testing.T) {
 		{
 			name: "skills need a loaded directory",
 			opts: Options{SkillsLoaded: false, SkillURIs: []string{"skill://a"}},
-			want: Surface{Tools: sevenTools, Resources: true, TasksExtension: true, SkillURIs: []string{}},
+			want: Surface{Tools: sevenTools, Resources: true, TasksExtension: true, SkillURIs: []string{}, UIExtension: true},
 		},
 		{
 			name: "profile can switch skills off",
 			opts: Options{Profile: &Profile{AllowedTools: sevenTools, Resources: true, TasksExtension: true}, SkillsLoaded: true, SkillURIs: []string{"skill://a"}},
-			want: Surface{Tools: sevenTools, Resources: true, TasksExtension: true, SkillURIs: []string{}},
+			want: Surface{Tools: sevenTools, Resources: true, TasksExtension: true, SkillURIs: []string{}, UIExtension: true},
 		},
 		{
 			name: "zero profile allows nothing",

@@ -100,6 +100,14 @@ const (
 	// SkillsExtension is the MCP skills extension: skill documents served
 	// as resources.
 	SkillsExtension = "io.modelcontextprotocol/skills"
+	// UIExtension is MCP Apps (SEP-1865): the workflow view as a ui://
+	// resource, linked from graph_task_create and graph_task_inspect. It
+	// reads through graph_task_inspect, so it needs that tool and resources.
+	UIExtension = "io.modelcontextprotocol/ui"
+	// UIResourceURI is the MCP App resource that shows a workflow.
+	UIResourceURI = "ui://graph-engineering/workflow"
+	// UIMIMEType is the MIME type of an MCP App's HTML.
+	UIMIMEType = "text/html;profile=mcp-app"
 )
 
 // Options are the inputs to NewSurface: an operator profile plus the
@@ -130,6 +138,9 @@ type Surface struct {
 	// SkillURIs are the served skill resources, ascending, without
 	// duplicates; empty (never nil) unless SkillsExtension is true.
 	SkillURIs []string
+	// UIExtension reports whether UIExtension is offered (to the clients
+	// that declare it).
+	UIExtension bool
 }
 
 // NewSurface computes the effective surface. It starts from the profile's
@@ -144,6 +155,8 @@ type Surface struct {
 //     resources and o.SkillsLoaded is true.
 //   - SkillURIs is o.SkillURIs sorted and deduplicated when
 //     SkillsExtension is true, and empty otherwise.
+//   - UIExtension is true only if resources are offered and the profile
+//     allows graph_task_inspect (the App's only read).
 //
 // No option can widen the surface beyond the profile.
 func NewSurface(o Options) Surface {
@@ -159,6 +172,7 @@ func NewSurface(o Options) Surface {
 		SkillsExtension: e.Skills && e.Resources && o.SkillsLoaded,
 		SkillURIs:       []string{},
 	}
+	s.UIExtension = s.Resources && slices.Contains(s.Tools, ToolInspect)
 	if s.SkillsExtension {
 		s.SkillURIs = sortedUnique(o.SkillURIs)
 	}

@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/graph-engineering/graph-engineering-mcp/lease"
@@ -31,7 +32,15 @@ const (
 	kindObject // payload
 	kindAny    // result
 	kindIdentifierList
+	kindTagList // requires, capabilities: at most max tags of taskgraph.TagPattern
+	kindTime    // not_before: an RFC 3339 timestamp
 )
+
+var tagRE = regexp.MustCompile(taskgraph.TagPattern)
+
+// maxTimeLen bounds a kindTime string (RFC 3339 with nanoseconds and an
+// offset is 35 characters).
+const maxTimeLen = 64
 
 // field is one argument of a tool.
 type field struct {
@@ -76,6 +85,11 @@ func (f field) schema() map[string]any {
 	case kindIdentifierList:
 		s["type"], s["maxItems"], s["uniqueItems"] = "array", taskgraph.MaxDependsOn, true
 		s["items"] = map[string]any{"type": "string", "pattern": taskgraph.IdentifierPattern, "minLength": 1, "maxLength": taskgraph.MaxIdentifierLen}
+	case kindTagList:
+		s["type"], s["maxItems"] = "array", f.max
+		s["items"] = map[string]any{"type": "string", "pattern": taskgraph.TagPattern, "minLength": 1, "maxLength": 64}
+	case kindTime:
+		s["type"], s["format"], s["maxLength"] = "string", "date-time", maxTimeLen
 	}
 	return s
 }
@@ -100,6 +114,7 @@ type args struct {
 	num map[string]int64
 	bln map[string]bool
 	lst map[string][]string
+	tim map[string]time.Time
 }
 
 func (a *args) has(name string) bool { _, ok := a.raw[name]; return ok }
@@ -145,7 +160,7 @@ var errArgsNotObject = errors.New("tool arguments must be a JSON object")
 // against its fields: no unknown or duplicate keys, every value of the right
 // type and within bounds. Numbers are read exactly, never through float64.
 func decodeArgs(raw json.RawMessage, fields []field) (*args, error) {
-	a := &args{raw: map[string]json.RawMessage{}, str: map[string]string{}, num: map[string]int64{}, bln: map[string]bool{}, lst: map[string][]string{}}
+	a := &args{raw: map[string]json.RawMessage{}, str: map[string]string{}, num: map[string]int64{}, bln: map[string]bool{}, lst: map[string][]string{}, tim: map[string]time.Time{}}
 	trimmed := bytes.TrimSpace(raw)
 	if len(trimmed) == 0 || string(trimmed) == "null" {
 		trimmed = []byte("{}")
@@ -275,6 +290,30 @@ func (a *args) check(f field, v json.RawMessage) error {
 			seen[s] = true
 		}
 		a.lst[f.name] = list
+	case kindTagList:
+		var list []string
+		if err := json.Unmarshal(v, &list); err != nil {
+			return fieldErrorf(f.name, "%s must be an array of tags (strings)", f.name)
+		}
+		if int64(len(list)) > f.max {
+			return fieldErrorf(f.name, "%s must list at most %d tags (got %d)", f.name, f.max, len(list))
+		}
+		for _, s := range list {
+			if !tagRE.MatchString(s) {
+				return fieldErrorf(f.name, "%s tag %q must match %s: a lower-case letter, then up to 63 lower-case letters, digits, '_', '.' or '-'", f.name, clip(s), taskgraph.TagPattern)
+			}
+		}
+		a.lst[f.name] = list
+	case kindTime:
+		var s string
+		if err := json.Unmarshal(v, &s); err != nil || len(s) > maxTimeLen {
+			return fieldErrorf(f.name, "%s must be an RFC 3339 timestamp string such as 2026-03-01T12:00:00Z", f.name)
+		}
+		t, err := time.Parse(time.RFC3339Nano, s)
+		if err != nil {
+			return fieldErrorf(f.name, "%s must be an RFC 3339 timestamp such as 2026-03-01T12:00:00Z (got %q)", f.name, clip(s))
+		}
+		a.tim[f.name] = t.UTC()
 	}
 	return nil
 }

@@ -57,6 +57,21 @@
 //   - Tasks extension: a task handle is returned only to a graph_task_create
 //     request that declares the extension in its own _meta; tasks/* requests
 //     that do not declare it get -32021; legacy sessions never see it.
+//   - Live view (ui.go, ui_auth.go, ui_layout.go, assets in ui/): /ui/ on
+//     the HTTP handler is read-only (GET and HEAD only), reads only through
+//     the Store API, never shows a claim token or its digest, sends a
+//     strict CSP and loads nothing from outside the binary. Its reads take
+//     their own few slots (UIMaxConcurrent), never an MCP slot. It sits
+//     behind the same authentication as /mcp: a bearer token, or a session
+//     cookie (HttpOnly, SameSite=Strict, Path=/ui) got for a one-time login
+//     code that only a token can mint; only digests of codes and sessions
+//     are kept (POST /ui/logout forgets one), and the principal is resolved
+//     at each request and needs the observe role; its workflow scope
+//     filters what is shown. Its reads never expire a lapsed lease.
+//   - MCP App (ui_app.go): the ui:// resource and the tools' _meta.ui links
+//     are advertised only to a client that declares io.modelcontextprotocol/ui
+//     (in this request's _meta in 2026-07-28, at initialize in legacy); the
+//     App calls only graph_task_inspect through its host.
 //   - Stdio flow control: at most MaxStdioInFlight calls are read and not
 //     yet answered (intake pauses at the bound and resumes as answers are
 //     written), at most MaxStdioParkedClaims of them claim-next calls that

@@ -3,6 +3,7 @@ package mcpadapter
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/graph-engineering/graph-engineering-mcp/manifest"
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph"
@@ -108,4 +109,54 @@ func merge(a, b map[string]any) map[string]any {
 		out[k] = v
 	}
 	return out
+}
+
+// TestRoutingAndRetryTimingOverMCP drives capability routing and retry
+// timing with the SDK client: a parked claim-next with gpu is woken by a gpu
+// task while a claim without capabilities finds nothing; a retryable failure
+// with retry_after_ms is not claimable until the server's clock passes it,
+// and then is.
+func TestRoutingAndRetryTimingOverMCP(t *testing.T) {
+	f := newFixture(t)
+	cs := f.client("", nil)
+	parked := make(chan map[string]any, 1)
+	go func() {
+		_, out := callTool(t, cs, manifest.ToolClaim, map[string]any{"owner": "gpu1", "capabilities": []string{"gpu"}, "wait_ms": 20000})
+		parked <- out
+	}()
+	for f.store.Waiters() == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	_, out := callTool(t, cs, manifest.ToolCreate, map[string]any{"workflow_id": "r", "node_id": "g", "requires": []string{"gpu"}})
+	id := out["task"].(map[string]any)["task_id"].(string)
+	var got map[string]any
+	select {
+	case got = <-parked:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the parked claim with gpu was not woken by a gpu task")
+	}
+	if got["claimed"] != true || got["task"].(map[string]any)["task_id"] != id {
+		t.Fatalf("parked claim: %v", got)
+	}
+	l := got["lease"].(map[string]any)
+	hold := map[string]any{"task_id": id, "owner": "gpu1", "generation": l["generation"], "claim_token": l["claim_token"]}
+	_, out = callTool(t, cs, manifest.ToolFail, merge(hold, map[string]any{"error": "GPU busy", "retryable": true, "retry_after_ms": 60000}))
+	task := out["task"].(map[string]any)
+	if task["state"] != "pending" || task["due_at"] != "2026-05-01T09:01:00.000Z" {
+		t.Fatalf("after retry_after_ms: %v", task)
+	}
+	for _, caps := range [][]string{nil, {"gpu"}} {
+		args := map[string]any{"owner": "w"}
+		if caps != nil {
+			args["capabilities"] = caps
+		}
+		if _, out := callTool(t, cs, manifest.ToolClaim, args); out["claimed"] != false {
+			t.Fatalf("claim-next with %v before the retry is due: %v", caps, out)
+		}
+	}
+	f.clock.Advance(time.Minute)
+	_, out = callTool(t, cs, manifest.ToolClaim, map[string]any{"owner": "gpu2", "capabilities": []string{"gpu", "cuda"}})
+	if out["claimed"] != true || out["task"].(map[string]any)["attempts"].(float64) != 2 || out["task"].(map[string]any)["due_at"] != nil {
+		t.Fatalf("claim-next once due: %v", out)
+	}
 }

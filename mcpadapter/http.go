@@ -117,6 +117,8 @@ type HTTPOptions struct {
 	Metrics *Metrics
 	// Logger receives request and lifecycle logs; nil uses the server's.
 	Logger *slog.Logger
+	// DisableUI turns the live workflow view under /ui/ off (see ui.go).
+	DisableUI bool
 }
 
 func (o *HTTPOptions) setDefaults(s *Server) error {
@@ -237,6 +239,7 @@ type HTTPHandler struct {
 	initMu      sync.Mutex // serialises initialize at the session cap
 	policy      *callPolicy
 	abort       context.CancelFunc
+	ui          *uiHandler // nil: the live view is off
 }
 
 // callPolicy is what the call-deadline middleware applies to calls that
@@ -286,6 +289,9 @@ func NewHTTPHandler(s *Server, opts HTTPOptions) (*HTTPHandler, error) {
 		Logger: h.log, MaxRequestBodyBytes: opts.MaxBodyBytes,
 	})
 	s.mcp.AddReceivingMiddleware(callDeadlineMiddleware)
+	if !opts.DisableUI {
+		h.ui = newUIHandler(h)
+	}
 	if h.metrics != nil {
 		h.metrics.registerSessions(h.legacySessions)
 		h.metricsHTTP = h.metrics.Handler()
@@ -383,6 +389,13 @@ func (h *HTTPHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.serveReady(sw, r)
 		return
 	case MCPPath, MetricsPath:
+	case UIRoute:
+		if h.ui == nil {
+			http.NotFound(sw, r)
+			return
+		}
+		h.ui.serve(sw, r)
+		return
 	default:
 		http.NotFound(sw, r)
 		return
@@ -431,6 +444,9 @@ func routeOf(path string) string {
 	switch path {
 	case MCPPath, HealthPath, ReadyPath, MetricsPath:
 		return path
+	}
+	if isUIRoute(path) {
+		return UIRoute
 	}
 	return "other"
 }

@@ -53,6 +53,7 @@ func (s *Server) buildRoleSurfaces() error {
 		// The extension surfaces tasks through create and inspect.
 		sf.TasksExtension = sf.TasksExtension && slices.Contains(sf.Tools, manifest.ToolCreate) && slices.Contains(sf.Tools, manifest.ToolInspect)
 		sf.SkillsExtension = base.SkillsExtension && prof.Skills && sf.Resources
+		sf.UIExtension = base.UIExtension && sf.Resources && slices.Contains(sf.Tools, manifest.ToolInspect)
 		if sf.SkillsExtension {
 			sf.SkillURIs = append([]string{}, base.SkillURIs...)
 		}

@@ -143,6 +143,11 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Surface.Resources {
 		s.addManifestResource()
 	}
+	if cfg.Surface.UIExtension {
+		if err := s.addUIApp(); err != nil {
+			return nil, err
+		}
+	}
 	if cfg.Surface.TasksExtension {
 		if err := s.addTasksExtension(); err != nil {
 			return nil, err
@@ -161,7 +166,7 @@ func New(cfg Config) (*Server, error) {
 	// Outermost first: recover from panics, refuse unserved methods, hide the
 	// tasks extension from legacy sessions, then the tasks extension itself.
 	slices.Sort(s.toolNames)
-	s.mcp.AddReceivingMiddleware(s.recoverMiddleware, s.unservedMiddleware, s.unknownToolMiddleware, s.principalMiddleware, s.legacyInitializeMiddleware, s.tasksMiddleware)
+	s.mcp.AddReceivingMiddleware(s.recoverMiddleware, s.unservedMiddleware, s.unknownToolMiddleware, s.principalMiddleware, s.legacyInitializeMiddleware, s.uiMiddleware, s.tasksMiddleware)
 	return s, nil
 }
 

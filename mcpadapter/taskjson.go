@@ -29,6 +29,9 @@ type taskJSON struct {
 	Attempts       int             `json:"attempts"`
 	MaxAttempts    int             `json:"max_attempts"`
 	Priority       int             `json:"priority"`
+	Requires       []string        `json:"requires"`
+	DueAt          *string         `json:"due_at"`
+	RetryDelayMS   int64           `json:"retry_delay_ms"`
 	Result         json.RawMessage `json:"result"`
 	Error          *string         `json:"error"`
 	StatusMessage  string          `json:"status_message"`
@@ -53,6 +56,14 @@ func renderTask(t taskgraph.Task) *taskJSON {
 		Payload: t.Payload, DependsOn: deps, Owner: strOrNil(t.Owner), Generation: t.Generation,
 		Attempts: t.Attempts, MaxAttempts: t.MaxAttempts, Priority: t.Priority, Result: t.Result, Error: strOrNil(t.Error),
 		StatusMessage: t.StatusMessage, CreatedAt: formatTime(t.CreatedAt), UpdatedAt: formatTime(t.UpdatedAt),
+		Requires: t.Requires, RetryDelayMS: t.RetryDelay.Milliseconds(),
+	}
+	if out.Requires == nil {
+		out.Requires = []string{}
+	}
+	if !t.DueAt.IsZero() {
+		s := formatTime(t.DueAt)
+		out.DueAt = &s
 	}
 	if !t.LeaseExpiresAt.IsZero() {
 		s := formatTime(t.LeaseExpiresAt)
@@ -98,6 +109,9 @@ func taskSchema() map[string]any {
 		"attempts":         map[string]any{"type": "integer", "minimum": 0},
 		"max_attempts":     map[string]any{"type": "integer", "minimum": taskgraph.MinMaxAttempts, "maximum": taskgraph.MaxMaxAttempts},
 		"priority":         map[string]any{"type": "integer", "minimum": taskgraph.MinPriority, "maximum": taskgraph.MaxPriority},
+		"requires":         map[string]any{"type": "array", "items": map[string]any{"type": "string", "pattern": taskgraph.TagPattern}, "maxItems": taskgraph.MaxRequires},
+		"due_at":           nullable(map[string]any{"type": "string", "format": "date-time", "description": "when a pending task becomes claimable (not_before, a retry's delay); null when it is claimable now"}),
+		"retry_delay_ms":   map[string]any{"type": "integer", "minimum": 0, "maximum": taskgraph.MaxRetryDelay.Milliseconds()},
 		"result":           map[string]any{"description": "the worker's result (any JSON); null until completed", "anyOf": anyJSONSchema()},
 		"error":            strNull,
 		"status_message":   str,

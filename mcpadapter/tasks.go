@@ -138,6 +138,9 @@ func taskStatus(t taskgraph.Task) (status, message string) {
 	case taskgraph.StateBlocked:
 		return "working", "blocked: " + t.StatusMessage
 	case taskgraph.StatePending:
+		if !t.DueAt.IsZero() {
+			return "working", "pending: waiting until " + formatTime(t.DueAt) + ", then ready to be claimed by a worker"
+		}
 		return "working", "pending: ready to be claimed by a worker"
 	case taskgraph.StateClaimed:
 		return "working", fmt.Sprintf("claimed by %s at generation %d (attempt %d of %d, lease until %s)",

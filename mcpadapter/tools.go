@@ -71,6 +71,7 @@ func toolDefs() []toolDef {
 		{
 			name: manifest.ToolClaim, title: "Claim a ready task",
 			desc: "Claim a task for exclusive work. Without task_id it claims the ready task of highest priority, the oldest first within a priority (optionally within workflow_id), waiting up to wait_ms for one to become ready; finding none is not an error (claimed: false). " +
+				"Only tasks whose requires are all among your capabilities are given to you (without capabilities, only tasks that require nothing); claiming by task_id a task whose requires you lack is refused, naming the missing tags. " +
 				"A claim returns dependencies: each direct dependency's node_id, task_id, state and result (at most 256 KiB of results in all; past that a result is null with result_omitted true: inspect that task_id to read it). " +
 				"The result's lease holds owner, generation and the secret claim_token: pass them on every heartbeat, complete, fail or cancel, and heartbeat before lease_expires_at. An expired lease can be claimed by another worker at a higher generation, after which your writes are rejected.",
 			fields: []field{
@@ -79,6 +80,7 @@ func toolDefs() []toolDef {
 				{name: "task_id", kind: kindTaskID, desc: "claim this task; omit to claim the next ready task (highest priority, then oldest)"},
 				{name: "workflow_id", kind: kindIdentifier, desc: "claim only within this workflow (without task_id)"},
 				{name: "wait_ms", kind: kindInt, min: 0, max: waitMaxMS, desc: "how long claim-next may wait for a task to become ready, in milliseconds (default 0)"},
+				{name: "capabilities", kind: kindTagList, max: taskgraph.MaxCapabilities, desc: fmt.Sprintf("what this worker can do: at most %d tags, each %s; a task is given only if every tag of its requires is among them (default none: only tasks that require nothing)", taskgraph.MaxCapabilities, taskgraph.TagPattern)},
 			},
 			annotations: &mcp.ToolAnnotations{Title: "Claim a ready task", DestructiveHint: boolPtr(false), OpenWorldHint: boolPtr(false)},
 			extraOutput: map[string]any{
@@ -109,7 +111,8 @@ func toolDefs() []toolDef {
 		},
 		{
 			name: manifest.ToolCreate, title: "Create a task",
-			desc: "Create a task (a node of a workflow's DAG). It is ready to claim once every node in depends_on has completed. Idempotent: creating the same workflow_id and node_id again with the same payload, depends_on, max_attempts and priority returns the existing task (created: false); different content is rejected.",
+			desc: "Create a task (a node of a workflow's DAG). It is ready to claim once every node in depends_on has completed (and not_before has passed), by a worker whose capabilities include its requires. A retryable failure is retried after retry_delay_ms, doubling per retry (at most 15 minutes). " +
+				"Idempotent: creating the same workflow_id and node_id again with the same payload, depends_on, max_attempts, priority, requires and retry_delay_ms returns the existing task (created: false); different content is rejected.",
 			fields: []field{
 				{name: "workflow_id", kind: kindIdentifier, required: true, desc: "the workflow (DAG) the task belongs to; created on first use"},
 				{name: "node_id", kind: kindIdentifier, required: true, desc: "the task's name within the workflow"},
@@ -117,6 +120,9 @@ func toolDefs() []toolDef {
 				{name: "depends_on", kind: kindIdentifierList, desc: fmt.Sprintf("node ids of the same workflow that must complete first (at most %d)", taskgraph.MaxDependsOn)},
 				{name: "max_attempts", kind: kindInt, min: taskgraph.MinMaxAttempts, max: taskgraph.MaxMaxAttempts, desc: fmt.Sprintf("how many claims the task may take before it fails (default %d)", taskgraph.DefaultMaxAttempts)},
 				{name: "priority", kind: kindInt, min: taskgraph.MinPriority, max: taskgraph.MaxPriority, desc: fmt.Sprintf("claim-next takes the highest priority first, the oldest task first within a priority (%d..%d, default 0)", taskgraph.MinPriority, taskgraph.MaxPriority)},
+				{name: "requires", kind: kindTagList, max: taskgraph.MaxRequires, desc: fmt.Sprintf("capabilities a worker must advertise to claim the task: at most %d tags, each %s (stored sorted and deduplicated; default none)", taskgraph.MaxRequires, taskgraph.TagPattern)},
+				{name: "retry_delay_ms", kind: kindInt, min: 0, max: taskgraph.MaxRetryDelay.Milliseconds(), desc: fmt.Sprintf("wait before the first retry of a retryable failure, in milliseconds, doubling per retry and capped at %d (0..%d, default %d; 0 retries at once)", taskgraph.MaxRetryDelay.Milliseconds(), taskgraph.MaxRetryDelay.Milliseconds(), taskgraph.DefaultRetryDelay.Milliseconds())},
+				{name: "not_before", kind: kindTime, desc: "RFC 3339 timestamp (UTC, e.g. 2026-03-01T12:00:00Z): the task is not claimable before it (server time); at most 365 days ahead; a past time means now. Applies at creation only"},
 			},
 			annotations: &mcp.ToolAnnotations{Title: "Create a task", IdempotentHint: true, DestructiveHint: boolPtr(false), OpenWorldHint: boolPtr(false)},
 			extraOutput: map[string]any{"created": map[string]any{"type": "boolean"}},
@@ -125,10 +131,18 @@ func toolDefs() []toolDef {
 		},
 		{
 			name: manifest.ToolFail, title: "Fail a claimed task",
-			desc:        "Report that the task you hold failed, with an error text. With retryable true and attempts left it returns to the ready queue; otherwise it fails and every unfinished task that depends on it is cancelled.",
-			fields:      append(append([]field{}, holderFields...), field{name: "error", kind: kindErrorText, required: true, desc: "what went wrong: at most 65536 characters and 64 KiB of UTF-8"}, field{name: "retryable", kind: kindBool, desc: "true if another attempt may succeed (default false)"}),
+			desc: "Report that the task you hold failed, with an error text. With retryable true and attempts left it returns to pending and is claimable again after retry_after_ms, or by default after the task's backoff (retry_delay_ms, 1 s unless set at creation, doubling per retry, at most 15 minutes); otherwise it fails and every unfinished task that depends on it is cancelled.",
+			fields: append(append([]field{}, holderFields...), field{name: "error", kind: kindErrorText, required: true, desc: "what went wrong: at most 65536 characters and 64 KiB of UTF-8"}, field{name: "retryable", kind: kindBool, desc: "true if another attempt may succeed (default false)"},
+				field{name: "retry_after_ms", kind: kindInt, min: 0, max: taskgraph.MaxRetryAfter.Milliseconds(), desc: fmt.Sprintf("with retryable true: the retry waits this long, in milliseconds (0..%d; 0 retries at once), instead of the task's backoff", taskgraph.MaxRetryAfter.Milliseconds())}),
 			annotations: &mcp.ToolAnnotations{Title: "Fail a claimed task", DestructiveHint: boolPtr(true), OpenWorldHint: boolPtr(false)},
 			run: func(ctx context.Context, s *Server, a *args) (*toolOutput, error) {
+				if a.has("retry_after_ms") {
+					if !a.bln["retryable"] {
+						return nil, fieldErrorf("retry_after_ms", "retry_after_ms applies only with retryable: true")
+					}
+					t, err := s.store.FailRetryAfter(ctx, holderOf(a), a.str["error"], time.Duration(a.num["retry_after_ms"])*time.Millisecond)
+					return taskOutput(t), err
+				}
 				t, err := s.store.Fail(ctx, holderOf(a), a.str["error"], a.bln["retryable"])
 				return taskOutput(t), err
 			},
@@ -167,7 +181,12 @@ func holderOf(a *args) lease.Holder {
 func taskOutput(t taskgraph.Task) *toolOutput { return &toolOutput{Task: renderTask(t)} }
 
 func runCreate(ctx context.Context, s *Server, a *args) (*toolOutput, error) {
-	spec := taskgraph.NodeSpec{NodeID: a.str["node_id"], Payload: a.raw["payload"], DependsOn: a.lst["depends_on"], MaxAttempts: int(a.num["max_attempts"]), Priority: int(a.num["priority"])}
+	spec := taskgraph.NodeSpec{NodeID: a.str["node_id"], Payload: a.raw["payload"], DependsOn: a.lst["depends_on"], MaxAttempts: int(a.num["max_attempts"]), Priority: int(a.num["priority"]),
+		Requires: a.lst["requires"], NotBefore: a.tim["not_before"]}
+	if a.has("retry_delay_ms") {
+		d := time.Duration(a.num["retry_delay_ms"]) * time.Millisecond
+		spec.RetryDelay = &d
+	}
 	c, err := s.store.CreateTask(ctx, a.str["workflow_id"], spec)
 	if err != nil {
 		return nil, err
@@ -188,6 +207,7 @@ func runClaim(ctx context.Context, s *Server, a *args) (*toolOutput, error) {
 	req := taskgraph.ClaimRequest{
 		Owner: a.str["owner"], TaskID: a.str["task_id"], WorkflowID: a.str["workflow_id"],
 		Lease: time.Duration(a.num["lease_ms"]) * time.Millisecond, Wait: time.Duration(a.num["wait_ms"]) * time.Millisecond,
+		Capabilities: a.lst["capabilities"],
 	}
 	c, ok, err := s.store.Claim(ctx, req)
 	if errors.Is(err, taskgraph.ErrWaitLimit) {
@@ -306,7 +326,8 @@ func (s *Server) toolError(ctx context.Context, tool string, err error) (*mcp.Ca
 // ErrorMetaKey is the _meta key of a tool error's machine-readable detail:
 // {"kind": "invalid" | "not_found" | "conflict" | "stale_claim" |
 // "unavailable" | "forbidden", "field"?, "reason"?, "retryable"?,
-// "scope"? (of forbidden: "role", "workflows" or "owners")}, so clients need not
+// "scope"? (of forbidden: "role", "workflows" or "owners"), "missing"? (of a
+// claim refused for capabilities: the tags it lacked)}, so clients need not
 // parse the text.
 const ErrorMetaKey = "graph-engineering/error"
 
@@ -317,6 +338,7 @@ func errorDetail(kind string, err error) map[string]any {
 	var se *lease.StaleClaimError
 	var ae *argError
 	var fe *forbiddenError
+	var me *taskgraph.MissingCapabilitiesError
 	switch {
 	case kind == "unavailable":
 		d["reason"], d["retryable"], _ = taskgraph.UnavailableReason(err)
@@ -324,6 +346,8 @@ func errorDetail(kind string, err error) map[string]any {
 		d["reason"] = string(se.Reason)
 	case errors.As(err, &fe):
 		d["scope"] = fe.scope
+	case errors.As(err, &me):
+		d["missing"] = me.Missing
 	case errors.As(err, &ve):
 		d["field"] = ve.Field
 	case errors.As(err, &ae) && ae.field != "":

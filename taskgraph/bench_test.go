@@ -350,8 +350,21 @@ func scaleFixture(b *testing.B, n int) string {
 		// the (priority DESC, seq) index rather than the first pending seq.
 		`UPDATE tasks SET state = 'pending', owner = NULL, generation = 0, attempts = 0, result = NULL,
 			status_message = 'ready to claim', priority = (seq / ?4) % 201 - 100 WHERE seq % ?4 = 0`,
+		// A third of them require nothing, a third gpu, a third cuda and
+		// gpu (capability routing): a claim without capabilities takes only
+		// the first third, one with gpu the first two.
+		`UPDATE tasks SET requires = CASE (seq / ?4) % 3 WHEN 1 THEN 'gpu' WHEN 2 THEN 'cuda gpu' ELSE '' END WHERE seq % ?4 = 0`,
 	} {
 		if _, err := tx.Exec(q, n, perWorkflow, now, every); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if every >= 2 {
+		// Due times present: as many pending tasks again that are not due
+		// for a day (a retry's backoff, not_before), outside the ready
+		// indexes.
+		if _, err := tx.Exec(`UPDATE tasks SET state = 'pending', owner = NULL, generation = 0, attempts = 0, result = NULL,
+			status_message = 'waiting until tomorrow', due_at_ms = ?1 + 86400000, priority = 100 WHERE seq % ?2 = ?2 / 2`, now, every); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -359,7 +372,7 @@ func scaleFixture(b *testing.B, n int) string {
 		b.Fatal(err)
 	}
 	var got int
-	if err := db.QueryRow(`SELECT COUNT(*) FROM tasks WHERE state = 'pending'`).Scan(&got); err != nil || got != pending {
+	if err := db.QueryRow(`SELECT COUNT(*) FROM tasks WHERE state = 'pending' AND due_at_ms = 0`).Scan(&got); err != nil || got != pending {
 		b.Fatalf("fixture has %d pending tasks (%v), want %d", got, err, pending)
 	}
 	if _, err := db.Exec(`PRAGMA wal_checkpoint(TRUNCATE)`); err != nil {
@@ -385,14 +398,25 @@ func resetClaims(b *testing.B, path string) {
 }
 
 // BenchmarkClaimNextScale measures one claim-next through the store with N
-// tasks of which 1,000 are pending and the rest completed: the cost must not
-// grow with the finished tasks (the issue asks for 1M under 2x the 1k
-// figure; the benchmark reports, it does not assert). synchronous=NORMAL, so
-// that the figure is the lookup and the write rather than an fsync. When the
-// 1,000 pending tasks are all claimed, the timer stops while they are reset.
+// tasks of which 1,000 are claimable (a third require nothing, a third gpu,
+// a third cuda and gpu), with 1M also 1,000 pending tasks not due for a
+// day, and the rest completed: the cost must not grow with the finished or
+// not-yet-due tasks (the issue asks for 1M under 2x the 1k figure; the
+// benchmark reports, it does not assert), for a claim without capabilities
+// and one with gpu. synchronous=NORMAL, so that the figure is the lookup and
+// the write rather than an fsync. When the claimable tasks are all claimed,
+// the timer stops while they are reset.
 func BenchmarkClaimNextScale(b *testing.B) {
-	for _, n := range []int{1000, 1_000_000} {
-		b.Run(fmt.Sprintf("tasks=%d", n), func(b *testing.B) {
+	for _, bc := range []struct {
+		n    int
+		caps []string
+	}{{1000, nil}, {1_000_000, nil}, {1000, []string{"gpu"}}, {1_000_000, []string{"gpu"}}} {
+		name := fmt.Sprintf("tasks=%d/caps=none", bc.n)
+		if bc.caps != nil {
+			name = fmt.Sprintf("tasks=%d/caps=%s", bc.n, bc.caps[0])
+		}
+		n := bc.n
+		b.Run(name, func(b *testing.B) {
 			path := scaleFixture(b, n)
 			resetClaims(b, path)
 			s, err := Open(context.Background(), path, Options{Sync: SyncNormal})
@@ -405,7 +429,7 @@ func BenchmarkClaimNextScale(b *testing.B) {
 			start := time.Now()
 			var paused time.Duration
 			for i := 0; i < b.N; i++ {
-				_, ok, err := s.Claim(ctx, ClaimRequest{Owner: "w", Lease: lease.MaxDuration})
+				_, ok, err := s.Claim(ctx, ClaimRequest{Owner: "w", Lease: lease.MaxDuration, Capabilities: bc.caps})
 				if err != nil {
 					b.Fatal(err)
 				}

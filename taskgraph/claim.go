@@ -35,6 +35,10 @@ func (s *Store) Claim(ctx context.Context, req ClaimRequest) (c Claimed, ok bool
 	if req.Wait < 0 || req.Wait > MaxClaimWait {
 		return Claimed{}, false, invalid("wait_ms", "must be between 0 and %d (got %d)", MaxClaimWait.Milliseconds(), req.Wait.Milliseconds())
 	}
+	caps, err := canonicalTags("capabilities", req.Capabilities, MaxCapabilities)
+	if err != nil {
+		return Claimed{}, false, err
+	}
 	if req.TaskID != "" {
 		if req.WorkflowID != "" {
 			return Claimed{}, false, invalid("workflow_id", "give either task_id (claim that task) or workflow_id (claim-next within it), not both")
@@ -49,7 +53,7 @@ func (s *Store) Claim(ctx context.Context, req ClaimRequest) (c Claimed, ok bool
 		arrived := s.arrival(ctx)
 		err := s.doAt(ctx, arrived, func(w *wtx) error {
 			var err error
-			c, conflict, err = w.as(ActorWorker, req.Owner).claimByID(req.TaskID, req.Owner, d)
+			c, conflict, err = w.as(ActorWorker, req.Owner).claimByID(req.TaskID, caps, req.Owner, d)
 			return err
 		})
 		if err == nil && conflict != nil {
@@ -88,7 +92,7 @@ func (s *Store) Claim(ctx context.Context, req ClaimRequest) (c Claimed, ok bool
 		var ok bool
 		err := s.doAt(ctx, arrived, func(w *wtx) error {
 			var err error
-			c, ok, err = w.as(ActorWorker, req.Owner).claimNext(req.WorkflowID, req.Owner, d)
+			c, ok, err = w.as(ActorWorker, req.Owner).claimNext(req.WorkflowID, caps, req.Owner, d)
 			return err
 		})
 		if err != nil {
@@ -101,7 +105,7 @@ func (s *Store) Claim(ctx context.Context, req ClaimRequest) (c Claimed, ok bool
 	}
 	deadline := time.Now().Add(req.Wait)
 	// Registered before the first try, so that no wake-up is missed.
-	wt := s.notify.add(req.WorkflowID)
+	wt := s.notify.add(req.WorkflowID, caps)
 	if wt == nil {
 		if c, ok, err = try(); err != nil || ok {
 			return c, ok, err
@@ -119,11 +123,12 @@ func (s *Store) Claim(ctx context.Context, req ClaimRequest) (c Claimed, ok bool
 		}
 		// Sleep until a task this call may claim became ready (a commit here
 		// or, through the watcher, by another process), or the deadline. The
-		// server's sweeper expires leases and wakes waiters by count; without
-		// it, a waiter also wakes at the next lease expiry.
+		// server's sweeper expires leases and promotes due tasks, and wakes
+		// waiters by count; without it, a waiter also wakes at the next lease
+		// expiry or due time.
 		sleep := remaining
 		if !s.opts.Sweep {
-			if next, err := s.nextLeaseExpiry(ctx); err == nil && !next.IsZero() {
+			for _, next := range s.nextTimers(ctx) {
 				if until := next.Sub(s.clock.Now()) + time.Millisecond; until < sleep {
 					sleep = max(until, time.Millisecond)
 				}
@@ -155,6 +160,19 @@ func (s *Store) park(ctx context.Context, wt *waiter, sleep time.Duration) error
 // ready right now.
 func (s *Store) Waiters() int { return s.notify.len() }
 
+// nextTimers returns the next lease expiry and the next due time, those
+// that exist.
+func (s *Store) nextTimers(ctx context.Context) []time.Time {
+	var out []time.Time
+	if next, err := s.nextLeaseExpiry(ctx); err == nil && !next.IsZero() {
+		out = append(out, next)
+	}
+	if next, err := s.nextDue(ctx); err == nil && !next.IsZero() {
+		out = append(out, next)
+	}
+	return out
+}
+
 func (s *Store) nextLeaseExpiry(ctx context.Context) (time.Time, error) {
 	ms, ok, err := s.drv.Reads().NextLeaseExpiry(ctx)
 	if err != nil || !ok {
@@ -163,11 +181,13 @@ func (s *Store) nextLeaseExpiry(ctx context.Context) (time.Time, error) {
 	return time.UnixMilli(ms), nil
 }
 
-func (w *wtx) claimNext(workflowID, owner string, d time.Duration) (Claimed, bool, error) {
-	if _, err := w.sweepExpired(sweepLimit); err != nil {
+func (w *wtx) claimNext(workflowID string, caps []string, owner string, d time.Duration) (Claimed, bool, error) {
+	// Lapsed leases expire, and tasks whose due time had come at arrival
+	// join the ready index, first (one index probe each when there is none).
+	if err := w.expireAndPromote(sweepLimit, dueLimit); err != nil {
 		return Claimed{}, false, err
 	}
-	tr, ok, err := w.tx.NextPending(w.ctx, workflowID)
+	tr, ok, err := w.tx.NextPending(w.ctx, workflowID, caps)
 	if err != nil {
 		return Claimed{}, false, fmt.Errorf("find a pending task: %w", err)
 	}
@@ -186,17 +206,23 @@ func (w *wtx) claimNext(workflowID, owner string, d time.Duration) (Claimed, boo
 // conflict with a nil error, so that the operation still commits the expiry
 // of a lapsed lease it processed on the way (the conflict's message may
 // report its outcome); nothing else has been written then.
-func (w *wtx) claimByID(taskID, owner string, d time.Duration) (Claimed, *ConflictError, error) {
+func (w *wtx) claimByID(taskID string, caps []string, owner string, d time.Duration) (Claimed, *ConflictError, error) {
 	r, err := w.loadLocked(taskID) // decided on as it is once its workflow is locked
 	if err != nil {
 		return Claimed{}, nil, err
+	}
+	if !r.State.Terminal() {
+		// Refused before anything is written: this caller may never claim it.
+		if missing := missingTags(r.Requires, caps); len(missing) > 0 {
+			return Claimed{}, nil, &MissingCapabilitiesError{TaskID: r.TaskID, Missing: missing}
+		}
 	}
 	if r.expired(w.at()) {
 		if err := w.expire(&r); err != nil {
 			return Claimed{}, nil, err
 		}
 	}
-	if r.State != StatePending {
+	if r.State != StatePending || r.dueAtMS > w.at().UnixMilli() {
 		return Claimed{}, &ConflictError{TaskID: r.TaskID, State: r.State, Detail: notClaimable(r, w.at())}, nil
 	}
 	c, err := w.grant(&r, owner, d)
@@ -206,6 +232,8 @@ func (w *wtx) claimByID(taskID, owner string, d time.Duration) (Claimed, *Confli
 // notClaimable says why a task cannot be claimed now.
 func notClaimable(r row, now time.Time) string {
 	switch r.State {
+	case StatePending:
+		return fmt.Sprintf("not claimable until %s: %s", r.DueAt.Format(time.RFC3339Nano), r.StatusMessage)
 	case StateBlocked:
 		return "not claimable yet: " + r.StatusMessage
 	case StateClaimed:
@@ -226,7 +254,12 @@ func (w *wtx) grant(r *row, owner string, d time.Duration) (Claimed, error) {
 	}
 	exp := w.now.Add(d)
 	gen := r.Generation + 1
+	var due tgdriver.Opt[int64]
+	if r.dueAtMS != 0 { // due by now (the guard says so): claimed in passing
+		due = tgdriver.Val(int64(0))
+	}
 	err = w.mustUpdate(r, tgdriver.TaskSet{
+		DueAtMS:          due,
 		State:            tgdriver.Val(string(StateClaimed)),
 		Owner:            tgdriver.Val(owner),
 		Generation:       tgdriver.Val(gen),
@@ -235,7 +268,7 @@ func (w *wtx) grant(r *row, owner string, d time.Duration) (Claimed, error) {
 		LeaseMS:          tgdriver.Val(d.Milliseconds()),
 		AddAttempt:       true,
 		StatusMessage:    tgdriver.Val(fmt.Sprintf("claimed by %s (generation %d)", owner, gen)),
-	}, tgdriver.TaskGuard{States: []string{string(StatePending)}, Generation: tgdriver.Val(r.Generation)}, "claim")
+	}, tgdriver.TaskGuard{States: []string{string(StatePending)}, Generation: tgdriver.Val(r.Generation), DueByMS: tgdriver.Val(w.at().UnixMilli())}, "claim")
 	if err != nil {
 		return Claimed{}, err
 	}
@@ -319,7 +352,7 @@ func (w *wtx) expire(r *row) error {
 		if !ok {
 			return w.reload(r) // renewed or taken over meanwhile: nothing to expire
 		}
-		w.wakeWaiters(r.WorkflowID)
+		w.wakeWaiters(r)
 		w.afterCommit(func() { w.s.stats.expiries.Add(1) })
 		return w.appendEvent(r, EventExpire, holder, gen, map[string]any{"attempt": r.Attempts, "next": string(StatePending)})
 	}
@@ -456,7 +489,19 @@ func (w *wtx) makeReady(seq int64) error {
 	if !ok {
 		return nil // cancelled or made ready meanwhile
 	}
-	w.wakeWaiters(r.WorkflowID)
+	switch {
+	case r.dueAtMS > w.nowMS: // created with a not_before still ahead
+		if _, err := w.update(&r, tgdriver.TaskSet{StatusMessage: tgdriver.Val(waitingStatus(r.DueAt, "not_before"))}, tgdriver.TaskGuard{}); err != nil {
+			return err
+		}
+		w.scheduleDue()
+	case r.dueAtMS > 0:
+		if _, err := w.promote(&r, w.nowMS); err != nil {
+			return err
+		}
+	default:
+		w.wakeWaiters(&r)
+	}
 	return w.appendEvent(&r, EventReady, "", r.Generation, nil)
 }
 

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -190,6 +191,12 @@ func sameNode(existing row, n normalizedNode) error {
 	if existing.Priority != n.Priority {
 		return conflict("priority")
 	}
+	if !slices.Equal(existing.Requires, n.Requires) {
+		return conflict("requires")
+	}
+	if existing.RetryDelay != n.RetryDelay {
+		return conflict("retry_delay_ms")
+	}
 	return nil
 }
 
@@ -221,6 +228,15 @@ func newTaskID(now time.Time) (string, error) {
 }
 
 func (w *wtx) insertNode(workflowID string, n normalizedNode) (row, error) {
+	var dueMS int64
+	if n.NotBefore.After(w.now) {
+		if n.NotBefore.Sub(w.now) > MaxNotBefore {
+			return row{}, invalid("not_before", "must be at most %d days after the server time of the creation (%s); got %s",
+				int(MaxNotBefore/(24*time.Hour)), w.now.Format(time.RFC3339), n.NotBefore.UTC().Format(time.RFC3339))
+		}
+		// Rounded up: the task is never claimable before not_before.
+		dueMS = (n.NotBefore.UnixNano() + int64(time.Millisecond) - 1) / int64(time.Millisecond)
+	}
 	deps := make([]tgdriver.TaskRow, 0, len(n.DependsOn))
 	for _, d := range n.DependsOn {
 		// Locked: its state, counted below, cannot change before this
@@ -259,6 +275,8 @@ func (w *wtx) insertNode(workflowID string, n normalizedNode) (row, error) {
 		causeSeq = cause.Seq
 	case unmet > 0:
 		state, status = StateBlocked, "waiting on "+strings.Join(waiting, ", ")
+	case dueMS > 0:
+		status = waitingStatus(time.UnixMilli(dueMS), "not_before")
 	}
 	taskID, err := newTaskID(w.now)
 	if err != nil {
@@ -270,7 +288,8 @@ func (w *wtx) insertNode(workflowID string, n normalizedNode) (row, error) {
 	}
 	tr := tgdriver.TaskRow{TaskID: taskID, WorkflowID: workflowID, NodeID: n.NodeID, Payload: string(n.Payload), DependsOn: string(depsJSON),
 		State: string(state), MaxAttempts: n.MaxAttempts, Unmet: unmet, StatusMessage: status, CancelCause: causeSeq,
-		CreatedAtMS: w.nowMS, UpdatedAtMS: w.nowMS, CreatedBy: PrincipalFrom(w.ctx), Priority: n.Priority}
+		CreatedAtMS: w.nowMS, UpdatedAtMS: w.nowMS, CreatedBy: PrincipalFrom(w.ctx), Priority: n.Priority,
+		Requires: strings.Join(n.Requires, " "), DueAtMS: dueMS, RetryDelayMS: n.RetryDelay.Milliseconds()}
 	seq, err := w.tx.InsertTask(w.ctx, tr)
 	if err != nil {
 		return row{}, fmt.Errorf("insert task: %w", err)
@@ -289,11 +308,23 @@ func (w *wtx) insertNode(workflowID string, n normalizedNode) (row, error) {
 	if n.Priority != 0 {
 		detail["priority"] = n.Priority
 	}
+	if len(n.Requires) > 0 {
+		detail["requires"] = n.Requires
+	}
+	if dueMS > 0 {
+		detail["due_at_ms"] = dueMS
+	}
+	if n.RetryDelay != DefaultRetryDelay {
+		detail["retry_delay_ms"] = n.RetryDelay.Milliseconds()
+	}
 	if err := w.appendEvent(&r, EventCreate, "", 0, detail); err != nil {
 		return row{}, err
 	}
-	if state == StatePending {
-		w.wakeWaiters(r.WorkflowID)
+	switch {
+	case state == StatePending && dueMS > 0:
+		w.scheduleDue()
+	case state == StatePending:
+		w.wakeWaiters(&r)
 	}
 	return r, nil
 }

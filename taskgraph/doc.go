@@ -15,6 +15,26 @@
 // a priority, read from the first entry of a partial index ordered so on both
 // drivers (the query plans are pinned by the drivers' tests).
 //
+// # Routing and retry timing
+//
+// A task may require capabilities (NodeSpec.Requires: at most MaxRequires
+// tags of TagPattern, stored sorted and deduplicated); claim-next gives it
+// only to a claim whose Capabilities include every tag (a claim without
+// capabilities takes only tasks that require nothing), and a claim by id
+// of it by a caller lacking some fails with *MissingCapabilitiesError
+// before anything is written. A pending task may not be due yet (a
+// retryable failure's backoff: NodeSpec.RetryDelay doubled per retry up to
+// MaxRetryDelay, or FailRetryAfter's delay; NodeSpec.NotBefore): it is
+// pending with DueAt set and a status message "waiting until …", outside
+// the ready indexes, skipped by claim-next and refused to a claim by id.
+// It becomes claimable by promotion (due_at_ms := 0, guarded in the update
+// by the state and the due time, under its workflow's lock) by claim-next
+// at its arrival, by a claim by id in passing, and by the sweeper, whose
+// timer wakes at the earliest lease expiry or due time (or when a write
+// sets a new due time); a promotion wakes a parked claim that can take the
+// task, here and on other replicas. Releases, expiries, Requeue and
+// revivals are claimable at once.
+//
 // Each task keeps a count of unmet dependencies;
 // completing a task decrements its dependents' counts and makes ready those
 // that reach zero, in the same transaction, at O(out-degree) cost. A task
@@ -66,12 +86,14 @@
 //
 // Wake-ups match work. A claim-next with a wait parks in a queue, oldest
 // first; a task that becomes ready wakes one parked call that may claim it
-// (one waiting on any workflow or on the task's), and a call that leaves with
-// a wake it did not use passes it on. Waiters do not wake at lease expiries:
+// (one waiting on any workflow or on the task's, whose capabilities cover
+// the task's requires), and a call that leaves with a wake it did not use
+// passes it on to another that may. Waiters do not wake at lease expiries:
 // the server's sweeper expires leases and wakes one waiter per task returned
 // to pending. After a write by another process (PRAGMA data_version) the
 // watcher wakes at most as many waiters as there are pending tasks they may
-// claim, with lookups bounded by the number of waiters. At most
+// claim (CountClaimable per kind of waiter: workflow and capabilities), with
+// lookups bounded by the number of waiters. At most
 // Options.MaxWaiters calls park; beyond that a claim-next that finds no task
 // answers at once with ErrWaitLimit.
 //

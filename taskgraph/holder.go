@@ -155,21 +155,57 @@ func (s *Store) Complete(ctx context.Context, h lease.Holder, result json.RawMes
 }
 
 // Fail records the holder's error. With retryable and attempts left the task
-// returns to pending; otherwise it is failed and its unfinished dependents
-// are cancelled.
+// returns to pending, claimable again after its backoff (NodeSpec.RetryDelay
+// doubled per retry, capped at MaxRetryDelay; see FailRetryAfter);
+// otherwise it is failed and its unfinished dependents are cancelled.
 func (s *Store) Fail(ctx context.Context, h lease.Holder, errText string, retryable bool) (Task, error) {
+	return s.fail(ctx, h, errText, retryable, -1)
+}
+
+// FailRetryAfter is a retryable Fail whose retry waits after (0 to
+// MaxRetryAfter, 0 for at once) instead of the task's backoff. Without
+// attempts left the task fails as with Fail.
+func (s *Store) FailRetryAfter(ctx context.Context, h lease.Holder, errText string, after time.Duration) (Task, error) {
+	if after < 0 || after > MaxRetryAfter {
+		return Task{}, invalid("retry_after_ms", "must be between 0 and %d (got %d)", MaxRetryAfter.Milliseconds(), after.Milliseconds())
+	}
+	return s.fail(ctx, h, errText, true, after)
+}
+
+// fail is Fail with a retry delay: after < 0 means the task's backoff.
+func (s *Store) fail(ctx context.Context, h lease.Holder, errText string, retryable bool, after time.Duration) (Task, error) {
 	if err := checkErrorText(errText); err != nil {
 		return Task{}, err
 	}
 	return s.holderWrite(ctx, "fail", h, func(w *wtx, r *row) error {
 		if retryable && r.Attempts < r.MaxAttempts {
+			delay := after
+			if delay < 0 {
+				delay = backoff(r.RetryDelay, r.Attempts)
+			}
+			why := fmt.Sprintf("retrying after attempt %d of %d failed: %s", r.Attempts, r.MaxAttempts, errorSummary(errText))
+			status, due := "ready to claim ("+why+")", int64(0)
+			if delay > 0 {
+				// From the server time the failure arrived, as every judgement
+				// of a holder write is (WithArrival).
+				due = w.at().Add(delay).UnixMilli()
+				status = waitingStatus(time.UnixMilli(due), why)
+			}
 			if err := w.fenced(r, h, clearClaim(tgdriver.TaskSet{State: tgdriver.Val(string(StatePending)), Owner: tgdriver.Null[string](), Error: tgdriver.Val(errText),
-				StatusMessage: tgdriver.Val(fmt.Sprintf("ready to claim (retrying after attempt %d of %d failed: %s)", r.Attempts, r.MaxAttempts, errorSummary(errText)))})); err != nil {
+				DueAtMS: tgdriver.Val(due), StatusMessage: tgdriver.Val(status)})); err != nil {
 				return err
 			}
-			w.wakeWaiters(r.WorkflowID)
+			if due > 0 {
+				w.scheduleDue()
+			} else {
+				w.wakeWaiters(r)
+			}
 			w.afterCommit(func() { w.s.stats.retries.Add(1) })
-			return w.appendEvent(r, EventRetry, h.Owner, h.Generation, w.arrived(map[string]any{"attempt": r.Attempts, "error": errorSummary(errText)}))
+			detail := map[string]any{"attempt": r.Attempts, "error": errorSummary(errText)}
+			if due > 0 {
+				detail["due_at_ms"] = due
+			}
+			return w.appendEvent(r, EventRetry, h.Owner, h.Generation, w.arrived(detail))
 		}
 		why := "failed"
 		if retryable {

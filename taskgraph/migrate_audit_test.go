@@ -58,9 +58,11 @@ func downgradeToV2(t *testing.T, path string) {
 	}
 	for _, q := range []string{
 		// The later migrations' additions go too (0004 graph data, 0005
-		// principals), so that the file is a schema-2 database again.
-		`ALTER TABLE tasks DROP COLUMN created_by`,
-		`DROP INDEX tasks_ready_by_priority`, `DROP INDEX tasks_ready_by_workflow_priority`, `ALTER TABLE tasks DROP COLUMN priority`,
+		// principals, 0006 routing), so that the file is a schema-2 database again.
+		`DROP INDEX tasks_ready_plain`, `DROP INDEX tasks_due`,
+		`DROP INDEX tasks_ready_by_priority`, `DROP INDEX tasks_ready_by_workflow_priority`,
+		`ALTER TABLE tasks DROP COLUMN requires`, `ALTER TABLE tasks DROP COLUMN due_at_ms`, `ALTER TABLE tasks DROP COLUMN retry_delay_ms`,
+		`ALTER TABLE tasks DROP COLUMN created_by`, `ALTER TABLE tasks DROP COLUMN priority`,
 		`DROP TABLE audit_chain`, `DROP TABLE audit_head`,
 		`ALTER TABLE events DROP COLUMN hash_version`, `ALTER TABLE events DROP COLUMN actor_kind`, `ALTER TABLE events DROP COLUMN actor_name`,
 		`ALTER TABLE events DROP COLUMN actor_principal`, `ALTER TABLE events DROP COLUMN task_state`, `ALTER TABLE events DROP COLUMN content`,

@@ -30,7 +30,14 @@ func (s *Store) watch() {
 				continue
 			}
 			if len(c.Workflows) > 0 {
-				s.notify.wakeAll(c.Workflows)
+				refs := make([]readyRef, len(c.Workflows))
+				for i, wf := range c.Workflows {
+					refs[i].workflow = wf
+					if i < len(c.Requires) {
+						refs[i].requires = c.Requires[i]
+					}
+				}
+				s.notify.wakeAll(refs)
 			}
 			if c.Unknown {
 				if err := s.wakeForPending(ctx); err != nil && ctx.Err() == nil {
@@ -55,15 +62,32 @@ func (s *Store) quitContext() (context.Context, context.CancelFunc) {
 	return ctx, cancel
 }
 
-// sweeper expires leases as they lapse, so that expiries are recorded (and
+// sweeper expires leases as they lapse and promotes pending tasks as they
+// become due, so that expiries are recorded and due tasks claimable (and
 // claim-next waiters woken) without waiting for the next claim. It wakes at
-// the earliest lease expiry, and at least once a second.
+// the earliest lease expiry or due time, when a write set a new due time
+// (scheduleDue), and at least once a second.
 func (s *Store) sweeper() {
 	defer s.wg.Done()
 	ctx, cancel := s.quitContext()
 	defer cancel()
 	for {
 		sleep := time.Second
+		if next, err := s.nextDue(ctx); err == nil && !next.IsZero() {
+			if d := next.Sub(s.clock.Now()); d <= 0 {
+				n, err := s.PromoteDue(ctx)
+				switch {
+				case errors.Is(err, ErrClosed):
+					return
+				case err != nil && ctx.Err() == nil:
+					s.log.Warn("promoting due tasks failed; retrying in a second", "err", err)
+				case n > 0:
+					s.log.Debug("due tasks promoted", "count", n)
+				}
+			} else if d < sleep {
+				sleep = d + time.Millisecond
+			}
+		}
 		next, err := s.nextLeaseExpiry(ctx)
 		if err == nil && !next.IsZero() {
 			if d := next.Sub(s.clock.Now()); d <= 0 {
@@ -90,6 +114,8 @@ func (s *Store) sweeper() {
 			t.Stop()
 			return
 		case <-t.C:
+		case <-s.dueChanged:
+			t.Stop()
 		}
 	}
 }

@@ -60,12 +60,13 @@ func (s *Store) Requeue(ctx context.Context, taskID string, op Operator) (Task, 
 			state, status = StateBlocked, blockedStatus(waiting)
 		}
 		if err := w.mustUpdate(&r, clearClaim(tgdriver.TaskSet{State: tgdriver.Val(string(state)), Owner: tgdriver.Null[string](),
-			Attempts: tgdriver.Val(0), Unmet: tgdriver.Val(unmet), CancelCause: tgdriver.Null[int64](), StatusMessage: tgdriver.Val(status)}),
+			Attempts: tgdriver.Val(0), Unmet: tgdriver.Val(unmet), CancelCause: tgdriver.Null[int64](), StatusMessage: tgdriver.Val(status),
+			DueAtMS: tgdriver.Val(int64(0))}), // an operator's requeue is claimable at once
 			tgdriver.TaskGuard{States: []string{string(from)}, Generation: tgdriver.Val(r.Generation)}, "requeue"); err != nil {
 			return err
 		}
 		if state == StatePending {
-			w.wakeWaiters(r.WorkflowID)
+			w.wakeWaiters(&r)
 		}
 		if err := w.appendEvent(&r, EventRequeue, holder, r.Generation, map[string]any{"operator": op.Name, "reason": op.Reason, "from": string(from)}); err != nil {
 			return err
@@ -282,12 +283,16 @@ func (w *wtx) revive(root *row, verb string) error {
 		state, status := StateBlocked, blockedStatus(waiting)
 		if unmet == 0 {
 			state, status = StatePending, "ready to claim"
-			w.wakeWaiters(root.WorkflowID) // dependencies stay within a workflow
 		}
 		r := row{seq: c}
-		if err := w.mustUpdate(&r, tgdriver.TaskSet{State: tgdriver.Val(string(state)), Unmet: tgdriver.Val(unmet), StatusMessage: tgdriver.Val(status)},
+		// A revived task is claimable at once, whatever due time it had.
+		if err := w.mustUpdate(&r, tgdriver.TaskSet{State: tgdriver.Val(string(state)), Unmet: tgdriver.Val(unmet), StatusMessage: tgdriver.Val(status),
+			DueAtMS: tgdriver.Val(int64(0))},
 			tgdriver.TaskGuard{States: []string{string(StateBlocked)}}, "revive"); err != nil {
 			return err
+		}
+		if state == StatePending {
+			w.wakeWaiters(&r)
 		}
 		if err := w.appendEvent(&r, EventRevive, "", r.Generation, map[string]any{"cause_task_id": root.TaskID, "cause": verb, "state": string(state)}); err != nil {
 			return err

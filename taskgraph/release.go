@@ -28,7 +28,7 @@ func (s *Store) Release(ctx context.Context, h lease.Holder) (Task, error) {
 		})); err != nil {
 			return err
 		}
-		w.wakeWaiters(r.WorkflowID)
+		w.wakeWaiters(r)
 		return w.appendEvent(r, EventRelease, h.Owner, h.Generation, w.arrived(map[string]any{"attempts": attempts}))
 	})
 }

@@ -18,6 +18,10 @@ type row struct {
 	unmet       int
 	cancelCause int64 // 0: none
 	leaseMS     int64
+	// requires is the stored canonical requires ("" for none).
+	requires string
+	// dueAtMS is due_at_ms (0: claimable now).
+	dueAtMS int64
 }
 
 // toRow turns a driver's task row into the domain's.
@@ -38,6 +42,12 @@ func toRow(tr tgdriver.TaskRow) (row, error) {
 	}
 	r.Attempts, r.MaxAttempts = tr.Attempts, tr.MaxAttempts
 	r.Priority = tr.Priority
+	r.requires, r.dueAtMS = tr.Requires, tr.DueAtMS
+	r.Requires = splitTags(tr.Requires)
+	if tr.DueAtMS != 0 {
+		r.DueAt = time.UnixMilli(tr.DueAtMS).UTC()
+	}
+	r.RetryDelay = time.Duration(tr.RetryDelayMS) * time.Millisecond
 	if tr.HasResult {
 		r.Result = json.RawMessage(tr.Result)
 	}

@@ -93,17 +93,20 @@ type Options struct {
 // Store is the durable task graph on one driver's database. A Store is safe
 // for concurrent use.
 type Store struct {
-	drv     tgdriver.Driver
-	sq      *tgsqlite.Driver // the SQLite driver, for what only SQLite has; nil otherwise
-	info    tgdriver.Info
-	opts    Options
-	clock   lease.Clock
-	log     *slog.Logger
-	quit    chan struct{} // closed by Close to stop background loops
-	wg      sync.WaitGroup
-	closed  atomic.Bool // set as Close begins: do refuses from then on
-	closeM  sync.Mutex  // serialises Close
-	closing bool        // under closeM: Close has begun
+	drv   tgdriver.Driver
+	sq    *tgsqlite.Driver // the SQLite driver, for what only SQLite has; nil otherwise
+	info  tgdriver.Info
+	opts  Options
+	clock lease.Clock
+	log   *slog.Logger
+	quit  chan struct{} // closed by Close to stop background loops
+	// dueChanged tells the sweeper that a task got a new due time (see
+	// scheduleDue); it holds at most one signal.
+	dueChanged chan struct{}
+	wg         sync.WaitGroup
+	closed     atomic.Bool // set as Close begins: do refuses from then on
+	closeM     sync.Mutex  // serialises Close
+	closing    bool        // under closeM: Close has begun
 
 	notify waitQueue
 	stats  counters
@@ -205,7 +208,7 @@ func OpenDriver(ctx context.Context, d tgdriver.Driver, opts Options) (*Store, e
 	if opts.MaxWaiters <= 0 {
 		opts.MaxWaiters = DefaultMaxWaiters
 	}
-	s := &Store{drv: d, info: info, opts: opts, clock: opts.Clock, log: opts.Logger, quit: make(chan struct{}), readOnly: info.ReadOnly}
+	s := &Store{drv: d, info: info, opts: opts, clock: opts.Clock, log: opts.Logger, quit: make(chan struct{}), dueChanged: make(chan struct{}, 1), readOnly: info.ReadOnly}
 	s.notify.init(opts.MaxWaiters)
 	if info.SharedClock {
 		n := opts.MaxConcurrentClaims

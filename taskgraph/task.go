@@ -57,7 +57,15 @@ type Task struct {
 	Attempts       int
 	MaxAttempts    int
 	// Priority orders claim-next: highest first, oldest first within one.
-	Priority      int
+	Priority int
+	// Requires are the capability tags a claimant must advertise (sorted,
+	// deduplicated); nil when the task requires none.
+	Requires []string
+	// DueAt is when a pending task becomes claimable (NodeSpec.NotBefore,
+	// a retry's delay); zero when it is claimable now.
+	DueAt time.Time
+	// RetryDelay is the base of the task's retry backoff (NodeSpec.RetryDelay).
+	RetryDelay    time.Duration
 	Result        json.RawMessage // nil until completed
 	Error         string          // the last failure, "" when none
 	StatusMessage string
@@ -80,6 +88,17 @@ type NodeSpec struct {
 	// Priority (MinPriority..MaxPriority, default 0): claim-next takes the
 	// highest priority first, the oldest task first within a priority.
 	Priority int
+	// Requires (at most MaxRequires tags, each matching TagPattern) are the
+	// capabilities a claimant must advertise; stored sorted and deduplicated.
+	Requires []string
+	// RetryDelay is the wait before the first retry of a retryable failure
+	// that names no delay; it doubles per retry, capped at MaxRetryDelay.
+	// nil means DefaultRetryDelay; 0 retries at once. 0..MaxRetryDelay.
+	RetryDelay *time.Duration
+	// NotBefore, when after the creation's server time (at most
+	// MaxNotBefore ahead), keeps the task from being claimed before it: it is
+	// pending (once its dependencies completed) but not claimable.
+	NotBefore time.Time
 }
 
 // Created is the outcome of creating one node.
@@ -101,6 +120,12 @@ type ClaimRequest struct {
 	WorkflowID string
 	// Wait lets claim-next wait up to this long for a task to become ready.
 	Wait time.Duration
+	// Capabilities (at most MaxCapabilities tags, each matching TagPattern)
+	// are what the claimant can do: claim-next gives only a task whose
+	// requires are all among them (none: only tasks that require nothing),
+	// and a claim by id of a task requiring others fails with
+	// ErrMissingCapabilities.
+	Capabilities []string
 }
 
 // Claimed is a granted claim: the task after the claim and its lease, whose

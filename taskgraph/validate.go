@@ -9,6 +9,7 @@ import (
 	"math"
 	"regexp"
 	"strconv"
+	"time"
 	"unicode/utf8"
 )
 
@@ -240,6 +241,9 @@ type normalizedNode struct {
 	DependsOn   []string
 	MaxAttempts int
 	Priority    int
+	Requires    []string // canonical
+	RetryDelay  time.Duration
+	NotBefore   time.Time
 }
 
 func normalizeNode(n NodeSpec) (normalizedNode, error) {
@@ -282,7 +286,19 @@ func normalizeNode(n NodeSpec) (normalizedNode, error) {
 	if n.Priority < MinPriority || n.Priority > MaxPriority {
 		return normalizedNode{}, invalid("priority", "must be an integer between %d and %d (got %d)", MinPriority, MaxPriority, n.Priority)
 	}
-	return normalizedNode{NodeID: n.NodeID, Payload: p, DependsOn: deps, MaxAttempts: ma, Priority: n.Priority}, nil
+	req, err := canonicalTags("requires", n.Requires, MaxRequires)
+	if err != nil {
+		return normalizedNode{}, err
+	}
+	rd := DefaultRetryDelay
+	if n.RetryDelay != nil {
+		rd = *n.RetryDelay
+		if rd < 0 || rd > MaxRetryDelay || rd%time.Millisecond != 0 {
+			return normalizedNode{}, invalid("retry_delay_ms", "must be a whole number of milliseconds between 0 and %d (got %v)", MaxRetryDelay.Milliseconds(), rd)
+		}
+	}
+	return normalizedNode{NodeID: n.NodeID, Payload: p, DependsOn: deps, MaxAttempts: ma, Priority: n.Priority,
+		Requires: req, RetryDelay: rd, NotBefore: n.NotBefore}, nil
 }
 
 func checkErrorText(s string) error {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 )
 
@@ -18,32 +19,51 @@ const DefaultMaxWaiters = 4096
 var ErrWaitLimit = errors.New("the server holds its maximum of parked claims")
 
 // waitQueue holds the parked claim-next calls, oldest first. Wake-ups match
-// work: a task that becomes ready in a workflow wakes one waiter that may
-// claim it (one waiting on any workflow or on that one), the oldest first; a
-// waiter that leaves with a wake it did not use passes it on.
+// work: a task that becomes ready wakes one waiter that may claim it (one
+// waiting on any workflow or on the task's, whose capabilities include every
+// tag the task requires), the oldest first; a waiter that leaves with a wake
+// it did not use passes it on.
 type waitQueue struct {
 	mu  sync.Mutex
 	max int
 	l   list.List // of *waiter
 }
 
+// readyRef is a task made claimable, as wake-ups see it: its workflow and
+// its stored requires ("" for none).
+type readyRef struct {
+	workflow string
+	requires string
+	// key, when set, is the waiter kind (see wakeKey) the wake is for,
+	// instead of a task's workflow and requires.
+	key string
+}
+
 // waiter is one parked claim-next call.
 type waiter struct {
-	workflow string      // "" waits for any workflow
-	ch       chan string // holds at most one wake: the workflow of the ready task
+	workflow string        // "" waits for any workflow
+	caps     []string      // canonical capabilities
+	key      string        // workflow and capabilities, for grouping
+	ch       chan readyRef // holds at most one wake: the task made ready
 	el       *list.Element
+}
+
+// takes reports whether w may claim a task ref.
+func (w *waiter) takes(ref readyRef) bool {
+	return (w.workflow == "" || w.workflow == ref.workflow) && subsetOf(ref.requires, w.caps)
 }
 
 func (q *waitQueue) init(max int) { q.max = max }
 
-// add registers a waiter for workflow ("" for any); nil when the queue is full.
-func (q *waitQueue) add(workflow string) *waiter {
+// add registers a waiter for workflow ("" for any) with capabilities caps
+// (canonical); nil when the queue is full.
+func (q *waitQueue) add(workflow string, caps []string) *waiter {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if q.l.Len() >= q.max {
 		return nil
 	}
-	w := &waiter{workflow: workflow, ch: make(chan string, 1)}
+	w := &waiter{workflow: workflow, caps: caps, key: workflow + "\x00" + strings.Join(caps, " "), ch: make(chan readyRef, 1)}
 	w.el = q.l.PushBack(w)
 	return w
 }
@@ -55,8 +75,8 @@ func (q *waitQueue) remove(w *waiter) {
 	defer q.mu.Unlock()
 	q.l.Remove(w.el)
 	select {
-	case wf := <-w.ch:
-		q.wakeLocked(wf, 1)
+	case ref := <-w.ch:
+		q.wakeLocked(ref)
 	default:
 	}
 }
@@ -68,79 +88,95 @@ func (q *waitQueue) len() int {
 	return q.l.Len()
 }
 
-// wake wakes up to n waiters that may claim a task of workflow, oldest first;
-// waiters that already hold a wake are skipped (each claims one task).
-func (q *waitQueue) wake(workflow string, n int) {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	q.wakeLocked(workflow, n)
-}
-
-func (q *waitQueue) wakeLocked(workflow string, n int) {
-	for e := q.l.Front(); e != nil && n > 0; e = e.Next() {
+// wakeLocked wakes the oldest waiter that may claim ref and holds no wake
+// yet (each claims one task); none when no waiter may.
+func (q *waitQueue) wakeLocked(ref readyRef) {
+	for e := q.l.Front(); e != nil; e = e.Next() {
 		w := e.Value.(*waiter)
-		if w.workflow != "" && w.workflow != workflow {
+		if ref.key != "" && w.key != ref.key || ref.key == "" && !w.takes(ref) {
 			continue
 		}
 		select {
-		case w.ch <- workflow:
-			n--
+		case w.ch <- ref:
+			return
 		default: // already woken
 		}
 	}
 }
 
-// wakeAll wakes one waiter per entry of ready, the workflow of each task made
-// ready by a commit.
-func (q *waitQueue) wakeAll(ready []string) {
+// wakeAll wakes one waiter per entry of ready, each task made ready by a
+// commit.
+func (q *waitQueue) wakeAll(ready []readyRef) {
 	if len(ready) == 0 {
 		return
 	}
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	for _, wf := range ready {
-		q.wakeLocked(wf, 1)
+	for _, ref := range ready {
+		q.wakeLocked(ref)
 	}
 }
 
-// filters returns the number of waiters on any workflow and the number per
-// workflow of the others.
-func (q *waitQueue) filters() (anyWF int, byWF map[string]int) {
+// filter is one kind of parked claim: its workflow ("" for any) and
+// capabilities, with how many wait so.
+type filter struct {
+	workflow string
+	caps     []string
+	n        int
+}
+
+// filters groups the waiters by workflow and capabilities.
+func (q *waitQueue) filters() []filter {
 	q.mu.Lock()
 	defer q.mu.Unlock()
+	idx := map[string]int{}
+	var out []filter
 	for e := q.l.Front(); e != nil; e = e.Next() {
 		w := e.Value.(*waiter)
-		if w.workflow == "" {
-			anyWF++
+		i, ok := idx[w.key]
+		if !ok {
+			i = len(out)
+			idx[w.key] = i
+			out = append(out, filter{workflow: w.workflow, caps: w.caps})
+		}
+		out[i].n++
+	}
+	return out
+}
+
+// wakeKey wakes up to n waiters of filter f (exactly that workflow and
+// those capabilities) that hold no wake yet, oldest first.
+func (q *waitQueue) wakeKey(f filter, n int) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	key := f.workflow + "\x00" + strings.Join(f.caps, " ")
+	for e := q.l.Front(); e != nil && n > 0; e = e.Next() {
+		w := e.Value.(*waiter)
+		if w.key != key {
 			continue
 		}
-		if byWF == nil {
-			byWF = make(map[string]int)
+		select {
+		case w.ch <- readyRef{key: key}:
+			n--
+		default:
 		}
-		byWF[w.workflow]++
 	}
-	return anyWF, byWF
 }
 
 // wakeForPending wakes, after a write by another process, at most as many
-// waiters as there are pending tasks they may claim. Every lookup is bounded
-// by the number of waiters.
+// waiters of each kind (workflow and capabilities) as there are claimable
+// tasks they may claim. There is one lookup per kind, each bounded by the
+// number of waiters of that kind.
 func (s *Store) wakeForPending(ctx context.Context) error {
-	anyWF, byWF := s.notify.filters()
 	rd := s.drv.Reads()
-	if anyWF > 0 {
-		ready, err := rd.PendingWorkflows(ctx, anyWF)
+	for _, f := range s.notify.filters() {
+		n, err := rd.CountClaimable(ctx, f.workflow, f.caps, f.n)
 		if err != nil {
-			return fmt.Errorf("find pending tasks: %w", err)
+			return fmt.Errorf("count claimable tasks: %w", err)
 		}
-		s.notify.wakeAll(ready)
-	}
-	for wf, k := range byWF {
-		n, err := rd.PendingInWorkflow(ctx, wf, k)
-		if err != nil {
-			return fmt.Errorf("count pending tasks of workflow %s: %w", wf, err)
+		if n > 0 {
+			s.notify.wakeKey(f, n)
 		}
-		s.notify.wake(wf, n)
 	}
 	return nil
 }

@@ -103,10 +103,10 @@ func TestWakeRespectsWorkflowFilter(t *testing.T) {
 func TestWaitQueuePassesWakesOn(t *testing.T) {
 	var q waitQueue
 	q.init(10)
-	a, other, b := q.add(""), q.add("x"), q.add("wf")
-	q.wake("wf", 1)
+	a, other, b := q.add("", nil), q.add("x", nil), q.add("wf", nil)
+	q.wakeAll([]readyRef{{workflow: "wf"}})
 	if len(a.ch) != 1 || len(other.ch) != 0 || len(b.ch) != 0 {
-		t.Fatalf("wake(wf, 1) reached a=%d x=%d b=%d, want only the oldest matching waiter", len(a.ch), len(other.ch), len(b.ch))
+		t.Fatalf("a wake for wf reached a=%d x=%d b=%d, want only the oldest matching waiter", len(a.ch), len(other.ch), len(b.ch))
 	}
 	q.remove(a) // gives up (timeout, cancel) without using it
 	if len(other.ch) != 0 || len(b.ch) != 1 {
@@ -116,7 +116,7 @@ func TestWaitQueuePassesWakesOn(t *testing.T) {
 		t.Fatalf("len = %d", q.len())
 	}
 	q.init(2)
-	if q.add("") != nil {
+	if q.add("", nil) != nil {
 		t.Fatal("add beyond max registered a waiter")
 	}
 }
@@ -224,4 +224,68 @@ func BenchmarkCreateWithParkedWaiters(b *testing.B) {
 			wg.Wait()
 		})
 	}
+}
+
+// A wake goes to a waiter whose capabilities cover the task's requires,
+// even a younger one; passed on, it skips waiters that cannot take it.
+func TestWaitQueueRespectsCapabilities(t *testing.T) {
+	var q waitQueue
+	q.init(10)
+	plain, gpu := q.add("", nil), q.add("", []string{"cuda", "gpu"})
+	q.wakeAll([]readyRef{{workflow: "wf", requires: "gpu"}})
+	if len(plain.ch) != 0 || len(gpu.ch) != 1 {
+		t.Fatalf("a gpu task woke plain=%d gpu=%d, want the gpu waiter", len(plain.ch), len(gpu.ch))
+	}
+	other := q.add("", []string{"gpu"})
+	q.remove(gpu) // leaves without using it: the next capable waiter gets it
+	if len(plain.ch) != 0 || len(other.ch) != 1 {
+		t.Fatalf("the passed-on wake reached plain=%d other=%d, want other", len(plain.ch), len(other.ch))
+	}
+	q.remove(other)
+	if len(plain.ch) != 0 {
+		t.Fatal("a gpu task's wake reached a waiter without gpu")
+	}
+	q.wakeAll([]readyRef{{workflow: "wf", requires: "cuda gpu"}})
+	if len(plain.ch) != 0 {
+		t.Fatal("a cuda+gpu task woke a waiter without capabilities")
+	}
+	q.wakeAll([]readyRef{{workflow: "wf"}})
+	if len(plain.ch) != 1 {
+		t.Fatal("a plain task did not wake the waiter without capabilities")
+	}
+	// Grouped by workflow and capabilities for the cross-process lookups.
+	q.add("wf", []string{"gpu"})
+	q.add("wf", []string{"gpu"})
+	fs := q.filters()
+	if len(fs) != 2 || fs[1].workflow != "wf" || fs[1].n != 2 || len(fs[1].caps) != 1 {
+		t.Fatalf("filters = %+v", fs)
+	}
+}
+
+// The server's sweeper promotes a task whose due time came (here a retry's
+// backoff) and wakes a waiter for it, without any claim arriving; the other
+// waiters stay parked.
+func TestSweeperPromotesDueTask(t *testing.T) {
+	b := setupWith(t, Options{Sweep: true})
+	task := b.create(t, "wf", "a")
+	c := b.claim(t, "w", task.TaskID, 30*time.Second)
+	if _, err := b.s.FailRetryAfter(b.ctx, holder(c), "service down", 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(b.ctx)
+	defer cancel()
+	out := make(chan parkedResult, 20)
+	var wg sync.WaitGroup
+	parkWaiters(t, b.s, ctx, 20, "", out, &wg)
+	base := b.s.claimAttempts.Load()
+	b.clock.Advance(10 * time.Second)
+	r := <-out
+	if !r.ok || r.c.Task.TaskID != task.TaskID || r.c.Task.Attempts != 2 {
+		t.Fatalf("got %+v, want the retried task on its second attempt", r)
+	}
+	if extra := b.s.claimAttempts.Load() - base; extra > 3 {
+		t.Fatalf("%d claim attempts among 20 waiters for one due task", extra)
+	}
+	cancel()
+	wg.Wait()
 }

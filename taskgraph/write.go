@@ -24,8 +24,8 @@ type wtx struct {
 	s      *Store
 	// hooks run after the transaction commits, in order.
 	hooks []func()
-	// ready lists the workflow of each task this operation made claimable.
-	ready []string
+	// ready lists each task this operation made claimable.
+	ready []readyRef
 	// actor is who caused this operation's events (see as; ActorServer
 	// when unset).
 	actor Actor
@@ -35,10 +35,13 @@ type wtx struct {
 // operation has committed. fn must not block.
 func (w *wtx) afterCommit(fn func()) { w.hooks = append(w.hooks, fn) }
 
-// wakeWaiters records that this operation made a task of workflowID
-// claimable: once the transaction commits, one claim-next waiter that may
-// claim it is woken, here and (through the driver) on other replicas.
-func (w *wtx) wakeWaiters(workflowID string) { w.ready = append(w.ready, workflowID) }
+// wakeWaiters records that this operation made task r claimable: once the
+// transaction commits, one claim-next waiter that may claim it (its
+// workflow, its requires) is woken, here and (through the driver) on other
+// replicas.
+func (w *wtx) wakeWaiters(r *row) {
+	w.ready = append(w.ready, readyRef{workflow: r.WorkflowID, requires: r.requires})
+}
 
 // newWtx starts a run of an operation on tx at the store's time now.
 func (s *Store) newWtx(ctx context.Context, tx tgdriver.Tx) *wtx {
@@ -86,8 +89,8 @@ func (s *Store) writeTx(ctx context.Context, fn func(*wtx) error, touch bool) er
 		if err := runGuarded(w, fn); err != nil {
 			return err
 		}
-		for _, wf := range w.ready {
-			if err := tx.NotifyReady(ctx, wf); err != nil {
+		for _, ref := range w.ready {
+			if err := tx.NotifyReady(ctx, ref.workflow, ref.requires); err != nil {
 				return fmt.Errorf("notify other servers of a ready task: %w", err)
 			}
 		}

@@ -332,6 +332,20 @@ func TestREADME(t *testing.T) {
 					t.Errorf("operator block output lacks %q:\n%s", want, out)
 				}
 			}
+		case "ui":
+			out := strings.TrimSpace(sh(blk.name, rewrite(blk.body), ""))
+			link := strings.SplitN(out, "\n", 2)[0]
+			if !strings.HasPrefix(link, "http://127.0.0.1:"+port+"/ui/login?code=") {
+				t.Fatalf("ui link printed:\n%s", out)
+			}
+			resp, err := http.Get(link)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusOK || resp.Request.URL.Path != "/ui/workflows/my-workflow" {
+				t.Fatalf("the README's ui link landed on %s with %d", resp.Request.URL.Path, resp.StatusCode)
+			}
 		case "profile":
 			if _, err := manifest.ParseProfile([]byte(blk.body)); err != nil {
 				t.Fatalf("the README's profile is refused: %v", err)
@@ -359,7 +373,7 @@ func TestREADME(t *testing.T) {
 			t.Fatalf("README block %q is not run by TestREADME; teach it", blk.name)
 		}
 	}
-	for _, name := range []string{"two-commands", "stop", "connect-stdio", "connect-http", "connect-token", "mcp-servers", "examples", "operator", "profile", "manifest", "skills", "backup"} {
+	for _, name := range []string{"two-commands", "stop", "connect-stdio", "connect-http", "connect-token", "mcp-servers", "examples", "operator", "ui", "profile", "manifest", "skills", "backup"} {
 		if !seen[name] {
 			t.Errorf("README block %q is gone; update TestREADME", name)
 		}

@@ -185,6 +185,7 @@ func httpFlags() []cli.Flag {
 		&cli.IntFlag{Name: "max-connections", Value: mcpadapter.DefaultMaxConnections, Usage: "with --http: keep at most `N` TCP connections open; at the cap a new connection closes the oldest one that never carried an authorized request, else it waits (each costs a file descriptor: keep N below the open-files limit)", EnvVars: []string{"GRAPH_ENGINEERING_MAX_CONNECTIONS"}},
 		&cli.DurationFlag{Name: "call-timeout", Value: mcpadapter.DefaultCallTimeout, Usage: "with --http: `DURATION` an MCP call may take; must exceed the longest claim wait (30s)", EnvVars: []string{"GRAPH_ENGINEERING_CALL_TIMEOUT"}},
 		&cli.DurationFlag{Name: "session-idle-timeout", Value: mcpadapter.DefaultSessionIdleTimeout, Usage: "with --http: end a legacy (initialize) session after `DURATION` without a request", EnvVars: []string{"GRAPH_ENGINEERING_SESSION_IDLE_TIMEOUT"}},
+		&cli.BoolFlag{Name: "disable-ui", Usage: "with --http: do not serve the read-only live workflow view at /ui/ (see ui link)", EnvVars: []string{"GRAPH_ENGINEERING_DISABLE_UI"}},
 		&cli.IntFlag{Name: "max-sessions", Value: mcpadapter.DefaultMaxSessions, Usage: "with --http: keep at most `N` legacy (initialize) sessions; at the cap initialize closes the oldest session that never got past initialize, else the longest idle one, and gets 503 only when every session has a request in progress", EnvVars: []string{"GRAPH_ENGINEERING_MAX_SESSIONS"}},
 	}
 }
@@ -257,7 +258,7 @@ func httpConfigFromFlags(c *cli.Context) (httpConfig, error) {
 		}
 		return n, nil
 	}
-	cfg := httpConfig{addr: addr, authFile: authFile, opts: mcpadapter.HTTPOptions{AuthToken: token, Principals: principals, AllowedOrigins: origins}}
+	cfg := httpConfig{addr: addr, authFile: authFile, opts: mcpadapter.HTTPOptions{AuthToken: token, Principals: principals, AllowedOrigins: origins, DisableUI: c.Bool("disable-ui")}}
 	if cfg.opts.MaxConcurrent, err = positive("max-concurrent"); err != nil {
 		return httpConfig{}, err
 	}
@@ -361,6 +362,10 @@ func serveHTTP(c *cli.Context, logger *slog.Logger, surface manifest.Surface, se
 		"addr", ln.Addr().String(), "endpoint", "http://"+ln.Addr().String()+mcpadapter.MCPPath,
 		"auth", authMode(cfg), "database", redactDatabase(path), "version", buildVersion(),
 		"manifest", srv.Manifest().SHA256(), "tools", strings.Join(surface.Tools, ","))
+	if !cfg.opts.DisableUI {
+		logger.Info("serving the live workflow view", "url", "http://"+ln.Addr().String()+mcpadapter.UIPath,
+			"login", uiLoginHint(cfg, ln.Addr().String()))
+	}
 	if cfg.opts.Principals != nil {
 		stop := reloadOnSIGHUP(logger, cfg.authFile, cfg.opts.Principals)
 		defer stop()

@@ -250,6 +250,12 @@ type taskJSON struct {
 	// CreatedBy is the principal whose request created the task; absent
 	// when none was authenticated (stdio, operator commands).
 	CreatedBy string `json:"created_by,omitempty"`
+	// Requires are the capabilities a claimant must advertise; absent when
+	// none.
+	Requires []string `json:"requires,omitempty"`
+	// DueAt is when a pending task becomes claimable; absent when it is
+	// claimable now.
+	DueAt *time.Time `json:"due_at,omitempty"`
 }
 
 func newTaskJSON(t taskgraph.Task) taskJSON {
@@ -257,7 +263,11 @@ func newTaskJSON(t taskgraph.Task) taskJSON {
 		TaskID: t.TaskID, WorkflowID: t.WorkflowID, NodeID: t.NodeID, State: string(t.State), StatusMessage: t.StatusMessage,
 		Owner: t.Owner, Generation: t.Generation, Attempts: t.Attempts, MaxAttempts: t.MaxAttempts,
 		DependsOn: t.DependsOn, Payload: t.Payload, Result: t.Result, Error: t.Error, CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt,
-		CreatedBy: t.CreatedBy,
+		CreatedBy: t.CreatedBy, Requires: t.Requires,
+	}
+	if !t.DueAt.IsZero() {
+		due := t.DueAt
+		out.DueAt = &due
 	}
 	if out.DependsOn == nil {
 		out.DependsOn = []string{}
@@ -385,6 +395,14 @@ func writeTaskDetail(w io.Writer, t taskgraph.Task, events []taskgraph.Event, no
 		{"state", stateLabel(t, now)},
 		{"status", oneLine(t.StatusMessage)},
 		{"depends on", deps},
+	}
+	if len(t.Requires) > 0 {
+		rows = append(rows, [2]string{"requires", strings.Join(t.Requires, ", ")})
+	}
+	if !t.DueAt.IsZero() {
+		rows = append(rows, [2]string{"waiting until", fmt.Sprintf("%s (%s)", timestamp(t.DueAt), relative(t.DueAt, now))})
+	}
+	rows = append(rows, [][2]string{
 		{"attempts", fmt.Sprintf("%d of %d", t.Attempts, t.MaxAttempts)},
 		{"owner", dash(t.Owner)},
 		{"generation", fmt.Sprintf("%d (claims granted so far)", t.Generation)},
@@ -392,7 +410,7 @@ func writeTaskDetail(w io.Writer, t taskgraph.Task, events []taskgraph.Event, no
 		{"created", fmt.Sprintf("%s (%s)", timestamp(t.CreatedAt), relative(t.CreatedAt, now))},
 		{"created by", dash(t.CreatedBy)},
 		{"updated", fmt.Sprintf("%s (%s)", timestamp(t.UpdatedAt), relative(t.UpdatedAt, now))},
-	}
+	}...)
 	if t.Result == nil {
 		rows = append(rows, [2]string{"result", "(none)"})
 	}

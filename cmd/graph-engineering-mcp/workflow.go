@@ -279,7 +279,13 @@ func taskNote(t taskgraph.Task, now time.Time) string {
 		}
 		return ""
 	case taskgraph.StatePending:
+		if !t.DueAt.IsZero() {
+			return "waiting until " + timestamp(t.DueAt)
+		}
 		if t.Attempts == 0 && t.Generation == 0 { // never claimed: nothing to say (a released claim is)
+			if len(t.Requires) > 0 {
+				return "requires " + strings.Join(t.Requires, ", ")
+			}
 			return ""
 		}
 	}

@@ -20,15 +20,19 @@ import (
 type node struct {
 	ID        string
 	DependsOn []string
+	// Requires are the capabilities a worker must advertise to claim it.
+	Requires []string
 }
 
 // diamond is the workflow submit creates: a fans out to b and c, which join
-// in d.
+// in d. d requires the capability echo, which the example worker
+// advertises by default (its handler echoes): capability routing gives d
+// only to a worker that says it can do it.
 var diamond = []node{
 	{ID: "a"},
 	{ID: "b", DependsOn: []string{"a"}},
 	{ID: "c", DependsOn: []string{"a"}},
-	{ID: "d", DependsOn: []string{"b", "c"}},
+	{ID: "d", DependsOn: []string{"b", "c"}, Requires: []string{"echo"}},
 }
 
 // Options configures Submit.
@@ -212,6 +216,9 @@ func create(ctx context.Context, cs *mcp.ClientSession, o Options, n node) (Node
 	args := map[string]any{"workflow_id": o.Workflow, "node_id": n.ID, "payload": payloadFor(o, n), "max_attempts": o.MaxAttempts}
 	if len(n.DependsOn) > 0 {
 		args["depends_on"] = n.DependsOn
+	}
+	if len(n.Requires) > 0 {
+		args["requires"] = n.Requires
 	}
 	cctx, cancel := context.WithTimeout(ctx, callTimeout)
 	defer cancel()

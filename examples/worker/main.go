@@ -17,6 +17,12 @@
 // upstream node's result (Task.Upstream), and the default handler adds them
 // to its result.
 //
+// --capabilities (or the environment variable GRAPH_WORKER_CAPABILITIES when
+// the flag is absent) lists the tags the worker advertises on every claim,
+// comma-separated; default "echo", what the default handler does. The
+// server gives it only tasks whose requires are among them; "" advertises
+// none (only tasks that require nothing).
+//
 // Usage:
 //
 //	worker [flags] [-- server command...]
@@ -65,6 +71,11 @@ func run(args []string, stderr io.Writer) int {
 	maxTasks := fs.Int("max-tasks", 0, "exit after working this many tasks (0 = run until SIGINT/SIGTERM)")
 	grace := fs.Duration("grace", 10*time.Second, "on SIGINT/SIGTERM, how long the task in hand may keep running before its claim is released for another worker")
 	logLevel := fs.String("log-level", "info", "log level on stderr: debug, info, warn or error")
+	capsDefault, ok := os.LookupEnv(CapabilitiesEnv)
+	if !ok {
+		capsDefault = "echo"
+	}
+	capsFlag := fs.String("capabilities", capsDefault, "comma-separated capability tags advertised on every claim (each ^[a-z][a-z0-9_.-]{0,63}$, at most 64): only tasks whose requires are among them are given to this worker; \"\" for none (default from "+CapabilitiesEnv+", else echo)")
 	conn := mcpclient.AddFlags(fs)
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: worker [flags] [-- server command...]\n\nClaims, heartbeats and completes graph-engineering tasks. Flags:\n")
@@ -97,6 +108,10 @@ func run(args []string, stderr io.Writer) int {
 	}
 	if *grace < 0 {
 		return usage(fmt.Errorf("--grace must not be negative (got %v)", *grace))
+	}
+	caps, err := parseCapabilities(*capsFlag)
+	if err != nil {
+		return usage(err)
 	}
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
@@ -144,7 +159,7 @@ func run(args []string, stderr io.Writer) int {
 	}
 	log.Info("connected", "server", endpoint.String(), "protocol", cs.InitializeResult().ProtocolVersion)
 	runErr := Run(stop, cs, Config{
-		Owner: *owner, Workflow: *workflow, Lease: time.Duration(*leaseMs) * time.Millisecond,
+		Owner: *owner, Workflow: *workflow, Capabilities: caps, Lease: time.Duration(*leaseMs) * time.Millisecond,
 		Wait: time.Duration(*waitMs) * time.Millisecond, MaxTasks: *maxTasks, Grace: *grace, Logger: log,
 	})
 	if err := cs.Close(); err != nil && runErr == nil {

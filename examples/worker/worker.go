@@ -22,6 +22,10 @@ type Config struct {
 	Owner string
 	// Workflow, when set, limits claims to that workflow.
 	Workflow string
+	// Capabilities are the tags this worker advertises on every claim: it
+	// is given only tasks whose requires are among them (none: only tasks
+	// that require nothing).
+	Capabilities []string
 	// Lease is the lease duration asked for on claim and on every heartbeat
 	// (1s..15m). Heartbeats are sent every Lease/3.
 	Lease time.Duration
@@ -184,6 +188,9 @@ func (w *worker) claim() (*claimed, error) {
 	if w.cfg.Workflow != "" {
 		args["workflow_id"] = w.cfg.Workflow
 	}
+	if len(w.cfg.Capabilities) > 0 {
+		args["capabilities"] = w.cfg.Capabilities
+	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(w.stop), w.cfg.Wait+w.cfg.CallTimeout)
 	defer cancel()
 	sent := time.Now()
@@ -191,7 +198,7 @@ func (w *worker) claim() (*claimed, error) {
 	if err := mcpclient.CallTool(ctx, w.cs, mcpclient.ToolClaim, args, &out); err != nil {
 		var te *mcpclient.ToolError
 		if errors.As(err, &te) {
-			return nil, fmt.Errorf("the server refused the claim; check --owner and --workflow: %w", err)
+			return nil, fmt.Errorf("the server refused the claim; check --owner, --workflow and --capabilities: %w", err)
 		}
 		return nil, err
 	}

@@ -350,3 +350,18 @@ func TestUnstartableServer(t *testing.T) {
 		t.Errorf("exit %d: %s", code, stderr.String())
 	}
 }
+
+// --capabilities is read as the server reads tags, so a typo fails at start.
+func TestParseCapabilities(t *testing.T) {
+	for in, want := range map[string]string{"": "", "echo": "echo", " gpu, cuda-12 ,": "gpu cuda-12"} {
+		got, err := parseCapabilities(in)
+		if err != nil || strings.Join(got, " ") != want {
+			t.Errorf("parseCapabilities(%q) = %v, %v; want %q", in, got, err, want)
+		}
+	}
+	for _, bad := range []string{"GPU", "gpu,1x", strings.Repeat("a,", 65)} {
+		if _, err := parseCapabilities(bad); err == nil || !strings.Contains(err.Error(), "--capabilities") {
+			t.Errorf("parseCapabilities(%q) = %v, want an error naming --capabilities", bad, err)
+		}
+	}
+}

@@ -155,6 +155,18 @@ func testRetryUpToMaxAttempts(t *testing.T, h Harness) {
 		if want == tg.StatePending && (tk.Owner != "" || tk.LeaseExpiresAt != (time.Time{})) {
 			t.Fatalf("retry kept the owner or lease: %+v", tk)
 		}
+		if want == tg.StatePending {
+			// The default backoff: 1 s, doubling per retry. Not claimable
+			// before it has passed.
+			wait := time.Second << (attempt - 1)
+			if !tk.DueAt.Equal(e.clock.Now().Add(wait).Truncate(time.Millisecond)) || !strings.HasPrefix(tk.StatusMessage, "waiting until ") {
+				t.Fatalf("after attempt %d: due %v, status %q; want due in %v", attempt, tk.DueAt, tk.StatusMessage, wait)
+			}
+			if _, ok := e.claimNext(t, "w", "wf"); ok {
+				t.Fatalf("after attempt %d: claimed before the backoff passed", attempt)
+			}
+			e.clock.Advance(wait)
+		}
 	}
 	e.wantState(t, dep.TaskID, tg.StateCancelled)
 	if _, ok := e.claimNext(t, "w", "wf"); ok {

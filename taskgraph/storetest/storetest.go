@@ -75,6 +75,7 @@ func Run(t *testing.T, h Harness) {
 		{"LeaseTime", leaseTimeTests},
 		{"Principal", principalTests},
 		{"Flow", flowTests},
+		{"Routing", routingTests},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {

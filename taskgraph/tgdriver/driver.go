@@ -73,6 +73,9 @@ type Change struct {
 	// data_version, a reconnected listener that may have missed messages);
 	// the domain looks at the pending tasks itself.
 	Unknown bool
+	// Requires holds, when not nil, the canonical requires of the task of
+	// each entry of Workflows (same length); nil means none required any.
+	Requires []string
 }
 
 // Reads are the read operations, in a write transaction (Tx), in a snapshot,
@@ -124,6 +127,14 @@ type Reads interface {
 	PendingWorkflows(ctx context.Context, limit int) ([]string, error)
 	// PendingInWorkflow counts the pending tasks of workflowID, up to limit.
 	PendingInWorkflow(ctx context.Context, workflowID string, limit int) (int, error)
+	// CountClaimable counts, up to limit, the claimable tasks (pending and
+	// due) that a claim-next of workflowID ("" for any) with capabilities
+	// caps (canonical: sorted, deduplicated) could take: those whose
+	// requires are all among caps.
+	CountClaimable(ctx context.Context, workflowID string, caps []string, limit int) (int, error)
+	// NextDue returns the earliest due_at_ms of the pending tasks not yet
+	// promoted (due_at_ms > 0); ok is false when there is none.
+	NextDue(ctx context.Context) (ms int64, ok bool, err error)
 	// WorkflowTaskStates calls fn with the audited columns of each task of
 	// workflowID in seq order, stopping at fn's first error (audit verify:
 	// it reads only what it checks).
@@ -155,12 +166,20 @@ type Tx interface {
 	// InsertEdge records that task must wait for dep.
 	InsertEdge(ctx context.Context, depSeq, taskSeq int64) error
 
-	// NextPending returns the pending task of highest priority, the oldest
-	// (lowest seq) first within a priority, of workflowID when it is not
-	// empty, read through an index ordered so, locked for this transaction together with its workflow
-	// (as LockWorkflow); ok is false when there is none this transaction may
-	// take. PostgreSQL skips tasks other transactions hold (SKIP LOCKED).
-	NextPending(ctx context.Context, workflowID string) (t TaskRow, ok bool, err error)
+	// NextPending returns the claimable task (pending, due_at_ms = 0) of
+	// highest priority, the oldest (lowest seq) first within a priority, of
+	// workflowID when it is not empty, whose requires are all among caps
+	// (canonical: sorted, deduplicated; empty takes only tasks that require
+	// nothing), read through an index ordered so, locked for this
+	// transaction together with its workflow (as LockWorkflow); ok is false
+	// when there is none this transaction may take. PostgreSQL skips tasks
+	// other transactions hold (SKIP LOCKED).
+	NextPending(ctx context.Context, workflowID string, caps []string) (t TaskRow, ok bool, err error)
+	// DueTasks returns up to limit pending tasks not yet promoted whose due
+	// time had come at atMS (0 < due_at_ms <= atMS), earliest first. It
+	// locks nothing: callers lock the workflow and promote with a guarded
+	// UpdateTask.
+	DueTasks(ctx context.Context, atMS int64, limit int) ([]TaskRef, error)
 	// ExpiredLeases returns up to limit claimed tasks whose lease had lapsed
 	// at atMS (lease_expires_at_ms <= atMS), earliest expiry first. It locks
 	// nothing: callers lock the workflow and expire with a guarded update.
@@ -201,8 +220,9 @@ type Tx interface {
 	// ErrChainMoved.
 	AppendAudit(ctx context.Context, a AuditRow) error
 	// NotifyReady tells the other processes or replicas, once this
-	// transaction commits, that a task of workflowID became claimable.
-	NotifyReady(ctx context.Context, workflowID string) error
+	// transaction commits, that a task of workflowID requiring requires
+	// (canonical, "" for none) became claimable.
+	NotifyReady(ctx context.Context, workflowID, requires string) error
 
 	// PruneCandidates returns up to limit workflows whose every task is
 	// finished and whose last change is before beforeMS, oldest first.

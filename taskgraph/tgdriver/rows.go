@@ -31,6 +31,14 @@ type TaskRow struct {
 	CreatedBy string
 	// Priority orders claim-next: highest first, then lowest Seq (-100..100).
 	Priority int
+	// Requires is the canonical set of capability tags a claimant must
+	// advertise: sorted, deduplicated, joined by one space; "" for none.
+	Requires string
+	// DueAtMS: a pending task is claimable from this server time on; 0
+	// means now (only tasks with 0 are in the ready indexes).
+	DueAtMS int64
+	// RetryDelayMS is the base of a retryable failure's backoff.
+	RetryDelayMS int64
 }
 
 // TaskStateRow is what audit verify checks of a stored task: the columns
@@ -168,7 +176,9 @@ type TaskSet struct {
 	Error         Opt[string]
 	StatusMessage Opt[string]
 	CancelCause   Opt[int64]
-	UpdatedAtMS   int64
+	// DueAtMS sets due_at_ms (0: claimable now; never NULL).
+	DueAtMS     Opt[int64]
+	UpdatedAtMS int64
 }
 
 // TaskGuard is the predicate an UpdateTask must meet, in the update itself.
@@ -187,4 +197,7 @@ type TaskGuard struct {
 	LeaseLapsedAtMS Opt[int64]
 	// NoUnmet: unmet = 0.
 	NoUnmet bool
+	// DueByMS: due_at_ms <= this (the task is due at that time; 0 is
+	// always due).
+	DueByMS Opt[int64]
 }

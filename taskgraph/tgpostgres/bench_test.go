@@ -40,7 +40,7 @@ func BenchmarkClaim(b *testing.B) {
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
 			if err := d.Write(ctx, func(tx tgdriver.Tx) error {
-				r, ok, err := tx.NextPending(ctx, "")
+				r, ok, err := tx.NextPending(ctx, "", nil)
 				if err != nil || !ok {
 					return fmt.Errorf("NextPending: %v %v", ok, err)
 				}

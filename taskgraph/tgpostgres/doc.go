@@ -42,9 +42,8 @@
 // knowing which task is first and free; taking the task first and then
 // waiting for its workflow would invert the order and deadlock against a
 // writer of that workflow that waits for the task. So, inside a SAVEPOINT,
-// it takes the first pending task by (priority DESC, seq), read from the
-// first entry of the partial index tasks_ready_by_priority (or
-// tasks_ready_by_workflow_priority), FOR UPDATE SKIP LOCKED (tasks another
+// it takes the first claimable task by (priority DESC, seq) (see "Ready
+// indexes"), FOR UPDATE SKIP LOCKED (tasks another
 // claimer holds are skipped: concurrent claimers get different tasks and do
 // not wait for each other), then its workflow row FOR UPDATE SKIP LOCKED,
 // which never waits. When the workflow row is busy it rolls back to the
@@ -56,13 +55,29 @@
 // in lock order: it locks that workflow row (blocking) and then takes the
 // workflow's first pending task FOR UPDATE SKIP LOCKED, or reports none.
 //
+// # Ready indexes
+//
+// The ready indexes hold only claimable tasks: pending with due_at_ms = 0
+// (a task waiting for its retry delay or not_before is in tasks_due,
+// until the domain promotes it under its workflow's lock; DueTasks is a
+// plain SELECT like ExpiredLeases). A claim without capabilities reads
+// tasks_ready_plain (requires = ”), so it costs the same however many
+// routed tasks wait; a claim with capabilities reads tasks_ready_by_priority
+// (every claimable task) in order and filters requires = ” OR
+// string_to_array(requires, ' ') <@ capabilities in the scan: its cost is
+// the claimable routed tasks it cannot take that rank ahead of the first it
+// can. Within one workflow both use tasks_ready_by_workflow_priority. The
+// plans (index scan, no sort) are pinned by TestClaimNextPlanIsIndexServed.
+// NotifyReady's payload carries the task's requires after the workflow, so
+// another replica wakes a waiter that can take the task.
+//
 // ExpiredLeases is a plain SELECT: the domain locks each workflow and
 // expires its tasks with a guarded UpdateTask, so a sweeper on every replica
 // at once expires each lease exactly once.
 //
 // # Notifications
 //
-// NotifyReady runs pg_notify('graph_engineering_ready', '<replica> <workflow>')
+// NotifyReady runs pg_notify('graph_engineering_ready', '<replica> <workflow>[ <requires>]')
 // inside the transaction; PostgreSQL delivers it at commit. A listener
 // goroutine holds a dedicated connection that LISTENs, and puts what other
 // replicas sent (never this replica's own) on Changes, coalesced without

@@ -279,7 +279,7 @@ func TestNextPendingSkipsLocked(t *testing.T) {
 	first := make(chan error, 1)
 	go func() {
 		first <- d.Write(ctx, func(tx tgdriver.Tx) error {
-			r, ok, err := tx.NextPending(ctx, "")
+			r, ok, err := tx.NextPending(ctx, "", nil)
 			if err != nil || !ok || r.Seq != a {
 				return fmt.Errorf("first NextPending = %d %v %v, want %d", r.Seq, ok, err, a)
 			}
@@ -292,11 +292,11 @@ func TestNextPendingSkipsLocked(t *testing.T) {
 	wctx, cancel := context.WithTimeout(ctx, 5*time.Second) // fails (not hangs) if it waited
 	defer cancel()
 	err := d.Write(wctx, func(tx tgdriver.Tx) error {
-		r, ok, err := tx.NextPending(wctx, "")
+		r, ok, err := tx.NextPending(wctx, "", nil)
 		if err != nil || !ok || r.Seq != b {
 			return fmt.Errorf("second NextPending = %d %v %v, want %d", r.Seq, ok, err, b)
 		}
-		if _, ok, err := tx.NextPending(wctx, "wf1"); err != nil || ok {
+		if _, ok, err := tx.NextPending(wctx, "wf1", nil); err != nil || ok {
 			return fmt.Errorf("NextPending(wf1) while it is held = %v %v, want none", ok, err)
 		}
 		return nil
@@ -337,7 +337,7 @@ func TestNextPendingWaitsForBusyWorkflow(t *testing.T) {
 	second := make(chan error, 1)
 	go func() {
 		second <- d.Write(ctx, func(tx tgdriver.Tx) error {
-			r, ok, err := tx.NextPending(ctx, "")
+			r, ok, err := tx.NextPending(ctx, "", nil)
 			if err != nil || !ok || r.Seq != b {
 				return fmt.Errorf("NextPending = %d %v %v, want %d", r.Seq, ok, err, b)
 			}
@@ -442,7 +442,7 @@ func TestNotifyReachesOtherReplicaOnly(t *testing.T) {
 	b := open(t, url, Options{ReplicaID: "replica-b"})
 	notify := func(d *Driver, wf string) {
 		t.Helper()
-		if err := d.Write(ctx, func(tx tgdriver.Tx) error { return tx.NotifyReady(ctx, wf) }); err != nil {
+		if err := d.Write(ctx, func(tx tgdriver.Tx) error { return tx.NotifyReady(ctx, wf, "") }); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -471,7 +471,7 @@ func TestNotifyReachesOtherReplicaOnly(t *testing.T) {
 	}
 	// A rolled-back write notifies nobody.
 	_ = a.Write(ctx, func(tx tgdriver.Tx) error {
-		_ = tx.NotifyReady(ctx, "rolled-back")
+		_ = tx.NotifyReady(ctx, "rolled-back", "")
 		return errors.New("roll back")
 	})
 	notify(a, "after")
@@ -875,7 +875,7 @@ func TestWithoutListenFallsBackToPolling(t *testing.T) {
 	case <-ctx.Done():
 		t.Fatal("the poll never reported the pending task")
 	}
-	if err := d.Write(ctx, func(tx tgdriver.Tx) error { return tx.NotifyReady(ctx, "wf") }); err != nil {
+	if err := d.Write(ctx, func(tx tgdriver.Tx) error { return tx.NotifyReady(ctx, "wf", "") }); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -943,7 +943,7 @@ func TestManyClaimersEachTaskOnce(t *testing.T) {
 				var got int64
 				err := d.Write(ctx, func(tx tgdriver.Tx) error {
 					got = 0
-					r, ok, err := tx.NextPending(ctx, "")
+					r, ok, err := tx.NextPending(ctx, "", nil)
 					if err != nil || !ok {
 						return err
 					}
@@ -1082,7 +1082,7 @@ func TestNextPendingSkipsBusyWorkflow(t *testing.T) {
 	wctx, cancel := context.WithTimeout(ctx, 5*time.Second) // fails (not hangs) if it waited
 	defer cancel()
 	err := d.Write(wctx, func(tx tgdriver.Tx) error {
-		r, ok, err := tx.NextPending(wctx, "")
+		r, ok, err := tx.NextPending(wctx, "", nil)
 		if err != nil || !ok || r.Seq != b {
 			return fmt.Errorf("NextPending = %d %v %v, want %d", r.Seq, ok, err, b)
 		}

@@ -22,21 +22,24 @@ type pendingChange struct {
 	has       bool
 	unknown   bool
 	workflows []string
-	signal    chan struct{}
+	// requires parallels workflows (the requires of each ready task).
+	requires []string
+	signal   chan struct{}
 }
 
 // offer merges a change into the pending one without ever blocking.
-func (d *Driver) offer(workflows []string, unknown bool) {
+func (d *Driver) offer(workflows, requires []string, unknown bool) {
 	p := &d.pending
 	p.mu.Lock()
 	p.has = true
 	switch {
 	case unknown || p.unknown:
-		p.unknown, p.workflows = true, nil
+		p.unknown, p.workflows, p.requires = true, nil, nil
 	default:
 		p.workflows = append(p.workflows, workflows...)
+		p.requires = append(p.requires, requires...)
 		if len(p.workflows) > maxPendingWorkflows {
-			p.unknown, p.workflows = true, nil
+			p.unknown, p.workflows, p.requires = true, nil, nil
 		}
 	}
 	p.mu.Unlock()
@@ -61,8 +64,8 @@ func (d *Driver) pump(ctx context.Context) {
 			p.mu.Unlock()
 			continue
 		}
-		c := tgdriver.Change{Workflows: p.workflows, Unknown: p.unknown}
-		p.has, p.unknown, p.workflows = false, false, nil
+		c := tgdriver.Change{Workflows: p.workflows, Requires: p.requires, Unknown: p.unknown}
+		p.has, p.unknown, p.workflows, p.requires = false, false, nil, nil
 		p.mu.Unlock()
 		select {
 		case d.changes <- c:
@@ -130,7 +133,7 @@ func (d *Driver) listen(ctx context.Context, ready chan<- struct{}) {
 		}
 		if !first {
 			d.log.Info("the listener reconnected")
-			d.offer(nil, true)
+			d.offer(nil, nil, true)
 		}
 		first = false
 		backoff = 100 * time.Millisecond
@@ -143,11 +146,12 @@ func (d *Driver) listen(ctx context.Context, ready chan<- struct{}) {
 				}
 				break
 			}
-			replica, workflow, ok := strings.Cut(n.Payload, " ")
+			replica, rest, ok := strings.Cut(n.Payload, " ")
 			if !ok || replica == d.replicaID {
 				continue
 			}
-			d.offer([]string{workflow}, false)
+			workflow, requires, _ := strings.Cut(rest, " ")
+			d.offer([]string{workflow}, []string{requires}, false)
 		}
 		_ = conn.Close(context.Background())
 	}
@@ -172,7 +176,7 @@ func (d *Driver) poll(ctx context.Context) {
 			continue
 		}
 		if len(wfs) > 0 {
-			d.offer(nil, true)
+			d.offer(nil, nil, true)
 		}
 	}
 }

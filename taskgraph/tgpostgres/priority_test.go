@@ -19,12 +19,16 @@ func TestClaimNextPlanIsIndexServed(t *testing.T) {
 	url := pgtest.URL(t)
 	d := open(t, url, Options{})
 	c := raw(t, url)
-	if _, err := c.Exec(ctx, `INSERT INTO workflows (workflow_id, created_at_ms, updated_at_ms) VALUES ('big', 1, 1)`); err != nil {
+	// Many workflows, as a real database has (the planner's estimates of
+	// workflow_id <> ALL($1) depend on it); "big" holds every seventh task.
+	if _, err := c.Exec(ctx, `INSERT INTO workflows (workflow_id, created_at_ms, updated_at_ms)
+		SELECT 'w' || i, 1, 1 FROM generate_series(0, 39) AS i UNION ALL SELECT 'big', 1, 1`); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := c.Exec(ctx, `INSERT INTO tasks (task_id, workflow_id, node_id, payload, depends_on, state, max_attempts, unmet,
-		created_at_ms, updated_at_ms, priority)
-		SELECT 'big-' || i, 'big', 'n' || i, '{}', '[]', CASE WHEN i % 10 = 0 THEN 'pending' ELSE 'completed' END, 3, 0, 1, 1, (i % 201) - 100
+		created_at_ms, updated_at_ms, priority, requires, due_at_ms)
+		SELECT 'big-' || i, CASE WHEN i % 7 = 0 THEN 'big' ELSE 'w' || (i % 40) END, 'n' || i, '{}', '[]', CASE WHEN i % 10 = 0 THEN 'pending' ELSE 'completed' END, 3, 0, 1, 1, (i % 201) - 100,
+			CASE WHEN i % 30 = 0 THEN 'gpu' ELSE '' END, CASE WHEN i % 110 = 0 THEN 5000 ELSE 0 END
 		FROM generate_series(1, 20000) AS i`); err != nil {
 		t.Fatal(err)
 	}
@@ -37,8 +41,16 @@ func TestClaimNextPlanIsIndexServed(t *testing.T) {
 		index string
 		lock  bool // under LockRows (the candidates are read without a lock)
 	}{
-		"any workflow": {pendingCandidatesSQL, []any{[]string{}, ""}, "tasks_ready_by_priority", false},
-		"one workflow": {nextPendingInWorkflowSQL, []any{"big"}, "tasks_ready_by_workflow_priority", true},
+		// Without capabilities: tasks that require nothing (tasks_ready_plain);
+		// with: every claimable task, filtered (tasks_ready_by_priority).
+		// Both hold only due tasks; tasks_due the others.
+		"any workflow":                   {pendingCandidatesSQL, []any{[]string{}}, "tasks_ready_plain", false},
+		"any workflow, capabilities":     {pendingCandidatesCapsSQL, []any{[]string{}, []string{"gpu"}}, "tasks_ready_by_priority", false},
+		"candidates in a workflow":       {pendingCandidatesInWorkflowSQL, []any{[]string{}, "big"}, "tasks_ready_by_workflow_priority", false},
+		"candidates in a workflow, caps": {pendingCandidatesInWorkflowCapsSQL, []any{[]string{}, "big", []string{"gpu"}}, "tasks_ready_by_workflow_priority", false},
+		"one workflow":                   {nextPendingInWorkflowSQL, []any{"big"}, "tasks_ready_by_workflow_priority", true},
+		"one workflow, capabilities":     {nextPendingInWorkflowCapsSQL, []any{"big", []string{"gpu"}}, "tasks_ready_by_workflow_priority", true},
+		"due tasks":                      {dueTasksSQL, []any{int64(10000), 64}, "tasks_due", false},
 	} {
 		rows, err := c.Query(ctx, `EXPLAIN `+q.sql, q.args...)
 		if err != nil {
@@ -58,6 +70,43 @@ func TestClaimNextPlanIsIndexServed(t *testing.T) {
 			t.Errorf("%s: plan\n%s\nwant an index scan of %s, no sort, LockRows %v", name, p, q.index, q.lock)
 		}
 	}
+	// pgx prepares its statements, and after five runs PostgreSQL may plan
+	// them once for any arguments: the generic plans must read the same
+	// indexes.
+	if _, err := c.Exec(ctx, `SET plan_cache_mode = force_generic_plan`); err != nil {
+		t.Fatal(err)
+	}
+	for i, q := range []struct {
+		sql, args, index string
+	}{
+		{pendingCandidatesSQL, `'{}'::text[]`, "tasks_ready_plain"},
+		{pendingCandidatesCapsSQL, `'{}'::text[], '{gpu}'::text[]`, "tasks_ready_by_priority"},
+		{pendingCandidatesInWorkflowSQL, `'{}'::text[], 'big'`, "tasks_ready_by_workflow_priority"},
+		{pendingCandidatesInWorkflowCapsSQL, `'{}'::text[], 'big', '{gpu}'::text[]`, "tasks_ready_by_workflow_priority"},
+		{nextPendingInWorkflowSQL, `'big'`, "tasks_ready_by_workflow_priority"},
+		{nextPendingInWorkflowCapsSQL, `'big', '{gpu}'::text[]`, "tasks_ready_by_workflow_priority"},
+	} {
+		name := fmt.Sprintf("generic_%d", i)
+		if _, err := c.Exec(ctx, `PREPARE `+name+` AS `+q.sql); err != nil {
+			t.Fatalf("prepare %s: %v", q.sql, err)
+		}
+		rows, err := c.Query(ctx, `EXPLAIN EXECUTE `+name+`(`+q.args+`)`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var plan []string
+		for rows.Next() {
+			var line string
+			if err := rows.Scan(&line); err != nil {
+				t.Fatal(err)
+			}
+			plan = append(plan, strings.TrimSpace(line))
+		}
+		rows.Close()
+		if p := strings.Join(plan, "\n"); !strings.Contains(p, q.index) || strings.Contains(p, "Sort") {
+			t.Errorf("generic plan of %s:\n%s\nwant an index scan of %s and no sort", q.sql, p, q.index)
+		}
+	}
 	// The order itself: two new pending tasks beat every task of lower
 	// priority, and the older of the two comes first.
 	for _, n := range []string{"x", "y"} {
@@ -67,13 +116,27 @@ func TestClaimNextPlanIsIndexServed(t *testing.T) {
 		}
 	}
 	err := d.Write(ctx, func(tx tgdriver.Tx) error {
-		r, ok, err := tx.NextPending(ctx, "")
+		r, ok, err := tx.NextPending(ctx, "", nil)
 		if err != nil || !ok {
 			return fmt.Errorf("NextPending: %v %v", ok, err)
 		}
 		// Priority 100 among the generated tasks: i % 201 = 200, pending (i % 10 = 0), the lowest such i.
 		if r.Priority != 100 || r.NodeID != "n200" {
 			return fmt.Errorf("NextPending = %s at priority %d, want n200 at 100 (older than x and y)", r.NodeID, r.Priority)
+		}
+		// Down the first 100 of big in order, the claim without
+		// capabilities never takes a routed task (i % 30 = 0) or one not
+		// due (i % 110 = 0).
+		for range 100 {
+			if _, ok, err := tx.UpdateTask(ctx, r.Seq, tgdriver.TaskSet{State: tgdriver.Val("completed"), UpdatedAtMS: 1}, tgdriver.TaskGuard{}); err != nil || !ok {
+				return fmt.Errorf("complete %s: %v %v", r.NodeID, ok, err)
+			}
+			if r, ok, err = tx.NextPending(ctx, "big", nil); err != nil || !ok {
+				return fmt.Errorf("NextPending: %v %v", ok, err)
+			}
+			if r.Requires != "" || r.DueAtMS != 0 {
+				return fmt.Errorf("NextPending without capabilities took %s requiring %q due at %d", r.NodeID, r.Requires, r.DueAtMS)
+			}
 		}
 		return nil
 	})

@@ -21,7 +21,7 @@ type querier interface {
 // taskColumns are the columns of a TaskRow, in scanTask's order.
 const taskColumns = `seq, task_id, workflow_id, node_id, payload, depends_on, state, owner, generation,
 	token_hash, lease_expires_at_ms, lease_ms, attempts, max_attempts, unmet, result, error, status_message,
-	cancel_cause, created_at_ms, updated_at_ms, created_by, priority`
+	cancel_cause, created_at_ms, updated_at_ms, created_by, priority, requires, due_at_ms, retry_delay_ms`
 
 const eventColumns = `event_id, workflow_id, wseq, task_id, kind, owner, generation, at_ms, detail, prev_hash, hash,
 	hash_version, actor_kind, actor_name, actor_principal, task_state, content`
@@ -34,7 +34,7 @@ func scanTask(row pgx.Row) (tgdriver.TaskRow, error) {
 	var lease, leaseMS, cause *int64
 	if err := row.Scan(&t.Seq, &t.TaskID, &t.WorkflowID, &t.NodeID, &t.Payload, &t.DependsOn, &t.State, &owner, &t.Generation,
 		&t.TokenHash, &lease, &leaseMS, &t.Attempts, &t.MaxAttempts, &t.Unmet, &result, &errText, &t.StatusMessage,
-		&cause, &t.CreatedAtMS, &t.UpdatedAtMS, &createdBy, &t.Priority); err != nil {
+		&cause, &t.CreatedAtMS, &t.UpdatedAtMS, &createdBy, &t.Priority, &t.Requires, &t.DueAtMS, &t.RetryDelayMS); err != nil {
 		return tgdriver.TaskRow{}, err
 	}
 	if owner != nil {
@@ -343,4 +343,37 @@ func (r reads) PendingInWorkflow(ctx context.Context, workflowID string, limit i
 		return 0, r.fail(ctx, "count pending tasks of "+workflowID, err)
 	}
 	return n, nil
+}
+
+// requiresAmongCaps: every tag of the task's requires (canonical, joined by
+// one space) is among the capabilities bound as a text array.
+func requiresAmongCaps(param string) string {
+	return `(requires = '' OR string_to_array(requires, ' ') <@ ` + param + `::text[])`
+}
+
+// CountClaimable counts, up to limit, the claimable tasks a claim-next of
+// workflowID ("" for any) with caps could take.
+func (r reads) CountClaimable(ctx context.Context, workflowID string, caps []string, limit int) (int, error) {
+	req, args := `requires = ''`, []any{workflowID, limit}
+	if len(caps) > 0 {
+		req, args = requiresAmongCaps("$3"), append(args, caps)
+	}
+	var n int
+	if err := r.q.QueryRow(ctx, `SELECT COUNT(*) FROM (SELECT 1 FROM tasks WHERE state = 'pending' AND due_at_ms = 0
+		AND ($1::text = '' OR workflow_id = $1::text) AND `+req+` LIMIT $2) p`, args...).Scan(&n); err != nil {
+		return 0, r.fail(ctx, "count claimable tasks", err)
+	}
+	return n, nil
+}
+
+// NextDue returns the earliest due time of a pending task not yet promoted.
+func (r reads) NextDue(ctx context.Context) (int64, bool, error) {
+	var ms *int64
+	if err := r.q.QueryRow(ctx, `SELECT MIN(due_at_ms) FROM tasks WHERE state = 'pending' AND due_at_ms > 0`).Scan(&ms); err != nil {
+		return 0, false, r.fail(ctx, "read the next due time", err)
+	}
+	if ms == nil {
+		return 0, false, nil
+	}
+	return *ms, true, nil
 }

@@ -101,11 +101,11 @@ func (w *wtx) InsertTask(ctx context.Context, t tgdriver.TaskRow) (int64, error)
 	var seq int64
 	err := w.tx.QueryRow(ctx, `INSERT INTO tasks (task_id, workflow_id, node_id, payload, depends_on, state, owner, generation,
 		token_hash, lease_expires_at_ms, lease_ms, attempts, max_attempts, unmet, result, error, status_message,
-		cancel_cause, created_at_ms, updated_at_ms, created_by, priority)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22) RETURNING seq`,
+		cancel_cause, created_at_ms, updated_at_ms, created_by, priority, requires, due_at_ms, retry_delay_ms)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25) RETURNING seq`,
 		t.TaskID, t.WorkflowID, t.NodeID, t.Payload, t.DependsOn, t.State, nullStr(t.Owner), t.Generation,
 		token, nullInt(t.LeaseExpiresAtMS), nullInt(t.LeaseMS), t.Attempts, t.MaxAttempts, t.Unmet, result, nullStr(t.Error), t.StatusMessage,
-		nullInt(t.CancelCause), t.CreatedAtMS, t.UpdatedAtMS, nullStr(t.CreatedBy), t.Priority).Scan(&seq)
+		nullInt(t.CancelCause), t.CreatedAtMS, t.UpdatedAtMS, nullStr(t.CreatedBy), t.Priority, t.Requires, t.DueAtMS, t.RetryDelayMS).Scan(&seq)
 	if err != nil {
 		return 0, w.fail(ctx, "insert task "+t.WorkflowID+"/"+t.NodeID, err)
 	}
@@ -121,16 +121,35 @@ func (w *wtx) InsertEdge(ctx context.Context, depSeq, taskSeq int64) error {
 }
 
 const (
-	// pendingCandidatesSQL: the oldest pending tasks, read without locking,
-	// skipping the workflows found busy ($1); of workflow $2 when set.
-	pendingCandidatesSQL = `SELECT seq, workflow_id FROM tasks WHERE state = 'pending' AND workflow_id <> ALL($1::text[])
-		AND ($2 = '' OR workflow_id = $2) ORDER BY priority DESC, seq LIMIT 16`
-	// takePendingSQL locks one candidate if it is still pending and no other
-	// transaction holds it.
-	takePendingSQL           = `SELECT ` + taskColumns + ` FROM tasks WHERE seq = $1 AND state = 'pending' FOR UPDATE SKIP LOCKED`
-	nextPendingInWorkflowSQL = `SELECT ` + taskColumns + ` FROM tasks WHERE workflow_id = $1 AND state = 'pending'
-		ORDER BY priority DESC, seq LIMIT 1 FOR UPDATE SKIP LOCKED`
+	// pendingCandidatesSQL: the first claimable tasks (pending, due now) by
+	// (priority DESC, seq) that require nothing, read without locking,
+	// skipping the workflows found busy ($1), served by tasks_ready_plain.
+	// The variants: with capabilities ($2), tasks whose requires are all
+	// among them, served by tasks_ready_by_priority and filtered in the
+	// scan; within one workflow ($2, capabilities $3), served by
+	// tasks_ready_by_workflow_priority. Separate statements, not one with
+	// ($2 = '' OR workflow_id = $2): a generic plan of that one (pgx
+	// prepares statements) reads the wrong index and sorts.
+	pendingCandidatesSQL = `SELECT seq, workflow_id FROM tasks WHERE state = 'pending' AND due_at_ms = 0 AND requires = ''
+		AND workflow_id <> ALL($1::text[]) ORDER BY priority DESC, seq LIMIT 16`
+	pendingCandidatesCapsSQL = `SELECT seq, workflow_id FROM tasks WHERE state = 'pending' AND due_at_ms = 0
+		AND (requires = '' OR string_to_array(requires, ' ') <@ $2::text[])
+		AND workflow_id <> ALL($1::text[]) ORDER BY priority DESC, seq LIMIT 16`
+	pendingCandidatesInWorkflowSQL = `SELECT seq, workflow_id FROM tasks WHERE workflow_id = $2 AND state = 'pending' AND due_at_ms = 0
+		AND requires = '' AND workflow_id <> ALL($1::text[]) ORDER BY priority DESC, seq LIMIT 16`
+	pendingCandidatesInWorkflowCapsSQL = `SELECT seq, workflow_id FROM tasks WHERE workflow_id = $2 AND state = 'pending' AND due_at_ms = 0
+		AND (requires = '' OR string_to_array(requires, ' ') <@ $3::text[])
+		AND workflow_id <> ALL($1::text[]) ORDER BY priority DESC, seq LIMIT 16`
+	// takePendingSQL locks one candidate if it is still claimable and no
+	// other transaction holds it.
+	takePendingSQL           = `SELECT ` + taskColumns + ` FROM tasks WHERE seq = $1 AND state = 'pending' AND due_at_ms = 0 FOR UPDATE SKIP LOCKED`
+	nextPendingInWorkflowSQL = `SELECT ` + taskColumns + ` FROM tasks WHERE workflow_id = $1 AND state = 'pending' AND due_at_ms = 0
+		AND requires = '' ORDER BY priority DESC, seq LIMIT 1 FOR UPDATE SKIP LOCKED`
+	nextPendingInWorkflowCapsSQL = `SELECT ` + taskColumns + ` FROM tasks WHERE workflow_id = $1 AND state = 'pending' AND due_at_ms = 0
+		AND (requires = '' OR string_to_array(requires, ' ') <@ $2::text[]) ORDER BY priority DESC, seq LIMIT 1 FOR UPDATE SKIP LOCKED`
 	tryLockWorkflowSQL = `SELECT 1 FROM workflows WHERE workflow_id = $1 FOR UPDATE SKIP LOCKED`
+	dueTasksSQL        = `SELECT seq, workflow_id FROM tasks WHERE state = 'pending' AND due_at_ms > 0 AND due_at_ms <= $1
+		ORDER BY due_at_ms LIMIT $2`
 )
 
 // NextPending returns the oldest pending task this transaction can take,
@@ -144,13 +163,13 @@ const (
 // skipped, but stays locked until this transaction ends; the holder's
 // complete then waits for this claimer, which waits for the holder's
 // workflow: a deadlock. Rolling back the savepoint drops such a lock.
-func (w *wtx) NextPending(ctx context.Context, workflowID string) (tgdriver.TaskRow, bool, error) {
+func (w *wtx) NextPending(ctx context.Context, workflowID string, caps []string) (tgdriver.TaskRow, bool, error) {
 	// First, without ever waiting: tasks of workflows another transaction
 	// holds are given back and their workflows skipped.
 	busy := []string{}
 	isBusy := map[string]bool{}
 	for range nextPendingTries {
-		cands, err := w.pendingCandidates(ctx, workflowID, busy)
+		cands, err := w.pendingCandidates(ctx, workflowID, caps, busy)
 		if err != nil {
 			return tgdriver.TaskRow{}, false, err
 		}
@@ -189,7 +208,13 @@ func (w *wtx) NextPending(ctx context.Context, workflowID string) (tgdriver.Task
 		if !exists {
 			continue // pruned meanwhile
 		}
-		t, err := scanTask(w.tx.QueryRow(ctx, nextPendingInWorkflowSQL, wf))
+		var row pgx.Row
+		if len(caps) > 0 {
+			row = w.tx.QueryRow(ctx, nextPendingInWorkflowCapsSQL, wf, caps)
+		} else {
+			row = w.tx.QueryRow(ctx, nextPendingInWorkflowSQL, wf)
+		}
+		t, err := scanTask(row)
 		switch {
 		case err == nil:
 			return t, true, nil
@@ -201,8 +226,19 @@ func (w *wtx) NextPending(ctx context.Context, workflowID string) (tgdriver.Task
 }
 
 // pendingCandidates reads the oldest pending tasks without locking them.
-func (w *wtx) pendingCandidates(ctx context.Context, workflowID string, busy []string) ([]tgdriver.TaskRef, error) {
-	rows, err := w.tx.Query(ctx, pendingCandidatesSQL, busy, workflowID)
+func (w *wtx) pendingCandidates(ctx context.Context, workflowID string, caps, busy []string) ([]tgdriver.TaskRef, error) {
+	var rows pgx.Rows
+	var err error
+	switch {
+	case workflowID == "" && len(caps) == 0:
+		rows, err = w.tx.Query(ctx, pendingCandidatesSQL, busy)
+	case workflowID == "":
+		rows, err = w.tx.Query(ctx, pendingCandidatesCapsSQL, busy, caps)
+	case len(caps) == 0:
+		rows, err = w.tx.Query(ctx, pendingCandidatesInWorkflowSQL, busy, workflowID)
+	default:
+		rows, err = w.tx.Query(ctx, pendingCandidatesInWorkflowCapsSQL, busy, workflowID, caps)
+	}
 	if err != nil {
 		return nil, w.fail(ctx, "claim-next: find pending tasks", err)
 	}
@@ -385,11 +421,17 @@ func (w *wtx) AppendEvent(ctx context.Context, e tgdriver.EventRow) error {
 }
 
 // NotifyReady queues a notification, delivered by PostgreSQL at commit.
-func (w *wtx) NotifyReady(ctx context.Context, workflowID string) error {
+// The payload is "<replica> <workflow>", followed by " <requires>" when the
+// task requires capabilities (tags are identifiers: no spaces).
+func (w *wtx) NotifyReady(ctx context.Context, workflowID, requires string) error {
 	if w.d.noNotify.Load() {
 		return nil // the database has no NOTIFY; the other replicas poll
 	}
-	if _, err := w.tx.Exec(ctx, `SELECT pg_notify($1, $2)`, notifyChannel, w.d.replicaID+" "+workflowID); err != nil {
+	payload := w.d.replicaID + " " + workflowID
+	if requires != "" {
+		payload += " " + requires
+	}
+	if _, err := w.tx.Exec(ctx, `SELECT pg_notify($1, $2)`, notifyChannel, payload); err != nil {
 		return w.fail(ctx, "notify", err)
 	}
 	return nil
@@ -480,4 +522,26 @@ func (w *wtx) TouchAlive(ctx context.Context, ms int64) error {
 		return w.fail(ctx, "record the alive time", err)
 	}
 	return nil
+}
+
+// DueTasks returns up to limit pending tasks whose due time had come at
+// atMS, earliest first (tasks_due), without locking them.
+func (w *wtx) DueTasks(ctx context.Context, atMS int64, limit int) ([]tgdriver.TaskRef, error) {
+	rows, err := w.tx.Query(ctx, dueTasksSQL, atMS, limit)
+	if err != nil {
+		return nil, w.fail(ctx, "find due tasks", err)
+	}
+	defer rows.Close()
+	var out []tgdriver.TaskRef
+	for rows.Next() {
+		var r tgdriver.TaskRef
+		if err := rows.Scan(&r.Seq, &r.WorkflowID); err != nil {
+			return nil, w.fail(ctx, "find due tasks", err)
+		}
+		out = append(out, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, w.fail(ctx, "find due tasks", err)
+	}
+	return out, nil
 }

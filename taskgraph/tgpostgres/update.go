@@ -47,6 +47,7 @@ var setCols = []setCol{
 	{"error", func(s *tgdriver.TaskSet) (bool, bool, any) { return opt(s.Error) }},
 	{"status_message", func(s *tgdriver.TaskSet) (bool, bool, any) { return opt(s.StatusMessage) }},
 	{"cancel_cause", func(s *tgdriver.TaskSet) (bool, bool, any) { return opt(s.CancelCause) }},
+	{"due_at_ms", func(s *tgdriver.TaskSet) (bool, bool, any) { return opt(s.DueAtMS) }},
 }
 
 // guardCol describes one equality guard.
@@ -107,6 +108,10 @@ func (c *updateCache) build(seq int64, set tgdriver.TaskSet, guard tgdriver.Task
 		args = append(args, guard.LeaseLapsedAtMS.V)
 	}
 	flag(guard.NoUnmet)
+	flag(guard.DueByMS.Set)
+	if guard.DueByMS.Set {
+		args = append(args, guard.DueByMS.V)
+	}
 
 	c.mu.RLock()
 	q, ok := c.text[key]
@@ -163,6 +168,9 @@ func updateText(set *tgdriver.TaskSet, guard *tgdriver.TaskGuard) string {
 	}
 	if guard.NoUnmet {
 		b.WriteString(" AND unmet = 0")
+	}
+	if guard.DueByMS.Set {
+		b.WriteString(" AND due_at_ms <= " + next())
 	}
 	b.WriteString(" RETURNING " + taskColumns)
 	return b.String()

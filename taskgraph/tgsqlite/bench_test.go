@@ -14,7 +14,7 @@ import (
 // (fenced update), release its dependents, append an event.
 func cycle(tx tgdriver.Tx, now int64) error {
 	ctx := context.Background()
-	r, ok, err := tx.NextPending(ctx, "")
+	r, ok, err := tx.NextPending(ctx, "", nil)
 	if err != nil || !ok {
 		return err
 	}

@@ -33,4 +33,27 @@
 //   - Every guarded write keeps its guard in the statement's own predicate
 //     (UpdateTask's TaskGuard, AppendEvent's compare-and-set of the chain
 //     head, PruneWorkflow's finished-and-old test in the DELETE).
+//
+// # Claim-next
+//
+// The ready indexes hold only claimable tasks: pending with due_at_ms = 0
+// (a task waiting for its retry delay or not_before is in tasks_due
+// instead, until the domain promotes it). Every claim-next statement names
+// its index with INDEXED BY, so a schema change that drops one fails to
+// prepare rather than silently scanning, and reads it in (priority DESC,
+// seq) order without a sort (pinned by TestClaimAndLeaseQueries):
+//
+//   - without capabilities: the first entry of tasks_ready_plain (claimable
+//     tasks with requires = ”), O(1) however many routed tasks wait;
+//   - with capabilities: tasks_ready_by_priority (every claimable task),
+//     scanned in order until the first task that requires nothing or whose
+//     requires (tags joined by one space, turned into a JSON array) are all
+//     in the capabilities (bound as a JSON array, tested with json_each).
+//     The cost is the number of claimable routed tasks this claim cannot
+//     take that rank ahead of the first it can;
+//   - within one workflow: tasks_ready_by_workflow_priority, filtered the
+//     same way (without capabilities, requires = ”), bounded by the
+//     workflow's tasks.
+//
+// CountClaimable runs the same scans, counting up to a limit.
 package tgsqlite

@@ -440,15 +440,15 @@ func TestClaimAndLeaseQueries(t *testing.T) {
 	write(t, d, func(tx tgdriver.Tx) error {
 		a := addTask(t, tx, newTask("wf1", "a"))
 		addTask(t, tx, newTask("wf2", "a"))
-		r, ok, err := tx.NextPending(ctx, "")
+		r, ok, err := tx.NextPending(ctx, "", nil)
 		if err != nil || !ok || r.Seq != a {
 			t.Errorf("NextPending: %+v %v %v", r, ok, err)
 		}
-		r, ok, err = tx.NextPending(ctx, "wf2")
+		r, ok, err = tx.NextPending(ctx, "wf2", nil)
 		if err != nil || !ok || r.WorkflowID != "wf2" {
 			t.Errorf("NextPending(wf2): %+v %v %v", r, ok, err)
 		}
-		if _, ok, err := tx.NextPending(ctx, "none"); ok || err != nil {
+		if _, ok, err := tx.NextPending(ctx, "none", nil); ok || err != nil {
 			t.Errorf("NextPending(none): %v %v", ok, err)
 		}
 		if _, ok, err := tx.UpdateTask(ctx, a, tgdriver.TaskSet{State: tgdriver.Val("claimed"), LeaseExpiresAtMS: tgdriver.Val[int64](5000),
@@ -494,7 +494,14 @@ func TestClaimAndLeaseQueries(t *testing.T) {
 	}
 	// The claim-next and lease statements read their pinned partial index:
 	// INDEXED BY makes a statement fail to prepare if the index is gone.
-	for q, index := range map[string]string{sqlNextPending: "tasks_ready_by_priority", sqlNextPendingInWorkflow: "tasks_ready_by_workflow_priority",
+	// A claim without capabilities reads tasks_ready_plain (tasks that
+	// require nothing), one with capabilities tasks_ready_by_priority; both
+	// hold only claimable (due) tasks, and tasks_due the ones not yet due.
+	for q, index := range map[string]string{sqlNextPending: "tasks_ready_plain", sqlNextPendingCaps: "tasks_ready_by_priority",
+		sqlNextPendingInWorkflow: "tasks_ready_by_workflow_priority", sqlNextPendingInWorkflowCaps: "tasks_ready_by_workflow_priority",
+		sqlCountClaimable: "tasks_ready_plain", sqlCountClaimableCaps: "tasks_ready_by_priority",
+		sqlCountClaimableWF: "tasks_ready_by_workflow_priority", sqlCountClaimableWFCaps: "tasks_ready_by_workflow_priority",
+		sqlDueTasks: "tasks_due", sqlNextDue: "tasks_due",
 		sqlExpiredLeases: "tasks_leases", sqlNextLeaseExpiry: "tasks_leases", sqlPendingWorkflows: "tasks_ready",
 		sqlPendingInWorkflow: "tasks_ready_by_workflow"} {
 		rows, err := d.rdb.Query(`EXPLAIN QUERY PLAN `+q, make([]any, strings.Count(q, "?"))...)
@@ -513,7 +520,7 @@ func TestClaimAndLeaseQueries(t *testing.T) {
 		rows.Close()
 		if p := strings.Join(plan, "; "); !strings.Contains(p, "USING INDEX "+index) && !strings.Contains(p, "USING COVERING INDEX "+index) {
 			t.Fatalf("plan of %s: %s, want index %s", q, p, index)
-		} else if strings.Contains(p, "TEMP B-TREE") {
+		} else if strings.Contains(p, "TEMP B-TREE FOR ORDER BY") {
 			t.Fatalf("plan of %s: %s sorts; the index must give the order (priority DESC, seq)", q, p)
 		}
 	}

@@ -3,6 +3,7 @@ package tgsqlite
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -46,7 +47,7 @@ var _ tgdriver.Reads = (*reads)(nil)
 // taskColumns is the column list every task read selects, in scanTask order.
 const taskColumns = `seq, task_id, workflow_id, node_id, payload, depends_on, state, owner, generation,
 	token_hash, lease_expires_at_ms, lease_ms, attempts, max_attempts, unmet, result, error, status_message,
-	cancel_cause, created_at_ms, updated_at_ms, created_by, priority`
+	cancel_cause, created_at_ms, updated_at_ms, created_by, priority, requires, due_at_ms, retry_delay_ms`
 
 type scanner interface{ Scan(dest ...any) error }
 
@@ -61,7 +62,7 @@ func scanTask(sc scanner) (tgdriver.TaskRow, error) {
 	)
 	err := sc.Scan(&r.Seq, &r.TaskID, &r.WorkflowID, &r.NodeID, &r.Payload, &r.DependsOn, &r.State, &owner, &r.Generation,
 		&r.TokenHash, &leaseAt, &leaseMS, &r.Attempts, &r.MaxAttempts, &r.Unmet, &result, &errText, &r.StatusMessage,
-		&ccs, &r.CreatedAtMS, &r.UpdatedAtMS, &createdBy, &r.Priority)
+		&ccs, &r.CreatedAtMS, &r.UpdatedAtMS, &createdBy, &r.Priority, &r.Requires, &r.DueAtMS, &r.RetryDelayMS)
 	if err != nil {
 		if errors.Is(err, sql.ErrNoRows) {
 			return tgdriver.TaskRow{}, tgdriver.ErrNoRows
@@ -116,17 +117,115 @@ const (
 	// the lease queries reads every claimed task and sorts them, so INDEXED
 	// BY pins the index: a schema change that drops it makes these
 	// statements fail to prepare rather than silently scan.
-	sqlNextPending = `SELECT ` + taskColumns + ` FROM tasks INDEXED BY tasks_ready_by_priority
-		WHERE state = 'pending' ORDER BY priority DESC, seq LIMIT 1`
-	sqlNextPendingInWorkflow = `SELECT ` + taskColumns + ` FROM tasks INDEXED BY tasks_ready_by_workflow_priority
-		WHERE workflow_id = ? AND state = 'pending' ORDER BY priority DESC, seq LIMIT 1`
 	sqlExpiredLeases = `SELECT seq, workflow_id, lease_expires_at_ms FROM tasks INDEXED BY tasks_leases
 		WHERE state = 'claimed' AND lease_expires_at_ms <= ? ORDER BY lease_expires_at_ms LIMIT ?`
 	sqlNextLeaseExpiry   = `SELECT MIN(lease_expires_at_ms) FROM tasks INDEXED BY tasks_leases WHERE state = 'claimed'`
 	sqlPendingWorkflows  = `SELECT workflow_id FROM tasks INDEXED BY tasks_ready WHERE state = 'pending' ORDER BY seq LIMIT ?`
 	sqlPendingInWorkflow = `SELECT COUNT(*) FROM (SELECT 1 FROM tasks INDEXED BY tasks_ready_by_workflow
 		WHERE workflow_id = ? AND state = 'pending' LIMIT ?)`
+	sqlDueTasks = `SELECT seq, workflow_id FROM tasks INDEXED BY tasks_due
+		WHERE state = 'pending' AND due_at_ms > 0 AND due_at_ms <= ? ORDER BY due_at_ms LIMIT ?`
+	sqlNextDue = `SELECT MIN(due_at_ms) FROM tasks INDEXED BY tasks_due WHERE state = 'pending' AND due_at_ms > 0`
 )
+
+// requiresAmongCaps is true when every tag of a task's requires (canonical:
+// tags joined by one space) is among the capabilities bound as a JSON array;
+// tags are identifiers, so the requires text turns into a JSON array as is.
+const requiresAmongCaps = `(requires = '' OR NOT EXISTS (SELECT 1 FROM json_each('["' || replace(requires, ' ', '","') || '"]') AS r
+		WHERE r.value NOT IN (SELECT value FROM json_each(?))))`
+
+// The claim-next lookups (see doc.go, "Claim-next"), by whether they are
+// within one workflow and whether the claim has capabilities: without, the
+// first entry of tasks_ready_plain (or the workflow's entries of
+// tasks_ready_by_workflow_priority that require nothing); with, the first
+// entry of tasks_ready_by_priority (or tasks_ready_by_workflow_priority)
+// whose requires are among the capabilities.
+var (
+	sqlNextPending               = claimableSQL(`SELECT `+taskColumns, false, false) + ` LIMIT 1`
+	sqlNextPendingCaps           = claimableSQL(`SELECT `+taskColumns, false, true) + ` LIMIT 1`
+	sqlNextPendingInWorkflow     = claimableSQL(`SELECT `+taskColumns, true, false) + ` LIMIT 1`
+	sqlNextPendingInWorkflowCaps = claimableSQL(`SELECT `+taskColumns, true, true) + ` LIMIT 1`
+	sqlCountClaimable            = `SELECT COUNT(*) FROM (` + claimableSQL(`SELECT 1`, false, false) + ` LIMIT ?)`
+	sqlCountClaimableCaps        = `SELECT COUNT(*) FROM (` + claimableSQL(`SELECT 1`, false, true) + ` LIMIT ?)`
+	sqlCountClaimableWF          = `SELECT COUNT(*) FROM (` + claimableSQL(`SELECT 1`, true, false) + ` LIMIT ?)`
+	sqlCountClaimableWFCaps      = `SELECT COUNT(*) FROM (` + claimableSQL(`SELECT 1`, true, true) + ` LIMIT ?)`
+)
+
+// claimableSQL is the claim-next scan: its arguments are the workflow (when
+// inWorkflow) and then the capabilities as a JSON array (when caps).
+func claimableSQL(sel string, inWorkflow, caps bool) string {
+	q := sel + ` FROM tasks INDEXED BY `
+	switch {
+	case inWorkflow:
+		q += `tasks_ready_by_workflow_priority WHERE workflow_id = ? AND `
+	case caps:
+		q += `tasks_ready_by_priority WHERE `
+	default:
+		q += `tasks_ready_plain WHERE `
+	}
+	q += `state = 'pending' AND due_at_ms = 0 AND `
+	if caps {
+		q += requiresAmongCaps
+	} else {
+		q += `requires = ''`
+	}
+	return q + ` ORDER BY priority DESC, seq`
+}
+
+// claimableArgs are claimableSQL's arguments.
+func claimableArgs(workflowID string, caps []string) []any {
+	var args []any
+	if workflowID != "" {
+		args = append(args, workflowID)
+	}
+	if len(caps) > 0 {
+		b, _ := json.Marshal(caps)
+		args = append(args, string(b))
+	}
+	return args
+}
+
+// claimableQuery picks the claim-next statement (next) or its count.
+func claimableQuery(workflowID string, caps []string, count bool) string {
+	wf, c := workflowID != "", len(caps) > 0
+	switch {
+	case count && wf && c:
+		return sqlCountClaimableWFCaps
+	case count && wf:
+		return sqlCountClaimableWF
+	case count && c:
+		return sqlCountClaimableCaps
+	case count:
+		return sqlCountClaimable
+	case wf && c:
+		return sqlNextPendingInWorkflowCaps
+	case wf:
+		return sqlNextPendingInWorkflow
+	case c:
+		return sqlNextPendingCaps
+	}
+	return sqlNextPending
+}
+
+// CountClaimable counts, up to limit, the claimable tasks a claim-next of
+// workflowID with caps could take.
+func (r *reads) CountClaimable(ctx context.Context, workflowID string, caps []string, limit int) (int, error) {
+	var n int
+	args := append(claimableArgs(workflowID, caps), limit)
+	if err := r.q.queryRow(ctx, claimableQuery(workflowID, caps, true), args...).Scan(&n); err != nil {
+		return 0, fmt.Errorf("count claimable tasks: %w", err)
+	}
+	return n, nil
+}
+
+// NextDue returns the earliest due time of a pending task not yet promoted.
+func (r *reads) NextDue(ctx context.Context) (int64, bool, error) {
+	var ms sql.NullInt64
+	if err := r.q.queryRow(ctx, sqlNextDue).Scan(&ms); err != nil {
+		return 0, false, err
+	}
+	return ms.Int64, ms.Valid, nil
+}
 
 // TaskByID returns the task with id taskID, or tgdriver.ErrNoRows.
 func (r *reads) TaskByID(ctx context.Context, taskID string) (tgdriver.TaskRow, error) {

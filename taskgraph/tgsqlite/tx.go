@@ -54,7 +54,8 @@ const (
 	sqlAddWorkflowTasks = `UPDATE workflows SET task_count = task_count + ? WHERE workflow_id = ?`
 	sqlInsertTask       = `INSERT INTO tasks (task_id, workflow_id, node_id, payload, depends_on, state, owner, generation,
 		token_hash, lease_expires_at_ms, lease_ms, attempts, max_attempts, unmet, result, error, status_message,
-		cancel_cause, created_at_ms, updated_at_ms, created_by, priority) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+		cancel_cause, created_at_ms, updated_at_ms, created_by, priority, requires, due_at_ms, retry_delay_ms)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 	sqlInsertEdge           = `INSERT INTO edges (dep_seq, task_seq) VALUES (?, ?)`
 	sqlUnfinishedDependents = `SELECT t.seq FROM edges e JOIN tasks t ON t.seq = e.task_seq
 		WHERE e.dep_seq = ? AND t.state IN ('blocked', 'pending', 'claimed') ORDER BY t.seq`
@@ -162,7 +163,7 @@ func (t *wtx) InsertTask(_ context.Context, r tgdriver.TaskRow) (int64, error) {
 	res, err := t.exec(sqlInsertTask, r.TaskID, r.WorkflowID, r.NodeID, r.Payload, r.DependsOn, r.State,
 		nullString(r.Owner), r.Generation, nullBytes(r.TokenHash), nullInt(r.LeaseExpiresAtMS), nullInt(r.LeaseMS),
 		r.Attempts, r.MaxAttempts, r.Unmet, result, nullString(r.Error), r.StatusMessage, nullInt(r.CancelCause),
-		r.CreatedAtMS, r.UpdatedAtMS, nullString(r.CreatedBy), r.Priority)
+		r.CreatedAtMS, r.UpdatedAtMS, nullString(r.CreatedBy), r.Priority, r.Requires, r.DueAtMS, r.RetryDelayMS)
 	if err != nil {
 		return 0, fmt.Errorf("insert task: %w", err)
 	}
@@ -177,16 +178,10 @@ func (t *wtx) InsertEdge(_ context.Context, depSeq, taskSeq int64) error {
 	return nil
 }
 
-// NextPending returns the oldest pending task, of workflowID when it is not
-// empty.
-func (t *wtx) NextPending(_ context.Context, workflowID string) (tgdriver.TaskRow, bool, error) {
-	var r tgdriver.TaskRow
-	var err error
-	if workflowID == "" {
-		r, err = scanTask(t.queryRow(bg, sqlNextPending))
-	} else {
-		r, err = scanTask(t.queryRow(bg, sqlNextPendingInWorkflow, workflowID))
-	}
+// NextPending returns the first claimable task by (priority DESC, seq), of
+// workflowID when it is not empty, whose requires are among caps.
+func (t *wtx) NextPending(_ context.Context, workflowID string, caps []string) (tgdriver.TaskRow, bool, error) {
+	r, err := scanTask(t.queryRow(bg, claimableQuery(workflowID, caps, false), claimableArgs(workflowID, caps)...))
 	switch {
 	case errors.Is(err, tgdriver.ErrNoRows):
 		return tgdriver.TaskRow{}, false, nil
@@ -322,7 +317,26 @@ func (t *wtx) AppendEvent(_ context.Context, e tgdriver.EventRow) error {
 
 // NotifyReady does nothing: the driver's own waiters are woken by the
 // domain, and other processes see the commit through PRAGMA data_version.
-func (t *wtx) NotifyReady(context.Context, string) error { return nil }
+func (t *wtx) NotifyReady(context.Context, string, string) error { return nil }
+
+// DueTasks returns up to limit pending tasks whose due time had come at
+// atMS, earliest first.
+func (t *wtx) DueTasks(_ context.Context, atMS int64, limit int) ([]tgdriver.TaskRef, error) {
+	rows, err := t.query(bg, sqlDueTasks, atMS, limit)
+	if err != nil {
+		return nil, fmt.Errorf("find due tasks: %w", err)
+	}
+	defer rows.Close()
+	var out []tgdriver.TaskRef
+	for rows.Next() {
+		var r tgdriver.TaskRef
+		if err := rows.Scan(&r.Seq, &r.WorkflowID); err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	return out, rows.Err()
+}
 
 // PruneCandidates returns up to limit finished workflows last changed
 // before beforeMS, oldest first.

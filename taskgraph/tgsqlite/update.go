@@ -24,6 +24,10 @@ const (
 	bitNoUnmet    = 35
 	statesShift   = 36
 	maxStates     = 255
+	// bitDueAt: due_at_ms is set (never NULL); bitDueBy: the guard
+	// due_at_ms <= ?. Above the 8 bits of the States count.
+	bitDueAt = 44
+	bitDueBy = 45
 )
 
 // setColumns are the columns of TaskSet, in the order of their bits, SQL
@@ -87,6 +91,13 @@ func (t *wtx) UpdateTask(_ context.Context, seq int64, set tgdriver.TaskSet, gua
 	if set.AddAttempt {
 		s.key |= 1 << bitAddAttempt
 	}
+	if set.DueAtMS.Set {
+		if set.DueAtMS.Null {
+			return tgdriver.TaskRow{}, false, fmt.Errorf("%w: due_at_ms cannot be NULL (0 means due now)", errBadUpdate)
+		}
+		s.key |= 1 << bitDueAt
+		s.args = append(s.args, set.DueAtMS.V)
+	}
 	s.args = append(s.args, set.UpdatedAtMS, seq)
 	for _, st := range guard.States {
 		s.args = append(s.args, st)
@@ -99,6 +110,10 @@ func (t *wtx) UpdateTask(_ context.Context, seq int64, set tgdriver.TaskSet, gua
 	s.guard(4, guard.LeaseLapsedAtMS.Set, guard.LeaseLapsedAtMS.Null, guard.LeaseLapsedAtMS.V)
 	if guard.NoUnmet {
 		s.key |= 1 << bitNoUnmet
+	}
+	if guard.DueByMS.Set {
+		s.key |= 1 << bitDueBy
+		s.args = append(s.args, guard.DueByMS.V)
 	}
 	q, ok := t.d.updates[s.key]
 	if !ok {
@@ -142,6 +157,9 @@ func updateSQL(key uint64) string {
 			b.WriteString("attempts = attempts + 1, ")
 		}
 	}
+	if key&(1<<bitDueAt) != 0 {
+		b.WriteString("due_at_ms = ?, ")
+	}
 	b.WriteString("updated_at_ms = ? WHERE seq = ?")
 	switch n := int(key >> statesShift & maxStates); {
 	case n == 1:
@@ -159,6 +177,9 @@ func updateSQL(key uint64) string {
 	}
 	if key&(1<<bitNoUnmet) != 0 {
 		b.WriteString(" AND unmet = 0")
+	}
+	if key&(1<<bitDueBy) != 0 {
+		b.WriteString(" AND due_at_ms <= ?")
 	}
 	b.WriteString(" RETURNING " + taskColumns)
 	return b.String()

@@ -1,0 +1,580 @@
+package mcpadapter
+
+import (
+	"context"
+	"crypto/sha256"
+	"embed"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"io/fs"
+	"net/http"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/graph-engineering/graph-engineering-mcp/taskgraph"
+)
+
+// The live view's routes (serve --http). Everything under UIPath is the
+// read-only operator view: HTML, CSS and one script embedded in the binary,
+// and the JSON it polls.
+const (
+	// UIPath is the root of the live workflow view.
+	UIPath = "/ui/"
+	// UILoginCodesPath mints a one-time login code (POST, bearer token).
+	UILoginCodesPath = "/ui/login-codes"
+	// UILoginPath exchanges a login code for a session cookie (GET ?code=).
+	UILoginPath = "/ui/login"
+	// UILogoutPath ends the request's view session (POST).
+	UILogoutPath = "/ui/logout"
+	// UIRoute is the route label of every view request (logs, metrics).
+	UIRoute = "/ui"
+	// UICookieName is the session cookie of the live view.
+	UICookieName = "graph_engineering_ui"
+)
+
+// Bounds of the live view.
+const (
+	// UIMaxConcurrent bounds the view's requests served at once. They never
+	// take one of the MCP concurrency slots (HTTPOptions.MaxConcurrent):
+	// the view cannot slow a worker's call down by more than its own reads.
+	UIMaxConcurrent = 4
+	// UIMaxWorkflows bounds the workflows /ui/ lists (in id order).
+	UIMaxWorkflows = 200
+	// UIMaxEvents bounds the history events a task's detail shows (the
+	// latest ones).
+	UIMaxEvents = 200
+	// uiMaxText bounds each payload, result or event detail shown (bytes).
+	uiMaxText = 4096
+	// uiAdmissionWait is how long a view request waits for a slot before 503.
+	uiAdmissionWait = 2 * time.Second
+	// uiReadTimeout bounds the store reads of one view request.
+	uiReadTimeout = 10 * time.Second
+	// uiPollMS is the polling interval the page uses (it backs off on errors).
+	uiPollMS = 1000
+)
+
+// uiCSP is the Content-Security-Policy of every view response: nothing
+// loads from anywhere but this server, no inline script or style, no frames,
+// no forms.
+const uiCSP = "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+
+//go:embed ui
+var uiAssets embed.FS
+
+// uiHandler serves the live view. It reads only through the taskgraph
+// Store API and has no write path.
+type uiHandler struct {
+	h     *HTTPHandler
+	sem   chan struct{}
+	login *uiLogins
+}
+
+func newUIHandler(h *HTTPHandler) *uiHandler {
+	return &uiHandler{h: h, sem: make(chan struct{}, UIMaxConcurrent), login: newUILogins()}
+}
+
+// isUIRoute reports whether path belongs to the live view.
+func isUIRoute(path string) bool { return path == "/ui" || strings.HasPrefix(path, UIPath) }
+
+// serve answers one view request; the Host and Origin checks have run.
+func (u *uiHandler) serve(w http.ResponseWriter, r *http.Request) {
+	hd := w.Header()
+	hd.Set("Content-Security-Policy", uiCSP)
+	hd.Set("X-Frame-Options", "DENY")
+	hd.Set("Referrer-Policy", "no-referrer")
+	hd.Set("Cache-Control", "no-store")
+	path := r.URL.Path
+	switch {
+	case path == "/ui":
+		http.Redirect(w, r, UIPath, http.StatusMovedPermanently)
+		return
+	case path == UILoginCodesPath:
+		u.serveLoginCode(w, r)
+		return
+	case path == UILoginPath:
+		u.serveLogin(w, r)
+		return
+	case path == UILogoutPath:
+		u.serveLogout(w, r)
+		return
+	case strings.HasPrefix(path, "/ui/assets/"):
+		u.serveAsset(w, r, strings.TrimPrefix(path, "/ui/assets/"))
+		return
+	}
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		w.Header().Set("Allow", "GET, HEAD")
+		http.Error(w, "method not allowed: the live view is read-only", http.StatusMethodNotAllowed)
+		return
+	}
+	v, status, why := u.viewer(r)
+	if status != 0 {
+		u.refuse(w, r, status, why)
+		return
+	}
+	switch {
+	case path == UIPath:
+		u.servePage(w, "index.html")
+	case strings.HasPrefix(path, "/ui/workflows/"):
+		id := strings.TrimPrefix(path, "/ui/workflows/")
+		if id == "" || strings.Contains(id, "/") {
+			http.NotFound(w, r)
+			return
+		}
+		u.servePage(w, "workflow.html")
+	case path == "/ui/api/workflows":
+		u.withSlot(w, r, func(ctx context.Context) (any, error) { return u.listWorkflows(ctx, v) })
+	case strings.HasPrefix(path, "/ui/api/workflows/"):
+		id := strings.TrimPrefix(path, "/ui/api/workflows/")
+		u.withSlot(w, r, func(ctx context.Context) (any, error) { return u.workflow(ctx, v, id) })
+	case strings.HasPrefix(path, "/ui/api/tasks/"):
+		id := strings.TrimPrefix(path, "/ui/api/tasks/")
+		u.withSlot(w, r, func(ctx context.Context) (any, error) { return u.task(ctx, v, id) })
+	default:
+		http.NotFound(w, r)
+	}
+}
+
+// viewer is who a view request acts for: nil principal means every
+// workflow (no authentication configured).
+type viewer struct{ p *Principal }
+
+func (v viewer) allows(workflowID string) bool { return v.p == nil || v.p.WorkflowAllowed(workflowID) }
+
+// viewer authenticates a view request: a bearer token (like /mcp) or the
+// session cookie a login link set. It returns a status and message when the
+// request is refused. The principal must hold the observe role.
+func (u *uiHandler) viewer(r *http.Request) (viewer, int, string) {
+	h := u.h
+	if h.auth == nil {
+		return viewer{}, 0, ""
+	}
+	var p *Principal
+	if r.Header.Get("Authorization") != "" {
+		var why string
+		if p, why = h.authenticate(r); why != "" {
+			return viewer{}, http.StatusUnauthorized, why
+		}
+	} else {
+		name, ok := u.login.session(r, h.srv.store.Clock().Now())
+		if !ok {
+			return viewer{}, http.StatusUnauthorized, "unauthorized: open the view through a login link: run graph-engineering-mcp ui link --url <this server's URL> with your token, and open the link it prints (it is valid once, for a minute)"
+		}
+		if p = h.auth.Current().Lookup(name); p == nil {
+			return viewer{}, http.StatusUnauthorized, "unauthorized: the principal of this login no longer exists; open a new login link"
+		}
+	}
+	if !p.HasRole(RoleObserve) {
+		return viewer{}, http.StatusForbidden, missingRole(p, "the live view", []string{RoleObserve}).Error()
+	}
+	return viewer{p: p}, 0, ""
+}
+
+func (u *uiHandler) refuse(w http.ResponseWriter, r *http.Request, status int, msg string) {
+	if u.h.metrics != nil {
+		reason := "unauthorized"
+		if status == http.StatusForbidden {
+			reason = "insufficient_scope"
+		}
+		u.h.metrics.reject(reason)
+	}
+	if strings.HasPrefix(r.URL.Path, "/ui/api/") {
+		writeUIJSON(w, r, status, map[string]string{"error": msg})
+		return
+	}
+	http.Error(w, msg, status)
+}
+
+func (u *uiHandler) servePage(w http.ResponseWriter, name string) {
+	b, err := fs.ReadFile(uiAssets, "ui/"+name)
+	if err != nil {
+		http.Error(w, "internal error: missing page", http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	_, _ = w.Write(b)
+}
+
+var uiAssetTypes = map[string]string{
+	"app.js":    "text/javascript; charset=utf-8",
+	"style.css": "text/css; charset=utf-8",
+}
+
+// serveAsset serves the script and style sheet. They hold no data, so they
+// need no login (the pages and the JSON do).
+func (u *uiHandler) serveAsset(w http.ResponseWriter, r *http.Request, name string) {
+	ct, ok := uiAssetTypes[name]
+	if !ok || (r.Method != http.MethodGet && r.Method != http.MethodHead) {
+		http.NotFound(w, r)
+		return
+	}
+	b, err := fs.ReadFile(uiAssets, "ui/"+name)
+	if err != nil {
+		http.NotFound(w, r)
+		return
+	}
+	w.Header().Set("Content-Type", ct)
+	_, _ = w.Write(b)
+}
+
+// withSlot runs a JSON read in one of the view's own concurrency slots and
+// writes its answer, with an ETag so that an unchanged answer to a poll is
+// a 304 without a body.
+func (u *uiHandler) withSlot(w http.ResponseWriter, r *http.Request, read func(context.Context) (any, error)) {
+	t := time.NewTimer(uiAdmissionWait)
+	select {
+	case u.sem <- struct{}{}:
+		t.Stop()
+	case <-t.C:
+		w.Header().Set("Retry-After", retryAfterSeconds)
+		writeUIJSON(w, r, http.StatusServiceUnavailable, map[string]string{"error": "server busy: the live view serves a few reads at once; retry after a moment"})
+		return
+	case <-r.Context().Done():
+		t.Stop()
+		return
+	}
+	defer func() { <-u.sem }()
+	ctx, cancel := context.WithTimeout(r.Context(), uiReadTimeout)
+	defer cancel()
+	out, err := read(ctx)
+	if err != nil {
+		status, msg := http.StatusInternalServerError, "internal error: the read failed"
+		switch {
+		case errors.Is(err, taskgraph.ErrNotFound):
+			status, msg = http.StatusNotFound, "not found"
+		case errors.Is(err, taskgraph.ErrInvalid):
+			status, msg = http.StatusBadRequest, err.Error()
+		case errors.Is(err, taskgraph.ErrUnavailable), errors.Is(err, context.DeadlineExceeded):
+			status, msg = http.StatusServiceUnavailable, "unavailable: the database did not answer in time"
+		default:
+			u.h.log.Warn("live view read failed", "path", r.URL.Path, "err", err)
+		}
+		writeUIJSON(w, r, status, map[string]string{"error": msg})
+		return
+	}
+	writeUIJSON(w, r, http.StatusOK, out)
+}
+
+// uiStamped is an answer that carries the server time it was read at
+// (NowMS); the ETag is computed with that time zeroed, so an unchanged state
+// polls as 304.
+type uiStamped interface{ stamp(withNow bool) }
+
+func writeUIJSON(w http.ResponseWriter, r *http.Request, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	s, stamped := v.(uiStamped)
+	if stamped && status == http.StatusOK {
+		s.stamp(false)
+		b, err := json.Marshal(v)
+		if err != nil {
+			http.Error(w, "internal error", http.StatusInternalServerError)
+			return
+		}
+		sum := sha256.Sum256(b)
+		etag := `"` + hex.EncodeToString(sum[:12]) + `"`
+		w.Header().Set("ETag", etag)
+		if r.Header.Get("If-None-Match") == etag {
+			w.WriteHeader(http.StatusNotModified)
+			return
+		}
+		s.stamp(true)
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		http.Error(w, "internal error", http.StatusInternalServerError)
+		return
+	}
+	w.WriteHeader(status)
+	_, _ = w.Write(b)
+}
+
+// uiTime is a server time as Unix milliseconds (0: none).
+func uiTime(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixMilli()
+}
+
+// uiWorkflowList is the answer of /ui/api/workflows.
+type uiWorkflowList struct {
+	NowMS     int64               `json:"now_ms"`
+	Principal string              `json:"principal,omitempty"`
+	Workflows []uiWorkflowSummary `json:"workflows"`
+	// Truncated: more workflows exist than UIMaxWorkflows (or than the
+	// principal may see among the first ones read).
+	Truncated bool `json:"truncated"`
+	PollMS    int  `json:"poll_ms"`
+	now       int64
+}
+
+func (l *uiWorkflowList) stamp(withNow bool) {
+	l.NowMS = 0
+	if withNow {
+		l.NowMS = l.now
+	}
+}
+
+// uiWorkflowSummary is one workflow in the list.
+type uiWorkflowSummary struct {
+	WorkflowID  string         `json:"workflow_id"`
+	Total       int            `json:"total"`
+	Counts      map[string]int `json:"counts"`
+	Stuck       int            `json:"stuck"`
+	CreatedAtMS int64          `json:"created_at_ms"`
+	UpdatedAtMS int64          `json:"updated_at_ms"`
+}
+
+func (u *uiHandler) listWorkflows(ctx context.Context, v viewer) (*uiWorkflowList, error) {
+	now := u.h.srv.store.Clock().Now()
+	ids, err := u.h.srv.store.WorkflowIDs(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := &uiWorkflowList{Workflows: []uiWorkflowSummary{}, PollMS: 5 * uiPollMS, now: now.UnixMilli()}
+	if v.p != nil {
+		out.Principal = v.p.Name
+	}
+	for _, id := range ids {
+		if !v.allows(id) {
+			continue
+		}
+		if len(out.Workflows) == UIMaxWorkflows {
+			out.Truncated = true
+			break
+		}
+		wf, err := u.h.srv.store.Workflow(ctx, id)
+		if errors.Is(err, taskgraph.ErrNotFound) {
+			continue // pruned meanwhile
+		}
+		if err != nil {
+			return nil, err
+		}
+		s := uiWorkflowSummary{WorkflowID: id, Total: len(wf.Tasks), Counts: map[string]int{},
+			CreatedAtMS: uiTime(wf.CreatedAt), UpdatedAtMS: uiTime(wf.UpdatedAt)}
+		for st, n := range wf.Counts {
+			s.Counts[string(st)] = n
+		}
+		for _, t := range wf.Tasks {
+			if uiStuck(t, now) {
+				s.Stuck++
+			}
+		}
+		out.Workflows = append(out.Workflows, s)
+	}
+	return out, nil
+}
+
+// uiStuck reports a claim whose holder has not heartbeaten for longer than
+// its lease: still claimed, its lease lapsed, and not yet expired by a
+// sweep or read.
+func uiStuck(t taskgraph.Task, now time.Time) bool {
+	return t.State == taskgraph.StateClaimed && !t.LeaseExpiresAt.IsZero() && !now.Before(t.LeaseExpiresAt)
+}
+
+// uiWorkflow is the answer of /ui/api/workflows/{id}: the workflow with its
+// layout.
+type uiWorkflow struct {
+	NowMS       int64          `json:"now_ms"`
+	WorkflowID  string         `json:"workflow_id"`
+	Counts      map[string]int `json:"counts"`
+	CreatedAtMS int64          `json:"created_at_ms"`
+	UpdatedAtMS int64          `json:"updated_at_ms"`
+	Width       int            `json:"width"`
+	Height      int            `json:"height"`
+	NodeWidth   int            `json:"node_width"`
+	NodeHeight  int            `json:"node_height"`
+	Nodes       []uiNode       `json:"nodes"`
+	// Edges are [dependency index, task index] pairs into Nodes.
+	Edges  [][2]int `json:"edges"`
+	PollMS int      `json:"poll_ms"`
+	now    int64
+}
+
+func (w *uiWorkflow) stamp(withNow bool) {
+	w.NowMS = 0
+	if withNow {
+		w.NowMS = w.now
+	}
+}
+
+// uiNode is one task as the view draws it. It never carries a claim token
+// or its digest (taskgraph.Task holds neither).
+type uiNode struct {
+	TaskID           string `json:"task_id"`
+	NodeID           string `json:"node_id"`
+	State            string `json:"state"`
+	Owner            string `json:"owner,omitempty"`
+	Generation       int64  `json:"generation"`
+	LeaseExpiresAtMS int64  `json:"lease_expires_at_ms,omitempty"`
+	Stuck            bool   `json:"stuck,omitempty"`
+	Attempts         int    `json:"attempts"`
+	MaxAttempts      int    `json:"max_attempts"`
+	Priority         int    `json:"priority,omitempty"`
+	// Requires are the capability tags a claimant must advertise.
+	Requires []string `json:"requires,omitempty"`
+	// DueAtMS is when a pending task that is not yet due becomes claimable.
+	DueAtMS       int64  `json:"due_at_ms,omitempty"`
+	Error         string `json:"error,omitempty"`
+	StatusMessage string `json:"status_message,omitempty"`
+	Layer         int    `json:"layer"`
+	X             int    `json:"x"`
+	Y             int    `json:"y"`
+}
+
+func (u *uiHandler) workflow(ctx context.Context, v viewer, id string) (*uiWorkflow, error) {
+	if !v.allows(id) {
+		return nil, taskgraph.ErrNotFound // as a missing one, like inspect
+	}
+	now := u.h.srv.store.Clock().Now()
+	wf, err := u.h.srv.store.Workflow(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	index := make(map[string]int, len(wf.Tasks))
+	for i, t := range wf.Tasks {
+		index[t.NodeID] = i
+	}
+	deps := make([][]int, len(wf.Tasks))
+	edges := make([][2]int, 0, len(wf.Edges))
+	for _, e := range wf.Edges {
+		d, ok1 := index[e.Dependency]
+		t, ok2 := index[e.Task]
+		if !ok1 || !ok2 {
+			continue
+		}
+		deps[t] = append(deps[t], d)
+		edges = append(edges, [2]int{d, t})
+	}
+	layer, xs, ys, width, height := uiLayout(len(wf.Tasks), deps)
+	out := &uiWorkflow{WorkflowID: id, Counts: map[string]int{}, CreatedAtMS: uiTime(wf.CreatedAt), UpdatedAtMS: uiTime(wf.UpdatedAt),
+		Width: width, Height: height, NodeWidth: uiNodeWidth, NodeHeight: uiNodeHeight, Edges: edges, PollMS: uiPollMS, now: now.UnixMilli(),
+		Nodes: make([]uiNode, len(wf.Tasks))}
+	for st, n := range wf.Counts {
+		out.Counts[string(st)] = n
+	}
+	for i, t := range wf.Tasks {
+		out.Nodes[i] = uiNodeOf(t, now, 512)
+		out.Nodes[i].Layer, out.Nodes[i].X, out.Nodes[i].Y = layer[i], xs[i], ys[i]
+	}
+	return out, nil
+}
+
+// uiNodeOf is task t as the view shows it at now, its texts clipped to
+// clip bytes.
+func uiNodeOf(t taskgraph.Task, now time.Time, clip int) uiNode {
+	n := uiNode{TaskID: t.TaskID, NodeID: t.NodeID, State: string(t.State), Owner: t.Owner, Generation: t.Generation,
+		Stuck: uiStuck(t, now), Attempts: t.Attempts, MaxAttempts: t.MaxAttempts, Priority: t.Priority, Requires: t.Requires,
+		Error: clipText(t.Error, clip), StatusMessage: clipText(t.StatusMessage, clip)}
+	if t.State == taskgraph.StateClaimed {
+		n.LeaseExpiresAtMS = uiTime(t.LeaseExpiresAt)
+	}
+	if t.State == taskgraph.StatePending && t.DueAt.After(now) {
+		n.DueAtMS = uiTime(t.DueAt)
+	}
+	return n
+}
+
+// uiTask is the answer of /ui/api/tasks/{id}: a task's detail and history.
+type uiTask struct {
+	NowMS int64  `json:"now_ms"`
+	Task  uiNode `json:"task"`
+	// Payload and Result are the JSON text, clipped to 4 KiB.
+	Payload       string    `json:"payload,omitempty"`
+	Result        string    `json:"result,omitempty"`
+	DependsOn     []string  `json:"depends_on"`
+	CreatedBy     string    `json:"created_by,omitempty"`
+	CreatedAtMS   int64     `json:"created_at_ms"`
+	UpdatedAtMS   int64     `json:"updated_at_ms"`
+	LastHeartbeat int64     `json:"last_heartbeat_at_ms,omitempty"`
+	Events        []uiEvent `json:"events"`
+	// EventsOmitted counts older events not shown (beyond UIMaxEvents).
+	EventsOmitted int `json:"events_omitted,omitempty"`
+	now           int64
+}
+
+func (t *uiTask) stamp(withNow bool) {
+	t.NowMS = 0
+	if withNow {
+		t.NowMS = t.now
+	}
+}
+
+// uiEvent is one history event with its actor.
+type uiEvent struct {
+	Seq            int64  `json:"seq"`
+	Kind           string `json:"kind"`
+	AtMS           int64  `json:"at_ms"`
+	Owner          string `json:"owner,omitempty"`
+	Generation     int64  `json:"generation"`
+	ActorKind      string `json:"actor_kind,omitempty"`
+	ActorName      string `json:"actor_name,omitempty"`
+	ActorPrincipal string `json:"actor_principal,omitempty"`
+	Detail         string `json:"detail,omitempty"`
+}
+
+func (u *uiHandler) task(ctx context.Context, v viewer, id string) (*uiTask, error) {
+	st := u.h.srv.store
+	now := st.Clock().Now()
+	// Not Store.Task: it expires a lapsed lease before answering, and the
+	// view never writes, so a stuck claim stays visible as stuck until the
+	// sweeper expires it. The history names the workflow; the task is read
+	// from its workflow's list.
+	evs, err := st.TaskEvents(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if len(evs) == 0 || !v.allows(evs[0].WorkflowID) {
+		return nil, taskgraph.ErrNotFound
+	}
+	list, err := st.ListTasks(ctx, taskgraph.ListFilter{WorkflowID: evs[0].WorkflowID, Limit: taskgraph.MaxTasksPerWorkflow})
+	if err != nil {
+		return nil, err
+	}
+	var t taskgraph.Task
+	found := false
+	for _, c := range list {
+		if c.TaskID == id {
+			t, found = c, true
+			break
+		}
+	}
+	if !found {
+		return nil, taskgraph.ErrNotFound
+	}
+	out := &uiTask{now: now.UnixMilli(), DependsOn: append([]string{}, t.DependsOn...), CreatedBy: t.CreatedBy,
+		CreatedAtMS: uiTime(t.CreatedAt), UpdatedAtMS: uiTime(t.UpdatedAt), Events: []uiEvent{},
+		Payload: clipText(string(t.Payload), uiMaxText), Result: clipText(string(t.Result), uiMaxText)}
+	out.Task = uiNodeOf(t, now, uiMaxText)
+	for _, e := range evs {
+		if (e.Kind == taskgraph.EventHeartbeat || e.Kind == taskgraph.EventClaim) && e.Generation == t.Generation {
+			out.LastHeartbeat = uiTime(e.At)
+		}
+	}
+	if len(evs) > UIMaxEvents {
+		out.EventsOmitted = len(evs) - UIMaxEvents
+		evs = evs[len(evs)-UIMaxEvents:]
+	}
+	for _, e := range evs {
+		detail := ""
+		if len(e.Detail) > 0 && string(e.Detail) != "{}" && string(e.Detail) != "null" {
+			detail = clipText(string(e.Detail), 512)
+		}
+		out.Events = append(out.Events, uiEvent{Seq: e.Seq, Kind: e.Kind, AtMS: uiTime(e.At), Owner: e.Owner, Generation: e.Generation,
+			ActorKind: e.Actor.Kind, ActorName: e.Actor.Name, ActorPrincipal: e.Actor.Principal, Detail: detail})
+	}
+	return out, nil
+}
+
+// clipText cuts s to at most n bytes on a rune boundary, marking the cut.
+func clipText(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	cut := n
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
+}

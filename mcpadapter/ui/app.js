@@ -1,0 +1,260 @@
+// The live workflow view of graph-engineering-mcp. Plain script, no
+// libraries, nothing loaded from anywhere but this server. It only reads:
+// it polls the JSON under /ui/api/ (an unchanged answer is a 304) and
+// redraws what changed.
+"use strict";
+
+var GE = (function () {
+  var SVG = "http://www.w3.org/2000/svg";
+
+  function el(tag, attrs, text) {
+    var e = document.createElement(tag);
+    for (var k in attrs || {}) e.setAttribute(k, attrs[k]);
+    if (text !== undefined && text !== null) e.textContent = String(text);
+    return e;
+  }
+  function sv(tag, attrs, text) {
+    var e = document.createElementNS(SVG, tag);
+    for (var k in attrs || {}) e.setAttribute(k, attrs[k]);
+    if (text !== undefined && text !== null) e.textContent = String(text);
+    return e;
+  }
+  function clip(s, n) { s = String(s || ""); return s.length > n ? s.slice(0, n - 1) + "…" : s; }
+
+  function dur(ms) {
+    var neg = ms < 0; ms = Math.abs(ms);
+    var s = Math.floor(ms / 1000), out;
+    if (s < 60) out = s + "s";
+    else if (s < 3600) out = Math.floor(s / 60) + "m" + (s % 60 ? " " + (s % 60) + "s" : "");
+    else if (s < 86400) out = Math.floor(s / 3600) + "h " + Math.floor((s % 3600) / 60) + "m";
+    else out = Math.floor(s / 86400) + "d " + Math.floor((s % 86400) / 3600) + "h";
+    return neg ? "-" + out : out;
+  }
+
+  // leaseText is the second line of a claimed node: holder, generation and
+  // the lease's countdown at server time now.
+  function infoText(n, now) {
+    if (n.state === "claimed") {
+      var left = (n.lease_expires_at_ms || 0) - now;
+      if (n.stuck) return "⚠ stuck: " + clip(n.owner, 14) + " g" + n.generation + ", " + dur(-left) + " late";
+      if (left <= 0) return clip(n.owner, 16) + " g" + n.generation + " · lease due";
+      return clip(n.owner, 16) + " g" + n.generation + " · lease " + dur(left);
+    }
+    if (n.state === "failed") return "✗ " + clip(n.error || n.status_message || "failed", 28);
+    if (n.state === "cancelled") return "⊘ " + clip(n.status_message || "cancelled", 28);
+    if (n.state === "completed") return "✓ completed" + (n.attempts > 1 ? " (attempt " + n.attempts + ")" : "");
+    if (n.state === "pending" && n.due_at_ms > now) return "⏱ waiting " + dur(n.due_at_ms - now);
+    return n.state + (n.attempts ? " · attempt " + (n.attempts + 1) + "/" + n.max_attempts : "");
+  }
+
+  // draw renders a laid-out workflow (nodes with x, y; edges as index
+  // pairs) as SVG into container, replacing what was there. opts.selected
+  // is the selected task id, opts.onSelect(task_id) is called on a click.
+  function draw(container, wf, opts) {
+    var t0 = performance.now();
+    var w = wf.node_width, h = wf.node_height;
+    var svg = sv("svg", { width: wf.width, height: wf.height, viewBox: "0 0 " + wf.width + " " + wf.height, id: "dag", role: "img" });
+    svg.appendChild(sv("title", {}, "DAG of workflow " + wf.workflow_id));
+    var edges = sv("g", { "class": "edges" });
+    var hot = {};
+    if (opts.selected) hot[opts.selected] = true;
+    wf.edges.forEach(function (e) {
+      var a = wf.nodes[e[0]], b = wf.nodes[e[1]];
+      var x1 = a.x + w, y1 = a.y + h / 2, x2 = b.x, y2 = b.y + h / 2, mx = (x1 + x2) / 2;
+      var cls = "edge" + (hot[a.task_id] || hot[b.task_id] ? " hot" : "");
+      edges.appendChild(sv("path", { "class": cls, d: "M" + x1 + "," + y1 + " C" + mx + "," + y1 + " " + mx + "," + y2 + " " + x2 + "," + y2,
+        "data-from": a.node_id, "data-to": b.node_id }));
+    });
+    svg.appendChild(edges);
+    var nodes = sv("g", { "class": "nodes" });
+    var now = opts.now();
+    wf.nodes.forEach(function (n) {
+      var cls = "node " + n.state + (n.stuck ? " stuck" : "") + (n.task_id === opts.selected ? " selected" : "");
+      var g = sv("g", { "class": cls, transform: "translate(" + n.x + "," + n.y + ")", "data-node-id": n.node_id,
+        "data-task-id": n.task_id, "data-state": n.state, "data-stuck": n.stuck ? "true" : "false", tabindex: "0" });
+      g.appendChild(sv("title", {}, n.node_id + " (" + n.state + ")" + (n.error ? ": " + n.error : n.status_message ? ": " + n.status_message : "")));
+      g.appendChild(sv("rect", { width: w, height: h }));
+      g.appendChild(sv("rect", { "class": "stripe", width: 6, height: h }));
+      g.appendChild(sv("text", { "class": "id", x: 12, y: 18 }, clip(n.node_id, 24)));
+      var info = sv("text", { "class": "info", x: 12, y: 36 }, infoText(n, now));
+      g.appendChild(info);
+      if (n.state === "claimed") opts.ticking.push({ n: n, text: info, g: g });
+      g.addEventListener("click", function () { opts.onSelect(n.task_id); });
+      g.addEventListener("keydown", function (ev) { if (ev.key === "Enter") opts.onSelect(n.task_id); });
+      nodes.appendChild(g);
+    });
+    svg.appendChild(nodes);
+    container.replaceChildren(svg);
+    return performance.now() - t0;
+  }
+
+  // tick updates the lease countdowns without a redraw; with markStuck a
+  // lease that runs out on the page (at server time) is marked stuck until
+  // the server says otherwise.
+  function tick(ticking, now, markStuck) {
+    ticking.forEach(function (k) {
+      if (markStuck && !k.n.stuck && (k.n.lease_expires_at_ms || 0) <= now) {
+        k.n.stuck = true;
+        k.g.classList.add("stuck");
+        k.g.setAttribute("data-stuck", "true");
+      }
+      k.text.textContent = infoText(k.n, now);
+    });
+  }
+
+  function countsBadges(parent, counts, stuck) {
+    parent.replaceChildren();
+    ["blocked", "pending", "claimed", "completed", "failed", "cancelled"].forEach(function (s) {
+      if (counts[s]) parent.appendChild(el("span", { "class": "badge " + s, "data-state": s }, counts[s] + " " + s));
+    });
+    if (stuck) parent.appendChild(el("span", { "class": "badge stuck" }, stuck + " stuck"));
+  }
+
+  return { el: el, sv: sv, draw: draw, tick: tick, dur: dur, clip: clip, countsBadges: countsBadges, infoText: infoText };
+})();
+
+(function () {
+  var page = document.body && document.body.getAttribute("data-page");
+  if (page !== "index" && page !== "workflow") return; // embedded elsewhere (the MCP App)
+  var offset = 0; // server time - local time, from the last answer
+  function now() { return Date.now() + offset; }
+  var live = document.getElementById("live");
+  function status(ok, text) { live.className = "live " + (ok ? "ok" : "err"); live.textContent = text; }
+
+  // poller fetches url every interval (the answer's poll_ms), sending the
+  // last ETag; onData runs on a changed answer. Errors back off to 30 s.
+  function poller(url, onData) {
+    var etag = null, delay = 1000, timer = null, stopped = false;
+    function run() {
+      var headers = {};
+      if (etag) headers["If-None-Match"] = etag;
+      fetch(url, { headers: headers, credentials: "same-origin", cache: "no-store" }).then(function (r) {
+        if (r.status === 304) { status(true, "live"); delay = Math.max(delay, 500); return null; }
+        if (!r.ok) {
+          return r.json().catch(function () { return {}; }).then(function (b) {
+            throw new Error(r.status + (b && b.error ? ": " + b.error : ""));
+          });
+        }
+        etag = r.headers.get("ETag");
+        return r.json();
+      }).then(function (d) {
+        if (d) {
+          offset = d.now_ms - Date.now();
+          delay = d.poll_ms || 1000;
+          status(true, "live");
+          onData(d);
+        }
+      }).catch(function (e) {
+        status(false, "disconnected (" + e.message + "), retrying");
+        delay = Math.min(delay * 2, 30000);
+      }).then(function () { if (!stopped) timer = setTimeout(run, delay); });
+    }
+    run();
+    return { stop: function () { stopped = true; clearTimeout(timer); }, refresh: function () { etag = null; clearTimeout(timer); run(); } };
+  }
+
+  if (page === "index") {
+    var tbody = document.querySelector("#workflows tbody"), logout = document.getElementById("logout");
+    logout.addEventListener("click", function () {
+      fetch("/ui/logout", { method: "POST", credentials: "same-origin" }).then(function () { location.reload(); });
+    });
+    poller("/ui/api/workflows", function (d) {
+      document.getElementById("who").textContent = d.principal ? "as " + d.principal : "";
+      logout.hidden = !d.principal;
+      tbody.replaceChildren();
+      d.workflows.forEach(function (w) {
+        var tr = GE.el("tr", { "data-workflow-id": w.workflow_id });
+        var a = GE.el("a", { href: "/ui/workflows/" + encodeURIComponent(w.workflow_id) }, w.workflow_id);
+        var td = GE.el("td"); td.appendChild(a); tr.appendChild(td);
+        tr.appendChild(GE.el("td", {}, w.total));
+        var c = GE.el("td"); GE.countsBadges(c, w.counts, 0); tr.appendChild(c);
+        tr.appendChild(GE.el("td", { "class": w.stuck ? "err" : "" }, w.stuck || ""));
+        tr.appendChild(GE.el("td", {}, GE.dur(d.now_ms - w.created_at_ms)));
+        tr.appendChild(GE.el("td", {}, GE.dur(d.now_ms - w.updated_at_ms) + " ago"));
+        tbody.appendChild(tr);
+      });
+      document.getElementById("empty").hidden = d.workflows.length > 0;
+      document.getElementById("truncated").hidden = !d.truncated;
+      document.body.setAttribute("data-rendered", String(Number(document.body.getAttribute("data-rendered") || 0) + 1));
+    });
+    return;
+  }
+
+  var id = decodeURIComponent(location.pathname.slice("/ui/workflows/".length));
+  document.getElementById("wf-id").textContent = id;
+  document.title = id + " · graph-engineering-mcp";
+  var graph = document.getElementById("graph"), detail = document.getElementById("detail");
+  var selected = null, last = null, ticking = [], detailPoll = null;
+
+  function render() {
+    ticking = [];
+    var stuck = last.nodes.filter(function (n) { return n.stuck; }).length;
+    GE.countsBadges(document.getElementById("counts"), last.counts, stuck);
+    var ms = GE.draw(graph, last, { selected: selected, onSelect: select, now: now, ticking: ticking });
+    document.body.setAttribute("data-render-ms", ms.toFixed(1));
+    document.body.setAttribute("data-nodes", String(last.nodes.length));
+    document.body.setAttribute("data-rendered", String(Number(document.body.getAttribute("data-rendered") || 0) + 1));
+  }
+
+  function dl(pairs) {
+    var d = GE.el("dl");
+    pairs.forEach(function (p) {
+      if (p[1] === undefined || p[1] === null || p[1] === "") return;
+      d.appendChild(GE.el("dt", {}, p[0]));
+      d.appendChild(GE.el("dd", p[2] ? { "class": p[2] } : {}, p[1]));
+    });
+    return d;
+  }
+  function when(ms) { return ms ? new Date(ms).toISOString().replace("T", " ").replace(/\.\d+Z$/, "Z") : ""; }
+
+  function showDetail(d) {
+    var t = d.task;
+    detail.replaceChildren();
+    detail.setAttribute("data-task-id", t.task_id);
+    detail.appendChild(GE.el("h2", {}, t.node_id));
+    var lease = "";
+    if (t.state === "claimed") lease = t.stuck ? "lapsed " + GE.dur(d.now_ms - t.lease_expires_at_ms) + " ago (stuck)" : GE.dur(t.lease_expires_at_ms - d.now_ms) + " left";
+    detail.appendChild(dl([
+      ["task", t.task_id], ["state", t.state + (t.stuck ? " (stuck)" : ""), t.stuck ? "err" : ""], ["holder", t.owner],
+      ["generation", t.generation], ["lease", lease],
+      ["last heartbeat", d.last_heartbeat_at_ms ? GE.dur(d.now_ms - d.last_heartbeat_at_ms) + " ago" : ""],
+      ["attempts", t.attempts + " of " + t.max_attempts], ["priority", t.priority || ""],
+      ["requires", (t.requires || []).join(", ")],
+      ["waiting until", t.due_at_ms > d.now_ms ? when(t.due_at_ms) + " (in " + GE.dur(t.due_at_ms - d.now_ms) + ")" : ""],
+      ["depends on", d.depends_on.join(", ")], ["created by", d.created_by],
+      ["error", t.error, "err"], ["status", t.status_message],
+      ["created", when(d.created_at_ms)], ["updated", when(d.updated_at_ms)]
+    ]));
+    if (d.payload && d.payload !== "{}") { detail.appendChild(GE.el("h3", {}, "payload")); detail.appendChild(GE.el("pre", {}, d.payload)); }
+    if (d.result) { detail.appendChild(GE.el("h3", {}, "result")); detail.appendChild(GE.el("pre", {}, d.result)); }
+    detail.appendChild(GE.el("h3", {}, "history" + (d.events_omitted ? " (latest " + d.events.length + ", " + d.events_omitted + " older not shown)" : "")));
+    var tb = GE.el("table", { id: "history" });
+    tb.appendChild(GE.el("tr", {}, null)).append(GE.el("th", {}, "#"), GE.el("th", {}, "event"), GE.el("th", {}, "by, at"));
+    d.events.forEach(function (e) {
+      var actor = [e.actor_kind, e.actor_name, e.actor_principal ? "as " + e.actor_principal : ""].filter(Boolean).join(" ");
+      if (e.owner) actor += (actor ? " · " : "") + e.owner + " g" + e.generation;
+      var tr = GE.el("tr", { "data-kind": e.kind });
+      var ev = GE.el("td", {}, null);
+      ev.append(GE.el("b", {}, e.kind));
+      if (e.detail) ev.append(GE.el("div", { "class": "small", title: e.detail }, GE.clip(e.detail, 120)));
+      var by = GE.el("td", {}, null);
+      by.append(GE.el("div", {}, actor || "—"), GE.el("div", { "class": "small" }, when(e.at_ms)));
+      tr.append(GE.el("td", {}, e.seq), ev, by);
+      tb.appendChild(tr);
+    });
+    detail.appendChild(tb);
+  }
+
+  function select(taskID) {
+    selected = taskID;
+    if (last) render();
+    if (detailPoll) detailPoll.stop();
+    detailPoll = poller("/ui/api/tasks/" + encodeURIComponent(taskID), showDetail);
+  }
+
+  poller("/ui/api/workflows/" + encodeURIComponent(id), function (d) {
+    last = d;
+    render();
+  });
+  setInterval(function () { GE.tick(ticking, now(), true); }, 1000);
+})();

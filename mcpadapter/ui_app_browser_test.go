@@ -1,0 +1,158 @@
+package mcpadapter
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"testing"
+
+	"github.com/chromedp/chromedp"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/graph-engineering/graph-engineering-mcp/manifest"
+)
+
+// appHostPage is a minimal MCP Apps host: it loads the App's HTML (read
+// with resources/read by the Go side) into a frame, answers ui/initialize,
+// hands it a tool result, and forwards its tools/call requests to the real
+// server through the Go side's MCP client session.
+const appHostPage = `<!doctype html>
+<html><head><meta charset="utf-8"><title>test host</title>
+<style>iframe { width: 1500px; height: 700px; border: 1px solid #888; }</style></head>
+<body><iframe id="app" sandbox="allow-scripts allow-same-origin"></iframe>
+<script src="/host.js"></script></body></html>`
+
+const appHostScript = `"use strict";
+var frame = document.getElementById("app");
+window.__calls = [];
+window.addEventListener("message", function (ev) {
+  if (ev.source !== frame.contentWindow) return;
+  var m = ev.data, reply = function (r) { frame.contentWindow.postMessage({ jsonrpc: "2.0", id: m.id, result: r }, "*"); };
+  if (m.method === "ui/initialize") {
+    reply({ protocolVersion: "2026-01-26", hostInfo: { name: "test-host", version: "1" }, hostCapabilities: { serverTools: {} }, hostContext: { theme: "light" } });
+  } else if (m.method === "ui/notifications/initialized") {
+    fetch("/tool-result").then(function (r) { return r.json(); }).then(function (res) {
+      frame.contentWindow.postMessage({ jsonrpc: "2.0", method: "ui/notifications/tool-result", params: res }, "*");
+    });
+  } else if (m.method === "tools/call") {
+    window.__calls.push(m.params.name);
+    fetch("/call", { method: "POST", body: JSON.stringify(m.params) }).then(function (r) { return r.json(); }).then(reply);
+  } else if (m.id !== undefined && m.method) {
+    frame.contentWindow.postMessage({ jsonrpc: "2.0", id: m.id, error: { code: -32601, message: "not in this host" } }, "*");
+  }
+});
+fetch("/app.html").then(function (r) { return r.text(); }).then(function (html) { frame.srcdoc = html; });
+`
+
+func TestUIAppInAHostPage(t *testing.T) {
+	f := newUIFixture(t, HTTPOptions{})
+	compile, _ := f.shapeTwelve(t, "build-42")
+	ctx := context.Background()
+	// A legacy client that declares the extension at initialize, as a host would.
+	client := mcp.NewClient(&mcp.Implementation{Name: "test-host", Version: "1"}, &mcp.ClientOptions{Capabilities: &mcp.ClientCapabilities{
+		Extensions: map[string]any{manifest.UIExtension: map[string]any{"mimeTypes": []string{manifest.UIMIMEType}}}}})
+	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: f.url, MaxRetries: -1}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	tools, err := cs.ListTools(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	uri := ""
+	for _, tool := range tools.Tools {
+		if tool.Name == manifest.ToolInspect {
+			if ui, ok := tool.Meta["ui"].(map[string]any); ok {
+				uri, _ = ui["resourceUri"].(string)
+			}
+		}
+	}
+	if uri != manifest.UIResourceURI {
+		t.Fatalf("graph_task_inspect links %q", uri)
+	}
+	rr, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: uri})
+	if err != nil || len(rr.Contents) != 1 || rr.Contents[0].MIMEType != manifest.UIMIMEType {
+		t.Fatalf("read %s: %v", uri, err)
+	}
+	announce, err := f.store.TaskByNode(f.ctx, "build-42", "announce")
+	if err != nil {
+		t.Fatal(err)
+	}
+	toolResult, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: manifest.ToolInspect, Arguments: map[string]any{"task_id": announce.TaskID}})
+	if err != nil || toolResult.IsError {
+		t.Fatalf("inspect: %v", err)
+	}
+
+	var mu sync.Mutex
+	var called []string
+	mux := http.NewServeMux()
+	page := func(ct, body string) http.HandlerFunc {
+		return func(w http.ResponseWriter, _ *http.Request) {
+			w.Header().Set("Content-Type", ct)
+			_, _ = w.Write([]byte(body))
+		}
+	}
+	mux.HandleFunc("GET /{$}", page("text/html", appHostPage))
+	mux.HandleFunc("GET /host.js", page("text/javascript", appHostScript))
+	mux.HandleFunc("GET /app.html", page("text/html", rr.Contents[0].Text))
+	mux.HandleFunc("GET /tool-result", func(w http.ResponseWriter, _ *http.Request) { _ = json.NewEncoder(w).Encode(toolResult) })
+	mux.HandleFunc("POST /call", func(w http.ResponseWriter, r *http.Request) {
+		var p mcp.CallToolParams
+		if err := json.NewDecoder(r.Body).Decode(&p); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		mu.Lock()
+		called = append(called, p.Name)
+		mu.Unlock()
+		res, err := cs.CallTool(r.Context(), &p)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadGateway)
+			return
+		}
+		_ = json.NewEncoder(w).Encode(res)
+	})
+	host := httptest.NewServer(mux)
+	defer host.Close()
+
+	tab := browser(t)
+	navigate(t, tab, host.URL+"/")
+	inApp := func(expr string) string {
+		return `(function () { var d = document.getElementById("app").contentDocument; return d && d.body ? (` + expr + `) : null; })()`
+	}
+	// The App draws the inspected task and everything upstream: all 12.
+	waitJS(t, tab, inApp(`d.querySelectorAll("#dag g.node").length === 12`))
+	got := eval[map[string]string](t, tab, inApp(`Object.fromEntries(Array.from(d.querySelectorAll("#dag g.node")).map(g => [g.dataset.nodeId, g.dataset.state]))`))
+	for node, st := range f.states(t, "build-42") {
+		if got[node] != st {
+			t.Errorf("the App draws %s as %q, the store has %q", node, got[node], st)
+		}
+	}
+	png, err := chromedp.Run(tab, chromedp.FullScreenshot(100))
+	if err != nil {
+		t.Fatal(err)
+	}
+	shot := filepath.Join(artifactsDir(t), "ui-mcp-app-in-host.png")
+	if err := os.WriteFile(shot, png, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("screenshot of the MCP App in the test host: %s", shot)
+	// A completion on the server reaches the App through its read-only
+	// refresh (every 5 s).
+	if _, err := f.store.Complete(f.ctx, holder(compile), json.RawMessage(`{}`)); err != nil {
+		t.Fatal(err)
+	}
+	waitJS(t, tab, inApp(`d.querySelector('g.node[data-node-id="compile"]').dataset.state === "completed"`))
+	mu.Lock()
+	defer mu.Unlock()
+	if len(called) == 0 || slices.ContainsFunc(called, func(n string) bool { return n != manifest.ToolInspect }) {
+		t.Fatalf("the App called %v; it may call graph_task_inspect only", called)
+	}
+	t.Logf("the App made %d graph_task_inspect calls through the host", len(called))
+}

@@ -1,0 +1,279 @@
+package taskgraph
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/tgdriver"
+)
+
+// Bounds of capability routing and retry timing.
+const (
+	// MaxRequires bounds NodeSpec.Requires.
+	MaxRequires = 16
+	// MaxCapabilities bounds ClaimRequest.Capabilities.
+	MaxCapabilities = 64
+	// DefaultRetryDelay is NodeSpec.RetryDelay's default: the wait before
+	// the first retry of a retryable failure; it doubles per retry.
+	DefaultRetryDelay = time.Second
+	// MaxRetryDelay bounds NodeSpec.RetryDelay and caps every backoff.
+	MaxRetryDelay = 15 * time.Minute
+	// MaxRetryAfter bounds the retry delay a failing worker asks for.
+	MaxRetryAfter = 24 * time.Hour
+	// MaxNotBefore bounds how far ahead of the creation NodeSpec.NotBefore
+	// may lie.
+	MaxNotBefore = 365 * 24 * time.Hour
+)
+
+// TagPattern is the rule for a capability tag (NodeSpec.Requires,
+// ClaimRequest.Capabilities): a lower-case letter, then up to 63 lower-case
+// letters, digits, '_', '.' or '-'.
+const TagPattern = `^[a-z][a-z0-9_.-]{0,63}$`
+
+var tagRE = regexp.MustCompile(TagPattern)
+
+// ErrMissingCapabilities: a claim by id named a task that requires
+// capabilities the caller did not advertise; see *MissingCapabilitiesError.
+// It also matches ErrConflict (the task is not claimable by this caller).
+var ErrMissingCapabilities = errors.New("missing capabilities")
+
+// MissingCapabilitiesError names the tags a claimant lacks for a task.
+type MissingCapabilitiesError struct {
+	TaskID  string
+	Missing []string
+}
+
+// Error implements error.
+func (e *MissingCapabilitiesError) Error() string {
+	return fmt.Sprintf("conflict on task %s (pending): the task requires capabilities the claim did not advertise: missing %s; claim with capabilities that include them, or leave the task to a worker that has them",
+		e.TaskID, strings.Join(e.Missing, ", "))
+}
+
+// Is reports whether target is ErrMissingCapabilities or ErrConflict.
+func (e *MissingCapabilitiesError) Is(target error) bool {
+	return target == ErrMissingCapabilities || target == ErrConflict
+}
+
+// canonicalTags validates tags for field (at most max) and returns them
+// sorted and deduplicated.
+func canonicalTags(field string, tags []string, max int) ([]string, error) {
+	if len(tags) > max {
+		return nil, invalid(field, "must list at most %d tags (got %d)", max, len(tags))
+	}
+	for _, t := range tags {
+		if !tagRE.MatchString(t) {
+			return nil, invalid(field, "tag %q must match %s: a lower-case letter, then up to 63 lower-case letters, digits, '_', '.' or '-'", truncate(t, 80), TagPattern)
+		}
+	}
+	out := slices.Clone(tags)
+	slices.Sort(out)
+	return slices.Compact(out), nil
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}
+
+// splitTags reads a stored canonical requires.
+func splitTags(s string) []string {
+	if s == "" {
+		return nil
+	}
+	return strings.Split(s, " ")
+}
+
+// missingTags returns the tags of requires not among caps (both canonical).
+func missingTags(requires, caps []string) []string {
+	var out []string
+	for _, t := range requires {
+		if _, ok := slices.BinarySearch(caps, t); !ok {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// subsetOf reports whether every tag of requires (stored form) is in caps
+// (canonical).
+func subsetOf(requires string, caps []string) bool {
+	if requires == "" {
+		return true
+	}
+	return len(missingTags(splitTags(requires), caps)) == 0
+}
+
+// backoff is the wait before the retry that follows failed attempt n (from
+// 1): base * 2^(n-1), at most MaxRetryDelay; 0 when base is 0.
+func backoff(base time.Duration, n int) time.Duration {
+	if base <= 0 {
+		return 0
+	}
+	d := base
+	for i := 1; i < n && d < MaxRetryDelay; i++ {
+		d *= 2
+	}
+	return min(d, MaxRetryDelay)
+}
+
+// waitingStatus is the status message of a pending task that is not yet due.
+func waitingStatus(due time.Time, why string) string {
+	return fmt.Sprintf("waiting until %s (%s)", due.UTC().Format(time.RFC3339Nano), why)
+}
+
+// dueLimit bounds how many due tasks one operation promotes.
+const dueLimit = 64
+
+// promoteDue makes claimable up to limit pending tasks whose due time had
+// come when the operation arrived (w.at). Each promotion locks the task's
+// workflow, re-reads the task under that lock and is guarded in its own
+// update (pending, due by then), so promoters on every replica may run at
+// once; each promoted task wakes a parked claim that may take it.
+// more reports that limit due tasks were found (there may be more).
+func (w *wtx) promoteDue(limit int) (n int, more bool, err error) {
+	at := w.at().UnixMilli()
+	refs, err := w.tx.DueTasks(w.ctx, at, limit)
+	if err != nil {
+		return 0, false, fmt.Errorf("find due tasks: %w", err)
+	}
+	more = len(refs) == limit
+	slices.SortStableFunc(refs, func(a, b tgdriver.TaskRef) int { return strings.Compare(a.WorkflowID, b.WorkflowID) })
+	for _, ref := range refs {
+		if err := w.lockWorkflow(ref.WorkflowID); err != nil {
+			return n, false, err
+		}
+		r, err := w.loadSeq(ref.Seq)
+		if err != nil {
+			return n, false, err
+		}
+		if r.State != StatePending || r.dueAtMS == 0 || r.dueAtMS > at {
+			continue // claimed, cancelled or promoted meanwhile
+		}
+		ok, err := w.promote(&r, at)
+		if err != nil {
+			return n, false, err
+		}
+		if ok {
+			n++
+		}
+	}
+	return n, more, nil
+}
+
+// expireAndPromote is sweepExpired and promoteDue in one pass, as
+// claim-next runs them: the workflows of both are locked in one id order
+// (the order of every writer that locks more than one), so two claim-nexts
+// never wait for each other's workflows in opposite orders.
+func (w *wtx) expireAndPromote(expireLimit, promoteLimit int) error {
+	at := w.at()
+	expired, err := w.tx.ExpiredLeases(w.ctx, at.UnixMilli(), expireLimit)
+	if err != nil {
+		return fmt.Errorf("find expired leases: %w", err)
+	}
+	due, err := w.tx.DueTasks(w.ctx, at.UnixMilli(), promoteLimit)
+	if err != nil {
+		return fmt.Errorf("find due tasks: %w", err)
+	}
+	if len(expired)+len(due) == 0 {
+		return nil
+	}
+	type item struct {
+		ref tgdriver.TaskRef
+		due bool
+	}
+	items := make([]item, 0, len(expired)+len(due))
+	for _, r := range expired {
+		items = append(items, item{ref: r})
+	}
+	for _, r := range due {
+		items = append(items, item{ref: r, due: true})
+	}
+	slices.SortStableFunc(items, func(a, b item) int { return strings.Compare(a.ref.WorkflowID, b.ref.WorkflowID) })
+	locked := ""
+	for _, it := range items {
+		if it.ref.WorkflowID != locked {
+			if err := w.lockWorkflow(it.ref.WorkflowID); err != nil {
+				return err
+			}
+			locked = it.ref.WorkflowID
+		}
+		r, err := w.loadSeq(it.ref.Seq)
+		if err != nil {
+			return err
+		}
+		switch {
+		case !it.due && r.expired(at):
+			if err := w.expire(&r); err != nil {
+				return err
+			}
+		case it.due && r.State == StatePending && r.dueAtMS != 0 && r.dueAtMS <= at.UnixMilli():
+			if _, err := w.promote(&r, at.UnixMilli()); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// promote makes pending task r, due at at, claimable now.
+func (w *wtx) promote(r *row, at int64) (bool, error) {
+	ok, err := w.update(r, tgdriver.TaskSet{DueAtMS: tgdriver.Val(int64(0)),
+		StatusMessage: tgdriver.Val(fmt.Sprintf("ready to claim (due since %s)", time.UnixMilli(r.dueAtMS).UTC().Format(time.RFC3339Nano)))},
+		tgdriver.TaskGuard{States: []string{string(StatePending)}, DueByMS: tgdriver.Val(at)})
+	if err != nil || !ok {
+		return false, err
+	}
+	w.wakeWaiters(r)
+	return true, nil
+}
+
+// scheduleDue tells the sweeper, once this operation commits, that a task
+// became due at a new time, so that its timer covers it.
+func (w *wtx) scheduleDue() {
+	w.afterCommit(func() {
+		select {
+		case w.s.dueChanged <- struct{}{}:
+		default:
+		}
+	})
+}
+
+// PromoteDue makes claimable every pending task whose due time (NodeSpec.
+// NotBefore, a retry's delay) has come at server time, and returns how many
+// it promoted. Servers run it from the sweeper; claim-next also promotes in
+// passing. It is safe to call at any time, from any number of servers.
+func (s *Store) PromoteDue(ctx context.Context) (int, error) {
+	total := 0
+	for {
+		var n int
+		var more bool
+		arrived := s.arrival(ctx)
+		err := s.doAt(ctx, arrived, func(w *wtx) error {
+			var err error
+			n, more, err = w.as(ActorSweeper, "").promoteDue(dueLimit)
+			return err
+		})
+		if err != nil {
+			return total, fmt.Errorf("promote due tasks: %w", err)
+		}
+		total += n
+		if !more {
+			return total, nil
+		}
+	}
+}
+
+func (s *Store) nextDue(ctx context.Context) (time.Time, error) {
+	ms, ok, err := s.drv.Reads().NextDue(ctx)
+	if err != nil || !ok {
+		return time.Time{}, err
+	}
+	return time.UnixMilli(ms), nil
+}
