@@ -84,38 +84,46 @@ func (w *wtx) as(kind, name string) *wtx {
 func jcsString(b []byte, s string) []byte {
 	const hexd = "0123456789abcdef"
 	b = append(b, '"')
+	start := 0 // s[start:i] is copied as it is
 	for i := 0; i < len(s); {
 		c := s[i]
-		if c < utf8.RuneSelf {
-			switch {
-			case c == '"' || c == '\\':
-				b = append(b, '\\', c)
-			case c == '\b':
-				b = append(b, '\\', 'b')
-			case c == '\t':
-				b = append(b, '\\', 't')
-			case c == '\n':
-				b = append(b, '\\', 'n')
-			case c == '\f':
-				b = append(b, '\\', 'f')
-			case c == '\r':
-				b = append(b, '\\', 'r')
-			case c < 0x20:
-				b = append(b, '\\', 'u', '0', '0', hexd[c>>4], hexd[c&0xf])
-			default:
-				b = append(b, c)
-			}
+		if c >= 0x20 && c < utf8.RuneSelf && c != '"' && c != '\\' {
 			i++
 			continue
 		}
-		r, n := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && n == 1 {
+		if c >= utf8.RuneSelf {
+			r, n := utf8.DecodeRuneInString(s[i:])
+			if r != utf8.RuneError || n != 1 {
+				i += n
+				continue
+			}
+			b = append(b, s[start:i]...)
 			b = append(b, "\uFFFD"...)
-		} else {
-			b = append(b, s[i:i+n]...)
+			i++
+			start = i
+			continue
 		}
-		i += n
+		b = append(b, s[start:i]...)
+		switch {
+		case c == '"' || c == '\\':
+			b = append(b, '\\', c)
+		case c == '\b':
+			b = append(b, '\\', 'b')
+		case c == '\t':
+			b = append(b, '\\', 't')
+		case c == '\n':
+			b = append(b, '\\', 'n')
+		case c == '\f':
+			b = append(b, '\\', 'f')
+		case c == '\r':
+			b = append(b, '\\', 'r')
+		default:
+			b = append(b, '\\', 'u', '0', '0', hexd[c>>4], hexd[c&0xf])
+		}
+		i++
+		start = i
 	}
+	b = append(b, s[start:]...)
 	return append(b, '"')
 }
 
@@ -314,7 +322,11 @@ func contentJSON(kind string, r *row, detail map[string]any) []byte {
 // eventObjectV2 is the canonical JSON that a v2 event's hash covers; detail,
 // state and content must already be canonical.
 func eventObjectV2(e Event, detail, state, content []byte) []byte {
-	b := make([]byte, 0, 320+len(detail)+len(state)+len(content))
+	return appendEventObjectV2(make([]byte, 0, 320+len(detail)+len(state)+len(content)), e, detail, state, content)
+}
+
+// appendEventObjectV2 appends eventObjectV2 of e to b.
+func appendEventObjectV2[T string | []byte](b []byte, e Event, detail, state, content T) []byte {
 	b = append(b, `{"actor":{"kind":`...)
 	b = jcsString(b, e.Actor.Kind)
 	b = append(b, `,"name":`...)
@@ -354,20 +366,29 @@ func hashHex(b []byte) string {
 // eventHashV2 checks that e's detail, state and content are canonical and
 // returns the hash of its v2 object.
 func eventHashV2(e Event) (string, error) {
-	parts := [3][]byte{e.Detail, e.State, e.Content}
+	if err := checkCanonicalV2(string(e.Detail), string(e.State), string(e.Content)); err != nil {
+		return "", err
+	}
+	return hashHex(eventObjectV2(e, e.Detail, e.State, e.Content)), nil
+}
+
+// checkCanonicalV2 returns an error matching errNotCanonical unless a v2
+// event's detail, task state and content are canonical JSON.
+func checkCanonicalV2(detail, state, content string) error {
+	parts := [3]string{detail, state, content}
 	for i, name := range [3]string{"detail", "task state", "content"} {
-		if isCanonicalFast(parts[i]) {
+		if isCanonicalFastString(parts[i]) {
 			continue
 		}
-		c, err := recanonical(string(parts[i]))
+		c, err := recanonical(parts[i])
 		if err != nil {
-			return "", fmt.Errorf("%w: event %s is not canonical JSON: %v", errNotCanonical, name, err)
+			return fmt.Errorf("%w: event %s is not canonical JSON: %v", errNotCanonical, name, err)
 		}
-		if string(c) != string(parts[i]) {
-			return "", fmt.Errorf("%w: event %s is not in RFC 8785 canonical form", errNotCanonical, name)
+		if string(c) != parts[i] {
+			return fmt.Errorf("%w: event %s is not in RFC 8785 canonical form", errNotCanonical, name)
 		}
 	}
-	return hashHex(eventObjectV2(e, parts[0], parts[1], parts[2])), nil
+	return nil
 }
 
 // errNotCanonical marks a stored v2 field that is not canonical JSON: the
@@ -395,7 +416,7 @@ func auditObject(a tgdriver.AuditRow) []byte {
 // AuditEntryHash computes the hash of an audit chain entry from its fields
 // and PrevHash (see MCP.md, "Audit trail format").
 func AuditEntryHash(a tgdriver.AuditRow) (string, error) {
-	if !isCanonicalFast([]byte(a.Detail)) {
+	if !isCanonicalFastString(a.Detail) {
 		c, err := recanonical(a.Detail)
 		if err != nil || string(c) != a.Detail {
 			return "", fmt.Errorf("%w: audit entry %d detail is not canonical JSON", errNotCanonical, a.Seq)

@@ -1,7 +1,6 @@
 package taskgraph
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -102,17 +101,11 @@ func (s *Store) VerifyHistory(ctx context.Context) (VerifyReport, error) {
 			}
 			return fail(b)
 		}
-		for _, h := range heads {
-			rep.Workflows++
-			broken, err := verifyChain(ctx, rd, h, &rep)
-			if err != nil {
-				return err
-			}
-			if broken != nil {
-				return fail(broken)
-			}
+		broken, err := verifyWorkflows(ctx, rd, heads, &rep)
+		if broken != nil {
+			return fail(broken)
 		}
-		return nil
+		return err
 	})
 	if err != nil {
 		return rep, err
@@ -204,113 +197,6 @@ func verifyAuditChain(ctx context.Context, rd tgdriver.Reads, heads []tgdriver.W
 
 // errStop ends a walk early.
 var errStop = errors.New("stop")
-
-// taskTrail is what a task's events say about it.
-type taskTrail struct {
-	v1       bool
-	state    string // the state its last v2 event leaves; "" when none
-	stateSeq int64
-	payload  string // the payload digest of its v2 create event
-	payloSeq int64
-}
-
-func verifyChain(ctx context.Context, rd tgdriver.Reads, h tgdriver.WorkflowRow, rep *VerifyReport) (*BrokenLink, error) {
-	workflowID := h.WorkflowID
-	prev := ""
-	var n int64
-	var broken *BrokenLink
-	trails := map[string]*taskTrail{}
-	err := rd.WorkflowEvents(ctx, workflowID, func(er tgdriver.EventRow) error {
-		e := toEvent(er)
-		n++
-		rep.Events++
-		stop := func(reason string, args ...any) error {
-			broken = &BrokenLink{WorkflowID: workflowID, Seq: e.Seq, EventID: e.EventID, Reason: fmt.Sprintf(reason, args...)}
-			return errStop
-		}
-		if e.Seq != n {
-			return stop("sequence %d found where %d was expected (an event is missing or was inserted)", e.Seq, n)
-		}
-		if e.PrevHash != prev {
-			return stop("prev_hash does not match the hash of event %d", n-1)
-		}
-		want, err := EventHash(e)
-		if errors.Is(err, errNotCanonical) {
-			return stop("content does not match its hash (the event was edited: %v)", err)
-		}
-		if err != nil {
-			return err
-		}
-		if want != e.Hash {
-			return stop("content does not match its hash (the event was edited)")
-		}
-		prev = e.Hash
-		tt := trails[e.TaskID]
-		if tt == nil {
-			tt = &taskTrail{}
-			trails[e.TaskID] = tt
-		}
-		if e.HashVersion < HashV2 {
-			rep.V1Events++
-			tt.v1 = true
-			return nil
-		}
-		rep.V2Events++
-		tt.state, tt.stateSeq = string(e.State), e.Seq
-		if e.Kind == EventCreate {
-			// {"payload_sha256":"<hex>"}, canonical (checked by EventHash).
-			d, ok := strings.CutPrefix(string(e.Content), `{"payload_sha256":"`)
-			d, ok2 := strings.CutSuffix(d, `"}`)
-			if !ok || !ok2 || len(d) != 64 {
-				return stop("create event has no payload digest")
-			}
-			tt.payload, tt.payloSeq = d, e.Seq
-		}
-		return nil
-	})
-	if broken != nil {
-		return broken, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	if n != h.EventCount || prev != h.HeadHash {
-		return &BrokenLink{WorkflowID: workflowID, Reason: fmt.Sprintf("the chain has %d events ending in %q but the workflow's head records %d ending in %q (events were removed or added)", n, prev, h.EventCount, h.HeadHash)}, nil
-	}
-	tasks, err := rd.ListTasks(ctx, tgdriver.ListFilter{WorkflowID: workflowID})
-	if err != nil {
-		return nil, err
-	}
-	for _, tr := range tasks {
-		rep.Tasks++
-		tt := trails[tr.TaskID]
-		if tt == nil {
-			return &BrokenLink{WorkflowID: workflowID, TaskID: tr.TaskID, Reason: fmt.Sprintf("task %s has no events (its create event was removed, or the task was added behind the store's back)", tr.TaskID)}, nil
-		}
-		delete(trails, tr.TaskID)
-		if tt.state != "" {
-			if got := rowStateJSON(tr); !bytes.Equal(got, []byte(tt.state)) {
-				return &BrokenLink{WorkflowID: workflowID, Seq: tt.stateSeq, TaskID: tr.TaskID,
-					Reason: fmt.Sprintf("task %s: stored %s from what its last event %d left (changed without an event)", tr.TaskID, stateDiff(got, []byte(tt.state)), tt.stateSeq)}, nil
-			}
-		} else if !tt.v1 {
-			return &BrokenLink{WorkflowID: workflowID, TaskID: tr.TaskID, Reason: fmt.Sprintf("task %s has no events", tr.TaskID)}, nil
-		}
-		if tt.payload != "" && sha256Of(tr.Payload) != tt.payload {
-			return &BrokenLink{WorkflowID: workflowID, Seq: tt.payloSeq, TaskID: tr.TaskID,
-				Reason: fmt.Sprintf("task %s: stored payload does not match the digest in its create event %d (the payload was edited)", tr.TaskID, tt.payloSeq)}, nil
-		}
-	}
-	if len(trails) > 0 {
-		ids := make([]string, 0, len(trails))
-		for id := range trails {
-			ids = append(ids, id)
-		}
-		sort.Strings(ids)
-		return &BrokenLink{WorkflowID: workflowID, TaskID: ids[0], Reason: fmt.Sprintf("events name task %s, which is not stored (the task row was deleted)", ids[0])}, nil
-	}
-	return nil, nil
-}
 
 // stateDiff names the fields of two task-state objects that differ, as
 // "result differs", "state, owner differ".

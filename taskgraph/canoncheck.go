@@ -9,13 +9,17 @@ import "unicode/utf8"
 // UTF-8, and object members in strictly increasing order of ASCII keys
 // without escapes. False means "not shown canonical": callers then decide
 // with recanonical, which is exact but slower.
-func isCanonicalFast(b []byte) bool {
-	p := canonScanner{b: b}
-	return p.value(0) && p.i == len(b)
+func isCanonicalFast(b []byte) bool { return isCanonicalFastString(string(b)) }
+
+// isCanonicalFastString is isCanonicalFast of the text s, for values read
+// as strings (audit verify), without copying them.
+func isCanonicalFastString(s string) bool {
+	p := canonScanner{b: s}
+	return p.value(0) && p.i == len(s)
 }
 
 type canonScanner struct {
-	b []byte
+	b string
 	i int
 }
 
@@ -136,7 +140,7 @@ func (p *canonScanner) str() (simple, ok bool) {
 			p.i++
 		default:
 			simple = false
-			r, n := utf8.DecodeRune(p.b[p.i:])
+			r, n := utf8.DecodeRuneInString(p.b[p.i:])
 			if r == utf8.RuneError && n <= 1 {
 				return false, false
 			}
@@ -159,7 +163,7 @@ func (p *canonScanner) object(depth int) bool {
 		p.i++
 		return true
 	}
-	var prev []byte
+	prev, first := "", true
 	for {
 		if p.i >= len(p.b) || p.b[p.i] != '"' {
 			return false
@@ -170,9 +174,10 @@ func (p *canonScanner) object(depth int) bool {
 			return false // escaped or non-ASCII keys: let recanonical decide
 		}
 		key := p.b[ks+1 : p.i-1]
-		if prev != nil && string(prev) >= string(key) {
+		if !first && prev >= key {
 			return false
 		}
+		first = false
 		prev = key
 		if p.i >= len(p.b) || p.b[p.i] != ':' {
 			return false

@@ -200,6 +200,11 @@
 // and adopts the workflows that existed. VerifyHistory checks the audit
 // chain against the stored workflows, every event chain, and every task row
 // against the state its last event left, and reports the first broken item.
+// It reads on one snapshot, one goroutine running the queries (per workflow,
+// its events then the audited columns of its tasks) and a second checking
+// the rows in that order, at most a few bounded batches behind: the report
+// is what a sequential walk gives, in memory bounded by one workflow's task
+// trails (TestVerifyFigure and TestVerifyFigurePostgres measure it).
 // Prune removes finished workflows whole and records their final chain head,
 // here and in the audit chain, so the other chains keep verifying. AuditHead
 // and CheckAnchor detect, against a head kept outside the database, a

@@ -38,7 +38,9 @@ is safe while a server writes.
 
 With --anchor FILE (heads appended by serve --audit-anchor) or --expect HEAD
 (a head printed by audit head) it also fails unless the database extends
-every such head: a dropped tail, a lost WAL or an older copy restored.
+every such head: a dropped tail, a lost WAL or an older copy restored. The
+workflow heads serve --audit-anchor writes beside the database-wide ones
+are checked first, so the error names the workflow that lost events.
 
 Exits 0 and prints how many workflows and events verified when all is well;
 exits 1 naming the first broken link (workflow, sequence number, event id and
@@ -57,15 +59,18 @@ Example:
 
 // verifyJSON is the --json output of audit verify.
 type verifyJSON struct {
-	OK           bool        `json:"ok"`
-	Workflows    int         `json:"workflows"`
-	Events       int64       `json:"events"`
-	Tasks        int64       `json:"tasks"`
-	AuditEntries int64       `json:"audit_entries"`
-	V1Events     int64       `json:"v1_events"`
-	Anchors      int         `json:"anchors_checked"`
-	Broken       *brokenJSON `json:"broken,omitempty"`
-	Anchor       string      `json:"anchor_error,omitempty"`
+	OK           bool  `json:"ok"`
+	Workflows    int   `json:"workflows"`
+	Events       int64 `json:"events"`
+	Tasks        int64 `json:"tasks"`
+	AuditEntries int64 `json:"audit_entries"`
+	V1Events     int64 `json:"v1_events"`
+	Anchors      int   `json:"anchors_checked"`
+	// WorkflowAnchors counts the workflow heads of --anchor checked (the
+	// latest of each workflow).
+	WorkflowAnchors int         `json:"workflow_anchors_checked,omitempty"`
+	Broken          *brokenJSON `json:"broken,omitempty"`
+	Anchor          string      `json:"anchor_error,omitempty"`
 }
 
 // brokenJSON is the first link of the history that does not verify.
@@ -80,11 +85,13 @@ type brokenJSON struct {
 
 func auditVerifyAction(c *cli.Context, _ []string) error {
 	var anchors []taskgraph.AuditHead
+	var wfAnchors []taskgraph.WorkflowHead
 	if path := c.String("anchor"); path != "" {
 		var err error
-		if anchors, err = readAnchors(path); err != nil {
+		if anchors, wfAnchors, err = readAnchors(path); err != nil {
 			return err
 		}
+		wfAnchors = latestWorkflowHeads(wfAnchors)
 	}
 	for _, x := range c.StringSlice("expect") {
 		h, err := taskgraph.ParseAuditHead(x)
@@ -102,8 +109,19 @@ func auditVerifyAction(c *cli.Context, _ []string) error {
 			return fmt.Errorf("verify history: %w", err)
 		}
 		var anchorErr error
-		checked := 0
-		if rep.Broken == nil {
+		checked, wfChecked := 0, 0
+		// Workflow heads first: a failing one names the workflow that lost
+		// events, where a database-wide head only counts them.
+		for _, h := range wfAnchors {
+			if rep.Broken != nil {
+				break
+			}
+			if anchorErr = s.CheckWorkflowAnchor(ctx, h); anchorErr != nil {
+				break
+			}
+			wfChecked++
+		}
+		if rep.Broken == nil && anchorErr == nil {
 			for _, h := range anchors {
 				if anchorErr = s.CheckAnchor(ctx, h); anchorErr != nil {
 					break
@@ -116,7 +134,7 @@ func auditVerifyAction(c *cli.Context, _ []string) error {
 		}
 		if c.Bool("json") {
 			out := verifyJSON{OK: rep.Broken == nil && anchorErr == nil, Workflows: rep.Workflows, Events: rep.Events, Tasks: rep.Tasks,
-				AuditEntries: rep.AuditEntries, V1Events: rep.V1Events, Anchors: checked}
+				AuditEntries: rep.AuditEntries, V1Events: rep.V1Events, Anchors: checked, WorkflowAnchors: wfChecked}
 			if b := rep.Broken; b != nil {
 				out.Broken = &brokenJSON{WorkflowID: b.WorkflowID, Seq: b.Seq, EventID: b.EventID, TaskID: b.TaskID, AuditSeq: b.AuditSeq, Reason: b.Reason}
 			}
@@ -153,6 +171,9 @@ func auditVerifyAction(c *cli.Context, _ []string) error {
 		msg := fmt.Sprintf("history verified: %d workflow(s), %d event(s), every hash chain intact", rep.Workflows, rep.Events)
 		if len(anchors) > 0 {
 			msg += fmt.Sprintf("; extends %d anchored head(s)", checked)
+		}
+		if wfChecked > 0 {
+			msg += fmt.Sprintf(" and %d workflow head(s)", wfChecked)
 		}
 		_, err = fmt.Fprintln(c.App.Writer, msg)
 		return err

@@ -227,10 +227,19 @@ func TestServeAuditAnchor(t *testing.T) {
 	if len(lines) < 1 {
 		t.Fatalf("anchor file %q", b)
 	}
+	wfLines := 0
 	for _, l := range lines {
-		if _, err := taskgraph.ParseAuditHead(l); err != nil {
+		if taskgraph.IsWorkflowHeadLine(l) {
+			wfLines++
+			if _, err := taskgraph.ParseWorkflowHead(l); err != nil {
+				t.Fatal(err)
+			}
+		} else if _, err := taskgraph.ParseAuditHead(l); err != nil {
 			t.Fatal(err)
 		}
+	}
+	if wfLines != 2 { // the fixture's workflows wf and other, once each
+		t.Errorf("anchor file has %d workflow heads, want 2:\n%s", wfLines, b)
 	}
 	if _, err := e.s.CreateTask(context.Background(), "third", taskgraph.NodeSpec{NodeID: "x"}); err != nil {
 		t.Fatal(err)

@@ -27,7 +27,7 @@ func serveFlags() []cli.Flag {
 		&cli.BoolFlag{Name: "disable-tasks-extension", Usage: "do not offer the io.modelcontextprotocol/tasks extension (core-only clients)", EnvVars: []string{"GRAPH_ENGINEERING_DISABLE_TASKS_EXTENSION"}},
 		&cli.StringFlag{Name: "skills", Usage: "serve the skills in `DIR` (one folder with a SKILL.md per skill) as resources; refused skills are logged and skipped", EnvVars: []string{"GRAPH_ENGINEERING_SKILLS"}},
 		&cli.StringFlag{Name: "sync", Value: "full", Usage: "SQLite synchronous `MODE`: full (an acknowledged write survives power loss) or normal (survives a crash of this process)", EnvVars: []string{"GRAPH_ENGINEERING_SYNC"}},
-		&cli.StringFlag{Name: "audit-anchor", Usage: "append the database-wide audit head (time, event count, hash) to `FILE` every few seconds and at shutdown, for audit verify --anchor FILE", EnvVars: []string{"GRAPH_ENGINEERING_AUDIT_ANCHOR"}},
+		&cli.StringFlag{Name: "audit-anchor", Usage: "append the database-wide audit head (time, event count, hash) and the heads of the workflows changed to `FILE` every few seconds and at shutdown, for audit verify --anchor FILE", EnvVars: []string{"GRAPH_ENGINEERING_AUDIT_ANCHOR"}},
 		&cli.StringFlag{Name: "log-level", Value: "info", Usage: "log `LEVEL` on stderr: debug, info, warn or error", EnvVars: []string{"GRAPH_ENGINEERING_LOG_LEVEL"}},
 	}, append(pgPoolFlags(), httpFlags()...)...)
 }

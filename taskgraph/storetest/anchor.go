@@ -15,6 +15,7 @@ var anchorTests = []test{
 	{"AnchorExtendedByNormalWork", testAnchorExtendedByNormalWork},
 	{"AnchorCatchesDroppedTail", testAnchorCatchesDroppedTail},
 	{"AnchorCatchesRewrittenAuditChain", testAnchorCatchesRewrittenAuditChain},
+	{"WorkflowAnchorNamesTheWorkflow", testWorkflowAnchorNamesTheWorkflow},
 }
 
 func (e *env) head(t *testing.T) tg.AuditHead {

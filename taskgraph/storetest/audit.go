@@ -19,6 +19,7 @@ var auditTests = []test{
 	{"TamperRowsDetected", testTamperRowsDetected},
 	{"WorkflowDeletedWhole", testWorkflowDeletedWhole},
 	{"V1EventsKeepVerifying", testV1EventsKeepVerifying},
+	{"TamperInLongChainsDetected", testTamperInLongChainsDetected},
 }
 
 // Every kind of transition leaves task rows that equal what their events

@@ -135,6 +135,13 @@ type Reads interface {
 	// NextDue returns the earliest due_at_ms of the pending tasks not yet
 	// promoted (due_at_ms > 0); ok is false when there is none.
 	NextDue(ctx context.Context) (ms int64, ok bool, err error)
+	// WorkflowTaskStates calls fn with the audited columns of each task of
+	// workflowID in seq order, stopping at fn's first error (audit verify:
+	// it reads only what it checks).
+	WorkflowTaskStates(ctx context.Context, workflowID string, fn func(TaskStateRow) error) error
+	// EventHashAt returns the hash of event seq of workflowID's chain; ok is
+	// false when there is no such event.
+	EventHashAt(ctx context.Context, workflowID string, seq int64) (hash string, ok bool, err error)
 }
 
 // Tx is one write transaction.

@@ -41,6 +41,22 @@ type TaskRow struct {
 	RetryDelayMS int64
 }
 
+// TaskStateRow is what audit verify checks of a stored task: the columns
+// an event's task state and content digests cover. Nullable columns map as
+// in TaskRow.
+type TaskStateRow struct {
+	Seq        int64
+	TaskID     string
+	Payload    string
+	State      string
+	Owner      string
+	Generation int64
+	Attempts   int
+	Result     string
+	HasResult  bool
+	Error      string
+}
+
 // TaskRef names a task by seq, with its workflow.
 type TaskRef struct {
 	Seq        int64

@@ -1,0 +1,294 @@
+package taskgraph
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/tgdriver"
+)
+
+// How VerifyHistory reads and checks the workflows: one goroutine reads
+// (the snapshot's queries, one for the events and one for the tasks of each
+// workflow, in workflow order) and hands the rows in bounded batches to a
+// second that checks them (hashes, links, replayed task state), so that
+// reading and hashing use two cores. The checker sees every row in the
+// order a sequential walk would and stops at the same first broken item;
+// the reader is at most verifyQueue batches ahead of it, so memory stays
+// bounded whatever the database's size (plus one workflow's task trails).
+
+// verifyBatchRows bounds the rows of one batch.
+const verifyBatchRows = 256
+
+// verifyQueue bounds the batches read but not yet checked.
+const verifyQueue = 8
+
+// verifyEnd says what a batch ends.
+type verifyEnd uint8
+
+const (
+	moreRows  verifyEnd = iota
+	eventsEnd           // the last batch of its workflow's events
+	tasksEnd            // the last batch of its workflow's tasks
+)
+
+// verifyBatch is rows of workflow heads[wf], events or tasks.
+type verifyBatch struct {
+	wf     int
+	events []tgdriver.EventRow
+	tasks  []tgdriver.TaskStateRow
+	end    verifyEnd
+}
+
+// taskTrail is what a task's events say about it.
+type taskTrail struct {
+	v1       bool
+	state    string // the state its last v2 event leaves; "" when none
+	stateSeq int64
+	payload  string // the payload digest of its v2 create event
+	payloSeq int64
+}
+
+// verifyWorkflows checks every workflow's chain and tasks, returning the
+// first broken item, or the first read error when nothing was broken
+// before it.
+func verifyWorkflows(ctx context.Context, rd tgdriver.Reads, heads []tgdriver.WorkflowRow, rep *VerifyReport) (*BrokenLink, error) {
+	batches := make(chan *verifyBatch, verifyQueue)
+	free := make(chan *verifyBatch, verifyQueue+2)
+	quit := make(chan struct{})
+	var broken *BrokenLink
+	checked := make(chan struct{})
+	go func() {
+		defer close(checked)
+		c := chainChecker{heads: heads, rep: rep, wf: -1, trails: map[string]taskTrail{}}
+		for b := range batches {
+			if broken = c.batch(b); broken != nil {
+				close(quit)
+				return
+			}
+			select {
+			case free <- b:
+			default:
+			}
+		}
+	}()
+	err := readWorkflows(ctx, rd, heads, batches, free, quit)
+	close(batches)
+	<-checked
+	if broken != nil {
+		return broken, nil
+	}
+	if errors.Is(err, errStop) {
+		err = nil
+	}
+	return nil, err
+}
+
+// readWorkflows sends the events then the tasks of each workflow of heads
+// in order, until done or quit is closed.
+func readWorkflows(ctx context.Context, rd tgdriver.Reads, heads []tgdriver.WorkflowRow, out chan<- *verifyBatch, free <-chan *verifyBatch, quit <-chan struct{}) error {
+	get := func(wf int) *verifyBatch {
+		select {
+		case b := <-free:
+			b.wf, b.events, b.tasks, b.end = wf, b.events[:0], b.tasks[:0], moreRows
+			return b
+		default:
+			return &verifyBatch{wf: wf}
+		}
+	}
+	send := func(b *verifyBatch) error {
+		select {
+		case out <- b:
+			return nil
+		case <-quit:
+			return errStop
+		}
+	}
+	for i, h := range heads {
+		b := get(i)
+		err := rd.WorkflowEvents(ctx, h.WorkflowID, func(e tgdriver.EventRow) error {
+			if b.events == nil {
+				b.events = make([]tgdriver.EventRow, 0, verifyBatchRows)
+			}
+			b.events = append(b.events, e)
+			if len(b.events) < verifyBatchRows {
+				return nil
+			}
+			if err := send(b); err != nil {
+				return err
+			}
+			b = get(i)
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		b.end = eventsEnd
+		if err := send(b); err != nil {
+			return err
+		}
+		b = get(i)
+		err = rd.WorkflowTaskStates(ctx, h.WorkflowID, func(t tgdriver.TaskStateRow) error {
+			if b.tasks == nil {
+				b.tasks = make([]tgdriver.TaskStateRow, 0, verifyBatchRows)
+			}
+			b.tasks = append(b.tasks, t)
+			if len(b.tasks) < verifyBatchRows {
+				return nil
+			}
+			if err := send(b); err != nil {
+				return err
+			}
+			b = get(i)
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		b.end = tasksEnd
+		if err := send(b); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// chainChecker checks the batches of one workflow after another.
+type chainChecker struct {
+	heads  []tgdriver.WorkflowRow
+	rep    *VerifyReport
+	wf     int    // the workflow being checked, an index in heads
+	prev   string // the hash of its last event checked
+	n      int64  // its events checked
+	trails map[string]taskTrail
+	buf    []byte // the v2 object being hashed
+}
+
+func (c *chainChecker) batch(b *verifyBatch) *BrokenLink {
+	if b.wf != c.wf {
+		c.wf, c.prev, c.n = b.wf, "", 0
+		clear(c.trails)
+		c.rep.Workflows++
+	}
+	h := c.heads[c.wf]
+	for i := range b.events {
+		if broken := c.event(&b.events[i]); broken != nil {
+			return broken
+		}
+	}
+	for i := range b.tasks {
+		if broken := c.task(&b.tasks[i]); broken != nil {
+			return broken
+		}
+	}
+	switch b.end {
+	case eventsEnd:
+		if c.n != h.EventCount || c.prev != h.HeadHash {
+			return &BrokenLink{WorkflowID: h.WorkflowID, Reason: fmt.Sprintf("the chain has %d events ending in %q but the workflow's head records %d ending in %q (events were removed or added)", c.n, c.prev, h.EventCount, h.HeadHash)}
+		}
+	case tasksEnd:
+		if len(c.trails) > 0 {
+			ids := make([]string, 0, len(c.trails))
+			for id := range c.trails {
+				ids = append(ids, id)
+			}
+			sort.Strings(ids)
+			return &BrokenLink{WorkflowID: h.WorkflowID, TaskID: ids[0], Reason: fmt.Sprintf("events name task %s, which is not stored (the task row was deleted)", ids[0])}
+		}
+	}
+	return nil
+}
+
+// event checks the next event of the workflow's chain.
+func (c *chainChecker) event(e *tgdriver.EventRow) *BrokenLink {
+	workflowID := c.heads[c.wf].WorkflowID
+	c.n++
+	c.rep.Events++
+	stop := func(reason string, args ...any) *BrokenLink {
+		return &BrokenLink{WorkflowID: workflowID, Seq: e.Seq, EventID: e.EventID, Reason: fmt.Sprintf(reason, args...)}
+	}
+	if e.Seq != c.n {
+		return stop("sequence %d found where %d was expected (an event is missing or was inserted)", e.Seq, c.n)
+	}
+	if e.PrevHash != c.prev {
+		return stop("prev_hash does not match the hash of event %d", c.n-1)
+	}
+	match, err := c.hashMatches(e)
+	if err != nil {
+		return stop("content does not match its hash (the event was edited: %v)", err)
+	}
+	if !match {
+		return stop("content does not match its hash (the event was edited)")
+	}
+	c.prev = e.Hash
+	tt := c.trails[e.TaskID]
+	if e.HashVersion < HashV2 {
+		c.rep.V1Events++
+		tt.v1 = true
+		c.trails[e.TaskID] = tt
+		return nil
+	}
+	c.rep.V2Events++
+	tt.state, tt.stateSeq = e.TaskState, e.Seq
+	if e.Kind == EventCreate {
+		// {"payload_sha256":"<hex>"}, canonical (checked with the hash).
+		d, ok := strings.CutPrefix(e.Content, `{"payload_sha256":"`)
+		d, ok2 := strings.CutSuffix(d, `"}`)
+		if !ok || !ok2 || len(d) != 64 {
+			return stop("create event has no payload digest")
+		}
+		tt.payload, tt.payloSeq = d, e.Seq
+	}
+	c.trails[e.TaskID] = tt
+	return nil
+}
+
+// hashMatches reports whether e's stored hash is the hash of its content
+// in its version; the error matches errNotCanonical when a v2 field is not
+// canonical or the version is unknown. Format 2 is hashed here without
+// copying the row's text (EventHash does the same from an Event).
+func (c *chainChecker) hashMatches(e *tgdriver.EventRow) (bool, error) {
+	if e.HashVersion != HashV2 {
+		want, err := EventHash(toEvent(*e))
+		return err == nil && want == e.Hash, err
+	}
+	if err := checkCanonicalV2(e.Detail, e.TaskState, e.Content); err != nil {
+		return false, err
+	}
+	ev := Event{WorkflowID: e.WorkflowID, Seq: e.Seq, TaskID: e.TaskID, Kind: e.Kind, Owner: e.Owner, Generation: e.Generation,
+		At: time.UnixMilli(e.AtMS), PrevHash: e.PrevHash, Actor: Actor{Kind: e.ActorKind, Name: e.ActorName, Principal: e.ActorPrincipal}}
+	c.buf = appendEventObjectV2(c.buf[:0], ev, e.Detail, e.TaskState, e.Content)
+	sum := sha256.Sum256(c.buf)
+	var hx [64]byte
+	hex.Encode(hx[:], sum[:])
+	return string(hx[:]) == e.Hash, nil
+}
+
+// task checks a stored task against what its events say.
+func (c *chainChecker) task(tr *tgdriver.TaskStateRow) *BrokenLink {
+	workflowID := c.heads[c.wf].WorkflowID
+	c.rep.Tasks++
+	tt, ok := c.trails[tr.TaskID]
+	if !ok {
+		return &BrokenLink{WorkflowID: workflowID, TaskID: tr.TaskID, Reason: fmt.Sprintf("task %s has no events (its create event was removed, or the task was added behind the store's back)", tr.TaskID)}
+	}
+	delete(c.trails, tr.TaskID)
+	if tt.state != "" {
+		if got := taskStateJSON(tr.State, tr.Owner, tr.Generation, tr.Attempts, tr.Result, tr.HasResult, tr.Error); string(got) != tt.state {
+			return &BrokenLink{WorkflowID: workflowID, Seq: tt.stateSeq, TaskID: tr.TaskID,
+				Reason: fmt.Sprintf("task %s: stored %s from what its last event %d left (changed without an event)", tr.TaskID, stateDiff(got, []byte(tt.state)), tt.stateSeq)}
+		}
+	} else if !tt.v1 {
+		return &BrokenLink{WorkflowID: workflowID, TaskID: tr.TaskID, Reason: fmt.Sprintf("task %s has no events", tr.TaskID)}
+	}
+	if tt.payload != "" && sha256Of(tr.Payload) != tt.payload {
+		return &BrokenLink{WorkflowID: workflowID, Seq: tt.payloSeq, TaskID: tr.TaskID,
+			Reason: fmt.Sprintf("task %s: stored payload does not match the digest in its create event %d (the payload was edited)", tr.TaskID, tt.payloSeq)}
+	}
+	return nil
+}

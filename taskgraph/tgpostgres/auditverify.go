@@ -1,0 +1,58 @@
+package tgpostgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/tgdriver"
+)
+
+// WorkflowTaskStates calls fn with the audited columns of each task of
+// workflowID in seq order.
+func (r reads) WorkflowTaskStates(ctx context.Context, workflowID string, fn func(tgdriver.TaskStateRow) error) error {
+	what := "read the tasks of " + workflowID
+	rows, err := r.q.Query(ctx, `SELECT seq, task_id, payload, state, owner, generation, attempts, result, error
+		FROM tasks WHERE workflow_id = $1 ORDER BY seq`, workflowID)
+	if err != nil {
+		return r.fail(ctx, what, err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var t tgdriver.TaskStateRow
+		var owner, result, errText *string
+		if err := rows.Scan(&t.Seq, &t.TaskID, &t.Payload, &t.State, &owner, &t.Generation, &t.Attempts, &result, &errText); err != nil {
+			return r.fail(ctx, what, err)
+		}
+		if owner != nil {
+			t.Owner = *owner
+		}
+		if result != nil {
+			t.Result, t.HasResult = *result, true
+		}
+		if errText != nil {
+			t.Error = *errText
+		}
+		if err := fn(t); err != nil {
+			return err
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return r.fail(ctx, what, err)
+	}
+	return nil
+}
+
+// EventHashAt returns the hash of event seq of workflowID's chain.
+func (r reads) EventHashAt(ctx context.Context, workflowID string, seq int64) (string, bool, error) {
+	var h string
+	switch err := r.q.QueryRow(ctx, `SELECT hash FROM events WHERE workflow_id = $1 AND wseq = $2`, workflowID, seq).Scan(&h); {
+	case errors.Is(err, pgx.ErrNoRows):
+		return "", false, nil
+	case err != nil:
+		return "", false, r.fail(ctx, fmt.Sprintf("read event %d of %s", seq, workflowID), err)
+	}
+	return h, true, nil
+}
