@@ -68,7 +68,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	maxAttempts := fs.Int("max-attempts", 3, "max_attempts of every node (1..100)")
 	noTasks := fs.Bool("no-tasks", false, "do not use the Tasks extension: follow the nodes by polling graph_task_inspect")
 	poll := fs.Duration("poll", 0, "polling interval (default the server's pollIntervalMs for tasks/get, 1s for graph_task_inspect)")
-	timeout := fs.Duration("timeout", 0, "give up following after this long (0 = no limit); the workflow keeps running")
+	timeout := fs.Duration("timeout", 0, "give up following after this long once every node is created (0 = no limit); the workflow keeps running")
 	asJSON := fs.Bool("json", false, "print the final report as one JSON object on stdout, and progress on stderr")
 	logLevel := fs.String("log-level", "info", "log level on stderr: debug, info, warn or error")
 	conn := mcpclient.AddFlags(fs)
@@ -121,11 +121,6 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if *asJSON {
 		progress = stderr
 	}
-	if *timeout > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeoutCause(ctx, *timeout, fmt.Errorf("--timeout %v elapsed", *timeout))
-		defer cancel()
-	}
 
 	// Declaring the extension is what makes graph_task_create return a task
 	// handle; the transport then records raw results to read it (capture.go).
@@ -159,7 +154,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	rep, err := Submit(ctx, cs, Options{
 		Workflow: *workflow, SleepMs: *sleepMs, FailNode: *failNode, FailRetryable: *failRetryable,
-		MaxAttempts: *maxAttempts, UseTasks: useTasks, Poll: *poll, Progress: progress, Logger: log,
+		MaxAttempts: *maxAttempts, UseTasks: useTasks, Poll: *poll, FollowTimeout: *timeout, Progress: progress, Logger: log,
 	})
 	if err != nil {
 		log.Error("submit failed", "workflow", *workflow, "err", err)

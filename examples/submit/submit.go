@@ -54,6 +54,10 @@ type Options struct {
 	// Poll is the polling interval; 0 means the server's pollIntervalMs
 	// (tasks/get) or 1s (graph_task_inspect).
 	Poll time.Duration
+	// FollowTimeout, when positive, stops following this long after every
+	// node is created (the workflow keeps running); connecting and creating
+	// are not counted.
+	FollowTimeout time.Duration
 	// Progress receives one line per creation and state change; nil
 	// discards them.
 	Progress io.Writer
@@ -138,6 +142,11 @@ func Submit(ctx context.Context, cs *mcp.ClientSession, o Options) (*Report, err
 	}
 	if poll == 0 {
 		poll = time.Second
+	}
+	if o.FollowTimeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeoutCause(ctx, o.FollowTimeout, fmt.Errorf("--timeout %v elapsed", o.FollowTimeout))
+		defer cancel()
 	}
 	log.Debug("following", "via", rep.Via, "poll", poll)
 	ticker := time.NewTicker(poll)
