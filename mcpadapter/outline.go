@@ -27,10 +27,12 @@ import (
 // outside the principal's workflows answers exactly like a missing one.
 
 const (
-	// MaxOutlineTasks bounds the tasks of one workflow outline.
-	MaxOutlineTasks = 1000
-	// MaxOutlineBytes bounds the JSON of an outline's tasks.
-	MaxOutlineBytes = 512 << 10
+	// MaxOutlineTasks bounds the tasks of one workflow outline (the
+	// manifest's limits.maxOutlineTasks).
+	MaxOutlineTasks = manifest.MaxOutlineTasks
+	// MaxOutlineBytes bounds the JSON of an outline's tasks (the manifest's
+	// limits.maxOutlineBytes).
+	MaxOutlineBytes = manifest.MaxOutlineBytes
 	// MaxOutlineTextBytes bounds each task's error and status_message in
 	// an outline (inspect the task_id for the whole text).
 	MaxOutlineTextBytes = 256
