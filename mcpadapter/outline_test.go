@@ -301,3 +301,56 @@ func TestInspectOutlinePrincipalScope(t *testing.T) {
 		}
 	}
 }
+
+// The largest outline crosses Streamable HTTP whole, in both eras: the
+// answer holds it twice (text and structuredContent), about 1 MiB.
+func TestInspectOutlineOverHTTP(t *testing.T) {
+	f := newHTTPFixture(t, HTTPOptions{})
+	ctx := context.Background()
+	var nodes []taskgraph.NodeSpec
+	var roots []string
+	for i := 0; i < taskgraph.MaxDependsOn; i++ {
+		id := fmt.Sprintf("root-%03d-%s", i, strings.Repeat("y", 110))
+		roots = append(roots, id)
+		nodes = append(nodes, taskgraph.NodeSpec{NodeID: id})
+	}
+	for i := 0; i < 80; i++ {
+		nodes = append(nodes, taskgraph.NodeSpec{NodeID: fmt.Sprintf("leaf-%03d", i), DependsOn: roots})
+	}
+	if _, err := f.store.CreateWorkflow(ctx, "wide", nodes); err != nil {
+		t.Fatal(err)
+	}
+	for _, era := range []string{"", "2025-11-25"} {
+		cs := f.client(era, "", nil)
+		schema := inspectOutputSchema(t, cs)
+		res, out := callTool(t, cs, manifest.ToolInspect, map[string]any{"workflow_id": "wide"})
+		if res.IsError {
+			t.Fatalf("era %q: %s", era, toolText(res))
+		}
+		conforms(t, "outline over HTTP", schema, res)
+		wf, tasks := outlineTasks(t, out)
+		if wf["truncated"] != true || len(tasks) < taskgraph.MaxDependsOn || len(toolText(res)) < MaxOutlineBytes*9/10 {
+			t.Errorf("era %q: %d tasks, truncated %v, %d bytes of text", era, len(tasks), wf["truncated"], len(toolText(res)))
+		}
+	}
+}
+
+// BenchmarkInspectOutline reads the outline of a 1,000-task workflow with
+// the SDK client over Streamable HTTP on loopback (SQLite).
+func BenchmarkInspectOutline(b *testing.B) {
+	ctx := context.Background()
+	f := newHTTPFixture(b, HTTPOptions{})
+	if _, err := f.store.CreateWorkflow(ctx, "big", bigWorkflow(MaxOutlineTasks, 25)); err != nil {
+		b.Fatal(err)
+	}
+	cs := f.client("", "", nil)
+	var size int
+	for b.Loop() {
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: manifest.ToolInspect, Arguments: map[string]any{"workflow_id": "big"}})
+		if err != nil || res.IsError {
+			b.Fatalf("%v %v", err, res)
+		}
+		size = len(res.Content[0].(*mcp.TextContent).Text)
+	}
+	b.ReportMetric(float64(size), "bytes/answer")
+}
