@@ -132,7 +132,8 @@
   }
 
   function render() {
-    var wf = layout(outline);
+    var t0 = performance.now(), wf = layout(outline);
+    document.body.setAttribute("data-layout-ms", (performance.now() - t0).toFixed(1));
     document.getElementById("wf-id").textContent = wf.workflow_id;
     GE.countsBadges(document.getElementById("counts"), outline.counts, wf.nodes.filter(function (n) { return n.stuck; }).length);
     var total = 0;
