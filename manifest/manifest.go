@@ -77,6 +77,14 @@ type bounds struct {
 }
 
 // storeLimits returns the store's bounds as the manifest states them.
+// Bounds of graph_task_inspect's workflow outline (workflow_id alone),
+// which the adapter enforces: at most MaxOutlineTasks tasks and at most
+// MaxOutlineBytes bytes of their JSON in one answer.
+const (
+	MaxOutlineTasks = 1000
+	MaxOutlineBytes = 512 << 10
+)
+
 func storeLimits() map[string]any {
 	return map[string]any{
 		"identifierPattern":   taskgraph.IdentifierPattern,
@@ -99,6 +107,8 @@ func storeLimits() map[string]any {
 		},
 		"maxWaitMs":                taskgraph.MaxClaimWait.Milliseconds(),
 		"maxDependencyResultBytes": int64(taskgraph.MaxDependencyResultBytes),
+		"maxOutlineTasks":          int64(MaxOutlineTasks),
+		"maxOutlineBytes":          int64(MaxOutlineBytes),
 		"priority":                 bounds{Min: taskgraph.MinPriority, Max: taskgraph.MaxPriority, Default: 0},
 		"tagPattern":               taskgraph.TagPattern,
 		"maxRequires":              int64(taskgraph.MaxRequires),
@@ -122,7 +132,8 @@ func storeLimits() map[string]any {
 //     {min, max, default}, maxWaitMs, maxDependencyResultBytes, priority as
 //     {min, max, default}, tagPattern, maxRequires, maxCapabilities,
 //     retryDelayMs as {min, max, default}, maxRetryAfterMs,
-//     maxNotBeforeMs), plus extraLimits, the transport's
+//     maxNotBeforeMs, and the workflow outline's maxOutlineTasks and
+//     maxOutlineBytes), plus extraLimits, the transport's
 //     own bounds (for example maxStdioLineBytes);
 //   - humanOnlyOperationsExposed: false, always;
 //   - sha256: Digest of the RFC 8785 form of the object without sha256.

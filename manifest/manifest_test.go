@@ -57,13 +57,13 @@ func TestValidDigest(t *testing.T) {
 func expectedLimits(extra string) string {
 	return fmt.Sprintf(`{"identifierPattern":%s,"leaseMs":{"default":%d,"max":%d,"min":%d},`+
 		`"maxAttempts":{"default":%d,"max":%d,"min":%d},"maxCapabilities":%d,"maxDependencyResultBytes":%d,"maxDependsOn":%d,"maxErrorBytes":%d,`+
-		`"maxIdentifierLength":%d,"maxJsonDepth":%d,"maxNotBeforeMs":%d,"maxPayloadBytes":%d,"maxRequires":%d,"maxResultBytes":%d,"maxRetryAfterMs":%d,`+
+		`"maxIdentifierLength":%d,"maxJsonDepth":%d,"maxNotBeforeMs":%d,"maxOutlineBytes":%d,"maxOutlineTasks":%d,"maxPayloadBytes":%d,"maxRequires":%d,"maxResultBytes":%d,"maxRetryAfterMs":%d,`+
 		`%s"maxTasksPerWorkflow":%d,"maxWaitMs":%d,"priority":{"default":0,"max":%d,"min":%d},"retryDelayMs":{"default":%d,"max":%d,"min":0},"tagPattern":%s}`,
 		jsonString(taskgraph.IdentifierPattern),
 		lease.DefaultDuration.Milliseconds(), lease.MaxDuration.Milliseconds(), lease.MinDuration.Milliseconds(),
 		taskgraph.DefaultMaxAttempts, taskgraph.MaxMaxAttempts, taskgraph.MinMaxAttempts, taskgraph.MaxCapabilities,
 		taskgraph.MaxDependencyResultBytes, taskgraph.MaxDependsOn, taskgraph.MaxErrorBytes, taskgraph.MaxIdentifierLen, taskgraph.MaxJSONDepth,
-		taskgraph.MaxNotBefore.Milliseconds(), taskgraph.MaxPayloadBytes, taskgraph.MaxRequires, taskgraph.MaxResultBytes, taskgraph.MaxRetryAfter.Milliseconds(), extra,
+		taskgraph.MaxNotBefore.Milliseconds(), MaxOutlineBytes, MaxOutlineTasks, taskgraph.MaxPayloadBytes, taskgraph.MaxRequires, taskgraph.MaxResultBytes, taskgraph.MaxRetryAfter.Milliseconds(), extra,
 		taskgraph.MaxTasksPerWorkflow, taskgraph.MaxClaimWait.Milliseconds(), taskgraph.MaxPriority, taskgraph.MinPriority,
 		taskgraph.DefaultRetryDelay.Milliseconds(), taskgraph.MaxRetryDelay.Milliseconds(), jsonString(taskgraph.TagPattern))
 }

@@ -101,6 +101,8 @@ func TestReceiptRejects(t *testing.T) {
 		{"operator operation", ms, "requeue", "T", 1, `operation "requeue"`},
 		{"empty operation", ms, "", "T", 1, "operation"},
 		{"empty task", ms, "claim", "", 1, "taskId"},
+		{"empty task of inspect", ms, "inspect", "", 1, "taskId"},
+		{"empty task of complete", ms, "complete", "", 0, "taskId"},
 		{"long task", ms, "claim", strings.Repeat("T", MaxTaskIDBytes+1), 1, "taskId"},
 		{"non-UTF-8 task", ms, "claim", "T\xff", 1, "taskId"},
 		{"negative generation", ms, "claim", "T", -1, "generation"},
@@ -116,6 +118,12 @@ func TestReceiptRejects(t *testing.T) {
 				t.Errorf("error %q does not mention %q", err, tc.wantMsg)
 			}
 		})
+	}
+	// A claim that found nothing and a workflow outline bind no task.
+	for _, op := range []string{"claim", "inspect"} {
+		if _, err := ReceiptSHA256(ms, op, "", 0); err != nil {
+			t.Errorf("%s without a task at generation 0 rejected: %v", op, err)
+		}
 	}
 	if _, err := ReceiptSHA256(ms, "claim", strings.Repeat("T", MaxTaskIDBytes), 0); err != nil {
 		t.Errorf("task id of exactly %d bytes rejected: %v", MaxTaskIDBytes, err)

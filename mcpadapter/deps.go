@@ -54,23 +54,16 @@ func depsSchema() map[string]any {
 		"description": "the task's direct dependencies in creation order, with at most 262144 bytes of results in total"}
 }
 
-// runInspect reads a task by task_id or by workflow_id + node_id (exactly
-// one form), with its dependencies.
+// runInspect reads a task by task_id or by workflow_id + node_id, with its
+// dependencies, or outlines a workflow by workflow_id alone (exactly one of
+// the three forms).
 func runInspect(ctx context.Context, s *Server, a *args) (*toolOutput, error) {
-	byID, byWF, byNode := a.has("task_id"), a.has("workflow_id"), a.has("node_id")
-	switch {
-	case byID && (byWF || byNode):
-		name := "workflow_id"
-		if !byWF {
-			name = "node_id"
-		}
-		return nil, fieldErrorf(name, "give either task_id or workflow_id with node_id, not both")
-	case !byID && !byWF && !byNode:
-		return nil, fieldErrorf("task_id", "task_id is required, or workflow_id with node_id")
-	case !byID && !byWF:
-		return nil, fieldErrorf("workflow_id", "workflow_id is required with node_id")
-	case !byID && !byNode:
-		return nil, fieldErrorf("node_id", "node_id is required with workflow_id")
+	if err := inspectForm(a); err != nil {
+		return nil, err
+	}
+	byID, byNode := a.has("task_id"), a.has("node_id")
+	if !byID && !byNode {
+		return runOutline(ctx, s, a.str["workflow_id"])
 	}
 	var t taskgraph.Task
 	var err error
@@ -89,4 +82,24 @@ func runInspect(ctx context.Context, s *Server, a *args) (*toolOutput, error) {
 	out := taskOutput(t)
 	out.Dependencies = renderDeps(ds)
 	return out, nil
+}
+
+// inspectForms names graph_task_inspect's three forms, for its errors.
+const inspectForms = "give exactly one of: task_id; workflow_id with node_id (a task by its node); workflow_id alone (the workflow's outline)"
+
+// inspectForm checks that graph_task_inspect's arguments are exactly one
+// of its three forms.
+func inspectForm(a *args) error {
+	byID, byWF, byNode := a.has("task_id"), a.has("workflow_id"), a.has("node_id")
+	switch {
+	case byID && byWF:
+		return fieldErrorf("workflow_id", "task_id and workflow_id cannot be given together; %s", inspectForms)
+	case byID && byNode:
+		return fieldErrorf("node_id", "task_id and node_id cannot be given together; %s", inspectForms)
+	case !byID && !byWF && byNode:
+		return fieldErrorf("workflow_id", "workflow_id is required with node_id; %s", inspectForms)
+	case !byID && !byWF:
+		return fieldErrorf("task_id", "task_id or workflow_id is required; %s", inspectForms)
+	}
+	return nil
 }

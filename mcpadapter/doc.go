@@ -71,7 +71,15 @@
 //   - MCP App (ui_app.go): the ui:// resource and the tools' _meta.ui links
 //     are advertised only to a client that declares io.modelcontextprotocol/ui
 //     (in this request's _meta in 2026-07-28, at initialize in legacy); the
-//     App calls only graph_task_inspect through its host.
+//     App calls only graph_task_inspect through its host: one outline read
+//     draws the whole workflow.
+//   - Workflow outline (outline.go): graph_task_inspect with workflow_id
+//     alone reads one snapshot (Store.Workflow), never expires a lapsed
+//     lease, carries no payload, result or token, at most MaxOutlineTasks
+//     tasks and MaxOutlineBytes bytes of them (truncated says so; counts
+//     cover the whole workflow), texts clipped to MaxOutlineTextBytes; a
+//     workflow (or a node of one) outside the principal's workflows
+//     answers exactly as a missing one, checked before any read.
 //   - Stdio flow control: at most MaxStdioInFlight calls are read and not
 //     yet answered (intake pauses at the bound and resumes as answers are
 //     written), at most MaxStdioParkedClaims of them claim-next calls that

@@ -87,9 +87,11 @@ func TestUpstreamResultsAndReleaseOverMCP(t *testing.T) {
 		want string
 	}{
 		"release type":     {manifest.ToolCancel, merge(hold, map[string]any{"release": "yes"}), "release must be true or false"},
-		"inspect both":     {manifest.ToolInspect, map[string]any{"task_id": ids["a"], "workflow_id": "wf", "node_id": "a"}, "not both"},
-		"inspect half":     {manifest.ToolInspect, map[string]any{"workflow_id": "wf"}, "node_id is required with workflow_id"},
-		"inspect neither":  {manifest.ToolInspect, map[string]any{}, "task_id is required, or workflow_id with node_id"},
+		"inspect both":     {manifest.ToolInspect, map[string]any{"task_id": ids["a"], "workflow_id": "wf", "node_id": "a"}, "task_id and workflow_id cannot be given together; " + inspectForms},
+		"inspect id+node":  {manifest.ToolInspect, map[string]any{"task_id": ids["a"], "node_id": "a"}, "task_id and node_id cannot be given together; " + inspectForms},
+		"inspect half":     {manifest.ToolInspect, map[string]any{"node_id": "a"}, "workflow_id is required with node_id; " + inspectForms},
+		"inspect neither":  {manifest.ToolInspect, map[string]any{}, "task_id or workflow_id is required; " + inspectForms},
+		"inspect no wf":    {manifest.ToolInspect, map[string]any{"workflow_id": "nope"}, `workflow "nope" not found`},
 		"inspect bad node": {manifest.ToolInspect, map[string]any{"workflow_id": "wf", "node_id": "bad id"}, "node_id must match"},
 		"inspect no node":  {manifest.ToolInspect, map[string]any{"workflow_id": "wf", "node_id": "zz"}, `node "zz" of workflow "wf" not found`},
 	} {

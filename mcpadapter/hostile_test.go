@@ -669,7 +669,7 @@ func TestHostileInputs(t *testing.T) {
 		// tools/call itself.
 		{name: "arguments as string", msg: toolCall(manifest.ToolInspect, `"{}"`), code: jsonrpc.CodeInvalidParams, want: "arguments must be a JSON object"},
 		{name: "arguments as array", msg: toolCall(manifest.ToolInspect, `[]`), code: jsonrpc.CodeInvalidParams, want: "arguments must be a JSON object"},
-		{name: "arguments null", msg: toolCall(manifest.ToolInspect, `null`), want: "task_id is required"},
+		{name: "arguments null", msg: toolCall(manifest.ToolInspect, `null`), want: "task_id or workflow_id is required"},
 		{name: "tools/call without name", msg: modernReq("tools/call", `"arguments":{}`), code: jsonrpc.CodeInvalidParams, want: "unknown tool"},
 		{name: "tool name as number", msg: modernReq("tools/call", `"name":7,"arguments":{}`), code: jsonrpc.CodeInvalidParams, want: "invalid"},
 		{name: "unknown tool", msg: toolCall("graph_task_force", `{}`), code: jsonrpc.CodeInvalidParams, want: "unknown tool"},

@@ -248,6 +248,21 @@ func (s *Server) authorizeTool(ctx context.Context, tool string, a *args) error 
 				p.Name, strings.Join(p.Workflows, ", "))}
 		}
 		return nil
+	case manifest.ToolInspect:
+		if err := inspectForm(a); err != nil {
+			return err // before any read: says nothing about the task
+		}
+		if !a.has("task_id") {
+			// By node or the outline: a workflow outside the scope is
+			// missing, whichever form asks.
+			if w := a.str["workflow_id"]; !p.WorkflowAllowed(w) {
+				if a.has("node_id") {
+					return &hiddenNodeError{workflowID: w, nodeID: a.str["node_id"]}
+				}
+				return &hiddenWorkflowError{id: w}
+			}
+			return nil
+		}
 	}
 	return s.visibleTask(ctx, p, a.str["task_id"])
 }

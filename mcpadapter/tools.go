@@ -26,6 +26,9 @@ type toolOutput struct {
 	Dependencies *[]depJSON       `json:"dependencies,omitempty"`
 	Hint         string           `json:"hint,omitempty"`
 	Receipt      manifest.Receipt `json:"receipt"`
+	// Workflow: graph_task_inspect's outline form only, which then has no
+	// task (see outlineOutput).
+	Workflow *outlineJSON `json:"-"`
 }
 
 // toolDef describes one model tool: its arguments, annotations, output and
@@ -158,17 +161,22 @@ func toolDefs() []toolDef {
 			},
 		},
 		{
-			name: manifest.ToolInspect, title: "Inspect a task",
-			desc: "Read a task, by task_id or by workflow_id with node_id (exactly one form): its state, owner, generation, lease expiry, attempts, result or error, and status message, " +
-				"and its direct dependencies with their states and results (at most 256 KiB of results in all; past that a result is null with result_omitted true: inspect that task_id to read it). Never returns a claim token.",
+			name: manifest.ToolInspect, title: "Inspect a task or outline a workflow",
+			desc: "Read a task, in one of three forms: task_id; workflow_id with node_id; or workflow_id alone for the workflow's outline. " +
+				"A task form returns the task (state, owner, generation, lease expiry, attempts, result or error, and status message) " +
+				"and its direct dependencies with their states and results (at most 256 KiB of results in all; past that a result is null with result_omitted true: inspect that task_id to read it). " +
+				fmt.Sprintf("The outline returns workflow: counts by state and every task's id, node_id, state, depends_on, holder, lease expiry, attempts, priority, requires, due_at and clipped error and status_message, without payloads or results (at most %d tasks and %d KiB, then truncated: true). ", MaxOutlineTasks, MaxOutlineBytes>>10) +
+				"Never returns a claim token.",
 			fields: []field{
-				{name: "task_id", kind: kindTaskID, desc: "the task id returned by graph_task_create or graph_task_claim; or give workflow_id and node_id instead"},
-				{name: "workflow_id", kind: kindIdentifier, desc: "with node_id, instead of task_id: the task's workflow"},
-				{name: "node_id", kind: kindIdentifier, desc: "with workflow_id, instead of task_id: the task's node id"},
+				{name: "task_id", kind: kindTaskID, desc: "the task id returned by graph_task_create or graph_task_claim (first form: give nothing else)"},
+				{name: "workflow_id", kind: kindIdentifier, desc: "the workflow: with node_id, the task of that node (second form); alone, the workflow's outline (third form)"},
+				{name: "node_id", kind: kindIdentifier, desc: "with workflow_id: the task's node id (second form)"},
 			},
-			annotations: &mcp.ToolAnnotations{Title: "Inspect a task", ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: boolPtr(false)},
-			extraOutput: map[string]any{"dependencies": depsSchema()},
-			required:    []string{"dependencies", "task"},
+			annotations: &mcp.ToolAnnotations{Title: "Inspect a task or outline a workflow", ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: boolPtr(false)},
+			// task and dependencies answer the task forms, workflow the
+			// outline: none is required of every answer.
+			extraOutput: map[string]any{"dependencies": depsSchema(), "workflow": outlineSchema()},
+			required:    []string{},
 			run:         runInspect,
 		},
 	}
@@ -234,6 +242,8 @@ func (d toolDef) outputSchema() map[string]any {
 		props[k] = v
 	}
 	req := append([]string{"receipt"}, d.required...)
+	// Without a list of its own a tool's answers all carry task; an empty
+	// list requires nothing beyond receipt.
 	if d.required == nil {
 		req = append(req, "task")
 	}
@@ -277,7 +287,11 @@ func (s *Server) toolResult(ctx context.Context, tool string, out *toolOutput) (
 		return nil, s.internal(tool, err)
 	}
 	out.Receipt = rec
-	b, err := json.Marshal(out)
+	var v any = out
+	if out.Workflow != nil {
+		v = outlineOutput{Workflow: out.Workflow, Receipt: rec}
+	}
+	b, err := json.Marshal(v)
 	if err != nil {
 		return nil, s.internal(tool, err)
 	}

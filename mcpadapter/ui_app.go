@@ -17,10 +17,13 @@ import (
 // type manifest.UIMIMEType, that a host renders in a sandboxed frame for
 // the results of graph_task_create and graph_task_inspect. Inside the host
 // it reads only through the host bridge, and only with graph_task_inspect
-// (read-only): from the task of the tool result it inspects the task's
-// dependencies, transitively, and draws that part of the workflow (the task
-// and everything upstream of it, at most uiAppMaxTasks tasks), refreshing
-// the unfinished ones. No new tool exists for it and it has no write path.
+// (read-only): from the tool result it is handed it learns the workflow id,
+// reads the workflow's outline (inspect by workflow_id alone, outline.go: at
+// most MaxOutlineTasks tasks) with one call and draws the whole DAG with the
+// live view's layout rules (uiLayout, ported to its script), re-reading the
+// outline every 5 seconds until every task is finished. An outline result
+// it is handed is drawn without a call. No new tool exists for it and it
+// has no write path.
 //
 // The extension is offered (manifest uiExtension) when resources are served
 // and graph_task_inspect is allowed, and advertised only to a client that
@@ -30,10 +33,6 @@ import (
 // initialize list the extension, tools/list carry _meta.ui.resourceUri on
 // graph_task_create and graph_task_inspect, and resources/list the
 // resource. resources/read serves it to any caller allowed resources.
-
-// uiAppMaxTasks bounds the tasks the App inspects (it documents the same
-// bound in its script).
-const uiAppMaxTasks = 200
 
 // uiAppTools are the tools whose results the App shows.
 var uiAppTools = map[string]bool{manifest.ToolCreate: true, manifest.ToolInspect: true}
@@ -70,7 +69,7 @@ func (s *Server) addUIApp() error {
 	meta := mcp.Meta{"ui": map[string]any{"prefersBorder": true, "csp": map[string]any{"connectDomains": []string{}, "resourceDomains": []string{}}}}
 	s.mcp.AddResource(&mcp.Resource{
 		URI: manifest.UIResourceURI, Name: "workflow-view", Title: "Workflow view",
-		Description: "An MCP App (io.modelcontextprotocol/ui) that draws a task's workflow: the task and its upstream dependencies with their states, holders and lease countdowns. It reads only with graph_task_inspect.",
+		Description: "An MCP App (io.modelcontextprotocol/ui) that draws a task's whole workflow: every task with its state, dependencies, holder and lease countdown, stuck claims marked. It reads only with graph_task_inspect (the workflow outline).",
 		MIMEType:    manifest.UIMIMEType, Size: int64(len(html)), Meta: meta,
 	}, func(context.Context, *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
 		return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{

@@ -1,16 +1,20 @@
 // The MCP App of graph-engineering-mcp (SEP-1865). It talks only to its
 // host, over postMessage JSON-RPC (ui/initialize, then tools/call), and calls
-// only graph_task_inspect, which is read-only: from the task of the tool
-// result the host hands it, it inspects the dependencies, transitively (at
-// most 200 tasks), draws that part of the workflow and re-inspects the
-// unfinished tasks every 5 seconds.
+// only graph_task_inspect, which is read-only: from the tool result the host
+// hands it, it learns the workflow id and reads the workflow's outline
+// (graph_task_inspect with workflow_id alone: every task, at most 1,000)
+// with one call, draws the whole DAG with the live view's layout rules, and
+// re-reads the outline every 5 seconds until every task is finished.
 (function () {
   if (!document.body || document.body.getAttribute("data-page") !== "app") return;
-  var MAX_TASKS = 200, PARALLEL = 4, REFRESH_MS = 5000;
+  var REFRESH_MS = 5000;
+  // Geometry and ordering of the live view's layout (ui_layout.go).
+  var W = 176, H = 46, GX = 56, GY = 16, M = 20, SWEEPS = 4;
   var nextId = 1, pending = {}, stopped = false;
-  var tasks = {}, order = [], selected = null, ticking = [], timer = null;
+  var outline = null, handed = null, selected = null, ticking = [], timer = null, offset = 0, lastKey = "", reads = 0;
   var live = document.getElementById("live");
   function status(ok, text) { live.className = "live " + (ok ? "ok" : "err"); live.textContent = text; }
+  function now() { return Date.now() + offset; }
 
   function send(msg) { window.parent.postMessage(msg, "*"); }
   function request(method, params) {
@@ -43,160 +47,185 @@
     }
   });
 
-  // inspect reads one task through the host: graph_task_inspect only.
-  function inspect(taskID) {
-    return request("tools/call", { name: "graph_task_inspect", arguments: { task_id: taskID } }).then(function (r) {
-      if (!r || r.isError || !r.structuredContent || !r.structuredContent.task) {
+  // readOutline reads the workflow's outline through the host:
+  // graph_task_inspect only.
+  function readOutline(workflowID) {
+    reads++;
+    return request("tools/call", { name: "graph_task_inspect", arguments: { workflow_id: workflowID } }).then(function (r) {
+      if (!r || r.isError || !r.structuredContent || !r.structuredContent.workflow) {
         var text = r && r.content && r.content[0] && r.content[0].text;
-        throw new Error(text || "graph_task_inspect gave no task");
+        throw new Error(text || "graph_task_inspect gave no workflow");
       }
-      return r.structuredContent;
+      return r.structuredContent.workflow;
     });
   }
 
-  function remember(sc) {
-    var t = sc.task;
-    if (!tasks[t.task_id]) order.push(t.task_id);
-    tasks[t.task_id] = { task: t, deps: sc.dependencies || [] };
-  }
-
-  // explore inspects ids and, transitively, their dependencies, PARALLEL at
-  // a time, at most MAX_TASKS tasks in all.
-  function explore(ids) {
-    var queue = ids.slice(), seen = {}, running = 0;
-    ids.forEach(function (id) { seen[id] = true; });
-    return new Promise(function (resolve) {
-      function pump() {
-        if (stopped) return resolve();
-        while (running < PARALLEL && queue.length) {
-          var id = queue.shift();
-          running++;
-          inspect(id).then(function (sc) {
-            remember(sc);
-            sc.dependencies.forEach(function (d) {
-              if (!seen[d.task_id] && !tasks[d.task_id] && order.length + queue.length < MAX_TASKS) { seen[d.task_id] = true; queue.push(d.task_id); }
-            });
-          }).catch(function (e) { status(false, e.message); }).then(function () { running--; pump(); });
-        }
-        if (running === 0 && queue.length === 0) resolve();
-      }
-      pump();
-    });
-  }
-
-  function layout() {
-    var idx = {}, nodes = [], edges = [];
-    order.forEach(function (id, i) { idx[id] = i; });
-    order.forEach(function (id) {
-      var t = tasks[id].task, exp = t.lease_expires_at ? Date.parse(t.lease_expires_at) : 0;
+  // layout places the outline's tasks as the live view does: a node's layer
+  // is its longest dependency path (Kahn's algorithm in creation order; a
+  // node on a cycle, which the store refuses, goes last), nodes within a
+  // layer ordered by a few barycenter sweeps each way, layers centred
+  // against the tallest.
+  function layout(wf) {
+    var n = wf.tasks.length, idx = {}, deps = [], succ = [], indeg = [], layer = [], nodes = [], edges = [];
+    wf.tasks.forEach(function (t, i) { idx[t.node_id] = i; deps.push([]); succ.push([]); indeg.push(0); layer.push(0); });
+    var readAt = Date.parse(wf.read_at);
+    wf.tasks.forEach(function (t, i) {
+      (t.depends_on || []).forEach(function (d) {
+        var j = idx[d];
+        if (j === undefined) return; // left out of a truncated outline
+        deps[i].push(j); succ[j].push(i); indeg[i]++;
+        edges.push([j, i]);
+      });
+      var exp = t.lease_expires_at ? Date.parse(t.lease_expires_at) : 0;
       nodes.push({ task_id: t.task_id, node_id: t.node_id, state: t.state, owner: t.owner || "", generation: t.generation,
-        // Never stuck here: inspect expires a lapsed lease before it answers,
-        // and the countdown runs on this viewer's clock, not the server's.
-        lease_expires_at_ms: t.state === "claimed" ? exp : 0, stuck: false,
+        lease_expires_at_ms: t.state === "claimed" ? exp : 0,
+        // A claim whose lease lapsed by the read: its holder stopped
+        // heartbeating. The outline never expires it.
+        stuck: t.state === "claimed" && exp > 0 && exp <= readAt,
+        due_at_ms: t.due_at ? Date.parse(t.due_at) : 0, priority: t.priority, requires: t.requires || [],
         attempts: t.attempts, max_attempts: t.max_attempts, error: t.error || "", status_message: t.status_message || "" });
     });
-    order.forEach(function (id, i) {
-      tasks[id].deps.forEach(function (d) { if (idx[d.task_id] !== undefined) edges.push([idx[d.task_id], i]); });
-    });
-    // Longest-path layers, dependencies first (they were inspected after
-    // their dependents, so iterate until stable; the graph is a DAG).
-    var layer = nodes.map(function () { return 0; }), changed = true, rounds = 0;
-    while (changed && rounds++ <= nodes.length) {
-      changed = false;
-      edges.forEach(function (e) { if (layer[e[1]] < layer[e[0]] + 1) { layer[e[1]] = layer[e[0]] + 1; changed = true; } });
+    var queue = [], done = [];
+    for (var i = 0; i < n; i++) if (indeg[i] === 0) queue.push(i);
+    for (var k = 0; k < queue.length; k++) {
+      var q = queue[k];
+      done[q] = true;
+      succ[q].forEach(function (s) {
+        if (layer[q] + 1 > layer[s]) layer[s] = layer[q] + 1;
+        if (--indeg[s] === 0) queue.push(s);
+      });
     }
-    var W = 176, H = 46, GX = 56, GY = 16, M = 20, rows = [];
-    nodes.forEach(function (n, i) { (rows[layer[i]] = rows[layer[i]] || []).push(i); });
+    var maxLayer = 0;
+    for (i = 0; i < n; i++) if (done[i] && layer[i] > maxLayer) maxLayer = layer[i];
+    for (i = 0; i < n; i++) if (!done[i]) layer[i] = maxLayer + 1;
+    layer.forEach(function (l) { if (l > maxLayer) maxLayer = l; });
+    var layers = [];
+    for (i = 0; i <= (n ? maxLayer : -1); i++) layers.push([]);
+    for (i = 0; i < n; i++) layers[layer[i]].push(i);
+    var pos = [], bary = [];
+    layers.forEach(function (ids) { ids.forEach(function (id, k) { pos[id] = k; }); });
+    function reorder(ids, nb) {
+      ids.forEach(function (id) {
+        if (!nb[id].length) { bary[id] = pos[id]; return; }
+        var sum = 0;
+        nb[id].forEach(function (j) { sum += pos[j]; });
+        bary[id] = sum / nb[id].length;
+      });
+      // A stable sort, as sort.SliceStable.
+      var keyed = ids.map(function (id, k) { return [id, k]; });
+      keyed.sort(function (a, b) { return bary[a[0]] - bary[b[0]] || a[1] - b[1]; });
+      keyed.forEach(function (e, k) { ids[k] = e[0]; pos[e[0]] = k; });
+    }
+    for (var s = 0; s < SWEEPS; s++) {
+      for (var l = 1; l < layers.length; l++) reorder(layers[l], deps);
+      for (l = layers.length - 2; l >= 0; l--) reorder(layers[l], succ);
+    }
     var tallest = 0;
-    rows.forEach(function (r) { if (r && r.length > tallest) tallest = r.length; });
+    layers.forEach(function (ids) { if (ids.length > tallest) tallest = ids.length; });
     var height = 2 * M + tallest * H + Math.max(0, tallest - 1) * GY;
-    rows.forEach(function (r, l) {
-      if (!r) return;
-      var span = r.length * H + (r.length - 1) * GY, top = M + (height - 2 * M - span) / 2;
-      r.forEach(function (i, k) { nodes[i].x = M + l * (W + GX); nodes[i].y = top + k * (H + GY); nodes[i].layer = l; });
+    layers.forEach(function (ids, l) {
+      var span = ids.length * H + (ids.length - 1) * GY, top = M + Math.trunc((height - 2 * M - span) / 2);
+      ids.forEach(function (id, k) { nodes[id].x = M + l * (W + GX); nodes[id].y = top + k * (H + GY); nodes[id].layer = l; });
     });
-    var root = order.length ? tasks[order[0]].task : null;
-    return { workflow_id: root ? root.workflow_id : "", nodes: nodes, edges: edges, node_width: W, node_height: H,
-      width: 2 * M + rows.length * W + Math.max(0, rows.length - 1) * GX, height: height };
+    return { workflow_id: wf.workflow_id, nodes: nodes, edges: edges, node_width: W, node_height: H,
+      width: 2 * M + layers.length * W + Math.max(0, layers.length - 1) * GX, height: n ? height : 2 * M };
   }
 
   function render() {
-    var wf = layout(), counts = {};
-    wf.nodes.forEach(function (n) { counts[n.state] = (counts[n.state] || 0) + 1; });
+    var t0 = performance.now(), wf = layout(outline);
+    document.body.setAttribute("data-layout-ms", (performance.now() - t0).toFixed(1));
     document.getElementById("wf-id").textContent = wf.workflow_id;
-    GE.countsBadges(document.getElementById("counts"), counts, wf.nodes.filter(function (n) { return n.stuck; }).length);
+    GE.countsBadges(document.getElementById("counts"), outline.counts, wf.nodes.filter(function (n) { return n.stuck; }).length);
+    var total = 0;
+    for (var s in outline.counts) total += outline.counts[s];
+    var note = document.getElementById("truncated");
+    note.hidden = !outline.truncated;
+    note.textContent = outline.truncated ? "showing the first " + wf.nodes.length + " of " + total + " tasks" : "";
     ticking = [];
-    GE.draw(document.getElementById("graph"), wf, { selected: selected, onSelect: select, now: Date.now, ticking: ticking });
+    var ms = GE.draw(document.getElementById("graph"), wf, { selected: selected, onSelect: select, now: now, ticking: ticking });
+    document.body.setAttribute("data-render-ms", ms.toFixed(1));
     document.body.setAttribute("data-nodes", String(wf.nodes.length));
     document.body.setAttribute("data-rendered", String(Number(document.body.getAttribute("data-rendered") || 0) + 1));
-    if (selected && tasks[selected]) showDetail(tasks[selected]);
+    // How many reads the first drawing took (tests check it is one).
+    if (!document.body.hasAttribute("data-first-draw-reads")) document.body.setAttribute("data-first-draw-reads", String(reads));
+    var sel = wf.nodes.filter(function (n) { return n.task_id === selected; })[0];
+    if (sel) showDetail(sel);
     notify("ui/notifications/size-changed", { width: document.documentElement.scrollWidth, height: document.documentElement.scrollHeight });
   }
 
-  function showDetail(entry) {
-    var t = entry.task, d = document.getElementById("detail");
+  function when(ms) { return ms ? new Date(ms).toISOString().replace("T", " ").replace(/\.\d+Z$/, "Z") : ""; }
+
+  function showDetail(n) {
+    var d = document.getElementById("detail"), t = outline.tasks.filter(function (x) { return x.task_id === n.task_id; })[0];
     d.replaceChildren();
-    d.setAttribute("data-task-id", t.task_id);
-    d.appendChild(GE.el("h2", {}, t.node_id));
+    d.setAttribute("data-task-id", n.task_id);
+    d.appendChild(GE.el("h2", {}, n.node_id));
+    var lease = "";
+    if (n.state === "claimed") lease = n.stuck ? "lapsed " + GE.dur(now() - n.lease_expires_at_ms) + " ago (stuck)" : GE.dur(n.lease_expires_at_ms - now()) + " left";
     var dl = GE.el("dl");
-    [["task", t.task_id], ["state", t.state], ["holder", t.owner], ["generation", t.generation], ["lease expires", t.state === "claimed" ? t.lease_expires_at : ""],
-      ["attempts", t.attempts + " of " + t.max_attempts], ["depends on", (t.depends_on || []).join(", ")], ["error", t.error], ["status", t.status_message],
-      ["updated", t.updated_at]].forEach(function (p) {
+    [["task", n.task_id], ["state", n.state + (n.stuck ? " (stuck)" : "")], ["holder", n.owner], ["generation", n.generation], ["lease", lease],
+      ["attempts", n.attempts + " of " + n.max_attempts], ["priority", n.priority || ""], ["requires", n.requires.join(", ")],
+      ["waiting until", n.due_at_ms > now() ? when(n.due_at_ms) + " (in " + GE.dur(n.due_at_ms - now()) + ")" : ""],
+      ["depends on", (t.depends_on || []).join(", ")], ["error", n.error], ["status", n.status_message]].forEach(function (p) {
       if (p[1] === null || p[1] === undefined || p[1] === "") return;
       dl.appendChild(GE.el("dt", {}, p[0]));
       dl.appendChild(GE.el("dd", {}, p[1]));
     });
     d.appendChild(dl);
-    if (t.result !== null && t.result !== undefined) { d.appendChild(GE.el("h3", {}, "result")); d.appendChild(GE.el("pre", {}, GE.clip(JSON.stringify(t.result), 4096))); }
+    // The task the host handed over carries its result; the outline does not.
+    if (handed && handed.task_id === n.task_id && handed.result !== null && handed.result !== undefined) {
+      d.appendChild(GE.el("h3", {}, "result"));
+      d.appendChild(GE.el("pre", {}, GE.clip(JSON.stringify(handed.result), 4096)));
+    }
   }
 
   function select(id) { selected = id; render(); }
 
-  function refresh() {
-    if (stopped) return;
-    var open = order.filter(function (id) { var s = tasks[id].task.state; return s !== "completed" && s !== "failed" && s !== "cancelled"; });
-    if (!open.length) { status(true, "finished"); return; }
-    var before = JSON.stringify(order.map(function (id) { return tasks[id].task; }));
-    var queue = open.slice(), running = 0;
-    function pump() {
-      while (running < PARALLEL && queue.length) {
-        running++;
-        inspect(queue.shift()).then(remember).catch(function (e) { status(false, e.message); }).then(function () {
-          running--;
-          if (queue.length) return pump();
-          if (running === 0) {
-            if (JSON.stringify(order.map(function (id) { return tasks[id].task; })) !== before) render();
-            status(true, "live");
-            timer = setTimeout(refresh, REFRESH_MS);
-          }
-        });
-      }
-    }
-    pump();
+  function finished(wf) {
+    return !wf.counts.blocked && !wf.counts.pending && !wf.counts.claimed;
   }
 
-  function onToolResult(result) {
-    var sc = result && result.structuredContent;
-    if (!sc || !sc.task) { status(false, "this tool result has no task to show"); return; }
-    tasks = {}; order = [];
-    selected = sc.task.task_id;
-    status(true, "reading the workflow…");
-    // An inspect result carries the dependencies; a create result does not,
-    // so the App inspects its task first.
-    var start = [sc.task.task_id];
-    if (sc.dependencies) {
-      remember(sc);
-      start = sc.dependencies.map(function (d) { return d.task_id; });
-    }
-    explore(start).then(function () {
-      render();
-      status(true, "live");
-      clearTimeout(timer);
+  // show takes a fresh outline: it redraws when anything but the read time
+  // changed, and schedules the next read unless every task is finished.
+  function show(wf) {
+    offset = Date.parse(wf.read_at) - Date.now();
+    var key = JSON.stringify([wf.counts, wf.tasks, wf.truncated]);
+    outline = wf;
+    if (key !== lastKey) { lastKey = key; render(); }
+    clearTimeout(timer);
+    if (finished(wf)) { status(true, "finished"); return; }
+    status(true, "live");
+    timer = setTimeout(refresh, REFRESH_MS);
+  }
+
+  function refresh() {
+    if (stopped || !outline) return;
+    readOutline(outline.workflow_id).then(function (wf) { if (!stopped) show(wf); }).catch(function (e) {
+      status(false, e.message + "; retrying");
       timer = setTimeout(refresh, REFRESH_MS);
     });
   }
 
-  setInterval(function () { GE.tick(ticking, Date.now(), false); }, 1000);
+  function onToolResult(result) {
+    var sc = result && result.structuredContent;
+    var wfID = sc && (sc.workflow ? sc.workflow.workflow_id : sc.task && sc.task.workflow_id);
+    if (!wfID) { status(false, "this tool result has no task or workflow to show"); return; }
+    handed = sc.task || null;
+    selected = handed ? handed.task_id : null;
+    outline = null; lastKey = "";
+    clearTimeout(timer);
+    // An outline result is drawn as it is; a task's result (create or
+    // inspect) names the workflow to read.
+    if (sc.workflow) { show(sc.workflow); return; }
+    status(true, "reading the workflow…");
+    readOutline(wfID).then(function (wf) { if (!stopped) show(wf); }).catch(function (e) {
+      status(false, e.message);
+      outline = { workflow_id: wfID };
+      timer = setTimeout(refresh, REFRESH_MS);
+    });
+  }
+
+  setInterval(function () { GE.tick(ticking, now(), true); }, 1000);
   request("ui/initialize", { appCapabilities: {}, appInfo: { name: "graph-engineering-workflow", version: "1" }, protocolVersion: "2026-01-26" })
     .then(function () { notify("ui/notifications/initialized"); status(true, "connected"); })
     .catch(function (e) { status(false, "the host refused ui/initialize: " + e.message); });
