@@ -2,7 +2,8 @@
 // TypeScript SDK v1 (@modelcontextprotocol/sdk, legacy initialize handshake):
 // list the tools, create a two-node workflow, claim-next with wait_ms,
 // heartbeat, complete, and check that the dependent became claimable and
-// that a superseded claim is refused. Prints one line per check and
+// that a superseded claim is refused; then the graph data: upstream results,
+// release, capability routing, a retry delay and the workflow outline. Prints one line per check and
 // "sdk-v1-client: N passed, M failed"; exits 1 on any failure.
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
@@ -47,6 +48,22 @@ try {
   const stale = await client.callTool({ name: "graph_task_complete", arguments: { ...h, task_id: c2.task.task_id, result: 1 } });
   check("a claim that is not the live one is refused", stale.isError === true, JSON.stringify(stale.content));
   check("every result carries a receipt", typeof c2.receipt?.manifestSha256 === "string", JSON.stringify(c2.receipt));
+  // The graph data, each answer checked by this SDK against the tool's
+  // output schema (it keeps the schemas from tools/list).
+  const dep = await tool("graph_task_inspect", { workflow_id: wf, node_id: "b" });
+  check("inspect by node returns the upstream result", dep.dependencies?.[0]?.node_id === "a" && dep.dependencies[0].result?.ok === true, JSON.stringify(dep.dependencies));
+  const h2 = { task_id: c2.task.task_id, owner: "ts-v1", generation: c2.lease.generation, claim_token: c2.lease.claim_token };
+  const rel = await tool("graph_task_cancel", { ...h2, release: true });
+  check("a release gives the task back as pending", rel.task.state === "pending" && rel.task.attempts === 0, JSON.stringify(rel.task));
+  await tool("graph_task_create", { workflow_id: wf, node_id: "g", requires: ["gpu"], priority: 5 });
+  const plain = await tool("graph_task_claim", { owner: "ts-v1", workflow_id: wf });
+  const gpu = await tool("graph_task_claim", { owner: "ts-gpu", workflow_id: wf, capabilities: ["gpu"] });
+  check("a routed task goes only to a claim with its capabilities", plain.task?.node_id === "b" && gpu.task?.node_id === "g", JSON.stringify([plain.task?.node_id, gpu.task?.node_id]));
+  const hg = { task_id: gpu.task.task_id, owner: "ts-gpu", generation: gpu.lease.generation, claim_token: gpu.lease.claim_token };
+  const failed = await tool("graph_task_fail", { ...hg, error: "no driver", retryable: true, retry_after_ms: 60000 });
+  check("a retryable failure waits for its retry_after_ms", failed.task.state === "pending" && typeof failed.task.due_at === "string", JSON.stringify(failed.task));
+  const outline = await tool("graph_task_inspect", { workflow_id: wf });
+  check("inspect by workflow_id outlines the workflow", outline.workflow?.tasks?.length === 3 && outline.task === undefined, JSON.stringify(outline.workflow?.counts));
 } catch (e) {
   check("the flow ran to the end", false, e?.stack ?? String(e));
 } finally {
