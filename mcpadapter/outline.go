@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"slices"
 
 	"github.com/graph-engineering/graph-engineering-mcp/manifest"
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph"
@@ -135,34 +134,22 @@ type outlineOutput struct {
 // outlineSchema is the output schema of the workflow outline.
 func outlineSchema() map[string]any {
 	str := map[string]any{"type": "string"}
-	strNull := nullable(str)
-	timeS := map[string]any{"type": "string", "format": "date-time"}
 	states := []string{}
 	for _, s := range taskgraph.States {
 		states = append(states, string(s))
 	}
-	props := map[string]any{
-		"task_id":          str,
-		"node_id":          str,
-		"state":            map[string]any{"type": "string", "enum": states},
-		"depends_on":       map[string]any{"type": "array", "items": str, "maxItems": taskgraph.MaxDependsOn},
-		"owner":            strNull,
-		"generation":       map[string]any{"type": "integer", "minimum": 0},
-		"lease_expires_at": nullable(timeS),
-		"attempts":         map[string]any{"type": "integer", "minimum": 0},
-		"max_attempts":     map[string]any{"type": "integer", "minimum": taskgraph.MinMaxAttempts, "maximum": taskgraph.MaxMaxAttempts},
-		"priority":         map[string]any{"type": "integer", "minimum": taskgraph.MinPriority, "maximum": taskgraph.MaxPriority},
-		"requires":         map[string]any{"type": "array", "items": map[string]any{"type": "string", "pattern": taskgraph.TagPattern}, "maxItems": taskgraph.MaxRequires},
-		"due_at":           nullable(timeS),
-		"error":            nullable(map[string]any{"type": "string", "description": fmt.Sprintf("the error, clipped to %d bytes", MaxOutlineTextBytes)}),
-		"status_message":   map[string]any{"type": "string", "description": fmt.Sprintf("clipped to %d bytes", MaxOutlineTextBytes)},
+	// An outline task is a task object's fields but payload, result and the
+	// times of its row, with its texts clipped.
+	full := taskSchema()["properties"].(map[string]any)
+	props := map[string]any{}
+	for _, k := range []string{"task_id", "node_id", "state", "depends_on", "owner", "generation", "lease_expires_at",
+		"attempts", "max_attempts", "priority", "requires", "due_at"} {
+		props[k] = full[k]
 	}
-	req := make([]string, 0, len(props))
-	for k := range props {
-		req = append(req, k)
-	}
-	slices.Sort(req)
-	task := map[string]any{"type": "object", "properties": props, "required": req, "additionalProperties": false}
+	props["depends_on"] = map[string]any{"type": "array", "items": str, "maxItems": taskgraph.MaxDependsOn}
+	props["error"] = nullable(map[string]any{"type": "string", "description": fmt.Sprintf("the error, clipped to %d bytes", MaxOutlineTextBytes)})
+	props["status_message"] = map[string]any{"type": "string", "description": fmt.Sprintf("clipped to %d bytes", MaxOutlineTextBytes)}
+	task := closedObject(props)
 	counts := map[string]any{}
 	for _, s := range states {
 		counts[s] = map[string]any{"type": "integer", "minimum": 0}

@@ -118,6 +118,11 @@ func taskSchema() map[string]any {
 		"created_at":       timeS,
 		"updated_at":       timeS,
 	}
+	return closedObject(props)
+}
+
+// closedObject is the schema of an object with exactly props, all required.
+func closedObject(props map[string]any) map[string]any {
 	req := make([]string, 0, len(props))
 	for k := range props {
 		req = append(req, k)
