@@ -344,21 +344,20 @@ func (u *uiHandler) listWorkflows(ctx context.Context, v viewer) (*uiWorkflowLis
 			out.Truncated = true
 			break
 		}
-		wf, err := u.h.srv.store.Workflow(ctx, id)
+		// Counts only: a list poll reads no task rows, however large the
+		// workflows and their payloads are.
+		wf, err := u.h.srv.store.WorkflowSummary(taskgraph.WithArrival(ctx, now), id)
 		if errors.Is(err, taskgraph.ErrNotFound) {
 			continue // pruned meanwhile
 		}
 		if err != nil {
 			return nil, err
 		}
-		s := uiWorkflowSummary{WorkflowID: id, Total: len(wf.Tasks), Counts: map[string]int{},
+		s := uiWorkflowSummary{WorkflowID: id, Total: wf.Total, Counts: map[string]int{}, Stuck: wf.Stuck,
 			CreatedAtMS: uiTime(wf.CreatedAt), UpdatedAtMS: uiTime(wf.UpdatedAt)}
 		for st, n := range wf.Counts {
-			s.Counts[string(st)] = n
-		}
-		for _, t := range wf.Tasks {
-			if uiStuck(t, now) {
-				s.Stuck++
+			if n > 0 {
+				s.Counts[string(st)] = n
 			}
 		}
 		out.Workflows = append(out.Workflows, s)

@@ -95,6 +95,57 @@ func (s *Store) Workflow(ctx context.Context, workflowID string) (WorkflowView, 
 	return v, nil
 }
 
+// WorkflowSummary is a workflow's counts, without its tasks: what a list of
+// workflows shows.
+type WorkflowSummary struct {
+	WorkflowID string
+	// Counts holds the number of tasks in each state (every state present).
+	Counts map[State]int
+	// Total is the number of tasks.
+	Total int
+	// Stuck counts the claims whose lease had expired at the read's server
+	// time and that nobody has expired yet (no heartbeat for longer than
+	// their lease).
+	Stuck     int
+	CreatedAt time.Time
+	UpdatedAt time.Time
+}
+
+// WorkflowSummary returns workflowID's counts by state and its stuck claims
+// at the server time the call arrived, from one snapshot. It reads no task
+// rows into memory (unlike Workflow), and it never expires a lapsed lease.
+func (s *Store) WorkflowSummary(ctx context.Context, workflowID string) (WorkflowSummary, error) {
+	if err := checkIdentifier("workflow_id", workflowID); err != nil {
+		return WorkflowSummary{}, err
+	}
+	now := s.arrival(ctx)
+	var v WorkflowSummary
+	err := s.drv.Snapshot(ctx, func(rd tgdriver.Reads) error {
+		wr, err := rd.Workflow(ctx, workflowID)
+		if errors.Is(err, tgdriver.ErrNoRows) {
+			return &notFoundError{what: "workflow", id: workflowID}
+		}
+		if err != nil {
+			return fmt.Errorf("read workflow %s: %w", workflowID, err)
+		}
+		counts, stuck, err := rd.WorkflowCounts(ctx, workflowID, now.UnixMilli())
+		if err != nil {
+			return err
+		}
+		v = WorkflowSummary{WorkflowID: workflowID, Counts: make(map[State]int, len(States)), Stuck: stuck,
+			CreatedAt: time.UnixMilli(wr.CreatedAtMS).UTC(), UpdatedAt: time.UnixMilli(wr.UpdatedAtMS).UTC()}
+		for _, st := range States {
+			v.Counts[st] = counts[string(st)]
+			v.Total += counts[string(st)]
+		}
+		return nil
+	})
+	if err != nil {
+		return WorkflowSummary{}, err
+	}
+	return v, nil
+}
+
 // ListFilter selects tasks for ListTasks. Zero fields do not filter.
 type ListFilter struct {
 	WorkflowID string

@@ -13,6 +13,7 @@ import (
 // graphTests: readiness, validation of the graph, cascades, retries and idempotent creation.
 var graphTests = []test{
 	{"DiamondOrder", testDiamondOrder},
+	{"WorkflowSummaryCountsWithoutExpiring", testWorkflowSummary},
 	{"RejectedGraphsWriteNothing", testRejectedGraphsWriteNothing},
 	{"FailureCancelsDownstream", testFailureCancelsDownstream},
 	{"RetryUpToMaxAttempts", testRetryUpToMaxAttempts},
@@ -227,5 +228,63 @@ func testBlockedStatusNamesOnlyUnfinishedDependencies(t *testing.T, h Harness) {
 	}
 	if got := e.get(t, d.TaskID).StatusMessage; got != "waiting on b" {
 		t.Fatalf("after a completed: status %q, want %q", got, "waiting on b")
+	}
+}
+
+// WorkflowSummary counts a workflow's tasks by state and its stuck claims
+// (lease lapsed, not yet expired) at the call's server time, agrees with
+// Workflow's counts, and writes nothing: a lapsed lease stays claimed.
+func testWorkflowSummary(t *testing.T, h Harness) {
+	e := setup(t, h)
+	if _, err := e.s.CreateWorkflow(e.ctx, "wf", []tg.NodeSpec{
+		{NodeID: "a"}, {NodeID: "b"}, {NodeID: "c", DependsOn: []string{"a"}}, {NodeID: "d"},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	a, ok, err := e.s.Claim(e.ctx, tg.ClaimRequest{Owner: "w1", WorkflowID: "wf", Lease: 10 * time.Second})
+	if err != nil || !ok || a.Task.NodeID != "a" {
+		t.Fatalf("claim a: %+v ok=%v err=%v", a.Task, ok, err)
+	}
+	b, ok, err := e.s.Claim(e.ctx, tg.ClaimRequest{Owner: "w2", WorkflowID: "wf", Lease: time.Minute})
+	if err != nil || !ok || b.Task.NodeID != "b" {
+		t.Fatalf("claim b: %+v ok=%v err=%v", b.Task, ok, err)
+	}
+	want := map[tg.State]int{tg.StateBlocked: 1, tg.StatePending: 1, tg.StateClaimed: 2}
+	check := func(stuck int) {
+		t.Helper()
+		sum, err := e.s.WorkflowSummary(e.ctx, "wf")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if sum.WorkflowID != "wf" || sum.Total != 4 || sum.Stuck != stuck || sum.CreatedAt.IsZero() || sum.UpdatedAt.Before(sum.CreatedAt) {
+			t.Fatalf("summary %+v, want 4 tasks and %d stuck", sum, stuck)
+		}
+		for _, st := range tg.States {
+			if sum.Counts[st] != want[st] {
+				t.Fatalf("summary counts %v, want %v", sum.Counts, want)
+			}
+		}
+	}
+	check(0)
+	e.clock.Advance(11 * time.Second) // a's lease lapsed; nobody expired it
+	before := e.db.Snapshot(t)
+	check(1)
+	if after := e.db.Snapshot(t); after != before {
+		t.Fatalf("WorkflowSummary wrote to the database:\n%s\n%s", before, after)
+	}
+	wf, err := e.s.Workflow(e.ctx, "wf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for st, n := range wf.Counts {
+		if want[st] != n {
+			t.Fatalf("Workflow counts %v disagree with the summary's %v", wf.Counts, want)
+		}
+	}
+	if _, err := e.s.WorkflowSummary(e.ctx, "nope"); !errors.Is(err, tg.ErrNotFound) {
+		t.Fatalf("summary of a missing workflow: %v, want ErrNotFound", err)
+	}
+	if _, err := e.s.WorkflowSummary(e.ctx, "bad id!"); err == nil {
+		t.Fatal("summary of an invalid workflow id: no error")
 	}
 }

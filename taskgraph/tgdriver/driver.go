@@ -139,6 +139,10 @@ type Reads interface {
 	// workflowID in seq order, stopping at fn's first error (audit verify:
 	// it reads only what it checks).
 	WorkflowTaskStates(ctx context.Context, workflowID string, fn func(TaskStateRow) error) error
+	// WorkflowCounts counts the tasks of workflowID per state, and the
+	// claimed ones whose lease expired at or before nowMS (stuck claims),
+	// without reading the tasks' rows into memory.
+	WorkflowCounts(ctx context.Context, workflowID string, nowMS int64) (counts map[string]int, stuck int, err error)
 	// EventHashAt returns the hash of event seq of workflowID's chain; ok is
 	// false when there is no such event.
 	EventHashAt(ctx context.Context, workflowID string, seq int64) (hash string, ok bool, err error)

@@ -188,6 +188,33 @@ func (r reads) CountByState(ctx context.Context) (map[string]int, error) {
 	return out, nil
 }
 
+// WorkflowCounts counts the tasks of workflowID per state, and its stuck
+// claims (claimed, lease expired at or before nowMS).
+func (r reads) WorkflowCounts(ctx context.Context, workflowID string, nowMS int64) (map[string]int, int, error) {
+	what := "count tasks of workflow " + workflowID
+	rows, err := r.q.Query(ctx, `SELECT state, COUNT(*), COUNT(*) FILTER (WHERE state = 'claimed' AND lease_expires_at_ms <= $1)
+		FROM tasks WHERE workflow_id = $2 GROUP BY state`, nowMS, workflowID)
+	if err != nil {
+		return nil, 0, r.fail(ctx, what, err)
+	}
+	defer rows.Close()
+	out := map[string]int{}
+	stuck := 0
+	for rows.Next() {
+		var st string
+		var n, late int
+		if err := rows.Scan(&st, &n, &late); err != nil {
+			return nil, 0, r.fail(ctx, what, err)
+		}
+		out[st] = n
+		stuck += late
+	}
+	if err := rows.Err(); err != nil {
+		return nil, 0, r.fail(ctx, what, err)
+	}
+	return out, stuck, nil
+}
+
 // NextLeaseExpiry returns the earliest lease expiry of a claimed task.
 func (r reads) NextLeaseExpiry(ctx context.Context) (int64, bool, error) {
 	var ms *int64

@@ -96,6 +96,8 @@ const (
 	sqlListState      = `SELECT ` + taskColumns + ` FROM tasks WHERE state = ? ORDER BY seq LIMIT ?`
 	sqlListWFState    = `SELECT ` + taskColumns + ` FROM tasks WHERE workflow_id = ? AND state = ? ORDER BY seq LIMIT ?`
 	sqlCountByState   = `SELECT state, COUNT(*) FROM tasks GROUP BY state`
+	sqlWorkflowCounts = `SELECT state, COUNT(*), COALESCE(SUM(state = 'claimed' AND lease_expires_at_ms <= ?), 0)
+		FROM tasks WHERE workflow_id = ? GROUP BY state`
 	sqlDependencies   = `SELECT t.seq, t.task_id, t.node_id, t.state FROM edges e JOIN tasks t ON t.seq = e.dep_seq WHERE e.task_seq = ? ORDER BY t.seq`
 	sqlLastEventOfGen = `SELECT kind, at_ms FROM events WHERE task_id = ? AND generation = ? ORDER BY event_id DESC LIMIT 1`
 	workflowColumns   = `workflow_id, task_count, event_count, head_hash, created_at_ms, updated_at_ms`
@@ -301,6 +303,28 @@ func (r *reads) CountByState(ctx context.Context) (map[string]int, error) {
 		out[st] = n
 	}
 	return out, rows.Err()
+}
+
+// WorkflowCounts counts the tasks of workflowID per state, and its stuck
+// claims (claimed, lease expired at or before nowMS).
+func (r *reads) WorkflowCounts(ctx context.Context, workflowID string, nowMS int64) (map[string]int, int, error) {
+	rows, err := r.q.query(ctx, sqlWorkflowCounts, nowMS, workflowID)
+	if err != nil {
+		return nil, 0, fmt.Errorf("count tasks of workflow %s: %w", workflowID, err)
+	}
+	defer rows.Close()
+	out := make(map[string]int, 6)
+	stuck := 0
+	for rows.Next() {
+		var st string
+		var n, late int
+		if err := rows.Scan(&st, &n, &late); err != nil {
+			return nil, 0, err
+		}
+		out[st] = n
+		stuck += late
+	}
+	return out, stuck, rows.Err()
 }
 
 // NextLeaseExpiry returns the earliest lease expiry of a claimed task.
