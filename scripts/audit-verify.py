@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Verify an `audit export` of graph-engineering-mcp without Go.
 
-Usage: python3 scripts/audit-verify.py [--expect ENTRIES:EVENTS:HASH]... [FILE]
+Usage: python3 scripts/audit-verify.py [--expect ENTRIES:EVENTS:HASH]...
+           [--anchor ANCHOR_FILE]... [FILE]
        (FILE defaults to standard input)
 
 Recomputes every hash of the export (JSON Lines, see MCP.md, "Audit trail
@@ -10,7 +11,12 @@ prev_hash and a newline; v2: RFC 8785 canonical JSON), every workflow chain's
 positions and links, the database-wide audit chain's entries and links, and
 that the workflows the audit chain records as live are exactly the workflows
 that have events. With --expect (a head printed by `audit head`) it also
-checks that the export extends that head. Python 3 standard library only.
+checks that the export extends that head. With --anchor (a file appended by
+`serve --audit-anchor`) it checks every database-wide head in it the same
+way, and each workflow's latest head (a line "TIME workflow ID EVENTS:HASH"):
+event EVENTS of workflow ID must still have HASH, unless the audit chain
+records the workflow's prune with at least that many events. Python 3
+standard library only.
 
 Exit status: 0 when everything verifies, 1 naming the first broken item,
 2 on bad usage or unreadable input.
@@ -127,9 +133,35 @@ def no_duplicates(pairs):
 
 
 HEAD = re.compile(r'^([0-9]{1,18}):([0-9]{1,18}):([0-9a-f]{64}|)$')
+WF_HEAD = re.compile(r'^(\S{1,128}) ([0-9]{1,18}):([0-9a-f]{64})$')
 
 
-def verify(lines, expects):
+def read_anchor(path):
+    """Returns the database-wide heads and, per workflow, the anchored head
+    with the most events, of an anchor file."""
+    heads, wf_heads = [], {}
+    with open(path, encoding='utf-8') as f:
+        for n, line in enumerate(f, 1):
+            line = line.rstrip('\n')
+            if not line or line.startswith('#'):
+                continue
+            parts = line.split(' ')
+            if len(parts) >= 2 and parts[1] == 'workflow' or parts[0] == 'workflow':
+                rest = parts[2:] if parts[0] != 'workflow' else parts[1:]
+                m = WF_HEAD.match(' '.join(rest))
+                if not m:
+                    raise Broken('--anchor %s line %d: %r is not "TIME workflow ID EVENTS:HASH"' % (path, n, line))
+                wf, count, h = m.group(1), int(m.group(2)), m.group(3)
+                if wf not in wf_heads or count >= wf_heads[wf][0]:
+                    wf_heads[wf] = (count, h)
+                continue
+            heads.append(parts[-1])
+    return heads, wf_heads
+
+
+def verify(lines, expects, wf_heads=None):
+    wf_heads = wf_heads or {}
+    hashes = {}   # workflow -> [hash of event 1, ...]
     chains = {}   # workflow -> (count, head hash)
     order = []
     audit = []
@@ -166,9 +198,11 @@ def verify(lines, expects):
         else:
             v2 += 1
         chains[wf] = (count + 1, h)
+        hashes.setdefault(wf, []).append(h)
     live = {}
     prev = ''
     pruned_after = {}
+    prunes = {}   # workflow -> [(event_count, head_hash)] of its prunes
     for i, (n, a) in enumerate(audit, 1):
         where = 'line %d: audit entry %s' % (n, a.get('seq'))
         if a.get('seq') != i:
@@ -190,6 +224,7 @@ def verify(lines, expects):
                 raise Broken('%s: prune of workflow %s, which is not live' % (where, wf))
             del live[wf]
             pruned_after[i] = a.get('detail', {}).get('event_count', 0)
+            prunes.setdefault(wf, []).append((pruned_after[i], a.get('detail', {}).get('head_hash')))
         elif kind != 'hash_v2':
             raise Broken('%s: unknown kind %r' % (where, kind))
     if audit:
@@ -202,6 +237,18 @@ def verify(lines, expects):
             raise Broken('workflow %s, recorded live by audit entry %d, is missing (deleted whole); %d workflows are missing' % (wf, s, len(missing)))
     elif chains:
         raise Broken('the export has events but no audit chain')
+    # Workflow heads first: they name the workflow that lost events.
+    for wf, (count, h) in sorted(wf_heads.items()):
+        have = hashes.get(wf, [])
+        if count <= len(have):
+            if have[count - 1] != h:
+                raise Broken('anchor: event %d of workflow %s has hash %s, the anchor %s (the chain was rewritten)' % (count, wf, have[count - 1], h))
+            continue
+        if any(c > count or c == count and ph == h for c, ph in prunes.get(wf, [])):
+            continue
+        if not have:
+            raise Broken('anchor: workflow %s is gone (no events, no prune), the anchor recorded %d events' % (wf, count))
+        raise Broken('anchor: workflow %s holds %d events, the anchor recorded %d: events %d to %d of workflow %s are gone' % (wf, len(have), count, len(have) + 1, count, wf))
     events = v1 + v2
     for tok in expects:
         m = HEAD.match(tok)
@@ -220,12 +267,14 @@ def verify(lines, expects):
 
 
 def main(argv):
-    expects, path = [], None
+    expects, anchors, path = [], [], None
     args = argv[1:]
     while args:
         a = args.pop(0)
         if a == '--expect' and args:
             expects.append(args.pop(0))
+        elif a == '--anchor' and args:
+            anchors.append(args.pop(0))
         elif a in ('-h', '--help'):
             print(__doc__.strip())
             return 0
@@ -243,8 +292,22 @@ def main(argv):
     except (OSError, UnicodeDecodeError) as err:
         print('audit-verify: %s' % err, file=sys.stderr)
         return 2
+    wf_heads = {}
     try:
-        wfs, events, v1, v2, entries = verify(text.split('\n'), expects)
+        for a in anchors:
+            heads, wh = read_anchor(a)
+            expects.extend(heads)
+            for wf, (count, h) in wh.items():
+                if wf not in wf_heads or count >= wf_heads[wf][0]:
+                    wf_heads[wf] = (count, h)
+    except OSError as err:
+        print('audit-verify: %s' % err, file=sys.stderr)
+        return 2
+    except (Broken, UnicodeDecodeError) as err:
+        print('audit-verify: %s' % err, file=sys.stderr)
+        return 2
+    try:
+        wfs, events, v1, v2, entries = verify(text.split('\n'), expects, wf_heads)
     except Broken as err:
         print('audit-verify: broken: %s' % err, file=sys.stderr)
         return 1

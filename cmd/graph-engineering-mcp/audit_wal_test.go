@@ -143,7 +143,28 @@ func TestAuditAnchorCatchesDeletedWAL(t *testing.T) {
 	if r.code != exitFailure || !strings.Contains(r.stderr, "anchor "+covering.String()) || !strings.Contains(r.stderr, want) {
 		t.Fatalf("audit verify --expect %s: exit %d, want it to say %q\n%s", covering, r.code, want, r.stderr)
 	}
+	// The verifier outside Go agrees: the export alone verifies; with the
+	// anchor file it fails, naming a workflow that lost events.
+	r = runCLI(t, "audit", "export", "--database", db)
+	if r.code != 0 {
+		t.Fatalf("audit export: exit %d\n%s", r.code, r.stderr)
+	}
+	export := filepath.Join(dir, "export.jsonl")
+	if err := os.WriteFile(export, []byte(r.stdout), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if out, errs, code := runPy(t, export); code != 0 {
+		t.Fatalf("audit-verify.py without the anchor: exit %d\n%s%s", code, out, errs)
+	}
+	out, errs, code := runPy(t, export, "--anchor", anchor)
+	if code != 1 || !pyLost.MatchString(errs) {
+		t.Fatalf("audit-verify.py --anchor after the WAL was deleted: exit %d, want 1 naming the loss\n%s%s", code, out, errs)
+	}
+	t.Logf("audit-verify.py with the anchor: %s", strings.TrimSpace(errs))
 }
+
+// pyLost is how scripts/audit-verify.py --anchor names a lost tail.
+var pyLost = regexp.MustCompile(`broken: anchor: workflow (before holds \d+ events, the anchor recorded \d+: events \d+ to \d+ of workflow before are gone|after-[12] (is gone|holds \d+ events))`)
 
 // lostWorkflow is how audit verify --anchor names a workflow that lost
 // events since its anchored head.
