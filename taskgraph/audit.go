@@ -131,7 +131,9 @@ func jcsString(b []byte, s string) []byte {
 // event details and states are built from: string, bool, nil, integers
 // (within ±2^53, written as decimal digits as RFC 8785 does), []string,
 // json.RawMessage already canonical, and map[string]any (members sorted by
-// key; the store's keys are ASCII, where UTF-16 order is byte order).
+// key; the store's keys are ASCII, where UTF-16 order is byte order); and
+// what encoding/json decodes into with UseNumber ([]any, json.Number, which
+// must be an integer), for recanonical.
 func jcsAppend(b []byte, v any) ([]byte, error) {
 	switch x := v.(type) {
 	case nil:
@@ -144,6 +146,24 @@ func jcsAppend(b []byte, v any) ([]byte, error) {
 		return jcsInt(b, int64(x))
 	case int64:
 		return jcsInt(b, x)
+	case json.Number: // as decoded with UseNumber: an integer, or refused
+		n, err := strconv.ParseInt(string(x), 10, 64)
+		if err != nil {
+			return nil, fmt.Errorf("number %s is not an integer", x)
+		}
+		return jcsInt(b, n)
+	case []any:
+		b = append(b, '[')
+		for i, e := range x {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			var err error
+			if b, err = jcsAppend(b, e); err != nil {
+				return nil, err
+			}
+		}
+		return append(b, ']'), nil
 	case []string:
 		b = append(b, '[')
 		for i, s := range x {
@@ -198,51 +218,7 @@ func recanonical(s string) ([]byte, error) {
 	if dec.More() {
 		return nil, errors.New("trailing data")
 	}
-	return jcsAppendAny(nil, v)
-}
-
-// jcsAppendAny is jcsAppend over the types encoding/json decodes into.
-func jcsAppendAny(b []byte, v any) ([]byte, error) {
-	switch x := v.(type) {
-	case json.Number:
-		n, err := strconv.ParseInt(string(x), 10, 64)
-		if err != nil {
-			return nil, fmt.Errorf("number %s is not an integer", x)
-		}
-		return jcsInt(b, n)
-	case []any:
-		b = append(b, '[')
-		for i, e := range x {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			var err error
-			if b, err = jcsAppendAny(b, e); err != nil {
-				return nil, err
-			}
-		}
-		return append(b, ']'), nil
-	case map[string]any:
-		keys := make([]string, 0, len(x))
-		for k := range x {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		b = append(b, '{')
-		for i, k := range keys {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = jcsString(b, k)
-			b = append(b, ':')
-			var err error
-			if b, err = jcsAppendAny(b, x[k]); err != nil {
-				return nil, err
-			}
-		}
-		return append(b, '}'), nil
-	}
-	return jcsAppend(b, v)
+	return jcsAppend(nil, v)
 }
 
 func sha256Of(s string) string {
