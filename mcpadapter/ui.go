@@ -261,6 +261,22 @@ func (u *uiHandler) withSlot(w http.ResponseWriter, r *http.Request, read func(c
 // polls as 304.
 type uiStamped interface{ stamp(withNow bool) }
 
+// uiReadAt is embedded first in every answer that carries its read time:
+// now_ms, set only once the ETag is taken.
+type uiReadAt struct {
+	NowMS int64 `json:"now_ms"`
+	now   int64
+}
+
+func (a *uiReadAt) stamp(withNow bool) {
+	a.NowMS = 0
+	if withNow {
+		a.NowMS = a.now
+	}
+}
+
+func readAt(now time.Time) uiReadAt { return uiReadAt{now: now.UnixMilli()} }
+
 func writeUIJSON(w http.ResponseWriter, r *http.Request, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	s, stamped := v.(uiStamped)
@@ -299,21 +315,13 @@ func uiTime(t time.Time) int64 {
 
 // uiWorkflowList is the answer of /ui/api/workflows.
 type uiWorkflowList struct {
-	NowMS     int64               `json:"now_ms"`
+	uiReadAt
 	Principal string              `json:"principal,omitempty"`
 	Workflows []uiWorkflowSummary `json:"workflows"`
 	// Truncated: more workflows exist than UIMaxWorkflows (or than the
 	// principal may see among the first ones read).
 	Truncated bool `json:"truncated"`
 	PollMS    int  `json:"poll_ms"`
-	now       int64
-}
-
-func (l *uiWorkflowList) stamp(withNow bool) {
-	l.NowMS = 0
-	if withNow {
-		l.NowMS = l.now
-	}
 }
 
 // uiWorkflowSummary is one workflow in the list.
@@ -332,7 +340,7 @@ func (u *uiHandler) listWorkflows(ctx context.Context, v viewer) (*uiWorkflowLis
 	if err != nil {
 		return nil, err
 	}
-	out := &uiWorkflowList{Workflows: []uiWorkflowSummary{}, PollMS: 5 * uiPollMS, now: now.UnixMilli()}
+	out := &uiWorkflowList{Workflows: []uiWorkflowSummary{}, PollMS: 5 * uiPollMS, uiReadAt: readAt(now)}
 	if v.p != nil {
 		out.Principal = v.p.Name
 	}
@@ -375,7 +383,7 @@ func uiStuck(t taskgraph.Task, now time.Time) bool {
 // uiWorkflow is the answer of /ui/api/workflows/{id}: the workflow with its
 // layout.
 type uiWorkflow struct {
-	NowMS       int64          `json:"now_ms"`
+	uiReadAt
 	WorkflowID  string         `json:"workflow_id"`
 	Counts      map[string]int `json:"counts"`
 	CreatedAtMS int64          `json:"created_at_ms"`
@@ -388,14 +396,6 @@ type uiWorkflow struct {
 	// Edges are [dependency index, task index] pairs into Nodes.
 	Edges  [][2]int `json:"edges"`
 	PollMS int      `json:"poll_ms"`
-	now    int64
-}
-
-func (w *uiWorkflow) stamp(withNow bool) {
-	w.NowMS = 0
-	if withNow {
-		w.NowMS = w.now
-	}
 }
 
 // uiNode is one task as the view draws it. It never carries a claim token
@@ -448,7 +448,7 @@ func (u *uiHandler) workflow(ctx context.Context, v viewer, id string) (*uiWorkf
 	}
 	layer, xs, ys, width, height := uiLayout(len(wf.Tasks), deps)
 	out := &uiWorkflow{WorkflowID: id, Counts: map[string]int{}, CreatedAtMS: uiTime(wf.CreatedAt), UpdatedAtMS: uiTime(wf.UpdatedAt),
-		Width: width, Height: height, NodeWidth: uiNodeWidth, NodeHeight: uiNodeHeight, Edges: edges, PollMS: uiPollMS, now: now.UnixMilli(),
+		Width: width, Height: height, NodeWidth: uiNodeWidth, NodeHeight: uiNodeHeight, Edges: edges, PollMS: uiPollMS, uiReadAt: readAt(now),
 		Nodes: make([]uiNode, len(wf.Tasks))}
 	for st, n := range wf.Counts {
 		out.Counts[string(st)] = n
@@ -477,8 +477,8 @@ func uiNodeOf(t taskgraph.Task, now time.Time, clip int) uiNode {
 
 // uiTask is the answer of /ui/api/tasks/{id}: a task's detail and history.
 type uiTask struct {
-	NowMS int64  `json:"now_ms"`
-	Task  uiNode `json:"task"`
+	uiReadAt
+	Task uiNode `json:"task"`
 	// Payload and Result are the JSON text, clipped to 4 KiB.
 	Payload       string    `json:"payload,omitempty"`
 	Result        string    `json:"result,omitempty"`
@@ -490,14 +490,6 @@ type uiTask struct {
 	Events        []uiEvent `json:"events"`
 	// EventsOmitted counts older events not shown (beyond UIMaxEvents).
 	EventsOmitted int `json:"events_omitted,omitempty"`
-	now           int64
-}
-
-func (t *uiTask) stamp(withNow bool) {
-	t.NowMS = 0
-	if withNow {
-		t.NowMS = t.now
-	}
 }
 
 // uiEvent is one history event with its actor.
@@ -542,7 +534,7 @@ func (u *uiHandler) task(ctx context.Context, v viewer, id string) (*uiTask, err
 	if !found {
 		return nil, taskgraph.ErrNotFound
 	}
-	out := &uiTask{now: now.UnixMilli(), DependsOn: append([]string{}, t.DependsOn...), CreatedBy: t.CreatedBy,
+	out := &uiTask{uiReadAt: readAt(now), DependsOn: append([]string{}, t.DependsOn...), CreatedBy: t.CreatedBy,
 		CreatedAtMS: uiTime(t.CreatedAt), UpdatedAtMS: uiTime(t.UpdatedAt), Events: []uiEvent{},
 		Payload: clipText(string(t.Payload), uiMaxText), Result: clipText(string(t.Result), uiMaxText)}
 	out.Task = uiNodeOf(t, now, uiMaxText)
