@@ -1,35 +1,17 @@
 package mcpadapter
 
 import (
-	"context"
 	"slices"
 	"testing"
 
 	"github.com/graph-engineering/graph-engineering-mcp/manifest"
-	"github.com/graph-engineering/graph-engineering-mcp/taskgraph"
-	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/tgpostgres"
-	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/tgpostgres/pgtest"
 )
 
 // TestInspectOutlineOnPostgres reads the workflow outline from a
 // PostgreSQL store over the SDK client: it uses only the Store API, so it
 // answers the same on both drivers.
 func TestInspectOutlineOnPostgres(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	d, err := tgpostgres.Open(ctx, pgtest.URL(t), tgpostgres.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	st, err := taskgraph.OpenDriver(ctx, d, taskgraph.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	srv, err := New(Config{Store: st, Version: "test", Surface: manifest.NewSurface(manifest.Options{})})
-	if err != nil {
-		t.Fatal(err)
-	}
+	ctx, st, srv := newPostgresServer(t)
 	f := &fixture{t: t, ctx: ctx, store: st, srv: srv}
 	uf := &uiFixture{httpFixture: &httpFixture{t: t, ctx: ctx, store: st, srv: srv}}
 	uf.shapeTwelve(t, "pg-wf")

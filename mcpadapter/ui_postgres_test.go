@@ -16,21 +16,7 @@ import (
 // TestUIOnPostgres reads the live view's JSON from a PostgreSQL store: the
 // view uses only the Store API, so it shows the same on both drivers.
 func TestUIOnPostgres(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	d, err := tgpostgres.Open(ctx, pgtest.URL(t), tgpostgres.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	st, err := taskgraph.OpenDriver(ctx, d, taskgraph.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	srv, err := New(Config{Store: st, Version: "test", Surface: manifest.NewSurface(manifest.Options{})})
-	if err != nil {
-		t.Fatal(err)
-	}
+	ctx, st, srv := newPostgresServer(t)
 	h, err := NewHTTPHandler(srv, HTTPOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -69,4 +55,26 @@ func TestUIOnPostgres(t *testing.T) {
 	if err := json.Unmarshal([]byte(body), &list); err != nil || len(list.Workflows) != 1 || list.Workflows[0].Total != 12 {
 		t.Fatalf("list: %s", body)
 	}
+}
+
+// newPostgresServer is a server over a store on a fresh PostgreSQL
+// database (pgtest.URL), both closed when the test ends.
+func newPostgresServer(t *testing.T) (context.Context, *taskgraph.Store, *Server) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	d, err := tgpostgres.Open(ctx, pgtest.URL(t), tgpostgres.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := taskgraph.OpenDriver(ctx, d, taskgraph.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	srv, err := New(Config{Store: st, Version: "test", Surface: manifest.NewSurface(manifest.Options{})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ctx, st, srv
 }
