@@ -150,42 +150,14 @@ func testWakeGoesToCapableWaiter(t *testing.T, h Harness) {
 	defer cancel()
 	var wg sync.WaitGroup
 	defer wg.Wait()
-	plain, gpu := make(chan parkedResult, 1), make(chan parkedResult, 1)
-	park := func(out chan parkedResult, caps ...string) {
-		base := e.s.Waiters()
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			c, ok, err := e.s.Claim(ctx, tg.ClaimRequest{Owner: "w", Wait: tg.MaxClaimWait, Capabilities: caps})
-			out <- parkedResult{c: c, ok: ok, err: err}
-		}()
-		waitFor(t, func() bool { return e.s.Waiters() > base })
-	}
-	park(plain)      // the older waiter, without capabilities
-	park(gpu, "gpu") // the younger one, with gpu
+	plain, gpu := e.parkPlainAndGPU(t, ctx, &wg)
 	g := e.createSpec(t, "wf", tg.NodeSpec{NodeID: "g", Requires: []string{"gpu"}})
-	select {
-	case r := <-gpu:
-		if r.err != nil || !r.ok || r.c.Task.TaskID != g.TaskID {
-			t.Fatalf("gpu waiter: %+v", r)
-		}
-	case r := <-plain:
-		t.Fatalf("the waiter without capabilities answered: %+v", r)
-	case <-time.After(10 * time.Second):
-		t.Fatal("no waiter was woken by a gpu task")
-	}
+	wantTakenBy(t, gpu, plain, g.TaskID, "a gpu task")
 	if e.s.Waiters() != 1 {
 		t.Fatalf("%d waiters, want the one without capabilities still parked", e.s.Waiters())
 	}
 	p := e.create(t, "wf", "p")
-	select {
-	case r := <-plain:
-		if r.err != nil || !r.ok || r.c.Task.TaskID != p.TaskID {
-			t.Fatalf("plain waiter: %+v", r)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("the waiter without capabilities was not woken by a plain task")
-	}
+	wantTakenBy(t, plain, nil, p.TaskID, "a plain task")
 }
 
 // The same through another store on the database (another process or
@@ -198,7 +170,24 @@ func testAnotherStoresRoutedTask(t *testing.T, h Harness) {
 	defer cancel()
 	var wg sync.WaitGroup
 	defer wg.Wait()
-	plain, gpu := make(chan parkedResult, 1), make(chan parkedResult, 1)
+	plain, gpu := e.parkPlainAndGPU(t, ctx, &wg)
+	g, err := other.CreateTask(e.ctx, "wf", tg.NodeSpec{NodeID: "g", Requires: []string{"gpu"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantTakenBy(t, gpu, plain, g.Task.TaskID, "the other store's gpu task")
+	p, err := other.CreateTask(e.ctx, "wf", tg.NodeSpec{NodeID: "p"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantTakenBy(t, plain, nil, p.Task.TaskID, "the other store's plain task")
+}
+
+// parkPlainAndGPU parks two claim-next calls that wait for work until ctx
+// ends: the older without capabilities (plain), the younger with gpu.
+func (e *env) parkPlainAndGPU(t *testing.T, ctx context.Context, wg *sync.WaitGroup) (plain, gpu chan parkedResult) {
+	t.Helper()
+	plain, gpu = make(chan parkedResult, 1), make(chan parkedResult, 1)
 	park := func(out chan parkedResult, caps ...string) {
 		base := e.s.Waiters()
 		wg.Add(1)
@@ -211,31 +200,22 @@ func testAnotherStoresRoutedTask(t *testing.T, h Harness) {
 	}
 	park(plain)
 	park(gpu, "gpu")
-	g, err := other.CreateTask(e.ctx, "wf", tg.NodeSpec{NodeID: "g", Requires: []string{"gpu"}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	return plain, gpu
+}
+
+// wantTakenBy waits for the parked claim on want to take task taskID (what
+// names it), failing if the claim on not (nil: none) answers first.
+func wantTakenBy(t *testing.T, want, not <-chan parkedResult, taskID, what string) {
+	t.Helper()
 	select {
-	case r := <-gpu:
-		if r.err != nil || !r.ok || r.c.Task.TaskID != g.Task.TaskID {
-			t.Fatalf("gpu waiter: %+v", r)
+	case r := <-want:
+		if r.err != nil || !r.ok || r.c.Task.TaskID != taskID {
+			t.Fatalf("the waiter woken by %s: %+v", what, r)
 		}
-	case r := <-plain:
-		t.Fatalf("the waiter without capabilities answered: %+v", r)
+	case r := <-not:
+		t.Fatalf("the waiter that cannot take %s answered: %+v", what, r)
 	case <-time.After(10 * time.Second):
-		t.Fatal("no waiter was woken by the other store's gpu task")
-	}
-	p, err := other.CreateTask(e.ctx, "wf", tg.NodeSpec{NodeID: "p"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case r := <-plain:
-		if r.err != nil || !r.ok || r.c.Task.TaskID != p.Task.TaskID {
-			t.Fatalf("plain waiter: %+v", r)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("the waiter without capabilities was not woken by the other store's plain task")
+		t.Fatalf("no waiter that can take %s was woken by it", what)
 	}
 }
 
