@@ -232,19 +232,7 @@ func (c *httpChild) connect(t *testing.T, version string) *mcp.ClientSession {
 // inFlight reads graph_engineering_http_requests_in_flight from /metrics.
 func (c *httpChild) inFlight(t *testing.T) string {
 	t.Helper()
-	req, _ := http.NewRequest(http.MethodGet, "http://"+c.addr+"/metrics", nil)
-	req.Header.Set("Authorization", "Bearer "+testToken)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(resp.Body)
-	m := regexp.MustCompile(`(?m)^graph_engineering_http_requests_in_flight (\S+)$`).FindStringSubmatch(string(body))
-	if m == nil {
-		t.Fatalf("/metrics (HTTP %d) lacks the in-flight gauge", resp.StatusCode)
-	}
-	return m[1]
+	return c.inFlightAs(t, testToken)
 }
 
 func TestServeHTTPBinaryBothErasAndSIGTERM(t *testing.T) {
