@@ -146,14 +146,20 @@ func (s *Store) CheckAnchor(ctx context.Context, anchored AuditHead) error {
 	if err != nil {
 		return fmt.Errorf("check the audit anchor: %w", err)
 	}
-	if reason != "" {
-		at := ""
-		if !anchored.At.IsZero() {
-			at = " of " + anchored.At.UTC().Format(time.RFC3339)
-		}
-		return fmt.Errorf("%w: anchor %s%s: %s", ErrAnchorNotExtended, anchored, at, reason)
+	return notExtended(anchored, anchored.At, reason)
+}
+
+// notExtended is nil when reason is empty, else the ErrAnchorNotExtended
+// error naming the anchored head (taken at at, when known) and reason.
+func notExtended(anchored fmt.Stringer, at time.Time, reason string) error {
+	if reason == "" {
+		return nil
 	}
-	return nil
+	when := ""
+	if !at.IsZero() {
+		when = " of " + at.UTC().Format(time.RFC3339)
+	}
+	return fmt.Errorf("%w: anchor %s%s: %s", ErrAnchorNotExtended, anchored, when, reason)
 }
 
 func jsonUnmarshalString(s string, v any) error { return json.Unmarshal([]byte(s), v) }

@@ -165,12 +165,5 @@ func (s *Store) CheckWorkflowAnchor(ctx context.Context, anchored WorkflowHead) 
 	if err != nil {
 		return fmt.Errorf("check the workflow anchor: %w", err)
 	}
-	if reason != "" {
-		at := ""
-		if !anchored.At.IsZero() {
-			at = " of " + anchored.At.UTC().Format(time.RFC3339)
-		}
-		return fmt.Errorf("%w: anchor %s%s: %s", ErrAnchorNotExtended, anchored, at, reason)
-	}
-	return nil
+	return notExtended(anchored, anchored.At, reason)
 }
