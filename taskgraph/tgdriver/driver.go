@@ -60,7 +60,8 @@ type Hooks struct {
 	// committed, or nil.
 	BatchStart func(ctx context.Context, tx Tx) (after func(), err error)
 	// OnBatch, when set, is called after every commit attempt with the
-	// number of operations committed together, for metrics.
+	// number of operations committed together, for metrics. It is called
+	// before any of those operations' Write calls return.
 	OnBatch func(size int, took time.Duration, err error)
 }
 

@@ -278,14 +278,16 @@ func (d *Driver) runBatch(t *wtx, connErr error, batch []*op) {
 		if err != nil && cause != nil && !errors.Is(err, tgdriver.ErrUnavailable) {
 			err = fmt.Errorf("%w (then: %v)", cause, err)
 		}
+		// The hook runs before any caller is answered, so that a caller
+		// that sees its write done also sees the batch counted.
+		if hooks != nil && hooks.OnBatch != nil {
+			hooks.OnBatch(len(batch), time.Since(start), err)
+		}
 		for _, o := range batch {
 			if o.err == nil && err != nil {
 				o.err = err
 			}
 			close(o.done)
-		}
-		if hooks != nil && hooks.OnBatch != nil {
-			hooks.OnBatch(len(batch), time.Since(start), err)
 		}
 	}
 	if connErr != nil {
