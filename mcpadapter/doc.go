@@ -22,7 +22,9 @@
 //     HTTP statuses the SDK gets wrong.
 //   - Admission over HTTP: waiting never holds what a lease holder needs. A
 //     request takes a concurrency slot only once authorized and fully read;
-//     a claim-next long poll takes none; at the connection cap the oldest
+//     a claim-next long poll takes none; a holder write (heartbeat,
+//     complete, fail, cancel) waiting for a slot goes ahead of every other
+//     short call and is never refused for one; at the connection cap the oldest
 //     connection that never carried an authorized request is closed for the
 //     new one; at the session cap the oldest never-initialized, else the
 //     longest idle legacy session without a request in flight is closed.

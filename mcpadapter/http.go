@@ -88,11 +88,13 @@ type HTTPOptions struct {
 	// takes a slot only once it is authorized and its body is read, and a
 	// claim-next long poll (graph_task_claim with a positive wait_ms) takes
 	// none. A short request finding every slot taken waits up to
-	// AdmissionWait for one, then gets 503.
+	// AdmissionWait for one, then gets 503; a holder write (heartbeat,
+	// complete, fail, cancel) waits ahead of the others, up to CallTimeout.
 	MaxConcurrent int
-	// AdmissionWait is how long a short request waits for a concurrency
-	// slot before it is refused with 503: zero takes DefaultAdmissionWait,
-	// a negative value refuses at once. It may not exceed CallTimeout.
+	// AdmissionWait is how long a short request other than a holder write
+	// waits for a concurrency slot before it is refused with 503: zero takes
+	// DefaultAdmissionWait, a negative value refuses at once. It may not
+	// exceed CallTimeout.
 	AdmissionWait time.Duration
 	// MaxConnections bounds open TCP connections. At the cap, a new
 	// connection is accepted and the oldest one that has never carried an
@@ -232,8 +234,7 @@ type HTTPHandler struct {
 	stateless   *mcp.StreamableHTTPHandler
 	stateful    *mcp.StreamableHTTPHandler
 	metricsHTTP http.Handler
-	sem         chan struct{}
-	slotWaiters atomic.Int64 // short requests waiting for a slot
+	slots       *slotPool
 	longPolls   atomic.Int64 // long polls being served (no slot)
 	sessions    *sessionTracker
 	initMu      sync.Mutex // serialises initialize at the session cap
@@ -263,7 +264,7 @@ func NewHTTPHandler(s *Server, opts HTTPOptions) (*HTTPHandler, error) {
 	h := &HTTPHandler{
 		srv: s, opts: opts, log: opts.Logger, metrics: opts.Metrics,
 		origins:  map[string]bool{},
-		sem:      make(chan struct{}, opts.MaxConcurrent),
+		slots:    newSlotPool(opts.MaxConcurrent),
 		sessions: newSessionTracker(),
 	}
 	for _, o := range opts.AllowedOrigins {
@@ -434,10 +435,14 @@ func (h *HTTPHandler) busy(w http.ResponseWriter, m *httpMessage) {
 	if h.metrics != nil {
 		h.metrics.reject("busy")
 	}
+	wait := h.opts.AdmissionWait
+	if m != nil && admissionOf(m) == admitHolder {
+		wait = h.opts.CallTimeout
+	}
 	w.Header().Set("Retry-After", retryAfterSeconds)
 	writeRPCError(w, failure(http.StatusServiceUnavailable, m, jsonrpc.CodeInvalidRequest,
 		"server busy: %d short requests are in progress, the most it serves at once, and none finished within %s; retry after %s s",
-		h.opts.MaxConcurrent, h.opts.AdmissionWait, retryAfterSeconds))
+		h.opts.MaxConcurrent, max(wait, 0), retryAfterSeconds))
 }
 
 func routeOf(path string) string {
@@ -570,7 +575,7 @@ func (h *HTTPHandler) serveMCP(w http.ResponseWriter, r *http.Request) {
 			if h.foreignSession(w, r, sid) {
 				return
 			}
-			release, ok := h.admit(r.Context(), false)
+			release, ok := h.admit(r.Context(), admitShort)
 			if !ok {
 				h.busy(w, nil)
 				return
@@ -648,7 +653,7 @@ func (h *HTTPHandler) serveMCP(w http.ResponseWriter, r *http.Request) {
 		writeRPCError(w, failure(http.StatusOK, msg, jsonrpc.CodeInvalidRequest, "invalid request: this session is already initialized; to start over, end it with DELETE and send initialize without Mcp-Session-Id"))
 		return
 	}
-	release, ok := h.admit(r.Context(), isLongPoll(msg))
+	release, ok := h.admit(r.Context(), admissionOf(msg))
 	if !ok {
 		h.busy(w, msg)
 		return

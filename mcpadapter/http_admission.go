@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"sync"
 	"time"
+
+	"github.com/graph-engineering/graph-engineering-mcp/manifest"
 )
 
 // Admission over Streamable HTTP. The capacity a worker needs to keep its
@@ -24,6 +26,12 @@ import (
 //     the short calls: holder writes, creates, reads.
 //   - A short call that finds every slot taken waits up to AdmissionWait for
 //     one, then gets 503 with Retry-After.
+//   - A holder write (heartbeat, complete, fail, cancel) that finds every
+//     slot taken waits ahead of every other short call, up to the call's own
+//     deadline (CallTimeout), and is never refused for want of a slot: a
+//     refusal could cost a live worker its lease, while the wait costs a
+//     2026-07-28 call nothing (it is judged at the time it arrived) and a
+//     legacy one only the time the holder writes ahead of it take.
 //   - At --max-connections, a new connection is accepted and the oldest
 //     connection that has never carried an authorized, fully read request is
 //     closed to make room, so slow clients cannot keep a worker in the
@@ -49,12 +57,54 @@ func isLongPoll(m *httpMessage) bool {
 	return ok && claimMayWait(name, args)
 }
 
-// admit takes a concurrency slot for a short call, waiting up to
-// AdmissionWait for one, or reports that none came free (false). A long
-// poll takes no slot. The returned release must be called when the request
-// is done.
-func (h *HTTPHandler) admit(ctx context.Context, longPoll bool) (release func(), ok bool) {
-	if longPoll {
+// isHolderWrite reports whether m is a call of one of the tools a lease
+// holder calls to keep or end its claim: heartbeat, complete, fail, cancel.
+// Such a call waits for a slot ahead of every other short call, and for as
+// long as its own deadline: refusing it could only cost a live worker its
+// lease, and the calls of this kind are bounded by the claims outstanding.
+// The arguments are not looked at: a call that is not a valid holder write
+// is answered with its error quickly, slot or not.
+func isHolderWrite(m *httpMessage) bool {
+	if !m.isCall() {
+		return false
+	}
+	name, _, ok := m.toolCall()
+	if !ok {
+		return false
+	}
+	switch name {
+	case manifest.ToolHeartbeat, manifest.ToolComplete, manifest.ToolFail, manifest.ToolCancel:
+		return true
+	}
+	return false
+}
+
+// admission is what admit is asked for.
+type admission int
+
+const (
+	admitShort  admission = iota // a short call: waits up to AdmissionWait
+	admitHolder                  // a holder write: first in line, waits up to CallTimeout
+	admitLong                    // a long poll: takes no slot
+)
+
+// admissionOf classifies m for admit.
+func admissionOf(m *httpMessage) admission {
+	switch {
+	case isLongPoll(m):
+		return admitLong
+	case isHolderWrite(m):
+		return admitHolder
+	}
+	return admitShort
+}
+
+// admit takes a concurrency slot for a short call, waiting for one up to
+// AdmissionWait (a holder write: up to CallTimeout, ahead of the others),
+// or reports that none came free (false). A long poll takes no slot. The
+// returned release must be called when the request is done.
+func (h *HTTPHandler) admit(ctx context.Context, kind admission) (release func(), ok bool) {
+	if kind == admitLong {
 		h.longPolls.Add(1)
 		if h.metrics != nil {
 			h.metrics.inFlight.Inc()
@@ -68,39 +118,101 @@ func (h *HTTPHandler) admit(ctx context.Context, longPoll bool) (release func(),
 			}
 		}, true
 	}
-	select {
-	case h.sem <- struct{}{}:
-	default:
-		if !h.waitForSlot(ctx) {
-			return nil, false
-		}
+	wait := h.opts.AdmissionWait
+	if kind == admitHolder {
+		wait = h.opts.CallTimeout
+	}
+	if !h.slots.acquire(ctx, kind == admitHolder, wait) {
+		return nil, false
 	}
 	if h.metrics != nil {
 		h.metrics.inFlight.Inc()
 	}
 	return func() {
-		<-h.sem
+		h.slots.release()
 		if h.metrics != nil {
 			h.metrics.inFlight.Dec()
 		}
 	}, true
 }
 
-func (h *HTTPHandler) waitForSlot(ctx context.Context) bool {
-	if h.opts.AdmissionWait <= 0 {
+// slotPool is a counting semaphore of --max-concurrent slots with two
+// queues of waiters, each first in, first out: a freed slot goes to the
+// first waiting holder write if there is one, else to the first other
+// waiter. A freed slot is handed to its waiter directly, so a call that
+// arrives just then cannot take it past the queue.
+type slotPool struct {
+	mu      sync.Mutex
+	free    int
+	holders list.List // of chan struct{}, closed when the slot is handed over
+	others  list.List
+}
+
+func newSlotPool(n int) *slotPool { return &slotPool{free: n} }
+
+// acquire takes a slot, waiting up to wait (not at all when wait <= 0) or
+// until ctx ends; it reports whether it took one.
+func (p *slotPool) acquire(ctx context.Context, holder bool, wait time.Duration) bool {
+	p.mu.Lock()
+	if p.free > 0 {
+		p.free--
+		p.mu.Unlock()
+		return true
+	}
+	if wait <= 0 {
+		p.mu.Unlock()
 		return false
 	}
-	h.slotWaiters.Add(1)
-	defer h.slotWaiters.Add(-1)
-	t := time.NewTimer(h.opts.AdmissionWait)
+	q := &p.others
+	if holder {
+		q = &p.holders
+	}
+	granted := make(chan struct{})
+	elem := q.PushBack(granted)
+	p.mu.Unlock()
+
+	t := time.NewTimer(wait)
 	defer t.Stop()
 	select {
-	case h.sem <- struct{}{}:
+	case <-granted:
 		return true
 	case <-t.C:
 	case <-ctx.Done():
 	}
-	return false
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	select {
+	case <-granted: // handed over while the timer fired: keep it
+		return true
+	default:
+		q.Remove(elem)
+		return false
+	}
+}
+
+// tryAcquire takes a slot if one is free at once.
+func (p *slotPool) tryAcquire() bool { return p.acquire(context.Background(), false, 0) }
+
+// release frees a slot, handing it to the first waiter in line.
+func (p *slotPool) release() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, q := range []*list.List{&p.holders, &p.others} {
+		if front := q.Front(); front != nil {
+			q.Remove(front)
+			close(front.Value.(chan struct{}))
+			return
+		}
+	}
+	p.free++
+}
+
+// waiting returns how many holder writes and other short calls wait for a
+// slot.
+func (p *slotPool) waiting() (holders, others int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.holders.Len(), p.others.Len()
 }
 
 // readBody reads a POST body of at most MaxBodyBytes within bodyReadTimeout,

@@ -514,3 +514,237 @@ func TestServeStreamableHTTPWarnsOfAConnectionCapAboveTheOpenFilesLimit(t *testi
 	srv.stop()
 	<-srv.done
 }
+
+// takeSlots takes n concurrency slots for the test, as n short calls in
+// progress would: a real short call is over too soon to hold one while the
+// test looks.
+func takeSlots(t *testing.T, h *HTTPHandler, n int) {
+	t.Helper()
+	for i := range n {
+		if !h.slots.tryAcquire() {
+			t.Fatalf("slot %d of %d was not free", i+1, n)
+		}
+	}
+}
+
+// A freed slot goes to the first waiting holder write, then to the other
+// short calls in the order they came; a waiter that gives up leaves the
+// queue without taking a slot.
+func TestSlotPoolHoldersFirst(t *testing.T) {
+	p := newSlotPool(1)
+	if !p.tryAcquire() || p.tryAcquire() {
+		t.Fatal("a pool of one slot did not give exactly one")
+	}
+	order := make(chan string, 4)
+	wait := func(name string, holder bool) {
+		go func() {
+			if p.acquire(context.Background(), holder, time.Hour) {
+				order <- name
+			}
+		}()
+	}
+	queued := func(holders, others int) func() bool {
+		return func() bool { h, o := p.waiting(); return h == holders && o == others }
+	}
+	wait("short 1", false)
+	waitFor(t, "short 1 to queue", queued(0, 1))
+	wait("holder 1", true)
+	waitFor(t, "holder 1 to queue", queued(1, 1))
+	wait("short 2", false)
+	waitFor(t, "short 2 to queue", queued(1, 2))
+	wait("holder 2", true)
+	waitFor(t, "holder 2 to queue", queued(2, 2))
+
+	// One that gives up leaves the queue and takes nothing.
+	ctx, cancel := context.WithCancel(context.Background())
+	gaveUp := make(chan bool, 1)
+	go func() { gaveUp <- p.acquire(ctx, true, time.Hour) }()
+	waitFor(t, "the third holder to queue", queued(3, 2))
+	cancel()
+	if <-gaveUp {
+		t.Fatal("a waiter whose context ended took a slot")
+	}
+	if h, o := p.waiting(); h != 2 || o != 2 {
+		t.Fatalf("after one gave up: %d holders and %d others wait, want 2 and 2", h, o)
+	}
+	if p.acquire(context.Background(), false, time.Nanosecond) {
+		t.Fatal("a short call took a slot past the queue")
+	}
+
+	var got []string
+	for range 4 {
+		p.release()
+		got = append(got, <-order)
+	}
+	if want := []string{"holder 1", "holder 2", "short 1", "short 2"}; !slices.Equal(got, want) {
+		t.Fatalf("slots went to %v, want %v", got, want)
+	}
+	p.release()
+	if !p.tryAcquire() {
+		t.Fatal("the slot freed with nobody waiting was not free")
+	}
+}
+
+// Over HTTP, a holder write that finds every slot taken waits for one past
+// --admission-wait, while other short calls are refused with 503; and when
+// a slot comes free it goes to the holder write, not to a call that came
+// before it.
+func TestHTTPHolderWritesWaitAheadOfShortCalls(t *testing.T) {
+	f := newHTTPFixture(t, HTTPOptions{MaxConcurrent: 1, AdmissionWait: 30 * time.Second})
+	c, err := f.store.CreateTask(f.ctx, "wf", taskgraph.NodeSpec{NodeID: "a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl, _, err := f.store.Claim(f.ctx, taskgraph.ClaimRequest{Owner: "w", TaskID: c.Task.TaskID, Lease: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	holder := map[string]any{"task_id": cl.Task.TaskID, "owner": "w", "generation": cl.Lease.Generation, "claim_token": cl.Lease.Token}
+	takeSlots(t, f.h, 1)
+	listed := make(chan *rawResponse, 1)
+	go func() { listed <- f.post(modernBody(1, "tools/list", nil, nil), modernHeaders("tools/list")) }()
+	waitFor(t, "tools/list to wait for a slot", func() bool { _, o := f.h.slots.waiting(); return o == 1 })
+	beat := make(chan *rawResponse, 1)
+	go func() {
+		beat <- f.post(modernBody(2, "tools/call", map[string]any{"name": manifest.ToolHeartbeat, "arguments": holder}, nil),
+			modernHeaders("tools/call", headerName, manifest.ToolHeartbeat))
+	}()
+	waitFor(t, "the heartbeat to wait for a slot", func() bool { h, _ := f.h.slots.waiting(); return h == 1 })
+	f.h.slots.release() // the call in progress ends: its slot goes to the heartbeat
+	r := <-beat
+	var res map[string]any
+	if r.status != http.StatusOK || json.Unmarshal(r.rpc.Result, &res) != nil || res["isError"] == true {
+		t.Fatalf("the heartbeat: HTTP %d %s", r.status, clipBody(r.body))
+	}
+	if r := <-listed; r.status != http.StatusOK {
+		t.Fatalf("tools/list, served after the heartbeat: HTTP %d %s", r.status, clipBody(r.body))
+	}
+
+	// With --admission-wait at "refuse at once", a short call is refused
+	// while a heartbeat still waits, and is served when a slot comes free.
+	g := newHTTPFixture(t, HTTPOptions{MaxConcurrent: 1, AdmissionWait: -1})
+	c, err = g.store.CreateTask(g.ctx, "wf", taskgraph.NodeSpec{NodeID: "a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl, _, err = g.store.Claim(g.ctx, taskgraph.ClaimRequest{Owner: "w", TaskID: c.Task.TaskID, Lease: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	holder = map[string]any{"task_id": cl.Task.TaskID, "owner": "w", "generation": cl.Lease.Generation, "claim_token": cl.Lease.Token, "result": "done"}
+	takeSlots(t, g.h, 1)
+	go func() {
+		beat <- g.post(modernBody(3, "tools/call", map[string]any{"name": manifest.ToolComplete, "arguments": holder}, nil),
+			modernHeaders("tools/call", headerName, manifest.ToolComplete))
+	}()
+	waitFor(t, "the complete to wait for a slot", func() bool { h, _ := g.h.slots.waiting(); return h == 1 })
+	if r := g.post(modernBody(4, "tools/list", nil, nil), modernHeaders("tools/list")); r.status != http.StatusServiceUnavailable {
+		t.Fatalf("tools/list with every slot taken and admission-wait off: HTTP %d, want 503", r.status)
+	}
+	if h, _ := g.h.slots.waiting(); h != 1 {
+		t.Fatal("the complete stopped waiting when a short call was refused")
+	}
+	g.h.slots.release()
+	r = <-beat
+	if r.status != http.StatusOK || json.Unmarshal(r.rpc.Result, &res) != nil || res["isError"] == true {
+		t.Fatalf("the complete that waited: HTTP %d %s", r.status, clipBody(r.body))
+	}
+	task, err := g.store.Task(g.ctx, cl.Task.TaskID)
+	if err != nil || task.State != taskgraph.StateCompleted {
+		t.Fatalf("task after the complete: %v (%v), want completed", task.State, err)
+	}
+}
+
+// The fleet under a flood of short calls: a hundred workers (half legacy)
+// long-poll and hold claims while readers call graph_task_inspect as fast
+// as they can, with one slot left free and --admission-wait at "refuse at
+// once". The readers are refused with 503 over and over; not one holder
+// write is, and every task is completed on its first attempt.
+func TestHTTPFleetHolderWritesThroughAReaderFlood(t *testing.T) {
+	const workers, tasks, readers = 100, 24, 16
+	f := newHTTPFixture(t, HTTPOptions{MaxConcurrent: 2, AdmissionWait: -1})
+	takeSlots(t, f.h, 1) // one slot is held for the whole run
+	defer f.h.slots.release()
+	fleetCtx, stopFleet := context.WithCancel(f.ctx)
+	defer stopFleet()
+	var completed atomic.Int64
+	var holderWrites latencies
+	errs := make(chan error, workers)
+	var wg sync.WaitGroup
+	for i := range workers {
+		version := ""
+		if i%2 == 1 {
+			version = "2025-11-25"
+		}
+		cs, err := f.connect(version, "", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { cs.Close() })
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs <- fleetWorker(fleetCtx, cs, fmt.Sprintf("w%d", i), &completed, &holderWrites)
+		}()
+	}
+	waitFor(t, "the whole fleet to wait for work", func() bool { return f.store.Waiters() == workers })
+	first, err := f.store.CreateTask(f.ctx, "other", taskgraph.NodeSpec{NodeID: "seen"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var reads, refused atomic.Int64
+	readCtx, stopReaders := context.WithCancel(f.ctx)
+	var rg sync.WaitGroup
+	readerSessions := make([]*mcp.ClientSession, readers)
+	for i := range readers { // all connected before any reads: a connect takes a slot too
+		cs, err := f.connect("", "", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { cs.Close() })
+		readerSessions[i] = cs
+	}
+	for _, cs := range readerSessions {
+		rg.Add(1)
+		go func() {
+			defer rg.Done()
+			for readCtx.Err() == nil {
+				if _, err := fleetCall(readCtx, cs, manifest.ToolInspect, map[string]any{"task_id": first.Task.TaskID}); err != nil {
+					refused.Add(1)
+				} else {
+					reads.Add(1)
+				}
+			}
+		}()
+	}
+	for i := range tasks {
+		if _, err := f.store.CreateTask(f.ctx, "fleet", taskgraph.NodeSpec{NodeID: fmt.Sprintf("n%d", i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFor(t, "every task to be completed", func() bool { return completed.Load() == tasks })
+	stopReaders()
+	rg.Wait()
+	stopFleet()
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Errorf("worker: %v", err)
+		}
+	}
+	n, median, worst := holderWrites.summary()
+	busy := testutil.ToFloat64(f.metrics.rejections.WithLabelValues("busy"))
+	t.Logf("%d workers, %d readers, 1 free slot, admission-wait off: %d holder writes (median %v, max %v), %d reads served, %d refused (%v busy rejections)",
+		workers, readers, n, median, worst, reads.Load(), refused.Load(), busy)
+	if refused.Load() == 0 || busy == 0 {
+		t.Fatalf("no reader was refused (%d refused, %v busy): the slot was never contended, so the test proved nothing", refused.Load(), busy)
+	}
+	if n != 4*tasks {
+		t.Fatalf("%d holder writes served, want %d (3 heartbeats and a complete per task)", n, 4*tasks)
+	}
+	counts, err := f.store.CountByState(f.ctx)
+	if err != nil || counts[taskgraph.StateCompleted] != tasks {
+		t.Fatalf("states %v (%v), want %d completed", counts, err, tasks)
+	}
+}

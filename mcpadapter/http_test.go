@@ -283,9 +283,7 @@ func TestHTTPConcurrencyCap(t *testing.T) {
 	cs := f.client("", "", nil)
 	// n short calls hold every slot. The test takes the slots itself: a real
 	// short call is over too soon to hold one while the test looks.
-	for range n {
-		f.h.sem <- struct{}{}
-	}
+	takeSlots(t, f.h, n)
 	// A claim that waits for work needs no slot: it is admitted at once.
 	claim := make(chan error, 1)
 	go func() {
@@ -302,8 +300,8 @@ func TestHTTPConcurrencyCap(t *testing.T) {
 		_, err := cs.ListTools(f.ctx, nil)
 		listed <- err
 	}()
-	waitFor(t, "the short call to wait for a slot", func() bool { return f.h.slotWaiters.Load() == 1 })
-	<-f.h.sem // ...and gets one when a call in progress finishes.
+	waitFor(t, "the short call to wait for a slot", func() bool { _, others := f.h.slots.waiting(); return others == 1 })
+	f.h.slots.release() // ...and gets one when a call in progress finishes.
 	if err := <-listed; err != nil {
 		t.Fatalf("the call that waited for a slot: %v", err)
 	}
@@ -319,9 +317,7 @@ func TestHTTPConcurrencyCap(t *testing.T) {
 
 	// When no slot comes free within AdmissionWait, the call gets 503.
 	g := newHTTPFixture(t, HTTPOptions{MaxConcurrent: n, AdmissionWait: time.Millisecond})
-	for range n {
-		g.h.sem <- struct{}{}
-	}
+	takeSlots(t, g.h, n)
 	r := g.post(modernBody(1, "tools/list", nil, nil), modernHeaders("tools/list"))
 	r.wantError(t, http.StatusServiceUnavailable, jsonrpc.CodeInvalidRequest)
 	if r.header.Get("Retry-After") == "" || !strings.Contains(r.rpc.Error.Message, "server busy") {
@@ -331,7 +327,7 @@ func TestHTTPConcurrencyCap(t *testing.T) {
 		t.Fatalf("busy rejections = %v, want 1", got)
 	}
 	for range n {
-		<-g.h.sem
+		g.h.slots.release()
 	}
 	if r := g.post(modernBody(2, "tools/list", nil, nil), modernHeaders("tools/list")); r.status != http.StatusOK {
 		t.Fatalf("after the calls finished: HTTP %d", r.status)

@@ -232,17 +232,15 @@ func TestHTTPHeartbeatJudgedAtArrivalNotAfterAdmission(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for range n {
-		f.h.sem <- struct{}{} // every slot taken
-	}
+	takeSlots(t, f.h, n) // every slot taken
 	done := make(chan *rawResponse, 1)
 	go func() {
 		args := map[string]any{"task_id": cl.Task.TaskID, "owner": "w", "generation": cl.Lease.Generation, "claim_token": cl.Lease.Token}
 		done <- f.post(modernBody(1, "tools/call", map[string]any{"name": manifest.ToolHeartbeat, "arguments": args}, nil), modernHeaders("tools/call", headerName, manifest.ToolHeartbeat))
 	}()
-	waitFor(t, "the heartbeat to wait for a slot", func() bool { return f.h.slotWaiters.Load() == 1 })
+	waitFor(t, "the heartbeat to wait for a slot", func() bool { holders, _ := f.h.slots.waiting(); return holders == 1 })
 	clock.Advance(5 * time.Second) // the lease's expiry passes while it waits
-	<-f.h.sem
+	f.h.slots.release()
 	r := <-done
 	var res map[string]any
 	if r.status != http.StatusOK || json.Unmarshal(r.rpc.Result, &res) != nil || res["isError"] == true {

@@ -163,8 +163,8 @@ func TestUIIsReadOnlyAndKeepsHostChecks(t *testing.T) {
 func TestUIDoesNotTakeMCPSlots(t *testing.T) {
 	f := newUIFixture(t, HTTPOptions{MaxConcurrent: 1, AdmissionWait: -1})
 	f.shapeTwelve(t, "wf")
-	f.h.sem <- struct{}{} // the only MCP slot is taken
-	defer func() { <-f.h.sem }()
+	takeSlots(t, f.h, 1) // the only MCP slot is taken
+	defer f.h.slots.release()
 	if status, _, body := f.get(t, http.MethodGet, "/ui/api/workflows/wf", nil); status != http.StatusOK {
 		t.Fatalf("view read with every MCP slot taken: %d %s", status, body)
 	}
