@@ -25,6 +25,11 @@
 //     acknowledged, and Close runs no checkpoint.
 //   - SQLite errors of the environment are classified into
 //     tgdriver.ErrBusy, ErrDiskFull, ErrReadOnly and ErrFilesReplaced.
+//   - Open waits for another process's lock up to Options.BusyTimeout, also
+//     where SQLite answers SQLITE_BUSY at once instead of waiting (several
+//     servers turning a new file to WAL mode or migrating it together): it
+//     repeats its all-or-nothing steps until then. ErrBusy from Open means
+//     the timeout really passed.
 //   - Reads outside a transaction use a separate pool of query-only
 //     connections; Snapshot runs on one read transaction of that pool.
 //   - A driver opened with OpenReadOnly uses connections opened with

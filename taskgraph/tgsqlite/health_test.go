@@ -143,3 +143,55 @@ func TestReadyChangesNothing(t *testing.T) {
 		t.Fatalf("Ready changed schema_version from %v to %v", before, after)
 	}
 }
+
+// Servers started together on a new database all open it: SQLite answers
+// some of them SQLITE_BUSY at once, without its busy handler, while another
+// turns the file to WAL mode or migrates it, and Open tries again within
+// the busy timeout. The schema is applied once.
+func TestOpenTogetherOnANewDatabase(t *testing.T) {
+	const rounds, servers = 20, 8
+	for round := range rounds {
+		path := filepath.Join(t.TempDir(), "tasks.db")
+		drivers := make(chan *Driver, servers)
+		errs := make(chan error, servers)
+		start := make(chan struct{})
+		for range servers {
+			go func() {
+				<-start
+				d, err := Open(context.Background(), path, Options{BusyTimeout: 10 * time.Second})
+				errs <- err
+				drivers <- d
+			}()
+		}
+		close(start)
+		for range servers {
+			if err := <-errs; err != nil {
+				t.Fatalf("round %d: one of %d servers opening a new database: %v", round, servers, err)
+			}
+			d := <-drivers
+			t.Cleanup(func() { d.Close() })
+		}
+		db, err := sql.Open("sqlite3", "file:"+path+"?mode=ro")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var n int
+		err = db.QueryRow(`SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = 'tasks'`).Scan(&n)
+		db.Close()
+		if err != nil || n != 1 {
+			t.Fatalf("round %d: %d tasks tables (%v), want 1", round, n, err)
+		}
+	}
+}
+
+// Open gives up with ErrBusy once the busy timeout has passed while another
+// process holds the write lock: the retry of an immediate SQLITE_BUSY does
+// not wait longer than the timeout says.
+func TestOpenWhileLockedFailsWithErrBusy(t *testing.T) {
+	d := openTest(t, Options{}, tgdriver.Hooks{})
+	path := d.path
+	d.Close()
+	holdLock(t, path)
+	_, err := Open(context.Background(), path, Options{BusyTimeout: 50 * time.Millisecond})
+	wantUnavailable(t, "open while locked", err, tgdriver.ErrBusy, "busy", true)
+}

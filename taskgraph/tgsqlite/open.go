@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -171,17 +172,23 @@ func Open(ctx context.Context, path string, opts Options) (*Driver, error) {
 			return nil, refineOpenErr(path, fmt.Errorf("create database folder %s: %w", dir, err))
 		}
 	}
-	if err := inspect(ctx, path, opts); err != nil {
-		return nil, refineOpenErr(path, classifyErr(err, opts.BusyTimeout))
-	}
 	d := &Driver{path: path, opts: opts, log: opts.Logger, ops: make(chan *op, 1024), quit: make(chan struct{}),
 		changes: make(chan tgdriver.Change, 1), updates: make(map[uint64]string)}
-	var err error
-	if d.wdb, err = openDB(path, opts, false); err != nil {
-		return nil, refineOpenErr(path, d.classify(err))
-	}
-	if err := d.migrate(ctx); err != nil {
-		d.wdb.Close()
+	err := retryBusy(ctx, opts.BusyTimeout, func() error {
+		if err := inspect(ctx, path, opts); err != nil {
+			return err
+		}
+		var err error
+		if d.wdb, err = openDB(path, opts, false); err != nil {
+			return err
+		}
+		if err := d.migrate(ctx); err != nil {
+			d.wdb.Close()
+			return err
+		}
+		return nil
+	})
+	if err != nil {
 		return nil, refineOpenErr(path, d.classify(err))
 	}
 	if d.rdb, err = openDB(path, opts, true); err != nil {
@@ -206,6 +213,35 @@ func Open(ctx context.Context, path string, opts Options) (*Driver, error) {
 	d.wg.Add(1)
 	go d.writer()
 	return d, nil
+}
+
+// retryBusy runs step until it succeeds, fails with anything but
+// SQLITE_BUSY or SQLITE_LOCKED, or busyTimeout has passed since the first
+// try. SQLite answers SQLITE_BUSY at once, without waiting in its busy
+// handler, where waiting could deadlock: two connections turning a new file
+// to WAL mode at the same moment, or a connection that holds a read lock and
+// asks for the write lock while another holds it. Several servers started
+// together on a new database meet exactly that. Each step writes all or
+// nothing (the journal mode change and the migration are atomic), so
+// repeating one after such an answer is safe.
+func retryBusy(ctx context.Context, busyTimeout time.Duration, step func() error) error {
+	deadline := time.Now().Add(busyTimeout)
+	for try := 1; ; try++ {
+		err := step()
+		var se sqlite3.Error
+		if err == nil || !errors.As(err, &se) || (se.Code != sqlite3.ErrBusy && se.Code != sqlite3.ErrLocked) || !time.Now().Before(deadline) {
+			return err
+		}
+		// Jittered, growing pauses of 2-4 ms up to 64-128 ms.
+		base := time.Duration(2<<min(try-1, 5)) * time.Millisecond
+		t := time.NewTimer(min(base+rand.N(base), time.Until(deadline)))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return fmt.Errorf("%w: %w", ctx.Err(), err)
+		case <-t.C:
+		}
+	}
 }
 
 // inspect refuses, before anything writes to it, an existing file that this
