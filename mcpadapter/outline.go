@@ -95,21 +95,20 @@ func (e *hiddenNodeError) Is(target error) bool { return target == taskgraph.Err
 // runOutline answers graph_task_inspect with workflow_id alone.
 func runOutline(ctx context.Context, s *Server, workflowID string) (*toolOutput, error) {
 	now := s.store.Clock().Now()
-	wf, err := s.store.Workflow(ctx, workflowID)
+	wf, err := s.store.WorkflowGraph(ctx, workflowID, MaxOutlineTasks)
 	if err != nil {
 		return nil, err
 	}
 	out := &outlineJSON{WorkflowID: wf.WorkflowID, ReadAt: formatTime(now), Counts: map[string]int{}, Tasks: []json.RawMessage{}}
+	total := 0
 	for st, n := range wf.Counts {
 		out.Counts[string(st)] = n
+		total += n
 	}
+	out.Truncated = total > len(wf.Tasks)
 	const overhead = 1 // a comma between tasks, or the brackets
 	size := 0
 	for _, t := range wf.Tasks {
-		if len(out.Tasks) == MaxOutlineTasks {
-			out.Truncated = true
-			break
-		}
 		b, err := json.Marshal(renderOutlineTask(t))
 		if err != nil {
 			return nil, err

@@ -427,7 +427,9 @@ func (u *uiHandler) workflow(ctx context.Context, v viewer, id string) (*uiWorkf
 		return nil, taskgraph.ErrNotFound // as a missing one, like inspect
 	}
 	now := u.h.srv.store.Clock().Now()
-	wf, err := u.h.srv.store.Workflow(ctx, id)
+	// Without payloads and results: this read repeats every second for
+	// every viewer, and the view shows neither.
+	wf, err := u.h.srv.store.WorkflowGraph(ctx, id, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -436,15 +438,17 @@ func (u *uiHandler) workflow(ctx context.Context, v viewer, id string) (*uiWorkf
 		index[t.NodeID] = i
 	}
 	deps := make([][]int, len(wf.Tasks))
-	edges := make([][2]int, 0, len(wf.Edges))
-	for _, e := range wf.Edges {
-		d, ok1 := index[e.Dependency]
-		t, ok2 := index[e.Task]
-		if !ok1 || !ok2 {
-			continue
+	var edges [][2]int
+	for t, task := range wf.Tasks {
+		for _, dep := range task.DependsOn {
+			if d, ok := index[dep]; ok {
+				deps[t] = append(deps[t], d)
+				edges = append(edges, [2]int{d, t})
+			}
 		}
-		deps[t] = append(deps[t], d)
-		edges = append(edges, [2]int{d, t})
+	}
+	if edges == nil {
+		edges = [][2]int{}
 	}
 	layer, xs, ys, width, height := uiLayout(len(wf.Tasks), deps)
 	out := &uiWorkflow{WorkflowID: id, Counts: map[string]int{}, CreatedAtMS: uiTime(wf.CreatedAt), UpdatedAtMS: uiTime(wf.UpdatedAt),

@@ -146,6 +146,66 @@ func (s *Store) WorkflowSummary(ctx context.Context, workflowID string) (Workflo
 	return v, nil
 }
 
+// WorkflowGraph returns the shape of workflowID for a view of it: its
+// tasks in creation order, at most limit of them (0 or more than
+// MaxTasksPerWorkflow: all), each without its payload and result (Payload
+// is JSON null, Result nil: neither is read from the database), and its
+// counts by state over all of its tasks, from one snapshot. Edges is not
+// filled: each task's DependsOn names its dependencies. It never expires a
+// lapsed lease. A view that polls reads far less this way than through
+// Workflow, whose rows carry payloads and results of up to 256 KiB each.
+func (s *Store) WorkflowGraph(ctx context.Context, workflowID string, limit int) (WorkflowView, error) {
+	if err := checkIdentifier("workflow_id", workflowID); err != nil {
+		return WorkflowView{}, err
+	}
+	if limit <= 0 || limit > MaxTasksPerWorkflow {
+		limit = MaxTasksPerWorkflow
+	}
+	var v WorkflowView
+	err := s.drv.Snapshot(ctx, func(rd tgdriver.Reads) error {
+		wr, err := rd.Workflow(ctx, workflowID)
+		if errors.Is(err, tgdriver.ErrNoRows) {
+			return &notFoundError{what: "workflow", id: workflowID}
+		}
+		if err != nil {
+			return fmt.Errorf("read workflow %s: %w", workflowID, err)
+		}
+		v = WorkflowView{WorkflowID: workflowID, Counts: map[State]int{},
+			CreatedAt: time.UnixMilli(wr.CreatedAtMS).UTC(), UpdatedAt: time.UnixMilli(wr.UpdatedAtMS).UTC()}
+		trs, err := rd.ListTasks(ctx, tgdriver.ListFilter{WorkflowID: workflowID, Limit: limit, NoBodies: true})
+		if err != nil {
+			return err
+		}
+		v.Tasks = make([]Task, 0, len(trs))
+		for _, tr := range trs {
+			r, err := toRow(tr)
+			if err != nil {
+				return err
+			}
+			v.Tasks = append(v.Tasks, r.Task)
+		}
+		if len(trs) < limit {
+			for _, t := range v.Tasks {
+				v.Counts[t.State]++
+			}
+			return nil
+		}
+		// Some tasks may be left out: count them all in the database.
+		counts, _, err := rd.WorkflowCounts(ctx, workflowID, 0)
+		if err != nil {
+			return err
+		}
+		for st, n := range counts {
+			v.Counts[State(st)] = n
+		}
+		return nil
+	})
+	if err != nil {
+		return WorkflowView{}, err
+	}
+	return v, nil
+}
+
 // ListFilter selects tasks for ListTasks. Zero fields do not filter.
 type ListFilter struct {
 	WorkflowID string

@@ -3,6 +3,7 @@ package storetest
 import (
 	"encoding/json"
 	"errors"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -14,6 +15,7 @@ import (
 var graphTests = []test{
 	{"DiamondOrder", testDiamondOrder},
 	{"WorkflowSummaryCountsWithoutExpiring", testWorkflowSummary},
+	{"WorkflowGraphWithoutBodies", testWorkflowGraph},
 	{"RejectedGraphsWriteNothing", testRejectedGraphsWriteNothing},
 	{"FailureCancelsDownstream", testFailureCancelsDownstream},
 	{"RetryUpToMaxAttempts", testRetryUpToMaxAttempts},
@@ -286,5 +288,86 @@ func testWorkflowSummary(t *testing.T, h Harness) {
 	}
 	if _, err := e.s.WorkflowSummary(e.ctx, "bad id!"); err == nil {
 		t.Fatal("summary of an invalid workflow id: no error")
+	}
+}
+
+// WorkflowGraph is Workflow's tasks without payloads and results (and no
+// edges: DependsOn names them), at most limit of them in creation order,
+// with counts over the whole workflow; it writes nothing, so a lapsed lease
+// stays claimed.
+func testWorkflowGraph(t *testing.T, h Harness) {
+	e := setup(t, h)
+	big := json.RawMessage(`{"text":"` + strings.Repeat("p", 4096) + `"}`)
+	out, err := e.s.CreateWorkflow(e.ctx, "wf", []tg.NodeSpec{
+		{NodeID: "a", Payload: big}, {NodeID: "b", DependsOn: []string{"a"}, Payload: json.RawMessage(`{"n":[1,2]}`)},
+		{NodeID: "c"}, {NodeID: "d", DependsOn: []string{"a", "c"}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := map[string]string{}
+	for _, c := range out {
+		ids[c.Task.NodeID] = c.Task.TaskID
+	}
+	a := e.claim(t, "w1", ids["a"], 0)
+	if _, err := e.s.Complete(e.ctx, holder(a), json.RawMessage(`{"out":"`+strings.Repeat("r", 4096)+`"}`)); err != nil {
+		t.Fatal(err)
+	}
+	e.claim(t, "w2", ids["b"], 5*time.Second)
+	e.clock.Advance(6 * time.Second) // b's lease lapsed; nobody expired it
+	before := e.db.Snapshot(t)
+	g, err := e.s.WorkflowGraph(e.ctx, "wf", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after := e.db.Snapshot(t); after != before {
+		t.Fatalf("WorkflowGraph wrote to the database:\n%s\n%s", before, after)
+	}
+	full, err := e.s.Workflow(e.ctx, "wf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(g.Tasks) != 4 || g.WorkflowID != "wf" || g.Edges != nil || !g.CreatedAt.Equal(full.CreatedAt) || !g.UpdatedAt.Equal(full.UpdatedAt) {
+		t.Fatalf("graph %+v, want the 4 tasks of wf, no edges, the workflow's times", g)
+	}
+	if !reflect.DeepEqual(g.Counts, full.Counts) {
+		t.Fatalf("graph counts %v, want Workflow's %v", g.Counts, full.Counts)
+	}
+	for i, got := range g.Tasks {
+		if string(got.Payload) != "null" || got.Result != nil {
+			t.Fatalf("task %s: payload %.40s result %.40s, want null and none", got.NodeID, got.Payload, got.Result)
+		}
+		want := full.Tasks[i]
+		if len(want.Payload) == 0 {
+			t.Fatalf("Workflow's task %s has no payload", want.NodeID)
+		}
+		want.Payload, want.Result = got.Payload, nil
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("task %d without bodies:\n%+v\nwant Workflow's but payload and result:\n%+v", i, got, want)
+		}
+	}
+	for _, got := range g.Tasks {
+		if got.NodeID == "b" && (got.State != tg.StateClaimed || got.Owner != "w2") {
+			t.Fatalf("b: %s held by %q, want still claimed by w2 (the lapsed lease is not expired by a read)", got.State, got.Owner)
+		}
+	}
+
+	// A limit keeps the first tasks in creation order; the counts still
+	// cover every task.
+	g2, err := e.s.WorkflowGraph(e.ctx, "wf", 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(g2.Tasks) != 2 || g2.Tasks[0].TaskID != full.Tasks[0].TaskID || g2.Tasks[1].TaskID != full.Tasks[1].TaskID {
+		t.Fatalf("limit 2: %d tasks %+v, want Workflow's first two", len(g2.Tasks), g2.Tasks)
+	}
+	if !reflect.DeepEqual(g2.Counts, full.Counts) {
+		t.Fatalf("limit 2: counts %v, want the whole workflow's %v", g2.Counts, full.Counts)
+	}
+	if _, err := e.s.WorkflowGraph(e.ctx, "nope", 0); !errors.Is(err, tg.ErrNotFound) {
+		t.Fatalf("graph of a missing workflow: %v, want ErrNotFound", err)
+	}
+	if _, err := e.s.WorkflowGraph(e.ctx, "bad id!", 0); err == nil {
+		t.Fatal("graph of an invalid workflow id: no error")
 	}
 }

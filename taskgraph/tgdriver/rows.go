@@ -144,6 +144,10 @@ type ListFilter struct {
 	WorkflowID string
 	State      string
 	Limit      int
+	// NoBodies reads the rows without their payload and result, for a view
+	// that shows neither: Payload is "null", Result "" and HasResult false.
+	// Every other column is read as usual.
+	NoBodies bool
 }
 
 // Opt is an optional column value for TaskSet and TaskGuard: unset leaves

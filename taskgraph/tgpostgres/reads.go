@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -22,6 +23,21 @@ type querier interface {
 const taskColumns = `seq, task_id, workflow_id, node_id, payload, depends_on, state, owner, generation,
 	token_hash, lease_expires_at_ms, lease_ms, attempts, max_attempts, unmet, result, error, status_message,
 	cancel_cause, created_at_ms, updated_at_ms, created_by, priority, requires, due_at_ms, retry_delay_ms`
+
+// taskColumnsNoBodies is taskColumns with the payload read as JSON null
+// and the result as NULL (ListFilter.NoBodies): neither is fetched or
+// detoasted.
+var taskColumnsNoBodies = noBodies(taskColumns)
+
+// noBodies returns the column list cols with payload and result replaced
+// by constants, in place.
+func noBodies(cols string) string {
+	out := strings.Replace(strings.Replace(cols, "node_id, payload,", "node_id, 'null'::text,", 1), "unmet, result,", "unmet, NULL::text,", 1)
+	if strings.Contains(out, "payload") || strings.Contains(out, "result") {
+		panic("tgpostgres: the task column list changed; update noBodies")
+	}
+	return out
+}
 
 const eventColumns = `event_id, workflow_id, wseq, task_id, kind, owner, generation, at_ms, detail, prev_hash, hash,
 	hash_version, actor_kind, actor_name, actor_principal, task_state, content`
@@ -148,7 +164,11 @@ func (r reads) TaskByNode(ctx context.Context, workflowID, nodeID string) (tgdri
 
 // ListTasks returns tasks matching f in seq order.
 func (r reads) ListTasks(ctx context.Context, f tgdriver.ListFilter) ([]tgdriver.TaskRow, error) {
-	q := `SELECT ` + taskColumns + ` FROM tasks WHERE TRUE`
+	cols := taskColumns
+	if f.NoBodies {
+		cols = taskColumnsNoBodies
+	}
+	q := `SELECT ` + cols + ` FROM tasks WHERE TRUE`
 	var args []any
 	if f.WorkflowID != "" {
 		args = append(args, f.WorkflowID)

@@ -30,6 +30,8 @@
 //     servers turning a new file to WAL mode or migrating it together): it
 //     repeats its all-or-nothing steps until then. ErrBusy from Open means
 //     the timeout really passed.
+//   - ListTasks with NoBodies selects constants in place of payload and
+//     result, so a view of a workflow never copies them out of the rows.
 //   - Reads outside a transaction use a separate pool of query-only
 //     connections; Snapshot runs on one read transaction of that pool.
 //   - A driver opened with OpenReadOnly uses connections opened with

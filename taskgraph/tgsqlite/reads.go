@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/tgdriver"
 )
@@ -49,6 +50,21 @@ const taskColumns = `seq, task_id, workflow_id, node_id, payload, depends_on, st
 	token_hash, lease_expires_at_ms, lease_ms, attempts, max_attempts, unmet, result, error, status_message,
 	cancel_cause, created_at_ms, updated_at_ms, created_by, priority, requires, due_at_ms, retry_delay_ms`
 
+// taskColumnsNoBodies is taskColumns with the payload read as JSON null
+// and the result as NULL (ListFilter.NoBodies): neither is copied out of
+// the row.
+var taskColumnsNoBodies = noBodies(taskColumns)
+
+// noBodies returns the column list cols with payload and result replaced
+// by constants, in place.
+func noBodies(cols string) string {
+	out := strings.Replace(strings.Replace(cols, "node_id, payload,", "node_id, 'null',", 1), "unmet, result,", "unmet, NULL,", 1)
+	if strings.Contains(out, "payload") || strings.Contains(out, "result") {
+		panic("tgsqlite: the task column list changed; update noBodies")
+	}
+	return out
+}
+
 type scanner interface{ Scan(dest ...any) error }
 
 // scanTask reads one task row; NULL columns become zero values (see
@@ -90,11 +106,12 @@ const (
 	sqlTaskByID   = `SELECT ` + taskColumns + ` FROM tasks WHERE task_id = ?`
 	sqlTaskBySeq  = `SELECT ` + taskColumns + ` FROM tasks WHERE seq = ?`
 	sqlTaskByNode = `SELECT ` + taskColumns + ` FROM tasks WHERE workflow_id = ? AND node_id = ?`
-	// ListTasks, by which filters are set; LIMIT -1 is no limit.
-	sqlListAll        = `SELECT ` + taskColumns + ` FROM tasks ORDER BY seq LIMIT ?`
-	sqlListWF         = `SELECT ` + taskColumns + ` FROM tasks WHERE workflow_id = ? ORDER BY seq LIMIT ?`
-	sqlListState      = `SELECT ` + taskColumns + ` FROM tasks WHERE state = ? ORDER BY seq LIMIT ?`
-	sqlListWFState    = `SELECT ` + taskColumns + ` FROM tasks WHERE workflow_id = ? AND state = ? ORDER BY seq LIMIT ?`
+	// ListTasks, by which filters are set, after SELECT and the columns;
+	// LIMIT -1 is no limit.
+	sqlListAll        = ` FROM tasks ORDER BY seq LIMIT ?`
+	sqlListWF         = ` FROM tasks WHERE workflow_id = ? ORDER BY seq LIMIT ?`
+	sqlListState      = ` FROM tasks WHERE state = ? ORDER BY seq LIMIT ?`
+	sqlListWFState    = ` FROM tasks WHERE workflow_id = ? AND state = ? ORDER BY seq LIMIT ?`
 	sqlCountByState   = `SELECT state, COUNT(*) FROM tasks GROUP BY state`
 	sqlWorkflowCounts = `SELECT state, COUNT(*), COALESCE(SUM(state = 'claimed' AND lease_expires_at_ms <= ?), 0)
 		FROM tasks WHERE workflow_id = ? GROUP BY state`
@@ -267,17 +284,21 @@ func (r *reads) ListTasks(ctx context.Context, f tgdriver.ListFilter) ([]tgdrive
 	if limit <= 0 {
 		limit = -1
 	}
+	sel := `SELECT ` + taskColumns
+	if f.NoBodies {
+		sel = `SELECT ` + taskColumnsNoBodies
+	}
 	var out []tgdriver.TaskRow
 	var err error
 	switch {
 	case f.WorkflowID != "" && f.State != "":
-		out, err = collectTasks(r.q.query(ctx, sqlListWFState, f.WorkflowID, f.State, limit))
+		out, err = collectTasks(r.q.query(ctx, sel+sqlListWFState, f.WorkflowID, f.State, limit))
 	case f.WorkflowID != "":
-		out, err = collectTasks(r.q.query(ctx, sqlListWF, f.WorkflowID, limit))
+		out, err = collectTasks(r.q.query(ctx, sel+sqlListWF, f.WorkflowID, limit))
 	case f.State != "":
-		out, err = collectTasks(r.q.query(ctx, sqlListState, f.State, limit))
+		out, err = collectTasks(r.q.query(ctx, sel+sqlListState, f.State, limit))
 	default:
-		out, err = collectTasks(r.q.query(ctx, sqlListAll, limit))
+		out, err = collectTasks(r.q.query(ctx, sel+sqlListAll, limit))
 	}
 	if err != nil {
 		return nil, fmt.Errorf("list tasks: %w", err)
