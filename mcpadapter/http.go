@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -301,9 +302,11 @@ func NewHTTPHandler(s *Server, opts HTTPOptions) (*HTTPHandler, error) {
 }
 
 // callDeadlineMiddleware bounds every call that carries a callPolicy, and
-// cancels it when the policy's abort context ends.
+// cancels it when the policy's abort context ends. It also gives the call
+// the arrival time HTTPHandler stamped into its request's header.
 func callDeadlineMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		ctx = withHeaderArrival(ctx, req.GetExtra())
 		p, _ := ctx.Value(callPolicyKey{}).(*callPolicy)
 		if p == nil || isNotification(method) || ctx.Value(deadlineAppliedKey{}) != nil {
 			return next(ctx, method, req)
@@ -680,10 +683,20 @@ func (h *HTTPHandler) serveMCP(w http.ResponseWriter, r *http.Request) {
 	r.Header.Del(headerLastEventID)
 	r.Body = io.NopCloser(bytes.NewReader(body))
 	r.ContentLength = int64(len(body))
-	// The 2026-07-28 handler runs each call in this request's context, so
-	// the arrival time reaches the store; a legacy session's calls run in
-	// the session's context and are stamped when the store is called.
-	r = r.WithContext(taskgraph.WithArrival(context.WithValue(r.Context(), callPolicyKey{}, h.policy), arrived))
+	// The arrival reaches the call in headerArrival, set here over anything
+	// the client sent: the SDK hands every call its request's header
+	// (RequestExtra.Header), and callDeadlineMiddleware puts the time into
+	// the call's context. The 2026-07-28 handler also runs each call in
+	// this request's context. A legacy session's calls run in the session's
+	// context instead, which began as its initialize request's: that one
+	// must not carry an arrival, or every call of the session would be
+	// judged at the time the session began.
+	r.Header.Set(headerArrival, strconv.FormatInt(arrived.UnixNano(), 10))
+	ctx := context.WithValue(r.Context(), callPolicyKey{}, h.policy)
+	if e == eraModern {
+		ctx = taskgraph.WithArrival(ctx, arrived)
+	}
+	r = r.WithContext(ctx)
 	if e == eraModern {
 		if body := h.overflowToolError(r.Context(), msg); body != nil {
 			writeJSONBody(w, http.StatusOK, body)

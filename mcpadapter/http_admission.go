@@ -29,9 +29,8 @@ import (
 //   - A holder write (heartbeat, complete, fail, cancel) that finds every
 //     slot taken waits ahead of every other short call, up to the call's own
 //     deadline (CallTimeout), and is never refused for want of a slot: a
-//     refusal could cost a live worker its lease, while the wait costs a
-//     2026-07-28 call nothing (it is judged at the time it arrived) and a
-//     legacy one only the time the holder writes ahead of it take.
+//     refusal could cost a live worker its lease, while the wait costs it
+//     nothing (it is judged at the time it arrived, in either era).
 //   - At --max-connections, a new connection is accepted and the oldest
 //     connection that has never carried an authorized, fully read request is
 //     closed to make room, so slow clients cannot keep a worker in the

@@ -2,17 +2,21 @@ package mcpadapter
 
 import (
 	"bytes"
+	"context"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/graph-engineering/graph-engineering-mcp/manifest"
+	"github.com/graph-engineering/graph-engineering-mcp/taskgraph"
 )
 
 // HTTP header names of the Streamable HTTP transport.
@@ -22,7 +26,25 @@ const (
 	headerMethod          = "Mcp-Method"
 	headerName            = "Mcp-Name"
 	headerLastEventID     = "Last-Event-Id"
+	// headerArrival carries a request's server arrival time (Unix
+	// nanoseconds) from the HTTP handler to the tool handler through the
+	// SDK. The handler always overwrites it, so a client cannot choose it.
+	headerArrival = "Graph-Engineering-Arrival"
 )
+
+// withHeaderArrival returns ctx carrying the arrival time that the HTTP
+// handler put into the request's header, or ctx itself when there is none
+// (stdio, or a request that did not come through HTTPHandler).
+func withHeaderArrival(ctx context.Context, extra *mcp.RequestExtra) context.Context {
+	if extra == nil || extra.Header == nil {
+		return ctx
+	}
+	ns, err := strconv.ParseInt(extra.Header.Get(headerArrival), 10, 64)
+	if err != nil || ns <= 0 {
+		return ctx
+	}
+	return taskgraph.WithArrival(ctx, time.Unix(0, ns).UTC())
+}
 
 // httpMessage is the one JSON-RPC message of a POST body, checked for a
 // valid envelope before any SDK code sees it.

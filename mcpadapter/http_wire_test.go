@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -246,4 +247,86 @@ func TestHTTPHeartbeatJudgedAtArrivalNotAfterAdmission(t *testing.T) {
 	if r.status != http.StatusOK || json.Unmarshal(r.rpc.Result, &res) != nil || res["isError"] == true {
 		t.Fatalf("a heartbeat that arrived in time was refused after waiting for a slot: HTTP %d %s", r.status, clipBody(r.body))
 	}
+}
+
+// A legacy session's heartbeat is judged at the server time it arrived at
+// the HTTP handler too, although the SDK runs it in the session's context:
+// the arrival reaches the tool through the request header the SDK hands
+// over. A value the client sends in that header is overwritten, so a late
+// heartbeat cannot claim an earlier arrival, and no call is judged at the
+// time its session began.
+func TestHTTPLegacyHeartbeatJudgedAtArrival(t *testing.T) {
+	f := newHTTPFixture(t, HTTPOptions{MaxConcurrent: 1, AdmissionWait: 50 * time.Second})
+	clock := f.store.Clock().(*lease.ManualClock)
+	legacy := func(hc *http.Client) *mcp.ClientSession {
+		t.Helper()
+		client := mcp.NewClient(&mcp.Implementation{Name: "legacy", Version: "1"}, nil)
+		cs, err := client.Connect(f.ctx, &mcp.StreamableClientTransport{Endpoint: f.url, HTTPClient: hc, MaxRetries: -1},
+			&mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { cs.Close() })
+		if v := cs.InitializeResult().ProtocolVersion; v != "2025-11-25" {
+			t.Fatalf("negotiated %q, want a legacy session", v)
+		}
+		return cs
+	}
+	claim := func(node string) map[string]any {
+		t.Helper()
+		c, err := f.store.CreateTask(f.ctx, "wf", taskgraph.NodeSpec{NodeID: node})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cl, _, err := f.store.Claim(f.ctx, taskgraph.ClaimRequest{Owner: "w", TaskID: c.Task.TaskID, Lease: 2 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return map[string]any{"task_id": cl.Task.TaskID, "owner": "w", "generation": cl.Lease.Generation, "claim_token": cl.Lease.Token}
+	}
+
+	cs := legacy(http.DefaultClient)
+	holder := claim("a")
+	takeSlots(t, f.h, 1) // every slot taken
+	done := make(chan error, 1)
+	go func() {
+		_, err := fleetCall(f.ctx, cs, manifest.ToolHeartbeat, holder)
+		done <- err
+	}()
+	waitFor(t, "the heartbeat to wait for a slot", func() bool { holders, _ := f.h.slots.waiting(); return holders == 1 })
+	clock.Advance(5 * time.Second) // the lease's expiry passes while it waits
+	f.h.slots.release()
+	if err := <-done; err != nil {
+		t.Fatalf("a legacy heartbeat that arrived in time was refused after waiting for a slot: %v", err)
+	}
+
+	// A client that sends the header itself, naming a time at which its
+	// lease was still live, is judged at its real arrival.
+	holder = claim("b")
+	forged := strconv.FormatInt(clock.Now().UnixNano(), 10)
+	clock.Advance(5 * time.Second) // b's lease lapsed
+	liar := legacy(&http.Client{Transport: headerRT{next: http.DefaultTransport, name: headerArrival, value: forged}})
+	if _, err := fleetCall(f.ctx, liar, manifest.ToolHeartbeat, holder); err == nil || !strings.Contains(err.Error(), "expired") {
+		t.Fatalf("a late heartbeat claiming an earlier arrival: %v, want refused as expired", err)
+	}
+
+	// Nor is a call judged at the time its session began: the session's
+	// context came from its initialize request, before this lease lapsed.
+	holder = claim("c")
+	clock.Advance(5 * time.Second)
+	if _, err := fleetCall(f.ctx, cs, manifest.ToolHeartbeat, holder); err == nil || !strings.Contains(err.Error(), "expired") {
+		t.Fatalf("a late heartbeat in a session begun while its lease was live: %v, want refused as expired", err)
+	}
+}
+
+// headerRT sets one request header on every request.
+type headerRT struct {
+	next        http.RoundTripper
+	name, value string
+}
+
+func (h headerRT) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set(h.name, h.value)
+	return h.next.RoundTrip(r)
 }
