@@ -7,8 +7,10 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io/fs"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -40,8 +42,13 @@ const (
 	// take one of the MCP concurrency slots (HTTPOptions.MaxConcurrent):
 	// the view cannot slow a worker's call down by more than its own reads.
 	UIMaxConcurrent = 4
-	// UIMaxWorkflows bounds the workflows /ui/ lists (in id order).
+	// UIMaxWorkflows is how many workflows one page of /ui/ lists, the
+	// most recently changed first.
 	UIMaxWorkflows = 200
+	// UIMaxQueryBytes bounds the list's filter (q).
+	UIMaxQueryBytes = 256
+	// UIMaxPage bounds the list's page number.
+	UIMaxPage = 100_000
 	// UIMaxEvents bounds the history events a task's detail shows (the
 	// latest ones).
 	UIMaxEvents = 200
@@ -66,13 +73,14 @@ var uiAssets embed.FS
 // uiHandler serves the live view. It reads only through the taskgraph
 // Store API and has no write path.
 type uiHandler struct {
-	h     *HTTPHandler
-	sem   chan struct{}
-	login *uiLogins
+	h        *HTTPHandler
+	sem      chan struct{}
+	login    *uiLogins
+	pageSize int // workflows per list page: UIMaxWorkflows (tests set fewer)
 }
 
 func newUIHandler(h *HTTPHandler) *uiHandler {
-	return &uiHandler{h: h, sem: make(chan struct{}, UIMaxConcurrent), login: newUILogins()}
+	return &uiHandler{h: h, sem: make(chan struct{}, UIMaxConcurrent), login: newUILogins(), pageSize: UIMaxWorkflows}
 }
 
 // isUIRoute reports whether path belongs to the live view.
@@ -124,7 +132,12 @@ func (u *uiHandler) serve(w http.ResponseWriter, r *http.Request) {
 		}
 		u.servePage(w, "workflow.html")
 	case path == "/ui/api/workflows":
-		u.withSlot(w, r, func(ctx context.Context) (any, error) { return u.listWorkflows(ctx, v) })
+		q, page, err := uiListQuery(r)
+		if err != nil {
+			writeUIJSON(w, r, http.StatusBadRequest, map[string]string{"error": err.Error()})
+			return
+		}
+		u.withSlot(w, r, func(ctx context.Context) (any, error) { return u.listWorkflows(ctx, v, q, page) })
 	case strings.HasPrefix(path, "/ui/api/workflows/"):
 		id := strings.TrimPrefix(path, "/ui/api/workflows/")
 		u.withSlot(w, r, func(ctx context.Context) (any, error) { return u.workflow(ctx, v, id) })
@@ -313,15 +326,40 @@ func uiTime(t time.Time) int64 {
 	return t.UnixMilli()
 }
 
-// uiWorkflowList is the answer of /ui/api/workflows.
+// uiWorkflowList is the answer of /ui/api/workflows: one page of the
+// workflows the viewer may see whose id contains Query, the most recently
+// changed first.
 type uiWorkflowList struct {
 	uiReadAt
 	Principal string              `json:"principal,omitempty"`
 	Workflows []uiWorkflowSummary `json:"workflows"`
-	// Truncated: more workflows exist than UIMaxWorkflows (or than the
-	// principal may see among the first ones read).
+	Query     string              `json:"query"`
+	Page      int                 `json:"page"`
+	PageSize  int                 `json:"page_size"`
+	// Matched counts every workflow the viewer may see that matches Query,
+	// on every page.
+	Matched int `json:"matched"`
+	// Truncated: more matching workflows follow on later pages.
 	Truncated bool `json:"truncated"`
 	PollMS    int  `json:"poll_ms"`
+}
+
+// uiListQuery reads the list's parameters: q, a part of a workflow id to
+// match (at most UIMaxQueryBytes of UTF-8), and page, from 0 (at most
+// UIMaxPage).
+func uiListQuery(r *http.Request) (q string, page int, err error) {
+	vals := r.URL.Query()
+	q = vals.Get("q")
+	if len(q) > UIMaxQueryBytes || !utf8.ValidString(q) {
+		return "", 0, fmt.Errorf("q: must be at most %d bytes of UTF-8 (got %d bytes)", UIMaxQueryBytes, len(q))
+	}
+	if s := vals.Get("page"); s != "" {
+		page, err = strconv.Atoi(s)
+		if err != nil || page < 0 || page > UIMaxPage {
+			return "", 0, fmt.Errorf("page: must be a whole number from 0 to %d (got %q)", UIMaxPage, s)
+		}
+	}
+	return q, page, nil
 }
 
 // uiWorkflowSummary is one workflow in the list.
@@ -334,24 +372,27 @@ type uiWorkflowSummary struct {
 	UpdatedAtMS int64          `json:"updated_at_ms"`
 }
 
-func (u *uiHandler) listWorkflows(ctx context.Context, v viewer) (*uiWorkflowList, error) {
+func (u *uiHandler) listWorkflows(ctx context.Context, v viewer, q string, page int) (*uiWorkflowList, error) {
 	now := u.h.srv.store.Clock().Now()
-	ids, err := u.h.srv.store.WorkflowIDs(ctx)
+	all, err := u.h.srv.store.RecentWorkflows(ctx)
 	if err != nil {
 		return nil, err
 	}
-	out := &uiWorkflowList{Workflows: []uiWorkflowSummary{}, PollMS: 5 * uiPollMS, uiReadAt: readAt(now)}
+	size := u.pageSize
+	out := &uiWorkflowList{Workflows: []uiWorkflowSummary{}, Query: q, Page: page, PageSize: size, PollMS: 5 * uiPollMS, uiReadAt: readAt(now)}
 	if v.p != nil {
 		out.Principal = v.p.Name
 	}
-	for _, id := range ids {
-		if !v.allows(id) {
-			continue
+	var ids []string
+	for _, wl := range all {
+		if v.allows(wl.WorkflowID) && strings.Contains(wl.WorkflowID, q) {
+			ids = append(ids, wl.WorkflowID)
 		}
-		if len(out.Workflows) == UIMaxWorkflows {
-			out.Truncated = true
-			break
-		}
+	}
+	out.Matched = len(ids)
+	first := min(page*size, len(ids))
+	out.Truncated = first+size < len(ids)
+	for _, id := range ids[first:min(first+size, len(ids))] {
 		// Counts only: a list poll reads no task rows, however large the
 		// workflows and their payloads are.
 		wf, err := u.h.srv.store.WorkflowSummary(taskgraph.WithArrival(ctx, now), id)

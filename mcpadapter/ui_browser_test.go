@@ -202,6 +202,37 @@ func TestUIBrowserStuckClaimIsMarked(t *testing.T) {
 	waitJS(t, tab, `document.querySelector('tr[data-workflow-id="wf"] td.err') !== null && document.querySelector('tr[data-workflow-id="wf"] td.err').textContent === "1"`)
 }
 
+// The list page pages through the workflows, newest first, and filters
+// them as one types, keeping both in the address.
+func TestUIBrowserListFilterAndPages(t *testing.T) {
+	f := newUIFixture(t, HTTPOptions{})
+	f.h.ui.pageSize = 2
+	for _, wf := range []string{"build-1", "deploy-1", "build-2"} {
+		if _, err := f.store.CreateWorkflow(f.ctx, wf, []taskgraph.NodeSpec{{NodeID: "x"}}); err != nil {
+			t.Fatal(err)
+		}
+		f.clock.Advance(time.Second)
+	}
+	rows := `Array.from(document.querySelectorAll("#workflows tbody tr")).map(tr => tr.dataset.workflowId).join(" ")`
+	tab := browser(t)
+	navigate(t, tab, f.base+"/ui/")
+	waitJS(t, tab, rows+` === "build-2 deploy-1" && !document.getElementById("next").hidden && document.getElementById("prev").hidden`)
+	if err := chromedp.Do(tab, chromedp.Click(chromedp.CSS("#next"))); err != nil {
+		t.Fatal(err)
+	}
+	waitJS(t, tab, rows+` === "build-1" && document.getElementById("next").hidden && !document.getElementById("prev").hidden && location.search === "?page=1"`)
+	if info := text(t, tab, "#pageinfo"); !strings.Contains(info, "3–3 of 3") {
+		t.Fatalf("page info %q, want 3–3 of 3", info)
+	}
+	if err := chromedp.Do(tab, chromedp.SendKeys(chromedp.CSS("#filter"), "build")); err != nil {
+		t.Fatal(err)
+	}
+	waitJS(t, tab, rows+` === "build-2 build-1" && location.search === "?q=build" && document.getElementById("next").hidden`)
+	// A reload keeps the filter.
+	navigate(t, tab, f.base+"/ui/?q=deploy")
+	waitJS(t, tab, rows+` === "deploy-1" && document.getElementById("filter").value === "deploy"`)
+}
+
 func TestUIBrowserLoginLink(t *testing.T) {
 	const token = "ui-browser-token-0123456789"
 	f := newUIFixture(t, HTTPOptions{AuthToken: token})

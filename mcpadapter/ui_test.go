@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -425,5 +426,68 @@ func TestUIShowsRequiresAndWaitingUntil(t *testing.T) {
 	f.clock.Advance(2 * time.Minute)
 	if l := nodes()["later"]; l.DueAtMS != 0 {
 		t.Fatalf("later once due: %+v, want no due time", l)
+	}
+}
+
+// The list shows the most recently changed workflows first, one page at a
+// time, filtered by a part of the id; bad parameters are refused with 400
+// naming the parameter and the rule.
+func TestUIListNewestFirstFilterAndPages(t *testing.T) {
+	f := newUIFixture(t, HTTPOptions{})
+	f.h.ui.pageSize = 2
+	for _, wf := range []string{"build-1", "deploy-1", "build-2", "build-3"} {
+		if _, err := f.store.CreateWorkflow(f.ctx, wf, []taskgraph.NodeSpec{{NodeID: "x"}}); err != nil {
+			t.Fatal(err)
+		}
+		f.clock.Advance(time.Second)
+	}
+	f.claim(t, "build-1", "x", "w", time.Minute) // build-1 changed last
+	list := func(query string) uiWorkflowList {
+		t.Helper()
+		status, _, body := f.get(t, http.MethodGet, "/ui/api/workflows"+query, nil)
+		var l uiWorkflowList
+		if status != http.StatusOK || json.Unmarshal([]byte(body), &l) != nil {
+			t.Fatalf("%s: status %d %s", query, status, body)
+		}
+		return l
+	}
+	ids := func(l uiWorkflowList) []string {
+		var out []string
+		for _, w := range l.Workflows {
+			out = append(out, w.WorkflowID)
+		}
+		return out
+	}
+	for query, want := range map[string]struct {
+		ids       []string
+		matched   int
+		truncated bool
+	}{
+		"":                    {[]string{"build-1", "build-3"}, 4, true},
+		"?page=1":             {[]string{"build-2", "deploy-1"}, 4, false},
+		"?page=2":             {nil, 4, false},
+		"?q=build":            {[]string{"build-1", "build-3"}, 3, true},
+		"?q=build&page=1":     {[]string{"build-2"}, 3, false},
+		"?q=deploy":           {[]string{"deploy-1"}, 1, false},
+		"?q=nothing-like-it":  {nil, 0, false},
+		"?q=" + "%E2%80%9C-1": {nil, 0, false}, // a quotation mark: valid UTF-8, matches nothing
+	} {
+		l := list(query)
+		if !slices.Equal(ids(l), want.ids) || l.Matched != want.matched || l.Truncated != want.truncated || l.PageSize != 2 {
+			t.Errorf("%s: %v matched %d truncated %v page size %d, want %v matched %d truncated %v",
+				query, ids(l), l.Matched, l.Truncated, l.PageSize, want.ids, want.matched, want.truncated)
+		}
+	}
+	for query, want := range map[string]string{
+		"?page=-1":                       "page: must be a whole number from 0 to 100000",
+		"?page=x":                        "page: must be a whole number",
+		"?page=100001":                   "page: must be a whole number from 0 to 100000",
+		"?q=%FF":                         "q: must be at most 256 bytes of UTF-8",
+		"?q=" + strings.Repeat("a", 257): "q: must be at most 256 bytes of UTF-8 (got 257 bytes)",
+	} {
+		status, _, body := f.get(t, http.MethodGet, "/ui/api/workflows"+query, nil)
+		if status != http.StatusBadRequest || !strings.Contains(body, want) {
+			t.Errorf("%.40s: status %d %s, want 400 saying %q", query, status, body, want)
+		}
 	}
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/tgdriver"
@@ -266,6 +268,38 @@ func (s *Store) CountByState(ctx context.Context) (map[State]int, error) {
 // lapsed and has not been processed yet.
 func (s *Store) OldestLeaseExpiry(ctx context.Context) (time.Time, error) {
 	return s.nextLeaseExpiry(ctx)
+}
+
+// WorkflowListing is one workflow as a list of them shows it before its
+// tasks are counted.
+type WorkflowListing struct {
+	WorkflowID string
+	// Tasks is the number of tasks the workflow holds.
+	Tasks     int
+	CreatedAt time.Time
+	UpdatedAt time.Time
+}
+
+// RecentWorkflows returns every workflow, the most recently changed first
+// (ties by id), without reading any task. A workflow changes when a task of
+// it is created or changes state.
+func (s *Store) RecentWorkflows(ctx context.Context) ([]WorkflowListing, error) {
+	wrs, err := s.drv.Reads().Workflows(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("list workflows: %w", err)
+	}
+	out := make([]WorkflowListing, len(wrs))
+	for i, w := range wrs {
+		out[i] = WorkflowListing{WorkflowID: w.WorkflowID, Tasks: int(w.TaskCount),
+			CreatedAt: time.UnixMilli(w.CreatedAtMS).UTC(), UpdatedAt: time.UnixMilli(w.UpdatedAtMS).UTC()}
+	}
+	slices.SortStableFunc(out, func(a, b WorkflowListing) int {
+		if c := b.UpdatedAt.Compare(a.UpdatedAt); c != 0 {
+			return c
+		}
+		return strings.Compare(a.WorkflowID, b.WorkflowID)
+	})
+	return out, nil
 }
 
 // WorkflowIDs returns the id of every workflow, in id order.

@@ -158,7 +158,37 @@ var GE = (function () {
     logout.addEventListener("click", function () {
       fetch("/ui/logout", { method: "POST", credentials: "same-origin" }).then(function () { location.reload(); });
     });
-    poller("/ui/api/workflows", function (d) {
+    // The filter and the page live in the address (?q=…&page=…), so a
+    // list can be shared and survives a reload.
+    var params = new URLSearchParams(location.search);
+    var state = { q: params.get("q") || "", page: Math.max(0, parseInt(params.get("page") || "0", 10) || 0) };
+    var filter = document.getElementById("filter"), prev = document.getElementById("prev"), next = document.getElementById("next");
+    filter.value = state.q;
+    var list = null, typing = null;
+    function listURL() {
+      var p = new URLSearchParams();
+      if (state.q) p.set("q", state.q);
+      if (state.page) p.set("page", String(state.page));
+      var s = p.toString();
+      return s ? "?" + s : "";
+    }
+    function follow() {
+      if (list) list.stop();
+      history.replaceState(null, "", "/ui/" + listURL());
+      list = poller("/ui/api/workflows" + listURL(), showList);
+    }
+    filter.addEventListener("input", function () {
+      clearTimeout(typing);
+      typing = setTimeout(function () { state.q = filter.value; state.page = 0; follow(); }, 250);
+    });
+    prev.addEventListener("click", function () { state.page = Math.max(0, state.page - 1); follow(); });
+    next.addEventListener("click", function () { state.page++; follow(); });
+    function showList(d) {
+      var first = d.page * d.page_size;
+      document.getElementById("pageinfo").textContent = d.matched === 0 ? "" :
+        (first + 1) + "–" + Math.min(first + d.page_size, d.matched) + " of " + d.matched + ", most recently changed first";
+      prev.hidden = d.page === 0;
+      next.hidden = !d.truncated;
       document.getElementById("who").textContent = d.principal ? "as " + d.principal : "";
       logout.hidden = !d.principal;
       tbody.replaceChildren();
@@ -173,10 +203,13 @@ var GE = (function () {
         tr.appendChild(GE.el("td", {}, GE.dur(d.now_ms - w.updated_at_ms) + " ago"));
         tbody.appendChild(tr);
       });
-      document.getElementById("empty").hidden = d.workflows.length > 0;
+      var empty = document.getElementById("empty");
+      empty.hidden = d.workflows.length > 0;
+      empty.textContent = d.matched > 0 ? "No workflows on this page." : d.query ? "No workflow id contains \u201c" + d.query + "\u201d." : "No workflows yet.";
       document.getElementById("truncated").hidden = !d.truncated;
       document.body.setAttribute("data-rendered", String(Number(document.body.getAttribute("data-rendered") || 0) + 1));
-    });
+    }
+    follow();
     return;
   }
 

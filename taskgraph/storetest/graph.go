@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -16,6 +17,7 @@ var graphTests = []test{
 	{"DiamondOrder", testDiamondOrder},
 	{"WorkflowSummaryCountsWithoutExpiring", testWorkflowSummary},
 	{"WorkflowGraphWithoutBodies", testWorkflowGraph},
+	{"RecentWorkflowsNewestFirst", testRecentWorkflows},
 	{"RejectedGraphsWriteNothing", testRejectedGraphsWriteNothing},
 	{"FailureCancelsDownstream", testFailureCancelsDownstream},
 	{"RetryUpToMaxAttempts", testRetryUpToMaxAttempts},
@@ -369,5 +371,56 @@ func testWorkflowGraph(t *testing.T, h Harness) {
 	}
 	if _, err := e.s.WorkflowGraph(e.ctx, "bad id!", 0); err == nil {
 		t.Fatal("graph of an invalid workflow id: no error")
+	}
+}
+
+// RecentWorkflows lists every workflow, the most recently changed first and
+// ties by id, with its task count and times; a task changing state moves
+// its workflow to the front.
+func testRecentWorkflows(t *testing.T, h Harness) {
+	e := setup(t, h)
+	if got, err := e.s.RecentWorkflows(e.ctx); err != nil || len(got) != 0 {
+		t.Fatalf("no workflows: %v (%v), want none", got, err)
+	}
+	create := func(wf string, nodes ...string) []tg.Created {
+		t.Helper()
+		var specs []tg.NodeSpec
+		for _, n := range nodes {
+			specs = append(specs, tg.NodeSpec{NodeID: n})
+		}
+		out, err := e.s.CreateWorkflow(e.ctx, wf, specs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	b := create("b", "x", "y")
+	e.clock.Advance(time.Second)
+	create("c", "x")
+	create("a", "x", "y", "z")
+	want := func(ids ...string) []tg.WorkflowListing {
+		t.Helper()
+		got, err := e.s.RecentWorkflows(e.ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var order []string
+		for _, w := range got {
+			order = append(order, w.WorkflowID)
+		}
+		if !slices.Equal(order, ids) {
+			t.Fatalf("recent workflows %v, want %v", order, ids)
+		}
+		return got
+	}
+	got := want("a", "c", "b") // a and c changed in the same millisecond: by id
+	if got[0].Tasks != 3 || got[2].Tasks != 2 || !got[2].CreatedAt.Equal(t0) || !got[0].UpdatedAt.Equal(t0.Add(time.Second)) {
+		t.Fatalf("listing %+v, want task counts 3 and 2 and the creation times", got)
+	}
+	e.clock.Advance(time.Second)
+	e.claim(t, "w", b[0].Task.TaskID, 0)
+	got = want("b", "a", "c")
+	if !got[0].UpdatedAt.Equal(t0.Add(2*time.Second)) || !got[0].CreatedAt.Equal(t0) {
+		t.Fatalf("b after a claim: %+v, want changed at the claim and created at the start", got[0])
 	}
 }
