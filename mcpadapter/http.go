@@ -306,7 +306,9 @@ func NewHTTPHandler(s *Server, opts HTTPOptions) (*HTTPHandler, error) {
 // the arrival time HTTPHandler stamped into its request's header.
 func callDeadlineMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
-		ctx = withHeaderArrival(ctx, req.GetExtra())
+		if req != nil {
+			ctx = withHeaderArrival(ctx, req.GetExtra())
+		}
 		p, _ := ctx.Value(callPolicyKey{}).(*callPolicy)
 		if p == nil || isNotification(method) || ctx.Value(deadlineAppliedKey{}) != nil {
 			return next(ctx, method, req)

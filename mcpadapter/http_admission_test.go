@@ -121,6 +121,56 @@ func fleetWorker(ctx context.Context, cs *mcp.ClientSession, owner string, compl
 	return nil
 }
 
+// fleet is a running fleet of fleetWorkers, half of them speaking
+// 2026-07-28 and half keeping a legacy session.
+type fleet struct {
+	completed    atomic.Int64
+	holderWrites latencies
+	cancel       context.CancelFunc
+	wg           sync.WaitGroup
+	errs         chan error
+}
+
+// startFleet connects workers clients to f, starts a fleetWorker on each
+// and waits until every one waits for work in the store.
+func startFleet(t *testing.T, f *httpFixture, workers int) *fleet {
+	t.Helper()
+	ctx, cancel := context.WithCancel(f.ctx)
+	t.Cleanup(cancel)
+	fl := &fleet{cancel: cancel, errs: make(chan error, workers)}
+	for i := range workers {
+		version := ""
+		if i%2 == 1 {
+			version = "2025-11-25"
+		}
+		cs, err := f.connect(version, "", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { cs.Close() })
+		fl.wg.Add(1)
+		go func() {
+			defer fl.wg.Done()
+			fl.errs <- fleetWorker(ctx, cs, fmt.Sprintf("w%d", i), &fl.completed, &fl.holderWrites)
+		}()
+	}
+	waitFor(t, "the whole fleet to wait for work", func() bool { return f.store.Waiters() == workers })
+	return fl
+}
+
+// stop ends the fleet and fails t with every worker's error.
+func (fl *fleet) stop(t *testing.T) {
+	t.Helper()
+	fl.cancel()
+	fl.wg.Wait()
+	close(fl.errs)
+	for err := range fl.errs {
+		if err != nil {
+			t.Errorf("worker: %v", err)
+		}
+	}
+}
+
 // latencies collects durations from many goroutines.
 type latencies struct {
 	mu sync.Mutex
@@ -150,29 +200,7 @@ func TestHTTPFleetOfLongPollsLeavesSlotsToHolders(t *testing.T) {
 	const workers, tasks = 100, 16
 	f, st := newHTTPStore(t)
 	srv := f.serveOn(t, HTTPOptions{}) // the defaults: 64 slots
-	fleetCtx, stopFleet := context.WithCancel(f.ctx)
-	defer stopFleet()
-	var completed atomic.Int64
-	var holderWrites latencies
-	errs := make(chan error, workers)
-	var wg sync.WaitGroup
-	for i := range workers {
-		version := "" // half the fleet speaks 2026-07-28, half keeps a legacy session
-		if i%2 == 1 {
-			version = "2025-11-25"
-		}
-		cs, err := f.connect(version, "", nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { cs.Close() })
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			errs <- fleetWorker(fleetCtx, cs, fmt.Sprintf("w%d", i), &completed, &holderWrites)
-		}()
-	}
-	waitFor(t, "the whole fleet to wait for work", func() bool { return st.Waiters() == workers })
+	fl := startFleet(t, f, workers)
 	if got := testutil.ToFloat64(f.metrics.longPolls); got != workers {
 		t.Fatalf("long polls in flight = %v, want %d", got, workers)
 	}
@@ -184,16 +212,9 @@ func TestHTTPFleetOfLongPollsLeavesSlotsToHolders(t *testing.T) {
 			t.Fatalf("create while %d workers wait: %v", workers, err)
 		}
 	}
-	waitFor(t, "every task to be completed", func() bool { return completed.Load() == tasks })
-	stopFleet()
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		if err != nil {
-			t.Errorf("worker: %v", err)
-		}
-	}
-	n, median, worst := holderWrites.summary()
+	waitFor(t, "every task to be completed", func() bool { return fl.completed.Load() == tasks })
+	fl.stop(t)
+	n, median, worst := fl.holderWrites.summary()
 	t.Logf("%d workers (half legacy) long-polling with wait_ms 5000, 64 slots, %d tasks: %d holder writes, median %v, max %v", workers, tasks, n, median, worst)
 	if got := testutil.ToFloat64(f.metrics.rejections.WithLabelValues("busy")); got != 0 {
 		t.Errorf("%v requests were refused as busy", got)
@@ -665,29 +686,7 @@ func TestHTTPFleetHolderWritesThroughAReaderFlood(t *testing.T) {
 	f := newHTTPFixture(t, HTTPOptions{MaxConcurrent: 2, AdmissionWait: -1})
 	takeSlots(t, f.h, 1) // one slot is held for the whole run
 	defer f.h.slots.release()
-	fleetCtx, stopFleet := context.WithCancel(f.ctx)
-	defer stopFleet()
-	var completed atomic.Int64
-	var holderWrites latencies
-	errs := make(chan error, workers)
-	var wg sync.WaitGroup
-	for i := range workers {
-		version := ""
-		if i%2 == 1 {
-			version = "2025-11-25"
-		}
-		cs, err := f.connect(version, "", nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { cs.Close() })
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			errs <- fleetWorker(fleetCtx, cs, fmt.Sprintf("w%d", i), &completed, &holderWrites)
-		}()
-	}
-	waitFor(t, "the whole fleet to wait for work", func() bool { return f.store.Waiters() == workers })
+	fl := startFleet(t, f, workers)
 	first, err := f.store.CreateTask(f.ctx, "other", taskgraph.NodeSpec{NodeID: "seen"})
 	if err != nil {
 		t.Fatal(err)
@@ -722,18 +721,11 @@ func TestHTTPFleetHolderWritesThroughAReaderFlood(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	waitFor(t, "every task to be completed", func() bool { return completed.Load() == tasks })
+	waitFor(t, "every task to be completed", func() bool { return fl.completed.Load() == tasks })
 	stopReaders()
 	rg.Wait()
-	stopFleet()
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		if err != nil {
-			t.Errorf("worker: %v", err)
-		}
-	}
-	n, median, worst := holderWrites.summary()
+	fl.stop(t)
+	n, median, worst := fl.holderWrites.summary()
 	busy := testutil.ToFloat64(f.metrics.rejections.WithLabelValues("busy"))
 	t.Logf("%d workers, %d readers, 1 free slot, admission-wait off: %d holder writes (median %v, max %v), %d reads served, %d refused (%v busy rejections)",
 		workers, readers, n, median, worst, reads.Load(), refused.Load(), busy)

@@ -53,6 +53,18 @@ func (s *Store) Task(ctx context.Context, taskID string) (Task, error) {
 	return r.Task, nil
 }
 
+// workflowRow reads workflowID's row; a missing workflow is ErrNotFound.
+func workflowRow(ctx context.Context, rd tgdriver.Reads, workflowID string) (tgdriver.WorkflowRow, error) {
+	wr, err := rd.Workflow(ctx, workflowID)
+	if errors.Is(err, tgdriver.ErrNoRows) {
+		return wr, &notFoundError{what: "workflow", id: workflowID}
+	}
+	if err != nil {
+		return wr, fmt.Errorf("read workflow %s: %w", workflowID, err)
+	}
+	return wr, nil
+}
+
 // Workflow returns a whole workflow: tasks in creation order, edges, counts,
 // read from one snapshot.
 func (s *Store) Workflow(ctx context.Context, workflowID string) (WorkflowView, error) {
@@ -62,12 +74,9 @@ func (s *Store) Workflow(ctx context.Context, workflowID string) (WorkflowView, 
 	var v WorkflowView
 	err := s.drv.Snapshot(ctx, func(rd tgdriver.Reads) error {
 		v = WorkflowView{WorkflowID: workflowID, Counts: map[State]int{}}
-		wr, err := rd.Workflow(ctx, workflowID)
-		if errors.Is(err, tgdriver.ErrNoRows) {
-			return &notFoundError{what: "workflow", id: workflowID}
-		}
+		wr, err := workflowRow(ctx, rd, workflowID)
 		if err != nil {
-			return fmt.Errorf("read workflow %s: %w", workflowID, err)
+			return err
 		}
 		v.CreatedAt, v.UpdatedAt = time.UnixMilli(wr.CreatedAtMS).UTC(), time.UnixMilli(wr.UpdatedAtMS).UTC()
 		trs, err := rd.ListTasks(ctx, tgdriver.ListFilter{WorkflowID: workflowID, Limit: MaxTasksPerWorkflow})
@@ -123,12 +132,9 @@ func (s *Store) WorkflowSummary(ctx context.Context, workflowID string) (Workflo
 	now := s.arrival(ctx)
 	var v WorkflowSummary
 	err := s.drv.Snapshot(ctx, func(rd tgdriver.Reads) error {
-		wr, err := rd.Workflow(ctx, workflowID)
-		if errors.Is(err, tgdriver.ErrNoRows) {
-			return &notFoundError{what: "workflow", id: workflowID}
-		}
+		wr, err := workflowRow(ctx, rd, workflowID)
 		if err != nil {
-			return fmt.Errorf("read workflow %s: %w", workflowID, err)
+			return err
 		}
 		counts, stuck, err := rd.WorkflowCounts(ctx, workflowID, now.UnixMilli())
 		if err != nil {
@@ -165,12 +171,9 @@ func (s *Store) WorkflowGraph(ctx context.Context, workflowID string, limit int)
 	}
 	var v WorkflowView
 	err := s.drv.Snapshot(ctx, func(rd tgdriver.Reads) error {
-		wr, err := rd.Workflow(ctx, workflowID)
-		if errors.Is(err, tgdriver.ErrNoRows) {
-			return &notFoundError{what: "workflow", id: workflowID}
-		}
+		wr, err := workflowRow(ctx, rd, workflowID)
 		if err != nil {
-			return fmt.Errorf("read workflow %s: %w", workflowID, err)
+			return err
 		}
 		v = WorkflowView{WorkflowID: workflowID, Counts: map[State]int{},
 			CreatedAt: time.UnixMilli(wr.CreatedAtMS).UTC(), UpdatedAt: time.UnixMilli(wr.UpdatedAtMS).UTC()}

@@ -1,5 +1,7 @@
 package tgdriver
 
+import "strings"
+
 // TaskRow is a task as stored. Nullable columns map to zero values: an empty
 // Owner, Error or Result, a zero LeaseExpiresAtMS, LeaseMS or CancelCause
 // (seqs start at 1) all mean NULL.
@@ -148,6 +150,19 @@ type ListFilter struct {
 	// that shows neither: Payload is "null", Result "" and HasResult false.
 	// Every other column is read as usual.
 	NoBodies bool
+}
+
+// NoBodiesColumns returns a driver's task column list cols (which names
+// payload right after node_id and result right after unmet) with payload
+// replaced by the constant 'null' and result by NULL, for ListFilter.NoBodies.
+// It panics if cols does not name them so: a changed column list must be
+// caught when the driver's package loads, not by a wrong read.
+func NoBodiesColumns(cols string) string {
+	out := strings.Replace(strings.Replace(cols, "node_id, payload,", "node_id, 'null',", 1), "unmet, result,", "unmet, NULL,", 1)
+	if strings.Contains(out, "payload") || strings.Contains(out, "result") {
+		panic("tgdriver: NoBodiesColumns: the task column list does not name payload and result where expected")
+	}
+	return out
 }
 
 // Opt is an optional column value for TaskSet and TaskGuard: unset leaves

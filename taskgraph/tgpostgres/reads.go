@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -27,17 +26,7 @@ const taskColumns = `seq, task_id, workflow_id, node_id, payload, depends_on, st
 // taskColumnsNoBodies is taskColumns with the payload read as JSON null
 // and the result as NULL (ListFilter.NoBodies): neither is fetched or
 // detoasted.
-var taskColumnsNoBodies = noBodies(taskColumns)
-
-// noBodies returns the column list cols with payload and result replaced
-// by constants, in place.
-func noBodies(cols string) string {
-	out := strings.Replace(strings.Replace(cols, "node_id, payload,", "node_id, 'null'::text,", 1), "unmet, result,", "unmet, NULL::text,", 1)
-	if strings.Contains(out, "payload") || strings.Contains(out, "result") {
-		panic("tgpostgres: the task column list changed; update noBodies")
-	}
-	return out
-}
+var taskColumnsNoBodies = tgdriver.NoBodiesColumns(taskColumns)
 
 const eventColumns = `event_id, workflow_id, wseq, task_id, kind, owner, generation, at_ms, detail, prev_hash, hash,
 	hash_version, actor_kind, actor_name, actor_principal, task_state, content`

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/tgdriver"
 )
@@ -53,17 +52,7 @@ const taskColumns = `seq, task_id, workflow_id, node_id, payload, depends_on, st
 // taskColumnsNoBodies is taskColumns with the payload read as JSON null
 // and the result as NULL (ListFilter.NoBodies): neither is copied out of
 // the row.
-var taskColumnsNoBodies = noBodies(taskColumns)
-
-// noBodies returns the column list cols with payload and result replaced
-// by constants, in place.
-func noBodies(cols string) string {
-	out := strings.Replace(strings.Replace(cols, "node_id, payload,", "node_id, 'null',", 1), "unmet, result,", "unmet, NULL,", 1)
-	if strings.Contains(out, "payload") || strings.Contains(out, "result") {
-		panic("tgsqlite: the task column list changed; update noBodies")
-	}
-	return out
-}
+var taskColumnsNoBodies = tgdriver.NoBodiesColumns(taskColumns)
 
 type scanner interface{ Scan(dest ...any) error }
 
