@@ -4,9 +4,11 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -52,6 +54,69 @@ type taskTrail struct {
 	stateSeq int64
 	payload  string // the payload digest of its v2 create event
 	payloSeq int64
+	made     *createDetail // what its create event recorded; nil when none
+	madeSeq  int64
+}
+
+// createDetail is what a create event's detail records of the columns
+// fixed at creation. Priority, requires and retry_delay_ms are recorded
+// only when not the default (0, none, DefaultRetryDelay), in every hash
+// version: before they existed every task had the default. MaxAttempts is
+// nil when the event does not record it. The lists stay raw: the detail is
+// canonical JSON, and for identifiers (all node ids and tags are) it is the
+// text the row stores, so they compare without decoding.
+type createDetail struct {
+	NodeID       string          `json:"node_id"`
+	DependsOn    json.RawMessage `json:"depends_on"`
+	MaxAttempts  *int            `json:"max_attempts"`
+	Priority     int             `json:"priority"`
+	Requires     json.RawMessage `json:"requires"`
+	RetryDelayMS *int64          `json:"retry_delay_ms"`
+}
+
+// emptyList reports whether raw is an absent, null or empty JSON list.
+func emptyList(raw json.RawMessage) bool {
+	return len(raw) == 0 || string(raw) == "null" || string(raw) == "[]"
+}
+
+// differs names the first column fixed at creation in which tr differs from
+// what d records, with the stored and the recorded value; ok is false when
+// none does.
+func (d *createDetail) differs(tr *tgdriver.TaskStateRow) (column, stored, recorded string, ok bool) {
+	retry := DefaultRetryDelay.Milliseconds()
+	if d.RetryDelayMS != nil {
+		retry = *d.RetryDelayMS
+	}
+	switch {
+	case tr.NodeID != d.NodeID:
+		return "node_id", strconv.Quote(tr.NodeID), strconv.Quote(d.NodeID), true
+	case emptyList(d.DependsOn) && tr.DependsOn != "[]", !emptyList(d.DependsOn) && tr.DependsOn != string(d.DependsOn):
+		deps := string(d.DependsOn)
+		if emptyList(d.DependsOn) {
+			deps = "[]"
+		}
+		return "depends_on", tr.DependsOn, deps, true
+	case d.MaxAttempts != nil && tr.MaxAttempts != *d.MaxAttempts:
+		return "max_attempts", strconv.Itoa(tr.MaxAttempts), strconv.Itoa(*d.MaxAttempts), true
+	case tr.Priority != d.Priority:
+		return "priority", strconv.Itoa(tr.Priority), strconv.Itoa(d.Priority), true
+	case !requiresMatch(tr.Requires, d.Requires):
+		var tags []string
+		_ = json.Unmarshal(d.Requires, &tags) // for the message only; a list that does not decode shows as none
+		return "requires", strconv.Quote(tr.Requires), strconv.Quote(strings.Join(tags, " ")), true
+	case tr.RetryDelayMS != retry:
+		return "retry_delay_ms", strconv.FormatInt(tr.RetryDelayMS, 10), strconv.FormatInt(retry, 10), true
+	}
+	return "", "", "", false
+}
+
+// requiresMatch reports whether the stored canonical requires (tags joined
+// by one space) are the list raw records.
+func requiresMatch(stored string, raw json.RawMessage) bool {
+	if stored == "" {
+		return emptyList(raw)
+	}
+	return string(raw) == `["`+strings.ReplaceAll(stored, " ", `","`)+`"]`
 }
 
 // verifyWorkflows checks every workflow's chain and tasks, returning the
@@ -227,6 +292,13 @@ func (c *chainChecker) event(e *tgdriver.EventRow) *BrokenLink {
 	}
 	c.prev = e.Hash
 	tt := c.trails[e.TaskID]
+	if e.Kind == EventCreate {
+		d := new(createDetail)
+		if err := json.Unmarshal([]byte(e.Detail), d); err != nil {
+			return stop("create event's detail does not describe a task (%v)", err)
+		}
+		tt.made, tt.madeSeq = d, e.Seq
+	}
 	if e.HashVersion < HashV2 {
 		c.rep.V1Events++
 		tt.v1 = true
@@ -285,6 +357,12 @@ func (c *chainChecker) task(tr *tgdriver.TaskStateRow) *BrokenLink {
 		}
 	} else if !tt.v1 {
 		return &BrokenLink{WorkflowID: workflowID, TaskID: tr.TaskID, Reason: fmt.Sprintf("task %s has no events", tr.TaskID)}
+	}
+	if tt.made != nil {
+		if col, stored, recorded, ok := tt.made.differs(tr); ok {
+			return &BrokenLink{WorkflowID: workflowID, Seq: tt.madeSeq, TaskID: tr.TaskID,
+				Reason: fmt.Sprintf("task %s: stored %s %s, but its create event %d recorded %s (changed without an event)", tr.TaskID, col, stored, tt.madeSeq, recorded)}
+		}
 	}
 	if tt.payload != "" && sha256Of(tr.Payload) != tt.payload {
 		return &BrokenLink{WorkflowID: workflowID, Seq: tt.payloSeq, TaskID: tr.TaskID,

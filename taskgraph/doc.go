@@ -199,7 +199,8 @@
 // workflow and task rows), whose first entry records the switch to format 2
 // and adopts the workflows that existed. VerifyHistory checks the audit
 // chain against the stored workflows, every event chain, and every task row
-// against the state its last event left, and reports the first broken item.
+// against the state its last event left and the columns fixed at creation
+// against its create event's detail, and reports the first broken item.
 // It reads on one snapshot, one goroutine running the queries (per workflow,
 // its events then the audited columns of its tasks) and a second checking
 // the rows in that order, at most a few bounded batches behind: the report

@@ -156,6 +156,13 @@ func testTamperRowsDetected(t *testing.T, h Harness) {
 		{"change generation", "b", `UPDATE tasks SET generation = generation + 1 WHERE workflow_id = 'wf' AND node_id = 'b'`, 8, "stored generation differs"},
 		{"change attempts", "b", `UPDATE tasks SET attempts = 0 WHERE workflow_id = 'wf' AND node_id = 'b'`, 8, "stored attempts differs"},
 		{"delete a task", "b", `DELETE FROM tasks WHERE workflow_id = 'wf' AND node_id = 'b'`, 0, "which is not stored"},
+		// The columns fixed at creation, recorded in the create event's detail.
+		{"raise the priority", "a", `UPDATE tasks SET priority = 100 WHERE workflow_id = 'wf' AND node_id = 'a'`, 1, "stored priority 100, but its create event 1 recorded 0"},
+		{"drop a requirement", "b", `UPDATE tasks SET requires = 'gpu' WHERE workflow_id = 'wf' AND node_id = 'b'`, 2, `stored requires "gpu", but its create event 2 recorded ""`},
+		{"grant attempts", "b", `UPDATE tasks SET max_attempts = 9 WHERE workflow_id = 'wf' AND node_id = 'b'`, 2, "stored max_attempts 9, but its create event 2 recorded 3"},
+		{"change the retry delay", "a", `UPDATE tasks SET retry_delay_ms = 0 WHERE workflow_id = 'wf' AND node_id = 'a'`, 1, "stored retry_delay_ms 0, but its create event 1 recorded 1000"},
+		{"rename a node", "a", `UPDATE tasks SET node_id = 'z' WHERE workflow_id = 'wf' AND node_id = 'a'`, 1, `stored node_id "z", but its create event 1 recorded "a"`},
+		{"rewrite dependencies", "b", `UPDATE tasks SET depends_on = '[]' WHERE workflow_id = 'wf' AND node_id = 'b'`, 2, `stored depends_on [], but its create event 2 recorded ["a"]`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := historyFixture(t, h)

@@ -57,6 +57,15 @@ type TaskStateRow struct {
 	Result     string
 	HasResult  bool
 	Error      string
+	// The columns fixed at creation, which the create event's detail
+	// records: NodeID, DependsOn (JSON text), MaxAttempts, Priority,
+	// Requires (canonical, space-joined) and RetryDelayMS.
+	NodeID       string
+	DependsOn    string
+	MaxAttempts  int
+	Priority     int
+	Requires     string
+	RetryDelayMS int64
 }
 
 // TaskRef names a task by seq, with its workflow.
