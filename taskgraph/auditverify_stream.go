@@ -66,17 +66,109 @@ type taskTrail struct {
 // canonical JSON, and for identifiers (all node ids and tags are) it is the
 // text the row stores, so they compare without decoding.
 type createDetail struct {
-	NodeID       string          `json:"node_id"`
-	DependsOn    json.RawMessage `json:"depends_on"`
-	MaxAttempts  *int            `json:"max_attempts"`
-	Priority     int             `json:"priority"`
-	Requires     json.RawMessage `json:"requires"`
-	RetryDelayMS *int64          `json:"retry_delay_ms"`
+	NodeID       string
+	DependsOn    string // raw JSON; "" when absent
+	MaxAttempts  *int
+	Priority     int
+	Requires     string // raw JSON; "" when absent
+	RetryDelayMS *int64
+}
+
+// parseCreateDetail reads a create event's detail. The compact text the
+// store writes (every format-2 detail, canonical as its hash check found)
+// is read in one pass; anything else goes through encoding/json.
+func parseCreateDetail(detail string) (*createDetail, error) {
+	if d, ok := parseCreateDetailCanonical(detail); ok {
+		return d, nil
+	}
+	return parseCreateDetailJSON(detail)
+}
+
+// parseCreateDetailJSON reads a create event's detail with encoding/json.
+func parseCreateDetailJSON(detail string) (*createDetail, error) {
+	var v struct {
+		NodeID       string          `json:"node_id"`
+		DependsOn    json.RawMessage `json:"depends_on"`
+		MaxAttempts  *int            `json:"max_attempts"`
+		Priority     int             `json:"priority"`
+		Requires     json.RawMessage `json:"requires"`
+		RetryDelayMS *int64          `json:"retry_delay_ms"`
+	}
+	if err := json.Unmarshal([]byte(detail), &v); err != nil {
+		return nil, err
+	}
+	return &createDetail{NodeID: v.NodeID, DependsOn: string(v.DependsOn), MaxAttempts: v.MaxAttempts, Priority: v.Priority,
+		Requires: string(v.Requires), RetryDelayMS: v.RetryDelayMS}, nil
+}
+
+// parseCreateDetailCanonical reads detail when it is an object in the
+// compact form the store writes (no white space, the string escapes of
+// RFC 8785), whose node_id has no escapes and whose numbers are integers;
+// ok is false otherwise. Members are read in any order, a repeated one as
+// its last, as encoding/json does.
+func parseCreateDetailCanonical(detail string) (d *createDetail, ok bool) {
+	if len(detail) < 2 || detail[0] != '{' {
+		return nil, false
+	}
+	d = &createDetail{}
+	p := canonScanner{b: detail, i: 1}
+	if detail[1] == '}' {
+		return d, len(detail) == 2
+	}
+	for {
+		ks := p.i
+		if p.i >= len(detail) || detail[p.i] != '"' {
+			return nil, false
+		}
+		if simple, ok := p.str(); !ok || !simple {
+			return nil, false
+		}
+		key := detail[ks+1 : p.i-1]
+		if p.i >= len(detail) || detail[p.i] != ':' {
+			return nil, false
+		}
+		p.i++
+		vs := p.i
+		if !p.value(1) {
+			return nil, false
+		}
+		raw := detail[vs:p.i]
+		var err error
+		switch key {
+		case "node_id":
+			if len(raw) < 2 || raw[0] != '"' || strings.ContainsAny(raw[1:len(raw)-1], `"\`) {
+				return nil, false
+			}
+			d.NodeID = raw[1 : len(raw)-1]
+		case "depends_on":
+			d.DependsOn = raw
+		case "requires":
+			d.Requires = raw
+		case "max_attempts":
+			n, e := strconv.Atoi(raw)
+			d.MaxAttempts, err = &n, e
+		case "priority":
+			d.Priority, err = strconv.Atoi(raw)
+		case "retry_delay_ms":
+			n, e := strconv.ParseInt(raw, 10, 64)
+			d.RetryDelayMS, err = &n, e
+		}
+		if err != nil || p.i >= len(detail) {
+			return nil, false
+		}
+		if detail[p.i] == '}' {
+			return d, p.i+1 == len(detail)
+		}
+		if detail[p.i] != ',' {
+			return nil, false
+		}
+		p.i++
+	}
 }
 
 // emptyList reports whether raw is an absent, null or empty JSON list.
-func emptyList(raw json.RawMessage) bool {
-	return len(raw) == 0 || string(raw) == "null" || string(raw) == "[]"
+func emptyList(raw string) bool {
+	return raw == "" || raw == "null" || raw == "[]"
 }
 
 // differs names the first column fixed at creation in which tr differs from
@@ -90,8 +182,8 @@ func (d *createDetail) differs(tr *tgdriver.TaskStateRow) (column, stored, recor
 	switch {
 	case tr.NodeID != d.NodeID:
 		return "node_id", strconv.Quote(tr.NodeID), strconv.Quote(d.NodeID), true
-	case emptyList(d.DependsOn) && tr.DependsOn != "[]", !emptyList(d.DependsOn) && tr.DependsOn != string(d.DependsOn):
-		deps := string(d.DependsOn)
+	case emptyList(d.DependsOn) && tr.DependsOn != "[]", !emptyList(d.DependsOn) && tr.DependsOn != d.DependsOn:
+		deps := d.DependsOn
 		if emptyList(d.DependsOn) {
 			deps = "[]"
 		}
@@ -102,7 +194,7 @@ func (d *createDetail) differs(tr *tgdriver.TaskStateRow) (column, stored, recor
 		return "priority", strconv.Itoa(tr.Priority), strconv.Itoa(d.Priority), true
 	case !requiresMatch(tr.Requires, d.Requires):
 		var tags []string
-		_ = json.Unmarshal(d.Requires, &tags) // for the message only; a list that does not decode shows as none
+		_ = json.Unmarshal([]byte(d.Requires), &tags) // for the message only; a list that does not decode shows as none
 		return "requires", strconv.Quote(tr.Requires), strconv.Quote(strings.Join(tags, " ")), true
 	case tr.RetryDelayMS != retry:
 		return "retry_delay_ms", strconv.FormatInt(tr.RetryDelayMS, 10), strconv.FormatInt(retry, 10), true
@@ -112,11 +204,11 @@ func (d *createDetail) differs(tr *tgdriver.TaskStateRow) (column, stored, recor
 
 // requiresMatch reports whether the stored canonical requires (tags joined
 // by one space) are the list raw records.
-func requiresMatch(stored string, raw json.RawMessage) bool {
+func requiresMatch(stored string, raw string) bool {
 	if stored == "" {
 		return emptyList(raw)
 	}
-	return string(raw) == `["`+strings.ReplaceAll(stored, " ", `","`)+`"]`
+	return raw == `["`+strings.ReplaceAll(stored, " ", `","`)+`"]`
 }
 
 // verifyWorkflows checks every workflow's chain and tasks, returning the
@@ -293,8 +385,8 @@ func (c *chainChecker) event(e *tgdriver.EventRow) *BrokenLink {
 	c.prev = e.Hash
 	tt := c.trails[e.TaskID]
 	if e.Kind == EventCreate {
-		d := new(createDetail)
-		if err := json.Unmarshal([]byte(e.Detail), d); err != nil {
+		d, err := parseCreateDetail(e.Detail)
+		if err != nil {
 			return stop("create event's detail does not describe a task (%v)", err)
 		}
 		tt.made, tt.madeSeq = d, e.Seq
