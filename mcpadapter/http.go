@@ -296,6 +296,7 @@ func NewHTTPHandler(s *Server, opts HTTPOptions) (*HTTPHandler, error) {
 	}
 	if h.metrics != nil {
 		h.metrics.registerSessions(h.legacySessions)
+		h.metrics.registerSlotWaiters(h.slots.waiting)
 		h.metricsHTTP = h.metrics.Handler()
 	}
 	return h, nil

@@ -631,6 +631,13 @@ func TestHTTPHolderWritesWaitAheadOfShortCalls(t *testing.T) {
 			modernHeaders("tools/call", headerName, manifest.ToolHeartbeat))
 	}()
 	waitFor(t, "the heartbeat to wait for a slot", func() bool { h, _ := f.h.slots.waiting(); return h == 1 })
+	// Operators see both waiting, apart.
+	m := f.do(http.MethodGet, f.ts.URL+MetricsPath, nil, nil)
+	for _, want := range []string{`graph_engineering_http_slot_waiters{kind="holder"} 1`, `graph_engineering_http_slot_waiters{kind="other"} 1`} {
+		if !strings.Contains(string(m.body), want) {
+			t.Fatalf("/metrics while a heartbeat and a list wait: no %s", want)
+		}
+	}
 	f.h.slots.release() // the call in progress ends: its slot goes to the heartbeat
 	r := <-beat
 	var res map[string]any

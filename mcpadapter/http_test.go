@@ -549,6 +549,8 @@ func TestHTTPMetrics(t *testing.T) {
 		`graph_engineering_mcp_request_duration_seconds_count{era="modern",method="tools/call"} 4`,
 		`graph_engineering_mcp_request_duration_seconds_count{era="legacy",method="initialize"} 1`,
 		`graph_engineering_mcp_sessions 1`,
+		`graph_engineering_http_slot_waiters{kind="holder"} 0`,
+		`graph_engineering_http_slot_waiters{kind="other"} 0`,
 		`graph_engineering_http_requests_in_flight 0`,
 		`graph_engineering_database_up 1`,
 		`graph_engineering_claim_waiters 0`,

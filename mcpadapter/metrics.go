@@ -173,6 +173,23 @@ func (m *Metrics) registerSessions(count func() int) {
 	}, func() float64 { return float64(count()) }))
 }
 
+// registerSlotWaiters exports the short calls waiting for a concurrency
+// slot, holder writes and the others apart.
+func (m *Metrics) registerSlotWaiters(waiting func() (holders, others int)) {
+	for _, kind := range []string{"holder", "other"} {
+		_ = m.reg.Register(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Namespace: MetricsNamespace, Name: "http_slot_waiters", ConstLabels: prometheus.Labels{"kind": kind},
+			Help: "MCP requests waiting for one of the --max-concurrent slots: holder writes (heartbeat, complete, fail, cancel; served first) and other short calls.",
+		}, func() float64 {
+			h, o := waiting()
+			if kind == "holder" {
+				return float64(h)
+			}
+			return float64(o)
+		}))
+	}
+}
+
 type promLogger struct{ log *slog.Logger }
 
 func (l promLogger) Println(v ...any) { l.log.Warn("metrics scrape", "err", fmt.Sprint(v...)) }
