@@ -51,6 +51,52 @@ window.addEventListener("message", function (ev) {
 fetch("/app.html").then(function (r) { return r.text(); }).then(function (html) { frame.srcdoc = html; });
 `
 
+// appHost serves appHostPage with the App's html in its frame: GET
+// /tool-result answers toolResult(), and POST /call forwards a tools/call
+// of the App to cs when allow accepts the tool's name (else 400). It is
+// closed when t ends.
+func appHost(t *testing.T, cs *mcp.ClientSession, html string, toolResult func() any, allow func(name string) bool) *httptest.Server {
+	t.Helper()
+	mux := http.NewServeMux()
+	page := func(ct, body string) http.HandlerFunc {
+		return func(w http.ResponseWriter, _ *http.Request) {
+			w.Header().Set("Content-Type", ct)
+			_, _ = w.Write([]byte(body))
+		}
+	}
+	mux.HandleFunc("GET /{$}", page("text/html", appHostPage))
+	mux.HandleFunc("GET /host.js", page("text/javascript", appHostScript))
+	mux.HandleFunc("GET /app.html", page("text/html", html))
+	mux.HandleFunc("GET /tool-result", func(w http.ResponseWriter, _ *http.Request) { _ = json.NewEncoder(w).Encode(toolResult()) })
+	mux.HandleFunc("POST /call", func(w http.ResponseWriter, r *http.Request) {
+		var p mcp.CallToolParams
+		if err := json.NewDecoder(r.Body).Decode(&p); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		if !allow(p.Name) {
+			http.Error(w, "this host forwards no call of "+p.Name, http.StatusBadRequest)
+			return
+		}
+		res, err := cs.CallTool(r.Context(), &p)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadGateway)
+			return
+		}
+		_ = json.NewEncoder(w).Encode(res)
+	})
+	host := httptest.NewServer(mux)
+	t.Cleanup(host.Close)
+	return host
+}
+
+// appExpr wraps the JavaScript expression expr, which may use d (the App
+// frame's document), to be evaluated in the host page: null until the
+// frame has a body.
+func appExpr(expr string) string {
+	return `(function () { var d = document.getElementById("app").contentDocument; return d && d.body ? (` + expr + `) : null; })()`
+}
+
 func TestUIAppInAHostPage(t *testing.T) {
 	f := newUIFixture(t, HTTPOptions{})
 	compile, _ := f.shapeTwelve(t, "build-42")
@@ -129,44 +175,18 @@ func TestUIAppInAHostPage(t *testing.T) {
 
 	var mu sync.Mutex
 	var called []string
-	mux := http.NewServeMux()
-	page := func(ct, body string) http.HandlerFunc {
-		return func(w http.ResponseWriter, _ *http.Request) {
-			w.Header().Set("Content-Type", ct)
-			_, _ = w.Write([]byte(body))
-		}
-	}
-	mux.HandleFunc("GET /{$}", page("text/html", appHostPage))
-	mux.HandleFunc("GET /host.js", page("text/javascript", appHostScript))
-	mux.HandleFunc("GET /app.html", page("text/html", rr.Contents[0].Text))
-	mux.HandleFunc("GET /tool-result", func(w http.ResponseWriter, _ *http.Request) {
+	host := appHost(t, cs, rr.Contents[0].Text, func() any {
 		mu.Lock()
 		defer mu.Unlock()
-		_ = json.NewEncoder(w).Encode(toolResult)
-	})
-	mux.HandleFunc("POST /call", func(w http.ResponseWriter, r *http.Request) {
-		var p mcp.CallToolParams
-		if err := json.NewDecoder(r.Body).Decode(&p); err != nil {
-			http.Error(w, err.Error(), http.StatusBadRequest)
-			return
-		}
+		return toolResult
+	}, func(name string) bool {
 		mu.Lock()
-		called = append(called, p.Name)
+		called = append(called, name)
 		mu.Unlock()
-		res, err := cs.CallTool(r.Context(), &p)
-		if err != nil {
-			http.Error(w, err.Error(), http.StatusBadGateway)
-			return
-		}
-		_ = json.NewEncoder(w).Encode(res)
+		return true
 	})
-	host := httptest.NewServer(mux)
-	defer host.Close()
 
 	tab := browser(t)
-	inApp := func(expr string) string {
-		return `(function () { var d = document.getElementById("app").contentDocument; return d && d.body ? (` + expr + `) : null; })()`
-	}
 	for i, h := range handed {
 		mu.Lock()
 		handOver(i)
@@ -176,20 +196,20 @@ func TestUIAppInAHostPage(t *testing.T) {
 		// Whatever task it was handed, the App draws the whole workflow,
 		// all 12, with the states the store has, where the live view puts
 		// them, after one read of the outline.
-		waitJS(t, tab, inApp(`d.querySelectorAll("#dag g.node").length === 12`))
-		got := eval[map[string]string](t, tab, inApp(`Object.fromEntries(Array.from(d.querySelectorAll("#dag g.node")).map(g => [g.dataset.nodeId, g.dataset.state]))`))
+		waitJS(t, tab, appExpr(`d.querySelectorAll("#dag g.node").length === 12`))
+		got := eval[map[string]string](t, tab, appExpr(`Object.fromEntries(Array.from(d.querySelectorAll("#dag g.node")).map(g => [g.dataset.nodeId, g.dataset.state]))`))
 		for node, st := range f.states(t, "build-42") {
 			if got[node] != st {
 				t.Errorf("%s: the App draws %s as %q, the store has %q", h.name, node, got[node], st)
 			}
 		}
-		pos := eval[map[string]string](t, tab, inApp(`Object.fromEntries(Array.from(d.querySelectorAll("#dag g.node")).map(g => [g.dataset.nodeId, g.getAttribute("transform")]))`))
+		pos := eval[map[string]string](t, tab, appExpr(`Object.fromEntries(Array.from(d.querySelectorAll("#dag g.node")).map(g => [g.dataset.nodeId, g.getAttribute("transform")]))`))
 		for node, p := range wantPos {
 			if pos[node] != p {
 				t.Errorf("%s: the App places %s at %s, the live view at %s", h.name, node, pos[node], p)
 			}
 		}
-		if edges := eval[int](t, tab, inApp(`d.querySelectorAll("#dag path.edge").length`)); edges != len(view.Edges) {
+		if edges := eval[int](t, tab, appExpr(`d.querySelectorAll("#dag path.edge").length`)); edges != len(view.Edges) {
 			t.Errorf("%s: the App draws %d edges, the workflow has %d", h.name, edges, len(view.Edges))
 		}
 		// One read of the outline draws it all (none when handed one).
@@ -197,7 +217,7 @@ func TestUIAppInAHostPage(t *testing.T) {
 		if h.name == "outline" {
 			want = 0
 		}
-		if reads := eval[string](t, tab, inApp(`d.body.dataset.firstDrawReads`)); reads != fmt.Sprint(want) {
+		if reads := eval[string](t, tab, appExpr(`d.body.dataset.firstDrawReads`)); reads != fmt.Sprint(want) {
 			t.Errorf("%s: the App read the outline %s times before its first drawing, want %d", h.name, reads, want)
 		}
 	}
@@ -215,7 +235,7 @@ func TestUIAppInAHostPage(t *testing.T) {
 	if _, err := f.store.Complete(f.ctx, holder(compile), json.RawMessage(`{}`)); err != nil {
 		t.Fatal(err)
 	}
-	waitJS(t, tab, inApp(`d.querySelector('g.node[data-node-id="compile"]').dataset.state === "completed"`))
+	waitJS(t, tab, appExpr(`d.querySelector('g.node[data-node-id="compile"]').dataset.state === "completed"`))
 	mu.Lock()
 	defer mu.Unlock()
 	if len(called) == 0 || slices.ContainsFunc(called, func(n string) bool { return n != manifest.ToolInspect }) {
@@ -258,42 +278,14 @@ func TestUIAppRender1000Nodes(t *testing.T) {
 	if err := json.Unmarshal([]byte(body), &view); err != nil {
 		t.Fatal(err)
 	}
-	mux := http.NewServeMux()
-	page := func(ct, body string) http.HandlerFunc {
-		return func(w http.ResponseWriter, _ *http.Request) {
-			w.Header().Set("Content-Type", ct)
-			_, _ = w.Write([]byte(body))
-		}
-	}
-	mux.HandleFunc("GET /{$}", page("text/html", appHostPage))
-	mux.HandleFunc("GET /host.js", page("text/javascript", appHostScript))
-	mux.HandleFunc("GET /app.html", page("text/html", html))
-	mux.HandleFunc("GET /tool-result", func(w http.ResponseWriter, _ *http.Request) { _ = json.NewEncoder(w).Encode(outline) })
-	mux.HandleFunc("POST /call", func(w http.ResponseWriter, r *http.Request) {
-		var p mcp.CallToolParams
-		if err := json.NewDecoder(r.Body).Decode(&p); err != nil || p.Name != manifest.ToolInspect {
-			http.Error(w, "only graph_task_inspect", http.StatusBadRequest)
-			return
-		}
-		res, err := cs.CallTool(r.Context(), &p)
-		if err != nil {
-			http.Error(w, err.Error(), http.StatusBadGateway)
-			return
-		}
-		_ = json.NewEncoder(w).Encode(res)
-	})
-	host := httptest.NewServer(mux)
-	defer host.Close()
+	host := appHost(t, cs, html, func() any { return outline }, func(name string) bool { return name == manifest.ToolInspect })
 
 	tab := browser(t)
-	inApp := func(expr string) string {
-		return `(function () { var d = document.getElementById("app").contentDocument; return d && d.body ? (` + expr + `) : null; })()`
-	}
 	start := time.Now()
 	navigate(t, tab, host.URL+"/")
-	waitJS(t, tab, inApp(`d.querySelectorAll("#dag g.node").length === 1000`))
+	waitJS(t, tab, appExpr(`d.querySelectorAll("#dag g.node").length === 1000`))
 	took := time.Since(start)
-	pos := eval[map[string]string](t, tab, inApp(`Object.fromEntries(Array.from(d.querySelectorAll("#dag g.node")).map(g => [g.dataset.nodeId, g.getAttribute("transform")]))`))
+	pos := eval[map[string]string](t, tab, appExpr(`Object.fromEntries(Array.from(d.querySelectorAll("#dag g.node")).map(g => [g.dataset.nodeId, g.getAttribute("transform")]))`))
 	wrong := 0
 	for _, n := range view.Nodes {
 		if want := fmt.Sprintf("translate(%d,%d)", n.X, n.Y); pos[n.NodeID] != want {
@@ -305,8 +297,8 @@ func TestUIAppRender1000Nodes(t *testing.T) {
 	if wrong > 0 {
 		t.Errorf("%d of 1000 nodes placed differently from the live view", wrong)
 	}
-	layoutMS := eval[string](t, tab, inApp(`d.body.dataset.layoutMs`))
-	drawMS := eval[string](t, tab, inApp(`d.body.dataset.renderMs`))
+	layoutMS := eval[string](t, tab, appExpr(`d.body.dataset.layoutMs`))
+	drawMS := eval[string](t, tab, appExpr(`d.body.dataset.renderMs`))
 	t.Logf("MCP App, 1,000-node outline (%d bytes of text): host page load to 1,000 nodes drawn %s (layout %s ms, SVG build %s ms in the frame); headless Chromium, 2 shared cores",
 		len(toolText(outline)), took.Round(time.Millisecond), layoutMS, drawMS)
 	fmt.Fprintf(os.Stderr, "mcp app render 1000 nodes: %s (layout %s ms, draw %s ms)\n", took.Round(time.Millisecond), layoutMS, drawMS)
