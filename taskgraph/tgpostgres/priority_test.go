@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/tgdriver"
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/tgpostgres/pgtest"
 )
@@ -52,20 +54,7 @@ func TestClaimNextPlanIsIndexServed(t *testing.T) {
 		"one workflow, capabilities":     {nextPendingInWorkflowCapsSQL, []any{"big", []string{"gpu"}}, "tasks_ready_by_workflow_priority", true},
 		"due tasks":                      {dueTasksSQL, []any{int64(10000), 64}, "tasks_due", false},
 	} {
-		rows, err := c.Query(ctx, `EXPLAIN `+q.sql, q.args...)
-		if err != nil {
-			t.Fatalf("%s: %v", name, err)
-		}
-		var plan []string
-		for rows.Next() {
-			var line string
-			if err := rows.Scan(&line); err != nil {
-				t.Fatal(err)
-			}
-			plan = append(plan, strings.TrimSpace(line))
-		}
-		rows.Close()
-		p := strings.Join(plan, "\n")
+		p := explain(t, c, `EXPLAIN `+q.sql, q.args...)
 		if !strings.Contains(p, "Index") || !strings.Contains(p, q.index) || strings.Contains(p, "Sort") || strings.Contains(p, "LockRows") != q.lock {
 			t.Errorf("%s: plan\n%s\nwant an index scan of %s, no sort, LockRows %v", name, p, q.index, q.lock)
 		}
@@ -90,20 +79,7 @@ func TestClaimNextPlanIsIndexServed(t *testing.T) {
 		if _, err := c.Exec(ctx, `PREPARE `+name+` AS `+q.sql); err != nil {
 			t.Fatalf("prepare %s: %v", q.sql, err)
 		}
-		rows, err := c.Query(ctx, `EXPLAIN EXECUTE `+name+`(`+q.args+`)`)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var plan []string
-		for rows.Next() {
-			var line string
-			if err := rows.Scan(&line); err != nil {
-				t.Fatal(err)
-			}
-			plan = append(plan, strings.TrimSpace(line))
-		}
-		rows.Close()
-		if p := strings.Join(plan, "\n"); !strings.Contains(p, q.index) || strings.Contains(p, "Sort") {
+		if p := explain(t, c, `EXPLAIN EXECUTE `+name+`(`+q.args+`)`); !strings.Contains(p, q.index) || strings.Contains(p, "Sort") {
 			t.Errorf("generic plan of %s:\n%s\nwant an index scan of %s and no sort", q.sql, p, q.index)
 		}
 	}
@@ -143,4 +119,27 @@ func TestClaimNextPlanIsIndexServed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+}
+
+// explain runs an EXPLAIN statement on c and returns its plan, one trimmed
+// line per row.
+func explain(t *testing.T, c *pgx.Conn, query string, args ...any) string {
+	t.Helper()
+	rows, err := c.Query(testCtx(t), query, args...)
+	if err != nil {
+		t.Fatalf("%s: %v", query, err)
+	}
+	defer rows.Close()
+	var plan []string
+	for rows.Next() {
+		var line string
+		if err := rows.Scan(&line); err != nil {
+			t.Fatal(err)
+		}
+		plan = append(plan, strings.TrimSpace(line))
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatalf("%s: %v", query, err)
+	}
+	return strings.Join(plan, "\n")
 }
