@@ -207,18 +207,8 @@ func TestInspectOutlineBounds(t *testing.T) {
 	if _, err := f.store.CreateWorkflow(ctx, "many", many); err != nil {
 		t.Fatal(err)
 	}
-	// Wide: 64 roots with long names, then 100 nodes depending on all of
-	// them, about 8 KiB each: the byte bound is reached first.
-	var wide []taskgraph.NodeSpec
-	var roots []string
-	for i := 0; i < taskgraph.MaxDependsOn; i++ {
-		id := fmt.Sprintf("root-%03d-%s", i, strings.Repeat("x", 110))
-		roots = append(roots, id)
-		wide = append(wide, taskgraph.NodeSpec{NodeID: id})
-	}
-	for i := 0; i < 100; i++ {
-		wide = append(wide, taskgraph.NodeSpec{NodeID: fmt.Sprintf("leaf-%03d", i), DependsOn: roots})
-	}
+	// Wide: 100 leaves of about 8 KiB each: the byte bound is reached first.
+	wide := wideWorkflow("x", 100)
 	if _, err := f.store.CreateWorkflow(ctx, "wide", wide); err != nil {
 		t.Fatal(err)
 	}
@@ -307,17 +297,7 @@ func TestInspectOutlinePrincipalScope(t *testing.T) {
 func TestInspectOutlineOverHTTP(t *testing.T) {
 	f := newHTTPFixture(t, HTTPOptions{})
 	ctx := context.Background()
-	var nodes []taskgraph.NodeSpec
-	var roots []string
-	for i := 0; i < taskgraph.MaxDependsOn; i++ {
-		id := fmt.Sprintf("root-%03d-%s", i, strings.Repeat("y", 110))
-		roots = append(roots, id)
-		nodes = append(nodes, taskgraph.NodeSpec{NodeID: id})
-	}
-	for i := 0; i < 80; i++ {
-		nodes = append(nodes, taskgraph.NodeSpec{NodeID: fmt.Sprintf("leaf-%03d", i), DependsOn: roots})
-	}
-	if _, err := f.store.CreateWorkflow(ctx, "wide", nodes); err != nil {
+	if _, err := f.store.CreateWorkflow(ctx, "wide", wideWorkflow("y", 80)); err != nil {
 		t.Fatal(err)
 	}
 	for _, era := range []string{"", "2025-11-25"} {
@@ -353,4 +333,21 @@ func BenchmarkInspectOutline(b *testing.B) {
 		size = len(res.Content[0].(*mcp.TextContent).Text)
 	}
 	b.ReportMetric(float64(size), "bytes/answer")
+}
+
+// wideWorkflow is taskgraph.MaxDependsOn roots with long names (padded with
+// fill) and leaves nodes each depending on every root: about 8 KiB per
+// leaf in an outline.
+func wideWorkflow(fill string, leaves int) []taskgraph.NodeSpec {
+	var nodes []taskgraph.NodeSpec
+	var roots []string
+	for i := 0; i < taskgraph.MaxDependsOn; i++ {
+		id := fmt.Sprintf("root-%03d-%s", i, strings.Repeat(fill, 110))
+		roots = append(roots, id)
+		nodes = append(nodes, taskgraph.NodeSpec{NodeID: id})
+	}
+	for i := 0; i < leaves; i++ {
+		nodes = append(nodes, taskgraph.NodeSpec{NodeID: fmt.Sprintf("leaf-%03d", i), DependsOn: roots})
+	}
+	return nodes
 }
