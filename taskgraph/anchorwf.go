@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -89,7 +88,7 @@ func (s *Store) RecentWorkflowHeads(ctx context.Context, sinceMS int64) ([]Workf
 		if err != nil {
 			return err
 		}
-		sort.SliceStable(wfs, func(i, j int) bool { return wfs[i].UpdatedAtMS > wfs[j].UpdatedAtMS })
+		sortByRecency(wfs)
 		out = out[:0]
 		for _, w := range wfs {
 			if w.UpdatedAtMS < sinceMS || len(out) == MaxAnchorWorkflows {

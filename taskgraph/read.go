@@ -1,6 +1,7 @@
 package taskgraph
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -291,18 +292,24 @@ func (s *Store) RecentWorkflows(ctx context.Context) ([]WorkflowListing, error) 
 	if err != nil {
 		return nil, fmt.Errorf("list workflows: %w", err)
 	}
+	sortByRecency(wrs)
 	out := make([]WorkflowListing, len(wrs))
 	for i, w := range wrs {
 		out[i] = WorkflowListing{WorkflowID: w.WorkflowID, Tasks: int(w.TaskCount),
 			CreatedAt: time.UnixMilli(w.CreatedAtMS).UTC(), UpdatedAt: time.UnixMilli(w.UpdatedAtMS).UTC()}
 	}
-	slices.SortStableFunc(out, func(a, b WorkflowListing) int {
-		if c := b.UpdatedAt.Compare(a.UpdatedAt); c != 0 {
+	return out, nil
+}
+
+// sortByRecency orders workflow rows the most recently changed first, ties
+// by id.
+func sortByRecency(wfs []tgdriver.WorkflowRow) {
+	slices.SortFunc(wfs, func(a, b tgdriver.WorkflowRow) int {
+		if c := cmp.Compare(b.UpdatedAtMS, a.UpdatedAtMS); c != 0 {
 			return c
 		}
 		return strings.Compare(a.WorkflowID, b.WorkflowID)
 	})
-	return out, nil
 }
 
 // WorkflowIDs returns the id of every workflow, in id order.
