@@ -553,31 +553,19 @@ type uiEvent struct {
 func (u *uiHandler) task(ctx context.Context, v viewer, id string) (*uiTask, error) {
 	st := u.h.srv.store
 	now := st.Clock().Now()
-	// Not Store.Task: it expires a lapsed lease before answering, and the
-	// view never writes, so a stuck claim stays visible as stuck until the
-	// sweeper expires it. The history names the workflow; the task is read
-	// from its workflow's list.
+	// PeekTask, not Task: Task expires a lapsed lease before answering, and
+	// the view never writes, so a stuck claim stays visible as stuck until
+	// the sweeper expires it.
+	t, err := st.PeekTask(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if !v.allows(t.WorkflowID) {
+		return nil, taskgraph.ErrNotFound // as a missing one, like inspect
+	}
 	evs, err := st.TaskEvents(ctx, id)
 	if err != nil {
 		return nil, err
-	}
-	if len(evs) == 0 || !v.allows(evs[0].WorkflowID) {
-		return nil, taskgraph.ErrNotFound
-	}
-	list, err := st.ListTasks(ctx, taskgraph.ListFilter{WorkflowID: evs[0].WorkflowID, Limit: taskgraph.MaxTasksPerWorkflow})
-	if err != nil {
-		return nil, err
-	}
-	var t taskgraph.Task
-	found := false
-	for _, c := range list {
-		if c.TaskID == id {
-			t, found = c, true
-			break
-		}
-	}
-	if !found {
-		return nil, taskgraph.ErrNotFound
 	}
 	out := &uiTask{uiReadAt: readAt(now), DependsOn: append([]string{}, t.DependsOn...), CreatedBy: t.CreatedBy,
 		CreatedAtMS: uiTime(t.CreatedAt), UpdatedAtMS: uiTime(t.UpdatedAt), Events: []uiEvent{},

@@ -17,16 +17,9 @@ import (
 // read never shows a dead claim as live. A read-only store cannot process it:
 // it returns the task as stored, claimed with LeaseExpiresAt in the past.
 func (s *Store) Task(ctx context.Context, taskID string) (Task, error) {
-	if err := checkTaskID(taskID); err != nil {
-		return Task{}, err
-	}
-	tr, err := s.drv.Reads().TaskByID(ctx, taskID)
-	r, err := found(tr, err, "task", taskID)
+	r, err := s.storedTask(ctx, taskID)
 	if err != nil {
-		if errors.Is(err, ErrNotFound) {
-			return Task{}, err
-		}
-		return Task{}, fmt.Errorf("read task %s: %w", taskID, err)
+		return Task{}, err
 	}
 	arrived := s.arrival(ctx)
 	if s.readOnly || !r.expired(arrived) {
@@ -52,6 +45,28 @@ func (s *Store) Task(ctx context.Context, taskID string) (Task, error) {
 		return Task{}, fmt.Errorf("read task %s: %w", taskID, err)
 	}
 	return r.Task, nil
+}
+
+// PeekTask returns the task with id taskID as stored: unlike Task, it never
+// processes a lapsed lease, so a claim whose lease has lapsed shows as
+// claimed with LeaseExpiresAt in the past (a stuck claim), and the read
+// writes nothing. It is for views that must not change what they show.
+func (s *Store) PeekTask(ctx context.Context, taskID string) (Task, error) {
+	r, err := s.storedTask(ctx, taskID)
+	return r.Task, err
+}
+
+// storedTask reads task taskID's row.
+func (s *Store) storedTask(ctx context.Context, taskID string) (row, error) {
+	if err := checkTaskID(taskID); err != nil {
+		return row{}, err
+	}
+	tr, err := s.drv.Reads().TaskByID(ctx, taskID)
+	r, err := found(tr, err, "task", taskID)
+	if err != nil && !errors.Is(err, ErrNotFound) {
+		return row{}, fmt.Errorf("read task %s: %w", taskID, err)
+	}
+	return r, err
 }
 
 // workflowRow reads workflowID's row; a missing workflow is ErrNotFound.

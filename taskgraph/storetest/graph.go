@@ -18,6 +18,7 @@ var graphTests = []test{
 	{"WorkflowSummaryCountsWithoutExpiring", testWorkflowSummary},
 	{"WorkflowGraphWithoutBodies", testWorkflowGraph},
 	{"RecentWorkflowsNewestFirst", testRecentWorkflows},
+	{"PeekTaskLeavesALapsedLease", testPeekTask},
 	{"RejectedGraphsWriteNothing", testRejectedGraphsWriteNothing},
 	{"FailureCancelsDownstream", testFailureCancelsDownstream},
 	{"RetryUpToMaxAttempts", testRetryUpToMaxAttempts},
@@ -422,5 +423,36 @@ func testRecentWorkflows(t *testing.T, h Harness) {
 	got = want("b", "a", "c")
 	if !got[0].UpdatedAt.Equal(t0.Add(2*time.Second)) || !got[0].CreatedAt.Equal(t0) {
 		t.Fatalf("b after a claim: %+v, want changed at the claim and created at the start", got[0])
+	}
+}
+
+// PeekTask answers the stored task and writes nothing: a lapsed lease stays
+// claimed (Task would expire it).
+func testPeekTask(t *testing.T, h Harness) {
+	e := setup(t, h)
+	a := e.create(t, "wf", "a")
+	e.claim(t, "w", a.TaskID, 5*time.Second)
+	e.clock.Advance(6 * time.Second)
+	before := e.db.Snapshot(t)
+	got, err := e.s.PeekTask(e.ctx, a.TaskID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.State != tg.StateClaimed || got.Owner != "w" || got.Generation != 1 || !got.LeaseExpiresAt.Before(e.clock.Now()) {
+		t.Fatalf("peeked %s held by %q at generation %d until %v, want the lapsed claim of w", got.State, got.Owner, got.Generation, got.LeaseExpiresAt)
+	}
+	if after := e.db.Snapshot(t); after != before {
+		t.Fatalf("PeekTask wrote to the database:\n%s\n%s", before, after)
+	}
+	if got := e.get(t, a.TaskID); got.State == tg.StateClaimed {
+		t.Fatalf("Task after the lapse: %s, want the expiry processed", got.State)
+	}
+	if _, err := e.s.PeekTask(e.ctx, "01ARZ3NDEKTSV4RRFFQ69G5FAV"); !errors.Is(err, tg.ErrNotFound) {
+		t.Fatalf("peek of a missing task: %v, want ErrNotFound", err)
+	}
+	_, peekErr := e.s.PeekTask(e.ctx, "not a task id")
+	_, taskErr := e.s.Task(e.ctx, "not a task id")
+	if peekErr == nil || peekErr.Error() != taskErr.Error() {
+		t.Fatalf("peek of an invalid id: %v, want what Task answers: %v", peekErr, taskErr)
 	}
 }
