@@ -89,23 +89,9 @@ func (s *Store) Workflow(ctx context.Context, workflowID string) (WorkflowView, 
 	}
 	var v WorkflowView
 	err := s.drv.Snapshot(ctx, func(rd tgdriver.Reads) error {
-		v = WorkflowView{WorkflowID: workflowID, Counts: map[State]int{}}
-		wr, err := workflowRow(ctx, rd, workflowID)
-		if err != nil {
+		var err error
+		if v, err = readWorkflow(ctx, rd, workflowID, tgdriver.ListFilter{Limit: MaxTasksPerWorkflow}); err != nil {
 			return err
-		}
-		v.CreatedAt, v.UpdatedAt = time.UnixMilli(wr.CreatedAtMS).UTC(), time.UnixMilli(wr.UpdatedAtMS).UTC()
-		trs, err := rd.ListTasks(ctx, tgdriver.ListFilter{WorkflowID: workflowID, Limit: MaxTasksPerWorkflow})
-		if err != nil {
-			return err
-		}
-		for _, tr := range trs {
-			r, err := toRow(tr)
-			if err != nil {
-				return err
-			}
-			v.Tasks = append(v.Tasks, r.Task)
-			v.Counts[r.State]++
 		}
 		edges, err := rd.WorkflowEdges(ctx, workflowID)
 		if err != nil {
@@ -118,6 +104,32 @@ func (s *Store) Workflow(ctx context.Context, workflowID string) (WorkflowView, 
 	})
 	if err != nil {
 		return WorkflowView{}, err
+	}
+	return v, nil
+}
+
+// readWorkflow reads workflowID's row and its tasks in creation order as f
+// selects them (f.WorkflowID is set here), with the counts of the tasks
+// read.
+func readWorkflow(ctx context.Context, rd tgdriver.Reads, workflowID string, f tgdriver.ListFilter) (WorkflowView, error) {
+	wr, err := workflowRow(ctx, rd, workflowID)
+	if err != nil {
+		return WorkflowView{}, err
+	}
+	v := WorkflowView{WorkflowID: workflowID, Counts: map[State]int{},
+		CreatedAt: time.UnixMilli(wr.CreatedAtMS).UTC(), UpdatedAt: time.UnixMilli(wr.UpdatedAtMS).UTC()}
+	f.WorkflowID = workflowID
+	trs, err := rd.ListTasks(ctx, f)
+	if err != nil {
+		return WorkflowView{}, err
+	}
+	for _, tr := range trs {
+		r, err := toRow(tr)
+		if err != nil {
+			return WorkflowView{}, err
+		}
+		v.Tasks = append(v.Tasks, r.Task)
+		v.Counts[r.State]++
 	}
 	return v, nil
 }
@@ -187,28 +199,11 @@ func (s *Store) WorkflowGraph(ctx context.Context, workflowID string, limit int)
 	}
 	var v WorkflowView
 	err := s.drv.Snapshot(ctx, func(rd tgdriver.Reads) error {
-		wr, err := workflowRow(ctx, rd, workflowID)
-		if err != nil {
+		var err error
+		if v, err = readWorkflow(ctx, rd, workflowID, tgdriver.ListFilter{Limit: limit, NoBodies: true}); err != nil {
 			return err
 		}
-		v = WorkflowView{WorkflowID: workflowID, Counts: map[State]int{},
-			CreatedAt: time.UnixMilli(wr.CreatedAtMS).UTC(), UpdatedAt: time.UnixMilli(wr.UpdatedAtMS).UTC()}
-		trs, err := rd.ListTasks(ctx, tgdriver.ListFilter{WorkflowID: workflowID, Limit: limit, NoBodies: true})
-		if err != nil {
-			return err
-		}
-		v.Tasks = make([]Task, 0, len(trs))
-		for _, tr := range trs {
-			r, err := toRow(tr)
-			if err != nil {
-				return err
-			}
-			v.Tasks = append(v.Tasks, r.Task)
-		}
-		if len(trs) < limit {
-			for _, t := range v.Tasks {
-				v.Counts[t.State]++
-			}
+		if len(v.Tasks) < limit {
 			return nil
 		}
 		// Some tasks may be left out: count them all in the database.
@@ -216,6 +211,7 @@ func (s *Store) WorkflowGraph(ctx context.Context, workflowID string, limit int)
 		if err != nil {
 			return err
 		}
+		clear(v.Counts)
 		for st, n := range counts {
 			v.Counts[State(st)] = n
 		}
