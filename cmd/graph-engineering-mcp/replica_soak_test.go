@@ -176,7 +176,7 @@ func TestReplicaSoak(t *testing.T) {
 				h["result"] = map[string]any{"by": owner}
 				// The claim lives in the database, not in a replica: a
 				// complete that meets a dead replica is retried on the other.
-				out, isErr, err = do(c, manifest.ToolComplete, h)
+				_, isErr, err = do(c, manifest.ToolComplete, h)
 				if err != nil || isErr {
 					continue // rejected (stale, or the first try committed) or both replicas away: not acknowledged
 				}

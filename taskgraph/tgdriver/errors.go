@@ -2,18 +2,18 @@ package tgdriver
 
 import "errors"
 
-// ErrNoRows: a lookup found nothing.
+// ErrNoRows means a lookup found nothing.
 var ErrNoRows = errors.New("no such row")
 
-// ErrChainMoved: AppendEvent found the chain head moved from the one the
+// ErrChainMoved means AppendEvent found the chain head moved from the one the
 // event links to. It is a fault of the caller's serialisation (a missing
 // LockWorkflow), never of the input; the operation rolls back.
 var ErrChainMoved = errors.New("the chain head moved while an event was appended")
 
-// ErrClosed: the driver is closed.
+// ErrClosed means the driver is closed.
 var ErrClosed = errors.New("store is closed")
 
-// ErrReadOnlyStore: the driver was opened read-only and refuses writes.
+// ErrReadOnlyStore means the driver was opened read-only and refuses writes.
 var ErrReadOnlyStore = errors.New("store is open read-only")
 
 // ErrUnavailable matches every error that means the database cannot commit

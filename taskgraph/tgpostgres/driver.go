@@ -216,7 +216,7 @@ func Open(ctx context.Context, rawURL string, opts Options) (*Driver, error) {
 	return d, nil
 }
 
-// ErrBadOptions: Options hold a value out of range.
+// ErrBadOptions means Options hold a value out of range.
 var ErrBadOptions = errors.New("invalid PostgreSQL driver options")
 
 // parseURL checks the scheme and returns the URL without its password, for
