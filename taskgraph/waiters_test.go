@@ -5,13 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
-	"runtime"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/graph-engineering/graph-engineering-mcp/lease"
+	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/testwait"
 )
 
 type parkedResult struct {
@@ -34,9 +34,7 @@ func parkWaiters(t testing.TB, s *Store, ctx context.Context, n int, wf string, 
 			out <- parkedResult{group: wf, c: c, ok: ok, err: err}
 		}()
 	}
-	for s.claimAttempts.Load() < base+int64(n) {
-		runtime.Gosched()
-	}
+	testwait.For(t, fmt.Sprintf("%d claim-next calls to make their first attempt", n), func() bool { return s.claimAttempts.Load() >= base+int64(n) })
 }
 
 // With 5,000 parked claim-next calls, a create makes O(1) claim attempts: it
@@ -54,8 +52,7 @@ func TestCreateWakesOneOfManyWaiters(t *testing.T) {
 	base := b.s.claimAttempts.Load()
 	for i := range 2 {
 		task := b.create(t, "wf", fmt.Sprint("n", i))
-		r := <-out
-		if r.err != nil || !r.ok || r.c.Task.TaskID != task.TaskID {
+		if r := testwait.Recv(t, "a waiter woken by the create", out); r.err != nil || !r.ok || r.c.Task.TaskID != task.TaskID {
 			t.Fatalf("a woken waiter got %+v", r)
 		}
 	}

@@ -126,16 +126,25 @@ func progress(t testing.TB, what string, check func() (bool, int64), floor time.
 // It fails t only when the test's deadline is near (see Deadline).
 func Recv[T any](t testing.TB, what string, ch <-chan T) T {
 	t.Helper()
+	v, _ := RecvOK(t, what, ch)
+	return v
+}
+
+// RecvOK is Recv that also reports whether the value was sent (true) or ch
+// was closed (false).
+func RecvOK[T any](t testing.TB, what string, ch <-chan T) (T, bool) {
+	t.Helper()
 	end, bounded := Deadline(t)
 	if !bounded {
-		return <-ch
+		v, ok := <-ch
+		return v, ok
 	}
 	start := time.Now()
 	timer := time.NewTimer(time.Until(end))
 	defer timer.Stop()
 	select {
-	case v := <-ch:
-		return v
+	case v, ok := <-ch:
+		return v, ok
 	case <-timer.C:
 		t.Fatalf("gave up waiting for %s after %v: the test binary's deadline (go test -timeout) is near",
 			what, time.Since(start).Round(time.Millisecond))
@@ -158,4 +167,14 @@ func Context(t testing.TB) context.Context {
 	ctx, cancel := context.WithDeadline(context.Background(), end)
 	t.Cleanup(cancel)
 	return ctx
+}
+
+// Bound returns parent bounded by the test's deadline (see Deadline), for a
+// call that must return and takes a context of its own; call cancel when
+// the call is done.
+func Bound(t testing.TB, parent context.Context) (ctx context.Context, cancel context.CancelFunc) {
+	if end, ok := Deadline(t); ok {
+		return context.WithDeadline(parent, end)
+	}
+	return context.WithCancel(parent)
 }
