@@ -20,6 +20,7 @@ import (
 
 	"github.com/graph-engineering/graph-engineering-mcp/manifest"
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph"
+	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/testwait"
 )
 
 // newReadyFixture serves a store opened with a short busy timeout over real
@@ -32,7 +33,7 @@ func newReadyFixture(t *testing.T) *httpFixture {
 // newReadyFixtureIn is newReadyFixture with the database in dir.
 func newReadyFixtureIn(t *testing.T, dir string) *httpFixture {
 	t.Helper()
-	logs := &syncBuffer{}
+	logs := &testwait.Buffer{}
 	logger := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	path := filepath.Join(dir, "tasks.db")
 	metrics := NewMetrics(logger)

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/graph-engineering/graph-engineering-mcp/manifest"
+	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/testwait"
 )
 
 // bpCall is one modern tools/call line.
@@ -137,6 +138,7 @@ func TestStdioParkedClaimsLeaveRoomForHolders(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	waitCtx := testwait.Context(t) // a hang fails the test at its deadline
 	recv := func() (id string, res map[string]any) {
 		t.Helper()
 		select {
@@ -158,8 +160,8 @@ func TestStdioParkedClaimsLeaveRoomForHolders(t *testing.T) {
 			var sid string
 			json.Unmarshal(m["id"], &sid)
 			return sid, r.StructuredContent
-		case <-time.After(20 * time.Second):
-			t.Fatal("no answer")
+		case <-waitCtx.Done():
+			t.Fatal("no answer before the test's deadline")
 		}
 		return "", nil
 	}
@@ -277,7 +279,7 @@ func TestStdioStalledStdoutEndsSession(t *testing.T) {
 				if !errors.Is(err, ErrStdoutStalled) {
 					t.Fatalf("ServeStdio with an unread stdout: %v, want ErrStdoutStalled", err)
 				}
-			case <-time.After(30 * time.Second):
+			case <-testwait.Context(t).Done():
 				t.Fatal("ServeStdio kept serving a client that does not read")
 			}
 		})
@@ -302,7 +304,7 @@ func TestStdioClosedStdoutEndsSession(t *testing.T) {
 				if !errors.Is(err, ErrStdoutClosed) {
 					t.Fatalf("ServeStdio with a closed stdout: %v, want ErrStdoutClosed", err)
 				}
-			case <-time.After(30 * time.Second):
+			case <-testwait.Context(t).Done():
 				t.Fatal("ServeStdio kept serving a client that closed stdout")
 			}
 		})
@@ -339,6 +341,7 @@ func TestStdioInFlightPlacesAreReleased(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	waitCtx := testwait.Context(t) // a hang fails the test at its deadline
 	recv := func() map[string]json.RawMessage {
 		t.Helper()
 		select {
@@ -347,7 +350,7 @@ func TestStdioInFlightPlacesAreReleased(t *testing.T) {
 				t.Fatal("stdout ended")
 			}
 			return m
-		case <-time.After(20 * time.Second):
+		case <-waitCtx.Done():
 			t.Fatal("no answer: the session stopped reading")
 		}
 		return nil
@@ -424,7 +427,7 @@ func TestStdioSignalWithUnreadStdoutReturnsNil(t *testing.T) {
 		if err != nil {
 			t.Fatalf("ServeStdio after ctx was done: %v, want nil", err)
 		}
-	case <-time.After(drainAfterCancel + 20*time.Second):
-		t.Fatalf("ServeStdio did not return within the %s bound after ctx was done", drainAfterCancel)
+	case <-testwait.Context(t).Done():
+		t.Fatalf("ServeStdio did not return after ctx was done (its drain bound is %s)", drainAfterCancel)
 	}
 }
