@@ -174,3 +174,28 @@ func TestLeakCheckFindsAStuckGoroutineAndWaitsForAnEndingOne(t *testing.T) {
 		t.Fatalf("checkLeaks after the goroutine ended: %v", err)
 	}
 }
+
+func TestLeakCheckAcceptsAbandonedGoroutines(t *testing.T) {
+	before := Goroutines()
+	release := make(chan struct{})
+	go stuckForLeakTest(release)
+	testwaitSettle(t, before, 1)
+	Abandon(before, "this test leaves it running on purpose")
+	if err := checkLeaks(nil, 10*time.Millisecond); err != nil {
+		t.Fatalf("checkLeaks with only an abandoned goroutine left: %v", err)
+	}
+	// Another goroutine, not abandoned, is still found.
+	other := make(chan struct{})
+	go stuckForLeakTest(other)
+	if err := checkLeaks(nil, 10*time.Millisecond); err == nil {
+		t.Fatal("checkLeaks missed a goroutine that was not abandoned")
+	}
+	close(other)
+	close(release)
+}
+
+// testwaitSettle waits until n goroutines more than before run.
+func testwaitSettle(t *testing.T, before map[int]bool, n int) {
+	t.Helper()
+	For(t, "the goroutine to start", func() bool { return len(Goroutines()) >= len(before)+n })
+}
