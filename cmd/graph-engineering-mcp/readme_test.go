@@ -56,6 +56,7 @@ func TestREADME(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the README's commands (a server, the examples)")
 	}
+	t.Parallel()
 	bin := builtBinary(t)
 	root, _ := filepath.Abs("../..")
 	tmp := t.TempDir()

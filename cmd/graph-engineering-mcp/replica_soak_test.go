@@ -53,6 +53,7 @@ func TestReplicaSoak(t *testing.T) {
 	if testing.Short() {
 		t.Skip("soak: skipped with -short")
 	}
+	t.Parallel()
 	url := pgtest.URL(t)
 	dur := replicaSoakDuration(t)
 	token := fmt.Sprintf("replica-token-%d", time.Now().UnixNano())

@@ -171,6 +171,7 @@ func TestSoakKillRestart(t *testing.T) {
 	if testing.Short() {
 		t.Skip("soak: skipped with -short")
 	}
+	t.Parallel()
 	dur := soakDuration(t)
 	srv := newSoakServer(t, "soak")
 	addr := srv.addr
