@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"fmt"
 	"os"
 	"os/exec"
@@ -33,16 +32,16 @@ func TestAuditAnchorCatchesDeletedWAL(t *testing.T) {
 	ctx := testwait.Context(t)
 
 	// serve starts a stdio server with the anchor and returns its session.
-	serve := func() (*exec.Cmd, *mcp.ClientSession, *bytes.Buffer) {
+	serve := func() (*exec.Cmd, *mcp.ClientSession, *testwait.Buffer) {
 		t.Helper()
 		cmd := exec.Command(bin, "serve", "--database", db, "--audit-anchor", anchor, "--log-level", "warn")
-		var stderr bytes.Buffer
-		cmd.Stderr = &stderr
+		stderr := &testwait.Buffer{}
+		cmd.Stderr = stderr
 		cs, err := mcp.NewClient(&mcp.Implementation{Name: "wal-test", Version: "1"}, nil).Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
 		if err != nil {
 			t.Fatalf("connect: %v\n%s", err, stderr.String())
 		}
-		return cmd, cs, &stderr
+		return cmd, cs, stderr
 	}
 	create := func(cs *mcp.ClientSession, wf string, n int) {
 		t.Helper()
@@ -78,11 +77,18 @@ func TestAuditAnchorCatchesDeletedWAL(t *testing.T) {
 	create(cs, "after-2", 20)
 	const wantEvents = 20 + 10 + 20 + 20 // one create event each
 	var covering taskgraph.AuditHead
-	testwait.For(t, fmt.Sprintf("the anchor file to record a head covering %d events", wantEvents), func() bool {
-		hs := readAnchorHeads(t, anchor)
-		covering = hs[len(hs)-1]
-		return covering.Events >= wantEvents
-	})
+	func() {
+		defer func() {
+			if t.Failed() {
+				t.Logf("server stderr:\n%s", stderr)
+			}
+		}()
+		testwait.For(t, fmt.Sprintf("the anchor file to record a head covering %d events", wantEvents), func() bool {
+			hs := readAnchorHeads(t, anchor)
+			covering = hs[len(hs)-1]
+			return covering.Events >= wantEvents
+		})
+	}()
 	if covering.Entries <= before[len(before)-1].Entries {
 		t.Fatalf("the covering head %s records no more workflows than %s", covering, before[len(before)-1])
 	}
