@@ -665,6 +665,7 @@ func TestServeStreamableHTTPCancelsCallsAfterTheDrainBound(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { cs.Close() })
 	result := make(chan error, 1)
 	go func() {
 		_, err := cs.CallTool(f.ctx, &mcp.CallToolParams{Name: manifest.ToolClaim, Arguments: map[string]any{"owner": "w", "workflow_id": "never", "wait_ms": 30000}})

@@ -231,6 +231,7 @@ func TestStdioParkedClaimsLeaveRoomForHolders(t *testing.T) {
 	if err := <-served; err != nil {
 		t.Fatalf("ServeStdio: %v", err)
 	}
+	outW.Close() // ends the test's reader of stdout
 }
 
 // stdoutEnd is the far end of a stdout under test.
@@ -241,7 +242,13 @@ type stdoutEnd struct {
 
 var stdoutEnds = []stdoutEnd{
 	// io.Pipe has no deadlines: the writer's timer alone detects a stall.
-	{"io.Pipe", func(*testing.T) (io.Closer, io.Writer) { r, w := io.Pipe(); return r, w }},
+	{"io.Pipe", func(t *testing.T) (io.Closer, io.Writer) {
+		r, w := io.Pipe()
+		// Closing the read end at the end fails the write the session's
+		// writer is stuck in (an io.Pipe has no deadline), so it ends.
+		t.Cleanup(func() { r.Close() })
+		return r, w
+	}},
 	// os.Pipe is pollable: the write deadline interrupts the stalled write.
 	{"os.Pipe", func(t *testing.T) (io.Closer, io.Writer) {
 		r, w, err := os.Pipe()
@@ -399,6 +406,7 @@ func TestStdioInFlightPlacesAreReleased(t *testing.T) {
 	if err := <-served; err != nil {
 		t.Fatalf("ServeStdio: %v", err)
 	}
+	outW.Close() // ends the test's reader of stdout
 }
 
 // A shutdown signal (ctx done) while stdout is unread: ServeStdio returns
@@ -409,7 +417,8 @@ func TestStdioSignalWithUnreadStdoutReturnsNil(t *testing.T) {
 	ctx, cancel := context.WithCancel(f.ctx)
 	inR, inW := io.Pipe()
 	defer inW.Close()
-	_, outW := io.Pipe() // never read
+	outR, outW := io.Pipe() // never read
+	defer outR.Close()      // frees the session's writer, stuck in a write, at the end
 	served := make(chan error, 1)
 	go func() {
 		served <- f.srv.serveStdio(ctx, inR, outW, MaxStdioInFlight, MaxStdioParkedClaims, 5*time.Second)

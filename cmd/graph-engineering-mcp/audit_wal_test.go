@@ -24,7 +24,6 @@ import (
 // alone reports it intact (nothing inside it shows what is gone); audit
 // verify --anchor FILE fails and says what is missing.
 func TestAuditAnchorCatchesDeletedWAL(t *testing.T) {
-	t.Parallel()
 	bin := builtBinary(t)
 	dir := t.TempDir()
 	db := filepath.Join(dir, "tasks.db")
