@@ -328,7 +328,10 @@ func TestServeStreamableHTTPSlowClientsDoNotStarveWorkers(t *testing.T) {
 	// More connections than the cap arrived: the oldest slow ones were
 	// closed to make room, none waited in the backlog.
 	evicted := func() float64 { return testutil.ToFloat64(f.metrics.evictions.WithLabelValues("connection")) }
-	testwait.For(t, "the connections beyond the cap to be accepted", func() bool { return evicted() >= slowHeaders+slowBodies+1-maxConns })
+	testwait.Progress(t, "the connections beyond the cap to be accepted", func() (bool, int64) {
+		n := evicted()
+		return n >= slowHeaders+slowBodies+1-maxConns, int64(n)
+	})
 	for range 10 {
 		heartbeat(worker, "heartbeat at the connection cap")
 	}
