@@ -5,10 +5,16 @@ import "errors"
 // ErrNoRows: a lookup found nothing.
 var ErrNoRows = errors.New("no such row")
 
-// ErrChainMoved: AppendEvent found the chain head moved from the one the
-// event links to. It is a fault of the caller's serialisation (a missing
-// LockWorkflow), never of the input; the operation rolls back.
-var ErrChainMoved = errors.New("the chain head moved while an event was appended")
+// ErrChainMoved: AppendEvents or LinkJournaled found a chain head moved
+// from the one the events link to. It is a fault of the caller's
+// serialisation (a missing LockWorkflow, or two linkers of one journal),
+// never of the input; the operation rolls back.
+var ErrChainMoved = errors.New("the chain head moved while events were appended")
+
+// ErrGuardFailed: an update of Tx.Apply did not hold its guard. The caller
+// decided on rows it had locked, so it is a fault of the caller, never of
+// the input; the transaction rolls back.
+var ErrGuardFailed = errors.New("a guarded update of a batch changed no row")
 
 // ErrClosed: the driver is closed.
 var ErrClosed = errors.New("store is closed")

@@ -244,7 +244,7 @@ func parseURL(raw string) (location, password string, err error) {
 
 // Info describes the driver.
 func (d *Driver) Info() tgdriver.Info {
-	return tgdriver.Info{Name: "postgres", Location: d.location, SharedClock: true, ReadOnly: d.opts.ReadOnly, Connections: int(d.opts.MaxConns)}
+	return tgdriver.Info{Name: "postgres", Location: d.location, SharedClock: true, ReadOnly: d.opts.ReadOnly, Connections: int(d.opts.MaxConns), JournalEvents: true}
 }
 
 // ReplicaID returns this driver's replica id.
@@ -311,16 +311,13 @@ func (d *Driver) writeOnce(ctx context.Context, fn func(tgdriver.Tx) error) erro
 		return err
 	}
 	defer conn.Release()
-	tx, err := conn.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.ReadCommitted})
-	if err != nil {
-		return fmt.Errorf("begin: %w", d.classify(ctx, err))
-	}
-	w := &wtx{reads: reads{d: d, q: tx}, tx: tx}
+	c := &txConn{conn: conn.Conn()}
+	w := &wtx{reads: reads{d: d, q: c}, c: c}
 	if err := fn(w); err != nil {
-		_ = tx.Rollback(context.WithoutCancel(ctx))
+		c.rollback(context.WithoutCancel(ctx))
 		return err
 	}
-	if err := tx.Commit(ctx); err != nil {
+	if err := c.commit(ctx); err != nil {
 		return fmt.Errorf("commit: %w", d.classify(ctx, err))
 	}
 	return nil

@@ -264,7 +264,7 @@ func TestChainMoved(t *testing.T) {
 	ctx := context.Background()
 	write(t, d, func(tx tgdriver.Tx) error {
 		addTask(t, tx, newTask("wf", "n1"))
-		return tx.AppendEvent(ctx, tgdriver.EventRow{WorkflowID: "wf", Seq: 1, TaskID: "wf-n1", Kind: "create", AtMS: 1500, Detail: `{}`, PrevHash: "", Hash: "h1"})
+		return tx.AppendEvents(ctx, []tgdriver.EventRow{tgdriver.EventRow{WorkflowID: "wf", Seq: 1, TaskID: "wf-n1", Kind: "create", AtMS: 1500, Detail: `{}`, PrevHash: "", Hash: "h1"}})
 	})
 	head, n, err := func() (string, int64, error) {
 		var h string
@@ -283,7 +283,7 @@ func TestChainMoved(t *testing.T) {
 		{WorkflowID: "wf", Seq: 2, TaskID: "wf-n1", Kind: "ready", AtMS: 1600, Detail: `{}`, PrevHash: "stale", Hash: "h2"},
 		{WorkflowID: "wf", Seq: 3, TaskID: "wf-n1", Kind: "ready", AtMS: 1600, Detail: `{}`, PrevHash: "h1", Hash: "h2"},
 	} {
-		err := d.Write(ctx, func(tx tgdriver.Tx) error { return tx.AppendEvent(ctx, e) })
+		err := d.Write(ctx, func(tx tgdriver.Tx) error { return tx.AppendEvents(ctx, []tgdriver.EventRow{e}) })
 		if !errors.Is(err, tgdriver.ErrChainMoved) {
 			t.Fatalf("append %+v: %v, want ErrChainMoved", e, err)
 		}
@@ -534,7 +534,7 @@ func TestPruneWorkflow(t *testing.T) {
 		done.State = "completed"
 		addTask(t, tx, done)
 		addTask(t, tx, newTask("busy", "a")) // pending: never pruned
-		return tx.AppendEvent(ctx, tgdriver.EventRow{WorkflowID: "old", Seq: 1, TaskID: "old-a", Kind: "create", AtMS: 1000, Detail: `{}`, Hash: "h1"})
+		return tx.AppendEvents(ctx, []tgdriver.EventRow{tgdriver.EventRow{WorkflowID: "old", Seq: 1, TaskID: "old-a", Kind: "create", AtMS: 1000, Detail: `{}`, Hash: "h1"}})
 	})
 	write(t, d, func(tx tgdriver.Tx) error {
 		ids, err := tx.PruneCandidates(ctx, 2000, 10)

@@ -119,7 +119,7 @@ type Driver struct {
 	readOnly bool
 	files    fileGuard // identity of the database files (health.go)
 	// updates caches UpdateTask's SQL text by shape; writer goroutine only.
-	updates map[uint64]string
+	updates map[tgdriver.UpdateShape]string
 }
 
 var _ tgdriver.Driver = (*Driver)(nil)
@@ -173,7 +173,7 @@ func Open(ctx context.Context, path string, opts Options) (*Driver, error) {
 		}
 	}
 	d := &Driver{path: path, opts: opts, log: opts.Logger, ops: make(chan *op, 1024), quit: make(chan struct{}),
-		changes: make(chan tgdriver.Change, 1), updates: make(map[uint64]string)}
+		changes: make(chan tgdriver.Change, 1), updates: make(map[tgdriver.UpdateShape]string)}
 	err := retryBusy(ctx, opts.BusyTimeout, func() error {
 		if err := inspect(ctx, path, opts); err != nil {
 			return err
