@@ -11,7 +11,10 @@
 //     in its own savepoint (a batch of one uses the transaction itself), and
 //     commits once. Write returns only after that commit; a failed commit
 //     fails every operation of the batch. Because the writer serialises
-//     everything, LockWorkflow only checks existence.
+//     everything, LockWorkflow only checks existence, Fetch's locks are
+//     reads, and events are linked as they are recorded (the journal of
+//     tgdriver.Info.JournalEvents is kept for the drivers' common contract
+//     but the store does not use it on SQLite).
 //   - Hooks.BatchStart runs once per batch inside the transaction before any
 //     operation; its after function runs only after the batch committed.
 //   - The statements of an operation run on the writer's connection through
@@ -38,8 +41,8 @@
 //     SQLITE_OPEN_READONLY, starts no writer and no watcher, and every Write
 //     fails with tgdriver.ErrReadOnlyStore.
 //   - Every guarded write keeps its guard in the statement's own predicate
-//     (UpdateTask's TaskGuard, AppendEvent's compare-and-set of the chain
-//     head, PruneWorkflow's finished-and-old test in the DELETE).
+//     (the TaskGuard of every update, the compare-and-set of the chain head
+//     by AppendEvents, PruneWorkflow's finished-and-old test in the DELETE).
 //
 // # Claim-next
 //
