@@ -132,10 +132,8 @@ type Reads interface {
 	// EventCount counts the events of every workflow.
 	EventCount(ctx context.Context) (int64, error)
 	// PendingWorkflows returns the workflow of each of the first limit
-	// pending tasks (by seq).
+	// claimable tasks (pending and due), in claim-next order.
 	PendingWorkflows(ctx context.Context, limit int) ([]string, error)
-	// PendingInWorkflow counts the pending tasks of workflowID, up to limit.
-	PendingInWorkflow(ctx context.Context, workflowID string, limit int) (int, error)
 	// CountClaimable counts, up to limit, the claimable tasks (pending and
 	// due) that a claim-next of workflowID ("" for any) with capabilities
 	// caps (canonical: sorted, deduplicated) could take: those whose

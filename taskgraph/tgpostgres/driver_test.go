@@ -638,9 +638,9 @@ func TestCloseReadyPingSnapshotBackup(t *testing.T) {
 		if err != nil || len(ts) != 1 || ts[0].Payload != `{"n":1}` {
 			return fmt.Errorf("ListTasks = %+v, %v", ts, err)
 		}
-		n, err := r.PendingInWorkflow(ctx, "wf", 10)
-		if err != nil || n != 1 {
-			return fmt.Errorf("PendingInWorkflow = %d, %v", n, err)
+		wfs, err := r.PendingWorkflows(ctx, 10)
+		if err != nil || len(wfs) != 1 || wfs[0] != "wf" {
+			return fmt.Errorf("PendingWorkflows = %v, %v", wfs, err)
 		}
 		return nil
 	}); err != nil {

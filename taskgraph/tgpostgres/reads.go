@@ -394,9 +394,11 @@ func (r reads) OrphanEventWorkflow(ctx context.Context) (string, bool, error) {
 	return id, true, nil
 }
 
-// PendingWorkflows returns the workflow of each of the first limit pending tasks.
+// PendingWorkflows returns the workflow of each of the first limit
+// claimable tasks, in claim-next order (tasks_ready_by_priority).
 func (r reads) PendingWorkflows(ctx context.Context, limit int) ([]string, error) {
-	rows, err := r.q.Query(ctx, `SELECT workflow_id FROM tasks WHERE state = 'pending' ORDER BY seq LIMIT $1`, limit)
+	rows, err := r.q.Query(ctx, `SELECT workflow_id FROM tasks WHERE state = 'pending' AND due_at_ms = 0
+		ORDER BY priority DESC, seq LIMIT $1`, limit)
 	if err != nil {
 		return nil, r.fail(ctx, "read pending tasks", err)
 	}
@@ -405,16 +407,6 @@ func (r reads) PendingWorkflows(ctx context.Context, limit int) ([]string, error
 		return nil, r.fail(ctx, "read pending tasks", err)
 	}
 	return out, nil
-}
-
-// PendingInWorkflow counts the pending tasks of workflowID, up to limit.
-func (r reads) PendingInWorkflow(ctx context.Context, workflowID string, limit int) (int, error) {
-	var n int
-	if err := r.q.QueryRow(ctx, `SELECT COUNT(*) FROM (SELECT 1 FROM tasks WHERE workflow_id = $1 AND state = 'pending'
-		ORDER BY seq LIMIT $2) p`, workflowID, limit).Scan(&n); err != nil {
-		return 0, r.fail(ctx, "count pending tasks of "+workflowID, err)
-	}
-	return n, nil
 }
 
 // requiresAmongCaps: every tag of the task's requires (canonical, joined by

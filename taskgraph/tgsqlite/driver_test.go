@@ -482,9 +482,6 @@ func TestClaimAndLeaseQueries(t *testing.T) {
 	if err != nil || len(wfs) != 1 || wfs[0] != "wf2" {
 		t.Fatalf("PendingWorkflows %v %v", wfs, err)
 	}
-	if n, err := d.Reads().PendingInWorkflow(ctx, "wf2", 10); err != nil || n != 1 {
-		t.Fatalf("PendingInWorkflow %d %v", n, err)
-	}
 	for _, f := range []tgdriver.ListFilter{{}, {WorkflowID: "wf1"}, {State: "claimed"}, {WorkflowID: "wf2", State: "pending", Limit: 1}} {
 		ts, err := d.Reads().ListTasks(ctx, f)
 		want := map[bool]int{true: 2, false: 1}[f == (tgdriver.ListFilter{})]
@@ -502,8 +499,7 @@ func TestClaimAndLeaseQueries(t *testing.T) {
 		sqlCountClaimable: "tasks_ready_plain", sqlCountClaimableCaps: "tasks_ready_by_priority",
 		sqlCountClaimableWF: "tasks_ready_by_workflow_priority", sqlCountClaimableWFCaps: "tasks_ready_by_workflow_priority",
 		sqlDueTasks: "tasks_due", sqlNextDue: "tasks_due",
-		sqlExpiredLeases: "tasks_leases", sqlNextLeaseExpiry: "tasks_leases", sqlPendingWorkflows: "tasks_ready",
-		sqlPendingInWorkflow: "tasks_ready_by_workflow"} {
+		sqlExpiredLeases: "tasks_leases", sqlNextLeaseExpiry: "tasks_leases", sqlPendingWorkflows: "tasks_ready_by_priority"} {
 		rows, err := d.rdb.Query(`EXPLAIN QUERY PLAN `+q, make([]any, strings.Count(q, "?"))...)
 		if err != nil {
 			t.Fatalf("%s: %v", q, err)

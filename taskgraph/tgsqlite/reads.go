@@ -142,9 +142,8 @@ const (
 	sqlExpiredLeases = `SELECT seq, workflow_id, lease_expires_at_ms FROM tasks INDEXED BY tasks_leases
 		WHERE state = 'claimed' AND lease_expires_at_ms <= ? ORDER BY lease_expires_at_ms LIMIT ?`
 	sqlNextLeaseExpiry   = `SELECT MIN(lease_expires_at_ms) FROM tasks INDEXED BY tasks_leases WHERE state = 'claimed'`
-	sqlPendingWorkflows  = `SELECT workflow_id FROM tasks INDEXED BY tasks_ready WHERE state = 'pending' ORDER BY seq LIMIT ?`
-	sqlPendingInWorkflow = `SELECT COUNT(*) FROM (SELECT 1 FROM tasks INDEXED BY tasks_ready_by_workflow
-		WHERE workflow_id = ? AND state = 'pending' LIMIT ?)`
+	sqlPendingWorkflows  = `SELECT workflow_id FROM tasks INDEXED BY tasks_ready_by_priority WHERE state = 'pending' AND due_at_ms = 0
+		ORDER BY priority DESC, seq LIMIT ?`
 	sqlDueTasks = `SELECT seq, workflow_id FROM tasks INDEXED BY tasks_due
 		WHERE state = 'pending' AND due_at_ms > 0 AND due_at_ms <= ? ORDER BY due_at_ms LIMIT ?`
 	sqlNextDue = `SELECT MIN(due_at_ms) FROM tasks INDEXED BY tasks_due WHERE state = 'pending' AND due_at_ms > 0`
@@ -510,8 +509,8 @@ func (r *reads) JournaledWorkflows(ctx context.Context, limit int) ([]string, er
 	return scanColumn[string](rows)
 }
 
-// PendingWorkflows returns the workflow of each of the first limit pending
-// tasks (by seq).
+// PendingWorkflows returns the workflow of each of the first limit
+// claimable tasks, in claim-next order.
 func (r *reads) PendingWorkflows(ctx context.Context, limit int) ([]string, error) {
 	rows, err := r.q.query(ctx, sqlPendingWorkflows, limit)
 	if err != nil {
@@ -520,14 +519,6 @@ func (r *reads) PendingWorkflows(ctx context.Context, limit int) ([]string, erro
 	return scanColumn[string](rows)
 }
 
-// PendingInWorkflow counts the pending tasks of workflowID, up to limit.
-func (r *reads) PendingInWorkflow(ctx context.Context, workflowID string, limit int) (int, error) {
-	var n int
-	if err := r.q.queryRow(ctx, sqlPendingInWorkflow, workflowID, limit).Scan(&n); err != nil {
-		return 0, fmt.Errorf("count pending tasks of workflow %s: %w", workflowID, err)
-	}
-	return n, nil
-}
 
 // scanColumn collects the one column of every row of rows, and closes them.
 func scanColumn[T any](rows *sql.Rows) ([]T, error) {

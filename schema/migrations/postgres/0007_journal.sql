@@ -37,3 +37,9 @@ CREATE TABLE event_journal (
 );
 CREATE INDEX event_journal_by_workflow ON event_journal (workflow_id, journal_id);
 CREATE INDEX event_journal_by_task ON event_journal (task_id, journal_id);
+
+-- The first ready indexes (pending by seq, overall and per workflow) are
+-- superseded by those of claim-next order (0006); the few reads that used
+-- them read those. Every claim deleted an entry from each.
+DROP INDEX tasks_ready;
+DROP INDEX tasks_ready_by_workflow;
