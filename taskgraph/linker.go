@@ -4,14 +4,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/tgdriver"
 )
 
 // linkBatch bounds the journaled events one linking transaction moves into
-// a workflow's chain.
+// their chains.
 const linkBatch = 1024
 
 // linkScan bounds the workflows one pass of the linker looks at.
@@ -22,24 +24,38 @@ const linkScan = 256
 // own).
 const linkEvery = time.Second
 
+// linkDelay is how long the linker lets the kicks of commits gather before
+// a pass, so that one linking transaction serves many of them.
+const linkDelay = 5 * time.Millisecond
+
 // linker links journaled events into their workflows' chains (see
 // tgdriver.Info.JournalEvents). A write journals its events and, once it
-// commits, kicks the linker; the linker also looks for journaled events
-// every linkEvery, so that the events of a process that stopped before
-// linking them are linked by another. Any number of linkers (one per
-// store, on any number of replicas) may run at once: linking a workflow
-// locks its row, so they take turns on a workflow, and each moves what the
-// journal holds in journal order.
+// commits, kicks the linker with the workflows it journaled for; the
+// linker gathers kicks for linkDelay and links them in one transaction. It
+// also looks for journaled events every linkEvery, so that the events of a
+// process that stopped before linking them are linked by another. Any
+// number of linkers (one per store, on any number of replicas) may run at
+// once: linking locks the workflows' rows, so they take turns on a
+// workflow, and each moves what the journal holds, in journal order.
 type linker struct {
 	s    *Store
 	wake chan struct{} // holds at most one kick
+
+	mu  sync.Mutex
+	wfs map[string]struct{} // kicked for, not yet linked
 }
 
-func newLinker(s *Store) *linker { return &linker{s: s, wake: make(chan struct{}, 1)} }
+func newLinker(s *Store) *linker {
+	return &linker{s: s, wake: make(chan struct{}, 1), wfs: map[string]struct{}{}}
+}
 
-// kick asks for a pass soon: one that starts after this call. It never
-// blocks.
-func (l *linker) kick() {
+// kick asks for a pass soon for the workflows of evs. It never blocks.
+func (l *linker) kick(evs []tgdriver.EventRow) {
+	l.mu.Lock()
+	for _, e := range evs {
+		l.wfs[e.WorkflowID] = struct{}{}
+	}
+	l.mu.Unlock()
 	select {
 	case l.wake <- struct{}{}:
 	default:
@@ -54,13 +70,25 @@ func (l *linker) run() {
 	t := time.NewTicker(linkEvery)
 	defer t.Stop()
 	for {
+		var err error
 		select {
 		case <-l.s.quit:
 			return
 		case <-l.wake:
+			select {
+			case <-l.s.quit:
+				return
+			case <-time.After(linkDelay):
+			}
+			l.mu.Lock()
+			wfs := slices.Collect(maps.Keys(l.wfs))
+			clear(l.wfs)
+			l.mu.Unlock()
+			err = l.s.linkWorkflows(ctx, wfs)
 		case <-t.C:
+			err = l.s.linkAll(ctx)
 		}
-		if err := l.s.linkAll(ctx); err != nil && ctx.Err() == nil && !errors.Is(err, ErrClosed) {
+		if err != nil && ctx.Err() == nil && !errors.Is(err, ErrClosed) {
 			l.s.log.Warn("linking journaled events into their chains failed; retrying", "err", err)
 		}
 	}
@@ -76,11 +104,8 @@ func (s *Store) linkAll(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("find journaled events: %w", err)
 		}
-		slices.Sort(wfs)
-		for _, wf := range wfs {
-			if err := s.linkWorkflow(ctx, wf); err != nil {
-				return err
-			}
+		if err := s.linkWorkflows(ctx, wfs); err != nil {
+			return err
 		}
 		if len(wfs) < linkScan {
 			return nil
@@ -91,41 +116,53 @@ func (s *Store) linkAll(ctx context.Context) error {
 // linkWorkflow links every journaled event of workflowID, in journal order,
 // onto its chain. Its reads of the history see those events linked.
 func (s *Store) linkWorkflow(ctx context.Context, workflowID string) error {
-	if !s.journal || s.readOnly {
+	return s.linkWorkflows(ctx, []string{workflowID})
+}
+
+// linkWorkflows links every journaled event of the workflows of
+// workflowIDs onto their chains, in journal order, a transaction of at most
+// linkBatch events at a time.
+func (s *Store) linkWorkflows(ctx context.Context, workflowIDs []string) error {
+	if !s.journal || s.readOnly || len(workflowIDs) == 0 {
 		return nil
 	}
 	for {
 		n := 0
 		err := s.drv.Write(ctx, func(tx tgdriver.Tx) error {
 			n = 0
-			exists, err := tx.LockWorkflow(ctx, workflowID)
+			heads, err := tx.LockChains(ctx, workflowIDs)
 			if err != nil {
-				return fmt.Errorf("lock workflow %s: %w", workflowID, err)
+				return fmt.Errorf("lock workflows: %w", err)
 			}
-			evs, err := tx.JournaledEvents(ctx, workflowID, linkBatch)
+			evs, err := tx.JournaledEvents(ctx, workflowIDs, linkBatch)
 			if err != nil {
-				return fmt.Errorf("read the journaled events of workflow %s: %w", workflowID, err)
+				return fmt.Errorf("read the journal: %w", err)
 			}
 			if len(evs) == 0 {
 				return nil
 			}
-			if !exists {
-				// Events journaled for a workflow that is gone (pruned, or
-				// its creation rolled back cannot journal): nothing to link
-				// them to. Never expected; verify reports them.
-				return fmt.Errorf("%w: workflow %s has %d journaled events but no row", errInternal, workflowID, len(evs))
+			type head struct {
+				hash  string
+				count int64
 			}
-			head, count, err := tx.ChainHead(ctx, workflowID)
-			if err != nil {
-				return fmt.Errorf("read chain head of workflow %s: %w", workflowID, err)
+			at := make(map[string]*head, len(heads))
+			for _, h := range heads {
+				at[h.WorkflowID] = &head{h.HeadHash, h.EventCount}
 			}
 			for i := range evs {
-				count++
-				linkEvent(&evs[i], head, count)
-				head = evs[i].Hash
+				h := at[evs[i].WorkflowID]
+				if h == nil {
+					// Events journaled for a workflow that is gone: never
+					// expected (a prune keeps a workflow with journaled
+					// events); verify reports them.
+					return fmt.Errorf("%w: workflow %s has journaled events but no row", errInternal, evs[i].WorkflowID)
+				}
+				h.count++
+				linkEvent(&evs[i], h.hash, h.count)
+				h.hash = evs[i].Hash
 			}
 			if err := tx.LinkJournaled(ctx, evs); err != nil {
-				return fmt.Errorf("link the journaled events of workflow %s: %w", workflowID, err)
+				return fmt.Errorf("link journaled events: %w", err)
 			}
 			n = len(evs)
 			return nil

@@ -133,7 +133,7 @@ func (s *Store) committed(out *outbox) {
 	}
 	s.notify.wakeAll(out.ready)
 	if s.journal && len(out.events) > 0 {
-		s.linker.kick()
+		s.linker.kick(out.events)
 	}
 }
 

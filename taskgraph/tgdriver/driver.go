@@ -233,15 +233,20 @@ type Tx interface {
 	// operation journals its events after the reads and writes they
 	// describe. See Info.JournalEvents.
 	JournalEvents(ctx context.Context, evs []EventRow) error
-	// JournaledEvents returns up to limit journaled events of workflowID in
-	// journal order, with EventID their journal id and Seq 0.
-	JournaledEvents(ctx context.Context, workflowID string, limit int) ([]EventRow, error)
+	// LockChains takes the write lock of each workflow of workflowIDs (as
+	// LockWorkflow, in workflow id order) and returns their rows with the
+	// chain heads; workflows that do not exist are left out.
+	LockChains(ctx context.Context, workflowIDs []string) ([]WorkflowRow, error)
+	// JournaledEvents returns the first limit journaled events of the
+	// workflows of workflowIDs, in journal order, with EventID their
+	// journal id and Seq 0.
+	JournaledEvents(ctx context.Context, workflowIDs []string, limit int) ([]EventRow, error)
 	// LinkJournaled moves journaled events into the chain: evs (linked,
 	// each with the EventID of its journal entry) are appended as
 	// AppendEvents does and their journal entries removed, or nothing
 	// changes and it returns ErrChainMoved (a head moved) or ErrNoRows (an
-	// entry is no longer in the journal). The caller holds the workflow's
-	// lock (LockWorkflow).
+	// entry is no longer in the journal), and the caller's transaction
+	// rolls back. The caller holds the workflows' locks (LockChains).
 	LinkJournaled(ctx context.Context, evs []EventRow) error
 	// LockAuditHead returns the entry count and head hash of the audit chain
 	// (0 and "" before its first entry) and holds its write lock for the

@@ -279,64 +279,88 @@ func (w *wtx) JournalEvents(ctx context.Context, evs []tgdriver.EventRow) error 
 	return w.run(ctx, "journal events", b, nil)
 }
 
-// JournaledEvents returns up to limit journaled events of workflowID in
-// journal order.
-func (w *wtx) JournaledEvents(ctx context.Context, workflowID string, limit int) ([]tgdriver.EventRow, error) {
-	rows, err := w.c.Query(ctx, `SELECT `+journalColumns+` FROM event_journal WHERE workflow_id = $1 ORDER BY journal_id LIMIT $2`, workflowID, limit)
+// LockChains locks the rows of the workflows of workflowIDs in workflow id
+// order (FOR UPDATE) and returns them.
+func (w *wtx) LockChains(ctx context.Context, workflowIDs []string) ([]tgdriver.WorkflowRow, error) {
+	rows, err := w.c.Query(ctx, `SELECT `+workflowColumns+` FROM workflows WHERE workflow_id = ANY($1::text[])
+		ORDER BY workflow_id FOR UPDATE`, workflowIDs)
 	if err != nil {
-		return nil, w.fail(ctx, "read the journal of "+workflowID, err)
+		return nil, w.fail(ctx, "lock workflows", err)
 	}
-	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (tgdriver.EventRow, error) { return scanEvent(row) })
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (tgdriver.WorkflowRow, error) { return scanWorkflow(row) })
 	if err != nil {
-		return nil, w.fail(ctx, "read the journal of "+workflowID, err)
+		return nil, w.fail(ctx, "lock workflows", err)
 	}
 	return out, nil
 }
 
-// LinkJournaled moves journaled events into the chain with the links given,
-// in one round trip: for each workflow, one statement moves the entries
-// (copying their bodies inside the database) and one advances the head by
-// compare and set.
+// JournaledEvents returns the first limit journaled events of the
+// workflows of workflowIDs, in journal order.
+func (w *wtx) JournaledEvents(ctx context.Context, workflowIDs []string, limit int) ([]tgdriver.EventRow, error) {
+	rows, err := w.c.Query(ctx, `SELECT `+journalColumns+` FROM event_journal WHERE workflow_id = ANY($1::text[])
+		ORDER BY journal_id LIMIT $2`, workflowIDs, limit)
+	if err != nil {
+		return nil, w.fail(ctx, "read the journal", err)
+	}
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (tgdriver.EventRow, error) { return scanEvent(row) })
+	if err != nil {
+		return nil, w.fail(ctx, "read the journal", err)
+	}
+	return out, nil
+}
+
+// LinkJournaled moves journaled events into their chains with the links
+// given, in one round trip of two statements whatever the number of
+// workflows: one advances every head by compare and set, one moves the
+// entries (copying their bodies inside the database) and deletes them from
+// the journal.
 func (w *wtx) LinkJournaled(ctx context.Context, evs []tgdriver.EventRow) error {
 	runs, err := tgdriver.ChainRuns(evs)
 	if err != nil {
 		return err
 	}
-	type cols struct {
-		ids, seqs     []int64
-		prevs, hashes []string
-	}
-	per := make(map[string]*cols, len(runs))
-	for _, e := range evs {
-		c := per[e.WorkflowID]
-		if c == nil {
-			c = &cols{}
-			per[e.WorkflowID] = c
-		}
-		c.ids, c.seqs, c.prevs, c.hashes = append(c.ids, e.EventID), append(c.seqs, e.Seq), append(c.prevs, e.PrevHash), append(c.hashes, e.Hash)
+	n := len(evs)
+	ids, seqs, prevs, hashes := make([]int64, n), make([]int64, n), make([]string, n), make([]string, n)
+	wfs := make([]string, n)
+	for i, e := range evs {
+		ids[i], seqs[i], prevs[i], hashes[i], wfs[i] = e.EventID, e.Seq, e.PrevHash, e.Hash, e.WorkflowID
 	}
 	b := &pgx.Batch{}
-	var checks []func(pgconn.CommandTag) error
-	for _, run := range runs {
-		c := per[run.WorkflowID]
-		want := int64(len(c.ids))
-		wf := run.WorkflowID
-		queueAdvance(b, run, &checks)
-		b.Queue(`WITH moved AS (DELETE FROM event_journal j USING unnest($1::bigint[], $2::bigint[], $3::text[], $4::text[]) AS u(id, seq, prev, hash)
-			WHERE j.journal_id = u.id AND j.workflow_id = $5
-			RETURNING j.workflow_id, u.seq, j.task_id, j.kind, j.owner, j.generation, j.at_ms, j.detail, u.prev, u.hash,
-				j.hash_version, j.actor_kind, j.actor_name, j.actor_principal, j.task_state, j.content)
-			INSERT INTO events (workflow_id, wseq, task_id, kind, owner, generation, at_ms, detail, prev_hash, hash,
-				hash_version, actor_kind, actor_name, actor_principal, task_state, content)
-			SELECT * FROM moved ORDER BY seq`, c.ids, c.seqs, c.prevs, c.hashes, wf)
-		checks = append(checks, func(tag pgconn.CommandTag) error {
-			if tag.RowsAffected() != want {
-				return fmt.Errorf("workflow %s: %d of %d journal entries to link: %w", wf, tag.RowsAffected(), want, tgdriver.ErrNoRows)
-			}
-			return nil
-		})
-	}
+	checks := []func(pgconn.CommandTag) error{queueAdvanceAll(b, runs), func(tag pgconn.CommandTag) error {
+		if tag.RowsAffected() != int64(n) {
+			return fmt.Errorf("%d of %d journal entries to link: %w", tag.RowsAffected(), n, tgdriver.ErrNoRows)
+		}
+		return nil
+	}}
+	b.Queue(`WITH moved AS (DELETE FROM event_journal j USING unnest($1::bigint[], $2::bigint[], $3::text[], $4::text[], $5::text[]) AS u(id, seq, prev, hash, wf)
+		WHERE j.journal_id = u.id AND j.workflow_id = u.wf
+		RETURNING j.workflow_id, u.seq, j.task_id, j.kind, j.owner, j.generation, j.at_ms, j.detail, u.prev, u.hash,
+			j.hash_version, j.actor_kind, j.actor_name, j.actor_principal, j.task_state, j.content)
+		INSERT INTO events (workflow_id, wseq, task_id, kind, owner, generation, at_ms, detail, prev_hash, hash,
+			hash_version, actor_kind, actor_name, actor_principal, task_state, content)
+		SELECT * FROM moved ORDER BY workflow_id, seq`, ids, seqs, prevs, hashes, wfs)
 	return w.run(ctx, "link journaled events", b, checks)
+}
+
+// queueAdvanceAll queues one compare and set of every run's workflow head
+// and returns its check: every head advanced, or ErrChainMoved.
+func queueAdvanceAll(b *pgx.Batch, runs []tgdriver.ChainRun) func(pgconn.CommandTag) error {
+	n := len(runs)
+	wfs, heads, prevs := make([]string, n), make([]string, n), make([]string, n)
+	counts, prevCounts, ats := make([]int64, n), make([]int64, n), make([]int64, n)
+	for i, r := range runs {
+		wfs[i], heads[i], prevs[i] = r.WorkflowID, r.Last.Hash, r.First.PrevHash
+		counts[i], prevCounts[i], ats[i] = r.Last.Seq, r.First.Seq-1, r.Last.AtMS
+	}
+	b.Queue(`UPDATE workflows w SET head_hash = u.head, event_count = u.n, updated_at_ms = GREATEST(w.updated_at_ms, u.at)
+		FROM unnest($1::text[], $2::text[], $3::bigint[], $4::bigint[], $5::text[], $6::bigint[]) AS u(wf, head, n, at, prev, prevn)
+		WHERE w.workflow_id = u.wf AND w.head_hash = u.prev AND w.event_count = u.prevn`, wfs, heads, counts, ats, prevs, prevCounts)
+	return func(tag pgconn.CommandTag) error {
+		if tag.RowsAffected() != int64(n) {
+			return fmt.Errorf("%d of %d workflows: %w", tag.RowsAffected(), n, tgdriver.ErrChainMoved)
+		}
+		return nil
+	}
 }
 
 // queueAppend queues the insert of linked events and the compare and set
@@ -359,10 +383,7 @@ func queueAppend(b *pgx.Batch, evs []tgdriver.EventRow) ([]func(pgconn.CommandTa
 	}
 	// The heads first: when one moved, the insert would only collide with
 	// the events it links to.
-	var checks []func(pgconn.CommandTag) error
-	for _, run := range runs {
-		queueAdvance(b, run, &checks)
-	}
+	checks := []func(pgconn.CommandTag) error{queueAdvanceAll(b, runs)}
 	b.Queue(`INSERT INTO events (workflow_id, wseq, task_id, kind, owner, generation, at_ms, detail, prev_hash, hash,
 		hash_version, actor_kind, actor_name, actor_principal, task_state, content)
 		SELECT wf, seq, task, kind, owner, gen, at, detail, prev, hash, hv, ak, an, ap, st, content
@@ -371,19 +392,6 @@ func queueAppend(b *pgx.Batch, evs []tgdriver.EventRow) ([]func(pgconn.CommandTa
 			AS e(wf, seq, task, kind, owner, gen, at, detail, prev, hash, hv, ak, an, ap, st, content, ord) ORDER BY ord`,
 		wfs, seqs, tasks, kinds, owners, gens, ats, details, prevs, hashes, hvs, aks, ans, aps, states, contents)
 	return append(checks, nil), nil
-}
-
-// queueAdvance queues the compare and set of run's workflow head.
-func queueAdvance(b *pgx.Batch, run tgdriver.ChainRun, checks *[]func(pgconn.CommandTag) error) {
-	b.Queue(`UPDATE workflows SET head_hash = $1, event_count = $2, updated_at_ms = GREATEST(updated_at_ms, $3)
-		WHERE workflow_id = $4 AND head_hash = $5 AND event_count = $6`,
-		run.Last.Hash, run.Last.Seq, run.Last.AtMS, run.WorkflowID, run.First.PrevHash, run.First.Seq-1)
-	*checks = append(*checks, func(tag pgconn.CommandTag) error {
-		if tag.RowsAffected() != 1 {
-			return fmt.Errorf("workflow %s, events %d to %d: %w", run.WorkflowID, run.First.Seq, run.Last.Seq, tgdriver.ErrChainMoved)
-		}
-		return nil
-	})
 }
 
 // queueJournal queues the insert of evs into the journal, in order.

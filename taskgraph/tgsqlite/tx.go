@@ -3,8 +3,10 @@ package tgsqlite
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/tgdriver"
 )
@@ -76,7 +78,8 @@ const (
 	sqlJournalEvent = `INSERT INTO event_journal (workflow_id, task_id, kind, owner, generation, at_ms, detail,
 		hash_version, actor_kind, actor_name, actor_principal, task_state, content)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
-	sqlJournaled       = `SELECT ` + journalColumns + ` FROM event_journal WHERE workflow_id = ? ORDER BY journal_id LIMIT ?`
+	sqlJournaled = `SELECT ` + journalColumns + ` FROM event_journal WHERE workflow_id IN (SELECT value FROM json_each(?))
+		ORDER BY journal_id LIMIT ?`
 	sqlUnjournal       = `DELETE FROM event_journal WHERE journal_id = ? AND workflow_id = ?`
 	sqlPruneCandidates = `SELECT w.workflow_id FROM workflows w
 		WHERE w.updated_at_ms < ? AND NOT EXISTS (SELECT 1 FROM tasks t WHERE t.workflow_id = w.workflow_id
@@ -352,12 +355,33 @@ func (t *wtx) JournalEvents(_ context.Context, evs []tgdriver.EventRow) error {
 	return nil
 }
 
-// JournaledEvents returns up to limit journaled events of workflowID in
-// journal order.
-func (t *wtx) JournaledEvents(_ context.Context, workflowID string, limit int) ([]tgdriver.EventRow, error) {
-	rows, err := t.query(bg, sqlJournaled, workflowID, limit)
+// LockChains returns the rows of the workflows of workflowIDs that exist,
+// in workflow id order. The single writer serialises every write
+// transaction, so there is nothing to lock.
+func (t *wtx) LockChains(ctx context.Context, workflowIDs []string) ([]tgdriver.WorkflowRow, error) {
+	ids := slices.Clone(workflowIDs)
+	slices.Sort(ids)
+	var out []tgdriver.WorkflowRow
+	for _, id := range slices.Compact(ids) {
+		w, err := scanWorkflow(t.queryRow(bg, sqlWorkflow, id))
+		switch {
+		case errors.Is(err, tgdriver.ErrNoRows):
+			continue
+		case err != nil:
+			return nil, fmt.Errorf("read workflow %s: %w", id, err)
+		}
+		out = append(out, w)
+	}
+	return out, nil
+}
+
+// JournaledEvents returns the first limit journaled events of the
+// workflows of workflowIDs, in journal order.
+func (t *wtx) JournaledEvents(_ context.Context, workflowIDs []string, limit int) ([]tgdriver.EventRow, error) {
+	ids, _ := json.Marshal(workflowIDs)
+	rows, err := t.query(bg, sqlJournaled, string(ids), limit)
 	if err != nil {
-		return nil, fmt.Errorf("read journaled events of workflow %s: %w", workflowID, err)
+		return nil, fmt.Errorf("read journaled events: %w", err)
 	}
 	defer rows.Close()
 	var out []tgdriver.EventRow
