@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -81,6 +80,8 @@ type hotLane struct {
 	mu      sync.Mutex
 	queue   []*hotOp
 	running int
+	// added holds a signal when an operation joined the queue.
+	added chan struct{}
 }
 
 // defaultHotBatches is how many batches run at once on a driver of many
@@ -92,14 +93,22 @@ const defaultHotBatches = 2
 const defaultHotBatchSize = 256
 
 func newHotLane(s *Store, max, maxBatch int) *hotLane {
-	return &hotLane{s: s, max: max, maxBatch: maxBatch}
+	return &hotLane{s: s, max: max, maxBatch: maxBatch, added: make(chan struct{}, 1)}
 }
+
+// maxGather bounds how long a lane waits, after answering a batch, for
+// the callers it answered to come back before it starts the next batch.
+const maxGather = 200 * time.Microsecond
 
 // run submits op and returns once it was answered.
 func (l *hotLane) run(op *hotOp) {
 	op.done = make(chan struct{})
 	l.mu.Lock()
 	l.queue = append(l.queue, op)
+	select {
+	case l.added <- struct{}{}:
+	default:
+	}
 	if l.running < l.max {
 		l.running++
 		batch := l.takeLocked()
@@ -120,14 +129,39 @@ func (l *hotLane) takeLocked() []*hotOp {
 }
 
 // loop runs batch and then every batch waiting, until the queue is empty.
+//
+// After a batch, most of the callers it answered submit their next
+// operation at once (a worker completes what it claimed, then claims
+// again): the lane waits for as many operations as it just answered to
+// join the queue, at most a quarter of the batch's time and maxGather, so
+// that they go together in the next batch rather than one by one. A lane
+// with nothing to do waits for nothing: the first operation to arrive
+// starts a batch.
 func (l *hotLane) loop(batch []*hotOp) {
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	defer timer.Stop()
 	for {
+		start := time.Now()
 		l.s.runHot(batch)
-		// Let the callers this batch just answered run first: most submit
-		// their next operation at once, and it joins the next batch
-		// instead of waiting for the one after.
-		runtime.Gosched()
+		took := time.Since(start)
+		want := len(batch)
 		l.mu.Lock()
+		if gather := min(took/4, maxGather); len(l.queue) < want && gather > 0 {
+			timer.Reset(gather)
+			for len(l.queue) < want {
+				l.mu.Unlock()
+				select {
+				case <-l.added:
+				case <-timer.C:
+					l.mu.Lock()
+					goto take
+				}
+				l.mu.Lock()
+			}
+			timer.Stop()
+		}
+	take:
 		if len(l.queue) == 0 {
 			l.running--
 			l.mu.Unlock()
