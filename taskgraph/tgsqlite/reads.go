@@ -141,8 +141,8 @@ const (
 	// statements fail to prepare rather than silently scan.
 	sqlExpiredLeases = `SELECT seq, workflow_id, lease_expires_at_ms FROM tasks INDEXED BY tasks_leases
 		WHERE state = 'claimed' AND lease_expires_at_ms <= ? ORDER BY lease_expires_at_ms LIMIT ?`
-	sqlNextLeaseExpiry   = `SELECT MIN(lease_expires_at_ms) FROM tasks INDEXED BY tasks_leases WHERE state = 'claimed'`
-	sqlPendingWorkflows  = `SELECT workflow_id FROM tasks INDEXED BY tasks_ready_by_priority WHERE state = 'pending' AND due_at_ms = 0
+	sqlNextLeaseExpiry  = `SELECT MIN(lease_expires_at_ms) FROM tasks INDEXED BY tasks_leases WHERE state = 'claimed'`
+	sqlPendingWorkflows = `SELECT workflow_id FROM tasks INDEXED BY tasks_ready_by_priority WHERE state = 'pending' AND due_at_ms = 0
 		ORDER BY priority DESC, seq LIMIT ?`
 	sqlDueTasks = `SELECT seq, workflow_id FROM tasks INDEXED BY tasks_due
 		WHERE state = 'pending' AND due_at_ms > 0 AND due_at_ms <= ? ORDER BY due_at_ms LIMIT ?`
@@ -518,7 +518,6 @@ func (r *reads) PendingWorkflows(ctx context.Context, limit int) ([]string, erro
 	}
 	return scanColumn[string](rows)
 }
-
 
 // scanColumn collects the one column of every row of rows, and closes them.
 func scanColumn[T any](rows *sql.Rows) ([]T, error) {
