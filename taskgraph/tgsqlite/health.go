@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -86,6 +87,8 @@ type fileGuard struct {
 	ids   [3]os.FileInfo
 	mu    sync.Mutex // orders trip's log line and err
 	err   error      // non-nil once tripped; read under mu or via tripped
+	// walBytes is the size of the -wal at the last check.
+	walBytes atomic.Int64
 }
 
 // recordFiles notes the identity of the database files. It runs after the
@@ -146,6 +149,9 @@ func (d *Driver) checkFiles() error {
 			continue
 		case !os.SameFile(fi, g.ids[i]):
 			return d.trip(fmt.Errorf("%w: %s is a different file than the one opened", tgdriver.ErrFilesReplaced, p), p)
+		}
+		if i == 1 {
+			g.walBytes.Store(fi.Size())
 		}
 	}
 	return nil

@@ -398,6 +398,9 @@ func (d *Driver) runBatch(t *wtx, connErr error, batch []*op) {
 	if after != nil {
 		after()
 	}
+	if d.files.walBytes.Load() >= checkpointAt {
+		d.ckpt.kicked()
+	}
 	finish(nil)
 }
 
