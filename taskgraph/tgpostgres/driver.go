@@ -321,7 +321,7 @@ func (d *Driver) writeOnce(ctx context.Context, fn func(tgdriver.Tx) error) erro
 		return err
 	}
 	if err := tx.Commit(ctx); err != nil {
-		return fmt.Errorf("commit: %w", d.classify(ctx, err))
+		return fmt.Errorf("commit: %w", d.classifyCommit(ctx, err))
 	}
 	return nil
 }

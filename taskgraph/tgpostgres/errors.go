@@ -102,6 +102,40 @@ func (d *Driver) classify(ctx context.Context, err error) error {
 	return d.redact(err)
 }
 
+// codeIdleInTransactionTimeout is the FATAL a session gets when it stayed
+// idle inside a transaction beyond idle_in_transaction_session_timeout: the
+// server ended it before reading any later command, COMMIT included.
+const codeIdleInTransactionTimeout = "25P03"
+
+// classifyCommit maps an error of a write transaction's COMMIT. Once the
+// COMMIT may have reached the server, only the server's own answer that the
+// transaction did not commit (an ERROR, which rolls it back, or the FATAL of
+// a session ended while idle before the COMMIT was read) means nothing was
+// written. Anything else (a connection lost while the COMMIT was in flight,
+// a server shutting down or crashing, 57P01 and 57P02, the caller's context
+// ending during the round trip) leaves the outcome unknown and is
+// tgdriver.ErrUnknownOutcome, keeping the cause. pgconn.SafeToRetry cannot
+// tell a COMMIT that was never sent: once a read fails pgx closes the
+// connection and reports "conn closed", marked safe to retry, for the
+// COMMIT it had already written.
+func (d *Driver) classifyCommit(ctx context.Context, err error) error {
+	if err == nil {
+		return nil
+	}
+	if errors.Is(err, pgx.ErrTxCommitRollback) {
+		return d.classify(ctx, err)
+	}
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) && (pe.Severity == "ERROR" || pe.Code == codeIdleInTransactionTimeout) {
+		return d.classify(ctx, err)
+	}
+	if d.closed.Load() && !errors.As(err, &pe) {
+		// The pool was closed under the commit: its outcome is unknown too.
+		return d.wrap(tgdriver.ErrUnknownOutcome, fmt.Errorf("%w: %w", tgdriver.ErrClosed, err))
+	}
+	return d.wrap(tgdriver.ErrUnknownOutcome, err)
+}
+
 // wrap returns an error matching sentinel (and so ErrUnavailable) that
 // explains itself with the cause, whose text has the password removed.
 func (d *Driver) wrap(sentinel, cause error) error {
@@ -152,7 +186,7 @@ func (e *redactedError) Unwrap() []error { return e.kept }
 func keepSentinels(err error) []error {
 	var kept []error
 	for _, s := range []error{tgdriver.ErrBusy, tgdriver.ErrDiskFull, tgdriver.ErrReadOnly, tgdriver.ErrUnreachable,
-		tgdriver.ErrClosed, tgdriver.ErrNoRows, tgdriver.ErrChainMoved, context.Canceled, context.DeadlineExceeded} {
+		tgdriver.ErrUnknownOutcome, tgdriver.ErrClosed, tgdriver.ErrNoRows, tgdriver.ErrChainMoved, context.Canceled, context.DeadlineExceeded} {
 		if errors.Is(err, s) {
 			kept = append(kept, s)
 		}
