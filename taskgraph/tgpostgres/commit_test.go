@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/url"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -269,5 +270,61 @@ func TestClassifyCommit(t *testing.T) {
 	})
 	if err == nil || errors.Is(err, tgdriver.ErrUnknownOutcome) || sqlState(err) != codeUniqueViolation {
 		t.Errorf("a COMMIT refused with an ERROR: %v, want the unique violation itself", err)
+	}
+}
+
+// Every pooled session carries the bounds on holding and waiting for locks
+// (the defaults, an option, or the URL's own runtime parameter), and a wait
+// for a lock beyond the lock timeout is ErrBusy, nothing written.
+func TestSessionBoundsAndLockTimeoutIsBusy(t *testing.T) {
+	t.Parallel()
+	ctx := testCtx(t)
+	url := pgtest.URL(t)
+	show := func(d *Driver, name string) string {
+		var v string
+		if err := d.pool.QueryRow(ctx, `SELECT current_setting($1)`, name).Scan(&v); err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	d := open(t, url, Options{})
+	for name, want := range map[string]string{"idle_in_transaction_session_timeout": "3s", "lock_timeout": "5s", "tcp_keepalives_count": "3"} {
+		if got := show(d, name); got != want {
+			t.Errorf("default %s = %s, want %s", name, got, want)
+		}
+	}
+	sep := "?"
+	if strings.Contains(url, "?") {
+		sep = "&"
+	}
+	d2 := open(t, url+sep+"lock_timeout=7000", Options{LockTimeout: 150 * time.Millisecond, IdleInTransactionTimeout: -1, StatementTimeout: 20 * time.Second})
+	for name, want := range map[string]string{"idle_in_transaction_session_timeout": "0", "lock_timeout": "7s", "statement_timeout": "20s"} {
+		if got := show(d2, name); got != want {
+			t.Errorf("%s = %s, want %s", name, got, want)
+		}
+	}
+
+	d3 := open(t, url, Options{LockTimeout: 150 * time.Millisecond})
+	if err := d3.Write(ctx, func(tx tgdriver.Tx) error { _, err := tx.EnsureWorkflow(ctx, "locked", 1); return err }); err != nil {
+		t.Fatal(err)
+	}
+	holder := raw(t, url)
+	htx, err := holder.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer htx.Rollback(ctx)
+	if _, err := htx.Exec(ctx, `SELECT 1 FROM workflows WHERE workflow_id = 'locked' FOR UPDATE`); err != nil {
+		t.Fatal(err)
+	}
+	err = d3.Write(ctx, func(tx tgdriver.Tx) error {
+		_, err := tx.LockWorkflow(ctx, "locked")
+		return err
+	})
+	if !errors.Is(err, tgdriver.ErrBusy) || tgdriver.MayHaveApplied(err) {
+		t.Fatalf("a write waiting beyond the lock timeout: %v, want ErrBusy", err)
+	}
+	if reason, retryable, _ := tgdriver.UnavailableReason(err); reason != "busy" || !retryable {
+		t.Fatalf("reason %q retryable %v", reason, retryable)
 	}
 }

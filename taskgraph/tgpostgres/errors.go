@@ -34,6 +34,8 @@ const (
 	codeFeatureNotSupported  = "0A000"
 	codeSyntaxError          = "42601"
 	codeUndefinedFunction    = "42883"
+	codeLockNotAvailable     = "55P03"
+	codeQueryCanceled        = "57014"
 )
 
 // sqlState returns the SQLSTATE of err, or "".
@@ -84,8 +86,13 @@ func (d *Driver) classify(ctx context.Context, err error) error {
 			return d.wrap(tgdriver.ErrDiskFull, err)
 		case code == codeReadOnlyTransaction:
 			return d.wrap(tgdriver.ErrReadOnly, err)
-		case strings.HasPrefix(code, "08"), code == codeAdminShutdown, code == codeCrashShutdown, code == codeCannotConnectNow:
+		case strings.HasPrefix(code, "08"), code == codeAdminShutdown, code == codeCrashShutdown, code == codeCannotConnectNow,
+			code == codeIdleInTransactionTimeout:
 			return d.wrap(tgdriver.ErrUnreachable, err)
+		case code == codeLockNotAvailable:
+			return d.wrap(tgdriver.ErrBusy, fmt.Errorf("a lock another transaction held (another replica's write to the same workflow, or a replica stalled in the middle of one) was not granted within the lock timeout; nothing was written: %w", err))
+		case code == codeQueryCanceled && (ctx == nil || ctx.Err() == nil):
+			return d.wrap(tgdriver.ErrBusy, fmt.Errorf("a statement ran beyond the statement timeout; nothing was written: %w", err))
 		}
 		return d.redact(err)
 	}
