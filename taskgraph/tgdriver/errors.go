@@ -52,7 +52,7 @@ var (
 	// the connection before the write's COMMIT was sent, so nothing was
 	// written. Retryable.
 	ErrUnreachable error = &UnavailableError{Reason: "unreachable", Retryable: true,
-		Msg: "database unreachable: the connection to the database server failed before the write was committed; nothing was written"}
+		Msg: "database unreachable: the connection to the database server failed before anything was committed"}
 	// ErrUnknownOutcome: the write's COMMIT was sent, or SQLite began making
 	// it durable, and then the answer was lost (the connection dropped, the
 	// database server shut down or crashed, an I/O error while the commit was
@@ -60,7 +60,7 @@ var (
 	// retryable blindly: a retried claim could take a second lease, a retried
 	// complete be refused as already finished. Inspect the task first.
 	ErrUnknownOutcome error = &UnavailableError{Reason: "unknown_outcome", MayHaveApplied: true,
-		Msg: "database commit outcome unknown: the write was sent to be committed and the answer was lost; it may have been applied"}
+		Msg: "database commit outcome unknown: the write was sent to be committed and the answer was lost, so it may have been applied: inspect the task before retrying"}
 )
 
 // Unavailables lists every sentinel of the ErrUnavailable family, for

@@ -49,7 +49,7 @@ func (d *Driver) classifyCommit(err error) error {
 			return c
 		}
 	}
-	return fmt.Errorf("%w; inspect before retrying (%w)", tgdriver.ErrUnknownOutcome, err)
+	return fmt.Errorf("%w (%w)", tgdriver.ErrUnknownOutcome, err)
 }
 
 // beforeCommitFrame: I/O errors a COMMIT meets before its commit frame is

@@ -16,8 +16,10 @@ import (
 type Report struct {
 	Ops   int // operations checked (on the history's tasks)
 	Tasks int // tasks with at least one operation
-	// Unknown counts operations whose outcome was unknown.
-	Unknown int
+	// Unknown counts operations whose outcome was unknown, UnknownBy by
+	// cause (the unavailable reason, "transport", the HTTP status).
+	Unknown   int
+	UnknownBy map[string]int
 	// Illegal lists the tasks whose history is not linearizable, TimedOut
 	// those the checker gave up on (neither is counted as the other).
 	Illegal, TimedOut []string
@@ -28,7 +30,13 @@ type Report struct {
 
 // String is the one-line summary.
 func (r Report) String() string {
-	s := fmt.Sprintf("%d operations (%d unknown outcomes) on %d tasks, %d not linearizable, %d undecided", r.Ops, r.Unknown, r.Tasks, len(r.Illegal), len(r.TimedOut))
+	causes := make([]string, 0, len(r.UnknownBy))
+	for c, n := range r.UnknownBy {
+		causes = append(causes, fmt.Sprintf("%s %d", c, n))
+	}
+	sort.Strings(causes)
+	s := fmt.Sprintf("%d operations (%d unknown outcomes%s) on %d tasks, %d not linearizable, %d undecided", r.Ops, r.Unknown,
+		strings.TrimSuffix(": "+strings.Join(causes, ", "), ": "), r.Tasks, len(r.Illegal), len(r.TimedOut))
 	if r.Dir != "" {
 		s += "; history kept in " + r.Dir
 	}
@@ -44,11 +52,12 @@ func (r Report) String() string {
 func Check(ops []Op, history []porcupine.Operation, timeout time.Duration, keepDir, label string) (Report, error) {
 	model := Model()
 	parts := partitionByTask(history)
-	rep := Report{Tasks: len(parts)}
+	rep := Report{Tasks: len(parts), UnknownBy: map[string]int{}}
 	for _, op := range history {
 		rep.Ops++
-		if op.Output.(Output).Outcome == Unknown {
+		if out := op.Output.(Output); out.Outcome == Unknown {
 			rep.Unknown++
+			rep.UnknownBy[unknownCause(out)]++
 		}
 	}
 	type bad struct {
@@ -103,6 +112,20 @@ func Check(ops []Op, history []porcupine.Operation, timeout time.Duration, keepD
 		}
 	}
 	return rep, os.WriteFile(filepath.Join(dir, "summary.txt"), []byte(summary.String()), 0o644)
+}
+
+// unknownCause names why an outcome is unknown, for the report.
+func unknownCause(out Output) string {
+	switch {
+	case out.Refusal != "":
+		return out.Refusal
+	case strings.HasPrefix(out.Detail, "transport"):
+		return "transport"
+	}
+	if f := strings.Fields(out.Detail); len(f) >= 2 {
+		return f[0] + " " + f[1]
+	}
+	return out.Detail
 }
 
 func writeHistory(path string, ops []Op) error {

@@ -73,6 +73,7 @@ func TestFaults(t *testing.T) {
 	if testing.Short() {
 		t.Skip("faults: skipped with -short")
 	}
+	t.Parallel()
 	cfg := configFromEnv(t)
 	for _, kind := range faultKinds {
 		if cfg.kinds != nil && !cfg.kinds[kind] && !cfg.kinds[strings.Split(kind, "/")[0]] {
@@ -104,6 +105,7 @@ type run struct {
 }
 
 func runFaults(t *testing.T, cfg config, kind string) {
+	began := time.Now()
 	r := &run{t: t, cfg: cfg, kind: kind, rec: NewRecorder()}
 	driver, fault, _ := strings.Cut(kind, "/")
 	slack := int64(2)
@@ -136,9 +138,11 @@ func runFaults(t *testing.T, cfg config, kind string) {
 		wg.Add(1)
 		go func() { defer wg.Done(); r.work(ctx, w, &stop) }()
 	}
+	loadAt := time.Now()
 	faultErr := r.inject(fault, time.Now().Add(cfg.duration))
 	stop.Store(true)
 	wg.Wait()
+	stoppedAt := time.Now()
 	if faultErr != nil {
 		t.Fatalf("%s: injecting faults: %v", kind, faultErr)
 	}
@@ -159,14 +163,16 @@ func runFaults(t *testing.T, cfg config, kind string) {
 	if err != nil {
 		t.Fatalf("read the server's history: %v", err)
 	}
+	readAt := time.Now()
 	ops := r.rec.Ops()
 	history := Build(ops, record.tasks, record.claimedBy, slack)
 	rep, err := Check(ops, history, time.Minute, cfg.keep, kind)
 	if err != nil {
 		t.Fatalf("check: %v", err)
 	}
-	t.Logf("faults: %s: %d faults, %d lease shifts recorded, %s; applied: %d claims, %d heartbeats, %d completes, %d fails, %d releases",
-		kind, r.faults.Load(), record.shifts, rep, r.applied[0].Load()+r.applied[1].Load(), r.applied[2].Load(), r.applied[3].Load(), r.applied[4].Load(), r.applied[5].Load())
+	t.Logf("faults: %s: %d faults, %d lease shifts recorded, %s; applied: %d claims, %d heartbeats, %d completes, %d fails, %d releases; took %s to start, %s of load, %s to stop and read, %s to check",
+		kind, r.faults.Load(), record.shifts, rep, r.applied[0].Load()+r.applied[1].Load(), r.applied[2].Load(), r.applied[3].Load(), r.applied[4].Load(), r.applied[5].Load(),
+		loadAt.Sub(began).Round(time.Millisecond), stoppedAt.Sub(loadAt).Round(time.Millisecond), readAt.Sub(stoppedAt).Round(time.Millisecond), time.Since(readAt).Round(time.Millisecond))
 	if len(rep.Illegal) > 0 || len(rep.TimedOut) > 0 {
 		t.Errorf("%s: %d tasks not linearizable (%v), %d undecided (%v): the history, a summary and each task's visualization are in %s",
 			kind, len(rep.Illegal), rep.Illegal, len(rep.TimedOut), rep.TimedOut, rep.Dir)
