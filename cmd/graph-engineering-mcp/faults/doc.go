@@ -108,9 +108,10 @@
 // (history.jsonl), porcupine's visualization of each such task and a
 // summary in a folder it names in its report.
 //
-// Request ids (issue 24, later): an operation retried with the same request
-// id is the same operation, so a retry will be recorded as a second attempt
-// of one Op and the model's unknown outcome stays as it is: an id makes the
-// retry's answer the original's, which the model then reads as that
-// operation's output.
+// Request ids (issue 24, to come): Op.RequestID marks the attempts of one
+// request, which the server will answer alike and apply at most once. Build
+// merges them into one operation, sent with the first attempt and answered
+// by the last attempt whose answer is known, so a lost answer followed by a
+// retry with the same id is checked as the one operation it is; the
+// workers then retry unknown outcomes with the same id instead of blindly.
 package faults

@@ -18,6 +18,10 @@ type Op struct {
 	Gen     int64  `json:"generation,omitempty"`
 	Token   string `json:"token,omitempty"`
 	LeaseMS int64  `json:"lease_ms,omitempty"`
+	// RequestID, when set, makes attempts with the same id one operation
+	// (Build merges them): the server answers a retry with the original's
+	// answer and never acts twice (issue 24's request ids, to come).
+	RequestID string `json:"request_id,omitempty"`
 	// Stream is the porcupine client id: a worker's operations are
 	// sequential until one has an unknown outcome, which never returns, so
 	// its next operation starts a new stream (etcd's robustness tests do
@@ -87,6 +91,7 @@ func (r *Recorder) Ops() []Op {
 // on a task not in tasks. slackMS widens the server-time bounds for clocks
 // that may disagree by that much (replicas' calibrations).
 func Build(ops []Op, tasks map[string]*Task, claimedBy map[string]string, slackMS int64) []porcupine.Operation {
+	ops = mergeRetries(ops)
 	lo, hi := serverBounds(ops, slackMS)
 	var last int64
 	for _, op := range ops {
@@ -172,4 +177,34 @@ func serverBounds(ops []Op, slackMS int64) (lo, hi []int64) {
 		}
 	}
 	return lo, hi
+}
+
+// mergeRetries makes the attempts of one request id one operation: sent
+// with the first attempt, answered with the last attempt whose outcome is
+// known (else unknown), in the first attempt's stream.
+func mergeRetries(ops []Op) []Op {
+	first := map[string]int{}
+	var out []Op
+	for _, op := range ops {
+		if op.RequestID == "" {
+			out = append(out, op)
+			continue
+		}
+		i, seen := first[op.RequestID]
+		if !seen {
+			first[op.RequestID] = len(out)
+			out = append(out, op)
+			continue
+		}
+		m := &out[i]
+		if op.Call < m.Call {
+			m.Call, m.Stream = op.Call, op.Stream
+		}
+		if op.Out.Outcome != Unknown {
+			call, stream := m.Call, m.Stream
+			*m = op
+			m.Call, m.Stream = call, stream
+		}
+	}
+	return out
 }

@@ -247,3 +247,25 @@ func TestReportNamesTheFolder(t *testing.T) {
 		t.Fatalf("the report does not name the kept history: %s", rep)
 	}
 }
+
+// Attempts with one request id are one operation: a retry answered with
+// the original's answer makes an unknown outcome known.
+func TestRequestIDRetriesAreOneOperation(t *testing.T) {
+	t.Parallel()
+	h := newHist()
+	h.add(claimed("a", 1, 1, "ta", 1000), false)
+	lost := unknown(holder(Complete, "a", 1, "ta", 0, "", 0))
+	lost.RequestID = "r1"
+	h.add(lost, false)
+	retry := holder(Complete, "a", 1, "ta", 1200, "completed", 1)
+	retry.RequestID = "r1"
+	h.add(retry, false)
+	ops := Build(h.ops, map[string]*Task{"T": h.task}, nil, 0)
+	if len(ops) != 2 {
+		t.Fatalf("%d operations, want the claim and one complete", len(ops))
+	}
+	if out := ops[1].Output.(Output); out.Outcome != Applied || ops[1].Call != h.ops[1].Call || ops[1].Return != h.ops[2].Return {
+		t.Fatalf("merged: %+v from %d to %d", out, ops[1].Call, ops[1].Return)
+	}
+	wantLinearizable(t, h, true)
+}
