@@ -120,8 +120,10 @@ func (s *server) endpoint() string { return "http://" + s.addr }
 func (s *server) start() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	cmd := exec.Command(s.bin, "serve", "--database", s.db, "--http", s.addr, "--log-level", "warn")
-	cmd.Env = append(os.Environ(), s.env...)
+	// The database through the environment: a PostgreSQL URL holds a
+	// password, which the process list would show.
+	cmd := exec.Command(s.bin, "serve", "--http", s.addr, "--log-level", "warn")
+	cmd.Env = append(append(os.Environ(), "GRAPH_ENGINEERING_DATABASE="+s.db), s.env...)
 	cmd.Stdout, cmd.Stderr = &s.logs, &s.logs
 	if err := cmd.Start(); err != nil {
 		return err
