@@ -1,175 +1,15 @@
 package tgpostgres
 
 import (
-	"bytes"
 	"context"
-	"encoding/binary"
 	"errors"
-	"io"
-	"net"
-	"net/url"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/tgdriver"
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/tgpostgres/pgtest"
 )
-
-// cut says what a cutProxy does to the next message it is armed for.
-type cut int
-
-const (
-	cutNone cut = iota
-	// cutAfterCommit forwards the next COMMIT to the server, then closes the
-	// client's side before any answer: the server commits, the client never
-	// hears (the ambiguous commit of issue 24).
-	cutAfterCommit
-	// cutBeforeCommit closes both sides instead of forwarding the next
-	// COMMIT: nothing commits, and the client cannot tell either.
-	cutBeforeCommit
-	// cutNext closes both sides instead of forwarding the next message of
-	// any kind: the connection is lost before the COMMIT was sent.
-	cutNext
-)
-
-// cutProxy is a TCP proxy in front of the test's PostgreSQL server that
-// reads the frontend protocol (startup, then typed messages) so that it can
-// drop a connection at exactly the message a test chose.
-type cutProxy struct {
-	ln     net.Listener
-	target string
-	mu     sync.Mutex
-	armed  cut
-	fired  chan cut
-}
-
-func newCutProxy(t *testing.T, rawURL string) (*cutProxy, string) {
-	t.Helper()
-	u, err := url.Parse(rawURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &cutProxy{ln: ln, target: u.Host, fired: make(chan cut, 8)}
-	t.Cleanup(func() { ln.Close() })
-	go p.serve()
-	u.Host = ln.Addr().String()
-	return p, u.String()
-}
-
-func (p *cutProxy) arm(c cut) {
-	p.mu.Lock()
-	p.armed = c
-	p.mu.Unlock()
-}
-
-func (p *cutProxy) serve() {
-	for {
-		c, err := p.ln.Accept()
-		if err != nil {
-			return
-		}
-		go p.relay(c)
-	}
-}
-
-func (p *cutProxy) relay(client net.Conn) {
-	server, err := net.Dial("tcp", p.target)
-	if err != nil {
-		client.Close()
-		return
-	}
-	go func() {
-		_, _ = io.Copy(client, server)
-		client.Close()
-	}()
-	defer server.Close()
-	defer client.Close()
-	// The startup message (and an SSL or GSS request before it) has no type byte.
-	for {
-		msg, err := readUntyped(client)
-		if err != nil {
-			return
-		}
-		if _, err := server.Write(msg); err != nil {
-			return
-		}
-		if len(msg) != 8 { // not a request for encryption: that was the startup
-			break
-		}
-	}
-	for {
-		msg, err := readTyped(client)
-		if err != nil {
-			return
-		}
-		p.mu.Lock()
-		armed := p.armed
-		isCommit := isCommitMessage(msg)
-		fire := armed == cutNext || (isCommit && (armed == cutAfterCommit || armed == cutBeforeCommit))
-		if fire {
-			p.armed = cutNone
-		}
-		p.mu.Unlock()
-		if !fire {
-			if _, err := server.Write(msg); err != nil {
-				return
-			}
-			continue
-		}
-		if armed == cutAfterCommit {
-			_, _ = server.Write(msg)
-			client.Close()
-			// Let the server read the COMMIT before it sees the socket end.
-			time.Sleep(200 * time.Millisecond)
-		}
-		p.fired <- armed
-		return
-	}
-}
-
-func readUntyped(r io.Reader) ([]byte, error) {
-	var hdr [4]byte
-	if _, err := io.ReadFull(r, hdr[:]); err != nil {
-		return nil, err
-	}
-	n := binary.BigEndian.Uint32(hdr[:])
-	msg := make([]byte, n)
-	copy(msg, hdr[:])
-	_, err := io.ReadFull(r, msg[4:])
-	return msg, err
-}
-
-func readTyped(r io.Reader) ([]byte, error) {
-	var hdr [5]byte
-	if _, err := io.ReadFull(r, hdr[:]); err != nil {
-		return nil, err
-	}
-	n := binary.BigEndian.Uint32(hdr[1:])
-	msg := make([]byte, n+1)
-	copy(msg, hdr[:])
-	_, err := io.ReadFull(r, msg[5:])
-	return msg, err
-}
-
-// isCommitMessage: a simple query or a Parse whose text is COMMIT.
-func isCommitMessage(msg []byte) bool {
-	body := bytes.ToLower(msg[5:])
-	switch msg[0] {
-	case 'Q':
-		return bytes.HasPrefix(bytes.TrimSpace(body), []byte("commit"))
-	case 'P':
-		if i := bytes.IndexByte(body, 0); i >= 0 {
-			return bytes.HasPrefix(bytes.TrimSpace(body[i+1:]), []byte("commit"))
-		}
-	}
-	return false
-}
 
 // workflowExists reads, on a direct connection, whether workflowID was
 // committed, once no other session of the database is inside a transaction:
@@ -204,34 +44,34 @@ func TestLostCommitIsUnknownOutcome(t *testing.T) {
 	t.Parallel()
 	ctx := testCtx(t)
 	url := pgtest.URL(t)
-	p, proxied := newCutProxy(t, url)
+	p, proxied := pgtest.NewCutProxy(t, url)
 	d := open(t, proxied, Options{})
 	for _, c := range []struct {
 		name      string
-		cut       cut
+		cut       pgtest.Cut
 		want      error
 		committed bool
 	}{
-		{"committed, answer lost", cutAfterCommit, tgdriver.ErrUnknownOutcome, true},
-		{"COMMIT lost", cutBeforeCommit, tgdriver.ErrUnknownOutcome, false},
-		{"lost before COMMIT", cutNext, tgdriver.ErrUnreachable, false},
+		{"committed, answer lost", pgtest.CutAfterCommit, tgdriver.ErrUnknownOutcome, true},
+		{"COMMIT lost", pgtest.CutBeforeCommit, tgdriver.ErrUnknownOutcome, false},
+		{"lost before COMMIT", pgtest.CutNext, tgdriver.ErrUnreachable, false},
 	} {
 		wf := "wf-" + c.name
 		runs := 0
 		err := d.Write(ctx, func(tx tgdriver.Tx) error {
 			runs++
-			if c.cut == cutNext {
-				p.arm(cutNext)
+			if c.cut == pgtest.CutNext {
+				p.Arm(pgtest.CutNext)
 			}
 			if _, err := tx.EnsureWorkflow(ctx, wf, 1); err != nil {
 				return err
 			}
-			if c.cut != cutNext {
-				p.arm(c.cut)
+			if c.cut != pgtest.CutNext {
+				p.Arm(c.cut)
 			}
 			return nil
 		})
-		if got := <-p.fired; got != c.cut {
+		if got := <-p.Fired; got != c.cut {
 			t.Fatalf("%s: the proxy cut at %v", c.name, got)
 		}
 		if !errors.Is(err, c.want) || !errors.Is(err, tgdriver.ErrUnavailable) {
