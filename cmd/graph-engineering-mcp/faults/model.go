@@ -1,10 +1,14 @@
 package faults
 
 import (
+	"cmp"
+	"context"
 	"fmt"
 	"hash/fnv"
 	"math"
+	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/anishathalye/porcupine"
 )
@@ -135,29 +139,92 @@ type state struct {
 func initial() state { return state{Phase: "pending"} }
 
 // Model is the porcupine model of the lease rules of one task, partitioned
-// by task: see the package documentation.
+// by task: see the package documentation. It is nondeterministic: its state
+// is the set of states the task may be in, kept canonical (normalized,
+// deduplicated, sorted) so that sets compare in linear time.
 func Model() porcupine.Model {
-	nm := porcupine.NondeterministicModel{
+	return porcupine.Model{
 		Partition: partitionByTask,
-		Init:      func() []any { return []any{initial()} },
-		Step: func(s, in, out any) []any {
-			next := step(s.(state), in.(Input), out.(Output))
-			res := make([]any, len(next))
-			for i, n := range next {
-				res[i] = n
-			}
-			return res
+		Init:      func() any { return []state{initial()} },
+		Step: func(s, in, out any) (bool, any) {
+			next := stepSet(context.Background(), s.([]state), in.(Input), out.(Output))
+			return len(next) > 0, next
 		},
+		StepContext: func(ctx context.Context, s, in, out any) (bool, any) {
+			next := stepSet(ctx, s.([]state), in.(Input), out.(Output))
+			return len(next) > 0, next
+		},
+		Equal: func(a, b any) bool { return slices.Equal(a.([]state), b.([]state)) },
 		Hash: func(s any) uint64 {
-			st := s.(state)
-			h := fnv.New64a()
-			fmt.Fprintf(h, "%s|%d|%s|%d|%d|%d|%d", st.Phase, st.Gen, st.Token, st.Attempts, st.ExpLo, st.ExpHi, st.Shifted)
-			return h.Sum64()
+			var h uint64
+			for _, st := range s.([]state) {
+				h ^= hashState(st)
+			}
+			return h
 		},
 		DescribeOperation: describeOperation,
-		DescribeState:     func(s any) string { return describeState(s.(state)) },
+		DescribeState: func(s any) string {
+			var parts []string
+			for i, st := range s.([]state) {
+				if i == 4 {
+					parts = append(parts, fmt.Sprintf("… %d more", len(s.([]state))-4))
+					break
+				}
+				parts = append(parts, describeState(st))
+			}
+			return "{" + strings.Join(parts, " | ") + "}"
+		},
 	}
-	return nm.ToModel()
+}
+
+func hashState(st state) uint64 {
+	h := fnv.New64a()
+	fmt.Fprintf(h, "%s|%d|%s|%d|%d|%d|%d", st.Phase, st.Gen, st.Token, st.Attempts, st.ExpLo, st.ExpHi, st.Shifted)
+	return h.Sum64()
+}
+
+// stepSet steps every state of the set and returns the canonical set of
+// the results (empty when the answer is impossible from every state).
+func stepSet(ctx context.Context, states []state, in Input, out Output) []state {
+	seen := map[state]bool{}
+	var next []state
+	for _, s := range states {
+		if ctx.Err() != nil {
+			return nil
+		}
+		for _, n := range step(s, in, out) {
+			n = normalize(n, in.Task)
+			if !seen[n] {
+				seen[n] = true
+				next = append(next, n)
+			}
+		}
+	}
+	slices.SortFunc(next, compareStates)
+	return next
+}
+
+// normalize drops what no longer matters, so that states that behave alike
+// are equal: a task not claimed has no token, expiry or shifts; a claimed
+// one keeps only the applied shifts of its own generation.
+func normalize(s state, t *Task) state {
+	if s.Phase != "claimed" {
+		s.Token, s.ExpLo, s.ExpHi, s.Shifted = "", 0, 0, 0
+		return s
+	}
+	var mask uint64
+	for j, sh := range t.Shifts {
+		if j < 64 && sh.Generation == s.Gen {
+			mask |= 1 << j
+		}
+	}
+	s.Shifted &= mask
+	return s
+}
+
+func compareStates(a, b state) int {
+	return cmp.Or(cmp.Compare(a.Phase, b.Phase), cmp.Compare(a.Gen, b.Gen), cmp.Compare(a.Token, b.Token),
+		cmp.Compare(a.Attempts, b.Attempts), cmp.Compare(a.ExpLo, b.ExpLo), cmp.Compare(a.ExpHi, b.ExpHi), cmp.Compare(a.Shifted, b.Shifted))
 }
 
 // partitionByTask splits a history into one history per task: the lease
@@ -291,7 +358,7 @@ func effect(pre state, in Input, out *Output) (state, bool) {
 		if out.Gen != s.Gen || out.Attempts != s.Attempts {
 			return s, false
 		}
-		s.Token, s.ExpLo, s.ExpHi = out.Token, out.ExpiresMS, out.ExpiresMS
+		s.Token, s.ExpLo, s.ExpHi, s.Shifted = out.Token, out.ExpiresMS, out.ExpiresMS, 0
 		return s, true
 	}
 	// A holder write takes effect only from the live claim: claimed, the
@@ -309,6 +376,9 @@ func effect(pre state, in Input, out *Output) (state, bool) {
 			return s, false
 		}
 		s.ExpLo, s.ExpHi = out.ExpiresMS, out.ExpiresMS
+		// A shift that happened before this heartbeat arrived moved a lease
+		// this heartbeat replaced: it can no longer apply.
+		s.Shifted |= shiftsBefore(in)
 		return s, true
 	case Complete:
 		s.Phase = "completed"
@@ -327,6 +397,18 @@ func effect(pre state, in Input, out *Output) (state, bool) {
 		return s, false
 	}
 	return s, true
+}
+
+// shiftsBefore is the set of the task's shifts that happened before the
+// operation arrived.
+func shiftsBefore(in Input) uint64 {
+	var bits uint64
+	for j, sh := range in.Task.Shifts {
+		if j < 64 && sh.AtMS < in.Lo {
+			bits |= 1 << j
+		}
+	}
+	return bits
 }
 
 // refusalAllowed: may the server have refused the operation in state pre?
