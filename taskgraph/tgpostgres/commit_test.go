@@ -128,7 +128,7 @@ func TestSessionBoundsAndLockTimeoutIsBusy(t *testing.T) {
 		return v
 	}
 	d := open(t, url, Options{})
-	for name, want := range map[string]string{"idle_in_transaction_session_timeout": "3s", "lock_timeout": "5s", "tcp_keepalives_count": "3"} {
+	for name, want := range map[string]string{"idle_in_transaction_session_timeout": "3s", "lock_timeout": "15s", "tcp_keepalives_count": "3"} {
 		if got := show(d, name); got != want {
 			t.Errorf("default %s = %s, want %s", name, got, want)
 		}
