@@ -244,11 +244,12 @@ func (c *pgCluster) restart() error { _, err := c.run("restart"); return err }
 type serverRecord struct {
 	tasks     map[string]*Task
 	claimedBy map[string]string
+	writes    map[WriteKey]int
 	shifts    int
 }
 
 func readRecord(ctx context.Context, st *taskgraph.Store) (serverRecord, error) {
-	rec := serverRecord{tasks: map[string]*Task{}, claimedBy: map[string]string{}}
+	rec := serverRecord{tasks: map[string]*Task{}, claimedBy: map[string]string{}, writes: map[WriteKey]int{}}
 	wfs, err := st.WorkflowIDs(ctx)
 	if err != nil {
 		return rec, err
@@ -269,6 +270,14 @@ func readRecord(ctx context.Context, st *taskgraph.Store) (serverRecord, error) 
 			switch e.Kind {
 			case taskgraph.EventClaim:
 				rec.claimedBy[e.Owner] = e.TaskID
+			case taskgraph.EventHeartbeat:
+				rec.writes[WriteKey{Heartbeat, e.Owner, e.Generation}]++
+			case taskgraph.EventComplete:
+				rec.writes[WriteKey{Complete, e.Owner, e.Generation}]++
+			case taskgraph.EventRetry, taskgraph.EventFail:
+				rec.writes[WriteKey{Fail, e.Owner, e.Generation}]++
+			case taskgraph.EventRelease:
+				rec.writes[WriteKey{Release, e.Owner, e.Generation}]++
 			case taskgraph.EventLeaseShift:
 				var d struct {
 					Exp int64 `json:"lease_expires_at_ms"`

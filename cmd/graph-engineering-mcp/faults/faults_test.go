@@ -165,7 +165,7 @@ func runFaults(t *testing.T, cfg config, kind string) {
 	}
 	readAt := time.Now()
 	ops := r.rec.Ops()
-	history := Build(ops, record.tasks, record.claimedBy, slack)
+	history := BuildRecorded(ops, record.tasks, Recorded{ClaimedBy: record.claimedBy, Writes: record.writes}, slack)
 	rep, err := Check(ops, history, time.Minute, cfg.keep, kind)
 	if err != nil {
 		t.Fatalf("check: %v", err)

@@ -82,6 +82,25 @@ func (r *Recorder) Ops() []Op {
 	return append([]Op(nil), r.ops...)
 }
 
+// Recorded is what the server's own history says was applied, read after
+// the run: the task each claim's owner took (owners are unique per claim),
+// and how many holder writes of each kind each claim made (Kind, owner,
+// generation). An unknown outcome the history shows was not applied is left
+// out, as etcd's robustness tests drop a failed request that was never
+// persisted: it changes nothing, and every unknown outcome left in makes
+// the search wider.
+type Recorded struct {
+	ClaimedBy map[string]string
+	Writes    map[WriteKey]int
+}
+
+// WriteKey names the holder writes of one kind by one claim.
+type WriteKey struct {
+	Kind  Kind
+	Owner string
+	Gen   int64
+}
+
 // Build turns recorded operations into porcupine operations on the tasks
 // of tasks. An unknown outcome's return time is after every other
 // operation's (it may take effect at any time after it was sent). A
@@ -91,7 +110,15 @@ func (r *Recorder) Ops() []Op {
 // on a task not in tasks. slackMS widens the server-time bounds for clocks
 // that may disagree by that much (replicas' calibrations).
 func Build(ops []Op, tasks map[string]*Task, claimedBy map[string]string, slackMS int64) []porcupine.Operation {
+	return BuildRecorded(ops, tasks, Recorded{ClaimedBy: claimedBy}, slackMS)
+}
+
+// BuildRecorded is Build, leaving out the unknown outcomes rec shows were
+// not applied (with rec.Writes nil, only claims are judged so).
+func BuildRecorded(ops []Op, tasks map[string]*Task, rec Recorded, slackMS int64) []porcupine.Operation {
+	claimedBy := rec.ClaimedBy
 	ops = mergeRetries(ops)
+	ops = dropUnapplied(ops, rec)
 	lo, hi := serverBounds(ops, slackMS)
 	var last int64
 	for _, op := range ops {
@@ -205,6 +232,38 @@ func mergeRetries(ops []Op) []Op {
 			*m = op
 			m.Call, m.Stream = call, stream
 		}
+	}
+	return out
+}
+
+// dropUnapplied leaves out the unknown outcomes the server's history shows
+// had no effect: a claim whose owner claimed nothing, a complete, fail or
+// release of a claim that recorded none, and the unknown heartbeats of a
+// claim whose recorded heartbeats are all accounted for by applied answers.
+// An operation's time bounds are computed from the operations kept.
+func dropUnapplied(ops []Op, rec Recorded) []Op {
+	applied := map[WriteKey]int{}
+	for _, op := range ops {
+		if op.Out.Outcome == Applied {
+			applied[WriteKey{op.Kind, op.Owner, op.Gen}]++
+		}
+	}
+	out := ops[:0:0]
+	for _, op := range ops {
+		if op.Out.Outcome == Unknown {
+			switch op.Kind {
+			case Claim, ClaimNext:
+				if rec.ClaimedBy != nil && rec.ClaimedBy[op.Owner] == "" {
+					continue
+				}
+			case Heartbeat, Complete, Fail, Release:
+				k := WriteKey{op.Kind, op.Owner, op.Gen}
+				if rec.Writes != nil && rec.Writes[k] <= applied[k] {
+					continue
+				}
+			}
+		}
+		out = append(out, op)
 	}
 	return out
 }
