@@ -306,3 +306,12 @@ func openRecord(ctx context.Context, db string) (*taskgraph.Store, error) {
 	}
 	return taskgraph.OpenReadOnly(ctx, db, taskgraph.Options{})
 }
+
+// TestMain removes the binary the tests built.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if binPath != "" {
+		os.RemoveAll(filepath.Dir(binPath))
+	}
+	os.Exit(code)
+}
