@@ -174,8 +174,11 @@
 // A write the database's environment refuses fails with an error matching
 // ErrUnavailable, never a bare SQLite error: ErrBusy when another process
 // holds the write lock beyond Options.BusyTimeout (DefaultBusyTimeout, 10 s),
-// ErrDiskFull, ErrReadOnly, and ErrFilesReplaced; UnavailableReason names
-// the cause and whether a retry can help. The store records the identity
+// ErrDiskFull, ErrReadOnly, ErrFilesReplaced, ErrUnreachable (PostgreSQL),
+// and ErrUnknownOutcome when the commit was sent and its answer lost;
+// UnavailableReason names the cause and whether a retry can help, and
+// MayHaveApplied whether the write may have taken effect anyway (then the
+// caller must inspect before retrying). The store records the identity
 // (device and inode) of the database file, its -wal and its -shm at Open and
 // checks it before every batch's BEGIN, after its COMMIT and before the
 // callers are answered, and every WatchInterval. Once a file was removed or

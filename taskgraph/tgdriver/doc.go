@@ -11,7 +11,9 @@
 //
 //   - Write runs fn in one transaction and returns nil only once that
 //     transaction has committed durably; an error means none of fn's writes
-//     are visible, ever. A driver may run fn more than once (a PostgreSQL
+//     are visible, ever, unless it matches ErrUnknownOutcome (the commit was
+//     sent and its answer lost) or ErrFilesReplaced: then they may be
+//     (MayHaveApplied). A driver may run fn more than once (a PostgreSQL
 //     serialization failure or deadlock is retried); fn must therefore keep
 //     no state across runs other than what it recomputes.
 //   - Every guarded write (Tx.UpdateTask and the updates of Fetch and Apply

@@ -20,7 +20,16 @@
 //     environment maps to a tgdriver sentinel: no pooled connection within
 //     AcquireTimeout is ErrBusy, 53100 is ErrDiskFull, 25006 (a standby, a
 //     read-only transaction) is ErrReadOnly, a failed or dropped connection
-//     is ErrUnreachable.
+//     is ErrUnreachable, a lock not granted within the session's
+//     lock_timeout (55P03) is ErrBusy. A COMMIT that fails other than by the
+//     server's own ERROR (the connection lost once it was sent, the server
+//     shutting down or crashing) is ErrUnknownOutcome: the transaction may
+//     have committed, and is never run again.
+//   - Every pooled session bounds how long a transaction of this replica
+//     may hold locks while it stalls (idle_in_transaction_session_timeout)
+//     and how long a statement waits for another's lock (lock_timeout), and
+//     keeps TCP keepalives on both sides (Options; the README's replica
+//     section gives the numbers).
 //   - Locks. Writers of tasks (claims, heartbeats, completions, failures,
 //     expiries, cascades) lock task rows only: every guard is in the
 //     write's own predicate, so they need no other lock, and writers that

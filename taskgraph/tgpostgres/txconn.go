@@ -2,7 +2,6 @@ package tgpostgres
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
@@ -110,8 +109,9 @@ func (c *txConn) rollback(ctx context.Context) {
 }
 
 // errCommitRolledBack: COMMIT was answered with ROLLBACK, because a
-// statement of the transaction had failed.
-var errCommitRolledBack = errors.New("the transaction was rolled back at commit: a statement of it had failed")
+// statement of the transaction had failed: nothing was committed (pgx's own
+// error for it, which classifyCommit knows).
+var errCommitRolledBack = pgx.ErrTxCommitRollback
 
 // errRow is a pgx.Row that fails with err.
 type errRow struct{ err error }

@@ -27,7 +27,10 @@
 //     fails with tgdriver.ErrFilesReplaced, a commit made meanwhile is not
 //     acknowledged, and Close runs no checkpoint.
 //   - SQLite errors of the environment are classified into
-//     tgdriver.ErrBusy, ErrDiskFull, ErrReadOnly and ErrFilesReplaced.
+//     tgdriver.ErrBusy, ErrDiskFull, ErrReadOnly and ErrFilesReplaced. A
+//     COMMIT that fails once its commit frame may have been written (an
+//     I/O error syncing the WAL or updating its index) is
+//     tgdriver.ErrUnknownOutcome for every operation of the batch.
 //   - Open waits for another process's lock up to Options.BusyTimeout, also
 //     where SQLite answers SQLITE_BUSY at once instead of waiting (several
 //     servers turning a new file to WAL mode or migrating it together): it
