@@ -233,10 +233,8 @@ func (s *Store) hotWrite(ops []*hotOp, answers []hotAnswer) error {
 	// the batch has started still runs, as with a single operation.
 	ctx := context.WithoutCancel(ops[0].ctx)
 	shared := s.lc != nil && s.lc.shared
-	if shared && s.lc.sharedDue(s.clock.Now().UnixMilli()) {
-		if err := s.writeTx(ctx, s.lc.step, false); err != nil {
-			return err
-		}
+	if err := s.stepIfDue(ctx); err != nil {
+		return err
 	}
 	var last *outbox
 	err := s.drv.Write(ctx, func(tx tgdriver.Tx) error {

@@ -75,6 +75,9 @@ type leaseClock struct {
 	// the start of every write.
 	shared bool
 
+	// stepping makes the writes that find a shared step due run one step.
+	stepping sync.Mutex
+
 	mu       sync.Mutex
 	lastW    time.Time
 	lastM    time.Duration

@@ -79,15 +79,29 @@ func (s *Store) do(ctx context.Context, fn func(*wtx) error) error {
 // write is do without the closed check, for Close's own last write.
 func (s *Store) write(ctx context.Context, fn func(*wtx) error) error {
 	shared := s.lc != nil && s.lc.shared
-	if shared && s.lc.sharedDue(s.clock.Now().UnixMilli()) {
-		// Paused, or the shared clock stepped, since this process last saw
-		// the alive time: give leases back what no server ran, in a write of
-		// its own that commits before this operation is judged.
-		if err := s.writeTx(ctx, s.lc.step, false); err != nil {
-			return err
-		}
+	if err := s.stepIfDue(ctx); err != nil {
+		return err
 	}
 	return s.writeTx(ctx, fn, shared)
+}
+
+// stepIfDue runs the shared lease clock's step, with a clock shared by
+// replicas, when this process has not seen the alive time for so long that
+// it may have been paused or the shared clock stepped: the time no server
+// ran is given back to leases in a write of its own that commits before
+// the caller's operation is judged. Writes that find it due at once wait
+// for one step (it locks the alive row, so it is one at a time anyway) and
+// go on without another when that one refreshed the alive time.
+func (s *Store) stepIfDue(ctx context.Context) error {
+	if s.lc == nil || !s.lc.shared || !s.lc.sharedDue(s.clock.Now().UnixMilli()) {
+		return nil
+	}
+	s.lc.stepping.Lock()
+	defer s.lc.stepping.Unlock()
+	if !s.lc.sharedDue(s.clock.Now().UnixMilli()) {
+		return nil
+	}
+	return s.writeTx(ctx, s.lc.step, false)
 }
 
 // writeTx runs fn in one driver transaction; with touch, it refreshes the
