@@ -34,9 +34,11 @@
 //     are not an object are a protocol error (-32602); bad values and
 //     everything the store rejects are tool errors (isError) naming the field
 //     or the rule; a write the database cannot take now (busy beyond the
-//     busy timeout, disk full, read-only, files replaced:
-//     taskgraph.ErrUnavailable) is a tool error of kind "unavailable" with
-//     its reason and whether a retry can help; anything unexpected is
+//     busy timeout, disk full, read-only, files replaced, unreachable, a
+//     commit whose answer was lost: taskgraph.ErrUnavailable) is a tool
+//     error of kind "unavailable" with its reason, whether a retry can help,
+//     and, in the text, whether the call may have been applied (every reason
+//     has advice: unavailableAdvice); anything unexpected is
 //     -32603 and the server keeps serving.
 //   - Health: /healthz is liveness (the database answers a read); /readyz
 //     is readiness (a probe write commits), 503 with the reason otherwise.

@@ -230,16 +230,28 @@ func TestUnavailableReasonsAreDocumented(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, sentinel := range []error{taskgraph.ErrBusy, taskgraph.ErrDiskFull, taskgraph.ErrReadOnly, taskgraph.ErrFilesReplaced} {
-		reason, retryable, ok := taskgraph.UnavailableReason(fmt.Errorf("wrapped: %w", sentinel))
+	sentinels := taskgraph.UnavailableErrors()
+	for _, sentinel := range sentinels {
+		err := fmt.Errorf("wrapped: %w", sentinel)
+		reason, retryable, ok := taskgraph.UnavailableReason(err)
 		if !ok || unavailableAdvice[reason] == "" {
 			t.Errorf("%v: reason %q has no advice", sentinel, reason)
 		}
-		if row := fmt.Sprintf("| `%s` | `%v` |", reason, retryable); !strings.Contains(string(b), row) {
+		// The advice says whether the call may have been applied, as the
+		// store does, and MCP.md's row says whether a blind retry is safe.
+		applied := taskgraph.MayHaveApplied(err)
+		advice := unavailableAdvice[reason]
+		if says := strings.Contains(advice, "may have been applied") || strings.Contains(advice, "may or may not have taken effect"); says != applied {
+			t.Errorf("advice for %s: says the call may have been applied %v, the store %v: %q", reason, says, applied, advice)
+		} else if !applied && !strings.Contains(advice, "nothing was written") {
+			t.Errorf("advice for %s does not say nothing was written: %q", reason, advice)
+		}
+		blind := map[bool]string{true: "no: inspect first", false: "yes"}[applied]
+		if row := fmt.Sprintf("| `%s` | `%v` | %s |", reason, retryable, blind); !strings.Contains(string(b), row) {
 			t.Errorf("MCP.md lacks the row %s", row)
 		}
 	}
-	if len(unavailableAdvice) != 4 {
-		t.Errorf("advice for %d reasons, want the store's 4", len(unavailableAdvice))
+	if len(unavailableAdvice) != len(sentinels) {
+		t.Errorf("advice for %d reasons, want the store's %d", len(unavailableAdvice), len(sentinels))
 	}
 }

@@ -501,6 +501,9 @@ func ExportAuditEntry(a tgdriver.AuditRow) ([]byte, error) {
 // event of every workflow in chain order (workflows by id), then every entry
 // of the audit chain, one line each (see ExportEvent, ExportAuditEntry).
 func (s *Store) ExportAudit(ctx context.Context, w io.Writer) error {
+	if err := s.linkAll(ctx); err != nil {
+		return fmt.Errorf("export the audit trail: %w", err)
+	}
 	return s.drv.Snapshot(ctx, func(rd tgdriver.Reads) error {
 		heads, err := rd.Workflows(ctx)
 		if err != nil {

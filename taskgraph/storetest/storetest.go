@@ -137,7 +137,43 @@ func setupWith(t *testing.T, h Harness, opts tg.Options) *env {
 	}
 	db := h.NewDatabase(t)
 	s := db.Open(t, opts)
-	return &env{s: s, db: db, clock: clock, ctx: context.Background()}
+	return &env{s: s, db: linkedDB{db, s}, clock: clock, ctx: context.Background()}
+}
+
+// linkedDB is a Database whose raw reads and writes see every event a
+// store recorded in its workflow's chain: they link the journal first (see
+// tg.Store.LinkHistory), as the store's own readers of the history do, so
+// that the linker running in the background never changes what a test
+// compares, and a tampering test edits the chain, not a journal entry on its
+// way into it.
+type linkedDB struct {
+	Database
+	s *tg.Store
+}
+
+func (d linkedDB) link(t testing.TB) {
+	t.Helper()
+	if err := d.s.LinkHistory(context.Background()); err != nil && !errors.Is(err, tg.ErrClosed) {
+		t.Fatalf("link the history: %v", err)
+	}
+}
+
+func (d linkedDB) Exec(t testing.TB, query string, args ...any) {
+	t.Helper()
+	d.link(t)
+	d.Database.Exec(t, query, args...)
+}
+
+func (d linkedDB) Query(t testing.TB, query string, args ...any) [][]string {
+	t.Helper()
+	d.link(t)
+	return d.Database.Query(t, query, args...)
+}
+
+func (d linkedDB) Snapshot(t testing.TB) string {
+	t.Helper()
+	d.link(t)
+	return d.Database.Snapshot(t)
 }
 
 func (e *env) create(t *testing.T, wf, node string, deps ...string) tg.Task {

@@ -11,6 +11,10 @@
 //     skips the test. A PostgreSQL test never passes silently without a
 //     database.
 //   - Nothing it reports holds the server's password.
+//   - CutProxy (cut.go) stands between a client and the server and drops a
+//     connection at the message a test chose (after or instead of a COMMIT,
+//     or at once), for tests of what a client is told when a commit's
+//     answer is lost.
 package pgtest
 
 import (
