@@ -707,6 +707,7 @@ func TestFilesReplaced(t *testing.T) {
 	// would checkpoint into files that are no longer the database's, and a
 	// server exits after this. This test's process goes on, so it closes
 	// them itself (into the moved file, which nothing else uses).
+	d.ckpt.db.Close()
 	d.rdb.Close()
 	d.wdb.Close()
 }
