@@ -1,30 +1,177 @@
-package mcpadapter
+package wire
 
 import (
-	"context"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"net/http"
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/graph-engineering/graph-engineering-mcp/taskgraph"
+	"github.com/graph-engineering/graph-engineering-mcp/manifest"
+	"github.com/graph-engineering/graph-engineering-mcp/mcpadapter/internal/input"
 )
 
-// serverInfoMetaKey is the _meta key of the server's identity on every
-// 2026-07-28 result.
-const serverInfoMetaKey = "io.modelcontextprotocol/serverInfo"
+// HTTP header names of the Streamable HTTP transport.
+const (
+	HeaderProtocolVersion = "Mcp-Protocol-Version"
+	HeaderSessionID       = "Mcp-Session-Id"
+	HeaderMethod          = "Mcp-Method"
+	HeaderName            = "Mcp-Name"
+	HeaderLastEventID     = "Last-Event-Id"
+)
 
-// acceptFailure checks a POST's Accept header with the SDK's own rule (it
+// Methods of the Tasks extension whose Mcp-Name mirrors params.taskId.
+const (
+	methodTasksGet    = "tasks/get"
+	methodTasksUpdate = "tasks/update"
+	methodTasksCancel = "tasks/cancel"
+)
+
+// ClassifyHTTP decides which era serves m, given the POST's header, or the
+// error to answer instead. The rules, in order:
+//   - a response (a client's answer to a server request) belongs to a
+//     legacy session and needs its Mcp-Session-Id;
+//   - a request whose _meta names a protocol version is modern-style: the
+//     MCP-Protocol-Version header must be present and equal (-32020), the
+//     version must be 2026-07-28 (-32022), and a call must also carry
+//     _meta clientCapabilities as an object (-32602);
+//   - the header 2026-07-28 without _meta: a notification is served, a call
+//     lacks its _meta (-32602);
+//   - any other header value that is not a supported legacy version: -32022;
+//   - otherwise the request is legacy: it needs a session (Mcp-Session-Id)
+//     unless it is initialize, ping or a notification. A session-less call
+//     gets HTTP 400 (the SDK would answer HTTP 200 with error code 0).
+func ClassifyHTTP(h http.Header, m *Message) (Era, *Failure) {
+	hv := strings.TrimSpace(h.Get(HeaderProtocolVersion))
+	sid := h.Get(HeaderSessionID)
+	if m.IsResponse() {
+		if sid == "" {
+			return 0, Failf(http.StatusBadRequest, nil, jsonrpc.CodeInvalidRequest, "invalid request: a JSON-RPC response is accepted only within a session (Mcp-Session-Id); this server sends no requests outside one")
+		}
+		return Legacy, nil
+	}
+	if pv, ok, fail := MetaVersion(m); fail != nil {
+		return 0, fail
+	} else if ok {
+		if hv == "" {
+			return 0, Failf(http.StatusBadRequest, m, mcp.CodeHeaderMismatch, `header mismatch: the MCP-Protocol-Version header is required on a request whose _meta["%s"] is %s, and must equal it`, MetaProtocolVersion, input.Quote(pv))
+		}
+		if hv != pv {
+			return 0, Failf(http.StatusBadRequest, m, mcp.CodeHeaderMismatch, `header mismatch: the MCP-Protocol-Version header %s does not equal _meta["%s"] %s`, input.Quote(hv), MetaProtocolVersion, input.Quote(pv))
+		}
+		if fail := CheckModernMeta(m, pv); fail != nil {
+			return 0, fail
+		}
+		return Modern, nil
+	}
+	if hv == manifest.ModernVersion {
+		if m.IsNotification() {
+			return Modern, nil
+		}
+		return 0, MissingMeta(m)
+	}
+	if hv != "" && !isLegacyVersion(hv) {
+		return 0, unsupportedVersion(m, hv, "the MCP-Protocol-Version header")
+	}
+	if sid != "" || m.Method == "initialize" || m.Method == "ping" || m.IsNotification() {
+		return Legacy, nil
+	}
+	if hv == "" {
+		return 0, MissingMeta(m)
+	}
+	return 0, Failf(http.StatusBadRequest, m, jsonrpc.CodeInvalidRequest, "invalid request: missing Mcp-Session-Id header: send initialize first to open a session (protocol %s)", hv)
+}
+
+// nameParam is the params field that the Mcp-Name header mirrors, per method.
+var nameParam = map[string]string{
+	"tools/call":      "name",
+	"prompts/get":     "name",
+	"resources/read":  "uri",
+	methodTasksGet:    "taskId",
+	methodTasksUpdate: "taskId",
+	methodTasksCancel: "taskId",
+}
+
+// CheckModernHeaders applies the 2026-07-28 routing-header rules that the
+// SDK misses or gets wrong: Mcp-Method must equal the method; Mcp-Name must
+// equal params.taskId on tasks/* (the SDK checks it only for tools/call,
+// resources/read and prompts/get); a =?base64?…?= Mcp-Name is decoded before
+// comparing (the SDK v1.8.0 compares it literally). On success the header
+// holds the decoded value, so the SDK's own check agrees. Notifications
+// that lack Mcp-Method get it from the body: the revision requires it on
+// requests only.
+func CheckModernHeaders(h http.Header, m *Message) *Failure {
+	methods := h.Values(HeaderMethod)
+	switch {
+	case len(methods) == 0 && m.IsNotification():
+		h.Set(HeaderMethod, m.Method)
+	case len(methods) == 0:
+		return Failf(http.StatusBadRequest, m, mcp.CodeHeaderMismatch, "header mismatch: missing required Mcp-Method header; it must equal the request's method %s", input.Quote(m.Method))
+	case len(methods) > 1:
+		return Failf(http.StatusBadRequest, m, mcp.CodeHeaderMismatch, "header mismatch: send exactly one Mcp-Method header")
+	case strings.TrimSpace(methods[0]) != m.Method:
+		return Failf(http.StatusBadRequest, m, mcp.CodeHeaderMismatch, "header mismatch: the Mcp-Method header %s does not equal the request's method %s", input.Quote(strings.TrimSpace(methods[0])), input.Quote(m.Method))
+	}
+	field, ok := nameParam[m.Method]
+	if !ok || !m.IsCall() {
+		return nil
+	}
+	var bodyVal string
+	rawVal, inBody := m.Param(field)
+	bodyIsString := inBody && json.Unmarshal(rawVal, &bodyVal) == nil
+	names := h.Values(HeaderName)
+	if len(names) > 1 {
+		return Failf(http.StatusBadRequest, m, mcp.CodeHeaderMismatch, "header mismatch: send exactly one Mcp-Name header")
+	}
+	if len(names) == 0 || strings.TrimSpace(names[0]) == "" {
+		if !inBody {
+			return nil // the method's own validation reports the missing parameter
+		}
+		return Failf(http.StatusBadRequest, m, mcp.CodeHeaderMismatch, "header mismatch: missing required Mcp-Name header for %s; it must equal params.%s", m.Method, field)
+	}
+	raw := strings.TrimSpace(names[0])
+	val, ok := decodeHeaderValue(raw)
+	if !ok {
+		return Failf(http.StatusBadRequest, m, mcp.CodeHeaderMismatch, "header mismatch: the Mcp-Name header is not valid =?base64?…?= encoding")
+	}
+	if !bodyIsString || val != bodyVal {
+		return Failf(http.StatusBadRequest, m, mcp.CodeHeaderMismatch, "header mismatch: the Mcp-Name header %s does not equal params.%s of %s", input.Quote(val), field, m.Method)
+	}
+	if val != raw {
+		h.Set(HeaderName, val)
+	}
+	return nil
+}
+
+// decodeHeaderValue decodes a =?base64?…?= header value (standard alphabet,
+// padded); any other value is literal.
+func decodeHeaderValue(v string) (string, bool) {
+	enc, ok := strings.CutPrefix(v, "=?base64?")
+	if !ok {
+		return v, true
+	}
+	enc, ok = strings.CutSuffix(enc, "?=")
+	if !ok {
+		return v, true
+	}
+	b, err := base64.StdEncoding.Strict().DecodeString(enc)
+	if err != nil {
+		return "", false
+	}
+	return string(b), true
+}
+
+// AcceptFailure checks a POST's Accept header with the SDK's own rule (it
 // must admit both application/json and text/event-stream; wildcards count)
 // and returns the JSON-RPC error to answer when it does not. The SDK
 // (v1.8.0, streamableAccepts) refuses such a request itself, but with a
 // plain-text 400 that clients cannot read as JSON-RPC; MCP.md §4 promises a
-// JSON-RPC error body for every refusal. TestSDKRefusesBadAcceptInPlainText
-// is the canary: it fails once the SDK answers in JSON-RPC itself, and this
-// check can go.
-func acceptFailure(h http.Header) *rpcFailure {
+// JSON-RPC error body for every refusal. TestSDKCanaryBadAcceptIsPlainText
+// is the canary.
+func AcceptFailure(h http.Header) *Failure {
 	jsonOK, streamOK := false, false
 	for _, value := range h.Values("Accept") {
 		for _, raw := range strings.Split(value, ",") {
@@ -42,86 +189,52 @@ func acceptFailure(h http.Header) *rpcFailure {
 	if jsonOK && streamOK {
 		return nil
 	}
-	return &rpcFailure{status: http.StatusBadRequest, code: jsonrpc.CodeInvalidRequest,
-		msg: "not acceptable: the Accept header must list both application/json and text/event-stream (for example \"Accept: application/json, text/event-stream\")"}
+	return &Failure{Status: http.StatusBadRequest, Code: jsonrpc.CodeInvalidRequest,
+		Msg: "not acceptable: the Accept header must list both application/json and text/event-stream (for example \"Accept: application/json, text/event-stream\")"}
 }
 
-// overflowToolError answers, as the tool error the call would get on
-// stdio, a 2026-07-28 tools/call whose arguments hold a number beyond
-// float64 range. The SDK (v1.8.0) decodes such arguments into `any` to
-// check the Mcp-Name header (validateMcpHeaders via extractName), fails,
+// ModernResultBody is the JSON-RPC response body of a 2026-07-28 request
+// answered without the SDK: res with what the SDK adds to every result of
+// that era (resultType "complete" and the server's identity in _meta). The
+// HTTP front answers with it a tools/call whose arguments hold a number
+// beyond float64 range: the SDK (v1.8.0) decodes such arguments into `any`
+// to check the Mcp-Name header (validateMcpHeaders via extractName), fails,
 // and answers a misleading -32020 "failed to extract name" before any tool
-// runs; on stdio and in legacy sessions the same call reaches the tool and
-// gets a tool error naming the field. It returns nil when the call is not
-// such a case. TestHTTPOverflowingNumberIsAToolError is the canary: it
-// checks the SDK still fails on such a body when it is sent past us.
-func (h *HTTPHandler) overflowToolError(ctx context.Context, msg *httpMessage) []byte {
-	if msg.method != "tools/call" || !msg.hasID {
-		return nil
+// runs, where stdio and legacy sessions give the tool error naming the
+// field. TestSDKCanaryOverflowingArgumentsFailTheNameCheck is the canary.
+func ModernResultBody(id jsonrpc.ID, res any, serverName, serverVersion string) ([]byte, error) {
+	b, err := json.Marshal(res)
+	if err != nil {
+		return nil, err
 	}
-	name, args, ok := msg.toolCall()
-	if !ok || len(args) == 0 {
-		return nil
-	}
-	if _, ok := taskgraph.OverflowingNumber(args); !ok {
-		return nil
-	}
-	var def *toolDef
-	for _, d := range toolDefs() {
-		if d.name == name && h.srv.cfg.Surface.Allows(d.name) {
-			def = &d
-			break
-		}
-	}
-	if def == nil {
-		return nil // the SDK answers an unknown tool
-	}
-	_, err := decodeArgs(args, def.fields)
-	if err == nil {
-		return nil
-	}
-	res, rerr := h.srv.toolError(ctx, def.name, err)
-	if rerr != nil || res == nil {
-		return nil
-	}
-	b, merr := json.Marshal(res)
 	var out map[string]any
-	if merr != nil || json.Unmarshal(b, &out) != nil {
-		return nil
+	if err := json.Unmarshal(b, &out); err != nil {
+		return nil, err
 	}
-	// What the SDK adds to every 2026-07-28 result.
 	out["resultType"] = "complete"
 	meta, _ := out["_meta"].(map[string]any)
 	if meta == nil {
 		meta = map[string]any{}
 	}
-	meta[serverInfoMetaKey] = map[string]any{"name": ServerName, "version": h.srv.cfg.Version}
+	meta[MetaServerInfo] = map[string]any{"name": serverName, "version": serverVersion}
 	out["_meta"] = meta
-	body, merr := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": msg.id.Raw(), "result": out})
-	if merr != nil {
-		return nil
-	}
-	return body
+	return json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id.Raw(), "result": out})
 }
 
-// servedMethodSet is ServedMethods as a set, built once.
-var servedMethodSet = func() map[string]bool {
-	m := map[string]bool{}
-	for _, name := range ServedMethods() {
-		m[name] = true
-	}
-	return m
-}()
-
-// unknownMethod returns the -32601 for a method this server neither serves
-// (ServedMethods, whatever the surface) nor knowingly refuses
-// (unservedMethods, answered by unservedMiddleware), or nil. Both
-// transports answer such a method with this one message before any SDK
-// session sees it: the SDK's own answer differed by transport ("method not
-// found" on stdio, "JSON RPC not handled: … unsupported" over HTTP).
-func unknownMethod(method string) *rpcFailure {
-	if method == "" || isNotification(method) || unservedMethods[method] || servedMethodSet[method] {
+// UnknownMethod returns the -32601 for a method the server neither serves
+// nor knowingly refuses (known reports both), or nil. Both transports answer
+// such a method with this one message before any SDK session sees it: the
+// SDK's own answer differs by transport (code 0 "JSON RPC not handled" on
+// stdio, a plain-text 400 or "method not found" over HTTP).
+func UnknownMethod(method string, known func(string) bool) *Failure {
+	if method == "" || IsNotificationMethod(method) || known(method) {
 		return nil
 	}
-	return &rpcFailure{status: http.StatusNotFound, code: jsonrpc.CodeMethodNotFound, msg: fmt.Sprintf("method not found: %q", method)}
+	return &Failure{Status: http.StatusNotFound, Code: jsonrpc.CodeMethodNotFound, Msg: fmt.Sprintf("method not found: %q", method)}
+}
+
+// IsNotificationMethod reports whether method names a notification
+// ("notifications/" and more).
+func IsNotificationMethod(method string) bool {
+	return len(method) > len("notifications/") && strings.HasPrefix(method, "notifications/")
 }

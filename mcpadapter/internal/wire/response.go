@@ -1,4 +1,4 @@
-package mcpadapter
+package wire
 
 import (
 	"bytes"
@@ -17,8 +17,8 @@ import (
 // tools comes near it).
 const maxRewriteBytes = 8 << 20
 
-// fixWriter sits between the SDK's Streamable HTTP handler and the client
-// and corrects what the SDK gets wrong on the wire (checklist B16, C2, C3):
+// FixWriter sits between the SDK's Streamable HTTP handler and the client
+// and corrects what the SDK (v1.8.0) gets wrong on the wire:
 //   - a JSON-RPC error with code 0 (a plain Go error from a handler) is sent
 //     as -32603, never as 0;
 //   - in the 2026-07-28 era the HTTP status follows the error code: -32601
@@ -29,8 +29,9 @@ const maxRewriteBytes = 8 << 20
 //     not hold back events.
 //
 // JSON responses are buffered whole (the SDK writes them in one piece once
-// the result is ready) and rewritten only when they carry an error.
-type fixWriter struct {
+// the result is ready) and rewritten only when they carry an error; Finish
+// sends them.
+type FixWriter struct {
 	w      http.ResponseWriter
 	modern bool
 
@@ -40,15 +41,17 @@ type fixWriter struct {
 	buf         bytes.Buffer
 }
 
-func newFixWriter(w http.ResponseWriter, modern bool) *fixWriter {
-	return &fixWriter{w: w, modern: modern}
+// NewFixWriter returns the FixWriter of w for a request of the modern era
+// (2026-07-28) or not.
+func NewFixWriter(w http.ResponseWriter, modern bool) *FixWriter {
+	return &FixWriter{w: w, modern: modern}
 }
 
 // Header implements http.ResponseWriter.
-func (f *fixWriter) Header() http.Header { return f.w.Header() }
+func (f *FixWriter) Header() http.Header { return f.w.Header() }
 
 // WriteHeader implements http.ResponseWriter.
-func (f *fixWriter) WriteHeader(code int) {
+func (f *FixWriter) WriteHeader(code int) {
 	if f.wroteHeader {
 		return
 	}
@@ -57,7 +60,7 @@ func (f *fixWriter) WriteHeader(code int) {
 		return
 	}
 	f.wroteHeader, f.status = true, code
-	switch mediaType(f.w.Header().Get("Content-Type")) {
+	switch MediaType(f.w.Header().Get("Content-Type")) {
 	case "application/json":
 		f.buffering = true
 		return
@@ -68,7 +71,7 @@ func (f *fixWriter) WriteHeader(code int) {
 }
 
 // Write implements http.ResponseWriter.
-func (f *fixWriter) Write(p []byte) (int, error) {
+func (f *FixWriter) Write(p []byte) (int, error) {
 	if !f.wroteHeader {
 		f.WriteHeader(http.StatusOK)
 	}
@@ -89,7 +92,7 @@ func (f *fixWriter) Write(p []byte) (int, error) {
 }
 
 // Flush implements http.Flusher; a buffered JSON response is sent by finish.
-func (f *fixWriter) Flush() {
+func (f *FixWriter) Flush() {
 	if f.buffering {
 		return
 	}
@@ -99,23 +102,23 @@ func (f *fixWriter) Flush() {
 }
 
 // Unwrap lets http.ResponseController reach the connection's writer.
-func (f *fixWriter) Unwrap() http.ResponseWriter { return f.w }
+func (f *FixWriter) Unwrap() http.ResponseWriter { return f.w }
 
-// finish sends a buffered JSON response, corrected.
-func (f *fixWriter) finish() {
+// Finish sends a buffered JSON response, corrected.
+func (f *FixWriter) Finish() {
 	if !f.buffering {
 		return
 	}
 	f.buffering = false
-	body, status := fixRPCResponse(f.buf.Bytes(), f.status, f.modern)
+	body, status := FixRPCResponse(f.buf.Bytes(), f.status, f.modern)
 	f.w.Header().Set("Content-Length", strconv.Itoa(len(body)))
 	f.w.WriteHeader(status)
 	_, _ = f.w.Write(body)
 }
 
-// fixRPCResponse returns body and status with the rules of fixWriter applied.
-func fixRPCResponse(body []byte, status int, modern bool) ([]byte, int) {
-	if !topLevelError(body) {
+// FixRPCResponse returns body and status with the rules of FixWriter applied.
+func FixRPCResponse(body []byte, status int, modern bool) ([]byte, int) {
+	if !TopLevelError(body) {
 		return body, status
 	}
 	msg, err := jsonrpc.DecodeMessage(body)
@@ -128,24 +131,24 @@ func fixRPCResponse(body []byte, status int, modern bool) ([]byte, int) {
 	}
 	var je *jsonrpc.Error
 	if !errors.As(resp.Error, &je) || je.Code == 0 {
-		resp.Error = normalizeError(resp.Error)
+		resp.Error = NormalizeError(resp.Error)
 		errors.As(resp.Error, &je)
 		if b, err := jsonrpc.EncodeMessage(resp); err == nil {
 			body = b
 		}
 	}
 	if modern {
-		status = statusForCode(je.Code)
+		status = StatusForCode(je.Code)
 	}
 	return body, status
 }
 
-// topLevelError reports whether body, a JSON-RPC response, has an "error"
+// TopLevelError reports whether body, a JSON-RPC response, has an "error"
 // member at the top level. It reads the top-level keys only and stops at
 // "result": a tool result mentions "error" in its content (every task has
 // an error field), and decoding every such response again cost more than
 // the rest of our HTTP layer together.
-func topLevelError(body []byte) bool {
+func TopLevelError(body []byte) bool {
 	if !bytes.Contains(body, []byte(`"error"`)) {
 		return false
 	}
@@ -172,8 +175,8 @@ func topLevelError(body []byte) bool {
 	return false
 }
 
-// statusForCode is the HTTP status of a 2026-07-28 error response.
-func statusForCode(code int64) int {
+// StatusForCode is the HTTP status of a 2026-07-28 error response.
+func StatusForCode(code int64) int {
 	switch code {
 	case jsonrpc.CodeMethodNotFound:
 		return http.StatusNotFound
@@ -184,8 +187,8 @@ func statusForCode(code int64) int {
 	return http.StatusInternalServerError
 }
 
-// mediaType returns the lower-case media type of a Content-Type value.
-func mediaType(v string) string {
+// MediaType returns the lower-case media type of a Content-Type value.
+func MediaType(v string) string {
 	t, _, err := mime.ParseMediaType(v)
 	if err != nil {
 		return ""
@@ -193,10 +196,10 @@ func mediaType(v string) string {
 	return t
 }
 
-// writeRPCError writes a JSON-RPC error response the HTTP layer produced
+// WriteError writes a JSON-RPC error response the HTTP layer produced
 // itself. Without a known id the id is null, as JSON-RPC requires for
 // errors that precede reading the id.
-func writeRPCError(w http.ResponseWriter, f *rpcFailure) {
+func WriteError(w http.ResponseWriter, f *Failure) {
 	type rpcError struct {
 		Code    int64  `json:"code"`
 		Message string `json:"message"`
@@ -206,24 +209,50 @@ func writeRPCError(w http.ResponseWriter, f *rpcFailure) {
 		JSONRPC string   `json:"jsonrpc"`
 		ID      any      `json:"id"`
 		Error   rpcError `json:"error"`
-	}{JSONRPC: "2.0", Error: rpcError{Code: f.code, Message: f.msg, Data: f.data}}
-	if f.id != nil {
-		resp.ID = f.id.Raw()
+	}{JSONRPC: "2.0", Error: rpcError{Code: f.Code, Message: f.Msg, Data: f.Data}}
+	if f.ID != nil {
+		resp.ID = f.ID.Raw()
 	}
 	b, err := json.Marshal(resp)
 	if err != nil {
-		http.Error(w, f.msg, f.status)
+		http.Error(w, f.Msg, f.Status)
 		return
 	}
-	writeJSONBody(w, f.status, b)
+	WriteJSONBody(w, f.Status, b)
 }
 
-// writeJSONBody writes body as a JSON response with status.
-func writeJSONBody(w http.ResponseWriter, status int, body []byte) {
+// WriteJSONBody writes body as a JSON response with status.
+func WriteJSONBody(w http.ResponseWriter, status int, body []byte) {
 	h := w.Header()
 	h.Set("Content-Type", "application/json")
 	h.Set("Content-Length", strconv.Itoa(len(body)))
 	h.Set("X-Content-Type-Options", "nosniff")
 	w.WriteHeader(status)
 	_, _ = w.Write(body)
+}
+
+// NormalizeError makes sure no error leaves with code 0 (the SDK v1.8.0
+// sends a handler's plain Go error that way): anything that is not a
+// JSON-RPC error becomes -32603. A wrapped JSON-RPC error (the SDK's
+// fmt.Errorf("%w: %q", ErrMethodNotFound, method)) keeps its whole message,
+// as the SDK's HTTP transport sends it, not only the inner one, so both
+// transports agree. TestSDKCanaryPlainErrorsGetCodeZero is the canary.
+func NormalizeError(err error) error {
+	if err == nil {
+		return nil
+	}
+	var je *jsonrpc.Error
+	if errors.As(err, &je) && je.Code != 0 {
+		if error(je) != err && err.Error() != je.Error() {
+			return &jsonrpc.Error{Code: je.Code, Message: err.Error(), Data: je.Data}
+		}
+		return je
+	}
+	msg := "internal error"
+	if je != nil && je.Message != "" {
+		msg = je.Message
+	} else if err.Error() != "" {
+		msg = err.Error()
+	}
+	return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: msg}
 }

@@ -1,4 +1,4 @@
-package mcpadapter
+package wire
 
 import (
 	"context"
@@ -6,7 +6,7 @@ import (
 	"strings"
 )
 
-// sdkRoutineMessages are what the SDK logs, at Info or Error, for every
+// sdkRoutineMessages are what the SDK (v1.8.0) logs, at Info or Error, for every
 // stateless HTTP request (each is a short-lived session) or for a client's
 // protocol mistake that the client already receives as an error response.
 // At HTTP request rates they would drown the server's own logs.
@@ -55,6 +55,23 @@ func (d demoteHandler) WithAttrs(attrs []slog.Attr) slog.Handler {
 // WithGroup implements slog.Handler.
 func (d demoteHandler) WithGroup(name string) slog.Handler {
 	return demoteHandler{d.Handler.WithGroup(name), d.match}
+}
+
+// sdkSessionMessages are the SDK's per-session lifecycle messages. A stdio
+// connection is served by one SDK session per protocol era, and every
+// stateless HTTP request is a session of its own, so at Info each of them
+// would repeat per request or appear twice with nothing saying which era it
+// is for. Upstream: modelcontextprotocol/go-sdk#1204 (open).
+var sdkSessionMessages = map[string]bool{
+	"server connecting":           true,
+	"server session connected":    true,
+	"server session disconnected": true,
+}
+
+// SDKLogger is the logger the SDK server gets: l with its session lifecycle
+// messages (sdkSessionMessages) at Debug.
+func SDKLogger(l *slog.Logger) *slog.Logger {
+	return slog.New(demoteHandler{l.Handler(), func(msg string) bool { return sdkSessionMessages[msg] }})
 }
 
 func routineSDKMessage(msg string) bool {
