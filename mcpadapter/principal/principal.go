@@ -1,8 +1,7 @@
-package mcpadapter
+package principal
 
 import (
 	"bytes"
-	"context"
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/hex"
@@ -16,6 +15,7 @@ import (
 	"sync/atomic"
 
 	"github.com/graph-engineering/graph-engineering-mcp/manifest"
+	"github.com/graph-engineering/graph-engineering-mcp/mcpadapter/internal/input"
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph"
 )
 
@@ -100,6 +100,10 @@ func (p *Principal) WorkflowAllowed(id string) bool {
 	return false
 }
 
+// Everything reports whether p is the single-token principal (SingleToken):
+// every role, workflow, owner and task, as one shared token always meant.
+func (p *Principal) Everything() bool { return p.everything }
+
 // AllWorkflows reports whether p's workflow scope is unrestricted.
 func (p *Principal) AllWorkflows() bool {
 	return len(p.Workflows) == 0 || slices.Contains(p.Workflows, "*")
@@ -107,7 +111,7 @@ func (p *Principal) AllWorkflows() bool {
 
 // OwnerAllowed reports whether a worker of p may claim as owner.
 func (p *Principal) OwnerAllowed(owner string) bool {
-	for _, pat := range p.ownerPatterns() {
+	for _, pat := range p.OwnerPatterns() {
 		if globMatch(pat, owner) {
 			return true
 		}
@@ -115,7 +119,9 @@ func (p *Principal) OwnerAllowed(owner string) bool {
 	return false
 }
 
-func (p *Principal) ownerPatterns() []string {
+// OwnerPatterns returns the patterns a worker's owner must match: Owners,
+// or by default the principal's name, name/* and name:*.
+func (p *Principal) OwnerPatterns() []string {
 	if len(p.Owners) > 0 {
 		return p.Owners
 	}
@@ -234,17 +240,17 @@ func ParseAuthFile(data []byte) (*Principals, error) {
 		}
 		for _, r := range p.Roles {
 			if !slices.Contains(AllRoles, r) {
-				return nil, fmt.Errorf("%w: %s: unknown role %q; roles are %s", ErrInvalidAuthFile, where, clip(r), strings.Join(AllRoles, ", "))
+				return nil, fmt.Errorf("%w: %s: unknown role %q; roles are %s", ErrInvalidAuthFile, where, input.Clip(r), strings.Join(AllRoles, ", "))
 			}
 		}
-		p.Roles = sortedUniqueStrings(p.Roles)
+		p.Roles = SortedUnique(p.Roles)
 		for key, pats := range map[string][]string{"workflows": p.Workflows, "owners": p.Owners} {
 			if len(pats) > MaxPrincipalPatterns {
 				return nil, fmt.Errorf("%w: %s: %s may list at most %d patterns (got %d)", ErrInvalidAuthFile, where, key, MaxPrincipalPatterns, len(pats))
 			}
 			for _, pat := range pats {
 				if err := checkPattern(pat); err != nil {
-					return nil, fmt.Errorf("%w: %s: %s pattern %q %v", ErrInvalidAuthFile, where, key, clip(pat), err)
+					return nil, fmt.Errorf("%w: %s: %s pattern %q %v", ErrInvalidAuthFile, where, key, input.Clip(pat), err)
 				}
 			}
 		}
@@ -273,7 +279,8 @@ func LoadAuthFile(path string) (*Principals, error) {
 	return ps, nil
 }
 
-func sortedUniqueStrings(in []string) []string {
+// SortedUnique returns in sorted, without repeats (a new slice).
+func SortedUnique(in []string) []string {
 	out := append([]string{}, in...)
 	slices.Sort(out)
 	return slices.Compact(out)
@@ -313,9 +320,9 @@ func (ps *Principals) Names() []string {
 // Lookup returns the principal named name, or nil.
 func (ps *Principals) Lookup(name string) *Principal { return ps.byName[name] }
 
-// authenticate returns the principal whose digest is token's, comparing
+// Authenticate returns the principal whose digest is token's, comparing
 // every digest in constant time, or nil.
-func (ps *Principals) authenticate(token string) *Principal {
+func (ps *Principals) Authenticate(token string) *Principal {
 	got := sha256.Sum256([]byte(token))
 	var found *Principal
 	for _, p := range ps.list {
@@ -343,38 +350,10 @@ func (a *Authenticator) Replace(ps *Principals) { a.cur.Store(ps) }
 // Current returns the live table.
 func (a *Authenticator) Current() *Principals { return a.cur.Load() }
 
-// caller is what a request carries about who it acts for: the principal's
-// name, resolved against the live table at each use, so a reload that
-// narrows or removes a principal applies to its open sessions too.
-type caller struct {
-	name string
-	auth *Authenticator
-}
-
-type callerKey struct{}
-
-// withCaller returns ctx acting for the principal name.
-func withCaller(ctx context.Context, auth *Authenticator, name string) context.Context {
-	return taskgraph.WithPrincipal(context.WithValue(ctx, callerKey{}, caller{name: name, auth: auth}), name)
-}
-
-// principalOf returns the principal ctx acts for and true, or nil and false
-// when ctx carries none (stdio, no authentication: every role). A principal
-// removed by a reload is returned as one with no roles.
-func principalOf(ctx context.Context) (*Principal, bool) {
-	c, ok := ctx.Value(callerKey{}).(caller)
-	if !ok {
-		return nil, false
-	}
-	if p := c.auth.Current().Lookup(c.name); p != nil {
-		return p, true
-	}
-	return &Principal{Name: c.name, Workflows: []string{}, Owners: []string{}}, true
-}
-
-// roleProfile is the profile a set of roles allows; a principal's surface is
-// the server's surface narrowed by it, so roles can never widen a profile.
-func roleProfile(p *Principal) manifest.Profile {
+// Profile is the profile a principal's roles allow; a principal's surface
+// is the server's surface narrowed by it, so roles can never widen a
+// profile.
+func Profile(p *Principal) manifest.Profile {
 	var tools []string
 	prof := manifest.Profile{}
 	if p.HasRole(RoleSubmit) {
@@ -392,8 +371,8 @@ func roleProfile(p *Principal) manifest.Profile {
 	return prof.Effective()
 }
 
-// toolRoles names the roles that may call each tool.
-var toolRoles = map[string][]string{
+// ToolRoles names the roles that may call each tool. Do not modify it.
+var ToolRoles = map[string][]string{
 	manifest.ToolCreate:    {RoleSubmit},
 	manifest.ToolInspect:   {RoleSubmit, RoleWork, RoleObserve},
 	manifest.ToolClaim:     {RoleWork},
@@ -403,28 +382,65 @@ var toolRoles = map[string][]string{
 	manifest.ToolCancel:    {RoleWork},
 }
 
-// forbidden returns the ErrForbidden error of p lacking one of roles for what.
-func missingRole(p *Principal, what string, roles []string) error {
+// MissingRole returns the ErrForbidden error of p lacking one of roles for
+// what (scope "role").
+func MissingRole(p *Principal, what string, roles []string) error {
 	have := strings.Join(p.Roles, ", ")
 	if have == "" {
 		have = "none"
 	}
-	return &forbiddenError{scope: "role", msg: fmt.Sprintf("%s needs the role %s; principal %q has roles: %s", what, strings.Join(roles, " or "), p.Name, have)}
+	return Forbidden("role", "%s needs the role %s; principal %q has roles: %s", what, strings.Join(roles, " or "), p.Name, have)
 }
 
-// forbiddenError is a call outside the caller's roles or scopes. It matches
-// ErrForbidden; scope is "role", "workflows" or "owners".
-type forbiddenError struct{ scope, msg string }
+// ForbiddenError is a call outside the caller's roles or scopes. It matches
+// ErrForbidden.
+type ForbiddenError struct {
+	// Scope is what the call lacked: "role", "workflows" or "owners".
+	Scope string
+	msg   string
+}
 
-func (e *forbiddenError) Error() string        { return "forbidden: " + e.msg }
-func (e *forbiddenError) Is(target error) bool { return target == ErrForbidden }
+// Forbidden returns the ForbiddenError of scope with the message format.
+func Forbidden(scope, format string, args ...any) *ForbiddenError {
+	return &ForbiddenError{Scope: scope, msg: fmt.Sprintf(format, args...)}
+}
 
-// WithLocalPrincipal returns ctx acting for the principal name of auth, for
-// a transport with no credentials of its own: serve --principal NAME narrows
-// stdio to that principal's roles and scopes (ServeStdio(ctx, …)).
-func WithLocalPrincipal(ctx context.Context, auth *Authenticator, name string) (context.Context, error) {
-	if auth.Current().Lookup(name) == nil {
-		return nil, fmt.Errorf("%w: no principal %q; the file has: %s", ErrInvalidAuthFile, clip(name), strings.Join(auth.Current().Names(), ", "))
+func (e *ForbiddenError) Error() string { return "forbidden: " + e.msg }
+
+// Is reports whether target is ErrForbidden.
+func (e *ForbiddenError) Is(target error) bool { return target == ErrForbidden }
+
+// Caller names the principal a request acts for. It is resolved against the
+// live table at each use (Resolve), so a reload (Authenticator.Replace) that
+// narrows or removes a principal applies at once, to the calls of sessions
+// opened before it too. The zero Caller is no principal: every role (stdio
+// without serve --principal, HTTP without authentication).
+type Caller struct {
+	// Auth is the live table; nil for the zero Caller.
+	Auth *Authenticator
+	// Name is the principal's name.
+	Name string
+}
+
+// Resolve returns the principal c names and true, or nil and false for the
+// zero Caller. A principal a reload removed is returned as one with no roles,
+// workflows or owners: it may do nothing.
+func (c Caller) Resolve() (*Principal, bool) {
+	if c.Auth == nil {
+		return nil, false
 	}
-	return withCaller(ctx, auth, name), nil
+	if p := c.Auth.Current().Lookup(c.Name); p != nil {
+		return p, true
+	}
+	return &Principal{Name: c.Name, Workflows: []string{}, Owners: []string{}}, true
+}
+
+// Caller returns the Caller of the principal name, for a transport with no
+// credentials of its own (serve --principal NAME on stdio), or an error
+// matching ErrInvalidAuthFile when the table has no such principal.
+func (a *Authenticator) Caller(name string) (Caller, error) {
+	if a.Current().Lookup(name) == nil {
+		return Caller{}, fmt.Errorf("%w: no principal %q; the file has: %s", ErrInvalidAuthFile, input.Clip(name), strings.Join(a.Current().Names(), ", "))
+	}
+	return Caller{Auth: a, Name: name}, nil
 }
