@@ -1,4 +1,4 @@
-package mcpadapter
+package tools
 
 import (
 	"bytes"
@@ -8,12 +8,12 @@ import (
 	"io"
 	"regexp"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
 
 	"github.com/graph-engineering/graph-engineering-mcp/lease"
+	"github.com/graph-engineering/graph-engineering-mcp/mcpadapter/internal/input"
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph"
 )
 
@@ -50,9 +50,6 @@ type field struct {
 	min, max int64 // for kindInt
 	desc     string
 }
-
-// maxSafeInteger is the largest integer every JSON implementation holds exactly.
-const maxSafeInteger = 1<<53 - 1
 
 // taskIDPattern matches a ULID as the store issues them.
 const taskIDPattern = `^[0-9A-Z]{26}$`
@@ -140,7 +137,7 @@ func fieldErrorf(name, format string, a ...any) error {
 
 // overflowError refuses a JSON value holding a number beyond float64 range.
 func overflowError(name, number string) error {
-	return fieldErrorf(name, "%s holds the number %s, beyond the range of a 64-bit float (about ±1.8e308), which most JSON decoders cannot read; send such values as strings", name, clip(number))
+	return fieldErrorf(name, "%s holds the number %s, beyond the range of a 64-bit float (about ±1.8e308), which most JSON decoders cannot read; send such values as strings", name, input.Clip(number))
 }
 
 // withField names the argument an argError is about, unless it names one.
@@ -188,10 +185,10 @@ func decodeArgs(raw json.RawMessage, fields []field) (*args, error) {
 			return nil, errArgsNotObject
 		}
 		if _, dup := a.raw[k]; dup {
-			return nil, fieldErrorf(k, "the key %q appears twice", clip(k))
+			return nil, fieldErrorf(k, "the key %q appears twice", input.Clip(k))
 		}
 		if _, known := byName[k]; !known {
-			return nil, fieldErrorf(clip(k), "unknown argument %q; allowed: %s", clip(k), fieldNames(fields))
+			return nil, fieldErrorf(input.Clip(k), "unknown argument %q; allowed: %s", input.Clip(k), fieldNames(fields))
 		}
 		a.raw[k] = v
 	}
@@ -246,9 +243,9 @@ func (a *args) check(f field, v json.RawMessage) error {
 		}
 		a.str[f.name] = s
 	case kindInt:
-		n, err := exactInt(v)
+		n, err := input.Int(v)
 		if err != nil || n < f.min || n > f.max {
-			return argErrorf("%s must be an integer between %d and %d (got %s)", f.name, f.min, f.max, clip(string(v)))
+			return argErrorf("%s must be an integer between %d and %d (got %s)", f.name, f.min, f.max, input.Clip(string(v)))
 		}
 		a.num[f.name] = n
 	case kindBool:
@@ -282,7 +279,7 @@ func (a *args) check(f field, v json.RawMessage) error {
 		seen := map[string]bool{}
 		for _, s := range list {
 			if !identifierRE.MatchString(s) {
-				return argErrorf("%s entry %q must match %s", f.name, clip(s), taskgraph.IdentifierPattern)
+				return argErrorf("%s entry %q must match %s", f.name, input.Clip(s), taskgraph.IdentifierPattern)
 			}
 			if seen[s] {
 				return argErrorf("%s lists %q twice", f.name, s)
@@ -300,7 +297,7 @@ func (a *args) check(f field, v json.RawMessage) error {
 		}
 		for _, s := range list {
 			if !tagRE.MatchString(s) {
-				return fieldErrorf(f.name, "%s tag %q must match %s: a lower-case letter, then up to 63 lower-case letters, digits, '_', '.' or '-'", f.name, clip(s), taskgraph.TagPattern)
+				return fieldErrorf(f.name, "%s tag %q must match %s: a lower-case letter, then up to 63 lower-case letters, digits, '_', '.' or '-'", f.name, input.Clip(s), taskgraph.TagPattern)
 			}
 		}
 		a.lst[f.name] = list
@@ -311,7 +308,7 @@ func (a *args) check(f field, v json.RawMessage) error {
 		}
 		t, err := time.Parse(time.RFC3339Nano, s)
 		if err != nil {
-			return fieldErrorf(f.name, "%s must be an RFC 3339 timestamp such as 2026-03-01T12:00:00Z (got %q)", f.name, clip(s))
+			return fieldErrorf(f.name, "%s must be an RFC 3339 timestamp such as 2026-03-01T12:00:00Z (got %q)", f.name, input.Clip(s))
 		}
 		a.tim[f.name] = t.UTC()
 	}
@@ -326,11 +323,11 @@ func checkString(f field, s string) error {
 	case kindIdentifier:
 		if !identifierRE.MatchString(s) {
 			return argErrorf("%s must match %s: 1 to %d characters, a letter or digit first, then letters, digits, '_', '.', ':' or '-' (got %q)",
-				f.name, taskgraph.IdentifierPattern, taskgraph.MaxIdentifierLen, clip(s))
+				f.name, taskgraph.IdentifierPattern, taskgraph.MaxIdentifierLen, input.Clip(s))
 		}
 	case kindTaskID:
 		if !taskIDRE.MatchString(s) {
-			return argErrorf("%s must be a task id as returned by graph_task_create or graph_task_claim: 26 characters of 0-9 and A-Z (got %q)", f.name, clip(s))
+			return argErrorf("%s must be a task id as returned by graph_task_create or graph_task_claim: 26 characters of 0-9 and A-Z (got %q)", f.name, input.Clip(s))
 		}
 	case kindToken:
 		// Lengths are counted in characters, as the schema's maxLength is;
@@ -347,82 +344,6 @@ func checkString(f field, s string) error {
 		}
 	}
 	return nil
-}
-
-// exactInt parses a JSON number that denotes an integer (1000, 1e3, 1000.0)
-// exactly, never through float64: a number with any non-zero fraction, however
-// small (1e-400, 3.0000000000000000001), is not an integer, and one beyond
-// the int64 range is refused rather than rounded.
-func exactInt(v json.RawMessage) (int64, error) {
-	s := string(v)
-	if n, err := strconv.ParseInt(s, 10, 64); err == nil {
-		return n, nil
-	}
-	if !json.Valid(v) || len(s) == 0 || (s[0] != '-' && (s[0] < '0' || s[0] > '9')) {
-		return 0, errors.New("not a number")
-	}
-	// A valid JSON number: -?int(.frac)?([eE][+-]?exp)?
-	neg := s[0] == '-'
-	if neg {
-		s = s[1:]
-	}
-	mant, exp := s, ""
-	if i := strings.IndexAny(s, "eE"); i >= 0 {
-		mant, exp = s[:i], s[i+1:]
-	}
-	intPart, frac, _ := strings.Cut(mant, ".")
-	// The value is digits × 10^e.
-	digits := strings.TrimLeft(intPart+frac, "0")
-	if digits == "" {
-		return 0, nil // zero, whatever the exponent
-	}
-	trimmed := strings.TrimRight(digits, "0")
-	e := int64(len(digits)-len(trimmed)) - int64(len(frac))
-	digits = trimmed
-	if exp != "" {
-		expNeg := exp[0] == '-'
-		exp = strings.TrimLeft(strings.TrimLeft(exp, "+-"), "0")
-		if len(exp) > 9 {
-			// An exponent of ten or more digits: no message holds enough
-			// digits to bring such a number back into range.
-			if expNeg {
-				return 0, errors.New("not an integer")
-			}
-			return 0, errors.New("out of range")
-		}
-		x, _ := strconv.ParseInt("0"+exp, 10, 64)
-		if expNeg {
-			x = -x
-		}
-		e += x
-	}
-	if e < 0 {
-		return 0, errors.New("not an integer") // digits has no trailing zero
-	}
-	if int64(len(digits))+e > 19 {
-		return 0, errors.New("out of range")
-	}
-	if neg {
-		digits = "-" + digits
-	}
-	n, err := strconv.ParseInt(digits+strings.Repeat("0", int(e)), 10, 64)
-	if err != nil {
-		return 0, errors.New("out of range")
-	}
-	return n, nil
-}
-
-// clip shortens echoed input in error messages, and keeps them valid UTF-8.
-func clip(s string) string {
-	const max = 64
-	if len(s) > max {
-		cut := max
-		for cut > 0 && !utf8.RuneStart(s[cut]) {
-			cut--
-		}
-		s = s[:cut] + "…"
-	}
-	return strings.ToValidUTF8(s, "\uFFFD")
 }
 
 // Tool argument bounds, in the units of the wire (milliseconds).

@@ -1,4 +1,4 @@
-package mcpadapter
+package tools
 
 import (
 	"context"
@@ -54,16 +54,16 @@ func depsSchema() map[string]any {
 		"description": "the task's direct dependencies in creation order, with at most 262144 bytes of results in total"}
 }
 
-// runInspect reads a task by task_id or by workflow_id + node_id, with its
+// inspect reads a task by task_id or by workflow_id + node_id, with its
 // dependencies, or outlines a workflow by workflow_id alone (exactly one of
 // the three forms).
-func runInspect(ctx context.Context, s *Server, a *args) (*toolOutput, error) {
+func (s *Surface) inspect(ctx context.Context, a *args) (*toolOutput, error) {
 	if err := inspectForm(a); err != nil {
 		return nil, err
 	}
 	byID, byNode := a.has("task_id"), a.has("node_id")
 	if !byID && !byNode {
-		return runOutline(ctx, s, a.str["workflow_id"])
+		return s.outline(ctx, a.str["workflow_id"])
 	}
 	var t taskgraph.Task
 	var err error

@@ -1,4 +1,4 @@
-package mcpadapter
+package tools
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/graph-engineering/graph-engineering-mcp/manifest"
+	"github.com/graph-engineering/graph-engineering-mcp/mcpadapter/internal/input"
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph"
 )
 
@@ -68,32 +69,16 @@ func renderOutlineTask(t taskgraph.Task) outlineTaskJSON {
 	full := renderTask(t)
 	out := outlineTaskJSON{TaskID: full.TaskID, NodeID: full.NodeID, State: full.State, DependsOn: full.DependsOn, Owner: full.Owner,
 		Generation: full.Generation, LeaseExpiresAt: full.LeaseExpiresAt, Attempts: full.Attempts, MaxAttempts: full.MaxAttempts,
-		Priority: full.Priority, Requires: full.Requires, DueAt: full.DueAt, StatusMessage: clipText(full.StatusMessage, MaxOutlineTextBytes)}
+		Priority: full.Priority, Requires: full.Requires, DueAt: full.DueAt, StatusMessage: input.Cut(full.StatusMessage, MaxOutlineTextBytes)}
 	if full.Error != nil {
-		e := clipText(*full.Error, MaxOutlineTextBytes)
+		e := input.Cut(*full.Error, MaxOutlineTextBytes)
 		out.Error = &e
 	}
 	return out
 }
 
-// hiddenWorkflowError is what a workflow outside the caller's workflows
-// looks like: exactly the store's answer for a workflow that does not exist.
-type hiddenWorkflowError struct{ id string }
-
-func (e *hiddenWorkflowError) Error() string        { return fmt.Sprintf("workflow %q not found", e.id) }
-func (e *hiddenWorkflowError) Is(target error) bool { return target == taskgraph.ErrNotFound }
-
-// hiddenNodeError is a node of a workflow outside the caller's workflows:
-// exactly the store's answer for a missing node.
-type hiddenNodeError struct{ workflowID, nodeID string }
-
-func (e *hiddenNodeError) Error() string {
-	return fmt.Sprintf("node %q of workflow %q not found", e.nodeID, e.workflowID)
-}
-func (e *hiddenNodeError) Is(target error) bool { return target == taskgraph.ErrNotFound }
-
-// runOutline answers graph_task_inspect with workflow_id alone.
-func runOutline(ctx context.Context, s *Server, workflowID string) (*toolOutput, error) {
+// outline answers graph_task_inspect with workflow_id alone.
+func (s *Surface) outline(ctx context.Context, workflowID string) (*toolOutput, error) {
 	now := s.store.Clock().Now()
 	wf, err := s.store.WorkflowGraph(ctx, workflowID, MaxOutlineTasks)
 	if err != nil {

@@ -1,4 +1,4 @@
-package mcpadapter
+package tools
 
 import (
 	"encoding/json"

@@ -1,4 +1,4 @@
-package mcpadapter
+package tools
 
 import (
 	"context"
@@ -10,10 +10,18 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/graph-engineering/graph-engineering-mcp/manifest"
+	"github.com/graph-engineering/graph-engineering-mcp/mcpadapter/internal/input"
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph"
 )
 
-// Tasks extension (io.modelcontextprotocol/tasks) constants.
+// The Tasks extension (io.modelcontextprotocol/tasks, 2026-07-28 only): a
+// graph_task_create whose request declares the extension gets a task handle
+// for the graph task it created, and tasks/get, tasks/update and
+// tasks/cancel act on such tasks. Which requests declare the extension, and
+// the -32021 of those that do not, is the MCP server's business; here is
+// what the handle and the three methods answer.
+
+// Tasks extension constants.
 const (
 	// TaskPollIntervalMs is the poll interval suggested to tasks/get clients:
 	// a tasks/get is one indexed read, which this server sustains far faster.
@@ -32,28 +40,28 @@ const (
 	MethodTasksCancel = "tasks/cancel"
 )
 
-// taskIDParams are the params of tasks/get and tasks/cancel.
-type taskIDParams struct {
+// TaskIDParams are the params of tasks/get and tasks/cancel.
+type TaskIDParams struct {
 	mcp.ParamsBase
 	TaskID string `json:"taskId"`
 }
 
-// updateParams are the params of tasks/update.
-type updateParams struct {
+// UpdateParams are the params of tasks/update.
+type UpdateParams struct {
 	mcp.ParamsBase
 	TaskID         string                     `json:"taskId"`
 	InputResponses map[string]json.RawMessage `json:"inputResponses"`
 }
 
-// ackResult acknowledges tasks/update and tasks/cancel.
-type ackResult struct {
+// AckResult acknowledges tasks/update and tasks/cancel.
+type AckResult struct {
 	mcp.ResultBase
 	ResultType string `json:"resultType"`
 }
 
-// taskResult is a CreateTaskResult (resultType "task") or a GetTaskResult
+// TaskResult is a CreateTaskResult (resultType "task") or a GetTaskResult
 // (resultType "complete"): a flat task with status-specific fields.
-type taskResult struct {
+type TaskResult struct {
 	mcp.ResultBase
 	ResultType     string          `json:"resultType"`
 	TaskID         string          `json:"taskId"`
@@ -66,67 +74,27 @@ type taskResult struct {
 	Result         json.RawMessage `json:"result,omitempty"`
 }
 
-// createCapture lets the tasks middleware see the task a graph_task_create
-// call created without re-parsing the tool's output.
-type createCapture struct{ task taskgraph.Task }
-
-type createCaptureKey struct{}
-
-func createCaptureFrom(ctx context.Context) *createCapture {
-	c, _ := ctx.Value(createCaptureKey{}).(*createCapture)
-	return c
-}
-
-func (s *Server) addTasksExtension() error {
-	for _, err := range []error{
-		mcp.AddReceivingCustomMethod(s.mcp, MethodTasksGet, s.tasksGet),
-		mcp.AddReceivingCustomMethod(s.mcp, MethodTasksUpdate, s.tasksUpdate),
-		mcp.AddReceivingCustomMethod(s.mcp, MethodTasksCancel, s.tasksCancel),
-	} {
+// CreateTask runs graph_task_create for a request that declares the Tasks
+// extension: a task handle once the task is durably created (or found, for
+// an idempotent repeat), else the ordinary tool result (invalid arguments, a
+// refusal), which is always a compliant answer. The surface must offer
+// graph_task_create.
+func (s *Surface) CreateTask(ctx context.Context, c Caller, rawArgs json.RawMessage) (mcp.Result, error) {
+	ctx = c.storeContext(ctx)
+	a, err := s.admit(ctx, c, manifest.ToolCreate, rawArgs)
+	var created taskgraph.Created
+	if err == nil {
+		created, err = s.store.CreateTask(ctx, a.str["workflow_id"], nodeSpecOf(a))
+	}
+	if err != nil {
+		res, err := s.toolError(ctx, manifest.ToolCreate, err)
 		if err != nil {
-			return fmt.Errorf("register tasks extension: %w", err)
+			return nil, err
 		}
+		return res, nil
 	}
-	return nil
-}
-
-// tasksMiddleware implements the request-scoped parts of the extension: a
-// graph_task_create call that declares the extension in its own _meta gets a
-// task handle; tasks/* calls that do not declare it get -32021.
-func (s *Server) tasksMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
-	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
-		if !s.cfg.Surface.TasksExtension {
-			return next(ctx, method, req)
-		}
-		switch method {
-		case MethodTasksGet, MethodTasksUpdate, MethodTasksCancel:
-			if !declaresExtension(req, manifest.TasksExtension) {
-				return nil, &jsonrpc.Error{
-					Code:    mcp.CodeMissingRequiredClientCapabilities,
-					Message: fmt.Sprintf("%s requires this request's _meta clientCapabilities to declare the %s extension", method, manifest.TasksExtension),
-					Data:    errorData(map[string]any{"requiredCapabilities": map[string]any{"extensions": map[string]any{manifest.TasksExtension: map[string]any{}}}}),
-				}
-			}
-			return next(ctx, method, req)
-		case "tools/call":
-			p, ok := req.GetParams().(*mcp.CallToolParamsRaw)
-			if !ok || p == nil || p.Name != manifest.ToolCreate || !declaresExtension(req, manifest.TasksExtension) {
-				return next(ctx, method, req)
-			}
-			capture := &createCapture{}
-			res, err := next(context.WithValue(ctx, createCaptureKey{}, capture), method, req)
-			if err != nil {
-				return res, err
-			}
-			if cr, ok := res.(*mcp.CallToolResult); !ok || cr.IsError || capture.task.TaskID == "" {
-				// Not created (for example invalid arguments): the ordinary
-				// tool result, which is always a compliant answer.
-				return res, nil
-			}
-			return s.taskHandle(ctx, capture.task, "task", manifest.Operation(manifest.ToolCreate))
-		}
-		return next(ctx, method, req)
-	}
+	s.observe(manifest.ToolCreate, "ok")
+	return s.taskHandle(c, created.Task, "task", manifest.Operation(manifest.ToolCreate))
 }
 
 // taskStatus maps a graph task to the extension's status and message.
@@ -154,61 +122,80 @@ func taskStatus(t taskgraph.Task) (status, message string) {
 	}
 }
 
-// callToolResultOf renders a finished task as the CallToolResult the
-// original tools/call would have had: the worker's result as structured
-// content (and as text), or the worker's error with isError. It is a
-// 2026-07-28 result like any other (tasks/* exist only in that era), so it
-// carries resultType "complete": the official Tasks client
+// settledResult is the final result of a finished task handle: the
+// CallToolResult of the graph_task_create the handle answered, as the
+// extension requires ("the structure matches the result type of the
+// original request"). So it is what graph_task_create declares in its
+// outputSchema — {task, created, receipt} — with the task as it is now: the
+// worker's result is task.result. created is true (the handle stands for
+// the task its create made; an idempotent repeat of that create, a retry,
+// gets the same handle), and the receipt binds operation create to the
+// task's id and generation now. A worker's failure is the tool error
+// graph_task_create would give: the error as text and isError, with no
+// structured content (MCP requires structured content to conform only on
+// success). It is a 2026-07-28 result like any other (tasks/* exist only in
+// that era), so it carries resultType "complete": the official Tasks client
 // (@modelcontextprotocol/ext-tasks) validates the inlined result against
 // the CallToolResult schema and refuses to settle without it.
-func callToolResultOf(t taskgraph.Task) json.RawMessage {
-	var r map[string]any
+func (s *Surface) settledResult(c Caller, t taskgraph.Task) (json.RawMessage, error) {
 	if t.State == taskgraph.StateFailed {
-		r = map[string]any{"resultType": "complete", "content": []any{map[string]any{"type": "text", "text": t.Error}}, "isError": true}
-	} else {
-		res := t.Result
-		if len(res) == 0 {
-			res = json.RawMessage("null")
-		}
-		r = map[string]any{"resultType": "complete", "content": []any{map[string]any{"type": "text", "text": string(res)}}, "structuredContent": res, "isError": false}
+		return json.Marshal(map[string]any{"resultType": "complete", "content": []any{map[string]any{"type": "text", "text": t.Error}}, "isError": true})
 	}
-	b, _ := json.Marshal(r)
-	return b
+	res, err := s.toolResult(c, manifest.ToolCreate, &toolOutput{Task: renderTask(t), Created: boolPtr(true)}, false)
+	if err != nil {
+		return nil, err
+	}
+	b, err := json.Marshal(res)
+	if err != nil {
+		return nil, err
+	}
+	var r map[string]json.RawMessage
+	if err := json.Unmarshal(b, &r); err != nil {
+		return nil, err
+	}
+	r["resultType"] = json.RawMessage(`"complete"`)
+	r["isError"] = json.RawMessage(`false`)
+	return json.Marshal(r)
 }
 
-func (s *Server) taskHandle(ctx context.Context, t taskgraph.Task, resultType, operation string) (*taskResult, error) {
-	rec, err := manifest.NewReceipt(s.manifestFor(ctx).SHA256(), operation, t.TaskID, t.Generation)
+// taskHandle renders t as a CreateTaskResult (resultType "task") or a
+// GetTaskResult (resultType "complete", with the settled result once the
+// task completed or failed), with the receipt of operation in _meta.
+func (s *Surface) taskHandle(c Caller, t taskgraph.Task, resultType, operation string) (*TaskResult, error) {
+	rec, err := manifest.NewReceipt(s.manifestFor(c).SHA256(), operation, t.TaskID, t.Generation)
 	if err != nil {
 		return nil, s.internal(operation, err)
 	}
 	status, msg := taskStatus(t)
-	out := &taskResult{
+	out := &TaskResult{
 		ResultBase: mcp.ResultBase{Meta: mcp.Meta{ReceiptMetaKey: rec}},
 		ResultType: resultType, TaskID: t.TaskID, Status: status, StatusMessage: msg,
 		CreatedAt: formatTime(t.CreatedAt), LastUpdatedAt: formatTime(t.UpdatedAt), PollIntervalMs: TaskPollIntervalMs,
 	}
 	if resultType == "complete" && status == "completed" {
-		out.Result = callToolResultOf(t)
+		if out.Result, err = s.settledResult(c, t); err != nil {
+			return nil, s.internal(operation, err)
+		}
 	}
 	return out, nil
 }
 
 // lookupTask reads a task for a tasks/* method; an unknown id is -32602.
-func (s *Server) lookupTask(ctx context.Context, method, taskID string) (taskgraph.Task, error) {
+func (s *Surface) lookupTask(ctx context.Context, c Caller, method, taskID string) (taskgraph.Task, error) {
 	if taskID == "" {
 		return taskgraph.Task{}, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: method + ": params.taskId is required"}
 	}
-	if err := taskMethodAllowed(ctx, method); err != nil {
+	if err := taskMethodAllowed(c.Principal, method); err != nil {
 		return taskgraph.Task{}, err
 	}
 	t, err := s.store.Task(ctx, taskID)
-	if err == nil && taskHidden(ctx, t) {
+	if err == nil && taskHidden(c.Principal, t) {
 		// A task outside the caller's workflows, or created by another
 		// principal, is answered exactly like a missing one.
 		err = &hiddenTaskError{id: taskID}
 	}
 	if errors.Is(err, taskgraph.ErrNotFound) {
-		return taskgraph.Task{}, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("%s: unknown task %q", method, clip(taskID)),
+		return taskgraph.Task{}, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("%s: unknown task %q", method, input.Clip(taskID)),
 			Data: errorData(map[string]string{"taskId": taskID})}
 	}
 	if err != nil {
@@ -217,20 +204,21 @@ func (s *Server) lookupTask(ctx context.Context, method, taskID string) (taskgra
 	return t, nil
 }
 
-func (s *Server) tasksGet(ctx context.Context, _ *mcp.ServerSession, p *taskIDParams) (*taskResult, error) {
-	if p == nil {
-		p = &taskIDParams{}
-	}
-	t, err := s.lookupTask(ctx, MethodTasksGet, p.TaskID)
+// TaskGet answers tasks/get.
+func (s *Surface) TaskGet(ctx context.Context, c Caller, taskID string) (*TaskResult, error) {
+	ctx = c.storeContext(ctx)
+	t, err := s.lookupTask(ctx, c, MethodTasksGet, taskID)
 	if err != nil {
 		return nil, err
 	}
-	return s.taskHandle(ctx, t, "complete", MethodTasksGet)
+	return s.taskHandle(c, t, "complete", MethodTasksGet)
 }
 
-func (s *Server) tasksUpdate(ctx context.Context, _ *mcp.ServerSession, p *updateParams) (*ackResult, error) {
+// TaskUpdate answers tasks/update.
+func (s *Surface) TaskUpdate(ctx context.Context, c Caller, p *UpdateParams) (*AckResult, error) {
+	ctx = c.storeContext(ctx)
 	if p == nil {
-		p = &updateParams{}
+		p = &UpdateParams{}
 	}
 	if len(p.InputResponses) > MaxUpdateKeys {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("tasks/update: inputResponses must have at most %d keys (got %d)", MaxUpdateKeys, len(p.InputResponses))}
@@ -242,36 +230,43 @@ func (s *Server) tasksUpdate(ctx context.Context, _ *mcp.ServerSession, p *updat
 	if size > MaxUpdateBytes {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("tasks/update: inputResponses must be at most %d bytes (got %d)", MaxUpdateBytes, size)}
 	}
-	t, err := s.lookupTask(ctx, MethodTasksUpdate, p.TaskID)
+	t, err := s.lookupTask(ctx, c, MethodTasksUpdate, p.TaskID)
 	if err != nil {
 		return nil, err
 	}
 	// Graph tasks never enter input_required, so no key is outstanding and
 	// every response is ignored, as the extension requires.
-	return s.ack(ctx, MethodTasksUpdate, t)
+	return s.ack(c, MethodTasksUpdate, t)
 }
 
-func (s *Server) tasksCancel(ctx context.Context, _ *mcp.ServerSession, p *taskIDParams) (*ackResult, error) {
-	if p == nil {
-		p = &taskIDParams{}
-	}
-	if _, err := s.lookupTask(ctx, MethodTasksCancel, p.TaskID); err != nil {
+// TaskCancel answers tasks/cancel: the store's protocol cancel, which fences
+// out a worker still holding the task and cancels its unfinished
+// dependents; a finished task is left unchanged.
+func (s *Surface) TaskCancel(ctx context.Context, c Caller, taskID string) (*AckResult, error) {
+	ctx = c.storeContext(ctx)
+	if _, err := s.lookupTask(ctx, c, MethodTasksCancel, taskID); err != nil {
 		return nil, err
 	}
-	t, _, err := s.store.CancelTask(ctx, p.TaskID, "cancelled by tasks/cancel")
+	t, _, err := s.store.CancelTask(ctx, taskID, "cancelled by tasks/cancel")
 	if err != nil {
 		if errors.Is(err, taskgraph.ErrNotFound) {
-			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("tasks/cancel: unknown task %q", clip(p.TaskID))}
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("tasks/cancel: unknown task %q", input.Clip(taskID))}
 		}
 		return nil, s.internal(MethodTasksCancel, err)
 	}
-	return s.ack(ctx, MethodTasksCancel, t)
+	return s.ack(c, MethodTasksCancel, t)
 }
 
-func (s *Server) ack(ctx context.Context, method string, t taskgraph.Task) (*ackResult, error) {
-	rec, err := manifest.NewReceipt(s.manifestFor(ctx).SHA256(), method, t.TaskID, t.Generation)
+func (s *Surface) ack(c Caller, method string, t taskgraph.Task) (*AckResult, error) {
+	rec, err := manifest.NewReceipt(s.manifestFor(c).SHA256(), method, t.TaskID, t.Generation)
 	if err != nil {
 		return nil, s.internal(method, err)
 	}
-	return &ackResult{ResultBase: mcp.ResultBase{Meta: mcp.Meta{ReceiptMetaKey: rec}}, ResultType: "complete"}, nil
+	return &AckResult{ResultBase: mcp.ResultBase{Meta: mcp.Meta{ReceiptMetaKey: rec}}, ResultType: "complete"}, nil
+}
+
+// errorData marshals v for a jsonrpc.Error's Data.
+func errorData(v any) json.RawMessage {
+	b, _ := json.Marshal(v)
+	return b
 }

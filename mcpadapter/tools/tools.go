@@ -1,18 +1,17 @@
-package mcpadapter
+package tools
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
 	"time"
 
-	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/graph-engineering/graph-engineering-mcp/lease"
 	"github.com/graph-engineering/graph-engineering-mcp/manifest"
+	"github.com/graph-engineering/graph-engineering-mcp/mcpadapter/internal/input"
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph"
 )
 
@@ -39,7 +38,6 @@ type toolDef struct {
 	annotations       *mcp.ToolAnnotations
 	extraOutput       map[string]any // output properties beyond task and receipt
 	required          []string       // required output properties beyond receipt
-	run               func(ctx context.Context, s *Server, a *args) (*toolOutput, error)
 }
 
 func boolPtr(b bool) *bool { return &b }
@@ -47,7 +45,7 @@ func boolPtr(b bool) *bool { return &b }
 var (
 	fTaskID      = field{name: "task_id", kind: kindTaskID, required: true, desc: "the task id returned by graph_task_create or graph_task_claim"}
 	fOwner       = field{name: "owner", kind: kindIdentifier, required: true, desc: "who works on the task: the owner returned by graph_task_claim (" + taskgraph.IdentifierPattern + ")"}
-	fGeneration  = field{name: "generation", kind: kindInt, required: true, min: 1, max: maxSafeInteger, desc: "the fencing generation returned by graph_task_claim"}
+	fGeneration  = field{name: "generation", kind: kindInt, required: true, min: 1, max: input.MaxSafeInteger, desc: "the fencing generation returned by graph_task_claim"}
 	fClaimToken  = field{name: "claim_token", kind: kindToken, required: true, desc: "the secret claim_token returned by graph_task_claim"}
 	fLeaseMS     = field{name: "lease_ms", kind: kindInt, min: leaseMinMS, max: leaseMaxMS, desc: fmt.Sprintf("lease length in milliseconds (default %d)", lease.DefaultDuration.Milliseconds())}
 	holderFields = []field{fTaskID, fOwner, fGeneration, fClaimToken}
@@ -62,14 +60,6 @@ func toolDefs() []toolDef {
 				"With release true it gives the claim back instead: the task returns to pending for another worker, the attempt is not counted, nothing downstream changes, and your claim is ended (stop work on the task).",
 			fields:      append(append([]field{}, holderFields...), field{name: "release", kind: kindBool, desc: "true to give the claim back (the task returns to pending, the attempt is not counted, nothing downstream changes) instead of cancelling (default false)"}),
 			annotations: &mcp.ToolAnnotations{Title: "Cancel a claimed task", DestructiveHint: boolPtr(true), OpenWorldHint: boolPtr(false)},
-			run: func(ctx context.Context, s *Server, a *args) (*toolOutput, error) {
-				if a.bln["release"] {
-					t, err := s.store.Release(ctx, holderOf(a))
-					return taskOutput(t), err
-				}
-				t, err := s.store.Cancel(ctx, holderOf(a))
-				return taskOutput(t), err
-			},
 		},
 		{
 			name: manifest.ToolClaim, title: "Claim a ready task",
@@ -100,17 +90,12 @@ func toolDefs() []toolDef {
 					}},
 			},
 			required: []string{"claimed", "task"},
-			run:      runClaim,
 		},
 		{
 			name: manifest.ToolComplete, title: "Complete a claimed task",
 			desc:        "Finish the task you hold with its result (any JSON value, at most 256 KiB). Tasks that depend on it become ready when all their dependencies are complete. Rejected if your claim is no longer live.",
 			fields:      append(append([]field{}, holderFields...), field{name: "result", kind: kindAny, required: true, desc: "the task's result: any JSON value"}),
 			annotations: &mcp.ToolAnnotations{Title: "Complete a claimed task", DestructiveHint: boolPtr(false), OpenWorldHint: boolPtr(false)},
-			run: func(ctx context.Context, s *Server, a *args) (*toolOutput, error) {
-				t, err := s.store.Complete(ctx, holderOf(a), a.raw["result"])
-				return taskOutput(t), err
-			},
 		},
 		{
 			name: manifest.ToolCreate, title: "Create a task",
@@ -130,7 +115,6 @@ func toolDefs() []toolDef {
 			annotations: &mcp.ToolAnnotations{Title: "Create a task", IdempotentHint: true, DestructiveHint: boolPtr(false), OpenWorldHint: boolPtr(false)},
 			extraOutput: map[string]any{"created": map[string]any{"type": "boolean"}},
 			required:    []string{"created", "task"},
-			run:         runCreate,
 		},
 		{
 			name: manifest.ToolFail, title: "Fail a claimed task",
@@ -138,27 +122,12 @@ func toolDefs() []toolDef {
 			fields: append(append([]field{}, holderFields...), field{name: "error", kind: kindErrorText, required: true, desc: "what went wrong: at most 65536 characters and 64 KiB of UTF-8"}, field{name: "retryable", kind: kindBool, desc: "true if another attempt may succeed (default false)"},
 				field{name: "retry_after_ms", kind: kindInt, min: 0, max: taskgraph.MaxRetryAfter.Milliseconds(), desc: fmt.Sprintf("with retryable true: the retry waits this long, in milliseconds (0..%d; 0 retries at once), instead of the task's backoff", taskgraph.MaxRetryAfter.Milliseconds())}),
 			annotations: &mcp.ToolAnnotations{Title: "Fail a claimed task", DestructiveHint: boolPtr(true), OpenWorldHint: boolPtr(false)},
-			run: func(ctx context.Context, s *Server, a *args) (*toolOutput, error) {
-				if a.has("retry_after_ms") {
-					if !a.bln["retryable"] {
-						return nil, fieldErrorf("retry_after_ms", "retry_after_ms applies only with retryable: true")
-					}
-					t, err := s.store.FailRetryAfter(ctx, holderOf(a), a.str["error"], time.Duration(a.num["retry_after_ms"])*time.Millisecond)
-					return taskOutput(t), err
-				}
-				t, err := s.store.Fail(ctx, holderOf(a), a.str["error"], a.bln["retryable"])
-				return taskOutput(t), err
-			},
 		},
 		{
 			name: manifest.ToolHeartbeat, title: "Extend a claim's lease",
 			desc:        "Keep the task you hold: extends the lease to now + lease_ms (server time). The generation does not change. Rejected if your claim is no longer live, in which case stop work on the task.",
 			fields:      append(append([]field{}, holderFields...), fLeaseMS),
 			annotations: &mcp.ToolAnnotations{Title: "Extend a claim's lease", IdempotentHint: true, DestructiveHint: boolPtr(false), OpenWorldHint: boolPtr(false)},
-			run: func(ctx context.Context, s *Server, a *args) (*toolOutput, error) {
-				t, err := s.store.Heartbeat(ctx, holderOf(a), time.Duration(a.num["lease_ms"])*time.Millisecond)
-				return taskOutput(t), err
-			},
 		},
 		{
 			name: manifest.ToolInspect, title: "Inspect a task or outline a workflow",
@@ -177,9 +146,52 @@ func toolDefs() []toolDef {
 			// outline: none is required of every answer.
 			extraOutput: map[string]any{"dependencies": depsSchema(), "workflow": outlineSchema()},
 			required:    []string{},
-			run:         runInspect,
 		},
 	}
+}
+
+// run runs tool with its decoded, authorized arguments against the store.
+// ctx carries the caller's arrival and principal for the store
+// (Caller.storeContext).
+func (s *Surface) run(ctx context.Context, tool string, a *args) (*toolOutput, error) {
+	switch tool {
+	case manifest.ToolCreate:
+		c, err := s.store.CreateTask(ctx, a.str["workflow_id"], nodeSpecOf(a))
+		if err != nil {
+			return nil, err
+		}
+		out := taskOutput(c.Task)
+		out.Created = boolPtr(c.Created)
+		return out, nil
+	case manifest.ToolClaim:
+		return s.claim(ctx, a)
+	case manifest.ToolHeartbeat:
+		t, err := s.store.Heartbeat(ctx, holderOf(a), time.Duration(a.num["lease_ms"])*time.Millisecond)
+		return taskOutput(t), err
+	case manifest.ToolComplete:
+		t, err := s.store.Complete(ctx, holderOf(a), a.raw["result"])
+		return taskOutput(t), err
+	case manifest.ToolFail:
+		if a.has("retry_after_ms") {
+			if !a.bln["retryable"] {
+				return nil, fieldErrorf("retry_after_ms", "retry_after_ms applies only with retryable: true")
+			}
+			t, err := s.store.FailRetryAfter(ctx, holderOf(a), a.str["error"], time.Duration(a.num["retry_after_ms"])*time.Millisecond)
+			return taskOutput(t), err
+		}
+		t, err := s.store.Fail(ctx, holderOf(a), a.str["error"], a.bln["retryable"])
+		return taskOutput(t), err
+	case manifest.ToolCancel:
+		if a.bln["release"] {
+			t, err := s.store.Release(ctx, holderOf(a))
+			return taskOutput(t), err
+		}
+		t, err := s.store.Cancel(ctx, holderOf(a))
+		return taskOutput(t), err
+	case manifest.ToolInspect:
+		return s.inspect(ctx, a)
+	}
+	return nil, fmt.Errorf("tool %q has no implementation", tool)
 }
 
 func holderOf(a *args) lease.Holder {
@@ -188,30 +200,23 @@ func holderOf(a *args) lease.Holder {
 
 func taskOutput(t taskgraph.Task) *toolOutput { return &toolOutput{Task: renderTask(t)} }
 
-func runCreate(ctx context.Context, s *Server, a *args) (*toolOutput, error) {
+// nodeSpecOf is the task graph_task_create's arguments describe.
+func nodeSpecOf(a *args) taskgraph.NodeSpec {
 	spec := taskgraph.NodeSpec{NodeID: a.str["node_id"], Payload: a.raw["payload"], DependsOn: a.lst["depends_on"], MaxAttempts: int(a.num["max_attempts"]), Priority: int(a.num["priority"]),
 		Requires: a.lst["requires"], NotBefore: a.tim["not_before"]}
 	if a.has("retry_delay_ms") {
 		d := time.Duration(a.num["retry_delay_ms"]) * time.Millisecond
 		spec.RetryDelay = &d
 	}
-	c, err := s.store.CreateTask(ctx, a.str["workflow_id"], spec)
-	if err != nil {
-		return nil, err
-	}
-	out := taskOutput(c.Task)
-	out.Created = boolPtr(c.Created)
-	if cap := createCaptureFrom(ctx); cap != nil {
-		cap.task = c.Task
-	}
-	return out, nil
+	return spec
 }
 
 // WaitLimitHint is the hint of a claim-next that found no task while the
 // server already held its maximum of parked claims (taskgraph.ErrWaitLimit).
 const WaitLimitHint = "no task was claimed: the server holds its maximum of parked claims (claim-next calls waiting for a task), so this one could not wait; retry after a moment"
 
-func runClaim(ctx context.Context, s *Server, a *args) (*toolOutput, error) {
+// claim runs graph_task_claim.
+func (s *Surface) claim(ctx context.Context, a *args) (*toolOutput, error) {
 	req := taskgraph.ClaimRequest{
 		Owner: a.str["owner"], TaskID: a.str["task_id"], WorkflowID: a.str["workflow_id"],
 		Lease: time.Duration(a.num["lease_ms"]) * time.Millisecond, Wait: time.Duration(a.num["wait_ms"]) * time.Millisecond,
@@ -251,149 +256,3 @@ func (d toolDef) outputSchema() map[string]any {
 	return map[string]any{"type": "object", "properties": props, "required": req, "additionalProperties": false}
 }
 
-// handler adapts a toolDef to the SDK: it decodes and validates arguments,
-// runs the tool, attaches the receipt, and maps errors: arguments that are
-// not an object are a protocol error (-32602); bad arguments and anything the
-// store rejects are tool errors (isError) naming the field or rule; anything
-// else is an internal error (-32603).
-func (s *Server) handler(d toolDef) mcp.ToolHandler {
-	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		var raw json.RawMessage
-		if req.Params != nil {
-			raw = req.Params.Arguments
-		}
-		a, err := decodeArgs(raw, d.fields)
-		if err == nil {
-			err = s.authorizeTool(ctx, d.name, a)
-		}
-		if err == nil {
-			var out *toolOutput
-			out, err = d.run(ctx, s, a)
-			if err == nil {
-				return s.toolResult(ctx, d.name, out)
-			}
-		}
-		return s.toolError(ctx, d.name, err)
-	}
-}
-
-func (s *Server) toolResult(ctx context.Context, tool string, out *toolOutput) (*mcp.CallToolResult, error) {
-	taskID, gen := "", int64(0)
-	if out.Task != nil {
-		taskID, gen = out.Task.TaskID, out.Task.Generation
-	}
-	rec, err := manifest.NewReceipt(s.manifestFor(ctx).SHA256(), manifest.Operation(tool), taskID, gen)
-	if err != nil {
-		return nil, s.internal(tool, err)
-	}
-	out.Receipt = rec
-	var v any = out
-	if out.Workflow != nil {
-		v = outlineOutput{Workflow: out.Workflow, Receipt: rec}
-	}
-	b, err := json.Marshal(v)
-	if err != nil {
-		return nil, s.internal(tool, err)
-	}
-	s.observeTool(tool, "ok")
-	return &mcp.CallToolResult{
-		Content:           []mcp.Content{&mcp.TextContent{Text: string(b)}},
-		StructuredContent: json.RawMessage(b),
-	}, nil
-}
-
-// toolError maps an error from a tool to the result or protocol error.
-func (s *Server) toolError(ctx context.Context, tool string, err error) (*mcp.CallToolResult, error) {
-	var ae *argError
-	switch {
-	case errors.Is(err, taskgraph.ErrUnavailable):
-		return s.unavailable(tool, err), nil
-	case errors.Is(err, errArgsNotObject):
-		s.observeTool(tool, "protocol_error")
-		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("%s: arguments must be a JSON object", tool)}
-	case errors.As(err, &ae), errors.Is(err, taskgraph.ErrInvalid), errors.Is(err, taskgraph.ErrNotFound),
-		errors.Is(err, taskgraph.ErrConflict), errors.Is(err, taskgraph.ErrStaleClaim), errors.Is(err, ErrForbidden):
-		kind := outcomeOf(err)
-		s.observeTool(tool, kind)
-		return &mcp.CallToolResult{
-			Meta:    mcp.Meta{ErrorMetaKey: errorDetail(kind, err)},
-			IsError: true,
-			Content: []mcp.Content{&mcp.TextContent{Text: err.Error()}},
-		}, nil
-	case errors.Is(err, context.DeadlineExceeded) && ctx.Err() != nil:
-		s.observeTool(tool, "deadline")
-		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf("%s did not finish within the call deadline; it may or may not have taken effect: inspect the task before retrying", tool)}
-	case errors.Is(err, context.Canceled) && ctx.Err() != nil:
-		// The client went away or cancelled the call (notifications/cancelled,
-		// a closed HTTP connection): not a fault of the server, and nobody is
-		// waiting for this answer.
-		s.observeTool(tool, "cancelled")
-		s.log.Debug("tool call cancelled by the client", "tool", tool)
-		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf("%s was cancelled by the client; it may or may not have taken effect", tool)}
-	case errors.Is(err, taskgraph.ErrClosed):
-		s.observeTool(tool, "internal_error")
-		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "the server is shutting down; retry against a running server"}
-	}
-	return nil, s.internal(tool, err)
-}
-
-// ErrorMetaKey is the _meta key of a tool error's machine-readable detail:
-// {"kind": "invalid" | "not_found" | "conflict" | "stale_claim" |
-// "unavailable" | "forbidden", "field"?, "reason"?, "retryable"?,
-// "scope"? (of forbidden: "role", "workflows" or "owners"), "missing"? (of a
-// claim refused for capabilities: the tags it lacked)}, so clients need not
-// parse the text.
-const ErrorMetaKey = "graph-engineering/error"
-
-// errorDetail is the _meta detail of a tool error.
-func errorDetail(kind string, err error) map[string]any {
-	d := map[string]any{"kind": kind}
-	var ve *taskgraph.ValidationError
-	var se *lease.StaleClaimError
-	var ae *argError
-	var fe *forbiddenError
-	var me *taskgraph.MissingCapabilitiesError
-	switch {
-	case kind == "unavailable":
-		d["reason"], d["retryable"], _ = taskgraph.UnavailableReason(err)
-	case errors.As(err, &se):
-		d["reason"] = string(se.Reason)
-	case errors.As(err, &fe):
-		d["scope"] = fe.scope
-	case errors.As(err, &me):
-		d["missing"] = me.Missing
-	case errors.As(err, &ve):
-		d["field"] = ve.Field
-	case errors.As(err, &ae) && ae.field != "":
-		d["field"] = ae.field
-	}
-	return d
-}
-
-func outcomeOf(err error) string {
-	var ae *argError
-	switch {
-	case errors.As(err, &ae), errors.Is(err, taskgraph.ErrInvalid):
-		return "invalid"
-	case errors.Is(err, taskgraph.ErrNotFound):
-		return "not_found"
-	case errors.Is(err, taskgraph.ErrConflict):
-		return "conflict"
-	case errors.Is(err, taskgraph.ErrStaleClaim):
-		return "stale_claim"
-	case errors.Is(err, ErrForbidden):
-		return "forbidden"
-	}
-	return "error"
-}
-
-// internal logs an unexpected fault and returns the -32603 the client sees;
-// the details stay in the server log.
-func (s *Server) internal(what string, err error) error {
-	if errors.Is(err, taskgraph.ErrUnavailable) {
-		return s.unavailableRPC(what, err)
-	}
-	s.log.Error("internal error", "in", what, "err", err)
-	s.observeTool(what, "internal_error")
-	return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "internal error; the server logged the details and keeps serving"}
-}
