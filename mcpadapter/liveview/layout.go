@@ -1,4 +1,4 @@
-package mcpadapter
+package liveview
 
 import (
 	"sort"

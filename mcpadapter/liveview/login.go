@@ -1,4 +1,4 @@
-package mcpadapter
+package liveview
 
 import (
 	"crypto/rand"
@@ -9,6 +9,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/graph-engineering/graph-engineering-mcp/mcpadapter/principal"
 )
 
 // How a browser gets into the live view when the server authenticates: a
@@ -152,7 +154,7 @@ func (l *uiLogins) end(r *http.Request) {
 // serveLogout ends the session of the request's cookie and clears the
 // cookie. It must be a POST (a SameSite=Strict cookie and the Origin check
 // keep other sites from sending it).
-func (u *uiHandler) serveLogout(w http.ResponseWriter, r *http.Request) {
+func (u *Handler) serveLogout(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodPost {
 		w.Header().Set("Allow", "POST")
 		http.Error(w, "method not allowed: POST to log out", http.StatusMethodNotAllowed)
@@ -175,22 +177,22 @@ type UILoginCode struct {
 
 // serveLoginCode mints a login code for the bearer token's principal. A
 // session cookie cannot mint one: only a token can.
-func (u *uiHandler) serveLoginCode(w http.ResponseWriter, r *http.Request) {
+func (u *Handler) serveLoginCode(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodPost {
 		w.Header().Set("Allow", "POST")
 		http.Error(w, "method not allowed: POST with your bearer token to mint a login code", http.StatusMethodNotAllowed)
 		return
 	}
 	name := ""
-	if u.h.auth != nil {
-		p, why := u.h.authenticate(r)
+	if u.cfg.Auth != nil {
+		p, why := u.cfg.Authenticate(r)
 		if why != "" {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="graph-engineering-mcp"`)
 			u.refuse(w, r, http.StatusUnauthorized, why)
 			return
 		}
-		if !p.HasRole(RoleObserve) {
-			u.refuse(w, r, http.StatusForbidden, missingRole(p, "the live view", []string{RoleObserve}).Error())
+		if !p.HasRole(principal.RoleObserve) {
+			u.refuse(w, r, http.StatusForbidden, principal.MissingRole(p, "the live view", []string{principal.RoleObserve}).Error())
 			return
 		}
 		name = p.Name
@@ -200,7 +202,7 @@ func (u *uiHandler) serveLoginCode(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "invalid next: must be a path under /ui/ (for example /ui/workflows/ID)", http.StatusBadRequest)
 		return
 	}
-	code, err := u.login.mint(name, u.h.srv.store.Clock().Now())
+	code, err := u.login.mint(name, u.store.Clock().Now())
 	if err != nil {
 		http.Error(w, "internal error: no randomness", http.StatusInternalServerError)
 		return
@@ -229,13 +231,13 @@ func safeUINext(next string) bool {
 
 // serveLogin exchanges a login code for the session cookie, then sends the
 // browser on to the view.
-func (u *uiHandler) serveLogin(w http.ResponseWriter, r *http.Request) {
+func (u *Handler) serveLogin(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodGet {
 		w.Header().Set("Allow", "GET")
 		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
 		return
 	}
-	sid, ok, err := u.login.redeem(r.URL.Query().Get("code"), u.h.srv.store.Clock().Now())
+	sid, ok, err := u.login.redeem(r.URL.Query().Get("code"), u.store.Clock().Now())
 	if err != nil {
 		http.Error(w, "internal error: no randomness", http.StatusInternalServerError)
 		return

@@ -1,4 +1,4 @@
-package mcpadapter
+package liveview
 
 import (
 	"context"
@@ -9,12 +9,15 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"net/http"
 	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
 
+	"github.com/graph-engineering/graph-engineering-mcp/mcpadapter/internal/input"
+	"github.com/graph-engineering/graph-engineering-mcp/mcpadapter/principal"
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph"
 )
 
@@ -70,24 +73,55 @@ const uiCSP = "default-src 'none'; script-src 'self'; style-src 'self'; connect-
 //go:embed ui
 var uiAssets embed.FS
 
-// uiHandler serves the live view. It reads only through the taskgraph
-// Store API and has no write path.
-type uiHandler struct {
-	h        *HTTPHandler
+// Config configures New.
+type Config struct {
+	// Store is read through its API only.
+	Store *taskgraph.Store
+	// Auth is the live principal table; nil: no authentication (every
+	// workflow is shown, login codes name no principal).
+	Auth *principal.Authenticator
+	// Authenticate checks a request's Authorization header as the HTTP
+	// front does for /mcp: the principal, or the message of its 401. Used
+	// only with Auth.
+	Authenticate func(*http.Request) (*principal.Principal, string)
+	// OnRefuse, if set, counts a refused request by reason (unauthorized,
+	// insufficient_scope), for metrics.
+	OnRefuse func(reason string)
+	// Logger receives failed reads; nil discards them.
+	Logger *slog.Logger
+	// PageSize is how many workflows one page of the list shows (0:
+	// UIMaxWorkflows).
+	PageSize int
+}
+
+// Handler serves the live view. It reads only through the taskgraph Store
+// API and has no write path.
+type Handler struct {
+	cfg      Config
+	store    *taskgraph.Store
+	log      *slog.Logger
 	sem      chan struct{}
 	login    *uiLogins
-	pageSize int // workflows per list page: UIMaxWorkflows (tests set fewer)
+	pageSize int
 }
 
-func newUIHandler(h *HTTPHandler) *uiHandler {
-	return &uiHandler{h: h, sem: make(chan struct{}, UIMaxConcurrent), login: newUILogins(), pageSize: UIMaxWorkflows}
+// New returns the live view's handler.
+func New(cfg Config) *Handler {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.PageSize <= 0 {
+		cfg.PageSize = UIMaxWorkflows
+	}
+	return &Handler{cfg: cfg, store: cfg.Store, log: cfg.Logger, sem: make(chan struct{}, UIMaxConcurrent), login: newUILogins(), pageSize: cfg.PageSize}
 }
 
-// isUIRoute reports whether path belongs to the live view.
-func isUIRoute(path string) bool { return path == "/ui" || strings.HasPrefix(path, UIPath) }
+// IsRoute reports whether path belongs to the live view.
+func IsRoute(path string) bool { return path == "/ui" || strings.HasPrefix(path, UIPath) }
 
-// serve answers one view request; the Host and Origin checks have run.
-func (u *uiHandler) serve(w http.ResponseWriter, r *http.Request) {
+// ServeHTTP answers one view request; the HTTP front has checked its Host
+// and Origin.
+func (u *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	hd := w.Header()
 	hd.Set("Content-Security-Policy", uiCSP)
 	hd.Set("X-Frame-Options", "DENY")
@@ -151,46 +185,45 @@ func (u *uiHandler) serve(w http.ResponseWriter, r *http.Request) {
 
 // viewer is who a view request acts for: nil principal means every
 // workflow (no authentication configured).
-type viewer struct{ p *Principal }
+type viewer struct{ p *principal.Principal }
 
 func (v viewer) allows(workflowID string) bool { return v.p == nil || v.p.WorkflowAllowed(workflowID) }
 
 // viewer authenticates a view request: a bearer token (like /mcp) or the
 // session cookie a login link set. It returns a status and message when the
 // request is refused. The principal must hold the observe role.
-func (u *uiHandler) viewer(r *http.Request) (viewer, int, string) {
-	h := u.h
-	if h.auth == nil {
+func (u *Handler) viewer(r *http.Request) (viewer, int, string) {
+	if u.cfg.Auth == nil {
 		return viewer{}, 0, ""
 	}
-	var p *Principal
+	var p *principal.Principal
 	if r.Header.Get("Authorization") != "" {
 		var why string
-		if p, why = h.authenticate(r); why != "" {
+		if p, why = u.cfg.Authenticate(r); why != "" {
 			return viewer{}, http.StatusUnauthorized, why
 		}
 	} else {
-		name, ok := u.login.session(r, h.srv.store.Clock().Now())
+		name, ok := u.login.session(r, u.store.Clock().Now())
 		if !ok {
 			return viewer{}, http.StatusUnauthorized, "unauthorized: open the view through a login link: run graph-engineering-mcp ui link --url <this server's URL> with your token, and open the link it prints (it is valid once, for a minute)"
 		}
-		if p = h.auth.Current().Lookup(name); p == nil {
+		if p = u.cfg.Auth.Current().Lookup(name); p == nil {
 			return viewer{}, http.StatusUnauthorized, "unauthorized: the principal of this login no longer exists; open a new login link"
 		}
 	}
-	if !p.HasRole(RoleObserve) {
-		return viewer{}, http.StatusForbidden, missingRole(p, "the live view", []string{RoleObserve}).Error()
+	if !p.HasRole(principal.RoleObserve) {
+		return viewer{}, http.StatusForbidden, principal.MissingRole(p, "the live view", []string{principal.RoleObserve}).Error()
 	}
 	return viewer{p: p}, 0, ""
 }
 
-func (u *uiHandler) refuse(w http.ResponseWriter, r *http.Request, status int, msg string) {
-	if u.h.metrics != nil {
+func (u *Handler) refuse(w http.ResponseWriter, r *http.Request, status int, msg string) {
+	if u.cfg.OnRefuse != nil {
 		reason := "unauthorized"
 		if status == http.StatusForbidden {
 			reason = "insufficient_scope"
 		}
-		u.h.metrics.reject(reason)
+		u.cfg.OnRefuse(reason)
 	}
 	if strings.HasPrefix(r.URL.Path, "/ui/api/") {
 		writeUIJSON(w, r, status, map[string]string{"error": msg})
@@ -199,7 +232,7 @@ func (u *uiHandler) refuse(w http.ResponseWriter, r *http.Request, status int, m
 	http.Error(w, msg, status)
 }
 
-func (u *uiHandler) servePage(w http.ResponseWriter, name string) {
+func (u *Handler) servePage(w http.ResponseWriter, name string) {
 	b, err := fs.ReadFile(uiAssets, "ui/"+name)
 	if err != nil {
 		http.Error(w, "internal error: missing page", http.StatusInternalServerError)
@@ -216,7 +249,7 @@ var uiAssetTypes = map[string]string{
 
 // serveAsset serves the script and style sheet. They hold no data, so they
 // need no login (the pages and the JSON do).
-func (u *uiHandler) serveAsset(w http.ResponseWriter, r *http.Request, name string) {
+func (u *Handler) serveAsset(w http.ResponseWriter, r *http.Request, name string) {
 	ct, ok := uiAssetTypes[name]
 	if !ok || (r.Method != http.MethodGet && r.Method != http.MethodHead) {
 		http.NotFound(w, r)
@@ -234,13 +267,13 @@ func (u *uiHandler) serveAsset(w http.ResponseWriter, r *http.Request, name stri
 // withSlot runs a JSON read in one of the view's own concurrency slots and
 // writes its answer, with an ETag so that an unchanged answer to a poll is
 // a 304 without a body.
-func (u *uiHandler) withSlot(w http.ResponseWriter, r *http.Request, read func(context.Context) (any, error)) {
+func (u *Handler) withSlot(w http.ResponseWriter, r *http.Request, read func(context.Context) (any, error)) {
 	t := time.NewTimer(uiAdmissionWait)
 	select {
 	case u.sem <- struct{}{}:
 		t.Stop()
 	case <-t.C:
-		w.Header().Set("Retry-After", retryAfterSeconds)
+		w.Header().Set("Retry-After", "1")
 		writeUIJSON(w, r, http.StatusServiceUnavailable, map[string]string{"error": "server busy: the live view serves a few reads at once; retry after a moment"})
 		return
 	case <-r.Context().Done():
@@ -261,7 +294,7 @@ func (u *uiHandler) withSlot(w http.ResponseWriter, r *http.Request, read func(c
 		case errors.Is(err, taskgraph.ErrUnavailable), errors.Is(err, context.DeadlineExceeded):
 			status, msg = http.StatusServiceUnavailable, "unavailable: the database did not answer in time"
 		default:
-			u.h.log.Warn("live view read failed", "path", r.URL.Path, "err", err)
+			u.log.Warn("live view read failed", "path", r.URL.Path, "err", err)
 		}
 		writeUIJSON(w, r, status, map[string]string{"error": msg})
 		return
@@ -372,9 +405,9 @@ type uiWorkflowSummary struct {
 	UpdatedAtMS int64          `json:"updated_at_ms"`
 }
 
-func (u *uiHandler) listWorkflows(ctx context.Context, v viewer, q string, page int) (*uiWorkflowList, error) {
-	now := u.h.srv.store.Clock().Now()
-	all, err := u.h.srv.store.RecentWorkflows(ctx)
+func (u *Handler) listWorkflows(ctx context.Context, v viewer, q string, page int) (*uiWorkflowList, error) {
+	now := u.store.Clock().Now()
+	all, err := u.store.RecentWorkflows(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -395,7 +428,7 @@ func (u *uiHandler) listWorkflows(ctx context.Context, v viewer, q string, page 
 	for _, id := range ids[first:min(first+size, len(ids))] {
 		// Counts only: a list poll reads no task rows, however large the
 		// workflows and their payloads are.
-		wf, err := u.h.srv.store.WorkflowSummary(taskgraph.WithArrival(ctx, now), id)
+		wf, err := u.store.WorkflowSummary(taskgraph.WithArrival(ctx, now), id)
 		if errors.Is(err, taskgraph.ErrNotFound) {
 			continue // pruned meanwhile
 		}
@@ -463,14 +496,14 @@ type uiNode struct {
 	Y             int    `json:"y"`
 }
 
-func (u *uiHandler) workflow(ctx context.Context, v viewer, id string) (*uiWorkflow, error) {
+func (u *Handler) workflow(ctx context.Context, v viewer, id string) (*uiWorkflow, error) {
 	if !v.allows(id) {
 		return nil, taskgraph.ErrNotFound // as a missing one, like inspect
 	}
-	now := u.h.srv.store.Clock().Now()
+	now := u.store.Clock().Now()
 	// Without payloads and results: this read repeats every second for
 	// every viewer, and the view shows neither.
-	wf, err := u.h.srv.store.WorkflowGraph(ctx, id, 0)
+	wf, err := u.store.WorkflowGraph(ctx, id, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -510,7 +543,7 @@ func (u *uiHandler) workflow(ctx context.Context, v viewer, id string) (*uiWorkf
 func uiNodeOf(t taskgraph.Task, now time.Time, clip int) uiNode {
 	n := uiNode{TaskID: t.TaskID, NodeID: t.NodeID, State: string(t.State), Owner: t.Owner, Generation: t.Generation,
 		Stuck: uiStuck(t, now), Attempts: t.Attempts, MaxAttempts: t.MaxAttempts, Priority: t.Priority, Requires: t.Requires,
-		Error: clipText(t.Error, clip), StatusMessage: clipText(t.StatusMessage, clip)}
+		Error: input.Cut(t.Error, clip), StatusMessage: input.Cut(t.StatusMessage, clip)}
 	if t.State == taskgraph.StateClaimed {
 		n.LeaseExpiresAtMS = uiTime(t.LeaseExpiresAt)
 	}
@@ -550,8 +583,8 @@ type uiEvent struct {
 	Detail         string `json:"detail,omitempty"`
 }
 
-func (u *uiHandler) task(ctx context.Context, v viewer, id string) (*uiTask, error) {
-	st := u.h.srv.store
+func (u *Handler) task(ctx context.Context, v viewer, id string) (*uiTask, error) {
+	st := u.store
 	now := st.Clock().Now()
 	// PeekTask, not Task: Task expires a lapsed lease before answering, and
 	// the view never writes, so a stuck claim stays visible as stuck until
@@ -569,7 +602,7 @@ func (u *uiHandler) task(ctx context.Context, v viewer, id string) (*uiTask, err
 	}
 	out := &uiTask{uiReadAt: readAt(now), DependsOn: append([]string{}, t.DependsOn...), CreatedBy: t.CreatedBy,
 		CreatedAtMS: uiTime(t.CreatedAt), UpdatedAtMS: uiTime(t.UpdatedAt), Events: []uiEvent{},
-		Payload: clipText(string(t.Payload), uiMaxText), Result: clipText(string(t.Result), uiMaxText)}
+		Payload: input.Cut(string(t.Payload), uiMaxText), Result: input.Cut(string(t.Result), uiMaxText)}
 	out.Task = uiNodeOf(t, now, uiMaxText)
 	for _, e := range evs {
 		if (e.Kind == taskgraph.EventHeartbeat || e.Kind == taskgraph.EventClaim) && e.Generation == t.Generation {
@@ -583,7 +616,7 @@ func (u *uiHandler) task(ctx context.Context, v viewer, id string) (*uiTask, err
 	for _, e := range evs {
 		detail := ""
 		if len(e.Detail) > 0 && string(e.Detail) != "{}" && string(e.Detail) != "null" {
-			detail = clipText(string(e.Detail), 512)
+			detail = input.Cut(string(e.Detail), 512)
 		}
 		out.Events = append(out.Events, uiEvent{Seq: e.Seq, Kind: e.Kind, AtMS: uiTime(e.At), Owner: e.Owner, Generation: e.Generation,
 			ActorKind: e.Actor.Kind, ActorName: e.Actor.Name, ActorPrincipal: e.Actor.Principal, Detail: detail})
@@ -591,14 +624,26 @@ func (u *uiHandler) task(ctx context.Context, v viewer, id string) (*uiTask, err
 	return out, nil
 }
 
-// clipText cuts s to at most n bytes on a rune boundary, marking the cut.
-func clipText(s string, n int) string {
-	if len(s) <= n {
-		return s
+// AppHTML is the MCP App's document (SEP-1865, io.modelcontextprotocol/ui):
+// the live view's drawing assembled from the embedded style sheet and
+// scripts into one self-contained page, as a ui:// resource must be.
+func AppHTML() (string, error) {
+	page, err := fs.ReadFile(uiAssets, "ui/mcp-app.html")
+	if err != nil {
+		return "", err
 	}
-	cut := n
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
+	parts := map[string]string{}
+	for _, name := range []string{"style.css", "app.js", "mcp-app.js"} {
+		b, err := fs.ReadFile(uiAssets, "ui/"+name)
+		if err != nil {
+			return "", err
+		}
+		if strings.Contains(strings.ToLower(string(b)), "</script") || strings.Contains(strings.ToLower(string(b)), "</style") {
+			return "", fmt.Errorf("ui/%s cannot be inlined: it contains a closing script or style tag", name)
+		}
+		parts[name] = string(b)
 	}
-	return s[:cut] + "…"
+	html := strings.Replace(string(page), "/*STYLE*/", parts["style.css"], 1)
+	html = strings.Replace(html, "/*SCRIPT*/", parts["app.js"]+"\n"+parts["mcp-app.js"], 1)
+	return html, nil
 }
