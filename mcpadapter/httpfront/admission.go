@@ -1,4 +1,4 @@
-package mcpadapter
+package httpfront
 
 import (
 	"container/list"
@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/graph-engineering/graph-engineering-mcp/manifest"
+	"github.com/graph-engineering/graph-engineering-mcp/mcpadapter"
+	"github.com/graph-engineering/graph-engineering-mcp/mcpadapter/internal/wire"
 )
 
 // Admission over Streamable HTTP. The capacity a worker needs to keep its
@@ -46,14 +48,15 @@ const DefaultAdmissionWait = time.Second
 const bodyReadTimeout = 10 * time.Second
 
 // isLongPoll reports whether m is a claim-next call that may wait for work
-// (claimMayWait, the rule stdio parks by too). Anything else, including a
-// claim whose arguments are invalid (it is answered at once), is short.
-func isLongPoll(m *httpMessage) bool {
-	if !m.isCall() {
+// (mcpadapter.ClaimMayWait, the rule stdio parks by too). Anything else,
+// including a claim whose arguments are invalid (it is answered at once), is
+// short.
+func isLongPoll(m *wire.Message) bool {
+	if !m.IsCall() {
 		return false
 	}
-	name, args, ok := m.toolCall()
-	return ok && claimMayWait(name, args)
+	name, args, ok := m.ToolCall()
+	return ok && mcpadapter.ClaimMayWait(name, args)
 }
 
 // isHolderWrite reports whether m is a call of one of the tools a lease
@@ -63,11 +66,11 @@ func isLongPoll(m *httpMessage) bool {
 // lease, and the calls of this kind are bounded by the claims outstanding.
 // The arguments are not looked at: a call that is not a valid holder write
 // is answered with its error quickly, slot or not.
-func isHolderWrite(m *httpMessage) bool {
-	if !m.isCall() {
+func isHolderWrite(m *wire.Message) bool {
+	if !m.IsCall() {
 		return false
 	}
-	name, _, ok := m.toolCall()
+	name, _, ok := m.ToolCall()
 	if !ok {
 		return false
 	}
@@ -88,7 +91,7 @@ const (
 )
 
 // admissionOf classifies m for admit.
-func admissionOf(m *httpMessage) admission {
+func admissionOf(m *wire.Message) admission {
 	switch {
 	case isLongPoll(m):
 		return admitLong
@@ -102,7 +105,7 @@ func admissionOf(m *httpMessage) admission {
 // AdmissionWait (a holder write: up to CallTimeout, ahead of the others),
 // or reports that none came free (false). A long poll takes no slot. The
 // returned release must be called when the request is done.
-func (h *HTTPHandler) admit(ctx context.Context, kind admission) (release func(), ok bool) {
+func (h *Handler) admit(ctx context.Context, kind admission) (release func(), ok bool) {
 	if kind == admitLong {
 		h.longPolls.Add(1)
 		if h.metrics != nil {
@@ -218,7 +221,7 @@ func (p *slotPool) waiting() (holders, others int) {
 // then lifts the read deadline, so that a long poll is not cut off by the
 // server's ReadTimeout while it waits (the server watches the idle
 // connection for a client that goes away).
-func (h *HTTPHandler) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
+func (h *Handler) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
 	rc := http.NewResponseController(w)
 	// Errors here mean the writer cannot set deadlines (a handler mounted
 	// behind a wrapper without Unwrap): the server's ReadTimeout still holds.

@@ -1,19 +1,21 @@
-package mcpadapter
+package httpfront
 
 import (
-	"context"
 	"fmt"
 	"net/http"
 	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+
+	"github.com/graph-engineering/graph-engineering-mcp/mcpadapter/internal/wire"
+	"github.com/graph-engineering/graph-engineering-mcp/mcpadapter/principal"
 )
 
 // insufficientScope answers a request whose principal lacks the role the
 // route needs: 403 with the RFC 6750 challenge error="insufficient_scope".
-func (h *HTTPHandler) insufficientScope(w http.ResponseWriter, route string, p *Principal, what, role string) {
+func (h *Handler) insufficientScope(w http.ResponseWriter, route string, p *principal.Principal, what, role string) {
 	w.Header().Set("WWW-Authenticate", fmt.Sprintf(`Bearer realm="graph-engineering-mcp", error="insufficient_scope", scope=%q`, role))
-	h.refuse(w, route, http.StatusForbidden, "insufficient_scope", missingRole(p, what, []string{role}).Error())
+	h.refuse(w, route, http.StatusForbidden, "insufficient_scope", principal.MissingRole(p, what, []string{role}).Error())
 }
 
 // sessionOwners binds each legacy session to the principal whose
@@ -56,21 +58,14 @@ func (o *sessionOwners) forget(id string) {
 	delete(o.m, id)
 }
 
-// callerName returns the principal name ctx acts for, or "" with none.
-func callerName(ctx context.Context) (string, bool) {
-	c, ok := ctx.Value(callerKey{}).(caller)
-	return c.name, ok
-}
-
-// foreignSession reports whether r names a legacy session that another
+// foreignSession reports whether q names a legacy session that another
 // principal opened (or, with authentication, that none is known to own),
 // and if so answers it like an unknown session: 404.
-func (h *HTTPHandler) foreignSession(w http.ResponseWriter, r *http.Request, sid string) bool {
-	name, ok := callerName(r.Context())
-	if !ok || sid == "" || h.owners.owns(sid, name) {
+func (h *Handler) foreignSession(w http.ResponseWriter, q *mcpRequest) bool {
+	if q.p == nil || q.sid == "" || h.owners.owns(q.sid, q.p.Name) {
 		return false
 	}
-	writeRPCError(w, &rpcFailure{status: http.StatusNotFound, code: jsonrpc.CodeInvalidRequest,
-		msg: "session not found: this Mcp-Session-Id is unknown or has ended; send initialize without Mcp-Session-Id to start a new session"})
+	wire.WriteError(w, &wire.Failure{Status: http.StatusNotFound, Code: jsonrpc.CodeInvalidRequest,
+		Msg: "session not found: this Mcp-Session-Id is unknown or has ended; send initialize without Mcp-Session-Id to start a new session"})
 	return true
 }

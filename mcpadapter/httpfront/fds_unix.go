@@ -1,6 +1,6 @@
 //go:build unix
 
-package mcpadapter
+package httpfront
 
 import "syscall"
 

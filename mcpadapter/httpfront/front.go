@@ -1,16 +1,13 @@
-package mcpadapter
+package httpfront
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
 	"net/http"
 	"net/url"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -19,6 +16,10 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/graph-engineering/graph-engineering-mcp/mcpadapter"
+	"github.com/graph-engineering/graph-engineering-mcp/mcpadapter/internal/wire"
+	"github.com/graph-engineering/graph-engineering-mcp/mcpadapter/liveview"
+	"github.com/graph-engineering/graph-engineering-mcp/mcpadapter/principal"
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph"
 )
 
@@ -68,17 +69,16 @@ const (
 	retryAfterSeconds = "1"
 )
 
-// HTTPOptions configure the Streamable HTTP transport. Zero values take the
-// defaults above.
-type HTTPOptions struct {
+// Options configure the HTTP front. Zero values take the defaults above.
+type Options struct {
 	// AuthToken, when set, must arrive on every request except the health
 	// check as "Authorization: Bearer <token>". It is compared in constant
 	// time and never logged.
 	AuthToken string
 	// Principals, when set, authenticates requests against named
 	// principals with roles (--auth-file) instead of AuthToken; at most one
-	// of the two may be set. See principal.go.
-	Principals *Authenticator
+	// of the two may be set (package principal).
+	Principals *principal.Authenticator
 	// AllowedOrigins are the browser origins (scheme://host[:port]) allowed
 	// besides same-origin requests. A request whose Origin is present and
 	// neither same-origin nor listed is refused with 403.
@@ -120,11 +120,12 @@ type HTTPOptions struct {
 	Metrics *Metrics
 	// Logger receives request and lifecycle logs; nil uses the server's.
 	Logger *slog.Logger
-	// DisableUI turns the live workflow view under /ui/ off (see ui.go).
+	// DisableUI turns the live workflow view under /ui/ off (package
+	// liveview).
 	DisableUI bool
 }
 
-func (o *HTTPOptions) setDefaults(s *Server) error {
+func (o *Options) setDefaults(s *mcpadapter.Server) error {
 	if o.MaxBodyBytes == 0 {
 		o.MaxBodyBytes = DefaultMaxBodyBytes
 	}
@@ -150,7 +151,7 @@ func (o *HTTPOptions) setDefaults(s *Server) error {
 		o.ShutdownTimeout = DefaultShutdownTimeout
 	}
 	if o.Logger == nil {
-		o.Logger = s.log
+		o.Logger = s.Logger()
 	}
 	switch {
 	case o.MaxBodyBytes < 1024:
@@ -210,25 +211,26 @@ func NormalizeOrigin(origin string) (string, error) {
 	return strings.ToLower(u.Scheme + "://" + u.Host), nil
 }
 
-// HTTPHandler serves MCP over Streamable HTTP at /mcp for both protocol
-// eras, plus /healthz, /readyz and /metrics.
+// Handler is the HTTP front of an MCP server: /mcp (Streamable HTTP, both
+// protocol eras), /healthz, /readyz, /metrics and the live view under /ui/.
+// It is a router: every route passes the same Host and Origin checks, /mcp
+// and /metrics the same authentication, and then its own handler.
 //
 // The SDK (v1.8.0) accepts 2026-07-28 only on a stateless handler and keeps
-// legacy sessions only on a stateful one, so HTTPHandler holds one of each,
-// both on the same *mcp.Server, and routes every POST after reading and
-// checking its body: requests that carry their protocol version in _meta go
-// to the stateless handler, the initialize handshake and session traffic to
-// the stateful one (see classify). In front of both it enforces what the
-// SDK does not: the Origin allow-list, the bearer token, the body and
-// concurrency limits, JSON-RPC error bodies for malformed input and version
-// errors, Mcp-Name checks for tasks/*, and the HTTP status of error
-// responses (see fixWriter).
-type HTTPHandler struct {
-	srv     *Server
-	opts    HTTPOptions
+// legacy sessions only on a stateful one, so the MCP route holds one of
+// each, both on the same SDK server, and hands every POST, once it has read
+// and checked it, to the one its era needs (wire.ClassifyHTTP). In front of
+// both it enforces what the SDK does not: the Origin allow-list, the bearer
+// token, the body and concurrency limits, JSON-RPC error bodies for
+// malformed input and version errors, Mcp-Name checks for tasks/*, and the
+// HTTP status of error responses (package wire).
+type Handler struct {
+	srv     *mcpadapter.Server
+	store   *taskgraph.Store
+	opts    Options
 	log     *slog.Logger
 	metrics *Metrics
-	auth    *Authenticator // nil: no authentication (loopback only)
+	auth    *principal.Authenticator // nil: no authentication (loopback only)
 	owners  sessionOwners
 	origins map[string]bool
 
@@ -238,32 +240,19 @@ type HTTPHandler struct {
 	slots       *slotPool
 	longPolls   atomic.Int64 // long polls being served (no slot)
 	sessions    *sessionTracker
-	initMu      sync.Mutex // serialises initialize at the session cap
-	policy      *callPolicy
-	abort       context.CancelFunc
-	ui          *uiHandler // nil: the live view is off
+	initMu      sync.Mutex      // serialises initialize at the session cap
+	abort       context.Context // cancelled when a shutdown stops waiting
+	abortCalls  context.CancelFunc
+	ui          *liveview.Handler // nil: the live view is off
 }
 
-// callPolicy is what the call-deadline middleware applies to calls that
-// arrive through an HTTPHandler; it travels in the request context, which
-// legacy sessions inherit from their initialize request.
-type callPolicy struct {
-	timeout time.Duration
-	abort   context.Context // cancelled when a shutdown stops waiting
-}
-
-type callPolicyKey struct{}
-type deadlineAppliedKey struct{}
-
-// NewHTTPHandler returns the HTTP handler of s. It adds a receiving
-// middleware to s that gives every call arriving through the handler its
-// deadline (HTTPOptions.CallTimeout).
-func NewHTTPHandler(s *Server, opts HTTPOptions) (*HTTPHandler, error) {
-	if err := opts.setDefaults(s); err != nil {
+// New returns the HTTP front of srv.
+func New(srv *mcpadapter.Server, opts Options) (*Handler, error) {
+	if err := opts.setDefaults(srv); err != nil {
 		return nil, err
 	}
-	h := &HTTPHandler{
-		srv: s, opts: opts, log: opts.Logger, metrics: opts.Metrics,
+	h := &Handler{
+		srv: srv, store: srv.Store(), opts: opts, log: opts.Logger, metrics: opts.Metrics,
 		origins:  map[string]bool{},
 		slots:    newSlotPool(opts.MaxConcurrent),
 		sessions: newSessionTracker(),
@@ -277,11 +266,10 @@ func NewHTTPHandler(s *Server, opts HTTPOptions) (*HTTPHandler, error) {
 	}
 	h.auth = opts.Principals
 	if opts.AuthToken != "" {
-		h.auth = NewAuthenticator(SingleToken(opts.AuthToken))
+		h.auth = principal.NewAuthenticator(principal.SingleToken(opts.AuthToken))
 	}
-	abortCtx, abort := context.WithCancel(context.Background())
-	h.policy, h.abort = &callPolicy{timeout: opts.CallTimeout, abort: abortCtx}, abort
-	getServer := func(*http.Request) *mcp.Server { return s.mcp }
+	h.abort, h.abortCalls = context.WithCancel(context.Background())
+	getServer := func(*http.Request) *mcp.Server { return srv.MCP() }
 	h.stateless = mcp.NewStreamableHTTPHandler(getServer, &mcp.StreamableHTTPOptions{
 		Stateless: true, JSONResponse: true, PropagateRequestCancellation: true,
 		Logger: h.log, MaxRequestBodyBytes: opts.MaxBodyBytes,
@@ -290,9 +278,12 @@ func NewHTTPHandler(s *Server, opts HTTPOptions) (*HTTPHandler, error) {
 		JSONResponse: true, SessionTimeout: opts.SessionIdleTimeout,
 		Logger: h.log, MaxRequestBodyBytes: opts.MaxBodyBytes,
 	})
-	s.mcp.AddReceivingMiddleware(callDeadlineMiddleware)
 	if !opts.DisableUI {
-		h.ui = newUIHandler(h)
+		ui := liveview.Config{Store: h.store, Auth: h.auth, Authenticate: h.authenticate, Logger: h.log}
+		if h.metrics != nil {
+			ui.OnRefuse = h.metrics.reject
+		}
+		h.ui = liveview.New(ui)
 	}
 	if h.metrics != nil {
 		h.metrics.registerSessions(h.legacySessions)
@@ -302,73 +293,34 @@ func NewHTTPHandler(s *Server, opts HTTPOptions) (*HTTPHandler, error) {
 	return h, nil
 }
 
-// callDeadlineMiddleware bounds every call that carries a callPolicy, and
-// cancels it when the policy's abort context ends. It also gives the call
-// the arrival time HTTPHandler stamped into its request's header.
-func callDeadlineMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
-	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
-		if req != nil {
-			ctx = withHeaderArrival(ctx, req.GetExtra())
-		}
-		p, _ := ctx.Value(callPolicyKey{}).(*callPolicy)
-		if p == nil || isNotification(method) || ctx.Value(deadlineAppliedKey{}) != nil {
-			return next(ctx, method, req)
-		}
-		ctx, cancel := context.WithTimeout(context.WithValue(ctx, deadlineAppliedKey{}, true), p.timeout)
-		defer cancel()
-		stop := context.AfterFunc(p.abort, cancel)
-		defer stop()
-		return next(ctx, method, req)
-	}
-}
-
 // AbortCalls cancels every call still running through this handler. The
 // shutdown path calls it once the drain period is over.
-func (h *HTTPHandler) AbortCalls() { h.abort() }
+func (h *Handler) AbortCalls() { h.abortCalls() }
 
 // CloseSessions ends every legacy session (on shutdown).
-func (h *HTTPHandler) CloseSessions() {
-	for ss := range h.srv.mcp.Sessions() {
+func (h *Handler) CloseSessions() {
+	for ss := range h.srv.MCP().Sessions() {
 		if ss.ID() != "" {
 			ss.Close()
 		}
 	}
 }
 
-// hasSession reports whether a legacy session with this id is live.
-func (h *HTTPHandler) hasSession(id string) bool {
-	for ss := range h.srv.mcp.Sessions() {
-		if ss.ID() == id {
-			return true
-		}
+// routes are the front's routes; a path that is none of them is "other".
+func routeOf(path string) string {
+	switch path {
+	case MCPPath, HealthPath, ReadyPath, MetricsPath:
+		return path
 	}
-	return false
+	if liveview.IsRoute(path) {
+		return liveview.UIRoute
+	}
+	return "other"
 }
 
-// liveSessionIDs returns the ids of the live legacy sessions.
-func (h *HTTPHandler) liveSessionIDs() map[string]bool {
-	ids := map[string]bool{}
-	for ss := range h.srv.mcp.Sessions() {
-		if id := ss.ID(); id != "" {
-			ids[id] = true
-		}
-	}
-	return ids
-}
-
-// legacySessions counts live legacy sessions.
-func (h *HTTPHandler) legacySessions() int {
-	n := 0
-	for ss := range h.srv.mcp.Sessions() {
-		if ss.ID() != "" {
-			n++
-		}
-	}
-	return n
-}
-
-// ServeHTTP implements http.Handler.
-func (h *HTTPHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+// ServeHTTP implements http.Handler: the checks every route shares, then
+// the route's handler.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	route := routeOf(r.URL.Path)
 	sw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
@@ -391,75 +343,55 @@ func (h *HTTPHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch route {
 	case HealthPath:
 		h.serveHealth(sw, r)
-		return
 	case ReadyPath:
 		h.serveReady(sw, r)
-		return
-	case MCPPath, MetricsPath:
-	case UIRoute:
+	case liveview.UIRoute:
 		if h.ui == nil {
 			http.NotFound(sw, r)
 			return
 		}
-		h.ui.serve(sw, r)
-		return
+		h.ui.ServeHTTP(sw, r)
+	case MetricsPath:
+		if p, ok := h.authorized(sw, r, route); ok {
+			h.serveMetrics(sw, r, p)
+		}
+	case MCPPath:
+		if p, ok := h.authorized(sw, r, route); ok {
+			h.serveMCP(sw, r, p)
+		}
 	default:
 		http.NotFound(sw, r)
-		return
 	}
+}
+
+// authorized authenticates a request to an authenticated route, answering
+// 401 with its challenge when it fails. p is nil without authentication.
+func (h *Handler) authorized(w http.ResponseWriter, r *http.Request, route string) (p *principal.Principal, ok bool) {
 	p, why := h.authenticate(r)
-	if why != "" {
-		value := `Bearer realm="graph-engineering-mcp"`
-		if r.Header.Get("Authorization") != "" {
-			value += `, error="invalid_token"`
-		}
-		sw.Header().Set("WWW-Authenticate", value)
-		h.refuse(sw, route, http.StatusUnauthorized, "unauthorized", why)
-		return
+	if why == "" {
+		return p, true
 	}
-	if p != nil {
-		r = r.WithContext(withCaller(r.Context(), h.auth, p.Name))
+	value := `Bearer realm="graph-engineering-mcp"`
+	if r.Header.Get("Authorization") != "" {
+		value += `, error="invalid_token"`
 	}
-	if route == MetricsPath {
-		if p != nil && !p.HasRole(RoleObserve) {
-			h.insufficientScope(sw, route, p, "/metrics", RoleObserve)
-			return
-		}
-		trustConn(r)
-		if h.metrics == nil {
-			http.NotFound(sw, r)
-			return
-		}
-		h.metricsHTTP.ServeHTTP(sw, r)
-		return
-	}
-	h.serveMCP(sw, r)
+	w.Header().Set("WWW-Authenticate", value)
+	h.refuse(w, route, http.StatusUnauthorized, "unauthorized", why)
+	return nil, false
 }
 
-// busy refuses a short request that found no concurrency slot.
-func (h *HTTPHandler) busy(w http.ResponseWriter, m *httpMessage) {
-	if h.metrics != nil {
-		h.metrics.reject("busy")
+// serveMetrics serves /metrics to a principal with the observe role.
+func (h *Handler) serveMetrics(w http.ResponseWriter, r *http.Request, p *principal.Principal) {
+	if p != nil && !p.HasRole(principal.RoleObserve) {
+		h.insufficientScope(w, MetricsPath, p, "/metrics", principal.RoleObserve)
+		return
 	}
-	wait := h.opts.AdmissionWait
-	if m != nil && admissionOf(m) == admitHolder {
-		wait = h.opts.CallTimeout
+	trustConn(r)
+	if h.metrics == nil {
+		http.NotFound(w, r)
+		return
 	}
-	w.Header().Set("Retry-After", retryAfterSeconds)
-	writeRPCError(w, failure(http.StatusServiceUnavailable, m, jsonrpc.CodeInvalidRequest,
-		"server busy: %d short requests are in progress, the most it serves at once, and none finished within %s; retry after %s s",
-		h.opts.MaxConcurrent, max(wait, 0), retryAfterSeconds))
-}
-
-func routeOf(path string) string {
-	switch path {
-	case MCPPath, HealthPath, ReadyPath, MetricsPath:
-		return path
-	}
-	if isUIRoute(path) {
-		return UIRoute
-	}
-	return "other"
+	h.metricsHTTP.ServeHTTP(w, r)
 }
 
 func httpMethodLabel(m string) string {
@@ -472,12 +404,12 @@ func httpMethodLabel(m string) string {
 
 // refuse answers a request refused before MCP: a JSON-RPC error body on
 // /mcp (clients surface its message), plain text elsewhere.
-func (h *HTTPHandler) refuse(w http.ResponseWriter, route string, status int, reason, msg string) {
+func (h *Handler) refuse(w http.ResponseWriter, route string, status int, reason, msg string) {
 	if h.metrics != nil {
 		h.metrics.reject(reason)
 	}
 	if route == MCPPath {
-		writeRPCError(w, &rpcFailure{status: status, code: jsonrpc.CodeInvalidRequest, msg: msg})
+		wire.WriteError(w, &wire.Failure{Status: status, Code: jsonrpc.CodeInvalidRequest, Msg: msg})
 		return
 	}
 	http.Error(w, msg, status)
@@ -485,7 +417,7 @@ func (h *HTTPHandler) refuse(w http.ResponseWriter, route string, status int, re
 
 // hostAllowed rejects DNS rebinding: on a loopback listener the Host must be
 // a loopback name. The SDK's own check covers /mcp; this covers every route.
-func (h *HTTPHandler) hostAllowed(r *http.Request) bool {
+func (h *Handler) hostAllowed(r *http.Request) bool {
 	local, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr)
 	if !ok || local == nil || !isLoopbackHost(hostOnly(local.String())) {
 		return true
@@ -498,7 +430,7 @@ func (h *HTTPHandler) hostAllowed(r *http.Request) bool {
 // allowed: such a request is not cross-origin, its Host is checked on
 // loopback listeners (so it cannot be a DNS rebinding), and the official
 // conformance suite (dns-rebinding-protection) requires it to be accepted.
-func (h *HTTPHandler) originAllowed(r *http.Request) bool {
+func (h *Handler) originAllowed(r *http.Request) bool {
 	values := r.Header.Values("Origin")
 	if len(values) == 0 {
 		return true
@@ -524,7 +456,7 @@ func (h *HTTPHandler) originAllowed(r *http.Request) bool {
 // a malformed header, a wrong token): some clients (the MCP Inspector) react
 // to any 401 by starting OAuth discovery, and the message is all their user
 // gets to see. It never contains what the client sent.
-func (h *HTTPHandler) authenticate(r *http.Request) (*Principal, string) {
+func (h *Handler) authenticate(r *http.Request) (*principal.Principal, string) {
 	if h.auth == nil {
 		return nil, ""
 	}
@@ -536,226 +468,11 @@ func (h *HTTPHandler) authenticate(r *http.Request) (*Principal, string) {
 	if len(values) != 1 || !ok || !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(token) == "" {
 		return nil, "unauthorized: the Authorization header is malformed; send exactly one header of the form Authorization: Bearer <token>"
 	}
-	p := h.auth.Current().authenticate(strings.TrimSpace(token))
+	p := h.auth.Current().Authenticate(strings.TrimSpace(token))
 	if p == nil {
 		return nil, "unauthorized: the bearer token is wrong; it does not match the token this server was started with or any principal's token"
 	}
 	return p, ""
-}
-
-func (h *HTTPHandler) serveHealth(w http.ResponseWriter, r *http.Request) {
-	if !probeRequest(w, r) {
-		return
-	}
-	ctx, cancel := context.WithTimeout(r.Context(), healthTimeout)
-	defer cancel()
-	if err := h.srv.store.Ping(ctx); err != nil {
-		h.log.Warn("health check: database did not answer", "err", err)
-		http.Error(w, "not ok", http.StatusServiceUnavailable)
-		return
-	}
-	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-	_, _ = io.WriteString(w, "ok\n")
-}
-
-// serveMCP serves the MCP endpoint.
-func (h *HTTPHandler) serveMCP(w http.ResponseWriter, r *http.Request) {
-	start := time.Now()
-	// Server time at arrival, before the body is read or a slot is waited
-	// for: a holder write is judged at it (taskgraph.WithArrival), so time
-	// spent queued in this handler never costs a lease.
-	arrived := h.srv.store.Clock().Now()
-	method, eraLabel := "none", "none"
-	defer func() {
-		if h.metrics != nil && r.Method == http.MethodPost {
-			h.metrics.observeMCP(method, eraLabel, time.Since(start))
-		}
-	}()
-	switch r.Method {
-	case http.MethodPost:
-	case http.MethodDelete:
-		// Ends a legacy session (204, then 404 for that id). Without a
-		// session there is nothing to end: 2026-07-28 has no sessions.
-		if sid := r.Header.Get(headerSessionID); sid != "" {
-			trustConn(r)
-			if h.foreignSession(w, r, sid) {
-				return
-			}
-			release, ok := h.admit(r.Context(), admitShort)
-			if !ok {
-				h.busy(w, nil)
-				return
-			}
-			defer release()
-			h.stateful.ServeHTTP(w, r)
-			h.sessions.ended(sid)
-			h.owners.forget(sid)
-			return
-		}
-		fallthrough
-	default:
-		// No GET stream: this server sends nothing unsolicited (no list
-		// changes, logging, subscriptions or server-to-client requests), so
-		// a standalone SSE stream would stay empty; the spec allows 405.
-		w.Header().Set("Allow", "POST, DELETE")
-		writeRPCError(w, &rpcFailure{status: http.StatusMethodNotAllowed, code: jsonrpc.CodeInvalidRequest,
-			msg: "method not allowed: POST JSON-RPC messages to this endpoint; DELETE with Mcp-Session-Id ends a session"})
-		return
-	}
-	if r.ContentLength > h.opts.MaxBodyBytes {
-		h.tooLarge(w)
-		return
-	}
-	if ct := mediaType(r.Header.Get("Content-Type")); ct != "application/json" {
-		writeRPCError(w, &rpcFailure{status: http.StatusUnsupportedMediaType, code: jsonrpc.CodeInvalidRequest,
-			msg: "unsupported media type: the request body must be Content-Type: application/json"})
-		return
-	}
-	if fail := acceptFailure(r.Header); fail != nil {
-		writeRPCError(w, fail)
-		return
-	}
-	body, err := h.readBody(w, r)
-	if err != nil {
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			h.tooLarge(w)
-			return
-		}
-		writeRPCError(w, &rpcFailure{status: http.StatusBadRequest, code: jsonrpc.CodeInvalidRequest, msg: "invalid request: the request body could not be read"})
-		return
-	}
-	trustConn(r)
-	msg, fail := parseHTTPMessage(body)
-	if fail != nil {
-		writeRPCError(w, fail)
-		return
-	}
-	method = methodLabel(msg.method)
-	e, fail := classify(r.Header, msg)
-	if fail == nil && e == eraModern {
-		fail = checkModernHeaders(r.Header, msg)
-	}
-	if fail != nil {
-		writeRPCError(w, fail)
-		return
-	}
-	eraLabel = e.String()
-	if f := unknownMethod(msg.method); f != nil && msg.isCall() {
-		if e == eraLegacy {
-			f.status = http.StatusOK // errors inside a legacy session travel with 200
-		}
-		f.id = &msg.id
-		writeRPCError(w, f)
-		return
-	}
-	sid := r.Header.Get(headerSessionID)
-	if e == eraLegacy && sid != "" && h.foreignSession(w, r, sid) {
-		return
-	}
-	if e == eraLegacy && msg.method == "initialize" && sid != "" && h.hasSession(sid) {
-		// Every live session began with initialize; the SDK would answer a
-		// second one with error code 0.
-		writeRPCError(w, failure(http.StatusOK, msg, jsonrpc.CodeInvalidRequest, "invalid request: this session is already initialized; to start over, end it with DELETE and send initialize without Mcp-Session-Id"))
-		return
-	}
-	release, ok := h.admit(r.Context(), admissionOf(msg))
-	if !ok {
-		h.busy(w, msg)
-		return
-	}
-	defer release()
-	opening := e == eraLegacy && msg.method == "initialize" && sid == ""
-	if opening {
-		h.initMu.Lock()
-		defer h.initMu.Unlock()
-		if !h.makeRoomForSession() {
-			if h.metrics != nil {
-				h.metrics.reject("too_many_sessions")
-			}
-			w.Header().Set("Retry-After", retryAfterSeconds)
-			writeRPCError(w, failure(http.StatusServiceUnavailable, msg, jsonrpc.CodeInternalError,
-				"too many sessions: %d legacy sessions are open, the most this server keeps, and each has a request in progress; end one with DELETE, or use protocol 2026-07-28, which needs none", h.opts.MaxSessions))
-			return
-		}
-	} else if e == eraLegacy && sid != "" {
-		defer h.sessions.begin(sid, msg.method)()
-	}
-	// Streams are not resumable here, so a Last-Event-ID on a POST means
-	// nothing; the SDK would refuse the POST over it (checklist B18).
-	r.Header.Del(headerLastEventID)
-	r.Body = io.NopCloser(bytes.NewReader(body))
-	r.ContentLength = int64(len(body))
-	// The arrival reaches the call in headerArrival, set here over anything
-	// the client sent: the SDK hands every call its request's header
-	// (RequestExtra.Header), and callDeadlineMiddleware puts the time into
-	// the call's context. The 2026-07-28 handler also runs each call in
-	// this request's context. A legacy session's calls run in the session's
-	// context instead, which began as its initialize request's: that one
-	// must not carry an arrival, or every call of the session would be
-	// judged at the time the session began.
-	r.Header.Set(headerArrival, strconv.FormatInt(arrived.UnixNano(), 10))
-	ctx := context.WithValue(r.Context(), callPolicyKey{}, h.policy)
-	if e == eraModern {
-		ctx = taskgraph.WithArrival(ctx, arrived)
-	}
-	r = r.WithContext(ctx)
-	if e == eraModern {
-		if body := h.overflowToolError(r.Context(), msg); body != nil {
-			writeJSONBody(w, http.StatusOK, body)
-			return
-		}
-	}
-	fw := newFixWriter(w, e == eraModern)
-	if e == eraModern {
-		h.stateless.ServeHTTP(fw, r)
-	} else {
-		h.stateful.ServeHTTP(fw, r)
-	}
-	fw.finish()
-	if opening {
-		if id := w.Header().Get(headerSessionID); id != "" {
-			h.sessions.opened(id, 2*h.opts.MaxSessions+64, h.liveSessionIDs)
-			if name, ok := callerName(r.Context()); ok {
-				h.owners.set(id, name, 2*h.opts.MaxSessions+64, h.liveSessionIDs)
-			}
-		}
-	}
-}
-
-// makeRoomForSession reports whether a new legacy session may open: below
-// MaxSessions it may; at the cap it closes the session that matters least
-// (see sessionTracker) and may, unless every session has a request in
-// flight. The caller holds initMu.
-func (h *HTTPHandler) makeRoomForSession() bool {
-	live := h.liveSessionIDs()
-	for len(live) >= h.opts.MaxSessions {
-		id := h.sessions.victim(live)
-		if id == "" {
-			return false
-		}
-		for ss := range h.srv.mcp.Sessions() {
-			if ss.ID() == id {
-				_ = ss.Close() // the session is gone either way; its close error concerns no one
-			}
-		}
-		delete(live, id)
-		if h.metrics != nil {
-			h.metrics.evict("session")
-		}
-		h.log.Info("closed a legacy session to make room for a new one", "max_sessions", h.opts.MaxSessions)
-	}
-	return true
-}
-
-func (h *HTTPHandler) tooLarge(w http.ResponseWriter) {
-	if h.metrics != nil {
-		h.metrics.reject("too_large")
-	}
-	// The rest of the body is not read; the connection cannot be reused.
-	w.Header().Set("Connection", "close")
-	writeRPCError(w, &rpcFailure{status: http.StatusRequestEntityTooLarge, code: jsonrpc.CodeInvalidRequest,
-		msg: fmt.Sprintf("request too large: a POST body may hold at most %d bytes", h.opts.MaxBodyBytes)})
 }
 
 // statusWriter records the status for metrics and logs.
@@ -815,17 +532,16 @@ func IsLoopbackAddr(addr string) bool {
 	return isLoopbackHost(host)
 }
 
-// ServeStreamableHTTP serves MCP over Streamable HTTP on ln until ctx is
-// done. It refuses a listener that is not loopback-only unless
-// opts.AuthToken is set. On shutdown it stops accepting, lets in-flight
-// requests finish for up to ShutdownTimeout, cancels whatever still runs,
-// and ends the legacy sessions; it then returns nil. The caller closes the
-// store afterwards.
-func (s *Server) ServeStreamableHTTP(ctx context.Context, ln net.Listener, opts HTTPOptions) error {
+// Serve serves srv over HTTP on ln until ctx is done. It refuses a listener
+// that is not loopback-only unless opts sets an auth token or principals.
+// On shutdown it stops accepting, lets in-flight requests finish for up to
+// ShutdownTimeout, cancels whatever still runs, and ends the legacy
+// sessions; it then returns nil. The caller closes the store afterwards.
+func Serve(ctx context.Context, ln net.Listener, srv *mcpadapter.Server, opts Options) error {
 	if opts.AuthToken == "" && opts.Principals == nil && !IsLoopbackAddr(ln.Addr().String()) {
 		return fmt.Errorf("serve http on %s: refusing a non-loopback address without an auth token", ln.Addr())
 	}
-	h, err := NewHTTPHandler(s, opts)
+	h, err := New(srv, opts)
 	if err != nil {
 		return err
 	}
@@ -864,8 +580,8 @@ func (s *Server) ServeStreamableHTTP(ctx context.Context, ln net.Listener, opts 
 	return nil
 }
 
-// newServer returns the http.Server of ServeStreamableHTTP for h.
-func (h *HTTPHandler) newServer() *http.Server {
+// newServer returns the http.Server of Serve for h.
+func (h *Handler) newServer() *http.Server {
 	return &http.Server{
 		Handler:           h,
 		ConnContext:       connContext,

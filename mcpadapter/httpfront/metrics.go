@@ -1,4 +1,4 @@
-package mcpadapter
+package httpfront
 
 import (
 	"context"
@@ -6,12 +6,14 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/graph-engineering/graph-engineering-mcp/mcpadapter/tools"
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph"
 )
 
@@ -24,8 +26,9 @@ const metricsQueryTimeout = 5 * time.Second
 // Metrics holds the server's Prometheus metrics in a private registry (no
 // global state). Create it before opening the store so that
 // [Metrics.ObserveBatch] can be passed as taskgraph.Options.OnBatch, then
-// call [Metrics.RegisterStore] once the store is open. Its methods are safe
-// for concurrent use.
+// call [Metrics.RegisterStore] once the store is open; pass
+// [Metrics.ObserveToolCall] as mcpadapter.Config.OnToolCall and the metrics
+// as Options.Metrics. Its methods are safe for concurrent use.
 type Metrics struct {
 	reg *prometheus.Registry
 	log *slog.Logger
@@ -109,7 +112,7 @@ func NewMetrics(logger *slog.Logger) *Metrics {
 // Registry returns the private registry, for tests and further collectors.
 func (m *Metrics) Registry() *prometheus.Registry { return m.reg }
 
-// ObserveToolCall counts one tool call; it fits Config.OnToolCall.
+// ObserveToolCall counts one tool call; it fits mcpadapter.Config.OnToolCall.
 func (m *Metrics) ObserveToolCall(tool, outcome string) {
 	m.toolCalls.WithLabelValues(tool, outcome).Inc()
 }
@@ -285,4 +288,22 @@ func (c *storeCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(c.overdue, prometheus.GaugeValue, overdue)
 	}
 	ch <- prometheus.MustNewConstMetric(c.up, prometheus.GaugeValue, up)
+}
+
+// methodLabel bounds the method label of metrics to known methods.
+func methodLabel(method string) string {
+	switch method {
+	case "initialize", "ping", "server/discover", "tools/list", "tools/call", "resources/list", "resources/read",
+		"resources/templates/list", "prompts/list", "prompts/get", "completion/complete", "logging/setLevel",
+		"subscriptions/listen", "skills/list", "skills/get", "resources/directory/read",
+		tools.MethodTasksGet, tools.MethodTasksUpdate, tools.MethodTasksCancel,
+		"notifications/initialized", "notifications/cancelled":
+		return method
+	case "":
+		return "response"
+	}
+	if strings.HasPrefix(method, "notifications/") {
+		return "notifications/other"
+	}
+	return "other"
 }

@@ -1,4 +1,4 @@
-package mcpadapter
+package httpfront
 
 import (
 	"sync"
@@ -106,4 +106,61 @@ func (t *sessionTracker) purge(live map[string]bool) {
 			delete(t.m, id)
 		}
 	}
+}
+
+// hasSession reports whether a legacy session with this id is live.
+func (h *Handler) hasSession(id string) bool {
+	for ss := range h.srv.MCP().Sessions() {
+		if ss.ID() == id {
+			return true
+		}
+	}
+	return false
+}
+
+// liveSessionIDs returns the ids of the live legacy sessions.
+func (h *Handler) liveSessionIDs() map[string]bool {
+	ids := map[string]bool{}
+	for ss := range h.srv.MCP().Sessions() {
+		if id := ss.ID(); id != "" {
+			ids[id] = true
+		}
+	}
+	return ids
+}
+
+// legacySessions counts live legacy sessions.
+func (h *Handler) legacySessions() int {
+	n := 0
+	for ss := range h.srv.MCP().Sessions() {
+		if ss.ID() != "" {
+			n++
+		}
+	}
+	return n
+}
+
+// makeRoomForSession reports whether a new legacy session may open: below
+// MaxSessions it may; at the cap it closes the session that matters least
+// (see sessionTracker) and may, unless every session has a request in
+// flight. The caller holds initMu.
+func (h *Handler) makeRoomForSession() bool {
+	live := h.liveSessionIDs()
+	for len(live) >= h.opts.MaxSessions {
+		id := h.sessions.victim(live)
+		if id == "" {
+			return false
+		}
+		for ss := range h.srv.MCP().Sessions() {
+			if ss.ID() == id {
+				_ = ss.Close() // the session is gone either way; its close error concerns no one
+			}
+		}
+		delete(live, id)
+		if h.metrics != nil {
+			h.metrics.evict("session")
+		}
+		h.log.Info("closed a legacy session to make room for a new one", "max_sessions", h.opts.MaxSessions)
+	}
+	return true
 }
