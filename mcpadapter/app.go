@@ -3,13 +3,13 @@ package mcpadapter
 import (
 	"context"
 	"fmt"
-	"io/fs"
 	"maps"
-	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/graph-engineering/graph-engineering-mcp/manifest"
+	"github.com/graph-engineering/graph-engineering-mcp/mcpadapter/internal/wire"
+	"github.com/graph-engineering/graph-engineering-mcp/mcpadapter/liveview"
 )
 
 // The MCP App (SEP-1865, io.modelcontextprotocol/ui): the live view's
@@ -18,9 +18,9 @@ import (
 // the results of graph_task_create and graph_task_inspect. Inside the host
 // it reads only through the host bridge, and only with graph_task_inspect
 // (read-only): from the tool result it is handed it learns the workflow id,
-// reads the workflow's outline (inspect by workflow_id alone, outline.go: at
-// most MaxOutlineTasks tasks) with one call and draws the whole DAG with the
-// live view's layout rules (uiLayout, ported to its script), re-reading the
+// reads the workflow's outline (inspect by workflow_id alone: at most
+// tools.MaxOutlineTasks tasks) with one call and draws the whole DAG with the
+// live view's layout rules (package liveview, ported to its script), re-reading the
 // outline every 5 seconds until every task is finished. An outline result
 // it is handed is drawn without a call. No new tool exists for it and it
 // has no write path.
@@ -37,32 +37,9 @@ import (
 // uiAppTools are the tools whose results the App shows.
 var uiAppTools = map[string]bool{manifest.ToolCreate: true, manifest.ToolInspect: true}
 
-// uiAppHTML assembles the App's document from the embedded style sheet and
-// scripts: a ui:// resource must be one document.
-func uiAppHTML() (string, error) {
-	page, err := fs.ReadFile(uiAssets, "ui/mcp-app.html")
-	if err != nil {
-		return "", err
-	}
-	parts := map[string]string{}
-	for _, name := range []string{"style.css", "app.js", "mcp-app.js"} {
-		b, err := fs.ReadFile(uiAssets, "ui/"+name)
-		if err != nil {
-			return "", err
-		}
-		if strings.Contains(strings.ToLower(string(b)), "</script") || strings.Contains(strings.ToLower(string(b)), "</style") {
-			return "", fmt.Errorf("ui/%s cannot be inlined: it contains a closing script or style tag", name)
-		}
-		parts[name] = string(b)
-	}
-	html := strings.Replace(string(page), "/*STYLE*/", parts["style.css"], 1)
-	html = strings.Replace(html, "/*SCRIPT*/", parts["app.js"]+"\n"+parts["mcp-app.js"], 1)
-	return html, nil
-}
-
 // addUIApp registers the App's resource.
 func (s *Server) addUIApp() error {
-	html, err := uiAppHTML()
+	html, err := liveview.AppHTML()
 	if err != nil {
 		return fmt.Errorf("mcpadapter: build the MCP App: %w", err)
 	}
@@ -110,11 +87,11 @@ func uiCapability() map[string]any {
 func (s *Server) uiMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		res, err := next(ctx, method, req)
-		if err != nil || !s.cfg.Surface.UIExtension || isNotification(method) {
+		if err != nil || !s.cfg.Surface.UIExtension || wire.IsNotificationMethod(method) {
 			return res, err
 		}
 		// A principal without resources or graph_task_inspect has no App.
-		sf, _ := s.surfaceFor(ctx)
+		sf, _ := s.tools.For(callerOf(ctx).Principal)
 		show := sf.UIExtension && declaresUI(method, req)
 		switch r := res.(type) {
 		case *mcp.InitializeResult:

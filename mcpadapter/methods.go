@@ -6,6 +6,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/graph-engineering/graph-engineering-mcp/mcpadapter/internal/wire"
+	"github.com/graph-engineering/graph-engineering-mcp/mcpadapter/tools"
 	"github.com/graph-engineering/graph-engineering-mcp/skills"
 )
 
@@ -15,7 +17,7 @@ func ServedMethods() []string {
 	m := []string{
 		"initialize", "notifications/initialized", "ping", "server/discover",
 		"tools/list", "tools/call", "resources/list", "resources/read", "resources/templates/list",
-		MethodTasksGet, MethodTasksUpdate, MethodTasksCancel,
+		tools.MethodTasksGet, tools.MethodTasksUpdate, tools.MethodTasksCancel,
 		"notifications/cancelled",
 	}
 	m = append(m, extraServedMethods...)
@@ -45,3 +47,42 @@ func ErrorCodes() []int64 {
 		mcp.CodeHeaderMismatch, mcp.CodeMissingRequiredClientCapabilities, mcp.CodeUnsupportedProtocolVersion,
 	}
 }
+
+// SupportedVersions are every protocol version this server speaks, newest first.
+func SupportedVersions() []string { return wire.SupportedVersions() }
+
+// unservedMethods are methods the SDK would answer but this server does not
+// serve or advertise; they get -32601 in both eras.
+var unservedMethods = map[string]bool{
+	"prompts/list":           true,
+	"prompts/get":            true,
+	"completion/complete":    true,
+	"logging/setLevel":       true,
+	"resources/subscribe":    true,
+	"resources/unsubscribe":  true,
+	"subscriptions/listen":   true,
+	"sampling/createMessage": true,
+	"elicitation/create":     true,
+	"roots/list":             true,
+}
+
+// resourceMethods are served exactly when resources are. The server has no
+// resource templates, but clients that see the resources capability list
+// templates too, so resources/templates/list answers an empty list rather
+// than -32601.
+var resourceMethods = map[string]bool{"resources/list": true, "resources/read": true, "resources/templates/list": true}
+
+// servedMethodSet is ServedMethods as a set, built once.
+var servedMethodSet = func() map[string]bool {
+	m := map[string]bool{}
+	for _, name := range ServedMethods() {
+		m[name] = true
+	}
+	return m
+}()
+
+// KnownMethod reports whether this server serves method (whatever the
+// surface) or knowingly refuses it (UnservedMethods, -32601 from the
+// server's own middleware). Any other method gets wire.UnknownMethod's
+// answer from the transport, before any SDK session sees it.
+func KnownMethod(method string) bool { return unservedMethods[method] || servedMethodSet[method] }
