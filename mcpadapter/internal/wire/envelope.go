@@ -251,7 +251,7 @@ func walkMessage(body []byte) (*walked, error) {
 		if key == "params" {
 			err = w.walkParams(dec, body)
 		} else {
-			err = skipValue(dec)
+			err = skipValue(dec, 1)
 		}
 		if err != nil {
 			return nil, err
@@ -273,7 +273,7 @@ func walkMessage(body []byte) (*walked, error) {
 // walkParams reads the value of params: the members of an object (and of
 // its _meta), or any other value whole.
 func (w *walked) walkParams(dec *json.Decoder, body []byte) error {
-	isObject, err := openValue(dec)
+	isObject, err := openValue(dec, 2)
 	if err != nil || !isObject {
 		return err
 	}
@@ -287,7 +287,7 @@ func (w *walked) walkParams(dec *json.Decoder, body []byte) error {
 		if key == "_meta" {
 			err = w.walkMeta(dec)
 		} else {
-			err = skipValue(dec)
+			err = skipValue(dec, 2)
 		}
 		if err != nil {
 			return err
@@ -304,7 +304,7 @@ func (w *walked) walkParams(dec *json.Decoder, body []byte) error {
 // walkMeta reads the value of params._meta: the members of an object, or
 // any other value whole.
 func (w *walked) walkMeta(dec *json.Decoder) error {
-	isObject, err := openValue(dec)
+	isObject, err := openValue(dec, 3)
 	if err != nil || !isObject {
 		return err
 	}
@@ -318,6 +318,9 @@ func (w *walked) walkMeta(dec *json.Decoder) error {
 		if err := dec.Decode(&raw); err != nil {
 			return err
 		}
+		if len(raw) > maxNesting-3 && 3+nesting(raw) > maxNesting {
+			return errors.New("exceeded max depth")
+		}
 		if _, dup := w.meta[key]; dup && w.dupMeta == "" {
 			w.dupMeta = key
 		}
@@ -327,9 +330,10 @@ func (w *walked) walkMeta(dec *json.Decoder) error {
 	return err
 }
 
-// openValue reads the first token of a value: for an object it reports true
-// and the members follow; anything else it reads whole.
-func openValue(dec *json.Decoder) (isObject bool, err error) {
+// openValue reads the first token of a value nested depth levels deep: for
+// an object it reports true and the members follow; anything else it reads
+// whole.
+func openValue(dec *json.Decoder, depth int) (isObject bool, err error) {
 	tok, err := dec.Token()
 	if err != nil {
 		return false, err
@@ -338,7 +342,7 @@ func openValue(dec *json.Decoder) (isObject bool, err error) {
 	case json.Delim('{'):
 		return true, nil
 	case json.Delim('['):
-		for depth := 1; depth > 0; {
+		for base := depth - 1; depth > base; {
 			tok, err := dec.Token()
 			if err != nil {
 				return false, err
@@ -346,6 +350,9 @@ func openValue(dec *json.Decoder) (isObject bool, err error) {
 			switch tok {
 			case json.Delim('{'), json.Delim('['):
 				depth++
+				if depth > maxNesting {
+					return false, errors.New("exceeded max depth")
+				}
 			case json.Delim('}'), json.Delim(']'):
 				depth--
 			}
@@ -354,10 +361,47 @@ func openValue(dec *json.Decoder) (isObject bool, err error) {
 	return false, nil
 }
 
-// skipValue reads one value whole.
-func skipValue(dec *json.Decoder) error {
+// maxNesting is encoding/json's bound on nesting (json.Valid and
+// json.Unmarshal refuse deeper values), which the SDK applies when it
+// decodes the body: a message the SDK cannot decode is not valid JSON here
+// either.
+const maxNesting = 10000
+
+// skipValue reads one value whole, nested depth levels deep in the message
+// (the envelope's members are at depth 1). The decoder bounds the nesting of
+// each value it reads on its own; the value's depth in the message must be
+// bounded too.
+func skipValue(dec *json.Decoder, depth int) error {
 	var raw json.RawMessage
-	return dec.Decode(&raw)
+	if err := dec.Decode(&raw); err != nil {
+		return err
+	}
+	if len(raw) > maxNesting-depth && depth+nesting(raw) > maxNesting {
+		return errors.New("exceeded max depth")
+	}
+	return nil
+}
+
+// nesting returns how deeply arrays and objects nest in the valid JSON
+// value raw.
+func nesting(raw []byte) int {
+	depth, deepest, inString := 0, 0, false
+	for i := 0; i < len(raw); i++ {
+		c := raw[i]
+		switch {
+		case inString && c == '\\':
+			i++
+		case c == '"':
+			inString = !inString
+		case inString:
+		case c == '{' || c == '[':
+			depth++
+			deepest = max(deepest, depth)
+		case c == '}' || c == ']':
+			depth--
+		}
+	}
+	return deepest
 }
 
 // objectKey reads a member's key.
