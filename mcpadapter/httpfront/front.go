@@ -123,6 +123,9 @@ type Options struct {
 	// DisableUI turns the live workflow view under /ui/ off (package
 	// liveview).
 	DisableUI bool
+	// UIPageSize is how many workflows one page of the live view's list
+	// shows (0: liveview.UIMaxWorkflows).
+	UIPageSize int
 }
 
 func (o *Options) setDefaults(s *mcpadapter.Server) error {
@@ -279,7 +282,7 @@ func New(srv *mcpadapter.Server, opts Options) (*Handler, error) {
 		Logger: h.log, MaxRequestBodyBytes: opts.MaxBodyBytes,
 	})
 	if !opts.DisableUI {
-		ui := liveview.Config{Store: h.store, Auth: h.auth, Authenticate: h.authenticate, Logger: h.log}
+		ui := liveview.Config{Store: h.store, Auth: h.auth, Authenticate: h.authenticate, Logger: h.log, PageSize: opts.UIPageSize}
 		if h.metrics != nil {
 			ui.OnRefuse = h.metrics.reject
 		}

@@ -6,8 +6,8 @@ import (
 
 // Geometry of the live view's DAG drawing (SVG user units).
 const (
-	uiNodeWidth  = 176
-	uiNodeHeight = 46
+	NodeWidth  = 176
+	NodeHeight = 46
 	uiGapX       = 56
 	uiGapY       = 16
 	uiMargin     = 20
@@ -119,16 +119,16 @@ func uiLayout(n int, deps [][]int) (layer []int, x, y []int, width, height int) 
 			tallest = len(ids)
 		}
 	}
-	height = 2*uiMargin + tallest*uiNodeHeight + (tallest-1)*uiGapY
+	height = 2*uiMargin + tallest*NodeHeight + (tallest-1)*uiGapY
 	for l, ids := range layers {
 		// Centre each layer vertically against the tallest one.
-		span := len(ids)*uiNodeHeight + (len(ids)-1)*uiGapY
+		span := len(ids)*NodeHeight + (len(ids)-1)*uiGapY
 		top := uiMargin + (height-2*uiMargin-span)/2
 		for k, i := range ids {
-			x[i] = uiMargin + l*(uiNodeWidth+uiGapX)
-			y[i] = top + k*(uiNodeHeight+uiGapY)
+			x[i] = uiMargin + l*(NodeWidth+uiGapX)
+			y[i] = top + k*(NodeHeight+uiGapY)
 		}
 	}
-	width = 2*uiMargin + len(layers)*uiNodeWidth + (len(layers)-1)*uiGapX
+	width = 2*uiMargin + len(layers)*NodeWidth + (len(layers)-1)*uiGapX
 	return layer, x, y, width, height
 }

@@ -359,13 +359,13 @@ func uiTime(t time.Time) int64 {
 	return t.UnixMilli()
 }
 
-// uiWorkflowList is the answer of /ui/api/workflows: one page of the
+// WorkflowList is the answer of /ui/api/workflows: one page of the
 // workflows the viewer may see whose id contains Query, the most recently
 // changed first.
-type uiWorkflowList struct {
+type WorkflowList struct {
 	uiReadAt
 	Principal string              `json:"principal,omitempty"`
-	Workflows []uiWorkflowSummary `json:"workflows"`
+	Workflows []WorkflowSummary `json:"workflows"`
 	Query     string              `json:"query"`
 	Page      int                 `json:"page"`
 	PageSize  int                 `json:"page_size"`
@@ -395,8 +395,8 @@ func uiListQuery(r *http.Request) (q string, page int, err error) {
 	return q, page, nil
 }
 
-// uiWorkflowSummary is one workflow in the list.
-type uiWorkflowSummary struct {
+// WorkflowSummary is one workflow in the list.
+type WorkflowSummary struct {
 	WorkflowID  string         `json:"workflow_id"`
 	Total       int            `json:"total"`
 	Counts      map[string]int `json:"counts"`
@@ -405,14 +405,14 @@ type uiWorkflowSummary struct {
 	UpdatedAtMS int64          `json:"updated_at_ms"`
 }
 
-func (u *Handler) listWorkflows(ctx context.Context, v viewer, q string, page int) (*uiWorkflowList, error) {
+func (u *Handler) listWorkflows(ctx context.Context, v viewer, q string, page int) (*WorkflowList, error) {
 	now := u.store.Clock().Now()
 	all, err := u.store.RecentWorkflows(ctx)
 	if err != nil {
 		return nil, err
 	}
 	size := u.pageSize
-	out := &uiWorkflowList{Workflows: []uiWorkflowSummary{}, Query: q, Page: page, PageSize: size, PollMS: 5 * uiPollMS, uiReadAt: readAt(now)}
+	out := &WorkflowList{Workflows: []WorkflowSummary{}, Query: q, Page: page, PageSize: size, PollMS: 5 * uiPollMS, uiReadAt: readAt(now)}
 	if v.p != nil {
 		out.Principal = v.p.Name
 	}
@@ -435,7 +435,7 @@ func (u *Handler) listWorkflows(ctx context.Context, v viewer, q string, page in
 		if err != nil {
 			return nil, err
 		}
-		s := uiWorkflowSummary{WorkflowID: id, Total: wf.Total, Counts: map[string]int{}, Stuck: wf.Stuck,
+		s := WorkflowSummary{WorkflowID: id, Total: wf.Total, Counts: map[string]int{}, Stuck: wf.Stuck,
 			CreatedAtMS: uiTime(wf.CreatedAt), UpdatedAtMS: uiTime(wf.UpdatedAt)}
 		for st, n := range wf.Counts {
 			if n > 0 {
@@ -454,9 +454,9 @@ func uiStuck(t taskgraph.Task, now time.Time) bool {
 	return t.State == taskgraph.StateClaimed && !t.LeaseExpiresAt.IsZero() && !now.Before(t.LeaseExpiresAt)
 }
 
-// uiWorkflow is the answer of /ui/api/workflows/{id}: the workflow with its
+// Workflow is the answer of /ui/api/workflows/{id}: the workflow with its
 // layout.
-type uiWorkflow struct {
+type Workflow struct {
 	uiReadAt
 	WorkflowID  string         `json:"workflow_id"`
 	Counts      map[string]int `json:"counts"`
@@ -466,15 +466,15 @@ type uiWorkflow struct {
 	Height      int            `json:"height"`
 	NodeWidth   int            `json:"node_width"`
 	NodeHeight  int            `json:"node_height"`
-	Nodes       []uiNode       `json:"nodes"`
+	Nodes       []Node       `json:"nodes"`
 	// Edges are [dependency index, task index] pairs into Nodes.
 	Edges  [][2]int `json:"edges"`
 	PollMS int      `json:"poll_ms"`
 }
 
-// uiNode is one task as the view draws it. It never carries a claim token
+// Node is one task as the view draws it. It never carries a claim token
 // or its digest (taskgraph.Task holds neither).
-type uiNode struct {
+type Node struct {
 	TaskID           string `json:"task_id"`
 	NodeID           string `json:"node_id"`
 	State            string `json:"state"`
@@ -496,7 +496,7 @@ type uiNode struct {
 	Y             int    `json:"y"`
 }
 
-func (u *Handler) workflow(ctx context.Context, v viewer, id string) (*uiWorkflow, error) {
+func (u *Handler) workflow(ctx context.Context, v viewer, id string) (*Workflow, error) {
 	if !v.allows(id) {
 		return nil, taskgraph.ErrNotFound // as a missing one, like inspect
 	}
@@ -525,9 +525,9 @@ func (u *Handler) workflow(ctx context.Context, v viewer, id string) (*uiWorkflo
 		edges = [][2]int{}
 	}
 	layer, xs, ys, width, height := uiLayout(len(wf.Tasks), deps)
-	out := &uiWorkflow{WorkflowID: id, Counts: map[string]int{}, CreatedAtMS: uiTime(wf.CreatedAt), UpdatedAtMS: uiTime(wf.UpdatedAt),
-		Width: width, Height: height, NodeWidth: uiNodeWidth, NodeHeight: uiNodeHeight, Edges: edges, PollMS: uiPollMS, uiReadAt: readAt(now),
-		Nodes: make([]uiNode, len(wf.Tasks))}
+	out := &Workflow{WorkflowID: id, Counts: map[string]int{}, CreatedAtMS: uiTime(wf.CreatedAt), UpdatedAtMS: uiTime(wf.UpdatedAt),
+		Width: width, Height: height, NodeWidth: NodeWidth, NodeHeight: NodeHeight, Edges: edges, PollMS: uiPollMS, uiReadAt: readAt(now),
+		Nodes: make([]Node, len(wf.Tasks))}
 	for st, n := range wf.Counts {
 		out.Counts[string(st)] = n
 	}
@@ -540,8 +540,8 @@ func (u *Handler) workflow(ctx context.Context, v viewer, id string) (*uiWorkflo
 
 // uiNodeOf is task t as the view shows it at now, its texts clipped to
 // clip bytes.
-func uiNodeOf(t taskgraph.Task, now time.Time, clip int) uiNode {
-	n := uiNode{TaskID: t.TaskID, NodeID: t.NodeID, State: string(t.State), Owner: t.Owner, Generation: t.Generation,
+func uiNodeOf(t taskgraph.Task, now time.Time, clip int) Node {
+	n := Node{TaskID: t.TaskID, NodeID: t.NodeID, State: string(t.State), Owner: t.Owner, Generation: t.Generation,
 		Stuck: uiStuck(t, now), Attempts: t.Attempts, MaxAttempts: t.MaxAttempts, Priority: t.Priority, Requires: t.Requires,
 		Error: input.Cut(t.Error, clip), StatusMessage: input.Cut(t.StatusMessage, clip)}
 	if t.State == taskgraph.StateClaimed {
@@ -553,10 +553,10 @@ func uiNodeOf(t taskgraph.Task, now time.Time, clip int) uiNode {
 	return n
 }
 
-// uiTask is the answer of /ui/api/tasks/{id}: a task's detail and history.
-type uiTask struct {
+// Task is the answer of /ui/api/tasks/{id}: a task's detail and history.
+type Task struct {
 	uiReadAt
-	Task uiNode `json:"task"`
+	Task Node `json:"task"`
 	// Payload and Result are the JSON text, clipped to 4 KiB.
 	Payload       string    `json:"payload,omitempty"`
 	Result        string    `json:"result,omitempty"`
@@ -565,13 +565,13 @@ type uiTask struct {
 	CreatedAtMS   int64     `json:"created_at_ms"`
 	UpdatedAtMS   int64     `json:"updated_at_ms"`
 	LastHeartbeat int64     `json:"last_heartbeat_at_ms,omitempty"`
-	Events        []uiEvent `json:"events"`
+	Events        []Event `json:"events"`
 	// EventsOmitted counts older events not shown (beyond UIMaxEvents).
 	EventsOmitted int `json:"events_omitted,omitempty"`
 }
 
-// uiEvent is one history event with its actor.
-type uiEvent struct {
+// Event is one history event with its actor.
+type Event struct {
 	Seq            int64  `json:"seq"`
 	Kind           string `json:"kind"`
 	AtMS           int64  `json:"at_ms"`
@@ -583,7 +583,7 @@ type uiEvent struct {
 	Detail         string `json:"detail,omitempty"`
 }
 
-func (u *Handler) task(ctx context.Context, v viewer, id string) (*uiTask, error) {
+func (u *Handler) task(ctx context.Context, v viewer, id string) (*Task, error) {
 	st := u.store
 	now := st.Clock().Now()
 	// PeekTask, not Task: Task expires a lapsed lease before answering, and
@@ -600,8 +600,8 @@ func (u *Handler) task(ctx context.Context, v viewer, id string) (*uiTask, error
 	if err != nil {
 		return nil, err
 	}
-	out := &uiTask{uiReadAt: readAt(now), DependsOn: append([]string{}, t.DependsOn...), CreatedBy: t.CreatedBy,
-		CreatedAtMS: uiTime(t.CreatedAt), UpdatedAtMS: uiTime(t.UpdatedAt), Events: []uiEvent{},
+	out := &Task{uiReadAt: readAt(now), DependsOn: append([]string{}, t.DependsOn...), CreatedBy: t.CreatedBy,
+		CreatedAtMS: uiTime(t.CreatedAt), UpdatedAtMS: uiTime(t.UpdatedAt), Events: []Event{},
 		Payload: input.Cut(string(t.Payload), uiMaxText), Result: input.Cut(string(t.Result), uiMaxText)}
 	out.Task = uiNodeOf(t, now, uiMaxText)
 	for _, e := range evs {
@@ -618,7 +618,7 @@ func (u *Handler) task(ctx context.Context, v viewer, id string) (*uiTask, error
 		if len(e.Detail) > 0 && string(e.Detail) != "{}" && string(e.Detail) != "null" {
 			detail = input.Cut(string(e.Detail), 512)
 		}
-		out.Events = append(out.Events, uiEvent{Seq: e.Seq, Kind: e.Kind, AtMS: uiTime(e.At), Owner: e.Owner, Generation: e.Generation,
+		out.Events = append(out.Events, Event{Seq: e.Seq, Kind: e.Kind, AtMS: uiTime(e.At), Owner: e.Owner, Generation: e.Generation,
 			ActorKind: e.Actor.Kind, ActorName: e.Actor.Name, ActorPrincipal: e.Actor.Principal, Detail: detail})
 	}
 	return out, nil
