@@ -1,4 +1,4 @@
-package mcpadapter
+package httpfront
 
 import (
 	"context"
@@ -19,6 +19,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/graph-engineering/graph-engineering-mcp/manifest"
+	"github.com/graph-engineering/graph-engineering-mcp/mcpadapter/internal/wire"
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph"
 )
 
@@ -71,15 +72,15 @@ func TestIsLongPoll(t *testing.T) {
 		`{"name":"graph_task_claim","arguments":[1]}`:                                            false,
 		`{"name":"graph_task_claim","arguments":{"owner":"w","wait_ms":5000},"_meta":{"a":"b"}}`: true,
 	} {
-		msg, fail := parseHTTPMessage([]byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":` + body + `}`))
+		msg, fail := wire.ParseBody([]byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":` + body + `}`))
 		if fail != nil {
-			t.Fatalf("%s: %s", body, fail.msg)
+			t.Fatalf("%s: %s", body, fail.Msg)
 		}
 		if got := isLongPoll(msg); got != want {
 			t.Errorf("isLongPoll(%s) = %v, want %v", body, got, want)
 		}
 	}
-	msg, _ := parseHTTPMessage([]byte(`{"jsonrpc":"2.0","method":"tools/call","params":{"name":"graph_task_claim","arguments":{"owner":"w","wait_ms":5000}}}`))
+	msg, _ := wire.ParseBody([]byte(`{"jsonrpc":"2.0","method":"tools/call","params":{"name":"graph_task_claim","arguments":{"owner":"w","wait_ms":5000}}}`))
 	if isLongPoll(msg) {
 		t.Error("a notification was taken for a long poll")
 	}
@@ -199,7 +200,7 @@ func (l *latencies) summary() (int, time.Duration, time.Duration) {
 func TestHTTPFleetOfLongPollsLeavesSlotsToHolders(t *testing.T) {
 	const workers, tasks = 100, 16
 	f, st := newHTTPStore(t)
-	srv := f.serveOn(t, HTTPOptions{}) // the defaults: 64 slots
+	srv := f.serveOn(t, Options{}) // the defaults: 64 slots
 	fl := startFleet(t, f, workers)
 	if got := testutil.ToFloat64(f.metrics.longPolls); got != workers {
 		t.Fatalf("long polls in flight = %v, want %d", got, workers)
@@ -277,7 +278,7 @@ func TestServeStreamableHTTPSlowClientsDoNotStarveWorkers(t *testing.T) {
 		maxConns                = 256
 	)
 	f, st := newHTTPStore(t)
-	srv := f.serveOn(t, HTTPOptions{AuthToken: token, MaxConnections: maxConns})
+	srv := f.serveOn(t, Options{AuthToken: token, MaxConnections: maxConns})
 	task, err := st.CreateTask(f.ctx, "wf", taskgraph.NodeSpec{NodeID: "a"})
 	if err != nil {
 		t.Fatal(err)
@@ -363,7 +364,7 @@ func TestServeStreamableHTTPSlowClientsDoNotStarveWorkers(t *testing.T) {
 func bareInitialize(f *httpFixture, t *testing.T) string {
 	t.Helper()
 	r := f.post(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"burst","version":"1"}}}`, nil)
-	id := r.header.Get(headerSessionID)
+	id := r.header.Get(wire.HeaderSessionID)
 	if r.status != http.StatusOK || id == "" {
 		t.Fatalf("bare initialize: HTTP %d %s (session %q)", r.status, clipBody(r.body), id)
 	}
@@ -374,7 +375,7 @@ func bareInitialize(f *httpFixture, t *testing.T) string {
 // first, never those of the clients that use theirs.
 func TestHTTPInitializeBurstCannotLockOutRealClients(t *testing.T) {
 	const maxSessions, workers, burst = 32, 4, 256
-	f := newHTTPFixture(t, HTTPOptions{MaxSessions: maxSessions, SessionIdleTimeout: time.Hour})
+	f := newHTTPFixture(t, Options{MaxSessions: maxSessions, SessionIdleTimeout: time.Hour})
 	type held struct {
 		cs     *mcp.ClientSession
 		holder map[string]any
@@ -441,7 +442,7 @@ func TestHTTPInitializeBurstCannotLockOutRealClients(t *testing.T) {
 // Rule 10: among initialized sessions the one idle the longest is closed for
 // room; one with a request in flight (a claim waiting for work) never is.
 func TestHTTPSessionCapClosesTheLongestIdle(t *testing.T) {
-	f := newHTTPFixture(t, HTTPOptions{MaxSessions: 3, SessionIdleTimeout: time.Hour})
+	f := newHTTPFixture(t, Options{MaxSessions: 3, SessionIdleTimeout: time.Hour})
 	a := f.client("2025-11-25", "", nil)
 	b := f.client("2025-11-25", "", nil)
 	c := f.client("2025-06-18", "", nil)
@@ -486,7 +487,7 @@ func TestHTTPSessionCapClosesTheLongestIdle(t *testing.T) {
 // ReadTimeout, 30 s, equals the longest claim wait.)
 func TestHTTPLongPollOutlivesTheReadTimeout(t *testing.T) {
 	f, _ := newHTTPStore(t)
-	h, err := NewHTTPHandler(f.srv, HTTPOptions{Metrics: f.metrics, Logger: f.logger})
+	h, err := New(f.srv, Options{Metrics: f.metrics, Logger: f.logger})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -518,14 +519,14 @@ func TestServeStreamableHTTPWarnsOfAConnectionCapAboveTheOpenFilesLimit(t *testi
 		t.Skip("no finite open-files limit here")
 	}
 	f, _ := newHTTPStore(t)
-	srv := f.serveOn(t, HTTPOptions{MaxConnections: int(limit)})
+	srv := f.serveOn(t, Options{MaxConnections: int(limit)})
 	waitFor(t, "the warning", func() bool { return strings.Contains(f.logs.String(), "exceeds the open-files limit") })
 	srv.stop()
 	if err := <-srv.done; err != nil {
 		t.Fatal(err)
 	}
 	g, _ := newHTTPStore(t)
-	srv = g.serveOn(t, HTTPOptions{MaxConnections: 1})
+	srv = g.serveOn(t, Options{MaxConnections: 1})
 	if r := g.post(modernBody(1, "tools/list", nil, nil), modernHeaders("tools/list")); r.status != http.StatusOK {
 		t.Fatalf("HTTP %d", r.status)
 	}
@@ -539,7 +540,7 @@ func TestServeStreamableHTTPWarnsOfAConnectionCapAboveTheOpenFilesLimit(t *testi
 // takeSlots takes n concurrency slots for the test, as n short calls in
 // progress would: a real short call is over too soon to hold one while the
 // test looks.
-func takeSlots(t *testing.T, h *HTTPHandler, n int) {
+func takeSlots(t *testing.T, h *Handler, n int) {
 	t.Helper()
 	for i := range n {
 		if !h.slots.tryAcquire() {
@@ -611,7 +612,7 @@ func TestSlotPoolHoldersFirst(t *testing.T) {
 // a slot comes free it goes to the holder write, not to a call that came
 // before it.
 func TestHTTPHolderWritesWaitAheadOfShortCalls(t *testing.T) {
-	f := newHTTPFixture(t, HTTPOptions{MaxConcurrent: 1, AdmissionWait: 30 * time.Second})
+	f := newHTTPFixture(t, Options{MaxConcurrent: 1, AdmissionWait: 30 * time.Second})
 	c, err := f.store.CreateTask(f.ctx, "wf", taskgraph.NodeSpec{NodeID: "a"})
 	if err != nil {
 		t.Fatal(err)
@@ -628,7 +629,7 @@ func TestHTTPHolderWritesWaitAheadOfShortCalls(t *testing.T) {
 	beat := make(chan *rawResponse, 1)
 	go func() {
 		beat <- f.post(modernBody(2, "tools/call", map[string]any{"name": manifest.ToolHeartbeat, "arguments": holder}, nil),
-			modernHeaders("tools/call", headerName, manifest.ToolHeartbeat))
+			modernHeaders("tools/call", wire.HeaderName, manifest.ToolHeartbeat))
 	}()
 	waitFor(t, "the heartbeat to wait for a slot", func() bool { h, _ := f.h.slots.waiting(); return h == 1 })
 	// Operators see both waiting, apart.
@@ -650,7 +651,7 @@ func TestHTTPHolderWritesWaitAheadOfShortCalls(t *testing.T) {
 
 	// With --admission-wait at "refuse at once", a short call is refused
 	// while a heartbeat still waits, and is served when a slot comes free.
-	g := newHTTPFixture(t, HTTPOptions{MaxConcurrent: 1, AdmissionWait: -1})
+	g := newHTTPFixture(t, Options{MaxConcurrent: 1, AdmissionWait: -1})
 	c, err = g.store.CreateTask(g.ctx, "wf", taskgraph.NodeSpec{NodeID: "a"})
 	if err != nil {
 		t.Fatal(err)
@@ -663,7 +664,7 @@ func TestHTTPHolderWritesWaitAheadOfShortCalls(t *testing.T) {
 	takeSlots(t, g.h, 1)
 	go func() {
 		beat <- g.post(modernBody(3, "tools/call", map[string]any{"name": manifest.ToolComplete, "arguments": holder}, nil),
-			modernHeaders("tools/call", headerName, manifest.ToolComplete))
+			modernHeaders("tools/call", wire.HeaderName, manifest.ToolComplete))
 	}()
 	waitFor(t, "the complete to wait for a slot", func() bool { h, _ := g.h.slots.waiting(); return h == 1 })
 	if r := g.post(modernBody(4, "tools/list", nil, nil), modernHeaders("tools/list")); r.status != http.StatusServiceUnavailable {
@@ -690,7 +691,7 @@ func TestHTTPHolderWritesWaitAheadOfShortCalls(t *testing.T) {
 // write is, and every task is completed on its first attempt.
 func TestHTTPFleetHolderWritesThroughAReaderFlood(t *testing.T) {
 	const workers, tasks, readers = 100, 24, 16
-	f := newHTTPFixture(t, HTTPOptions{MaxConcurrent: 2, AdmissionWait: -1})
+	f := newHTTPFixture(t, Options{MaxConcurrent: 2, AdmissionWait: -1})
 	takeSlots(t, f.h, 1) // one slot is held for the whole run
 	defer f.h.slots.release()
 	fl := startFleet(t, f, workers)

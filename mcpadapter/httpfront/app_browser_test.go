@@ -1,4 +1,4 @@
-package mcpadapter
+package httpfront
 
 import (
 	"context"
@@ -17,6 +17,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/graph-engineering/graph-engineering-mcp/manifest"
+	"github.com/graph-engineering/graph-engineering-mcp/mcpadapter/liveview"
 )
 
 // appHostPage is a minimal MCP Apps host: it loads the App's HTML (read
@@ -98,7 +99,7 @@ func appExpr(expr string) string {
 }
 
 func TestUIAppInAHostPage(t *testing.T) {
-	f := newUIFixture(t, HTTPOptions{})
+	f := newUIFixture(t, Options{})
 	compile, _ := f.shapeTwelve(t, "build-42")
 	ctx := context.Background()
 	// A legacy client that declares the extension at initialize, as a host would.
@@ -164,7 +165,7 @@ func TestUIAppInAHostPage(t *testing.T) {
 	if status != http.StatusOK {
 		t.Fatalf("the live view's workflow: %d %s", status, body)
 	}
-	var view uiWorkflow
+	var view liveview.Workflow
 	if err := json.Unmarshal([]byte(body), &view); err != nil {
 		t.Fatal(err)
 	}
@@ -249,7 +250,7 @@ func TestUIAppInAHostPage(t *testing.T) {
 // places every node where the live view does; it reports the time to draw,
 // it does not assert a bound.
 func TestUIAppRender1000Nodes(t *testing.T) {
-	f := newUIFixture(t, HTTPOptions{})
+	f := newUIFixture(t, Options{})
 	nodes := bigWorkflow(1000, 50)
 	for i := 0; i < len(nodes); i += 500 {
 		if _, err := f.store.CreateWorkflow(f.ctx, "big", nodes[i:i+500]); err != nil {
@@ -266,7 +267,7 @@ func TestUIAppRender1000Nodes(t *testing.T) {
 	if err != nil || outline.IsError {
 		t.Fatalf("outline: %v %v", err, outline)
 	}
-	html, err := uiAppHTML()
+	html, err := liveview.AppHTML()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -274,7 +275,7 @@ func TestUIAppRender1000Nodes(t *testing.T) {
 	if status != http.StatusOK {
 		t.Fatalf("the live view's workflow: %d", status)
 	}
-	var view uiWorkflow
+	var view liveview.Workflow
 	if err := json.Unmarshal([]byte(body), &view); err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package mcpadapter
+package httpfront
 
 import (
 	"testing"
@@ -19,7 +19,7 @@ func BenchmarkHTTPToolCall(b *testing.B) {
 			name = "legacy"
 		}
 		b.Run(name, func(b *testing.B) {
-			f := newHTTPFixture(b, HTTPOptions{})
+			f := newHTTPFixture(b, Options{})
 			c, err := f.store.CreateTask(f.ctx, "wf", taskgraph.NodeSpec{NodeID: "a"})
 			if err != nil {
 				b.Fatal(err)

@@ -1,16 +1,14 @@
-package mcpadapter
+package httpfront
 
 import (
 	"bufio"
 	"context"
 	"encoding/base64"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"strings"
 	"testing"
@@ -21,6 +19,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/graph-engineering/graph-engineering-mcp/manifest"
+	"github.com/graph-engineering/graph-engineering-mcp/mcpadapter"
+	"github.com/graph-engineering/graph-engineering-mcp/mcpadapter/internal/wire"
+	"github.com/graph-engineering/graph-engineering-mcp/mcpadapter/tools"
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph"
 )
 
@@ -31,7 +32,7 @@ func createArgs(node string) map[string]any {
 }
 
 func TestHTTPModernClientIsServedStatelessly(t *testing.T) {
-	f := newHTTPFixture(t, HTTPOptions{})
+	f := newHTTPFixture(t, Options{})
 	cs := f.client("", "", httpTasksCaps)
 	if v := cs.InitializeResult().ProtocolVersion; v != modern {
 		t.Fatalf("negotiated %q, want %s", v, modern)
@@ -42,9 +43,9 @@ func TestHTTPModernClientIsServedStatelessly(t *testing.T) {
 	if _, ok := cs.InitializeResult().Capabilities.Extensions[manifest.TasksExtension]; !ok {
 		t.Fatalf("server/discover does not advertise the tasks extension: %+v", cs.InitializeResult().Capabilities)
 	}
-	tools, err := cs.ListTools(f.ctx, nil)
-	if err != nil || len(tools.Tools) != 7 {
-		t.Fatalf("tools/list: %v, %d tools", err, len(tools.Tools))
+	list, err := cs.ListTools(f.ctx, nil)
+	if err != nil || len(list.Tools) != 7 {
+		t.Fatalf("tools/list: %v, %d tools", err, len(list.Tools))
 	}
 	// With the extension declared, graph_task_create answers with a task
 	// handle; tasks/get (with the Mcp-Name the round tripper adds) reads it.
@@ -59,7 +60,7 @@ func TestHTTPModernClientIsServedStatelessly(t *testing.T) {
 	if err != nil || len(tasks) != 1 {
 		t.Fatalf("store holds %d tasks (%v), want 1", len(tasks), err)
 	}
-	got, err := mcp.CallCustomMethod[*taskIDParams, *taskResult](f.ctx, cs, MethodTasksGet, &taskIDParams{TaskID: tasks[0].TaskID})
+	got, err := mcp.CallCustomMethod[*tools.TaskIDParams, *tools.TaskResult](f.ctx, cs, tools.MethodTasksGet, &tools.TaskIDParams{TaskID: tasks[0].TaskID})
 	if err != nil {
 		t.Fatalf("tasks/get: %v", err)
 	}
@@ -69,7 +70,7 @@ func TestHTTPModernClientIsServedStatelessly(t *testing.T) {
 }
 
 func TestHTTPLegacyClientGetsASessionThatDeleteEnds(t *testing.T) {
-	f := newHTTPFixture(t, HTTPOptions{})
+	f := newHTTPFixture(t, Options{})
 	cs := f.client("2025-11-25", "", nil)
 	if v := cs.InitializeResult().ProtocolVersion; v != "2025-11-25" {
 		t.Fatalf("negotiated %q, want 2025-11-25", v)
@@ -88,7 +89,7 @@ func TestHTTPLegacyClientGetsASessionThatDeleteEnds(t *testing.T) {
 	if n := f.h.legacySessions(); n != 1 {
 		t.Fatalf("%d live sessions, want 1", n)
 	}
-	legacy := map[string]string{headerSessionID: sid, headerProtocolVersion: "2025-11-25"}
+	legacy := map[string]string{wire.HeaderSessionID: sid, wire.HeaderProtocolVersion: "2025-11-25"}
 	r := f.do(http.MethodDelete, f.url, nil, legacy)
 	if r.status != http.StatusNoContent {
 		t.Fatalf("DELETE: HTTP %d %s, want 204", r.status, r.body)
@@ -106,7 +107,7 @@ func TestHTTPLegacyClientGetsASessionThatDeleteEnds(t *testing.T) {
 }
 
 func TestHTTPLegacySessionsExpireAndAreBounded(t *testing.T) {
-	f := newHTTPFixture(t, HTTPOptions{MaxSessions: 2, SessionIdleTimeout: time.Hour})
+	f := newHTTPFixture(t, Options{MaxSessions: 2, SessionIdleTimeout: time.Hour})
 	// Both sessions wait for work, so neither may be closed to make room.
 	claims := make(chan error, 2)
 	for i, v := range []string{"2025-11-25", "2025-06-18"} {
@@ -139,14 +140,14 @@ func TestHTTPLegacySessionsExpireAndAreBounded(t *testing.T) {
 	}
 
 	// Idle expiry: the SDK closes a session idle for SessionIdleTimeout.
-	g := newHTTPFixture(t, HTTPOptions{SessionIdleTimeout: 50 * time.Millisecond})
+	g := newHTTPFixture(t, Options{SessionIdleTimeout: 50 * time.Millisecond})
 	g.client("2025-11-25", "", nil)
 	waitFor(t, "the idle session to expire", func() bool { return g.h.legacySessions() == 0 })
 }
 
 func TestHTTPRequiresTheBearerTokenAndNeverLeaksIt(t *testing.T) {
 	const token = "s3cr3t-t0ken-for-tests-0123456789"
-	f := newHTTPFixture(t, HTTPOptions{AuthToken: token})
+	f := newHTTPFixture(t, Options{AuthToken: token})
 	body := modernBody(1, "tools/list", nil, nil)
 	// The message says which it was: clients such as the MCP Inspector react
 	// to any 401 by starting OAuth, and the message is all a user sees.
@@ -201,7 +202,7 @@ func TestHTTPRequiresTheBearerTokenAndNeverLeaksIt(t *testing.T) {
 }
 
 func TestHTTPRefusesForeignOriginsAndHosts(t *testing.T) {
-	f := newHTTPFixture(t, HTTPOptions{AllowedOrigins: []string{"https://console.example:8443"}})
+	f := newHTTPFixture(t, Options{AllowedOrigins: []string{"https://console.example:8443"}})
 	body := modernBody(1, "tools/list", nil, nil)
 	self := "http://" + strings.TrimPrefix(f.ts.URL, "http://")
 	cases := []struct {
@@ -233,13 +234,13 @@ func TestHTTPRefusesForeignOriginsAndHosts(t *testing.T) {
 	if r := f.do(http.MethodGet, f.ts.URL+HealthPath, nil, map[string]string{"Host": "evil.example"}); r.status != http.StatusForbidden {
 		t.Fatalf("/healthz with a foreign Host: HTTP %d, want 403", r.status)
 	}
-	if _, err := NewHTTPHandler(f.srv, HTTPOptions{AllowedOrigins: []string{"https://x.example/path"}}); err == nil {
+	if _, err := New(f.srv, Options{AllowedOrigins: []string{"https://x.example/path"}}); err == nil {
 		t.Fatal("an origin with a path was accepted")
 	}
 }
 
 func TestHTTPBodyLimit(t *testing.T) {
-	f := newHTTPFixture(t, HTTPOptions{})
+	f := newHTTPFixture(t, Options{})
 	huge := `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"pad":"` + strings.Repeat("x", DefaultMaxBodyBytes) + `"}}`
 	// With Content-Length: refused before the body is read.
 	r := f.post(huge, modernHeaders("tools/list"))
@@ -279,7 +280,7 @@ func TestHTTPBodyLimit(t *testing.T) {
 
 func TestHTTPConcurrencyCap(t *testing.T) {
 	const n = 3
-	f := newHTTPFixture(t, HTTPOptions{MaxConcurrent: n, AdmissionWait: 50 * time.Second})
+	f := newHTTPFixture(t, Options{MaxConcurrent: n, AdmissionWait: 50 * time.Second})
 	cs := f.client("", "", nil)
 	// n short calls hold every slot. The test takes the slots itself: a real
 	// short call is over too soon to hold one while the test looks.
@@ -316,7 +317,7 @@ func TestHTTPConcurrencyCap(t *testing.T) {
 	}
 
 	// When no slot comes free within AdmissionWait, the call gets 503.
-	g := newHTTPFixture(t, HTTPOptions{MaxConcurrent: n, AdmissionWait: time.Millisecond})
+	g := newHTTPFixture(t, Options{MaxConcurrent: n, AdmissionWait: time.Millisecond})
 	takeSlots(t, g.h, n)
 	r := g.post(modernBody(1, "tools/list", nil, nil), modernHeaders("tools/list"))
 	r.wantError(t, http.StatusServiceUnavailable, jsonrpc.CodeInvalidRequest)
@@ -335,7 +336,7 @@ func TestHTTPConcurrencyCap(t *testing.T) {
 }
 
 func TestHTTPProtocolErrors(t *testing.T) {
-	f := newHTTPFixture(t, HTTPOptions{})
+	f := newHTTPFixture(t, Options{})
 	taskID := func() string {
 		c, err := f.store.CreateTask(f.ctx, "wf", taskgraph.NodeSpec{NodeID: "x"})
 		if err != nil {
@@ -368,40 +369,40 @@ func TestHTTPProtocolErrors(t *testing.T) {
 		{"modern header without _meta", `{"jsonrpc":"2.0","id":"a","method":"tools/list","params":{}}`, modernHeaders("tools/list"), 400, jsonrpc.CodeInvalidParams, "a"},
 		{"modern without clientCapabilities", `{"jsonrpc":"2.0","id":4,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}`, modernHeaders("tools/list"), 400, jsonrpc.CodeInvalidParams, 4.0},
 		{"version not a string", `{"jsonrpc":"2.0","id":4,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":20260728,"io.modelcontextprotocol/clientCapabilities":{}}}}`, modernHeaders("tools/list"), 400, jsonrpc.CodeInvalidParams, 4.0},
-		{"version 1900-01-01", metaWith("1900-01-01"), modernHeaders("tools/list", headerProtocolVersion, "1900-01-01"), 400, mcp.CodeUnsupportedProtocolVersion, 7.0},
-		{"version 2099-01-01", metaWith("2099-01-01"), modernHeaders("tools/list", headerProtocolVersion, "2099-01-01"), 400, mcp.CodeUnsupportedProtocolVersion, 7.0},
-		{"legacy version in _meta", metaWith("2025-11-25"), modernHeaders("tools/list", headerProtocolVersion, "2025-11-25"), 400, mcp.CodeUnsupportedProtocolVersion, 7.0},
-		{"header 1900-01-01 without _meta", `{"jsonrpc":"2.0","id":8,"method":"tools/list"}`, map[string]string{headerProtocolVersion: "1900-01-01"}, 400, mcp.CodeUnsupportedProtocolVersion, 8.0},
+		{"version 1900-01-01", metaWith("1900-01-01"), modernHeaders("tools/list", wire.HeaderProtocolVersion, "1900-01-01"), 400, mcp.CodeUnsupportedProtocolVersion, 7.0},
+		{"version 2099-01-01", metaWith("2099-01-01"), modernHeaders("tools/list", wire.HeaderProtocolVersion, "2099-01-01"), 400, mcp.CodeUnsupportedProtocolVersion, 7.0},
+		{"legacy version in _meta", metaWith("2025-11-25"), modernHeaders("tools/list", wire.HeaderProtocolVersion, "2025-11-25"), 400, mcp.CodeUnsupportedProtocolVersion, 7.0},
+		{"header 1900-01-01 without _meta", `{"jsonrpc":"2.0","id":8,"method":"tools/list"}`, map[string]string{wire.HeaderProtocolVersion: "1900-01-01"}, 400, mcp.CodeUnsupportedProtocolVersion, 8.0},
 		{"header and _meta differ", metaWith("1900-01-01"), modernHeaders("tools/list"), 400, mcp.CodeHeaderMismatch, 7.0},
-		{"_meta without the header", modernBody(9, "tools/list", nil, nil), map[string]string{headerMethod: "tools/list"}, 400, mcp.CodeHeaderMismatch, 9.0},
-		{"Mcp-Method missing", modernBody(9, "tools/list", nil, nil), map[string]string{headerProtocolVersion: modern}, 400, mcp.CodeHeaderMismatch, 9.0},
+		{"_meta without the header", modernBody(9, "tools/list", nil, nil), map[string]string{wire.HeaderMethod: "tools/list"}, 400, mcp.CodeHeaderMismatch, 9.0},
+		{"Mcp-Method missing", modernBody(9, "tools/list", nil, nil), map[string]string{wire.HeaderProtocolVersion: modern}, 400, mcp.CodeHeaderMismatch, 9.0},
 		{"Mcp-Method differs", modernBody(9, "tools/list", nil, nil), modernHeaders("prompts/list"), 400, mcp.CodeHeaderMismatch, 9.0},
 		{"Mcp-Method differs in case", modernBody(9, "tools/list", nil, nil), modernHeaders("TOOLS/LIST"), 400, mcp.CodeHeaderMismatch, 9.0},
 		{"Mcp-Name differs on tools/call", modernBody(10, "tools/call", map[string]any{"name": manifest.ToolInspect, "arguments": map[string]any{"task_id": taskID}}, nil),
-			modernHeaders("tools/call", headerName, manifest.ToolCreate), 400, mcp.CodeHeaderMismatch, 10.0},
+			modernHeaders("tools/call", wire.HeaderName, manifest.ToolCreate), 400, mcp.CodeHeaderMismatch, 10.0},
 		{"Mcp-Name in base64 on tools/call", modernBody(10, "tools/call", map[string]any{"name": manifest.ToolInspect, "arguments": map[string]any{"task_id": taskID}}, nil),
-			modernHeaders("tools/call", headerName, b64(manifest.ToolInspect)), 200, 0, 10.0},
-		{"Mcp-Name missing on tasks/get", modernBody(11, MethodTasksGet, map[string]any{"taskId": taskID}, ext), modernHeaders(MethodTasksGet), 400, mcp.CodeHeaderMismatch, 11.0},
-		{"Mcp-Name differs on tasks/get", modernBody(11, MethodTasksGet, map[string]any{"taskId": taskID}, ext),
-			modernHeaders(MethodTasksGet, headerName, "01ARZ3NDEKTSV4RRFFQ69G5FAV"), 400, mcp.CodeHeaderMismatch, 11.0},
-		{"Mcp-Name differs on tasks/cancel", modernBody(11, MethodTasksCancel, map[string]any{"taskId": taskID}, ext),
-			modernHeaders(MethodTasksCancel, headerName, "other"), 400, mcp.CodeHeaderMismatch, 11.0},
-		{"bad base64 Mcp-Name", modernBody(11, MethodTasksGet, map[string]any{"taskId": taskID}, ext),
-			modernHeaders(MethodTasksGet, headerName, "=?base64?!!!?="), 400, mcp.CodeHeaderMismatch, 11.0},
-		{"tasks/get with Mcp-Name", modernBody(12, MethodTasksGet, map[string]any{"taskId": taskID}, ext), modernHeaders(MethodTasksGet, headerName, taskID), 200, 0, 12.0},
-		{"tasks/get with base64 Mcp-Name", modernBody(12, MethodTasksGet, map[string]any{"taskId": taskID}, ext), modernHeaders(MethodTasksGet, headerName, b64(taskID)), 200, 0, 12.0},
-		{"tasks/get without the extension", modernBody(13, MethodTasksGet, map[string]any{"taskId": taskID}, nil), modernHeaders(MethodTasksGet, headerName, taskID), 400, mcp.CodeMissingRequiredClientCapabilities, 13.0},
-		{"unknown task", modernBody(14, MethodTasksGet, map[string]any{"taskId": "01ARZ3NDEKTSV4RRFFQ69G5FAV"}, ext),
-			modernHeaders(MethodTasksGet, headerName, "01ARZ3NDEKTSV4RRFFQ69G5FAV"), 400, jsonrpc.CodeInvalidParams, 14.0},
+			modernHeaders("tools/call", wire.HeaderName, b64(manifest.ToolInspect)), 200, 0, 10.0},
+		{"Mcp-Name missing on tasks/get", modernBody(11, tools.MethodTasksGet, map[string]any{"taskId": taskID}, ext), modernHeaders(tools.MethodTasksGet), 400, mcp.CodeHeaderMismatch, 11.0},
+		{"Mcp-Name differs on tasks/get", modernBody(11, tools.MethodTasksGet, map[string]any{"taskId": taskID}, ext),
+			modernHeaders(tools.MethodTasksGet, wire.HeaderName, "01ARZ3NDEKTSV4RRFFQ69G5FAV"), 400, mcp.CodeHeaderMismatch, 11.0},
+		{"Mcp-Name differs on tasks/cancel", modernBody(11, tools.MethodTasksCancel, map[string]any{"taskId": taskID}, ext),
+			modernHeaders(tools.MethodTasksCancel, wire.HeaderName, "other"), 400, mcp.CodeHeaderMismatch, 11.0},
+		{"bad base64 Mcp-Name", modernBody(11, tools.MethodTasksGet, map[string]any{"taskId": taskID}, ext),
+			modernHeaders(tools.MethodTasksGet, wire.HeaderName, "=?base64?!!!?="), 400, mcp.CodeHeaderMismatch, 11.0},
+		{"tasks/get with Mcp-Name", modernBody(12, tools.MethodTasksGet, map[string]any{"taskId": taskID}, ext), modernHeaders(tools.MethodTasksGet, wire.HeaderName, taskID), 200, 0, 12.0},
+		{"tasks/get with base64 Mcp-Name", modernBody(12, tools.MethodTasksGet, map[string]any{"taskId": taskID}, ext), modernHeaders(tools.MethodTasksGet, wire.HeaderName, b64(taskID)), 200, 0, 12.0},
+		{"tasks/get without the extension", modernBody(13, tools.MethodTasksGet, map[string]any{"taskId": taskID}, nil), modernHeaders(tools.MethodTasksGet, wire.HeaderName, taskID), 400, mcp.CodeMissingRequiredClientCapabilities, 13.0},
+		{"unknown task", modernBody(14, tools.MethodTasksGet, map[string]any{"taskId": "01ARZ3NDEKTSV4RRFFQ69G5FAV"}, ext),
+			modernHeaders(tools.MethodTasksGet, wire.HeaderName, "01ARZ3NDEKTSV4RRFFQ69G5FAV"), 400, jsonrpc.CodeInvalidParams, 14.0},
 		{"unknown method", modernBody(15, "tasks/list", nil, nil), modernHeaders("tasks/list"), 404, jsonrpc.CodeMethodNotFound, 15.0},
 		{"removed method ping", modernBody(15, "ping", nil, nil), modernHeaders("ping"), 404, jsonrpc.CodeMethodNotFound, 15.0},
 		{"unserved prompts/list", modernBody(15, "prompts/list", nil, nil), modernHeaders("prompts/list"), 404, jsonrpc.CodeMethodNotFound, 15.0},
-		{"unknown tool", modernBody(16, "tools/call", map[string]any{"name": "nope", "arguments": map[string]any{}}, nil), modernHeaders("tools/call", headerName, "nope"), 400, jsonrpc.CodeInvalidParams, 16.0},
+		{"unknown tool", modernBody(16, "tools/call", map[string]any{"name": "nope", "arguments": map[string]any{}}, nil), modernHeaders("tools/call", wire.HeaderName, "nope"), 400, jsonrpc.CodeInvalidParams, 16.0},
 		{"Last-Event-ID on a POST is ignored", modernBody(17, "tools/list", nil, nil), modernHeaders("tools/list", "Last-Event-ID", "abc_1"), 200, 0, 17.0},
 		{"legacy call without a session", `{"jsonrpc":"2.0","id":18,"method":"tools/list"}`, nil, 400, jsonrpc.CodeInvalidParams, 18.0},
-		{"legacy header without a session", `{"jsonrpc":"2.0","id":18,"method":"tools/list"}`, map[string]string{headerProtocolVersion: "2025-11-25"}, 400, jsonrpc.CodeInvalidRequest, 18.0},
-		{"unknown session", `{"jsonrpc":"2.0","id":19,"method":"tools/list"}`, map[string]string{headerProtocolVersion: "2025-11-25", headerSessionID: "nope"}, 404, -1, nil},
-		{"modern notification", `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}`, map[string]string{headerProtocolVersion: modern}, 202, -1, nil},
+		{"legacy header without a session", `{"jsonrpc":"2.0","id":18,"method":"tools/list"}`, map[string]string{wire.HeaderProtocolVersion: "2025-11-25"}, 400, jsonrpc.CodeInvalidRequest, 18.0},
+		{"unknown session", `{"jsonrpc":"2.0","id":19,"method":"tools/list"}`, map[string]string{wire.HeaderProtocolVersion: "2025-11-25", wire.HeaderSessionID: "nope"}, 404, -1, nil},
+		{"modern notification", `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}`, map[string]string{wire.HeaderProtocolVersion: modern}, 202, -1, nil},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -451,43 +452,8 @@ func TestHTTPProtocolErrors(t *testing.T) {
 	}
 }
 
-func TestFixRPCResponseNeverSendsCodeZero(t *testing.T) {
-	for _, c := range []struct {
-		body         string
-		modern       bool
-		status, code int
-	}{
-		{`{"jsonrpc":"2.0","id":1,"error":{"code":0,"message":"plain"}}`, true, 500, -32603},
-		{`{"jsonrpc":"2.0","id":1,"error":{"code":0,"message":"plain"}}`, false, 200, -32603},
-		{`{"jsonrpc":"2.0","id":1,"error":{"code":-32020,"message":"h"}}`, true, 400, -32020},
-		{`{"jsonrpc":"2.0","id":1,"error":{"code":-32021,"message":"c"}}`, true, 400, -32021},
-		{`{"jsonrpc":"2.0","id":1,"error":{"code":-32601,"message":"m"}}`, true, 404, -32601},
-		{`{"jsonrpc":"2.0","id":1,"error":{"code":-32603,"message":"i"}}`, true, 500, -32603},
-		{`{"jsonrpc":"2.0","id":1,"result":{"error":0}}`, true, 200, 1},
-	} {
-		body, status := fixRPCResponse([]byte(c.body), 200, c.modern)
-		var got struct {
-			ID    float64 `json:"id"`
-			Error *struct {
-				Code    int    `json:"code"`
-				Message string `json:"message"`
-			} `json:"error"`
-		}
-		if err := json.Unmarshal(body, &got); err != nil {
-			t.Fatalf("%s: %v", body, err)
-		}
-		code := 1
-		if got.Error != nil {
-			code = got.Error.Code
-		}
-		if status != c.status || code != c.code || got.ID != 1 {
-			t.Errorf("fix(%s, modern=%v) = HTTP %d %s, want HTTP %d code %d", c.body, c.modern, status, body, c.status, c.code)
-		}
-	}
-}
-
 func TestHTTPHealthz(t *testing.T) {
-	f := newHTTPFixture(t, HTTPOptions{AuthToken: "a-token-long-enough-1234"})
+	f := newHTTPFixture(t, Options{AuthToken: "a-token-long-enough-1234"})
 	r := f.do(http.MethodGet, f.ts.URL+HealthPath, nil, nil)
 	if r.status != http.StatusOK || string(r.body) != "ok\n" {
 		t.Fatalf("healthz: HTTP %d %q", r.status, r.body)
@@ -506,7 +472,7 @@ func TestHTTPHealthz(t *testing.T) {
 
 func TestHTTPMetrics(t *testing.T) {
 	const token = "metrics-token-0123456789"
-	f := newHTTPFixture(t, HTTPOptions{AuthToken: token})
+	f := newHTTPFixture(t, Options{AuthToken: token})
 	cs := f.client("", token, nil)
 	if _, err := cs.CallTool(f.ctx, &mcp.CallToolParams{Name: manifest.ToolCreate, Arguments: createArgs("a")}); err != nil {
 		t.Fatal(err)
@@ -568,14 +534,14 @@ func TestHTTPMetrics(t *testing.T) {
 	}
 }
 
-// serving runs ServeStreamableHTTP on a fresh loopback listener.
+// serving runs Serve on a fresh loopback listener.
 type serving struct {
 	addr string
 	stop context.CancelFunc
 	done chan error
 }
 
-func (f *httpFixture) serveOn(t *testing.T, opts HTTPOptions) *serving {
+func (f *httpFixture) serveOn(t *testing.T, opts Options) *serving {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -585,7 +551,7 @@ func (f *httpFixture) serveOn(t *testing.T, opts HTTPOptions) *serving {
 	t.Cleanup(stop)
 	s := &serving{addr: ln.Addr().String(), stop: stop, done: make(chan error, 1)}
 	opts.Metrics, opts.Logger = f.metrics, f.logger
-	go func() { s.done <- f.srv.ServeStreamableHTTP(ctx, ln, opts) }()
+	go func() { s.done <- Serve(ctx, ln, f.srv, opts) }()
 	f.url = "http://" + s.addr + MCPPath
 	return s
 }
@@ -594,7 +560,7 @@ func TestServeStreamableHTTPDrainsInFlightCallsOnShutdown(t *testing.T) {
 	f, st := newHTTPStore(t)
 	for _, version := range []string{"", "2025-11-25"} {
 		t.Run("version="+version, func(t *testing.T) {
-			srv := f.serveOn(t, HTTPOptions{ShutdownTimeout: time.Minute})
+			srv := f.serveOn(t, Options{ShutdownTimeout: time.Minute})
 			cs, err := f.connect(version, "", nil)
 			if err != nil {
 				t.Fatal(err)
@@ -657,7 +623,7 @@ func TestServeStreamableHTTPDrainsInFlightCallsOnShutdown(t *testing.T) {
 
 func TestServeStreamableHTTPCancelsCallsAfterTheDrainBound(t *testing.T) {
 	f, _ := newHTTPStore(t)
-	srv := f.serveOn(t, HTTPOptions{ShutdownTimeout: 100 * time.Millisecond})
+	srv := f.serveOn(t, Options{ShutdownTimeout: 100 * time.Millisecond})
 	cs, err := f.connect("2025-11-25", "", nil)
 	if err != nil {
 		t.Fatal(err)
@@ -686,7 +652,7 @@ func TestServeStreamableHTTPCancelsCallsAfterTheDrainBound(t *testing.T) {
 
 func TestHTTPOptionsAreValidated(t *testing.T) {
 	f, _ := newHTTPStore(t)
-	for name, o := range map[string]HTTPOptions{
+	for name, o := range map[string]Options{
 		"short token":             {AuthToken: "short"},
 		"token with a space":      {AuthToken: "0123456789 abcdef"},
 		"call timeout below wait": {CallTimeout: 10 * time.Second},
@@ -694,7 +660,7 @@ func TestHTTPOptionsAreValidated(t *testing.T) {
 		"admission wait too long": {AdmissionWait: 2 * time.Minute},
 		"tiny body":               {MaxBodyBytes: 10},
 	} {
-		_, err := NewHTTPHandler(f.srv, o)
+		_, err := New(f.srv, o)
 		if err == nil {
 			t.Errorf("%s: accepted", name)
 			continue
@@ -714,10 +680,10 @@ func TestHTTPOptionsAreValidated(t *testing.T) {
 }
 
 func TestHTTPSecondInitializeInASession(t *testing.T) {
-	f := newHTTPFixture(t, HTTPOptions{})
+	f := newHTTPFixture(t, Options{})
 	cs := f.client("2025-11-25", "", nil)
 	init := `{"jsonrpc":"2.0","id":"again","method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"c","version":"1"}}}`
-	r := f.post(init, map[string]string{headerSessionID: cs.ID(), headerProtocolVersion: "2025-11-25"})
+	r := f.post(init, map[string]string{wire.HeaderSessionID: cs.ID(), wire.HeaderProtocolVersion: "2025-11-25"})
 	r.wantError(t, http.StatusOK, jsonrpc.CodeInvalidRequest)
 	if r.rpc.ID != "again" {
 		t.Fatalf("id %v, want again", r.rpc.ID)
@@ -727,72 +693,15 @@ func TestHTTPSecondInitializeInASession(t *testing.T) {
 		t.Fatalf("tools/list after the refused initialize: %v", err)
 	}
 	// An unknown session id is 404, as for any request.
-	if r := f.post(init, map[string]string{headerSessionID: "gone", headerProtocolVersion: "2025-11-25"}); r.status != http.StatusNotFound {
+	if r := f.post(init, map[string]string{wire.HeaderSessionID: "gone", wire.HeaderProtocolVersion: "2025-11-25"}); r.status != http.StatusNotFound {
 		t.Fatalf("initialize with an unknown session: HTTP %d, want 404", r.status)
 	}
 }
 
-func TestFixWriterMarksEventStreamsUnbuffered(t *testing.T) {
-	rec := httptest.NewRecorder()
-	fw := newFixWriter(rec, true)
-	fw.Header().Set("Content-Type", "text/event-stream")
-	fw.WriteHeader(http.StatusOK)
-	fw.Write([]byte("event: message\ndata: {}\n\n"))
-	fw.Flush()
-	fw.finish()
-	if rec.Header().Get("X-Accel-Buffering") != "no" || !rec.Flushed || rec.Body.String() != "event: message\ndata: {}\n\n" {
-		t.Fatalf("SSE through the fixer: headers %v flushed %v body %q", rec.Header(), rec.Flushed, rec.Body.String())
-	}
-	// A JSON error is held until finish, then sent with the corrected status.
-	rec = httptest.NewRecorder()
-	fw = newFixWriter(rec, true)
-	fw.Header().Set("Content-Type", "application/json")
-	fw.WriteHeader(http.StatusOK)
-	fw.Write([]byte(`{"jsonrpc":"2.0","id":1,"error":{"code":-32020,"message":"x"}}`))
-	if rec.Body.Len() != 0 {
-		t.Fatal("the JSON response was sent before finish")
-	}
-	fw.finish()
-	if rec.Code != http.StatusBadRequest || rec.Header().Get("X-Accel-Buffering") != "" {
-		t.Fatalf("JSON -32020 through the fixer: HTTP %d, headers %v", rec.Code, rec.Header())
-	}
-}
-
-func TestCallDeadlineMiddleware(t *testing.T) {
-	abortCtx, abort := context.WithCancel(context.Background())
-	policy := &callPolicy{timeout: time.Hour, abort: abortCtx}
-	seen := make(chan context.Context, 2)
-	h := callDeadlineMiddleware(callDeadlineMiddleware(func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
-		seen <- ctx
-		<-ctx.Done()
-		return nil, ctx.Err()
-	}))
-	ctx := context.WithValue(context.Background(), callPolicyKey{}, policy)
-	done := make(chan error, 1)
-	go func() { _, err := h(ctx, "tools/call", nil); done <- err }()
-	inner := <-seen
-	dl, ok := inner.Deadline()
-	if !ok || time.Until(dl) > time.Hour || time.Until(dl) < 59*time.Minute {
-		t.Fatalf("deadline %v (set %v), want about an hour from now", dl, ok)
-	}
-	abort() // the shutdown's drain bound has passed
-	if err := <-done; !errors.Is(err, context.Canceled) {
-		t.Fatalf("after abort: %v, want context.Canceled", err)
-	}
-	// Without a policy (stdio) calls get no deadline from this middleware.
-	noPolicy := callDeadlineMiddleware(func(ctx context.Context, _ string, _ mcp.Request) (mcp.Result, error) {
-		if _, ok := ctx.Deadline(); ok {
-			t.Error("a call without a policy got a deadline")
-		}
-		return nil, nil
-	})
-	noPolicy(context.Background(), "tools/call", nil)
-}
-
 // TestHTTPCallsCarryTheCallDeadline checks that tool handlers see the
-// per-call deadline in both eras: modern calls run in the request's
-// context, legacy calls in their session's, which inherits the policy from
-// the initialize request.
+// per-call deadline in both eras: the front admits it with each request
+// (mcpadapter.Inbound), and the MCP server applies it to the call, whose
+// context is the request's (modern) or its session's (legacy).
 func TestHTTPCallsCarryTheCallDeadline(t *testing.T) {
 	deadlines := make(chan time.Duration, 4)
 	inner := func(s *mcp.Server) error {
@@ -810,7 +719,7 @@ func TestHTTPCallsCarryTheCallDeadline(t *testing.T) {
 		})
 		return nil
 	}
-	f := newHTTPFixture(t, HTTPOptions{CallTimeout: 45 * time.Second}, func(c *Config) { c.Register = inner })
+	f := newHTTPFixture(t, Options{CallTimeout: 45 * time.Second}, func(c *mcpadapter.Config) { c.Register = inner })
 	for _, version := range []string{"", "2025-11-25"} {
 		cs := f.client(version, "", nil)
 		if _, err := cs.CallTool(f.ctx, &mcp.CallToolParams{Name: manifest.ToolCreate, Arguments: createArgs("d" + version)}); err != nil {
@@ -824,7 +733,7 @@ func TestHTTPCallsCarryTheCallDeadline(t *testing.T) {
 
 func TestServeStreamableHTTPLimitsHeadersAndRefusesOpenBinds(t *testing.T) {
 	f, _ := newHTTPStore(t)
-	srv := f.serveOn(t, HTTPOptions{})
+	srv := f.serveOn(t, Options{})
 	req, err := http.NewRequest(http.MethodGet, "http://"+srv.addr+HealthPath, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -849,7 +758,7 @@ func TestServeStreamableHTTPLimitsHeadersAndRefusesOpenBinds(t *testing.T) {
 	}
 	defer ln.Close()
 	open := openAddrListener{ln}
-	if err := f.srv.ServeStreamableHTTP(f.ctx, open, HTTPOptions{}); err == nil || !strings.Contains(err.Error(), "without an auth token") {
+	if err := Serve(f.ctx, open, f.srv, Options{}); err == nil || !strings.Contains(err.Error(), "without an auth token") {
 		t.Fatalf("serving an all-interfaces listener without a token: %v", err)
 	}
 }

@@ -1,4 +1,4 @@
-package mcpadapter
+package httpfront
 
 import (
 	"bytes"
@@ -18,6 +18,9 @@ import (
 
 	"github.com/graph-engineering/graph-engineering-mcp/lease"
 	"github.com/graph-engineering/graph-engineering-mcp/manifest"
+	"github.com/graph-engineering/graph-engineering-mcp/mcpadapter"
+	"github.com/graph-engineering/graph-engineering-mcp/mcpadapter/internal/wire"
+	"github.com/graph-engineering/graph-engineering-mcp/mcpadapter/tools"
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph"
 )
 
@@ -46,13 +49,14 @@ type httpFixture struct {
 	ctx     context.Context
 	path    string
 	store   *taskgraph.Store
-	srv     *Server
-	h       *HTTPHandler
+	srv     *mcpadapter.Server
+	h       *Handler
 	ts      *httptest.Server
 	url     string
 	metrics *Metrics
 	logs    *syncBuffer
 	logger  *slog.Logger
+	clock   *lease.ManualClock
 }
 
 // newHTTPStore opens a store with metrics wired in and a debug logger that
@@ -74,26 +78,29 @@ func newHTTPStore(t testing.TB, opts ...fixtureOpt) (*httpFixture, *taskgraph.St
 	if err := metrics.RegisterStore(st); err != nil {
 		t.Fatal(err)
 	}
-	cfg := Config{
+	cfg := mcpadapter.Config{
 		Store: st, Version: "test", Surface: manifest.NewSurface(manifest.Options{}), Logger: logger,
-		ExtraLimits: map[string]int64{"maxStdioLineBytes": MaxStdioLineBytes},
+		ExtraLimits: map[string]int64{"maxStdioLineBytes": mcpadapter.MaxStdioLineBytes},
 		OnToolCall:  metrics.ObserveToolCall,
 	}
 	for _, o := range opts {
 		o(&cfg)
 	}
-	srv, err := New(cfg)
+	srv, err := mcpadapter.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &httpFixture{t: t, ctx: ctx, path: path, store: st, srv: srv, metrics: metrics, logs: logs, logger: logger}, st
+	return &httpFixture{t: t, ctx: ctx, path: path, store: st, srv: srv, metrics: metrics, logs: logs, logger: logger, clock: clock}, st
 }
 
-func newHTTPFixture(t testing.TB, opts HTTPOptions, cfgOpts ...fixtureOpt) *httpFixture {
+// fixtureOpt changes the MCP server's configuration.
+type fixtureOpt func(*mcpadapter.Config)
+
+func newHTTPFixture(t testing.TB, opts Options, cfgOpts ...fixtureOpt) *httpFixture {
 	t.Helper()
 	f, _ := newHTTPStore(t, cfgOpts...)
 	opts.Metrics, opts.Logger = f.metrics, f.logger
-	h, err := NewHTTPHandler(f.srv, opts)
+	h, err := New(f.srv, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -121,7 +128,7 @@ func (c clientRT) RoundTrip(r *http.Request) (*http.Response, error) {
 	if c.token != "" {
 		r.Header.Set("Authorization", "Bearer "+c.token)
 	}
-	if c.taskName && r.Body != nil && strings.HasPrefix(r.Header.Get(headerMethod), "tasks/") {
+	if c.taskName && r.Body != nil && strings.HasPrefix(r.Header.Get(wire.HeaderMethod), "tasks/") {
 		body, err := io.ReadAll(r.Body)
 		if err != nil {
 			return nil, err
@@ -133,7 +140,7 @@ func (c clientRT) RoundTrip(r *http.Request) (*http.Response, error) {
 			} `json:"params"`
 		}
 		if json.Unmarshal(body, &msg) == nil && msg.Params.TaskID != "" {
-			r.Header.Set(headerName, msg.Params.TaskID)
+			r.Header.Set(wire.HeaderName, msg.Params.TaskID)
 		}
 	}
 	return c.next.RoundTrip(r)
@@ -164,7 +171,7 @@ func (f *httpFixture) connect(version, token string, caps *mcp.ClientCapabilitie
 
 // addTaskMethods lets an SDK client send tasks/get.
 func addTaskMethods(c *mcp.Client) {
-	if err := mcp.AddSendingCustomMethod[*taskIDParams, *taskResult](c, MethodTasksGet); err != nil {
+	if err := mcp.AddSendingCustomMethod[*tools.TaskIDParams, *tools.TaskResult](c, tools.MethodTasksGet); err != nil {
 		panic(err)
 	}
 }
@@ -235,9 +242,24 @@ func (r *rawResponse) wantError(t *testing.T, status int, code int64) {
 	}
 }
 
+// modern is the 2026-07-28 protocol version.
+const modern = manifest.ModernVersion
+
+// modernMeta returns the per-request _meta of a 2026-07-28 request.
+func modernMeta(caps map[string]any) map[string]any {
+	if caps == nil {
+		caps = map[string]any{}
+	}
+	return map[string]any{
+		wire.MetaProtocolVersion:             modern,
+		wire.MetaClientCapabilities:          caps,
+		"io.modelcontextprotocol/clientInfo": map[string]any{"name": "raw", "version": "1"},
+	}
+}
+
 // modernHeaders are the headers of a 2026-07-28 request for method.
 func modernHeaders(method string, kv ...string) map[string]string {
-	h := map[string]string{headerProtocolVersion: modern, headerMethod: method}
+	h := map[string]string{wire.HeaderProtocolVersion: modern, wire.HeaderMethod: method}
 	for i := 0; i+1 < len(kv); i += 2 {
 		h[kv[i]] = kv[i+1]
 	}

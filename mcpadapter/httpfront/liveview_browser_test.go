@@ -1,4 +1,4 @@
-package mcpadapter
+package httpfront
 
 import (
 	"context"
@@ -128,7 +128,7 @@ func waitJS(t testing.TB, tab context.Context, cond string) {
 }
 
 func TestUIBrowserDAGStatesLiveUpdateAndScreenshot(t *testing.T) {
-	f := newUIFixture(t, HTTPOptions{})
+	f := newUIFixture(t, Options{})
 	compile, _ := f.shapeTwelve(t, "build-42")
 	tab := browser(t)
 	navigate(t, tab, f.base+"/ui/workflows/build-42")
@@ -179,7 +179,7 @@ func TestUIBrowserDAGStatesLiveUpdateAndScreenshot(t *testing.T) {
 }
 
 func TestUIBrowserStuckClaimIsMarked(t *testing.T) {
-	f := newUIFixture(t, HTTPOptions{})
+	f := newUIFixture(t, Options{})
 	if _, err := f.store.CreateWorkflow(f.ctx, "wf", []taskgraph.NodeSpec{{NodeID: "a"}, {NodeID: "b"}, {NodeID: "c", DependsOn: []string{"a", "b"}}}); err != nil {
 		t.Fatal(err)
 	}
@@ -205,8 +205,7 @@ func TestUIBrowserStuckClaimIsMarked(t *testing.T) {
 // The list page pages through the workflows, newest first, and filters
 // them as one types, keeping both in the address.
 func TestUIBrowserListFilterAndPages(t *testing.T) {
-	f := newUIFixture(t, HTTPOptions{})
-	f.h.ui.pageSize = 2
+	f := newUIFixture(t, Options{UIPageSize: 2})
 	for _, wf := range []string{"build-1", "deploy-1", "build-2"} {
 		if _, err := f.store.CreateWorkflow(f.ctx, wf, []taskgraph.NodeSpec{{NodeID: "x"}}); err != nil {
 			t.Fatal(err)
@@ -235,7 +234,7 @@ func TestUIBrowserListFilterAndPages(t *testing.T) {
 
 func TestUIBrowserLoginLink(t *testing.T) {
 	const token = "ui-browser-token-0123456789"
-	f := newUIFixture(t, HTTPOptions{AuthToken: token})
+	f := newUIFixture(t, Options{AuthToken: token})
 	f.shapeTwelve(t, "wf")
 	tab := browser(t)
 	navigate(t, tab, f.base+"/ui/")
@@ -261,7 +260,7 @@ func TestUIBrowserLoginLink(t *testing.T) {
 // workflow (20 layers of 50, two dependencies each); it reports, it does
 // not assert a bound.
 func TestUIBrowserRender1000Nodes(t *testing.T) {
-	f := newUIFixture(t, HTTPOptions{})
+	f := newUIFixture(t, Options{})
 	nodes := bigWorkflow(1000, 50)
 	for i := 0; i < len(nodes); i += 500 {
 		if _, err := f.store.CreateWorkflow(f.ctx, "big", nodes[i:i+500]); err != nil {

@@ -1,4 +1,4 @@
-package mcpadapter
+package httpfront
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/graph-engineering/graph-engineering-mcp/lease"
+	"github.com/graph-engineering/graph-engineering-mcp/mcpadapter/liveview"
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph"
 )
 
@@ -22,7 +23,7 @@ type uiFixture struct {
 	base  string // http://127.0.0.1:port
 }
 
-func newUIFixture(t testing.TB, opts HTTPOptions, cfgOpts ...fixtureOpt) *uiFixture {
+func newUIFixture(t testing.TB, opts Options, cfgOpts ...fixtureOpt) *uiFixture {
 	t.Helper()
 	f := newHTTPFixture(t, opts, cfgOpts...)
 	return &uiFixture{httpFixture: f, clock: f.store.Clock().(*lease.ManualClock), base: f.ts.URL}
@@ -127,12 +128,12 @@ func (f *uiFixture) get(t testing.TB, method, path string, hdr map[string]string
 // loginLink mints a login code with token and returns the link's URL.
 func (f *uiFixture) loginLink(t testing.TB, token string) string {
 	t.Helper()
-	status, _, body := f.get(t, http.MethodPost, UILoginCodesPath, map[string]string{"Authorization": "Bearer " + token})
+	status, _, body := f.get(t, http.MethodPost, liveview.UILoginCodesPath, map[string]string{"Authorization": "Bearer " + token})
 	if status != http.StatusOK {
 		t.Fatalf("mint login code: %d %s", status, body)
 	}
-	var lc UILoginCode
-	if err := json.Unmarshal([]byte(body), &lc); err != nil || lc.Code == "" || !strings.HasPrefix(lc.Path, UILoginPath+"?code=") {
+	var lc liveview.UILoginCode
+	if err := json.Unmarshal([]byte(body), &lc); err != nil || lc.Code == "" || !strings.HasPrefix(lc.Path, liveview.UILoginPath+"?code=") {
 		t.Fatalf("login code answer %s: %v", body, err)
 	}
 	return f.base + lc.Path

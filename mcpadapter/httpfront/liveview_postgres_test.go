@@ -1,4 +1,4 @@
-package mcpadapter
+package httpfront
 
 import (
 	"context"
@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/graph-engineering/graph-engineering-mcp/manifest"
+	"github.com/graph-engineering/graph-engineering-mcp/mcpadapter"
+	"github.com/graph-engineering/graph-engineering-mcp/mcpadapter/liveview"
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph"
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/tgpostgres"
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/tgpostgres/pgtest"
@@ -17,7 +19,7 @@ import (
 // view uses only the Store API, so it shows the same on both drivers.
 func TestUIOnPostgres(t *testing.T) {
 	ctx, st, srv := newPostgresServer(t)
-	h, err := NewHTTPHandler(srv, HTTPOptions{})
+	h, err := New(srv, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -26,7 +28,7 @@ func TestUIOnPostgres(t *testing.T) {
 	f := &uiFixture{httpFixture: &httpFixture{t: t, ctx: ctx, store: st, srv: srv, h: h, ts: ts}, base: ts.URL}
 	compile, _ := f.shapeTwelve(t, "pg-wf")
 	status, _, body := f.get(t, http.MethodGet, "/ui/api/workflows/pg-wf", nil)
-	var wf uiWorkflow
+	var wf liveview.Workflow
 	if err := json.Unmarshal([]byte(body), &wf); status != http.StatusOK || err != nil {
 		t.Fatalf("%d %s: %v", status, body, err)
 	}
@@ -45,13 +47,13 @@ func TestUIOnPostgres(t *testing.T) {
 	if _, _, body = f.get(t, http.MethodGet, "/ui/api/tasks/"+compile.Task.TaskID, nil); !json.Valid([]byte(body)) {
 		t.Fatalf("task detail: %s", body)
 	}
-	var d2 uiTask
+	var d2 liveview.Task
 	_ = json.Unmarshal([]byte(body), &d2)
 	if len(d2.Events) < 3 || d2.Events[len(d2.Events)-1].Kind != taskgraph.EventClaim || d2.LastHeartbeat == 0 {
 		t.Fatalf("history on PostgreSQL: %s", body)
 	}
 	_, _, body = f.get(t, http.MethodGet, "/ui/api/workflows", nil)
-	var list uiWorkflowList
+	var list liveview.WorkflowList
 	if err := json.Unmarshal([]byte(body), &list); err != nil || len(list.Workflows) != 1 || list.Workflows[0].Total != 12 {
 		t.Fatalf("list: %s", body)
 	}
@@ -59,7 +61,7 @@ func TestUIOnPostgres(t *testing.T) {
 
 // newPostgresServer is a server over a store on a fresh PostgreSQL
 // database (pgtest.URL), both closed when the test ends.
-func newPostgresServer(t *testing.T) (context.Context, *taskgraph.Store, *Server) {
+func newPostgresServer(t *testing.T) (context.Context, *taskgraph.Store, *mcpadapter.Server) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
@@ -72,7 +74,7 @@ func newPostgresServer(t *testing.T) (context.Context, *taskgraph.Store, *Server
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	srv, err := New(Config{Store: st, Version: "test", Surface: manifest.NewSurface(manifest.Options{})})
+	srv, err := mcpadapter.New(mcpadapter.Config{Store: st, Version: "test", Surface: manifest.NewSurface(manifest.Options{})})
 	if err != nil {
 		t.Fatal(err)
 	}

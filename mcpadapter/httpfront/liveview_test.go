@@ -1,4 +1,4 @@
-package mcpadapter
+package httpfront
 
 import (
 	"encoding/json"
@@ -9,11 +9,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/graph-engineering/graph-engineering-mcp/mcpadapter/liveview"
+	"github.com/graph-engineering/graph-engineering-mcp/mcpadapter/principal"
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph"
 )
 
 func TestUIWorkflowJSONShowsStatesHoldersAndNoTokens(t *testing.T) {
-	f := newUIFixture(t, HTTPOptions{})
+	f := newUIFixture(t, Options{})
 	compile, _ := f.shapeTwelve(t, "build-42")
 	status, hdr, body := f.get(t, http.MethodGet, "/ui/api/workflows/build-42", nil)
 	if status != http.StatusOK {
@@ -25,12 +27,12 @@ func TestUIWorkflowJSONShowsStatesHoldersAndNoTokens(t *testing.T) {
 	if strings.Contains(body, compile.Lease.Token) || strings.Contains(body, "token") {
 		t.Fatalf("the view's JSON carries a claim token or its digest: %s", body)
 	}
-	var wf uiWorkflow
+	var wf liveview.Workflow
 	if err := json.Unmarshal([]byte(body), &wf); err != nil {
 		t.Fatal(err)
 	}
 	want := f.states(t, "build-42")
-	byNode := map[string]uiNode{}
+	byNode := map[string]liveview.Node{}
 	for _, n := range wf.Nodes {
 		byNode[n.NodeID] = n
 		if n.State != want[n.NodeID] {
@@ -71,11 +73,11 @@ func TestUIWorkflowJSONShowsStatesHoldersAndNoTokens(t *testing.T) {
 }
 
 func TestUIStuckClaimAndTaskHistory(t *testing.T) {
-	f := newUIFixture(t, HTTPOptions{})
+	f := newUIFixture(t, Options{})
 	f.shapeTwelve(t, "wf")
 	f.clock.Advance(11 * time.Minute) // past the 10-minute leases, no heartbeat
 	_, _, body := f.get(t, http.MethodGet, "/ui/api/workflows/wf", nil)
-	var wf uiWorkflow
+	var wf liveview.Workflow
 	if err := json.Unmarshal([]byte(body), &wf); err != nil {
 		t.Fatal(err)
 	}
@@ -89,7 +91,7 @@ func TestUIStuckClaimAndTaskHistory(t *testing.T) {
 		t.Fatalf("stuck nodes %v, want compile and lint", stuck)
 	}
 	_, _, body = f.get(t, http.MethodGet, "/ui/api/workflows", nil)
-	var list uiWorkflowList
+	var list liveview.WorkflowList
 	if err := json.Unmarshal([]byte(body), &list); err != nil {
 		t.Fatal(err)
 	}
@@ -105,7 +107,7 @@ func TestUIStuckClaimAndTaskHistory(t *testing.T) {
 		}
 	}
 	_, _, body = f.get(t, http.MethodGet, "/ui/api/tasks/"+compileID, nil)
-	var cd uiTask
+	var cd liveview.Task
 	if err := json.Unmarshal([]byte(body), &cd); err != nil || cd.Task.State != "claimed" || !cd.Task.Stuck || cd.LastHeartbeat == 0 {
 		t.Fatalf("stuck task detail: %s", body)
 	}
@@ -120,7 +122,7 @@ func TestUIStuckClaimAndTaskHistory(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, _, body = f.get(t, http.MethodGet, "/ui/api/tasks/"+fail.TaskID, nil)
-	var d uiTask
+	var d liveview.Task
 	if err := json.Unmarshal([]byte(body), &d); err != nil {
 		t.Fatal(err)
 	}
@@ -134,7 +136,7 @@ func TestUIStuckClaimAndTaskHistory(t *testing.T) {
 }
 
 func TestUIIsReadOnlyAndKeepsHostChecks(t *testing.T) {
-	f := newUIFixture(t, HTTPOptions{})
+	f := newUIFixture(t, Options{})
 	f.shapeTwelve(t, "wf")
 	for _, m := range []string{http.MethodPost, http.MethodPut, http.MethodDelete} {
 		for _, p := range []string{"/ui/", "/ui/api/workflows", "/ui/api/workflows/wf", "/ui/workflows/wf"} {
@@ -162,7 +164,7 @@ func TestUIIsReadOnlyAndKeepsHostChecks(t *testing.T) {
 }
 
 func TestUIDoesNotTakeMCPSlots(t *testing.T) {
-	f := newUIFixture(t, HTTPOptions{MaxConcurrent: 1, AdmissionWait: -1})
+	f := newUIFixture(t, Options{MaxConcurrent: 1, AdmissionWait: -1})
 	f.shapeTwelve(t, "wf")
 	takeSlots(t, f.h, 1) // the only MCP slot is taken
 	defer f.h.slots.release()
@@ -172,7 +174,7 @@ func TestUIDoesNotTakeMCPSlots(t *testing.T) {
 }
 
 func TestUIDisabled(t *testing.T) {
-	f := newUIFixture(t, HTTPOptions{DisableUI: true})
+	f := newUIFixture(t, Options{DisableUI: true})
 	if status, _, _ := f.get(t, http.MethodGet, "/ui/", nil); status != http.StatusNotFound {
 		t.Fatalf("status %d, want 404", status)
 	}
@@ -180,12 +182,12 @@ func TestUIDisabled(t *testing.T) {
 
 func TestUILoginLinkAndCookie(t *testing.T) {
 	const token = "ui-test-token-0123456789"
-	f := newUIFixture(t, HTTPOptions{AuthToken: token})
+	f := newUIFixture(t, Options{AuthToken: token})
 	f.shapeTwelve(t, "wf")
 	if status, _, _ := f.get(t, http.MethodGet, "/ui/", nil); status != http.StatusUnauthorized {
 		t.Fatalf("no login: status %d, want 401", status)
 	}
-	if status, _, _ := f.get(t, http.MethodPost, UILoginCodesPath, nil); status != http.StatusUnauthorized {
+	if status, _, _ := f.get(t, http.MethodPost, liveview.UILoginCodesPath, nil); status != http.StatusUnauthorized {
 		t.Fatalf("minting without a token: status %d, want 401", status)
 	}
 	if status, _, _ := f.get(t, http.MethodGet, "/ui/api/workflows", map[string]string{"Authorization": "Bearer " + token}); status != http.StatusOK {
@@ -198,12 +200,12 @@ func TestUILoginLinkAndCookie(t *testing.T) {
 		t.Fatal(err)
 	}
 	resp.Body.Close()
-	if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != UIPath {
+	if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != liveview.UIPath {
 		t.Fatalf("login: %d to %q", resp.StatusCode, resp.Header.Get("Location"))
 	}
 	var cookie *http.Cookie
 	for _, c := range resp.Cookies() {
-		if c.Name == UICookieName {
+		if c.Name == liveview.UICookieName {
 			cookie = c
 		}
 	}
@@ -213,7 +215,7 @@ func TestUILoginLinkAndCookie(t *testing.T) {
 	if raw := resp.Header.Get("Set-Cookie"); strings.Contains(raw, token) {
 		t.Fatal("the cookie carries the token")
 	}
-	cookieHdr := map[string]string{"Cookie": UICookieName + "=" + cookie.Value}
+	cookieHdr := map[string]string{"Cookie": liveview.UICookieName + "=" + cookie.Value}
 	if status, _, body := f.get(t, http.MethodGet, "/ui/api/workflows", cookieHdr); status != http.StatusOK || !strings.Contains(body, `"wf"`) {
 		t.Fatalf("with the cookie: %d %s", status, body)
 	}
@@ -226,18 +228,18 @@ func TestUILoginLinkAndCookie(t *testing.T) {
 	if resp.StatusCode != http.StatusUnauthorized {
 		t.Fatalf("second use of a code: status %d, want 401", resp.StatusCode)
 	}
-	if status, _, _ := f.get(t, http.MethodPost, UILoginCodesPath, cookieHdr); status != http.StatusUnauthorized {
+	if status, _, _ := f.get(t, http.MethodPost, liveview.UILoginCodesPath, cookieHdr); status != http.StatusUnauthorized {
 		t.Fatalf("minting with a cookie: status %d, want 401", status)
 	}
 	stale := f.loginLink(t, token)
-	f.clock.Advance(UILoginCodeTTL)
+	f.clock.Advance(liveview.UILoginCodeTTL)
 	if resp, err = noRedirect.Get(stale); err == nil {
 		resp.Body.Close()
 	}
 	if err != nil || resp.StatusCode != http.StatusUnauthorized {
 		t.Fatalf("expired code: %v %v", err, resp.StatusCode)
 	}
-	f.clock.Advance(UISessionTTL)
+	f.clock.Advance(liveview.UISessionTTL)
 	if status, _, _ := f.get(t, http.MethodGet, "/ui/api/workflows", cookieHdr); status != http.StatusUnauthorized {
 		t.Fatalf("expired session: status %d, want 401", status)
 	}
@@ -247,14 +249,14 @@ func TestUILoginLinkAndCookie(t *testing.T) {
 		t.Fatal(err)
 	}
 	resp.Body.Close()
-	fresh := map[string]string{"Cookie": UICookieName + "=" + resp.Cookies()[0].Value}
+	fresh := map[string]string{"Cookie": liveview.UICookieName + "=" + resp.Cookies()[0].Value}
 	if status, _, _ := f.get(t, http.MethodGet, "/ui/api/workflows", fresh); status != http.StatusOK {
 		t.Fatalf("fresh session: status %d", status)
 	}
-	if status, _, _ := f.get(t, http.MethodGet, UILogoutPath, fresh); status != http.StatusMethodNotAllowed {
+	if status, _, _ := f.get(t, http.MethodGet, liveview.UILogoutPath, fresh); status != http.StatusMethodNotAllowed {
 		t.Fatalf("GET logout: status %d, want 405", status)
 	}
-	status, hdr, _ := f.get(t, http.MethodPost, UILogoutPath, fresh)
+	status, hdr, _ := f.get(t, http.MethodPost, liveview.UILogoutPath, fresh)
 	if status != http.StatusNoContent || !strings.Contains(hdr.Get("Set-Cookie"), "Max-Age=0") {
 		t.Fatalf("logout: %d %q", status, hdr.Get("Set-Cookie"))
 	}
@@ -264,17 +266,10 @@ func TestUILoginLinkAndCookie(t *testing.T) {
 }
 
 func TestUILoginNextStaysUnderUI(t *testing.T) {
-	for next, ok := range map[string]bool{
-		"/ui/workflows/wf": true, "/ui/": true, "//evil.example/ui/": false, "https://evil.example/": false,
-		"/ui/../mcp": false, "/ui/\\evil": false, "/metrics": false, "/ui/x?y": false,
-	} {
-		if safeUINext(next) != ok {
-			t.Errorf("safeUINext(%q) = %v, want %v", next, !ok, ok)
-		}
-	}
+	// (Which next paths are safe: liveview.TestLoginNextStaysUnderUI.)
 	const token = "ui-test-token-0123456789"
-	f := newUIFixture(t, HTTPOptions{AuthToken: token})
-	status, _, _ := f.get(t, http.MethodPost, UILoginCodesPath+"?next="+url.QueryEscape("https://evil.example/"), map[string]string{"Authorization": "Bearer " + token})
+	f := newUIFixture(t, Options{AuthToken: token})
+	status, _, _ := f.get(t, http.MethodPost, liveview.UILoginCodesPath+"?next="+url.QueryEscape("https://evil.example/"), map[string]string{"Authorization": "Bearer " + token})
 	if status != http.StatusBadRequest {
 		t.Fatalf("foreign next: status %d, want 400", status)
 	}
@@ -282,13 +277,13 @@ func TestUILoginNextStaysUnderUI(t *testing.T) {
 
 func TestUIPrincipalSeesOnlyItsWorkflows(t *testing.T) {
 	file := `{"principals":[
-		{"name":"ops","token_sha256":"` + TokenDigest("ops-token-0123456789") + `","roles":["observe"],"workflows":["team-a-*"]},
-		{"name":"worker","token_sha256":"` + TokenDigest("worker-token-0123456789") + `","roles":["work"]}]}`
-	ps, err := ParseAuthFile([]byte(file))
+		{"name":"ops","token_sha256":"` + principal.TokenDigest("ops-token-0123456789") + `","roles":["observe"],"workflows":["team-a-*"]},
+		{"name":"worker","token_sha256":"` + principal.TokenDigest("worker-token-0123456789") + `","roles":["work"]}]}`
+	ps, err := principal.ParseAuthFile([]byte(file))
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := newUIFixture(t, HTTPOptions{Principals: NewAuthenticator(ps)})
+	f := newUIFixture(t, Options{Principals: principal.NewAuthenticator(ps)})
 	for _, wf := range []string{"team-a-1", "team-b-1"} {
 		if _, err := f.store.CreateWorkflow(f.ctx, wf, []taskgraph.NodeSpec{{NodeID: "x"}}); err != nil {
 			t.Fatal(err)
@@ -310,7 +305,7 @@ func TestUIPrincipalSeesOnlyItsWorkflows(t *testing.T) {
 	if status, _, _ := f.get(t, http.MethodGet, "/ui/api/workflows", worker); status != http.StatusForbidden {
 		t.Fatalf("a principal without observe: status %d, want 403", status)
 	}
-	if status, _, _ := f.get(t, http.MethodPost, UILoginCodesPath, worker); status != http.StatusForbidden {
+	if status, _, _ := f.get(t, http.MethodPost, liveview.UILoginCodesPath, worker); status != http.StatusForbidden {
 		t.Fatalf("a principal without observe mints a code: status %d, want 403", status)
 	}
 	// A session follows the live table: removing the principal ends it.
@@ -325,7 +320,7 @@ func TestUIPrincipalSeesOnlyItsWorkflows(t *testing.T) {
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("login as ops: %d", resp.StatusCode)
 	}
-	narrowed, err := ParseAuthFile([]byte(`{"principals":[{"name":"worker","token_sha256":"` + TokenDigest("worker-token-0123456789") + `","roles":["work"]}]}`))
+	narrowed, err := principal.ParseAuthFile([]byte(`{"principals":[{"name":"worker","token_sha256":"` + principal.TokenDigest("worker-token-0123456789") + `","roles":["work"]}]}`))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -352,48 +347,11 @@ func (j *cookieJar) Cookies(u *url.URL) []*http.Cookie {
 	return nil
 }
 
-func TestUILayoutIsLayeredAndBounded(t *testing.T) {
-	nodes := bigWorkflow(1000, 50)
-	idx := map[string]int{}
-	for i, n := range nodes {
-		idx[n.NodeID] = i
-	}
-	deps := make([][]int, len(nodes))
-	for i, n := range nodes {
-		for _, d := range n.DependsOn {
-			deps[i] = append(deps[i], idx[d])
-		}
-	}
-	start := time.Now()
-	layer, x, y, w, h := uiLayout(len(nodes), deps)
-	t.Logf("layout of 1000 nodes in 20 layers: %s", time.Since(start))
-	for i := range nodes {
-		if want := i / 50; layer[i] != want {
-			t.Fatalf("node %d in layer %d, want %d", i, layer[i], want)
-		}
-		if x[i] < 0 || y[i] < 0 || x[i]+uiNodeWidth > w || y[i]+uiNodeHeight > h {
-			t.Fatalf("node %d at (%d,%d) outside %dx%d", i, x[i], y[i], w, h)
-		}
-	}
-	seen := map[[2]int]bool{}
-	for i := range nodes {
-		p := [2]int{x[i], y[i]}
-		if seen[p] {
-			t.Fatalf("two nodes at %v", p)
-		}
-		seen[p] = true
-	}
-	// A cycle (which the store refuses) still terminates.
-	if l, _, _, _, _ := uiLayout(2, [][]int{{1}, {0}}); l[0] != 1 || l[1] != 1 {
-		t.Fatalf("cycle layers %v", l)
-	}
-}
-
 // The view shows the graph data a worker is routed by: a task's required
 // capabilities, and when a pending task that is not yet due becomes
 // claimable (and nothing once it is due).
 func TestUIShowsRequiresAndWaitingUntil(t *testing.T) {
-	f := newUIFixture(t, HTTPOptions{})
+	f := newUIFixture(t, Options{})
 	due := f.clock.Now().Add(90 * time.Second)
 	if _, err := f.store.CreateWorkflow(f.ctx, "routed", []taskgraph.NodeSpec{
 		{NodeID: "train", Requires: []string{"gpu", "cuda"}},
@@ -401,16 +359,16 @@ func TestUIShowsRequiresAndWaitingUntil(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	nodes := func() map[string]uiNode {
+	nodes := func() map[string]liveview.Node {
 		status, _, body := f.get(t, http.MethodGet, "/ui/api/workflows/routed", nil)
 		if status != http.StatusOK {
 			t.Fatalf("status %d: %s", status, body)
 		}
-		var wf uiWorkflow
+		var wf liveview.Workflow
 		if err := json.Unmarshal([]byte(body), &wf); err != nil {
 			t.Fatal(err)
 		}
-		out := map[string]uiNode{}
+		out := map[string]liveview.Node{}
 		for _, n := range wf.Nodes {
 			out[n.NodeID] = n
 		}
@@ -433,8 +391,7 @@ func TestUIShowsRequiresAndWaitingUntil(t *testing.T) {
 // time, filtered by a part of the id; bad parameters are refused with 400
 // naming the parameter and the rule.
 func TestUIListNewestFirstFilterAndPages(t *testing.T) {
-	f := newUIFixture(t, HTTPOptions{})
-	f.h.ui.pageSize = 2
+	f := newUIFixture(t, Options{UIPageSize: 2})
 	for _, wf := range []string{"build-1", "deploy-1", "build-2", "build-3"} {
 		if _, err := f.store.CreateWorkflow(f.ctx, wf, []taskgraph.NodeSpec{{NodeID: "x"}}); err != nil {
 			t.Fatal(err)
@@ -442,16 +399,16 @@ func TestUIListNewestFirstFilterAndPages(t *testing.T) {
 		f.clock.Advance(time.Second)
 	}
 	f.claim(t, "build-1", "x", "w", time.Minute) // build-1 changed last
-	list := func(query string) uiWorkflowList {
+	list := func(query string) liveview.WorkflowList {
 		t.Helper()
 		status, _, body := f.get(t, http.MethodGet, "/ui/api/workflows"+query, nil)
-		var l uiWorkflowList
+		var l liveview.WorkflowList
 		if status != http.StatusOK || json.Unmarshal([]byte(body), &l) != nil {
 			t.Fatalf("%s: status %d %s", query, status, body)
 		}
 		return l
 	}
-	ids := func(l uiWorkflowList) []string {
+	ids := func(l liveview.WorkflowList) []string {
 		var out []string
 		for _, w := range l.Workflows {
 			out = append(out, w.WorkflowID)

@@ -1,6 +1,7 @@
-package mcpadapter
+package httpfront
 
 import (
+	"net/http/httptest"
 	"slices"
 	"testing"
 
@@ -12,15 +13,21 @@ import (
 // answers the same on both drivers.
 func TestInspectOutlineOnPostgres(t *testing.T) {
 	ctx, st, srv := newPostgresServer(t)
-	f := &fixture{t: t, ctx: ctx, store: st, srv: srv}
-	uf := &uiFixture{httpFixture: &httpFixture{t: t, ctx: ctx, store: st, srv: srv}}
+	h, err := New(srv, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(h)
+	defer ts.Close()
+	f := &httpFixture{t: t, ctx: ctx, store: st, srv: srv, h: h, ts: ts, url: ts.URL + MCPPath}
+	uf := &uiFixture{httpFixture: f}
 	uf.shapeTwelve(t, "pg-wf")
 	want, err := st.Workflow(ctx, "pg-wf")
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, era := range []string{"", "2025-11-25"} {
-		cs := f.client(era, nil)
+		cs := f.client(era, "", nil)
 		res, out := callTool(t, cs, manifest.ToolInspect, map[string]any{"workflow_id": "pg-wf"})
 		if res.IsError {
 			t.Fatalf("era %q: %s", era, toolText(res))

@@ -1,4 +1,4 @@
-package mcpadapter
+package httpfront
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/graph-engineering/graph-engineering-mcp/manifest"
+	"github.com/graph-engineering/graph-engineering-mcp/mcpadapter/tools"
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph"
 )
 
@@ -64,12 +65,13 @@ func outlineTasks(t *testing.T, out map[string]any) (wf map[string]any, tasks []
 	return wf, tasks
 }
 
-// The outline form over the SDK client in both eras: the whole workflow,
+// The outline form over the SDK client in both eras (over HTTP; the tool
+// surface answers the same on every transport): the whole workflow,
 // downstream and siblings included, in creation order, with counts, edges,
 // holders and clipped texts, never a payload, result or token; every form's
 // answer satisfies the published output schema.
 func TestInspectOutlineOverTheSDKClient(t *testing.T) {
-	f := newFixture(t)
+	f := newHTTPFixture(t, Options{})
 	ctx := context.Background()
 	nodes := slices.Clone(twelveNodes)
 	nodes[0].Payload = json.RawMessage(`{"secret":"payload-text"}`)
@@ -101,7 +103,7 @@ func TestInspectOutlineOverTheSDKClient(t *testing.T) {
 	f.clock.Advance(11 * time.Second) // compile's lease lapses: a stuck claim
 
 	for _, era := range []string{"", "2025-11-25"} {
-		cs := f.client(era, nil)
+		cs := f.client(era, "", nil)
 		schema := inspectOutputSchema(t, cs)
 		res, out := callTool(t, cs, manifest.ToolInspect, map[string]any{"workflow_id": "build-7"})
 		if res.IsError {
@@ -161,8 +163,8 @@ func TestInspectOutlineOverTheSDKClient(t *testing.T) {
 		if c["state"] != "claimed" || c["owner"] != "w-compile" || c["generation"] != 1.0 || c["lease_expires_at"] != formatTime(compile.Lease.ExpiresAt) {
 			t.Errorf("era %q: the stuck claim reads %v; the outline must not expire it", era, c)
 		}
-		if e, _ := byNode["gen-docs"]["error"].(string); len(e) > MaxOutlineTextBytes+len("…") || !strings.HasSuffix(e, "…") || !strings.HasPrefix(long, strings.TrimSuffix(e, "…")) {
-			t.Errorf("era %q: a long error reads %d bytes %q, want it clipped to %d", era, len(e), e, MaxOutlineTextBytes)
+		if e, _ := byNode["gen-docs"]["error"].(string); len(e) > tools.MaxOutlineTextBytes+len("…") || !strings.HasSuffix(e, "…") || !strings.HasPrefix(long, strings.TrimSuffix(e, "…")) {
+			t.Errorf("era %q: a long error reads %d bytes %q, want it clipped to %d", era, len(e), e, tools.MaxOutlineTextBytes)
 		}
 		if byNode["publish-docs"]["state"] != "cancelled" || fmt.Sprint(byNode["integration"]["requires"]) != "[gpu]" {
 			t.Errorf("era %q: publish-docs %v, integration requires %v", era, byNode["publish-docs"]["state"], byNode["integration"]["requires"])
@@ -179,7 +181,7 @@ func TestInspectOutlineOverTheSDKClient(t *testing.T) {
 	}
 	// Inspecting the task by task_id expires the lapsed claim; the outline
 	// then shows it pending again.
-	cs := f.client("", nil)
+	cs := f.client("", "", nil)
 	callTool(t, cs, manifest.ToolInspect, map[string]any{"task_id": compile.Task.TaskID})
 	_, out := callTool(t, cs, manifest.ToolInspect, map[string]any{"workflow_id": "build-7"})
 	_, tasks := outlineTasks(t, out)
@@ -194,13 +196,13 @@ func TestInspectOutlineOverTheSDKClient(t *testing.T) {
 	}
 }
 
-// The outline's bounds: at most MaxOutlineTasks tasks and MaxOutlineBytes
+// The outline's bounds: at most tools.MaxOutlineTasks tasks and tools.MaxOutlineBytes
 // bytes of them, in creation order, with truncated true and the counts of
 // the whole workflow.
 func TestInspectOutlineBounds(t *testing.T) {
-	f := newFixture(t)
+	f := newHTTPFixture(t, Options{})
 	ctx := context.Background()
-	many := make([]taskgraph.NodeSpec, MaxOutlineTasks+1)
+	many := make([]taskgraph.NodeSpec, tools.MaxOutlineTasks+1)
 	for i := range many {
 		many[i].NodeID = fmt.Sprintf("n%04d", i)
 	}
@@ -212,16 +214,16 @@ func TestInspectOutlineBounds(t *testing.T) {
 	if _, err := f.store.CreateWorkflow(ctx, "wide", wide); err != nil {
 		t.Fatal(err)
 	}
-	cs := f.client("", nil)
+	cs := f.client("", "", nil)
 	schema := inspectOutputSchema(t, cs)
 
 	res, out := callTool(t, cs, manifest.ToolInspect, map[string]any{"workflow_id": "many"})
 	conforms(t, "outline of many", schema, res)
 	wf, tasks := outlineTasks(t, out)
-	if len(tasks) != MaxOutlineTasks || wf["truncated"] != true || wf["counts"].(map[string]any)["pending"] != float64(MaxOutlineTasks+1) {
-		t.Errorf("outline of %d tasks: %d tasks, truncated %v, counts %v", MaxOutlineTasks+1, len(tasks), wf["truncated"], wf["counts"])
+	if len(tasks) != tools.MaxOutlineTasks || wf["truncated"] != true || wf["counts"].(map[string]any)["pending"] != float64(tools.MaxOutlineTasks+1) {
+		t.Errorf("outline of %d tasks: %d tasks, truncated %v, counts %v", tools.MaxOutlineTasks+1, len(tasks), wf["truncated"], wf["counts"])
 	}
-	if tasks[0]["node_id"] != "n0000" || tasks[len(tasks)-1]["node_id"] != fmt.Sprintf("n%04d", MaxOutlineTasks-1) {
+	if tasks[0]["node_id"] != "n0000" || tasks[len(tasks)-1]["node_id"] != fmt.Sprintf("n%04d", tools.MaxOutlineTasks-1) {
 		t.Errorf("the outline is not the first tasks in creation order: %v … %v", tasks[0]["node_id"], tasks[len(tasks)-1]["node_id"])
 	}
 
@@ -229,8 +231,8 @@ func TestInspectOutlineBounds(t *testing.T) {
 	conforms(t, "outline of wide", schema, res)
 	wf, tasks = outlineTasks(t, out)
 	b, _ := json.Marshal(wf["tasks"])
-	if wf["truncated"] != true || len(tasks) >= len(wide) || len(b) > MaxOutlineBytes || len(tasks) < taskgraph.MaxDependsOn {
-		t.Errorf("outline of wide: %d of %d tasks in %d bytes (bound %d), truncated %v", len(tasks), len(wide), len(b), MaxOutlineBytes, wf["truncated"])
+	if wf["truncated"] != true || len(tasks) >= len(wide) || len(b) > tools.MaxOutlineBytes || len(tasks) < taskgraph.MaxDependsOn {
+		t.Errorf("outline of wide: %d of %d tasks in %d bytes (bound %d), truncated %v", len(tasks), len(wide), len(b), tools.MaxOutlineBytes, wf["truncated"])
 	}
 	for i, task := range tasks {
 		if task["node_id"] != wide[i].NodeID {
@@ -265,7 +267,7 @@ func TestInspectOutlinePrincipalScope(t *testing.T) {
 		hk, _ := toolErrorKind(hidden)
 		mk, _ := toolErrorKind(missing)
 		if hk != "not_found" || mk != "not_found" || strings.ReplaceAll(toolText(hidden), "secret-1", "W") != strings.ReplaceAll(toolText(missing), "secret-2", "W") ||
-			toJSON(hidden.Meta[ErrorMetaKey]) != toJSON(missing.Meta[ErrorMetaKey]) {
+			toJSON(hidden.Meta[tools.ErrorMetaKey]) != toJSON(missing.Meta[tools.ErrorMetaKey]) {
 			t.Errorf("era %q: hidden workflow %q (%s), missing one %q (%s); want the same not_found", era, toolText(hidden), hk, toolText(missing), mk)
 		}
 		hn, _ := callTool(t, planner, manifest.ToolInspect, map[string]any{"workflow_id": "secret-1", "node_id": "lint"})
@@ -295,7 +297,7 @@ func TestInspectOutlinePrincipalScope(t *testing.T) {
 // The largest outline crosses Streamable HTTP whole, in both eras: the
 // answer holds it twice (text and structuredContent), about 1 MiB.
 func TestInspectOutlineOverHTTP(t *testing.T) {
-	f := newHTTPFixture(t, HTTPOptions{})
+	f := newHTTPFixture(t, Options{})
 	ctx := context.Background()
 	if _, err := f.store.CreateWorkflow(ctx, "wide", wideWorkflow("y", 80)); err != nil {
 		t.Fatal(err)
@@ -309,7 +311,7 @@ func TestInspectOutlineOverHTTP(t *testing.T) {
 		}
 		conforms(t, "outline over HTTP", schema, res)
 		wf, tasks := outlineTasks(t, out)
-		if wf["truncated"] != true || len(tasks) < taskgraph.MaxDependsOn || len(toolText(res)) < MaxOutlineBytes*9/10 {
+		if wf["truncated"] != true || len(tasks) < taskgraph.MaxDependsOn || len(toolText(res)) < tools.MaxOutlineBytes*9/10 {
 			t.Errorf("era %q: %d tasks, truncated %v, %d bytes of text", era, len(tasks), wf["truncated"], len(toolText(res)))
 		}
 	}
@@ -319,8 +321,8 @@ func TestInspectOutlineOverHTTP(t *testing.T) {
 // the SDK client over Streamable HTTP on loopback (SQLite).
 func BenchmarkInspectOutline(b *testing.B) {
 	ctx := context.Background()
-	f := newHTTPFixture(b, HTTPOptions{})
-	if _, err := f.store.CreateWorkflow(ctx, "big", bigWorkflow(MaxOutlineTasks, 25)); err != nil {
+	f := newHTTPFixture(b, Options{})
+	if _, err := f.store.CreateWorkflow(ctx, "big", bigWorkflow(tools.MaxOutlineTasks, 25)); err != nil {
 		b.Fatal(err)
 	}
 	cs := f.client("", "", nil)

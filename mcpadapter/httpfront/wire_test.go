@@ -1,8 +1,7 @@
-package mcpadapter
+package httpfront
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -16,6 +15,9 @@ import (
 
 	"github.com/graph-engineering/graph-engineering-mcp/lease"
 	"github.com/graph-engineering/graph-engineering-mcp/manifest"
+	"github.com/graph-engineering/graph-engineering-mcp/mcpadapter"
+	"github.com/graph-engineering/graph-engineering-mcp/mcpadapter/internal/wire"
+	"github.com/graph-engineering/graph-engineering-mcp/mcpadapter/tools"
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph"
 )
 
@@ -25,12 +27,12 @@ import (
 // strings are echoed exactly; anything else is -32600 with id null, and the
 // request does not run.
 func TestHTTPNumericIDsAreEchoedExactly(t *testing.T) {
-	f := newHTTPFixture(t, HTTPOptions{})
+	f := newHTTPFixture(t, Options{})
 	create := func(id, node string) string {
 		return `{"jsonrpc":"2.0","id":` + id + `,"method":"tools/call","params":{"name":"graph_task_create","arguments":{"workflow_id":"ids","node_id":"` + node + `"},"_meta":` + mustJSON(t, modernMeta(nil)) + `}}`
 	}
 	for i, id := range []string{"1.5", "9007199254740993", "12345678901234567890", "-9007199254740992", "1e400", "1e-400"} {
-		r := f.post(create(id, fmt.Sprintf("r%d", i)), modernHeaders("tools/call", headerName, manifest.ToolCreate))
+		r := f.post(create(id, fmt.Sprintf("r%d", i)), modernHeaders("tools/call", wire.HeaderName, manifest.ToolCreate))
 		r.wantError(t, http.StatusBadRequest, jsonrpc.CodeInvalidRequest)
 		if !strings.Contains(r.rpc.Error.Message, "numeric id must be an integer") || !strings.Contains(string(r.body), `"id":null`) {
 			t.Errorf("id %s: %s", id, r.body)
@@ -57,76 +59,10 @@ func mustJSON(t *testing.T, v any) string {
 	return string(b)
 }
 
-// topLevelError decides whether a response must be decoded and corrected;
-// only a top-level "error" member counts, wherever else the word appears.
-func TestTopLevelError(t *testing.T) {
-	for body, want := range map[string]bool{
-		`{"jsonrpc":"2.0","id":1,"error":{"code":0,"message":"plain"}}`:                          true,
-		`{"jsonrpc":"2.0","id":"result","error":{"code":-32603,"message":"result"}}`:             true,
-		`{"error":{"code":1,"message":"m"},"jsonrpc":"2.0","id":1}`:                              true,
-		`{"jsonrpc":"2.0","id":1,"result":{"error":null}}`:                                       false,
-		`{"jsonrpc":"2.0","id":"error","result":{"content":[{"text":"\"error\": x"}]}}`:          false,
-		`{"jsonrpc":"2.0","id":{"error":1},"result":{}}`:                                         false,
-		`{"jsonrpc":"2.0","id":1,"result":{"task":{"error":"boom","state":"failed"}},"x":"err"}`: false,
-		`not json "error"`: false,
-	} {
-		if got := topLevelError([]byte(body)); got != want {
-			t.Errorf("topLevelError(%s) = %v, want %v", body, got, want)
-		}
-	}
-}
-
-// An argument error names its field in _meta, like a store validation
-// error; an unknown tool's -32602 lists the tools there are.
-func TestArgumentErrorsNameTheirFieldAndUnknownToolsListTheTools(t *testing.T) {
-	f := newFixture(t)
-	r := f.raw()
-	for _, c := range []struct {
-		tool  string
-		args  map[string]any
-		field string
-	}{
-		{manifest.ToolClaim, map[string]any{"owner": "w", "lease_ms": 0}, "lease_ms"},
-		{manifest.ToolClaim, map[string]any{"owner": "w", "wait_ms": "soon"}, "wait_ms"},
-		{manifest.ToolClaim, map[string]any{}, "owner"},
-		{manifest.ToolClaim, map[string]any{"owner": "w", "task_id": nil}, "task_id"},
-		{manifest.ToolClaim, map[string]any{"owner": "w", "force": true}, "force"},
-		{manifest.ToolCreate, map[string]any{"workflow_id": "w", "node_id": "n", "max_attempts": 1.5}, "max_attempts"},
-	} {
-		res := mustResult(t, r.modernCall("tools/call", map[string]any{"name": c.tool, "arguments": c.args}, nil))
-		detail, _ := res["_meta"].(map[string]any)[ErrorMetaKey].(map[string]any)
-		if res["isError"] != true || detail["kind"] != "invalid" || detail["field"] != c.field {
-			t.Errorf("%s %v: want kind invalid with field %q, got %v", c.tool, c.args, c.field, res)
-		}
-	}
-	// The same overflow rule as over HTTP (TestHTTPOverflowingNumberIsAToolError).
-	for _, raw := range []string{`{"workflow_id":"w","node_id":"n","payload":{"x":1e400}}`} {
-		res := mustResult(t, r.modernCall("tools/call", map[string]any{"name": manifest.ToolCreate, "arguments": json.RawMessage(raw)}, nil))
-		detail, _ := res["_meta"].(map[string]any)[ErrorMetaKey].(map[string]any)
-		if res["isError"] != true || detail["field"] != "payload" || !strings.Contains(fmt.Sprint(res["content"]), "beyond the range of a 64-bit float") {
-			t.Errorf("stdio create %s: want a tool error naming payload, got %v", raw, res)
-		}
-	}
-	res := mustResult(t, r.modernCall("tools/call", map[string]any{"name": manifest.ToolCreate, "arguments": json.RawMessage(`{"workflow_id":"w","node_id":"ok","payload":{"tiny":1e-400,"big":9007199254740993,"max":1.7976931348623157e308}}`)}, nil))
-	if res["isError"] == true {
-		t.Errorf("numbers within float64 range (or underflowing to 0) must be accepted: %v", res)
-	}
-	resp := r.modernCall("tools/call", map[string]any{"name": "graph_task_force", "arguments": map[string]any{}}, nil)
-	var je *jsonrpc.Error
-	if !errors.As(resp.Error, &je) || je.Code != jsonrpc.CodeInvalidParams {
-		t.Fatalf("unknown tool: want -32602, got %+v", resp)
-	}
-	for _, name := range manifest.AllTools {
-		if !strings.Contains(je.Message, name) || !strings.Contains(string(je.Data), name) {
-			t.Errorf("the unknown-tool error does not list %s: %s %s", name, je.Message, je.Data)
-		}
-	}
-}
-
 // A POST whose Accept header lacks application/json or text/event-stream
 // gets a JSON-RPC error body, as every refusal does (MCP.md §4).
 func TestBadAcceptGetsAJSONRPCError(t *testing.T) {
-	f := newHTTPFixture(t, HTTPOptions{})
+	f := newHTTPFixture(t, Options{})
 	for _, accept := range []string{"", "application/json", "text/event-stream", "text/html", "application/xml, text/plain"} {
 		h := modernHeaders("tools/list", "Accept", accept)
 		if accept == "" {
@@ -149,8 +85,8 @@ func TestBadAcceptGetsAJSONRPCError(t *testing.T) {
 // with a plain-text 400. When this fails, the SDK answers in JSON-RPC
 // itself and acceptFailure can go.
 func TestSDKRefusesBadAcceptInPlainText(t *testing.T) {
-	f := newHTTPFixture(t, HTTPOptions{})
-	sdk := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return f.srv.mcp }, &mcp.StreamableHTTPOptions{Stateless: true, JSONResponse: true})
+	f := newHTTPFixture(t, Options{})
+	sdk := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return f.srv.MCP() }, &mcp.StreamableHTTPOptions{Stateless: true, JSONResponse: true})
 	req := httptest.NewRequest(http.MethodPost, "/mcp", strings.NewReader(modernBody(1, "tools/list", nil, nil)))
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "text/html")
@@ -169,10 +105,10 @@ func TestSDKRefusesBadAcceptInPlainText(t *testing.T) {
 // answer -32020 "failed to extract name" instead; over stdio the number was
 // stored, and a worker whose decoder reads doubles crashed after claiming.
 func TestHTTPOverflowingNumberIsAToolError(t *testing.T) {
-	f := newHTTPFixture(t, HTTPOptions{})
+	f := newHTTPFixture(t, Options{})
 	call := func(id int, args string) *rawResponse {
 		body := `{"jsonrpc":"2.0","id":` + fmt.Sprint(id) + `,"method":"tools/call","params":{"name":"graph_task_create","arguments":` + args + `,"_meta":` + mustJSON(t, modernMeta(nil)) + `}}`
-		return f.post(body, modernHeaders("tools/call", headerName, manifest.ToolCreate))
+		return f.post(body, modernHeaders("tools/call", wire.HeaderName, manifest.ToolCreate))
 	}
 	overflow := call(1, `{"workflow_id":"big","node_id":"n","payload":{"x":[1,-1e400]}}`)
 	ordinary := call(2, `{"workflow_id":"big","node_id":"n","payload":"not an object"}`)
@@ -184,7 +120,7 @@ func TestHTTPOverflowingNumberIsAToolError(t *testing.T) {
 	var o, n map[string]any
 	json.Unmarshal(overflow.rpc.Result, &o)
 	json.Unmarshal(ordinary.rpc.Result, &n)
-	detail, _ := o["_meta"].(map[string]any)[ErrorMetaKey].(map[string]any)
+	detail, _ := o["_meta"].(map[string]any)[tools.ErrorMetaKey].(map[string]any)
 	if o["isError"] != true || detail["field"] != "payload" || !strings.Contains(fmt.Sprint(o["content"]), "-1e400") {
 		t.Fatalf("overflow: want a tool error naming payload and the number, got %v", o)
 	}
@@ -204,11 +140,11 @@ func TestHTTPOverflowingNumberIsAToolError(t *testing.T) {
 	}
 	// Canary: the SDK alone still fails on such a body; when it stops,
 	// overflowToolError can go.
-	sdk := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return f.srv.mcp }, &mcp.StreamableHTTPOptions{Stateless: true, JSONResponse: true})
+	sdk := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return f.srv.MCP() }, &mcp.StreamableHTTPOptions{Stateless: true, JSONResponse: true})
 	req := httptest.NewRequest(http.MethodPost, "/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"graph_task_create","arguments":{"workflow_id":"big","node_id":"n","payload":{"x":1e400}},"_meta":`+mustJSON(t, modernMeta(nil))+`}}`))
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
-	for k, v := range modernHeaders("tools/call", headerName, manifest.ToolCreate) {
+	for k, v := range modernHeaders("tools/call", wire.HeaderName, manifest.ToolCreate) {
 		req.Header.Set(k, v)
 	}
 	rec := httptest.NewRecorder()
@@ -223,7 +159,7 @@ func TestHTTPOverflowingNumberIsAToolError(t *testing.T) {
 // cost the lease.
 func TestHTTPHeartbeatJudgedAtArrivalNotAfterAdmission(t *testing.T) {
 	const n = 1
-	f := newHTTPFixture(t, HTTPOptions{MaxConcurrent: n, AdmissionWait: 50 * time.Second})
+	f := newHTTPFixture(t, Options{MaxConcurrent: n, AdmissionWait: 50 * time.Second})
 	clock := f.store.Clock().(*lease.ManualClock)
 	c, err := f.store.CreateTask(f.ctx, "wf", taskgraph.NodeSpec{NodeID: "a"})
 	if err != nil {
@@ -237,7 +173,7 @@ func TestHTTPHeartbeatJudgedAtArrivalNotAfterAdmission(t *testing.T) {
 	done := make(chan *rawResponse, 1)
 	go func() {
 		args := map[string]any{"task_id": cl.Task.TaskID, "owner": "w", "generation": cl.Lease.Generation, "claim_token": cl.Lease.Token}
-		done <- f.post(modernBody(1, "tools/call", map[string]any{"name": manifest.ToolHeartbeat, "arguments": args}, nil), modernHeaders("tools/call", headerName, manifest.ToolHeartbeat))
+		done <- f.post(modernBody(1, "tools/call", map[string]any{"name": manifest.ToolHeartbeat, "arguments": args}, nil), modernHeaders("tools/call", wire.HeaderName, manifest.ToolHeartbeat))
 	}()
 	waitFor(t, "the heartbeat to wait for a slot", func() bool { holders, _ := f.h.slots.waiting(); return holders == 1 })
 	clock.Advance(5 * time.Second) // the lease's expiry passes while it waits
@@ -251,12 +187,13 @@ func TestHTTPHeartbeatJudgedAtArrivalNotAfterAdmission(t *testing.T) {
 
 // A legacy session's heartbeat is judged at the server time it arrived at
 // the HTTP handler too, although the SDK runs it in the session's context:
-// the arrival reaches the tool through the request header the SDK hands
-// over. A value the client sends in that header is overwritten, so a late
-// heartbeat cannot claim an earlier arrival, and no call is judged at the
-// time its session began.
+// the front admits the arrival with the request (mcpadapter.Inbound) and
+// the SDK hands the call only its key, in the request header
+// (wire.HeaderInbound). A value the client sends in that header is
+// overwritten, so a late heartbeat cannot borrow another arrival, and no
+// call is judged at the time its session began.
 func TestHTTPLegacyHeartbeatJudgedAtArrival(t *testing.T) {
-	f := newHTTPFixture(t, HTTPOptions{MaxConcurrent: 1, AdmissionWait: 50 * time.Second})
+	f := newHTTPFixture(t, Options{MaxConcurrent: 1, AdmissionWait: 50 * time.Second})
 	clock := f.store.Clock().(*lease.ManualClock)
 	legacy := func(hc *http.Client) *mcp.ClientSession {
 		t.Helper()
@@ -300,14 +237,20 @@ func TestHTTPLegacyHeartbeatJudgedAtArrival(t *testing.T) {
 		t.Fatalf("a legacy heartbeat that arrived in time was refused after waiting for a slot: %v", err)
 	}
 
-	// A client that sends the header itself, naming a time at which its
-	// lease was still live, is judged at its real arrival.
+	// A client that sends the header itself, naming the key of a request
+	// admitted while its lease was still live, is judged at its real
+	// arrival; so is one that sends the arrival header an earlier version
+	// of this server read.
 	holder = claim("b")
+	key, forget := f.srv.Admit(mcpadapter.Inbound{Arrival: clock.Now()})
+	defer forget()
 	forged := strconv.FormatInt(clock.Now().UnixNano(), 10)
 	clock.Advance(5 * time.Second) // b's lease lapsed
-	liar := legacy(&http.Client{Transport: headerRT{next: http.DefaultTransport, name: headerArrival, value: forged}})
-	if _, err := fleetCall(f.ctx, liar, manifest.ToolHeartbeat, holder); err == nil || !strings.Contains(err.Error(), "expired") {
-		t.Fatalf("a late heartbeat claiming an earlier arrival: %v, want refused as expired", err)
+	for name, value := range map[string]string{wire.HeaderInbound: key, "Graph-Engineering-Arrival": forged} {
+		liar := legacy(&http.Client{Transport: headerRT{next: http.DefaultTransport, name: name, value: value}})
+		if _, err := fleetCall(f.ctx, liar, manifest.ToolHeartbeat, holder); err == nil || !strings.Contains(err.Error(), "expired") {
+			t.Fatalf("a late heartbeat sending %s: %v, want refused as expired", name, err)
+		}
 	}
 
 	// Nor is a call judged at the time its session began: the session's
