@@ -155,7 +155,8 @@ var errArgsNotObject = errors.New("tool arguments must be a JSON object")
 
 // decodeArgs parses a tool's arguments (a JSON object; absent means {})
 // against its fields: no unknown or duplicate keys, every value of the right
-// type and within bounds. Numbers are read exactly, never through float64.
+// type and within bounds, and no lone UTF-16 surrogate in any string.
+// Numbers are read exactly, never through float64.
 func decodeArgs(raw json.RawMessage, fields []field) (*args, error) {
 	a := &args{raw: map[string]json.RawMessage{}, str: map[string]string{}, num: map[string]int64{}, bln: map[string]bool{}, lst: map[string][]string{}, tim: map[string]time.Time{}}
 	trimmed := bytes.TrimSpace(raw)
@@ -214,6 +215,11 @@ func decodeArgs(raw json.RawMessage, fields []field) (*args, error) {
 				return nil, fieldErrorf(f.name, "%s is required (got null)", f.name)
 			}
 			return nil, fieldErrorf(f.name, "%s must not be null; omit it to use the default", f.name)
+		}
+		if esc, ok := input.LoneSurrogate(v); ok {
+			// The store keeps payloads and results as sent, and a worker
+			// whose decoder reads the escape faithfully cannot write it out.
+			return nil, fieldErrorf(f.name, "%s holds a lone UTF-16 surrogate (%s), which is not a Unicode character and which many JSON decoders cannot write out as UTF-8; send valid Unicode text", f.name, esc)
 		}
 		if err := a.check(f, v); err != nil {
 			return nil, withField(err, f.name)

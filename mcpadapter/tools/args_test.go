@@ -2,6 +2,7 @@ package tools
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -101,5 +102,33 @@ func TestRegressionEchoedArgumentIsValidUTF8(t *testing.T) {
 	_, err := decodeArgs(json.RawMessage("{\"task_id\":\"00000000000000000000000000\",\"owner\":\"0\",\"generation\":\"\x93\"}"), fieldsOf(t, manifest.ToolHeartbeat))
 	if err == nil || !utf8.ValidString(err.Error()) {
 		t.Errorf("decodeArgs: %q", err)
+	}
+}
+
+// A lone surrogate ("\udc00") was accepted in a payload and stored as
+// sent, and crashed a worker that wrote it out as UTF-8 (issue 29 item 13):
+// it is refused, naming the field, in every argument; a surrogate pair is a
+// character like any other.
+func TestLoneSurrogatesAreRefusedNamingTheField(t *testing.T) {
+	create, complete := fieldsOf(t, manifest.ToolCreate), fieldsOf(t, manifest.ToolComplete)
+	holder := `"task_id":"01ARZ3NDEKTSV4RRFFQ69G5FAV","owner":"w","generation":1,"claim_token":"t"`
+	for _, tc := range []struct {
+		fields []field
+		args   string
+		field  string
+	}{
+		{create, `{"workflow_id":"w","node_id":"n","payload":{"note":"\udc00"}}`, "payload"},
+		{create, `{"workflow_id":"w","node_id":"n","payload":{"\ud800":1}}`, "payload"},
+		{complete, `{` + holder + `,"result":["ok","\ud83d"]}`, "result"},
+		{fieldsOf(t, manifest.ToolFail), `{` + holder + `,"error":"bad \udfff"}`, "error"},
+	} {
+		_, err := decodeArgs(json.RawMessage(tc.args), tc.fields)
+		var ae *argError
+		if !errors.As(err, &ae) || ae.field != tc.field || !strings.Contains(err.Error(), "lone UTF-16 surrogate") {
+			t.Errorf("decodeArgs(%s) = %v, want an error naming %s", tc.args, err, tc.field)
+		}
+	}
+	if _, err := decodeArgs(json.RawMessage(`{"workflow_id":"w","node_id":"n","payload":{"note":"\ud83d\ude00 é"}}`), create); err != nil {
+		t.Errorf("a surrogate pair was refused: %v", err)
 	}
 }

@@ -153,3 +153,65 @@ func Cut(s string, n int) string {
 	}
 	return s[:cut] + "…"
 }
+
+// LoneSurrogate reports whether the JSON text raw holds, in a string, a
+// \u escape of a UTF-16 surrogate that is not one half of a pair (such as
+// "\udc00"), and returns the first such escape. Go's decoder turns one into
+// U+FFFD, but the raw text is kept where a value is stored as sent: a
+// lone surrogate is not a Unicode character, and a reader that decodes it
+// faithfully (Python's json) cannot write it out as UTF-8.
+func LoneSurrogate(raw []byte) (string, bool) {
+	inString := false
+	for i := 0; i < len(raw); i++ {
+		c := raw[i]
+		switch {
+		case c == '"':
+			inString = !inString
+		case !inString:
+		case c == '\\' && i+1 < len(raw) && raw[i+1] != 'u':
+			i++ // an escape other than \u: skip the escaped character
+		case c == '\\':
+			r, ok := hex4(raw, i+2)
+			if !ok {
+				i++
+				continue
+			}
+			switch {
+			case r >= 0xD800 && r <= 0xDBFF:
+				// A high surrogate must be followed by an escaped low one.
+				if i+7 < len(raw) && raw[i+6] == '\\' && raw[i+7] == 'u' {
+					if lo, ok := hex4(raw, i+8); ok && lo >= 0xDC00 && lo <= 0xDFFF {
+						i += 11
+						continue
+					}
+				}
+				return string(raw[i : i+6]), true
+			case r >= 0xDC00 && r <= 0xDFFF:
+				return string(raw[i : i+6]), true
+			}
+			i += 5
+		}
+	}
+	return "", false
+}
+
+// hex4 reads the four hex digits at raw[i:i+4].
+func hex4(raw []byte, i int) (rune, bool) {
+	if i+4 > len(raw) {
+		return 0, false
+	}
+	var r rune
+	for _, c := range raw[i : i+4] {
+		switch {
+		case c >= '0' && c <= '9':
+			r = r<<4 | rune(c-'0')
+		case c >= 'a' && c <= 'f':
+			r = r<<4 | rune(c-'a'+10)
+		case c >= 'A' && c <= 'F':
+			r = r<<4 | rune(c-'A'+10)
+		default:
+			return 0, false
+		}
+	}
+	return r, true
+}

@@ -61,3 +61,23 @@ func TestCutKeepsRunes(t *testing.T) {
 		t.Errorf("Cut = %q", got)
 	}
 }
+
+func TestLoneSurrogate(t *testing.T) {
+	for raw, want := range map[string]string{
+		`{"a":"\udc00"}`:                 `\udc00`,
+		`{"a":"x\ud800"}`:                `\ud800`,
+		`{"a":"\ud800x"}`:                `\ud800`,
+		`{"a":"\uD800\u0041"}`:           `\uD800`,
+		`{"\udfff":1}`:                   `\udfff`,
+		`["ok","\ud83d\ude00","\udc01"]`: `\udc01`,
+	} {
+		if got, ok := LoneSurrogate([]byte(raw)); !ok || got != want {
+			t.Errorf("LoneSurrogate(%s) = %q, %v; want %q", raw, got, ok, want)
+		}
+	}
+	for _, raw := range []string{`{"a":"\ud83d\ude00"}`, `{"a":"\\udc00"}`, `{"a":"\\\\\ud83d\ude00"}`, `{"a":"\u0041é😀"}`, `[1,2,{"b":null}]`, `"\n\t\"\\"`} {
+		if got, ok := LoneSurrogate([]byte(raw)); ok {
+			t.Errorf("LoneSurrogate(%s) = %q, want none", raw, got)
+		}
+	}
+}
