@@ -551,6 +551,8 @@ func TestHostileInputs(t *testing.T) {
 		{name: "10 MB payload", msg: toolCall(manifest.ToolCreate, createArgs(`"payload":{"s":"`+big+`"}`)), want: "invalid payload: must be at most 65536 bytes"},
 		{name: "duplicate key in arguments", msg: toolCall(manifest.ToolCreate, `{"workflow_id":"hw","node_id":"n1","node_id":"n2"}`), want: `the key "node_id" appears twice`},
 		{name: "duplicate key in payload", msg: toolCall(manifest.ToolCreate, createArgs(`"payload":{"k":1,"k":1}`)), want: `has the key "k" twice`},
+		{name: "lone surrogate in payload", msg: toolCall(manifest.ToolCreate, createArgs(`"payload":{"note":"\udc00"}`)), want: `payload holds a lone UTF-16 surrogate (\udc00)`},
+		{name: "lone surrogate in a result", msg: toolCall(manifest.ToolComplete, holder(`"result":"\ud800"`)), want: `result holds a lone UTF-16 surrogate`},
 		{name: "result of 300 KiB with the live claim", msg: toolCall(manifest.ToolComplete, holder(`"result":"`+strings.Repeat("r", 300<<10)+`"`)), want: "invalid result: must be at most 262144 bytes"},
 		{name: "error text of 70 KiB with the live claim", msg: toolCall(manifest.ToolFail, holder(`"error":"`+strings.Repeat("e", 70<<10)+`"`)), want: "error must be at most 65536 characters"},
 		{name: "error text of 40000 two-byte characters", msg: toolCall(manifest.ToolFail, holder(`"error":"`+strings.Repeat("é", 40000)+`"`)), want: "invalid error: must be at most 65536 bytes (got 80000)"},
@@ -641,13 +643,18 @@ func TestHostileInputs(t *testing.T) {
 		{name: "stdio: duplicate id member", msg: line(`{"jsonrpc":"2.0","id":1,"id":2,"method":"tools/list","params":{` + hostileMeta + `}}`), code: jsonrpc.CodeInvalidRequest, want: `the member "id" appears twice`},
 		{name: "stdio: duplicate params member", msg: line(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"graph_task_inspect","name":"graph_task_create",` + hostileMeta + `}}`), code: jsonrpc.CodeInvalidParams, want: `the member "name" of params appears twice`},
 		{name: "stdio: notifications/initialized with an id", msg: line(`{"jsonrpc":"2.0","id":1,"method":"notifications/initialized"}`), code: jsonrpc.CodeInvalidParams, want: "missing _meta"},
-		{name: "stdio: an unsolicited response", msg: line(`{"jsonrpc":"2.0","id":"r1","result":{}}`), none: true},
-		{name: "stdio: an unsolicited error with code 0", msg: line(`{"jsonrpc":"2.0","id":"r2","error":{"code":0,"message":""}}`), none: true},
+		// A response outside a legacy session gets what HTTP answers one
+		// without Mcp-Session-Id (issue 29 item 13: stdio answered nothing).
+		{name: "stdio: an unsolicited response", msg: line(`{"jsonrpc":"2.0","id":"r1","result":{}}`), code: jsonrpc.CodeInvalidRequest, want: "accepted only within a legacy session"},
+		{name: "stdio: an unsolicited error with code 0", msg: line(`{"jsonrpc":"2.0","id":"r2","error":{"code":0,"message":""}}`), code: jsonrpc.CodeInvalidRequest, want: "accepted only within a legacy session"},
 		{name: "stdio: cancelling an unknown request", msg: line(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"nope"}}`), none: true},
 		{name: "stdio: second initialize", setup: []hostileMsg{
 			line(`{"jsonrpc":"2.0","id":"i1","method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"h","version":"1"}}}`),
 			line(`{"jsonrpc":"2.0","method":"notifications/initialized"}`),
 		}, msg: line(`{"jsonrpc":"2.0","id":"i2","method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"h","version":"1"}}}`), code: jsonrpc.CodeInvalidRequest, want: "initialize was already received"},
+		// Within the legacy session (initialized above) a response goes to
+		// the session, as over HTTP with Mcp-Session-Id, and is not answered.
+		{name: "stdio: a response within the legacy session", msg: line(`{"jsonrpc":"2.0","id":"r3","result":{}}`), none: true},
 	}
 	if len(cases) < 40 {
 		t.Fatalf("only %d hostile inputs", len(cases))

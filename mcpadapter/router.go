@@ -274,7 +274,16 @@ func (r *router) send(ctx context.Context, c *pipeConn, msg jsonrpc.Message) boo
 func (r *router) dispatch(ctx context.Context, msg jsonrpc.Message) {
 	switch msg := msg.(type) {
 	case *jsonrpc.Response:
-		// An answer to a server-to-client request: only legacy sessions send those.
+		// An answer to a server-to-client request: only legacy sessions send
+		// those. Before initialize the connection is none, and the response
+		// gets the answer HTTP gives one outside a session.
+		r.mu.Lock()
+		init := r.legacyInit
+		r.mu.Unlock()
+		if !init {
+			r.reply(wire.ResponseOutsideSession())
+			return
+		}
 		r.send(ctx, r.legacy, msg)
 	case *jsonrpc.Request:
 		if !msg.IsCall() {

@@ -49,7 +49,7 @@ func ClassifyHTTP(h http.Header, m *Message) (Era, *Failure) {
 	sid := h.Get(HeaderSessionID)
 	if m.IsResponse() {
 		if sid == "" {
-			return 0, Failf(http.StatusBadRequest, nil, jsonrpc.CodeInvalidRequest, "invalid request: a JSON-RPC response is accepted only within a session (Mcp-Session-Id); this server sends no requests outside one")
+			return 0, ResponseOutsideSession()
 		}
 		return Legacy, nil
 	}
@@ -83,6 +83,17 @@ func ClassifyHTTP(h http.Header, m *Message) (Era, *Failure) {
 		return 0, MissingMeta(m)
 	}
 	return 0, Failf(http.StatusBadRequest, m, jsonrpc.CodeInvalidRequest, "invalid request: missing Mcp-Session-Id header: send initialize first to open a session (protocol %s)", hv)
+}
+
+// ResponseOutsideSession is the answer, on every transport, to a JSON-RPC
+// response (a client's answer to a server request) that belongs to no
+// legacy session: this server sends requests only within one, so such a
+// message answers nothing. Over HTTP a session is named by Mcp-Session-Id;
+// on stdio the connection is one once initialize was received. JSON-RPC
+// answers no response; the id is null, since the message's id names no
+// request of the client's.
+func ResponseOutsideSession() *Failure {
+	return Failf(http.StatusBadRequest, nil, jsonrpc.CodeInvalidRequest, "invalid request: a JSON-RPC response is accepted only within a legacy session (after initialize; over HTTP with its Mcp-Session-Id); this server sends no requests outside one")
 }
 
 // nameParam is the params field that the Mcp-Name header mirrors, per method.
