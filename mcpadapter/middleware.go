@@ -2,7 +2,6 @@ package mcpadapter
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -261,6 +260,3 @@ func declaresExtension(req mcp.Request, ext string) bool {
 	_, ok = exts[ext]
 	return ok
 }
-
-// errorData marshals v for a jsonrpc.Error's Data.
-func errorData(v any) json.RawMessage { return wire.ErrorData(v) }

@@ -39,19 +39,6 @@ func toolText(res *mcp.CallToolResult) string {
 	return ""
 }
 
-// mustResult decodes a JSON-RPC result, failing on an error.
-func mustResult(t *testing.T, raw json.RawMessage, rpcErr any) map[string]any {
-	t.Helper()
-	if rpcErr != nil {
-		t.Fatalf("unexpected error: %v", rpcErr)
-	}
-	var m map[string]any
-	if err := json.Unmarshal(raw, &m); err != nil {
-		t.Fatalf("result is not an object: %s", raw)
-	}
-	return m
-}
-
 // holderArgs are the holder arguments of a claim's structured content.
 func holderArgs(claim map[string]any) map[string]any {
 	l := claim["lease"].(map[string]any)
