@@ -279,7 +279,7 @@ func httpConfigFromFlags(c *cli.Context) (httpConfig, error) {
 	case cfg.opts.AdmissionWait < 0 || cfg.opts.AdmissionWait > cfg.opts.CallTimeout:
 		return httpConfig{}, usagef("--admission-wait must be between 0s and --call-timeout %s (got %s)", cfg.opts.CallTimeout, cfg.opts.AdmissionWait)
 	case cfg.opts.AdmissionWait == 0:
-		cfg.opts.AdmissionWait = -1 // refuse at once; HTTPOptions takes 0 for the default
+		cfg.opts.AdmissionWait = -1 // refuse at once; httpfront.Options takes 0 for the default
 	}
 	if cfg.opts.SessionIdleTimeout = c.Duration("session-idle-timeout"); cfg.opts.SessionIdleTimeout <= 0 {
 		return httpConfig{}, usagef("--session-idle-timeout must be positive (got %s)", cfg.opts.SessionIdleTimeout)

@@ -271,7 +271,7 @@ func dialSlow(t *testing.T, addr, token string, body bool) *slowConn {
 // Rule 2: slow and unauthenticated clients, more than the connection cap,
 // neither delay a worker's heartbeat until their timeouts nor take the
 // concurrency slots.
-func TestServeStreamableHTTPSlowClientsDoNotStarveWorkers(t *testing.T) {
+func TestServeSlowClientsDoNotStarveWorkers(t *testing.T) {
 	const (
 		token                   = "fleet-token-0123456789"
 		slowHeaders, slowBodies = 300, 64 // slowBodies = every concurrency slot
@@ -513,7 +513,7 @@ func TestHTTPLongPollOutlivesTheReadTimeout(t *testing.T) {
 	}
 }
 
-func TestServeStreamableHTTPWarnsOfAConnectionCapAboveTheOpenFilesLimit(t *testing.T) {
+func TestServeWarnsOfAConnectionCapAboveTheOpenFilesLimit(t *testing.T) {
 	limit, ok := openFilesLimit()
 	if !ok || limit > 1<<40 {
 		t.Skip("no finite open-files limit here")

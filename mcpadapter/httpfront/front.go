@@ -33,7 +33,7 @@ const (
 	MetricsPath = "/metrics"
 )
 
-// Defaults of HTTPOptions.
+// Defaults of Options.
 const (
 	// DefaultHTTPAddr is the default listen address: loopback only.
 	DefaultHTTPAddr = "127.0.0.1:7330"
@@ -100,7 +100,7 @@ type Options struct {
 	// MaxConnections bounds open TCP connections. At the cap, a new
 	// connection is accepted and the oldest one that has never carried an
 	// authorized, fully read request is closed; when there is none, the new
-	// one waits. Used by ServeStreamableHTTP.
+	// one waits. Used by Serve.
 	MaxConnections int
 	// CallTimeout is the deadline of every call; it must exceed the longest
 	// claim wait.
@@ -114,7 +114,7 @@ type Options struct {
 	// flight.
 	MaxSessions int
 	// ShutdownTimeout bounds the drain of in-flight calls on shutdown; after
-	// it, remaining calls are cancelled. Used by ServeStreamableHTTP.
+	// it, remaining calls are cancelled. Used by Serve.
 	ShutdownTimeout time.Duration
 	// Metrics, when set, are served at /metrics and record HTTP latency.
 	Metrics *Metrics

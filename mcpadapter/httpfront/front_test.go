@@ -556,7 +556,7 @@ func (f *httpFixture) serveOn(t *testing.T, opts Options) *serving {
 	return s
 }
 
-func TestServeStreamableHTTPDrainsInFlightCallsOnShutdown(t *testing.T) {
+func TestServeDrainsInFlightCallsOnShutdown(t *testing.T) {
 	f, st := newHTTPStore(t)
 	for _, version := range []string{"", "2025-11-25"} {
 		t.Run("version="+version, func(t *testing.T) {
@@ -596,7 +596,7 @@ func TestServeStreamableHTTPDrainsInFlightCallsOnShutdown(t *testing.T) {
 				t.Fatalf("the in-flight call: %v", err)
 			}
 			if err := <-srv.done; err != nil {
-				t.Fatalf("ServeStreamableHTTP: %v", err)
+				t.Fatalf("Serve: %v", err)
 			}
 		})
 	}
@@ -621,7 +621,7 @@ func TestServeStreamableHTTPDrainsInFlightCallsOnShutdown(t *testing.T) {
 	}
 }
 
-func TestServeStreamableHTTPCancelsCallsAfterTheDrainBound(t *testing.T) {
+func TestServeCancelsCallsAfterTheDrainBound(t *testing.T) {
 	f, _ := newHTTPStore(t)
 	srv := f.serveOn(t, Options{ShutdownTimeout: 100 * time.Millisecond})
 	cs, err := f.connect("2025-11-25", "", nil)
@@ -637,7 +637,7 @@ func TestServeStreamableHTTPCancelsCallsAfterTheDrainBound(t *testing.T) {
 	start := time.Now()
 	srv.stop()
 	if err := <-srv.done; err != nil {
-		t.Fatalf("ServeStreamableHTTP: %v", err)
+		t.Fatalf("Serve: %v", err)
 	}
 	if took := time.Since(start); took > 10*time.Second {
 		t.Fatalf("shutdown took %s with a 100ms drain bound", took)
@@ -650,7 +650,7 @@ func TestServeStreamableHTTPCancelsCallsAfterTheDrainBound(t *testing.T) {
 	}
 }
 
-func TestHTTPOptionsAreValidated(t *testing.T) {
+func TestOptionsAreValidated(t *testing.T) {
 	f, _ := newHTTPStore(t)
 	for name, o := range map[string]Options{
 		"short token":             {AuthToken: "short"},
@@ -731,7 +731,7 @@ func TestHTTPCallsCarryTheCallDeadline(t *testing.T) {
 	}
 }
 
-func TestServeStreamableHTTPLimitsHeadersAndRefusesOpenBinds(t *testing.T) {
+func TestServeLimitsHeadersAndRefusesOpenBinds(t *testing.T) {
 	f, _ := newHTTPStore(t)
 	srv := f.serveOn(t, Options{})
 	req, err := http.NewRequest(http.MethodGet, "http://"+srv.addr+HealthPath, nil)

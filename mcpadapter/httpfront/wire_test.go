@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
 	"strconv"
 	"strings"
 	"testing"
@@ -81,25 +80,6 @@ func TestBadAcceptGetsAJSONRPCError(t *testing.T) {
 	}
 }
 
-// Canary for acceptFailure: the SDK's own handler still refuses a bad Accept
-// with a plain-text 400. When this fails, the SDK answers in JSON-RPC
-// itself and acceptFailure can go.
-func TestSDKRefusesBadAcceptInPlainText(t *testing.T) {
-	f := newHTTPFixture(t, Options{})
-	sdk := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return f.srv.MCP() }, &mcp.StreamableHTTPOptions{Stateless: true, JSONResponse: true})
-	req := httptest.NewRequest(http.MethodPost, "/mcp", strings.NewReader(modernBody(1, "tools/list", nil, nil)))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "text/html")
-	for k, v := range modernHeaders("tools/list") {
-		req.Header.Set(k, v)
-	}
-	rec := httptest.NewRecorder()
-	sdk.ServeHTTP(rec, req)
-	if rec.Code != http.StatusBadRequest || strings.HasPrefix(rec.Header().Get("Content-Type"), "application/json") {
-		t.Fatalf("the SDK now answers a bad Accept with HTTP %d %q %s: acceptFailure may no longer be needed", rec.Code, rec.Header().Get("Content-Type"), rec.Body)
-	}
-}
-
 // A payload number beyond float64 range is one rule on every transport: a
 // tool error naming the field. Over HTTP in 2026-07-28 the SDK used to
 // answer -32020 "failed to extract name" instead; over stdio the number was
@@ -138,20 +118,9 @@ func TestHTTPOverflowingNumberIsAToolError(t *testing.T) {
 	if tasks, err := f.store.ListTasks(f.ctx, taskgraph.ListFilter{WorkflowID: "big"}); err != nil || len(tasks) != 0 {
 		t.Errorf("a refused create stored %d tasks (%v)", len(tasks), err)
 	}
-	// Canary: the SDK alone still fails on such a body; when it stops,
-	// overflowToolError can go.
-	sdk := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return f.srv.MCP() }, &mcp.StreamableHTTPOptions{Stateless: true, JSONResponse: true})
-	req := httptest.NewRequest(http.MethodPost, "/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"graph_task_create","arguments":{"workflow_id":"big","node_id":"n","payload":{"x":1e400}},"_meta":`+mustJSON(t, modernMeta(nil))+`}}`))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	for k, v := range modernHeaders("tools/call", wire.HeaderName, manifest.ToolCreate) {
-		req.Header.Set(k, v)
-	}
-	rec := httptest.NewRecorder()
-	sdk.ServeHTTP(rec, req)
-	if !strings.Contains(rec.Body.String(), "failed to extract name") {
-		t.Errorf("the SDK no longer fails on an overflowing argument (HTTP %d %s): overflowToolError may no longer be needed", rec.Code, rec.Body)
-	}
+	// The SDK alone still fails on such a body: the canary is
+	// wire.TestSDKCanaryOverflowingArgumentsFailTheNameCheck.
+
 }
 
 // A 2026-07-28 heartbeat is judged at the server time it arrived at the
