@@ -196,12 +196,21 @@ type connTransport struct{ c mcp.Connection }
 
 func (t connTransport) Connect(context.Context) (mcp.Connection, error) { return t.c, nil }
 
+// inbound is one message a transport read: the SDK's form, and, where the
+// transport checked its envelope (stdio), the parts package wire read, so
+// that nothing decodes the message again (nil: the router reads params
+// itself).
+type inbound struct {
+	msg    jsonrpc.Message
+	parsed *wire.Message
+}
+
 // serve connects the two sessions to srv and feeds them from next until it
 // returns io.EOF or an error (or ctx is done); it then lets the requests in
 // flight finish and be answered (bounded, see drain), closes both sessions
 // and waits for them. Handlers do not see ctx's cancellation: a shutdown
 // stops intake, it does not abort work already accepted.
-func (r *router) serve(ctx context.Context, srv *mcp.Server, next func() (jsonrpc.Message, error)) error {
+func (r *router) serve(ctx context.Context, srv *mcp.Server, next func() (inbound, error)) error {
 	r.owner = map[jsonrpc.ID]*pipeConn{}
 	r.cancelled = map[jsonrpc.ID]bool{}
 	r.answered = make(chan struct{}, 1)
@@ -227,15 +236,15 @@ func (r *router) serve(ctx context.Context, srv *mcp.Server, next func() (jsonrp
 		if r.limit != nil && !r.limit.wait(parent.Done(), r.gone) {
 			break // a shutdown signal or a gone client: stop intake
 		}
-		msg, err := next()
+		in, err := next()
 		if err != nil {
 			if !errors.Is(err, io.EOF) {
 				readErr = err
 			}
 			break
 		}
-		if msg != nil {
-			r.dispatch(ctx, msg)
+		if in.msg != nil {
+			r.dispatch(ctx, in)
 		}
 	}
 	if r.drain(parent) && r.shutdown != nil {
@@ -271,8 +280,8 @@ func (r *router) send(ctx context.Context, c *pipeConn, msg jsonrpc.Message) boo
 	return false
 }
 
-func (r *router) dispatch(ctx context.Context, msg jsonrpc.Message) {
-	switch msg := msg.(type) {
+func (r *router) dispatch(ctx context.Context, in inbound) {
+	switch msg := in.msg.(type) {
 	case *jsonrpc.Response:
 		// An answer to a server-to-client request: only legacy sessions send
 		// those. Before initialize the connection is none, and the response
@@ -290,7 +299,7 @@ func (r *router) dispatch(ctx context.Context, msg jsonrpc.Message) {
 			r.send(ctx, r.notificationTarget(msg), msg)
 			return
 		}
-		target, fail := r.classify(msg)
+		target, fail := r.classify(msg, in.parsed)
 		if f := wire.UnknownMethod(msg.Method, KnownMethod); f != nil && fail == nil {
 			target, fail = nil, f
 		}
@@ -306,7 +315,7 @@ func (r *router) dispatch(ctx context.Context, msg jsonrpc.Message) {
 				r.reply(&wire.Failure{Code: jsonrpc.CodeInvalidRequest, Msg: "invalid request: the id " + input.Clip(fmt.Sprint(msg.ID.Raw())) + " is already used by a request in flight"})
 				return
 			}
-			r.limit.admit(msg) // room was waited for before reading msg
+			r.limit.admit(msg, in.parsed) // room was waited for before reading msg
 		}
 		r.mu.Lock()
 		r.owner[msg.ID] = target // in flight until answered: see drain
@@ -346,13 +355,17 @@ func (r *router) notificationTarget(msg *jsonrpc.Request) *pipeConn {
 // The _meta rules are the HTTP transport's (wire.MetaVersion,
 // wire.CheckModernMeta, wire.MissingMeta); only what a connection remembers
 // (its initialize) is stdio's own.
-func (r *router) classify(req *jsonrpc.Request) (*pipeConn, *wire.Failure) {
-	m := &wire.Message{ID: req.ID, HasID: req.IsCall(), Method: req.Method, Params: req.Params}
-	var p struct {
-		Meta map[string]json.RawMessage `json:"_meta"`
-	}
-	if len(req.Params) > 0 && json.Unmarshal(req.Params, &p) == nil {
-		m.Meta = p.Meta // params that are not an object: the session reports it
+func (r *router) classify(req *jsonrpc.Request, m *wire.Message) (*pipeConn, *wire.Failure) {
+	if m == nil {
+		// A framed transport (ServeTransport) hands over decoded messages:
+		// read the _meta here.
+		m = &wire.Message{ID: req.ID, HasID: req.IsCall(), Method: req.Method, Params: req.Params}
+		var p struct {
+			Meta map[string]json.RawMessage `json:"_meta"`
+		}
+		if len(req.Params) > 0 && json.Unmarshal(req.Params, &p) == nil {
+			m.Meta = p.Meta // params that are not an object: the session reports it
+		}
 	}
 	pv, hasPV, fail := wire.MetaVersion(m)
 	if fail != nil {

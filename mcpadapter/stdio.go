@@ -60,32 +60,32 @@ func (s *Server) serveStdio(ctx context.Context, r io.Reader, w io.Writer, maxIn
 			}
 		}
 	}()
-	next := func() (jsonrpc.Message, error) {
+	next := func() (inbound, error) {
 		for {
 			var l lineOrErr
 			var ok bool
 			select {
 			case l, ok = <-lines:
 				if !ok {
-					return nil, io.EOF
+					return inbound{}, io.EOF
 				}
 			case <-ctx.Done():
-				return nil, io.EOF
+				return inbound{}, io.EOF
 			case <-sw.gone():
-				return nil, io.EOF
+				return inbound{}, io.EOF
 			}
 			if l.tooLong {
 				rt.reply(&wire.Failure{Code: jsonrpc.CodeInvalidRequest, Msg: fmt.Sprintf("message too large: a line may hold at most %d bytes; it was discarded", MaxStdioLineBytes)})
-			} else if msg, fail := wire.DecodeLine(l.line); fail != nil {
+			} else if msg, parsed, fail := wire.DecodeLine(l.line); fail != nil {
 				rt.reply(fail)
 			} else if msg != nil {
-				return msg, nil
+				return inbound{msg, parsed}, nil
 			}
 			if l.err != nil {
 				if errors.Is(l.err, io.EOF) {
-					return nil, io.EOF
+					return inbound{}, io.EOF
 				}
-				return nil, l.err
+				return inbound{}, l.err
 			}
 		}
 	}
@@ -113,7 +113,10 @@ func (s *Server) ServeTransport(ctx context.Context, t mcp.Transport) error {
 	var wmu sync.Mutex
 	out := rt.out
 	rt.out = func(msg jsonrpc.Message) error { wmu.Lock(); defer wmu.Unlock(); return out(msg) }
-	return rt.serve(ctx, s.mcp, func() (jsonrpc.Message, error) { return conn.Read(ctx) })
+	return rt.serve(ctx, s.mcp, func() (inbound, error) {
+		msg, err := conn.Read(ctx)
+		return inbound{msg: msg}, err
+	})
 }
 
 type lineOrErr struct {

@@ -57,8 +57,8 @@ func (l *callLimit) wait(stop, gone <-chan struct{}) bool {
 // admit counts req in flight (holds(req.ID) is false). A claim-next call
 // that would wait is counted as parked; beyond parkMax it is rewritten to
 // wait_ms 0 first, so it is tried once and answered at once.
-func (l *callLimit) admit(req *jsonrpc.Request) {
-	park := parksClaim(req)
+func (l *callLimit) admit(req *jsonrpc.Request, parsed *wire.Message) {
+	park := parksClaim(req, parsed)
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if park && l.parked >= l.parkMax {
@@ -107,12 +107,20 @@ func (l *callLimit) holds(id jsonrpc.ID) bool {
 }
 
 // parksClaim reports whether req is a graph_task_claim the store would let
-// wait (ClaimMayWait).
-func parksClaim(req *jsonrpc.Request) bool {
+// wait (ClaimMayWait), reading its params from parsed when the transport
+// parsed them.
+func parksClaim(req *jsonrpc.Request, parsed *wire.Message) bool {
 	if req.Method != "tools/call" {
 		return false
 	}
-	name, args, ok := wire.ToolCallParts(req.Params)
+	var name string
+	var args json.RawMessage
+	var ok bool
+	if parsed != nil {
+		name, args, ok = parsed.ToolCall()
+	} else {
+		name, args, ok = wire.ToolCallParts(req.Params)
+	}
 	return ok && ClaimMayWait(name, args)
 }
 

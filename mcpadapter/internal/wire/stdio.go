@@ -58,23 +58,25 @@ func (lr *LineReader) Next() (line []byte, tooLong bool, err error) {
 	}
 }
 
-// DecodeLine turns one stdio line into a message for the SDK, or into the
-// Failure to answer it with (the same envelope rules as HTTP, Parse). A
-// notification that breaks a rule gets neither (both nil): JSON-RPC never
-// answers a notification. An empty line is nothing at all. The SDK's own
-// stdio reader (v1.8.0) ends the session on such input instead
+// DecodeLine turns one stdio line into a message for the SDK, with the
+// parts Parse read (so that nothing reads them again), or into the Failure
+// to answer it with (the same envelope rules as HTTP, Parse). The SDK decodes
+// the line itself too, as it decodes an HTTP body. A notification that
+// breaks a rule gets neither (all nil): JSON-RPC never answers a
+// notification. An empty line is nothing at all. The SDK's own stdio reader
+// (v1.8.0) ends the session on such input instead
 // (TestSDKCanaryNonJSONLineEndsTheSession).
-func DecodeLine(line []byte) (jsonrpc.Message, *Failure) {
+func DecodeLine(line []byte) (jsonrpc.Message, *Message, *Failure) {
 	line = bytes.TrimSpace(line)
 	if len(line) == 0 {
-		return nil, nil
+		return nil, nil, nil
 	}
 	m, fail := Parse(line)
 	if fail != nil {
 		if m != nil && m.IsNotification() {
-			return nil, nil
+			return nil, nil, nil
 		}
-		return nil, fail
+		return nil, nil, fail
 	}
 	msg, err := jsonrpc.DecodeMessage(line)
 	if err != nil {
@@ -83,7 +85,7 @@ func DecodeLine(line []byte) (jsonrpc.Message, *Failure) {
 			id := m.ID
 			f.ID = &id
 		}
-		return nil, f
+		return nil, nil, f
 	}
 	// Answer with exactly the id read above.
 	switch r := msg.(type) {
@@ -94,5 +96,5 @@ func DecodeLine(line []byte) (jsonrpc.Message, *Failure) {
 	case *jsonrpc.Response:
 		r.ID = m.ID
 	}
-	return msg, nil
+	return msg, m, nil
 }
