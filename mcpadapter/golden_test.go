@@ -26,6 +26,7 @@ import (
 	"github.com/graph-engineering/graph-engineering-mcp/mcpadapter/internal/wire"
 	"github.com/graph-engineering/graph-engineering-mcp/skills"
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph"
+	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/testwait"
 )
 
 // Whole-conversation golden tests. Each file in testdata/golden is a small
@@ -284,10 +285,7 @@ func (s *stdioGolden) start(t *testing.T, era string, opts ...goldenOpt) {
 	t.Cleanup(func() {
 		inW.Close()
 		cancel()
-		select {
-		case <-done:
-		case <-time.After(5 * time.Second):
-		}
+		testwait.Recv(t, "ServeStdio to return after its input closed", done)
 	})
 	s.in, s.out = inW, bufio.NewReader(outR)
 	if era == "legacy" {
@@ -313,16 +311,11 @@ func (s *stdioGolden) send(t *testing.T, m goldenMessage) []byte {
 		line, err := s.out.ReadBytes('\n')
 		ch <- result{line, err}
 	}()
-	select {
-	case r := <-ch:
-		if r.err != nil {
-			t.Fatalf("stdio read: %v", r.err)
-		}
-		return r.line
-	case <-time.After(10 * time.Second):
-		t.Fatalf("stdio: no answer to %s", m.text)
+	r := testwait.Recv(t, "the stdio answer to "+m.text, ch)
+	if r.err != nil {
+		t.Fatalf("stdio read: %v", r.err)
 	}
-	return nil
+	return r.line
 }
 
 // httpGolden POSTs each message to the HTTP front.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"path/filepath"
-	"runtime"
 	"testing"
 	"time"
 
@@ -12,6 +11,7 @@ import (
 	"github.com/graph-engineering/graph-engineering-mcp/manifest"
 	"github.com/graph-engineering/graph-engineering-mcp/mcpadapter/tools"
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph"
+	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/testwait"
 )
 
 // At the store's bound on parked claims, a claim-next with wait_ms answers at
@@ -37,9 +37,7 @@ func TestClaimAtWaitLimitAnswersWithHint(t *testing.T) {
 		_, _, err := st.Claim(ctx, taskgraph.ClaimRequest{Owner: "w0", Wait: taskgraph.MaxClaimWait})
 		parked <- err
 	}()
-	for st.Waiters() < 1 {
-		runtime.Gosched()
-	}
+	testwait.For(t, "the claim to park", func() bool { return st.Waiters() >= 1 })
 	res, out := callTool(t, cs, manifest.ToolClaim, map[string]any{"owner": "w1", "wait_ms": 30000})
 	if res.IsError || out["claimed"] != false || out["task"] != nil || out["hint"] != tools.WaitLimitHint {
 		t.Fatalf("claim-next at the wait limit: isError=%v %v", res.IsError, out)

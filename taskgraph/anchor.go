@@ -75,6 +75,9 @@ func ParseAuditHead(s string) (AuditHead, error) {
 // AuditHead returns the database-wide head now, from one snapshot.
 func (s *Store) AuditHead(ctx context.Context) (AuditHead, error) {
 	var h AuditHead
+	if err := s.linkAll(ctx); err != nil {
+		return h, fmt.Errorf("read the audit head: %w", err)
+	}
 	err := s.drv.Snapshot(ctx, func(rd tgdriver.Reads) error {
 		n, hash, _, err := rd.AuditHead(ctx)
 		if err != nil {
@@ -101,6 +104,9 @@ func (s *Store) AuditHead(ctx context.Context) (AuditHead, error) {
 // chains themselves (VerifyHistory does).
 func (s *Store) CheckAnchor(ctx context.Context, anchored AuditHead) error {
 	var reason string
+	if err := s.linkAll(ctx); err != nil {
+		return fmt.Errorf("check the anchor: %w", err)
+	}
 	err := s.drv.Snapshot(ctx, func(rd tgdriver.Reads) error {
 		reason = ""
 		var found bool

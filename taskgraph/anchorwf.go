@@ -83,6 +83,9 @@ func ParseWorkflowHead(s string) (WorkflowHead, error) {
 // MaxAnchorWorkflows, from one snapshot.
 func (s *Store) RecentWorkflowHeads(ctx context.Context, sinceMS int64) ([]WorkflowHead, error) {
 	var out []WorkflowHead
+	if err := s.linkAll(ctx); err != nil {
+		return nil, fmt.Errorf("read workflow heads: %w", err)
+	}
 	err := s.drv.Snapshot(ctx, func(rd tgdriver.Reads) error {
 		wfs, err := rd.Workflows(ctx)
 		if err != nil {
@@ -113,6 +116,9 @@ func (s *Store) RecentWorkflowHeads(ctx context.Context, sinceMS int64) ([]Workf
 // event before it).
 func (s *Store) CheckWorkflowAnchor(ctx context.Context, anchored WorkflowHead) error {
 	var reason string
+	if err := s.linkWorkflow(ctx, anchored.WorkflowID); err != nil {
+		return fmt.Errorf("check the anchor of workflow %s: %w", anchored.WorkflowID, err)
+	}
 	err := s.drv.Snapshot(ctx, func(rd tgdriver.Reads) error {
 		reason = ""
 		hash, ok, err := rd.EventHashAt(ctx, anchored.WorkflowID, anchored.Events)

@@ -61,6 +61,9 @@ var ErrBrokenChain = errors.New("event history does not verify")
 //     events.
 func (s *Store) VerifyHistory(ctx context.Context) (VerifyReport, error) {
 	var rep VerifyReport
+	if err := s.linkAll(ctx); err != nil {
+		return rep, fmt.Errorf("verify history: %w", err)
+	}
 	var brokenErr error
 	err := s.drv.Snapshot(ctx, func(rd tgdriver.Reads) error {
 		rep = VerifyReport{}

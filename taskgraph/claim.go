@@ -1,6 +1,7 @@
 package taskgraph
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -74,31 +75,7 @@ func (s *Store) Claim(ctx context.Context, req ClaimRequest) (c Claimed, ok bool
 	arrived := s.arrival(ctx)
 	try := func() (Claimed, bool, error) {
 		defer s.claimAttempts.Add(1)
-		if s.claimSlots != nil {
-			// Claim-next attempts take turns for a few slots, holding no
-			// connection while they wait: a crowd of claimers cannot fill
-			// the pool and queue on workflow locks ahead of the heartbeats
-			// and completes of workers already holding leases.
-			select {
-			case s.claimSlots <- struct{}{}:
-			case <-ctx.Done():
-				return Claimed{}, false, ctx.Err()
-			case <-s.quit:
-				return Claimed{}, false, ErrClosed
-			}
-			defer func() { <-s.claimSlots }()
-		}
-		var c Claimed
-		var ok bool
-		err := s.doAt(ctx, arrived, func(w *wtx) error {
-			var err error
-			c, ok, err = w.as(ActorWorker, req.Owner).claimNext(req.WorkflowID, caps, req.Owner, d)
-			return err
-		})
-		if err != nil {
-			return Claimed{}, false, fmt.Errorf("claim next: %w", err)
-		}
-		return c, ok, nil
+		return s.hotClaimNext(ctx, arrived, req.Owner, req.WorkflowID, caps, d)
 	}
 	if req.Wait == 0 {
 		return try()
@@ -181,27 +158,6 @@ func (s *Store) nextLeaseExpiry(ctx context.Context) (time.Time, error) {
 	return time.UnixMilli(ms), nil
 }
 
-func (w *wtx) claimNext(workflowID string, caps []string, owner string, d time.Duration) (Claimed, bool, error) {
-	// Lapsed leases expire, and tasks whose due time had come at arrival
-	// join the ready index, first (one index probe each when there is none).
-	if err := w.expireAndPromote(sweepLimit, dueLimit); err != nil {
-		return Claimed{}, false, err
-	}
-	tr, ok, err := w.tx.NextPending(w.ctx, workflowID, caps)
-	if err != nil {
-		return Claimed{}, false, fmt.Errorf("find a pending task: %w", err)
-	}
-	if !ok {
-		return Claimed{}, false, nil
-	}
-	r, err := toRow(tr)
-	if err != nil {
-		return Claimed{}, false, err
-	}
-	c, err := w.grant(&r, owner, d)
-	return c, err == nil, err
-}
-
 // claimByID claims task taskID. A task that cannot be claimed is reported as
 // conflict with a nil error, so that the operation still commits the expiry
 // of a lapsed lease it processed on the way (the conflict's message may
@@ -248,9 +204,33 @@ func notClaimable(r row, now time.Time) string {
 // and generation that were read, so a claim never takes over a claim made
 // meanwhile.
 func (w *wtx) grant(r *row, owner string, d time.Duration) (Claimed, error) {
-	token, err := lease.NewToken()
+	g, err := w.grantFor(r, owner, d)
 	if err != nil {
 		return Claimed{}, err
+	}
+	if err := w.mustUpdate(r, g.set, g.guard, "claim"); err != nil {
+		return Claimed{}, err
+	}
+	return w.granted(r, g)
+}
+
+// grantPlan is a claim of a pending task decided on: the update that grants
+// it and the lease it grants.
+type grantPlan struct {
+	owner string
+	token string
+	exp   time.Time
+	gen   int64
+	set   tgdriver.TaskSet
+	guard tgdriver.TaskGuard
+}
+
+// grantFor decides the claim of pending task r (as read) for owner with a
+// lease of d: a fresh token, the next generation, the next attempt.
+func (w *wtx) grantFor(r *row, owner string, d time.Duration) (grantPlan, error) {
+	token, err := lease.NewToken()
+	if err != nil {
+		return grantPlan{}, err
 	}
 	exp := w.now.Add(d)
 	gen := r.Generation + 1
@@ -258,37 +238,57 @@ func (w *wtx) grant(r *row, owner string, d time.Duration) (Claimed, error) {
 	if r.dueAtMS != 0 { // due by now (the guard says so): claimed in passing
 		due = tgdriver.Val(int64(0))
 	}
-	err = w.mustUpdate(r, tgdriver.TaskSet{
-		DueAtMS:          due,
-		State:            tgdriver.Val(string(StateClaimed)),
-		Owner:            tgdriver.Val(owner),
-		Generation:       tgdriver.Val(gen),
-		TokenHash:        tgdriver.Val(lease.HashToken(token)),
-		LeaseExpiresAtMS: tgdriver.Val(exp.UnixMilli()),
-		LeaseMS:          tgdriver.Val(d.Milliseconds()),
-		AddAttempt:       true,
-		StatusMessage:    tgdriver.Val(fmt.Sprintf("claimed by %s (generation %d)", owner, gen)),
-	}, tgdriver.TaskGuard{States: []string{string(StatePending)}, Generation: tgdriver.Val(r.Generation), DueByMS: tgdriver.Val(w.at().UnixMilli())}, "claim")
-	if err != nil {
-		return Claimed{}, err
-	}
-	if err := w.appendEvent(r, EventClaim, owner, gen, map[string]any{"attempt": r.Attempts, "lease_expires_at_ms": exp.UnixMilli()}); err != nil {
+	return grantPlan{owner: owner, token: token, exp: exp, gen: gen,
+		set: tgdriver.TaskSet{
+			DueAtMS:          due,
+			State:            tgdriver.Val(string(StateClaimed)),
+			Owner:            tgdriver.Val(owner),
+			Generation:       tgdriver.Val(gen),
+			TokenHash:        tgdriver.Val(lease.HashToken(token)),
+			LeaseExpiresAtMS: tgdriver.Val(exp.UnixMilli()),
+			LeaseMS:          tgdriver.Val(d.Milliseconds()),
+			AddAttempt:       true,
+			StatusMessage:    tgdriver.Val(fmt.Sprintf("claimed by %s (generation %d)", owner, gen)),
+			UpdatedAtMS:      w.nowMS,
+		},
+		guard: tgdriver.TaskGuard{States: []string{string(StatePending)}, Generation: tgdriver.Val(r.Generation), DueByMS: tgdriver.Val(w.at().UnixMilli())},
+	}, nil
+}
+
+// claimedRow is pending task r as g's update leaves it.
+func claimedRow(r row, g grantPlan, nowMS int64) row {
+	r.State, r.Owner, r.Generation = StateClaimed, g.owner, g.gen
+	r.tokenHash = lease.HashToken(g.token)
+	r.LeaseExpiresAt = time.UnixMilli(g.exp.UnixMilli()).UTC()
+	r.leaseMS = g.set.LeaseMS.V
+	r.Attempts++
+	r.StatusMessage = g.set.StatusMessage.V
+	r.dueAtMS, r.DueAt = 0, time.Time{}
+	r.UpdatedAt = time.UnixMilli(nowMS).UTC()
+	return r
+}
+
+// granted records the claim g of r, as updated, and reads the task's
+// dependencies for the claimant.
+func (w *wtx) granted(r *row, g grantPlan) (Claimed, error) {
+	if err := w.appendEvent(r, EventClaim, g.owner, g.gen, map[string]any{"attempt": r.Attempts, "lease_expires_at_ms": g.exp.UnixMilli()}); err != nil {
 		return Claimed{}, err
 	}
 	deps := []Dependency{}
 	if len(r.DependsOn) > 0 { // most tasks have none: skip the read
+		var err error
 		if deps, err = dependencies(w.ctx, w.tx, r.seq); err != nil {
 			return Claimed{}, err
 		}
 	}
-	reclaim := gen > 1
+	reclaim := g.gen > 1
 	w.afterCommit(func() {
 		w.s.stats.claims.Add(1)
 		if reclaim {
 			w.s.stats.reclaims.Add(1)
 		}
 	})
-	return Claimed{Task: r.Task, Lease: lease.Grant{Owner: owner, Generation: gen, Token: token, ExpiresAt: time.UnixMilli(exp.UnixMilli()).UTC()}, Dependencies: deps}, nil
+	return Claimed{Task: r.Task, Lease: lease.Grant{Owner: g.owner, Generation: g.gen, Token: g.token, ExpiresAt: time.UnixMilli(g.exp.UnixMilli()).UTC()}, Dependencies: deps}, nil
 }
 
 // sweepExpired processes up to limit claims whose lease had lapsed when the
@@ -301,13 +301,10 @@ func (w *wtx) sweepExpired(limit int) (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("find expired leases: %w", err)
 	}
-	// Workflows are locked in id order, the order every writer that locks
-	// more than one keeps: sweepers on several replicas never deadlock.
-	slices.SortStableFunc(refs, func(a, b tgdriver.TaskRef) int { return strings.Compare(a.WorkflowID, b.WorkflowID) })
+	// Tasks are written in seq order, the order of every writer that
+	// writes several: sweepers on several replicas do not deadlock.
+	slices.SortFunc(refs, func(a, b tgdriver.TaskRef) int { return cmp.Compare(a.Seq, b.Seq) })
 	for _, ref := range refs {
-		if err := w.lockWorkflow(ref.WorkflowID); err != nil {
-			return 0, err
-		}
 		r, err := w.loadSeq(ref.Seq)
 		if err != nil {
 			return 0, err

@@ -127,26 +127,32 @@
 // still claimed at that generation whose lease had lapsed at arrival; a
 // task becomes ready only while blocked with no unmet dependency; a cascade
 // cancels only unfinished tasks; unmet counts change by atomic decrement;
-// the chain head advances by compare and set. Every writer of a task locks
-// its workflow first (tgdriver.Tx.LockWorkflow), then tasks: a workflow's
-// chain is a total order anyway, and one lock order means concurrent
-// transactions on PostgreSQL never deadlock on one another (claim-next
-// keeps the order too, see tgpostgres). A create locks the dependencies it
-// counts, so a dependency completing meanwhile either counts as completed
-// or sees the new edge. A driver may re-run an operation after a
-// serialization failure; only the run that committed has effects outside
-// the database (counters, wake-ups).
+// a chain head advances by compare and set. Writers of tasks lock task
+// rows only, several of them in one order (seq, or task id within a
+// batch); the workflow row (tgdriver.Tx.LockWorkflow) is locked by what
+// must see a workflow whole or extend its chain (creation, prune, operator
+// interventions, linking), always before any task. A create locks the
+// dependencies it counts, so a dependency completing meanwhile either
+// counts as completed or sees the new edge. A driver may re-run an
+// operation after a serialization failure or a deadlock; only the run
+// that committed has effects outside the database (counters, wake-ups).
 //
 // # Writes and durability
 //
-// With SQLite every write runs on one writer goroutine that owns the only
-// write connection and commits the operations waiting at that moment in one
-// transaction, each in its own savepoint: group commit (see tgsqlite). With
-// PostgreSQL each operation is one transaction on a bounded pool. Either
-// way, an operation is answered only once it has committed: with SQLite's
-// SyncFull (the default) and PostgreSQL's defaults an answered write is on
-// disk. Reads see only committed state. Server time comes from the store's
-// Clock; clients' clocks are never used.
+// Claim-next, heartbeat and complete go through the hot lane (hot.go): the
+// operations waiting at a moment run as one batch in one transaction, in
+// two driver rounds (tgdriver.Tx.Fetch and Apply) and one commit whatever
+// their number, each doing and answering exactly what it would alone.
+// Other writes run one operation per transaction. With SQLite every
+// transaction runs on one writer goroutine that owns the only write
+// connection and commits the transactions waiting at that moment together,
+// each in its own savepoint: group commit (see tgsqlite). With PostgreSQL
+// each transaction is its own, on a bounded pool, and a few hot batches run
+// at once (Options.HotBatches). Either way, an operation is answered only
+// once it has committed: with SQLite's SyncFull (the default) and
+// PostgreSQL's defaults an answered write is on disk. Reads see only
+// committed state. Server time comes from the store's Clock; clients'
+// clocks are never used.
 //
 // With PostgreSQL, leases are judged by the database's clock, read at each
 // request's arrival through a per-replica offset (tgpostgres Clock): every
@@ -168,8 +174,11 @@
 // A write the database's environment refuses fails with an error matching
 // ErrUnavailable, never a bare SQLite error: ErrBusy when another process
 // holds the write lock beyond Options.BusyTimeout (DefaultBusyTimeout, 10 s),
-// ErrDiskFull, ErrReadOnly, and ErrFilesReplaced; UnavailableReason names
-// the cause and whether a retry can help. The store records the identity
+// ErrDiskFull, ErrReadOnly, ErrFilesReplaced, ErrUnreachable (PostgreSQL),
+// and ErrUnknownOutcome when the commit was sent and its answer lost;
+// UnavailableReason names the cause and whether a retry can help, and
+// MayHaveApplied whether the write may have taken effect anyway (then the
+// caller must inspect before retrying). The store records the identity
 // (device and inode) of the database file, its -wal and its -shm at Open and
 // checks it before every batch's BEGIN, after its COMMIT and before the
 // callers are answered, and every WatchInterval. Once a file was removed or
@@ -211,10 +220,20 @@
 // and CheckAnchor detect, against a head kept outside the database, a
 // truncation or rollback that leaves every chain consistent.
 //
-// Invariants: a v2 event is appended in the same transaction as the task
-// change it describes, with the state the updated row holds, so that a task
-// row and its last event agree whenever a transaction commits; every stored
-// detail, state and content text is canonical JSON.
+// An operation's events are recorded when its transaction ends, in the
+// order they happened. With SQLite they are linked into the chain there.
+// With PostgreSQL (tgdriver.Info.JournalEvents) they are journaled, and
+// the store's linker links them right after the commit, in journal order,
+// which follows the order of commits for events that depend on one another
+// (see tgpostgres, "Events"): no writer of a task waits for the chain head.
+// Every reader of the history (WorkflowEvents, TaskEvents, VerifyHistory,
+// ExportAudit, the anchors, Prune) links what is journaled first.
+//
+// Invariants: a v2 event is recorded (linked or journaled) in the same
+// transaction as the task change it describes, with the state the updated
+// row holds, so that a task row and its last event agree whenever a
+// transaction commits; every stored detail, state and content text is
+// canonical JSON.
 //
 // # Principals
 //

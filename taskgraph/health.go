@@ -4,10 +4,11 @@ import "github.com/graph-engineering/graph-engineering-mcp/taskgraph/tgdriver"
 
 // ErrUnavailable matches every error that means the store cannot commit a
 // write now because of the database's environment rather than the request:
-// ErrBusy, ErrDiskFull, ErrReadOnly, ErrFilesReplaced and ErrUnreachable.
-// The failed write was not acknowledged; only with ErrFilesReplaced may it
-// have reached the old files anyway. UnavailableReason tells which and
-// whether a retry may succeed.
+// ErrBusy, ErrDiskFull, ErrReadOnly, ErrFilesReplaced, ErrUnreachable and
+// ErrUnknownOutcome. The failed write was not acknowledged; with
+// ErrUnknownOutcome (the commit's answer was lost) and ErrFilesReplaced it
+// may have taken effect anyway (MayHaveApplied), with the others nothing was
+// written. UnavailableReason tells which and whether a retry may succeed.
 var ErrUnavailable = tgdriver.ErrUnavailable
 
 var (
@@ -27,9 +28,24 @@ var (
 	// until the store is closed and opened again.
 	ErrFilesReplaced = tgdriver.ErrFilesReplaced
 	// ErrUnreachable: the database server could not be reached or dropped
-	// the connection (PostgreSQL). Retryable.
+	// the connection before the write was committed (PostgreSQL); nothing
+	// was written. Retryable.
 	ErrUnreachable = tgdriver.ErrUnreachable
+	// ErrUnknownOutcome: the write's commit was sent and its answer lost
+	// (the connection to PostgreSQL dropped at COMMIT, the server shut down,
+	// an I/O error while SQLite made the commit durable): the write may or
+	// may not have been applied. Not blindly retryable: inspect the task
+	// first.
+	ErrUnknownOutcome = tgdriver.ErrUnknownOutcome
 )
+
+// UnavailableErrors lists every sentinel matching ErrUnavailable.
+func UnavailableErrors() []error { return tgdriver.Unavailables() }
+
+// MayHaveApplied reports whether a failed write may nevertheless have taken
+// effect (ErrUnknownOutcome, ErrFilesReplaced): the caller must inspect
+// before retrying. For every other error of a write, nothing was written.
+func MayHaveApplied(err error) bool { return tgdriver.MayHaveApplied(err) }
 
 // ErrReadOnlyStore matches the error every write of a store opened with
 // OpenReadOnly returns (creating, claiming, holder writes, operator writes,
@@ -37,7 +53,8 @@ var (
 var ErrReadOnlyStore = tgdriver.ErrReadOnlyStore
 
 // UnavailableReason reports why err means the database is unavailable:
-// "busy", "disk_full", "read_only", "files_replaced" or "unreachable", and
+// "busy", "disk_full", "read_only", "files_replaced", "unreachable" or
+// "unknown_outcome", and
 // whether retrying the same call later may succeed. ok is false if err does
 // not match ErrUnavailable.
 func UnavailableReason(err error) (reason string, retryable, ok bool) {

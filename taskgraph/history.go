@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"time"
 
@@ -99,10 +98,10 @@ func EventHash(e Event) (string, error) {
 	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
-// appendEvent records a transition of task r in its workflow's chain. The
-// caller holds the workflow's lock (lockWorkflow); the driver advances the
-// head by compare and set, so two writers can never fork the chain however
-// the store is driven: a moved head is an error and the operation rolls back.
+// appendEvent records a transition of task r in its workflow's history:
+// the event is recorded, with the others of the transaction and in order,
+// when the transaction ends (flush): linked into the chain there, or
+// journaled and linked right after the commit (see linker).
 func (w *wtx) appendEvent(r *row, kind, owner string, generation int64, detail map[string]any) error {
 	var d []byte
 	if len(detail) == 0 {
@@ -113,27 +112,51 @@ func (w *wtx) appendEvent(r *row, kind, owner string, generation int64, detail m
 			return fmt.Errorf("%w: encode event detail: %v", errInternal, err)
 		}
 	}
-	head, count, err := w.tx.ChainHead(w.ctx, r.WorkflowID)
-	if err != nil {
-		return fmt.Errorf("read chain head of workflow %s: %w", r.WorkflowID, err)
-	}
-	state := taskStateJSON(string(r.State), r.Owner, r.Generation, r.Attempts, string(r.Result), r.Result != nil, r.Error)
-	content := contentJSON(kind, r, detail)
-	e := Event{WorkflowID: r.WorkflowID, Seq: count + 1, TaskID: r.TaskID, Kind: kind, Owner: owner,
-		Generation: generation, At: time.UnixMilli(w.nowMS), Detail: d, PrevHash: head,
-		HashVersion: HashV2, Actor: w.actorOf()}
-	e.Hash = hashHex(eventObjectV2(e, d, state, content))
-	err = w.tx.AppendEvent(w.ctx, tgdriver.EventRow{WorkflowID: e.WorkflowID, Seq: e.Seq, TaskID: e.TaskID, Kind: e.Kind,
-		Owner: e.Owner, Generation: e.Generation, AtMS: w.nowMS, Detail: string(d), PrevHash: e.PrevHash, Hash: e.Hash,
-		HashVersion: HashV2, ActorKind: e.Actor.Kind, ActorName: e.Actor.Name, ActorPrincipal: e.Actor.Principal,
-		TaskState: string(state), Content: string(content)})
-	if errors.Is(err, tgdriver.ErrChainMoved) {
-		return fmt.Errorf("%w: the chain head of workflow %s moved while event %d was appended: %v", errInternal, r.WorkflowID, e.Seq, err)
-	}
-	if err != nil {
-		return fmt.Errorf("append event: %w", err)
-	}
+	a := w.actorOf()
+	w.out.events = append(w.out.events, tgdriver.EventRow{WorkflowID: r.WorkflowID, TaskID: r.TaskID, Kind: kind, Owner: owner,
+		Generation: generation, AtMS: w.nowMS, Detail: string(d), HashVersion: HashV2,
+		ActorKind: a.Kind, ActorName: a.Name, ActorPrincipal: a.Principal,
+		TaskState: string(taskStateJSON(string(r.State), r.Owner, r.Generation, r.Attempts, string(r.Result), r.Result != nil, r.Error)),
+		Content:   string(contentJSON(kind, r, detail))})
 	return nil
+}
+
+// linkInPlace links evs (unlinked, in the order they happened) onto their
+// workflows' chain heads as they stand in w's transaction, and returns
+// them linked.
+func (w *wtx) linkInPlace(evs []tgdriver.EventRow) ([]tgdriver.EventRow, error) {
+	type head struct {
+		hash  string
+		count int64
+	}
+	heads := make(map[string]*head, 2)
+	for i := range evs {
+		e := &evs[i]
+		h := heads[e.WorkflowID]
+		if h == nil {
+			hash, count, err := w.tx.ChainHead(w.ctx, e.WorkflowID)
+			if err != nil {
+				return nil, fmt.Errorf("read chain head of workflow %s: %w", e.WorkflowID, err)
+			}
+			h = &head{hash, count}
+			heads[e.WorkflowID] = h
+		}
+		h.count++
+		linkEvent(e, h.hash, h.count)
+		h.hash = e.Hash
+	}
+	return evs, nil
+}
+
+// linkEvent makes e (HashV2) the event after prevHash at position seq of
+// its workflow's chain: it sets Seq, PrevHash and Hash.
+func linkEvent(e *tgdriver.EventRow, prevHash string, seq int64) {
+	e.Seq, e.PrevHash = seq, prevHash
+	ev := Event{WorkflowID: e.WorkflowID, Seq: seq, TaskID: e.TaskID, Kind: e.Kind, Owner: e.Owner, Generation: e.Generation,
+		At: time.UnixMilli(e.AtMS), PrevHash: prevHash, HashVersion: HashV2,
+		Actor: Actor{Kind: e.ActorKind, Name: e.ActorName, Principal: e.ActorPrincipal}}
+	b := make([]byte, 0, 320+len(e.Detail)+len(e.TaskState)+len(e.Content))
+	e.Hash = hashHex(appendEventObjectV2(b, ev, e.Detail, e.TaskState, e.Content))
 }
 
 func toEvent(er tgdriver.EventRow) Event {
@@ -148,6 +171,9 @@ func (s *Store) TaskEvents(ctx context.Context, taskID string) ([]Event, error) 
 	if err := checkTaskID(taskID); err != nil {
 		return nil, err
 	}
+	if err := s.linkTaskWorkflow(ctx, taskID); err != nil {
+		return nil, fmt.Errorf("read events of task %s: %w", taskID, err)
+	}
 	ers, err := s.drv.Reads().TaskEvents(ctx, taskID)
 	if err != nil {
 		return nil, fmt.Errorf("read events of task %s: %w", taskID, err)
@@ -161,6 +187,9 @@ func (s *Store) TaskEvents(ctx context.Context, taskID string) ([]Event, error) 
 
 // WorkflowEvents returns the history of a workflow, oldest first.
 func (s *Store) WorkflowEvents(ctx context.Context, workflowID string) ([]Event, error) {
+	if err := s.linkWorkflow(ctx, workflowID); err != nil {
+		return nil, fmt.Errorf("read events of workflow %s: %w", workflowID, err)
+	}
 	var out []Event
 	err := s.drv.Reads().WorkflowEvents(ctx, workflowID, func(er tgdriver.EventRow) error {
 		out = append(out, toEvent(er))

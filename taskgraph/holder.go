@@ -48,9 +48,6 @@ func (s *Store) holderWrite(ctx context.Context, verb string, h lease.Holder, fn
 		if err != nil {
 			return err
 		}
-		if err := w.lockWorkflow(r.WorkflowID); err != nil {
-			return err
-		}
 		if err := lease.Check(r.current(), h, w.judged); err != nil {
 			return w.explainStale(r, h, err)
 		}
@@ -100,21 +97,33 @@ func (w *wtx) explainStale(r row, h lease.Holder, err error) error {
 // was applied: a stale claim, and nothing changed. r becomes the task as
 // updated.
 func (w *wtx) fenced(r *row, h lease.Holder, set tgdriver.TaskSet) error {
-	ok, err := w.update(r, set, tgdriver.TaskGuard{
+	ok, err := w.update(r, set, w.fence(h))
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return notLive(r.TaskID)
+	}
+	return nil
+}
+
+// fence is the guard of a holder write presenting claim h: the task is
+// claimed at h's generation by h's owner with h's token, and its lease runs
+// at the time the write is judged at.
+func (w *wtx) fence(h lease.Holder) tgdriver.TaskGuard {
+	return tgdriver.TaskGuard{
 		States:        []string{string(StateClaimed)},
 		Generation:    tgdriver.Val(h.Generation),
 		Owner:         tgdriver.Val(h.Owner),
 		TokenHash:     tgdriver.Val(lease.HashToken(h.Token)),
 		LeaseLiveAtMS: tgdriver.Val(w.judged.UnixMilli()),
-	})
-	if err != nil {
-		return err
 	}
-	if !ok {
-		return &lease.StaleClaimError{TaskID: r.TaskID, Reason: lease.ReasonNotHeld,
-			Detail: "the claim was no longer live when this write was applied; inspect the task before doing more work on it"}
-	}
-	return nil
+}
+
+// notLive is the error of a fenced write that matched no row.
+func notLive(taskID string) error {
+	return &lease.StaleClaimError{TaskID: taskID, Reason: lease.ReasonNotHeld,
+		Detail: "the claim was no longer live when this write was applied; inspect the task before doing more work on it"}
 }
 
 // Heartbeat extends the holder's lease to now + d (0 means the default
@@ -124,13 +133,22 @@ func (s *Store) Heartbeat(ctx context.Context, h lease.Holder, d time.Duration) 
 	if err != nil {
 		return Task{}, invalid("lease_ms", "must be between %d and %d (got %d)", lease.MinDuration.Milliseconds(), lease.MaxDuration.Milliseconds(), d.Milliseconds())
 	}
-	return s.holderWrite(ctx, "heartbeat", h, func(w *wtx, r *row) error {
-		exp := w.now.Add(dur).UnixMilli()
-		if err := w.fenced(r, h, tgdriver.TaskSet{LeaseExpiresAtMS: tgdriver.Val(exp), LeaseMS: tgdriver.Val(dur.Milliseconds())}); err != nil {
-			return err
-		}
-		return w.appendEvent(r, EventHeartbeat, h.Owner, h.Generation, w.arrived(map[string]any{"lease_expires_at_ms": exp}))
-	})
+	if err := checkHolder(h); err != nil {
+		return Task{}, err
+	}
+	return s.hotHolderWrite(ctx, &hotOp{kind: hotHeartbeat, h: h, dur: dur})
+}
+
+// heartbeatSet is the update of a heartbeat with a lease of dur, and the
+// lease's new expiry.
+func (w *wtx) heartbeatSet(dur time.Duration) (tgdriver.TaskSet, int64) {
+	exp := w.now.Add(dur).UnixMilli()
+	return tgdriver.TaskSet{LeaseExpiresAtMS: tgdriver.Val(exp), LeaseMS: tgdriver.Val(dur.Milliseconds()), UpdatedAtMS: w.nowMS}, exp
+}
+
+// heartbeated records the heartbeat of h on r, as updated.
+func (w *wtx) heartbeated(r *row, h lease.Holder, exp int64) error {
+	return w.appendEvent(r, EventHeartbeat, h.Owner, h.Generation, w.arrived(map[string]any{"lease_expires_at_ms": exp}))
 }
 
 // Complete stores the holder's result (any JSON value) and finishes the task;
@@ -141,17 +159,29 @@ func (s *Store) Complete(ctx context.Context, h lease.Holder, result json.RawMes
 	if err != nil {
 		return Task{}, err
 	}
-	return s.holderWrite(ctx, "complete", h, func(w *wtx, r *row) error {
-		if err := w.fenced(r, h, clearClaim(tgdriver.TaskSet{State: tgdriver.Val(string(StateCompleted)), Result: tgdriver.Val(string(res)),
-			StatusMessage: tgdriver.Val(fmt.Sprintf("completed by %s (generation %d)", h.Owner, h.Generation))})); err != nil {
-			return err
-		}
-		if err := w.appendEvent(r, EventComplete, h.Owner, h.Generation, w.arrived(map[string]any{"result_sha256": sha256Hex(res)})); err != nil {
-			return err
-		}
-		w.afterCommit(func() { w.s.stats.completions.Add(1) })
-		return w.completeDependents(r.seq)
-	})
+	if err := checkHolder(h); err != nil {
+		return Task{}, err
+	}
+	return s.hotHolderWrite(ctx, &hotOp{kind: hotComplete, h: h, result: res})
+}
+
+// completeSet is the update of h's completion with result res.
+func (w *wtx) completeSet(h lease.Holder, res []byte) tgdriver.TaskSet {
+	return clearClaim(tgdriver.TaskSet{State: tgdriver.Val(string(StateCompleted)), Result: tgdriver.Val(string(res)),
+		StatusMessage: tgdriver.Val(fmt.Sprintf("completed by %s (generation %d)", h.Owner, h.Generation)), UpdatedAtMS: w.nowMS})
+}
+
+// completed records h's completion of r, as updated, with result res, and
+// makes ready the dependents it was the last to wait for.
+func (w *wtx) completed(r *row, h lease.Holder, res []byte) error {
+	if err := w.appendEvent(r, EventComplete, h.Owner, h.Generation, w.arrived(map[string]any{"result_sha256": sha256Hex(res)})); err != nil {
+		return err
+	}
+	w.afterCommit(func() { w.s.stats.completions.Add(1) })
+	if r.dependents == 0 {
+		return nil
+	}
+	return w.completeDependents(r.seq)
 }
 
 // Fail records the holder's error. With retryable and attempts left the task

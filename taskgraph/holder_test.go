@@ -107,8 +107,8 @@ func TestChainHeadAdvancesOnlyFromTheHeadItLinksTo(t *testing.T) {
 		if err := w.appendEvent(&r, EventHeartbeat, "other", 0, nil); err != nil {
 			return err
 		}
-		return w.tx.AppendEvent(w.ctx, tgdriver.EventRow{WorkflowID: "wf", Seq: 3, TaskID: r.TaskID, Kind: EventHeartbeat,
-			AtMS: w.nowMS, Detail: "{}", PrevHash: "the head before the other writer", Hash: "h"})
+		return w.tx.AppendEvents(w.ctx, []tgdriver.EventRow{tgdriver.EventRow{WorkflowID: "wf", Seq: 3, TaskID: r.TaskID, Kind: EventHeartbeat,
+			AtMS: w.nowMS, Detail: "{}", PrevHash: "the head before the other writer", Hash: "h"}})
 	})
 	if !errors.Is(err, tgdriver.ErrChainMoved) {
 		t.Fatalf("an event linked to a moved head: got %v, want ErrChainMoved", err)

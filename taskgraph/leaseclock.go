@@ -5,12 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"slices"
 	"sync"
 	"time"
 
 	"github.com/graph-engineering/graph-engineering-mcp/lease"
-	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/tgdriver"
 )
 
 // Lease time runs only while the server runs. Leases are stored as wall-clock
@@ -76,6 +74,9 @@ type leaseClock struct {
 	// that has not seen the alive time for staleMin (sharedDue), never at
 	// the start of every write.
 	shared bool
+
+	// stepping makes the writes that find a shared step due run one step.
+	stepping sync.Mutex
 
 	mu       sync.Mutex
 	lastW    time.Time
@@ -232,12 +233,8 @@ func (c *leaseClock) sharedStep(w *wtx) error {
 		}
 	}
 	if shift != 0 {
-		// Workflows first, in one order, then their tasks: the lock order
-		// every other writer keeps, so this bulk move cannot deadlock
-		// with them.
-		if err := w.lockClaimedWorkflows(); err != nil {
-			return err
-		}
+		// One statement moves every live lease; a writer holding one of
+		// them may deadlock with it, and the driver runs the loser again.
 		n, err := w.shiftLeases(shift)
 		if err != nil {
 			return err
@@ -258,27 +255,6 @@ func (c *leaseClock) sharedStep(w *wtx) error {
 		c.resumed = true
 		c.aliveMS = now
 	})
-	return nil
-}
-
-// lockClaimedWorkflows locks, in workflow id order, the workflows that have
-// claimed tasks (up to MaxTasksPerWorkflow claims are looked at; a shift
-// beyond that may meet a deadlock, which the driver retries).
-func (w *wtx) lockClaimedWorkflows() error {
-	claimed, err := w.tx.ListTasks(w.ctx, tgdriver.ListFilter{State: string(StateClaimed), Limit: MaxTasksPerWorkflow})
-	if err != nil {
-		return fmt.Errorf("find live leases: %w", err)
-	}
-	wfs := make([]string, 0, len(claimed))
-	for _, t := range claimed {
-		wfs = append(wfs, t.WorkflowID)
-	}
-	slices.Sort(wfs)
-	for _, wf := range slices.Compact(wfs) {
-		if err := w.lockWorkflow(wf); err != nil {
-			return err
-		}
-	}
 	return nil
 }
 

@@ -73,7 +73,11 @@ func (s *Store) sweeper() {
 	defer cancel()
 	for {
 		sleep := time.Second
+		// What this pass reads tells claim-next when to look for lapsed
+		// leases and due tasks itself (probeTimers).
+		var earliest time.Time
 		if next, err := s.nextDue(ctx); err == nil && !next.IsZero() {
+			earliest = next
 			if d := next.Sub(s.clock.Now()); d <= 0 {
 				n, err := s.PromoteDue(ctx)
 				switch {
@@ -89,6 +93,10 @@ func (s *Store) sweeper() {
 			}
 		}
 		next, err := s.nextLeaseExpiry(ctx)
+		if err == nil && !next.IsZero() && (earliest.IsZero() || next.Before(earliest)) {
+			earliest = next
+		}
+		s.timers.set(earliest, !earliest.IsZero())
 		if err == nil && !next.IsZero() {
 			if d := next.Sub(s.clock.Now()); d <= 0 {
 				n, err := s.ExpireLeases(ctx)

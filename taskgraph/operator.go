@@ -314,6 +314,11 @@ type PruneResult struct {
 // chains still verify and the removal itself is on record.
 func (s *Store) Prune(ctx context.Context, before time.Time) (PruneResult, error) {
 	var res PruneResult
+	// A workflow with journaled events is not pruned (the guard of the
+	// delete): link them first.
+	if err := s.linkAll(ctx); err != nil {
+		return res, fmt.Errorf("prune: %w", err)
+	}
 	for {
 		var pageFull bool
 		// Counted per operation and added to res only once it committed: a

@@ -26,9 +26,6 @@ func (s *Store) Task(ctx context.Context, taskID string) (Task, error) {
 		return r.Task, nil
 	}
 	err = s.doAt(ctx, arrived, func(w *wtx) error {
-		if err := w.lockWorkflow(r.WorkflowID); err != nil {
-			return err
-		}
 		cur, err := w.loadSeq(r.seq)
 		if err != nil {
 			return err
@@ -299,6 +296,10 @@ type WorkflowListing struct {
 // (ties by id), without reading any task. A workflow changes when a task of
 // it is created or changes state.
 func (s *Store) RecentWorkflows(ctx context.Context) ([]WorkflowListing, error) {
+	// A workflow's last change is its newest linked event's.
+	if err := s.linkAll(ctx); err != nil {
+		return nil, fmt.Errorf("list workflows: %w", err)
+	}
 	wrs, err := s.drv.Reads().Workflows(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("list workflows: %w", err)

@@ -1,6 +1,7 @@
 package taskgraph
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -37,7 +38,7 @@ const TagPattern = `^[a-z][a-z0-9_.-]{0,63}$`
 
 var tagRE = regexp.MustCompile(TagPattern)
 
-// ErrMissingCapabilities: a claim by id named a task that requires
+// ErrMissingCapabilities means a claim by id named a task that requires
 // capabilities the caller did not advertise; see *MissingCapabilitiesError.
 // It also matches ErrConflict (the task is not claimable by this caller).
 var ErrMissingCapabilities = errors.New("missing capabilities")
@@ -144,11 +145,10 @@ func (w *wtx) promoteDue(limit int) (n int, more bool, err error) {
 		return 0, false, fmt.Errorf("find due tasks: %w", err)
 	}
 	more = len(refs) == limit
-	slices.SortStableFunc(refs, func(a, b tgdriver.TaskRef) int { return strings.Compare(a.WorkflowID, b.WorkflowID) })
+	// Tasks are written in seq order, the order of every writer that
+	// writes several: promoters on several replicas do not deadlock.
+	slices.SortFunc(refs, func(a, b tgdriver.TaskRef) int { return cmp.Compare(a.Seq, b.Seq) })
 	for _, ref := range refs {
-		if err := w.lockWorkflow(ref.WorkflowID); err != nil {
-			return n, false, err
-		}
 		r, err := w.loadSeq(ref.Seq)
 		if err != nil {
 			return n, false, err
@@ -195,15 +195,8 @@ func (w *wtx) expireAndPromote(expireLimit, promoteLimit int) error {
 	for _, r := range due {
 		items = append(items, item{ref: r, due: true})
 	}
-	slices.SortStableFunc(items, func(a, b item) int { return strings.Compare(a.ref.WorkflowID, b.ref.WorkflowID) })
-	locked := ""
+	slices.SortStableFunc(items, func(a, b item) int { return cmp.Compare(a.ref.Seq, b.ref.Seq) })
 	for _, it := range items {
-		if it.ref.WorkflowID != locked {
-			if err := w.lockWorkflow(it.ref.WorkflowID); err != nil {
-				return err
-			}
-			locked = it.ref.WorkflowID
-		}
 		r, err := w.loadSeq(it.ref.Seq)
 		if err != nil {
 			return err

@@ -22,11 +22,13 @@ type row struct {
 	requires string
 	// dueAtMS is due_at_ms (0: claimable now).
 	dueAtMS int64
+	// dependents counts the tasks that depend on this one.
+	dependents int
 }
 
 // toRow turns a driver's task row into the domain's.
 func toRow(tr tgdriver.TaskRow) (row, error) {
-	r := row{seq: tr.Seq, tokenHash: tr.TokenHash, unmet: tr.Unmet, cancelCause: tr.CancelCause, leaseMS: tr.LeaseMS}
+	r := row{seq: tr.Seq, tokenHash: tr.TokenHash, unmet: tr.Unmet, cancelCause: tr.CancelCause, leaseMS: tr.LeaseMS, dependents: tr.Dependents}
 	r.TaskID, r.WorkflowID, r.NodeID = tr.TaskID, tr.WorkflowID, tr.NodeID
 	r.Payload = json.RawMessage(tr.Payload)
 	if tr.DependsOn != "" && tr.DependsOn != "[]" { // most tasks have no dependencies: skip the decoder

@@ -81,13 +81,14 @@ type Options struct {
 	// OnBatch, when set, is called after every commit attempt with the number
 	// of operations in the batch (for metrics).
 	OnBatch func(size int, took time.Duration, err error)
-	// MaxConcurrentClaims bounds the claim-next attempts this store runs at
-	// once on a driver of many writers (PostgreSQL); 0 means half the
-	// driver's connections (at least 1), so that claimers never hold the
-	// whole pool while holders wait to heartbeat or complete. Waiting for a
-	// turn holds no connection. The SQLite driver's one writer orders every
-	// write, so it is unused there.
-	MaxConcurrentClaims int
+	// HotBatches bounds the batches of claim-next, heartbeat and complete
+	// this store runs at once on a driver of many writers (PostgreSQL),
+	// each one transaction on one connection: 0 means 2, and never more
+	// than half the driver's connections, so that the hot path never holds
+	// the whole pool. Operations that arrive while every batch runs wait
+	// and go together in the next. The SQLite driver's one writer commits
+	// one transaction at a time, and one batch runs at once there.
+	HotBatches int
 }
 
 // Store is the durable task graph on one driver's database. A Store is safe
@@ -116,10 +117,14 @@ type Store struct {
 	claimAttempts atomic.Int64
 	// readOnly: the driver refuses writes; no background loop runs.
 	readOnly bool
-	// claimSlots bounds the claim-next attempts in flight on a driver of
-	// many writers (Options.MaxConcurrentClaims); nil: unbounded (SQLite's
-	// one writer orders them anyway).
-	claimSlots chan struct{}
+	// journal: the driver journals events and the linker links them after
+	// each commit (tgdriver.Info.JournalEvents); false on a read-only store.
+	journal bool
+	linker  *linker
+	// hot runs claim-next, heartbeat and complete in batches (hot.go).
+	hot *hotLane
+	// timers tells claim-next when to look for lapsed leases and due tasks.
+	timers *probeTimers
 }
 
 // DefaultPath returns the default database path:
@@ -210,17 +215,22 @@ func OpenDriver(ctx context.Context, d tgdriver.Driver, opts Options) (*Store, e
 	}
 	s := &Store{drv: d, info: info, opts: opts, clock: opts.Clock, log: opts.Logger, quit: make(chan struct{}), dueChanged: make(chan struct{}, 1), readOnly: info.ReadOnly}
 	s.notify.init(opts.MaxWaiters)
-	if info.SharedClock {
-		n := opts.MaxConcurrentClaims
-		if n <= 0 {
-			n = max(1, info.Connections/2)
-		}
-		s.claimSlots = make(chan struct{}, n)
-	}
 	if s.readOnly {
 		opts.Sweep = false
 		s.opts.Sweep = false
 	}
+	s.journal = info.JournalEvents && !s.readOnly
+	s.linker = newLinker(s)
+	s.timers = newProbeTimers(!opts.Sweep)
+	batches := 1
+	if info.Connections > 0 {
+		batches = opts.HotBatches
+		if batches <= 0 {
+			batches = defaultHotBatches
+		}
+		batches = min(batches, max(1, info.Connections/2))
+	}
+	s.hot = newHotLane(s, batches, defaultHotBatchSize)
 	hooks := tgdriver.Hooks{OnBatch: opts.OnBatch}
 	if opts.Sweep {
 		s.lc = newLeaseClock(opts.Clock, opts.Monotonic, s.log, info.SharedClock)
@@ -235,6 +245,10 @@ func OpenDriver(ctx context.Context, d tgdriver.Driver, opts Options) (*Store, e
 	if !s.readOnly {
 		s.wg.Add(1)
 		go s.watch()
+	}
+	if s.journal {
+		s.wg.Add(1)
+		go s.linker.run()
 	}
 	if !s.readOnly {
 		// A database migrated to hash format 2 records the switch (and the
@@ -299,6 +313,12 @@ func (s *Store) Close() error {
 		if err := s.lc.last(s); err != nil {
 			errs = append(errs, err)
 		}
+	}
+	// Link what this store journaled and no linker linked yet; what cannot
+	// be linked now (the database is gone) stays journaled, and the next
+	// store to run on the database links it.
+	if err := s.linkAll(context.Background()); err != nil {
+		s.log.Warn("could not link journaled events at close; the next server on this database links them", "err", err)
 	}
 	if err := s.drv.Close(); err != nil {
 		errs = append(errs, err)

@@ -22,31 +22,43 @@ type wtx struct {
 	// judged is the time a holder write is judged at (see holderWrite).
 	judged time.Time
 	s      *Store
-	// hooks run after the transaction commits, in order.
-	hooks []func()
-	// ready lists each task this operation made claimable.
-	ready []readyRef
+	// out collects what the operations of one transaction leave to do at
+	// its end (events to record, tasks made ready) and after its commit
+	// (hooks); the operations of a batch share it.
+	out *outbox
 	// actor is who caused this operation's events (see as; ActorServer
 	// when unset).
 	actor Actor
 }
 
+// outbox is what the operations of one transaction left to record before
+// it commits and to do after.
+type outbox struct {
+	// events are the transaction's events in the order they happened, not
+	// yet linked (Seq 0): flush links or journals them.
+	events []tgdriver.EventRow
+	// ready lists each task the transaction made claimable.
+	ready []readyRef
+	// hooks run after the transaction commits, in order.
+	hooks []func()
+}
+
 // afterCommit registers fn to run once the transaction holding this
 // operation has committed. fn must not block.
-func (w *wtx) afterCommit(fn func()) { w.hooks = append(w.hooks, fn) }
+func (w *wtx) afterCommit(fn func()) { w.out.hooks = append(w.out.hooks, fn) }
 
 // wakeWaiters records that this operation made task r claimable: once the
 // transaction commits, one claim-next waiter that may claim it (its
 // workflow, its requires) is woken, here and (through the driver) on other
 // replicas.
 func (w *wtx) wakeWaiters(r *row) {
-	w.ready = append(w.ready, readyRef{workflow: r.WorkflowID, requires: r.requires})
+	w.out.ready = append(w.out.ready, readyRef{workflow: r.WorkflowID, requires: r.requires})
 }
 
 // newWtx starts a run of an operation on tx at the store's time now.
 func (s *Store) newWtx(ctx context.Context, tx tgdriver.Tx) *wtx {
 	now := s.clock.Now().UTC()
-	return &wtx{ctx: ctx, tx: tx, now: now, nowMS: now.UnixMilli(), s: s}
+	return &wtx{ctx: ctx, tx: tx, now: now, nowMS: now.UnixMilli(), s: s, out: &outbox{}}
 }
 
 // do runs fn as one write operation and returns its error once it has
@@ -67,15 +79,29 @@ func (s *Store) do(ctx context.Context, fn func(*wtx) error) error {
 // write is do without the closed check, for Close's own last write.
 func (s *Store) write(ctx context.Context, fn func(*wtx) error) error {
 	shared := s.lc != nil && s.lc.shared
-	if shared && s.lc.sharedDue(s.clock.Now().UnixMilli()) {
-		// Paused, or the shared clock stepped, since this process last saw
-		// the alive time: give leases back what no server ran, in a write of
-		// its own that commits before this operation is judged.
-		if err := s.writeTx(ctx, s.lc.step, false); err != nil {
-			return err
-		}
+	if err := s.stepIfDue(ctx); err != nil {
+		return err
 	}
 	return s.writeTx(ctx, fn, shared)
+}
+
+// stepIfDue runs the shared lease clock's step, with a clock shared by
+// replicas, when this process has not seen the alive time for so long that
+// it may have been paused or the shared clock stepped: the time no server
+// ran is given back to leases in a write of its own that commits before
+// the caller's operation is judged. Writes that find it due at once wait
+// for one step (it locks the alive row, so it is one at a time anyway) and
+// go on without another when that one refreshed the alive time.
+func (s *Store) stepIfDue(ctx context.Context) error {
+	if s.lc == nil || !s.lc.shared || !s.lc.sharedDue(s.clock.Now().UnixMilli()) {
+		return nil
+	}
+	s.lc.stepping.Lock()
+	defer s.lc.stepping.Unlock()
+	if !s.lc.sharedDue(s.clock.Now().UnixMilli()) {
+		return nil
+	}
+	return s.writeTx(ctx, s.lc.step, false)
 }
 
 // writeTx runs fn in one driver transaction; with touch, it refreshes the
@@ -89,10 +115,8 @@ func (s *Store) writeTx(ctx context.Context, fn func(*wtx) error, touch bool) er
 		if err := runGuarded(w, fn); err != nil {
 			return err
 		}
-		for _, ref := range w.ready {
-			if err := tx.NotifyReady(ctx, ref.workflow, ref.requires); err != nil {
-				return fmt.Errorf("notify other servers of a ready task: %w", err)
-			}
+		if err := w.flush(nil); err != nil {
+			return err
 		}
 		if touch {
 			if err := s.lc.sharedTouch(w); err != nil {
@@ -109,12 +133,62 @@ func (s *Store) writeTx(ctx context.Context, fn func(*wtx) error, touch bool) er
 		return err
 	}
 	if last != nil {
-		for _, h := range last.hooks {
-			h()
-		}
-		s.notify.wakeAll(last.ready)
+		s.committed(last.out)
 	}
 	return nil
+}
+
+// committed runs what a transaction left to do once it has committed: its
+// hooks, the wake-ups of the tasks it made ready, and the linking of the
+// events it journaled.
+func (s *Store) committed(out *outbox) {
+	for _, h := range out.hooks {
+		h()
+	}
+	s.notify.wakeAll(out.ready)
+	if s.journal && len(out.events) > 0 {
+		s.linker.kick(out.events)
+	}
+}
+
+// flush records the events w's transaction collected (linked here, or
+// journaled for the linker, see tgdriver.Info.JournalEvents), tells the
+// other processes of the tasks it made ready, and applies updates, the
+// batch's last writes, in one driver round. The caller's transaction
+// commits next.
+func (w *wtx) flush(updates []tgdriver.TaskUpdate) error {
+	_, err := w.flushRows(updates)
+	return err
+}
+
+// flushRows is flush, returning the tasks as updates left them.
+func (w *wtx) flushRows(updates []tgdriver.TaskUpdate) ([]tgdriver.TaskRow, error) {
+	out := w.out
+	if len(updates) == 0 && len(out.events) == 0 && len(out.ready) == 0 {
+		return nil, nil
+	}
+	a := tgdriver.Apply{Updates: updates, Events: out.events, Journal: w.s.journal}
+	if len(out.ready) > 0 {
+		a.Ready = make([]tgdriver.Ready, len(out.ready))
+		for i, r := range out.ready {
+			a.Ready[i] = tgdriver.Ready{WorkflowID: r.workflow, Requires: r.requires}
+		}
+	}
+	if !a.Journal && len(a.Events) > 0 {
+		linked, err := w.linkInPlace(a.Events)
+		if err != nil {
+			return nil, err
+		}
+		a.Events = linked
+	}
+	rows, err := w.tx.Apply(w.ctx, a)
+	if err != nil {
+		if errors.Is(err, tgdriver.ErrChainMoved) || errors.Is(err, tgdriver.ErrGuardFailed) {
+			return nil, fmt.Errorf("%w: %v", errInternal, err)
+		}
+		return nil, fmt.Errorf("record the events of the operation: %w", err)
+	}
+	return rows, nil
 }
 
 // runGuarded runs fn and turns a panic into an error, so one bad operation
@@ -140,10 +214,9 @@ func (s *Store) batchStart(ctx context.Context, tx tgdriver.Tx) (func(), error) 
 	if err := s.lc.step(w); err != nil {
 		return nil, err
 	}
-	hooks := w.hooks
-	return func() {
-		for _, h := range hooks {
-			h()
-		}
-	}, nil
+	if err := w.flush(nil); err != nil {
+		return nil, err
+	}
+	out := w.out
+	return func() { s.committed(out) }, nil
 }

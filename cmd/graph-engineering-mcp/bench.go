@@ -182,8 +182,10 @@ func runBench(ctx context.Context, cfg benchConfig, stderr io.Writer) (*benchRes
 			return nil, err
 		}
 	}
+	// stopProfile ends the CPU profile of the measured run, as soon as the
+	// workers are done: not the seeding, not the verification.
+	stopProfile := func() {}
 	if cfg.CPUProfile != "" {
-		// Only the measured run: not the seeding, not the verification.
 		f, err := os.Create(cfg.CPUProfile)
 		if err != nil {
 			stop()
@@ -194,7 +196,8 @@ func runBench(ctx context.Context, cfg benchConfig, stderr io.Writer) (*benchRes
 			stop()
 			return nil, fmt.Errorf("--cpuprofile: %w", err)
 		}
-		defer pprof.StopCPUProfile()
+		stopProfile = pprof.StopCPUProfile
+		defer stopProfile()
 	}
 	var done atomic.Int64
 	var mu sync.Mutex
@@ -249,6 +252,7 @@ func runBench(ctx context.Context, cfg benchConfig, stderr io.Writer) (*benchRes
 	}
 	wg.Wait()
 	elapsed := time.Since(start)
+	stopProfile()
 	stopErr := stop()
 	close(errs)
 	if err := errors.Join(append(collect(errs), stopErr)...); err != nil {

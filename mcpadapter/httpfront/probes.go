@@ -48,8 +48,9 @@ func (h *Handler) serveHealth(w http.ResponseWriter, r *http.Request) {
 
 // serveReady answers ReadyPath: 200 "ready" when a probe write commits
 // within readyTimeout, else 503 with "not ready: <reason>: <advice>" (the
-// reason is busy, disk_full, read_only, files_replaced or shutting_down),
-// no-store, and for a retryable reason Retry-After.
+// reason is one of taskgraph.UnavailableReason's, whose advice is
+// tools.UnavailableAdvice, or shutting_down), no-store, and for a retryable
+// reason Retry-After.
 func (h *Handler) serveReady(w http.ResponseWriter, r *http.Request) {
 	if !probeRequest(w, r) {
 		return

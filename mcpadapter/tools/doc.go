@@ -16,10 +16,13 @@
 //     through float64), unknown and duplicate keys are refused. Arguments
 //     that are not an object are a protocol error (-32602); bad values and
 //     everything the store rejects are tool errors (isError) naming the field
-//     or the rule; a write the database cannot take now
-//     (taskgraph.ErrUnavailable) is a tool error of kind "unavailable" with
-//     its reason and whether a retry can help; anything unexpected is -32603
-//     and the details stay in the log.
+//     or the rule; a write the database cannot take now (busy beyond the
+//     busy timeout, disk full, read-only, files replaced, unreachable, a
+//     commit whose answer was lost: taskgraph.ErrUnavailable) is a tool
+//     error of kind "unavailable" with its reason, whether a retry can help,
+//     and, in the text, whether the call may have been applied (every reason
+//     has advice: UnavailableAdvice); anything unexpected is -32603 and the
+//     details stay in the log.
 //   - Results: every successful result is the tool's declared outputSchema,
 //     as structured content and as text, and carries a receipt binding the
 //     operation, task and generation to the digest of the capability

@@ -11,19 +11,33 @@
 //
 //   - Write runs fn in one transaction and returns nil only once that
 //     transaction has committed durably; an error means none of fn's writes
-//     are visible, ever. A driver may run fn more than once (a PostgreSQL
+//     are visible, ever, unless it matches ErrUnknownOutcome (the commit was
+//     sent and its answer lost) or ErrFilesReplaced: then they may be
+//     (MayHaveApplied). A driver may run fn more than once (a PostgreSQL
 //     serialization failure or deadlock is retried); fn must therefore keep
 //     no state across runs other than what it recomputes.
-//   - Every guarded write (Tx.UpdateTask with a TaskGuard, AppendEvent's
-//     compare-and-set of the chain head, PruneWorkflow) puts its guard in the
-//     write's own predicate, so it holds however many writers there are: zero
-//     rows is the answer "the guard did not hold", never an error.
-//   - LockWorkflow serialises writers of one workflow (its chain head is a
-//     total order). Every operation that writes tasks of a workflow calls it
-//     before it writes them, so locks are always taken workflow first, then
-//     tasks, and concurrent transactions cannot deadlock on one another.
-//     LockAuditHead (the database-wide audit chain, advanced by AppendAudit's
-//     compare and set) comes last, after any workflow and task row.
+//   - Every guarded write (Tx.UpdateTask and the updates of Fetch and Apply
+//     with a TaskGuard, the compare-and-set of a chain head by AppendEvents
+//     and LinkJournaled, PruneWorkflow) puts its guard in the write's own
+//     predicate, so it holds however many writers there are: zero rows is
+//     the answer "the guard did not hold", never an error (Apply, whose
+//     updates the caller decided on rows it locked, turns it into
+//     ErrGuardFailed).
+//   - An update means the same on every driver: Shape gives its SQL shape
+//     and values, Opt's Null is NULL and Val is exactly its value.
+//   - LockWorkflow serialises what must see a workflow whole or extend its
+//     chain: creation, prune, operator interventions, the linking of
+//     journaled events. Writers of tasks lock task rows only, several in one
+//     order. LockAuditHead (the database-wide audit chain, advanced by
+//     AppendAudit's compare and set) comes last, after any workflow and task
+//     row.
+//   - Fetch and Apply are each one round trip where the database is remote:
+//     the hot path's batches cost two round trips and a commit however many
+//     operations they hold.
+//   - A driver with Info.JournalEvents keeps the journal (JournalEvents,
+//     JournaledEvents, LinkJournaled) in the order events were journaled,
+//     and its reads of a task's or a workflow's events show journaled ones
+//     after the linked ones.
 //   - ErrNoRows is returned, unwrapped or wrapped, for a lookup that found
 //     nothing; errors of the database's environment match ErrUnavailable.
 //   - Reads see committed state only.

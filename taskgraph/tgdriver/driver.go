@@ -50,6 +50,14 @@ type Info struct {
 	// Connections bounds the transactions the driver runs at once (a
 	// pool's size); 0 when it runs one writer (SQLite).
 	Connections int
+	// JournalEvents: writers of one workflow run at once (PostgreSQL), so
+	// the domain does not link a workflow's events in the transaction that
+	// records them (that would serialise every writer on the chain head):
+	// it journals them (Tx.JournalEvents) and links them after the commit,
+	// in journal order (Tx.JournaledEvents, Tx.LinkJournaled). Without it
+	// (SQLite, one writer) the domain links events as it appends them
+	// (Tx.AppendEvents).
+	JournalEvents bool
 }
 
 // Hooks are the domain's callbacks into a driver.
@@ -124,10 +132,8 @@ type Reads interface {
 	// EventCount counts the events of every workflow.
 	EventCount(ctx context.Context) (int64, error)
 	// PendingWorkflows returns the workflow of each of the first limit
-	// pending tasks (by seq).
+	// claimable tasks (pending and due), in claim-next order.
 	PendingWorkflows(ctx context.Context, limit int) ([]string, error)
-	// PendingInWorkflow counts the pending tasks of workflowID, up to limit.
-	PendingInWorkflow(ctx context.Context, workflowID string, limit int) (int, error)
 	// CountClaimable counts, up to limit, the claimable tasks (pending and
 	// due) that a claim-next of workflowID ("" for any) with capabilities
 	// caps (canonical: sorted, deduplicated) could take: those whose
@@ -136,6 +142,9 @@ type Reads interface {
 	// NextDue returns the earliest due_at_ms of the pending tasks not yet
 	// promoted (due_at_ms > 0); ok is false when there is none.
 	NextDue(ctx context.Context) (ms int64, ok bool, err error)
+	// JournaledWorkflows returns up to limit workflows that have journaled
+	// events, oldest journal entry first.
+	JournaledWorkflows(ctx context.Context, limit int) ([]string, error)
 	// WorkflowTaskStates calls fn with the audited columns of each task of
 	// workflowID in seq order, stopping at fn's first error (audit verify:
 	// it reads only what it checks).
@@ -211,11 +220,34 @@ type Tx interface {
 
 	// ChainHead returns the head hash and event count of workflowID's chain.
 	ChainHead(ctx context.Context, workflowID string) (head string, count int64, err error)
-	// AppendEvent inserts e and advances its workflow's head from
-	// (e.PrevHash, e.Seq-1) to (e.Hash, e.Seq) by compare and set; when the
-	// head had moved it returns ErrChainMoved and the caller's operation
-	// rolls back.
-	AppendEvent(ctx context.Context, e EventRow) error
+	// AppendEvents inserts linked events, which run consecutively within
+	// each workflow in the order given, and advances each workflow's head
+	// from (PrevHash, Seq-1) of its first event to (Hash, Seq) of its last
+	// by compare and set; when a head had moved it returns ErrChainMoved and
+	// the caller's operation rolls back.
+	AppendEvents(ctx context.Context, evs []EventRow) error
+	// JournalEvents records events not yet linked (Seq, PrevHash and Hash
+	// are ignored) in the journal, in the order given, after every journal
+	// entry this transaction can see. The order of the journal follows the
+	// order of commits for events that depend on one another: an
+	// operation journals its events after the reads and writes they
+	// describe. See Info.JournalEvents.
+	JournalEvents(ctx context.Context, evs []EventRow) error
+	// LockChains takes the write lock of each workflow of workflowIDs (as
+	// LockWorkflow, in workflow id order) and returns their rows with the
+	// chain heads; workflows that do not exist are left out.
+	LockChains(ctx context.Context, workflowIDs []string) ([]WorkflowRow, error)
+	// JournaledEvents returns the first limit journaled events of the
+	// workflows of workflowIDs, in journal order, with EventID their
+	// journal id and Seq 0.
+	JournaledEvents(ctx context.Context, workflowIDs []string, limit int) ([]EventRow, error)
+	// LinkJournaled moves journaled events into the chain: evs (linked,
+	// each with the EventID of its journal entry) are appended as
+	// AppendEvents does and their journal entries removed, or nothing
+	// changes and it returns ErrChainMoved (a head moved) or ErrNoRows (an
+	// entry is no longer in the journal), and the caller's transaction
+	// rolls back. The caller holds the workflows' locks (LockChains).
+	LinkJournaled(ctx context.Context, evs []EventRow) error
 	// LockAuditHead returns the entry count and head hash of the audit chain
 	// (0 and "" before its first entry) and holds its write lock for the
 	// rest of the transaction. Lock order: after any workflow row.
@@ -228,6 +260,22 @@ type Tx interface {
 	// transaction commits, that a task of workflowID requiring requires
 	// (canonical, "" for none) became claimable.
 	NotifyReady(ctx context.Context, workflowID, requires string) error
+
+	// Fetch is the first round of a batch of operations, in one round trip
+	// where the driver can: it takes each lock of f.Lock, then applies each
+	// update of f.Updates (in the order given; sort them by task to keep
+	// one lock order), then locks the claimable tasks of each scan of
+	// f.Claims. See Fetch.
+	Fetch(ctx context.Context, f Fetch) (Fetched, error)
+	// Apply is the last round of a batch of operations, in one round trip
+	// where the driver can: it applies the guarded updates of a.Updates,
+	// then records a.Events (linked, as AppendEvents, or journaled, as
+	// JournalEvents, by a.Journal) and queues a.Ready's notifications (as
+	// NotifyReady). Every update must hold its guard: when one does not,
+	// Apply returns an error matching ErrGuardFailed and the caller's
+	// transaction must roll back (the events of the round may already be
+	// written in it).
+	Apply(ctx context.Context, a Apply) ([]TaskRow, error)
 
 	// PruneCandidates returns up to limit workflows whose every task is
 	// finished and whose last change is before beforeMS, oldest first.

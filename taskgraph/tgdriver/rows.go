@@ -1,6 +1,10 @@
 package tgdriver
 
-import "strings"
+import (
+	"errors"
+	"fmt"
+	"strings"
+)
 
 // TaskRow is a task as stored. Nullable columns map to zero values: an empty
 // Owner, Error or Result, a zero LeaseExpiresAtMS, LeaseMS or CancelCause
@@ -41,6 +45,9 @@ type TaskRow struct {
 	DueAtMS int64
 	// RetryDelayMS is the base of a retryable failure's backoff.
 	RetryDelayMS int64
+	// Dependents counts the tasks that depend on this one (its edges out),
+	// so that a completion skips its dependents when it has none.
+	Dependents int
 }
 
 // TaskStateRow is what audit verify checks of a stored task: the columns
@@ -228,4 +235,239 @@ type TaskGuard struct {
 	// DueByMS: due_at_ms <= this (the task is due at that time; 0 is
 	// always due).
 	DueByMS Opt[int64]
+}
+
+// TaskUpdate is one guarded update of a batch (Fetch, Apply): Set applies
+// to the task with Seq, or with TaskID when Seq is 0, if Guard holds in the
+// write itself.
+type TaskUpdate struct {
+	Seq    int64
+	TaskID string
+	Set    TaskSet
+	Guard  TaskGuard
+}
+
+// ClaimScan asks Fetch for up to N claimable tasks (pending, due) in
+// claim-next order (priority DESC, seq) of WorkflowID ("" for any), whose
+// requires are all among Caps (canonical; empty takes only tasks that
+// require nothing), each locked for the transaction. A driver of many
+// writers skips tasks another transaction holds.
+type ClaimScan struct {
+	WorkflowID string
+	Caps       []string
+	N          int
+}
+
+// Fetch is the first round of a batch (Tx.Fetch).
+type Fetch struct {
+	// Lock lists tasks, by id, to read and lock for the transaction (in
+	// task id order); ids that do not exist are left out of Fetched.Locked.
+	Lock []string
+	// Updates are guarded updates whose result the batch needs: Fetched.
+	// Updated[i] is the task as updated by Updates[i], with OK false when
+	// its guard did not hold (or the task does not exist).
+	Updates []TaskUpdate
+	// Claims are the claim-next scans of the batch.
+	Claims []ClaimScan
+}
+
+// Fetched is what Fetch read and changed.
+type Fetched struct {
+	Locked    []TaskRow
+	Updated   []Updated
+	Claimable [][]TaskRow
+}
+
+// Updated is the result of one TaskUpdate of Fetch.
+type Updated struct {
+	Row TaskRow
+	OK  bool
+}
+
+// Ready names a task that became claimable, for the other processes or
+// replicas (Tx.NotifyReady).
+type Ready struct {
+	WorkflowID string
+	Requires   string
+}
+
+// Apply is the last round of a batch (Tx.Apply).
+type Apply struct {
+	Updates []TaskUpdate
+	Events  []EventRow
+	// Journal records Events in the journal (Tx.JournalEvents) rather than
+	// linked (Tx.AppendEvents).
+	Journal bool
+	Ready   []Ready
+}
+
+// The columns a TaskSet sets, in the order of UpdateShape.Set and of the
+// values Shape returns.
+const (
+	SetState = iota
+	SetOwner
+	SetGeneration
+	SetTokenHash
+	SetLeaseExpiresAtMS
+	SetLeaseMS
+	SetAttempts
+	SetUnmet
+	SetResult
+	SetError
+	SetStatusMessage
+	SetCancelCause
+	SetDueAtMS
+	numSetColumns
+)
+
+// SetColumns names the column of each Set* index.
+var SetColumns = [numSetColumns]string{"state", "owner", "generation", "token_hash", "lease_expires_at_ms", "lease_ms",
+	"attempts", "unmet", "result", "error", "status_message", "cancel_cause", "due_at_ms"}
+
+// The tests of a TaskGuard besides States and NoUnmet, in the order of
+// UpdateShape.Guard and of the values Shape returns.
+const (
+	GuardGeneration = iota
+	GuardOwner
+	GuardTokenHash
+	GuardLeaseLiveAt
+	GuardLeaseLapsedAt
+	GuardDueBy
+	numGuardTests
+)
+
+// GuardColumns names the column each Guard* index tests, and GuardOps the
+// comparison with the value (the NULL form of a test is "IS NULL").
+var (
+	GuardColumns = [numGuardTests]string{"generation", "owner", "token_hash", "lease_expires_at_ms", "lease_expires_at_ms", "due_at_ms"}
+	GuardOps     = [numGuardTests]string{"=", "=", "=", ">", "<=", "<="}
+)
+
+// Column forms in UpdateShape: unset, a value, or NULL.
+const (
+	FormUnset uint8 = iota
+	FormValue
+	FormNull
+)
+
+// UpdateShape is what an update's SQL text depends on: which columns it
+// sets (to a value or to NULL), which tests it makes, the states it
+// accepts and how it finds its task. The values themselves are
+// parameters, so one text (and one prepared statement) serves every update
+// of a shape, and a batch runs the updates of one shape as one statement.
+// It is comparable: drivers key their statement caches by it.
+type UpdateShape struct {
+	ByTaskID   bool
+	Set        [numSetColumns]uint8
+	AddAttempt bool
+	Guard      [numGuardTests]uint8
+	// States is the guard's accepted states joined by ","; "" tests none.
+	States  string
+	NoUnmet bool
+}
+
+// ErrBadUpdate means a TaskUpdate the domain built wrong (a caller bug).
+var ErrBadUpdate = errors.New("invalid task update")
+
+// Shape returns u's shape, the values of the columns it sets to a value
+// (in Set* order) and of the tests it makes with a value (in Guard*
+// order). Every driver gives Opt the same meaning through it: Null sets
+// or tests NULL, Val sets or tests exactly its value, zero values
+// included.
+func Shape(u TaskUpdate) (UpdateShape, []any, []any, error) {
+	var sh UpdateShape
+	set, guard := &u.Set, &u.Guard
+	if set.AddAttempt && set.Attempts.Set {
+		return sh, nil, nil, fmt.Errorf("%w: AddAttempt and Attempts are both set; set one", ErrBadUpdate)
+	}
+	if set.DueAtMS.Set && set.DueAtMS.Null {
+		return sh, nil, nil, fmt.Errorf("%w: due_at_ms cannot be NULL (0 means due now)", ErrBadUpdate)
+	}
+	if u.Seq == 0 && u.TaskID == "" {
+		return sh, nil, nil, fmt.Errorf("%w: neither a seq nor a task id", ErrBadUpdate)
+	}
+	sh.ByTaskID = u.Seq == 0
+	vals := make([]any, 0, 8)
+	col := func(i int, set, null bool, v any) {
+		switch {
+		case !set:
+		case null:
+			sh.Set[i] = FormNull
+		default:
+			sh.Set[i] = FormValue
+			vals = append(vals, v)
+		}
+	}
+	col(SetState, set.State.Set, set.State.Null, set.State.V)
+	col(SetOwner, set.Owner.Set, set.Owner.Null, set.Owner.V)
+	col(SetGeneration, set.Generation.Set, set.Generation.Null, set.Generation.V)
+	col(SetTokenHash, set.TokenHash.Set, set.TokenHash.Null, set.TokenHash.V)
+	col(SetLeaseExpiresAtMS, set.LeaseExpiresAtMS.Set, set.LeaseExpiresAtMS.Null, set.LeaseExpiresAtMS.V)
+	col(SetLeaseMS, set.LeaseMS.Set, set.LeaseMS.Null, set.LeaseMS.V)
+	col(SetAttempts, set.Attempts.Set, set.Attempts.Null, int64(set.Attempts.V))
+	col(SetUnmet, set.Unmet.Set, set.Unmet.Null, int64(set.Unmet.V))
+	col(SetResult, set.Result.Set, set.Result.Null, set.Result.V)
+	col(SetError, set.Error.Set, set.Error.Null, set.Error.V)
+	col(SetStatusMessage, set.StatusMessage.Set, set.StatusMessage.Null, set.StatusMessage.V)
+	col(SetCancelCause, set.CancelCause.Set, set.CancelCause.Null, set.CancelCause.V)
+	col(SetDueAtMS, set.DueAtMS.Set, false, set.DueAtMS.V)
+	sh.AddAttempt = set.AddAttempt
+	gvals := make([]any, 0, 4)
+	test := func(i int, set, null bool, v any) {
+		switch {
+		case !set:
+		case null:
+			sh.Guard[i] = FormNull
+		default:
+			sh.Guard[i] = FormValue
+			gvals = append(gvals, v)
+		}
+	}
+	test(GuardGeneration, guard.Generation.Set, guard.Generation.Null, guard.Generation.V)
+	test(GuardOwner, guard.Owner.Set, guard.Owner.Null, guard.Owner.V)
+	test(GuardTokenHash, guard.TokenHash.Set, guard.TokenHash.Null, guard.TokenHash.V)
+	test(GuardLeaseLiveAt, guard.LeaseLiveAtMS.Set, guard.LeaseLiveAtMS.Null, guard.LeaseLiveAtMS.V)
+	test(GuardLeaseLapsedAt, guard.LeaseLapsedAtMS.Set, guard.LeaseLapsedAtMS.Null, guard.LeaseLapsedAtMS.V)
+	test(GuardDueBy, guard.DueByMS.Set, guard.DueByMS.Null, guard.DueByMS.V)
+	for i, st := range guard.States {
+		if st == "" || strings.ContainsRune(st, ',') {
+			return sh, nil, nil, fmt.Errorf("%w: guard state %q", ErrBadUpdate, st)
+		}
+		if i > 0 {
+			sh.States += ","
+		}
+		sh.States += st
+	}
+	sh.NoUnmet = guard.NoUnmet
+	return sh, vals, gvals, nil
+}
+
+// ChainRun is the events of one workflow in a list of linked events (as
+// AppendEvents takes): the first and the last, which a driver's compare
+// and set of the chain head needs.
+type ChainRun struct {
+	WorkflowID  string
+	First, Last EventRow
+}
+
+// ChainRuns groups linked events by workflow, in the order each workflow
+// first appears, and checks that each workflow's events run consecutively
+// (each links to the one before it); an error matches ErrChainMoved.
+func ChainRuns(evs []EventRow) ([]ChainRun, error) {
+	var runs []ChainRun
+	at := make(map[string]int, 2)
+	for _, e := range evs {
+		i, ok := at[e.WorkflowID]
+		if !ok {
+			at[e.WorkflowID] = len(runs)
+			runs = append(runs, ChainRun{WorkflowID: e.WorkflowID, First: e, Last: e})
+			continue
+		}
+		last := &runs[i].Last
+		if e.Seq != last.Seq+1 || e.PrevHash != last.Hash {
+			return nil, fmt.Errorf("%w: event %d of workflow %s does not follow event %d", ErrChainMoved, e.Seq, e.WorkflowID, last.Seq)
+		}
+		*last = e
+	}
+	return runs, nil
 }

@@ -57,13 +57,13 @@ func (r reads) EventCount(ctx context.Context) (int64, error) {
 // LockAuditHead creates the audit head when missing (a concurrent creator
 // wins and this insert does nothing once it committed), then locks it.
 func (w *wtx) LockAuditHead(ctx context.Context) (int64, string, error) {
-	if _, err := w.tx.Exec(ctx, `INSERT INTO audit_head (singleton, entry_count, head_hash) VALUES (1, 0, '')
+	if _, err := w.c.Exec(ctx, `INSERT INTO audit_head (singleton, entry_count, head_hash) VALUES (1, 0, '')
 		ON CONFLICT (singleton) DO NOTHING`); err != nil {
 		return 0, "", w.fail(ctx, "create the audit head", err)
 	}
 	var n int64
 	var head string
-	if err := w.tx.QueryRow(ctx, `SELECT entry_count, head_hash FROM audit_head WHERE singleton = 1 FOR UPDATE`).Scan(&n, &head); err != nil {
+	if err := w.c.QueryRow(ctx, `SELECT entry_count, head_hash FROM audit_head WHERE singleton = 1 FOR UPDATE`).Scan(&n, &head); err != nil {
 		return 0, "", w.fail(ctx, "lock the audit head", err)
 	}
 	return n, head, nil
@@ -71,7 +71,7 @@ func (w *wtx) LockAuditHead(ctx context.Context) (int64, string, error) {
 
 // AppendAudit advances the audit head by compare and set, then inserts a.
 func (w *wtx) AppendAudit(ctx context.Context, a tgdriver.AuditRow) error {
-	tag, err := w.tx.Exec(ctx, `UPDATE audit_head SET entry_count = $1, head_hash = $2
+	tag, err := w.c.Exec(ctx, `UPDATE audit_head SET entry_count = $1, head_hash = $2
 		WHERE singleton = 1 AND entry_count = $3 AND head_hash = $4`, a.Seq, a.Hash, a.Seq-1, a.PrevHash)
 	if err != nil {
 		return w.fail(ctx, "advance the audit head", err)
@@ -79,7 +79,7 @@ func (w *wtx) AppendAudit(ctx context.Context, a tgdriver.AuditRow) error {
 	if tag.RowsAffected() == 0 {
 		return fmt.Errorf("audit entry %d: %w", a.Seq, tgdriver.ErrChainMoved)
 	}
-	if _, err := w.tx.Exec(ctx, `INSERT INTO audit_chain (seq, kind, workflow_id, at_ms, detail, prev_hash, hash)
+	if _, err := w.c.Exec(ctx, `INSERT INTO audit_chain (seq, kind, workflow_id, at_ms, detail, prev_hash, hash)
 		VALUES ($1, $2, $3, $4, $5, $6, $7)`, a.Seq, a.Kind, a.WorkflowID, a.AtMS, a.Detail, a.PrevHash, a.Hash); err != nil {
 		return w.fail(ctx, "append audit entry", err)
 	}

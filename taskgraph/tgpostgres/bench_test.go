@@ -52,8 +52,8 @@ func BenchmarkClaim(b *testing.B) {
 				if err != nil {
 					return err
 				}
-				return tx.AppendEvent(ctx, tgdriver.EventRow{WorkflowID: r.WorkflowID, Seq: n + 1, TaskID: r.TaskID, Kind: "claimed",
-					AtMS: 2, Detail: `{}`, PrevHash: head, Hash: fmt.Sprintf("h%d", n+1)})
+				return tx.AppendEvents(ctx, []tgdriver.EventRow{tgdriver.EventRow{WorkflowID: r.WorkflowID, Seq: n + 1, TaskID: r.TaskID, Kind: "claimed",
+					AtMS: 2, Detail: `{}`, PrevHash: head, Hash: fmt.Sprintf("h%d", n+1)}})
 			}); err != nil {
 				b.Error(err)
 				return

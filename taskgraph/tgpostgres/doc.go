@@ -10,50 +10,110 @@
 //     (schema.ErrTooNew), and so is one whose schema holds tables but no
 //     schema_version table (schema.ErrForeign); neither is written to.
 //   - Write runs its function in one READ COMMITTED transaction on a pooled
-//     connection and commits. A serialization failure (40001), a deadlock
-//     (40P01) or a unique violation (23505: two transactions creating the
-//     same workflow or node at once) rolls back and runs the function again,
-//     at most MaxWriteTries times with a small jittered backoff. Every
-//     error of the environment maps to a tgdriver sentinel: no pooled
-//     connection within AcquireTimeout is ErrBusy, 53100 is ErrDiskFull,
-//     25006 (a standby, a read-only transaction) is ErrReadOnly, a failed or
-//     dropped connection is ErrUnreachable.
-//   - Locks are taken workflow row first, then task rows (LockWorkflow,
-//     EnsureWorkflow and ChainHead take the workflow row FOR UPDATE;
-//     LockDependency takes a task FOR SHARE), so writers of one workflow
-//     serialise on its chain head and do not deadlock on one another. The
-//     database-wide audit head (LockAuditHead, FOR UPDATE) is locked last,
-//     after any workflow and task row: workflow creations and prunes
-//     serialise on it. A deadlock that slips through anyway is retried.
-//   - Every guard is in the write's own predicate: UpdateTask's UPDATE ...
-//     WHERE seq = $1 AND <guard> RETURNING, AppendEvent's compare-and-set of
-//     (head_hash, event_count) and AppendAudit's of the audit head (zero
-//     rows is ErrChainMoved), PruneWorkflow's
-//     DELETE ... WHERE <still finished and unchanged>.
+//     connection and commits. BEGIN is not a round trip of its own: it
+//     travels with the transaction's first statements. A COMMIT that the
+//     server answers with ROLLBACK (a statement of the transaction failed)
+//     is an error. A serialization failure (40001), a deadlock (40P01) or a
+//     unique violation (23505: two transactions creating the same workflow
+//     or node at once) rolls back and runs the function again, at most
+//     MaxWriteTries times with a small jittered backoff. Every error of the
+//     environment maps to a tgdriver sentinel: no pooled connection within
+//     AcquireTimeout is ErrBusy, 53100 is ErrDiskFull, 25006 (a standby, a
+//     read-only transaction) is ErrReadOnly, a failed or dropped connection
+//     is ErrUnreachable, a lock not granted within the session's
+//     lock_timeout (55P03) is ErrBusy. A COMMIT that fails other than by the
+//     server's own ERROR (the connection lost once it was sent, the server
+//     shutting down or crashing) is ErrUnknownOutcome: the transaction may
+//     have committed, and is never run again.
+//   - Every pooled session bounds how long a transaction of this replica
+//     may hold locks while it stalls (idle_in_transaction_session_timeout)
+//     and how long a statement waits for another's lock (lock_timeout), and
+//     keeps TCP keepalives on both sides (Options; the README's replica
+//     section gives the numbers).
+//   - Locks. Writers of tasks (claims, heartbeats, completions, failures,
+//     expiries, cascades) lock task rows only: every guard is in the
+//     write's own predicate, so they need no other lock, and writers that
+//     lock several tasks take them in one order (Fetch: by task id; the
+//     domain's sweeps: by seq). The workflow row is locked (LockWorkflow,
+//     EnsureWorkflow, ChainHead: FOR UPDATE) by what must see a workflow
+//     whole or extend its chain: a creation (with LockDependency taking its
+//     dependencies FOR SHARE), a prune, an operator's intervention and the
+//     linking of journaled events; each takes it before any task row. The
+//     database-wide audit head (LockAuditHead, FOR UPDATE) is locked last.
+//     A deadlock that slips through anyway is retried.
+//   - Every guard is in the write's own predicate: the UPDATE ... WHERE
+//     <key> AND <guard> of every update shape, the compare-and-set of
+//     (head_hash, event_count) when events are linked (zero rows is
+//     ErrChainMoved), AppendAudit's of the audit head, PruneWorkflow's
+//     DELETE ... WHERE <still finished, unchanged and with nothing
+//     journaled>.
 //   - The password of the URL never appears in an error or a log line:
 //     Info().Location is the URL without it, and error texts are scrubbed.
 //   - Info().SharedClock is true: Hooks.BatchStart is never called, and
 //     Hooks.OnBatch is called after every commit attempt with size 1.
+//     Info().JournalEvents is true: see Events.
+//
+// # Batches
+//
+// The store's hot path (claim-next, heartbeat, complete) runs the
+// operations waiting at a moment as one transaction in two rounds, Fetch
+// and Apply, each one round trip (a pgx batch, pipelined), then COMMIT:
+//
+//   - Fetch: the fenced updates of the heartbeats and completions, one
+//     statement per update shape however many tasks it updates (the values
+//     are arrays joined to tasks through unnest, sorted by task id), each
+//     returning the rows it changed (a row not returned is a claim that is
+//     not live, which the domain explains in the same transaction); then
+//     one claim scan per kind of claim (workflow, capabilities), each
+//     locking the first N claimable tasks FOR UPDATE SKIP LOCKED.
+//   - Apply: the claims' guarded updates (again one statement per shape),
+//     the events (one INSERT into the journal), the notifications (one
+//     pg_notify over an array).
+//
+// So a batch of any size costs about six statements, two round trips and
+// one commit, instead of some twenty statements and a commit per
+// operation. The claim scans never wait (SKIP LOCKED), the updates take
+// rows in task id order, and neither touches a workflow row, so batches
+// running at once, on one replica or many, wait for one another only where
+// they write the same task. Apply's updates update rows the batch locked in
+// Fetch, so their guards hold; one that does not (a fault) fails the batch
+// with ErrGuardFailed before it commits.
+//
+// # Events
+//
+// A workflow's events form a hash chain, a total order, and linking an
+// event needs the head it links to. Linking in the writer's transaction
+// made the workflow row the serialisation point of every writer of the
+// workflow: each held it from its first event through the commit's fsync,
+// and PostgreSQL cannot share an fsync between transactions queued on one
+// row. So writers journal their events (event_journal: the event without
+// its position and hashes), and the store links them right after the
+// commit: under the workflow's row lock, the linker reads the journaled
+// events of the workflow in journal order, computes their positions and
+// hashes, and moves them into events (LinkJournaled: one statement copies
+// the bodies inside the database and deletes the journal entries, one
+// advances the head by compare and set). The order is right: an operation
+// journals its events after the reads and writes they describe, and
+// identity values are handed out in call order, so an event that depends
+// on another's commit (a claim of the task a completion made ready, the
+// completion of a claimed task) has the higher journal id; events that do
+// not depend on each other may be linked in either order. Any replica's
+// linker may link any workflow (they take turns on its row), so events a
+// replica journaled before it stopped are linked by another. Readers of
+// the history link first; Reads show journaled events after the linked
+// ones, with Seq 0.
 //
 // # Claim-next
 //
-// NextPending must lock a task and its workflow row, but the lock order is
-// workflow first. Locking the workflow first would mean choosing it before
-// knowing which task is first and free; taking the task first and then
-// waiting for its workflow would invert the order and deadlock against a
-// writer of that workflow that waits for the task. So, inside a SAVEPOINT,
-// it takes the first claimable task by (priority DESC, seq) (see "Ready
-// indexes"), FOR UPDATE SKIP LOCKED (tasks another
-// claimer holds are skipped: concurrent claimers get different tasks and do
-// not wait for each other), then its workflow row FOR UPDATE SKIP LOCKED,
-// which never waits. When the workflow row is busy it rolls back to the
-// savepoint (releasing the task) and looks again, skipping that workflow, a
-// bounded number of times: a claimer is not held up by one busy workflow
-// while another has a task ready, and a transaction that already holds a
-// workflow lock does not wait for a second one while others are free. Only
-// when every pending task it found belongs to a busy workflow does it wait,
-// in lock order: it locks that workflow row (blocking) and then takes the
-// workflow's first pending task FOR UPDATE SKIP LOCKED, or reports none.
+// NextPending is one claim scan (see Batches) of one task: the first
+// claimable task by (priority DESC, seq) that no other transaction holds,
+// locked FOR UPDATE SKIP LOCKED, without waiting. Concurrent claimers get
+// different tasks; a claimer never waits for a workflow. Under READ
+// COMMITTED a row claimed and committed by another transaction after the
+// scan began is locked in its new version, fails the recheck and is
+// skipped, but stays locked until the scanning transaction ends: a
+// heartbeat of that task waits for the claimer's short transaction, which
+// itself waits for nothing.
 //
 // # Ready indexes
 //

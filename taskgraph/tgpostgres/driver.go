@@ -9,7 +9,9 @@ import (
 	"io"
 	"log/slog"
 	"math/rand/v2"
+	"net"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -39,6 +41,32 @@ const (
 	// database reports a serialization failure, a deadlock or a unique
 	// violation.
 	MaxWriteTries = 10
+	// DefaultIdleInTransactionTimeout is the session's
+	// idle_in_transaction_session_timeout when
+	// Options.IdleInTransactionTimeout is 0: the longest a replica that
+	// stopped or lost its network in the middle of a transaction holds its
+	// locks. The driver's transactions run their statements back to back,
+	// milliseconds apart, so only a frozen, partitioned or starved replica
+	// stays idle inside one for seconds.
+	DefaultIdleInTransactionTimeout = 3 * time.Second
+	// DefaultLockTimeout is the session's lock_timeout when
+	// Options.LockTimeout is 0: a statement waiting longer for a row lock
+	// another transaction holds gives up with tgdriver.ErrBusy. A stalled
+	// replica's locks go within DefaultIdleInTransactionTimeout, so a write
+	// queued behind one gets the lock and is judged at its arrival (a
+	// heartbeat keeps its lease); a longer wait means a queue of live
+	// transactions on a hot row, which on a loaded host exceeded 5 s
+	// (TestClaimStormLeavesHoldersLive), and waiting in it costs a holder
+	// nothing. So the bound is where an answer is still useful: half the
+	// default lease, a quarter of the default call deadline.
+	DefaultLockTimeout = 15 * time.Second
+	// DefaultKeepAlive is the TCP keepalive idle time and interval on the
+	// driver's connections (this side's sockets, and the server's
+	// tcp_keepalives_idle and tcp_keepalives_interval with
+	// tcp_keepalives_count 3) when Options.KeepAlive is 0: a peer that
+	// vanished without closing the connection is noticed within about
+	// four of these.
+	DefaultKeepAlive = 5 * time.Second
 )
 
 // Options configure Open. Zero values take the defaults.
@@ -74,6 +102,26 @@ type Options struct {
 	// default_transaction_read_only, no listener runs, Info().ReadOnly is set
 	// and every Write fails with tgdriver.ErrReadOnlyStore.
 	ReadOnly bool
+
+	// IdleInTransactionTimeout ends a session that stays idle inside a
+	// transaction for longer (idle_in_transaction_session_timeout), so that
+	// a replica frozen (SIGSTOP, a VM pause) or cut off in the middle of a
+	// transaction releases its locks (default
+	// DefaultIdleInTransactionTimeout; negative: no limit).
+	IdleInTransactionTimeout time.Duration
+	// LockTimeout bounds a statement's wait for a lock another transaction
+	// holds (lock_timeout); beyond it the write fails with tgdriver.ErrBusy,
+	// nothing written (default DefaultLockTimeout; negative: no limit).
+	LockTimeout time.Duration
+	// StatementTimeout bounds every statement (statement_timeout); beyond it
+	// the statement fails with tgdriver.ErrBusy (default 0: the server's
+	// setting). The driver's writes are short and their lock waits bounded
+	// by LockTimeout, so the limit matters only for long reads.
+	StatementTimeout time.Duration
+	// KeepAlive is the TCP keepalive idle time and probe interval of the
+	// connections, on this side and asked of the server where the session
+	// may set it (default DefaultKeepAlive; negative: the systems' defaults).
+	KeepAlive time.Duration
 
 	// listenSQL replaces the LISTEN statement, for tests of the fallback
 	// poll of a database without LISTEN.
@@ -162,6 +210,15 @@ func Open(ctx context.Context, rawURL string, opts Options) (*Driver, error) {
 		// refuses any write on these sessions.
 		cfg.ConnConfig.RuntimeParams["default_transaction_read_only"] = "on"
 	}
+	settings, optional := sessionSettings(opts, cfg.ConnConfig.RuntimeParams)
+	if ka := defaulted(opts.KeepAlive, DefaultKeepAlive); ka > 0 {
+		dialer := &net.Dialer{Timeout: cfg.ConnConfig.ConnectTimeout,
+			KeepAliveConfig: net.KeepAliveConfig{Enable: true, Idle: ka, Interval: ka, Count: 3}}
+		cfg.ConnConfig.DialFunc = dialer.DialContext
+	}
+	cfg.AfterConnect = func(ctx context.Context, c *pgx.Conn) error {
+		return applySessionSettings(ctx, c, settings, optional, log)
+	}
 	d := &Driver{
 		connCfg:   cfg.ConnConfig.Copy(),
 		opts:      opts,
@@ -216,7 +273,61 @@ func Open(ctx context.Context, rawURL string, opts Options) (*Driver, error) {
 	return d, nil
 }
 
-// ErrBadOptions: Options hold a value out of range.
+// defaulted is d, or def when d is 0, or 0 (no limit) when d is negative.
+func defaulted(d, def time.Duration) time.Duration {
+	switch {
+	case d == 0:
+		return def
+	case d < 0:
+		return 0
+	}
+	return d
+}
+
+// sessionSettings are the settings every pooled session gets (see Options):
+// the bounds on holding and waiting for locks, which the driver needs, and
+// the server side's TCP keepalives, which a session may not be able to set
+// (a Unix socket, an engine without them). A setting the URL already gives
+// (a runtime parameter) is left to it.
+func sessionSettings(opts Options, fromURL map[string]string) (required, optional [][2]string) {
+	ms := func(d time.Duration) string { return strconv.FormatInt(d.Milliseconds(), 10) }
+	add := func(to *[][2]string, name, value string) {
+		if _, ok := fromURL[name]; !ok {
+			*to = append(*to, [2]string{name, value})
+		}
+	}
+	add(&required, "idle_in_transaction_session_timeout", ms(defaulted(opts.IdleInTransactionTimeout, DefaultIdleInTransactionTimeout)))
+	add(&required, "lock_timeout", ms(defaulted(opts.LockTimeout, DefaultLockTimeout)))
+	if opts.StatementTimeout != 0 {
+		add(&required, "statement_timeout", ms(defaulted(opts.StatementTimeout, 0)))
+	}
+	if ka := defaulted(opts.KeepAlive, DefaultKeepAlive); ka > 0 {
+		secs := strconv.FormatInt(max(1, int64(ka/time.Second)), 10)
+		add(&optional, "tcp_keepalives_idle", secs)
+		add(&optional, "tcp_keepalives_interval", secs)
+		add(&optional, "tcp_keepalives_count", "3")
+	}
+	return required, optional
+}
+
+// applySessionSettings sets the required settings on a new session (an
+// error refuses the connection) and the optional ones where the server
+// accepts them.
+func applySessionSettings(ctx context.Context, c *pgx.Conn, required, optional [][2]string, log *slog.Logger) error {
+	for _, s := range required {
+		if _, err := c.Exec(ctx, `SELECT set_config($1, $2, false)`, s[0], s[1]); err != nil {
+			return fmt.Errorf("set %s: %w", s[0], err)
+		}
+	}
+	for _, s := range optional {
+		if _, err := c.Exec(ctx, `SELECT set_config($1, $2, false)`, s[0], s[1]); err != nil {
+			log.Debug("session setting not applied", "setting", s[0], "err", err)
+		}
+	}
+	return nil
+}
+
+// ErrBadOptions means Options hold a value out of range.
 var ErrBadOptions = errors.New("invalid PostgreSQL driver options")
 
 // parseURL checks the scheme and returns the URL without its password, for
@@ -244,7 +355,7 @@ func parseURL(raw string) (location, password string, err error) {
 
 // Info describes the driver.
 func (d *Driver) Info() tgdriver.Info {
-	return tgdriver.Info{Name: "postgres", Location: d.location, SharedClock: true, ReadOnly: d.opts.ReadOnly, Connections: int(d.opts.MaxConns)}
+	return tgdriver.Info{Name: "postgres", Location: d.location, SharedClock: true, ReadOnly: d.opts.ReadOnly, Connections: int(d.opts.MaxConns), JournalEvents: true}
 }
 
 // ReplicaID returns this driver's replica id.
@@ -311,17 +422,14 @@ func (d *Driver) writeOnce(ctx context.Context, fn func(tgdriver.Tx) error) erro
 		return err
 	}
 	defer conn.Release()
-	tx, err := conn.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.ReadCommitted})
-	if err != nil {
-		return fmt.Errorf("begin: %w", d.classify(ctx, err))
-	}
-	w := &wtx{reads: reads{d: d, q: tx}, tx: tx}
+	c := &txConn{conn: conn.Conn()}
+	w := &wtx{reads: reads{d: d, q: c}, c: c}
 	if err := fn(w); err != nil {
-		_ = tx.Rollback(context.WithoutCancel(ctx))
+		c.rollback(context.WithoutCancel(ctx))
 		return err
 	}
-	if err := tx.Commit(ctx); err != nil {
-		return fmt.Errorf("commit: %w", d.classify(ctx, err))
+	if err := c.commit(ctx); err != nil {
+		return fmt.Errorf("commit: %w", d.classifyCommit(ctx, err))
 	}
 	return nil
 }

@@ -14,15 +14,14 @@ import (
 
 	"github.com/graph-engineering/graph-engineering-mcp/lease"
 	"github.com/graph-engineering/graph-engineering-mcp/schema"
+	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/testwait"
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/tgdriver"
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/tgpostgres/pgtest"
 )
 
-func testCtx(t *testing.T) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	t.Cleanup(cancel)
-	return ctx
-}
+// testCtx is the context of a test's calls: it ends at the test binary's
+// deadline (a hang fails the test) or when the test's cleanups run.
+func testCtx(t *testing.T) context.Context { return testwait.Context(t) }
 
 func open(t *testing.T, url string, opts Options) *Driver {
 	t.Helper()
@@ -228,7 +227,7 @@ func TestUpdateTaskGuards(t *testing.T) {
 	if err := d.Write(ctx, func(tx tgdriver.Tx) error {
 		_, _, err := tx.UpdateTask(ctx, seq, tgdriver.TaskSet{AddAttempt: true, Attempts: tgdriver.Val(2)}, tgdriver.TaskGuard{})
 		return err
-	}); !errors.Is(err, errBadUpdate) {
+	}); !errors.Is(err, tgdriver.ErrBadUpdate) {
 		t.Fatalf("contradictory update: %v", err)
 	}
 }
@@ -245,15 +244,15 @@ func TestAppendEventCompareAndSet(t *testing.T) {
 		if err != nil || head != "" || n != 0 {
 			return fmt.Errorf("head %q %d %v", head, n, err)
 		}
-		if err := tx.AppendEvent(ctx, ev(1, "", "h1")); err != nil {
+		if err := tx.AppendEvents(ctx, []tgdriver.EventRow{ev(1, "", "h1")}); err != nil {
 			return err
 		}
-		return tx.AppendEvent(ctx, ev(2, "h1", "h2"))
+		return tx.AppendEvents(ctx, []tgdriver.EventRow{ev(2, "h1", "h2")})
 	}); err != nil {
 		t.Fatal(err)
 	}
 	for _, e := range []tgdriver.EventRow{ev(2, "h1", "h2x"), ev(3, "h1", "h3"), ev(4, "h2", "h4")} {
-		err := d.Write(ctx, func(tx tgdriver.Tx) error { return tx.AppendEvent(ctx, e) })
+		err := d.Write(ctx, func(tx tgdriver.Tx) error { return tx.AppendEvents(ctx, []tgdriver.EventRow{e}) })
 		if !errors.Is(err, tgdriver.ErrChainMoved) {
 			t.Errorf("append %d after %s: %v, want ErrChainMoved", e.Seq, e.PrevHash, err)
 		}
@@ -289,8 +288,9 @@ func TestNextPendingSkipsLocked(t *testing.T) {
 		})
 	}()
 	<-held
-	wctx, cancel := context.WithTimeout(ctx, 5*time.Second) // fails (not hangs) if it waited
-	defer cancel()
+	// A wait for the held row would last until release, after this write:
+	// it would fail at the test's deadline, whatever the machine's speed.
+	wctx := ctx
 	err := d.Write(wctx, func(tx tgdriver.Tx) error {
 		r, ok, err := tx.NextPending(wctx, "", nil)
 		if err != nil || !ok || r.Seq != b {
@@ -310,23 +310,21 @@ func TestNextPendingSkipsLocked(t *testing.T) {
 	}
 }
 
-// TestNextPendingWaitsForBusyWorkflow: a task whose workflow another writer
-// holds is taken once that writer commits, after it re-reads the workflow.
-func TestNextPendingWaitsForBusyWorkflow(t *testing.T) {
+// TestClaimIgnoresWorkflowLock: claims lock tasks, never their workflow,
+// so a transaction that holds a workflow's row (a creation, the linking of
+// its events, a prune) does not hold up the claims of its tasks: the claim
+// takes the workflow's first pending task at once.
+func TestClaimIgnoresWorkflowLock(t *testing.T) {
 	ctx := testCtx(t)
 	d := open(t, pgtest.URL(t), Options{})
-	a := addTask(t, d, "wf", "a", "pending")
-	b := addTask(t, d, "wf", "b", "pending")
+	a := addTask(t, d, "wf1", "a", "pending")
+	addTask(t, d, "wf2", "b", "pending")
 	held, release := make(chan struct{}), make(chan struct{})
 	first := make(chan error, 1)
 	go func() {
 		first <- d.Write(ctx, func(tx tgdriver.Tx) error {
-			if _, err := tx.LockWorkflow(ctx, "wf"); err != nil {
+			if _, err := tx.LockWorkflow(ctx, "wf1"); err != nil {
 				return err
-			}
-			// Claim a (so it is no longer pending) while holding the workflow.
-			if _, ok, err := tx.UpdateTask(ctx, a, tgdriver.TaskSet{State: tgdriver.Val("claimed"), UpdatedAtMS: 2}, tgdriver.TaskGuard{}); err != nil || !ok {
-				return fmt.Errorf("claim a: %v %v", ok, err)
 			}
 			close(held)
 			<-release
@@ -334,22 +332,21 @@ func TestNextPendingWaitsForBusyWorkflow(t *testing.T) {
 		})
 	}()
 	<-held
-	second := make(chan error, 1)
-	go func() {
-		second <- d.Write(ctx, func(tx tgdriver.Tx) error {
-			r, ok, err := tx.NextPending(ctx, "", nil)
-			if err != nil || !ok || r.Seq != b {
-				return fmt.Errorf("NextPending = %d %v %v, want %d", r.Seq, ok, err, b)
-			}
-			return nil
-		})
-	}()
-	waitForLockWait(t, d)
+	// A wait for the held row would last until release, after this write:
+	// it would fail at the test's deadline, whatever the machine's speed.
+	wctx := ctx
+	err := d.Write(wctx, func(tx tgdriver.Tx) error {
+		r, ok, err := tx.NextPending(wctx, "", nil)
+		if err != nil || !ok || r.Seq != a {
+			return fmt.Errorf("NextPending = %d %v %v, want %d", r.Seq, ok, err, a)
+		}
+		return nil
+	})
 	close(release)
-	if err := <-first; err != nil {
+	if err != nil {
 		t.Fatal(err)
 	}
-	if err := <-second; err != nil {
+	if err := <-first; err != nil {
 		t.Fatal(err)
 	}
 }
@@ -358,20 +355,14 @@ func TestNextPendingWaitsForBusyWorkflow(t *testing.T) {
 func waitForLockWait(t *testing.T, d *Driver) {
 	t.Helper()
 	ctx := testCtx(t)
-	for {
+	testwait.For(t, "a transaction to wait for a lock", func() bool {
 		var n int
 		if err := d.pool.QueryRow(ctx, `SELECT COUNT(*) FROM pg_stat_activity WHERE datname = current_database()
 			AND wait_event_type = 'Lock'`).Scan(&n); err != nil {
 			t.Fatal(err)
 		}
-		if n > 0 {
-			return
-		}
-		if ctx.Err() != nil {
-			t.Fatal("no transaction started waiting for a lock")
-		}
-		time.Sleep(5 * time.Millisecond) // polling a condition, not waiting for time to pass
-	}
+		return n > 0
+	})
 }
 
 // TestLockDependencyHoldsOffCompletion: a create holding its dependency FOR
@@ -517,7 +508,7 @@ func TestWriteRetriesDeadlock(t *testing.T) {
 		var once sync.Once
 		return d.Write(ctx, func(tx tgdriver.Tx) error {
 			runs.Add(1)
-			ptx := tx.(*wtx).tx
+			ptx := tx.(*wtx).c
 			if _, err := ptx.Exec(ctx, `UPDATE workflows SET task_count = task_count WHERE workflow_id = $1`, first); err != nil {
 				return err
 			}
@@ -546,7 +537,7 @@ func TestWriteRetriesSerializationFailure(t *testing.T) {
 	err := d.Write(ctx, func(tx tgdriver.Tx) error {
 		runs++
 		if runs == 1 {
-			_, err := tx.(*wtx).tx.Exec(ctx, `DO $$ BEGIN RAISE EXCEPTION 'provoked' USING ERRCODE = '40001'; END $$`)
+			_, err := tx.(*wtx).c.Exec(ctx, `DO $$ BEGIN RAISE EXCEPTION 'provoked' USING ERRCODE = '40001'; END $$`)
 			return err
 		}
 		return nil
@@ -557,7 +548,7 @@ func TestWriteRetriesSerializationFailure(t *testing.T) {
 	runs = 0
 	err = d.Write(ctx, func(tx tgdriver.Tx) error {
 		runs++
-		_, err := tx.(*wtx).tx.Exec(ctx, `DO $$ BEGIN RAISE EXCEPTION 'provoked' USING ERRCODE = '40P01'; END $$`)
+		_, err := tx.(*wtx).c.Exec(ctx, `DO $$ BEGIN RAISE EXCEPTION 'provoked' USING ERRCODE = '40P01'; END $$`)
 		return err
 	})
 	if err == nil || runs != MaxWriteTries {
@@ -570,7 +561,7 @@ func TestErrorsMapToSentinels(t *testing.T) {
 	d := open(t, pgtest.URL(t), Options{})
 	for code, want := range map[string]error{"53100": tgdriver.ErrDiskFull, "25006": tgdriver.ErrReadOnly, "57P01": tgdriver.ErrUnreachable} {
 		err := d.Write(ctx, func(tx tgdriver.Tx) error {
-			_, err := tx.(*wtx).tx.Exec(ctx, `DO $$ BEGIN RAISE EXCEPTION 'provoked' USING ERRCODE = '`+code+`'; END $$`)
+			_, err := tx.(*wtx).c.Exec(ctx, `DO $$ BEGIN RAISE EXCEPTION 'provoked' USING ERRCODE = '`+code+`'; END $$`)
 			return d.classify(ctx, err)
 		})
 		if !errors.Is(err, want) || !errors.Is(err, tgdriver.ErrUnavailable) {
@@ -642,9 +633,9 @@ func TestCloseReadyPingSnapshotBackup(t *testing.T) {
 		if err != nil || len(ts) != 1 || ts[0].Payload != `{"n":1}` {
 			return fmt.Errorf("ListTasks = %+v, %v", ts, err)
 		}
-		n, err := r.PendingInWorkflow(ctx, "wf", 10)
-		if err != nil || n != 1 {
-			return fmt.Errorf("PendingInWorkflow = %d, %v", n, err)
+		wfs, err := r.PendingWorkflows(ctx, 10)
+		if err != nil || len(wfs) != 1 || wfs[0] != "wf" {
+			return fmt.Errorf("PendingWorkflows = %v, %v", wfs, err)
 		}
 		return nil
 	}); err != nil {
@@ -749,7 +740,7 @@ func TestPruneWorkflowGuard(t *testing.T) {
 		if err := tx.InsertEdge(ctx, a, b); err != nil {
 			return err
 		}
-		return tx.AppendEvent(ctx, tgdriver.EventRow{WorkflowID: "done", Seq: 1, TaskID: "done-a", Kind: "created", AtMS: 1500, Detail: `{}`, Hash: "h1"})
+		return tx.AppendEvents(ctx, []tgdriver.EventRow{tgdriver.EventRow{WorkflowID: "done", Seq: 1, TaskID: "done-a", Kind: "created", AtMS: 1500, Detail: `{}`, Hash: "h1"}})
 	}); err != nil {
 		t.Fatal(err)
 	}
@@ -836,20 +827,14 @@ func TestClockRecalibrates(t *testing.T) {
 	local := lease.NewManualClock(start)
 	d := open(t, pgtest.URL(t), Options{LocalClock: local, CalibrateInterval: 20 * time.Millisecond})
 	local.Step(-30 * time.Second) // the local clock is stepped back
-	ctx := testCtx(t)
-	for {
+	testwait.For(t, "the offset to follow the local clock's step", func() bool {
 		// The manual local clock stands still while the database's runs:
 		// the right offset is the step plus the real time since start (a
 		// slow start on a loaded machine once pushed that past the bound).
 		want := 30*time.Second + time.Since(start)
-		if off, _ := d.clock.Offset(); (off - want).Abs() < 2*time.Second {
-			break
-		}
-		if ctx.Err() != nil {
-			t.Fatal("the offset never followed the local clock's step")
-		}
-		time.Sleep(5 * time.Millisecond) // polling a condition
-	}
+		off, _ := d.clock.Offset()
+		return (off - want).Abs() < 2*time.Second
+	})
 	if diff := time.Since(d.Clock().Now()).Abs(); diff > 2*time.Second {
 		t.Fatalf("after the step the clock is %v off the database's", diff)
 	}
@@ -893,7 +878,7 @@ func TestUnreachableServer(t *testing.T) {
 	// A connection dropped in the middle of a write.
 	d := open(t, url, Options{})
 	err := d.Write(ctx, func(tx tgdriver.Tx) error {
-		_, err := tx.(*wtx).tx.Exec(ctx, `SELECT pg_terminate_backend(pg_backend_pid())`)
+		_, err := tx.(*wtx).c.Exec(ctx, `SELECT pg_terminate_backend(pg_backend_pid())`)
 		return d.classify(ctx, err)
 	})
 	if !errors.Is(err, tgdriver.ErrUnreachable) {
@@ -931,8 +916,8 @@ func TestManyClaimersEachTaskOnce(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		return tx.AppendEvent(ctx, tgdriver.EventRow{WorkflowID: wf, Seq: n + 1, TaskID: task, Kind: "claimed", AtMS: 5,
-			Detail: `{}`, PrevHash: head, Hash: fmt.Sprintf("%s-%d", wf, n+1)})
+		return tx.AppendEvents(ctx, []tgdriver.EventRow{tgdriver.EventRow{WorkflowID: wf, Seq: n + 1, TaskID: task, Kind: "claimed", AtMS: 5,
+			Detail: `{}`, PrevHash: head, Hash: fmt.Sprintf("%s-%d", wf, n+1)}})
 	}
 	for i := range 8 {
 		wg.Add(1)
@@ -944,7 +929,16 @@ func TestManyClaimersEachTaskOnce(t *testing.T) {
 				err := d.Write(ctx, func(tx tgdriver.Tx) error {
 					got = 0
 					r, ok, err := tx.NextPending(ctx, "", nil)
-					if err != nil || !ok {
+					if err != nil {
+						return err
+					}
+					if !ok {
+						// Every pending task is held by another claimer
+						// (skipped), or none is left.
+						n, err := tx.CountByState(ctx)
+						if err == nil && n["pending"] > 0 {
+							got = -1
+						}
 						return err
 					}
 					if _, ok, err := tx.UpdateTask(ctx, r.Seq, tgdriver.TaskSet{State: tgdriver.Val("claimed"), UpdatedAtMS: 5},
@@ -960,6 +954,10 @@ func TestManyClaimersEachTaskOnce(t *testing.T) {
 				}
 				if got == 0 {
 					return
+				}
+				if got < 0 {
+					time.Sleep(time.Millisecond) // back off: the holders commit
+					continue
 				}
 				mu.Lock()
 				claimed[got]++
@@ -1055,44 +1053,5 @@ func TestReadOnlyDatabase(t *testing.T) {
 	cancel()
 	if err := d.Ready(ctx0); err == nil {
 		t.Fatal("Ready with a cancelled context succeeded")
-	}
-}
-
-// TestNextPendingSkipsBusyWorkflow: while a writer holds workflow wf1, a
-// claimer takes the task of wf2 without waiting, even though wf1's pending
-// task is older.
-func TestNextPendingSkipsBusyWorkflow(t *testing.T) {
-	ctx := testCtx(t)
-	d := open(t, pgtest.URL(t), Options{})
-	addTask(t, d, "wf1", "a", "pending")
-	b := addTask(t, d, "wf2", "b", "pending")
-	held, release := make(chan struct{}), make(chan struct{})
-	first := make(chan error, 1)
-	go func() {
-		first <- d.Write(ctx, func(tx tgdriver.Tx) error {
-			if _, err := tx.LockWorkflow(ctx, "wf1"); err != nil {
-				return err
-			}
-			close(held)
-			<-release
-			return nil
-		})
-	}()
-	<-held
-	wctx, cancel := context.WithTimeout(ctx, 5*time.Second) // fails (not hangs) if it waited
-	defer cancel()
-	err := d.Write(wctx, func(tx tgdriver.Tx) error {
-		r, ok, err := tx.NextPending(wctx, "", nil)
-		if err != nil || !ok || r.Seq != b {
-			return fmt.Errorf("NextPending = %d %v %v, want %d", r.Seq, ok, err, b)
-		}
-		return nil
-	})
-	close(release)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := <-first; err != nil {
-		t.Fatal(err)
 	}
 }

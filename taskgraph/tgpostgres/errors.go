@@ -18,7 +18,7 @@ import (
 // up with the database's own tools.
 var ErrBackupUnsupported = errors.New("backup is not supported on PostgreSQL by graph-engineering-mcp: use pg_dump (for example `pg_dump --format=custom --file=graph.dump <database>`), or the backup tooling of your PostgreSQL service")
 
-// ErrBadURL: the URL given to Open is not a PostgreSQL URL.
+// ErrBadURL means the URL given to Open is not a PostgreSQL URL.
 var ErrBadURL = errors.New("invalid PostgreSQL URL")
 
 // SQLSTATE codes the driver acts on.
@@ -34,6 +34,8 @@ const (
 	codeFeatureNotSupported  = "0A000"
 	codeSyntaxError          = "42601"
 	codeUndefinedFunction    = "42883"
+	codeLockNotAvailable     = "55P03"
+	codeQueryCanceled        = "57014"
 )
 
 // sqlState returns the SQLSTATE of err, or "".
@@ -84,8 +86,13 @@ func (d *Driver) classify(ctx context.Context, err error) error {
 			return d.wrap(tgdriver.ErrDiskFull, err)
 		case code == codeReadOnlyTransaction:
 			return d.wrap(tgdriver.ErrReadOnly, err)
-		case strings.HasPrefix(code, "08"), code == codeAdminShutdown, code == codeCrashShutdown, code == codeCannotConnectNow:
+		case strings.HasPrefix(code, "08"), code == codeAdminShutdown, code == codeCrashShutdown, code == codeCannotConnectNow,
+			code == codeIdleInTransactionTimeout:
 			return d.wrap(tgdriver.ErrUnreachable, err)
+		case code == codeLockNotAvailable:
+			return d.wrap(tgdriver.ErrBusy, fmt.Errorf("a lock another transaction held (another replica's write to the same workflow, or a replica stalled in the middle of one) was not granted within the lock timeout; nothing was written: %w", err))
+		case code == codeQueryCanceled && (ctx == nil || ctx.Err() == nil):
+			return d.wrap(tgdriver.ErrBusy, fmt.Errorf("a statement ran beyond the statement timeout; nothing was written: %w", err))
 		}
 		return d.redact(err)
 	}
@@ -100,6 +107,40 @@ func (d *Driver) classify(ctx context.Context, err error) error {
 		return d.wrap(tgdriver.ErrUnreachable, err)
 	}
 	return d.redact(err)
+}
+
+// codeIdleInTransactionTimeout is the FATAL a session gets when it stayed
+// idle inside a transaction beyond idle_in_transaction_session_timeout: the
+// server ended it before reading any later command, COMMIT included.
+const codeIdleInTransactionTimeout = "25P03"
+
+// classifyCommit maps an error of a write transaction's COMMIT. Once the
+// COMMIT may have reached the server, only the server's own answer that the
+// transaction did not commit (an ERROR, which rolls it back, or the FATAL of
+// a session ended while idle before the COMMIT was read) means nothing was
+// written. Anything else (a connection lost while the COMMIT was in flight,
+// a server shutting down or crashing, 57P01 and 57P02, the caller's context
+// ending during the round trip) leaves the outcome unknown and is
+// tgdriver.ErrUnknownOutcome, keeping the cause. pgconn.SafeToRetry cannot
+// tell a COMMIT that was never sent: once a read fails pgx closes the
+// connection and reports "conn closed", marked safe to retry, for the
+// COMMIT it had already written.
+func (d *Driver) classifyCommit(ctx context.Context, err error) error {
+	if err == nil {
+		return nil
+	}
+	if errors.Is(err, pgx.ErrTxCommitRollback) {
+		return d.classify(ctx, err)
+	}
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) && (pe.Severity == "ERROR" || pe.Code == codeIdleInTransactionTimeout) {
+		return d.classify(ctx, err)
+	}
+	if d.closed.Load() && !errors.As(err, &pe) {
+		// The pool was closed under the commit: its outcome is unknown too.
+		return d.wrap(tgdriver.ErrUnknownOutcome, fmt.Errorf("%w: %w", tgdriver.ErrClosed, err))
+	}
+	return d.wrap(tgdriver.ErrUnknownOutcome, err)
 }
 
 // wrap returns an error matching sentinel (and so ErrUnavailable) that
@@ -152,7 +193,7 @@ func (e *redactedError) Unwrap() []error { return e.kept }
 func keepSentinels(err error) []error {
 	var kept []error
 	for _, s := range []error{tgdriver.ErrBusy, tgdriver.ErrDiskFull, tgdriver.ErrReadOnly, tgdriver.ErrUnreachable,
-		tgdriver.ErrClosed, tgdriver.ErrNoRows, tgdriver.ErrChainMoved, context.Canceled, context.DeadlineExceeded} {
+		tgdriver.ErrUnknownOutcome, tgdriver.ErrClosed, tgdriver.ErrNoRows, tgdriver.ErrChainMoved, context.Canceled, context.DeadlineExceeded} {
 		if errors.Is(err, s) {
 			kept = append(kept, s)
 		}

@@ -32,6 +32,11 @@ func (d *Driver) migrate(ctx context.Context) error {
 		return fmt.Errorf("open %s: %w", d.location, d.classify(ctx, err))
 	}
 	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
+	// Another replica may hold the lock while it migrates a large database,
+	// and a migration's statements may run long: neither is bounded here.
+	if _, err := tx.Exec(ctx, `SET LOCAL lock_timeout = 0; SET LOCAL statement_timeout = 0`); err != nil {
+		return fmt.Errorf("migrate %s: %w", d.location, d.classify(ctx, err))
+	}
 	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, migrationLockKey); err != nil {
 		return fmt.Errorf("migrate %s: take the migration lock: %w", d.location, d.classify(ctx, err))
 	}

@@ -41,18 +41,16 @@ func TestClaimNextPlanIsIndexServed(t *testing.T) {
 		sql   string
 		args  []any
 		index string
-		lock  bool // under LockRows (the candidates are read without a lock)
+		lock  bool // under LockRows
 	}{
 		// Without capabilities: tasks that require nothing (tasks_ready_plain);
 		// with: every claimable task, filtered (tasks_ready_by_priority).
 		// Both hold only due tasks; tasks_due the others.
-		"any workflow":                   {pendingCandidatesSQL, []any{[]string{}}, "tasks_ready_plain", false},
-		"any workflow, capabilities":     {pendingCandidatesCapsSQL, []any{[]string{}, []string{"gpu"}}, "tasks_ready_by_priority", false},
-		"candidates in a workflow":       {pendingCandidatesInWorkflowSQL, []any{[]string{}, "big"}, "tasks_ready_by_workflow_priority", false},
-		"candidates in a workflow, caps": {pendingCandidatesInWorkflowCapsSQL, []any{[]string{}, "big", []string{"gpu"}}, "tasks_ready_by_workflow_priority", false},
-		"one workflow":                   {nextPendingInWorkflowSQL, []any{"big"}, "tasks_ready_by_workflow_priority", true},
-		"one workflow, capabilities":     {nextPendingInWorkflowCapsSQL, []any{"big", []string{"gpu"}}, "tasks_ready_by_workflow_priority", true},
-		"due tasks":                      {dueTasksSQL, []any{int64(10000), 64}, "tasks_due", false},
+		"any workflow":               {claimScanSQL, []any{16}, "tasks_ready_plain", true},
+		"any workflow, capabilities": {claimScanCapsSQL, []any{16, []string{"gpu"}}, "tasks_ready_by_priority", true},
+		"one workflow":               {claimScanInWorkflowSQL, []any{16, "big"}, "tasks_ready_by_workflow_priority", true},
+		"one workflow, capabilities": {claimScanInWorkflowCapsSQL, []any{16, "big", []string{"gpu"}}, "tasks_ready_by_workflow_priority", true},
+		"due tasks":                  {dueTasksSQL, []any{int64(10000), 64}, "tasks_due", false},
 	} {
 		p := explain(t, c, `EXPLAIN `+q.sql, q.args...)
 		if !strings.Contains(p, "Index") || !strings.Contains(p, q.index) || strings.Contains(p, "Sort") || strings.Contains(p, "LockRows") != q.lock {
@@ -68,12 +66,10 @@ func TestClaimNextPlanIsIndexServed(t *testing.T) {
 	for i, q := range []struct {
 		sql, args, index string
 	}{
-		{pendingCandidatesSQL, `'{}'::text[]`, "tasks_ready_plain"},
-		{pendingCandidatesCapsSQL, `'{}'::text[], '{gpu}'::text[]`, "tasks_ready_by_priority"},
-		{pendingCandidatesInWorkflowSQL, `'{}'::text[], 'big'`, "tasks_ready_by_workflow_priority"},
-		{pendingCandidatesInWorkflowCapsSQL, `'{}'::text[], 'big', '{gpu}'::text[]`, "tasks_ready_by_workflow_priority"},
-		{nextPendingInWorkflowSQL, `'big'`, "tasks_ready_by_workflow_priority"},
-		{nextPendingInWorkflowCapsSQL, `'big', '{gpu}'::text[]`, "tasks_ready_by_workflow_priority"},
+		{claimScanSQL, `16`, "tasks_ready_plain"},
+		{claimScanCapsSQL, `16, '{gpu}'::text[]`, "tasks_ready_by_priority"},
+		{claimScanInWorkflowSQL, `16, 'big'`, "tasks_ready_by_workflow_priority"},
+		{claimScanInWorkflowCapsSQL, `16, 'big', '{gpu}'::text[]`, "tasks_ready_by_workflow_priority"},
 	} {
 		name := fmt.Sprintf("generic_%d", i)
 		if _, err := c.Exec(ctx, `PREPARE `+name+` AS `+q.sql); err != nil {

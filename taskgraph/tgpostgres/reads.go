@@ -21,7 +21,7 @@ type querier interface {
 // taskColumns are the columns of a TaskRow, in scanTask's order.
 const taskColumns = `seq, task_id, workflow_id, node_id, payload, depends_on, state, owner, generation,
 	token_hash, lease_expires_at_ms, lease_ms, attempts, max_attempts, unmet, result, error, status_message,
-	cancel_cause, created_at_ms, updated_at_ms, created_by, priority, requires, due_at_ms, retry_delay_ms`
+	cancel_cause, created_at_ms, updated_at_ms, created_by, priority, requires, due_at_ms, retry_delay_ms, dependents`
 
 // taskColumnsNoBodies is taskColumns with the payload read as JSON null
 // and the result as NULL (ListFilter.NoBodies): neither is fetched or
@@ -31,15 +31,34 @@ var taskColumnsNoBodies = tgdriver.NoBodiesColumns(taskColumns)
 const eventColumns = `event_id, workflow_id, wseq, task_id, kind, owner, generation, at_ms, detail, prev_hash, hash,
 	hash_version, actor_kind, actor_name, actor_principal, task_state, content`
 
+// journalColumns reads a journal entry as eventColumns read an event: its
+// journal id as event_id, no position and no link.
+const journalColumns = `journal_id, workflow_id, 0::bigint, task_id, kind, owner, generation, at_ms, detail, ''::text, ''::text,
+	hash_version, actor_kind, actor_name, actor_principal, task_state, content`
+
+// A task's or workflow's events, then its journaled ones, in one statement
+// (so that an entry the linker moves meanwhile is read once).
+const (
+	sqlTaskEvents = `SELECT ` + eventColumns + ` FROM (SELECT ` + eventColumns + `, 0 AS src, event_id AS ord FROM events WHERE task_id = $1
+		UNION ALL SELECT ` + journalColumns + `, 1, journal_id FROM event_journal WHERE task_id = $1) e ORDER BY src, ord`
+	sqlWorkflowEvents = `SELECT ` + eventColumns + ` FROM (SELECT ` + eventColumns + `, 0 AS src, wseq AS ord FROM events WHERE workflow_id = $1
+		UNION ALL SELECT ` + journalColumns + `, 1, journal_id FROM event_journal WHERE workflow_id = $1) e ORDER BY src, ord`
+)
+
 const workflowColumns = `workflow_id, task_count, event_count, head_hash, created_at_ms, updated_at_ms`
 
-func scanTask(row pgx.Row) (tgdriver.TaskRow, error) {
+func scanTask(row pgx.Row) (tgdriver.TaskRow, error) { return scanTaskAfter(row) }
+
+// scanTaskAfter reads a task's columns (taskColumns) after the columns
+// that lead scans.
+func scanTaskAfter(row pgx.Row, lead ...any) (tgdriver.TaskRow, error) {
 	var t tgdriver.TaskRow
 	var owner, result, errText, createdBy *string
 	var lease, leaseMS, cause *int64
-	if err := row.Scan(&t.Seq, &t.TaskID, &t.WorkflowID, &t.NodeID, &t.Payload, &t.DependsOn, &t.State, &owner, &t.Generation,
+	dest := append(lead, &t.Seq, &t.TaskID, &t.WorkflowID, &t.NodeID, &t.Payload, &t.DependsOn, &t.State, &owner, &t.Generation,
 		&t.TokenHash, &lease, &leaseMS, &t.Attempts, &t.MaxAttempts, &t.Unmet, &result, &errText, &t.StatusMessage,
-		&cause, &t.CreatedAtMS, &t.UpdatedAtMS, &createdBy, &t.Priority, &t.Requires, &t.DueAtMS, &t.RetryDelayMS); err != nil {
+		&cause, &t.CreatedAtMS, &t.UpdatedAtMS, &createdBy, &t.Priority, &t.Requires, &t.DueAtMS, &t.RetryDelayMS, &t.Dependents)
+	if err := row.Scan(dest...); err != nil {
 		return tgdriver.TaskRow{}, err
 	}
 	if owner != nil {
@@ -258,8 +277,11 @@ func (r reads) Dependencies(ctx context.Context, seq int64) ([]tgdriver.DepRow, 
 func (r reads) LastEventOfGeneration(ctx context.Context, taskID string, generation int64) (string, int64, bool, error) {
 	var kind string
 	var at int64
-	err := r.q.QueryRow(ctx, `SELECT kind, at_ms FROM events WHERE task_id = $1 AND generation = $2
-		ORDER BY event_id DESC LIMIT 1`, taskID, generation).Scan(&kind, &at)
+	// A journaled event is newer than any linked one.
+	err := r.q.QueryRow(ctx, `SELECT kind, at_ms FROM (
+		SELECT kind, at_ms, 1 AS src, journal_id AS id FROM event_journal WHERE task_id = $1 AND generation = $2
+		UNION ALL SELECT kind, at_ms, 0, event_id FROM events WHERE task_id = $1 AND generation = $2) e
+		ORDER BY src DESC, id DESC LIMIT 1`, taskID, generation).Scan(&kind, &at)
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
 		return "", 0, false, nil
@@ -311,7 +333,7 @@ func (r reads) WorkflowEdges(ctx context.Context, workflowID string) ([]tgdriver
 
 // TaskEvents returns the events of taskID, oldest first.
 func (r reads) TaskEvents(ctx context.Context, taskID string) ([]tgdriver.EventRow, error) {
-	rows, err := r.q.Query(ctx, `SELECT `+eventColumns+` FROM events WHERE task_id = $1 ORDER BY event_id`, taskID)
+	rows, err := r.q.Query(ctx, sqlTaskEvents, taskID)
 	if err != nil {
 		return nil, r.fail(ctx, "read the events of "+taskID, err)
 	}
@@ -324,7 +346,7 @@ func (r reads) TaskEvents(ctx context.Context, taskID string) ([]tgdriver.EventR
 
 // WorkflowEvents calls fn with each event of workflowID in chain order.
 func (r reads) WorkflowEvents(ctx context.Context, workflowID string, fn func(tgdriver.EventRow) error) error {
-	rows, err := r.q.Query(ctx, `SELECT `+eventColumns+` FROM events WHERE workflow_id = $1 ORDER BY wseq`, workflowID)
+	rows, err := r.q.Query(ctx, sqlWorkflowEvents, workflowID)
 	if err != nil {
 		return r.fail(ctx, "read the events of "+workflowID, err)
 	}
@@ -344,11 +366,25 @@ func (r reads) WorkflowEvents(ctx context.Context, workflowID string, fn func(tg
 	return nil
 }
 
+// JournaledWorkflows returns up to limit workflows with journaled events,
+// oldest entry first.
+func (r reads) JournaledWorkflows(ctx context.Context, limit int) ([]string, error) {
+	rows, err := r.q.Query(ctx, `SELECT workflow_id FROM event_journal GROUP BY workflow_id ORDER BY MIN(journal_id) LIMIT $1`, limit)
+	if err != nil {
+		return nil, r.fail(ctx, "find journaled events", err)
+	}
+	out, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, r.fail(ctx, "find journaled events", err)
+	}
+	return out, nil
+}
+
 // OrphanEventWorkflow names a workflow that has events but no workflow row.
 func (r reads) OrphanEventWorkflow(ctx context.Context) (string, bool, error) {
 	var id string
-	err := r.q.QueryRow(ctx, `SELECT e.workflow_id FROM events e LEFT JOIN workflows w ON w.workflow_id = e.workflow_id
-		WHERE w.workflow_id IS NULL LIMIT 1`).Scan(&id)
+	err := r.q.QueryRow(ctx, `SELECT e.workflow_id FROM (SELECT workflow_id FROM events UNION ALL SELECT workflow_id FROM event_journal) e
+		LEFT JOIN workflows w ON w.workflow_id = e.workflow_id WHERE w.workflow_id IS NULL LIMIT 1`).Scan(&id)
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
 		return "", false, nil
@@ -358,9 +394,11 @@ func (r reads) OrphanEventWorkflow(ctx context.Context) (string, bool, error) {
 	return id, true, nil
 }
 
-// PendingWorkflows returns the workflow of each of the first limit pending tasks.
+// PendingWorkflows returns the workflow of each of the first limit
+// claimable tasks, in claim-next order (tasks_ready_by_priority).
 func (r reads) PendingWorkflows(ctx context.Context, limit int) ([]string, error) {
-	rows, err := r.q.Query(ctx, `SELECT workflow_id FROM tasks WHERE state = 'pending' ORDER BY seq LIMIT $1`, limit)
+	rows, err := r.q.Query(ctx, `SELECT workflow_id FROM tasks WHERE state = 'pending' AND due_at_ms = 0
+		ORDER BY priority DESC, seq LIMIT $1`, limit)
 	if err != nil {
 		return nil, r.fail(ctx, "read pending tasks", err)
 	}
@@ -369,16 +407,6 @@ func (r reads) PendingWorkflows(ctx context.Context, limit int) ([]string, error
 		return nil, r.fail(ctx, "read pending tasks", err)
 	}
 	return out, nil
-}
-
-// PendingInWorkflow counts the pending tasks of workflowID, up to limit.
-func (r reads) PendingInWorkflow(ctx context.Context, workflowID string, limit int) (int, error) {
-	var n int
-	if err := r.q.QueryRow(ctx, `SELECT COUNT(*) FROM (SELECT 1 FROM tasks WHERE workflow_id = $1 AND state = 'pending'
-		ORDER BY seq LIMIT $2) p`, workflowID, limit).Scan(&n); err != nil {
-		return 0, r.fail(ctx, "count pending tasks of "+workflowID, err)
-	}
-	return n, nil
 }
 
 // requiresAmongCaps: every tag of the task's requires (canonical, joined by

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/tgdriver"
 )
@@ -14,18 +15,10 @@ import (
 // a task became claimable; the payload is "<replica id> <workflow id>".
 const notifyChannel = "graph_engineering_ready"
 
-// nextPendingTries bounds NextPending's attempts to find a task whose
-// workflow it can lock (see doc.go, "Claim-next").
-const nextPendingTries = 8
-
 // wtx implements tgdriver.Tx on one pgx transaction.
 type wtx struct {
 	reads
-	tx pgx.Tx
-	// locked counts the workflow rows this transaction holds: NextPending
-	// waits for a busy workflow only while it holds none, so that no
-	// transaction waits for a second workflow while holding a first.
-	locked int
+	c *txConn
 }
 
 var _ tgdriver.Tx = (*wtx)(nil)
@@ -47,34 +40,32 @@ func nullInt(v int64) any {
 // LockWorkflow takes the row lock of workflowID (FOR UPDATE).
 func (w *wtx) LockWorkflow(ctx context.Context, workflowID string) (bool, error) {
 	var one int
-	err := w.tx.QueryRow(ctx, `SELECT 1 FROM workflows WHERE workflow_id = $1 FOR UPDATE`, workflowID).Scan(&one)
+	err := w.c.QueryRow(ctx, `SELECT 1 FROM workflows WHERE workflow_id = $1 FOR UPDATE`, workflowID).Scan(&one)
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
 		return false, nil
 	case err != nil:
 		return false, w.fail(ctx, "lock workflow "+workflowID, err)
 	}
-	w.locked++
 	return true, nil
 }
 
 // EnsureWorkflow creates workflowID if needed, locks it and returns its task count.
 func (w *wtx) EnsureWorkflow(ctx context.Context, workflowID string, nowMS int64) (int, error) {
-	if _, err := w.tx.Exec(ctx, `INSERT INTO workflows (workflow_id, created_at_ms, updated_at_ms) VALUES ($1, $2, $2)
+	if _, err := w.c.Exec(ctx, `INSERT INTO workflows (workflow_id, created_at_ms, updated_at_ms) VALUES ($1, $2, $2)
 		ON CONFLICT (workflow_id) DO NOTHING`, workflowID, nowMS); err != nil {
 		return 0, w.fail(ctx, "create workflow "+workflowID, err)
 	}
 	var n int
-	if err := w.tx.QueryRow(ctx, `SELECT task_count FROM workflows WHERE workflow_id = $1 FOR UPDATE`, workflowID).Scan(&n); err != nil {
+	if err := w.c.QueryRow(ctx, `SELECT task_count FROM workflows WHERE workflow_id = $1 FOR UPDATE`, workflowID).Scan(&n); err != nil {
 		return 0, w.fail(ctx, "lock workflow "+workflowID, err)
 	}
-	w.locked++
 	return n, nil
 }
 
 // AddWorkflowTasks adds n to the task count of workflowID.
 func (w *wtx) AddWorkflowTasks(ctx context.Context, workflowID string, n int) error {
-	if _, err := w.tx.Exec(ctx, `UPDATE workflows SET task_count = task_count + $1 WHERE workflow_id = $2`, n, workflowID); err != nil {
+	if _, err := w.c.Exec(ctx, `UPDATE workflows SET task_count = task_count + $1 WHERE workflow_id = $2`, n, workflowID); err != nil {
 		return w.fail(ctx, "count the tasks of "+workflowID, err)
 	}
 	return nil
@@ -99,7 +90,7 @@ func (w *wtx) InsertTask(ctx context.Context, t tgdriver.TaskRow) (int64, error)
 		token = t.TokenHash
 	}
 	var seq int64
-	err := w.tx.QueryRow(ctx, `INSERT INTO tasks (task_id, workflow_id, node_id, payload, depends_on, state, owner, generation,
+	err := w.c.QueryRow(ctx, `INSERT INTO tasks (task_id, workflow_id, node_id, payload, depends_on, state, owner, generation,
 		token_hash, lease_expires_at_ms, lease_ms, attempts, max_attempts, unmet, result, error, status_message,
 		cancel_cause, created_at_ms, updated_at_ms, created_by, priority, requires, due_at_ms, retry_delay_ms)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25) RETURNING seq`,
@@ -114,191 +105,45 @@ func (w *wtx) InsertTask(ctx context.Context, t tgdriver.TaskRow) (int64, error)
 
 // InsertEdge records that task must wait for dep.
 func (w *wtx) InsertEdge(ctx context.Context, depSeq, taskSeq int64) error {
-	if _, err := w.tx.Exec(ctx, `INSERT INTO edges (dep_seq, task_seq) VALUES ($1, $2)`, depSeq, taskSeq); err != nil {
+	// The dependency is locked already (LockDependency), and creations in
+	// one workflow take turns on the workflow's row.
+	if _, err := w.c.Exec(ctx, `WITH e AS (INSERT INTO edges (dep_seq, task_seq) VALUES ($1, $2))
+		UPDATE tasks SET dependents = dependents + 1 WHERE seq = $1`, depSeq, taskSeq); err != nil {
 		return w.fail(ctx, "insert edge", err)
 	}
 	return nil
 }
 
-const (
-	// pendingCandidatesSQL: the first claimable tasks (pending, due now) by
-	// (priority DESC, seq) that require nothing, read without locking,
-	// skipping the workflows found busy ($1), served by tasks_ready_plain.
-	// The variants: with capabilities ($2), tasks whose requires are all
-	// among them, served by tasks_ready_by_priority and filtered in the
-	// scan; within one workflow ($2, capabilities $3), served by
-	// tasks_ready_by_workflow_priority. Separate statements, not one with
-	// ($2 = '' OR workflow_id = $2): a generic plan of that one (pgx
-	// prepares statements) reads the wrong index and sorts.
-	pendingCandidatesSQL = `SELECT seq, workflow_id FROM tasks WHERE state = 'pending' AND due_at_ms = 0 AND requires = ''
-		AND workflow_id <> ALL($1::text[]) ORDER BY priority DESC, seq LIMIT 16`
-	pendingCandidatesCapsSQL = `SELECT seq, workflow_id FROM tasks WHERE state = 'pending' AND due_at_ms = 0
-		AND (requires = '' OR string_to_array(requires, ' ') <@ $2::text[])
-		AND workflow_id <> ALL($1::text[]) ORDER BY priority DESC, seq LIMIT 16`
-	pendingCandidatesInWorkflowSQL = `SELECT seq, workflow_id FROM tasks WHERE workflow_id = $2 AND state = 'pending' AND due_at_ms = 0
-		AND requires = '' AND workflow_id <> ALL($1::text[]) ORDER BY priority DESC, seq LIMIT 16`
-	pendingCandidatesInWorkflowCapsSQL = `SELECT seq, workflow_id FROM tasks WHERE workflow_id = $2 AND state = 'pending' AND due_at_ms = 0
-		AND (requires = '' OR string_to_array(requires, ' ') <@ $3::text[])
-		AND workflow_id <> ALL($1::text[]) ORDER BY priority DESC, seq LIMIT 16`
-	// takePendingSQL locks one candidate if it is still claimable and no
-	// other transaction holds it.
-	takePendingSQL           = `SELECT ` + taskColumns + ` FROM tasks WHERE seq = $1 AND state = 'pending' AND due_at_ms = 0 FOR UPDATE SKIP LOCKED`
-	nextPendingInWorkflowSQL = `SELECT ` + taskColumns + ` FROM tasks WHERE workflow_id = $1 AND state = 'pending' AND due_at_ms = 0
-		AND requires = '' ORDER BY priority DESC, seq LIMIT 1 FOR UPDATE SKIP LOCKED`
-	nextPendingInWorkflowCapsSQL = `SELECT ` + taskColumns + ` FROM tasks WHERE workflow_id = $1 AND state = 'pending' AND due_at_ms = 0
-		AND (requires = '' OR string_to_array(requires, ' ') <@ $2::text[]) ORDER BY priority DESC, seq LIMIT 1 FOR UPDATE SKIP LOCKED`
-	tryLockWorkflowSQL = `SELECT 1 FROM workflows WHERE workflow_id = $1 FOR UPDATE SKIP LOCKED`
-	dueTasksSQL        = `SELECT seq, workflow_id FROM tasks WHERE state = 'pending' AND due_at_ms > 0 AND due_at_ms <= $1
-		ORDER BY due_at_ms LIMIT $2`
-)
+const dueTasksSQL = `SELECT seq, workflow_id FROM tasks WHERE state = 'pending' AND due_at_ms > 0 AND due_at_ms <= $1
+	ORDER BY due_at_ms LIMIT $2`
 
-// NextPending returns the oldest pending task this transaction can take,
-// locked with its workflow. See doc.go, "Claim-next", for why it is shaped so.
-//
-// Candidates are read without a lock and each is then locked by its key
-// inside a savepoint that is rolled back unless it is taken. A locking scan
-// (ORDER BY seq LIMIT 1 FOR UPDATE SKIP LOCKED) would not do: under READ
-// COMMITTED a row claimed and committed by another transaction after the
-// scan's snapshot is locked in its new version, fails the recheck and is
-// skipped, but stays locked until this transaction ends; the holder's
-// complete then waits for this claimer, which waits for the holder's
-// workflow: a deadlock. Rolling back the savepoint drops such a lock.
+// NextPending returns the first claimable task this transaction can take,
+// locked: one claim scan (see Fetch) of one task, which skips the tasks
+// other transactions hold and never waits.
 func (w *wtx) NextPending(ctx context.Context, workflowID string, caps []string) (tgdriver.TaskRow, bool, error) {
-	// First, without ever waiting: tasks of workflows another transaction
-	// holds are given back and their workflows skipped.
-	busy := []string{}
-	isBusy := map[string]bool{}
-	for range nextPendingTries {
-		cands, err := w.pendingCandidates(ctx, workflowID, caps, busy)
-		if err != nil {
-			return tgdriver.TaskRow{}, false, err
-		}
-		if len(cands) == 0 {
-			break // nothing pending outside the busy workflows
-		}
-		for _, c := range cands {
-			if isBusy[c.WorkflowID] {
-				continue
-			}
-			t, ok, wfBusy, err := w.tryTake(ctx, c)
-			if err != nil || ok {
-				return t, ok, err
-			}
-			if wfBusy {
-				isBusy[c.WorkflowID] = true
-				busy = append(busy, c.WorkflowID)
-			}
-		}
+	b := &pgx.Batch{}
+	queueScan(b, tgdriver.ClaimScan{WorkflowID: workflowID, Caps: caps, N: 1})
+	br := w.c.SendBatch(ctx, b)
+	rows, err := br.Query()
+	var ts []tgdriver.TaskRow
+	if err == nil {
+		ts, err = collectTasks(rows)
 	}
-	// Then, in lock order: wait for one busy workflow, and take its oldest
-	// pending task if one is left once it is ours. With the workflow's lock
-	// held no other writer changes its tasks, so this scan meets no task
-	// claimed behind its snapshot. Only a transaction that holds no
-	// workflow yet waits (a claim-next that expired a lease on its way
-	// holds that one), and for one workflow only: no transaction ever waits
-	// for a workflow while holding another, so they cannot deadlock.
-	if w.locked > 0 && len(busy) > 0 {
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return tgdriver.TaskRow{}, false, w.fail(ctx, "claim-next: find a pending task", err)
+	}
+	if len(ts) == 0 {
 		return tgdriver.TaskRow{}, false, nil
 	}
-	for _, wf := range busy[:min(1, len(busy))] {
-		exists, err := w.LockWorkflow(ctx, wf)
-		if err != nil {
-			return tgdriver.TaskRow{}, false, err
-		}
-		if !exists {
-			continue // pruned meanwhile
-		}
-		var row pgx.Row
-		if len(caps) > 0 {
-			row = w.tx.QueryRow(ctx, nextPendingInWorkflowCapsSQL, wf, caps)
-		} else {
-			row = w.tx.QueryRow(ctx, nextPendingInWorkflowSQL, wf)
-		}
-		t, err := scanTask(row)
-		switch {
-		case err == nil:
-			return t, true, nil
-		case !errors.Is(err, pgx.ErrNoRows):
-			return tgdriver.TaskRow{}, false, w.fail(ctx, "claim-next: find a pending task", err)
-		}
-	}
-	return tgdriver.TaskRow{}, false, nil
-}
-
-// pendingCandidates reads the oldest pending tasks without locking them.
-func (w *wtx) pendingCandidates(ctx context.Context, workflowID string, caps, busy []string) ([]tgdriver.TaskRef, error) {
-	var rows pgx.Rows
-	var err error
-	switch {
-	case workflowID == "" && len(caps) == 0:
-		rows, err = w.tx.Query(ctx, pendingCandidatesSQL, busy)
-	case workflowID == "":
-		rows, err = w.tx.Query(ctx, pendingCandidatesCapsSQL, busy, caps)
-	case len(caps) == 0:
-		rows, err = w.tx.Query(ctx, pendingCandidatesInWorkflowSQL, busy, workflowID)
-	default:
-		rows, err = w.tx.Query(ctx, pendingCandidatesInWorkflowCapsSQL, busy, workflowID, caps)
-	}
-	if err != nil {
-		return nil, w.fail(ctx, "claim-next: find pending tasks", err)
-	}
-	defer rows.Close()
-	var out []tgdriver.TaskRef
-	for rows.Next() {
-		var r tgdriver.TaskRef
-		if err := rows.Scan(&r.Seq, &r.WorkflowID); err != nil {
-			return nil, w.fail(ctx, "claim-next: find pending tasks", err)
-		}
-		out = append(out, r)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, w.fail(ctx, "claim-next: find pending tasks", err)
-	}
-	return out, nil
-}
-
-// tryTake locks candidate c, inside a savepoint, if it is still pending and
-// free, then its workflow FOR UPDATE SKIP LOCKED. ok: both are locked.
-// wfBusy: another transaction holds the workflow. Unless ok, the savepoint
-// is rolled back, releasing whatever it locked.
-func (w *wtx) tryTake(ctx context.Context, c tgdriver.TaskRef) (t tgdriver.TaskRow, ok, wfBusy bool, err error) {
-	if _, err := w.tx.Exec(ctx, `SAVEPOINT next_pending`); err != nil {
-		return t, false, false, w.fail(ctx, "claim-next", err)
-	}
-	giveBack := func(busy bool) (tgdriver.TaskRow, bool, bool, error) {
-		if _, err := w.tx.Exec(ctx, `ROLLBACK TO SAVEPOINT next_pending`); err != nil {
-			return tgdriver.TaskRow{}, false, false, w.fail(ctx, "claim-next", err)
-		}
-		if _, err := w.tx.Exec(ctx, `RELEASE SAVEPOINT next_pending`); err != nil {
-			return tgdriver.TaskRow{}, false, false, w.fail(ctx, "claim-next", err)
-		}
-		return tgdriver.TaskRow{}, false, busy, nil
-	}
-	t, err = scanTask(w.tx.QueryRow(ctx, takePendingSQL, c.Seq))
-	if errors.Is(err, pgx.ErrNoRows) {
-		return giveBack(false) // taken, or held, by another transaction
-	}
-	if err != nil {
-		return tgdriver.TaskRow{}, false, false, w.fail(ctx, "claim-next: lock a pending task", err)
-	}
-	var one int
-	err = w.tx.QueryRow(ctx, tryLockWorkflowSQL, t.WorkflowID).Scan(&one)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return giveBack(true)
-	}
-	if err != nil {
-		return tgdriver.TaskRow{}, false, false, w.fail(ctx, "claim-next: lock workflow "+t.WorkflowID, err)
-	}
-	if _, err := w.tx.Exec(ctx, `RELEASE SAVEPOINT next_pending`); err != nil {
-		return tgdriver.TaskRow{}, false, false, w.fail(ctx, "claim-next", err)
-	}
-	w.locked++
-	return t, true, false, nil
+	return ts[0], true, nil
 }
 
 // ExpiredLeases returns claimed tasks whose lease lapsed at atMS; it locks nothing.
 func (w *wtx) ExpiredLeases(ctx context.Context, atMS int64, limit int) ([]tgdriver.TaskRef, error) {
-	rows, err := w.tx.Query(ctx, `SELECT seq, workflow_id, lease_expires_at_ms FROM tasks
+	rows, err := w.c.Query(ctx, `SELECT seq, workflow_id, lease_expires_at_ms FROM tasks
 		WHERE state = 'claimed' AND lease_expires_at_ms <= $1 ORDER BY lease_expires_at_ms LIMIT $2`, atMS, limit)
 	if err != nil {
 		return nil, w.fail(ctx, "find expired leases", err)
@@ -337,23 +182,44 @@ func (w *wtx) UnfinishedInWorkflow(ctx context.Context, workflowID string) ([]in
 
 // UpdateTask applies set to task seq if guard holds, in one statement.
 func (w *wtx) UpdateTask(ctx context.Context, seq int64, set tgdriver.TaskSet, guard tgdriver.TaskGuard) (tgdriver.TaskRow, bool, error) {
-	q, args, err := w.d.updates.build(seq, set, guard)
+	rows, ok, err := w.updates(ctx, []tgdriver.TaskUpdate{{Seq: seq, Set: set, Guard: guard}})
 	if err != nil {
 		return tgdriver.TaskRow{}, false, err
 	}
-	t, err := scanTask(w.tx.QueryRow(ctx, q, args...))
-	switch {
-	case errors.Is(err, pgx.ErrNoRows):
-		return tgdriver.TaskRow{}, false, nil
-	case err != nil:
-		return tgdriver.TaskRow{}, false, w.fail(ctx, fmt.Sprintf("update task seq %d", seq), err)
+	return rows[0], ok[0], nil
+}
+
+// updates applies ups, one statement per shape, in one round trip.
+func (w *wtx) updates(ctx context.Context, ups []tgdriver.TaskUpdate) ([]tgdriver.TaskRow, []bool, error) {
+	groups, err := groupUpdates(ups)
+	if err != nil {
+		return nil, nil, err
 	}
-	return t, true, nil
+	b := &pgx.Batch{}
+	for _, g := range groups {
+		g.queue(w.d.updates, b)
+	}
+	out, ok := make([]tgdriver.TaskRow, len(ups)), make([]bool, len(ups))
+	br := w.c.SendBatch(ctx, b)
+	for _, g := range groups {
+		rows, err := br.Query()
+		if err == nil {
+			err = g.readUpdated(rows, out, ok)
+		}
+		if err != nil {
+			_ = br.Close()
+			return nil, nil, w.fail(ctx, "update tasks", err)
+		}
+	}
+	if err := br.Close(); err != nil {
+		return nil, nil, w.fail(ctx, "update tasks", err)
+	}
+	return out, ok, nil
 }
 
 // DecrementUnmet lowers the unmet count of every unfinished dependent of depSeq.
 func (w *wtx) DecrementUnmet(ctx context.Context, depSeq int64) ([]tgdriver.UnmetRow, error) {
-	rows, err := w.tx.Query(ctx, `UPDATE tasks SET unmet = unmet - 1 WHERE seq IN (SELECT task_seq FROM edges WHERE dep_seq = $1)
+	rows, err := w.c.Query(ctx, `UPDATE tasks SET unmet = unmet - 1 WHERE seq IN (SELECT task_seq FROM edges WHERE dep_seq = $1)
 		AND state IN ('blocked', 'pending', 'claimed') RETURNING seq, state, unmet`, depSeq)
 	if err != nil {
 		return nil, w.fail(ctx, "update dependents", err)
@@ -371,7 +237,7 @@ func (w *wtx) DecrementUnmet(ctx context.Context, depSeq int64) ([]tgdriver.Unme
 
 // ShiftLeases moves every live lease by shiftMS, to at most nowMS + its duration.
 func (w *wtx) ShiftLeases(ctx context.Context, shiftMS, nowMS, defaultLeaseMS int64) ([]tgdriver.TaskRef, error) {
-	rows, err := w.tx.Query(ctx, `UPDATE tasks SET lease_expires_at_ms = LEAST(lease_expires_at_ms + $1, $2 + COALESCE(lease_ms, $3))
+	rows, err := w.c.Query(ctx, `UPDATE tasks SET lease_expires_at_ms = LEAST(lease_expires_at_ms + $1, $2 + COALESCE(lease_ms, $3))
 		WHERE state = 'claimed' AND lease_expires_at_ms IS NOT NULL RETURNING seq, workflow_id, lease_expires_at_ms`,
 		shiftMS, nowMS, defaultLeaseMS)
 	if err != nil {
@@ -388,34 +254,194 @@ func (w *wtx) ShiftLeases(ctx context.Context, shiftMS, nowMS, defaultLeaseMS in
 func (w *wtx) ChainHead(ctx context.Context, workflowID string) (string, int64, error) {
 	var head string
 	var n int64
-	if err := w.tx.QueryRow(ctx, `SELECT head_hash, event_count FROM workflows WHERE workflow_id = $1 FOR UPDATE`, workflowID).Scan(&head, &n); err != nil {
+	if err := w.c.QueryRow(ctx, `SELECT head_hash, event_count FROM workflows WHERE workflow_id = $1 FOR UPDATE`, workflowID).Scan(&head, &n); err != nil {
 		return "", 0, w.fail(ctx, "read the chain head of "+workflowID, err)
 	}
 	return head, n, nil
 }
 
-// AppendEvent advances the chain head by compare and set, then inserts e.
-// The compare and set comes first: when the head moved nothing is inserted,
-// and once it holds, the row lock it took keeps any other append out.
-func (w *wtx) AppendEvent(ctx context.Context, e tgdriver.EventRow) error {
-	tag, err := w.tx.Exec(ctx, `UPDATE workflows SET head_hash = $1, event_count = $2, updated_at_ms = $3
-		WHERE workflow_id = $4 AND head_hash = $5 AND event_count = $6`, e.Hash, e.Seq, e.AtMS, e.WorkflowID, e.PrevHash, e.Seq-1)
+// AppendEvents inserts linked events and advances each workflow's head by
+// compare and set, in one round trip.
+func (w *wtx) AppendEvents(ctx context.Context, evs []tgdriver.EventRow) error {
+	b := &pgx.Batch{}
+	check, err := queueAppend(b, evs)
 	if err != nil {
-		return w.fail(ctx, "advance the chain head of "+e.WorkflowID, err)
+		return err
 	}
-	if tag.RowsAffected() == 0 {
-		return fmt.Errorf("workflow %s, event %d: %w", e.WorkflowID, e.Seq, tgdriver.ErrChainMoved)
+	return w.run(ctx, "record events", b, check)
+}
+
+// JournalEvents records evs, not linked, in the journal in order, in one
+// statement.
+func (w *wtx) JournalEvents(ctx context.Context, evs []tgdriver.EventRow) error {
+	b := &pgx.Batch{}
+	queueJournal(b, evs)
+	return w.run(ctx, "journal events", b, nil)
+}
+
+// LockChains locks the rows of the workflows of workflowIDs in workflow id
+// order (FOR UPDATE) and returns them.
+func (w *wtx) LockChains(ctx context.Context, workflowIDs []string) ([]tgdriver.WorkflowRow, error) {
+	rows, err := w.c.Query(ctx, `SELECT `+workflowColumns+` FROM workflows WHERE workflow_id = ANY($1::text[])
+		ORDER BY workflow_id FOR UPDATE`, workflowIDs)
+	if err != nil {
+		return nil, w.fail(ctx, "lock workflows", err)
 	}
-	hv := e.HashVersion
-	if hv == 0 {
-		hv = 1
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (tgdriver.WorkflowRow, error) { return scanWorkflow(row) })
+	if err != nil {
+		return nil, w.fail(ctx, "lock workflows", err)
 	}
-	if _, err := w.tx.Exec(ctx, `INSERT INTO events (workflow_id, wseq, task_id, kind, owner, generation, at_ms, detail, prev_hash, hash,
+	return out, nil
+}
+
+// JournaledEvents returns the first limit journaled events of the
+// workflows of workflowIDs, in journal order.
+func (w *wtx) JournaledEvents(ctx context.Context, workflowIDs []string, limit int) ([]tgdriver.EventRow, error) {
+	rows, err := w.c.Query(ctx, `SELECT `+journalColumns+` FROM event_journal WHERE workflow_id = ANY($1::text[])
+		ORDER BY journal_id LIMIT $2`, workflowIDs, limit)
+	if err != nil {
+		return nil, w.fail(ctx, "read the journal", err)
+	}
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (tgdriver.EventRow, error) { return scanEvent(row) })
+	if err != nil {
+		return nil, w.fail(ctx, "read the journal", err)
+	}
+	return out, nil
+}
+
+// LinkJournaled moves journaled events into their chains with the links
+// given, in one round trip of two statements whatever the number of
+// workflows: one advances every head by compare and set, one moves the
+// entries (copying their bodies inside the database) and deletes them from
+// the journal.
+func (w *wtx) LinkJournaled(ctx context.Context, evs []tgdriver.EventRow) error {
+	runs, err := tgdriver.ChainRuns(evs)
+	if err != nil {
+		return err
+	}
+	n := len(evs)
+	ids, seqs, prevs, hashes := make([]int64, n), make([]int64, n), make([]string, n), make([]string, n)
+	wfs := make([]string, n)
+	for i, e := range evs {
+		ids[i], seqs[i], prevs[i], hashes[i], wfs[i] = e.EventID, e.Seq, e.PrevHash, e.Hash, e.WorkflowID
+	}
+	b := &pgx.Batch{}
+	checks := []func(pgconn.CommandTag) error{queueAdvanceAll(b, runs), func(tag pgconn.CommandTag) error {
+		if tag.RowsAffected() != int64(n) {
+			return fmt.Errorf("%d of %d journal entries to link: %w", tag.RowsAffected(), n, tgdriver.ErrNoRows)
+		}
+		return nil
+	}}
+	b.Queue(`WITH moved AS (DELETE FROM event_journal j USING unnest($1::bigint[], $2::bigint[], $3::text[], $4::text[], $5::text[]) AS u(id, seq, prev, hash, wf)
+		WHERE j.journal_id = u.id AND j.workflow_id = u.wf
+		RETURNING j.workflow_id, u.seq, j.task_id, j.kind, j.owner, j.generation, j.at_ms, j.detail, u.prev, u.hash,
+			j.hash_version, j.actor_kind, j.actor_name, j.actor_principal, j.task_state, j.content)
+		INSERT INTO events (workflow_id, wseq, task_id, kind, owner, generation, at_ms, detail, prev_hash, hash,
+			hash_version, actor_kind, actor_name, actor_principal, task_state, content)
+		SELECT * FROM moved ORDER BY workflow_id, seq`, ids, seqs, prevs, hashes, wfs)
+	return w.run(ctx, "link journaled events", b, checks)
+}
+
+// queueAdvanceAll queues one compare and set of every run's workflow head
+// and returns its check: every head advanced, or ErrChainMoved.
+func queueAdvanceAll(b *pgx.Batch, runs []tgdriver.ChainRun) func(pgconn.CommandTag) error {
+	n := len(runs)
+	wfs, heads, prevs := make([]string, n), make([]string, n), make([]string, n)
+	counts, prevCounts, ats := make([]int64, n), make([]int64, n), make([]int64, n)
+	for i, r := range runs {
+		wfs[i], heads[i], prevs[i] = r.WorkflowID, r.Last.Hash, r.First.PrevHash
+		counts[i], prevCounts[i], ats[i] = r.Last.Seq, r.First.Seq-1, r.Last.AtMS
+	}
+	b.Queue(`UPDATE workflows w SET head_hash = u.head, event_count = u.n, updated_at_ms = GREATEST(w.updated_at_ms, u.at)
+		FROM unnest($1::text[], $2::text[], $3::bigint[], $4::bigint[], $5::text[], $6::bigint[]) AS u(wf, head, n, at, prev, prevn)
+		WHERE w.workflow_id = u.wf AND w.head_hash = u.prev AND w.event_count = u.prevn`, wfs, heads, counts, ats, prevs, prevCounts)
+	return func(tag pgconn.CommandTag) error {
+		if tag.RowsAffected() != int64(n) {
+			return fmt.Errorf("%d of %d workflows: %w", tag.RowsAffected(), n, tgdriver.ErrChainMoved)
+		}
+		return nil
+	}
+}
+
+// queueAppend queues the insert of linked events and the compare and set
+// of each workflow's head, and returns the checks of their results.
+func queueAppend(b *pgx.Batch, evs []tgdriver.EventRow) ([]func(pgconn.CommandTag) error, error) {
+	runs, err := tgdriver.ChainRuns(evs)
+	if err != nil {
+		return nil, err
+	}
+	n := len(evs)
+	wfs, tasks, kinds, owners, details := make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+	prevs, hashes, aks, ans, aps := make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+	states, contents := make([]string, n), make([]string, n)
+	seqs, gens, ats, hvs := make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n)
+	for i, e := range evs {
+		wfs[i], tasks[i], kinds[i], owners[i], details[i] = e.WorkflowID, e.TaskID, e.Kind, e.Owner, e.Detail
+		prevs[i], hashes[i], aks[i], ans[i], aps[i] = e.PrevHash, e.Hash, e.ActorKind, e.ActorName, e.ActorPrincipal
+		states[i], contents[i] = e.TaskState, e.Content
+		seqs[i], gens[i], ats[i], hvs[i] = e.Seq, e.Generation, e.AtMS, int64(hashVersion(e))
+	}
+	// The heads first: when one moved, the insert would only collide with
+	// the events it links to.
+	checks := []func(pgconn.CommandTag) error{queueAdvanceAll(b, runs)}
+	b.Queue(`INSERT INTO events (workflow_id, wseq, task_id, kind, owner, generation, at_ms, detail, prev_hash, hash,
 		hash_version, actor_kind, actor_name, actor_principal, task_state, content)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)`,
-		e.WorkflowID, e.Seq, e.TaskID, e.Kind, e.Owner, e.Generation, e.AtMS, e.Detail, e.PrevHash, e.Hash,
-		hv, e.ActorKind, e.ActorName, e.ActorPrincipal, e.TaskState, e.Content); err != nil {
-		return w.fail(ctx, "record event", err)
+		SELECT wf, seq, task, kind, owner, gen, at, detail, prev, hash, hv, ak, an, ap, st, content
+		FROM unnest($1::text[], $2::bigint[], $3::text[], $4::text[], $5::text[], $6::bigint[], $7::bigint[], $8::text[], $9::text[], $10::text[],
+			$11::bigint[], $12::text[], $13::text[], $14::text[], $15::text[], $16::text[]) WITH ORDINALITY
+			AS e(wf, seq, task, kind, owner, gen, at, detail, prev, hash, hv, ak, an, ap, st, content, ord) ORDER BY ord`,
+		wfs, seqs, tasks, kinds, owners, gens, ats, details, prevs, hashes, hvs, aks, ans, aps, states, contents)
+	return append(checks, nil), nil
+}
+
+// queueJournal queues the insert of evs into the journal, in order.
+func queueJournal(b *pgx.Batch, evs []tgdriver.EventRow) {
+	n := len(evs)
+	wfs, tasks, kinds, owners, details := make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+	aks, ans, aps, states, contents := make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+	gens, ats, hvs := make([]int64, n), make([]int64, n), make([]int64, n)
+	for i, e := range evs {
+		wfs[i], tasks[i], kinds[i], owners[i], details[i] = e.WorkflowID, e.TaskID, e.Kind, e.Owner, e.Detail
+		aks[i], ans[i], aps[i], states[i], contents[i] = e.ActorKind, e.ActorName, e.ActorPrincipal, e.TaskState, e.Content
+		gens[i], ats[i], hvs[i] = e.Generation, e.AtMS, int64(hashVersion(e))
+	}
+	// Identity values are handed out in the order the rows are inserted:
+	// ORDER BY keeps the events' order in the journal.
+	b.Queue(`INSERT INTO event_journal (workflow_id, task_id, kind, owner, generation, at_ms, detail,
+		hash_version, actor_kind, actor_name, actor_principal, task_state, content)
+		SELECT wf, task, kind, owner, gen, at, detail, hv, ak, an, ap, st, content
+		FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::bigint[], $6::bigint[], $7::text[],
+			$8::bigint[], $9::text[], $10::text[], $11::text[], $12::text[], $13::text[]) WITH ORDINALITY
+			AS e(wf, task, kind, owner, gen, at, detail, hv, ak, an, ap, st, content, ord) ORDER BY ord`,
+		wfs, tasks, kinds, owners, gens, ats, details, hvs, aks, ans, aps, states, contents)
+}
+
+func hashVersion(e tgdriver.EventRow) int {
+	if e.HashVersion == 0 {
+		return 1
+	}
+	return e.HashVersion
+}
+
+// run sends b in one round trip and checks each statement's tag with the
+// check of the same index (nil: none).
+func (w *wtx) run(ctx context.Context, what string, b *pgx.Batch, checks []func(pgconn.CommandTag) error) error {
+	br := w.c.SendBatch(ctx, b)
+	for i := range b.Len() {
+		tag, err := br.Exec()
+		if err == nil && i < len(checks) && checks[i] != nil {
+			err = checks[i](tag)
+		}
+		if err != nil {
+			_ = br.Close()
+			if errors.Is(err, tgdriver.ErrChainMoved) || errors.Is(err, tgdriver.ErrNoRows) {
+				return err
+			}
+			return w.fail(ctx, what, err)
+		}
+	}
+	if err := br.Close(); err != nil {
+		return w.fail(ctx, what, err)
 	}
 	return nil
 }
@@ -427,11 +453,7 @@ func (w *wtx) NotifyReady(ctx context.Context, workflowID, requires string) erro
 	if w.d.noNotify.Load() {
 		return nil // the database has no NOTIFY; the other replicas poll
 	}
-	payload := w.d.replicaID + " " + workflowID
-	if requires != "" {
-		payload += " " + requires
-	}
-	if _, err := w.tx.Exec(ctx, `SELECT pg_notify($1, $2)`, notifyChannel, payload); err != nil {
+	if _, err := w.c.Exec(ctx, `SELECT pg_notify($1, $2)`, notifyChannel, notifyPayload(w.d.replicaID, workflowID, requires)); err != nil {
 		return w.fail(ctx, "notify", err)
 	}
 	return nil
@@ -442,7 +464,7 @@ const unfinishedTasksOf = `EXISTS (SELECT 1 FROM tasks t WHERE t.workflow_id = w
 
 // PruneCandidates returns finished workflows unchanged since before beforeMS.
 func (w *wtx) PruneCandidates(ctx context.Context, beforeMS int64, limit int) ([]string, error) {
-	rows, err := w.tx.Query(ctx, `SELECT w.workflow_id FROM workflows w WHERE w.updated_at_ms < $1 AND NOT `+unfinishedTasksOf+`
+	rows, err := w.c.Query(ctx, `SELECT w.workflow_id FROM workflows w WHERE w.updated_at_ms < $1 AND NOT `+unfinishedTasksOf+`
 		ORDER BY w.updated_at_ms, w.workflow_id LIMIT $2`, beforeMS, limit)
 	if err != nil {
 		return nil, w.fail(ctx, "find workflows to prune", err)
@@ -463,7 +485,8 @@ func (w *wtx) PruneWorkflow(ctx context.Context, workflowID string, beforeMS, no
 		return tgdriver.PrunedRow{}, false, err
 	}
 	var p tgdriver.PrunedRow
-	err = w.tx.QueryRow(ctx, `DELETE FROM workflows w WHERE w.workflow_id = $1 AND w.updated_at_ms < $2 AND NOT `+unfinishedTasksOf+`
+	err = w.c.QueryRow(ctx, `DELETE FROM workflows w WHERE w.workflow_id = $1 AND w.updated_at_ms < $2 AND NOT `+unfinishedTasksOf+`
+		AND NOT EXISTS (SELECT 1 FROM event_journal j WHERE j.workflow_id = w.workflow_id)
 		RETURNING w.task_count, w.event_count, w.head_hash`, workflowID, beforeMS).Scan(&p.Tasks, &p.Events, &p.HeadHash)
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
@@ -473,10 +496,10 @@ func (w *wtx) PruneWorkflow(ctx context.Context, workflowID string, beforeMS, no
 	}
 	// Its tasks and edges went with it (ON DELETE CASCADE); events have no
 	// foreign key (a chain outlives nothing, but is checked for orphans).
-	if _, err := w.tx.Exec(ctx, `DELETE FROM events WHERE workflow_id = $1`, workflowID); err != nil {
+	if _, err := w.c.Exec(ctx, `DELETE FROM events WHERE workflow_id = $1`, workflowID); err != nil {
 		return tgdriver.PrunedRow{}, false, w.fail(ctx, "prune the events of "+workflowID, err)
 	}
-	if _, err := w.tx.Exec(ctx, `INSERT INTO pruned_workflows (workflow_id, pruned_at_ms, task_count, event_count, head_hash)
+	if _, err := w.c.Exec(ctx, `INSERT INTO pruned_workflows (workflow_id, pruned_at_ms, task_count, event_count, head_hash)
 		VALUES ($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING`, workflowID, nowMS, p.Tasks, p.Events, p.HeadHash); err != nil {
 		return tgdriver.PrunedRow{}, false, w.fail(ctx, "record the pruning of "+workflowID, err)
 	}
@@ -488,7 +511,7 @@ func (w *wtx) ReadAlive(ctx context.Context) (int64, bool, error) {
 	var ms int64
 	// Locked: replicas that find the alive time stale at once give the time
 	// back once, one after the other (the second reads the first's touch).
-	err := w.tx.QueryRow(ctx, `SELECT alive_at_ms FROM server_clock WHERE singleton = 1 FOR UPDATE`).Scan(&ms)
+	err := w.c.QueryRow(ctx, `SELECT alive_at_ms FROM server_clock WHERE singleton = 1 FOR UPDATE`).Scan(&ms)
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
 		return 0, false, nil
@@ -502,14 +525,14 @@ func (w *wtx) ReadAlive(ctx context.Context) (int64, bool, error) {
 // transaction holds the row (SKIP LOCKED): it never waits.
 func (w *wtx) TryTouchAlive(ctx context.Context, ms int64) (bool, error) {
 	var one int
-	err := w.tx.QueryRow(ctx, `SELECT 1 FROM server_clock WHERE singleton = 1 FOR UPDATE SKIP LOCKED`).Scan(&one)
+	err := w.c.QueryRow(ctx, `SELECT 1 FROM server_clock WHERE singleton = 1 FOR UPDATE SKIP LOCKED`).Scan(&one)
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
 		return false, nil // held by another transaction, or never recorded (Open records it)
 	case err != nil:
 		return false, w.fail(ctx, "lock the alive time", err)
 	}
-	if _, err := w.tx.Exec(ctx, `UPDATE server_clock SET alive_at_ms = $1 WHERE singleton = 1`, ms); err != nil {
+	if _, err := w.c.Exec(ctx, `UPDATE server_clock SET alive_at_ms = $1 WHERE singleton = 1`, ms); err != nil {
 		return false, w.fail(ctx, "record the alive time", err)
 	}
 	return true, nil
@@ -517,7 +540,7 @@ func (w *wtx) TryTouchAlive(ctx context.Context, ms int64) (bool, error) {
 
 // TouchAlive records ms as the servers' alive time.
 func (w *wtx) TouchAlive(ctx context.Context, ms int64) error {
-	if _, err := w.tx.Exec(ctx, `INSERT INTO server_clock (singleton, alive_at_ms) VALUES (1, $1)
+	if _, err := w.c.Exec(ctx, `INSERT INTO server_clock (singleton, alive_at_ms) VALUES (1, $1)
 		ON CONFLICT (singleton) DO UPDATE SET alive_at_ms = excluded.alive_at_ms`, ms); err != nil {
 		return w.fail(ctx, "record the alive time", err)
 	}
@@ -527,7 +550,7 @@ func (w *wtx) TouchAlive(ctx context.Context, ms int64) error {
 // DueTasks returns up to limit pending tasks whose due time had come at
 // atMS, earliest first (tasks_due), without locking them.
 func (w *wtx) DueTasks(ctx context.Context, atMS int64, limit int) ([]tgdriver.TaskRef, error) {
-	rows, err := w.tx.Query(ctx, dueTasksSQL, atMS, limit)
+	rows, err := w.c.Query(ctx, dueTasksSQL, atMS, limit)
 	if err != nil {
 		return nil, w.fail(ctx, "find due tasks", err)
 	}

@@ -1,177 +1,249 @@
 package tgpostgres
 
 import (
-	"errors"
 	"fmt"
 	"strings"
 	"sync"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/tgdriver"
 )
 
-// errBadUpdate: an UpdateTask whose TaskSet is contradictory (a caller bug).
-var errBadUpdate = errors.New("invalid task update")
+// An update's SQL text depends only on its shape (tgdriver.Shape), so one
+// text serves every update of that shape and pgx prepares it once per
+// connection. The text updates any number of tasks: its values are arrays,
+// one element per task, joined to tasks through unnest, so the updates of
+// one shape in a batch are one statement.
 
-// updateCache holds the text of each UpdateTask shape, keyed by a bitmask of
-// which columns are set (to a value or to NULL) and which guards are tested.
-// The values themselves are always parameters, so one text serves every
-// update of that shape and pgx prepares it once per connection.
+// updateCache holds the text of each update shape.
 type updateCache struct {
 	mu   sync.RWMutex
-	text map[uint64]string
+	text map[tgdriver.UpdateShape]string
 }
 
-func newUpdateCache() *updateCache { return &updateCache{text: map[uint64]string{}} }
-
-// setCol describes one settable column: its name, and how to read the Opt
-// of a TaskSet (set, null, value).
-type setCol struct {
-	name string
-	get  func(*tgdriver.TaskSet) (set, null bool, v any)
+func newUpdateCache() *updateCache {
+	return &updateCache{text: map[tgdriver.UpdateShape]string{}}
 }
 
-func opt[T any](o tgdriver.Opt[T]) (bool, bool, any) { return o.Set, o.Null, o.V }
+// setTypes and guardTypes are the SQL array types of each settable column
+// and of each tested value (tgdriver.Set* and tgdriver.Guard* order).
+var (
+	setTypes   = [...]string{"text", "text", "bigint", "bytea", "bigint", "bigint", "bigint", "bigint", "text", "text", "text", "bigint", "bigint"}
+	guardTypes = [...]string{"bigint", "text", "bytea", "bigint", "bigint", "bigint"}
+)
 
-var setCols = []setCol{
-	{"state", func(s *tgdriver.TaskSet) (bool, bool, any) { return opt(s.State) }},
-	{"owner", func(s *tgdriver.TaskSet) (bool, bool, any) { return opt(s.Owner) }},
-	{"generation", func(s *tgdriver.TaskSet) (bool, bool, any) { return opt(s.Generation) }},
-	{"token_hash", func(s *tgdriver.TaskSet) (bool, bool, any) {
-		return s.TokenHash.Set, s.TokenHash.Null || (s.TokenHash.Set && s.TokenHash.V == nil), s.TokenHash.V
-	}},
-	{"lease_expires_at_ms", func(s *tgdriver.TaskSet) (bool, bool, any) { return opt(s.LeaseExpiresAtMS) }},
-	{"lease_ms", func(s *tgdriver.TaskSet) (bool, bool, any) { return opt(s.LeaseMS) }},
-	{"attempts", func(s *tgdriver.TaskSet) (bool, bool, any) { return opt(s.Attempts) }},
-	{"unmet", func(s *tgdriver.TaskSet) (bool, bool, any) { return opt(s.Unmet) }},
-	{"result", func(s *tgdriver.TaskSet) (bool, bool, any) { return opt(s.Result) }},
-	{"error", func(s *tgdriver.TaskSet) (bool, bool, any) { return opt(s.Error) }},
-	{"status_message", func(s *tgdriver.TaskSet) (bool, bool, any) { return opt(s.StatusMessage) }},
-	{"cancel_cause", func(s *tgdriver.TaskSet) (bool, bool, any) { return opt(s.CancelCause) }},
-	{"due_at_ms", func(s *tgdriver.TaskSet) (bool, bool, any) { return opt(s.DueAtMS) }},
-}
-
-// guardCol describes one equality guard.
-type guardCol struct {
-	name string
-	get  func(*tgdriver.TaskGuard) (set, null bool, v any)
-}
-
-var guardCols = []guardCol{
-	{"generation", func(g *tgdriver.TaskGuard) (bool, bool, any) { return opt(g.Generation) }},
-	{"owner", func(g *tgdriver.TaskGuard) (bool, bool, any) { return opt(g.Owner) }},
-	{"token_hash", func(g *tgdriver.TaskGuard) (bool, bool, any) {
-		return g.TokenHash.Set, g.TokenHash.Null || (g.TokenHash.Set && g.TokenHash.V == nil), g.TokenHash.V
-	}},
-}
-
-// build returns the UPDATE for seq, set and guard, with its arguments.
-func (c *updateCache) build(seq int64, set tgdriver.TaskSet, guard tgdriver.TaskGuard) (string, []any, error) {
-	if set.AddAttempt && set.Attempts.Set {
-		return "", nil, fmt.Errorf("%w: AddAttempt and Attempts are both set; set one of them", errBadUpdate)
-	}
-	var key uint64
-	bit := 0
-	flag := func(b bool) {
-		if b {
-			key |= 1 << bit
-		}
-		bit++
-	}
-	args := []any{seq, set.UpdatedAtMS}
-	for i := range setCols {
-		s, null, v := setCols[i].get(&set)
-		flag(s)
-		flag(s && null)
-		if s && !null {
-			args = append(args, v)
-		}
-	}
-	flag(set.AddAttempt)
-	flag(len(guard.States) > 0)
-	if len(guard.States) > 0 {
-		args = append(args, guard.States)
-	}
-	for i := range guardCols {
-		s, null, v := guardCols[i].get(&guard)
-		flag(s)
-		flag(s && null)
-		if s && !null {
-			args = append(args, v)
-		}
-	}
-	flag(guard.LeaseLiveAtMS.Set)
-	if guard.LeaseLiveAtMS.Set {
-		args = append(args, guard.LeaseLiveAtMS.V)
-	}
-	flag(guard.LeaseLapsedAtMS.Set)
-	if guard.LeaseLapsedAtMS.Set {
-		args = append(args, guard.LeaseLapsedAtMS.V)
-	}
-	flag(guard.NoUnmet)
-	flag(guard.DueByMS.Set)
-	if guard.DueByMS.Set {
-		args = append(args, guard.DueByMS.V)
-	}
-
+func (c *updateCache) sql(sh tgdriver.UpdateShape) string {
 	c.mu.RLock()
-	q, ok := c.text[key]
+	q, ok := c.text[sh]
 	c.mu.RUnlock()
 	if ok {
-		return q, args, nil
+		return q
 	}
-	q = updateText(&set, &guard)
+	q = updateText(sh)
 	c.mu.Lock()
-	c.text[key] = q
+	c.text[sh] = q
 	c.mu.Unlock()
-	return q, args, nil
+	return q
 }
 
-// updateText writes the statement for the shape of set and guard; its
-// parameters are numbered in the order build appends the arguments.
-func updateText(set *tgdriver.TaskSet, guard *tgdriver.TaskGuard) string {
-	n := 2 // $1 seq, $2 updated_at_ms
+// updateText writes the statement of shape sh. Its parameters are arrays:
+// the set values (in tgdriver.Set* order), updated_at_ms, the seq or task
+// id, then the tested values (in tgdriver.Guard* order); then the accepted
+// states (one text[] for every row). It returns the ordinal of each updated
+// row's element (from 1) before the task's columns.
+func updateText(sh tgdriver.UpdateShape) string {
+	n := 0
 	next := func() string { n++; return fmt.Sprintf("$%d", n) }
-	var b strings.Builder
-	b.WriteString("UPDATE tasks SET updated_at_ms = $2")
-	for i := range setCols {
-		s, null, _ := setCols[i].get(set)
-		switch {
-		case !s:
-		case null:
-			b.WriteString(", " + setCols[i].name + " = NULL")
-		default:
-			b.WriteString(", " + setCols[i].name + " = " + next())
+	var sets, arrays, names []string
+	for i, c := range tgdriver.SetColumns {
+		switch sh.Set[i] {
+		case tgdriver.FormValue:
+			name := fmt.Sprintf("s%d", i)
+			arrays = append(arrays, next()+"::"+setTypes[i]+"[]")
+			names = append(names, name)
+			sets = append(sets, c+" = u."+name)
+		case tgdriver.FormNull:
+			sets = append(sets, c+" = NULL")
+		}
+		if i == tgdriver.SetAttempts && sh.AddAttempt {
+			sets = append(sets, "attempts = t.attempts + 1")
 		}
 	}
-	if set.AddAttempt {
-		b.WriteString(", attempts = attempts + 1")
+	arrays = append(arrays, next()+"::bigint[]")
+	names = append(names, "upd")
+	sets = append(sets, "updated_at_ms = u.upd")
+	key, keyType := "seq", "bigint"
+	if sh.ByTaskID {
+		key, keyType = "task_id", "text"
 	}
-	b.WriteString(" WHERE seq = $1")
-	if len(guard.States) > 0 {
-		b.WriteString(" AND state = ANY(" + next() + "::text[])")
-	}
-	for i := range guardCols {
-		s, null, _ := guardCols[i].get(guard)
-		switch {
-		case !s:
-		case null:
-			b.WriteString(" AND " + guardCols[i].name + " IS NULL")
-		default:
-			b.WriteString(" AND " + guardCols[i].name + " = " + next())
+	arrays = append(arrays, next()+"::"+keyType+"[]")
+	names = append(names, "k")
+	where := []string{"t." + key + " = u.k"}
+	for j, c := range tgdriver.GuardColumns {
+		switch sh.Guard[j] {
+		case tgdriver.FormValue:
+			name := fmt.Sprintf("g%d", j)
+			arrays = append(arrays, next()+"::"+guardTypes[j]+"[]")
+			names = append(names, name)
+			where = append(where, "t."+c+" "+tgdriver.GuardOps[j]+" u."+name)
+		case tgdriver.FormNull:
+			where = append(where, "t."+c+" IS NULL")
 		}
 	}
-	if guard.LeaseLiveAtMS.Set {
-		b.WriteString(" AND lease_expires_at_ms > " + next())
+	if sh.States != "" {
+		where = append(where, "t.state = ANY("+next()+"::text[])")
 	}
-	if guard.LeaseLapsedAtMS.Set {
-		b.WriteString(" AND lease_expires_at_ms <= " + next())
+	if sh.NoUnmet {
+		where = append(where, "t.unmet = 0")
 	}
-	if guard.NoUnmet {
-		b.WriteString(" AND unmet = 0")
+	return "UPDATE tasks t SET " + strings.Join(sets, ", ") +
+		" FROM unnest(" + strings.Join(arrays, ", ") + ") WITH ORDINALITY AS u(" + strings.Join(names, ", ") + ", ord)" +
+		" WHERE " + strings.Join(where, " AND ") +
+		" RETURNING u.ord, " + prefixed("t.", taskColumns)
+}
+
+// prefixed qualifies every column of a column list with prefix.
+func prefixed(prefix, cols string) string {
+	parts := strings.Split(cols, ",")
+	for i, p := range parts {
+		parts[i] = prefix + strings.TrimSpace(p)
 	}
-	if guard.DueByMS.Set {
-		b.WriteString(" AND due_at_ms <= " + next())
+	return strings.Join(parts, ", ")
+}
+
+// shapeGroup collects the updates of one shape in a batch: one statement.
+type shapeGroup struct {
+	sh tgdriver.UpdateShape
+	// at maps each element (in order) to its update's index in the batch.
+	at     []int
+	sets   [len(setTypes)]column
+	upd    column
+	key    column
+	guards [len(guardTypes)]column
+	states []string
+}
+
+// column is one array parameter of an update statement.
+type column struct {
+	ints  []int64
+	texts []string
+	bytes [][]byte
+}
+
+func (c *column) add(v any) {
+	switch v := v.(type) {
+	case int64:
+		c.ints = append(c.ints, v)
+	case string:
+		c.texts = append(c.texts, v)
+	case []byte:
+		c.bytes = append(c.bytes, v)
+	default:
+		panic(fmt.Sprintf("tgpostgres: update value of type %T", v))
 	}
-	b.WriteString(" RETURNING " + taskColumns)
-	return b.String()
+}
+
+func (c *column) arg(typ string) any {
+	switch typ {
+	case "bigint":
+		if c.ints == nil {
+			return []int64{}
+		}
+		return c.ints
+	case "text":
+		if c.texts == nil {
+			return []string{}
+		}
+		return c.texts
+	default:
+		if c.bytes == nil {
+			return [][]byte{}
+		}
+		return c.bytes
+	}
+}
+
+// groupUpdates groups ups by shape, in the order each shape first appears.
+func groupUpdates(ups []tgdriver.TaskUpdate) ([]*shapeGroup, error) {
+	var groups []*shapeGroup
+	byShape := map[tgdriver.UpdateShape]*shapeGroup{}
+	for i, u := range ups {
+		sh, vals, gvals, err := tgdriver.Shape(u)
+		if err != nil {
+			return nil, err
+		}
+		g := byShape[sh]
+		if g == nil {
+			g = &shapeGroup{sh: sh, states: u.Guard.States}
+			byShape[sh] = g
+			groups = append(groups, g)
+		}
+		g.at = append(g.at, i)
+		vi := 0
+		for c := range sh.Set {
+			if sh.Set[c] == tgdriver.FormValue {
+				g.sets[c].add(vals[vi])
+				vi++
+			}
+		}
+		g.upd.add(u.Set.UpdatedAtMS)
+		if sh.ByTaskID {
+			g.key.add(u.TaskID)
+		} else {
+			g.key.add(u.Seq)
+		}
+		gi := 0
+		for j := range sh.Guard {
+			if sh.Guard[j] == tgdriver.FormValue {
+				g.guards[j].add(gvals[gi])
+				gi++
+			}
+		}
+	}
+	return groups, nil
+}
+
+// queue adds g's statement to b; its rows are read by readUpdated.
+func (g *shapeGroup) queue(c *updateCache, b *pgx.Batch) {
+	args := make([]any, 0, 12)
+	for i := range g.sh.Set {
+		if g.sh.Set[i] == tgdriver.FormValue {
+			args = append(args, g.sets[i].arg(setTypes[i]))
+		}
+	}
+	args = append(args, g.upd.arg("bigint"))
+	if g.sh.ByTaskID {
+		args = append(args, g.key.arg("text"))
+	} else {
+		args = append(args, g.key.arg("bigint"))
+	}
+	for j := range g.sh.Guard {
+		if g.sh.Guard[j] == tgdriver.FormValue {
+			args = append(args, g.guards[j].arg(guardTypes[j]))
+		}
+	}
+	if g.sh.States != "" {
+		args = append(args, g.states)
+	}
+	b.Queue(c.sql(g.sh), args...)
+}
+
+// readUpdated reads the rows of g's statement into out (by update index),
+// marking each updated one in ok.
+func (g *shapeGroup) readUpdated(rows pgx.Rows, out []tgdriver.TaskRow, ok []bool) error {
+	defer rows.Close()
+	for rows.Next() {
+		var ord int64
+		t, err := scanTaskAfter(rows, &ord)
+		if err != nil {
+			return err
+		}
+		if ord < 1 || int(ord) > len(g.at) {
+			return fmt.Errorf("update returned element %d of %d", ord, len(g.at))
+		}
+		i := g.at[ord-1]
+		out[i], ok[i] = t, true
+	}
+	return rows.Err()
 }

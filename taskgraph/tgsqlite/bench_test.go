@@ -48,8 +48,8 @@ func appendOne(tx tgdriver.Tx, r tgdriver.TaskRow, kind string, now int64) error
 	if err != nil {
 		return err
 	}
-	return tx.AppendEvent(ctx, tgdriver.EventRow{WorkflowID: r.WorkflowID, Seq: n + 1, TaskID: r.TaskID, Kind: kind,
-		Owner: "w", Generation: r.Generation, AtMS: now, Detail: `{}`, PrevHash: head, Hash: head + "x"[:1] + strconv.FormatInt(n, 10)})
+	return tx.AppendEvents(ctx, []tgdriver.EventRow{tgdriver.EventRow{WorkflowID: r.WorkflowID, Seq: n + 1, TaskID: r.TaskID, Kind: kind,
+		Owner: "w", Generation: r.Generation, AtMS: now, Detail: `{}`, PrevHash: head, Hash: head + "x"[:1] + strconv.FormatInt(n, 10)}})
 }
 
 func benchDriver(b *testing.B, tasks int) *Driver {

@@ -11,7 +11,10 @@
 //     in its own savepoint (a batch of one uses the transaction itself), and
 //     commits once. Write returns only after that commit; a failed commit
 //     fails every operation of the batch. Because the writer serialises
-//     everything, LockWorkflow only checks existence.
+//     everything, LockWorkflow only checks existence, Fetch's locks are
+//     reads, and events are linked as they are recorded (the journal of
+//     tgdriver.Info.JournalEvents is kept for the drivers' common contract
+//     but the store does not use it on SQLite).
 //   - Hooks.BatchStart runs once per batch inside the transaction before any
 //     operation; its after function runs only after the batch committed.
 //   - The statements of an operation run on the writer's connection through
@@ -24,7 +27,10 @@
 //     fails with tgdriver.ErrFilesReplaced, a commit made meanwhile is not
 //     acknowledged, and Close runs no checkpoint.
 //   - SQLite errors of the environment are classified into
-//     tgdriver.ErrBusy, ErrDiskFull, ErrReadOnly and ErrFilesReplaced.
+//     tgdriver.ErrBusy, ErrDiskFull, ErrReadOnly and ErrFilesReplaced. A
+//     COMMIT that fails once its commit frame may have been written (an
+//     I/O error syncing the WAL or updating its index) is
+//     tgdriver.ErrUnknownOutcome for every operation of the batch.
 //   - Open waits for another process's lock up to Options.BusyTimeout, also
 //     where SQLite answers SQLITE_BUSY at once instead of waiting (several
 //     servers turning a new file to WAL mode or migrating it together): it
@@ -38,8 +44,8 @@
 //     SQLITE_OPEN_READONLY, starts no writer and no watcher, and every Write
 //     fails with tgdriver.ErrReadOnlyStore.
 //   - Every guarded write keeps its guard in the statement's own predicate
-//     (UpdateTask's TaskGuard, AppendEvent's compare-and-set of the chain
-//     head, PruneWorkflow's finished-and-old test in the DELETE).
+//     (the TaskGuard of every update, the compare-and-set of the chain head
+//     by AppendEvents, PruneWorkflow's finished-and-old test in the DELETE).
 //
 // # Claim-next
 //

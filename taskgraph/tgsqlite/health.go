@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -27,6 +28,38 @@ func (d *Driver) classify(err error) error {
 		return d.trip(c, d.path)
 	}
 	return c
+}
+
+// classifyCommit maps an error of a batch's COMMIT. SQLite commits
+// atomically, and in WAL mode the commit frame is the last one written:
+// BUSY or LOCKED (the transaction is still open, and is rolled back), FULL,
+// READONLY, or an I/O error while the frames were still being written or read
+// (the commit frame was not written whole) leave nothing written, and keep
+// the usual sentinels when the cause is one. An I/O error once the frames
+// may all have been written (syncing the WAL or its folder, updating the
+// WAL index) or any failure the driver cannot place may leave a complete
+// commit in the WAL, which the next opener's recovery or a reader then
+// finds: the outcome is unknown, tgdriver.ErrUnknownOutcome.
+func (d *Driver) classifyCommit(err error) error {
+	if err == nil {
+		return nil
+	}
+	var se sqlite3.Error
+	if !errors.As(err, &se) || se.Code != sqlite3.ErrIoErr || beforeCommitFrame[se.ExtendedCode] {
+		if c := d.classify(err); errors.Is(c, tgdriver.ErrUnavailable) {
+			return c
+		}
+	}
+	return fmt.Errorf("%w (%w)", tgdriver.ErrUnknownOutcome, err)
+}
+
+// beforeCommitFrame: I/O errors a COMMIT meets before its commit frame is
+// written whole.
+var beforeCommitFrame = map[sqlite3.ErrNoExtended]bool{
+	sqlite3.ErrIoErrRead: true, sqlite3.ErrIoErrShortRead: true, sqlite3.ErrIoErrWrite: true,
+	sqlite3.ErrIoErrFstat: true, sqlite3.ErrIoErrAccess: true, sqlite3.ErrIoErrNoMem: true,
+	sqlite3.ErrIoErrLock: true, sqlite3.ErrIoErrRDlock: true, sqlite3.ErrIoErrCheckReservedLock: true,
+	sqlite3.ErrIoErrSeek: true,
 }
 
 // classifyErr is classify without a driver (for Open's first reads).
@@ -86,6 +119,8 @@ type fileGuard struct {
 	ids   [3]os.FileInfo
 	mu    sync.Mutex // orders trip's log line and err
 	err   error      // non-nil once tripped; read under mu or via tripped
+	// walBytes is the size of the -wal at the last check.
+	walBytes atomic.Int64
 }
 
 // recordFiles notes the identity of the database files. It runs after the
@@ -146,6 +181,9 @@ func (d *Driver) checkFiles() error {
 			continue
 		case !os.SameFile(fi, g.ids[i]):
 			return d.trip(fmt.Errorf("%w: %s is a different file than the one opened", tgdriver.ErrFilesReplaced, p), p)
+		}
+		if i == 1 {
+			g.walBytes.Store(fi.Size())
 		}
 	}
 	return nil

@@ -119,7 +119,10 @@ type Driver struct {
 	readOnly bool
 	files    fileGuard // identity of the database files (health.go)
 	// updates caches UpdateTask's SQL text by shape; writer goroutine only.
-	updates map[uint64]string
+	updates map[tgdriver.UpdateShape]string
+	// ckpt runs the WAL checkpoints off the writer (ckpt.go); nil when
+	// read-only.
+	ckpt *checkpointer
 }
 
 var _ tgdriver.Driver = (*Driver)(nil)
@@ -173,7 +176,7 @@ func Open(ctx context.Context, path string, opts Options) (*Driver, error) {
 		}
 	}
 	d := &Driver{path: path, opts: opts, log: opts.Logger, ops: make(chan *op, 1024), quit: make(chan struct{}),
-		changes: make(chan tgdriver.Change, 1), updates: make(map[uint64]string)}
+		changes: make(chan tgdriver.Change, 1), updates: make(map[tgdriver.UpdateShape]string)}
 	err := retryBusy(ctx, opts.BusyTimeout, func() error {
 		if err := inspect(ctx, path, opts); err != nil {
 			return err
@@ -206,6 +209,13 @@ func Open(ctx context.Context, path string, opts Options) (*Driver, error) {
 		return nil, err
 	}
 	if err := d.startWatch(ctx); err != nil {
+		d.rdb.Close()
+		d.wdb.Close()
+		return nil, err
+	}
+	if err := d.startCheckpointer(); err != nil {
+		close(d.quit)
+		d.wg.Wait()
 		d.rdb.Close()
 		d.wdb.Close()
 		return nil, err
@@ -456,6 +466,9 @@ func (d *Driver) Close() error {
 	var errs []error
 	if _, err := d.wdb.Exec(`PRAGMA wal_checkpoint(PASSIVE)`); err != nil {
 		errs = append(errs, fmt.Errorf("checkpoint WAL: %w", err))
+	}
+	if err := d.ckpt.db.Close(); err != nil {
+		errs = append(errs, err)
 	}
 	if err := d.rdb.Close(); err != nil {
 		errs = append(errs, err)

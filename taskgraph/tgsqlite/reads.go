@@ -47,7 +47,7 @@ var _ tgdriver.Reads = (*reads)(nil)
 // taskColumns is the column list every task read selects, in scanTask order.
 const taskColumns = `seq, task_id, workflow_id, node_id, payload, depends_on, state, owner, generation,
 	token_hash, lease_expires_at_ms, lease_ms, attempts, max_attempts, unmet, result, error, status_message,
-	cancel_cause, created_at_ms, updated_at_ms, created_by, priority, requires, due_at_ms, retry_delay_ms`
+	cancel_cause, created_at_ms, updated_at_ms, created_by, priority, requires, due_at_ms, retry_delay_ms, dependents`
 
 // taskColumnsNoBodies is taskColumns with the payload read as JSON null
 // and the result as NULL (ListFilter.NoBodies): neither is copied out of
@@ -67,7 +67,7 @@ func scanTask(sc scanner) (tgdriver.TaskRow, error) {
 	)
 	err := sc.Scan(&r.Seq, &r.TaskID, &r.WorkflowID, &r.NodeID, &r.Payload, &r.DependsOn, &r.State, &owner, &r.Generation,
 		&r.TokenHash, &leaseAt, &leaseMS, &r.Attempts, &r.MaxAttempts, &r.Unmet, &result, &errText, &r.StatusMessage,
-		&ccs, &r.CreatedAtMS, &r.UpdatedAtMS, &createdBy, &r.Priority, &r.Requires, &r.DueAtMS, &r.RetryDelayMS)
+		&ccs, &r.CreatedAtMS, &r.UpdatedAtMS, &createdBy, &r.Priority, &r.Requires, &r.DueAtMS, &r.RetryDelayMS, &r.Dependents)
 	if err != nil {
 		if errors.Is(err, sql.ErrNoRows) {
 			return tgdriver.TaskRow{}, tgdriver.ErrNoRows
@@ -104,19 +104,33 @@ const (
 	sqlCountByState   = `SELECT state, COUNT(*) FROM tasks GROUP BY state`
 	sqlWorkflowCounts = `SELECT state, COUNT(*), COALESCE(SUM(state = 'claimed' AND lease_expires_at_ms <= ?), 0)
 		FROM tasks WHERE workflow_id = ? GROUP BY state`
-	sqlDependencies   = `SELECT t.seq, t.task_id, t.node_id, t.state FROM edges e JOIN tasks t ON t.seq = e.dep_seq WHERE e.task_seq = ? ORDER BY t.seq`
-	sqlLastEventOfGen = `SELECT kind, at_ms FROM events WHERE task_id = ? AND generation = ? ORDER BY event_id DESC LIMIT 1`
-	workflowColumns   = `workflow_id, task_count, event_count, head_hash, created_at_ms, updated_at_ms`
-	sqlWorkflow       = `SELECT ` + workflowColumns + ` FROM workflows WHERE workflow_id = ?`
-	sqlWorkflows      = `SELECT ` + workflowColumns + ` FROM workflows ORDER BY workflow_id`
-	sqlWorkflowEdges  = `SELECT d.node_id, t.node_id FROM edges e JOIN tasks d ON d.seq = e.dep_seq
+	sqlDependencies = `SELECT t.seq, t.task_id, t.node_id, t.state FROM edges e JOIN tasks t ON t.seq = e.dep_seq WHERE e.task_seq = ? ORDER BY t.seq`
+	// The newest event of a task at a generation: a journaled one is newer
+	// than any linked one.
+	sqlLastEventOfGen = `SELECT kind, at_ms FROM (
+		SELECT kind, at_ms, 1 AS src, journal_id AS id FROM event_journal WHERE task_id = ? AND generation = ?
+		UNION ALL SELECT kind, at_ms, 0, event_id FROM events WHERE task_id = ? AND generation = ?)
+		ORDER BY src DESC, id DESC LIMIT 1`
+	workflowColumns  = `workflow_id, task_count, event_count, head_hash, created_at_ms, updated_at_ms`
+	sqlWorkflow      = `SELECT ` + workflowColumns + ` FROM workflows WHERE workflow_id = ?`
+	sqlWorkflows     = `SELECT ` + workflowColumns + ` FROM workflows ORDER BY workflow_id`
+	sqlWorkflowEdges = `SELECT d.node_id, t.node_id FROM edges e JOIN tasks d ON d.seq = e.dep_seq
 		JOIN tasks t ON t.seq = e.task_seq WHERE t.workflow_id = ? ORDER BY t.seq, d.seq`
 	eventColumns = `event_id, workflow_id, wseq, task_id, kind, owner, generation, at_ms, detail, prev_hash, hash,
 		hash_version, actor_kind, actor_name, actor_principal, task_state, content`
-	sqlTaskEvents     = `SELECT ` + eventColumns + ` FROM events WHERE task_id = ? ORDER BY event_id`
-	sqlWorkflowEvents = `SELECT ` + eventColumns + ` FROM events WHERE workflow_id = ? ORDER BY wseq`
-	sqlOrphanEvents   = `SELECT e.workflow_id FROM events e LEFT JOIN workflows w ON w.workflow_id = e.workflow_id
-		WHERE w.workflow_id IS NULL LIMIT 1`
+	// journalColumns reads a journal entry as eventColumns read an event:
+	// its journal id as event_id, no position and no link.
+	journalColumns = `journal_id, workflow_id, 0, task_id, kind, owner, generation, at_ms, detail, '', '',
+		hash_version, actor_kind, actor_name, actor_principal, task_state, content`
+	// A task's or workflow's events, then its journaled ones (in one
+	// statement, so that an entry the linker moves meanwhile is read once).
+	sqlTaskEvents = `SELECT ` + eventColumns + ` FROM (SELECT ` + eventColumns + `, 0 AS src, event_id AS ord FROM events WHERE task_id = ?
+		UNION ALL SELECT ` + journalColumns + `, 1, journal_id FROM event_journal WHERE task_id = ?) ORDER BY src, ord`
+	sqlWorkflowEvents = `SELECT ` + eventColumns + ` FROM (SELECT ` + eventColumns + `, 0 AS src, wseq AS ord FROM events WHERE workflow_id = ?
+		UNION ALL SELECT ` + journalColumns + `, 1, journal_id FROM event_journal WHERE workflow_id = ?) ORDER BY src, ord`
+	sqlJournaledWorkflows = `SELECT workflow_id FROM event_journal GROUP BY workflow_id ORDER BY MIN(journal_id) LIMIT ?`
+	sqlOrphanEvents       = `SELECT e.workflow_id FROM (SELECT workflow_id FROM events UNION ALL SELECT workflow_id FROM event_journal) e
+		LEFT JOIN workflows w ON w.workflow_id = e.workflow_id WHERE w.workflow_id IS NULL LIMIT 1`
 
 	// The lookups every claim-next runs, and the one the sweeper and waiting
 	// claims run. Each must read only the first entries of a partial index
@@ -127,10 +141,9 @@ const (
 	// statements fail to prepare rather than silently scan.
 	sqlExpiredLeases = `SELECT seq, workflow_id, lease_expires_at_ms FROM tasks INDEXED BY tasks_leases
 		WHERE state = 'claimed' AND lease_expires_at_ms <= ? ORDER BY lease_expires_at_ms LIMIT ?`
-	sqlNextLeaseExpiry   = `SELECT MIN(lease_expires_at_ms) FROM tasks INDEXED BY tasks_leases WHERE state = 'claimed'`
-	sqlPendingWorkflows  = `SELECT workflow_id FROM tasks INDEXED BY tasks_ready WHERE state = 'pending' ORDER BY seq LIMIT ?`
-	sqlPendingInWorkflow = `SELECT COUNT(*) FROM (SELECT 1 FROM tasks INDEXED BY tasks_ready_by_workflow
-		WHERE workflow_id = ? AND state = 'pending' LIMIT ?)`
+	sqlNextLeaseExpiry  = `SELECT MIN(lease_expires_at_ms) FROM tasks INDEXED BY tasks_leases WHERE state = 'claimed'`
+	sqlPendingWorkflows = `SELECT workflow_id FROM tasks INDEXED BY tasks_ready_by_priority WHERE state = 'pending' AND due_at_ms = 0
+		ORDER BY priority DESC, seq LIMIT ?`
 	sqlDueTasks = `SELECT seq, workflow_id FROM tasks INDEXED BY tasks_due
 		WHERE state = 'pending' AND due_at_ms > 0 AND due_at_ms <= ? ORDER BY due_at_ms LIMIT ?`
 	sqlNextDue = `SELECT MIN(due_at_ms) FROM tasks INDEXED BY tasks_due WHERE state = 'pending' AND due_at_ms > 0`
@@ -153,6 +166,10 @@ var (
 	sqlNextPendingCaps           = claimableSQL(`SELECT `+taskColumns, false, true) + ` LIMIT 1`
 	sqlNextPendingInWorkflow     = claimableSQL(`SELECT `+taskColumns, true, false) + ` LIMIT 1`
 	sqlNextPendingInWorkflowCaps = claimableSQL(`SELECT `+taskColumns, true, true) + ` LIMIT 1`
+	sqlClaimable                 = claimableSQL(`SELECT `+taskColumns, false, false) + ` LIMIT ?`
+	sqlClaimableCaps             = claimableSQL(`SELECT `+taskColumns, false, true) + ` LIMIT ?`
+	sqlClaimableInWorkflow       = claimableSQL(`SELECT `+taskColumns, true, false) + ` LIMIT ?`
+	sqlClaimableInWorkflowCaps   = claimableSQL(`SELECT `+taskColumns, true, true) + ` LIMIT ?`
 	sqlCountClaimable            = `SELECT COUNT(*) FROM (` + claimableSQL(`SELECT 1`, false, false) + ` LIMIT ?)`
 	sqlCountClaimableCaps        = `SELECT COUNT(*) FROM (` + claimableSQL(`SELECT 1`, false, true) + ` LIMIT ?)`
 	sqlCountClaimableWF          = `SELECT COUNT(*) FROM (` + claimableSQL(`SELECT 1`, true, false) + ` LIMIT ?)`
@@ -369,7 +386,7 @@ func (r *reads) Dependencies(ctx context.Context, seq int64) ([]tgdriver.DepRow,
 func (r *reads) LastEventOfGeneration(ctx context.Context, taskID string, generation int64) (string, int64, bool, error) {
 	var kind string
 	var at int64
-	err := r.q.queryRow(ctx, sqlLastEventOfGen, taskID, generation).Scan(&kind, &at)
+	err := r.q.queryRow(ctx, sqlLastEventOfGen, taskID, generation, taskID, generation).Scan(&kind, &at)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
 		return "", 0, false, nil
@@ -452,7 +469,7 @@ func (r *reads) WorkflowEvents(ctx context.Context, workflowID string, fn func(t
 }
 
 func (r *reads) events(ctx context.Context, q, arg string, fn func(tgdriver.EventRow) error) error {
-	rows, err := r.q.query(ctx, q, arg)
+	rows, err := r.q.query(ctx, q, arg, arg)
 	if err != nil {
 		return err
 	}
@@ -482,23 +499,24 @@ func (r *reads) OrphanEventWorkflow(ctx context.Context) (string, bool, error) {
 	return wf, true, nil
 }
 
-// PendingWorkflows returns the workflow of each of the first limit pending
-// tasks (by seq).
+// JournaledWorkflows returns up to limit workflows with journaled events,
+// oldest entry first.
+func (r *reads) JournaledWorkflows(ctx context.Context, limit int) ([]string, error) {
+	rows, err := r.q.query(ctx, sqlJournaledWorkflows, limit)
+	if err != nil {
+		return nil, fmt.Errorf("find journaled events: %w", err)
+	}
+	return scanColumn[string](rows)
+}
+
+// PendingWorkflows returns the workflow of each of the first limit
+// claimable tasks, in claim-next order.
 func (r *reads) PendingWorkflows(ctx context.Context, limit int) ([]string, error) {
 	rows, err := r.q.query(ctx, sqlPendingWorkflows, limit)
 	if err != nil {
 		return nil, fmt.Errorf("find pending tasks: %w", err)
 	}
 	return scanColumn[string](rows)
-}
-
-// PendingInWorkflow counts the pending tasks of workflowID, up to limit.
-func (r *reads) PendingInWorkflow(ctx context.Context, workflowID string, limit int) (int, error) {
-	var n int
-	if err := r.q.queryRow(ctx, sqlPendingInWorkflow, workflowID, limit).Scan(&n); err != nil {
-		return 0, fmt.Errorf("count pending tasks of workflow %s: %w", workflowID, err)
-	}
-	return n, nil
 }
 
 // scanColumn collects the one column of every row of rows, and closes them.

@@ -3,8 +3,10 @@ package tgsqlite
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/tgdriver"
 )
@@ -57,6 +59,7 @@ const (
 		cancel_cause, created_at_ms, updated_at_ms, created_by, priority, requires, due_at_ms, retry_delay_ms)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 	sqlInsertEdge           = `INSERT INTO edges (dep_seq, task_seq) VALUES (?, ?)`
+	sqlCountDependent       = `UPDATE tasks SET dependents = dependents + 1 WHERE seq = ?`
 	sqlUnfinishedDependents = `SELECT t.seq FROM edges e JOIN tasks t ON t.seq = e.task_seq
 		WHERE e.dep_seq = ? AND t.state IN ('blocked', 'pending', 'claimed') ORDER BY t.seq`
 	sqlCancelledBy          = `SELECT seq FROM tasks WHERE cancel_cause = ? AND state = 'cancelled' ORDER BY seq`
@@ -72,6 +75,12 @@ const (
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 	sqlAdvanceHead = `UPDATE workflows SET head_hash = ?, event_count = ?, updated_at_ms = ?
 		WHERE workflow_id = ? AND head_hash = ? AND event_count = ?`
+	sqlJournalEvent = `INSERT INTO event_journal (workflow_id, task_id, kind, owner, generation, at_ms, detail,
+		hash_version, actor_kind, actor_name, actor_principal, task_state, content)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	sqlJournaled = `SELECT ` + journalColumns + ` FROM event_journal WHERE workflow_id IN (SELECT value FROM json_each(?))
+		ORDER BY journal_id LIMIT ?`
+	sqlUnjournal       = `DELETE FROM event_journal WHERE journal_id = ? AND workflow_id = ?`
 	sqlPruneCandidates = `SELECT w.workflow_id FROM workflows w
 		WHERE w.updated_at_ms < ? AND NOT EXISTS (SELECT 1 FROM tasks t WHERE t.workflow_id = w.workflow_id
 		AND t.state IN ('blocked', 'pending', 'claimed')) ORDER BY w.updated_at_ms LIMIT ?`
@@ -81,6 +90,7 @@ const (
 	// them.
 	sqlPruneWorkflow = `DELETE FROM workflows WHERE workflow_id = ? AND updated_at_ms < ?
 		AND NOT EXISTS (SELECT 1 FROM tasks t WHERE t.workflow_id = ? AND t.state IN ('blocked', 'pending', 'claimed'))
+		AND NOT EXISTS (SELECT 1 FROM event_journal j WHERE j.workflow_id = ?)
 		RETURNING task_count, event_count, head_hash`
 	sqlPruneEvents  = `DELETE FROM events WHERE workflow_id = ?`
 	sqlPrunedInsert = `INSERT INTO pruned_workflows (workflow_id, pruned_at_ms, task_count, event_count, head_hash) VALUES (?, ?, ?, ?, ?)
@@ -174,6 +184,9 @@ func (t *wtx) InsertTask(_ context.Context, r tgdriver.TaskRow) (int64, error) {
 func (t *wtx) InsertEdge(_ context.Context, depSeq, taskSeq int64) error {
 	if _, err := t.exec(sqlInsertEdge, depSeq, taskSeq); err != nil {
 		return fmt.Errorf("insert edge: %w", err)
+	}
+	if _, err := t.exec(sqlCountDependent, depSeq); err != nil {
+		return fmt.Errorf("count the dependent of task %d: %w", depSeq, err)
 	}
 	return nil
 }
@@ -294,25 +307,106 @@ func (t *wtx) ChainHead(_ context.Context, workflowID string) (string, int64, er
 	return head, n, nil
 }
 
-// AppendEvent inserts e and advances its workflow's head from
-// (e.PrevHash, e.Seq-1) to (e.Hash, e.Seq) by compare and set.
-func (t *wtx) AppendEvent(_ context.Context, e tgdriver.EventRow) error {
-	if _, err := t.exec(sqlInsertEvent, e.WorkflowID, e.Seq, e.TaskID, e.Kind, e.Owner, e.Generation, e.AtMS, e.Detail, e.PrevHash, e.Hash,
-		hashVersion(e), e.ActorKind, e.ActorName, e.ActorPrincipal, e.TaskState, e.Content); err != nil {
-		return fmt.Errorf("append event: %w", err)
+// AppendEvents inserts linked events and advances each workflow's head
+// from the head its first event links to, to its last event, by compare and
+// set.
+func (t *wtx) AppendEvents(_ context.Context, evs []tgdriver.EventRow) error {
+	return t.appendEvents(evs)
+}
+
+func (t *wtx) appendEvents(evs []tgdriver.EventRow) error {
+	for i := range evs {
+		e := &evs[i]
+		if _, err := t.exec(sqlInsertEvent, e.WorkflowID, e.Seq, e.TaskID, e.Kind, e.Owner, e.Generation, e.AtMS, e.Detail, e.PrevHash, e.Hash,
+			hashVersion(*e), e.ActorKind, e.ActorName, e.ActorPrincipal, e.TaskState, e.Content); err != nil {
+			return fmt.Errorf("append event: %w", err)
+		}
 	}
-	// Compare and set: the head advances only from the head this event links
-	// to, so two writers can never fork the chain, however the driver is
-	// used; a moved head is an error and the operation rolls back.
-	res, err := t.exec(sqlAdvanceHead, e.Hash, e.Seq, e.AtMS, e.WorkflowID, e.PrevHash, e.Seq-1)
+	runs, err := tgdriver.ChainRuns(evs)
 	if err != nil {
-		return fmt.Errorf("advance chain head: %w", err)
+		return err
 	}
-	if n, err := res.RowsAffected(); err != nil || n != 1 {
-		return fmt.Errorf("%w: workflow %s, event %d links to head %q at %d events (rows %d, %v)",
-			tgdriver.ErrChainMoved, e.WorkflowID, e.Seq, e.PrevHash, e.Seq-1, n, err)
+	for _, run := range runs {
+		// Compare and set: the head advances only from the head the run
+		// links to, so two writers can never fork the chain, however the
+		// driver is used; a moved head is an error and the operation rolls
+		// back.
+		res, err := t.exec(sqlAdvanceHead, run.Last.Hash, run.Last.Seq, run.Last.AtMS, run.WorkflowID, run.First.PrevHash, run.First.Seq-1)
+		if err != nil {
+			return fmt.Errorf("advance chain head: %w", err)
+		}
+		if n, err := res.RowsAffected(); err != nil || n != 1 {
+			return fmt.Errorf("%w: workflow %s, events %d to %d link to head %q at %d events (rows %d, %v)",
+				tgdriver.ErrChainMoved, run.WorkflowID, run.First.Seq, run.Last.Seq, run.First.PrevHash, run.First.Seq-1, n, err)
+		}
 	}
 	return nil
+}
+
+// JournalEvents records evs, not linked, in the journal in order.
+func (t *wtx) JournalEvents(_ context.Context, evs []tgdriver.EventRow) error {
+	for i := range evs {
+		e := &evs[i]
+		if _, err := t.exec(sqlJournalEvent, e.WorkflowID, e.TaskID, e.Kind, e.Owner, e.Generation, e.AtMS, e.Detail,
+			hashVersion(*e), e.ActorKind, e.ActorName, e.ActorPrincipal, e.TaskState, e.Content); err != nil {
+			return fmt.Errorf("journal event: %w", err)
+		}
+	}
+	return nil
+}
+
+// LockChains returns the rows of the workflows of workflowIDs that exist,
+// in workflow id order. The single writer serialises every write
+// transaction, so there is nothing to lock.
+func (t *wtx) LockChains(ctx context.Context, workflowIDs []string) ([]tgdriver.WorkflowRow, error) {
+	ids := slices.Clone(workflowIDs)
+	slices.Sort(ids)
+	var out []tgdriver.WorkflowRow
+	for _, id := range slices.Compact(ids) {
+		w, err := scanWorkflow(t.queryRow(bg, sqlWorkflow, id))
+		switch {
+		case errors.Is(err, tgdriver.ErrNoRows):
+			continue
+		case err != nil:
+			return nil, fmt.Errorf("read workflow %s: %w", id, err)
+		}
+		out = append(out, w)
+	}
+	return out, nil
+}
+
+// JournaledEvents returns the first limit journaled events of the
+// workflows of workflowIDs, in journal order.
+func (t *wtx) JournaledEvents(_ context.Context, workflowIDs []string, limit int) ([]tgdriver.EventRow, error) {
+	ids, _ := json.Marshal(workflowIDs)
+	rows, err := t.query(bg, sqlJournaled, string(ids), limit)
+	if err != nil {
+		return nil, fmt.Errorf("read journaled events: %w", err)
+	}
+	defer rows.Close()
+	var out []tgdriver.EventRow
+	for rows.Next() {
+		e, err := scanEvent(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, e)
+	}
+	return out, rows.Err()
+}
+
+// LinkJournaled appends evs, linked, and removes their journal entries.
+func (t *wtx) LinkJournaled(_ context.Context, evs []tgdriver.EventRow) error {
+	for i := range evs {
+		res, err := t.exec(sqlUnjournal, evs[i].EventID, evs[i].WorkflowID)
+		if err != nil {
+			return fmt.Errorf("remove journal entry %d: %w", evs[i].EventID, err)
+		}
+		if n, err := res.RowsAffected(); err != nil || n != 1 {
+			return fmt.Errorf("journal entry %d of workflow %s: %w", evs[i].EventID, evs[i].WorkflowID, tgdriver.ErrNoRows)
+		}
+	}
+	return t.appendEvents(evs)
 }
 
 // NotifyReady does nothing: the driver's own waiters are woken by the
@@ -356,7 +450,7 @@ func (t *wtx) PruneWorkflow(_ context.Context, workflowID string, beforeMS, nowM
 	// The DELETE of the workflow row is the guard; its tasks and their
 	// edges go with it (ON DELETE CASCADE). Events reference no row and are
 	// deleted by workflow.
-	err := t.queryRow(bg, sqlPruneWorkflow, workflowID, beforeMS, workflowID).Scan(&p.Tasks, &p.Events, &p.HeadHash)
+	err := t.queryRow(bg, sqlPruneWorkflow, workflowID, beforeMS, workflowID, workflowID).Scan(&p.Tasks, &p.Events, &p.HeadHash)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
 		return tgdriver.PrunedRow{}, false, nil

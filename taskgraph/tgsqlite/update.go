@@ -4,183 +4,198 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/tgdriver"
 )
 
-// An UpdateTask's shape is which columns it sets (to a value or to NULL) and
-// which guards it tests; its SQL text depends on nothing else. The shape is
-// a bitmask, so the text is built once per shape (Driver.updates) and its
-// prepared statement is cached by that text in stmtCache.
-//
-// Bits: column i of setColumns at 2i (value) and 2i+1 (NULL); AddAttempt at
-// bitAddAttempt; guard j of guardColumns at guardBase+2j (value) and
-// guardBase+2j+1 (NULL); NoUnmet at bitNoUnmet; the number of States from
-// statesShift (8 bits).
-const (
-	bitAddAttempt = 24
-	guardBase     = 25
-	bitNoUnmet    = 35
-	statesShift   = 36
-	maxStates     = 255
-	// bitDueAt: due_at_ms is set (never NULL); bitDueBy: the guard
-	// due_at_ms <= ?. Above the 8 bits of the States count.
-	bitDueAt = 44
-	bitDueBy = 45
-)
-
-// setColumns are the columns of TaskSet, in the order of their bits, SQL
-// text and arguments.
-var setColumns = [12]string{"state", "owner", "generation", "token_hash", "lease_expires_at_ms", "lease_ms",
-	"attempts", "unmet", "result", "error", "status_message", "cancel_cause"}
-
-// guardTests are the tests of TaskGuard besides States and NoUnmet, in
-// the order of their bits, SQL text and arguments; value forms.
-var guardTests = [5]string{"generation = ?", "owner = ?", "token_hash = ?", "lease_expires_at_ms > ?", "lease_expires_at_ms <= ?"}
-
-// guardNull are the NULL forms of guardTests.
-var guardNull = [5]string{"generation IS NULL", "owner IS NULL", "token_hash IS NULL", "lease_expires_at_ms IS NULL", "lease_expires_at_ms IS NULL"}
-
-// errBadUpdate marks an UpdateTask the domain built wrong.
-var errBadUpdate = errors.New("invalid task update")
-
-// shape collects an UpdateTask's key and arguments in one pass.
-type shape struct {
-	key  uint64
-	args []any
-}
-
-// col records column bit i: unset, NULL, or value v.
-func (s *shape) col(i uint, set, null bool, v any) {
-	switch {
-	case !set:
-	case null:
-		s.key |= 2 << (2 * i)
-	default:
-		s.key |= 1 << (2 * i)
-		s.args = append(s.args, v)
-	}
-}
+// An update's SQL text depends only on its shape (tgdriver.Shape: which
+// columns it sets, to a value or to NULL, which tests it makes, the states
+// it accepts and whether it finds its task by seq or by id), so the text is
+// built once per shape (Driver.updates) and its prepared statement cached by
+// that text in stmtCache. Every value is a parameter.
 
 // UpdateTask applies set to task seq if guard holds in the same statement
 // and returns the task as updated (RETURNING); ok is false when no row
 // matched.
 func (t *wtx) UpdateTask(_ context.Context, seq int64, set tgdriver.TaskSet, guard tgdriver.TaskGuard) (tgdriver.TaskRow, bool, error) {
-	if set.AddAttempt && set.Attempts.Set {
-		return tgdriver.TaskRow{}, false, fmt.Errorf("%w: AddAttempt and Attempts are both set; set one", errBadUpdate)
+	return t.update(tgdriver.TaskUpdate{Seq: seq, Set: set, Guard: guard})
+}
+
+func (t *wtx) update(u tgdriver.TaskUpdate) (tgdriver.TaskRow, bool, error) {
+	sh, vals, gvals, err := tgdriver.Shape(u)
+	if err != nil {
+		return tgdriver.TaskRow{}, false, err
 	}
-	if len(guard.States) > maxStates {
-		return tgdriver.TaskRow{}, false, fmt.Errorf("%w: %d guard states, at most %d", errBadUpdate, len(guard.States), maxStates)
-	}
-	s := shape{args: make([]any, 0, 24)}
-	// The nullable columns take their zero value as NULL, as
-	// tgdriver.TaskRow reads them.
-	s.col(0, set.State.Set, set.State.Null, set.State.V)
-	s.col(1, set.Owner.Set, set.Owner.Null || set.Owner.V == "", set.Owner.V)
-	s.col(2, set.Generation.Set, set.Generation.Null, set.Generation.V)
-	s.col(3, set.TokenHash.Set, set.TokenHash.Null || set.TokenHash.V == nil, set.TokenHash.V)
-	s.col(4, set.LeaseExpiresAtMS.Set, set.LeaseExpiresAtMS.Null || set.LeaseExpiresAtMS.V == 0, set.LeaseExpiresAtMS.V)
-	s.col(5, set.LeaseMS.Set, set.LeaseMS.Null || set.LeaseMS.V == 0, set.LeaseMS.V)
-	s.col(6, set.Attempts.Set, set.Attempts.Null, set.Attempts.V)
-	s.col(7, set.Unmet.Set, set.Unmet.Null, set.Unmet.V)
-	s.col(8, set.Result.Set, set.Result.Null || set.Result.V == "", set.Result.V)
-	s.col(9, set.Error.Set, set.Error.Null || set.Error.V == "", set.Error.V)
-	s.col(10, set.StatusMessage.Set, set.StatusMessage.Null, set.StatusMessage.V)
-	s.col(11, set.CancelCause.Set, set.CancelCause.Null || set.CancelCause.V == 0, set.CancelCause.V)
-	if set.AddAttempt {
-		s.key |= 1 << bitAddAttempt
-	}
-	if set.DueAtMS.Set {
-		if set.DueAtMS.Null {
-			return tgdriver.TaskRow{}, false, fmt.Errorf("%w: due_at_ms cannot be NULL (0 means due now)", errBadUpdate)
-		}
-		s.key |= 1 << bitDueAt
-		s.args = append(s.args, set.DueAtMS.V)
-	}
-	s.args = append(s.args, set.UpdatedAtMS, seq)
-	for _, st := range guard.States {
-		s.args = append(s.args, st)
-	}
-	s.key |= uint64(len(guard.States)) << statesShift
-	s.guard(0, guard.Generation.Set, guard.Generation.Null, guard.Generation.V)
-	s.guard(1, guard.Owner.Set, guard.Owner.Null, guard.Owner.V)
-	s.guard(2, guard.TokenHash.Set, guard.TokenHash.Null || guard.TokenHash.V == nil, guard.TokenHash.V)
-	s.guard(3, guard.LeaseLiveAtMS.Set, guard.LeaseLiveAtMS.Null, guard.LeaseLiveAtMS.V)
-	s.guard(4, guard.LeaseLapsedAtMS.Set, guard.LeaseLapsedAtMS.Null, guard.LeaseLapsedAtMS.V)
-	if guard.NoUnmet {
-		s.key |= 1 << bitNoUnmet
-	}
-	if guard.DueByMS.Set {
-		s.key |= 1 << bitDueBy
-		s.args = append(s.args, guard.DueByMS.V)
-	}
-	q, ok := t.d.updates[s.key]
+	q, ok := t.d.updates[sh]
 	if !ok {
-		q = updateSQL(s.key)
-		t.d.updates[s.key] = q
+		q = updateSQL(sh)
+		t.d.updates[sh] = q
 	}
-	r, err := scanTask(t.queryRow(bg, q, s.args...))
+	args := make([]any, 0, len(vals)+len(gvals)+6)
+	args = append(args, vals...)
+	args = append(args, u.Set.UpdatedAtMS)
+	if sh.ByTaskID {
+		args = append(args, u.TaskID)
+	} else {
+		args = append(args, u.Seq)
+	}
+	for _, st := range u.Guard.States {
+		args = append(args, st)
+	}
+	args = append(args, gvals...)
+	r, err := scanTask(t.queryRow(bg, q, args...))
 	switch {
 	case errors.Is(err, tgdriver.ErrNoRows):
 		return tgdriver.TaskRow{}, false, nil
 	case err != nil:
-		return tgdriver.TaskRow{}, false, fmt.Errorf("update task %d: %w", seq, err)
+		return tgdriver.TaskRow{}, false, fmt.Errorf("update task %s: %w", taskName(u), err)
 	}
 	return r, true, nil
 }
 
-// guard records guard test j: unset, NULL, or value v.
-func (s *shape) guard(j uint, set, null bool, v any) {
-	switch {
-	case !set:
-	case null:
-		s.key |= 2 << (guardBase + 2*j)
-	default:
-		s.key |= 1 << (guardBase + 2*j)
-		s.args = append(s.args, v)
+// taskName names u's task for an error.
+func taskName(u tgdriver.TaskUpdate) string {
+	if u.Seq != 0 {
+		return fmt.Sprintf("seq %d", u.Seq)
 	}
+	return u.TaskID
 }
 
-// updateSQL builds the UPDATE of shape key.
-func updateSQL(key uint64) string {
+// updateSQL builds the UPDATE of shape sh. Its parameters are the set
+// values (in tgdriver.Set* order), updated_at_ms, the seq or task id, the
+// accepted states, then the tested values (in tgdriver.Guard* order).
+func updateSQL(sh tgdriver.UpdateShape) string {
 	var b strings.Builder
 	b.WriteString("UPDATE tasks SET ")
-	for i, c := range setColumns {
-		switch (key >> (2 * i)) & 3 {
-		case 1:
+	for i, c := range tgdriver.SetColumns {
+		switch sh.Set[i] {
+		case tgdriver.FormValue:
 			b.WriteString(c + " = ?, ")
-		case 2:
+		case tgdriver.FormNull:
 			b.WriteString(c + " = NULL, ")
 		}
-		if i == 6 && key&(1<<bitAddAttempt) != 0 {
+		if i == tgdriver.SetAttempts && sh.AddAttempt {
 			b.WriteString("attempts = attempts + 1, ")
 		}
 	}
-	if key&(1<<bitDueAt) != 0 {
-		b.WriteString("due_at_ms = ?, ")
+	b.WriteString("updated_at_ms = ? WHERE ")
+	if sh.ByTaskID {
+		b.WriteString("task_id = ?")
+	} else {
+		b.WriteString("seq = ?")
 	}
-	b.WriteString("updated_at_ms = ? WHERE seq = ?")
-	switch n := int(key >> statesShift & maxStates); {
+	switch n := strings.Count(sh.States, ",") + 1; {
+	case sh.States == "":
 	case n == 1:
 		b.WriteString(" AND state = ?")
-	case n > 1:
+	default:
 		b.WriteString(" AND state IN (?" + strings.Repeat(", ?", n-1) + ")")
 	}
-	for j := range guardTests {
-		switch (key >> (guardBase + 2*j)) & 3 {
-		case 1:
-			b.WriteString(" AND " + guardTests[j])
-		case 2:
-			b.WriteString(" AND " + guardNull[j])
+	for j, c := range tgdriver.GuardColumns {
+		switch sh.Guard[j] {
+		case tgdriver.FormValue:
+			b.WriteString(" AND " + c + " " + tgdriver.GuardOps[j] + " ?")
+		case tgdriver.FormNull:
+			b.WriteString(" AND " + c + " IS NULL")
 		}
 	}
-	if key&(1<<bitNoUnmet) != 0 {
+	if sh.NoUnmet {
 		b.WriteString(" AND unmet = 0")
-	}
-	if key&(1<<bitDueBy) != 0 {
-		b.WriteString(" AND due_at_ms <= ?")
 	}
 	b.WriteString(" RETURNING " + taskColumns)
 	return b.String()
+}
+
+// Fetch takes the locks, applies the updates and reads the claimable tasks
+// of a batch's first round. The single writer serialises every write
+// transaction, so reading is locking.
+func (t *wtx) Fetch(ctx context.Context, f tgdriver.Fetch) (tgdriver.Fetched, error) {
+	var out tgdriver.Fetched
+	ids := slices.Clone(f.Lock)
+	slices.Sort(ids)
+	for _, id := range slices.Compact(ids) {
+		r, err := t.TaskByID(ctx, id)
+		switch {
+		case errors.Is(err, tgdriver.ErrNoRows):
+			continue
+		case err != nil:
+			return out, fmt.Errorf("read task %s: %w", id, err)
+		}
+		out.Locked = append(out.Locked, r)
+	}
+	out.Updated = make([]tgdriver.Updated, len(f.Updates))
+	for i, u := range f.Updates {
+		r, ok, err := t.update(u)
+		if err != nil {
+			return out, err
+		}
+		out.Updated[i] = tgdriver.Updated{Row: r, OK: ok}
+	}
+	out.Claimable = make([][]tgdriver.TaskRow, len(f.Claims))
+	for i, c := range f.Claims {
+		if c.N <= 0 {
+			continue
+		}
+		rows, err := t.query(bg, claimableLimitQuery(c.WorkflowID, c.Caps), append(claimableArgs(c.WorkflowID, c.Caps), c.N)...)
+		if err != nil {
+			return out, fmt.Errorf("find claimable tasks: %w", err)
+		}
+		for rows.Next() {
+			r, err := scanTask(rows)
+			if err != nil {
+				rows.Close()
+				return out, fmt.Errorf("find claimable tasks: %w", err)
+			}
+			out.Claimable[i] = append(out.Claimable[i], r)
+		}
+		if err := rows.Close(); err != nil {
+			return out, fmt.Errorf("find claimable tasks: %w", err)
+		}
+	}
+	return out, nil
+}
+
+// claimableLimitQuery is the claim-next lookup of up to a given number of
+// tasks.
+func claimableLimitQuery(workflowID string, caps []string) string {
+	switch wf, c := workflowID != "", len(caps) > 0; {
+	case wf && c:
+		return sqlClaimableInWorkflowCaps
+	case wf:
+		return sqlClaimableInWorkflow
+	case c:
+		return sqlClaimableCaps
+	}
+	return sqlClaimable
+}
+
+// Apply applies a batch's last round: the guarded updates, then the events
+// (linked or journaled). Notifications are not needed: other processes see
+// the commit through PRAGMA data_version.
+func (t *wtx) Apply(ctx context.Context, a tgdriver.Apply) ([]tgdriver.TaskRow, error) {
+	out := make([]tgdriver.TaskRow, len(a.Updates))
+	for i, u := range a.Updates {
+		r, ok, err := t.update(u)
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			return nil, fmt.Errorf("%w: task %s", tgdriver.ErrGuardFailed, taskName(u))
+		}
+		out[i] = r
+	}
+	if len(a.Events) > 0 {
+		var err error
+		if a.Journal {
+			err = t.JournalEvents(ctx, a.Events)
+		} else {
+			err = t.appendEvents(a.Events)
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
 }

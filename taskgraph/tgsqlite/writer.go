@@ -384,6 +384,7 @@ func (d *Driver) runBatch(t *wtx, connErr error, batch []*op) {
 		// A failed COMMIT may leave the transaction open (SQLITE_BUSY); end it
 		// so that nothing of this batch commits later with another.
 		rollback()
+		err = d.classifyCommit(err)
 		d.log.Error("commit failed; every operation of the batch failed", "ops", len(batch), "err", err)
 		finish(fmt.Errorf("commit: %w", err))
 		return
@@ -397,6 +398,9 @@ func (d *Driver) runBatch(t *wtx, connErr error, batch []*op) {
 	}
 	if after != nil {
 		after()
+	}
+	if d.files.walBytes.Load() >= checkpointAt {
+		d.ckpt.kicked()
 	}
 	finish(nil)
 }

@@ -1,0 +1,512 @@
+package taskgraph
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/graph-engineering/graph-engineering-mcp/lease"
+	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/tgdriver"
+)
+
+// The hot path. Claim-next, heartbeat and complete are most of a store's
+// writes; they go through the hot lane, which runs the operations waiting
+// at a moment as one batch in one transaction, in two driver rounds
+// (Tx.Fetch, then Tx.Apply) whatever their number: the fenced updates of
+// the heartbeats and completions and the claim scans in the first, the
+// claims' updates, every event and the notifications in the second, then
+// the commit. With PostgreSQL each round is one round trip and the
+// operations of a batch share statements (one per kind of update) and the
+// commit; with SQLite they share the writer's commit. What a batch does is
+// what each operation alone does (the same updates, guards, events and
+// answers, in the order the operations joined the batch); anything out of
+// the ordinary (a stale claim to explain, dependents to make ready, leases
+// to expire or due tasks to promote first) runs the operation's ordinary
+// code in the same transaction.
+
+// hotKind is what a hot operation does.
+type hotKind int
+
+const (
+	hotClaim hotKind = iota
+	hotHeartbeat
+	hotComplete
+)
+
+// hotOp is one operation waiting in, or run by, the hot lane.
+type hotOp struct {
+	ctx     context.Context
+	kind    hotKind
+	arrived time.Time
+	// claim-next
+	owner      string
+	workflowID string
+	caps       []string
+	lease      time.Duration
+	// heartbeat and complete
+	h      lease.Holder
+	dur    time.Duration
+	result []byte
+
+	// the answer, set once the batch has committed
+	done    chan struct{}
+	claimed Claimed
+	ok      bool
+	task    Task
+	err     error
+}
+
+// hotAnswer is what one run of a batch's transaction gave an operation;
+// it becomes the operation's answer only if that run committed.
+type hotAnswer struct {
+	claimed Claimed
+	ok      bool
+	task    Task
+	err     error
+}
+
+// hotLane runs hot operations in batches: at most max batches at once
+// (each one transaction), each taking every operation waiting when it
+// starts, up to maxBatch.
+type hotLane struct {
+	s        *Store
+	max      int
+	maxBatch int
+
+	mu      sync.Mutex
+	queue   []*hotOp
+	running int
+	// added holds a signal when an operation joined the queue.
+	added chan struct{}
+}
+
+// defaultHotBatches is how many batches run at once on a driver of many
+// writers; a single-writer driver (SQLite) commits one transaction at a
+// time anyway, and runs one.
+const defaultHotBatches = 2
+
+// defaultHotBatchSize bounds the operations of one batch.
+const defaultHotBatchSize = 256
+
+func newHotLane(s *Store, max, maxBatch int) *hotLane {
+	return &hotLane{s: s, max: max, maxBatch: maxBatch, added: make(chan struct{}, 1)}
+}
+
+// maxGather bounds how long a lane waits, after answering a batch, for
+// the callers it answered to come back before it starts the next batch.
+const maxGather = 200 * time.Microsecond
+
+// run submits op and returns once it was answered.
+func (l *hotLane) run(op *hotOp) {
+	op.done = make(chan struct{})
+	l.mu.Lock()
+	l.queue = append(l.queue, op)
+	select {
+	case l.added <- struct{}{}:
+	default:
+	}
+	if l.running < l.max {
+		l.running++
+		batch := l.takeLocked()
+		l.mu.Unlock()
+		go l.loop(batch)
+	} else {
+		l.mu.Unlock()
+	}
+	<-op.done
+}
+
+// takeLocked takes the next batch off the queue. l.mu is held.
+func (l *hotLane) takeLocked() []*hotOp {
+	n := min(len(l.queue), l.maxBatch)
+	batch := slices.Clone(l.queue[:n])
+	l.queue = slices.Delete(l.queue, 0, n)
+	return batch
+}
+
+// loop runs batch and then every batch waiting, until the queue is empty.
+//
+// After a batch, most of the callers it answered submit their next
+// operation at once (a worker completes what it claimed, then claims
+// again): the lane waits for as many operations as it just answered to
+// join the queue, at most a quarter of the batch's time and maxGather, so
+// that they go together in the next batch rather than one by one. A lane
+// with nothing to do waits for nothing: the first operation to arrive
+// starts a batch.
+func (l *hotLane) loop(batch []*hotOp) {
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	defer timer.Stop()
+	for {
+		start := time.Now()
+		l.s.runHot(batch)
+		took := time.Since(start)
+		want := len(batch)
+		l.mu.Lock()
+		if gather := min(took/4, maxGather); len(l.queue) < want && gather > 0 {
+			timer.Reset(gather)
+			for len(l.queue) < want {
+				l.mu.Unlock()
+				select {
+				case <-l.added:
+				case <-timer.C:
+					l.mu.Lock()
+					goto take
+				}
+				l.mu.Lock()
+			}
+			timer.Stop()
+		}
+	take:
+		if len(l.queue) == 0 {
+			l.running--
+			l.mu.Unlock()
+			return
+		}
+		batch = l.takeLocked()
+		l.mu.Unlock()
+	}
+}
+
+// runHot runs batch in one transaction and answers its operations.
+func (s *Store) runHot(batch []*hotOp) {
+	live := batch[:0:0]
+	for _, op := range batch {
+		if err := op.ctx.Err(); err != nil {
+			op.err = err
+			close(op.done)
+			continue
+		}
+		live = append(live, op)
+	}
+	if len(live) == 0 {
+		return
+	}
+	answers := make([]hotAnswer, len(live))
+	err := s.hotWrite(live, answers)
+	if err != nil && !errors.Is(err, tgdriver.ErrUnavailable) && !errors.Is(err, ErrClosed) && !errors.Is(err, ErrReadOnlyStore) && len(live) > 1 {
+		// Not the database's environment: an operation the batch could
+		// not run (a fault of ours). Run each alone, so that one cannot
+		// fail the others.
+		s.log.Warn("a batch of operations failed; running them one by one", "ops", len(live), "err", err)
+		for _, op := range live {
+			one := make([]hotAnswer, 1)
+			if err := s.hotWrite([]*hotOp{op}, one); err != nil {
+				one[0] = hotAnswer{err: err}
+			}
+			s.answer(op, one[0])
+		}
+		return
+	}
+	for i, op := range live {
+		a := answers[i]
+		if err != nil {
+			a = hotAnswer{err: err}
+		}
+		s.answer(op, a)
+	}
+}
+
+// answer gives op its answer and wakes its caller.
+func (s *Store) answer(op *hotOp, a hotAnswer) {
+	op.claimed, op.ok, op.task, op.err = a.claimed, a.ok, a.task, a.err
+	if op.err != nil && errors.Is(op.err, ErrStaleClaim) {
+		s.stats.staleRejections.Add(1)
+	}
+	close(op.done)
+}
+
+// hotWrite runs ops in one transaction and fills answers from the run that
+// committed.
+func (s *Store) hotWrite(ops []*hotOp, answers []hotAnswer) error {
+	if s.readOnly {
+		return s.errReadOnly()
+	}
+	if s.closed.Load() {
+		return ErrClosed
+	}
+	// The batch's own context: an operation whose caller gives up once
+	// the batch has started still runs, as with a single operation.
+	ctx := context.WithoutCancel(ops[0].ctx)
+	shared := s.lc != nil && s.lc.shared
+	if err := s.stepIfDue(ctx); err != nil {
+		return err
+	}
+	var last *outbox
+	err := s.drv.Write(ctx, func(tx tgdriver.Tx) error {
+		last = nil
+		clear(answers)
+		out, err := s.hotTx(ctx, tx, ops, answers)
+		if err != nil {
+			return err
+		}
+		if shared {
+			// As every write does: refresh the shared alive time in
+			// passing, last.
+			now := s.clock.Now().UTC()
+			w := &wtx{ctx: ctx, tx: tx, now: now, nowMS: now.UnixMilli(), s: s, out: out}
+			if err := s.lc.sharedTouch(w); err != nil {
+				return err
+			}
+		}
+		last = out
+		return nil
+	})
+	if err != nil {
+		if errors.Is(err, tgdriver.ErrReadOnlyStore) {
+			return s.errReadOnly()
+		}
+		return err
+	}
+	if last != nil {
+		s.committed(last)
+	}
+	return nil
+}
+
+// hotTx is one run of a batch's transaction.
+func (s *Store) hotTx(ctx context.Context, tx tgdriver.Tx, ops []*hotOp, answers []hotAnswer) (out *outbox, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			s.log.Error("a batch of operations panicked", "panic", r)
+			out, err = nil, fmt.Errorf("%w: internal error in a batch of operations: %v", errInternal, r)
+		}
+	}()
+	now := s.clock.Now().UTC()
+	out = &outbox{}
+	// opW is the view of op's own operation: its context (principal,
+	// arrival), its actor and the time it is judged at, sharing the
+	// batch's transaction, time and outbox.
+	opW := func(op *hotOp) *wtx {
+		w := &wtx{ctx: context.WithoutCancel(op.ctx), tx: tx, now: now, nowMS: now.UnixMilli(), s: s, out: out,
+			judged: judgedAt(op.arrived, now)}
+		switch op.kind {
+		case hotClaim:
+			w.as(ActorWorker, op.owner)
+		default:
+			w.as(ActorWorker, op.h.Owner)
+		}
+		return w
+	}
+	ws := make([]*wtx, len(ops))
+	for i, op := range ops {
+		ws[i] = opW(op)
+	}
+
+	// Claims expire lapsed leases and promote due tasks first, at the
+	// arrival of the earliest claim of the batch, when the store's timers
+	// say one can be due.
+	var probeAt time.Time
+	for i, op := range ops {
+		if op.kind == hotClaim && (probeAt.IsZero() || ws[i].judged.Before(probeAt)) {
+			probeAt = ws[i].judged
+		}
+	}
+	if !probeAt.IsZero() && s.timers.due(probeAt) {
+		w := &wtx{ctx: ctx, tx: tx, now: now, nowMS: now.UnixMilli(), s: s, out: out, judged: probeAt}
+		w.as(ActorWorker, "")
+		if err := w.expireAndPromote(sweepLimit, dueLimit); err != nil {
+			return nil, err
+		}
+		s.timers.probed(w)
+	}
+
+	// Round one: the fenced updates of heartbeats and completions, in task
+	// id order, and a claim scan per kind of claim.
+	var f tgdriver.Fetch
+	type fenced struct {
+		op  int
+		exp int64 // heartbeat: the new expiry
+	}
+	var fencedOps []fenced
+	for i, op := range ops {
+		w := ws[i]
+		switch op.kind {
+		case hotHeartbeat:
+			set, exp := w.heartbeatSet(op.dur)
+			fencedOps = append(fencedOps, fenced{op: i, exp: exp})
+			f.Updates = append(f.Updates, tgdriver.TaskUpdate{TaskID: op.h.TaskID, Set: set, Guard: w.fence(op.h)})
+		case hotComplete:
+			fencedOps = append(fencedOps, fenced{op: i})
+			f.Updates = append(f.Updates, tgdriver.TaskUpdate{TaskID: op.h.TaskID, Set: w.completeSet(op.h, op.result), Guard: w.fence(op.h)})
+		}
+	}
+	order := make([]int, len(f.Updates))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return strings.Compare(f.Updates[a].TaskID, f.Updates[b].TaskID) })
+	sorted := make([]tgdriver.TaskUpdate, len(order))
+	sortedOps := make([]fenced, len(order))
+	for i, j := range order {
+		sorted[i], sortedOps[i] = f.Updates[j], fencedOps[j]
+	}
+	f.Updates, fencedOps = sorted, sortedOps
+
+	type scan struct {
+		workflowID string
+		caps       []string
+		ops        []int
+	}
+	var scans []*scan
+	byKey := map[string]*scan{}
+	for i, op := range ops {
+		if op.kind != hotClaim {
+			continue
+		}
+		key := op.workflowID + "\x00" + strings.Join(op.caps, " ")
+		sc := byKey[key]
+		if sc == nil {
+			sc = &scan{workflowID: op.workflowID, caps: op.caps}
+			byKey[key] = sc
+			scans = append(scans, sc)
+		}
+		sc.ops = append(sc.ops, i)
+	}
+	// A scan may meet the tasks an earlier scan of the batch took: it asks
+	// for as many more as those take.
+	taken := 0
+	for _, sc := range scans {
+		f.Claims = append(f.Claims, tgdriver.ClaimScan{WorkflowID: sc.workflowID, Caps: sc.caps, N: taken + len(sc.ops)})
+		taken += len(sc.ops)
+	}
+	fetched, err := tx.Fetch(ctx, f)
+	if err != nil {
+		return nil, err
+	}
+
+	// Between the rounds: the events of the fenced writes, in batch
+	// order; the explanation of a stale claim; the claims.
+	for k, fo := range fencedOps {
+		i := fo.op
+		op, w := ops[i], ws[i]
+		u := fetched.Updated[k]
+		if !u.OK {
+			answers[i].err = w.explainNotLive(op)
+			continue
+		}
+		r, err := toRow(u.Row)
+		if err != nil {
+			return nil, err
+		}
+		switch op.kind {
+		case hotHeartbeat:
+			err = w.heartbeated(&r, op.h, fo.exp)
+		case hotComplete:
+			err = w.completed(&r, op.h, op.result)
+		}
+		if err != nil {
+			return nil, err
+		}
+		answers[i].task = r.Task
+	}
+	// Events are recorded in the order the operations happened: the fenced
+	// writes above, then the claims, which were decided on after them.
+	var updates []tgdriver.TaskUpdate
+	var grantedOps []int
+	seen := map[int64]bool{}
+	for si, sc := range scans {
+		cands := fetched.Claimable[si]
+		next := 0
+		for _, i := range sc.ops {
+			op, w := ops[i], ws[i]
+			for next < len(cands) && seen[cands[next].Seq] {
+				next++
+			}
+			if next == len(cands) {
+				break // nothing left for this claim: it finds no task
+			}
+			r, err := toRow(cands[next])
+			if err != nil {
+				return nil, err
+			}
+			seen[r.seq] = true
+			next++
+			g, err := w.grantFor(&r, op.owner, op.lease)
+			if err != nil {
+				return nil, err
+			}
+			cr := claimedRow(r, g, w.nowMS)
+			c, err := w.granted(&cr, g)
+			if err != nil {
+				return nil, err
+			}
+			answers[i].claimed, answers[i].ok = c, true
+			updates = append(updates, tgdriver.TaskUpdate{Seq: r.seq, Set: g.set, Guard: g.guard})
+			grantedOps = append(grantedOps, i)
+		}
+	}
+
+	// Round two: the claims' updates, the events, the notifications.
+	w := &wtx{ctx: ctx, tx: tx, now: now, nowMS: now.UnixMilli(), s: s, out: out}
+	rows, err := w.flushRows(updates)
+	if err != nil {
+		return nil, err
+	}
+	for k, i := range grantedOps {
+		r, err := toRow(rows[k])
+		if err != nil {
+			return nil, err
+		}
+		answers[i].claimed.Task = r.Task
+	}
+	if s.timers != nil {
+		for _, i := range grantedOps {
+			s.timers.leaseSet(answers[i].claimed.Lease.ExpiresAt)
+		}
+	}
+	return out, nil
+}
+
+// explainNotLive is the error of op's fenced write that matched no row:
+// why the claim it presents is not live, read in the same transaction.
+func (w *wtx) explainNotLive(op *hotOp) error {
+	r, err := w.loadTask(op.h.TaskID)
+	if err != nil {
+		return err
+	}
+	if err := lease.Check(r.current(), op.h, w.judged); err != nil {
+		return w.explainStale(r, op.h, err)
+	}
+	return notLive(op.h.TaskID)
+}
+
+// hotHolderWrite runs a heartbeat or completion through the hot lane.
+func (s *Store) hotHolderWrite(ctx context.Context, op *hotOp) (Task, error) {
+	if s.readOnly {
+		return Task{}, s.errReadOnly()
+	}
+	if s.closed.Load() {
+		return Task{}, ErrClosed
+	}
+	op.ctx, op.arrived = ctx, s.arrival(ctx)
+	s.hot.run(op)
+	if op.err != nil {
+		verb := "heartbeat"
+		if op.kind == hotComplete {
+			verb = "complete"
+		}
+		return Task{}, fmt.Errorf("%s task %s: %w", verb, op.h.TaskID, op.err)
+	}
+	return op.task, nil
+}
+
+// hotClaimNext runs one try of a claim-next through the hot lane.
+func (s *Store) hotClaimNext(ctx context.Context, arrived time.Time, owner, workflowID string, caps []string, d time.Duration) (Claimed, bool, error) {
+	if s.readOnly {
+		return Claimed{}, false, s.errReadOnly()
+	}
+	if s.closed.Load() {
+		return Claimed{}, false, ErrClosed
+	}
+	op := &hotOp{ctx: ctx, kind: hotClaim, arrived: arrived, owner: owner, workflowID: workflowID, caps: caps, lease: d}
+	s.hot.run(op)
+	if op.err != nil {
+		return Claimed{}, false, fmt.Errorf("claim next: %w", op.err)
+	}
+	return op.claimed, op.ok, nil
+}

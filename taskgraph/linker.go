@@ -1,0 +1,204 @@
+package taskgraph
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/tgdriver"
+)
+
+// linkBatch bounds the journaled events one linking transaction moves into
+// their chains.
+const linkBatch = 1024
+
+// linkScan bounds the workflows one pass of the linker looks at.
+const linkScan = 256
+
+// linkEvery is how often the linker looks for journaled events it was not
+// told about (another process's, or one that stopped before linking its
+// own).
+const linkEvery = time.Second
+
+// linkDelay is how long the linker lets the kicks of commits gather before
+// a pass, so that one linking transaction serves many of them.
+const linkDelay = 5 * time.Millisecond
+
+// linker links journaled events into their workflows' chains (see
+// tgdriver.Info.JournalEvents). A write journals its events and, once it
+// commits, kicks the linker with the workflows it journaled for; the
+// linker gathers kicks for linkDelay and links them in one transaction. It
+// also looks for journaled events every linkEvery, so that the events of a
+// process that stopped before linking them are linked by another. Any
+// number of linkers (one per store, on any number of replicas) may run at
+// once: linking locks the workflows' rows, so they take turns on a
+// workflow, and each moves what the journal holds, in journal order.
+type linker struct {
+	s    *Store
+	wake chan struct{} // holds at most one kick
+
+	mu  sync.Mutex
+	wfs map[string]struct{} // kicked for, not yet linked
+}
+
+func newLinker(s *Store) *linker {
+	return &linker{s: s, wake: make(chan struct{}, 1), wfs: map[string]struct{}{}}
+}
+
+// kick asks for a pass soon for the workflows of evs. It never blocks.
+func (l *linker) kick(evs []tgdriver.EventRow) {
+	l.mu.Lock()
+	for _, e := range evs {
+		l.wfs[e.WorkflowID] = struct{}{}
+	}
+	l.mu.Unlock()
+	select {
+	case l.wake <- struct{}{}:
+	default:
+	}
+}
+
+// run links journaled events until the store closes.
+func (l *linker) run() {
+	defer l.s.wg.Done()
+	ctx, cancel := l.s.quitContext()
+	defer cancel()
+	t := time.NewTicker(linkEvery)
+	defer t.Stop()
+	for {
+		var err error
+		select {
+		case <-l.s.quit:
+			return
+		case <-l.wake:
+			select {
+			case <-l.s.quit:
+				return
+			case <-time.After(linkDelay):
+			}
+			l.mu.Lock()
+			wfs := slices.Collect(maps.Keys(l.wfs))
+			clear(l.wfs)
+			l.mu.Unlock()
+			err = l.s.linkWorkflows(ctx, wfs)
+		case <-t.C:
+			err = l.s.linkAll(ctx)
+		}
+		if err != nil && ctx.Err() == nil && !errors.Is(err, ErrClosed) {
+			l.s.log.Warn("linking journaled events into their chains failed; retrying", "err", err)
+		}
+	}
+}
+
+// linkAll links the journaled events of every workflow that has some.
+func (s *Store) linkAll(ctx context.Context) error {
+	if !s.journal || s.readOnly {
+		return nil
+	}
+	for {
+		wfs, err := s.drv.Reads().JournaledWorkflows(ctx, linkScan)
+		if err != nil {
+			return fmt.Errorf("find journaled events: %w", err)
+		}
+		if err := s.linkWorkflows(ctx, wfs); err != nil {
+			return err
+		}
+		if len(wfs) < linkScan {
+			return nil
+		}
+	}
+}
+
+// linkWorkflow links every journaled event of workflowID, in journal order,
+// onto its chain. Its reads of the history see those events linked.
+func (s *Store) linkWorkflow(ctx context.Context, workflowID string) error {
+	return s.linkWorkflows(ctx, []string{workflowID})
+}
+
+// linkWorkflows links every journaled event of the workflows of
+// workflowIDs onto their chains, in journal order, a transaction of at most
+// linkBatch events at a time.
+func (s *Store) linkWorkflows(ctx context.Context, workflowIDs []string) error {
+	if !s.journal || s.readOnly || len(workflowIDs) == 0 {
+		return nil
+	}
+	for {
+		n := 0
+		err := s.drv.Write(ctx, func(tx tgdriver.Tx) error {
+			n = 0
+			heads, err := tx.LockChains(ctx, workflowIDs)
+			if err != nil {
+				return fmt.Errorf("lock workflows: %w", err)
+			}
+			evs, err := tx.JournaledEvents(ctx, workflowIDs, linkBatch)
+			if err != nil {
+				return fmt.Errorf("read the journal: %w", err)
+			}
+			if len(evs) == 0 {
+				return nil
+			}
+			type head struct {
+				hash  string
+				count int64
+			}
+			at := make(map[string]*head, len(heads))
+			for _, h := range heads {
+				at[h.WorkflowID] = &head{h.HeadHash, h.EventCount}
+			}
+			for i := range evs {
+				h := at[evs[i].WorkflowID]
+				if h == nil {
+					// Events journaled for a workflow that is gone: never
+					// expected (a prune keeps a workflow with journaled
+					// events); verify reports them.
+					return fmt.Errorf("%w: workflow %s has journaled events but no row", errInternal, evs[i].WorkflowID)
+				}
+				h.count++
+				linkEvent(&evs[i], h.hash, h.count)
+				h.hash = evs[i].Hash
+			}
+			if err := tx.LinkJournaled(ctx, evs); err != nil {
+				return fmt.Errorf("link journaled events: %w", err)
+			}
+			n = len(evs)
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		if n < linkBatch {
+			return nil
+		}
+	}
+}
+
+// linkTaskWorkflow links the journaled events of taskID's workflow.
+func (s *Store) linkTaskWorkflow(ctx context.Context, taskID string) error {
+	if !s.journal || s.readOnly {
+		return nil
+	}
+	tr, err := s.drv.Reads().TaskByID(ctx, taskID)
+	if errors.Is(err, tgdriver.ErrNoRows) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	return s.linkWorkflow(ctx, tr.WorkflowID)
+}
+
+// LinkHistory links every event recorded so far into its workflow's chain.
+// With a driver that journals events (PostgreSQL), a server links them
+// within moments of their commit; readers of the history (WorkflowEvents,
+// TaskEvents, VerifyHistory, anchors) link what they read first. It is a
+// no-op on other drivers and on a read-only store.
+func (s *Store) LinkHistory(ctx context.Context) error {
+	if s.closed.Load() {
+		return ErrClosed
+	}
+	return s.linkAll(ctx)
+}

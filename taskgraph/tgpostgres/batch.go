@@ -1,0 +1,217 @@
+package tgpostgres
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/tgdriver"
+)
+
+// The claim scans of Fetch: the first claimable tasks (pending, due now) in
+// claim-next order, locked, skipping those other transactions hold, by
+// whether the scan is within one workflow and has capabilities. Each reads
+// the first entries of a ready index (tasks_ready_plain,
+// tasks_ready_by_priority, tasks_ready_by_workflow_priority; the plans are
+// pinned by TestClaimNextPlanIsIndexServed). Separate statements, not one
+// with ($2 = ” OR workflow_id = $2): a generic plan of that one (pgx
+// prepares statements) reads the wrong index and sorts.
+const (
+	claimScanSQL = `SELECT ` + taskColumns + ` FROM tasks WHERE state = 'pending' AND due_at_ms = 0 AND requires = ''
+		ORDER BY priority DESC, seq LIMIT $1 FOR UPDATE SKIP LOCKED`
+	claimScanCapsSQL = `SELECT ` + taskColumns + ` FROM tasks WHERE state = 'pending' AND due_at_ms = 0
+		AND (requires = '' OR string_to_array(requires, ' ') <@ $2::text[])
+		ORDER BY priority DESC, seq LIMIT $1 FOR UPDATE SKIP LOCKED`
+	claimScanInWorkflowSQL = `SELECT ` + taskColumns + ` FROM tasks WHERE workflow_id = $2 AND state = 'pending' AND due_at_ms = 0
+		AND requires = '' ORDER BY priority DESC, seq LIMIT $1 FOR UPDATE SKIP LOCKED`
+	claimScanInWorkflowCapsSQL = `SELECT ` + taskColumns + ` FROM tasks WHERE workflow_id = $2 AND state = 'pending' AND due_at_ms = 0
+		AND (requires = '' OR string_to_array(requires, ' ') <@ $3::text[]) ORDER BY priority DESC, seq LIMIT $1 FOR UPDATE SKIP LOCKED`
+	lockTasksSQL = `SELECT ` + taskColumns + ` FROM tasks WHERE task_id = ANY($1::text[]) ORDER BY task_id FOR UPDATE`
+)
+
+// queueScan queues claim scan c.
+func queueScan(b *pgx.Batch, c tgdriver.ClaimScan) {
+	switch {
+	case c.WorkflowID == "" && len(c.Caps) == 0:
+		b.Queue(claimScanSQL, c.N)
+	case c.WorkflowID == "":
+		b.Queue(claimScanCapsSQL, c.N, c.Caps)
+	case len(c.Caps) == 0:
+		b.Queue(claimScanInWorkflowSQL, c.N, c.WorkflowID)
+	default:
+		b.Queue(claimScanInWorkflowCapsSQL, c.N, c.WorkflowID, c.Caps)
+	}
+}
+
+// Fetch sends a batch's first round in one round trip (with BEGIN when the
+// transaction has not begun): the locks in task id order, then the updates,
+// one statement per shape, then the claim scans. The scans come last and
+// never wait (SKIP LOCKED), and the locks and updates take rows in task id
+// order, so two batches can wait for one another only through rows they
+// both lock or update in that order.
+func (w *wtx) Fetch(ctx context.Context, f tgdriver.Fetch) (tgdriver.Fetched, error) {
+	var out tgdriver.Fetched
+	b := &pgx.Batch{}
+	if len(f.Lock) > 0 {
+		ids := slices.Clone(f.Lock)
+		slices.Sort(ids)
+		b.Queue(lockTasksSQL, slices.Compact(ids))
+	}
+	groups, err := groupUpdates(f.Updates)
+	if err != nil {
+		return out, err
+	}
+	for _, g := range groups {
+		g.queue(w.d.updates, b)
+	}
+	for _, c := range f.Claims {
+		if c.N > 0 {
+			queueScan(b, c)
+		}
+	}
+	if b.Len() == 0 {
+		out.Claimable = make([][]tgdriver.TaskRow, len(f.Claims))
+		return out, nil
+	}
+	br := w.c.SendBatch(ctx, b)
+	fail := func(err error) (tgdriver.Fetched, error) {
+		_ = br.Close()
+		return tgdriver.Fetched{}, w.fail(ctx, "fetch a batch", err)
+	}
+	if len(f.Lock) > 0 {
+		rows, err := br.Query()
+		if err != nil {
+			return fail(err)
+		}
+		if out.Locked, err = collectTasks(rows); err != nil {
+			return fail(err)
+		}
+	}
+	updated, ok := make([]tgdriver.TaskRow, len(f.Updates)), make([]bool, len(f.Updates))
+	for _, g := range groups {
+		rows, err := br.Query()
+		if err == nil {
+			err = g.readUpdated(rows, updated, ok)
+		}
+		if err != nil {
+			return fail(err)
+		}
+	}
+	out.Updated = make([]tgdriver.Updated, len(f.Updates))
+	for i := range updated {
+		out.Updated[i] = tgdriver.Updated{Row: updated[i], OK: ok[i]}
+	}
+	out.Claimable = make([][]tgdriver.TaskRow, len(f.Claims))
+	for i, c := range f.Claims {
+		if c.N <= 0 {
+			continue
+		}
+		rows, err := br.Query()
+		if err != nil {
+			return fail(err)
+		}
+		if out.Claimable[i], err = collectTasks(rows); err != nil {
+			return fail(err)
+		}
+	}
+	if err := br.Close(); err != nil {
+		return tgdriver.Fetched{}, w.fail(ctx, "fetch a batch", err)
+	}
+	return out, nil
+}
+
+func collectTasks(rows pgx.Rows) ([]tgdriver.TaskRow, error) {
+	return pgx.CollectRows(rows, func(row pgx.CollectableRow) (tgdriver.TaskRow, error) { return scanTask(row) })
+}
+
+// Apply sends a batch's last round in one round trip: the updates (one
+// statement per shape), the events (journaled, or linked with each
+// workflow's compare and set) and the notifications.
+func (w *wtx) Apply(ctx context.Context, a tgdriver.Apply) ([]tgdriver.TaskRow, error) {
+	b := &pgx.Batch{}
+	groups, err := groupUpdates(a.Updates)
+	if err != nil {
+		return nil, err
+	}
+	for _, g := range groups {
+		g.queue(w.d.updates, b)
+	}
+	var checks []func(pgconn.CommandTag) error
+	if len(a.Events) > 0 {
+		if a.Journal {
+			queueJournal(b, a.Events)
+		} else if checks, err = queueAppend(b, a.Events); err != nil {
+			return nil, err
+		}
+	}
+	if len(a.Ready) > 0 && !w.d.noNotify.Load() {
+		payloads := make([]string, len(a.Ready))
+		for i, r := range a.Ready {
+			payloads[i] = notifyPayload(w.d.replicaID, r.WorkflowID, r.Requires)
+		}
+		b.Queue(`SELECT pg_notify($1, p) FROM unnest($2::text[]) AS p`, notifyChannel, payloads)
+	}
+	if b.Len() == 0 {
+		return nil, nil
+	}
+	br := w.c.SendBatch(ctx, b)
+	fail := func(err error) ([]tgdriver.TaskRow, error) {
+		_ = br.Close()
+		return nil, w.fail(ctx, "apply a batch", err)
+	}
+	out, ok := make([]tgdriver.TaskRow, len(a.Updates)), make([]bool, len(a.Updates))
+	for _, g := range groups {
+		rows, err := br.Query()
+		if err == nil {
+			err = g.readUpdated(rows, out, ok)
+		}
+		if err != nil {
+			return fail(err)
+		}
+	}
+	if len(a.Events) > 0 {
+		if a.Journal {
+			if _, err := br.Exec(); err != nil {
+				return fail(err)
+			}
+		} else {
+			for _, check := range checks {
+				tag, err := br.Exec()
+				if err == nil && check != nil {
+					err = check(tag)
+				}
+				if err != nil {
+					_ = br.Close()
+					return nil, err
+				}
+			}
+		}
+	}
+	if err := br.Close(); err != nil {
+		return nil, w.fail(ctx, "apply a batch", err)
+	}
+	for i, u := range a.Updates {
+		if !ok[i] {
+			name := u.TaskID
+			if u.Seq != 0 {
+				name = fmt.Sprintf("seq %d", u.Seq)
+			}
+			return nil, fmt.Errorf("%w: task %s", tgdriver.ErrGuardFailed, name)
+		}
+	}
+	return out, nil
+}
+
+// notifyPayload is the payload of a ready notification: "<replica>
+// <workflow>", then " <requires>" when the task requires capabilities
+// (tags are identifiers: no spaces).
+func notifyPayload(replica, workflowID, requires string) string {
+	p := replica + " " + workflowID
+	if requires != "" {
+		p += " " + requires
+	}
+	return p
+}
