@@ -8,9 +8,9 @@ import (
 const (
 	NodeWidth  = 176
 	NodeHeight = 46
-	uiGapX       = 56
-	uiGapY       = 16
-	uiMargin     = 20
+	uiGapX     = 56
+	uiGapY     = 16
+	uiMargin   = 20
 	// uiOrderSweeps is how many barycenter sweeps order the nodes within
 	// their layers; each costs O(edges log nodes).
 	uiOrderSweeps = 4

@@ -364,11 +364,11 @@ func uiTime(t time.Time) int64 {
 // changed first.
 type WorkflowList struct {
 	uiReadAt
-	Principal string              `json:"principal,omitempty"`
+	Principal string            `json:"principal,omitempty"`
 	Workflows []WorkflowSummary `json:"workflows"`
-	Query     string              `json:"query"`
-	Page      int                 `json:"page"`
-	PageSize  int                 `json:"page_size"`
+	Query     string            `json:"query"`
+	Page      int               `json:"page"`
+	PageSize  int               `json:"page_size"`
 	// Matched counts every workflow the viewer may see that matches Query,
 	// on every page.
 	Matched int `json:"matched"`
@@ -466,7 +466,7 @@ type Workflow struct {
 	Height      int            `json:"height"`
 	NodeWidth   int            `json:"node_width"`
 	NodeHeight  int            `json:"node_height"`
-	Nodes       []Node       `json:"nodes"`
+	Nodes       []Node         `json:"nodes"`
 	// Edges are [dependency index, task index] pairs into Nodes.
 	Edges  [][2]int `json:"edges"`
 	PollMS int      `json:"poll_ms"`
@@ -558,14 +558,14 @@ type Task struct {
 	uiReadAt
 	Task Node `json:"task"`
 	// Payload and Result are the JSON text, clipped to 4 KiB.
-	Payload       string    `json:"payload,omitempty"`
-	Result        string    `json:"result,omitempty"`
-	DependsOn     []string  `json:"depends_on"`
-	CreatedBy     string    `json:"created_by,omitempty"`
-	CreatedAtMS   int64     `json:"created_at_ms"`
-	UpdatedAtMS   int64     `json:"updated_at_ms"`
-	LastHeartbeat int64     `json:"last_heartbeat_at_ms,omitempty"`
-	Events        []Event `json:"events"`
+	Payload       string   `json:"payload,omitempty"`
+	Result        string   `json:"result,omitempty"`
+	DependsOn     []string `json:"depends_on"`
+	CreatedBy     string   `json:"created_by,omitempty"`
+	CreatedAtMS   int64    `json:"created_at_ms"`
+	UpdatedAtMS   int64    `json:"updated_at_ms"`
+	LastHeartbeat int64    `json:"last_heartbeat_at_ms,omitempty"`
+	Events        []Event  `json:"events"`
 	// EventsOmitted counts older events not shown (beyond UIMaxEvents).
 	EventsOmitted int `json:"events_omitted,omitempty"`
 }

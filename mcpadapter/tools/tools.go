@@ -255,4 +255,3 @@ func (d toolDef) outputSchema() map[string]any {
 	slices.Sort(req)
 	return map[string]any{"type": "object", "properties": props, "required": req, "additionalProperties": false}
 }
-

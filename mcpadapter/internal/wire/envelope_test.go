@@ -45,10 +45,10 @@ func TestParseRefusesRepeatedMembers(t *testing.T) {
 		msg   string
 		hasID bool
 	}{
-		`{"jsonrpc":"2.0","id":1,"id":2,"method":"ping"}`:                                {jsonrpc.CodeInvalidRequest, `the member "id" appears twice`, false},
-		`{"jsonrpc":"2.0","id":1,"method":"ping","method":"tools/list"}`:                 {jsonrpc.CodeInvalidRequest, `the member "method" appears twice`, false},
+		`{"jsonrpc":"2.0","id":1,"id":2,"method":"ping"}`:                                 {jsonrpc.CodeInvalidRequest, `the member "id" appears twice`, false},
+		`{"jsonrpc":"2.0","id":1,"method":"ping","method":"tools/list"}`:                  {jsonrpc.CodeInvalidRequest, `the member "method" appears twice`, false},
 		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a","name":"b"}}`: {jsonrpc.CodeInvalidParams, `the member "name" of params appears twice`, true},
-		`{"jsonrpc":"2.0","id":1,"method":"x","params":{"_meta":{"k":1,"k":2}}}`:         {jsonrpc.CodeInvalidParams, `the key "k" of params._meta appears twice`, true},
+		`{"jsonrpc":"2.0","id":1,"method":"x","params":{"_meta":{"k":1,"k":2}}}`:          {jsonrpc.CodeInvalidParams, `the key "k" of params._meta appears twice`, true},
 	} {
 		_, fail := Parse([]byte(body))
 		if fail == nil || fail.Code != want.code || !strings.Contains(fail.Msg, want.msg) || (fail.ID != nil) != want.hasID {
