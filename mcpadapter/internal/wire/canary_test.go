@@ -273,6 +273,16 @@ func TestSDKCanaryLegacyCallsRunInTheSessionContext(t *testing.T) {
 	if sid == "" {
 		t.Fatalf("setup: no session (HTTP %d %s)", init.Code, init.Body)
 	}
+	defer func() { // end the session, so that its goroutines end with the test
+		req := httptest.NewRequest(http.MethodDelete, "/mcp", nil)
+		req.Header.Set(HeaderSessionID, sid)
+		req.Header.Set(HeaderProtocolVersion, "2025-11-25")
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		if rec.Code >= 300 {
+			t.Errorf("DELETE of the session: HTTP %d %s", rec.Code, rec.Body)
+		}
+	}()
 	post(`{"jsonrpc":"2.0","method":"notifications/initialized"}`, sid, "initialized")
 	if rec := post(`{"jsonrpc":"2.0","id":2,"method":"tools/list"}`, sid, "call"); rec.Code != http.StatusOK {
 		t.Fatalf("setup: tools/list HTTP %d %s", rec.Code, rec.Body)
