@@ -24,7 +24,7 @@ func TestUIOnPostgres(t *testing.T) {
 		t.Fatal(err)
 	}
 	ts := httptest.NewServer(h)
-	defer ts.Close()
+	t.Cleanup(func() { ts.Close(); h.AbortCalls(); h.CloseSessions() })
 	f := &uiFixture{httpFixture: &httpFixture{t: t, ctx: ctx, store: st, srv: srv, h: h, ts: ts}, base: ts.URL}
 	compile, _ := f.shapeTwelve(t, "pg-wf")
 	status, _, body := f.get(t, http.MethodGet, "/ui/api/workflows/pg-wf", nil)

@@ -18,7 +18,9 @@ func TestInspectOutlineOnPostgres(t *testing.T) {
 		t.Fatal(err)
 	}
 	ts := httptest.NewServer(h)
-	defer ts.Close()
+	// After the clients' own cleanups (registered later, run earlier), so
+	// that their legacy sessions end with the test.
+	t.Cleanup(func() { ts.Close(); h.AbortCalls(); h.CloseSessions() })
 	f := &httpFixture{t: t, ctx: ctx, store: st, srv: srv, h: h, ts: ts, url: ts.URL + MCPPath}
 	uf := &uiFixture{httpFixture: f}
 	uf.shapeTwelve(t, "pg-wf")
