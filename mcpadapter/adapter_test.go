@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
@@ -20,6 +21,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/graph-engineering/graph-engineering-mcp/manifest"
+	"github.com/graph-engineering/graph-engineering-mcp/mcpadapter/internal/wire"
+	"github.com/graph-engineering/graph-engineering-mcp/mcpadapter/tools"
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/testwait"
 )
 
@@ -155,7 +158,7 @@ func TestModernMetaErrors(t *testing.T) {
 	wantCode(t, r.call("tools/list", map[string]any{}), jsonrpc.CodeInvalidParams)
 	wantCode(t, r.call("tools/list", nil), jsonrpc.CodeInvalidParams)
 	for _, v := range []string{"1900-01-01", "2099-01-01", "2025-11-25", ""} {
-		je := wantCode(t, r.call("tools/list", map[string]any{"_meta": map[string]any{metaProtocolVersion: v, metaClientCapabilities: map[string]any{}}}), -32022)
+		je := wantCode(t, r.call("tools/list", map[string]any{"_meta": map[string]any{wire.MetaProtocolVersion: v, wire.MetaClientCapabilities: map[string]any{}}}), -32022)
 		var data struct {
 			Supported []string `json:"supported"`
 			Requested string   `json:"requested"`
@@ -164,9 +167,9 @@ func TestModernMetaErrors(t *testing.T) {
 			t.Errorf("-32022 data for %q: %s", v, je.Data)
 		}
 	}
-	wantCode(t, r.call("tools/list", map[string]any{"_meta": map[string]any{metaProtocolVersion: 20260728, metaClientCapabilities: map[string]any{}}}), jsonrpc.CodeInvalidParams)
-	wantCode(t, r.call("tools/list", map[string]any{"_meta": map[string]any{metaProtocolVersion: modern}}), jsonrpc.CodeInvalidParams)
-	wantCode(t, r.call("tools/list", map[string]any{"_meta": map[string]any{metaProtocolVersion: modern, metaClientCapabilities: "x"}}), jsonrpc.CodeInvalidParams)
+	wantCode(t, r.call("tools/list", map[string]any{"_meta": map[string]any{wire.MetaProtocolVersion: 20260728, wire.MetaClientCapabilities: map[string]any{}}}), jsonrpc.CodeInvalidParams)
+	wantCode(t, r.call("tools/list", map[string]any{"_meta": map[string]any{wire.MetaProtocolVersion: modern}}), jsonrpc.CodeInvalidParams)
+	wantCode(t, r.call("tools/list", map[string]any{"_meta": map[string]any{wire.MetaProtocolVersion: modern, wire.MetaClientCapabilities: "x"}}), jsonrpc.CodeInvalidParams)
 	// A modern request followed by initialize on the same connection: the
 	// legacy handshake still works, and the modern era is unaffected.
 	mustResult(t, r.modernCall("tools/list", nil, nil))
@@ -416,7 +419,7 @@ func TestToolErrorsCarryAMachineReadableKind(t *testing.T) {
 	r := f.raw()
 	res := mustResult(t, r.modernCall("tools/call", map[string]any{"name": manifest.ToolHeartbeat, "arguments": map[string]any{
 		"task_id": "01ARZ3NDEKTSV4RRFFQ69G5FAV", "owner": "w", "generation": 1, "claim_token": "t"}}, nil))
-	detail := res["_meta"].(map[string]any)[ErrorMetaKey].(map[string]any)
+	detail := res["_meta"].(map[string]any)[tools.ErrorMetaKey].(map[string]any)
 	if res["isError"] != true || detail["kind"] != "not_found" {
 		t.Fatalf("unknown task: %v", res)
 	}
@@ -426,12 +429,12 @@ func TestToolErrorsCarryAMachineReadableKind(t *testing.T) {
 	l := claim["lease"].(map[string]any)
 	res = mustResult(t, r.modernCall("tools/call", map[string]any{"name": manifest.ToolHeartbeat, "arguments": map[string]any{
 		"task_id": id, "owner": "w", "generation": l["generation"], "claim_token": "wrong"}}, nil))
-	detail = res["_meta"].(map[string]any)[ErrorMetaKey].(map[string]any)
+	detail = res["_meta"].(map[string]any)[tools.ErrorMetaKey].(map[string]any)
 	if detail["kind"] != "stale_claim" || detail["reason"] != "wrong claim token" {
 		t.Fatalf("stale claim detail: %v", detail)
 	}
 	res = mustResult(t, r.modernCall("tools/call", map[string]any{"name": manifest.ToolCreate, "arguments": map[string]any{"workflow_id": "w", "node_id": "m", "depends_on": []string{"ghost"}}}, nil))
-	detail = res["_meta"].(map[string]any)[ErrorMetaKey].(map[string]any)
+	detail = res["_meta"].(map[string]any)[tools.ErrorMetaKey].(map[string]any)
 	if detail["kind"] != "invalid" || detail["field"] != "depends_on" {
 		t.Fatalf("validation detail: %v", detail)
 	}
@@ -475,5 +478,52 @@ func TestClientCancellationIsNotAnInternalError(t *testing.T) {
 	}
 	if resp, ok := msg.(*jsonrpc.Response); !ok || resp.ID != next {
 		t.Fatalf("got %#v before the answer to the next request; a cancelled request must not be answered", msg)
+	}
+}
+
+// An argument error names its field in _meta, like a store validation
+// error; an unknown tool's -32602 lists the tools there are.
+func TestArgumentErrorsNameTheirFieldAndUnknownToolsListTheTools(t *testing.T) {
+	f := newFixture(t)
+	r := f.raw()
+	for _, c := range []struct {
+		tool  string
+		args  map[string]any
+		field string
+	}{
+		{manifest.ToolClaim, map[string]any{"owner": "w", "lease_ms": 0}, "lease_ms"},
+		{manifest.ToolClaim, map[string]any{"owner": "w", "wait_ms": "soon"}, "wait_ms"},
+		{manifest.ToolClaim, map[string]any{}, "owner"},
+		{manifest.ToolClaim, map[string]any{"owner": "w", "task_id": nil}, "task_id"},
+		{manifest.ToolClaim, map[string]any{"owner": "w", "force": true}, "force"},
+		{manifest.ToolCreate, map[string]any{"workflow_id": "w", "node_id": "n", "max_attempts": 1.5}, "max_attempts"},
+	} {
+		res := mustResult(t, r.modernCall("tools/call", map[string]any{"name": c.tool, "arguments": c.args}, nil))
+		detail, _ := res["_meta"].(map[string]any)[tools.ErrorMetaKey].(map[string]any)
+		if res["isError"] != true || detail["kind"] != "invalid" || detail["field"] != c.field {
+			t.Errorf("%s %v: want kind invalid with field %q, got %v", c.tool, c.args, c.field, res)
+		}
+	}
+	// The same overflow rule as over HTTP (TestHTTPOverflowingNumberIsAToolError).
+	for _, raw := range []string{`{"workflow_id":"w","node_id":"n","payload":{"x":1e400}}`} {
+		res := mustResult(t, r.modernCall("tools/call", map[string]any{"name": manifest.ToolCreate, "arguments": json.RawMessage(raw)}, nil))
+		detail, _ := res["_meta"].(map[string]any)[tools.ErrorMetaKey].(map[string]any)
+		if res["isError"] != true || detail["field"] != "payload" || !strings.Contains(fmt.Sprint(res["content"]), "beyond the range of a 64-bit float") {
+			t.Errorf("stdio create %s: want a tool error naming payload, got %v", raw, res)
+		}
+	}
+	res := mustResult(t, r.modernCall("tools/call", map[string]any{"name": manifest.ToolCreate, "arguments": json.RawMessage(`{"workflow_id":"w","node_id":"ok","payload":{"tiny":1e-400,"big":9007199254740993,"max":1.7976931348623157e308}}`)}, nil))
+	if res["isError"] == true {
+		t.Errorf("numbers within float64 range (or underflowing to 0) must be accepted: %v", res)
+	}
+	resp := r.modernCall("tools/call", map[string]any{"name": "graph_task_force", "arguments": map[string]any{}}, nil)
+	var je *jsonrpc.Error
+	if !errors.As(resp.Error, &je) || je.Code != jsonrpc.CodeInvalidParams {
+		t.Fatalf("unknown tool: want -32602, got %+v", resp)
+	}
+	for _, name := range manifest.AllTools {
+		if !strings.Contains(je.Message, name) || !strings.Contains(string(je.Data), name) {
+			t.Errorf("the unknown-tool error does not list %s: %s %s", name, je.Message, je.Data)
+		}
 	}
 }

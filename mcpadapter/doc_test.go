@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/graph-engineering/graph-engineering-mcp/manifest"
+	"github.com/graph-engineering/graph-engineering-mcp/mcpadapter/tools"
 	"github.com/graph-engineering/graph-engineering-mcp/skills"
 )
 
@@ -24,10 +25,10 @@ func TestMCPDocumentationIsComplete(t *testing.T) {
 			t.Errorf("MCP.md does not mention the %s %s", what, s)
 		}
 	}
-	for _, d := range toolDefs() {
-		need("tool", "`"+d.name+"`")
-		for _, f := range d.fields {
-			need("argument", "`"+f.name+"`")
+	for _, tool := range newFixture(t).srv.tools.Tools() {
+		need("tool", "`"+tool.Name+"`")
+		for name := range tool.InputSchema.(map[string]any)["properties"].(map[string]any) {
+			need("argument", "`"+name+"`")
 		}
 	}
 	for _, m := range ServedMethods() {
@@ -58,11 +59,11 @@ func TestMCPDocumentationIsComplete(t *testing.T) {
 	need("extension", manifest.TasksExtension)
 	need("extension", manifest.SkillsExtension)
 	need("resource", manifest.ManifestURI)
-	need("receipt key", ReceiptMetaKey)
-	need("error detail key", ErrorMetaKey)
-	need("poll interval", fmt.Sprint(TaskPollIntervalMs))
-	need("update bound", fmt.Sprint(MaxUpdateKeys))
-	need("update bound", fmt.Sprint(MaxUpdateBytes))
+	need("receipt key", tools.ReceiptMetaKey)
+	need("error detail key", tools.ErrorMetaKey)
+	need("poll interval", fmt.Sprint(tools.TaskPollIntervalMs))
+	need("update bound", fmt.Sprint(tools.MaxUpdateKeys))
+	need("update bound", fmt.Sprint(tools.MaxUpdateBytes))
 	for name, v := range map[string]int{
 		"SKILL.md bound": skills.MaxSkillMDBytes, "files per skill": skills.MaxFilesPerSkill, "bytes per skill": skills.MaxSkillBytes,
 		"skills bound": skills.MaxSkills, "name length": skills.MaxNameLength, "description length": skills.MaxDescriptionLength,

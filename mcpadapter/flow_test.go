@@ -14,6 +14,9 @@ import (
 // the SDK client: a claim returns the dependencies' results within the
 // answer's bound, inspect by workflow_id + node_id returns an omitted result
 // whole, and cancel with release gives the claim back without penalty.
+// inspectForms is how graph_task_inspect's errors name its three forms.
+const inspectForms = "give exactly one of: task_id; workflow_id with node_id (a task by its node); workflow_id alone (the workflow's outline)"
+
 func TestUpstreamResultsAndReleaseOverMCP(t *testing.T) {
 	f := newFixture(t)
 	cs := f.client("", nil)

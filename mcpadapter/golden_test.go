@@ -1,4 +1,4 @@
-package mcpadapter
+package mcpadapter_test
 
 import (
 	"bufio"
@@ -8,15 +8,24 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 
+	"github.com/graph-engineering/graph-engineering-mcp/lease"
+	"github.com/graph-engineering/graph-engineering-mcp/manifest"
+	"github.com/graph-engineering/graph-engineering-mcp/mcpadapter"
+	"github.com/graph-engineering/graph-engineering-mcp/mcpadapter/httpfront"
+	"github.com/graph-engineering/graph-engineering-mcp/mcpadapter/internal/wire"
+	"github.com/graph-engineering/graph-engineering-mcp/skills"
+	"github.com/graph-engineering/graph-engineering-mcp/taskgraph"
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/testwait"
 )
 
@@ -39,7 +48,7 @@ import (
 //	                    the conversation is 2026-07-28 only)
 //
 // Every conversation is replayed unchanged over stdio (ServeStdio on pipes)
-// and over Streamable HTTP (NewHTTPHandler on a loopback listener), in each
+// and over Streamable HTTP (the HTTP front on a loopback listener), in each
 // era it has answers for, and the answers must be the same on both
 // transports: the wire rules cannot drift between them. Task ids and claim
 // tokens differ from run to run; the answers show them as <ID1>, <TOKEN1>,
@@ -187,8 +196,8 @@ func goldenMeta(caps json.RawMessage) map[string]any {
 		caps = json.RawMessage(`{}`)
 	}
 	return map[string]any{
-		metaProtocolVersion:                  modern,
-		metaClientCapabilities:               caps,
+		wire.MetaProtocolVersion:             manifest.ModernVersion,
+		wire.MetaClientCapabilities:          caps,
 		"io.modelcontextprotocol/clientInfo": map[string]any{"name": "golden", "version": "1"},
 	}
 }
@@ -235,10 +244,10 @@ func prepareLine(line, era string, caps json.RawMessage) goldenMessage {
 	if meta, ok := params["_meta"]; ok {
 		var mm map[string]any
 		json.Unmarshal(meta, &mm)
-		m.ver, _ = mm[metaProtocolVersion].(string)
+		m.ver, _ = mm[wire.MetaProtocolVersion].(string)
 	}
 	if m.ver == "" && era == "modern" && m.method != "" {
-		m.ver = modern
+		m.ver = manifest.ModernVersion
 	}
 	for _, k := range []string{"name", "uri", "taskId"} {
 		var s string
@@ -252,7 +261,7 @@ func prepareLine(line, era string, caps json.RawMessage) goldenMessage {
 
 // goldenTransport sends one prepared message and returns its answer.
 type goldenTransport interface {
-	start(t *testing.T, era string, opts ...fixtureOpt)
+	start(t *testing.T, era string, opts ...goldenOpt)
 	send(t *testing.T, m goldenMessage) []byte // nil when there is no answer
 }
 
@@ -262,15 +271,15 @@ type stdioGolden struct {
 	out *bufio.Reader
 }
 
-func (s *stdioGolden) start(t *testing.T, era string, opts ...fixtureOpt) {
-	f := newFixture(t, opts...)
+func (s *stdioGolden) start(t *testing.T, era string, opts ...goldenOpt) {
+	srv := newGoldenServer(t, opts...)
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		f.srv.ServeStdio(ctx, inR, outW)
+		srv.ServeStdio(ctx, inR, outW)
 		outW.Close()
 	}()
 	t.Cleanup(func() {
@@ -309,41 +318,81 @@ func (s *stdioGolden) send(t *testing.T, m goldenMessage) []byte {
 	return r.line
 }
 
-// httpGolden POSTs each message to the Streamable HTTP handler.
+// httpGolden POSTs each message to the HTTP front.
 type httpGolden struct {
-	f       *httpFixture
+	url     string
 	session string
 }
 
-func (h *httpGolden) start(t *testing.T, era string, opts ...fixtureOpt) {
-	h.f = newHTTPFixture(t, HTTPOptions{}, opts...)
+func (h *httpGolden) start(t *testing.T, era string, opts ...goldenOpt) {
+	front, err := httpfront.New(newGoldenServer(t, opts...), httpfront.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(front)
+	t.Cleanup(func() {
+		ts.Close()
+		front.AbortCalls()
+		front.CloseSessions()
+	})
+	h.url = ts.URL + httpfront.MCPPath
 	if era == "legacy" {
-		r := h.f.post(`{"jsonrpc":"2.0","id":"init","method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"golden","version":"1"}}}`, nil)
-		h.session = r.header.Get(headerSessionID)
+		r := h.post(t, `{"jsonrpc":"2.0","id":"init","method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"golden","version":"1"}}}`, nil)
+		h.session = r.Header.Get(wire.HeaderSessionID)
 		if h.session == "" {
 			t.Fatalf("http: initialize gave no session: %s", r.body)
 		}
-		h.f.post(`{"jsonrpc":"2.0","method":"notifications/initialized"}`, map[string]string{headerSessionID: h.session, headerProtocolVersion: "2025-11-25"})
+		h.post(t, `{"jsonrpc":"2.0","method":"notifications/initialized"}`, map[string]string{wire.HeaderSessionID: h.session, wire.HeaderProtocolVersion: "2025-11-25"})
 	}
+}
+
+// goldenResponse is one HTTP answer.
+type goldenResponse struct {
+	*http.Response
+	body []byte
+}
+
+// post sends body with the usual headers plus extra.
+func (h *httpGolden) post(t *testing.T, body string, extra map[string]string) goldenResponse {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, h.url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	for k, v := range extra {
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("POST: %v", err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return goldenResponse{resp, b}
 }
 
 func (h *httpGolden) send(t *testing.T, m goldenMessage) []byte {
 	t.Helper()
 	hdr := map[string]string{}
 	if h.session != "" {
-		hdr[headerSessionID] = h.session
-		hdr[headerProtocolVersion] = "2025-11-25"
+		hdr[wire.HeaderSessionID] = h.session
+		hdr[wire.HeaderProtocolVersion] = "2025-11-25"
 	} else if m.ver != "" {
-		hdr[headerProtocolVersion] = m.ver
-		hdr[headerMethod] = m.method
+		hdr[wire.HeaderProtocolVersion] = m.ver
+		hdr[wire.HeaderMethod] = m.method
 		if m.name != "" {
-			hdr[headerName] = m.name
+			hdr[wire.HeaderName] = m.name
 		}
 	}
-	r := h.f.post(m.text, hdr)
+	r := h.post(t, m.text, hdr)
 	if !m.isCall {
-		if r.status != http.StatusAccepted {
-			t.Errorf("http: notification %s got HTTP %d %s", m.text, r.status, clipBody(r.body))
+		if r.StatusCode != http.StatusAccepted {
+			t.Errorf("http: notification %s got HTTP %d %.400s", m.text, r.StatusCode, r.body)
 		}
 		return nil
 	}
@@ -352,7 +401,7 @@ func (h *httpGolden) send(t *testing.T, m goldenMessage) []byte {
 
 // replay runs the client lines over tr in era and returns the normalized
 // answers, one per line.
-func replay(t *testing.T, tr goldenTransport, era, client string, caps json.RawMessage, opts ...fixtureOpt) string {
+func replay(t *testing.T, tr goldenTransport, era, client string, caps json.RawMessage, opts ...goldenOpt) string {
 	t.Helper()
 	tr.start(t, era, opts...)
 	vars := newGoldenVars()
@@ -398,14 +447,14 @@ func TestGoldenConversations(t *testing.T) {
 			if len(caps) > 0 && !json.Valid(caps) {
 				t.Fatalf("%s: the capabilities section is not JSON", file)
 			}
-			var opts []fixtureOpt
+			var opts []goldenOpt
 			if dir := strings.TrimSpace(a.sections["skills"]); dir != "" {
-				opts = append(opts, skillsFixture(t, dir))
+				opts = append(opts, goldenSkills(t, dir))
 			}
 			changed := false
 			for _, era := range eras {
 				got := replay(t, &stdioGolden{}, era, client, caps, opts...)
-				if *update {
+				if *mcpadapter.Update {
 					if a.sections[era] != got {
 						a.set(era, got)
 						changed = true
@@ -485,11 +534,49 @@ func TestGoldenHarness(t *testing.T) {
 		t.Fatalf("expand: %s", e)
 	}
 	m := prepareLine(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x"}}`, "modern", nil)
-	if !m.isCall || m.name != "x" || m.ver != modern || !strings.Contains(m.text, metaProtocolVersion) {
+	if !m.isCall || m.name != "x" || m.ver != manifest.ModernVersion || !strings.Contains(m.text, wire.MetaProtocolVersion) {
 		t.Fatalf("prepare: %+v", m)
 	}
 	if m := prepareLine(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`, "legacy", nil); strings.Contains(m.text, "_meta") || m.ver != "" {
 		t.Fatalf("legacy lines get no _meta: %+v", m)
 	}
 	_ = jsonrpc.CodeParseError
+}
+
+// goldenOpt changes the configuration of a conversation's server.
+type goldenOpt func(*mcpadapter.Config)
+
+// newGoldenServer is a server on a fresh store with the fixtures' fixed
+// manual clock, so times are stable.
+func newGoldenServer(t *testing.T, opts ...goldenOpt) *mcpadapter.Server {
+	t.Helper()
+	clock := lease.NewManualClock(time.Date(2026, 5, 1, 9, 0, 0, 0, time.UTC))
+	st, err := taskgraph.Open(context.Background(), filepath.Join(t.TempDir(), "tasks.db"), taskgraph.Options{Clock: clock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	cfg := mcpadapter.Config{Store: st, Version: "test", Surface: manifest.NewSurface(manifest.Options{}),
+		ExtraLimits: map[string]int64{"maxStdioLineBytes": mcpadapter.MaxStdioLineBytes}}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	srv, err := mcpadapter.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return srv
+}
+
+// goldenSkills serves the skills in dir (relative to this package).
+func goldenSkills(t *testing.T, dir string) goldenOpt {
+	t.Helper()
+	set, _, err := skills.Load(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return func(c *mcpadapter.Config) {
+		c.Surface = manifest.NewSurface(manifest.Options{SkillsLoaded: true, SkillURIs: set.URIs()})
+		c.Skills = set
+	}
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/graph-engineering/graph-engineering-mcp/lease"
 	"github.com/graph-engineering/graph-engineering-mcp/manifest"
+	"github.com/graph-engineering/graph-engineering-mcp/mcpadapter/internal/wire"
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph"
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/testwait"
 )
@@ -102,8 +103,8 @@ func modernMeta(caps map[string]any) map[string]any {
 		caps = map[string]any{}
 	}
 	return map[string]any{
-		metaProtocolVersion:                  modern,
-		metaClientCapabilities:               caps,
+		wire.MetaProtocolVersion:             modern,
+		wire.MetaClientCapabilities:          caps,
 		"io.modelcontextprotocol/clientInfo": map[string]any{"name": "raw", "version": "1"},
 	}
 }

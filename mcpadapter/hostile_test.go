@@ -13,12 +13,13 @@ import (
 	"sort"
 	"strings"
 	"testing"
-	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/graph-engineering/graph-engineering-mcp/manifest"
+	"github.com/graph-engineering/graph-engineering-mcp/mcpadapter/internal/input"
+	"github.com/graph-engineering/graph-engineering-mcp/mcpadapter/tools"
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph"
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/testwait"
 )
@@ -95,53 +96,8 @@ const (
 	hostileTasksMeta = `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"extensions":{"io.modelcontextprotocol/tasks":{}}}}`
 )
 
-// fieldsOf returns the argument table of the named tool.
-func fieldsOf(t *testing.T, tool string) []field {
-	t.Helper()
-	for _, d := range toolDefs() {
-		if d.name == tool {
-			return d.fields
-		}
-	}
-	t.Fatalf("no tool %s", tool)
-	return nil
-}
-
-// Regressions found by FuzzDecodeArgs, FuzzStdio and the hostile table.
-
-// exactInt rounded through float64: 1e-400 read as 0 and
-// 3.0000000000000000001 as 3, so a number that is not an integer passed as
-// one.
-func TestRegressionIntegersAreReadExactly(t *testing.T) {
-	for in, want := range map[string]int64{
-		"0": 0, "-0": 0, "-0.0": 0, "0e999999999999": 0, "1e3": 1000, "1E+3": 1000, "1000.0": 1000,
-		"0.1e1": 1, "0.5e1": 5, "150e-1": 15, "9007199254740991": 9007199254740991, "9.007199254740991e15": 9007199254740991,
-		"9223372036854775807": 9223372036854775807, "-9223372036854775808": -9223372036854775808,
-		"-9.223372036854775808e18": -9223372036854775808,
-	} {
-		if got, err := exactInt(json.RawMessage(in)); err != nil || got != want {
-			t.Errorf("exactInt(%s) = %d, %v; want %d", in, got, err, want)
-		}
-	}
-	for _, in := range []string{
-		"1e-400", "-1e-400", "3.0000000000000000001", "1000.00000000000001", "1.5", "0.25e1", "1e19",
-		"9223372036854775808", "9.223372036854775808e18", "1e400", "1e999999999999", "-1e999999999999",
-		`"1"`, "true", "null", "[1]", "{}",
-	} {
-		if got, err := exactInt(json.RawMessage(in)); err == nil {
-			t.Errorf("exactInt(%s) = %d, want an error", in, got)
-		}
-	}
-	claim := fieldsOf(t, manifest.ToolClaim)
-	for _, in := range []string{`{"owner":"w","wait_ms":1e-400}`, `{"owner":"w","lease_ms":1000.00000000000000001}`} {
-		if _, err := decodeArgs(json.RawMessage(in), claim); err == nil || !strings.Contains(err.Error(), "must be an integer") {
-			t.Errorf("decodeArgs(%s) = %v, want an integer error", in, err)
-		}
-	}
-	if a, err := decodeArgs(json.RawMessage(`{"owner":"w","lease_ms":1e3,"wait_ms":-0}`), claim); err != nil || a.num["lease_ms"] != 1000 || a.num["wait_ms"] != 0 {
-		t.Errorf("decodeArgs of 1e3 and -0: %v", err)
-	}
-}
+// Regressions found by FuzzDecodeArgs, FuzzStdio and the hostile table
+// (the argument validator's own are with it, in package tools).
 
 // decodeArgs took an explicit null as "absent", although the published
 // schema's types do not include null: a claim with "task_id": null claimed
@@ -172,37 +128,13 @@ func TestRegressionNullIsNotAbsent(t *testing.T) {
 	if task["state"] != "pending" {
 		t.Fatalf("the task was claimed: %v", task)
 	}
-	// result is any JSON value, null included.
-	complete := fieldsOf(t, manifest.ToolComplete)
-	if _, err := decodeArgs(json.RawMessage(`{"task_id":"01ARZ3NDEKTSV4RRFFQ69G5FAV","owner":"w","generation":1,"claim_token":"t","result":null}`), complete); err != nil {
-		t.Errorf("result null: %v", err)
-	}
 }
 
-// decodeArgs counted claim_token and error lengths in bytes while the
-// published schema's maxLength counts characters, so a schema-valid call was
-// refused. The decoder now applies the schema's character bounds; the store
-// keeps the byte bounds, which JSON Schema cannot express.
-func TestRegressionLengthsAreCharacters(t *testing.T) {
-	heartbeat, fail := fieldsOf(t, manifest.ToolHeartbeat), fieldsOf(t, manifest.ToolFail)
-	holder := `"task_id":"01ARZ3NDEKTSV4RRFFQ69G5FAV","owner":"w","generation":1`
-	for _, tc := range []struct {
-		fields []field
-		args   string
-		ok     bool
-	}{
-		{heartbeat, `{` + holder + `,"claim_token":"` + strings.Repeat("é", 128) + `"}`, true},
-		{heartbeat, `{` + holder + `,"claim_token":"` + strings.Repeat("é", 129) + `"}`, false},
-		{heartbeat, `{` + holder + `,"claim_token":"` + strings.Repeat("t", 129) + `"}`, false},
-		{fail, `{` + holder + `,"claim_token":"t","error":"` + strings.Repeat("é", 65536) + `"}`, true},
-		{fail, `{` + holder + `,"claim_token":"t","error":"` + strings.Repeat("e", 65537) + `"}`, false},
-	} {
-		if _, err := decodeArgs(json.RawMessage(tc.args), tc.fields); (err == nil) != tc.ok {
-			t.Errorf("decodeArgs(%s): %v, want ok=%v", short(tc.args), err, tc.ok)
-		}
-	}
-	// End to end, the store still refuses more than 64 KiB of error text and
-	// leaves the claim as it was.
+// The argument validator counts claim_token and error lengths in
+// characters, as the published schema's maxLength does
+// (tools.TestRegressionLengthsAreCharacters); end to end, the store still
+// refuses more than 64 KiB of error text and leaves the claim as it was.
+func TestRegressionStoreBoundsErrorBytes(t *testing.T) {
 	f := newFixture(t)
 	r := f.raw()
 	toolOut(t, r.modernCall("tools/call", map[string]any{"name": manifest.ToolCreate, "arguments": map[string]any{"workflow_id": "wf", "node_id": "a"}}, nil))
@@ -338,34 +270,6 @@ func TestRegressionNumericIDsAreEchoedExactly(t *testing.T) {
 	}
 	if tasks, err := f.store.ListTasks(f.ctx, taskgraph.ListFilter{WorkflowID: "ids"}); err != nil || len(tasks) != 0 {
 		t.Fatalf("requests with refused ids ran: %d tasks (%v)", len(tasks), err)
-	}
-}
-
-// Unknown and duplicate argument names were echoed whole into the tool
-// error, so a 10 MB name came back as 10 MB of error text; every other echo
-// of input is clipped.
-func TestRegressionArgumentNamesAreClipped(t *testing.T) {
-	name := strings.Repeat("k", 10<<20)
-	for _, in := range []string{`{"` + name + `":1}`, `{"owner":"w","` + name + `":1,"` + name + `":2}`} {
-		_, err := decodeArgs(json.RawMessage(in), fieldsOf(t, manifest.ToolClaim))
-		if err == nil || len(err.Error()) > 1024 {
-			t.Errorf("decodeArgs(%s): %d bytes of error", short(in), len(fmt.Sprint(err)))
-		}
-	}
-}
-
-// Echoed input went into error messages byte for byte, so a value holding
-// bytes that are not UTF-8 (here "generation":"\x93") made the message
-// itself invalid UTF-8. Found by FuzzDecodeArgs.
-func TestRegressionEchoedInputIsValidUTF8(t *testing.T) {
-	for _, in := range []string{"\x93", "ok\xff\xfe", strings.Repeat("é", 40) + "\xc3", strings.Repeat("\xff", 100)} {
-		if got := clip(in); !utf8.ValidString(got) || len(got) > 64+len("…")+3*64 {
-			t.Errorf("clip(%q) = %q", in, got)
-		}
-	}
-	_, err := decodeArgs(json.RawMessage("{\"task_id\":\"00000000000000000000000000\",\"owner\":\"0\",\"generation\":\"\x93\"}"), fieldsOf(t, manifest.ToolHeartbeat))
-	if err == nil || !utf8.ValidString(err.Error()) {
-		t.Errorf("decodeArgs: %q", err)
 	}
 }
 
@@ -644,6 +548,8 @@ func TestHostileInputs(t *testing.T) {
 		{name: "10 MB payload", msg: toolCall(manifest.ToolCreate, createArgs(`"payload":{"s":"`+big+`"}`)), want: "invalid payload: must be at most 65536 bytes"},
 		{name: "duplicate key in arguments", msg: toolCall(manifest.ToolCreate, `{"workflow_id":"hw","node_id":"n1","node_id":"n2"}`), want: `the key "node_id" appears twice`},
 		{name: "duplicate key in payload", msg: toolCall(manifest.ToolCreate, createArgs(`"payload":{"k":1,"k":1}`)), want: `has the key "k" twice`},
+		{name: "lone surrogate in payload", msg: toolCall(manifest.ToolCreate, createArgs(`"payload":{"note":"\udc00"}`)), want: `payload holds a lone UTF-16 surrogate (\udc00)`},
+		{name: "lone surrogate in a result", msg: toolCall(manifest.ToolComplete, holder(`"result":"\ud800"`)), want: `result holds a lone UTF-16 surrogate`},
 		{name: "result of 300 KiB with the live claim", msg: toolCall(manifest.ToolComplete, holder(`"result":"`+strings.Repeat("r", 300<<10)+`"`)), want: "invalid result: must be at most 262144 bytes"},
 		{name: "error text of 70 KiB with the live claim", msg: toolCall(manifest.ToolFail, holder(`"error":"`+strings.Repeat("e", 70<<10)+`"`)), want: "error must be at most 65536 characters"},
 		{name: "error text of 40000 two-byte characters", msg: toolCall(manifest.ToolFail, holder(`"error":"`+strings.Repeat("é", 40000)+`"`)), want: "invalid error: must be at most 65536 bytes (got 80000)"},
@@ -687,19 +593,19 @@ func TestHostileInputs(t *testing.T) {
 		}(), none: true},
 		{name: "params as array", msg: hostileMsg{method: "tools/list", params: `[1,2]`}, code: jsonrpc.CodeInvalidParams, want: "missing _meta"},
 		// Tasks extension.
-		{name: "tasks/get without taskId", msg: tasksReq(MethodTasksGet, ""), code: jsonrpc.CodeInvalidParams, want: "params.taskId is required"},
-		{name: "tasks/get with a numeric taskId", msg: tasksReq(MethodTasksGet, `"taskId":7`), code: jsonrpc.CodeInvalidParams, want: "invalid params"},
-		{name: "tasks/get of an unknown task", msg: tasksReq(MethodTasksGet, `"taskId":"01ARZ3NDEKTSV4RRFFQ69G5FAV"`), code: jsonrpc.CodeInvalidParams, want: `unknown task "01ARZ3NDEKTSV4RRFFQ69G5FAV"`},
-		{name: "tasks/get without declaring the extension", msg: modernReq(MethodTasksGet, `"taskId":`+quote(taskA)), code: mcp.CodeMissingRequiredClientCapabilities, want: "requires"},
-		{name: "tasks/update with 65 keys", msg: tasksReq(MethodTasksUpdate, `"taskId":`+quote(taskA)+`,"inputResponses":{`+func() string {
+		{name: "tasks/get without taskId", msg: tasksReq(tools.MethodTasksGet, ""), code: jsonrpc.CodeInvalidParams, want: "params.taskId is required"},
+		{name: "tasks/get with a numeric taskId", msg: tasksReq(tools.MethodTasksGet, `"taskId":7`), code: jsonrpc.CodeInvalidParams, want: "invalid params"},
+		{name: "tasks/get of an unknown task", msg: tasksReq(tools.MethodTasksGet, `"taskId":"01ARZ3NDEKTSV4RRFFQ69G5FAV"`), code: jsonrpc.CodeInvalidParams, want: `unknown task "01ARZ3NDEKTSV4RRFFQ69G5FAV"`},
+		{name: "tasks/get without declaring the extension", msg: modernReq(tools.MethodTasksGet, `"taskId":`+quote(taskA)), code: mcp.CodeMissingRequiredClientCapabilities, want: "requires"},
+		{name: "tasks/update with 65 keys", msg: tasksReq(tools.MethodTasksUpdate, `"taskId":`+quote(taskA)+`,"inputResponses":{`+func() string {
 			var s []string
 			for i := range 65 {
 				s = append(s, fmt.Sprintf(`"k%d":1`, i))
 			}
 			return strings.Join(s, ",")
 		}()+`}`), code: jsonrpc.CodeInvalidParams, want: "at most 64 keys (got 65)"},
-		{name: "tasks/update over 64 KiB", msg: tasksReq(MethodTasksUpdate, `"taskId":`+quote(taskA)+`,"inputResponses":{"k":"`+strings.Repeat("u", 70<<10)+`"}`), code: jsonrpc.CodeInvalidParams, want: "at most 65536 bytes"},
-		{name: "tasks/cancel of an unknown task", msg: tasksReq(MethodTasksCancel, `"taskId":"01ARZ3NDEKTSV4RRFFQ69G5FAW"`), code: jsonrpc.CodeInvalidParams, want: "unknown task"},
+		{name: "tasks/update over 64 KiB", msg: tasksReq(tools.MethodTasksUpdate, `"taskId":`+quote(taskA)+`,"inputResponses":{"k":"`+strings.Repeat("u", 70<<10)+`"}`), code: jsonrpc.CodeInvalidParams, want: "at most 65536 bytes"},
+		{name: "tasks/cancel of an unknown task", msg: tasksReq(tools.MethodTasksCancel, `"taskId":"01ARZ3NDEKTSV4RRFFQ69G5FAW"`), code: jsonrpc.CodeInvalidParams, want: "unknown task"},
 		// Resources.
 		{name: "resources/read of a relative path", msg: modernReq("resources/read", `"uri":"../../etc/passwd"`), code: jsonrpc.CodeInvalidParams, want: "not found"},
 		{name: "resources/read of a file URI", msg: modernReq("resources/read", `"uri":"file:///etc/passwd"`), code: jsonrpc.CodeInvalidParams, want: "not found"},
@@ -728,15 +634,24 @@ func TestHostileInputs(t *testing.T) {
 		{name: "stdio: payload nested 10,000 deep", msg: line(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"graph_task_create","arguments":{"workflow_id":"hw","node_id":"n","payload":` + nested(`{"a":`, `}`, 10000, "1") + `},` + hostileMeta + `}}`), code: jsonrpc.CodeParseError, want: "not valid JSON"},
 		{name: "stdio: arguments nested 10,000 deep", msg: line(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"graph_task_create","arguments":` + nested(`[`, `]`, 10000, "") + `,` + hostileMeta + `}}`), code: jsonrpc.CodeParseError, want: "not valid JSON"},
 		{name: "stdio: params nested 2,000 deep", msg: line(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"graph_task_create","arguments":` + nested(`[`, `]`, 2000, "") + `,` + hostileMeta + `}}`), code: jsonrpc.CodeInvalidRequest, want: "unmarshaling jsonrpc message"},
-		{name: "stdio: duplicate method member", msg: line(`{"jsonrpc":"2.0","id":1,"method":"tools/call","method":"prompts/list","params":{` + hostileMeta + `}}`), code: jsonrpc.CodeMethodNotFound, want: "method not found"},
+		// A member named twice is refused as a repeated argument is: the
+		// SDK would take the last one (issue 29 item 13).
+		{name: "stdio: duplicate method member", msg: line(`{"jsonrpc":"2.0","id":1,"method":"tools/call","method":"prompts/list","params":{` + hostileMeta + `}}`), code: jsonrpc.CodeInvalidRequest, want: `the member "method" appears twice`},
+		{name: "stdio: duplicate id member", msg: line(`{"jsonrpc":"2.0","id":1,"id":2,"method":"tools/list","params":{` + hostileMeta + `}}`), code: jsonrpc.CodeInvalidRequest, want: `the member "id" appears twice`},
+		{name: "stdio: duplicate params member", msg: line(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"graph_task_inspect","name":"graph_task_create",` + hostileMeta + `}}`), code: jsonrpc.CodeInvalidParams, want: `the member "name" of params appears twice`},
 		{name: "stdio: notifications/initialized with an id", msg: line(`{"jsonrpc":"2.0","id":1,"method":"notifications/initialized"}`), code: jsonrpc.CodeInvalidParams, want: "missing _meta"},
-		{name: "stdio: an unsolicited response", msg: line(`{"jsonrpc":"2.0","id":"r1","result":{}}`), none: true},
-		{name: "stdio: an unsolicited error with code 0", msg: line(`{"jsonrpc":"2.0","id":"r2","error":{"code":0,"message":""}}`), none: true},
+		// A response outside a legacy session gets what HTTP answers one
+		// without Mcp-Session-Id (issue 29 item 13: stdio answered nothing).
+		{name: "stdio: an unsolicited response", msg: line(`{"jsonrpc":"2.0","id":"r1","result":{}}`), code: jsonrpc.CodeInvalidRequest, want: "accepted only within a legacy session"},
+		{name: "stdio: an unsolicited error with code 0", msg: line(`{"jsonrpc":"2.0","id":"r2","error":{"code":0,"message":""}}`), code: jsonrpc.CodeInvalidRequest, want: "accepted only within a legacy session"},
 		{name: "stdio: cancelling an unknown request", msg: line(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"nope"}}`), none: true},
 		{name: "stdio: second initialize", setup: []hostileMsg{
 			line(`{"jsonrpc":"2.0","id":"i1","method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"h","version":"1"}}}`),
 			line(`{"jsonrpc":"2.0","method":"notifications/initialized"}`),
 		}, msg: line(`{"jsonrpc":"2.0","id":"i2","method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"h","version":"1"}}}`), code: jsonrpc.CodeInvalidRequest, want: "initialize was already received"},
+		// Within the legacy session (initialized above) a response goes to
+		// the session, as over HTTP with Mcp-Session-Id, and is not answered.
+		{name: "stdio: a response within the legacy session", msg: line(`{"jsonrpc":"2.0","id":"r3","result":{}}`), none: true},
 	}
 	if len(cases) < 40 {
 		t.Fatalf("only %d hostile inputs", len(cases))
@@ -821,7 +736,7 @@ func checkHostileAnswer(t *testing.T, resp *jsonrpc.Response, tc hostileCase) {
 			t.Fatalf("got result %s, want JSON-RPC error %d", short(resp.Result), tc.code)
 		}
 		if je.Code != tc.code || !strings.Contains(je.Message, tc.want) {
-			t.Fatalf("got error %d %q, want %d mentioning %q", je.Code, clip(je.Message), tc.code, tc.want)
+			t.Fatalf("got error %d %q, want %d mentioning %q", je.Code, input.Clip(je.Message), tc.code, tc.want)
 		}
 		return
 	}
@@ -833,7 +748,7 @@ func checkHostileAnswer(t *testing.T, resp *jsonrpc.Response, tc hostileCase) {
 		t.Fatalf("result is not a tool result: %s", short(resp.Result))
 	}
 	if !res.IsError || !strings.Contains(toolText(&res), tc.want) {
-		t.Fatalf("got isError=%v %q, want a tool error mentioning %q", res.IsError, clip(toolText(&res)), tc.want)
+		t.Fatalf("got isError=%v %q, want a tool error mentioning %q", res.IsError, input.Clip(toolText(&res)), tc.want)
 	}
 	if res.StructuredContent != nil {
 		t.Errorf("a tool error carries structured content (a receipt?): %v", res.StructuredContent)

@@ -2,30 +2,38 @@ package mcpadapter
 
 import (
 	"bufio"
-	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"strings"
 	"testing"
 
 	"github.com/graph-engineering/graph-engineering-mcp/manifest"
+	"github.com/graph-engineering/graph-engineering-mcp/mcpadapter/principal"
 )
 
 // serve --principal NAME: stdio serves that principal's surface and scopes.
 func TestStdioNarrowedToALocalPrincipal(t *testing.T) {
-	f, _ := newHTTPStore(t)
-	auth := NewAuthenticator(testPrincipals(t, tokPlanner))
-	if _, err := WithLocalPrincipal(context.Background(), auth, "nobody"); err == nil {
-		t.Fatal("an unknown principal was accepted")
-	}
-	ctx, err := WithLocalPrincipal(f.ctx, auth, "watcher")
+	ps, err := principal.ParseAuthFile([]byte(`{"principals": [
+		{"name": "planner", "token_sha256": "` + principal.TokenDigest("planner-token-0123456789") + `", "roles": ["submit", "observe"]},
+		{"name": "watcher", "token_sha256": "` + principal.TokenDigest("watcher-token-0123456789") + `", "roles": ["observe"]}
+	]}`))
 	if err != nil {
 		t.Fatal(err)
 	}
+	auth := principal.NewAuthenticator(ps)
+	if _, err := auth.Caller("nobody"); !errors.Is(err, principal.ErrInvalidAuthFile) {
+		t.Fatalf("an unknown principal was accepted (%v)", err)
+	}
+	local, err := auth.Caller("watcher")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := newFixture(t, func(c *Config) { c.Local = local })
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
 	done := make(chan error, 1)
-	go func() { done <- f.srv.ServeStdio(ctx, inR, outW); outW.Close() }()
+	go func() { done <- f.srv.ServeStdio(f.ctx, inR, outW); outW.Close() }()
 	sc := bufio.NewScanner(outR)
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	call := func(line string) map[string]any {

@@ -14,6 +14,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/graph-engineering/graph-engineering-mcp/manifest"
+	"github.com/graph-engineering/graph-engineering-mcp/mcpadapter/internal/input"
+	"github.com/graph-engineering/graph-engineering-mcp/mcpadapter/internal/wire"
 )
 
 // router splits one client's message stream between two SDK sessions on the
@@ -95,7 +97,7 @@ func (c *pipeConn) Write(_ context.Context, msg jsonrpc.Message) error {
 			c.r.signalAnswered()
 			return nil
 		}
-		resp.Error = normalizeError(resp.Error)
+		resp.Error = wire.NormalizeError(resp.Error)
 	}
 	// The id may be reused once the client reads this answer, so it is freed
 	// first; the place only once the answer is out (or cannot go out).
@@ -194,29 +196,13 @@ type connTransport struct{ c mcp.Connection }
 
 func (t connTransport) Connect(context.Context) (mcp.Connection, error) { return t.c, nil }
 
-// normalizeError makes sure no error leaves with code 0 (the SDK sends plain
-// Go errors that way): anything that is not a JSON-RPC error becomes -32603.
-func normalizeError(err error) error {
-	if err == nil {
-		return nil
-	}
-	var je *jsonrpc.Error
-	if errors.As(err, &je) && je.Code != 0 {
-		if error(je) != err && err.Error() != je.Error() {
-			// A wrapped JSON-RPC error (the SDK's fmt.Errorf("%w: %q",
-			// ErrMethodNotFound, method)): keep the whole message, as the
-			// SDK's HTTP transport does, not only the inner one.
-			return &jsonrpc.Error{Code: je.Code, Message: err.Error(), Data: je.Data}
-		}
-		return je
-	}
-	msg := "internal error"
-	if je != nil && je.Message != "" {
-		msg = je.Message
-	} else if err.Error() != "" {
-		msg = err.Error()
-	}
-	return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: msg}
+// inbound is one message a transport read: the SDK's form, and, where the
+// transport checked its envelope (stdio), the parts package wire read, so
+// that nothing decodes the message again (nil: the router reads params
+// itself).
+type inbound struct {
+	msg    jsonrpc.Message
+	parsed *wire.Message
 }
 
 // serve connects the two sessions to srv and feeds them from next until it
@@ -224,7 +210,7 @@ func normalizeError(err error) error {
 // flight finish and be answered (bounded, see drain), closes both sessions
 // and waits for them. Handlers do not see ctx's cancellation: a shutdown
 // stops intake, it does not abort work already accepted.
-func (r *router) serve(ctx context.Context, srv *mcp.Server, next func() (jsonrpc.Message, error)) error {
+func (r *router) serve(ctx context.Context, srv *mcp.Server, next func() (inbound, error)) error {
 	r.owner = map[jsonrpc.ID]*pipeConn{}
 	r.cancelled = map[jsonrpc.ID]bool{}
 	r.answered = make(chan struct{}, 1)
@@ -250,15 +236,15 @@ func (r *router) serve(ctx context.Context, srv *mcp.Server, next func() (jsonrp
 		if r.limit != nil && !r.limit.wait(parent.Done(), r.gone) {
 			break // a shutdown signal or a gone client: stop intake
 		}
-		msg, err := next()
+		in, err := next()
 		if err != nil {
 			if !errors.Is(err, io.EOF) {
 				readErr = err
 			}
 			break
 		}
-		if msg != nil {
-			r.dispatch(ctx, msg)
+		if in.msg != nil {
+			r.dispatch(ctx, in)
 		}
 	}
 	if r.drain(parent) && r.shutdown != nil {
@@ -271,13 +257,14 @@ func (r *router) serve(ctx context.Context, srv *mcp.Server, next func() (jsonrp
 	return readErr
 }
 
-// reply answers a request directly, without the SDK.
-func (r *router) reply(id jsonrpc.ID, code int64, msg string, data any) {
-	e := &jsonrpc.Error{Code: code, Message: msg}
-	if data != nil {
-		e.Data = errorData(data)
+// reply answers a request directly, without the SDK, with f (id null when
+// f has none).
+func (r *router) reply(f *wire.Failure) {
+	var id jsonrpc.ID
+	if f.ID != nil {
+		id = *f.ID
 	}
-	if err := r.out(&jsonrpc.Response{ID: id, Error: e}); err != nil && r.log != nil {
+	if err := r.out(&jsonrpc.Response{ID: id, Error: f.Err()}); err != nil && r.log != nil {
 		r.log("write error response", "err", err)
 	}
 }
@@ -293,32 +280,42 @@ func (r *router) send(ctx context.Context, c *pipeConn, msg jsonrpc.Message) boo
 	return false
 }
 
-func (r *router) dispatch(ctx context.Context, msg jsonrpc.Message) {
-	switch msg := msg.(type) {
+func (r *router) dispatch(ctx context.Context, in inbound) {
+	switch msg := in.msg.(type) {
 	case *jsonrpc.Response:
-		// An answer to a server-to-client request: only legacy sessions send those.
+		// An answer to a server-to-client request: only legacy sessions send
+		// those. Before initialize the connection is none, and the response
+		// gets the answer HTTP gives one outside a session.
+		r.mu.Lock()
+		init := r.legacyInit
+		r.mu.Unlock()
+		if !init {
+			r.reply(wire.ResponseOutsideSession())
+			return
+		}
 		r.send(ctx, r.legacy, msg)
 	case *jsonrpc.Request:
 		if !msg.IsCall() {
 			r.send(ctx, r.notificationTarget(msg), msg)
 			return
 		}
-		target, code, text, data := r.classify(msg)
-		if f := unknownMethod(msg.Method); f != nil && target != nil {
-			target, code, text, data = nil, f.code, f.msg, f.data
+		target, fail := r.classify(msg, in.parsed)
+		if f := wire.UnknownMethod(msg.Method, KnownMethod); f != nil && fail == nil {
+			target, fail = nil, f
 		}
-		if target == nil {
-			r.reply(msg.ID, code, text, data)
+		if fail != nil {
+			fail.ID = &msg.ID
+			r.reply(fail)
 			return
 		}
 		if r.limit != nil {
 			if r.limit.holds(msg.ID) {
 				// As the SDK would answer, but before the call takes a
 				// place: its answer (id null) could not release one.
-				r.reply(jsonrpc.ID{}, jsonrpc.CodeInvalidRequest, "invalid request: the id "+clip(fmt.Sprint(msg.ID.Raw()))+" is already used by a request in flight", nil)
+				r.reply(&wire.Failure{Code: jsonrpc.CodeInvalidRequest, Msg: "invalid request: the id " + input.Clip(fmt.Sprint(msg.ID.Raw())) + " is already used by a request in flight"})
 				return
 			}
-			r.limit.admit(msg) // room was waited for before reading msg
+			r.limit.admit(msg, in.parsed) // room was waited for before reading msg
 		}
 		r.mu.Lock()
 		r.owner[msg.ID] = target // in flight until answered: see drain
@@ -354,29 +351,25 @@ func (r *router) notificationTarget(msg *jsonrpc.Request) *pipeConn {
 	return r.legacy
 }
 
-// SupportedVersions are every protocol version this server speaks, newest first.
-func SupportedVersions() []string {
-	v := append([]string{manifest.ModernVersion}, manifest.LegacyVersions...)
-	slices.Sort(v)
-	slices.Reverse(v)
-	return v
-}
-
 // classify picks the session for a call, or the error to answer it with.
-// The _meta rules are the HTTP transport's (metaVersion, checkModernMeta,
-// missingMeta); only what a connection remembers (its initialize) is stdio's
-// own.
-func (r *router) classify(req *jsonrpc.Request) (*pipeConn, int64, string, any) {
-	m := &httpMessage{id: req.ID, hasID: req.IsCall(), method: req.Method, params: req.Params}
-	var p struct {
-		Meta map[string]json.RawMessage `json:"_meta"`
+// The _meta rules are the HTTP transport's (wire.MetaVersion,
+// wire.CheckModernMeta, wire.MissingMeta); only what a connection remembers
+// (its initialize) is stdio's own.
+func (r *router) classify(req *jsonrpc.Request, m *wire.Message) (*pipeConn, *wire.Failure) {
+	if m == nil {
+		// A framed transport (ServeTransport) hands over decoded messages:
+		// read the _meta here.
+		m = &wire.Message{ID: req.ID, HasID: req.IsCall(), Method: req.Method, Params: req.Params}
+		var p struct {
+			Meta map[string]json.RawMessage `json:"_meta"`
+		}
+		if len(req.Params) > 0 && json.Unmarshal(req.Params, &p) == nil {
+			m.Meta = p.Meta // params that are not an object: the session reports it
+		}
 	}
-	if len(req.Params) > 0 && json.Unmarshal(req.Params, &p) == nil {
-		m.meta = p.Meta // params that are not an object: the session reports it
-	}
-	pv, hasPV, fail := metaVersion(m)
+	pv, hasPV, fail := wire.MetaVersion(m)
 	if fail != nil {
-		return nil, fail.code, fail.msg, fail.data
+		return nil, fail
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -384,23 +377,20 @@ func (r *router) classify(req *jsonrpc.Request) (*pipeConn, int64, string, any) 
 		switch {
 		case req.Method == "initialize":
 			if r.legacyInit {
-				return nil, jsonrpc.CodeInvalidRequest, "initialize was already received on this connection; the session is initialized", nil
+				return nil, &wire.Failure{Code: jsonrpc.CodeInvalidRequest, Msg: "initialize was already received on this connection; the session is initialized"}
 			}
 			r.legacyInit = true
-			return r.legacy, 0, "", nil
+			return r.legacy, nil
 		case r.legacyInit, req.Method == "ping":
-			return r.legacy, 0, "", nil
+			return r.legacy, nil
 		}
-		f := missingMeta(m)
-		return nil, f.code, f.msg, f.data
+		return nil, wire.MissingMeta(m)
 	}
 	if pv != manifest.ModernVersion && r.legacyInit && slices.Contains(manifest.LegacyVersions, pv) {
-		return r.legacy, 0, "", nil
+		return r.legacy, nil
 	}
-	if f := checkModernMeta(m, pv); f != nil {
-		return nil, f.code, f.msg, f.data
+	if f := wire.CheckModernMeta(m, pv); f != nil {
+		return nil, f
 	}
-	return r.modern, 0, "", nil
+	return r.modern, nil
 }
-
-func clipQuote(s string) string { return `"` + clip(s) + `"` }

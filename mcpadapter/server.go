@@ -6,17 +6,16 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"maps"
-	"reflect"
-	"runtime/debug"
-	"slices"
 	"strings"
+	"sync"
 	"time"
 
-	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/graph-engineering/graph-engineering-mcp/manifest"
+	"github.com/graph-engineering/graph-engineering-mcp/mcpadapter/internal/wire"
+	"github.com/graph-engineering/graph-engineering-mcp/mcpadapter/principal"
+	"github.com/graph-engineering/graph-engineering-mcp/mcpadapter/tools"
 	"github.com/graph-engineering/graph-engineering-mcp/skills"
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph"
 )
@@ -28,12 +27,6 @@ const ServerName = "graph-engineering"
 const Instructions = `graph-engineering coordinates work as durable task graphs (workflows of tasks with dependencies). Use only the advertised graph_task_* tools.
 Claims are exclusive and fenced: graph_task_claim returns an owner, a generation and a secret claim_token. Pass the task_id with that owner, generation and claim_token on every graph_task_heartbeat, graph_task_complete, graph_task_fail and graph_task_cancel, and heartbeat before lease_expires_at. A write from a superseded generation or an expired lease is rejected: stop work on that task.
 This server grants no human approval, checkpoint, bypass, force, skip or administrative authority; those belong to human operators outside MCP.`
-
-// Per-request _meta keys of the 2026-07-28 revision.
-const (
-	metaProtocolVersion    = "io.modelcontextprotocol/protocolVersion"
-	metaClientCapabilities = "io.modelcontextprotocol/clientCapabilities"
-)
 
 // Config configures New.
 type Config struct {
@@ -47,6 +40,12 @@ type Config struct {
 	Skills *skills.Set
 	// ExtraLimits are transport limits added to the manifest's limits.
 	ExtraLimits map[string]int64
+	// Local is whom calls that arrive over stdio or another framed transport
+	// (ServeStdio, ServeTransport) act for: serve --principal narrows stdio
+	// to one principal's roles and scopes. The zero Caller is every role.
+	// Requests over HTTP act for the principal the HTTP front authenticated
+	// (Inbound).
+	Local principal.Caller
 	// Logger receives structured logs; nil discards them.
 	Logger *slog.Logger
 	// CacheTTLMs is the ttlMs sent on cacheable results (discover, lists,
@@ -54,25 +53,26 @@ type Config struct {
 	CacheTTLMs int
 	// OnToolCall, if set, is called once per tool call with the tool name and
 	// its outcome (ok, invalid, not_found, conflict, stale_claim, forbidden,
-	// protocol_error, internal_error, deadline, cancelled), for metrics.
+	// unavailable, protocol_error, internal_error, deadline, cancelled), for
+	// metrics.
 	OnToolCall func(tool, outcome string)
 	// Register, if set, is called with the SDK server before it serves, to
-	// add further features (for example skills).
+	// add further features.
 	Register func(*mcp.Server) error
 }
 
-// Server is the MCP face of the task store.
+// Server is the MCP face of the task store: the SDK server with the tool
+// surface registered, the middleware that keeps it to exactly what is
+// advertised, and the stdio transport.
 type Server struct {
-	store    *taskgraph.Store
-	cfg      Config
-	log      *slog.Logger
-	mcp      *mcp.Server
-	manifest manifest.Manifest
-	// toolNames are the tools the surface offers, sorted.
-	toolNames []string
-	// roleSurfaces are the surface and manifest of each set of roles, by
-	// roleSetKey (see principal_server.go).
-	roleSurfaces map[string]roleSurface
+	store *taskgraph.Store
+	cfg   Config
+	log   *slog.Logger
+	mcp   *mcp.Server
+	tools *tools.Surface
+
+	inboundMu sync.Mutex
+	inbound   map[string]*Inbound // by key, see Admit
 }
 
 // New builds the MCP server: the tools the surface allows, the manifest
@@ -88,14 +88,11 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Version == "" {
 		cfg.Version = "devel"
 	}
-	man, err := manifest.Build(cfg.Surface, cfg.ExtraLimits)
+	surface, err := tools.New(tools.Config{Store: cfg.Store, Surface: cfg.Surface, ExtraLimits: cfg.ExtraLimits, Logger: cfg.Logger, OnToolCall: cfg.OnToolCall})
 	if err != nil {
-		return nil, fmt.Errorf("build capability manifest: %w", err)
-	}
-	s := &Server{store: cfg.Store, cfg: cfg, log: cfg.Logger, manifest: man}
-	if err := s.buildRoleSurfaces(); err != nil {
 		return nil, err
 	}
+	s := &Server{store: cfg.Store, cfg: cfg, log: cfg.Logger, tools: surface, inbound: map[string]*Inbound{}}
 
 	caps := &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}}
 	if cfg.Surface.Resources {
@@ -118,27 +115,27 @@ func New(cfg Config) (*Server, error) {
 	s.mcp = mcp.NewServer(&mcp.Implementation{Name: ServerName, Version: cfg.Version}, &mcp.ServerOptions{
 		Instructions: instructions,
 		Capabilities: caps,
-		Logger:       sdkLogger(cfg.Logger),
+		Logger:       wire.SDKLogger(cfg.Logger),
 		SetCacheable: func(ctx context.Context, _ mcp.Request, c *mcp.Cacheable) {
 			if c.TTLMs == 0 {
 				c.TTLMs = ttl
 			}
 			c.CacheScope = "public"
-			if _, ok := principalOf(ctx); ok {
+			if callerOf(ctx).Principal != nil {
 				// What a principal sees depends on its roles.
 				c.CacheScope = "private"
 			}
 		},
 	})
-	for _, d := range toolDefs() {
-		if !cfg.Surface.Allows(d.name) {
-			continue
-		}
-		s.toolNames = append(s.toolNames, d.name)
-		s.mcp.AddTool(&mcp.Tool{
-			Name: d.name, Title: d.title, Description: d.desc,
-			InputSchema: inputSchema(d.fields), OutputSchema: d.outputSchema(), Annotations: d.annotations,
-		}, s.handler(d))
+	for _, t := range surface.Tools() {
+		name := t.Name
+		s.mcp.AddTool(t, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			var args json.RawMessage
+			if req.Params != nil {
+				args = req.Params.Arguments
+			}
+			return s.tools.Call(ctx, callerOf(ctx), name, args)
+		})
 	}
 	if cfg.Surface.Resources {
 		s.addManifestResource()
@@ -163,10 +160,12 @@ func New(cfg Config) (*Server, error) {
 			return nil, err
 		}
 	}
-	// Outermost first: recover from panics, refuse unserved methods, hide the
-	// tasks extension from legacy sessions, then the tasks extension itself.
-	slices.Sort(s.toolNames)
-	s.mcp.AddReceivingMiddleware(s.recoverMiddleware, s.unservedMiddleware, s.unknownToolMiddleware, s.principalMiddleware, s.legacyInitializeMiddleware, s.uiMiddleware, s.tasksMiddleware)
+	// Outermost first: recover from panics, find whom and when the request
+	// is for, refuse unserved methods, name the tools offered to an unknown
+	// one, narrow what a principal sees, hide the tasks extension from
+	// legacy sessions, advertise the MCP App, then the tasks extension.
+	s.mcp.AddReceivingMiddleware(s.recoverMiddleware, s.inboundMiddleware, s.unservedMiddleware, s.unknownToolMiddleware,
+		s.principalMiddleware, s.legacyInitializeMiddleware, s.uiMiddleware, s.tasksMiddleware)
 	return s, nil
 }
 
@@ -174,16 +173,26 @@ func New(cfg Config) (*Server, error) {
 func (s *Server) MCP() *mcp.Server { return s.mcp }
 
 // Manifest returns the capability manifest this server serves.
-func (s *Server) Manifest() manifest.Manifest { return s.manifest }
+func (s *Server) Manifest() manifest.Manifest { return s.tools.Manifest() }
 
-func (s *Server) observeTool(tool, outcome string) {
-	if s.cfg.OnToolCall != nil {
-		s.cfg.OnToolCall(tool, outcome)
-	}
+// Store returns the task store the server serves.
+func (s *Server) Store() *taskgraph.Store { return s.store }
+
+// Logger returns the server's logger.
+func (s *Server) Logger() *slog.Logger { return s.log }
+
+// Version returns the version the server reports in serverInfo.
+func (s *Server) Version() string { return s.cfg.Version }
+
+// ArgumentError returns the tool error of a tools/call whose arguments the
+// validator refuses, and false when they are valid or the tool is not
+// offered (see tools.Surface.ArgumentError).
+func (s *Server) ArgumentError(ctx context.Context, tool string, args json.RawMessage) (*mcp.CallToolResult, bool) {
+	return s.tools.ArgumentError(ctx, tool, args)
 }
 
 func (s *Server) addManifestResource() {
-	body := s.manifest.Bytes()
+	body := s.tools.Manifest().Bytes()
 	s.mcp.AddResource(&mcp.Resource{
 		URI:         manifest.ManifestURI,
 		Name:        "capability-manifest",
@@ -191,9 +200,9 @@ func (s *Server) addManifestResource() {
 		Description: "The server's effective least-authority surface (tools, resources, extensions, limits) with its sha256 digest; every tool receipt names this digest.",
 		MIMEType:    "application/json",
 		Size:        int64(len(body)),
-		Meta:        mcp.Meta{"sha256": s.manifest.SHA256()},
+		Meta:        mcp.Meta{"sha256": s.tools.Manifest().SHA256()},
 	}, func(ctx context.Context, _ *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
-		m := s.manifestFor(ctx)
+		_, m := s.tools.For(callerOf(ctx).Principal)
 		return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{
 			URI: manifest.ManifestURI, MIMEType: "application/json", Text: string(m.Bytes()),
 			Meta: mcp.Meta{"sha256": m.SHA256()},
@@ -201,154 +210,34 @@ func (s *Server) addManifestResource() {
 	})
 }
 
-// unservedMethods are methods the SDK would answer but this server does not
-// serve or advertise; they get -32601 in both eras.
-var unservedMethods = map[string]bool{
-	"prompts/list":           true,
-	"prompts/get":            true,
-	"completion/complete":    true,
-	"logging/setLevel":       true,
-	"resources/subscribe":    true,
-	"resources/unsubscribe":  true,
-	"subscriptions/listen":   true,
-	"sampling/createMessage": true,
-	"elicitation/create":     true,
-	"roots/list":             true,
-}
-
-// resourceMethods are served exactly when resources are. The server has no
-// resource templates, but clients that see the resources capability list
-// templates too, so resources/templates/list answers an empty list rather
-// than -32601.
-var resourceMethods = map[string]bool{"resources/list": true, "resources/read": true, "resources/templates/list": true}
-
-// recoverMiddleware turns a panic in any handler into -32603, so one bad
-// request cannot take the server down.
-func (s *Server) recoverMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
-	return func(ctx context.Context, method string, req mcp.Request) (res mcp.Result, err error) {
-		defer func() {
-			if r := recover(); r != nil {
-				s.log.Error("handler panicked", "method", method, "panic", r, "stack", string(debug.Stack()))
-				res, err = nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "internal error; the server logged the details and keeps serving"}
+// addTasksExtension registers the Tasks extension's methods; which requests
+// may call them is tasksMiddleware's.
+func (s *Server) addTasksExtension() error {
+	for _, err := range []error{
+		mcp.AddReceivingCustomMethod(s.mcp, tools.MethodTasksGet, func(ctx context.Context, _ *mcp.ServerSession, p *tools.TaskIDParams) (*tools.TaskResult, error) {
+			if p == nil {
+				p = &tools.TaskIDParams{}
 			}
-		}()
-		res, err = next(ctx, method, req)
-		if err == nil && isNilResult(res) && !isNotification(method) {
-			// The SDK dereferences results of modern requests; never hand it a nil.
-			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "internal error: empty result"}
-		}
-		return res, err
-	}
-}
-
-func isNotification(method string) bool { return len(method) > 14 && method[:14] == "notifications/" }
-
-func isNilResult(r mcp.Result) bool {
-	if r == nil {
-		return true
-	}
-	v := reflect.ValueOf(r)
-	return v.Kind() == reflect.Pointer && v.IsNil()
-}
-
-func (s *Server) unservedMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
-	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
-		if unservedMethods[method] || (!s.cfg.Surface.Resources && resourceMethods[method]) {
-			return nil, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: fmt.Sprintf("method not found: %q", method)}
-		}
-		return next(ctx, method, req)
-	}
-}
-
-// unknownToolMiddleware gives the SDK's -32602 for a tool this server does
-// not offer the names of the tools it does (in the message, for models, and
-// in data.availableTools, for programs); the SDK (v1.8.0) names only the
-// unknown one, as "unknown tool %q". If the SDK changes that text, the
-// error passes through unchanged and TestArgumentErrorsNameTheirFieldAndUnknownToolsListTheTools
-// fails, so we learn of it.
-func (s *Server) unknownToolMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
-	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
-		res, err := next(ctx, method, req)
-		var je *jsonrpc.Error
-		if method != "tools/call" || !errors.As(err, &je) || je.Code != jsonrpc.CodeInvalidParams || !strings.HasPrefix(je.Message, "unknown tool") {
-			return res, err
-		}
-		name := ""
-		if p, ok := req.GetParams().(*mcp.CallToolParamsRaw); ok && p != nil {
-			name = p.Name
-		}
-		return nil, &jsonrpc.Error{
-			Code:    jsonrpc.CodeInvalidParams,
-			Message: fmt.Sprintf("unknown tool %s; this server offers: %s", clipQuote(name), strings.Join(s.toolNames, ", ")),
-			Data:    errorData(map[string]any{"tool": name, "availableTools": s.toolNames}),
+			return s.tools.TaskGet(ctx, callerOf(ctx), p.TaskID)
+		}),
+		mcp.AddReceivingCustomMethod(s.mcp, tools.MethodTasksUpdate, func(ctx context.Context, _ *mcp.ServerSession, p *tools.UpdateParams) (*tools.AckResult, error) {
+			return s.tools.TaskUpdate(ctx, callerOf(ctx), p)
+		}),
+		mcp.AddReceivingCustomMethod(s.mcp, tools.MethodTasksCancel, func(ctx context.Context, _ *mcp.ServerSession, p *tools.TaskIDParams) (*tools.AckResult, error) {
+			if p == nil {
+				p = &tools.TaskIDParams{}
+			}
+			return s.tools.TaskCancel(ctx, callerOf(ctx), p.TaskID)
+		}),
+	} {
+		if err != nil {
+			return fmt.Errorf("register tasks extension: %w", err)
 		}
 	}
+	return nil
 }
 
-// legacyInitializeMiddleware removes the tasks extension from initialize
-// results: the extension exists only in the 2026-07-28 era, so legacy
-// sessions must not see it advertised.
-func (s *Server) legacyInitializeMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
-	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
-		res, err := next(ctx, method, req)
-		if method != "initialize" || err != nil {
-			return res, err
-		}
-		ir, ok := res.(*mcp.InitializeResult)
-		if !ok || ir.Capabilities == nil || ir.Capabilities.Extensions == nil {
-			return res, err
-		}
-		cp := *ir
-		caps := *ir.Capabilities
-		caps.Extensions = maps.Clone(caps.Extensions)
-		delete(caps.Extensions, manifest.TasksExtension)
-		if len(caps.Extensions) == 0 {
-			caps.Extensions = nil
-		}
-		cp.Capabilities = &caps
-		return &cp, nil
-	}
-}
-
-// requestMeta returns the raw per-request _meta of req, or nil.
-func requestMeta(req mcp.Request) map[string]any {
-	p := req.GetParams()
-	if p == nil {
-		return nil
-	}
-	if v := reflect.ValueOf(p); v.Kind() == reflect.Pointer && v.IsNil() {
-		return nil
-	}
-	return p.GetMeta()
-}
-
-// modernRequest reports whether req itself carries the 2026-07-28 protocol
-// version in its _meta (never inferred from earlier requests).
-func modernRequest(req mcp.Request) bool {
-	v, _ := requestMeta(req)[metaProtocolVersion].(string)
-	return v == manifest.ModernVersion
-}
-
-// declaresExtension reports whether req's own _meta client capabilities
-// declare the extension.
-func declaresExtension(req mcp.Request, ext string) bool {
-	if !modernRequest(req) {
-		return false
-	}
-	caps, ok := requestMeta(req)[metaClientCapabilities].(map[string]any)
-	if !ok {
-		return false
-	}
-	exts, ok := caps["extensions"].(map[string]any)
-	if !ok {
-		return false
-	}
-	_, ok = exts[ext]
-	return ok
-}
-
-// errorData marshals v for a jsonrpc.Error's Data.
-func errorData(v any) json.RawMessage {
-	b, _ := json.Marshal(v)
-	return b
-}
+// QuietSDKLogs wraps h so that the SDK's per-request and client-mistake
+// messages are logged at Debug instead of Info or Error (see package wire);
+// everything else passes through unchanged.
+func QuietSDKLogs(h slog.Handler) slog.Handler { return wire.QuietSDKLogs(h) }

@@ -1,13 +1,15 @@
 package mcpadapter
 
 import (
-	"bytes"
 	"encoding/json"
 	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 
 	"github.com/graph-engineering/graph-engineering-mcp/manifest"
+	"github.com/graph-engineering/graph-engineering-mcp/mcpadapter/internal/input"
+	"github.com/graph-engineering/graph-engineering-mcp/mcpadapter/internal/wire"
+	"github.com/graph-engineering/graph-engineering-mcp/taskgraph"
 )
 
 // callLimit is the in-flight bound of one stdio connection: at most max
@@ -55,8 +57,8 @@ func (l *callLimit) wait(stop, gone <-chan struct{}) bool {
 // admit counts req in flight (holds(req.ID) is false). A claim-next call
 // that would wait is counted as parked; beyond parkMax it is rewritten to
 // wait_ms 0 first, so it is tried once and answered at once.
-func (l *callLimit) admit(req *jsonrpc.Request) {
-	park := parksClaim(req)
+func (l *callLimit) admit(req *jsonrpc.Request, parsed *wire.Message) {
+	park := parksClaim(req, parsed)
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if park && l.parked >= l.parkMax {
@@ -105,46 +107,43 @@ func (l *callLimit) holds(id jsonrpc.ID) bool {
 }
 
 // parksClaim reports whether req is a graph_task_claim the store would let
-// wait (claimMayWait).
-func parksClaim(req *jsonrpc.Request) bool {
+// wait (ClaimMayWait), reading its params from parsed when the transport
+// parsed them.
+func parksClaim(req *jsonrpc.Request, parsed *wire.Message) bool {
 	if req.Method != "tools/call" {
 		return false
 	}
-	name, args, ok := toolCallParts(req.Params)
-	return ok && claimMayWait(name, args)
+	var name string
+	var args json.RawMessage
+	var ok bool
+	if parsed != nil {
+		name, args, ok = parsed.ToolCall()
+	} else {
+		name, args, ok = wire.ToolCallParts(req.Params)
+	}
+	return ok && ClaimMayWait(name, args)
 }
 
-// claimMayWait reports whether a tools/call of name with args is a
+// ClaimMayWait reports whether a tools/call of name with args is a
 // graph_task_claim the store would let wait: claim-next (no task_id) with a
 // valid wait_ms above 0. Keys match exactly, as in the SDK's decoder.
 // Anything the validator refuses is not a waiting claim, so it is answered
 // at once: stdio's withoutWait never turns a refusal into a success, and
 // over HTTP such a claim takes a slot like any short call. Both transports
 // classify with this one function.
-func claimMayWait(name string, rawArgs json.RawMessage) bool {
+func ClaimMayWait(name string, rawArgs json.RawMessage) bool {
 	if name != manifest.ToolClaim {
 		return false
 	}
-	args, ok := uniqueObject(rawArgs)
+	args, ok := input.Object(rawArgs)
 	if !ok {
 		return false
 	}
 	if _, has := args["task_id"]; has {
 		return false
 	}
-	n, err := exactInt(args["wait_ms"])
-	return err == nil && n > 0 && n <= waitMaxMS
-}
-
-// toolCallParts returns the name and raw arguments of tools/call params,
-// matching keys exactly; ok is false when params are not an object with a
-// string name.
-func toolCallParts(params json.RawMessage) (name string, args json.RawMessage, ok bool) {
-	var p map[string]json.RawMessage
-	if json.Unmarshal(params, &p) != nil || json.Unmarshal(p["name"], &name) != nil {
-		return "", nil, false
-	}
-	return name, p["arguments"], true
+	n, err := input.Int(args["wait_ms"])
+	return err == nil && n > 0 && n <= taskgraph.MaxClaimWait.Milliseconds()
 }
 
 // withoutWait returns claim params with wait_ms set to 0, every other
@@ -154,7 +153,7 @@ func withoutWait(params json.RawMessage) (json.RawMessage, bool) {
 	if json.Unmarshal(params, &p) != nil {
 		return nil, false
 	}
-	args, ok := uniqueObject(p["arguments"])
+	args, ok := input.Object(p["arguments"])
 	if !ok {
 		return nil, false
 	}
@@ -169,33 +168,4 @@ func withoutWait(params json.RawMessage) (json.RawMessage, bool) {
 		return nil, false
 	}
 	return out, true
-}
-
-// uniqueObject decodes a JSON object whose keys are all distinct (the
-// argument validator refuses duplicates); ok is false for anything else.
-func uniqueObject(raw json.RawMessage) (map[string]json.RawMessage, bool) {
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
-		return nil, false
-	}
-	m := map[string]json.RawMessage{}
-	for dec.More() {
-		t, err := dec.Token()
-		if err != nil {
-			return nil, false
-		}
-		k, _ := t.(string)
-		var v json.RawMessage
-		if err := dec.Decode(&v); err != nil {
-			return nil, false
-		}
-		if _, dup := m[k]; dup {
-			return nil, false
-		}
-		m[k] = v
-	}
-	if t, err := dec.Token(); err != nil || t != json.Delim('}') {
-		return nil, false
-	}
-	return m, true
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 
 	"github.com/graph-engineering/graph-engineering-mcp/manifest"
+	"github.com/graph-engineering/graph-engineering-mcp/mcpadapter/tools"
 )
 
 var tasksCaps = map[string]any{"extensions": map[string]any{manifest.TasksExtension: map[string]any{}}}
@@ -71,7 +72,7 @@ func createTask(t *testing.T, r *raw, caps map[string]any, wf, node string, deps
 
 func tasksGet(t *testing.T, r *raw, id string) map[string]any {
 	t.Helper()
-	return mustResult(t, r.modernCall(MethodTasksGet, map[string]any{"taskId": id}, tasksCaps))
+	return mustResult(t, r.modernCall(tools.MethodTasksGet, map[string]any{"taskId": id}, tasksCaps))
 }
 
 // Both flows at once against one server: a core-only client polls
@@ -96,10 +97,10 @@ func TestTasksBothFlowsOneServer(t *testing.T) {
 	if v, ok := handle["ttlMs"]; !ok || v != nil {
 		t.Fatalf("ttlMs must be present and null (kept until pruned): %v", handle)
 	}
-	if handle["pollIntervalMs"] != float64(TaskPollIntervalMs) || handle["createdAt"] == nil || handle["lastUpdatedAt"] == nil {
+	if handle["pollIntervalMs"] != float64(tools.TaskPollIntervalMs) || handle["createdAt"] == nil || handle["lastUpdatedAt"] == nil {
 		t.Fatalf("task handle fields: %v", handle)
 	}
-	if _, ok := handle["_meta"].(map[string]any)[ReceiptMetaKey]; !ok {
+	if _, ok := handle["_meta"].(map[string]any)[tools.ReceiptMetaKey]; !ok {
 		t.Fatalf("no receipt in _meta: %v", handle["_meta"])
 	}
 	awareID := handle["taskId"].(string)
@@ -133,8 +134,15 @@ func TestTasksBothFlowsOneServer(t *testing.T) {
 	if res["resultType"] != "complete" {
 		t.Fatalf("inlined result without resultType \"complete\": %v", res)
 	}
-	if sc := res["structuredContent"].(map[string]any); sc["done"] != awareID {
-		t.Fatalf("worker result not in result.structuredContent: %v", res)
+	// It is what graph_task_create declares in its outputSchema ({task,
+	// created, receipt}), with the task as it is now: the worker's result
+	// is task.result.
+	sc := res["structuredContent"].(map[string]any)
+	if task, _ := sc["task"].(map[string]any); task["task_id"] != awareID || task["state"] != "completed" || task["result"].(map[string]any)["done"] != awareID {
+		t.Fatalf("worker result not in result.structuredContent.task.result: %v", res)
+	}
+	if sc["created"] != true || sc["receipt"] == nil || len(sc) != 3 {
+		t.Fatalf("result.structuredContent is not graph_task_create's output: %v", sc)
 	}
 	if content := res["content"].([]any); len(content) != 1 || !strings.Contains(content[0].(map[string]any)["text"].(string), awareID) {
 		t.Fatalf("result content: %v", content)
@@ -169,7 +177,7 @@ func TestTasksFailureAndCancel(t *testing.T) {
 	// tasks/cancel on a claimed task fences the worker out.
 	victim := createTask(t, aware, tasksCaps, "wf2", "v")["taskId"].(string)
 	c = w.claim(victim)
-	ack := mustResult(t, aware.modernCall(MethodTasksCancel, map[string]any{"taskId": victim}, tasksCaps))
+	ack := mustResult(t, aware.modernCall(tools.MethodTasksCancel, map[string]any{"taskId": victim}, tasksCaps))
 	if ack["resultType"] != "complete" || len(ack) > 3 {
 		t.Fatalf("tasks/cancel ack: %v", ack)
 	}
@@ -182,21 +190,21 @@ func TestTasksFailureAndCancel(t *testing.T) {
 	}
 	// Cancelling a finished task is acknowledged and changes nothing.
 	before := tasksGet(t, aware, failing)
-	mustResult(t, aware.modernCall(MethodTasksCancel, map[string]any{"taskId": failing}, tasksCaps))
+	mustResult(t, aware.modernCall(tools.MethodTasksCancel, map[string]any{"taskId": failing}, tasksCaps))
 	if after := tasksGet(t, aware, failing); after["status"] != before["status"] || after["lastUpdatedAt"] != before["lastUpdatedAt"] {
 		t.Fatalf("cancel changed a finished task: %v -> %v", before, after)
 	}
 	// tasks/update is acknowledged; no key is outstanding, so it is ignored.
-	if ack := mustResult(t, aware.modernCall(MethodTasksUpdate, map[string]any{"taskId": failing, "inputResponses": map[string]any{"k": map[string]any{}}}, tasksCaps)); ack["resultType"] != "complete" {
+	if ack := mustResult(t, aware.modernCall(tools.MethodTasksUpdate, map[string]any{"taskId": failing, "inputResponses": map[string]any{"k": map[string]any{}}}, tasksCaps)); ack["resultType"] != "complete" {
 		t.Fatalf("tasks/update ack: %v", ack)
 	}
 	many := map[string]any{}
-	for i := 0; i <= MaxUpdateKeys; i++ {
+	for i := 0; i <= tools.MaxUpdateKeys; i++ {
 		many[strings.Repeat("k", i+1)] = 1
 	}
-	wantCode(t, aware.modernCall(MethodTasksUpdate, map[string]any{"taskId": failing, "inputResponses": many}, tasksCaps), jsonrpc.CodeInvalidParams)
+	wantCode(t, aware.modernCall(tools.MethodTasksUpdate, map[string]any{"taskId": failing, "inputResponses": many}, tasksCaps), jsonrpc.CodeInvalidParams)
 	// Unknown task ids are -32602 naming the id.
-	for _, m := range []string{MethodTasksGet, MethodTasksCancel, MethodTasksUpdate} {
+	for _, m := range []string{tools.MethodTasksGet, tools.MethodTasksCancel, tools.MethodTasksUpdate} {
 		je := wantCode(t, aware.modernCall(m, map[string]any{"taskId": "01ARZ3NDEKTSV4RRFFQ69G5FAV"}, tasksCaps), jsonrpc.CodeInvalidParams)
 		if !strings.Contains(je.Message, "01ARZ3NDEKTSV4RRFFQ69G5FAV") {
 			t.Errorf("%s: %q does not name the task", m, je.Message)
@@ -209,7 +217,7 @@ func TestTasksNegotiation(t *testing.T) {
 	r := f.raw()
 	id := createTask(t, r, tasksCaps, "wf", "a")["taskId"].(string)
 	// Declared on an earlier request only: still -32021, with the capability named.
-	for _, m := range []string{MethodTasksGet, MethodTasksCancel, MethodTasksUpdate} {
+	for _, m := range []string{tools.MethodTasksGet, tools.MethodTasksCancel, tools.MethodTasksUpdate} {
 		je := wantCode(t, r.modernCall(m, map[string]any{"taskId": id}, nil), -32021)
 		var data map[string]map[string]map[string]any
 		if err := json.Unmarshal(je.Data, &data); err != nil || data["requiredCapabilities"]["extensions"][manifest.TasksExtension] == nil {
@@ -230,7 +238,7 @@ func TestTasksNegotiation(t *testing.T) {
 	if res["resultType"] == "task" || res["taskId"] != nil || res["structuredContent"] == nil {
 		t.Fatalf("legacy create: %v", res)
 	}
-	wantCode(t, legacy.call(MethodTasksGet, map[string]any{"taskId": id}), -32021)
+	wantCode(t, legacy.call(tools.MethodTasksGet, map[string]any{"taskId": id}), -32021)
 	wantCode(t, legacy.call("tasks/result", map[string]any{"taskId": id}), jsonrpc.CodeMethodNotFound)
 	// An invalid create from a declaring client: the ordinary tool error.
 	bad := mustResult(t, r.modernCall("tools/call", map[string]any{"name": manifest.ToolCreate, "arguments": map[string]any{"workflow_id": "bad id", "node_id": "x"}}, tasksCaps))
@@ -256,7 +264,7 @@ func TestTasksExtensionDisabled(t *testing.T) {
 		t.Fatal("a disabled extension returned a task handle")
 	}
 	id := res["structuredContent"].(map[string]any)["task"].(map[string]any)["task_id"]
-	for _, m := range []string{MethodTasksGet, MethodTasksCancel, MethodTasksUpdate} {
+	for _, m := range []string{tools.MethodTasksGet, tools.MethodTasksCancel, tools.MethodTasksUpdate} {
 		wantCode(t, r.modernCall(m, map[string]any{"taskId": id}, tasksCaps), jsonrpc.CodeMethodNotFound)
 	}
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/graph-engineering/graph-engineering-mcp/lease"
 	"github.com/graph-engineering/graph-engineering-mcp/manifest"
+	"github.com/graph-engineering/graph-engineering-mcp/mcpadapter/tools"
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph"
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/testwait"
 )
@@ -38,7 +39,7 @@ func TestClaimAtWaitLimitAnswersWithHint(t *testing.T) {
 	}()
 	testwait.For(t, "the claim to park", func() bool { return st.Waiters() >= 1 })
 	res, out := callTool(t, cs, manifest.ToolClaim, map[string]any{"owner": "w1", "wait_ms": 30000})
-	if res.IsError || out["claimed"] != false || out["task"] != nil || out["hint"] != WaitLimitHint {
+	if res.IsError || out["claimed"] != false || out["task"] != nil || out["hint"] != tools.WaitLimitHint {
 		t.Fatalf("claim-next at the wait limit: isError=%v %v", res.IsError, out)
 	}
 	lt, err := cs.ListTools(ctx, nil)

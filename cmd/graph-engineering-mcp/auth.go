@@ -18,7 +18,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/graph-engineering/graph-engineering-mcp/mcpadapter"
+	"github.com/graph-engineering/graph-engineering-mcp/mcpadapter/principal"
 )
 
 // authMode names how serve --http authenticates, for the start line.
@@ -36,7 +36,7 @@ func authMode(cfg httpConfig) string {
 // returned stop is called. A file that does not parse is refused: the old
 // principals stay in force and the log says why (never with a token: the
 // file holds only digests, and errors name keys and principals).
-func reloadOnSIGHUP(logger *slog.Logger, path string, auth *mcpadapter.Authenticator) (stop func()) {
+func reloadOnSIGHUP(logger *slog.Logger, path string, auth *principal.Authenticator) (stop func()) {
 	ch := make(chan os.Signal, 1)
 	signal.Notify(ch, syscall.SIGHUP)
 	done := make(chan struct{})
@@ -48,7 +48,7 @@ func reloadOnSIGHUP(logger *slog.Logger, path string, auth *mcpadapter.Authentic
 			case <-done:
 				return
 			case <-ch:
-				ps, err := mcpadapter.LoadAuthFile(path)
+				ps, err := principal.LoadAuthFile(path)
 				if err != nil {
 					logger.Warn("SIGHUP: refused to reload the auth file; the principals loaded before stay in force", "file", path, "err", err)
 					continue
@@ -71,16 +71,16 @@ func authFileFlag() cli.Flag {
 }
 
 // readAuthFile returns the principals of path, none when it does not exist.
-func readAuthFile(path string) (mcpadapter.AuthFile, error) {
-	var f mcpadapter.AuthFile
+func readAuthFile(path string) (principal.AuthFile, error) {
+	var f principal.AuthFile
 	b, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
-		return mcpadapter.AuthFile{Principals: []mcpadapter.Principal{}}, nil
+		return principal.AuthFile{Principals: []principal.Principal{}}, nil
 	}
 	if err != nil {
 		return f, fmt.Errorf("read %s: %w", path, err)
 	}
-	if _, err := mcpadapter.ParseAuthFile(b); err != nil {
+	if _, err := principal.ParseAuthFile(b); err != nil {
 		return f, usagef("%s: %v", path, err)
 	}
 	if err := json.Unmarshal(b, &f); err != nil {
@@ -91,13 +91,13 @@ func readAuthFile(path string) (mcpadapter.AuthFile, error) {
 
 // writeAuthFile writes f to path atomically, readable by its owner only,
 // after checking that serve would accept it.
-func writeAuthFile(path string, f mcpadapter.AuthFile) error {
+func writeAuthFile(path string, f principal.AuthFile) error {
 	b, err := json.MarshalIndent(f, "", "  ")
 	if err != nil {
 		return err
 	}
 	b = append(b, '\n')
-	if _, err := mcpadapter.ParseAuthFile(b); err != nil {
+	if _, err := principal.ParseAuthFile(b); err != nil {
 		return usagef("%v", err)
 	}
 	tmp, err := os.CreateTemp(filepath.Dir(path), ".auth-*.json")
@@ -179,21 +179,21 @@ func authAddCommand() *cli.Command {
 				return usagef("auth add needs --file FILE")
 			}
 			if len(splitList(c.StringSlice("roles"))) == 0 {
-				return usagef("auth add needs --roles: one or more of %s", strings.Join(mcpadapter.AllRoles, ", "))
+				return usagef("auth add needs --roles: one or more of %s", strings.Join(principal.AllRoles, ", "))
 			}
 			f, err := readAuthFile(path)
 			if err != nil {
 				return err
 			}
-			if slices.ContainsFunc(f.Principals, func(p mcpadapter.Principal) bool { return p.Name == name }) {
+			if slices.ContainsFunc(f.Principals, func(p principal.Principal) bool { return p.Name == name }) {
 				return usagef("auth add: principal %q is already in %s; remove it first to replace its token", name, path)
 			}
 			token, err := newToken()
 			if err != nil {
 				return err
 			}
-			f.Principals = append(f.Principals, mcpadapter.Principal{
-				Name: name, TokenSHA256: mcpadapter.TokenDigest(token), Roles: splitList(c.StringSlice("roles")),
+			f.Principals = append(f.Principals, principal.Principal{
+				Name: name, TokenSHA256: principal.TokenDigest(token), Roles: splitList(c.StringSlice("roles")),
 				Workflows: splitList(c.StringSlice("workflows")), Owners: splitList(c.StringSlice("owners")),
 			})
 			if err := writeAuthFile(path, f); err != nil {
@@ -253,7 +253,7 @@ func authRemoveCommand() *cli.Command {
 				return err
 			}
 			n := len(f.Principals)
-			f.Principals = slices.DeleteFunc(f.Principals, func(p mcpadapter.Principal) bool { return p.Name == name })
+			f.Principals = slices.DeleteFunc(f.Principals, func(p principal.Principal) bool { return p.Name == name })
 			if len(f.Principals) == n {
 				return usagef("auth remove: no principal %q in %s", name, path)
 			}

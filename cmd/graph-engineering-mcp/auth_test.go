@@ -16,7 +16,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/graph-engineering/graph-engineering-mcp/manifest"
-	"github.com/graph-engineering/graph-engineering-mcp/mcpadapter"
+	"github.com/graph-engineering/graph-engineering-mcp/mcpadapter/httpfront"
+	"github.com/graph-engineering/graph-engineering-mcp/mcpadapter/principal"
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/testwait"
 )
 
@@ -25,7 +26,7 @@ func authAdd(t *testing.T, file, name string, flags ...string) string {
 	t.Helper()
 	r := runCLI(t, append([]string{"auth", "add", name, "--file", file}, flags...)...).want(t, 0)
 	token := strings.TrimSpace(r.stdout)
-	if err := mcpadapter.ValidateAuthToken(token); err != nil || strings.Contains(r.stderr, token) {
+	if err := httpfront.ValidateAuthToken(token); err != nil || strings.Contains(r.stderr, token) {
 		t.Fatalf("auth add printed %q (%v); stderr %q", r.stdout, err, r.stderr)
 	}
 	return token
@@ -42,13 +43,13 @@ func TestAuthAddListRemove(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if strings.Contains(string(b), planner) || strings.Contains(string(b), gpu) || !strings.Contains(string(b), mcpadapter.TokenDigest(planner)) {
+	if strings.Contains(string(b), planner) || strings.Contains(string(b), gpu) || !strings.Contains(string(b), principal.TokenDigest(planner)) {
 		t.Fatalf("the file must hold digests, never tokens:\n%s", b)
 	}
 	if fi, _ := os.Stat(file); fi.Mode().Perm() != 0o600 {
 		t.Errorf("auth file mode %v, want 0600", fi.Mode().Perm())
 	}
-	ps, err := mcpadapter.LoadAuthFile(file)
+	ps, err := principal.LoadAuthFile(file)
 	if err != nil || ps.Len() != 2 {
 		t.Fatalf("serve would not load what auth add wrote: %v", err)
 	}
@@ -58,7 +59,7 @@ func TestAuthAddListRemove(t *testing.T) {
 			t.Errorf("auth list lacks %q:\n%s", want, r.stdout)
 		}
 	}
-	if strings.Contains(r.stdout, mcpadapter.TokenDigest(planner)) || strings.Contains(r.stdout, planner) {
+	if strings.Contains(r.stdout, principal.TokenDigest(planner)) || strings.Contains(r.stdout, planner) {
 		t.Errorf("auth list shows a token or digest:\n%s", r.stdout)
 	}
 	for name, args := range map[string][]string{
@@ -77,7 +78,7 @@ func TestAuthAddListRemove(t *testing.T) {
 		t.Error("a refused auth command changed the file")
 	}
 	runCLI(t, "auth", "remove", "planner", "--file", file).want(t, 0)
-	if ps, err := mcpadapter.LoadAuthFile(file); err != nil || ps.Len() != 1 || ps.Lookup("planner") != nil {
+	if ps, err := principal.LoadAuthFile(file); err != nil || ps.Len() != 1 || ps.Lookup("planner") != nil {
 		t.Fatalf("after remove: %v %v", ps, err)
 	}
 }
@@ -85,7 +86,7 @@ func TestAuthAddListRemove(t *testing.T) {
 func TestServeAuthFileUsageErrors(t *testing.T) {
 	dir := t.TempDir()
 	db := filepath.Join(dir, "tasks.db")
-	d := mcpadapter.TokenDigest("some-token-0123456789")
+	d := principal.TokenDigest("some-token-0123456789")
 	cases := map[string]struct{ doc, want string }{
 		"unknown key":  {`{"principals": [{"name": "a", "token_sha256": "` + d + `", "roles": ["work"], "scopes": []}]}`, `unknown field "scopes"`},
 		"unknown role": {`{"principals": [{"name": "a", "token_sha256": "` + d + `", "roles": ["root"]}]}`, `unknown role "root"`},

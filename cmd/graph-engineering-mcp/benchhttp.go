@@ -16,6 +16,7 @@ import (
 	"github.com/graph-engineering/graph-engineering-mcp/lease"
 	"github.com/graph-engineering/graph-engineering-mcp/manifest"
 	"github.com/graph-engineering/graph-engineering-mcp/mcpadapter"
+	"github.com/graph-engineering/graph-engineering-mcp/mcpadapter/httpfront"
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph"
 )
 
@@ -41,11 +42,11 @@ func newHTTPBenchClients(ctx context.Context, s *taskgraph.Store, workers int, s
 	serveCtx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
-		done <- srv.ServeStreamableHTTP(serveCtx, ln, mcpadapter.HTTPOptions{
+		done <- httpfront.Serve(serveCtx, ln, srv, httpfront.Options{
 			Logger: logger, MaxConcurrent: workers + 16, MaxConnections: 2*workers + 16,
 		})
 	}()
-	endpoint := "http://" + ln.Addr().String() + mcpadapter.MCPPath
+	endpoint := "http://" + ln.Addr().String() + httpfront.MCPPath
 	// One kept-alive connection per worker.
 	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: workers + 4, IdleConnTimeout: time.Minute}}
 	newClient := func(int) (benchClient, error) {

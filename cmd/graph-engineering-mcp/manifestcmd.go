@@ -7,6 +7,7 @@ import (
 
 	"github.com/graph-engineering/graph-engineering-mcp/manifest"
 	"github.com/graph-engineering/graph-engineering-mcp/mcpadapter"
+	"github.com/graph-engineering/graph-engineering-mcp/mcpadapter/httpfront"
 )
 
 // serverLimits are the transport limits the server adds to the manifest:
@@ -14,7 +15,7 @@ import (
 func serverLimits(http bool) map[string]int64 {
 	l := map[string]int64{"maxStdioLineBytes": mcpadapter.MaxStdioLineBytes}
 	if http {
-		l["maxHttpBodyBytes"] = mcpadapter.DefaultMaxBodyBytes
+		l["maxHttpBodyBytes"] = httpfront.DefaultMaxBodyBytes
 	}
 	return l
 }

@@ -15,6 +15,9 @@ import (
 
 	"github.com/graph-engineering/graph-engineering-mcp/manifest"
 	"github.com/graph-engineering/graph-engineering-mcp/mcpadapter"
+	"github.com/graph-engineering/graph-engineering-mcp/mcpadapter/httpfront"
+	"github.com/graph-engineering/graph-engineering-mcp/mcpadapter/liveview"
+	"github.com/graph-engineering/graph-engineering-mcp/mcpadapter/principal"
 	"github.com/graph-engineering/graph-engineering-mcp/skills"
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph"
 )
@@ -95,16 +98,16 @@ func serveAction(c *cli.Context) error {
 		}
 		return serveHTTP(c, logger, surface, set, path, sync)
 	}
-	serveCtx := c.Context
+	var local principal.Caller
 	if name := c.String("principal"); name != "" || c.String("auth-file") != "" {
 		if name == "" || c.String("auth-file") == "" {
 			return usagef("on stdio, --principal NAME and --auth-file FILE go together")
 		}
-		ps, err := mcpadapter.LoadAuthFile(c.String("auth-file"))
+		ps, err := principal.LoadAuthFile(c.String("auth-file"))
 		if err != nil {
 			return usagef("--auth-file: %v", err)
 		}
-		if serveCtx, err = mcpadapter.WithLocalPrincipal(c.Context, mcpadapter.NewAuthenticator(ps), name); err != nil {
+		if local, err = principal.NewAuthenticator(ps).Caller(name); err != nil {
 			return usagef("--principal: %v", err)
 		}
 	}
@@ -117,6 +120,7 @@ func serveAction(c *cli.Context) error {
 		Store: store, Version: buildVersion(), Surface: surface, Skills: set, Logger: logger,
 		ExtraLimits: serverLimits(false),
 		CacheTTLMs:  60_000,
+		Local:       local,
 	})
 	if err != nil {
 		store.Close()
@@ -132,7 +136,7 @@ func serveAction(c *cli.Context) error {
 	// (a gone client, handled as end of input) instead of killing the
 	// process with SIGPIPE before the database is closed.
 	signal.Ignore(syscall.SIGPIPE)
-	serveErr := srv.ServeStdio(serveCtx, c.App.Reader, c.App.Writer)
+	serveErr := srv.ServeStdio(c.Context, c.App.Reader, c.App.Writer)
 	anchorErr := stopAnchor()
 	closeErr := errors.Join(anchorErr, store.Close())
 	if errors.Is(serveErr, mcpadapter.ErrStdoutClosed) {
@@ -180,13 +184,13 @@ func httpFlags() []cli.Flag {
 		&cli.StringFlag{Name: "principal", Usage: "on stdio: serve as the principal `NAME` of --auth-file, with only its roles and scopes (default: the local user, every role)", EnvVars: []string{"GRAPH_ENGINEERING_PRINCIPAL"}},
 		&cli.StringFlag{Name: "auth-file", Usage: "with --http: authenticate named principals with roles (submit, work, observe) and scopes from the JSON `FILE` (see MCP.md, and auth add); SIGHUP reloads it; instead of an auth token", EnvVars: []string{"GRAPH_ENGINEERING_AUTH_FILE"}},
 		&cli.StringSliceFlag{Name: "allow-origin", Usage: "with --http: also accept requests from this browser `ORIGIN` (scheme://host[:port]; repeatable, or comma-separated in the environment variable); requests with any other cross-origin Origin header get 403 (default: same-origin only)", EnvVars: []string{"GRAPH_ENGINEERING_ALLOW_ORIGIN"}},
-		&cli.IntFlag{Name: "max-concurrent", Value: mcpadapter.DefaultMaxConcurrent, Usage: "with --http: serve at most `N` short MCP requests at once (claims waiting for work with wait_ms are not counted); more wait up to --admission-wait, then get 503 with Retry-After; heartbeat, complete, fail and cancel wait ahead of them, up to --call-timeout", EnvVars: []string{"GRAPH_ENGINEERING_MAX_CONCURRENT"}},
-		&cli.DurationFlag{Name: "admission-wait", Value: mcpadapter.DefaultAdmissionWait, Usage: "with --http: `DURATION` a short request waits for one of the --max-concurrent slots before it gets 503 (0s: refuse at once; at most --call-timeout); holder writes (heartbeat, complete, fail, cancel) are never refused for a slot", EnvVars: []string{"GRAPH_ENGINEERING_ADMISSION_WAIT"}},
-		&cli.IntFlag{Name: "max-connections", Value: mcpadapter.DefaultMaxConnections, Usage: "with --http: keep at most `N` TCP connections open; at the cap a new connection closes the oldest one that never carried an authorized request, else it waits (each costs a file descriptor: keep N below the open-files limit)", EnvVars: []string{"GRAPH_ENGINEERING_MAX_CONNECTIONS"}},
-		&cli.DurationFlag{Name: "call-timeout", Value: mcpadapter.DefaultCallTimeout, Usage: "with --http: `DURATION` an MCP call may take; must exceed the longest claim wait (30s)", EnvVars: []string{"GRAPH_ENGINEERING_CALL_TIMEOUT"}},
-		&cli.DurationFlag{Name: "session-idle-timeout", Value: mcpadapter.DefaultSessionIdleTimeout, Usage: "with --http: end a legacy (initialize) session after `DURATION` without a request", EnvVars: []string{"GRAPH_ENGINEERING_SESSION_IDLE_TIMEOUT"}},
+		&cli.IntFlag{Name: "max-concurrent", Value: httpfront.DefaultMaxConcurrent, Usage: "with --http: serve at most `N` short MCP requests at once (claims waiting for work with wait_ms are not counted); more wait up to --admission-wait, then get 503 with Retry-After; heartbeat, complete, fail and cancel wait ahead of them, up to --call-timeout", EnvVars: []string{"GRAPH_ENGINEERING_MAX_CONCURRENT"}},
+		&cli.DurationFlag{Name: "admission-wait", Value: httpfront.DefaultAdmissionWait, Usage: "with --http: `DURATION` a short request waits for one of the --max-concurrent slots before it gets 503 (0s: refuse at once; at most --call-timeout); holder writes (heartbeat, complete, fail, cancel) are never refused for a slot", EnvVars: []string{"GRAPH_ENGINEERING_ADMISSION_WAIT"}},
+		&cli.IntFlag{Name: "max-connections", Value: httpfront.DefaultMaxConnections, Usage: "with --http: keep at most `N` TCP connections open; at the cap a new connection closes the oldest one that never carried an authorized request, else it waits (each costs a file descriptor: keep N below the open-files limit)", EnvVars: []string{"GRAPH_ENGINEERING_MAX_CONNECTIONS"}},
+		&cli.DurationFlag{Name: "call-timeout", Value: httpfront.DefaultCallTimeout, Usage: "with --http: `DURATION` an MCP call may take; must exceed the longest claim wait (30s)", EnvVars: []string{"GRAPH_ENGINEERING_CALL_TIMEOUT"}},
+		&cli.DurationFlag{Name: "session-idle-timeout", Value: httpfront.DefaultSessionIdleTimeout, Usage: "with --http: end a legacy (initialize) session after `DURATION` without a request", EnvVars: []string{"GRAPH_ENGINEERING_SESSION_IDLE_TIMEOUT"}},
 		&cli.BoolFlag{Name: "disable-ui", Usage: "with --http: do not serve the read-only live workflow view at /ui/ (see ui link)", EnvVars: []string{"GRAPH_ENGINEERING_DISABLE_UI"}},
-		&cli.IntFlag{Name: "max-sessions", Value: mcpadapter.DefaultMaxSessions, Usage: "with --http: keep at most `N` legacy (initialize) sessions; at the cap initialize closes the oldest session that never got past initialize, else the longest idle one, and gets 503 only when every session has a request in progress", EnvVars: []string{"GRAPH_ENGINEERING_MAX_SESSIONS"}},
+		&cli.IntFlag{Name: "max-sessions", Value: httpfront.DefaultMaxSessions, Usage: "with --http: keep at most `N` legacy (initialize) sessions; at the cap initialize closes the oldest session that never got past initialize, else the longest idle one, and gets 503 only when every session has a request in progress", EnvVars: []string{"GRAPH_ENGINEERING_MAX_SESSIONS"}},
 	}
 }
 
@@ -195,7 +199,7 @@ type httpConfig struct {
 	addr string
 	// authFile is --auth-file, "" without one.
 	authFile string
-	opts     mcpadapter.HTTPOptions
+	opts     httpfront.Options
 }
 
 // httpConfigFromFlags validates the HTTP flags; every mistake is a usage
@@ -219,24 +223,24 @@ func httpConfigFromFlags(c *cli.Context) (httpConfig, error) {
 		}
 	}
 	if token != "" {
-		if err := mcpadapter.ValidateAuthToken(token); err != nil {
+		if err := httpfront.ValidateAuthToken(token); err != nil {
 			return httpConfig{}, usagef("auth token: %v", err)
 		}
 	}
 	authFile := c.String("auth-file")
-	var principals *mcpadapter.Authenticator
+	var principals *principal.Authenticator
 	if authFile != "" {
 		if token != "" {
 			return httpConfig{}, usagef("set one of --auth-file (GRAPH_ENGINEERING_AUTH_FILE) and an auth token (--auth-token, --auth-token-file or their environment variables), not both")
 		}
-		ps, err := mcpadapter.LoadAuthFile(authFile)
+		ps, err := principal.LoadAuthFile(authFile)
 		if err != nil {
 			return httpConfig{}, usagef("--auth-file: %v", err)
 		}
-		principals = mcpadapter.NewAuthenticator(ps)
+		principals = principal.NewAuthenticator(ps)
 	}
-	if token == "" && principals == nil && !mcpadapter.IsLoopbackAddr(addr) {
-		return httpConfig{}, usagef("refusing to serve HTTP on %s without an auth token: a non-loopback address exposes the task graph to the network; set GRAPH_ENGINEERING_AUTH_TOKEN or --auth-token-file, or bind a loopback address such as %s", addr, mcpadapter.DefaultHTTPAddr)
+	if token == "" && principals == nil && !httpfront.IsLoopbackAddr(addr) {
+		return httpConfig{}, usagef("refusing to serve HTTP on %s without an auth token: a non-loopback address exposes the task graph to the network; set GRAPH_ENGINEERING_AUTH_TOKEN or --auth-token-file, or bind a loopback address such as %s", addr, httpfront.DefaultHTTPAddr)
 	}
 	var origins []string
 	for _, o := range c.StringSlice("allow-origin") {
@@ -244,7 +248,7 @@ func httpConfigFromFlags(c *cli.Context) (httpConfig, error) {
 			if part = strings.TrimSpace(part); part == "" {
 				continue
 			}
-			n, err := mcpadapter.NormalizeOrigin(part)
+			n, err := httpfront.NormalizeOrigin(part)
 			if err != nil {
 				return httpConfig{}, usagef("--allow-origin: %v", err)
 			}
@@ -258,7 +262,7 @@ func httpConfigFromFlags(c *cli.Context) (httpConfig, error) {
 		}
 		return n, nil
 	}
-	cfg := httpConfig{addr: addr, authFile: authFile, opts: mcpadapter.HTTPOptions{AuthToken: token, Principals: principals, AllowedOrigins: origins, DisableUI: c.Bool("disable-ui")}}
+	cfg := httpConfig{addr: addr, authFile: authFile, opts: httpfront.Options{AuthToken: token, Principals: principals, AllowedOrigins: origins, DisableUI: c.Bool("disable-ui")}}
 	if cfg.opts.MaxConcurrent, err = positive("max-concurrent"); err != nil {
 		return httpConfig{}, err
 	}
@@ -275,7 +279,7 @@ func httpConfigFromFlags(c *cli.Context) (httpConfig, error) {
 	case cfg.opts.AdmissionWait < 0 || cfg.opts.AdmissionWait > cfg.opts.CallTimeout:
 		return httpConfig{}, usagef("--admission-wait must be between 0s and --call-timeout %s (got %s)", cfg.opts.CallTimeout, cfg.opts.AdmissionWait)
 	case cfg.opts.AdmissionWait == 0:
-		cfg.opts.AdmissionWait = -1 // refuse at once; HTTPOptions takes 0 for the default
+		cfg.opts.AdmissionWait = -1 // refuse at once; httpfront.Options takes 0 for the default
 	}
 	if cfg.opts.SessionIdleTimeout = c.Duration("session-idle-timeout"); cfg.opts.SessionIdleTimeout <= 0 {
 		return httpConfig{}, usagef("--session-idle-timeout must be positive (got %s)", cfg.opts.SessionIdleTimeout)
@@ -287,7 +291,7 @@ func httpConfigFromFlags(c *cli.Context) (httpConfig, error) {
 // 127.0.0.1 and PORT to 7330. "localhost" becomes 127.0.0.1, so the server
 // never binds whatever else the name resolves to.
 func listenAddr(s string) (string, error) {
-	defHost, defPort, _ := net.SplitHostPort(mcpadapter.DefaultHTTPAddr)
+	defHost, defPort, _ := net.SplitHostPort(httpfront.DefaultHTTPAddr)
 	s = strings.TrimSpace(s)
 	host, port, err := net.SplitHostPort(s)
 	if err != nil {
@@ -296,7 +300,7 @@ func listenAddr(s string) (string, error) {
 		if ip := net.ParseIP(bare); ip != nil || !strings.ContainsAny(s, ":[]") {
 			host, port = bare, defPort
 		} else {
-			return "", usagef("--http %q: want HOST:PORT, for example %s", s, mcpadapter.DefaultHTTPAddr)
+			return "", usagef("--http %q: want HOST:PORT, for example %s", s, httpfront.DefaultHTTPAddr)
 		}
 	}
 	if host == "" {
@@ -322,7 +326,7 @@ func serveHTTP(c *cli.Context, logger *slog.Logger, surface manifest.Surface, se
 	if err != nil {
 		return err
 	}
-	metrics := mcpadapter.NewMetrics(logger)
+	metrics := httpfront.NewMetrics(logger)
 	logIfNewDatabase(logger, path)
 	store, err := openServeStore(c, path, taskgraph.Options{Sync: sync, Logger: logger, Sweep: true, OnBatch: metrics.ObserveBatch})
 	if err != nil {
@@ -359,18 +363,18 @@ func serveHTTP(c *cli.Context, logger *slog.Logger, surface manifest.Surface, se
 	}
 	cfg.opts.Metrics, cfg.opts.Logger = metrics, logger
 	logger.Info("serving MCP over Streamable HTTP",
-		"addr", ln.Addr().String(), "endpoint", "http://"+ln.Addr().String()+mcpadapter.MCPPath,
+		"addr", ln.Addr().String(), "endpoint", "http://"+ln.Addr().String()+httpfront.MCPPath,
 		"auth", authMode(cfg), "database", redactDatabase(path), "version", buildVersion(),
 		"manifest", srv.Manifest().SHA256(), "tools", strings.Join(surface.Tools, ","))
 	if !cfg.opts.DisableUI {
-		logger.Info("serving the live workflow view", "url", "http://"+ln.Addr().String()+mcpadapter.UIPath,
+		logger.Info("serving the live workflow view", "url", "http://"+ln.Addr().String()+liveview.UIPath,
 			"login", uiLoginHint(cfg, ln.Addr().String()))
 	}
 	if cfg.opts.Principals != nil {
 		stop := reloadOnSIGHUP(logger, cfg.authFile, cfg.opts.Principals)
 		defer stop()
 	}
-	serveErr := srv.ServeStreamableHTTP(c.Context, ln, cfg.opts)
+	serveErr := httpfront.Serve(c.Context, ln, srv, cfg.opts)
 	if err := closeStore(serveErr); err != nil {
 		return err
 	}

@@ -23,7 +23,7 @@ import (
 
 	"github.com/graph-engineering/graph-engineering-mcp/lease"
 	"github.com/graph-engineering/graph-engineering-mcp/manifest"
-	"github.com/graph-engineering/graph-engineering-mcp/mcpadapter"
+	"github.com/graph-engineering/graph-engineering-mcp/mcpadapter/principal"
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph"
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/testwait"
 )
@@ -70,7 +70,7 @@ func newSoakServer(t *testing.T, name string) *soakServer {
 	doc := fmt.Sprintf(`{"principals": [
 		{"name": %q, "token_sha256": %q, "roles": ["submit", "observe"]},
 		{"name": %q, "token_sha256": %q, "roles": ["work"], "owners": [%q]}]}`,
-		name, mcpadapter.TokenDigest(srv.token), name+"-workers", mcpadapter.TokenDigest(srv.workToken), name+"-w*")
+		name, principal.TokenDigest(srv.token), name+"-workers", principal.TokenDigest(srv.workToken), name+"-w*")
 	if err := os.WriteFile(srv.authFile, []byte(doc), 0o600); err != nil {
 		t.Fatal(err)
 	}

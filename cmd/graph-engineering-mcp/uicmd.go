@@ -13,7 +13,8 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/graph-engineering/graph-engineering-mcp/mcpadapter"
+	"github.com/graph-engineering/graph-engineering-mcp/mcpadapter/httpfront"
+	"github.com/graph-engineering/graph-engineering-mcp/mcpadapter/liveview"
 )
 
 // uiLinkTimeout bounds the login-code request of ui link.
@@ -47,7 +48,7 @@ the link then just opens the view.
 Example:
    GRAPH_ENGINEERING_AUTH_TOKEN_FILE=~/.config/mcp-token graph-engineering-mcp ui link --url http://127.0.0.1:7330`,
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "url", Value: "http://" + mcpadapter.DefaultHTTPAddr, Usage: "the server's base `URL` (scheme://host:port, as served by serve --http)", EnvVars: []string{"GRAPH_ENGINEERING_URL"}},
+			&cli.StringFlag{Name: "url", Value: "http://" + httpfront.DefaultHTTPAddr, Usage: "the server's base `URL` (scheme://host:port, as served by serve --http)", EnvVars: []string{"GRAPH_ENGINEERING_URL"}},
 			&cli.StringFlag{Name: "workflow", Usage: "land on the DAG of workflow `ID` instead of the list"},
 			&cli.StringFlag{Name: "auth-token", Usage: "bearer `TOKEN`; prefer the environment variable or --auth-token-file", EnvVars: []string{"GRAPH_ENGINEERING_AUTH_TOKEN"}},
 			&cli.StringFlag{Name: "auth-token-file", Usage: "read the bearer token from `FILE`", EnvVars: []string{"GRAPH_ENGINEERING_AUTH_TOKEN_FILE"}},
@@ -77,9 +78,9 @@ func uiLinkAction(c *cli.Context) error {
 			return usagef("--auth-token-file %s is empty", file)
 		}
 	}
-	endpoint := base.String() + mcpadapter.UILoginCodesPath
+	endpoint := base.String() + liveview.UILoginCodesPath
 	if wf := c.String("workflow"); wf != "" {
-		endpoint += "?" + url.Values{"next": {mcpadapter.UIPath + "workflows/" + url.PathEscape(wf)}}.Encode()
+		endpoint += "?" + url.Values{"next": {liveview.UIPath + "workflows/" + url.PathEscape(wf)}}.Encode()
 	}
 	ctx, cancel := context.WithTimeout(c.Context, uiLinkTimeout)
 	defer cancel()
@@ -103,8 +104,8 @@ func uiLinkAction(c *cli.Context) error {
 		}
 		return fmt.Errorf("ask %s for a login code: %s: %s", base.Host, resp.Status, clipLine(msg, 400))
 	}
-	var lc mcpadapter.UILoginCode
-	if err := json.Unmarshal(body, &lc); err != nil || !strings.HasPrefix(lc.Path, mcpadapter.UILoginPath+"?") {
+	var lc liveview.UILoginCode
+	if err := json.Unmarshal(body, &lc); err != nil || !strings.HasPrefix(lc.Path, liveview.UILoginPath+"?") {
 		return fmt.Errorf("ask %s for a login code: the answer is not a login code", base.Host)
 	}
 	fmt.Fprintln(c.App.Writer, base.String()+lc.Path)

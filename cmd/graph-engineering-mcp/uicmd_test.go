@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/graph-engineering/graph-engineering-mcp/mcpadapter"
+	"github.com/graph-engineering/graph-engineering-mcp/mcpadapter/liveview"
 )
 
 // TestUILinkOpensTheView runs serve --http with a token and ui link against
@@ -27,7 +27,7 @@ func TestUILinkOpensTheView(t *testing.T) {
 	}
 	r := runCLI(t, "ui", "link", "--url", base+"/", "--auth-token-file", tokenFile, "--workflow", "wf-1")
 	link := strings.TrimSpace(r.stdout)
-	if r.code != 0 || !strings.HasPrefix(link, base+mcpadapter.UILoginPath+"?code=") || strings.Contains(r.stdout+r.stderr, testToken) {
+	if r.code != 0 || !strings.HasPrefix(link, base+liveview.UILoginPath+"?code=") || strings.Contains(r.stdout+r.stderr, testToken) {
 		t.Fatalf("ui link: %+v", r)
 	}
 	var landed string

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -28,8 +27,10 @@ type taskResult struct {
 	Status         string `json:"status"`
 	StatusMessage  string `json:"statusMessage"`
 	PollIntervalMs int64  `json:"pollIntervalMs"`
-	// Result is the CallToolResult the tools/call would have had: present
-	// once the status is completed.
+	// Result is the CallToolResult of the graph_task_create the handle
+	// answered: present once the status is completed. Its structured
+	// content is what graph_task_create returns ({task, created, receipt},
+	// MCP.md §7), the task as it is now.
 	Result *toolResult `json:"result"`
 }
 
@@ -39,8 +40,8 @@ type toolResult struct {
 		Type string `json:"type"`
 		Text string `json:"text"`
 	} `json:"content"`
-	StructuredContent json.RawMessage `json:"structuredContent"`
-	IsError           bool            `json:"isError"`
+	StructuredContent *mcpclient.Result `json:"structuredContent"`
+	IsError           bool              `json:"isError"`
 }
 
 // apply copies the task's status into a report. The extension reports a
@@ -60,7 +61,9 @@ func (h taskResult) apply(r *NodeReport) {
 			}
 			return
 		}
-		r.Result = h.Result.StructuredContent
+		if sc := h.Result.StructuredContent; sc != nil && sc.Task != nil {
+			r.Result = sc.Task.Result // the worker's result
+		}
 	case "failed":
 		r.Error = h.StatusMessage
 	}

@@ -3,7 +3,9 @@
 // protocol 2026-07-28) and @modelcontextprotocol/ext-tasks. It creates three
 // tasks through the Tasks session (each returns a task handle), works them
 // with the plain worker tools (claim, complete / fail), cancels the third
-// through the extension, and checks how each settles. Prints one line per
+// through the extension, and checks how each settles: a completed one with
+// graph_task_create's own result (task, created, receipt), as its
+// outputSchema declares. Prints one line per
 // check and "tasks-client: N passed, M failed"; exits 1 on any failure.
 // GRAPH_ENGINEERING_AUTH_TOKEN, when set, is sent as the bearer token.
 import { Client, StreamableHTTPClientTransport } from "@modelcontextprotocol/client";
@@ -70,7 +72,9 @@ const claimAs = async (taskId) => {
 };
 
 try {
-  // 1. Completed by a worker: settles with the worker's result.
+  // 1. Completed by a worker: settles with graph_task_create's own result
+  // (what its outputSchema declares: task, created, receipt), the worker's
+  // result in task.result.
   const done = await session.callTool("graph_task_create", { workflow_id: `ts-${run}`, node_id: "done", payload: { n: 1 } });
   check("create returns a task handle", done.kind === "task", `kind ${done.kind}`);
   const h1 = await claimAs(done.handle.taskId);
@@ -79,7 +83,10 @@ try {
   check("a completed task settles completed", s1.outcome.status === "completed", JSON.stringify(s1.outcome));
   if (s1.outcome.status === "completed") {
     const r = resultFromTaskOutcome(s1.outcome);
-    check("its result is the worker's result", r?.structuredContent?.answer === 42 && r.isError === false, JSON.stringify(r));
+    const sc = r?.structuredContent;
+    check("its result is create's result with the worker's result in task.result",
+      sc?.task?.result?.answer === 42 && sc?.task?.state === "completed" && sc?.created === true && typeof sc?.receipt?.receiptSha256 === "string" &&
+        Object.keys(sc).length === 3 && r.isError === false, JSON.stringify(r));
   }
 
   // 2. Failed by a worker: a tool-level failure, completed with isError.

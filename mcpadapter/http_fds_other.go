@@ -1,6 +1,0 @@
-//go:build !unix
-
-package mcpadapter
-
-// openFilesLimit reports that the limit on open files is unknown here.
-func openFilesLimit() (uint64, bool) { return 0, false }

@@ -1,0 +1,43 @@
+// Package httpfront is the HTTP front of the MCP server: the listener and
+// its limits, the Host, Origin and bearer-token checks, admission to
+// concurrency slots, legacy sessions and their cap, metrics, the health and
+// readiness probes, and the live view (package liveview), with MCP mounted
+// as one route, /mcp, over the Streamable HTTP transport of both protocol
+// eras. It is a router plus handlers: every route passes the same Host and
+// Origin checks, /mcp and /metrics the same authentication, and then its
+// own handler.
+//
+// # Invariants
+//
+//   - A body is read once, bounded (MaxBodyBytes) and within a deadline,
+//     and decoded once (wire.ParseBody); the SDK's own handlers get the same
+//     bytes only after every check has passed. Every refusal on /mcp is a
+//     JSON-RPC error body.
+//   - The arrival of a request is taken before its body is read or a slot
+//     is waited for, and reaches its call as an explicit input: the front
+//     registers it with the MCP server (mcpadapter.Server.Admit) with the
+//     request's principal and deadline, and the SDK carries only the key
+//     (wire.HeaderInbound), which the front sets over anything the client
+//     sent. So time a request spends queued here never costs a lease, in
+//     either era.
+//   - Admission: waiting never holds what a lease holder needs. A request
+//     takes a concurrency slot only once authorized and fully read; a
+//     claim-next long poll takes none; a holder write (heartbeat, complete,
+//     fail, cancel) waiting for a slot goes ahead of every other short call
+//     and is never refused for one; at the connection cap the oldest
+//     connection that never carried an authorized request is closed for the
+//     new one; at the session cap the oldest never-initialized, else the
+//     longest idle legacy session without a request in flight is closed.
+//   - Authentication: with a token or principals, every route but the
+//     probes needs a bearer token (or, for /ui/, a login cookie); tokens are
+//     compared by digest in constant time and never logged or echoed. A
+//     legacy session is bound to the principal that opened it: another
+//     principal naming it gets 404, as for an unknown session. Without
+//     authentication the front serves only a loopback listener, and the Host
+//     of every request must then name a loopback host (no DNS rebinding).
+//   - Health: /healthz is liveness (the database answers a read); /readyz
+//     is readiness (a probe write commits), 503 with the reason otherwise.
+//     Neither needs a token; answers are never cached.
+//   - Shutdown: no new connections, in-flight calls get ShutdownTimeout,
+//     then whatever still runs is cancelled and legacy sessions end.
+package httpfront

@@ -1,0 +1,217 @@
+// Package input holds the rules by which the MCP adapter reads untrusted
+// JSON and echoes it back: numbers read exactly, never through float64;
+// objects whose keys are all distinct; echoed text clipped and kept valid
+// UTF-8. It is a leaf: the wire layer (request ids), the tool surface
+// (arguments) and the transports (claim classification) read input with the
+// same rules, so they cannot disagree about what a message says.
+//
+// # Invariants
+//
+//   - Int accepts exactly the JSON numbers that denote an integer in the
+//     int64 range (1000, 1e3, 1000.0), however they are spelled, and
+//     refuses every other number; it never rounds.
+//   - Object refuses an object that names a key twice: no reader of this
+//     server ever picks one of two values.
+//   - Clip never returns more than MaxEcho bytes of the input, and always
+//     returns valid UTF-8.
+package input
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+)
+
+// MaxSafeInteger is the largest integer every JSON implementation holds
+// exactly (2^53 - 1).
+const MaxSafeInteger = 1<<53 - 1
+
+// MaxEcho is how many bytes of a client's input an error message echoes.
+const MaxEcho = 64
+
+// Int parses a JSON number that denotes an integer (1000, 1e3, 1000.0)
+// exactly, never through float64: a number with any non-zero fraction,
+// however small (1e-400, 3.0000000000000000001), is not an integer, and one
+// beyond the int64 range is refused rather than rounded.
+func Int(v json.RawMessage) (int64, error) {
+	s := string(v)
+	if n, err := strconv.ParseInt(s, 10, 64); err == nil {
+		return n, nil
+	}
+	if !json.Valid(v) || len(s) == 0 || (s[0] != '-' && (s[0] < '0' || s[0] > '9')) {
+		return 0, errors.New("not a number")
+	}
+	// A valid JSON number: -?int(.frac)?([eE][+-]?exp)?
+	neg := s[0] == '-'
+	if neg {
+		s = s[1:]
+	}
+	mant, exp := s, ""
+	if i := strings.IndexAny(s, "eE"); i >= 0 {
+		mant, exp = s[:i], s[i+1:]
+	}
+	intPart, frac, _ := strings.Cut(mant, ".")
+	// The value is digits × 10^e.
+	digits := strings.TrimLeft(intPart+frac, "0")
+	if digits == "" {
+		return 0, nil // zero, whatever the exponent
+	}
+	trimmed := strings.TrimRight(digits, "0")
+	e := int64(len(digits)-len(trimmed)) - int64(len(frac))
+	digits = trimmed
+	if exp != "" {
+		expNeg := exp[0] == '-'
+		exp = strings.TrimLeft(strings.TrimLeft(exp, "+-"), "0")
+		if len(exp) > 9 {
+			// An exponent of ten or more digits: no message holds enough
+			// digits to bring such a number back into range.
+			if expNeg {
+				return 0, errors.New("not an integer")
+			}
+			return 0, errors.New("out of range")
+		}
+		x, _ := strconv.ParseInt("0"+exp, 10, 64)
+		if expNeg {
+			x = -x
+		}
+		e += x
+	}
+	if e < 0 {
+		return 0, errors.New("not an integer") // digits has no trailing zero
+	}
+	if int64(len(digits))+e > 19 {
+		return 0, errors.New("out of range")
+	}
+	if neg {
+		digits = "-" + digits
+	}
+	n, err := strconv.ParseInt(digits+strings.Repeat("0", int(e)), 10, 64)
+	if err != nil {
+		return 0, errors.New("out of range")
+	}
+	return n, nil
+}
+
+// Object decodes a JSON object whose keys are all distinct (keys match
+// exactly, as the SDK's decoder matches them); ok is false for anything
+// else, a repeated key included.
+func Object(raw json.RawMessage) (m map[string]json.RawMessage, ok bool) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return nil, false
+	}
+	m = map[string]json.RawMessage{}
+	for dec.More() {
+		t, err := dec.Token()
+		if err != nil {
+			return nil, false
+		}
+		k, _ := t.(string)
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			return nil, false
+		}
+		if _, dup := m[k]; dup {
+			return nil, false
+		}
+		m[k] = v
+	}
+	if t, err := dec.Token(); err != nil || t != json.Delim('}') {
+		return nil, false
+	}
+	return m, true
+}
+
+// Clip shortens echoed input for an error message to at most MaxEcho bytes
+// (marking the cut), and keeps it valid UTF-8.
+func Clip(s string) string {
+	if len(s) > MaxEcho {
+		cut := MaxEcho
+		for cut > 0 && !utf8.RuneStart(s[cut]) {
+			cut--
+		}
+		s = s[:cut] + "…"
+	}
+	return strings.ToValidUTF8(s, "\uFFFD")
+}
+
+// Quote is Clip in double quotes.
+func Quote(s string) string { return `"` + Clip(s) + `"` }
+
+// Cut cuts s to at most n bytes on a rune boundary, marking the cut with
+// "…" (which the n bytes do not count).
+func Cut(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	cut := n
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
+}
+
+// LoneSurrogate reports whether the JSON text raw holds, in a string, a
+// \u escape of a UTF-16 surrogate that is not one half of a pair (such as
+// "\udc00"), and returns the first such escape. Go's decoder turns one into
+// U+FFFD, but the raw text is kept where a value is stored as sent: a
+// lone surrogate is not a Unicode character, and a reader that decodes it
+// faithfully (Python's json) cannot write it out as UTF-8.
+func LoneSurrogate(raw []byte) (string, bool) {
+	inString := false
+	for i := 0; i < len(raw); i++ {
+		c := raw[i]
+		switch {
+		case c == '"':
+			inString = !inString
+		case !inString:
+		case c == '\\' && i+1 < len(raw) && raw[i+1] != 'u':
+			i++ // an escape other than \u: skip the escaped character
+		case c == '\\':
+			r, ok := hex4(raw, i+2)
+			if !ok {
+				i++
+				continue
+			}
+			switch {
+			case r >= 0xD800 && r <= 0xDBFF:
+				// A high surrogate must be followed by an escaped low one.
+				if i+7 < len(raw) && raw[i+6] == '\\' && raw[i+7] == 'u' {
+					if lo, ok := hex4(raw, i+8); ok && lo >= 0xDC00 && lo <= 0xDFFF {
+						i += 11
+						continue
+					}
+				}
+				return string(raw[i : i+6]), true
+			case r >= 0xDC00 && r <= 0xDFFF:
+				return string(raw[i : i+6]), true
+			}
+			i += 5
+		}
+	}
+	return "", false
+}
+
+// hex4 reads the four hex digits at raw[i:i+4].
+func hex4(raw []byte, i int) (rune, bool) {
+	if i+4 > len(raw) {
+		return 0, false
+	}
+	var r rune
+	for _, c := range raw[i : i+4] {
+		switch {
+		case c >= '0' && c <= '9':
+			r = r<<4 | rune(c-'0')
+		case c >= 'a' && c <= 'f':
+			r = r<<4 | rune(c-'a'+10)
+		case c >= 'A' && c <= 'F':
+			r = r<<4 | rune(c-'A'+10)
+		default:
+			return 0, false
+		}
+	}
+	return r, true
+}

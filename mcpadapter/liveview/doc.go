@@ -1,0 +1,26 @@
+// Package liveview is the read-only operator view of the task graph that
+// the HTTP front serves under /ui/: a list of workflows, each workflow drawn
+// as its DAG with states, holders and lease countdowns, and a task's detail
+// and history; with the login by which a browser, which cannot send a bearer
+// header, gets in. Its page, style sheet and scripts are embedded (ui/), and
+// the same drawing is the MCP App's document (AppHTML).
+//
+// # Invariants
+//
+//   - Read-only: GET and HEAD only (but the login routes), and reads only
+//     through the taskgraph Store API; its reads never expire a lapsed lease
+//     (a stuck claim stays visible as stuck until the sweeper expires it).
+//   - Never shows a claim token or its digest (taskgraph.Task holds
+//     neither), sends a strict Content-Security-Policy, and loads nothing
+//     from outside the binary.
+//   - Its reads take their own few slots (UIMaxConcurrent), never one of
+//     the MCP concurrency slots: the view cannot slow a worker's call down by
+//     more than its own reads.
+//   - Behind the same authentication as /mcp: a bearer token, or a session
+//     cookie (HttpOnly, SameSite=Strict, Path=/ui) got for a one-time login
+//     code that only a token can mint; only digests of codes and sessions
+//     are kept, and POST /ui/logout forgets one. The principal is resolved
+//     at each request and needs the observe role; its workflow scope filters
+//     what is shown, and a workflow outside it answers as a missing one.
+//   - A login link redirects only to a path under /ui/.
+package liveview

@@ -1,0 +1,75 @@
+package liveview
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/graph-engineering/graph-engineering-mcp/taskgraph"
+)
+
+// bigWorkflow is n nodes in layers of width, each depending on one or two
+// nodes of the layer before.
+func bigWorkflow(n, width int) []taskgraph.NodeSpec {
+	nodes := make([]taskgraph.NodeSpec, n)
+	for i := range nodes {
+		nodes[i].NodeID = fmt.Sprintf("n%04d", i)
+		if i >= width {
+			prev := i - width
+			nodes[i].DependsOn = []string{fmt.Sprintf("n%04d", prev)}
+			if j := prev - prev%width + (prev+1)%width; j != prev {
+				nodes[i].DependsOn = append(nodes[i].DependsOn, fmt.Sprintf("n%04d", j))
+			}
+		}
+	}
+	return nodes
+}
+
+func TestLayoutIsLayeredAndBounded(t *testing.T) {
+	nodes := bigWorkflow(1000, 50)
+	idx := map[string]int{}
+	for i, n := range nodes {
+		idx[n.NodeID] = i
+	}
+	deps := make([][]int, len(nodes))
+	for i, n := range nodes {
+		for _, d := range n.DependsOn {
+			deps[i] = append(deps[i], idx[d])
+		}
+	}
+	start := time.Now()
+	layer, x, y, w, h := uiLayout(len(nodes), deps)
+	t.Logf("layout of 1000 nodes in 20 layers: %s", time.Since(start))
+	for i := range nodes {
+		if want := i / 50; layer[i] != want {
+			t.Fatalf("node %d in layer %d, want %d", i, layer[i], want)
+		}
+		if x[i] < 0 || y[i] < 0 || x[i]+NodeWidth > w || y[i]+NodeHeight > h {
+			t.Fatalf("node %d at (%d,%d) outside %dx%d", i, x[i], y[i], w, h)
+		}
+	}
+	seen := map[[2]int]bool{}
+	for i := range nodes {
+		p := [2]int{x[i], y[i]}
+		if seen[p] {
+			t.Fatalf("two nodes at %v", p)
+		}
+		seen[p] = true
+	}
+	// A cycle (which the store refuses) still terminates.
+	if l, _, _, _, _ := uiLayout(2, [][]int{{1}, {0}}); l[0] != 1 || l[1] != 1 {
+		t.Fatalf("cycle layers %v", l)
+	}
+}
+
+// A login link redirects only to a path under /ui/.
+func TestLoginNextStaysUnderUI(t *testing.T) {
+	for next, ok := range map[string]bool{
+		"/ui/workflows/wf": true, "/ui/": true, "//evil.example/ui/": false, "https://evil.example/": false,
+		"/ui/../mcp": false, "/ui/\\evil": false, "/metrics": false, "/ui/x?y": false,
+	} {
+		if safeUINext(next) != ok {
+			t.Errorf("safeUINext(%q) = %v, want %v", next, !ok, ok)
+		}
+	}
+}

@@ -1,0 +1,256 @@
+package liveview
+
+import (
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/graph-engineering/graph-engineering-mcp/mcpadapter/principal"
+)
+
+// How a browser gets into the live view when the server authenticates: a
+// browser cannot send a bearer header, so the operator's CLI (ui link)
+// mints a one-time login code with an authenticated POST to
+// UILoginCodesPath, and prints a link to UILoginPath with it. Opening the
+// link exchanges the code for a random session id in an HttpOnly,
+// SameSite=Strict cookie limited to Path=/ui. The server keeps only the
+// SHA-256 of codes and session ids, each bound to the principal that minted
+// the code; the principal is resolved against the live table at each
+// request, so a reload that removes or narrows it applies at once. A code
+// works once and for UILoginCodeTTL; a session lasts UISessionTTL.
+const (
+	// UILoginCodeTTL is how long a login code stays valid (it works once).
+	UILoginCodeTTL = time.Minute
+	// UISessionTTL is how long a view session lasts after login.
+	UISessionTTL = 12 * time.Hour
+	// uiMaxCodes and uiMaxSessions bound what the server keeps; at the cap
+	// the entry closest to its expiry goes.
+	uiMaxCodes    = 64
+	uiMaxSessions = 256
+	uiSecretBytes = 32
+)
+
+type uiGrant struct {
+	principal string // "" without authentication
+	expires   time.Time
+}
+
+// uiLogins holds the outstanding login codes and the live sessions, by the
+// SHA-256 of their secret.
+type uiLogins struct {
+	mu       sync.Mutex
+	codes    map[[sha256.Size]byte]uiGrant
+	sessions map[[sha256.Size]byte]uiGrant
+}
+
+func newUILogins() *uiLogins {
+	return &uiLogins{codes: map[[sha256.Size]byte]uiGrant{}, sessions: map[[sha256.Size]byte]uiGrant{}}
+}
+
+func newUISecret() (string, [sha256.Size]byte, error) {
+	b := make([]byte, uiSecretBytes)
+	if _, err := rand.Read(b); err != nil {
+		return "", [sha256.Size]byte{}, err
+	}
+	s := base64.RawURLEncoding.EncodeToString(b)
+	return s, sha256.Sum256([]byte(s)), nil
+}
+
+// put adds g under d, first dropping expired entries and, at the cap, the
+// one closest to its expiry. The caller holds mu.
+func putBounded(m map[[sha256.Size]byte]uiGrant, d [sha256.Size]byte, g uiGrant, limit int, now time.Time) {
+	for k, v := range m {
+		if !now.Before(v.expires) {
+			delete(m, k)
+		}
+	}
+	for len(m) >= limit {
+		var victim [sha256.Size]byte
+		first := true
+		var soonest time.Time
+		for k, v := range m {
+			if first || v.expires.Before(soonest) {
+				victim, soonest, first = k, v.expires, false
+			}
+		}
+		delete(m, victim)
+	}
+	m[d] = g
+}
+
+// mint returns a new one-time login code for principal.
+func (l *uiLogins) mint(principal string, now time.Time) (string, error) {
+	code, d, err := newUISecret()
+	if err != nil {
+		return "", err
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	putBounded(l.codes, d, uiGrant{principal: principal, expires: now.Add(UILoginCodeTTL)}, uiMaxCodes, now)
+	return code, nil
+}
+
+// redeem consumes code and, if it was valid, starts a session for its
+// principal, returning the session id.
+func (l *uiLogins) redeem(code string, now time.Time) (string, bool, error) {
+	if len(code) == 0 || len(code) > 128 {
+		return "", false, nil
+	}
+	d := sha256.Sum256([]byte(code))
+	l.mu.Lock()
+	g, ok := l.codes[d]
+	delete(l.codes, d)
+	l.mu.Unlock()
+	if !ok || !now.Before(g.expires) {
+		return "", false, nil
+	}
+	sid, sd, err := newUISecret()
+	if err != nil {
+		return "", false, err
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	putBounded(l.sessions, sd, uiGrant{principal: g.principal, expires: now.Add(UISessionTTL)}, uiMaxSessions, now)
+	return sid, true, nil
+}
+
+// session returns the principal of the request's session cookie.
+func (l *uiLogins) session(r *http.Request, now time.Time) (string, bool) {
+	c, err := r.Cookie(UICookieName)
+	if err != nil || len(c.Value) == 0 || len(c.Value) > 128 {
+		return "", false
+	}
+	d := sha256.Sum256([]byte(c.Value))
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	g, ok := l.sessions[d]
+	if !ok {
+		return "", false
+	}
+	if !now.Before(g.expires) {
+		delete(l.sessions, d)
+		return "", false
+	}
+	return g.principal, true
+}
+
+// end forgets the request's session, if any.
+func (l *uiLogins) end(r *http.Request) {
+	c, err := r.Cookie(UICookieName)
+	if err != nil || len(c.Value) == 0 || len(c.Value) > 128 {
+		return
+	}
+	d := sha256.Sum256([]byte(c.Value))
+	l.mu.Lock()
+	delete(l.sessions, d)
+	l.mu.Unlock()
+}
+
+// serveLogout ends the session of the request's cookie and clears the
+// cookie. It must be a POST (a SameSite=Strict cookie and the Origin check
+// keep other sites from sending it).
+func (u *Handler) serveLogout(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost {
+		w.Header().Set("Allow", "POST")
+		http.Error(w, "method not allowed: POST to log out", http.StatusMethodNotAllowed)
+		return
+	}
+	u.login.end(r)
+	http.SetCookie(w, &http.Cookie{Name: UICookieName, Value: "", Path: "/ui", HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil, MaxAge: -1})
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// UILoginCode is the answer of a POST to UILoginCodesPath.
+type UILoginCode struct {
+	// Code is the one-time login code.
+	Code string `json:"code"`
+	// Path is the login link's path and query (append it to the server's URL).
+	Path string `json:"path"`
+	// ExpiresInS is the code's validity in seconds.
+	ExpiresInS int `json:"expires_in_s"`
+}
+
+// serveLoginCode mints a login code for the bearer token's principal. A
+// session cookie cannot mint one: only a token can.
+func (u *Handler) serveLoginCode(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost {
+		w.Header().Set("Allow", "POST")
+		http.Error(w, "method not allowed: POST with your bearer token to mint a login code", http.StatusMethodNotAllowed)
+		return
+	}
+	name := ""
+	if u.cfg.Auth != nil {
+		p, why := u.cfg.Authenticate(r)
+		if why != "" {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="graph-engineering-mcp"`)
+			u.refuse(w, r, http.StatusUnauthorized, why)
+			return
+		}
+		if !p.HasRole(principal.RoleObserve) {
+			u.refuse(w, r, http.StatusForbidden, principal.MissingRole(p, "the live view", []string{principal.RoleObserve}).Error())
+			return
+		}
+		name = p.Name
+	}
+	next := r.URL.Query().Get("next")
+	if next != "" && !safeUINext(next) {
+		http.Error(w, "invalid next: must be a path under /ui/ (for example /ui/workflows/ID)", http.StatusBadRequest)
+		return
+	}
+	code, err := u.login.mint(name, u.store.Clock().Now())
+	if err != nil {
+		http.Error(w, "internal error: no randomness", http.StatusInternalServerError)
+		return
+	}
+	q := url.Values{"code": {code}}
+	if next != "" {
+		q.Set("next", next)
+	}
+	writeUIJSON(w, r, http.StatusOK, UILoginCode{Code: code, Path: UILoginPath + "?" + q.Encode(), ExpiresInS: int(UILoginCodeTTL / time.Second)})
+}
+
+// safeUINext reports whether next is a plain path under /ui/ (no scheme,
+// host, backslash or dot segment), so a login link cannot redirect away.
+func safeUINext(next string) bool {
+	if !strings.HasPrefix(next, UIPath) || len(next) > 512 || strings.ContainsAny(next, "\\?#") || strings.Contains(next, "//") {
+		return false
+	}
+	for _, seg := range strings.Split(next, "/") {
+		if seg == "." || seg == ".." {
+			return false
+		}
+	}
+	u, err := url.Parse(next)
+	return err == nil && u.Scheme == "" && u.Host == ""
+}
+
+// serveLogin exchanges a login code for the session cookie, then sends the
+// browser on to the view.
+func (u *Handler) serveLogin(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodGet {
+		w.Header().Set("Allow", "GET")
+		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+		return
+	}
+	sid, ok, err := u.login.redeem(r.URL.Query().Get("code"), u.store.Clock().Now())
+	if err != nil {
+		http.Error(w, "internal error: no randomness", http.StatusInternalServerError)
+		return
+	}
+	if !ok {
+		u.refuse(w, r, http.StatusUnauthorized, "unauthorized: this login link is unknown, used or expired (a link works once, for a minute); run graph-engineering-mcp ui link again")
+		return
+	}
+	http.SetCookie(w, &http.Cookie{Name: UICookieName, Value: sid, Path: "/ui", HttpOnly: true, SameSite: http.SameSiteStrictMode,
+		Secure: r.TLS != nil, MaxAge: int(UISessionTTL / time.Second)})
+	next := r.URL.Query().Get("next")
+	if next == "" || !safeUINext(next) {
+		next = UIPath
+	}
+	http.Redirect(w, r, next, http.StatusSeeOther)
+}

@@ -1,0 +1,158 @@
+package tools
+
+import (
+	"encoding/json"
+	"slices"
+	"time"
+
+	"github.com/graph-engineering/graph-engineering-mcp/lease"
+	"github.com/graph-engineering/graph-engineering-mcp/taskgraph"
+)
+
+// timeFormat is RFC 3339 in UTC with milliseconds.
+const timeFormat = "2006-01-02T15:04:05.000Z"
+
+func formatTime(t time.Time) string { return t.UTC().Format(timeFormat) }
+
+// taskJSON is a task on the wire. Absent values are null. It never carries
+// the claim token.
+type taskJSON struct {
+	TaskID         string          `json:"task_id"`
+	WorkflowID     string          `json:"workflow_id"`
+	NodeID         string          `json:"node_id"`
+	State          string          `json:"state"`
+	Payload        json.RawMessage `json:"payload"`
+	DependsOn      []string        `json:"depends_on"`
+	Owner          *string         `json:"owner"`
+	Generation     int64           `json:"generation"`
+	LeaseExpiresAt *string         `json:"lease_expires_at"`
+	Attempts       int             `json:"attempts"`
+	MaxAttempts    int             `json:"max_attempts"`
+	Priority       int             `json:"priority"`
+	Requires       []string        `json:"requires"`
+	DueAt          *string         `json:"due_at"`
+	RetryDelayMS   int64           `json:"retry_delay_ms"`
+	Result         json.RawMessage `json:"result"`
+	Error          *string         `json:"error"`
+	StatusMessage  string          `json:"status_message"`
+	CreatedAt      string          `json:"created_at"`
+	UpdatedAt      string          `json:"updated_at"`
+}
+
+func strOrNil(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+func renderTask(t taskgraph.Task) *taskJSON {
+	deps := t.DependsOn
+	if deps == nil {
+		deps = []string{}
+	}
+	out := &taskJSON{
+		TaskID: t.TaskID, WorkflowID: t.WorkflowID, NodeID: t.NodeID, State: string(t.State),
+		Payload: t.Payload, DependsOn: deps, Owner: strOrNil(t.Owner), Generation: t.Generation,
+		Attempts: t.Attempts, MaxAttempts: t.MaxAttempts, Priority: t.Priority, Result: t.Result, Error: strOrNil(t.Error),
+		StatusMessage: t.StatusMessage, CreatedAt: formatTime(t.CreatedAt), UpdatedAt: formatTime(t.UpdatedAt),
+		Requires: t.Requires, RetryDelayMS: t.RetryDelay.Milliseconds(),
+	}
+	if out.Requires == nil {
+		out.Requires = []string{}
+	}
+	if !t.DueAt.IsZero() {
+		s := formatTime(t.DueAt)
+		out.DueAt = &s
+	}
+	if !t.LeaseExpiresAt.IsZero() {
+		s := formatTime(t.LeaseExpiresAt)
+		out.LeaseExpiresAt = &s
+	}
+	if len(out.Payload) == 0 {
+		out.Payload = json.RawMessage(`{}`)
+	}
+	return out
+}
+
+// leaseJSON is the lease of a claim; the only place a claim token appears.
+type leaseJSON struct {
+	Owner          string `json:"owner"`
+	Generation     int64  `json:"generation"`
+	ClaimToken     string `json:"claim_token"`
+	LeaseExpiresAt string `json:"lease_expires_at"`
+}
+
+func renderLease(g lease.Grant) *leaseJSON {
+	return &leaseJSON{Owner: g.Owner, Generation: g.Generation, ClaimToken: g.Token, LeaseExpiresAt: formatTime(g.ExpiresAt)}
+}
+
+// taskSchema is the output schema of a task object.
+func taskSchema() map[string]any {
+	str := map[string]any{"type": "string"}
+	strNull := nullable(str)
+	timeS := map[string]any{"type": "string", "format": "date-time"}
+	states := []string{}
+	for _, s := range taskgraph.States {
+		states = append(states, string(s))
+	}
+	props := map[string]any{
+		"task_id":          str,
+		"workflow_id":      str,
+		"node_id":          str,
+		"state":            map[string]any{"type": "string", "enum": states},
+		"payload":          map[string]any{"type": "object"},
+		"depends_on":       map[string]any{"type": "array", "items": str},
+		"owner":            strNull,
+		"generation":       map[string]any{"type": "integer", "minimum": 0},
+		"lease_expires_at": nullable(timeS),
+		"attempts":         map[string]any{"type": "integer", "minimum": 0},
+		"max_attempts":     map[string]any{"type": "integer", "minimum": taskgraph.MinMaxAttempts, "maximum": taskgraph.MaxMaxAttempts},
+		"priority":         map[string]any{"type": "integer", "minimum": taskgraph.MinPriority, "maximum": taskgraph.MaxPriority},
+		"requires":         map[string]any{"type": "array", "items": map[string]any{"type": "string", "pattern": taskgraph.TagPattern}, "maxItems": taskgraph.MaxRequires},
+		"due_at":           nullable(map[string]any{"type": "string", "format": "date-time", "description": "when a pending task becomes claimable (not_before, a retry's delay); null when it is claimable now"}),
+		"retry_delay_ms":   map[string]any{"type": "integer", "minimum": 0, "maximum": taskgraph.MaxRetryDelay.Milliseconds()},
+		"result":           map[string]any{"description": "the worker's result (any JSON); null until completed", "anyOf": anyJSONSchema()},
+		"error":            strNull,
+		"status_message":   str,
+		"created_at":       timeS,
+		"updated_at":       timeS,
+	}
+	return closedObject(props)
+}
+
+// closedObject is the schema of an object with exactly props, all required.
+func closedObject(props map[string]any) map[string]any {
+	req := make([]string, 0, len(props))
+	for k := range props {
+		req = append(req, k)
+	}
+	slices.Sort(req)
+	return map[string]any{"type": "object", "properties": props, "required": req, "additionalProperties": false}
+}
+
+// nullable is schema or null, spelled as anyOf branches of one type each:
+// a type array (["string","null"]) is valid JSON Schema but less portable,
+// since clients that map tool schemas onto a single-type dialect (the
+// OpenAPI subset of Gemini function declarations) reject or drop it; the MCP
+// Inspector's schema-portability check warns about it.
+func nullable(schema map[string]any) map[string]any {
+	return map[string]any{"anyOf": []any{schema, map[string]any{"type": "null"}}}
+}
+
+// anyJSONSchema is "any JSON value" with each type named, rather than a
+// schema without a validation keyword, which portable-schema checks flag as
+// constraining nothing.
+func anyJSONSchema() []any {
+	var out []any
+	for _, t := range []string{"object", "array", "string", "number", "boolean", "null"} {
+		out = append(out, map[string]any{"type": t})
+	}
+	return out
+}
+
+func receiptSchema() map[string]any {
+	digest := map[string]any{"type": "string", "pattern": "^sha256:[0-9a-f]{64}$"}
+	return map[string]any{"type": "object", "properties": map[string]any{"manifestSha256": digest, "receiptSha256": digest},
+		"required": []string{"manifestSha256", "receiptSha256"}, "additionalProperties": false}
+}

@@ -1,0 +1,257 @@
+package tools
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/graph-engineering/graph-engineering-mcp/lease"
+	"github.com/graph-engineering/graph-engineering-mcp/manifest"
+	"github.com/graph-engineering/graph-engineering-mcp/mcpadapter/internal/input"
+	"github.com/graph-engineering/graph-engineering-mcp/taskgraph"
+)
+
+// toolOutput is the structured result of every tool.
+type toolOutput struct {
+	Task    *taskJSON  `json:"task"`
+	Created *bool      `json:"created,omitempty"`
+	Claimed *bool      `json:"claimed,omitempty"`
+	Lease   *leaseJSON `json:"lease,omitempty"`
+	// Dependencies: graph_task_inspect always, graph_task_claim when it claimed.
+	Dependencies *[]depJSON       `json:"dependencies,omitempty"`
+	Hint         string           `json:"hint,omitempty"`
+	Receipt      manifest.Receipt `json:"receipt"`
+	// Workflow: graph_task_inspect's outline form only, which then has no
+	// task (see outlineOutput).
+	Workflow *outlineJSON `json:"-"`
+}
+
+// toolDef describes one model tool: its arguments, annotations, output and
+// what it does.
+type toolDef struct {
+	name, title, desc string
+	fields            []field
+	annotations       *mcp.ToolAnnotations
+	extraOutput       map[string]any // output properties beyond task and receipt
+	required          []string       // required output properties beyond receipt
+}
+
+func boolPtr(b bool) *bool { return &b }
+
+var (
+	fTaskID      = field{name: "task_id", kind: kindTaskID, required: true, desc: "the task id returned by graph_task_create or graph_task_claim"}
+	fOwner       = field{name: "owner", kind: kindIdentifier, required: true, desc: "who works on the task: the owner returned by graph_task_claim (" + taskgraph.IdentifierPattern + ")"}
+	fGeneration  = field{name: "generation", kind: kindInt, required: true, min: 1, max: input.MaxSafeInteger, desc: "the fencing generation returned by graph_task_claim"}
+	fClaimToken  = field{name: "claim_token", kind: kindToken, required: true, desc: "the secret claim_token returned by graph_task_claim"}
+	fLeaseMS     = field{name: "lease_ms", kind: kindInt, min: leaseMinMS, max: leaseMaxMS, desc: fmt.Sprintf("lease length in milliseconds (default %d)", lease.DefaultDuration.Milliseconds())}
+	holderFields = []field{fTaskID, fOwner, fGeneration, fClaimToken}
+)
+
+// tools is the fixed set of model tools, in manifest order.
+func toolDefs() []toolDef {
+	return []toolDef{
+		{
+			name: manifest.ToolCancel, title: "Cancel a claimed task",
+			desc: "Cancel the task you hold (your own claim only: pass task_id, owner, generation and claim_token from graph_task_claim). The task and every unfinished task that depends on it are cancelled. This is not an administrative abort. " +
+				"With release true it gives the claim back instead: the task returns to pending for another worker, the attempt is not counted, nothing downstream changes, and your claim is ended (stop work on the task).",
+			fields:      append(append([]field{}, holderFields...), field{name: "release", kind: kindBool, desc: "true to give the claim back (the task returns to pending, the attempt is not counted, nothing downstream changes) instead of cancelling (default false)"}),
+			annotations: &mcp.ToolAnnotations{Title: "Cancel a claimed task", DestructiveHint: boolPtr(true), OpenWorldHint: boolPtr(false)},
+		},
+		{
+			name: manifest.ToolClaim, title: "Claim a ready task",
+			desc: "Claim a task for exclusive work. Without task_id it claims the ready task of highest priority, the oldest first within a priority (optionally within workflow_id), waiting up to wait_ms for one to become ready; finding none is not an error (claimed: false). " +
+				"Only tasks whose requires are all among your capabilities are given to you (without capabilities, only tasks that require nothing); claiming by task_id a task whose requires you lack is refused, naming the missing tags. " +
+				"A claim returns dependencies: each direct dependency's node_id, task_id, state and result (at most 256 KiB of results in all; past that a result is null with result_omitted true: inspect that task_id to read it). " +
+				"The result's lease holds owner, generation and the secret claim_token: pass them on every heartbeat, complete, fail or cancel, and heartbeat before lease_expires_at. An expired lease can be claimed by another worker at a higher generation, after which your writes are rejected.",
+			fields: []field{
+				{name: "owner", kind: kindIdentifier, required: true, desc: "who claims: a stable worker name (" + taskgraph.IdentifierPattern + ")"},
+				fLeaseMS,
+				{name: "task_id", kind: kindTaskID, desc: "claim this task; omit to claim the next ready task (highest priority, then oldest)"},
+				{name: "workflow_id", kind: kindIdentifier, desc: "claim only within this workflow (without task_id)"},
+				{name: "wait_ms", kind: kindInt, min: 0, max: waitMaxMS, desc: "how long claim-next may wait for a task to become ready, in milliseconds (default 0)"},
+				{name: "capabilities", kind: kindTagList, max: taskgraph.MaxCapabilities, desc: fmt.Sprintf("what this worker can do: at most %d tags, each %s; a task is given only if every tag of its requires is among them (default none: only tasks that require nothing)", taskgraph.MaxCapabilities, taskgraph.TagPattern)},
+			},
+			annotations: &mcp.ToolAnnotations{Title: "Claim a ready task", DestructiveHint: boolPtr(false), OpenWorldHint: boolPtr(false)},
+			extraOutput: map[string]any{
+				"claimed":      map[string]any{"type": "boolean"},
+				"dependencies": depsSchema(),
+				"hint":         map[string]any{"type": "string"},
+				"lease": map[string]any{"type": "object", "additionalProperties": false,
+					"required": []string{"claim_token", "generation", "lease_expires_at", "owner"},
+					"properties": map[string]any{
+						"owner":            map[string]any{"type": "string"},
+						"generation":       map[string]any{"type": "integer", "minimum": 1},
+						"claim_token":      map[string]any{"type": "string"},
+						"lease_expires_at": map[string]any{"type": "string", "format": "date-time"},
+					}},
+			},
+			required: []string{"claimed", "task"},
+		},
+		{
+			name: manifest.ToolComplete, title: "Complete a claimed task",
+			desc:        "Finish the task you hold with its result (any JSON value, at most 256 KiB). Tasks that depend on it become ready when all their dependencies are complete. Rejected if your claim is no longer live.",
+			fields:      append(append([]field{}, holderFields...), field{name: "result", kind: kindAny, required: true, desc: "the task's result: any JSON value"}),
+			annotations: &mcp.ToolAnnotations{Title: "Complete a claimed task", DestructiveHint: boolPtr(false), OpenWorldHint: boolPtr(false)},
+		},
+		{
+			name: manifest.ToolCreate, title: "Create a task",
+			desc: "Create a task (a node of a workflow's DAG). It is ready to claim once every node in depends_on has completed (and not_before has passed), by a worker whose capabilities include its requires. A retryable failure is retried after retry_delay_ms, doubling per retry (at most 15 minutes). " +
+				"Idempotent: creating the same workflow_id and node_id again with the same payload, depends_on, max_attempts, priority, requires and retry_delay_ms returns the existing task (created: false); different content is rejected.",
+			fields: []field{
+				{name: "workflow_id", kind: kindIdentifier, required: true, desc: "the workflow (DAG) the task belongs to; created on first use"},
+				{name: "node_id", kind: kindIdentifier, required: true, desc: "the task's name within the workflow"},
+				{name: "payload", kind: kindObject, desc: "what the worker needs: a JSON object of at most 64 KiB (default {})"},
+				{name: "depends_on", kind: kindIdentifierList, desc: fmt.Sprintf("node ids of the same workflow that must complete first (at most %d)", taskgraph.MaxDependsOn)},
+				{name: "max_attempts", kind: kindInt, min: taskgraph.MinMaxAttempts, max: taskgraph.MaxMaxAttempts, desc: fmt.Sprintf("how many claims the task may take before it fails (default %d)", taskgraph.DefaultMaxAttempts)},
+				{name: "priority", kind: kindInt, min: taskgraph.MinPriority, max: taskgraph.MaxPriority, desc: fmt.Sprintf("claim-next takes the highest priority first, the oldest task first within a priority (%d..%d, default 0)", taskgraph.MinPriority, taskgraph.MaxPriority)},
+				{name: "requires", kind: kindTagList, max: taskgraph.MaxRequires, desc: fmt.Sprintf("capabilities a worker must advertise to claim the task: at most %d tags, each %s (stored sorted and deduplicated; default none)", taskgraph.MaxRequires, taskgraph.TagPattern)},
+				{name: "retry_delay_ms", kind: kindInt, min: 0, max: taskgraph.MaxRetryDelay.Milliseconds(), desc: fmt.Sprintf("wait before the first retry of a retryable failure, in milliseconds, doubling per retry and capped at %d (0..%d, default %d; 0 retries at once)", taskgraph.MaxRetryDelay.Milliseconds(), taskgraph.MaxRetryDelay.Milliseconds(), taskgraph.DefaultRetryDelay.Milliseconds())},
+				{name: "not_before", kind: kindTime, desc: "RFC 3339 timestamp (UTC, e.g. 2026-03-01T12:00:00Z): the task is not claimable before it (server time); at most 365 days ahead; a past time means now. Applies at creation only"},
+			},
+			annotations: &mcp.ToolAnnotations{Title: "Create a task", IdempotentHint: true, DestructiveHint: boolPtr(false), OpenWorldHint: boolPtr(false)},
+			extraOutput: map[string]any{"created": map[string]any{"type": "boolean"}},
+			required:    []string{"created", "task"},
+		},
+		{
+			name: manifest.ToolFail, title: "Fail a claimed task",
+			desc: "Report that the task you hold failed, with an error text. With retryable true and attempts left it returns to pending and is claimable again after retry_after_ms, or by default after the task's backoff (retry_delay_ms, 1 s unless set at creation, doubling per retry, at most 15 minutes); otherwise it fails and every unfinished task that depends on it is cancelled.",
+			fields: append(append([]field{}, holderFields...), field{name: "error", kind: kindErrorText, required: true, desc: "what went wrong: at most 65536 characters and 64 KiB of UTF-8"}, field{name: "retryable", kind: kindBool, desc: "true if another attempt may succeed (default false)"},
+				field{name: "retry_after_ms", kind: kindInt, min: 0, max: taskgraph.MaxRetryAfter.Milliseconds(), desc: fmt.Sprintf("with retryable true: the retry waits this long, in milliseconds (0..%d; 0 retries at once), instead of the task's backoff", taskgraph.MaxRetryAfter.Milliseconds())}),
+			annotations: &mcp.ToolAnnotations{Title: "Fail a claimed task", DestructiveHint: boolPtr(true), OpenWorldHint: boolPtr(false)},
+		},
+		{
+			name: manifest.ToolHeartbeat, title: "Extend a claim's lease",
+			desc:        "Keep the task you hold: extends the lease to now + lease_ms (server time). The generation does not change. Rejected if your claim is no longer live, in which case stop work on the task.",
+			fields:      append(append([]field{}, holderFields...), fLeaseMS),
+			annotations: &mcp.ToolAnnotations{Title: "Extend a claim's lease", IdempotentHint: true, DestructiveHint: boolPtr(false), OpenWorldHint: boolPtr(false)},
+		},
+		{
+			name: manifest.ToolInspect, title: "Inspect a task or outline a workflow",
+			desc: "Read a task, in one of three forms: task_id; workflow_id with node_id; or workflow_id alone for the workflow's outline. " +
+				"A task form returns the task (state, owner, generation, lease expiry, attempts, result or error, and status message) " +
+				"and its direct dependencies with their states and results (at most 256 KiB of results in all; past that a result is null with result_omitted true: inspect that task_id to read it). " +
+				fmt.Sprintf("The outline returns workflow: counts by state and every task's id, node_id, state, depends_on, holder, lease expiry, attempts, priority, requires, due_at and clipped error and status_message, without payloads or results (at most %d tasks and %d KiB, then truncated: true). ", MaxOutlineTasks, MaxOutlineBytes>>10) +
+				"Never returns a claim token.",
+			fields: []field{
+				{name: "task_id", kind: kindTaskID, desc: "the task id returned by graph_task_create or graph_task_claim (first form: give nothing else)"},
+				{name: "workflow_id", kind: kindIdentifier, desc: "the workflow: with node_id, the task of that node (second form); alone, the workflow's outline (third form)"},
+				{name: "node_id", kind: kindIdentifier, desc: "with workflow_id: the task's node id (second form)"},
+			},
+			annotations: &mcp.ToolAnnotations{Title: "Inspect a task or outline a workflow", ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: boolPtr(false)},
+			// task and dependencies answer the task forms, workflow the
+			// outline: none is required of every answer.
+			extraOutput: map[string]any{"dependencies": depsSchema(), "workflow": outlineSchema()},
+			required:    []string{},
+		},
+	}
+}
+
+// run runs tool with its decoded, authorized arguments against the store.
+// ctx carries the caller's arrival and principal for the store
+// (Caller.storeContext).
+func (s *Surface) run(ctx context.Context, tool string, a *args) (*toolOutput, error) {
+	switch tool {
+	case manifest.ToolCreate:
+		c, err := s.store.CreateTask(ctx, a.str["workflow_id"], nodeSpecOf(a))
+		if err != nil {
+			return nil, err
+		}
+		out := taskOutput(c.Task)
+		out.Created = boolPtr(c.Created)
+		return out, nil
+	case manifest.ToolClaim:
+		return s.claim(ctx, a)
+	case manifest.ToolHeartbeat:
+		t, err := s.store.Heartbeat(ctx, holderOf(a), time.Duration(a.num["lease_ms"])*time.Millisecond)
+		return taskOutput(t), err
+	case manifest.ToolComplete:
+		t, err := s.store.Complete(ctx, holderOf(a), a.raw["result"])
+		return taskOutput(t), err
+	case manifest.ToolFail:
+		if a.has("retry_after_ms") {
+			if !a.bln["retryable"] {
+				return nil, fieldErrorf("retry_after_ms", "retry_after_ms applies only with retryable: true")
+			}
+			t, err := s.store.FailRetryAfter(ctx, holderOf(a), a.str["error"], time.Duration(a.num["retry_after_ms"])*time.Millisecond)
+			return taskOutput(t), err
+		}
+		t, err := s.store.Fail(ctx, holderOf(a), a.str["error"], a.bln["retryable"])
+		return taskOutput(t), err
+	case manifest.ToolCancel:
+		if a.bln["release"] {
+			t, err := s.store.Release(ctx, holderOf(a))
+			return taskOutput(t), err
+		}
+		t, err := s.store.Cancel(ctx, holderOf(a))
+		return taskOutput(t), err
+	case manifest.ToolInspect:
+		return s.inspect(ctx, a)
+	}
+	return nil, fmt.Errorf("tool %q has no implementation", tool)
+}
+
+func holderOf(a *args) lease.Holder {
+	return lease.Holder{TaskID: a.str["task_id"], Owner: a.str["owner"], Generation: a.num["generation"], Token: a.str["claim_token"]}
+}
+
+func taskOutput(t taskgraph.Task) *toolOutput { return &toolOutput{Task: renderTask(t)} }
+
+// nodeSpecOf is the task graph_task_create's arguments describe.
+func nodeSpecOf(a *args) taskgraph.NodeSpec {
+	spec := taskgraph.NodeSpec{NodeID: a.str["node_id"], Payload: a.raw["payload"], DependsOn: a.lst["depends_on"], MaxAttempts: int(a.num["max_attempts"]), Priority: int(a.num["priority"]),
+		Requires: a.lst["requires"], NotBefore: a.tim["not_before"]}
+	if a.has("retry_delay_ms") {
+		d := time.Duration(a.num["retry_delay_ms"]) * time.Millisecond
+		spec.RetryDelay = &d
+	}
+	return spec
+}
+
+// WaitLimitHint is the hint of a claim-next that found no task while the
+// server already held its maximum of parked claims (taskgraph.ErrWaitLimit).
+const WaitLimitHint = "no task was claimed: the server holds its maximum of parked claims (claim-next calls waiting for a task), so this one could not wait; retry after a moment"
+
+// claim runs graph_task_claim.
+func (s *Surface) claim(ctx context.Context, a *args) (*toolOutput, error) {
+	req := taskgraph.ClaimRequest{
+		Owner: a.str["owner"], TaskID: a.str["task_id"], WorkflowID: a.str["workflow_id"],
+		Lease: time.Duration(a.num["lease_ms"]) * time.Millisecond, Wait: time.Duration(a.num["wait_ms"]) * time.Millisecond,
+		Capabilities: a.lst["capabilities"],
+	}
+	c, ok, err := s.store.Claim(ctx, req)
+	if errors.Is(err, taskgraph.ErrWaitLimit) {
+		// Not the worker's fault and nothing to fix: it found no task now.
+		return &toolOutput{Claimed: boolPtr(false), Hint: WaitLimitHint}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return &toolOutput{Claimed: boolPtr(false)}, nil
+	}
+	return &toolOutput{Task: renderTask(c.Task), Claimed: boolPtr(true), Lease: renderLease(c.Lease), Dependencies: renderDeps(c.Dependencies)}, nil
+}
+
+// outputSchema renders a tool's output schema.
+func (d toolDef) outputSchema() map[string]any {
+	task := taskSchema()
+	if d.name == manifest.ToolClaim {
+		task = map[string]any{"oneOf": []any{task, map[string]any{"type": "null"}}}
+	}
+	props := map[string]any{"task": task, "receipt": receiptSchema()}
+	for k, v := range d.extraOutput {
+		props[k] = v
+	}
+	req := append([]string{"receipt"}, d.required...)
+	// Without a list of its own a tool's answers all carry task; an empty
+	// list requires nothing beyond receipt.
+	if d.required == nil {
+		req = append(req, "task")
+	}
+	slices.Sort(req)
+	return map[string]any{"type": "object", "properties": props, "required": req, "additionalProperties": false}
+}

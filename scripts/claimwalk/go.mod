@@ -1,0 +1,10 @@
+module github.com/graph-engineering/graph-engineering-mcp/scripts/claimwalk
+
+go 1.26.0
+
+require golang.org/x/tools v0.51.0
+
+require (
+	golang.org/x/mod v0.41.0 // indirect
+	golang.org/x/sync v0.23.0 // indirect
+)
