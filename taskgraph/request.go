@@ -50,7 +50,7 @@ import (
 // request id they can guess: use a random one (a UUID).
 
 // MaxRequestIDLen bounds a request id, in bytes.
-const MaxRequestIDLen = 128
+const MaxRequestIDLen = MaxIdentifierLen
 
 // RequestRetention is how long the store keeps a request's answer.
 const RequestRetention = 24 * time.Hour
@@ -83,18 +83,10 @@ func RequestIDFrom(ctx context.Context) string {
 	return id
 }
 
-// CheckRequestID reports whether id is a valid request id: 1 to
-// MaxRequestIDLen printable ASCII characters without spaces.
+// CheckRequestID reports whether id is a valid request id: an identifier
+// (IdentifierPattern, at most MaxRequestIDLen characters), such as a UUID.
 func CheckRequestID(id string) error {
-	if id == "" || len(id) > MaxRequestIDLen {
-		return invalid("request_id", "must be 1 to %d bytes (got %d)", MaxRequestIDLen, len(id))
-	}
-	for i := 0; i < len(id); i++ {
-		if c := id[i]; c <= ' ' || c > '~' {
-			return invalid("request_id", "must be printable ASCII without spaces (byte %d is 0x%02x); a UUID is a good choice", i, c)
-		}
-	}
-	return nil
+	return checkIdentifier("request_id", id)
 }
 
 // request is one write's request id, resolved: its scope and the digests
