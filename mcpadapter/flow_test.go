@@ -1,6 +1,7 @@
 package mcpadapter
 
 import (
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -168,5 +169,44 @@ func TestRoutingAndRetryTimingOverMCP(t *testing.T) {
 	_, out = callTool(t, cs, manifest.ToolClaim, map[string]any{"owner": "gpu2", "capabilities": []string{"gpu", "cuda"}})
 	if out["claimed"] != true || out["task"].(map[string]any)["attempts"].(float64) != 2 || out["task"].(map[string]any)["due_at"] != nil {
 		t.Fatalf("claim-next once due: %v", out)
+	}
+}
+
+// A call repeated with its request_id is answered as the first was and
+// applied once; a reused id with other arguments is refused naming them.
+func TestRequestIDsOverMCP(t *testing.T) {
+	f := newFixture(t)
+	cs := f.client("", nil)
+	for _, node := range []string{"a", "b"} {
+		callTool(t, cs, manifest.ToolCreate, map[string]any{"workflow_id": "wf", "node_id": node})
+	}
+	claim := map[string]any{"owner": "w", "workflow_id": "wf", "request_id": "8c0f4a9e-claim"}
+	_, first := callTool(t, cs, manifest.ToolClaim, claim)
+	_, again := callTool(t, cs, manifest.ToolClaim, claim)
+	if first["claimed"] != true || !reflect.DeepEqual(first["lease"], again["lease"]) || !reflect.DeepEqual(first["task"], again["task"]) {
+		t.Fatalf("a repeated claim: %v then %v, want the same task and lease", first, again)
+	}
+	_, insp := callTool(t, cs, manifest.ToolInspect, map[string]any{"workflow_id": "wf"})
+	if counts := insp["workflow"].(map[string]any)["counts"].(map[string]any); counts["claimed"].(float64) != 1 {
+		t.Fatalf("after a repeated claim: %v, want one task claimed", counts)
+	}
+	l := first["lease"].(map[string]any)
+	done := map[string]any{"task_id": first["task"].(map[string]any)["task_id"], "owner": "w", "generation": l["generation"], "claim_token": l["claim_token"],
+		"result": map[string]any{"ok": true}, "request_id": "8c0f4a9e-done"}
+	res, out := callTool(t, cs, manifest.ToolComplete, done)
+	res2, out2 := callTool(t, cs, manifest.ToolComplete, done)
+	if res.IsError || res2.IsError || !reflect.DeepEqual(out["task"], out2["task"]) {
+		t.Fatalf("a repeated complete: %s %s, want its first acknowledgement", toolText(res), toolText(res2))
+	}
+	res, _ = callTool(t, cs, manifest.ToolComplete, merge(done, map[string]any{"result": 2}))
+	if !res.IsError || !strings.Contains(toolText(res), "request_id") || !strings.Contains(toolText(res), "different result") {
+		t.Fatalf("a reused request_id with another result: %v %s", res.IsError, toolText(res))
+	}
+	if kind := res.Meta["graph-engineering/error"].(map[string]any); kind["kind"] != "invalid" || kind["field"] != "request_id" {
+		t.Fatalf("its error meta: %v", kind)
+	}
+	res, _ = callTool(t, cs, manifest.ToolClaim, merge(claim, map[string]any{"request_id": "not a valid id"}))
+	if !res.IsError || !strings.Contains(toolText(res), "request_id must match") {
+		t.Fatalf("a bad request_id: %v %s", res.IsError, toolText(res))
 	}
 }

@@ -191,11 +191,17 @@ func (w *worker) claim() (*claimed, error) {
 	if len(w.cfg.Capabilities) > 0 {
 		args["capabilities"] = w.cfg.Capabilities
 	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(w.stop), w.cfg.Wait+w.cfg.CallTimeout)
-	defer cancel()
+	// One request id for the claim and its retries: a claim whose answer
+	// was lost is answered with the lease it took, never a second one.
+	args["request_id"] = mcpclient.NewRequestID()
 	sent := time.Now()
 	var out mcpclient.Result
-	if err := mcpclient.CallTool(ctx, w.cs, mcpclient.ToolClaim, args, &out); err != nil {
+	err := w.retried(mcpclient.ToolClaim, func() error {
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(w.stop), w.cfg.Wait+w.cfg.CallTimeout)
+		defer cancel()
+		return mcpclient.CallTool(ctx, w.cs, mcpclient.ToolClaim, args, &out)
+	})
+	if err != nil {
 		var te *mcpclient.ToolError
 		if errors.As(err, &te) {
 			return nil, fmt.Errorf("the server refused the claim; check --owner, --workflow and --capabilities: %w", err)
@@ -438,21 +444,36 @@ func (w *worker) holderWrite(tool string, args map[string]any) error {
 	return w.holderWriteInto(tool, args, nil)
 }
 
-// holderWriteInto sends a complete or fail, retrying a one-off server fault a
-// few times. It is not tied to stop: a write during shutdown must still land.
+// holderWriteInto sends a complete, fail or release with a request id,
+// retrying it with the same id while the answer may have been lost. It is
+// not tied to stop: a write during shutdown must still land.
 func (w *worker) holderWriteInto(tool string, args map[string]any, out any) error {
+	args["request_id"] = mcpclient.NewRequestID()
+	return w.retried(tool, func() error {
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(w.stop), w.cfg.CallTimeout)
+		defer cancel()
+		return mcpclient.CallTool(ctx, w.cs, tool, args, out)
+	})
+}
+
+// maxWriteTries bounds the tries of one write (retried).
+const maxWriteTries = 5
+
+// retried runs call, a write carrying a request id, and repeats it (with
+// the same id, so the server answers a write it already applied as it did
+// and never applies it twice) after a one-off server fault or an answer
+// that says the database was briefly unavailable or the outcome is unknown,
+// backing off from 200 ms, at most maxWriteTries times.
+func (w *worker) retried(tool string, call func() error) error {
 	var err error
 	for attempt, pause := 1, 200*time.Millisecond; ; attempt, pause = attempt+1, pause*2 {
-		ctx, cancel := context.WithTimeout(context.WithoutCancel(w.stop), w.cfg.CallTimeout)
-		err = mcpclient.CallTool(ctx, w.cs, tool, args, out)
-		cancel()
-		if attempt > 1 && mcpclient.IsStaleClaim(err) {
-			return fmt.Errorf("%w (an earlier attempt answered with an internal error and may have taken effect; see: graph-engineering-mcp tasks show %v)", err, args["task_id"])
-		}
-		if err == nil || !transient(err) || attempt == 3 {
+		err = call()
+		var te *mcpclient.ToolError
+		again := transient(err) || (errors.As(err, &te) && te.RetryWithRequestID())
+		if err == nil || !again || attempt == maxWriteTries {
 			return err
 		}
-		w.log.Warn("write failed; retrying", "tool", tool, "err", err)
+		w.log.Warn("write not acknowledged; retrying it with its request id", "tool", tool, "err", err)
 		time.Sleep(pause)
 	}
 }

@@ -99,7 +99,7 @@ func NewMetrics(logger *slog.Logger) *Metrics {
 	})
 	m.unavail = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: MetricsNamespace, Name: "store_unavailable_total",
-		Help: "Group-commit transactions the database refused, by reason (busy, disk_full, read_only, files_replaced, unreachable, unknown_outcome).",
+		Help: "Writes the database refused, by reason (busy, disk_full, read_only, files_replaced, unreachable, unknown_outcome; MCP.md §4).",
 	}, []string{"reason"})
 	m.reg.MustRegister(
 		collectors.NewGoCollector(),

@@ -304,7 +304,7 @@ func (s *Surface) toolError(ctx context.Context, tool string, err error) (*mcp.C
 		}, nil
 	case errors.Is(err, context.DeadlineExceeded) && ctx.Err() != nil:
 		s.observe(tool, "deadline")
-		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf("%s did not finish within the call deadline; it may or may not have taken effect: inspect the task before retrying", tool)}
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf("%s did not finish within the call deadline; it may or may not have taken effect: repeat it with the same request_id, or inspect the task before retrying", tool)}
 	case errors.Is(err, context.Canceled) && ctx.Err() != nil:
 		// The client went away or cancelled the call (notifications/cancelled,
 		// a closed HTTP connection): not a fault of the server, and nobody is

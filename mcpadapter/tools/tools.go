@@ -49,7 +49,14 @@ var (
 	fClaimToken  = field{name: "claim_token", kind: kindToken, required: true, desc: "the secret claim_token returned by graph_task_claim"}
 	fLeaseMS     = field{name: "lease_ms", kind: kindInt, min: leaseMinMS, max: leaseMaxMS, desc: fmt.Sprintf("lease length in milliseconds (default %d)", lease.DefaultDuration.Milliseconds())}
 	holderFields = []field{fTaskID, fOwner, fGeneration, fClaimToken}
+	fRequestID   = field{name: "request_id", kind: kindIdentifier, desc: "optional: your id for this call (a new UUID per call, " + taskgraph.IdentifierPattern + "); repeat the call with the same request_id to retry it after an error that says it may have been applied: the server answers a call it already applied as it did then, and never applies it twice (kept for 24 hours)"}
 )
+
+// withRequestID is fields with request_id, the optional id of a call that
+// may be retried safely (MCP.md §4, "Request ids").
+func withRequestID(fields ...field) []field {
+	return append(fields, fRequestID)
+}
 
 // tools is the fixed set of model tools, in manifest order.
 func toolDefs() []toolDef {
@@ -58,7 +65,7 @@ func toolDefs() []toolDef {
 			name: manifest.ToolCancel, title: "Cancel a claimed task",
 			desc: "Cancel the task you hold (your own claim only: pass task_id, owner, generation and claim_token from graph_task_claim). The task and every unfinished task that depends on it are cancelled. This is not an administrative abort. " +
 				"With release true it gives the claim back instead: the task returns to pending for another worker, the attempt is not counted, nothing downstream changes, and your claim is ended (stop work on the task).",
-			fields:      append(append([]field{}, holderFields...), field{name: "release", kind: kindBool, desc: "true to give the claim back (the task returns to pending, the attempt is not counted, nothing downstream changes) instead of cancelling (default false)"}),
+			fields:      withRequestID(append(append([]field{}, holderFields...), field{name: "release", kind: kindBool, desc: "true to give the claim back (the task returns to pending, the attempt is not counted, nothing downstream changes) instead of cancelling (default false)"})...),
 			annotations: &mcp.ToolAnnotations{Title: "Cancel a claimed task", DestructiveHint: boolPtr(true), OpenWorldHint: boolPtr(false)},
 		},
 		{
@@ -67,14 +74,14 @@ func toolDefs() []toolDef {
 				"Only tasks whose requires are all among your capabilities are given to you (without capabilities, only tasks that require nothing); claiming by task_id a task whose requires you lack is refused, naming the missing tags. " +
 				"A claim returns dependencies: each direct dependency's node_id, task_id, state and result (at most 256 KiB of results in all; past that a result is null with result_omitted true: inspect that task_id to read it). " +
 				"The result's lease holds owner, generation and the secret claim_token: pass them on every heartbeat, complete, fail or cancel, and heartbeat before lease_expires_at. An expired lease can be claimed by another worker at a higher generation, after which your writes are rejected.",
-			fields: []field{
+			fields: withRequestID([]field{
 				{name: "owner", kind: kindIdentifier, required: true, desc: "who claims: a stable worker name (" + taskgraph.IdentifierPattern + ")"},
 				fLeaseMS,
 				{name: "task_id", kind: kindTaskID, desc: "claim this task; omit to claim the next ready task (highest priority, then oldest)"},
 				{name: "workflow_id", kind: kindIdentifier, desc: "claim only within this workflow (without task_id)"},
 				{name: "wait_ms", kind: kindInt, min: 0, max: waitMaxMS, desc: "how long claim-next may wait for a task to become ready, in milliseconds (default 0)"},
 				{name: "capabilities", kind: kindTagList, max: taskgraph.MaxCapabilities, desc: fmt.Sprintf("what this worker can do: at most %d tags, each %s; a task is given only if every tag of its requires is among them (default none: only tasks that require nothing)", taskgraph.MaxCapabilities, taskgraph.TagPattern)},
-			},
+			}...),
 			annotations: &mcp.ToolAnnotations{Title: "Claim a ready task", DestructiveHint: boolPtr(false), OpenWorldHint: boolPtr(false)},
 			extraOutput: map[string]any{
 				"claimed":      map[string]any{"type": "boolean"},
@@ -94,14 +101,14 @@ func toolDefs() []toolDef {
 		{
 			name: manifest.ToolComplete, title: "Complete a claimed task",
 			desc:        "Finish the task you hold with its result (any JSON value, at most 256 KiB). Tasks that depend on it become ready when all their dependencies are complete. Rejected if your claim is no longer live.",
-			fields:      append(append([]field{}, holderFields...), field{name: "result", kind: kindAny, required: true, desc: "the task's result: any JSON value"}),
+			fields:      withRequestID(append(append([]field{}, holderFields...), field{name: "result", kind: kindAny, required: true, desc: "the task's result: any JSON value"})...),
 			annotations: &mcp.ToolAnnotations{Title: "Complete a claimed task", DestructiveHint: boolPtr(false), OpenWorldHint: boolPtr(false)},
 		},
 		{
 			name: manifest.ToolCreate, title: "Create a task",
 			desc: "Create a task (a node of a workflow's DAG). It is ready to claim once every node in depends_on has completed (and not_before has passed), by a worker whose capabilities include its requires. A retryable failure is retried after retry_delay_ms, doubling per retry (at most 15 minutes). " +
 				"Idempotent: creating the same workflow_id and node_id again with the same payload, depends_on, max_attempts, priority, requires and retry_delay_ms returns the existing task (created: false); different content is rejected.",
-			fields: []field{
+			fields: withRequestID([]field{
 				{name: "workflow_id", kind: kindIdentifier, required: true, desc: "the workflow (DAG) the task belongs to; created on first use"},
 				{name: "node_id", kind: kindIdentifier, required: true, desc: "the task's name within the workflow"},
 				{name: "payload", kind: kindObject, desc: "what the worker needs: a JSON object of at most 64 KiB (default {})"},
@@ -111,7 +118,7 @@ func toolDefs() []toolDef {
 				{name: "requires", kind: kindTagList, max: taskgraph.MaxRequires, desc: fmt.Sprintf("capabilities a worker must advertise to claim the task: at most %d tags, each %s (stored sorted and deduplicated; default none)", taskgraph.MaxRequires, taskgraph.TagPattern)},
 				{name: "retry_delay_ms", kind: kindInt, min: 0, max: taskgraph.MaxRetryDelay.Milliseconds(), desc: fmt.Sprintf("wait before the first retry of a retryable failure, in milliseconds, doubling per retry and capped at %d (0..%d, default %d; 0 retries at once)", taskgraph.MaxRetryDelay.Milliseconds(), taskgraph.MaxRetryDelay.Milliseconds(), taskgraph.DefaultRetryDelay.Milliseconds())},
 				{name: "not_before", kind: kindTime, desc: "RFC 3339 timestamp (UTC, e.g. 2026-03-01T12:00:00Z): the task is not claimable before it (server time); at most 365 days ahead; a past time means now. Applies at creation only"},
-			},
+			}...),
 			annotations: &mcp.ToolAnnotations{Title: "Create a task", IdempotentHint: true, DestructiveHint: boolPtr(false), OpenWorldHint: boolPtr(false)},
 			extraOutput: map[string]any{"created": map[string]any{"type": "boolean"}},
 			required:    []string{"created", "task"},
@@ -119,14 +126,14 @@ func toolDefs() []toolDef {
 		{
 			name: manifest.ToolFail, title: "Fail a claimed task",
 			desc: "Report that the task you hold failed, with an error text. With retryable true and attempts left it returns to pending and is claimable again after retry_after_ms, or by default after the task's backoff (retry_delay_ms, 1 s unless set at creation, doubling per retry, at most 15 minutes); otherwise it fails and every unfinished task that depends on it is cancelled.",
-			fields: append(append([]field{}, holderFields...), field{name: "error", kind: kindErrorText, required: true, desc: "what went wrong: at most 65536 characters and 64 KiB of UTF-8"}, field{name: "retryable", kind: kindBool, desc: "true if another attempt may succeed (default false)"},
-				field{name: "retry_after_ms", kind: kindInt, min: 0, max: taskgraph.MaxRetryAfter.Milliseconds(), desc: fmt.Sprintf("with retryable true: the retry waits this long, in milliseconds (0..%d; 0 retries at once), instead of the task's backoff", taskgraph.MaxRetryAfter.Milliseconds())}),
+			fields: withRequestID(append(append([]field{}, holderFields...), field{name: "error", kind: kindErrorText, required: true, desc: "what went wrong: at most 65536 characters and 64 KiB of UTF-8"}, field{name: "retryable", kind: kindBool, desc: "true if another attempt may succeed (default false)"},
+				field{name: "retry_after_ms", kind: kindInt, min: 0, max: taskgraph.MaxRetryAfter.Milliseconds(), desc: fmt.Sprintf("with retryable true: the retry waits this long, in milliseconds (0..%d; 0 retries at once), instead of the task's backoff", taskgraph.MaxRetryAfter.Milliseconds())})...),
 			annotations: &mcp.ToolAnnotations{Title: "Fail a claimed task", DestructiveHint: boolPtr(true), OpenWorldHint: boolPtr(false)},
 		},
 		{
 			name: manifest.ToolHeartbeat, title: "Extend a claim's lease",
 			desc:        "Keep the task you hold: extends the lease to now + lease_ms (server time). The generation does not change. Rejected if your claim is no longer live, in which case stop work on the task.",
-			fields:      append(append([]field{}, holderFields...), fLeaseMS),
+			fields:      withRequestID(append(append([]field{}, holderFields...), fLeaseMS)...),
 			annotations: &mcp.ToolAnnotations{Title: "Extend a claim's lease", IdempotentHint: true, DestructiveHint: boolPtr(false), OpenWorldHint: boolPtr(false)},
 		},
 		{
@@ -154,6 +161,9 @@ func toolDefs() []toolDef {
 // ctx carries the caller's arrival and principal for the store
 // (Caller.storeContext).
 func (s *Surface) run(ctx context.Context, tool string, a *args) (*toolOutput, error) {
+	if a.has("request_id") {
+		ctx = taskgraph.WithRequestID(ctx, a.str["request_id"])
+	}
 	switch tool {
 	case manifest.ToolCreate:
 		c, err := s.store.CreateTask(ctx, a.str["workflow_id"], nodeSpecOf(a))

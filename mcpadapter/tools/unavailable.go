@@ -17,9 +17,9 @@ var unavailableAdvice = map[string]string{
 	"busy":            "database busy: locked by another process for longer than the server's busy timeout; nothing was written. Retry the same call in a few seconds.",
 	"disk_full":       "database disk full: the server's disk has no space left; nothing was written. Retry later, once an operator has freed space.",
 	"read_only":       "database read-only: the server cannot write its database file or folder; nothing was written. Retrying will not help until an operator makes the database writable.",
-	"files_replaced":  "database files replaced: the server's database file, -wal or -shm was removed or replaced while it ran, so it refuses every write until it is restarted; this call may or may not have taken effect. After the restart, inspect the task before retrying.",
+	"files_replaced":  "database files replaced: the server's database file, -wal or -shm was removed or replaced while it ran, so it refuses every write until it is restarted; this call may or may not have taken effect. After the restart, repeat it with the same request_id, or inspect the task before retrying.",
 	"unreachable":     "database unreachable: the server could not reach its database, or lost the connection before the write was committed; nothing was written. Retry the same call in a few seconds.",
-	"unknown_outcome": "database commit outcome unknown: the server sent the write to be committed and lost the database's answer, so this call may have been applied. Inspect the task (graph_task_inspect) before retrying: a repeated claim could take a second lease, and a repeated complete, fail or cancel is refused as already finished if the first one was applied. A heartbeat may simply be repeated: it is idempotent.",
+	"unknown_outcome": "database commit outcome unknown: the server sent the write to be committed and lost the database's answer, so this call may have been applied. Repeat it with the same request_id: it is answered as it was applied, or applied now. Without a request_id, inspect the task (graph_task_inspect) before retrying: a repeated claim could take a second lease, and a repeated complete, fail or cancel is refused as already finished if the first one was applied. A heartbeat may simply be repeated.",
 }
 
 // unavailable is the tool error for a write the store could not commit

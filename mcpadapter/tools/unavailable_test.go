@@ -32,8 +32,13 @@ func TestUnavailableReasonsAreDocumented(t *testing.T) {
 		} else if !applied && !strings.Contains(advice, "nothing was written") {
 			t.Errorf("advice for %s does not say nothing was written: %q", reason, advice)
 		}
-		blind := map[bool]string{true: "no: inspect first", false: "yes"}[applied]
-		if row := fmt.Sprintf("| `%s` | `%v` | %s |", reason, retryable, blind); !strings.Contains(string(b), row) {
+		// A call that may have been applied is safe to repeat only with its
+		// request_id, and its advice says so.
+		blind := map[bool]string{true: "no: inspect first (with its `request_id`: yes", false: "yes |"}[applied]
+		if applied && !strings.Contains(advice, "same request_id") {
+			t.Errorf("advice for %s does not say to repeat the call with its request_id: %q", reason, advice)
+		}
+		if row := fmt.Sprintf("| `%s` | `%v` | %s", reason, retryable, blind); !strings.Contains(string(b), row) {
 			t.Errorf("MCP.md lacks the row %s", row)
 		}
 	}

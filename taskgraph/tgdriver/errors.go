@@ -66,7 +66,7 @@ var (
 	// retryable blindly: a retried claim could take a second lease, a retried
 	// complete be refused as already finished. Inspect the task first.
 	ErrUnknownOutcome error = &UnavailableError{Reason: "unknown_outcome", MayHaveApplied: true,
-		Msg: "database commit outcome unknown: the write was sent to be committed and the answer was lost, so it may have been applied: inspect the task before retrying"}
+		Msg: "database commit outcome unknown: the write was sent to be committed and the answer was lost, so it may have been applied: retry with the same request id, or inspect the task before retrying"}
 )
 
 // Unavailables lists every sentinel of the ErrUnavailable family, for

@@ -26,21 +26,42 @@ func TestUnknownOutcomeOverMCP(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	c := &Client{HTTP: &http.Client{Timeout: time.Minute}, Rec: NewRecorder(), Endpoints: func() []string { return []string{srv.endpoint()} }}
-	call := func(node string) (rpcAnswer, toolOut) {
+	tool := func(name string, args map[string]any) (rpcAnswer, toolOut) {
 		body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "method": "tools/call",
-			"params": map[string]any{"name": "graph_task_create", "arguments": map[string]any{"workflow_id": "outcome", "node_id": node},
+			"params": map[string]any{"name": name, "arguments": args,
 				"_meta": map[string]any{"io.modelcontextprotocol/protocolVersion": protocolVersion, "io.modelcontextprotocol/clientCapabilities": map[string]any{}}}})
-		status, resp, err := c.post(ctx, srv.endpoint(), "graph_task_create", body)
+		status, resp, err := c.post(ctx, srv.endpoint(), name, body)
 		if err != nil || status != http.StatusOK {
-			t.Fatalf("create %s: HTTP %d %v %s", node, status, err, resp)
+			t.Fatalf("%s: HTTP %d %v %s", name, status, err, resp)
 		}
 		var a rpcAnswer
 		var out toolOut
 		if err := json.Unmarshal(resp, &a); err != nil || a.Result == nil {
-			t.Fatalf("create %s: %s", node, resp)
+			t.Fatalf("%s: %s", name, resp)
 		}
 		_ = json.Unmarshal(a.Result.StructuredContent, &out)
 		return a, out
+	}
+	call := func(node string) (rpcAnswer, toolOut) {
+		return tool("graph_task_create", map[string]any{"workflow_id": "outcome", "node_id": node})
+	}
+	wantUnknown := func(what string, a rpcAnswer) {
+		t.Helper()
+		var d struct {
+			Kind, Reason string
+			Retryable    bool
+		}
+		_ = json.Unmarshal(a.Result.Meta[errorMetaKey], &d)
+		text := ""
+		if len(a.Result.Content) > 0 {
+			text = a.Result.Content[0].Text
+		}
+		if !a.Result.IsError || d.Kind != "unavailable" || d.Reason != "unknown_outcome" || d.Retryable {
+			t.Errorf("%s: answered %+v %q, want unavailable/unknown_outcome, not retryable", what, d, text)
+		}
+		if !strings.Contains(text, "may have been applied") || !strings.Contains(text, "inspect the task") || !strings.Contains(text, "same request_id") {
+			t.Errorf("%s: the text does not say the call may have been applied, to repeat it with its request_id or inspect: %q", what, text)
+		}
 	}
 	var created struct {
 		Created bool `json:"created"`
@@ -55,22 +76,9 @@ func TestUnknownOutcomeOverMCP(t *testing.T) {
 		if got := <-proxy.Fired; got != tc.cut {
 			t.Fatalf("%s: the proxy cut at %v", node, got)
 		}
-		var d struct {
-			Kind, Reason string
-			Retryable    bool
-		}
-		_ = json.Unmarshal(a.Result.Meta[errorMetaKey], &d)
-		text := ""
-		if len(a.Result.Content) > 0 {
-			text = a.Result.Content[0].Text
-		}
-		if !a.Result.IsError || d.Kind != "unavailable" || d.Reason != "unknown_outcome" || d.Retryable {
-			t.Errorf("%s: answered %+v %q, want unavailable/unknown_outcome, not retryable", node, d, text)
-		}
-		if !strings.Contains(text, "may have been applied") || !strings.Contains(text, "Inspect the task") {
-			t.Errorf("%s: the text does not say the call may have been applied and to inspect: %q", node, text)
-		}
-		// The repeat, after inspecting, tells what happened.
+		wantUnknown(node, a)
+		// The repeat without a request id, after inspecting, tells what
+		// happened.
 		a, _ = call(node)
 		if a.Result.IsError {
 			t.Fatalf("%s: repeated create: %s", node, a.Result.Content[0].Text)
@@ -78,6 +86,40 @@ func TestUnknownOutcomeOverMCP(t *testing.T) {
 		_ = json.Unmarshal(a.Result.StructuredContent, &created)
 		if created.Created == tc.committed {
 			t.Errorf("%s: the repeated create says created=%v; the first one committed: %v", node, created.Created, tc.committed)
+		}
+
+		// A claim and a complete with request ids, each cut at its commit:
+		// the repeat with the same id returns the committed answer (the
+		// same lease, whose token then completes the task) or acts now;
+		// either way exactly one claim and one completion happened.
+		wf := "outcome-" + node
+		tool("graph_task_create", map[string]any{"workflow_id": wf, "node_id": "t"})
+		claim := map[string]any{"owner": "w", "workflow_id": wf, "request_id": "claim-" + node}
+		proxy.ArmAfter(tc.cut, "INSERT INTO requests")
+		a, _ = tool("graph_task_claim", claim)
+		if got := <-proxy.Fired; got != tc.cut {
+			t.Fatalf("%s claim: the proxy cut at %v", node, got)
+		}
+		wantUnknown(node+" claim", a)
+		a, cl := tool("graph_task_claim", claim)
+		if a.Result.IsError || !cl.Claimed || cl.Lease == nil || cl.Lease.Generation != 1 {
+			t.Fatalf("%s: the claim repeated with its request_id: %s %+v, want the claim at generation 1", node, string(a.Result.StructuredContent), cl)
+		}
+		done := map[string]any{"task_id": cl.Task.TaskID, "owner": "w", "generation": cl.Lease.Generation, "claim_token": cl.Lease.ClaimToken,
+			"result": "ok", "request_id": "done-" + node}
+		proxy.ArmAfter(tc.cut, "INSERT INTO requests")
+		a, _ = tool("graph_task_complete", done)
+		if got := <-proxy.Fired; got != tc.cut {
+			t.Fatalf("%s complete: the proxy cut at %v", node, got)
+		}
+		wantUnknown(node+" complete", a)
+		a, out := tool("graph_task_complete", done)
+		if a.Result.IsError || out.Task == nil || out.Task.State != "completed" {
+			t.Fatalf("%s: the complete repeated with its request_id: %s, want the completion acknowledged", node, a.Result.Content)
+		}
+		a, insp := tool("graph_task_inspect", map[string]any{"task_id": cl.Task.TaskID})
+		if a.Result.IsError || insp.Task.State != "completed" || insp.Task.Generation != 1 {
+			t.Fatalf("%s: the task after the repeats: %s, want completed at generation 1", node, string(a.Result.StructuredContent))
 		}
 	}
 	if err := srv.stop(); err != nil {

@@ -10,6 +10,7 @@ package mcpclient
 
 import (
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -256,6 +257,23 @@ func explainConnect(e Endpoint, err error) error {
 type ToolError struct {
 	Tool string
 	Text string
+	// Kind, Reason and Retryable are the result's
+	// _meta["graph-engineering/error"] (MCP.md §4): Kind is "invalid",
+	// "not_found", "conflict", "stale_claim", "unavailable" or
+	// "forbidden"; Reason the stale-claim or unavailable reason.
+	Kind      string
+	Reason    string
+	Retryable bool
+}
+
+// RetryWithRequestID reports whether the call this error answers may be
+// repeated with the same request_id (MCP.md §4, "Request ids"): the
+// database was briefly unavailable (busy, unreachable) or the answer was
+// lost (unknown_outcome, when the call may have been applied). Repeating
+// it with its request_id is safe either way: a write that was applied is
+// answered as it was, never applied twice.
+func (e *ToolError) RetryWithRequestID() bool {
+	return e.Kind == "unavailable" && (e.Retryable || e.Reason == "unknown_outcome")
 }
 
 // Error implements error: the tool and the server's reason.
@@ -281,7 +299,13 @@ func CallTool(ctx context.Context, cs *mcp.ClientSession, tool string, args map[
 		return fmt.Errorf("call %s: %w", tool, err)
 	}
 	if res.IsError {
-		return &ToolError{Tool: tool, Text: TextOf(res.Content)}
+		te := &ToolError{Tool: tool, Text: TextOf(res.Content)}
+		if m, ok := res.Meta["graph-engineering/error"].(map[string]any); ok {
+			te.Kind, _ = m["kind"].(string)
+			te.Reason, _ = m["reason"].(string)
+			te.Retryable, _ = m["retryable"].(bool)
+		}
+		return te
 	}
 	if out == nil {
 		return nil
@@ -297,6 +321,18 @@ func CallTool(ctx context.Context, cs *mcp.ClientSession, tool string, args map[
 		return fmt.Errorf("call %s: decode structured content: %w", tool, err)
 	}
 	return nil
+}
+
+// NewRequestID returns a random request id (a UUID, version 4): pass it as
+// a write's request_id, and the same one again when retrying that write.
+func NewRequestID() string {
+	var b [16]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		panic(err) // crypto/rand never fails on a supported system
+	}
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
 }
 
 // TextOf joins the text blocks of a tool result.
