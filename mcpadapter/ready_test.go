@@ -20,7 +20,9 @@ import (
 
 	"github.com/graph-engineering/graph-engineering-mcp/manifest"
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph"
+	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/sqlitestore"
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/testwait"
+	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/tgsqlite"
 )
 
 // newReadyFixture serves a store opened with a short busy timeout over real
@@ -37,7 +39,7 @@ func newReadyFixtureIn(t *testing.T, dir string) *httpFixture {
 	logger := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	path := filepath.Join(dir, "tasks.db")
 	metrics := NewMetrics(logger)
-	st, err := taskgraph.Open(context.Background(), path, taskgraph.Options{Logger: logger, BusyTimeout: 50 * time.Millisecond, OnBatch: metrics.ObserveBatch})
+	st, err := sqlitestore.Open(context.Background(), path, taskgraph.Options{Logger: logger, OnBatch: metrics.ObserveBatch}, tgsqlite.Options{BusyTimeout: 50 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}

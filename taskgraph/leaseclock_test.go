@@ -15,7 +15,7 @@ import (
 // wall clock and its monotonic source.
 func openServer(t *testing.T, path string, clock *lease.ManualClock) *Store {
 	t.Helper()
-	s, err := Open(context.Background(), path, Options{Clock: clock, Monotonic: clock, Sweep: true, ClockCheckInterval: 500 * time.Millisecond})
+	s, err := openSQLite(context.Background(), path, Options{Clock: clock, Monotonic: clock, Sweep: true, ClockCheckInterval: 500 * time.Millisecond})
 	if err != nil {
 		t.Fatalf("Open: %v", err)
 	}

@@ -40,7 +40,7 @@ func walSize(t *testing.T, path string) int64 {
 
 func openAt(t *testing.T, path string, clock lease.Clock) *Store {
 	t.Helper()
-	s, err := Open(context.Background(), path, Options{Clock: clock})
+	s, err := openSQLite(context.Background(), path, Options{Clock: clock})
 	if err != nil {
 		t.Fatalf("Open %s: %v", path, err)
 	}
@@ -101,7 +101,7 @@ func TestOpenRefusesNewerSchema(t *testing.T) {
 	}
 	sum := fileSum(t, path)
 
-	_, err := Open(context.Background(), path, Options{})
+	_, err := openSQLite(context.Background(), path, Options{})
 	if !errors.Is(err, schema.ErrTooNew) {
 		t.Fatalf("Open of a newer database: %v, want schema.ErrTooNew", err)
 	}
@@ -139,7 +139,7 @@ func TestOpenNotADatabase(t *testing.T) {
 	f.Close()
 	for _, path := range []string{text, damaged} {
 		sum := fileSum(t, path)
-		_, err := Open(context.Background(), path, Options{})
+		_, err := openSQLite(context.Background(), path, Options{})
 		if err == nil || !strings.Contains(err.Error(), "not a graph-engineering database or is damaged") || !strings.Contains(err.Error(), path) {
 			t.Errorf("%s: %v, want a clear not-a-database error naming the file", filepath.Base(path), err)
 		}
@@ -166,7 +166,7 @@ func TestOpenRefusesNewerSchemaWithoutChangingJournalMode(t *testing.T) {
 		t.Fatal(err)
 	}
 	sum := fileSum(t, path)
-	if _, err := Open(context.Background(), path, Options{}); !errors.Is(err, schema.ErrTooNew) {
+	if _, err := openSQLite(context.Background(), path, Options{}); !errors.Is(err, schema.ErrTooNew) {
 		t.Fatalf("Open: %v, want schema.ErrTooNew", err)
 	}
 	if fileSum(t, path) != sum {
@@ -185,7 +185,7 @@ func TestOpenRefusesForeignDatabase(t *testing.T) {
 		t.Fatal(err)
 	}
 	sum := fileSum(t, path)
-	_, err := Open(context.Background(), path, Options{})
+	_, err := openSQLite(context.Background(), path, Options{})
 	if !errors.Is(err, schema.ErrForeign) || !strings.Contains(err.Error(), path) {
 		t.Fatalf("Open of another program's database: %v, want schema.ErrForeign naming the file", err)
 	}

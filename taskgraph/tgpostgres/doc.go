@@ -49,9 +49,10 @@
 //     journaled>.
 //   - The password of the URL never appears in an error or a log line:
 //     Info().Location is the URL without it, and error texts are scrubbed.
-//   - Info().SharedClock is true: Hooks.BatchStart is never called, and
-//     Hooks.OnBatch is called after every commit attempt with size 1.
-//     Info().JournalEvents is true: see Events.
+//   - The driver is a tgdriver.SharedClock (Clock, see Lease time):
+//     Hooks.BatchStart is never called, and Hooks.OnBatch is called after
+//     every commit attempt with size 1. Info().JournalEvents is true: see
+//     Events.
 //
 // # Batches
 //
@@ -177,5 +178,6 @@
 //
 // # Backups
 //
-// Backup refuses with ErrBackupUnsupported: use pg_dump.
+// The driver makes no backups: back a PostgreSQL database up with pg_dump
+// (the CLI's db backup says so for a postgres:// database).
 package tgpostgres

@@ -125,6 +125,8 @@ type Driver struct {
 	ckpt *checkpointer
 }
 
+// The SQLite driver has no optional capability (tgdriver's caps.go): its
+// Backup, Check and Checkpoint are its own, called by the CLI.
 var _ tgdriver.Driver = (*Driver)(nil)
 
 // DefaultPath returns the default database path:
