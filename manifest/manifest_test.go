@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/graph-engineering/graph-engineering-mcp/internal/jcs"
 	"github.com/graph-engineering/graph-engineering-mcp/lease"
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph"
 )
@@ -150,7 +151,7 @@ func TestManifestKeysAndValues(t *testing.T) {
 		limits.MaxWaitMs != taskgraph.MaxClaimWait.Milliseconds() {
 		t.Errorf("limits decoded as %+v", limits)
 	}
-	canon, err := Canonicalize(b)
+	canon, err := jcs.Canonicalize(b)
 	if err != nil || !bytes.Equal(canon, b) {
 		t.Errorf("Bytes() is not in canonical form (%v)", err)
 	}
