@@ -4,7 +4,9 @@
 //
 // # Invariants
 //
-//   - Open migrates the database inside one transaction under
+//   - The driver owns its schema: migrations/*.sql, embedded, applied by
+//     package schema's runner in this driver's dialect (Schema, migrate.go).
+//     Open migrates the database inside one transaction under
 //     pg_advisory_xact_lock, so replicas starting together migrate once and
 //     the others find the work done. A database at a newer schema is refused
 //     (schema.ErrTooNew), and so is one whose schema holds tables but no
