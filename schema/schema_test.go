@@ -28,7 +28,9 @@ func sqliteSeries(t *testing.T) schema.Series {
 }
 
 // with is s with the migrations ms instead of its own.
-func with(s schema.Series, ms []schema.Migration) schema.Series { return schema.Series{Dialect: s.Dialect, Migrations: ms} }
+func with(s schema.Series, ms []schema.Migration) schema.Series {
+	return schema.Series{Dialect: s.Dialect, Migrations: ms}
+}
 
 // The SQLite driver's embedded migrations are numbered from 1 without
 // gaps, and Latest is the last of them.
