@@ -3,6 +3,8 @@ package manifest
 import (
 	"crypto/sha256"
 	"encoding/hex"
+
+	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/jcs"
 )
 
 // DigestPrefix starts every digest this package writes.
@@ -15,9 +17,9 @@ func Digest(b []byte) string {
 }
 
 // DigestJSON returns the Digest of the RFC 8785 canonical form of v as
-// encoding/json marshals it (see CanonicalizeValue).
+// encoding/json marshals it (see jcs.CanonicalizeValue).
 func DigestJSON(v any) (string, error) {
-	b, err := CanonicalizeValue(v)
+	b, err := jcs.CanonicalizeValue(v)
 	if err != nil {
 		return "", err
 	}

@@ -42,12 +42,13 @@
 //
 // # Canonical JSON
 //
-// Canonicalize implements RFC 8785 exactly: members sorted by UTF-16 code
+// The one RFC 8785 implementation of the module is package taskgraph/jcs,
+// which the store's audit trail uses too: members sorted by UTF-16 code
 // units, minimal string escaping, numbers as IEEE 754 doubles written as
 // ECMAScript writes them. Input whose canonical form would depend on the
 // parser (duplicate member names, lone surrogates, invalid UTF-8, numbers
-// beyond the double range) is rejected with ErrInvalidJSON, never guessed
-// at. Integers above 2^53-1 lose precision, as the RFC prescribes; the
-// manifest and receipts never contain such integers (Build and
-// ReceiptSHA256 refuse them).
+// beyond the double range) is rejected with an error matching
+// ErrInvalidJSON, never guessed at. Integers above 2^53-1 lose precision,
+// as the RFC prescribes; the manifest and receipts never contain such
+// integers (Build and ReceiptSHA256 refuse them).
 package manifest

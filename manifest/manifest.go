@@ -11,7 +11,13 @@ import (
 
 	"github.com/graph-engineering/graph-engineering-mcp/lease"
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph"
+	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/jcs"
 )
+
+// ErrInvalidJSON matches the error of input that RFC 8785 cannot
+// canonicalize (see jcs.ErrInvalidJSON): a profile, a manifest or a value
+// to digest.
+var ErrInvalidJSON = jcs.ErrInvalidJSON
 
 // ErrInvalidManifest reports a surface or limits that Build cannot describe
 // truthfully, or bytes that Verify does not accept as a manifest. The
@@ -194,7 +200,7 @@ func Build(s Surface, extraLimits map[string]int64) (Manifest, error) {
 		return Manifest{}, fmt.Errorf("%w: %w", ErrInvalidManifest, err)
 	}
 	doc.SHA256 = sha
-	b, err := CanonicalizeValue(doc)
+	b, err := jcs.CanonicalizeValue(doc)
 	if err != nil {
 		return Manifest{}, fmt.Errorf("%w: %w", ErrInvalidManifest, err)
 	}
@@ -253,36 +259,36 @@ func (m Manifest) SHA256() string { return m.sha256 }
 // canonical form without sha256. It does not check the other values.
 // Failures match ErrInvalidManifest.
 func Verify(b []byte) (string, error) {
-	root, err := parseJSON(b)
+	root, err := jcs.Parse(b)
 	if err != nil {
 		return "", fmt.Errorf("%w: %w", ErrInvalidManifest, err)
 	}
-	if root.kind != kindObject {
-		return "", fmt.Errorf("%w: must be a JSON object (got %s)", ErrInvalidManifest, root.kind)
+	if root.Kind != jcs.KindObject {
+		return "", fmt.Errorf("%w: must be a JSON object (got %s)", ErrInvalidManifest, root.Kind)
 	}
 	var canon bytes.Buffer
-	writeCanonical(&canon, root)
+	jcs.WriteCanonical(&canon, root)
 	if !bytes.Equal(canon.Bytes(), b) {
 		return "", fmt.Errorf("%w: not in RFC 8785 canonical form", ErrInvalidManifest)
 	}
-	names := make([]string, len(root.members))
-	for i, m := range root.members {
-		names[i] = m.name
+	names := make([]string, len(root.Members))
+	for i, m := range root.Members {
+		names[i] = m.Name
 	}
 	if !slices.Equal(names, ManifestKeys()) {
 		return "", fmt.Errorf("%w: keys are %s; want exactly %s",
 			ErrInvalidManifest, strings.Join(names, ", "), strings.Join(ManifestKeys(), ", "))
 	}
 	i := slices.Index(names, mkeySHA256)
-	claimed := root.members[i].val
-	if claimed.kind != kindString || !ValidDigest(claimed.str) {
+	claimed := root.Members[i].Val
+	if claimed.Kind != jcs.KindString || !ValidDigest(claimed.Str) {
 		return "", fmt.Errorf("%w: sha256 must be a string of the form sha256:<64 lowercase hex digits>", ErrInvalidManifest)
 	}
-	root.members = slices.Delete(slices.Clone(root.members), i, i+1)
+	root.Members = slices.Delete(slices.Clone(root.Members), i, i+1)
 	var body bytes.Buffer
-	writeCanonical(&body, root)
-	if got := Digest(body.Bytes()); got != claimed.str {
-		return "", fmt.Errorf("%w: sha256 is %s but the manifest without it digests to %s", ErrInvalidManifest, claimed.str, got)
+	jcs.WriteCanonical(&body, root)
+	if got := Digest(body.Bytes()); got != claimed.Str {
+		return "", fmt.Errorf("%w: sha256 is %s but the manifest without it digests to %s", ErrInvalidManifest, claimed.Str, got)
 	}
-	return claimed.str, nil
+	return claimed.Str, nil
 }

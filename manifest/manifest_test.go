@@ -13,6 +13,7 @@ import (
 
 	"github.com/graph-engineering/graph-engineering-mcp/lease"
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph"
+	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/jcs"
 )
 
 func TestDigest(t *testing.T) {
@@ -150,7 +151,7 @@ func TestManifestKeysAndValues(t *testing.T) {
 		limits.MaxWaitMs != taskgraph.MaxClaimWait.Milliseconds() {
 		t.Errorf("limits decoded as %+v", limits)
 	}
-	canon, err := Canonicalize(b)
+	canon, err := jcs.Canonicalize(b)
 	if err != nil || !bytes.Equal(canon, b) {
 		t.Errorf("Bytes() is not in canonical form (%v)", err)
 	}

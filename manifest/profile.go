@@ -7,6 +7,8 @@ import (
 	"os"
 	"slices"
 	"strings"
+
+	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/jcs"
 )
 
 // MaxProfileBytes bounds a profile file read by LoadProfile.
@@ -95,39 +97,39 @@ func (p Profile) Effective() Profile {
 // impossible (by dropping graph_task_create or graph_task_inspect, or by
 // "resources": false). The result is in Effective form.
 func ParseProfile(data []byte) (Profile, error) {
-	root, err := parseJSON(data)
+	root, err := jcs.Parse(data)
 	if err != nil {
 		return Profile{}, fmt.Errorf("%w: %w", ErrInvalidProfile, err)
 	}
-	if root.kind != kindObject {
-		return Profile{}, fmt.Errorf("%w: must be a JSON object (got %s)", ErrInvalidProfile, root.kind)
+	if root.Kind != jcs.KindObject {
+		return Profile{}, fmt.Errorf("%w: must be a JSON object (got %s)", ErrInvalidProfile, root.Kind)
 	}
 	// Presence matters: nil means "not narrowed".
 	var (
 		tools                    []string
 		resources, tasks, skills *bool
 	)
-	for _, m := range root.members {
-		switch m.name {
+	for _, m := range root.Members {
+		switch m.Name {
 		case keyAllowedTools:
-			if tools, err = parseToolList(m.val); err != nil {
+			if tools, err = parseToolList(m.Val); err != nil {
 				return Profile{}, err
 			}
 		case keyResources:
-			if resources, err = parseBool(m.name, m.val); err != nil {
+			if resources, err = parseBool(m.Name, m.Val); err != nil {
 				return Profile{}, err
 			}
 		case keyTasksExtension:
-			if tasks, err = parseBool(m.name, m.val); err != nil {
+			if tasks, err = parseBool(m.Name, m.Val); err != nil {
 				return Profile{}, err
 			}
 		case keySkills:
-			if skills, err = parseBool(m.name, m.val); err != nil {
+			if skills, err = parseBool(m.Name, m.Val); err != nil {
 				return Profile{}, err
 			}
 		default:
 			return Profile{}, fmt.Errorf("%w: unknown key %q; the allowed keys are %s",
-				ErrInvalidProfile, m.name, strings.Join(profileKeys, ", "))
+				ErrInvalidProfile, m.Name, strings.Join(profileKeys, ", "))
 		}
 	}
 	p := DefaultProfile()
@@ -156,33 +158,33 @@ func ParseProfile(data []byte) (Profile, error) {
 }
 
 // parseBool reads a boolean profile value.
-func parseBool(key string, v value) (*bool, error) {
-	if v.kind != kindBool {
-		return nil, fmt.Errorf("%w: %s must be a boolean (got %s)", ErrInvalidProfile, key, v.kind)
+func parseBool(key string, v jcs.Value) (*bool, error) {
+	if v.Kind != jcs.KindBool {
+		return nil, fmt.Errorf("%w: %s must be a boolean (got %s)", ErrInvalidProfile, key, v.Kind)
 	}
-	b := v.boolean
+	b := v.Bool
 	return &b, nil
 }
 
 // parseToolList reads allowed_tools. The result is non-nil, so an empty
 // array is told apart from an absent key.
-func parseToolList(v value) ([]string, error) {
-	if v.kind != kindArray {
-		return nil, fmt.Errorf("%w: %s must be an array of tool names (got %s)", ErrInvalidProfile, keyAllowedTools, v.kind)
+func parseToolList(v jcs.Value) ([]string, error) {
+	if v.Kind != jcs.KindArray {
+		return nil, fmt.Errorf("%w: %s must be an array of tool names (got %s)", ErrInvalidProfile, keyAllowedTools, v.Kind)
 	}
-	tools := make([]string, 0, len(v.elems))
-	for i, e := range v.elems {
-		if e.kind != kindString {
-			return nil, fmt.Errorf("%w: %s[%d] must be a string (got %s)", ErrInvalidProfile, keyAllowedTools, i, e.kind)
+	tools := make([]string, 0, len(v.Elems))
+	for i, e := range v.Elems {
+		if e.Kind != jcs.KindString {
+			return nil, fmt.Errorf("%w: %s[%d] must be a string (got %s)", ErrInvalidProfile, keyAllowedTools, i, e.Kind)
 		}
-		if !isTool(e.str) {
+		if !isTool(e.Str) {
 			return nil, fmt.Errorf("%w: %s[%d]: unknown tool %q; the tools are %s",
-				ErrInvalidProfile, keyAllowedTools, i, e.str, strings.Join(allTools(), ", "))
+				ErrInvalidProfile, keyAllowedTools, i, e.Str, strings.Join(allTools(), ", "))
 		}
-		if slices.Contains(tools, e.str) {
-			return nil, fmt.Errorf("%w: %s lists %q twice", ErrInvalidProfile, keyAllowedTools, e.str)
+		if slices.Contains(tools, e.Str) {
+			return nil, fmt.Errorf("%w: %s lists %q twice", ErrInvalidProfile, keyAllowedTools, e.Str)
 		}
-		tools = append(tools, e.str)
+		tools = append(tools, e.Str)
 	}
 	return tools, nil
 }

@@ -26,7 +26,9 @@ import (
 	"github.com/graph-engineering/graph-engineering-mcp/mcpadapter/internal/wire"
 	"github.com/graph-engineering/graph-engineering-mcp/skills"
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph"
+	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/sqlitestore"
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/testwait"
+	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/tgsqlite"
 )
 
 // Whole-conversation golden tests. Each file in testdata/golden is a small
@@ -551,7 +553,7 @@ type goldenOpt func(*mcpadapter.Config)
 func newGoldenServer(t *testing.T, opts ...goldenOpt) *mcpadapter.Server {
 	t.Helper()
 	clock := lease.NewManualClock(time.Date(2026, 5, 1, 9, 0, 0, 0, time.UTC))
-	st, err := taskgraph.Open(context.Background(), filepath.Join(t.TempDir(), "tasks.db"), taskgraph.Options{Clock: clock})
+	st, err := sqlitestore.Open(context.Background(), filepath.Join(t.TempDir(), "tasks.db"), taskgraph.Options{Clock: clock}, tgsqlite.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

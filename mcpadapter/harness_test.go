@@ -15,7 +15,9 @@ import (
 	"github.com/graph-engineering/graph-engineering-mcp/manifest"
 	"github.com/graph-engineering/graph-engineering-mcp/mcpadapter/internal/wire"
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph"
+	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/sqlitestore"
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/testwait"
+	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/tgsqlite"
 )
 
 const modern = manifest.ModernVersion
@@ -35,7 +37,7 @@ func newFixture(t *testing.T, opts ...fixtureOpt) *fixture {
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	clock := lease.NewManualClock(time.Date(2026, 5, 1, 9, 0, 0, 0, time.UTC))
-	st, err := taskgraph.Open(ctx, filepath.Join(t.TempDir(), "tasks.db"), taskgraph.Options{Clock: clock})
+	st, err := sqlitestore.Open(ctx, filepath.Join(t.TempDir(), "tasks.db"), taskgraph.Options{Clock: clock}, tgsqlite.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,7 +17,9 @@ import (
 	"github.com/graph-engineering/graph-engineering-mcp/lease"
 	"github.com/graph-engineering/graph-engineering-mcp/manifest"
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph"
+	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/sqlitestore"
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/testwait"
+	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/tgsqlite"
 )
 
 // FuzzStdio and its helpers; FuzzDecodeArgs lives with the argument
@@ -43,8 +45,8 @@ func (b *stdioOut) Write(p []byte) (int, error) {
 // newStdioFuzzServer is a server on a real store in a temporary folder.
 func newStdioFuzzServer(tb testing.TB) *Server {
 	tb.Helper()
-	st, err := taskgraph.Open(context.Background(), filepath.Join(tb.TempDir(), "tasks.db"),
-		taskgraph.Options{Clock: lease.NewManualClock(time.Date(2026, 5, 1, 9, 0, 0, 0, time.UTC)), Sync: taskgraph.SyncNormal})
+	st, drv, err := sqlitestore.OpenDriver(context.Background(), filepath.Join(tb.TempDir(), "tasks.db"),
+		taskgraph.Options{Clock: lease.NewManualClock(time.Date(2026, 5, 1, 9, 0, 0, 0, time.UTC))}, tgsqlite.Options{Sync: tgsqlite.SyncNormal})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -54,7 +56,7 @@ func newStdioFuzzServer(tb testing.TB) *Server {
 		if rep, err := st.VerifyHistory(context.Background()); err != nil || rep.Broken != nil {
 			tb.Errorf("history after fuzzing: %+v %v", rep, err)
 		}
-		if res, err := st.Check(context.Background()); err != nil || !res.OK() {
+		if res, err := drv.Check(context.Background()); err != nil || !res.OK() {
 			tb.Errorf("integrity after fuzzing: %+v %v", res, err)
 		}
 		st.Close()

@@ -11,7 +11,9 @@ import (
 	"github.com/graph-engineering/graph-engineering-mcp/manifest"
 	"github.com/graph-engineering/graph-engineering-mcp/mcpadapter/tools"
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph"
+	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/sqlitestore"
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/testwait"
+	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/tgsqlite"
 )
 
 // At the store's bound on parked claims, a claim-next with wait_ms answers at
@@ -19,8 +21,8 @@ import (
 func TestClaimAtWaitLimitAnswersWithHint(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	st, err := taskgraph.Open(ctx, filepath.Join(t.TempDir(), "tasks.db"),
-		taskgraph.Options{Clock: lease.NewManualClock(time.Date(2026, 5, 1, 9, 0, 0, 0, time.UTC)), MaxWaiters: 1})
+	st, err := sqlitestore.Open(ctx, filepath.Join(t.TempDir(), "tasks.db"),
+		taskgraph.Options{Clock: lease.NewManualClock(time.Date(2026, 5, 1, 9, 0, 0, 0, time.UTC)), MaxWaiters: 1}, tgsqlite.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

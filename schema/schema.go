@@ -2,55 +2,13 @@ package schema
 
 import (
 	"context"
-	"database/sql"
-	"embed"
 	"errors"
 	"fmt"
 	"io/fs"
-	"path"
 	"sort"
 	"strconv"
 	"strings"
 )
-
-//go:embed migrations/sqlite/*.sql
-var sqliteFiles embed.FS
-
-//go:embed migrations/postgres/*.sql
-var postgresFiles embed.FS
-
-// files is the SQLite series, rooted so that its migrations are under
-// migrations/.
-var files = mustSub(sqliteFiles, "migrations/sqlite")
-
-func mustSub(fsys embed.FS, dir string) fs.FS {
-	sub, err := fs.Sub(fsys, dir)
-	if err != nil {
-		panic(err)
-	}
-	return rootAs{sub}
-}
-
-// rootAs presents fsys as the folder migrations/ of a file system, the
-// layout migrationsFrom reads.
-type rootAs struct{ fs.FS }
-
-func (r rootAs) Open(name string) (fs.File, error) {
-	if name == "migrations" {
-		return r.FS.Open(".")
-	}
-	if rest, ok := strings.CutPrefix(name, "migrations/"); ok {
-		return r.FS.Open(rest)
-	}
-	return nil, &fs.PathError{Op: "open", Path: name, Err: fs.ErrNotExist}
-}
-
-// PostgresMigrations returns the PostgreSQL series (migrations/postgres) in
-// version order; the tgpostgres driver applies it. The SQLite series
-// (migrations/sqlite) is Migrations.
-func PostgresMigrations() ([]Migration, error) {
-	return migrationsFrom(mustSub(postgresFiles, "migrations/postgres"))
-}
 
 // ErrTooNew matches the error returned when the database was written by a
 // newer schema than this binary knows.
@@ -61,45 +19,10 @@ var ErrTooNew = errors.New("database schema is newer than this binary")
 // not add its tables to.
 var ErrForeign = errors.New("database belongs to another program")
 
-// Queryer is what Inspect reads through: a *sql.DB, *sql.Conn or *sql.Tx.
-type Queryer interface {
-	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
-}
-
-// Inspect reads the schema version of the database behind q without writing
-// to it: 0 for an empty database, which Apply will initialise. A version
-// newer than Latest is an error matching ErrTooNew; a database with tables
-// but no schema_version table is an error matching ErrForeign. Callers use it
-// to refuse such a database before doing anything that writes to the file.
-func Inspect(ctx context.Context, q Queryer) (int, error) {
-	return inspect(ctx, q, Latest())
-}
-
-func inspect(ctx context.Context, q Queryer, latest int) (int, error) {
-	var tracked, others int
-	if err := q.QueryRowContext(ctx, `SELECT COUNT(*) FILTER (WHERE name = 'schema_version'),
-		COUNT(*) FILTER (WHERE name <> 'schema_version' AND name NOT LIKE 'sqlite\_%' ESCAPE '\')
-		FROM sqlite_schema`).Scan(&tracked, &others); err != nil {
-		return 0, fmt.Errorf("read the schema: %w", err)
-	}
-	if tracked == 0 {
-		if others > 0 {
-			return 0, fmt.Errorf("%w: it holds %d tables, indexes or views but no schema_version table, so it is not a graph-engineering database (it was left untouched)", ErrForeign, others)
-		}
-		return 0, nil
-	}
-	var current int
-	switch err := q.QueryRowContext(ctx, `SELECT version FROM schema_version WHERE singleton = 1`).Scan(&current); {
-	case errors.Is(err, sql.ErrNoRows):
-		current = 0
-	case err != nil:
-		return 0, fmt.Errorf("read schema version: %w", err)
-	}
-	if current > latest {
-		return current, fmt.Errorf("%w: the database is at version %d, this binary knows versions up to %d; upgrade graph-engineering-mcp (the database was left untouched)", ErrTooNew, current, latest)
-	}
-	return current, nil
-}
+// ErrTooOld matches the error RequireLatest returns for a database whose
+// schema is older than this binary's (including one never initialised): a
+// reader that must not write cannot migrate it.
+var ErrTooOld = errors.New("database schema is older than this binary")
 
 // Migration is one numbered schema change.
 type Migration struct {
@@ -108,91 +31,157 @@ type Migration struct {
 	SQL     string
 }
 
-// Migrations returns the embedded migrations in version order. It fails if
-// the numbering has a gap or a duplicate.
-func Migrations() ([]Migration, error) {
-	return migrationsFrom(files)
+// Conn is what the runner reads and writes through: a driver's transaction
+// or connection, adapted (SQL adapts database/sql's).
+type Conn interface {
+	Exec(ctx context.Context, query string, args ...any) error
+	QueryRow(ctx context.Context, query string, args ...any) Row
 }
 
-// migrationsFrom reads the migrations under migrations/ in fsys.
-func migrationsFrom(fsys fs.FS) ([]Migration, error) {
-	entries, err := fs.ReadDir(fsys, "migrations")
+// Row is one result row of Conn.QueryRow.
+type Row interface {
+	Scan(dest ...any) error
+}
+
+// Dialect is the SQL in which databases differ, for the runner's own
+// bookkeeping: each driver gives its own, with its migrations.
+type Dialect struct {
+	// CountTables answers one row of two counts in the database's current
+	// schema: of tables named schema_version (0 or 1), and of the other
+	// tables, indexes or views (the database's own catalogue excluded).
+	CountTables string
+	// CreateVersionTable creates the schema_version table if it is missing:
+	// singleton (1), version, applied_at_ms.
+	CreateVersionTable string
+	// RecordVersion sets the one row of schema_version to its one
+	// parameter, the version, and applied_at_ms to the database's time.
+	RecordVersion string
+}
+
+// Series is a driver's numbered migrations with its dialect: what Apply,
+// Inspect and RequireLatest run.
+type Series struct {
+	Dialect    Dialect
+	Migrations []Migration // in version order from 1, without gaps
+}
+
+// Load reads the migrations named NNNN_description.sql at the root of fsys
+// (a driver's embedded folder) into a Series of dialect d. It fails if the
+// numbering has a gap or a duplicate, or there is no migration at all.
+func Load(fsys fs.FS, d Dialect) (Series, error) {
+	entries, err := fs.ReadDir(fsys, ".")
 	if err != nil {
-		return nil, fmt.Errorf("read embedded migrations: %w", err)
+		return Series{}, fmt.Errorf("read embedded migrations: %w", err)
 	}
 	var ms []Migration
 	for _, e := range entries {
 		name := e.Name()
+		if e.IsDir() || !strings.HasSuffix(name, ".sql") {
+			continue
+		}
 		num, _, ok := strings.Cut(name, "_")
 		v, err := strconv.Atoi(num)
 		if !ok || err != nil || v <= 0 {
-			return nil, fmt.Errorf("migration %q: name must be NNNN_description.sql", name)
+			return Series{}, fmt.Errorf("migration %q: name must be NNNN_description.sql", name)
 		}
-		body, err := fs.ReadFile(fsys, path.Join("migrations", name))
+		body, err := fs.ReadFile(fsys, name)
 		if err != nil {
-			return nil, fmt.Errorf("read migration %q: %w", name, err)
+			return Series{}, fmt.Errorf("read migration %q: %w", name, err)
 		}
 		ms = append(ms, Migration{Version: v, Name: name, SQL: string(body)})
 	}
 	sort.Slice(ms, func(i, j int) bool { return ms[i].Version < ms[j].Version })
 	for i, m := range ms {
 		if m.Version != i+1 {
-			return nil, fmt.Errorf("migration %q: expected version %d (versions must start at 1 without gaps or duplicates)", m.Name, i+1)
+			return Series{}, fmt.Errorf("migration %q: expected version %d (versions must start at 1 without gaps or duplicates)", m.Name, i+1)
 		}
 	}
-	return ms, nil
+	if len(ms) == 0 {
+		return Series{}, errors.New("no migrations embedded")
+	}
+	return Series{Dialect: d, Migrations: ms}, nil
 }
 
-// Latest returns the newest version this binary knows.
-func Latest() int {
-	ms, err := Migrations()
-	if err != nil || len(ms) == 0 {
+// Latest returns the newest version of the series.
+func (s Series) Latest() int {
+	if len(s.Migrations) == 0 {
 		return 0
 	}
-	return ms[len(ms)-1].Version
+	return s.Migrations[len(s.Migrations)-1].Version
 }
 
-// Apply brings the database behind tx up to the newest embedded version. The
-// caller owns tx (it should be a write transaction that took the write lock
-// first, e.g. BEGIN IMMEDIATE) and commits it; Apply returns the version the
-// database had before and the version it has now. A database newer than the
-// binary gets an error matching ErrTooNew and no write.
-func Apply(ctx context.Context, tx *sql.Tx) (from, to int, err error) {
-	ms, err := Migrations()
-	if err != nil {
-		return 0, 0, err
+// Inspect reads the schema version of the database behind c without
+// writing to it: 0 for an empty database, which Apply will initialise. A
+// version newer than Latest is an error matching ErrTooNew; a database with
+// tables but no schema_version table is an error matching ErrForeign.
+// Callers use it to refuse such a database before doing anything that
+// writes to it.
+func (s Series) Inspect(ctx context.Context, c Conn) (int, error) {
+	latest := s.Latest()
+	var tracked, others int
+	if err := c.QueryRow(ctx, s.Dialect.CountTables).Scan(&tracked, &others); err != nil {
+		return 0, fmt.Errorf("read the schema: %w", err)
 	}
-	return apply(ctx, tx, ms)
+	if tracked == 0 {
+		if others > 0 {
+			return 0, fmt.Errorf("%w: it holds %d tables, indexes or views but no schema_version table, so it is not a graph-engineering database (it was left untouched); give an empty database or one this program created", ErrForeign, others)
+		}
+		return 0, nil
+	}
+	var rows, current int
+	if err := c.QueryRow(ctx, `SELECT COUNT(*), COALESCE(MAX(version), 0) FROM schema_version WHERE singleton = 1`).Scan(&rows, &current); err != nil {
+		return 0, fmt.Errorf("read schema version: %w", err)
+	}
+	if current > latest {
+		return current, fmt.Errorf("%w: the database is at version %d, this binary knows versions up to %d; upgrade graph-engineering-mcp (the database was left untouched)", ErrTooNew, current, latest)
+	}
+	return current, nil
 }
 
-// apply is Apply with the migrations given, in version order from 1.
-func apply(ctx context.Context, tx *sql.Tx, ms []Migration) (from, to int, err error) {
-	if len(ms) == 0 {
+// RequireLatest reads the schema version of the database behind c without
+// writing to it and returns it if it is exactly Latest. An older version is
+// an error matching ErrTooOld; a newer one matches ErrTooNew; another
+// program's database matches ErrForeign. Read-only openers use it: they may
+// neither migrate a database nor read one whose tables they do not know.
+func (s Series) RequireLatest(ctx context.Context, c Conn) (int, error) {
+	v, err := s.Inspect(ctx, c)
+	if err != nil {
+		return v, err
+	}
+	if latest := s.Latest(); v < latest {
+		return v, fmt.Errorf("%w: the database is at version %d and this binary reads version %d; open it once read-write with this binary (start graph-engineering-mcp serve on it, which migrates it), or use the binary that wrote it (the database was left untouched)", ErrTooOld, v, latest)
+	}
+	return v, nil
+}
+
+// Apply brings the database behind c up to Latest. The caller owns c: a
+// write transaction that holds the database's migration lock already
+// (SQLite: BEGIN IMMEDIATE; PostgreSQL: an advisory lock), which it commits.
+// Apply returns the version the database had before and the version it has
+// now. A database newer than the series, or another program's, gets an
+// error matching ErrTooNew or ErrForeign and no write.
+func (s Series) Apply(ctx context.Context, c Conn) (from, to int, err error) {
+	if len(s.Migrations) == 0 {
 		return 0, 0, errors.New("no migrations to apply")
 	}
-	latest := ms[len(ms)-1].Version
-	current, err := inspect(ctx, tx, latest)
+	latest := s.Latest()
+	current, err := s.Inspect(ctx, c)
 	if err != nil {
 		return current, current, err
 	}
-	if _, err := tx.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_version (
-		singleton INTEGER PRIMARY KEY CHECK (singleton = 1),
-		version INTEGER NOT NULL,
-		applied_at_ms INTEGER NOT NULL
-	)`); err != nil {
+	if current == latest {
+		return current, latest, nil
+	}
+	if err := c.Exec(ctx, s.Dialect.CreateVersionTable); err != nil {
 		return current, current, fmt.Errorf("create schema_version table: %w", err)
 	}
-	for _, m := range ms[current:] {
-		if _, err := tx.ExecContext(ctx, m.SQL); err != nil {
+	for _, m := range s.Migrations[current:] {
+		if err := c.Exec(ctx, m.SQL); err != nil {
 			return current, current, fmt.Errorf("apply migration %s: %w", m.Name, err)
 		}
 	}
-	if current < latest {
-		if _, err := tx.ExecContext(ctx, `INSERT INTO schema_version (singleton, version, applied_at_ms)
-			VALUES (1, ?, CAST(unixepoch('subsec') * 1000 AS INTEGER))
-			ON CONFLICT (singleton) DO UPDATE SET version = excluded.version, applied_at_ms = excluded.applied_at_ms`, latest); err != nil {
-			return current, current, fmt.Errorf("record schema version %d: %w", latest, err)
-		}
+	if err := c.Exec(ctx, s.Dialect.RecordVersion, latest); err != nil {
+		return current, current, fmt.Errorf("record schema version %d: %w", latest, err)
 	}
 	return current, latest, nil
 }

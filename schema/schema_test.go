@@ -1,4 +1,4 @@
-package schema
+package schema_test
 
 import (
 	"context"
@@ -11,18 +11,32 @@ import (
 	"testing/fstest"
 
 	_ "github.com/mattn/go-sqlite3"
+
+	"github.com/graph-engineering/graph-engineering-mcp/schema"
+	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/tgsqlite"
 )
 
-// The embedded migrations are numbered from 1 without gaps, and Latest is
-// the last of them.
-func TestEmbeddedMigrationsNumbered(t *testing.T) {
-	ms, err := Migrations()
+// sqliteSeries is the SQLite driver's series: the runner is tested on a real
+// dialect and real migrations.
+func sqliteSeries(t *testing.T) schema.Series {
+	t.Helper()
+	s, err := tgsqlite.Schema()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(ms) == 0 {
-		t.Fatal("no migrations embedded")
-	}
+	return s
+}
+
+// with is s with the migrations ms instead of its own.
+func with(s schema.Series, ms []schema.Migration) schema.Series {
+	return schema.Series{Dialect: s.Dialect, Migrations: ms}
+}
+
+// The SQLite driver's embedded migrations are numbered from 1 without
+// gaps, and Latest is the last of them.
+func TestEmbeddedMigrationsNumbered(t *testing.T) {
+	s := sqliteSeries(t)
+	ms := s.Migrations
 	for i, m := range ms {
 		if m.Version != i+1 {
 			t.Errorf("migration %d is %s with version %d", i, m.Name, m.Version)
@@ -34,8 +48,8 @@ func TestEmbeddedMigrationsNumbered(t *testing.T) {
 			t.Errorf("migration %s is empty", m.Name)
 		}
 	}
-	if Latest() != len(ms) {
-		t.Fatalf("Latest() = %d, want %d", Latest(), len(ms))
+	if s.Latest() != len(ms) {
+		t.Fatalf("Latest() = %d, want %d", s.Latest(), len(ms))
 	}
 }
 
@@ -56,9 +70,11 @@ func TestMigrationNumberingRules(t *testing.T) {
 	} {
 		fsys := fstest.MapFS{}
 		for _, f := range tc.files {
-			fsys["migrations/"+f] = sql
+			fsys[f] = sql
 		}
-		ms, err := migrationsFrom(fsys)
+		fsys["README.md"] = &fstest.MapFile{Data: []byte("not a migration")}
+		series, err := schema.Load(fsys, schema.Dialect{})
+		ms := series.Migrations
 		if tc.want == "" {
 			if err != nil || len(ms) != len(tc.files) {
 				t.Errorf("%s: %v", name, err)
@@ -88,7 +104,7 @@ func openFile(t *testing.T) *sql.DB {
 	return db
 }
 
-func applyIn(t *testing.T, db *sql.DB, ms []Migration) (int, int, error) {
+func applyIn(t *testing.T, db *sql.DB, s schema.Series) (int, int, error) {
 	t.Helper()
 	ctx := context.Background()
 	tx, err := db.BeginTx(ctx, nil)
@@ -96,7 +112,7 @@ func applyIn(t *testing.T, db *sql.DB, ms []Migration) (int, int, error) {
 		t.Fatal(err)
 	}
 	defer tx.Rollback()
-	from, to, err := apply(ctx, tx, ms)
+	from, to, err := s.Apply(ctx, schema.SQL(tx))
 	if err != nil {
 		return from, to, err
 	}
@@ -116,10 +132,8 @@ func readVersion(t *testing.T, db *sql.DB) versionRow {
 
 func TestApplyFreshThenIdempotent(t *testing.T) {
 	db := openFile(t)
-	ms, err := Migrations()
-	if err != nil {
-		t.Fatal(err)
-	}
+	ms := sqliteSeries(t)
+	Latest := ms.Latest
 	from, to, err := applyIn(t, db, ms)
 	if err != nil || from != 0 || to != Latest() {
 		t.Fatalf("fresh apply: %d -> %d, %v", from, to, err)
@@ -144,14 +158,15 @@ func TestApplyFreshThenIdempotent(t *testing.T) {
 // leaves the database at the version it had, with none of its statements.
 func TestApplyUpgradesAndFailsWhole(t *testing.T) {
 	db := openFile(t)
-	v1 := []Migration{{Version: 1, Name: "0001_a.sql", SQL: `CREATE TABLE a (x INTEGER);`}}
-	if _, to, err := applyIn(t, db, v1); err != nil || to != 1 {
+	s := sqliteSeries(t)
+	v1 := []schema.Migration{{Version: 1, Name: "0001_a.sql", SQL: `CREATE TABLE a (x INTEGER);`}}
+	if _, to, err := applyIn(t, db, with(s, v1)); err != nil || to != 1 {
 		t.Fatalf("v1: %d %v", to, err)
 	}
 	bad := append(v1,
-		Migration{Version: 2, Name: "0002_b.sql", SQL: `CREATE TABLE b (x INTEGER); INSERT INTO a VALUES (1);`},
-		Migration{Version: 3, Name: "0003_c.sql", SQL: `CREATE TABLE c (x INTEGER); THIS IS NOT SQL;`})
-	if _, _, err := applyIn(t, db, bad); err == nil || !strings.Contains(err.Error(), "0003_c.sql") {
+		schema.Migration{Version: 2, Name: "0002_b.sql", SQL: `CREATE TABLE b (x INTEGER); INSERT INTO a VALUES (1);`},
+		schema.Migration{Version: 3, Name: "0003_c.sql", SQL: `CREATE TABLE c (x INTEGER); THIS IS NOT SQL;`})
+	if _, _, err := applyIn(t, db, with(s, bad)); err == nil || !strings.Contains(err.Error(), "0003_c.sql") {
 		t.Fatalf("failing migration: %v", err)
 	}
 	if v := readVersion(t, db); v.version != 1 {
@@ -161,8 +176,8 @@ func TestApplyUpgradesAndFailsWhole(t *testing.T) {
 	if err := db.QueryRow(`SELECT COUNT(*) FROM sqlite_schema WHERE name IN ('b', 'c')`).Scan(&n); err != nil || n != 0 {
 		t.Fatalf("a failed upgrade left %d tables behind (%v)", n, err)
 	}
-	good := append(v1, Migration{Version: 2, Name: "0002_b.sql", SQL: `CREATE TABLE b (x INTEGER); INSERT INTO a VALUES (1);`})
-	if from, to, err := applyIn(t, db, good); err != nil || from != 1 || to != 2 {
+	good := append(v1, schema.Migration{Version: 2, Name: "0002_b.sql", SQL: `CREATE TABLE b (x INTEGER); INSERT INTO a VALUES (1);`})
+	if from, to, err := applyIn(t, db, with(s, good)); err != nil || from != 1 || to != 2 {
 		t.Fatalf("upgrade: %d -> %d, %v", from, to, err)
 	}
 	if err := db.QueryRow(`SELECT COUNT(*) FROM a`).Scan(&n); err != nil || n != 1 {
@@ -172,10 +187,8 @@ func TestApplyUpgradesAndFailsWhole(t *testing.T) {
 
 func TestApplyRefusesNewerDatabase(t *testing.T) {
 	db := openFile(t)
-	ms, err := Migrations()
-	if err != nil {
-		t.Fatal(err)
-	}
+	ms := sqliteSeries(t)
+	Latest := ms.Latest
 	if _, _, err := applyIn(t, db, ms); err != nil {
 		t.Fatal(err)
 	}
@@ -184,7 +197,7 @@ func TestApplyRefusesNewerDatabase(t *testing.T) {
 	}
 	before := readVersion(t, db)
 	from, to, err := applyIn(t, db, ms)
-	if !errors.Is(err, ErrTooNew) || from != Latest()+1 || to != Latest()+1 {
+	if !errors.Is(err, schema.ErrTooNew) || from != Latest()+1 || to != Latest()+1 {
 		t.Fatalf("newer database: %d -> %d, %v", from, to, err)
 	}
 	if want := fmt.Sprintf("version %d, this binary knows versions up to %d", Latest()+1, Latest()); !strings.Contains(err.Error(), want) {
@@ -198,12 +211,11 @@ func TestApplyRefusesNewerDatabase(t *testing.T) {
 func TestInspect(t *testing.T) {
 	ctx := context.Background()
 	db := openFile(t)
+	ms := sqliteSeries(t)
+	Latest := ms.Latest
+	Inspect := func(ctx context.Context, db *sql.DB) (int, error) { return ms.Inspect(ctx, schema.SQL(db)) }
 	if v, err := Inspect(ctx, db); err != nil || v != 0 {
 		t.Fatalf("empty database: %d %v", v, err)
-	}
-	ms, err := Migrations()
-	if err != nil {
-		t.Fatal(err)
 	}
 	if _, _, err := applyIn(t, db, ms); err != nil {
 		t.Fatal(err)
@@ -214,7 +226,7 @@ func TestInspect(t *testing.T) {
 	if _, err := db.Exec(`UPDATE schema_version SET version = ?`, Latest()+1); err != nil {
 		t.Fatal(err)
 	}
-	if v, err := Inspect(ctx, db); !errors.Is(err, ErrTooNew) || v != Latest()+1 {
+	if v, err := Inspect(ctx, db); !errors.Is(err, schema.ErrTooNew) || v != Latest()+1 {
 		t.Fatalf("newer database: %d %v", v, err)
 	}
 
@@ -222,11 +234,11 @@ func TestInspect(t *testing.T) {
 	if _, err := foreign.Exec(`CREATE TABLE notes (x TEXT)`); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Inspect(ctx, foreign); !errors.Is(err, ErrForeign) {
+	if _, err := Inspect(ctx, foreign); !errors.Is(err, schema.ErrForeign) {
 		t.Fatalf("foreign database: %v", err)
 	}
 	// Apply refuses it too, and adds nothing.
-	if _, _, err := applyIn(t, foreign, ms); !errors.Is(err, ErrForeign) {
+	if _, _, err := applyIn(t, foreign, ms); !errors.Is(err, schema.ErrForeign) {
 		t.Fatalf("Apply on a foreign database: %v", err)
 	}
 	var n int

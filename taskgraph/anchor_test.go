@@ -19,7 +19,7 @@ func TestAnchorCatchesRestoredBackup(t *testing.T) {
 	clock := lease.NewManualClock(t0)
 	open := func() *Store {
 		t.Helper()
-		s, err := Open(ctx, path, Options{Clock: clock})
+		s, err := openSQLite(ctx, path, Options{Clock: clock})
 		if err != nil {
 			t.Fatal(err)
 		}

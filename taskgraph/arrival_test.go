@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/graph-engineering/graph-engineering-mcp/lease"
+	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/tgsqlite"
 )
 
 // signalClock is a ManualClock that reports every reading on called, so a
@@ -31,7 +32,7 @@ func (c *signalClock) Now() time.Time {
 func TestHolderWriteJudgedAtArrivalBehindAnotherProcessLock(t *testing.T) {
 	mc := lease.NewManualClock(t0)
 	clock := &signalClock{ManualClock: mc, called: make(chan struct{}, 1)}
-	b := setupWith(t, Options{Clock: clock, BusyTimeout: time.Minute})
+	b := setupWith(t, Options{Clock: clock}, tgsqlite.Options{BusyTimeout: time.Minute})
 	a := b.create(t, "wf", "a")
 	late := b.create(t, "wf", "late")
 	ca := b.claim(t, "w1", a.TaskID, 5*time.Second)

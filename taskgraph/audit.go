@@ -8,11 +8,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"sort"
 	"strconv"
-	"strings"
-	"unicode/utf8"
 
+	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/jcs"
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/tgdriver"
 )
 
@@ -76,149 +74,19 @@ func (w *wtx) as(kind, name string) *wtx {
 }
 
 // --- canonical JSON (RFC 8785) for the values the store hashes ---
+//
+// One encoder serves the store and the manifest: package taskgraph/jcs. The
+// store builds its values in code (jcs.Append, jcs.AppendString) and checks
+// stored text with jcs.IsCanonical.
 
-// jcsString appends s as an RFC 8785 string: only '"', '\\' and control
-// characters are escaped (the short forms where JSON has them, else
-// \u00xx); everything else is written as UTF-8. Invalid UTF-8 becomes
-// U+FFFD, so the output is always valid I-JSON.
-func jcsString(b []byte, s string) []byte {
-	const hexd = "0123456789abcdef"
-	b = append(b, '"')
-	start := 0 // s[start:i] is copied as it is
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c >= 0x20 && c < utf8.RuneSelf && c != '"' && c != '\\' {
-			i++
-			continue
-		}
-		if c >= utf8.RuneSelf {
-			r, n := utf8.DecodeRuneInString(s[i:])
-			if r != utf8.RuneError || n != 1 {
-				i += n
-				continue
-			}
-			b = append(b, s[start:i]...)
-			b = append(b, "\uFFFD"...)
-			i++
-			start = i
-			continue
-		}
-		b = append(b, s[start:i]...)
-		switch {
-		case c == '"' || c == '\\':
-			b = append(b, '\\', c)
-		case c == '\b':
-			b = append(b, '\\', 'b')
-		case c == '\t':
-			b = append(b, '\\', 't')
-		case c == '\n':
-			b = append(b, '\\', 'n')
-		case c == '\f':
-			b = append(b, '\\', 'f')
-		case c == '\r':
-			b = append(b, '\\', 'r')
-		default:
-			b = append(b, '\\', 'u', '0', '0', hexd[c>>4], hexd[c&0xf])
-		}
-		i++
-		start = i
+// canonicalJSON appends v in RFC 8785 form (jcs.Append). A value the
+// encoder refuses is a bug of the store, never of its input.
+func canonicalJSON(b []byte, v any) ([]byte, error) {
+	out, err := jcs.Append(b, v)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", errInternal, err)
 	}
-	b = append(b, s[start:]...)
-	return append(b, '"')
-}
-
-// jcsAppend appends v in canonical form. It takes the types the store's
-// event details and states are built from: string, bool, nil, integers
-// (within ±2^53, written as decimal digits as RFC 8785 does), []string,
-// json.RawMessage already canonical, and map[string]any (members sorted by
-// key; the store's keys are ASCII, where UTF-16 order is byte order); and
-// what encoding/json decodes into with UseNumber ([]any, json.Number, which
-// must be an integer), for recanonical.
-func jcsAppend(b []byte, v any) ([]byte, error) {
-	switch x := v.(type) {
-	case nil:
-		return append(b, "null"...), nil
-	case string:
-		return jcsString(b, x), nil
-	case bool:
-		return strconv.AppendBool(b, x), nil
-	case int:
-		return jcsInt(b, int64(x))
-	case int64:
-		return jcsInt(b, x)
-	case json.Number: // as decoded with UseNumber: an integer, or refused
-		n, err := strconv.ParseInt(string(x), 10, 64)
-		if err != nil {
-			return nil, fmt.Errorf("number %s is not an integer", x)
-		}
-		return jcsInt(b, n)
-	case []any:
-		b = append(b, '[')
-		for i, e := range x {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			var err error
-			if b, err = jcsAppend(b, e); err != nil {
-				return nil, err
-			}
-		}
-		return append(b, ']'), nil
-	case []string:
-		b = append(b, '[')
-		for i, s := range x {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = jcsString(b, s)
-		}
-		return append(b, ']'), nil
-	case json.RawMessage:
-		return append(b, x...), nil
-	case map[string]any:
-		keys := make([]string, 0, len(x))
-		for k := range x {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		b = append(b, '{')
-		for i, k := range keys {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = jcsString(b, k)
-			b = append(b, ':')
-			var err error
-			if b, err = jcsAppend(b, x[k]); err != nil {
-				return nil, err
-			}
-		}
-		return append(b, '}'), nil
-	}
-	return nil, fmt.Errorf("%w: canonical JSON of %T is not supported", errInternal, v)
-}
-
-func jcsInt(b []byte, n int64) ([]byte, error) {
-	if n > 1<<53 || n < -(1<<53) {
-		return nil, fmt.Errorf("%w: integer %d is beyond what RFC 8785 represents exactly", errInternal, n)
-	}
-	return strconv.AppendInt(b, n, 10), nil
-}
-
-// recanonical re-encodes the JSON text s in canonical form, for checking
-// that a stored detail, state or content is canonical: numbers must be
-// integers, as everything the store writes is.
-func recanonical(s string) ([]byte, error) {
-	dec := json.NewDecoder(strings.NewReader(s))
-	dec.UseNumber()
-	var v any
-	if err := dec.Decode(&v); err != nil {
-		return nil, err
-	}
-	if dec.More() {
-		return nil, errors.New("trailing data")
-	}
-	return jcsAppend(nil, v)
+	return out, nil
 }
 
 func sha256Of(s string) string {
@@ -244,7 +112,7 @@ func taskStateJSON(state, owner string, generation int64, attempts int, result s
 	b = append(b, `,"generation":`...)
 	b = strconv.AppendInt(b, generation, 10)
 	b = append(b, `,"owner":`...)
-	b = jcsString(b, owner)
+	b = jcs.AppendString(b, owner)
 	b = append(b, `,"result_sha256":`...)
 	if !hasResult {
 		b = append(b, "null"...)
@@ -254,7 +122,7 @@ func taskStateJSON(state, owner string, generation int64, attempts int, result s
 		b = append(b, '"')
 	}
 	b = append(b, `,"state":`...)
-	b = jcsString(b, state)
+	b = jcs.AppendString(b, state)
 	return append(b, '}')
 }
 
@@ -299,11 +167,11 @@ func eventObjectV2(e Event, detail, state, content []byte) []byte {
 // appendEventObjectV2 appends eventObjectV2 of e to b.
 func appendEventObjectV2[T string | []byte](b []byte, e Event, detail, state, content T) []byte {
 	b = append(b, `{"actor":{"kind":`...)
-	b = jcsString(b, e.Actor.Kind)
+	b = jcs.AppendString(b, e.Actor.Kind)
 	b = append(b, `,"name":`...)
-	b = jcsString(b, e.Actor.Name)
+	b = jcs.AppendString(b, e.Actor.Name)
 	b = append(b, `,"principal":`...)
-	b = jcsString(b, e.Actor.Principal)
+	b = jcs.AppendString(b, e.Actor.Principal)
 	b = append(b, `},"at_ms":`...)
 	b = strconv.AppendInt(b, e.At.UnixMilli(), 10)
 	b = append(b, `,"content":`...)
@@ -313,19 +181,19 @@ func appendEventObjectV2[T string | []byte](b []byte, e Event, detail, state, co
 	b = append(b, `,"generation":`...)
 	b = strconv.AppendInt(b, e.Generation, 10)
 	b = append(b, `,"kind":`...)
-	b = jcsString(b, e.Kind)
+	b = jcs.AppendString(b, e.Kind)
 	b = append(b, `,"owner":`...)
-	b = jcsString(b, e.Owner)
+	b = jcs.AppendString(b, e.Owner)
 	b = append(b, `,"prev_hash":`...)
-	b = jcsString(b, e.PrevHash)
+	b = jcs.AppendString(b, e.PrevHash)
 	b = append(b, `,"seq":`...)
 	b = strconv.AppendInt(b, e.Seq, 10)
 	b = append(b, `,"state":`...)
 	b = append(b, state...)
 	b = append(b, `,"task_id":`...)
-	b = jcsString(b, e.TaskID)
+	b = jcs.AppendString(b, e.TaskID)
 	b = append(b, `,"v":2,"workflow_id":`...)
-	b = jcsString(b, e.WorkflowID)
+	b = jcs.AppendString(b, e.WorkflowID)
 	return append(b, '}')
 }
 
@@ -348,14 +216,11 @@ func eventHashV2(e Event) (string, error) {
 func checkCanonicalV2(detail, state, content string) error {
 	parts := [3]string{detail, state, content}
 	for i, name := range [3]string{"detail", "task state", "content"} {
-		if isCanonicalFastString(parts[i]) {
-			continue
-		}
-		c, err := recanonical(parts[i])
+		ok, err := jcs.IsCanonical(parts[i])
 		if err != nil {
 			return fmt.Errorf("%w: event %s is not canonical JSON: %v", errNotCanonical, name, err)
 		}
-		if string(c) != parts[i] {
+		if !ok {
 			return fmt.Errorf("%w: event %s is not in RFC 8785 canonical form", errNotCanonical, name)
 		}
 	}
@@ -374,24 +239,21 @@ func auditObject(a tgdriver.AuditRow) []byte {
 	b = append(b, `,"detail":`...)
 	b = append(b, a.Detail...)
 	b = append(b, `,"kind":`...)
-	b = jcsString(b, a.Kind)
+	b = jcs.AppendString(b, a.Kind)
 	b = append(b, `,"prev_hash":`...)
-	b = jcsString(b, a.PrevHash)
+	b = jcs.AppendString(b, a.PrevHash)
 	b = append(b, `,"seq":`...)
 	b = strconv.AppendInt(b, a.Seq, 10)
 	b = append(b, `,"v":2,"workflow_id":`...)
-	b = jcsString(b, a.WorkflowID)
+	b = jcs.AppendString(b, a.WorkflowID)
 	return append(b, '}')
 }
 
 // AuditEntryHash computes the hash of an audit chain entry from its fields
 // and PrevHash (see MCP.md, "Audit trail format").
 func AuditEntryHash(a tgdriver.AuditRow) (string, error) {
-	if !isCanonicalFastString(a.Detail) {
-		c, err := recanonical(a.Detail)
-		if err != nil || string(c) != a.Detail {
-			return "", fmt.Errorf("%w: audit entry %d detail is not canonical JSON", errNotCanonical, a.Seq)
-		}
+	if ok, _ := jcs.IsCanonical(a.Detail); !ok {
+		return "", fmt.Errorf("%w: audit entry %d detail is not canonical JSON", errNotCanonical, a.Seq)
 	}
 	return hashHex(auditObject(a)), nil
 }
@@ -449,7 +311,7 @@ func (w *wtx) auditGenesis(skip string) (int64, string, error) {
 }
 
 func (w *wtx) putAudit(count int64, head, kind, workflowID string, detail map[string]any) (string, error) {
-	d, err := jcsAppend(nil, detail)
+	d, err := canonicalJSON(nil, detail)
 	if err != nil {
 		return "", err
 	}
@@ -487,13 +349,13 @@ func ExportEvent(e Event) ([]byte, error) {
 		m["v"] = HashV1
 		m["detail_json"] = string(e.Detail)
 	}
-	return jcsAppend(nil, m)
+	return canonicalJSON(nil, m)
 }
 
 // ExportAuditEntry returns a as one line of `audit export`: the hashed
 // object with "hash" added and "chain":"audit" to tell it from events.
 func ExportAuditEntry(a tgdriver.AuditRow) ([]byte, error) {
-	return jcsAppend(nil, map[string]any{"chain": "audit", "at_ms": a.AtMS, "detail": json.RawMessage(a.Detail), "kind": a.Kind,
+	return canonicalJSON(nil, map[string]any{"chain": "audit", "at_ms": a.AtMS, "detail": json.RawMessage(a.Detail), "kind": a.Kind,
 		"prev_hash": a.PrevHash, "seq": a.Seq, "v": HashV2, "workflow_id": a.WorkflowID, "hash": a.Hash})
 }
 

@@ -29,7 +29,7 @@ func BenchmarkEventEncoding(b *testing.B) {
 	b.Run("v2", func(b *testing.B) {
 		b.ReportAllocs()
 		for i := 0; i < b.N; i++ {
-			d, _ := jcsAppend(make([]byte, 0, 128), detail)
+			d, _ := canonicalJSON(make([]byte, 0, 128), detail)
 			state := taskStateJSON(string(r.State), r.Owner, r.Generation, r.Attempts, string(r.Result), true, r.Error)
 			content := contentJSON(EventComplete, r, detail)
 			e := Event{WorkflowID: r.WorkflowID, Seq: 2, TaskID: r.TaskID, Kind: EventComplete, Owner: "w1", Generation: 1, At: at, Detail: d, PrevHash: prev,

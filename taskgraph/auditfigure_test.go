@@ -11,6 +11,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/tgsqlite"
 )
 
 // TestVerifyFigure measures VerifyHistory on a database of N tasks, each
@@ -34,7 +36,7 @@ func TestVerifyFigure(t *testing.T) {
 	} else if _, err := os.Stat(path); err == nil {
 		build = false
 	}
-	s, err := Open(ctx, path, Options{Sync: SyncNormal})
+	s, err := openSQLite(ctx, path, Options{}, tgsqlite.Options{Sync: tgsqlite.SyncNormal})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/jcs"
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/tgdriver"
 )
 
@@ -107,37 +108,13 @@ func parseCreateDetailJSON(detail string) (*createDetail, error) {
 // ok is false otherwise. Members are read in any order, a repeated one as
 // its last, as encoding/json does.
 func parseCreateDetailCanonical(detail string) (d *createDetail, ok bool) {
-	if len(detail) < 2 || detail[0] != '{' {
-		return nil, false
-	}
 	d = &createDetail{}
-	p := canonScanner{b: detail, i: 1}
-	if detail[1] == '}' {
-		return d, len(detail) == 2
-	}
-	for {
-		ks := p.i
-		if p.i >= len(detail) || detail[p.i] != '"' {
-			return nil, false
-		}
-		if simple, ok := p.str(); !ok || !simple {
-			return nil, false
-		}
-		key := detail[ks+1 : p.i-1]
-		if p.i >= len(detail) || detail[p.i] != ':' {
-			return nil, false
-		}
-		p.i++
-		vs := p.i
-		if !p.value(1) {
-			return nil, false
-		}
-		raw := detail[vs:p.i]
+	if !jcs.CompactMembers(detail, func(key, raw string) bool {
 		var err error
 		switch key {
 		case "node_id":
 			if len(raw) < 2 || raw[0] != '"' || strings.ContainsAny(raw[1:len(raw)-1], `"\`) {
-				return nil, false
+				return false
 			}
 			d.NodeID = raw[1 : len(raw)-1]
 		case "depends_on":
@@ -153,17 +130,11 @@ func parseCreateDetailCanonical(detail string) (d *createDetail, ok bool) {
 			n, e := strconv.ParseInt(raw, 10, 64)
 			d.RetryDelayMS, err = &n, e
 		}
-		if err != nil || p.i >= len(detail) {
-			return nil, false
-		}
-		if detail[p.i] == '}' {
-			return d, p.i+1 == len(detail)
-		}
-		if detail[p.i] != ',' {
-			return nil, false
-		}
-		p.i++
+		return err == nil
+	}) {
+		return nil, false
 	}
+	return d, true
 }
 
 // emptyList reports whether raw is an absent, null or empty JSON list.

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"path/filepath"
 	"testing"
+
+	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/tgsqlite"
 )
 
 func TestBackupIsAConsistentDatabase(t *testing.T) {
@@ -16,13 +18,13 @@ func TestBackupIsAConsistentDatabase(t *testing.T) {
 		t.Fatal(err)
 	}
 	dest := filepath.Join(t.TempDir(), "backup.db")
-	if err := b.s.Backup(b.ctx, dest); err != nil {
+	if err := b.drv.Backup(b.ctx, dest); err != nil {
 		t.Fatal(err)
 	}
-	if err := b.s.Backup(b.ctx, dest); !errors.Is(err, ErrBackupExists) {
+	if err := b.drv.Backup(b.ctx, dest); !errors.Is(err, tgsqlite.ErrBackupExists) {
 		t.Fatalf("second backup to the same file: %v", err)
 	}
-	restored, err := Open(b.ctx, dest, Options{Clock: b.clock})
+	restored, err := openSQLite(b.ctx, dest, Options{Clock: b.clock})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -27,10 +27,11 @@ import (
 	"time"
 
 	"github.com/graph-engineering/graph-engineering-mcp/lease"
+	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/tgsqlite"
 )
 
 var benchWorkers = []int{1, 8}
-var benchSyncs = []SyncMode{SyncFull, SyncNormal}
+var benchSyncs = []tgsqlite.SyncMode{tgsqlite.SyncFull, tgsqlite.SyncNormal}
 
 // seedPending creates n pending tasks without dependencies, in workflows of
 // at most 1,000 tasks ("bench-0000", ...), through the store.
@@ -113,12 +114,12 @@ func BenchmarkClaimComplete(b *testing.B) {
 			b.Run(fmt.Sprintf("workers=%d/sync=%s", workers, syn), func(b *testing.B) {
 				path := filepath.Join(b.TempDir(), "bench.db")
 				var ops, commits atomic.Int64
-				s, err := Open(context.Background(), path, Options{Sync: syn, OnBatch: func(n int, _ time.Duration, err error) {
+				s, err := openSQLite(context.Background(), path, Options{OnBatch: func(n int, _ time.Duration, err error) {
 					if err == nil {
 						ops.Add(int64(n))
 						commits.Add(1)
 					}
-				}})
+				}}, tgsqlite.Options{Sync: syn})
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -163,7 +164,7 @@ func BenchmarkBaselineTxPerOp(b *testing.B) {
 		for _, syn := range benchSyncs {
 			b.Run(fmt.Sprintf("workers=%d/sync=%s", workers, syn), func(b *testing.B) {
 				path := filepath.Join(b.TempDir(), "bench.db")
-				s, err := Open(context.Background(), path, Options{Sync: syn})
+				s, err := openSQLite(context.Background(), path, Options{}, tgsqlite.Options{Sync: syn})
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -317,7 +318,7 @@ func scaleFixture(b *testing.B, n int) string {
 	}
 	path := filepath.Join(fixtureDir, fmt.Sprintf("scale-%d.db", n))
 	start := time.Now()
-	s, err := Open(context.Background(), path, Options{Sync: SyncNormal})
+	s, err := openSQLite(context.Background(), path, Options{}, tgsqlite.Options{Sync: tgsqlite.SyncNormal})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -419,7 +420,7 @@ func BenchmarkClaimNextScale(b *testing.B) {
 		b.Run(name, func(b *testing.B) {
 			path := scaleFixture(b, n)
 			resetClaims(b, path)
-			s, err := Open(context.Background(), path, Options{Sync: SyncNormal})
+			s, err := openSQLite(context.Background(), path, Options{}, tgsqlite.Options{Sync: tgsqlite.SyncNormal})
 			if err != nil {
 				b.Fatal(err)
 			}

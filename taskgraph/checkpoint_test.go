@@ -5,6 +5,8 @@ import (
 	"os"
 	"testing"
 	"time"
+
+	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/tgsqlite"
 )
 
 // The explicit checkpoint beside a running store: while a reader holds its
@@ -12,13 +14,13 @@ import (
 // the reader or stopping the store's writes; once the reader is gone it
 // empties the WAL, and the store goes on.
 func TestCheckpointNeverWaitsAndTruncatesWhenIdle(t *testing.T) {
-	b := setupWith(t, Options{BusyTimeout: time.Hour})
+	b := setupWith(t, Options{}, tgsqlite.Options{BusyTimeout: time.Hour})
 	a := b.create(t, "wf", "a")
 	b.create(t, "wf", "b", "a")
 	release := holdReader(t, b.path)
 	c := b.claim(t, "w1", a.TaskID, time.Minute) // after the reader's snapshot
 	withoutWaiting(t, "Checkpoint beside a reader", func() {
-		res, err := Checkpoint(b.ctx, b.path)
+		res, err := tgsqlite.Checkpoint(b.ctx, b.path)
 		if err != nil || res.Truncated || res.WALFrames <= 0 || res.CopiedFrames >= res.WALFrames || res.WALBytes == 0 {
 			t.Errorf("Checkpoint beside a reader: %+v %v; want frames left for the reader and the WAL kept", res, err)
 		}
@@ -27,7 +29,7 @@ func TestCheckpointNeverWaitsAndTruncatesWhenIdle(t *testing.T) {
 		}
 	})
 	release()
-	res, err := Checkpoint(b.ctx, b.path)
+	res, err := tgsqlite.Checkpoint(b.ctx, b.path)
 	if err != nil || !res.Truncated || res.WALBytes != 0 || res.CopiedFrames != res.WALFrames {
 		t.Fatalf("Checkpoint with no reader: %+v %v; want the WAL emptied", res, err)
 	}

@@ -71,7 +71,7 @@ func TestCrashKeepsAcknowledgedWrites(t *testing.T) {
 		t.Skip("running as the crash child")
 	}
 	path := filepath.Join(t.TempDir(), "crash.db")
-	s, err := Open(context.Background(), path, Options{})
+	s, err := openSQLite(context.Background(), path, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -116,11 +116,11 @@ func TestCrashKeepsAcknowledgedWrites(t *testing.T) {
 		if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); !ok || !ws.Signaled() || ws.Signal() != syscall.SIGKILL {
 			t.Fatalf("round %d: child was not killed by SIGKILL: %v (acked %d)", round, werr, len(acked))
 		}
-		s, err := Open(context.Background(), path, Options{})
+		s, d, err := openSQLiteDriver(context.Background(), path, Options{})
 		if err != nil {
 			t.Fatalf("reopen after SIGKILL: %v", err)
 		}
-		res, err := s.Check(context.Background())
+		res, err := d.Check(context.Background())
 		if err != nil || !res.OK() {
 			t.Fatalf("integrity after SIGKILL: %v %v", res.Integrity, err)
 		}
@@ -149,7 +149,7 @@ func TestCrashChild(t *testing.T) {
 	if path == "" {
 		t.Skip("only runs as the child of TestCrashKeepsAcknowledgedWrites")
 	}
-	s, err := Open(context.Background(), path, Options{})
+	s, err := openSQLite(context.Background(), path, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,10 +2,22 @@
 // tasks, claimed by workers under exclusive, fenced leases (package lease),
 // with every transition recorded in a hash-chained history. The domain
 // lives here; the database is a driver beneath the seam of package tgdriver:
-// tgsqlite (one embedded SQLite file in WAL mode, the default, opened by
-// Open) or tgpostgres (PostgreSQL, many stateless replicas on one database,
-// opened by OpenDriver). The behaviour suite in package storetest runs
-// unchanged against both.
+// tgsqlite (one embedded SQLite file in WAL mode, the default) or tgpostgres
+// (PostgreSQL, many stateless replicas on one database). The caller opens a
+// driver and hands it to OpenDriver (sqlitestore.Open does both for a
+// SQLite file). The behaviour suite in package storetest runs unchanged
+// against both.
+//
+// # The seam
+//
+// This package imports no driver (go list -deps names neither tgsqlite nor
+// tgpostgres; a test in seam_test.go keeps it so) and holds no SQL. It
+// knows a driver only through tgdriver: its facts (tgdriver.Info) and its
+// optional capabilities (tgdriver's caps.go, today SharedClock), asserted
+// once, in OpenDriver, and never by name or concrete type elsewhere. What
+// only one database has and the domain never uses (SQLite's backup,
+// integrity check, checkpoint, read-only file opening, sync mode) belongs
+// to that driver and is called there by the composition root (the CLI).
 //
 // # Readiness
 //
@@ -161,19 +173,19 @@
 //
 // # Read-only stores
 //
-// OpenReadOnly opens an existing database at exactly this binary's schema
-// version through SQLite's read-only mode and query_only: no migration, no
-// journal-mode change, no writer, sweeper or watcher, no checkpoint on Close,
-// and no write of any kind to the database or its WAL (SQLite may create an
-// empty WAL and the -shm index beside a database no process has open, as any
-// reader does). Every write returns ErrReadOnlyStore; Task shows a lapsed
-// lease as stored rather than processing it; Backup works.
+// A store on a driver opened read-only (tgsqlite.OpenReadOnly: SQLite's
+// read-only mode and query_only; tgpostgres with Options.ReadOnly) reads a
+// database at exactly this binary's schema version: no migration, no
+// writer, sweeper, watcher or linker, and no write of any kind. Every write
+// returns ErrReadOnlyStore; Task shows a lapsed lease as stored rather than
+// processing it.
 //
 // # Availability
 //
 // A write the database's environment refuses fails with an error matching
 // ErrUnavailable, never a bare SQLite error: ErrBusy when another process
-// holds the write lock beyond Options.BusyTimeout (DefaultBusyTimeout, 10 s),
+// holds the write lock beyond the driver's busy timeout (SQLite's
+// tgsqlite.DefaultBusyTimeout, 10 s),
 // ErrDiskFull, ErrReadOnly, ErrFilesReplaced, ErrUnreachable (PostgreSQL),
 // and ErrUnknownOutcome when the commit was sent and its answer lost;
 // UnavailableReason names the cause and whether a retry can help, and
@@ -264,5 +276,5 @@
 //
 // The API speaks in tasks, workflows and time.Time; this package holds no
 // SQL. Each driver owns its statements and its numbered, embedded migration
-// series under package schema.
+// series, applied by package schema's one runner.
 package taskgraph

@@ -13,7 +13,7 @@ var ErrUnavailable = tgdriver.ErrUnavailable
 
 var (
 	// ErrBusy: another process held the database's write lock for longer
-	// than the busy timeout (SQLite, Options.BusyTimeout), or no pooled
+	// than the busy timeout (SQLite, tgsqlite.Options.BusyTimeout), or no pooled
 	// connection came free in time (PostgreSQL). Retryable.
 	ErrBusy = tgdriver.ErrBusy
 	// ErrDiskFull: the filesystem holding the database has no space left.
@@ -47,8 +47,8 @@ func UnavailableErrors() []error { return tgdriver.Unavailables() }
 // before retrying. For every other error of a write, nothing was written.
 func MayHaveApplied(err error) bool { return tgdriver.MayHaveApplied(err) }
 
-// ErrReadOnlyStore matches the error every write of a store opened with
-// OpenReadOnly returns (creating, claiming, holder writes, operator writes,
+// ErrReadOnlyStore matches the error every write of a store on a read-only
+// driver returns (creating, claiming, holder writes, operator writes,
 // lease expiry, pruning).
 var ErrReadOnlyStore = tgdriver.ErrReadOnlyStore
 

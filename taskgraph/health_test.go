@@ -17,6 +17,7 @@ import (
 
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/fsfault"
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/testwait"
+	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/tgsqlite"
 )
 
 // The health tests drive real child processes (this test binary re-run in
@@ -42,14 +43,14 @@ func TestHealthChild(t *testing.T) {
 	switch mode {
 	case "operator":
 		// What the next operator command does: open, write, checkpoint, close.
-		s, err := Open(ctx, path, Options{})
+		s, d, err := openSQLiteDriver(ctx, path, Options{})
 		if err != nil {
 			fail(err)
 		}
 		if _, err := s.CreateTask(ctx, "operator", NodeSpec{NodeID: "after"}); err != nil {
 			fail(err)
 		}
-		if _, err := s.Check(ctx); err != nil {
+		if _, err := d.Check(ctx); err != nil {
 			fail(err)
 		}
 		if err := s.Close(); err != nil {
@@ -58,11 +59,11 @@ func TestHealthChild(t *testing.T) {
 		fmt.Println("done")
 	case "verify":
 		// A fresh process: integrity, then every node id of workflow "load".
-		s, err := Open(ctx, path, Options{})
+		s, d, err := openSQLiteDriver(ctx, path, Options{})
 		if err != nil {
 			fail(err)
 		}
-		res, err := s.Check(ctx)
+		res, err := d.Check(ctx)
 		if err != nil {
 			fail(err)
 		}
@@ -195,7 +196,7 @@ func TestUnwritableDatabaseIsNotReady(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "tasks.db")
-			s, err := Open(context.Background(), path, Options{})
+			s, err := openSQLite(context.Background(), path, Options{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -206,7 +207,7 @@ func TestUnwritableDatabaseIsNotReady(t *testing.T) {
 				t.Fatal(err)
 			}
 			open := tc.prepare(t, path)
-			s, err = Open(context.Background(), open, Options{})
+			s, err = openSQLite(context.Background(), open, Options{})
 			if err == nil {
 				err = s.Ready(context.Background())
 				s.Close()
@@ -227,7 +228,7 @@ func TestRemovedShmUnderLoadLosesNoAcknowledgedWrite(t *testing.T) {
 	running := testwait.Goroutines()
 	logs := &testwait.Buffer{}
 	path := filepath.Join(t.TempDir(), "tasks.db")
-	s, err := Open(context.Background(), path, Options{Logger: slog.New(slog.NewTextHandler(logs, nil))})
+	s, err := openSQLite(context.Background(), path, Options{Logger: slog.New(slog.NewTextHandler(logs, nil))})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -341,7 +342,7 @@ func TestReplacedFilesTripTheStore(t *testing.T) {
 			running := testwait.Goroutines()
 			logs := &testwait.Buffer{}
 			path := filepath.Join(t.TempDir(), "tasks.db")
-			s, err := Open(context.Background(), path, Options{Logger: slog.New(slog.NewTextHandler(logs, nil))})
+			s, d, err := openSQLiteDriver(context.Background(), path, Options{Logger: slog.New(slog.NewTextHandler(logs, nil))})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -355,7 +356,7 @@ func TestReplacedFilesTripTheStore(t *testing.T) {
 			wantUnavailable(t, "ready", s.Ready(ctx), ErrFilesReplaced, "files_replaced", false)
 			_, err = s.CreateTask(ctx, "wf", NodeSpec{NodeID: "b"})
 			wantUnavailable(t, "create", err, ErrFilesReplaced, "files_replaced", false)
-			if _, checkpoint := s.Check(ctx); checkpoint == nil {
+			if _, checkpoint := d.Check(ctx); checkpoint == nil {
 				t.Fatal("a check (and its checkpoint) ran on files that are no longer the database's")
 			}
 			if !strings.Contains(logs.String(), "file="+path+tc.suffix+" ") {
@@ -375,7 +376,7 @@ func TestIdleStoreNoticesRemovedShm(t *testing.T) {
 	running := testwait.Goroutines()
 	logs := &testwait.Buffer{}
 	path := filepath.Join(t.TempDir(), "tasks.db")
-	s, err := Open(context.Background(), path, Options{WatchInterval: 5 * time.Millisecond, Logger: slog.New(slog.NewTextHandler(logs, nil))})
+	s, err := openSQLite(context.Background(), path, Options{Logger: slog.New(slog.NewTextHandler(logs, nil))}, tgsqlite.Options{WatchInterval: 5 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,15 +11,59 @@ import (
 	"time"
 
 	"github.com/graph-engineering/graph-engineering-mcp/lease"
+	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/tgsqlite"
 )
 
 var t0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 
 type bundle struct {
 	s     *Store
+	drv   *tgsqlite.Driver // the store's driver, for what only SQLite has
 	clock *lease.ManualClock
 	path  string
 	ctx   context.Context
+}
+
+// openSQLite starts a store on the SQLite file at path (the package imports
+// no driver; its tests do).
+func openSQLite(ctx context.Context, path string, opts Options, drv ...tgsqlite.Options) (*Store, error) {
+	s, _, err := openSQLiteDriver(ctx, path, opts, drv...)
+	return s, err
+}
+
+func openSQLiteDriver(ctx context.Context, path string, opts Options, drv ...tgsqlite.Options) (*Store, *tgsqlite.Driver, error) {
+	var o tgsqlite.Options
+	if len(drv) > 0 {
+		o = drv[0]
+	}
+	if o.Logger == nil {
+		o.Logger = opts.Logger
+	}
+	d, err := tgsqlite.Open(ctx, path, o)
+	if err != nil {
+		return nil, nil, err
+	}
+	s, err := OpenDriver(ctx, d, opts)
+	return s, d, err
+}
+
+// openSQLiteReadOnly starts a read-only store on the SQLite file at path.
+func openSQLiteReadOnly(ctx context.Context, path string, opts Options, drv ...tgsqlite.Options) (*Store, error) {
+	s, _, err := openSQLiteReadOnlyDriver(ctx, path, opts, drv...)
+	return s, err
+}
+
+func openSQLiteReadOnlyDriver(ctx context.Context, path string, opts Options, drv ...tgsqlite.Options) (*Store, *tgsqlite.Driver, error) {
+	var o tgsqlite.Options
+	if len(drv) > 0 {
+		o = drv[0]
+	}
+	d, err := tgsqlite.OpenReadOnly(ctx, path, o)
+	if err != nil {
+		return nil, nil, err
+	}
+	s, err := OpenDriver(ctx, d, opts)
+	return s, d, err
 }
 
 func setup(t *testing.T) *bundle {
@@ -27,7 +71,7 @@ func setup(t *testing.T) *bundle {
 	return setupWith(t, Options{})
 }
 
-func setupWith(t *testing.T, opts Options) *bundle {
+func setupWith(t *testing.T, opts Options, drv ...tgsqlite.Options) *bundle {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "tasks.db")
 	clock := lease.NewManualClock(t0)
@@ -35,7 +79,7 @@ func setupWith(t *testing.T, opts Options) *bundle {
 		opts.Clock = clock
 	}
 	ctx := context.Background()
-	s, err := Open(ctx, path, opts)
+	s, d, err := openSQLiteDriver(ctx, path, opts, drv...)
 	if err != nil {
 		t.Fatalf("Open: %v", err)
 	}
@@ -44,7 +88,7 @@ func setupWith(t *testing.T, opts Options) *bundle {
 			t.Errorf("Close: %v", err)
 		}
 	})
-	return &bundle{s: s, clock: clock, path: path, ctx: ctx}
+	return &bundle{s: s, drv: d, clock: clock, path: path, ctx: ctx}
 }
 
 func (b *bundle) create(t *testing.T, wf, node string, deps ...string) Task {

@@ -108,7 +108,7 @@ func (w *wtx) appendEvent(r *row, kind, owner string, generation int64, detail m
 		d = []byte("{}")
 	} else {
 		var err error
-		if d, err = jcsAppend(make([]byte, 0, 128), detail); err != nil {
+		if d, err = canonicalJSON(make([]byte, 0, 128), detail); err != nil {
 			return fmt.Errorf("%w: encode event detail: %v", errInternal, err)
 		}
 	}

@@ -66,13 +66,13 @@ type leaseClock struct {
 	mono lease.Monotonic // nil: no pause or step detection (a custom Clock without a Monotonic)
 	log  *slog.Logger
 	// shared: replicas on one database judge leases by one clock (the
-	// database's, tgdriver.Info.SharedClock). A replica's own pause costs no
-	// lease while others serve (they keep the alive time fresh, and its
-	// clock follows the database's), so only the time no replica ran at all,
-	// or a step of the shared clock, is given back (sharedStep). The step
-	// runs in the clock loop's writes, and first in any write of a process
-	// that has not seen the alive time for staleMin (sharedDue), never at
-	// the start of every write.
+	// database's: the driver is a tgdriver.SharedClock). A replica's own
+	// pause costs no lease while others serve (they keep the alive time
+	// fresh, and its clock follows the database's), so only the time no
+	// replica ran at all, or a step of the shared clock, is given back
+	// (sharedStep). The step runs in the clock loop's writes, and first in
+	// any write of a process that has not seen the alive time for staleMin
+	// (sharedDue), never at the start of every write.
 	shared bool
 
 	// stepping makes the writes that find a shared step due run one step.

@@ -15,7 +15,7 @@ import (
 // wall clock and its monotonic source.
 func openServer(t *testing.T, path string, clock *lease.ManualClock) *Store {
 	t.Helper()
-	s, err := Open(context.Background(), path, Options{Clock: clock, Monotonic: clock, Sweep: true, ClockCheckInterval: 500 * time.Millisecond})
+	s, err := openSQLite(context.Background(), path, Options{Clock: clock, Monotonic: clock, Sweep: true, ClockCheckInterval: 500 * time.Millisecond})
 	if err != nil {
 		t.Fatalf("Open: %v", err)
 	}
@@ -27,7 +27,7 @@ func openServer(t *testing.T, path string, clock *lease.ManualClock) *Store {
 // with (its expiry minus its last update), so it too is clamped correctly.
 func TestLeaseMSBackfilledForClaimsBeforeTheMigration(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "tasks.db")
-	v1, err := os.ReadFile("../schema/migrations/sqlite/0001_init.sql")
+	v1, err := os.ReadFile("tgsqlite/migrations/0001_init.sql")
 	if err != nil {
 		t.Fatal(err)
 	}

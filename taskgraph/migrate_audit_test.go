@@ -94,7 +94,7 @@ func TestMigrationToAuditTrail(t *testing.T) {
 		t.Fatal(err)
 	}
 	downgradeToV2(t, b.path)
-	s, err := Open(ctx, b.path, Options{Clock: b.clock})
+	s, err := openSQLite(ctx, b.path, Options{Clock: b.clock})
 	if err != nil {
 		t.Fatal(err)
 	}

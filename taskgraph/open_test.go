@@ -14,6 +14,7 @@ import (
 
 	"github.com/graph-engineering/graph-engineering-mcp/lease"
 	"github.com/graph-engineering/graph-engineering-mcp/schema"
+	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/tgsqlite"
 )
 
 func fileSum(t *testing.T, path string) [32]byte {
@@ -40,7 +41,7 @@ func walSize(t *testing.T, path string) int64 {
 
 func openAt(t *testing.T, path string, clock lease.Clock) *Store {
 	t.Helper()
-	s, err := Open(context.Background(), path, Options{Clock: clock})
+	s, err := openSQLite(context.Background(), path, Options{Clock: clock})
 	if err != nil {
 		t.Fatalf("Open %s: %v", path, err)
 	}
@@ -62,8 +63,8 @@ func TestReopenIsIdempotent(t *testing.T) {
 		return v, at
 	}
 	v, at := readVersion()
-	if v != schema.Latest() {
-		t.Fatalf("version %d, want %d", v, schema.Latest())
+	if v != latestSQLite(t) {
+		t.Fatalf("version %d, want %d", v, latestSQLite(t))
 	}
 	fp := fingerprint(t, b.path)
 	for i := 0; i < 3; i++ {
@@ -92,7 +93,7 @@ func TestOpenRefusesNewerSchema(t *testing.T) {
 		t.Fatal(err)
 	}
 	raw := rawDB(t, path)
-	mustExec(t, raw, `UPDATE schema_version SET version = ?`, schema.Latest()+1)
+	mustExec(t, raw, `UPDATE schema_version SET version = ?`, latestSQLite(t)+1)
 	if err := raw.Close(); err != nil { // the last connection checkpoints the WAL
 		t.Fatal(err)
 	}
@@ -101,11 +102,11 @@ func TestOpenRefusesNewerSchema(t *testing.T) {
 	}
 	sum := fileSum(t, path)
 
-	_, err := Open(context.Background(), path, Options{})
+	_, err := openSQLite(context.Background(), path, Options{})
 	if !errors.Is(err, schema.ErrTooNew) {
 		t.Fatalf("Open of a newer database: %v, want schema.ErrTooNew", err)
 	}
-	if want := fmt.Sprintf("version %d", schema.Latest()+1); !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), path) {
+	if want := fmt.Sprintf("version %d", latestSQLite(t)+1); !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), path) {
 		t.Errorf("message %q does not name the file and %q", err, want)
 	}
 	if fileSum(t, path) != sum {
@@ -139,7 +140,7 @@ func TestOpenNotADatabase(t *testing.T) {
 	f.Close()
 	for _, path := range []string{text, damaged} {
 		sum := fileSum(t, path)
-		_, err := Open(context.Background(), path, Options{})
+		_, err := openSQLite(context.Background(), path, Options{})
 		if err == nil || !strings.Contains(err.Error(), "not a graph-engineering database or is damaged") || !strings.Contains(err.Error(), path) {
 			t.Errorf("%s: %v, want a clear not-a-database error naming the file", filepath.Base(path), err)
 		}
@@ -161,12 +162,12 @@ func TestOpenRefusesNewerSchemaWithoutChangingJournalMode(t *testing.T) {
 	}
 	raw := rawDB(t, path)
 	mustExec(t, raw, `PRAGMA journal_mode = DELETE`)
-	mustExec(t, raw, `UPDATE schema_version SET version = ?`, schema.Latest()+1)
+	mustExec(t, raw, `UPDATE schema_version SET version = ?`, latestSQLite(t)+1)
 	if err := raw.Close(); err != nil {
 		t.Fatal(err)
 	}
 	sum := fileSum(t, path)
-	if _, err := Open(context.Background(), path, Options{}); !errors.Is(err, schema.ErrTooNew) {
+	if _, err := openSQLite(context.Background(), path, Options{}); !errors.Is(err, schema.ErrTooNew) {
 		t.Fatalf("Open: %v, want schema.ErrTooNew", err)
 	}
 	if fileSum(t, path) != sum {
@@ -185,11 +186,21 @@ func TestOpenRefusesForeignDatabase(t *testing.T) {
 		t.Fatal(err)
 	}
 	sum := fileSum(t, path)
-	_, err := Open(context.Background(), path, Options{})
+	_, err := openSQLite(context.Background(), path, Options{})
 	if !errors.Is(err, schema.ErrForeign) || !strings.Contains(err.Error(), path) {
 		t.Fatalf("Open of another program's database: %v, want schema.ErrForeign naming the file", err)
 	}
 	if fileSum(t, path) != sum {
 		t.Fatal("the foreign database file changed")
 	}
+}
+
+// latestSQLite is the newest version of the SQLite driver's series.
+func latestSQLite(t *testing.T) int {
+	t.Helper()
+	s, err := tgsqlite.Schema()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s.Latest()
 }

@@ -18,6 +18,7 @@ import (
 
 	"github.com/graph-engineering/graph-engineering-mcp/schema"
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/testwait"
+	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/tgsqlite"
 )
 
 // fileBytes returns the content of path, or nil when it does not exist.
@@ -108,7 +109,7 @@ func TestReadOnlyStoreRefusesEveryWrite(t *testing.T) {
 	a := b.create(t, "wf", "a")
 	dep := b.create(t, "wf", "b", "a")
 	c := b.claim(t, "w1", a.TaskID, time.Minute)
-	ro, err := OpenReadOnly(b.ctx, b.path, Options{Clock: b.clock})
+	ro, err := openSQLiteReadOnly(b.ctx, b.path, Options{Clock: b.clock})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -164,9 +165,9 @@ func TestOpenReadOnlyRefusesWhatItCannotRead(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
 	missing := filepath.Join(dir, "missing", "tasks.db")
-	_, err := OpenReadOnly(ctx, missing, Options{})
-	if !errors.Is(err, ErrNoDatabase) || !errors.Is(err, fs.ErrNotExist) || !strings.Contains(err.Error(), missing) {
-		t.Fatalf("missing file: %v, want ErrNoDatabase naming %s", err, missing)
+	_, err := openSQLiteReadOnly(ctx, missing, Options{})
+	if !errors.Is(err, tgsqlite.ErrNoDatabase) || !errors.Is(err, fs.ErrNotExist) || !strings.Contains(err.Error(), missing) {
+		t.Fatalf("missing file: %v, want tgsqlite.ErrNoDatabase naming %s", err, missing)
 	}
 	if _, err := os.Stat(filepath.Dir(missing)); !errors.Is(err, fs.ErrNotExist) {
 		t.Fatalf("OpenReadOnly created the folder: %v", err)
@@ -175,7 +176,7 @@ func TestOpenReadOnlyRefusesWhatItCannotRead(t *testing.T) {
 	if err := os.WriteFile(empty, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := OpenReadOnly(ctx, empty, Options{}); !errors.Is(err, ErrNoDatabase) || !strings.Contains(err.Error(), "empty") {
+	if _, err := openSQLiteReadOnly(ctx, empty, Options{}); !errors.Is(err, tgsqlite.ErrNoDatabase) || !strings.Contains(err.Error(), "empty") {
 		t.Fatalf("empty file: %v, want ErrNoDatabase saying it is empty", err)
 	}
 	// A database whose schema_version records nothing is older than any
@@ -209,7 +210,7 @@ func TestOpenReadOnlyRefusesWhatItCannotRead(t *testing.T) {
 	}{{old, schema.ErrTooOld, "serve"}, {newer, schema.ErrTooNew, "upgrade"}, {foreign, schema.ErrForeign, "not a graph-engineering database"},
 		{garbage, errNotADB, "not a graph-engineering database or is damaged"}} {
 		before := snapshotFiles(t, tc.path)
-		_, err := OpenReadOnly(ctx, tc.path, Options{})
+		_, err := openSQLiteReadOnly(ctx, tc.path, Options{})
 		var se sqlite3.Error
 		if tc.want == errNotADB && errors.As(err, &se) && se.Code == sqlite3.ErrNotADB {
 			err = fmt.Errorf("%w: %w", errNotADB, err)
@@ -226,7 +227,7 @@ func TestOpenReadOnlyRefusesWhatItCannotRead(t *testing.T) {
 // waiting for the reader, while the read-write store keeps committing, and
 // the read-write store's Check and Close do not wait for the reader either.
 func TestReadOnlyStoreAndCheckpointsNeverWaitForReaders(t *testing.T) {
-	b := setupWith(t, Options{BusyTimeout: time.Hour})
+	b := setupWith(t, Options{}, tgsqlite.Options{BusyTimeout: time.Hour})
 	a := b.create(t, "wf", "a")
 	b.create(t, "wf", "b", "a")
 	release := holdReader(t, b.path)
@@ -238,7 +239,7 @@ func TestReadOnlyStoreAndCheckpointsNeverWaitForReaders(t *testing.T) {
 		t.Fatal("no WAL beside the database")
 	}
 	withoutWaiting(t, "the read-only store", func() {
-		ro, err := OpenReadOnly(b.ctx, b.path, Options{Clock: b.clock, BusyTimeout: time.Hour})
+		ro, rd, err := openSQLiteReadOnlyDriver(b.ctx, b.path, Options{Clock: b.clock}, tgsqlite.Options{BusyTimeout: time.Hour})
 		if err != nil {
 			t.Error(err)
 			return
@@ -252,12 +253,12 @@ func TestReadOnlyStoreAndCheckpointsNeverWaitForReaders(t *testing.T) {
 		if v, err := ro.Workflow(b.ctx, "wf"); err != nil || len(v.Tasks) != 2 {
 			t.Errorf("read-only Workflow: %+v %v", v, err)
 		}
-		res, err := ro.Check(b.ctx)
+		res, err := rd.Check(b.ctx)
 		if err != nil || !res.OK() || res.Checkpointed || res.WALBytes != int64(len(before.wal)) {
 			t.Errorf("read-only Check: %+v %v; want ok, no checkpoint and the WAL's %d bytes", res, err, len(before.wal))
 		}
 		dest := filepath.Join(t.TempDir(), "backup.db")
-		if err := ro.Backup(b.ctx, dest); err != nil {
+		if err := rd.Backup(b.ctx, dest); err != nil {
 			t.Errorf("read-only Backup: %v", err)
 		} else if fingerprint(t, dest) != fingerprint(t, b.path) {
 			t.Error("the read-only store's backup differs from the database")
@@ -273,7 +274,7 @@ func TestReadOnlyStoreAndCheckpointsNeverWaitForReaders(t *testing.T) {
 		if _, err := b.s.Heartbeat(b.ctx, holder(c), time.Minute); err != nil {
 			t.Errorf("heartbeat while the reader holds its transaction: %v", err)
 		}
-		res, err := b.s.Check(b.ctx)
+		res, err := b.drv.Check(b.ctx)
 		if err != nil || !res.OK() || !res.Checkpointed || res.CheckpointedFrames >= res.WALFrames {
 			t.Errorf("Check: %+v %v; want a partial PASSIVE checkpoint", res, err)
 		}
@@ -286,7 +287,7 @@ func TestReadOnlyStoreAndCheckpointsNeverWaitForReaders(t *testing.T) {
 	})
 	release()
 	// Nothing was lost: a new store reads the completion.
-	s, err := Open(b.ctx, b.path, Options{Clock: b.clock})
+	s, err := openSQLite(b.ctx, b.path, Options{Clock: b.clock})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -303,7 +304,7 @@ func TestReadOnlyStoreAndCheckpointsNeverWaitForReaders(t *testing.T) {
 func TestReadOnlyStoreOnAClosedDatabase(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "tasks.db")
-	s, err := Open(ctx, path, Options{})
+	s, err := openSQLite(ctx, path, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -314,7 +315,7 @@ func TestReadOnlyStoreOnAClosedDatabase(t *testing.T) {
 		t.Fatal(err)
 	}
 	before := snapshotFiles(t, path)
-	ro, err := OpenReadOnly(ctx, path, Options{})
+	ro, err := openSQLiteReadOnly(ctx, path, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -339,7 +340,7 @@ func TestReadOnlyStoreOnAClosedDatabase(t *testing.T) {
 func readBackupReadOnly(t *testing.T, path string) {
 	t.Helper()
 	before := snapshotFiles(t, path)
-	ro, err := OpenReadOnly(context.Background(), path, Options{})
+	ro, err := openSQLiteReadOnly(context.Background(), path, Options{})
 	if err != nil {
 		t.Errorf("open the backup read-only: %v", err)
 		return

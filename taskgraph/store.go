@@ -11,48 +11,18 @@ import (
 
 	"github.com/graph-engineering/graph-engineering-mcp/lease"
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/tgdriver"
-	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/tgsqlite"
 )
 
-// SyncMode selects SQLite's synchronous setting for the write connection.
-type SyncMode = tgsqlite.SyncMode
-
-const (
-	// SyncFull fsyncs the WAL on every commit: an acknowledged write survives
-	// power loss. The default.
-	SyncFull = tgsqlite.SyncFull
-	// SyncNormal fsyncs only at checkpoints: an acknowledged write survives a
-	// process crash but may be lost on power loss.
-	SyncNormal = tgsqlite.SyncNormal
-)
-
-// DefaultBusyTimeout is how long a SQLite write waits for another process's
-// write lock before it fails with ErrBusy, when Options.BusyTimeout is 0. It
-// is well under the shortest useful lease (lease.DefaultDuration is 30 s),
-// so a heartbeat that meets a lock learns so while its lease still runs.
-const DefaultBusyTimeout = tgsqlite.DefaultBusyTimeout
-
-// Options configure Open and OpenDriver. The zero value is usable. Sync,
-// BusyTimeout, MaxBatch, ReadConns, WatchInterval and OnBatch configure the
-// SQLite driver that Open and OpenReadOnly create; OpenDriver takes a driver
-// configured already and uses only Clock, Logger, Sweep, Monotonic,
-// ClockCheckInterval, MaxWaiters and OnBatch.
+// Options configure OpenDriver. The zero value is usable. What configures a
+// database (SQLite's sync mode and busy timeout, PostgreSQL's pool) is the
+// driver's own Options, given when the driver is opened.
 type Options struct {
 	// Clock tells server time; nil means lease.SystemClock, or the driver's
 	// clock when it has one (PostgreSQL: the database's clock, see
 	// tgpostgres).
 	Clock lease.Clock
-	// Sync is SyncFull (default) or SyncNormal.
-	Sync SyncMode
 	// Logger receives structured logs; nil discards them.
 	Logger *slog.Logger
-	// BusyTimeout is how long a connection waits for another process's write
-	// lock before the write fails with ErrBusy; 0 means DefaultBusyTimeout.
-	BusyTimeout time.Duration
-	// MaxBatch bounds the operations committed together; 0 means 256.
-	MaxBatch int
-	// ReadConns is the size of the read pool; 0 means 4.
-	ReadConns int
 	// Sweep marks the server's store: it runs a background loop that expires
 	// leases as they lapse and wakes claim-next waiters, and it keeps lease
 	// time running only while it runs (see leaseclock.go): on Open, live
@@ -70,10 +40,6 @@ type Options struct {
 	// 0 means 250 ms. It is capped at 500 ms: a monotonic gap of more than
 	// 2 s between two checks is taken as the process having been away.
 	ClockCheckInterval time.Duration
-	// WatchInterval is how often the store looks for writes by other
-	// processes to wake waiters, and checks that its database files are
-	// still the ones it opened; 0 means 500 ms.
-	WatchInterval time.Duration
 	// MaxWaiters bounds the claim-next calls parked waiting for a task; 0
 	// means DefaultMaxWaiters. At the bound, a claim-next that finds no task
 	// answers at once with ErrWaitLimit instead of parking.
@@ -98,8 +64,8 @@ type Options struct {
 // for concurrent use.
 type Store struct {
 	drv   tgdriver.Driver
-	sq    *tgsqlite.Driver // the SQLite driver, for what only SQLite has; nil otherwise
 	info  tgdriver.Info
+	caps  capabilities // the driver's optional capabilities
 	opts  Options
 	clock lease.Clock
 	log   *slog.Logger
@@ -130,75 +96,29 @@ type Store struct {
 	timers *probeTimers
 }
 
-// DefaultPath returns the default database path:
-// $XDG_STATE_HOME/graph-engineering/tasks.db, else
-// ~/.local/state/graph-engineering/tasks.db.
-func DefaultPath() (string, error) { return tgsqlite.DefaultPath() }
-
-func (o Options) sqliteOptions() tgsqlite.Options {
-	return tgsqlite.Options{Sync: o.Sync, Logger: o.Logger, BusyTimeout: o.BusyTimeout, MaxBatch: o.MaxBatch,
-		ReadConns: o.ReadConns, WatchInterval: o.WatchInterval}
+// capabilities are a driver's optional capabilities (the interfaces of
+// tgdriver's caps.go), asserted once, by OpenDriver: nothing else in the
+// store looks at the driver's concrete type or name. A nil field is a
+// capability the driver lacks.
+type capabilities struct {
+	clock tgdriver.SharedClock
 }
 
-// Open opens (creating if needed) the SQLite database at path, applies
-// pending migrations, and starts the store on it (see OpenDriver). Its
-// parent folder is created with mode 0700 if missing.
-func Open(ctx context.Context, path string, opts Options) (*Store, error) {
-	if path == "" {
-		return nil, invalid("database", "path is required")
-	}
-	switch opts.Sync {
-	case "", SyncFull, SyncNormal:
-	default:
-		return nil, invalid("sync", "must be %q or %q (got %q)", SyncFull, SyncNormal, opts.Sync)
-	}
-	d, err := tgsqlite.Open(ctx, path, opts.sqliteOptions())
-	if err != nil {
-		return nil, err
-	}
-	s, err := OpenDriver(ctx, d, opts)
-	if err != nil {
-		return nil, err
-	}
-	s.sq = d
-	return s, nil
+func capabilitiesOf(d tgdriver.Driver) capabilities {
+	var c capabilities
+	c.clock, _ = d.(tgdriver.SharedClock)
+	return c
 }
-
-// OpenReadOnly opens the existing SQLite database at path for reading only,
-// for operator commands that must never write or wait on the file beside a
-// running server (see tgsqlite.OpenReadOnly): no migration, no writer,
-// sweeper or change watcher, no checkpoint on Close. Every write method
-// returns an error matching ErrReadOnlyStore, and Task reports a lapsed lease
-// as stored instead of expiring it. Backup works on it.
-func OpenReadOnly(ctx context.Context, path string, opts Options) (*Store, error) {
-	if path == "" {
-		return nil, invalid("database", "path is required")
-	}
-	d, err := tgsqlite.OpenReadOnly(ctx, path, opts.sqliteOptions())
-	if err != nil {
-		return nil, err
-	}
-	opts.Sweep = false
-	s, err := OpenDriver(ctx, d, opts)
-	if err != nil {
-		return nil, err
-	}
-	s.sq = d
-	return s, nil
-}
-
-// clocked is a driver with a clock of its own (PostgreSQL: the database's).
-type clocked interface{ Clock() lease.Clock }
 
 // OpenDriver starts a store on d, an opened driver, and owns it from then on:
 // Close closes it, and so does a failed OpenDriver. With opts.Sweep it runs
 // the lease sweeper, the lease clock and, when the driver reports other
 // writers (Changes), wakes claim-next waiters for their work.
 func OpenDriver(ctx context.Context, d tgdriver.Driver, opts Options) (*Store, error) {
-	info := d.Info()
+	info, caps := d.Info(), capabilitiesOf(d)
 	if opts.Clock == nil {
-		if c, ok := d.(clocked); ok {
-			opts.Clock = c.Clock()
+		if caps.clock != nil {
+			opts.Clock = caps.clock.Clock()
 		} else {
 			opts.Clock = lease.SystemClock{}
 			if opts.Monotonic == nil {
@@ -219,7 +139,7 @@ func OpenDriver(ctx context.Context, d tgdriver.Driver, opts Options) (*Store, e
 	if opts.MaxWaiters <= 0 {
 		opts.MaxWaiters = DefaultMaxWaiters
 	}
-	s := &Store{drv: d, info: info, opts: opts, clock: opts.Clock, log: opts.Logger, quit: make(chan struct{}), dueChanged: make(chan struct{}, 1), readOnly: info.ReadOnly}
+	s := &Store{drv: d, info: info, caps: caps, opts: opts, clock: opts.Clock, log: opts.Logger, quit: make(chan struct{}), dueChanged: make(chan struct{}, 1), readOnly: info.ReadOnly}
 	s.notify.init(opts.MaxWaiters)
 	if s.readOnly {
 		opts.Sweep = false
@@ -239,8 +159,9 @@ func OpenDriver(ctx context.Context, d tgdriver.Driver, opts Options) (*Store, e
 	s.hot = newHotLane(s, batches, defaultHotBatchSize)
 	hooks := tgdriver.Hooks{OnBatch: opts.OnBatch}
 	if opts.Sweep {
-		s.lc = newLeaseClock(opts.Clock, opts.Monotonic, s.log, info.SharedClock)
-		if !info.SharedClock {
+		shared := caps.clock != nil
+		s.lc = newLeaseClock(opts.Clock, opts.Monotonic, s.log, shared)
+		if !shared {
 			hooks.BatchStart = s.batchStart
 		}
 	}
@@ -298,8 +219,8 @@ func (s *Store) errReadOnly() error {
 }
 
 // Close stops accepting operations, finishes those already accepted, stops
-// the background loops, and closes the driver (the SQLite driver
-// checkpoints the WAL as far as readers allow, see tgsqlite). It is safe to
+// the background loops, and closes the driver (which may tidy its database:
+// the SQLite driver checkpoints the WAL as far as readers allow). It is safe to
 // call more than once.
 func (s *Store) Close() error {
 	s.closeM.Lock()
@@ -355,56 +276,4 @@ func (s *Store) Ready(ctx context.Context) error {
 		return fmt.Errorf("%w: a probe write did not commit within the readiness deadline; the write lock is held by another process or the disk is slow (%w)", ErrBusy, err)
 	}
 	return err
-}
-
-// CheckResult reports Check (SQLite).
-type CheckResult = tgsqlite.CheckResult
-
-// ErrNotSQLite matches the error of the SQLite-only operations (Check,
-// Backup) on a store of another driver.
-var ErrNotSQLite = errors.New("not a SQLite database")
-
-// Check runs SQLite's integrity check and, on a read-write store, a PASSIVE
-// WAL checkpoint (see tgsqlite). Other drivers answer ErrNotSQLite.
-func (s *Store) Check(ctx context.Context) (CheckResult, error) {
-	if s.sq == nil {
-		return CheckResult{}, fmt.Errorf("%w: %s is a %s database; use its own tools to check it (for PostgreSQL: amcheck, pg_stat_database)", ErrNotSQLite, s.info.Location, s.info.Name)
-	}
-	return s.sq.Check(ctx)
-}
-
-// ErrBackupExists matches the error Backup returns when dest already exists.
-var ErrBackupExists = tgsqlite.ErrBackupExists
-
-// ErrNoDatabase matches the error OpenReadOnly returns when there is no
-// database at the path: no file, or an empty one that no server has
-// initialised. It also matches fs.ErrNotExist when the file is missing.
-var ErrNoDatabase = tgsqlite.ErrNoDatabase
-
-// backuper is a driver that explains or makes backups.
-type backuper interface {
-	Backup(ctx context.Context, dest string) error
-}
-
-// Backup writes a consistent, compacted copy of the SQLite database to dest,
-// a new file, while the store keeps serving (VACUUM INTO; see tgsqlite). It
-// works on a read-only store. Other drivers explain what to use instead
-// (PostgreSQL: pg_dump).
-func (s *Store) Backup(ctx context.Context, dest string) error {
-	if dest == "" {
-		return invalid("destination", "a path for the backup file is required")
-	}
-	if b, ok := s.drv.(backuper); ok {
-		return b.Backup(ctx, dest)
-	}
-	return fmt.Errorf("%w: %s is a %s database and has no built-in backup", ErrNotSQLite, s.info.Location, s.info.Name)
-}
-
-// CheckpointResult reports Checkpoint.
-type CheckpointResult = tgsqlite.CheckpointResult
-
-// Checkpoint is the explicit operator checkpoint of the SQLite database at
-// path, beside running servers (see tgsqlite.Checkpoint).
-func Checkpoint(ctx context.Context, path string) (CheckpointResult, error) {
-	return tgsqlite.Checkpoint(ctx, path)
 }

@@ -1,30 +1,9 @@
 package taskgraph
 
 import (
-	"errors"
 	"strings"
 	"testing"
 )
-
-func TestOpenRejectsBadOptions(t *testing.T) {
-	for _, tc := range []struct {
-		name, path, field string
-		opts              Options
-	}{
-		{"empty path", "", "database", Options{}},
-		{"unknown sync", "x.db", "sync", Options{Sync: "off"}},
-	} {
-		path := tc.path
-		if path != "" {
-			path = t.TempDir() + "/" + path
-		}
-		_, err := Open(t.Context(), path, tc.opts)
-		var ve *ValidationError
-		if !errors.Is(err, ErrInvalid) || !errors.As(err, &ve) || ve.Field != tc.field {
-			t.Errorf("%s: %v, want a validation error on %s", tc.name, err, tc.field)
-		}
-	}
-}
 
 // The cheap pre-scan never hides an overflowing number from the exact one.
 func TestMayOverflowNeverMissesAnOverflow(t *testing.T) {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/graph-engineering/graph-engineering-mcp/lease"
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/testwait"
+	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/tgsqlite"
 )
 
 type parkedResult struct {
@@ -157,12 +158,12 @@ func TestSweeperWakesWaiterForExpiredLease(t *testing.T) {
 func TestWatcherWakesByPendingCount(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "tasks.db")
 	clock := lease.NewManualClock(t0)
-	a, err := Open(context.Background(), path, Options{Clock: clock, WatchInterval: 5 * time.Millisecond})
+	a, err := openSQLite(context.Background(), path, Options{Clock: clock}, tgsqlite.Options{WatchInterval: 5 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer a.Close()
-	other, err := Open(context.Background(), path, Options{Clock: clock})
+	other, err := openSQLite(context.Background(), path, Options{Clock: clock})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -209,7 +210,7 @@ func BenchmarkCreateWithParkedWaiters(b *testing.B) {
 	for _, n := range []int{0, 5000} {
 		b.Run(fmt.Sprintf("waiters=%d", n), func(b *testing.B) {
 			path := filepath.Join(b.TempDir(), "tasks.db")
-			s, err := Open(context.Background(), path, Options{Sync: SyncNormal, MaxWaiters: 6000})
+			s, err := openSQLite(context.Background(), path, Options{MaxWaiters: 6000}, tgsqlite.Options{Sync: tgsqlite.SyncNormal})
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -21,14 +21,16 @@ import (
 
 	"github.com/graph-engineering/graph-engineering-mcp/lease"
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph"
+	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/sqlitestore"
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/tgpostgres"
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/tgpostgres/pgtest"
+	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/tgsqlite"
 )
 
 func BenchmarkWorkflowView(b *testing.B) {
 	opens := map[string]func(b *testing.B) *taskgraph.Store{
 		"sqlite": func(b *testing.B) *taskgraph.Store {
-			s, err := taskgraph.Open(context.Background(), filepath.Join(b.TempDir(), "tasks.db"), taskgraph.Options{})
+			s, err := sqlitestore.Open(context.Background(), filepath.Join(b.TempDir(), "tasks.db"), taskgraph.Options{}, tgsqlite.Options{})
 			if err != nil {
 				b.Fatal(err)
 			}

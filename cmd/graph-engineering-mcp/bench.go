@@ -19,6 +19,8 @@ import (
 
 	"github.com/graph-engineering/graph-engineering-mcp/lease"
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph"
+	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/sqlitestore"
+	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/tgsqlite"
 )
 
 // benchConfig is what one bench run does.
@@ -26,7 +28,7 @@ type benchConfig struct {
 	Tasks     int
 	Workers   int
 	Mode      string // store or http
-	Sync      taskgraph.SyncMode
+	Sync      tgsqlite.SyncMode
 	Layers    int // 0: independent tasks; L > 1: each workflow is L layers deep
 	Heartbeat bool
 	Database  string
@@ -145,12 +147,12 @@ func runBench(ctx context.Context, cfg benchConfig, stderr io.Writer) (*benchRes
 		defer os.RemoveAll(dir)
 		path = filepath.Join(dir, "bench.db")
 	}
-	opts := taskgraph.Options{Sync: cfg.Sync, Sweep: true, Logger: newLogger(stderr, 8)}
+	opts := taskgraph.Options{Sweep: true, Logger: newLogger(stderr, 8)}
 	openOne := func() (*taskgraph.Store, error) {
 		if kind, loc := databaseKind(path); kind == databasePostgres {
 			return openPostgres(ctx, loc, opts, openServe, cfg.PGMaxConns, 0)
 		}
-		return taskgraph.Open(ctx, path, opts)
+		return sqlitestore.Open(ctx, path, opts, tgsqlite.Options{Sync: cfg.Sync})
 	}
 	store, err := openOne()
 	if err != nil {
@@ -339,7 +341,7 @@ func benchAction(c *cli.Context) error {
 	}
 	cfg := benchConfig{
 		Tasks: c.Int("tasks"), Workers: c.Int("workers"), Mode: strings.ToLower(c.String("mode")),
-		Sync: taskgraph.SyncMode(strings.ToLower(c.String("sync"))), Layers: c.Int("layers"),
+		Sync: tgsqlite.SyncMode(strings.ToLower(c.String("sync"))), Layers: c.Int("layers"),
 		Heartbeat: c.Bool("heartbeat"), Database: c.String("database"), CPUProfile: c.String("cpuprofile"),
 		Replicas: c.Int("replicas"), PGMaxConns: c.Int("pg-max-conns"), WorkflowSize: c.Int("workflow-size"),
 	}
@@ -348,7 +350,7 @@ func benchAction(c *cli.Context) error {
 		return usagef("--tasks must be between 1 and 10000000 (got %d)", cfg.Tasks)
 	case cfg.Workers < 1 || cfg.Workers > 256:
 		return usagef("--workers must be between 1 and 256 (got %d)", cfg.Workers)
-	case cfg.Sync != taskgraph.SyncFull && cfg.Sync != taskgraph.SyncNormal:
+	case cfg.Sync != tgsqlite.SyncFull && cfg.Sync != tgsqlite.SyncNormal:
 		return usagef("--sync must be full or normal (got %q)", cfg.Sync)
 	case cfg.Layers < 0 || cfg.Layers > 100:
 		return usagef("--layers must be between 0 and 100 (got %d)", cfg.Layers)

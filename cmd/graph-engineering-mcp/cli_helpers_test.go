@@ -12,6 +12,8 @@ import (
 
 	"github.com/graph-engineering/graph-engineering-mcp/lease"
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph"
+	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/sqlitestore"
+	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/tgsqlite"
 )
 
 // t0 is the server time the fixtures start at.
@@ -31,7 +33,7 @@ func newEnv(t *testing.T) *env {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "tasks.db")
 	clock := lease.NewManualClock(t0)
-	s, err := taskgraph.Open(context.Background(), path, taskgraph.Options{Clock: clock})
+	s, err := sqlitestore.Open(context.Background(), path, taskgraph.Options{Clock: clock}, tgsqlite.Options{})
 	if err != nil {
 		t.Fatalf("open store: %v", err)
 	}

@@ -8,9 +8,8 @@ import (
 	"os/user"
 	"runtime/debug"
 
+	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/tgsqlite"
 	"github.com/urfave/cli/v2"
-
-	"github.com/graph-engineering/graph-engineering-mcp/taskgraph"
 )
 
 // version is set at build time with -ldflags "-X main.version=v1.2.3"; when
@@ -61,7 +60,7 @@ func databasePath(c *cli.Context) (string, error) {
 	if p != "" {
 		return p, nil
 	}
-	return taskgraph.DefaultPath()
+	return tgsqlite.DefaultPath()
 }
 
 // newLogger returns the structured logger; logs go to stderr, never stdout,

@@ -16,6 +16,7 @@ import (
 
 	"github.com/graph-engineering/graph-engineering-mcp/lease"
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph"
+	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/tgsqlite"
 )
 
 // This file holds the db commands and the plumbing that every operator
@@ -49,10 +50,12 @@ func operatorOptions(c *cli.Context) taskgraph.Options {
 	return taskgraph.Options{
 		Clock:  clockFrom(c.Context),
 		Logger: newLogger(c.App.ErrWriter, slog.LevelWarn),
-		// A one-shot command reads on one or two connections at a time.
-		ReadConns: 2,
 	}
 }
+
+// operatorSQLite are the SQLite driver's options of every operator command:
+// a one-shot command reads on one or two connections at a time.
+var operatorSQLite = tgsqlite.Options{ReadConns: 2}
 
 // noDatabase is the error of an operator command pointed at a path with no
 // database: it never creates one.
@@ -62,7 +65,7 @@ func noDatabase(path string) error {
 
 // missingDatabase reports whether err says there is no database file at all.
 func missingDatabase(err error) bool {
-	return errors.Is(err, taskgraph.ErrNoDatabase) && errors.Is(err, fs.ErrNotExist)
+	return errors.Is(err, tgsqlite.ErrNoDatabase) && errors.Is(err, fs.ErrNotExist)
 }
 
 // openOperatorStore opens the database for an operator command. Unlike serve
@@ -74,7 +77,7 @@ func openOperatorStore(c *cli.Context) (*taskgraph.Store, error) {
 		return nil, err
 	}
 	if kind == databasePostgres {
-		return openDatabase(c, path, operatorOptions(c), openOperator)
+		return openDatabase(c, path, operatorOptions(c), operatorSQLite, openOperator)
 	}
 	if _, err := os.Stat(path); err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
@@ -82,7 +85,7 @@ func openOperatorStore(c *cli.Context) (*taskgraph.Store, error) {
 		}
 		return nil, fmt.Errorf("open database %s: %w", path, err)
 	}
-	s, err := taskgraph.Open(c.Context, path, operatorOptions(c))
+	s, _, err := openSQLite(c.Context, path, operatorOptions(c), operatorSQLite, openOperator)
 	if err != nil {
 		return nil, err // the store's errors name the path and the step that failed
 	}
@@ -99,7 +102,7 @@ func openReadOnlyOperatorStore(c *cli.Context) (*taskgraph.Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	s, err := openDatabase(c, path, operatorOptions(c), openReadOnly)
+	s, err := openDatabase(c, path, operatorOptions(c), operatorSQLite, openReadOnly)
 	if missingDatabase(err) {
 		return nil, noDatabase(path)
 	}
@@ -110,6 +113,26 @@ func openReadOnlyOperatorStore(c *cli.Context) (*taskgraph.Store, error) {
 // store is opened with openReadOnlyOperatorStore.
 func withReadOnlyStore(c *cli.Context, fn func(ctx context.Context, s *taskgraph.Store) error) error {
 	return withStore(c, openReadOnlyOperatorStore, fn)
+}
+
+// withReadOnlySQLite is withReadOnlyStore for the commands that use what
+// only a SQLite file has (db check, db backup): fn gets the store's driver
+// too. The caller has refused a PostgreSQL --database already.
+func withReadOnlySQLite(c *cli.Context, fn func(ctx context.Context, s *taskgraph.Store, d *tgsqlite.Driver) error) error {
+	var d *tgsqlite.Driver
+	open := func(c *cli.Context) (*taskgraph.Store, error) {
+		_, path, err := resolveDatabase(c)
+		if err != nil {
+			return nil, err
+		}
+		s, drv, err := openSQLite(c.Context, path, operatorOptions(c), operatorSQLite, openReadOnly)
+		if missingDatabase(err) {
+			return nil, noDatabase(path)
+		}
+		d = drv
+		return s, err // the store's errors name the path and what to do
+	}
+	return withStore(c, open, func(ctx context.Context, s *taskgraph.Store) error { return fn(ctx, s, d) })
 }
 
 // withOperatorStore opens the store, runs fn, and closes the store. Every
@@ -323,11 +346,15 @@ type walJSON struct {
 }
 
 func dbCheckAction(c *cli.Context, _ []string) error {
-	return withReadOnlyStore(c, func(ctx context.Context, s *taskgraph.Store) error {
-		if s.Driver() != "sqlite" {
-			return dbCheckOther(c, ctx, s)
-		}
-		res, err := s.Check(ctx)
+	if kind, _, err := resolveDatabase(c); err != nil {
+		return err
+	} else if kind == databasePostgres {
+		return withReadOnlyStore(c, func(ctx context.Context, s *taskgraph.Store) error {
+			return dbCheckOther(c, ctx, s) // a database that checks itself
+		})
+	}
+	return withReadOnlySQLite(c, func(ctx context.Context, s *taskgraph.Store, d *tgsqlite.Driver) error {
+		res, err := d.Check(ctx)
 		if err != nil {
 			return fmt.Errorf("check database %s: %w", s.Path(), err)
 		}

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph"
+	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/sqlitestore"
+	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/tgsqlite"
 )
 
 func TestDBCheck(t *testing.T) {
@@ -162,7 +164,7 @@ func TestBinaryAgainstOpenDatabase(t *testing.T) {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
 	path := filepath.Join(t.TempDir(), "tasks.db")
-	s, err := taskgraph.Open(context.Background(), path, taskgraph.Options{Sweep: true})
+	s, err := sqlitestore.Open(context.Background(), path, taskgraph.Options{Sweep: true}, tgsqlite.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,6 +7,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph"
+	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/tgsqlite"
 )
 
 func dbBackupCommand() *cli.Command {
@@ -29,8 +30,8 @@ Example:
 			} else if kind == databasePostgres {
 				return usagef("db backup copies an SQLite database file; for PostgreSQL use its own tools: pg_dump --format=custom --file=DEST URL (a consistent snapshot, restored with pg_restore), or continuous archiving for point-in-time recovery")
 			}
-			return withReadOnlyStore(c, func(ctx context.Context, s *taskgraph.Store) error {
-				if err := s.Backup(ctx, args[0]); err != nil {
+			return withReadOnlySQLite(c, func(ctx context.Context, s *taskgraph.Store, d *tgsqlite.Driver) error {
+				if err := d.Backup(ctx, args[0]); err != nil {
 					return err
 				}
 				_, err := fmt.Fprintf(c.App.Writer, "backed up %s to %s\n", s.Path(), args[0])

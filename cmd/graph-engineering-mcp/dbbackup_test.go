@@ -8,12 +8,14 @@ import (
 	"testing"
 
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph"
+	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/sqlitestore"
+	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/tgsqlite"
 )
 
 func TestDBBackupWhileServing(t *testing.T) {
 	dir := t.TempDir()
 	db := filepath.Join(dir, "tasks.db")
-	s, err := taskgraph.Open(context.Background(), db, taskgraph.Options{})
+	s, err := sqlitestore.Open(context.Background(), db, taskgraph.Options{}, tgsqlite.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

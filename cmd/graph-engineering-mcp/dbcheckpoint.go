@@ -3,9 +3,8 @@ package main
 import (
 	"fmt"
 
+	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/tgsqlite"
 	"github.com/urfave/cli/v2"
-
-	"github.com/graph-engineering/graph-engineering-mcp/taskgraph"
 )
 
 func dbCheckpointCommand() *cli.Command {
@@ -45,7 +44,7 @@ func dbCheckpointAction(c *cli.Context, _ []string) error {
 	if kind == databasePostgres {
 		return usagef("db checkpoint truncates an SQLite write-ahead log; PostgreSQL checkpoints by itself (CHECKPOINT, checkpoint_timeout), so there is nothing to do here")
 	}
-	res, err := taskgraph.Checkpoint(c.Context, path)
+	res, err := tgsqlite.Checkpoint(c.Context, path)
 	if missingDatabase(err) {
 		return noDatabase(path)
 	}

@@ -6,12 +6,17 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph"
+	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/sqlitestore"
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/tgpostgres"
+	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/tgsqlite"
 )
 
-// This file opens a store on either driver: a file path is SQLite
-// (taskgraph.Open, taskgraph.OpenReadOnly), a postgres:// or postgresql://
-// URL is PostgreSQL (tgpostgres under taskgraph.OpenDriver).
+// This file opens a store on either driver: a file path is SQLite (tgsqlite
+// under taskgraph.OpenDriver, by sqlitestore), a postgres:// or
+// postgresql:// URL is PostgreSQL (tgpostgres under taskgraph.OpenDriver).
+// The CLI is the composition root: the domain (taskgraph) knows no driver,
+// and what only SQLite has (db check, db backup, db checkpoint) is called
+// here on the SQLite driver.
 
 // openMode says what a command does with the store it opens.
 type openMode int
@@ -72,20 +77,29 @@ func hasFlag(flags []cli.Flag, name string) bool {
 	return false
 }
 
-// openDatabase opens a store on location (a resolved --database) for mode.
-func openDatabase(c *cli.Context, location string, opts taskgraph.Options, mode openMode) (*taskgraph.Store, error) {
+// openDatabase opens a store on location (a resolved --database) for mode;
+// sq configures the SQLite driver when location is a file path.
+func openDatabase(c *cli.Context, location string, opts taskgraph.Options, sq tgsqlite.Options, mode openMode) (*taskgraph.Store, error) {
 	kind, loc := databaseKind(location)
 	if kind != databasePostgres {
-		if mode == openReadOnly {
-			return taskgraph.OpenReadOnly(c.Context, loc, opts)
-		}
-		return taskgraph.Open(c.Context, loc, opts)
+		s, _, err := openSQLite(c.Context, loc, opts, sq, mode)
+		return s, err
 	}
 	maxConns, minConns, err := pgPool(c)
 	if err != nil {
 		return nil, err
 	}
 	return openPostgres(c.Context, loc, opts, mode, maxConns, minConns)
+}
+
+// openSQLite opens a store on the SQLite file at path for mode, and returns
+// its driver too, for what only SQLite has (Check, Backup); the store owns
+// the driver.
+func openSQLite(ctx context.Context, path string, opts taskgraph.Options, sq tgsqlite.Options, mode openMode) (*taskgraph.Store, *tgsqlite.Driver, error) {
+	if mode == openReadOnly {
+		return sqlitestore.OpenReadOnlyDriver(ctx, path, opts, sq)
+	}
+	return sqlitestore.OpenDriver(ctx, path, opts, sq)
 }
 
 // openPostgres opens a store on the PostgreSQL database at url.

@@ -23,7 +23,9 @@ import (
 
 	"github.com/graph-engineering/graph-engineering-mcp/manifest"
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph"
+	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/sqlitestore"
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/testwait"
+	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/tgsqlite"
 )
 
 // fleetConfig sizes TestFleetLiveness. The defaults are the short run of the
@@ -524,7 +526,7 @@ func TestFleetLiveness(t *testing.T) {
 		t.Errorf("graceful stop after the fleet run: %v\n%s", err, srv.logs.String())
 	}
 
-	st, err := taskgraph.Open(context.Background(), srv.db, taskgraph.Options{})
+	st, err := sqlitestore.Open(context.Background(), srv.db, taskgraph.Options{}, tgsqlite.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,7 +15,9 @@ import (
 	"time"
 
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph"
+	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/sqlitestore"
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/testwait"
+	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/tgsqlite"
 )
 
 // readFileOrNil returns the content of path, or nil when it does not exist.
@@ -46,7 +48,7 @@ func TestReadCommandsNeverWriteNorWaitForReaders(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "tasks.db")
 	// An hour: anything that waited for the reader would still be waiting
 	// when the deadlines below fail the test.
-	s, err := taskgraph.Open(ctx, path, taskgraph.Options{BusyTimeout: time.Hour})
+	s, err := sqlitestore.Open(ctx, path, taskgraph.Options{}, tgsqlite.Options{BusyTimeout: time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -148,7 +150,7 @@ func TestReadCommandsNeverWriteNorWaitForReaders(t *testing.T) {
 			t.Fatalf("heartbeat after %s: %v", name, err)
 		}
 	}
-	bs, err := taskgraph.OpenReadOnly(ctx, backup, taskgraph.Options{})
+	bs, err := sqlitestore.OpenReadOnly(ctx, backup, taskgraph.Options{}, tgsqlite.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,7 +13,9 @@ import (
 
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph"
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/fsfault"
+	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/sqlitestore"
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/testwait"
+	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/tgsqlite"
 )
 
 // serve refuses, at start and before serving anything, a database it
@@ -54,7 +56,7 @@ func TestServeRefusesUnwritableDatabase(t *testing.T) {
 					return path
 				}
 			}
-			s, err := taskgraph.Open(context.Background(), path, taskgraph.Options{})
+			s, err := sqlitestore.Open(context.Background(), path, taskgraph.Options{}, tgsqlite.Options{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -114,7 +116,7 @@ func TestServeStdioRefusesWritesAfterShmRemoved(t *testing.T) {
 	if !strings.Contains(stderr, s.db+"-shm") || strings.Contains(stderr, "closed cleanly") {
 		t.Fatalf("stderr must name %s-shm and not claim a clean close:\n%s", s.db, stderr)
 	}
-	st, err := taskgraph.Open(context.Background(), s.db, taskgraph.Options{})
+	st, drv, err := sqlitestore.OpenDriver(context.Background(), s.db, taskgraph.Options{}, tgsqlite.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -123,7 +125,7 @@ func TestServeStdioRefusesWritesAfterShmRemoved(t *testing.T) {
 	if err != nil || len(ts) == 0 || ts[0].NodeID != "kept" {
 		t.Fatalf("after restart: %v %v, want the acknowledged task", ts, err)
 	}
-	if res, err := st.Check(context.Background()); err != nil || !res.OK() {
+	if res, err := drv.Check(context.Background()); err != nil || !res.OK() {
 		t.Fatalf("integrity after restart: %v %v", res.Integrity, err)
 	}
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/graph-engineering/graph-engineering-mcp/mcpadapter/principal"
 	"github.com/graph-engineering/graph-engineering-mcp/skills"
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph"
+	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/tgsqlite"
 )
 
 // serveFlags are the flags of serve, also accepted by the bare command.
@@ -78,8 +79,8 @@ func serveAction(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	sync := taskgraph.SyncMode(strings.ToLower(c.String("sync")))
-	if sync != taskgraph.SyncFull && sync != taskgraph.SyncNormal {
+	sync := tgsqlite.SyncMode(strings.ToLower(c.String("sync")))
+	if sync != tgsqlite.SyncFull && sync != tgsqlite.SyncNormal {
 		return usagef("--sync must be full or normal (got %q)", c.String("sync"))
 	}
 	logger := newLogger(c.App.ErrWriter, level)
@@ -112,7 +113,7 @@ func serveAction(c *cli.Context) error {
 		}
 	}
 	logIfNewDatabase(logger, path)
-	store, err := openServeStore(c, path, taskgraph.Options{Sync: sync, Logger: logger, Sweep: true})
+	store, err := openServeStore(c, path, taskgraph.Options{Logger: logger, Sweep: true}, tgsqlite.Options{Sync: sync})
 	if err != nil {
 		return err
 	}
@@ -321,14 +322,14 @@ func listenAddr(s string) (string, error) {
 // serveHTTP serves MCP over Streamable HTTP until the context is cancelled
 // (SIGINT or SIGTERM), then drains in-flight calls (at most 10 s), closes
 // the database (checkpointing the WAL) and returns nil.
-func serveHTTP(c *cli.Context, logger *slog.Logger, surface manifest.Surface, set *skills.Set, path string, sync taskgraph.SyncMode) error {
+func serveHTTP(c *cli.Context, logger *slog.Logger, surface manifest.Surface, set *skills.Set, path string, sync tgsqlite.SyncMode) error {
 	cfg, err := httpConfigFromFlags(c)
 	if err != nil {
 		return err
 	}
 	metrics := httpfront.NewMetrics(logger)
 	logIfNewDatabase(logger, path)
-	store, err := openServeStore(c, path, taskgraph.Options{Sync: sync, Logger: logger, Sweep: true, OnBatch: metrics.ObserveBatch})
+	store, err := openServeStore(c, path, taskgraph.Options{Logger: logger, Sweep: true, OnBatch: metrics.ObserveBatch}, tgsqlite.Options{Sync: sync})
 	if err != nil {
 		return err
 	}

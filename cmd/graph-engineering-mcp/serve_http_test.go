@@ -19,7 +19,9 @@ import (
 
 	"github.com/graph-engineering/graph-engineering-mcp/manifest"
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph"
+	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/sqlitestore"
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/testwait"
+	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/tgsqlite"
 )
 
 const testToken = "http-test-token-9f8e7d6c5b4a"
@@ -261,12 +263,12 @@ func TestServeHTTPBinaryBothErasAndSIGTERM(t *testing.T) {
 	if fi, err := os.Stat(c.db + "-wal"); err == nil && fi.Size() > 0 {
 		t.Fatalf("the WAL holds %d bytes after exit; it was not checkpointed", fi.Size())
 	}
-	st, err := taskgraph.Open(context.Background(), c.db, taskgraph.Options{})
+	st, drv, err := sqlitestore.OpenDriver(context.Background(), c.db, taskgraph.Options{}, tgsqlite.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	chk, err := st.Check(context.Background())
+	chk, err := drv.Check(context.Background())
 	if err != nil || !chk.OK() {
 		t.Fatalf("integrity: %+v %v", chk, err)
 	}

@@ -7,9 +7,8 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/tgsqlite"
 	"github.com/urfave/cli/v2"
-
-	"github.com/graph-engineering/graph-engineering-mcp/taskgraph"
 )
 
 // serveDatabasePath resolves serve's database path (see databasePath). A
@@ -24,7 +23,7 @@ func serveDatabasePath(c *cli.Context) (string, error) {
 	if err != nil || !databaseNamed(c) || kind == databasePostgres {
 		return path, err
 	}
-	if def, err := taskgraph.DefaultPath(); err == nil && filepath.Clean(path) == def {
+	if def, err := tgsqlite.DefaultPath(); err == nil && filepath.Clean(path) == def {
 		return path, nil
 	}
 	dir := filepath.Dir(path)

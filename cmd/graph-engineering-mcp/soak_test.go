@@ -25,7 +25,9 @@ import (
 	"github.com/graph-engineering/graph-engineering-mcp/manifest"
 	"github.com/graph-engineering/graph-engineering-mcp/mcpadapter/principal"
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph"
+	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/sqlitestore"
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/testwait"
+	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/tgsqlite"
 )
 
 // soakDuration is how long TestSoakKillRestart runs its fault load:
@@ -325,7 +327,7 @@ func TestSoakKillRestart(t *testing.T) {
 	}
 
 	// Check from the history and final state.
-	st, err := taskgraph.Open(context.Background(), srv.db, taskgraph.Options{})
+	st, drv, err := sqlitestore.OpenDriver(context.Background(), srv.db, taskgraph.Options{}, tgsqlite.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -333,7 +335,7 @@ func TestSoakKillRestart(t *testing.T) {
 	if _, err := st.VerifyHistory(context.Background()); err != nil {
 		t.Fatalf("hash chain: %v", err)
 	}
-	if res, err := st.Check(context.Background()); err != nil || !res.OK() {
+	if res, err := drv.Check(context.Background()); err != nil || !res.OK() {
 		t.Fatalf("integrity: %v %v", res.Integrity, err)
 	}
 	t.Log(pythonAgreesWithVerify(t, srv.db))
@@ -464,7 +466,7 @@ func TestSoakVerifierCatchesViolations(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "v.db")
 	clock := lease.NewManualClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	st, err := taskgraph.Open(ctx, path, taskgraph.Options{Clock: clock})
+	st, err := sqlitestore.Open(ctx, path, taskgraph.Options{Clock: clock}, tgsqlite.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -21,7 +21,9 @@ import (
 	"github.com/graph-engineering/graph-engineering-mcp/manifest"
 	"github.com/graph-engineering/graph-engineering-mcp/mcpadapter"
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph"
+	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/sqlitestore"
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/testwait"
+	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/tgsqlite"
 )
 
 func TestMain(m *testing.M) {
@@ -203,7 +205,7 @@ func TestDefaultWorkflowID(t *testing.T) {
 // exists).
 func TestTaskHandleOverStreamableHTTP(t *testing.T) {
 	ctx := context.Background()
-	st, err := taskgraph.Open(ctx, filepath.Join(t.TempDir(), "tasks.db"), taskgraph.Options{})
+	st, err := sqlitestore.Open(ctx, filepath.Join(t.TempDir(), "tasks.db"), taskgraph.Options{}, tgsqlite.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -23,7 +23,9 @@ import (
 	"github.com/graph-engineering/graph-engineering-mcp/mcpadapter/internal/wire"
 	"github.com/graph-engineering/graph-engineering-mcp/mcpadapter/tools"
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph"
+	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/sqlitestore"
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/testwait"
+	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/tgsqlite"
 )
 
 var httpTasksCaps = &mcp.ClientCapabilities{Extensions: map[string]any{manifest.TasksExtension: map[string]any{}}}
@@ -609,12 +611,12 @@ func TestServeDrainsInFlightCallsOnShutdown(t *testing.T) {
 	if fi, err := os.Stat(f.path + "-wal"); err == nil && fi.Size() > 0 {
 		t.Fatalf("the WAL holds %d bytes after close; it was not checkpointed", fi.Size())
 	}
-	re, err := taskgraph.Open(context.Background(), f.path, taskgraph.Options{})
+	re, drv, err := sqlitestore.OpenDriver(context.Background(), f.path, taskgraph.Options{}, tgsqlite.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer re.Close()
-	chk, err := re.Check(context.Background())
+	chk, err := drv.Check(context.Background())
 	if err != nil || !chk.OK() {
 		t.Fatalf("integrity after shutdown: %+v %v", chk, err)
 	}

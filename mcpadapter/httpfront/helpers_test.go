@@ -21,7 +21,9 @@ import (
 	"github.com/graph-engineering/graph-engineering-mcp/mcpadapter/internal/wire"
 	"github.com/graph-engineering/graph-engineering-mcp/mcpadapter/tools"
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph"
+	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/sqlitestore"
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/testwait"
+	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/tgsqlite"
 )
 
 // httpFixture is a server over real HTTP on 127.0.0.1 (httptest), with its
@@ -52,7 +54,7 @@ func newHTTPStore(t testing.TB, opts ...fixtureOpt) (*httpFixture, *taskgraph.St
 	metrics := NewMetrics(logger)
 	path := filepath.Join(t.TempDir(), "tasks.db")
 	clock := lease.NewManualClock(time.Date(2026, 5, 1, 9, 0, 0, 0, time.UTC))
-	st, err := taskgraph.Open(ctx, path, taskgraph.Options{Clock: clock, Logger: logger, OnBatch: metrics.ObserveBatch})
+	st, err := sqlitestore.Open(ctx, path, taskgraph.Options{Clock: clock, Logger: logger, OnBatch: metrics.ObserveBatch}, tgsqlite.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -23,7 +23,9 @@ import (
 	"github.com/graph-engineering/graph-engineering-mcp/mcpadapter/internal/wire"
 	"github.com/graph-engineering/graph-engineering-mcp/mcpadapter/tools"
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph"
+	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/sqlitestore"
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/testwait"
+	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/tgsqlite"
 )
 
 // newReadyFixture serves a store opened with a short busy timeout over real
@@ -40,7 +42,7 @@ func newReadyFixtureIn(t *testing.T, dir string) *httpFixture {
 	logger := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	path := filepath.Join(dir, "tasks.db")
 	metrics := NewMetrics(logger)
-	st, err := taskgraph.Open(context.Background(), path, taskgraph.Options{Logger: logger, BusyTimeout: 50 * time.Millisecond, OnBatch: metrics.ObserveBatch})
+	st, err := sqlitestore.Open(context.Background(), path, taskgraph.Options{Logger: logger, OnBatch: metrics.ObserveBatch}, tgsqlite.Options{BusyTimeout: 50 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -29,7 +29,7 @@
 //	}
 //
 // The tables and columns the suite's SQL names are those of the SQLite
-// schema (schema/migrations/sqlite): workflows (workflow_id, task_count,
+// schema (tgsqlite/migrations): workflows (workflow_id, task_count,
 // event_count, head_hash), tasks (seq, task_id, workflow_id, node_id, state, created_by,
 // unmet, cancel_cause, lease_expires_at_ms, token_hash), edges (dep_seq,
 // task_seq), events (workflow_id, wseq, task_id, kind, owner, generation,

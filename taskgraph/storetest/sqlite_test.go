@@ -9,11 +9,13 @@ import (
 	_ "github.com/mattn/go-sqlite3" // the "sqlite3" driver for the harness's own connection
 
 	tg "github.com/graph-engineering/graph-engineering-mcp/taskgraph"
+	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/sqlitestore"
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/storetest"
+	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/tgsqlite"
 )
 
 // sqliteDatabase is a database file in a test's temporary folder: stores
-// open it with taskgraph.Open, and the suite's raw SQL goes through a second
+// open it with sqlitestore.Open, and the suite's raw SQL goes through a second
 // connection of its own, as someone with access to the file would.
 type sqliteDatabase struct {
 	storetest.SQLDB
@@ -38,7 +40,7 @@ func newSQLiteDatabase(t testing.TB) storetest.Database {
 // Open opens a store on the file and closes it when t ends.
 func (d *sqliteDatabase) Open(t testing.TB, opts tg.Options) *tg.Store {
 	t.Helper()
-	s, err := tg.Open(context.Background(), d.path, opts)
+	s, err := sqlitestore.Open(context.Background(), d.path, opts, tgsqlite.Options{})
 	if err != nil {
 		t.Fatalf("Open %s: %v", d.path, err)
 	}

@@ -41,4 +41,19 @@
 //   - ErrNoRows is returned, unwrapped or wrapped, for a lookup that found
 //     nothing; errors of the database's environment match ErrUnavailable.
 //   - Reads see committed state only.
+//
+// # Optional capabilities
+//
+// What every driver does is Driver, Tx and Reads. What only some drivers
+// can do and the domain uses is an optional interface (caps.go): today
+// SharedClock (replicas judge leases by the database's clock: PostgreSQL).
+// A driver has a capability by implementing its interface, and the domain
+// finds it in one place: taskgraph.OpenDriver asserts each interface once
+// and keeps what it found. Info holds facts about the driver (its name,
+// location, pool size, read-only mode, whether it journals events), never
+// a capability; no code outside a driver branches on its name or concrete
+// type, except the composition root (the CLI), which opened the driver and
+// calls what only that database has (SQLite's Backup, Check, Checkpoint)
+// on it. A new capability the domain needs is a new interface there,
+// asserted in OpenDriver.
 package tgdriver

@@ -33,7 +33,9 @@ type Driver interface {
 	Close() error
 }
 
-// Info describes a driver.
+// Info describes a driver: facts about it and its database that the domain
+// reads. What a driver can do beyond Driver is an optional interface
+// (caps.go), never a field here.
 type Info struct {
 	// Name is "sqlite" or "postgres".
 	Name string
@@ -42,11 +44,6 @@ type Info struct {
 	Location string
 	// ReadOnly: every Write fails with ErrReadOnlyStore.
 	ReadOnly bool
-	// SharedClock: several server processes on one database are expected at
-	// once (replicas), and leases are judged by one clock for all of them
-	// (see package taskgraph, "Lease time"). A driver with SharedClock never
-	// calls Hooks.BatchStart.
-	SharedClock bool
 	// Connections bounds the transactions the driver runs at once (a
 	// pool's size); 0 when it runs one writer (SQLite).
 	Connections int

@@ -4,7 +4,9 @@
 //
 // # Invariants
 //
-//   - Open migrates the database inside one transaction under
+//   - The driver owns its schema: migrations/*.sql, embedded, applied by
+//     package schema's runner in this driver's dialect (Schema, migrate.go).
+//     Open migrates the database inside one transaction under
 //     pg_advisory_xact_lock, so replicas starting together migrate once and
 //     the others find the work done. A database at a newer schema is refused
 //     (schema.ErrTooNew), and so is one whose schema holds tables but no
@@ -49,9 +51,10 @@
 //     journaled>.
 //   - The password of the URL never appears in an error or a log line:
 //     Info().Location is the URL without it, and error texts are scrubbed.
-//   - Info().SharedClock is true: Hooks.BatchStart is never called, and
-//     Hooks.OnBatch is called after every commit attempt with size 1.
-//     Info().JournalEvents is true: see Events.
+//   - The driver is a tgdriver.SharedClock (Clock, see Lease time):
+//     Hooks.BatchStart is never called, and Hooks.OnBatch is called after
+//     every commit attempt with size 1. Info().JournalEvents is true: see
+//     Events.
 //
 // # Batches
 //
@@ -177,5 +180,6 @@
 //
 // # Backups
 //
-// Backup refuses with ErrBackupUnsupported: use pg_dump.
+// The driver makes no backups: back a PostgreSQL database up with pg_dump
+// (the CLI's db backup says so for a postgres:// database).
 package tgpostgres

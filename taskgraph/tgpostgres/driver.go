@@ -153,7 +153,11 @@ type Driver struct {
 	wg        sync.WaitGroup
 }
 
-var _ tgdriver.Driver = (*Driver)(nil)
+// The PostgreSQL driver has the optional capability SharedClock.
+var (
+	_ tgdriver.Driver      = (*Driver)(nil)
+	_ tgdriver.SharedClock = (*Driver)(nil)
+)
 
 // Open connects to the PostgreSQL database at rawURL (postgres:// or
 // postgresql://), migrates it to the newest schema under an advisory lock,
@@ -355,7 +359,7 @@ func parseURL(raw string) (location, password string, err error) {
 
 // Info describes the driver.
 func (d *Driver) Info() tgdriver.Info {
-	return tgdriver.Info{Name: "postgres", Location: d.location, SharedClock: true, ReadOnly: d.opts.ReadOnly, Connections: int(d.opts.MaxConns), JournalEvents: true}
+	return tgdriver.Info{Name: "postgres", Location: d.location, ReadOnly: d.opts.ReadOnly, Connections: int(d.opts.MaxConns), JournalEvents: true}
 }
 
 // ReplicaID returns this driver's replica id.
@@ -365,7 +369,8 @@ func (d *Driver) ReplicaID() string { return d.replicaID }
 // this process's measured offset to the database's clock_timestamp().
 func (d *Driver) Clock() lease.Clock { return d.clock }
 
-// Start records the domain's hooks. BatchStart is never called (SharedClock).
+// Start records the domain's hooks. BatchStart is never called (the
+// driver is a tgdriver.SharedClock).
 func (d *Driver) Start(h tgdriver.Hooks) error {
 	if d.closed.Load() {
 		return tgdriver.ErrClosed
@@ -508,11 +513,6 @@ func (d *Driver) Ping(ctx context.Context) error {
 	}
 	var one int
 	return d.classify(ctx, d.pool.QueryRow(ctx, `SELECT 1`).Scan(&one))
-}
-
-// Backup refuses: back a PostgreSQL database up with pg_dump.
-func (d *Driver) Backup(ctx context.Context, dest string) error {
-	return ErrBackupUnsupported
 }
 
 // Close stops the listener and the clock, and closes the pool once the

@@ -14,10 +14,6 @@ import (
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/tgdriver"
 )
 
-// ErrBackupUnsupported is returned by Backup: a PostgreSQL database is backed
-// up with the database's own tools.
-var ErrBackupUnsupported = errors.New("backup is not supported on PostgreSQL by graph-engineering-mcp: use pg_dump (for example `pg_dump --format=custom --file=graph.dump <database>`), or the backup tooling of your PostgreSQL service")
-
 // ErrBadURL means the URL given to Open is not a PostgreSQL URL.
 var ErrBadURL = errors.New("invalid PostgreSQL URL")
 

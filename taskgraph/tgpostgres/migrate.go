@@ -2,13 +2,61 @@ package tgpostgres
 
 import (
 	"context"
-	"errors"
+	"embed"
 	"fmt"
+	"io/fs"
+	"sync"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/graph-engineering/graph-engineering-mcp/schema"
 )
+
+// migrationFiles is the driver's own migration series, applied by package
+// schema's runner in the PostgreSQL dialect below.
+//
+//go:embed migrations/*.sql
+var migrationFiles embed.FS
+
+// dialect is PostgreSQL's SQL for the runner's bookkeeping.
+var dialect = schema.Dialect{
+	CountTables: `SELECT COUNT(*) FILTER (WHERE table_name = 'schema_version'),
+		COUNT(*) FILTER (WHERE table_name <> 'schema_version')
+		FROM information_schema.tables WHERE table_schema = current_schema()`,
+	CreateVersionTable: `CREATE TABLE IF NOT EXISTS schema_version (
+		singleton INTEGER PRIMARY KEY CHECK (singleton = 1),
+		version INTEGER NOT NULL,
+		applied_at_ms BIGINT NOT NULL
+	)`,
+	RecordVersion: `INSERT INTO schema_version (singleton, version, applied_at_ms)
+		VALUES (1, $1, (EXTRACT(EPOCH FROM clock_timestamp()) * 1000)::BIGINT)
+		ON CONFLICT (singleton) DO UPDATE SET version = excluded.version, applied_at_ms = excluded.applied_at_ms`,
+}
+
+var loadSchema = sync.OnceValues(func() (schema.Series, error) {
+	sub, err := fs.Sub(migrationFiles, "migrations")
+	if err != nil {
+		return schema.Series{}, err
+	}
+	return schema.Load(sub, dialect)
+})
+
+// Schema returns the PostgreSQL migration series (migrations/*.sql) in the
+// PostgreSQL dialect. Its error, a malformed series, is a build defect that
+// this package's tests catch.
+func Schema() (schema.Series, error) { return loadSchema() }
+
+// pgConn adapts a pgx transaction to the runner's schema.Conn.
+type pgConn struct{ tx pgx.Tx }
+
+func (c pgConn) Exec(ctx context.Context, query string, args ...any) error {
+	_, err := c.tx.Exec(ctx, query, args...)
+	return err
+}
+
+func (c pgConn) QueryRow(ctx context.Context, query string, args ...any) schema.Row {
+	return c.tx.QueryRow(ctx, query, args...)
+}
 
 // migrationLockKey is the pg_advisory_xact_lock key under which replicas
 // migrate: the first to start migrates, the others wait and find it done.
@@ -19,14 +67,10 @@ const migrationLockKey int64 = 0x6772617068656e67 // "grapheng"
 // (schema.ErrTooNew) and another program's database (schema.ErrForeign)
 // without writing to them.
 func (d *Driver) migrate(ctx context.Context) error {
-	ms, err := schema.PostgresMigrations()
+	s, err := Schema()
 	if err != nil {
 		return err
 	}
-	if len(ms) == 0 {
-		return errors.New("migrate: the binary carries no PostgreSQL migrations")
-	}
-	latest := ms[len(ms)-1].Version
 	tx, err := d.pool.Begin(ctx)
 	if err != nil {
 		return fmt.Errorf("open %s: %w", d.location, d.classify(ctx, err))
@@ -40,27 +84,15 @@ func (d *Driver) migrate(ctx context.Context) error {
 	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, migrationLockKey); err != nil {
 		return fmt.Errorf("migrate %s: take the migration lock: %w", d.location, d.classify(ctx, err))
 	}
-	current, err := d.inspect(ctx, tx, latest)
+	from, to, err := s.Apply(ctx, pgConn{tx})
 	if err != nil {
-		return err
-	}
-	for _, m := range ms[current:] {
-		if _, err := tx.Exec(ctx, m.SQL); err != nil {
-			return fmt.Errorf("migrate %s: apply migration %s: %w", d.location, m.Name, d.classify(ctx, err))
-		}
-	}
-	if current < latest {
-		if _, err := tx.Exec(ctx, `INSERT INTO schema_version (singleton, version, applied_at_ms)
-			VALUES (1, $1, (EXTRACT(EPOCH FROM clock_timestamp()) * 1000)::BIGINT)
-			ON CONFLICT (singleton) DO UPDATE SET version = excluded.version, applied_at_ms = excluded.applied_at_ms`, latest); err != nil {
-			return fmt.Errorf("migrate %s: record schema version %d: %w", d.location, latest, d.classify(ctx, err))
-		}
+		return fmt.Errorf("migrate %s: %w", d.location, d.classify(ctx, err))
 	}
 	if err := tx.Commit(ctx); err != nil {
 		return fmt.Errorf("migrate %s: commit: %w", d.location, d.classify(ctx, err))
 	}
-	if current < latest {
-		d.log.Info("database migrated", "from", current, "to", latest)
+	if from != to {
+		d.log.Info("database migrated", "from", from, "to", to)
 	}
 	return nil
 }
@@ -68,50 +100,17 @@ func (d *Driver) migrate(ctx context.Context) error {
 // requireLatest refuses, without writing, a database whose schema is not
 // exactly this binary's newest (a read-only opener may not migrate it).
 func (d *Driver) requireLatest(ctx context.Context) error {
-	ms, err := schema.PostgresMigrations()
+	s, err := Schema()
 	if err != nil {
 		return err
 	}
-	latest := ms[len(ms)-1].Version
 	tx, err := d.pool.BeginTx(ctx, pgx.TxOptions{AccessMode: pgx.ReadOnly})
 	if err != nil {
 		return fmt.Errorf("open %s: %w", d.location, d.classify(ctx, err))
 	}
 	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
-	current, err := d.inspect(ctx, tx, latest)
-	if err != nil {
-		return err
-	}
-	if current < latest {
-		return fmt.Errorf("%w: %s is at version %d and this binary reads version %d; start graph-engineering-mcp serve on it once, which migrates it (the database was left untouched)", schema.ErrTooOld, d.location, current, latest)
+	if _, err := s.RequireLatest(ctx, pgConn{tx}); err != nil {
+		return fmt.Errorf("open %s: %w", d.location, d.classify(ctx, err))
 	}
 	return nil
-}
-
-// inspect returns the schema version of the database's current schema: 0
-// when it holds no tables.
-func (d *Driver) inspect(ctx context.Context, tx pgx.Tx, latest int) (int, error) {
-	var tracked, others int
-	if err := tx.QueryRow(ctx, `SELECT COUNT(*) FILTER (WHERE table_name = 'schema_version'),
-		COUNT(*) FILTER (WHERE table_name <> 'schema_version')
-		FROM information_schema.tables WHERE table_schema = current_schema()`).Scan(&tracked, &others); err != nil {
-		return 0, fmt.Errorf("migrate %s: read the schema: %w", d.location, d.classify(ctx, err))
-	}
-	if tracked == 0 {
-		if others > 0 {
-			return 0, fmt.Errorf("%w: %s holds %d tables or views in its schema but no schema_version table, so it is not a graph-engineering database (it was left untouched); give an empty database or one this program created", schema.ErrForeign, d.location, others)
-		}
-		return 0, nil
-	}
-	var current int
-	switch err := tx.QueryRow(ctx, `SELECT version FROM schema_version WHERE singleton = 1`).Scan(&current); {
-	case errors.Is(err, pgx.ErrNoRows):
-		current = 0
-	case err != nil:
-		return 0, fmt.Errorf("migrate %s: read the schema version: %w", d.location, d.classify(ctx, err))
-	}
-	if current > latest {
-		return current, fmt.Errorf("%w: %s is at version %d, this binary knows versions up to %d; upgrade graph-engineering-mcp (the database was left untouched)", schema.ErrTooNew, d.location, current, latest)
-	}
-	return current, nil
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/graph-engineering/graph-engineering-mcp/schema"
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/tgpostgres/pgtest"
+	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/tgsqlite"
 )
 
 // TestSchemaMatchesSQLite: the PostgreSQL series has the same tables with
@@ -26,7 +27,11 @@ func TestSchemaMatchesSQLite(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := schema.Apply(ctx, tx); err != nil {
+	liteSchema, err := tgsqlite.Schema()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := liteSchema.Apply(ctx, schema.SQL(tx)); err != nil {
 		t.Fatal(err)
 	}
 	if err := tx.Commit(); err != nil {

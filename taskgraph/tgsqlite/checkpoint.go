@@ -5,8 +5,6 @@ import (
 	"database/sql"
 	"fmt"
 	"net/url"
-
-	"github.com/graph-engineering/graph-engineering-mcp/schema"
 )
 
 // CheckpointResult reports Checkpoint.
@@ -51,7 +49,7 @@ func Checkpoint(ctx context.Context, path string) (CheckpointResult, error) {
 		return res, fmt.Errorf("checkpoint database %s: %w", path, describeOpenErr(err))
 	}
 	defer conn.Close()
-	if _, err := schema.Inspect(ctx, conn); err != nil {
+	if _, err := inspectSchema(ctx, conn); err != nil {
 		return res, fmt.Errorf("checkpoint database %s: %w", path, describeOpenErr(err))
 	}
 	var busy int

@@ -4,6 +4,12 @@
 //
 // # Invariants
 //
+//   - The driver owns its schema: migrations/*.sql, embedded, applied by
+//     package schema's runner in this driver's dialect (Schema, migrate.go)
+//     inside one BEGIN IMMEDIATE transaction at Open; OpenReadOnly and
+//     Checkpoint only inspect it. Backup, Check and Checkpoint are this
+//     driver's own, called by the CLI on the driver it opened: the domain
+//     (package taskgraph) never sees them.
 //   - One writer goroutine owns the only write connection. Every Write is one
 //     operation of a group-committed batch: the writer takes the first
 //     waiting operation and every other one already waiting (up to

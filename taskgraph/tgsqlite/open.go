@@ -17,7 +17,6 @@ import (
 
 	"github.com/mattn/go-sqlite3"
 
-	"github.com/graph-engineering/graph-engineering-mcp/schema"
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/tgdriver"
 )
 
@@ -125,6 +124,8 @@ type Driver struct {
 	ckpt *checkpointer
 }
 
+// The SQLite driver has no optional capability (tgdriver's caps.go): its
+// Backup, Check and Checkpoint are its own, called by the CLI.
 var _ tgdriver.Driver = (*Driver)(nil)
 
 // DefaultPath returns the default database path:
@@ -278,7 +279,7 @@ func inspect(ctx context.Context, path string, opts Options) error {
 	}
 	defer db.Close()
 	db.SetMaxOpenConns(1)
-	if _, err := schema.Inspect(ctx, db); err != nil {
+	if _, err := inspectSchema(ctx, db); err != nil {
 		return fmt.Errorf("open database %s: %w", path, describeOpenErr(err))
 	}
 	return nil
@@ -363,7 +364,7 @@ func (d *Driver) migrate(ctx context.Context) error {
 		return fmt.Errorf("migrate %s: %w", d.path, describeOpenErr(err))
 	}
 	defer tx.Rollback()
-	from, to, err := schema.Apply(ctx, tx)
+	from, to, err := apply(ctx, tx)
 	if err != nil {
 		return fmt.Errorf("migrate %s: %w", d.path, err)
 	}

@@ -9,7 +9,6 @@ import (
 	"net/url"
 	"os"
 
-	"github.com/graph-engineering/graph-engineering-mcp/schema"
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/tgdriver"
 )
 
@@ -41,7 +40,7 @@ func OpenReadOnly(ctx context.Context, path string, opts Options) (*Driver, erro
 	if err != nil {
 		return nil, err
 	}
-	if _, err := schema.RequireLatest(ctx, rdb); err != nil {
+	if _, err := requireLatest(ctx, rdb); err != nil {
 		rdb.Close()
 		return nil, fmt.Errorf("open database %s read-only: %w", path, describeOpenErr(err))
 	}

@@ -18,7 +18,9 @@ import (
 	"time"
 
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph"
+	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/sqlitestore"
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/tgpostgres"
+	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/tgsqlite"
 )
 
 var (
@@ -304,7 +306,7 @@ func openRecord(ctx context.Context, db string) (*taskgraph.Store, error) {
 		}
 		return taskgraph.OpenDriver(ctx, d, taskgraph.Options{})
 	}
-	return taskgraph.OpenReadOnly(ctx, db, taskgraph.Options{})
+	return sqlitestore.OpenReadOnly(ctx, db, taskgraph.Options{}, tgsqlite.Options{})
 }
 
 // TestMain removes the binary the tests built.

@@ -1,4 +1,4 @@
-package manifest
+package jcs
 
 import (
 	"bytes"
@@ -40,13 +40,13 @@ var ErrInvalidJSON = errors.New("invalid JSON")
 // ErrInvalidJSON; leading and trailing whitespace is allowed, anything else
 // after the value is not.
 func Canonicalize(raw []byte) ([]byte, error) {
-	v, err := parseJSON(raw)
+	v, err := Parse(raw)
 	if err != nil {
 		return nil, err
 	}
 	var buf bytes.Buffer
 	buf.Grow(len(raw))
-	writeCanonical(&buf, v)
+	WriteCanonical(&buf, v)
 	return buf.Bytes(), nil
 }
 
@@ -63,51 +63,53 @@ func CanonicalizeValue(v any) ([]byte, error) {
 	return Canonicalize(raw)
 }
 
-// kind is the JSON type of a parsed value.
-type kind uint8
+// Kind is the JSON type of a parsed value.
+type Kind uint8
 
+// The kinds of Value.
 const (
-	kindNull kind = iota
-	kindBool
-	kindNumber
-	kindString
-	kindArray
-	kindObject
+	KindNull Kind = iota
+	KindBool
+	KindNumber
+	KindString
+	KindArray
+	KindObject
 )
 
 // String names the kind as error messages do.
-func (k kind) String() string {
+func (k Kind) String() string {
 	switch k {
-	case kindNull:
+	case KindNull:
 		return "null"
-	case kindBool:
+	case KindBool:
 		return "boolean"
-	case kindNumber:
+	case KindNumber:
 		return "number"
-	case kindString:
+	case KindString:
 		return "string"
-	case kindArray:
+	case KindArray:
 		return "array"
 	default:
 		return "object"
 	}
 }
 
-// value is one parsed JSON value. Only the fields of its kind are set.
-type value struct {
-	kind    kind
-	boolean bool
-	number  float64
-	str     string
-	elems   []value
-	members []member // in input order until sorted by writeCanonical's caller
+// Value is one parsed JSON value (Parse). Only the fields of its Kind are
+// set.
+type Value struct {
+	Kind    Kind
+	Bool    bool
+	Number  float64
+	Str     string
+	Elems   []Value
+	Members []Member // sorted by CompareKeys of their names, no name twice
 	offset  int      // byte offset of the value's first byte in the input
 }
 
-// member is one object member.
-type member struct {
-	name string
-	val  value
+// Member is one object member.
+type Member struct {
+	Name string
+	Val  Value
 }
 
 // parser is a strict RFC 8259 recursive-descent parser.
@@ -120,21 +122,23 @@ func (p *parser) errorf(format string, args ...any) error {
 	return fmt.Errorf("%w: at byte offset %d: %s", ErrInvalidJSON, p.pos, fmt.Sprintf(format, args...))
 }
 
-// parseJSON parses exactly one JSON value, surrounded by optional whitespace,
-// and sorts every object's members, rejecting duplicate names.
-func parseJSON(raw []byte) (value, error) {
+// Parse parses exactly one JSON value, surrounded by optional whitespace,
+// as Canonicalize reads it (its errors match ErrInvalidJSON), and sorts
+// every object's members, rejecting duplicate names: for callers that read
+// the value's fields as well as its canonical form (WriteCanonical).
+func Parse(raw []byte) (Value, error) {
 	p := &parser{data: raw}
 	p.skipSpace()
 	if p.pos == len(p.data) {
-		return value{}, p.errorf("empty input; expected a JSON value")
+		return Value{}, p.errorf("empty input; expected a JSON value")
 	}
 	v, err := p.parseValue(0)
 	if err != nil {
-		return value{}, err
+		return Value{}, err
 	}
 	p.skipSpace()
 	if p.pos != len(p.data) {
-		return value{}, p.errorf("unexpected %s after the JSON value", p.describe())
+		return Value{}, p.errorf("unexpected %s after the JSON value", p.describe())
 	}
 	return v, nil
 }
@@ -162,9 +166,9 @@ func (p *parser) describe() string {
 	return fmt.Sprintf("byte 0x%02x", c)
 }
 
-func (p *parser) parseValue(depth int) (value, error) {
+func (p *parser) parseValue(depth int) (Value, error) {
 	if p.pos >= len(p.data) {
-		return value{}, p.errorf("unexpected end of input; expected a JSON value")
+		return Value{}, p.errorf("unexpected end of input; expected a JSON value")
 	}
 	start := p.pos
 	switch c := p.data[p.pos]; {
@@ -174,18 +178,18 @@ func (p *parser) parseValue(depth int) (value, error) {
 		return p.parseArray(depth + 1)
 	case c == '"':
 		s, err := p.parseString()
-		return value{kind: kindString, str: s, offset: start}, err
+		return Value{Kind: KindString, Str: s, offset: start}, err
 	case c == 't':
-		return value{kind: kindBool, boolean: true, offset: start}, p.literal("true")
+		return Value{Kind: KindBool, Bool: true, offset: start}, p.literal("true")
 	case c == 'f':
-		return value{kind: kindBool, boolean: false, offset: start}, p.literal("false")
+		return Value{Kind: KindBool, Bool: false, offset: start}, p.literal("false")
 	case c == 'n':
-		return value{kind: kindNull, offset: start}, p.literal("null")
+		return Value{Kind: KindNull, offset: start}, p.literal("null")
 	case c == '-' || c >= '0' && c <= '9':
 		f, err := p.parseNumber()
-		return value{kind: kindNumber, number: f, offset: start}, err
+		return Value{Kind: KindNumber, Number: f, offset: start}, err
 	default:
-		return value{}, p.errorf("unexpected %s; expected a JSON value", p.describe())
+		return Value{}, p.errorf("unexpected %s; expected a JSON value", p.describe())
 	}
 }
 
@@ -197,11 +201,11 @@ func (p *parser) literal(word string) error {
 	return nil
 }
 
-func (p *parser) parseObject(depth int) (value, error) {
+func (p *parser) parseObject(depth int) (Value, error) {
 	if depth > MaxDepth {
-		return value{}, p.errorf("nesting deeper than %d levels", MaxDepth)
+		return Value{}, p.errorf("nesting deeper than %d levels", MaxDepth)
 	}
-	v := value{kind: kindObject, offset: p.pos, members: []member{}}
+	v := Value{Kind: KindObject, offset: p.pos, Members: []Member{}}
 	p.pos++ // '{'
 	p.skipSpace()
 	if p.pos < len(p.data) && p.data[p.pos] == '}' {
@@ -211,26 +215,26 @@ func (p *parser) parseObject(depth int) (value, error) {
 	for {
 		p.skipSpace()
 		if p.pos >= len(p.data) || p.data[p.pos] != '"' {
-			return value{}, p.errorf("unexpected %s; expected a member name string", p.describe())
+			return Value{}, p.errorf("unexpected %s; expected a member name string", p.describe())
 		}
 		name, err := p.parseString()
 		if err != nil {
-			return value{}, err
+			return Value{}, err
 		}
 		p.skipSpace()
 		if p.pos >= len(p.data) || p.data[p.pos] != ':' {
-			return value{}, p.errorf("unexpected %s; expected ':' after member name %q", p.describe(), name)
+			return Value{}, p.errorf("unexpected %s; expected ':' after member name %q", p.describe(), name)
 		}
 		p.pos++
 		p.skipSpace()
 		val, err := p.parseValue(depth)
 		if err != nil {
-			return value{}, err
+			return Value{}, err
 		}
-		v.members = append(v.members, member{name: name, val: val})
+		v.Members = append(v.Members, Member{Name: name, Val: val})
 		p.skipSpace()
 		if p.pos >= len(p.data) {
-			return value{}, p.errorf("unexpected end of input; expected ',' or '}' in object")
+			return Value{}, p.errorf("unexpected end of input; expected ',' or '}' in object")
 		}
 		switch p.data[p.pos] {
 		case ',':
@@ -239,72 +243,75 @@ func (p *parser) parseObject(depth int) (value, error) {
 			p.pos++
 			return v, sortMembers(v)
 		default:
-			return value{}, p.errorf("unexpected %s; expected ',' or '}' in object", p.describe())
+			return Value{}, p.errorf("unexpected %s; expected ',' or '}' in object", p.describe())
 		}
 	}
 }
 
 // sortMembers orders an object's members by the UTF-16 code units of their
 // names (RFC 8785 §3.2.3) and rejects a name that occurs twice.
-func sortMembers(v value) error {
-	slices.SortStableFunc(v.members, func(a, b member) int { return compareUTF16(a.name, b.name) })
-	for i := 1; i < len(v.members); i++ {
-		if v.members[i].name == v.members[i-1].name {
+func sortMembers(v Value) error {
+	slices.SortStableFunc(v.Members, func(a, b Member) int { return CompareKeys(a.Name, b.Name) })
+	for i := 1; i < len(v.Members); i++ {
+		if v.Members[i].Name == v.Members[i-1].Name {
 			return fmt.Errorf("%w: object at byte offset %d has the member name %q twice (I-JSON forbids duplicate names)",
-				ErrInvalidJSON, v.offset, v.members[i].name)
+				ErrInvalidJSON, v.offset, v.Members[i].Name)
 		}
 	}
 	return nil
 }
 
-// compareUTF16 compares a and b (valid UTF-8) as sequences of UTF-16 code
-// units, returning -1, 0 or +1.
-func compareUTF16(a, b string) int {
-	for a != "" && b != "" {
-		ra, na := utf8.DecodeRuneInString(a)
-		rb, nb := utf8.DecodeRuneInString(b)
-		if ra != rb {
-			ua, ub := firstUnit(ra), firstUnit(rb)
-			if ua != ub {
-				// At most one of them is a high surrogate here.
-				if ua < ub {
-					return -1
-				}
-				return 1
-			}
-			// Both are supplementary with the same high surrogate: the low
-			// surrogates order as the code points do.
-			if ra < rb {
-				return -1
-			}
+// CompareKeys orders member names as RFC 8785 §3.2.3 does: a and b
+// compared as sequences of UTF-16 code units, returning -1, 0 or +1. UTF-8
+// byte order is code point order, and UTF-16 order differs from it only
+// where a character beyond U+FFFF (written as a surrogate pair,
+// 0xD800-0xDBFF first) meets one in U+E000-U+FFFF at the same place: UTF-8
+// puts the first after (lead byte 0xF0-0xF4 against 0xEE-0xEF), UTF-16
+// before. So the names are compared as bytes, and only that case is turned
+// round.
+func CompareKeys(a, b string) int {
+	n := min(len(a), len(b))
+	i := 0
+	for i < n && a[i] == b[i] {
+		i++
+	}
+	if i == n {
+		switch {
+		case len(a) == len(b):
+			return 0
+		case len(a) < len(b):
+			return -1
+		default:
 			return 1
 		}
-		a, b = a[na:], b[nb:]
 	}
-	switch {
-	case a == "" && b == "":
-		return 0
-	case a == "":
+	ca, cb := a[i], b[i]
+	// Lead bytes differ only at the start of a character: a continuation
+	// byte (0x80-0xBF) here means both characters share their lead byte,
+	// and so their UTF-16 length, and byte order holds.
+	if supplementary(ca) && bmpHigh(cb) {
 		return -1
-	default:
+	}
+	if bmpHigh(ca) && supplementary(cb) {
 		return 1
 	}
-}
-
-// firstUnit is the first UTF-16 code unit encoding r.
-func firstUnit(r rune) rune {
-	if r < 0x10000 {
-		return r
+	if ca < cb {
+		return -1
 	}
-	hi, _ := utf16.EncodeRune(r)
-	return hi
+	return 1
 }
 
-func (p *parser) parseArray(depth int) (value, error) {
+// supplementary: c leads a character beyond U+FFFF in UTF-8.
+func supplementary(c byte) bool { return c >= 0xF0 && c <= 0xF4 }
+
+// bmpHigh: c leads a character in U+E000-U+FFFF in UTF-8.
+func bmpHigh(c byte) bool { return c == 0xEE || c == 0xEF }
+
+func (p *parser) parseArray(depth int) (Value, error) {
 	if depth > MaxDepth {
-		return value{}, p.errorf("nesting deeper than %d levels", MaxDepth)
+		return Value{}, p.errorf("nesting deeper than %d levels", MaxDepth)
 	}
-	v := value{kind: kindArray, offset: p.pos, elems: []value{}}
+	v := Value{Kind: KindArray, offset: p.pos, Elems: []Value{}}
 	p.pos++ // '['
 	p.skipSpace()
 	if p.pos < len(p.data) && p.data[p.pos] == ']' {
@@ -315,12 +322,12 @@ func (p *parser) parseArray(depth int) (value, error) {
 		p.skipSpace()
 		e, err := p.parseValue(depth)
 		if err != nil {
-			return value{}, err
+			return Value{}, err
 		}
-		v.elems = append(v.elems, e)
+		v.Elems = append(v.Elems, e)
 		p.skipSpace()
 		if p.pos >= len(p.data) {
-			return value{}, p.errorf("unexpected end of input; expected ',' or ']' in array")
+			return Value{}, p.errorf("unexpected end of input; expected ',' or ']' in array")
 		}
 		switch p.data[p.pos] {
 		case ',':
@@ -329,7 +336,7 @@ func (p *parser) parseArray(depth int) (value, error) {
 			p.pos++
 			return v, nil
 		default:
-			return value{}, p.errorf("unexpected %s; expected ',' or ']' in array", p.describe())
+			return Value{}, p.errorf("unexpected %s; expected ',' or ']' in array", p.describe())
 		}
 	}
 }
@@ -502,80 +509,44 @@ func (p *parser) digits() int {
 	return n
 }
 
-// writeCanonical writes v in RFC 8785 form. Object members are already
-// sorted and numbers already finite.
-func writeCanonical(buf *bytes.Buffer, v value) {
-	switch v.kind {
-	case kindNull:
+// WriteCanonical writes v, a value from Parse, in RFC 8785 form. Its object
+// members must be in Parse's order (a member may be removed) and its
+// numbers finite.
+func WriteCanonical(buf *bytes.Buffer, v Value) {
+	switch v.Kind {
+	case KindNull:
 		buf.WriteString("null")
-	case kindBool:
-		if v.boolean {
+	case KindBool:
+		if v.Bool {
 			buf.WriteString("true")
 		} else {
 			buf.WriteString("false")
 		}
-	case kindNumber:
-		buf.WriteString(formatNumber(v.number))
-	case kindString:
-		writeString(buf, v.str)
-	case kindArray:
+	case KindNumber:
+		buf.WriteString(formatNumber(v.Number))
+	case KindString:
+		buf.Write(AppendString(buf.AvailableBuffer(), v.Str))
+	case KindArray:
 		buf.WriteByte('[')
-		for i, e := range v.elems {
+		for i, e := range v.Elems {
 			if i > 0 {
 				buf.WriteByte(',')
 			}
-			writeCanonical(buf, e)
+			WriteCanonical(buf, e)
 		}
 		buf.WriteByte(']')
-	case kindObject:
+	case KindObject:
 		buf.WriteByte('{')
-		for i, m := range v.members {
+		for i, m := range v.Members {
 			if i > 0 {
 				buf.WriteByte(',')
 			}
-			writeString(buf, m.name)
+			buf.Write(AppendString(buf.AvailableBuffer(), m.Name))
 			buf.WriteByte(':')
-			writeCanonical(buf, m.val)
+			WriteCanonical(buf, m.Val)
 		}
 		buf.WriteByte('}')
 	}
-}
-
-// writeString writes s (valid UTF-8) as RFC 8785 §3.2.2.2 requires: the
-// two-character escapes for '"', '\\', '\b', '\f', '\n', '\r' and '\t',
-// \u00xx with lowercase hexadecimal for the other control characters below
-// U+0020, and every other character, '/' and non-ASCII included, as itself.
-func writeString(buf *bytes.Buffer, s string) {
-	const hex = "0123456789abcdef"
-	buf.WriteByte('"')
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch c {
-		case '"':
-			buf.WriteString(`\"`)
-		case '\\':
-			buf.WriteString(`\\`)
-		case '\b':
-			buf.WriteString(`\b`)
-		case '\f':
-			buf.WriteString(`\f`)
-		case '\n':
-			buf.WriteString(`\n`)
-		case '\r':
-			buf.WriteString(`\r`)
-		case '\t':
-			buf.WriteString(`\t`)
-		default:
-			if c < 0x20 {
-				buf.WriteString(`\u00`)
-				buf.WriteByte(hex[c>>4])
-				buf.WriteByte(hex[c&0xf])
-			} else {
-				buf.WriteByte(c)
-			}
-		}
-	}
-	buf.WriteByte('"')
 }
 
 // formatNumber writes a finite double as ECMAScript's Number::toString does

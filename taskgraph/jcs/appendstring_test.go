@@ -1,4 +1,4 @@
-package taskgraph
+package jcs
 
 import (
 	"math/rand/v2"
@@ -6,9 +6,9 @@ import (
 	"unicode/utf8"
 )
 
-// jcsStringByRune is jcsString written one character at a time, the
+// appendStringByRune is AppendString written one character at a time, the
 // reference the copying version must agree with.
-func jcsStringByRune(b []byte, s string) []byte {
+func appendStringByRune(b []byte, s string) []byte {
 	const hexd = "0123456789abcdef"
 	b = append(b, '"')
 	for i := 0; i < len(s); {
@@ -46,9 +46,9 @@ func jcsStringByRune(b []byte, s string) []byte {
 	return append(b, '"')
 }
 
-// jcsString agrees with the character-by-character reference on strings of
+// AppendString agrees with the character-by-character reference on strings of
 // plain text, escapes, multi-byte and invalid UTF-8 in any mix.
-func TestJCSStringMatchesReference(t *testing.T) {
+func TestAppendStringMatchesReference(t *testing.T) {
 	pieces := []string{"a", "plain text ", `"`, `\`, "\b", "\t", "\n", "\f", "\r", "\x00", "\x1f", "\x7f", "é", "\u2028", "😀", "\xff", "\xe2\x82", "\xed\xa0\x80", "<&>"}
 	rng := rand.New(rand.NewPCG(1, 2))
 	for i := 0; i < 20000; i++ {
@@ -56,8 +56,8 @@ func TestJCSStringMatchesReference(t *testing.T) {
 		for n := rng.IntN(8); n > 0; n-- {
 			s += pieces[rng.IntN(len(pieces))]
 		}
-		if got, want := string(jcsString([]byte("x"), s)), string(jcsStringByRune([]byte("x"), s)); got != want {
-			t.Fatalf("jcsString(%q) = %q, want %q", s, got, want)
+		if got, want := string(AppendString([]byte("x"), s)), string(appendStringByRune([]byte("x"), s)); got != want {
+			t.Fatalf("AppendString(%q) = %q, want %q", s, got, want)
 		}
 	}
 }

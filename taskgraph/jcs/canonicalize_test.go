@@ -1,4 +1,4 @@
-package manifest
+package jcs
 
 import (
 	"encoding/json"

@@ -1,19 +1,19 @@
-package taskgraph
+package jcs
 
 import "unicode/utf8"
 
-// isCanonicalFast reports whether b is RFC 8785 canonical JSON in the
+// IsCanonicalFast reports whether b is RFC 8785 canonical JSON in the
 // restricted form the store writes: no white space, integers without
 // leading zeros (below 2^53 in magnitude: at most 15 digits here, else it
 // answers false), strings with only the escapes RFC 8785 uses, valid
 // UTF-8, and object members in strictly increasing order of ASCII keys
 // without escapes. False means "not shown canonical": callers then decide
-// with recanonical, which is exact but slower.
-func isCanonicalFast(b []byte) bool { return isCanonicalFastString(string(b)) }
+// with IsCanonical, which is exact but slower.
+func IsCanonicalFast(b []byte) bool { return IsCanonicalFastString(string(b)) }
 
-// isCanonicalFastString is isCanonicalFast of the text s, for values read
+// IsCanonicalFastString is IsCanonicalFast of the text s, for values read
 // as strings (audit verify), without copying them.
-func isCanonicalFastString(s string) bool {
+func IsCanonicalFastString(s string) bool {
 	p := canonScanner{b: s}
 	return p.value(0) && p.i == len(s)
 }
@@ -171,7 +171,7 @@ func (p *canonScanner) object(depth int) bool {
 		ks := p.i
 		simple, ok := p.str()
 		if !ok || !simple {
-			return false // escaped or non-ASCII keys: let recanonical decide
+			return false // escaped or non-ASCII keys: let IsCanonical decide
 		}
 		key := p.b[ks+1 : p.i-1]
 		if !first && prev >= key {
@@ -194,6 +194,48 @@ func (p *canonScanner) object(depth int) bool {
 			return true
 		}
 		if p.b[p.i] != ',' {
+			return false
+		}
+		p.i++
+	}
+}
+
+// CompactMembers calls fn with the name and the raw text of the value of
+// each member of the object s, in their order, when s is an object in the
+// compact form IsCanonicalFast reads (names ASCII without escapes, values
+// in the restricted canonical form) with its members in any order, a name
+// possibly repeated. It returns false, having stopped, as soon as s is not
+// such an object or fn returns false. It lets a reader take the fields of
+// a stored detail without decoding it.
+func CompactMembers(s string, fn func(name, raw string) bool) bool {
+	if len(s) < 2 || s[0] != '{' {
+		return false
+	}
+	if s[1] == '}' {
+		return len(s) == 2
+	}
+	p := canonScanner{b: s, i: 1}
+	for {
+		ks := p.i
+		if p.i >= len(s) || s[p.i] != '"' {
+			return false
+		}
+		if simple, ok := p.str(); !ok || !simple {
+			return false
+		}
+		name := s[ks+1 : p.i-1]
+		if p.i >= len(s) || s[p.i] != ':' {
+			return false
+		}
+		p.i++
+		vs := p.i
+		if !p.value(1) || !fn(name, s[vs:p.i]) || p.i >= len(s) {
+			return false
+		}
+		if s[p.i] == '}' {
+			return p.i+1 == len(s)
+		}
+		if s[p.i] != ',' {
 			return false
 		}
 		p.i++

@@ -1,4 +1,0 @@
-package taskgraph
-
-// IsCanonicalFastForTest exposes isCanonicalFast to the external tests.
-var IsCanonicalFastForTest = isCanonicalFast

@@ -1,0 +1,23 @@
+package tgdriver
+
+import "github.com/graph-engineering/graph-engineering-mcp/lease"
+
+// A driver's optional capabilities are the interfaces of this file: a driver
+// that has one implements it, and the domain asserts them once, when it
+// starts a store on the driver (taskgraph.OpenDriver). Nothing else in the
+// domain or above it looks at a driver's concrete type or its name.
+// Operations that only one database has and that the domain never uses (the
+// SQLite file's backup, integrity check and checkpoint) are not capabilities:
+// they are methods of that driver, which the composition root (the CLI)
+// calls on the driver it opened.
+
+// SharedClock is a driver whose database several server processes
+// (replicas) serve at once, judging leases by one clock: Clock, the
+// database's. The domain then uses Clock unless it was given a clock of its
+// own, and gives back only the time no replica ran (package taskgraph,
+// "Lease time"): a replica's own pause or clock step moves no lease, so such
+// a driver never calls Hooks.BatchStart.
+type SharedClock interface {
+	// Clock returns the replicas' shared clock.
+	Clock() lease.Clock
+}
