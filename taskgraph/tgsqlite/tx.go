@@ -73,7 +73,7 @@ const (
 	sqlInsertEvent = `INSERT INTO events (workflow_id, wseq, task_id, kind, owner, generation, at_ms, detail, prev_hash, hash,
 		hash_version, actor_kind, actor_name, actor_principal, task_state, content)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
-	sqlAdvanceHead = `UPDATE workflows SET head_hash = ?, event_count = ?, updated_at_ms = ?
+	sqlAdvanceHead = `UPDATE workflows SET head_hash = ?, event_count = ?, updated_at_ms = MAX(updated_at_ms, ?)
 		WHERE workflow_id = ? AND head_hash = ? AND event_count = ?`
 	sqlJournalEvent = `INSERT INTO event_journal (workflow_id, task_id, kind, owner, generation, at_ms, detail,
 		hash_version, actor_kind, actor_name, actor_principal, task_state, content)
