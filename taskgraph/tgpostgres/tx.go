@@ -528,7 +528,15 @@ func (w *wtx) TryTouchAlive(ctx context.Context, ms int64) (bool, error) {
 	err := w.c.QueryRow(ctx, `SELECT 1 FROM server_clock WHERE singleton = 1 FOR UPDATE SKIP LOCKED`).Scan(&one)
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
-		return false, nil // held by another transaction, or never recorded (Open records it)
+		// Held by another transaction, or never recorded. The insert
+		// records a first alive time as TouchAlive would; it conflicts,
+		// without waiting, with a committed row another transaction holds
+		// (it waits only for a concurrent first insert).
+		tag, err := w.c.Exec(ctx, `INSERT INTO server_clock (singleton, alive_at_ms) VALUES (1, $1) ON CONFLICT (singleton) DO NOTHING`, ms)
+		if err != nil {
+			return false, w.fail(ctx, "record the alive time", err)
+		}
+		return tag.RowsAffected() == 1, nil
 	case err != nil:
 		return false, w.fail(ctx, "lock the alive time", err)
 	}
