@@ -341,9 +341,9 @@ func testLocksWait(t *testing.T, h Harness) {
 	}
 }
 
-// testScansSkipHeld: while one transaction holds a task (a claim scan or
-// Fetch's lock took it), claim scans and NextPending of another skip it
-// without waiting.
+// testScansSkipHeld: while one transaction holds tasks (a claim scan or
+// Fetch's lock took them), claim scans and NextPending of another skip
+// them without waiting, and find none where every task is held.
 func testScansSkipHeld(t *testing.T, h Harness) {
 	e := newEnv(t, h)
 	needManyWriters(t, e)
@@ -352,44 +352,49 @@ func testScansSkipHeld(t *testing.T, h Harness) {
 		rows[i].Priority = p
 	}
 	rows = e.inserted(rows...)
-	a, b, c := rows[0].Seq, rows[1].Seq, rows[2].Seq
+	a, b, c, d := rows[0].Seq, rows[1].Seq, rows[2].Seq, rows[3].Seq
 	holds := map[string]func(tx tgdriver.Tx) error{
 		"claim scan": func(tx tgdriver.Tx) error {
-			f, err := tx.Fetch(e.ctx, tgdriver.Fetch{Claims: []tgdriver.ClaimScan{{N: 1}}})
-			if err == nil && (len(f.Claimable[0]) != 1 || f.Claimable[0][0].Seq != a) {
-				err = fmt.Errorf("the holder's scan took %v, want [%d]", seqsOf(f.Claimable[0]), a)
+			f, err := tx.Fetch(e.ctx, tgdriver.Fetch{Claims: []tgdriver.ClaimScan{{N: 1}, {WorkflowID: "wf2", N: 1}}})
+			if err == nil && (!eq(seqsOf(f.Claimable[0]), []int64{a}) || !eq(seqsOf(f.Claimable[1]), []int64{d})) {
+				err = fmt.Errorf("the holder's scans took %v and %v, want [%d] and [%d]", seqsOf(f.Claimable[0]), seqsOf(f.Claimable[1]), a, d)
 			}
 			return err
 		},
 		"Fetch lock": func(tx tgdriver.Tx) error {
-			_, err := tx.Fetch(e.ctx, tgdriver.Fetch{Lock: []string{rows[0].TaskID}})
+			_, err := tx.Fetch(e.ctx, tgdriver.Fetch{Lock: []string{rows[3].TaskID, rows[0].TaskID}})
 			return err
 		},
 	}
 	for name, hold := range holds {
 		var scans tgdriver.Fetched
-		var next tgdriver.TaskRow
-		var ok bool
+		var next, nextWF tgdriver.TaskRow
+		var ok, okWF, okWF2 bool
 		waited, err := contend(t, e, hold, func(tx tgdriver.Tx) error {
 			var err error
-			if scans, err = tx.Fetch(e.ctx, tgdriver.Fetch{Claims: []tgdriver.ClaimScan{{N: 2}, {WorkflowID: "wf", N: 5}}}); err != nil {
+			if scans, err = tx.Fetch(e.ctx, tgdriver.Fetch{Claims: []tgdriver.ClaimScan{{N: 2}, {WorkflowID: "wf", N: 5}, {WorkflowID: "wf2", N: 5}}}); err != nil {
 				return err
 			}
-			next, ok, err = tx.NextPending(e.ctx, "", nil)
+			if next, ok, err = tx.NextPending(e.ctx, "", nil); err != nil {
+				return err
+			}
+			if nextWF, okWF, err = tx.NextPending(e.ctx, "wf", nil); err != nil {
+				return err
+			}
+			_, okWF2, err = tx.NextPending(e.ctx, "wf2", nil)
 			return err
 		})
 		if err != nil || waited {
 			t.Errorf("held by a %s: the scans waited %v, %v; want them never to wait", name, waited, err)
 			continue
 		}
-		if got := seqsOf(scans.Claimable[0]); !eq(got, []int64{b, c}) {
-			t.Errorf("held by a %s: scan of any workflow %v, want %v", name, got, []int64{b, c})
+		for i, want := range [][]int64{{b, c}, {b, c}, nil} {
+			if got := seqsOf(scans.Claimable[i]); !eq(got, want) {
+				t.Errorf("held by a %s: scan %d: %v, want %v", name, i, got, want)
+			}
 		}
-		if got := seqsOf(scans.Claimable[1]); !eq(got, []int64{b, c}) {
-			t.Errorf("held by a %s: scan of wf %v, want %v", name, got, []int64{b, c})
-		}
-		if !ok || next.Seq != b {
-			t.Errorf("held by a %s: NextPending = %d %v, want %d", name, next.Seq, ok, b)
+		if !ok || next.Seq != b || !okWF || nextWF.Seq != b || okWF2 {
+			t.Errorf("held by a %s: NextPending any %d %v, of wf %d %v, of wf2 (all held) %v; want %d, %d, none", name, next.Seq, ok, nextWF.Seq, okWF, okWF2, b, b)
 		}
 	}
 }

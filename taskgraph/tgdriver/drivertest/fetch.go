@@ -157,7 +157,8 @@ func testClaimScans(t *testing.T, h Harness) {
 			}
 		}
 	}
-	// Once due (promoted), the later task ranks by its priority.
+	// Once due (promoted), the later task ranks by its priority, and
+	// nothing is due any more.
 	e.write(func(tx tgdriver.Tx) error {
 		_, ok, err := tx.UpdateTask(e.ctx, fx.seq["later"], tgdriver.TaskSet{DueAtMS: tgdriver.Val[int64](0), UpdatedAtMS: 2},
 			tgdriver.TaskGuard{States: []string{"pending"}, DueByMS: tgdriver.Val[int64](9000)})
@@ -168,11 +169,23 @@ func testClaimScans(t *testing.T, h Harness) {
 			return err
 		}
 		f, err = tx.Fetch(e.ctx, tgdriver.Fetch{Claims: []tgdriver.ClaimScan{{N: 2}}})
-		return err
+		if err != nil {
+			return err
+		}
+		if r, ok, err := tx.NextPending(e.ctx, "", nil); err != nil || !ok || r.Seq != fx.seq["later"] {
+			t.Errorf("NextPending after promotion = %d %v %v, want the later task %d", r.Seq, ok, err, fx.seq["later"])
+		}
+		return nil
 	})
 	if got := fx.nodes(seqsOf(f.Claimable[0])); got != "[later q7]" {
 		t.Errorf("after promotion: %s, want [later q7]", got)
 	}
+	e.eachReads(func(r tgdriver.Reads) error {
+		if ms, ok, err := r.NextDue(e.ctx); ok || err != nil {
+			return fmt.Errorf("NextDue after the only task not yet due was promoted = %d %v %v", ms, ok, err)
+		}
+		return nil
+	})
 }
 
 // testNextPending: the first task of a claim scan, or ok false.

@@ -272,9 +272,18 @@ func testPrune(t *testing.T, h Harness) {
 		}
 		return nil
 	})
-	if _, err := e.d.Reads().Workflow(e.ctx, "old"); !errors.Is(err, tgdriver.ErrNoRows) {
-		t.Fatalf("Workflow(old) after the prune: %v, want ErrNoRows", err)
-	}
+	e.eachReads(func(r tgdriver.Reads) error {
+		if _, err := r.Workflow(e.ctx, "old"); !errors.Is(err, tgdriver.ErrNoRows) {
+			return fmt.Errorf("Workflow(old) after the prune: %v, want ErrNoRows", err)
+		}
+		if _, err := r.TaskByID(e.ctx, rows[1].TaskID); !errors.Is(err, tgdriver.ErrNoRows) {
+			return fmt.Errorf("a pruned task: %v, want ErrNoRows", err)
+		}
+		if wf, ok, err := r.OrphanEventWorkflow(e.ctx); ok || err != nil {
+			return fmt.Errorf("the pruned workflow left orphan events (%q, %v)", wf, err)
+		}
+		return nil
+	})
 }
 
 // testAlive: ReadAlive, TouchAlive (sets the time given, even an earlier

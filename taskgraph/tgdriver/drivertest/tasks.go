@@ -21,6 +21,7 @@ var workflowTests = []test{
 var taskTests = []test{
 	{"InsertAndRead", testInsertAndRead},
 	{"ListTasks", testListTasks},
+	{"WorkflowTaskStates", testWorkflowTaskStates},
 	{"Counts", testCounts},
 	{"EdgesAndDependencies", testEdges},
 	{"DecrementUnmet", testDecrementUnmet},
@@ -206,6 +207,40 @@ func testListTasks(t *testing.T, h Harness) {
 					}
 				}
 			}
+		}
+		return nil
+	})
+}
+
+// testWorkflowTaskStates: the audited columns of a workflow's tasks, in
+// seq order, only its own; it stops at fn's first error.
+func testWorkflowTaskStates(t *testing.T, h Harness) {
+	e := newEnv(t, h)
+	empty := task("wf", "empty")
+	empty.HasResult = true
+	rows := e.inserted(fullTask("wf", "full"), task("other", "x"), task("wf", "zero"), empty)
+	state := func(r tgdriver.TaskRow) tgdriver.TaskStateRow {
+		return tgdriver.TaskStateRow{Seq: r.Seq, TaskID: r.TaskID, Payload: r.Payload, State: r.State, Owner: r.Owner,
+			Generation: r.Generation, Attempts: r.Attempts, Result: r.Result, HasResult: r.HasResult, Error: r.Error,
+			NodeID: r.NodeID, DependsOn: r.DependsOn, MaxAttempts: r.MaxAttempts, Priority: r.Priority, Requires: r.Requires,
+			RetryDelayMS: r.RetryDelayMS}
+	}
+	want := []tgdriver.TaskStateRow{state(rows[0]), state(rows[2]), state(rows[3])}
+	e.eachReads(func(r tgdriver.Reads) error {
+		var got []tgdriver.TaskStateRow
+		if err := r.WorkflowTaskStates(e.ctx, "wf", func(s tgdriver.TaskStateRow) error { got = append(got, s); return nil }); err != nil {
+			return err
+		}
+		if !reflect.DeepEqual(got, want) {
+			return fmt.Errorf("WorkflowTaskStates(wf) = %+v, want %+v", got, want)
+		}
+		stop, calls := errors.New("stop"), 0
+		if err := r.WorkflowTaskStates(e.ctx, "wf", func(tgdriver.TaskStateRow) error { calls++; return stop }); !errors.Is(err, stop) || calls != 1 {
+			return fmt.Errorf("WorkflowTaskStates with a failing fn: %v after %d calls", err, calls)
+		}
+		calls = 0
+		if err := r.WorkflowTaskStates(e.ctx, "none", func(tgdriver.TaskStateRow) error { calls++; return nil }); err != nil || calls != 0 {
+			return fmt.Errorf("WorkflowTaskStates of a missing workflow: %d calls, %v", calls, err)
 		}
 		return nil
 	})
