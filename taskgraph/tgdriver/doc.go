@@ -5,7 +5,10 @@
 // answers the domain-level operations of Tx and Reads, and says when another
 // process or replica changed the data. The drivers are tgsqlite (one
 // embedded SQLite file, one writer goroutine, group commit) and tgpostgres
-// (PostgreSQL through pgx/v5, many replicas on one database).
+// (PostgreSQL through pgx/v5, many replicas on one database). The contract
+// test in package drivertest calls every method of Driver, Tx and Reads
+// directly, with one body run against every driver, so that the drivers
+// mean the same by each.
 //
 // # Invariants every driver keeps
 //
