@@ -267,7 +267,7 @@ func needManyWriters(t *testing.T, e *env) {
 	}
 }
 
-// testLocksWait: a lock taken by LockWorkflow (or EnsureWorkflow),
+// testLocksWait: a lock taken by LockWorkflow (or EnsureWorkflow, LockChains),
 // LockAuditHead, ReadAlive, Fetch's Lock or a claim scan holds off another
 // transaction that takes it (or updates the locked task) until the holder
 // commits; LockDependency holds off a change of the task but not another
@@ -286,6 +286,9 @@ func testLocksWait(t *testing.T, h Harness) {
 			}
 			return err
 		}
+	}
+	chains := func(wfs ...string) func(tx tgdriver.Tx) error {
+		return func(tx tgdriver.Tx) error { _, err := tx.LockChains(e.ctx, wfs); return err }
 	}
 	lockTask := func(id string) func(tx tgdriver.Tx) error {
 		return func(tx tgdriver.Tx) error {
@@ -321,6 +324,9 @@ func testLocksWait(t *testing.T, h Harness) {
 		{"LockWorkflow, then LockWorkflow", lockWF("wf"), lockWF("wf"), true},
 		{"LockWorkflow, then EnsureWorkflow", lockWF("wf"), ensure, true},
 		{"LockWorkflow, then another workflow's", lockWF("wf"), lockWF("wf2"), false},
+		{"LockChains, then LockWorkflow", chains("wf2", "wf"), lockWF("wf"), true},
+		{"LockWorkflow, then LockChains", lockWF("wf2"), chains("wf", "wf2"), true},
+		{"LockChains, then other workflows' LockChains", chains("wf"), chains("wf2", "none"), false},
 		{"LockAuditHead, then LockAuditHead", audit, audit, true},
 		{"ReadAlive, then ReadAlive", alive, alive, true},
 		{"Fetch lock, then Fetch lock", lockTask(a.TaskID), lockTask(a.TaskID), true},

@@ -22,6 +22,7 @@ var eventTests = []test{
 var journalTests = []test{
 	{"JournalAndRead", testJournal},
 	{"LinkJournaled", testLinkJournaled},
+	{"LockChainsAndLinkMany", testLinkMany},
 	{"LinkErrorsRollBack", testLinkErrors},
 }
 
@@ -267,10 +268,30 @@ func testJournal(t *testing.T, h Harness) {
 			return err
 		}
 		if two, err := tx.JournaledEvents(e.ctx, []string{"w1"}, 2); err != nil || len(two) != 2 || two[1].Kind != "j2" {
-			t.Errorf("JournaledEvents(w1, 2) = %+v, %v; want j1, j2", two, err)
+			t.Errorf("JournaledEvents([w1], 2) = %+v, %v; want j1, j2", two, err)
 		}
-		if none, err := tx.JournaledEvents(e.ctx, []string{"none"}, 10); err != nil || len(none) != 0 {
-			t.Errorf("JournaledEvents of a workflow without any = %+v, %v", none, err)
+		kinds := func(evs []tgdriver.EventRow) []string {
+			var out []string
+			for _, x := range evs {
+				out = append(out, x.Kind)
+			}
+			return out
+		}
+		// Several workflows: their entries interleaved in journal order.
+		for _, c := range []struct {
+			wfs   []string
+			limit int
+			want  []string
+		}{
+			{[]string{"w2", "w1"}, 10, []string{"j1", "k1", "j2", "j3"}},
+			{[]string{"w1", "none", "w2"}, 3, []string{"j1", "k1", "j2"}},
+			{[]string{"w2"}, 10, []string{"k1"}},
+			{[]string{"none"}, 10, nil},
+			{nil, 10, nil},
+		} {
+			if evs, err := tx.JournaledEvents(e.ctx, c.wfs, c.limit); err != nil || !eq(kinds(evs), c.want) {
+				t.Errorf("JournaledEvents(%v, %d) = %v, %v; want %v", c.wfs, c.limit, kinds(evs), err, c.want)
+			}
 		}
 		return nil
 	})
@@ -406,6 +427,97 @@ func testLinkJournaled(t *testing.T, h Harness) {
 	e.write(func(tx tgdriver.Tx) error {
 		if left, err := tx.JournaledEvents(e.ctx, []string{"w1"}, 10); err != nil || len(left) != 0 {
 			t.Errorf("JournaledEvents(w1) after linking = %+v, %v", left, err)
+		}
+		return nil
+	})
+}
+
+// testLinkMany: LockChains returns the rows (with their chain heads) of the
+// workflows that exist, in workflow id order; one LinkJournaled links the
+// journal of several workflows, interleaved in journal order, as the
+// linker does, and fails as a whole when one head moved.
+func testLinkMany(t *testing.T, h Harness) {
+	e := newEnv(t, h)
+	e.insert(task("c", "a"), task("a", "a"), task("b", "a"))
+	e.write(func(tx tgdriver.Tx) error { return tx.AppendEvents(e.ctx, chain("a", 1, 1)) })
+	e.write(func(tx tgdriver.Tx) error {
+		return tx.JournalEvents(e.ctx, []tgdriver.EventRow{ev("a", 0, "", ""), ev("c", 0, "", ""), ev("b", 0, "", ""),
+			ev("a", 0, "", ""), ev("c", 0, "", "")})
+	})
+	// link reads the heads and the journal of wfs and links them all (the
+	// linker's transaction); moved, when set, links b to a head it does not
+	// have.
+	link := func(wfs []string, moved bool) error {
+		return e.d.Write(e.ctx, func(tx tgdriver.Tx) error {
+			heads, err := tx.LockChains(e.ctx, wfs)
+			if err != nil {
+				return err
+			}
+			head, count := map[string]string{}, map[string]int64{}
+			for _, w := range heads {
+				head[w.WorkflowID], count[w.WorkflowID] = w.HeadHash, w.EventCount
+			}
+			evs, err := tx.JournaledEvents(e.ctx, wfs, 100)
+			if err != nil {
+				return err
+			}
+			for i := range evs {
+				wf := evs[i].WorkflowID
+				count[wf]++
+				evs[i].Seq, evs[i].PrevHash, evs[i].Hash = count[wf], head[wf], wf+"-"+strconv.FormatInt(count[wf], 10)
+				head[wf] = evs[i].Hash
+			}
+			for i := range evs {
+				if moved && evs[i].WorkflowID == "b" {
+					evs[i].PrevHash = "stale" // b's head moved: its compare and set fails
+				}
+			}
+			return tx.LinkJournaled(e.ctx, evs)
+		})
+	}
+	e.write(func(tx tgdriver.Tx) error {
+		got, err := tx.LockChains(e.ctx, []string{"c", "none", "a", "a"})
+		if err != nil {
+			return err
+		}
+		want := []tgdriver.WorkflowRow{
+			{WorkflowID: "a", TaskCount: 1, EventCount: 1, HeadHash: "a-1", CreatedAtMS: 1000, UpdatedAtMS: 3001},
+			{WorkflowID: "c", TaskCount: 1, CreatedAtMS: 1000, UpdatedAtMS: 1000},
+		}
+		if !eq(got, want) {
+			t.Errorf("LockChains([c none a a]) = %+v, want %+v (those that exist, in workflow id order)", got, want)
+		}
+		if none, err := tx.LockChains(e.ctx, nil); err != nil || len(none) != 0 {
+			t.Errorf("LockChains(nil) = %+v, %v", none, err)
+		}
+		return nil
+	})
+	before := e.dump()
+	if err := link([]string{"a", "b", "c"}, true); !errors.Is(err, tgdriver.ErrChainMoved) {
+		t.Fatalf("linking three workflows, one link stale: %v, want ErrChainMoved", err)
+	}
+	e.unchanged(before, "a LinkJournaled of several workflows that met a moved head")
+	if err := link([]string{"c", "a", "b"}, false); err != nil {
+		t.Fatalf("linking three workflows: %v", err)
+	}
+	e.eachReads(func(r tgdriver.Reads) error {
+		for wf, n := range map[string]int64{"a": 3, "b": 1, "c": 2} {
+			w, err := r.Workflow(e.ctx, wf)
+			if err != nil || w.EventCount != n || w.HeadHash != wf+"-"+strconv.FormatInt(n, 10) {
+				return fmt.Errorf("Workflow(%s) = %+v, %v; want %d events", wf, w, err, n)
+			}
+			all, err := events(e, r, wf)
+			if err != nil || int64(len(all)) != n {
+				return fmt.Errorf("WorkflowEvents(%s) = %d events, %v; want %d", wf, len(all), err, n)
+			}
+			for i, x := range all {
+				if x.Seq != int64(i+1) || x.Hash != wf+"-"+strconv.FormatInt(x.Seq, 10) {
+					return fmt.Errorf("WorkflowEvents(%s)[%d] = seq %d hash %q", wf, i, x.Seq, x.Hash)
+				}
+			}
+		}
+		if wfs, err := r.JournaledWorkflows(e.ctx, 10); err != nil || len(wfs) != 0 {
+			return fmt.Errorf("JournaledWorkflows after linking every one = %v, %v", wfs, err)
 		}
 		return nil
 	})
