@@ -26,8 +26,9 @@
 //     an error, never t.Fatal: they may run on the driver's own goroutine
 //     (SQLite's writer).
 //   - Nothing is timed: "waits for a lock" and "never waits" are told apart
-//     by asking the database who waits (LockWatcher), and bounds on
-//     deliveries (Changes) follow the test's context, not a progress limit.
+//     by asking the database who waits (LockWatcher), and retry loops back
+//     off. The one bound (a change delivered on Changes) is a failure in
+//     place of a hang, minutes beyond what a delivery takes.
 //
 // # Running it
 //

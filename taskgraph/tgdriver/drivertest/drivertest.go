@@ -95,7 +95,8 @@ type test struct {
 type SQLDB struct {
 	// DB is the handle; the harness closes it.
 	DB *sql.DB
-	// Dollar rewrites the ? placeholders to $1, $2, ... (PostgreSQL).
+	// Dollar rewrites the ? placeholders to $1, $2, ... (PostgreSQL); the
+	// suite's SQL has no ? in its quoted text.
 	Dollar bool
 }
 
