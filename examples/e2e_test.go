@@ -8,7 +8,6 @@ import (
 	"regexp"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/graph-engineering/graph-engineering-mcp/examples/internal/e2e"
 )
@@ -74,7 +73,7 @@ func startWorkers(t *testing.T, bins e2e.Bins, db string, owners ...string) []*e
 	var ws []*e2e.Proc
 	for _, owner := range owners {
 		w := e2e.Start(t, owner, bins.Worker, "--owner", owner, "--wait-ms", "500", "--server-cmd", bins.ServerCmd(db))
-		w.WaitLog(time.Minute, "worker started")
+		w.WaitLog("worker started")
 		ws = append(ws, w)
 	}
 	return ws
@@ -87,7 +86,7 @@ func stopWorkers(t *testing.T, ws []*e2e.Proc) {
 		w.Interrupt()
 	}
 	for _, w := range ws {
-		if code := w.Wait(30 * time.Second); code != 0 {
+		if code := w.Wait(); code != 0 {
 			t.Errorf("%s exited %d after SIGINT\n%s", w.Name, code, w.Stderr())
 		}
 		if strings.Contains(w.Stderr(), "level=ERROR") {
@@ -131,7 +130,7 @@ func TestDiamondWithTwoWorkers(t *testing.T) {
 			args := append([]string{"--workflow", "diamond-" + tc.name, "--sleep-ms", "200", "--poll", "100ms", "--json",
 				"--server-cmd", bins.ServerCmd(db, tc.serverArgs...)}, tc.submitArgs...)
 			submit := e2e.Start(t, "submit", bins.Submit, args...)
-			if code := submit.Wait(2 * time.Minute); code != 0 {
+			if code := submit.Wait(); code != 0 {
 				t.Fatalf("submit exited %d\nstdout:\n%s\nstderr:\n%s", code, submit.Stdout(), submit.Stderr())
 			}
 			rep := decodeReport(t, submit.Stdout())
@@ -164,7 +163,7 @@ func TestSubmitPrintsFinalStates(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "tasks.db")
 	workers := startWorkers(t, bins, db, "w1")
 	submit := e2e.Start(t, "submit", bins.Submit, "--workflow", "readable", "--poll", "100ms", "--server-cmd", bins.ServerCmd(db))
-	if code := submit.Wait(2 * time.Minute); code != 0 {
+	if code := submit.Wait(); code != 0 {
 		t.Fatalf("submit exited %d\n%s\n%s", code, submit.Stdout(), submit.Stderr())
 	}
 	out := submit.Stdout()
@@ -209,7 +208,7 @@ func TestFailingNodeCancelsDependents(t *testing.T) {
 			workers := startWorkers(t, bins, db, "w1", "w2")
 			args := append([]string{"--workflow", "failing", "--fail", "b", "--poll", "100ms", "--json", "--server-cmd", bins.ServerCmd(db)}, tc.args...)
 			submit := e2e.Start(t, "submit", bins.Submit, args...)
-			if code := submit.Wait(2 * time.Minute); code != 1 {
+			if code := submit.Wait(); code != 1 {
 				t.Fatalf("submit exited %d, want 1\n%s\n%s", code, submit.Stdout(), submit.Stderr())
 			}
 			rep := decodeReport(t, submit.Stdout())
@@ -241,7 +240,7 @@ func TestRetryableFailureUsesEveryAttempt(t *testing.T) {
 	workers := startWorkers(t, bins, db, "w1", "w2")
 	submit := e2e.Start(t, "submit", bins.Submit, "--workflow", "retrying", "--fail", "c", "--fail-retryable", "--max-attempts", "2",
 		"--poll", "100ms", "--json", "--server-cmd", bins.ServerCmd(db))
-	if code := submit.Wait(2 * time.Minute); code != 1 {
+	if code := submit.Wait(); code != 1 {
 		t.Fatalf("submit exited %d, want 1\n%s", code, submit.Stderr())
 	}
 	rep := decodeReport(t, submit.Stdout())
@@ -284,11 +283,11 @@ func TestDiamondOverHTTP(t *testing.T) {
 	for _, owner := range []string{"w1", "w2"} {
 		// Started at once: the worker retries until the server listens.
 		w := e2e.StartEnv(t, owner, []string{"GRAPH_ENGINEERING_AUTH_TOKEN=" + token}, bins.Worker, "--owner", owner, "--wait-ms", "500", "--url", url)
-		w.WaitLog(time.Minute, "worker started")
+		w.WaitLog("worker started")
 		workers = append(workers, w)
 	}
 	submit := e2e.Start(t, "submit", bins.Submit, "--workflow", "over-http", "--poll", "100ms", "--json", "--url", url, "--token", token)
-	if code := submit.Wait(2 * time.Minute); code != 0 {
+	if code := submit.Wait(); code != 0 {
 		t.Fatalf("submit exited %d\n%s\n%s", code, submit.Stdout(), submit.Stderr())
 	}
 	if rep := decodeReport(t, submit.Stdout()); !rep.OK || rep.Via != "tasks/get" {
@@ -299,7 +298,7 @@ func TestDiamondOverHTTP(t *testing.T) {
 
 	// A wrong token is refused: exit 1, naming the likely cause.
 	bad := e2e.Start(t, "bad-token", bins.Submit, "--workflow", "refused", "--url", url, "--token", "wrong")
-	if code := bad.Wait(time.Minute); code != 1 || !strings.Contains(bad.Stderr(), "is the token right?") {
+	if code := bad.Wait(); code != 1 || !strings.Contains(bad.Stderr(), "is the token right?") {
 		t.Fatalf("wrong token: exit %d\n%s", code, bad.Stderr())
 	}
 }

@@ -13,9 +13,9 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/graph-engineering/graph-engineering-mcp/examples/internal/e2e"
+	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/testwait"
 )
 
 // block is a fenced code block of README.md.
@@ -132,7 +132,7 @@ func TestREADMECommands(t *testing.T) {
 func runBlock(t *testing.T, b block, bin, work string) {
 	t.Helper()
 	script := strings.Join(b.lines, "\n") + "\n"
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	ctx, cancel := testwait.Bound(t, context.Background()) // a hang fails the test at its deadline
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "sh", "-e", "-c", script)
 	cmd.Dir = work

@@ -43,11 +43,12 @@ var operations = map[string]string{
 // AllTools.
 func Operation(tool string) string { return operations[tool] }
 
-// isOperation reports whether op is the verb of one of the seven tools.
 // ExtensionOperations are the receipt operations of the Tasks extension's
 // methods, which act on a task without a tool call.
 var ExtensionOperations = []string{"tasks/cancel", "tasks/get", "tasks/update"}
 
+// isOperation reports whether op is the verb of one of the seven tools or
+// one of ExtensionOperations.
 func isOperation(op string) bool {
 	for _, v := range operations {
 		if v == op {

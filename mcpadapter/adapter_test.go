@@ -15,12 +15,12 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/graph-engineering/graph-engineering-mcp/manifest"
+	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/testwait"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")
@@ -438,11 +438,11 @@ func TestToolErrorsCarryAMachineReadableKind(t *testing.T) {
 }
 
 func TestClientCancellationIsNotAnInternalError(t *testing.T) {
-	var logs bytes.Buffer
+	var logs testwait.Buffer
 	var mu sync.Mutex
 	outcomes := map[string]string{}
 	f := newFixture(t, func(c *Config) {
-		c.Logger = slog.New(slog.NewTextHandler(&syncWriter{w: &logs, mu: &mu}, &slog.HandlerOptions{Level: slog.LevelDebug}))
+		c.Logger = slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 		c.OnToolCall = func(tool, outcome string) { mu.Lock(); outcomes[tool] = outcome; mu.Unlock() }
 	})
 	r := f.raw()
@@ -451,9 +451,9 @@ func TestClientCancellationIsNotAnInternalError(t *testing.T) {
 	if err := r.conn.Write(r.ctx, &jsonrpc.Request{ID: id, Method: "tools/call", Params: params}); err != nil {
 		t.Fatal(err)
 	}
-	waitUntil(t, func() bool { return f.store.Waiters() > 0 })
+	testwait.For(t, "the claim to park", func() bool { return f.store.Waiters() > 0 })
 	r.notify("notifications/cancelled", map[string]any{"requestId": 99, "reason": "worker stopping", "_meta": modernMeta(nil)})
-	waitUntil(t, func() bool { mu.Lock(); defer mu.Unlock(); return outcomes[manifest.ToolClaim] != "" })
+	testwait.For(t, "the cancelled claim's outcome", func() bool { mu.Lock(); defer mu.Unlock(); return outcomes[manifest.ToolClaim] != "" })
 	mu.Lock()
 	defer mu.Unlock()
 	if outcomes[manifest.ToolClaim] != "cancelled" {
@@ -475,27 +475,5 @@ func TestClientCancellationIsNotAnInternalError(t *testing.T) {
 	}
 	if resp, ok := msg.(*jsonrpc.Response); !ok || resp.ID != next {
 		t.Fatalf("got %#v before the answer to the next request; a cancelled request must not be answered", msg)
-	}
-}
-
-type syncWriter struct {
-	w  *bytes.Buffer
-	mu *sync.Mutex
-}
-
-func (s *syncWriter) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.w.Write(p)
-}
-
-func waitUntil(t *testing.T, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not reached")
-		}
-		time.Sleep(time.Millisecond)
 	}
 }

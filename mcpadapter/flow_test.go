@@ -7,6 +7,7 @@ import (
 
 	"github.com/graph-engineering/graph-engineering-mcp/manifest"
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph"
+	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/testwait"
 )
 
 // TestUpstreamResultsAndReleaseOverMCP drives issue 16's worker tools with
@@ -121,22 +122,26 @@ func merge(a, b map[string]any) map[string]any {
 func TestRoutingAndRetryTimingOverMCP(t *testing.T) {
 	f := newFixture(t)
 	cs := f.client("", nil)
-	parked := make(chan map[string]any, 1)
-	go func() {
-		_, out := callTool(t, cs, manifest.ToolClaim, map[string]any{"owner": "gpu1", "capabilities": []string{"gpu"}, "wait_ms": 20000})
-		parked <- out
-	}()
-	for f.store.Waiters() == 0 {
-		time.Sleep(time.Millisecond)
+	type answer struct {
+		out  map[string]any
+		took time.Duration
 	}
+	parked := make(chan answer, 1)
+	go func() {
+		start := time.Now()
+		_, out := callTool(t, cs, manifest.ToolClaim, map[string]any{"owner": "gpu1", "capabilities": []string{"gpu"}, "wait_ms": 30000})
+		parked <- answer{out, time.Since(start)}
+	}()
+	testwait.For(t, "the claim with gpu to park", func() bool { return f.store.Waiters() > 0 })
 	_, out := callTool(t, cs, manifest.ToolCreate, map[string]any{"workflow_id": "r", "node_id": "g", "requires": []string{"gpu"}})
 	id := out["task"].(map[string]any)["task_id"].(string)
-	var got map[string]any
-	select {
-	case got = <-parked:
-	case <-time.After(10 * time.Second):
-		t.Fatal("the parked claim with gpu was not woken by a gpu task")
+	a := testwait.Recv(t, "the parked claim with gpu to answer", parked)
+	// Answering before its own 30 s wait ran out is what tells that the gpu
+	// task woke it (the store's timer, not a bound on the test's speed).
+	if a.took >= 30*time.Second {
+		t.Fatalf("the parked claim with gpu answered after its whole 30 s wait: the gpu task did not wake it")
 	}
+	got := a.out
 	if got["claimed"] != true || got["task"].(map[string]any)["task_id"] != id {
 		t.Fatalf("parked claim: %v", got)
 	}

@@ -13,7 +13,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -24,6 +23,7 @@ import (
 	"github.com/graph-engineering/graph-engineering-mcp/lease"
 	"github.com/graph-engineering/graph-engineering-mcp/manifest"
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph"
+	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/testwait"
 )
 
 // This file holds the native fuzz targets of the MCP boundary. Their seed
@@ -406,32 +406,19 @@ func FuzzDecodeArgs(f *testing.F) {
 	})
 }
 
-// lockedBuffer is the stdout of a fuzzed stdio session. It counts writes
-// that arrive after ServeStdio returned: the command closes the database at
-// that point, so nothing may still be running.
-type lockedBuffer struct {
-	mu     sync.Mutex
-	buf    bytes.Buffer
-	sealed bool
-}
+// stdioOut is the stdout of a fuzzed stdio session, closed when ServeStdio
+// returns. It counts writes that arrive after that: the command closes the
+// database at that point, so nothing may still be running.
+type stdioOut struct{ testwait.Buffer }
 
 var lateStdioWrites atomic.Int64
 
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.sealed {
+func (b *stdioOut) Write(p []byte) (int, error) {
+	n, err := b.Buffer.Write(p)
+	if errors.Is(err, testwait.ErrClosed) {
 		lateStdioWrites.Add(1)
-		return 0, errors.New("write after ServeStdio returned")
 	}
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) seal() []byte {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.sealed = true
-	return bytes.Clone(b.buf.Bytes())
+	return n, err
 }
 
 // newStdioFuzzServer is a server on a real store in a temporary folder.
@@ -583,25 +570,27 @@ func checkStdioOutput(t *testing.T, in, out []byte) {
 	}
 }
 
-// runStdio serves in on srv with a deadline and returns stdout; it fails if
-// ServeStdio does not return soon after the deadline. timedOut reports that
-// the deadline, not the end of input, ended the session.
-func runStdio(t *testing.T, srv *Server, in []byte, deadline time.Duration) (out []byte, timedOut bool) {
+// runStdio serves in on srv and returns stdout. Only a claim that waits for
+// work (wait_ms) may keep a session busy: a session whose input has one is
+// stopped after stop; any other session must end by itself at the end of its
+// input, however slow the machine, and one that never does is stuck and
+// fails the test at its deadline.
+func runStdio(t *testing.T, srv *Server, in []byte, stop time.Duration) []byte {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), deadline)
+	ctx, cancel := testwait.Bound(t, context.Background())
 	defer cancel()
-	buf := &lockedBuffer{}
+	if bytes.Contains(in, []byte("wait_ms")) {
+		var cancelStop context.CancelFunc
+		ctx, cancelStop = context.WithTimeout(ctx, stop)
+		defer cancelStop()
+	}
+	buf := &stdioOut{}
 	done := make(chan error, 1)
 	go func() { done <- srv.ServeStdio(ctx, bytes.NewReader(in), buf) }()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("ServeStdio: %v (input %s)", err, short(in))
-		}
-	case <-time.After(deadline + 20*time.Second):
-		t.Fatalf("ServeStdio hangs: no return 20s after its %v deadline (input %s)", deadline, short(in))
+	if err := testwait.Recv(t, "ServeStdio to return (input "+short(in)+")", done); err != nil {
+		t.Fatalf("ServeStdio: %v (input %s)", err, short(in))
 	}
-	return buf.seal(), ctx.Err() != nil
+	return buf.Close()
 }
 
 const stdioMeta = `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}`
@@ -654,12 +643,7 @@ func FuzzStdio(f *testing.F) {
 		if n := lateStdioWrites.Load(); n != 0 {
 			t.Fatalf("%d writes to stdout arrived after ServeStdio returned", n)
 		}
-		out, timedOut := runStdio(t, srv, in, 2*time.Second)
-		// Only a claim that waits for work may keep a session busy; anything
-		// else still running at the deadline is stuck.
-		if timedOut && !bytes.Contains(in, []byte("wait_ms")) {
-			t.Fatalf("the session was still busy at its 2s deadline (input %s)", short(in))
-		}
+		out := runStdio(t, srv, in, 2*time.Second)
 		checkStdioOutput(t, in, out)
 	})
 }

@@ -14,9 +14,10 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+
+	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/testwait"
 )
 
 // Whole-conversation golden tests. Each file in testdata/golden is a small
@@ -275,10 +276,7 @@ func (s *stdioGolden) start(t *testing.T, era string, opts ...fixtureOpt) {
 	t.Cleanup(func() {
 		inW.Close()
 		cancel()
-		select {
-		case <-done:
-		case <-time.After(5 * time.Second):
-		}
+		testwait.Recv(t, "ServeStdio to return after its input closed", done)
 	})
 	s.in, s.out = inW, bufio.NewReader(outR)
 	if era == "legacy" {
@@ -304,16 +302,11 @@ func (s *stdioGolden) send(t *testing.T, m goldenMessage) []byte {
 		line, err := s.out.ReadBytes('\n')
 		ch <- result{line, err}
 	}()
-	select {
-	case r := <-ch:
-		if r.err != nil {
-			t.Fatalf("stdio read: %v", r.err)
-		}
-		return r.line
-	case <-time.After(10 * time.Second):
-		t.Fatalf("stdio: no answer to %s", m.text)
+	r := testwait.Recv(t, "the stdio answer to "+m.text, ch)
+	if r.err != nil {
+		t.Fatalf("stdio read: %v", r.err)
 	}
-	return nil
+	return r.line
 }
 
 // httpGolden POSTs each message to the Streamable HTTP handler.

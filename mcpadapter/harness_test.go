@@ -14,6 +14,7 @@ import (
 	"github.com/graph-engineering/graph-engineering-mcp/lease"
 	"github.com/graph-engineering/graph-engineering-mcp/manifest"
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph"
+	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/testwait"
 )
 
 const modern = manifest.ModernVersion
@@ -56,12 +57,7 @@ func (f *fixture) serve() mcp.Transport {
 	st, ct := mcp.NewInMemoryTransports()
 	done := make(chan error, 1)
 	go func() { done <- f.srv.ServeTransport(f.ctx, st) }()
-	f.t.Cleanup(func() {
-		select {
-		case <-done:
-		case <-time.After(5 * time.Second):
-		}
-	})
+	f.t.Cleanup(func() { testwait.Recv(f.t, "ServeTransport to return after its client closed", done) })
 	return ct
 }
 
@@ -140,7 +136,7 @@ func (r *raw) notify(method string, params any) {
 
 func (r *raw) read(id jsonrpc.ID) *jsonrpc.Response {
 	r.t.Helper()
-	ctx, cancel := context.WithTimeout(r.ctx, 10*time.Second)
+	ctx, cancel := testwait.Bound(r.t, r.ctx)
 	defer cancel()
 	for {
 		msg, err := r.conn.Read(ctx)

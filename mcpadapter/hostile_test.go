@@ -13,7 +13,6 @@ import (
 	"sort"
 	"strings"
 	"testing"
-	"time"
 	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -21,6 +20,7 @@ import (
 
 	"github.com/graph-engineering/graph-engineering-mcp/manifest"
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph"
+	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/testwait"
 )
 
 // dbFingerprint summarises every row of every table of the SQLite file at
@@ -223,8 +223,7 @@ func TestRegressionLengthsAreCharacters(t *testing.T) {
 // returns the stdout lines, each decoded to its members.
 func serveLines(t *testing.T, srv *Server, lines ...string) []map[string]json.RawMessage {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
+	ctx := testwait.Context(t)
 	var out bytes.Buffer
 	if err := srv.ServeStdio(ctx, strings.NewReader(strings.Join(lines, "\n")+"\n"), &out); err != nil {
 		t.Fatal(err)
@@ -414,7 +413,7 @@ func (c *memConn) send(t *testing.T, m hostileMsg) {
 
 func (c *memConn) next(t *testing.T) *jsonrpc.Response {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(c.ctx, 20*time.Second)
+	ctx, cancel := testwait.Bound(t, c.ctx)
 	defer cancel()
 	for {
 		msg, err := c.conn.Read(ctx)
@@ -463,11 +462,7 @@ func newStdioConn(t *testing.T, srv *Server) *stdioConn {
 	}()
 	t.Cleanup(func() {
 		inW.Close()
-		select {
-		case <-done:
-		case <-time.After(20 * time.Second):
-			t.Errorf("ServeStdio did not return at end of input")
-		}
+		testwait.Recv(t, "ServeStdio to return at end of input", done)
 		cancel()
 	})
 	return c
@@ -482,6 +477,8 @@ func (c *stdioConn) send(t *testing.T, m hostileMsg) {
 
 func (c *stdioConn) next(t *testing.T) *jsonrpc.Response {
 	t.Helper()
+	ctx, cancel := testwait.Bound(t, context.Background())
+	defer cancel()
 	select {
 	case line, ok := <-c.lines:
 		if !ok {
@@ -513,8 +510,8 @@ func (c *stdioConn) next(t *testing.T) *jsonrpc.Response {
 			t.Fatalf("the server sent a request: %s", line)
 		}
 		return resp
-	case <-time.After(20 * time.Second):
-		t.Fatal("no response within 20s")
+	case <-ctx.Done():
+		t.Fatal("no response before the test's deadline")
 	}
 	return nil
 }

@@ -20,6 +20,7 @@ import (
 
 	"github.com/graph-engineering/graph-engineering-mcp/manifest"
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph"
+	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/testwait"
 )
 
 // fleetCall calls a tool from a worker goroutine: a transport error or a
@@ -154,8 +155,18 @@ func startFleet(t *testing.T, f *httpFixture, workers int) *fleet {
 			fl.errs <- fleetWorker(ctx, cs, fmt.Sprintf("w%d", i), &fl.completed, &fl.holderWrites)
 		}()
 	}
-	waitFor(t, "the whole fleet to wait for work", func() bool { return f.store.Waiters() == workers })
+	testwait.Progress(t, "the whole fleet to wait for work", func() (bool, int64) {
+		n := f.store.Waiters()
+		return n == workers, int64(n)
+	})
 	return fl
+}
+
+// progress reports whether every one of tasks was completed, and the
+// fleet's holder writes so far: each heartbeat and complete is progress.
+func (fl *fleet) progress(tasks int64) (bool, int64) {
+	n, _, _ := fl.holderWrites.summary()
+	return fl.completed.Load() == tasks, int64(n)
 }
 
 // stop ends the fleet and fails t with every worker's error.
@@ -212,7 +223,7 @@ func TestHTTPFleetOfLongPollsLeavesSlotsToHolders(t *testing.T) {
 			t.Fatalf("create while %d workers wait: %v", workers, err)
 		}
 	}
-	waitFor(t, "every task to be completed", func() bool { return fl.completed.Load() == tasks })
+	testwait.Progress(t, "every task to be completed", func() (bool, int64) { return fl.progress(tasks) })
 	fl.stop(t)
 	n, median, worst := fl.holderWrites.summary()
 	t.Logf("%d workers (half legacy) long-polling with wait_ms 5000, 64 slots, %d tasks: %d holder writes, median %v, max %v", workers, tasks, n, median, worst)
@@ -317,7 +328,10 @@ func TestServeStreamableHTTPSlowClientsDoNotStarveWorkers(t *testing.T) {
 	// More connections than the cap arrived: the oldest slow ones were
 	// closed to make room, none waited in the backlog.
 	evicted := func() float64 { return testutil.ToFloat64(f.metrics.evictions.WithLabelValues("connection")) }
-	waitFor(t, "the connections beyond the cap to be accepted", func() bool { return evicted() >= slowHeaders+slowBodies+1-maxConns })
+	testwait.Progress(t, "the connections beyond the cap to be accepted", func() (bool, int64) {
+		n := evicted()
+		return n >= slowHeaders+slowBodies+1-maxConns, int64(n)
+	})
 	for range 10 {
 		heartbeat(worker, "heartbeat at the connection cap")
 	}
@@ -453,7 +467,7 @@ func TestHTTPSessionCapClosesTheLongestIdle(t *testing.T) {
 		}
 		claim <- err
 	}()
-	waitFor(t, "a's claim to wait", func() bool { return f.store.Waiters() == 1 })
+	testwait.For(t, "a's claim to wait", func() bool { return f.store.Waiters() == 1 })
 	for _, cs := range []*mcp.ClientSession{b, c} { // b is now idle longer than c
 		if _, err := cs.ListTools(f.ctx, nil); err != nil {
 			t.Fatal(err)
@@ -519,7 +533,7 @@ func TestServeStreamableHTTPWarnsOfAConnectionCapAboveTheOpenFilesLimit(t *testi
 	}
 	f, _ := newHTTPStore(t)
 	srv := f.serveOn(t, HTTPOptions{MaxConnections: int(limit)})
-	waitFor(t, "the warning", func() bool { return strings.Contains(f.logs.String(), "exceeds the open-files limit") })
+	testwait.For(t, "the warning", func() bool { return strings.Contains(f.logs.String(), "exceeds the open-files limit") })
 	srv.stop()
 	if err := <-srv.done; err != nil {
 		t.Fatal(err)
@@ -568,19 +582,19 @@ func TestSlotPoolHoldersFirst(t *testing.T) {
 		return func() bool { h, o := p.waiting(); return h == holders && o == others }
 	}
 	wait("short 1", false)
-	waitFor(t, "short 1 to queue", queued(0, 1))
+	testwait.For(t, "short 1 to queue", queued(0, 1))
 	wait("holder 1", true)
-	waitFor(t, "holder 1 to queue", queued(1, 1))
+	testwait.For(t, "holder 1 to queue", queued(1, 1))
 	wait("short 2", false)
-	waitFor(t, "short 2 to queue", queued(1, 2))
+	testwait.For(t, "short 2 to queue", queued(1, 2))
 	wait("holder 2", true)
-	waitFor(t, "holder 2 to queue", queued(2, 2))
+	testwait.For(t, "holder 2 to queue", queued(2, 2))
 
 	// One that gives up leaves the queue and takes nothing.
 	ctx, cancel := context.WithCancel(context.Background())
 	gaveUp := make(chan bool, 1)
 	go func() { gaveUp <- p.acquire(ctx, true, time.Hour) }()
-	waitFor(t, "the third holder to queue", queued(3, 2))
+	testwait.For(t, "the third holder to queue", queued(3, 2))
 	cancel()
 	if <-gaveUp {
 		t.Fatal("a waiter whose context ended took a slot")
@@ -624,13 +638,13 @@ func TestHTTPHolderWritesWaitAheadOfShortCalls(t *testing.T) {
 	takeSlots(t, f.h, 1)
 	listed := make(chan *rawResponse, 1)
 	go func() { listed <- f.post(modernBody(1, "tools/list", nil, nil), modernHeaders("tools/list")) }()
-	waitFor(t, "tools/list to wait for a slot", func() bool { _, o := f.h.slots.waiting(); return o == 1 })
+	testwait.For(t, "tools/list to wait for a slot", func() bool { _, o := f.h.slots.waiting(); return o == 1 })
 	beat := make(chan *rawResponse, 1)
 	go func() {
 		beat <- f.post(modernBody(2, "tools/call", map[string]any{"name": manifest.ToolHeartbeat, "arguments": holder}, nil),
 			modernHeaders("tools/call", headerName, manifest.ToolHeartbeat))
 	}()
-	waitFor(t, "the heartbeat to wait for a slot", func() bool { h, _ := f.h.slots.waiting(); return h == 1 })
+	testwait.For(t, "the heartbeat to wait for a slot", func() bool { h, _ := f.h.slots.waiting(); return h == 1 })
 	// Operators see both waiting, apart.
 	m := f.do(http.MethodGet, f.ts.URL+MetricsPath, nil, nil)
 	for _, want := range []string{`graph_engineering_http_slot_waiters{kind="holder"} 1`, `graph_engineering_http_slot_waiters{kind="other"} 1`} {
@@ -665,7 +679,7 @@ func TestHTTPHolderWritesWaitAheadOfShortCalls(t *testing.T) {
 		beat <- g.post(modernBody(3, "tools/call", map[string]any{"name": manifest.ToolComplete, "arguments": holder}, nil),
 			modernHeaders("tools/call", headerName, manifest.ToolComplete))
 	}()
-	waitFor(t, "the complete to wait for a slot", func() bool { h, _ := g.h.slots.waiting(); return h == 1 })
+	testwait.For(t, "the complete to wait for a slot", func() bool { h, _ := g.h.slots.waiting(); return h == 1 })
 	if r := g.post(modernBody(4, "tools/list", nil, nil), modernHeaders("tools/list")); r.status != http.StatusServiceUnavailable {
 		t.Fatalf("tools/list with every slot taken and admission-wait off: HTTP %d, want 503", r.status)
 	}
@@ -684,10 +698,12 @@ func TestHTTPHolderWritesWaitAheadOfShortCalls(t *testing.T) {
 }
 
 // The fleet under a flood of short calls: a hundred workers (half legacy)
-// long-poll and hold claims while readers call graph_task_inspect as fast
-// as they can, with one slot left free and --admission-wait at "refuse at
-// once". The readers are refused with 503 over and over; not one holder
-// write is, and every task is completed on its first attempt.
+// long-poll and hold claims while readers call graph_task_inspect again and
+// again, with one slot left free and --admission-wait at "refuse at once".
+// The readers are refused with 503 over and over (each backs off a little
+// before it tries again, as a client told to retry later should); not one
+// holder write is, and every task is completed on its first attempt. The
+// wait for the tasks fails only when the fleet stops making progress.
 func TestHTTPFleetHolderWritesThroughAReaderFlood(t *testing.T) {
 	const workers, tasks, readers = 100, 24, 16
 	f := newHTTPFixture(t, HTTPOptions{MaxConcurrent: 2, AdmissionWait: -1})
@@ -714,11 +730,14 @@ func TestHTTPFleetHolderWritesThroughAReaderFlood(t *testing.T) {
 		rg.Add(1)
 		go func() {
 			defer rg.Done()
+			var pause testwait.Backoff
 			for readCtx.Err() == nil {
 				if _, err := fleetCall(readCtx, cs, manifest.ToolInspect, map[string]any{"task_id": first.Task.TaskID}); err != nil {
 					refused.Add(1)
+					pause.Wait(readCtx)
 				} else {
 					reads.Add(1)
+					pause.Reset()
 				}
 			}
 		}()
@@ -728,7 +747,7 @@ func TestHTTPFleetHolderWritesThroughAReaderFlood(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	waitFor(t, "every task to be completed", func() bool { return fl.completed.Load() == tasks })
+	testwait.Progress(t, "every task to be completed", func() (bool, int64) { return fl.progress(tasks) })
 	stopReaders()
 	rg.Wait()
 	fl.stop(t)

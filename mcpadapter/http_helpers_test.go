@@ -10,7 +10,6 @@ import (
 	"net/http/httptest"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -19,25 +18,8 @@ import (
 	"github.com/graph-engineering/graph-engineering-mcp/lease"
 	"github.com/graph-engineering/graph-engineering-mcp/manifest"
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph"
+	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/testwait"
 )
-
-// syncBuffer is a bytes.Buffer safe for the concurrent writes of a logger.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
 
 // httpFixture is a server over real HTTP on 127.0.0.1 (httptest), with its
 // store, metrics and a debug log captured for inspection.
@@ -51,7 +33,7 @@ type httpFixture struct {
 	ts      *httptest.Server
 	url     string
 	metrics *Metrics
-	logs    *syncBuffer
+	logs    *testwait.Buffer
 	logger  *slog.Logger
 }
 
@@ -61,7 +43,7 @@ func newHTTPStore(t testing.TB, opts ...fixtureOpt) (*httpFixture, *taskgraph.St
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	logs := &syncBuffer{}
+	logs := &testwait.Buffer{}
 	logger := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	metrics := NewMetrics(logger)
 	path := filepath.Join(t.TempDir(), "tasks.db")
@@ -252,19 +234,6 @@ func modernBody(id any, method string, params map[string]any, caps map[string]an
 	params["_meta"] = modernMeta(caps)
 	b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id, "method": method, "params": params})
 	return string(b)
-}
-
-// waitFor polls cond until it holds, failing after 10 s. It waits for
-// server-side progress (a request being admitted), never for time to pass.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(time.Millisecond)
-	}
 }
 
 // clipBody shortens a response body for a failure message.

@@ -22,6 +22,7 @@ import (
 
 	"github.com/graph-engineering/graph-engineering-mcp/manifest"
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph"
+	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/testwait"
 )
 
 var httpTasksCaps = &mcp.ClientCapabilities{Extensions: map[string]any{manifest.TasksExtension: map[string]any{}}}
@@ -116,7 +117,7 @@ func TestHTTPLegacySessionsExpireAndAreBounded(t *testing.T) {
 			claims <- err
 		}()
 	}
-	waitFor(t, "both sessions to wait for work", func() bool { return f.h.longPolls.Load() == 2 })
+	testwait.For(t, "both sessions to wait for work", func() bool { return f.h.longPolls.Load() == 2 })
 	if _, err := f.connect("2025-11-25", "", nil); err == nil {
 		t.Fatal("a third session was opened beyond MaxSessions 2 while both were in use")
 	}
@@ -141,7 +142,7 @@ func TestHTTPLegacySessionsExpireAndAreBounded(t *testing.T) {
 	// Idle expiry: the SDK closes a session idle for SessionIdleTimeout.
 	g := newHTTPFixture(t, HTTPOptions{SessionIdleTimeout: 50 * time.Millisecond})
 	g.client("2025-11-25", "", nil)
-	waitFor(t, "the idle session to expire", func() bool { return g.h.legacySessions() == 0 })
+	testwait.For(t, "the idle session to expire", func() bool { return g.h.legacySessions() == 0 })
 }
 
 func TestHTTPRequiresTheBearerTokenAndNeverLeaksIt(t *testing.T) {
@@ -260,7 +261,9 @@ func TestHTTPBodyLimit(t *testing.T) {
 	}
 	defer conn.Close()
 	fmt.Fprintf(conn, "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: 100000000\r\n\r\n{")
-	conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+	if end, ok := testwait.Deadline(t); ok { // a hang fails the test instead of killing the binary
+		conn.SetReadDeadline(end)
+	}
 	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
 	if err != nil {
 		t.Fatalf("no answer to a body that never arrives: %v", err)
@@ -293,14 +296,14 @@ func TestHTTPConcurrencyCap(t *testing.T) {
 		}
 		claim <- err
 	}()
-	waitFor(t, "the claim to wait in the store", func() bool { return f.store.Waiters() == 1 })
+	testwait.For(t, "the claim to wait in the store", func() bool { return f.store.Waiters() == 1 })
 	// A short call waits for a slot instead of being refused...
 	listed := make(chan error, 1)
 	go func() {
 		_, err := cs.ListTools(f.ctx, nil)
 		listed <- err
 	}()
-	waitFor(t, "the short call to wait for a slot", func() bool { _, others := f.h.slots.waiting(); return others == 1 })
+	testwait.For(t, "the short call to wait for a slot", func() bool { _, others := f.h.slots.waiting(); return others == 1 })
 	f.h.slots.release() // ...and gets one when a call in progress finishes.
 	if err := <-listed; err != nil {
 		t.Fatalf("the call that waited for a slot: %v", err)
@@ -608,10 +611,10 @@ func TestServeStreamableHTTPDrainsInFlightCallsOnShutdown(t *testing.T) {
 				}
 				result <- err
 			}()
-			waitFor(t, "the claim to be in flight", func() bool { return testutil.ToFloat64(f.metrics.inFlight) == 1 })
+			testwait.For(t, "the claim to be in flight", func() bool { return testutil.ToFloat64(f.metrics.inFlight) == 1 })
 			srv.stop() // SIGTERM
 			// The listener closes; the call in flight is still served.
-			waitFor(t, "the listener to close", func() bool {
+			testwait.For(t, "the listener to close", func() bool {
 				c, err := net.Dial("tcp", srv.addr)
 				if err == nil {
 					c.Close()
@@ -662,12 +665,13 @@ func TestServeStreamableHTTPCancelsCallsAfterTheDrainBound(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { cs.Close() })
 	result := make(chan error, 1)
 	go func() {
 		_, err := cs.CallTool(f.ctx, &mcp.CallToolParams{Name: manifest.ToolClaim, Arguments: map[string]any{"owner": "w", "workflow_id": "never", "wait_ms": 30000}})
 		result <- err
 	}()
-	waitFor(t, "the claim to be in flight", func() bool { return testutil.ToFloat64(f.metrics.inFlight) == 1 })
+	testwait.For(t, "the claim to be in flight", func() bool { return testutil.ToFloat64(f.metrics.inFlight) == 1 })
 	start := time.Now()
 	srv.stop()
 	if err := <-srv.done; err != nil {

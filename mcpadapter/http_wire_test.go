@@ -17,6 +17,7 @@ import (
 	"github.com/graph-engineering/graph-engineering-mcp/lease"
 	"github.com/graph-engineering/graph-engineering-mcp/manifest"
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph"
+	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/testwait"
 )
 
 // HTTP answered id 1.5 as 1 and 9007199254740993 as 9007199254740992 (the
@@ -239,7 +240,7 @@ func TestHTTPHeartbeatJudgedAtArrivalNotAfterAdmission(t *testing.T) {
 		args := map[string]any{"task_id": cl.Task.TaskID, "owner": "w", "generation": cl.Lease.Generation, "claim_token": cl.Lease.Token}
 		done <- f.post(modernBody(1, "tools/call", map[string]any{"name": manifest.ToolHeartbeat, "arguments": args}, nil), modernHeaders("tools/call", headerName, manifest.ToolHeartbeat))
 	}()
-	waitFor(t, "the heartbeat to wait for a slot", func() bool { holders, _ := f.h.slots.waiting(); return holders == 1 })
+	testwait.For(t, "the heartbeat to wait for a slot", func() bool { holders, _ := f.h.slots.waiting(); return holders == 1 })
 	clock.Advance(5 * time.Second) // the lease's expiry passes while it waits
 	f.h.slots.release()
 	r := <-done
@@ -293,7 +294,7 @@ func TestHTTPLegacyHeartbeatJudgedAtArrival(t *testing.T) {
 		_, err := fleetCall(f.ctx, cs, manifest.ToolHeartbeat, holder)
 		done <- err
 	}()
-	waitFor(t, "the heartbeat to wait for a slot", func() bool { holders, _ := f.h.slots.waiting(); return holders == 1 })
+	testwait.For(t, "the heartbeat to wait for a slot", func() bool { holders, _ := f.h.slots.waiting(); return holders == 1 })
 	clock.Advance(5 * time.Second) // the lease's expiry passes while it waits
 	f.h.slots.release()
 	if err := <-done; err != nil {

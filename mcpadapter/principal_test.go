@@ -16,6 +16,7 @@ import (
 
 	"github.com/graph-engineering/graph-engineering-mcp/manifest"
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph"
+	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/testwait"
 )
 
 // Tokens of the test principals (each at least 16 characters).
@@ -380,7 +381,7 @@ func TestPrincipalRotationKeepsCallsInFlight(t *testing.T) {
 		}
 		done <- res
 	}()
-	waitFor(t, "the long poll to park", func() bool { return f.h.longPolls.Load() == 1 })
+	testwait.For(t, "the long poll to park", func() bool { return f.h.longPolls.Load() == 1 })
 	auth.Replace(testPrincipals(t, tokRotated))
 	if _, err := f.connect("", tokPlanner, nil); err == nil {
 		t.Error("the old planner token still connects after the rotation")

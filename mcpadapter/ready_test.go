@@ -20,6 +20,7 @@ import (
 
 	"github.com/graph-engineering/graph-engineering-mcp/manifest"
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph"
+	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/testwait"
 )
 
 // newReadyFixture serves a store opened with a short busy timeout over real
@@ -32,7 +33,7 @@ func newReadyFixture(t *testing.T) *httpFixture {
 // newReadyFixtureIn is newReadyFixture with the database in dir.
 func newReadyFixtureIn(t *testing.T, dir string) *httpFixture {
 	t.Helper()
-	logs := &syncBuffer{}
+	logs := &testwait.Buffer{}
 	logger := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	path := filepath.Join(dir, "tasks.db")
 	metrics := NewMetrics(logger)
@@ -173,6 +174,11 @@ func TestReadyzAndBusyToolErrors(t *testing.T) {
 // A removed -shm makes /readyz answer 503 files_replaced and every write
 // tool the non-retryable unavailable error; reads still answer.
 func TestReadyzFilesReplaced(t *testing.T) {
+	// Runs after the fixture's cleanups, which close the store.
+	running := testwait.Goroutines()
+	t.Cleanup(func() {
+		testwait.Abandon(running, "the store leaves the connections of replaced database files open on purpose (tgsqlite: a checkpoint would write into files that are no longer the database's)")
+	})
 	f := newReadyFixture(t)
 	cs := f.client("", readyToken, nil)
 	_, out := callTool(t, cs, manifest.ToolCreate, map[string]any{"workflow_id": "wf", "node_id": "a"})

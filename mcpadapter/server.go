@@ -49,7 +49,7 @@ type Config struct {
 	ExtraLimits map[string]int64
 	// Logger receives structured logs; nil discards them.
 	Logger *slog.Logger
-	// CacheTTL is the ttlMs sent on cacheable results (discover, lists,
+	// CacheTTLMs is the ttlMs sent on cacheable results (discover, lists,
 	// reads); the surface is fixed for the life of the process.
 	CacheTTLMs int
 	// OnToolCall, if set, is called once per tool call with the tool name and

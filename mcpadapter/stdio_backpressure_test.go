@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/graph-engineering/graph-engineering-mcp/manifest"
+	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/testwait"
 )
 
 // bpCall is one modern tools/call line.
@@ -137,6 +138,7 @@ func TestStdioParkedClaimsLeaveRoomForHolders(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	waitCtx := testwait.Context(t) // a hang fails the test at its deadline
 	recv := func() (id string, res map[string]any) {
 		t.Helper()
 		select {
@@ -158,8 +160,8 @@ func TestStdioParkedClaimsLeaveRoomForHolders(t *testing.T) {
 			var sid string
 			json.Unmarshal(m["id"], &sid)
 			return sid, r.StructuredContent
-		case <-time.After(20 * time.Second):
-			t.Fatal("no answer")
+		case <-waitCtx.Done():
+			t.Fatal("no answer before the test's deadline")
 		}
 		return "", nil
 	}
@@ -229,6 +231,7 @@ func TestStdioParkedClaimsLeaveRoomForHolders(t *testing.T) {
 	if err := <-served; err != nil {
 		t.Fatalf("ServeStdio: %v", err)
 	}
+	outW.Close() // ends the test's reader of stdout
 }
 
 // stdoutEnd is the far end of a stdout under test.
@@ -239,7 +242,13 @@ type stdoutEnd struct {
 
 var stdoutEnds = []stdoutEnd{
 	// io.Pipe has no deadlines: the writer's timer alone detects a stall.
-	{"io.Pipe", func(*testing.T) (io.Closer, io.Writer) { r, w := io.Pipe(); return r, w }},
+	{"io.Pipe", func(t *testing.T) (io.Closer, io.Writer) {
+		r, w := io.Pipe()
+		// Closing the read end at the end fails the write the session's
+		// writer is stuck in (an io.Pipe has no deadline), so it ends.
+		t.Cleanup(func() { r.Close() })
+		return r, w
+	}},
 	// os.Pipe is pollable: the write deadline interrupts the stalled write.
 	{"os.Pipe", func(t *testing.T) (io.Closer, io.Writer) {
 		r, w, err := os.Pipe()
@@ -277,7 +286,7 @@ func TestStdioStalledStdoutEndsSession(t *testing.T) {
 				if !errors.Is(err, ErrStdoutStalled) {
 					t.Fatalf("ServeStdio with an unread stdout: %v, want ErrStdoutStalled", err)
 				}
-			case <-time.After(30 * time.Second):
+			case <-testwait.Context(t).Done():
 				t.Fatal("ServeStdio kept serving a client that does not read")
 			}
 		})
@@ -302,7 +311,7 @@ func TestStdioClosedStdoutEndsSession(t *testing.T) {
 				if !errors.Is(err, ErrStdoutClosed) {
 					t.Fatalf("ServeStdio with a closed stdout: %v, want ErrStdoutClosed", err)
 				}
-			case <-time.After(30 * time.Second):
+			case <-testwait.Context(t).Done():
 				t.Fatal("ServeStdio kept serving a client that closed stdout")
 			}
 		})
@@ -339,6 +348,7 @@ func TestStdioInFlightPlacesAreReleased(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	waitCtx := testwait.Context(t) // a hang fails the test at its deadline
 	recv := func() map[string]json.RawMessage {
 		t.Helper()
 		select {
@@ -347,7 +357,7 @@ func TestStdioInFlightPlacesAreReleased(t *testing.T) {
 				t.Fatal("stdout ended")
 			}
 			return m
-		case <-time.After(20 * time.Second):
+		case <-waitCtx.Done():
 			t.Fatal("no answer: the session stopped reading")
 		}
 		return nil
@@ -396,6 +406,7 @@ func TestStdioInFlightPlacesAreReleased(t *testing.T) {
 	if err := <-served; err != nil {
 		t.Fatalf("ServeStdio: %v", err)
 	}
+	outW.Close() // ends the test's reader of stdout
 }
 
 // A shutdown signal (ctx done) while stdout is unread: ServeStdio returns
@@ -406,7 +417,8 @@ func TestStdioSignalWithUnreadStdoutReturnsNil(t *testing.T) {
 	ctx, cancel := context.WithCancel(f.ctx)
 	inR, inW := io.Pipe()
 	defer inW.Close()
-	_, outW := io.Pipe() // never read
+	outR, outW := io.Pipe() // never read
+	defer outR.Close()      // frees the session's writer, stuck in a write, at the end
 	served := make(chan error, 1)
 	go func() {
 		served <- f.srv.serveStdio(ctx, inR, outW, MaxStdioInFlight, MaxStdioParkedClaims, 5*time.Second)
@@ -424,7 +436,7 @@ func TestStdioSignalWithUnreadStdoutReturnsNil(t *testing.T) {
 		if err != nil {
 			t.Fatalf("ServeStdio after ctx was done: %v, want nil", err)
 		}
-	case <-time.After(drainAfterCancel + 20*time.Second):
-		t.Fatalf("ServeStdio did not return within the %s bound after ctx was done", drainAfterCancel)
+	case <-testwait.Context(t).Done():
+		t.Fatalf("ServeStdio did not return after ctx was done (its drain bound is %s)", drainAfterCancel)
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph"
+	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/testwait"
 )
 
 // The browser tests drive Debian's headless Chromium (apt-get install
@@ -21,10 +22,6 @@ import (
 // names another binary, or "skip" to skip them; without a browser they
 // fail. Screenshots go to $GRAPH_ENGINEERING_TEST_ARTIFACTS (default: the
 // folder graph-engineering-artifacts in the system's temporary folder).
-
-// browserTimeout bounds one browser test; it is a hang guard, not a speed
-// assertion.
-const browserTimeout = 90 * time.Second
 
 func chromiumPath(t testing.TB) string {
 	t.Helper()
@@ -54,9 +51,9 @@ func browser(t testing.TB) context.Context {
 		chromedp.WindowSize(1760, 820),
 		chromedp.UserDataDir(t.TempDir()),
 	)
-	ctx, cancel := context.WithTimeout(context.Background(), browserTimeout)
-	t.Cleanup(cancel)
-	actx, acancel := chromedp.NewExecAllocator(ctx, opts...)
+	// Only the test binary's deadline bounds a browser test (a hang guard,
+	// not a speed assertion): a loaded machine makes it slower, never red.
+	actx, acancel := chromedp.NewExecAllocator(testwait.Context(t), opts...)
 	t.Cleanup(acancel)
 	tab, tcancel := chromedp.NewContext(actx)
 	t.Cleanup(tcancel)

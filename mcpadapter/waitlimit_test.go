@@ -4,13 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"path/filepath"
-	"runtime"
 	"testing"
 	"time"
 
 	"github.com/graph-engineering/graph-engineering-mcp/lease"
 	"github.com/graph-engineering/graph-engineering-mcp/manifest"
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph"
+	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/testwait"
 )
 
 // At the store's bound on parked claims, a claim-next with wait_ms answers at
@@ -36,9 +36,7 @@ func TestClaimAtWaitLimitAnswersWithHint(t *testing.T) {
 		_, _, err := st.Claim(ctx, taskgraph.ClaimRequest{Owner: "w0", Wait: taskgraph.MaxClaimWait})
 		parked <- err
 	}()
-	for st.Waiters() < 1 {
-		runtime.Gosched()
-	}
+	testwait.For(t, "the claim to park", func() bool { return st.Waiters() >= 1 })
 	res, out := callTool(t, cs, manifest.ToolClaim, map[string]any{"owner": "w1", "wait_ms": 30000})
 	if res.IsError || out["claimed"] != false || out["task"] != nil || out["hint"] != WaitLimitHint {
 		t.Fatalf("claim-next at the wait limit: isError=%v %v", res.IsError, out)

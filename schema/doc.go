@@ -1,10 +1,13 @@
-// Package schema owns the SQLite schema of the task store: numbered SQL
-// migrations embedded in the binary and the function that applies them.
+// Package schema owns the task store's schemas: two series of numbered SQL
+// migrations embedded in the binary, one per database (migrations/sqlite and
+// migrations/postgres), and the functions that apply and inspect the SQLite
+// series. The PostgreSQL series is applied by the tgpostgres driver, which
+// reads it through PostgresMigrations.
 //
 // # Invariants
 //
-//   - Migrations are files named NNNN_description.sql under migrations/,
-//     numbered from 1 without gaps; a build with a gap or a duplicate number
+//   - Migrations are files named NNNN_description.sql in their database's
+//     folder, numbered from 1 without gaps; a build with a gap or a duplicate number
 //     fails at the first Apply (and in this package's tests).
 //   - Apply runs every migration the database lacks, in order, inside one
 //     write transaction, and records the resulting version in the

@@ -258,11 +258,6 @@ func taskStateJSON(state, owner string, generation int64, attempts int, result s
 	return append(b, '}')
 }
 
-// rowStateJSON is taskStateJSON of a stored task row.
-func rowStateJSON(tr tgdriver.TaskRow) []byte {
-	return taskStateJSON(tr.State, tr.Owner, tr.Generation, tr.Attempts, tr.Result, tr.HasResult, tr.Error)
-}
-
 // contentJSON is the canonical JSON of the digests of the content an event
 // of kind changed: the payload at create, the result at complete, the error
 // at fail, retry and expire, the reason of an operator or request.
@@ -473,26 +468,6 @@ func (w *wtx) putAudit(count int64, head, kind, workflowID string, detail map[st
 // so that the switch to hash format 2 is recorded before anything else).
 func (s *Store) ensureAudit(ctx context.Context) error {
 	return s.do(ctx, func(w *wtx) error { return w.appendAudit("", "", nil) })
-}
-
-// EventPreimage returns the exact bytes whose SHA-256 is e's hash in e's
-// HashVersion: at HashV1, PrevHash + "\n" + the encoding/json object; at
-// HashV2, the canonical JSON object (see MCP.md, "Audit trail format").
-func EventPreimage(e Event) ([]byte, error) {
-	if e.HashVersion >= HashV2 {
-		if _, err := eventHashV2(e); err != nil {
-			return nil, err
-		}
-		return eventObjectV2(e, e.Detail, e.State, e.Content), nil
-	}
-	b, err := json.Marshal(canonicalEvent{
-		AtMS: e.At.UnixMilli(), Detail: e.Detail, Generation: e.Generation, Kind: e.Kind,
-		Owner: e.Owner, Seq: e.Seq, TaskID: e.TaskID, WorkflowID: e.WorkflowID,
-	})
-	if err != nil {
-		return nil, err
-	}
-	return append(append([]byte(e.PrevHash), '\n'), b...), nil
 }
 
 // ExportEvent returns e as one line of `audit export` (canonical JSON, no

@@ -62,17 +62,6 @@ func TestBatchIsolatesRejectedOperations(t *testing.T) {
 	}
 }
 
-func waitFor(t *testing.T, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not reached")
-		}
-		time.Sleep(time.Millisecond)
-	}
-}
-
 // The crash test: a child process claims and completes tasks and prints each
 // completion after the store acknowledged it; the parent kills it with SIGKILL
 // mid-load. The database must reopen, pass integrity_check, hold every

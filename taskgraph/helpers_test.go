@@ -65,15 +65,6 @@ func (b *bundle) claim(t *testing.T, owner, taskID string, d time.Duration) Clai
 	return c
 }
 
-func (b *bundle) claimNext(t *testing.T, owner, wf string) (Claimed, bool) {
-	t.Helper()
-	c, ok, err := b.s.Claim(b.ctx, ClaimRequest{Owner: owner, WorkflowID: wf})
-	if err != nil {
-		t.Fatalf("claim-next by %s: %v", owner, err)
-	}
-	return c, ok
-}
-
 func holder(c Claimed) lease.Holder {
 	return lease.Holder{TaskID: c.Task.TaskID, Owner: c.Lease.Owner, Generation: c.Lease.Generation, Token: c.Lease.Token}
 }

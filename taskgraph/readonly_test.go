@@ -17,6 +17,7 @@ import (
 	"github.com/mattn/go-sqlite3"
 
 	"github.com/graph-engineering/graph-engineering-mcp/schema"
+	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/testwait"
 )
 
 // fileBytes returns the content of path, or nil when it does not exist.
@@ -87,11 +88,11 @@ func holdReader(t *testing.T, path string) (release func()) {
 	return release
 }
 
-// withoutWaiting runs fn and fails the test if it has not returned after a
-// minute: everything fn does must finish while the reader that the caller
-// holds keeps its transaction, since the reader is released only after fn.
-// Anything that waited for the reader would wait (the busy timeouts are an
-// hour) until this fails.
+// withoutWaiting runs fn and fails the test if it never returns: everything
+// fn does must finish while the reader that the caller holds keeps its
+// transaction, since the reader is released only after fn. Anything that
+// waited for the reader would wait (the busy timeouts are an hour) until the
+// test's deadline, and fail then.
 func withoutWaiting(t *testing.T, what string, fn func()) {
 	t.Helper()
 	done := make(chan struct{})
@@ -99,11 +100,7 @@ func withoutWaiting(t *testing.T, what string, fn func()) {
 		defer close(done)
 		fn()
 	}()
-	select {
-	case <-done:
-	case <-time.After(time.Minute):
-		t.Fatalf("%s did not return while a reader held its transaction: it waits for readers", what)
-	}
+	testwait.Recv(t, what+" to return while a reader held its transaction (it must not wait for readers)", done)
 }
 
 func TestReadOnlyStoreRefusesEveryWrite(t *testing.T) {

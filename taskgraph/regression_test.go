@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/testwait"
 )
 
 // Regression: Close held the submit mutex while it waited for the background
@@ -24,13 +26,8 @@ func TestCloseDoesNotDeadlockWithBackgroundWrite(t *testing.T) {
 	}()
 	closed := make(chan error, 1)
 	go func() { closed <- b.s.Close() }()
-	select {
-	case err := <-closed:
-		if err != nil {
-			t.Fatalf("Close: %v", err)
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatal("Close deadlocked with a background loop that submitted a write")
+	if err := testwait.Recv(t, "Close to return with a background loop that submitted a write (a deadlock)", closed); err != nil {
+		t.Fatalf("Close: %v", err)
 	}
 	if err := <-got; !errors.Is(err, ErrClosed) {
 		t.Fatalf("write submitted during Close: %v, want ErrClosed", err)

@@ -38,7 +38,7 @@ const TagPattern = `^[a-z][a-z0-9_.-]{0,63}$`
 
 var tagRE = regexp.MustCompile(TagPattern)
 
-// ErrMissingCapabilities: a claim by id named a task that requires
+// ErrMissingCapabilities means a claim by id named a task that requires
 // capabilities the caller did not advertise; see *MissingCapabilitiesError.
 // It also matches ErrConflict (the task is not claimable by this caller).
 var ErrMissingCapabilities = errors.New("missing capabilities")

@@ -50,8 +50,12 @@ type Task struct {
 	Payload    json.RawMessage // a JSON object
 	DependsOn  []string        // node ids in the same workflow
 	State      State
-	Owner      string // "" when unclaimed
-	Generation int64  // number of claims granted so far
+	// Owner holds the current claim while the task is claimed. A finished
+	// task may keep the owner of its last claim (its holder completed,
+	// failed or cancelled it, or an operator ended it while claimed); it is
+	// "" when the task was never claimed or went back to pending.
+	Owner      string
+	Generation int64 // number of claims granted so far
 	// LeaseExpiresAt is the expiry of the current or last claim; zero when none.
 	LeaseExpiresAt time.Time
 	Attempts       int

@@ -5,13 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
-	"runtime"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/graph-engineering/graph-engineering-mcp/lease"
+	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/testwait"
 )
 
 type parkedResult struct {
@@ -34,34 +34,41 @@ func parkWaiters(t testing.TB, s *Store, ctx context.Context, n int, wf string, 
 			out <- parkedResult{group: wf, c: c, ok: ok, err: err}
 		}()
 	}
-	for s.claimAttempts.Load() < base+int64(n) {
-		runtime.Gosched()
-	}
+	testwait.For(t, fmt.Sprintf("%d claim-next calls to make their first attempt", n), func() bool { return s.claimAttempts.Load() >= base+int64(n) })
 }
 
-// With 5,000 parked claim-next calls, a create makes O(1) claim attempts: it
-// wakes one waiter, not all.
+// With thousands of parked claim-next calls, a create makes O(1) claim
+// attempts: it wakes one waiter, not all.
 func TestCreateWakesOneOfManyWaiters(t *testing.T) {
-	b := setupWith(t, Options{MaxWaiters: 6000})
+	const most, batch = 5000, 500
+	b := setupWith(t, Options{MaxWaiters: most + 1000})
 	ctx, cancel := context.WithCancel(b.ctx)
 	defer cancel()
-	out := make(chan parkedResult, 5000)
+	out := make(chan parkedResult, most)
 	var wg sync.WaitGroup
-	parkWaiters(t, b.s, ctx, 5000, "", out, &wg)
-	if got := b.s.Waiters(); got != 5000 {
-		t.Fatalf("Waiters = %d, want 5000", got)
+	// Every waiter must still be parked when the creates come, so parking
+	// (a claim attempt each, slow under -race on a loaded machine) stops
+	// after a third of their MaxClaimWait: a slow machine parks fewer, at
+	// least one batch, up to 5,000. The bound is the waiters' own wait.
+	start, n := time.Now(), 0
+	for n < most && (n == 0 || time.Since(start) < MaxClaimWait/3) {
+		parkWaiters(t, b.s, ctx, batch, "", out, &wg)
+		n += batch
+	}
+	if got := b.s.Waiters(); got != n {
+		t.Fatalf("Waiters = %d, want %d", got, n)
 	}
 	base := b.s.claimAttempts.Load()
 	for i := range 2 {
 		task := b.create(t, "wf", fmt.Sprint("n", i))
-		r := <-out
-		if r.err != nil || !r.ok || r.c.Task.TaskID != task.TaskID {
+		if r := testwait.Recv(t, "a waiter woken by the create", out); r.err != nil || !r.ok || r.c.Task.TaskID != task.TaskID {
 			t.Fatalf("a woken waiter got %+v", r)
 		}
 	}
 	if extra := b.s.claimAttempts.Load() - base; extra > 6 {
-		t.Fatalf("two creates with 5000 parked waiters made %d claim attempts, want at most 6", extra)
+		t.Fatalf("two creates with %d parked waiters made %d claim attempts, want at most 6", n, extra)
 	}
+	t.Logf("%d waiters parked in %v", n, time.Since(start).Round(time.Millisecond))
 	cancel()
 	wg.Wait()
 	close(out)

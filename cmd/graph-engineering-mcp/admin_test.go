@@ -8,9 +8,9 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph"
+	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/testwait"
 )
 
 // Without a yes on stdin, nothing changes and the command fails.
@@ -234,19 +234,11 @@ func TestAdminInterruptedAtPrompt(t *testing.T) {
 		done <- run(ctx, []string{"graph-engineering-mcp", "admin", "requeue", f.tasks["build"].TaskID, "--reason", "x", "--database", e.path},
 			stdin, io.Discard, stderr)
 	}()
-	select {
-	case <-seen:
-	case <-time.After(20 * time.Second):
-		t.Fatalf("no prompt within 20s; stderr %q", stderr.String())
-	}
+	testwait.Recv(t, "the confirmation prompt", seen)
 	cancel() // as main does on SIGINT
-	select {
-	case code := <-done:
-		if code != exitFailure || !strings.Contains(stderr.String(), "interrupted at the confirmation prompt, nothing changed") {
-			t.Fatalf("exit %d, stderr %q", code, stderr.String())
-		}
-	case <-time.After(20 * time.Second):
-		t.Fatal("the command kept waiting for an answer after the interrupt")
+	if code := testwait.Recv(t, "the command to stop waiting for an answer after the interrupt", done); code != exitFailure ||
+		!strings.Contains(stderr.String(), "interrupted at the confirmation prompt, nothing changed") {
+		t.Fatalf("exit %d, stderr %q", code, stderr.String())
 	}
 	if e.fingerprint() != before {
 		t.Fatal("an interrupted command changed the database")

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -24,11 +26,11 @@ func pythonAgreesWithVerify(t *testing.T, db string) string {
 		V1Events     int64 `json:"v1_events"`
 		AuditEntries int64 `json:"audit_entries"`
 	}
-	decodeJSON(t, runCLI(t, "audit", "verify", "--json", "--database", db).want(t, exitOK).stdout, &rep)
+	decodeJSON(t, runAuditCommand(t, "audit", "verify", "--json", "--database", db).want(t, exitOK).stdout, &rep)
 	if !rep.OK {
 		t.Fatalf("audit verify: %+v", rep)
 	}
-	head, err := taskgraph.ParseAuditHead(strings.TrimSpace(runCLI(t, "audit", "head", "--database", db).want(t, exitOK).stdout))
+	head, err := taskgraph.ParseAuditHead(strings.TrimSpace(runAuditCommand(t, "audit", "head", "--database", db).want(t, exitOK).stdout))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -36,7 +38,7 @@ func pythonAgreesWithVerify(t *testing.T, db string) string {
 		t.Fatalf("audit head %s, audit verify counted %d entries and %d events", head, rep.AuditEntries, rep.Events)
 	}
 	file := filepath.Join(t.TempDir(), "audit.jsonl")
-	if err := os.WriteFile(file, []byte(runCLI(t, "audit", "export", "--database", db).want(t, exitOK).stdout), 0o600); err != nil {
+	if err := os.WriteFile(file, []byte(runAuditCommand(t, "audit", "export", "--database", db).want(t, exitOK).stdout), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	out, errs, code := runPy(t, file, "--expect", head.String())
@@ -50,4 +52,15 @@ func pythonAgreesWithVerify(t *testing.T, db string) string {
 		t.Fatalf("audit-verify.py counts %s (workflows events v1 v2 entries), audit verify %s", got, want)
 	}
 	return fmt.Sprintf("audit-verify.py agrees with audit verify: %d workflows, %d events, %d audit entries, head %s", rep.Workflows, rep.Events, rep.AuditEntries, head)
+}
+
+// runAuditCommand runs an audit command in-process, like runCLI but without
+// clearing the HTTP environment (t.Setenv), which the parallel soak tests
+// that call pythonAgreesWithVerify may not do; audit commands read none of
+// it, and --database names the database.
+func runAuditCommand(t *testing.T, args ...string) result {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code := run(context.Background(), append([]string{appName}, args...), strings.NewReader(""), &out, &errb)
+	return result{code: code, stdout: out.String(), stderr: errb.String()}
 }

@@ -70,6 +70,7 @@ func runPy(t *testing.T, export string, args ...string) (string, string, int) {
 // The Python verifier, on an export of a database with both hash formats,
 // agrees with audit verify, and catches an export edited, cut or thinned.
 func TestAuditExportPythonVerifierAgrees(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.fixture()
 	e.toV1("other")

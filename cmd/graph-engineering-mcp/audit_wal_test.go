@@ -1,8 +1,6 @@
 package main
 
 import (
-	"bytes"
-	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -11,12 +9,12 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/graph-engineering/graph-engineering-mcp/manifest"
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph"
+	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/testwait"
 )
 
 // The WAL deleted after a SIGKILL: a real serve process with --audit-anchor
@@ -30,20 +28,19 @@ func TestAuditAnchorCatchesDeletedWAL(t *testing.T) {
 	dir := t.TempDir()
 	db := filepath.Join(dir, "tasks.db")
 	anchor := filepath.Join(dir, "anchor")
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
+	ctx := testwait.Context(t)
 
 	// serve starts a stdio server with the anchor and returns its session.
-	serve := func() (*exec.Cmd, *mcp.ClientSession, *bytes.Buffer) {
+	serve := func() (*exec.Cmd, *mcp.ClientSession, *testwait.Buffer) {
 		t.Helper()
 		cmd := exec.Command(bin, "serve", "--database", db, "--audit-anchor", anchor, "--log-level", "warn")
-		var stderr bytes.Buffer
-		cmd.Stderr = &stderr
+		stderr := &testwait.Buffer{}
+		cmd.Stderr = stderr
 		cs, err := mcp.NewClient(&mcp.Implementation{Name: "wal-test", Version: "1"}, nil).Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
 		if err != nil {
 			t.Fatalf("connect: %v\n%s", err, stderr.String())
 		}
-		return cmd, cs, &stderr
+		return cmd, cs, stderr
 	}
 	create := func(cs *mcp.ClientSession, wf string, n int) {
 		t.Helper()
@@ -79,17 +76,18 @@ func TestAuditAnchorCatchesDeletedWAL(t *testing.T) {
 	create(cs, "after-2", 20)
 	const wantEvents = 20 + 10 + 20 + 20 // one create event each
 	var covering taskgraph.AuditHead
-	for deadline := time.Now().Add(60 * time.Second); ; {
-		hs := readAnchorHeads(t, anchor)
-		if last := hs[len(hs)-1]; last.Events >= wantEvents {
-			covering = last
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the anchor file never recorded a head covering %d events: %v\n%s", wantEvents, hs, stderr)
-		}
-		time.Sleep(50 * time.Millisecond) // polling the file the server writes every few seconds
-	}
+	func() {
+		defer func() {
+			if t.Failed() {
+				t.Logf("server stderr:\n%s", stderr)
+			}
+		}()
+		testwait.For(t, fmt.Sprintf("the anchor file to record a head covering %d events", wantEvents), func() bool {
+			hs := readAnchorHeads(t, anchor)
+			covering = hs[len(hs)-1]
+			return covering.Events >= wantEvents
+		})
+	}()
 	if covering.Entries <= before[len(before)-1].Entries {
 		t.Fatalf("the covering head %s records no more workflows than %s", covering, before[len(before)-1])
 	}

@@ -12,12 +12,12 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/graph-engineering/graph-engineering-mcp/manifest"
 	"github.com/graph-engineering/graph-engineering-mcp/mcpadapter"
+	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/testwait"
 )
 
 // authAdd runs auth add and returns the printed token.
@@ -125,13 +125,7 @@ func (c *httpChild) connectAs(t *testing.T, token, version string) (*mcp.ClientS
 // waitLog waits until the child's log holds want n times.
 func (c *httpChild) waitLog(t *testing.T, want string, n int) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for strings.Count(c.stderr.String(), want) < n {
-		if time.Now().After(deadline) {
-			t.Fatalf("the log never said %q %d times:\n%s", want, n, c.stderr.String())
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	testwait.For(t, fmt.Sprintf("the log to say %q %d times", want, n), func() bool { return strings.Count(c.stderr.String(), want) >= n })
 }
 
 // SIGHUP rotates a principal's token: the old one is refused at once, the
@@ -163,13 +157,7 @@ func TestServeHTTPAuthFileSIGHUPRotation(t *testing.T) {
 			b, _ := json.Marshal(res.StructuredContent)
 			claimed <- string(b)
 		}()
-		deadline := time.Now().Add(10 * time.Second)
-		for c.inFlightAs(t, oldTok) != "1" {
-			if time.Now().After(deadline) {
-				t.Fatal("the claim never got in flight")
-			}
-			time.Sleep(5 * time.Millisecond)
-		}
+		testwait.For(t, "the claim to get in flight", func() bool { return c.inFlightAs(t, oldTok) == "1" })
 		// Rotate the planner: remove and add again, then SIGHUP.
 		runCLI(t, "auth", "remove", "planner", "--file", file).want(t, 0)
 		newTok := authAdd(t, file, "planner", "--roles", "submit,observe")
@@ -196,13 +184,8 @@ func TestServeHTTPAuthFileSIGHUPRotation(t *testing.T) {
 			t.Fatalf("era %q: create with the new token: %v %+v", era, err, res)
 		}
 		// The parked claim, made before the rotation, gets the task.
-		select {
-		case got := <-claimed:
-			if !strings.Contains(got, `"claimed":true`) {
-				t.Errorf("era %q: the claim in flight across the rotation: %s", era, got)
-			}
-		case <-time.After(20 * time.Second):
-			t.Fatalf("era %q: the claim in flight never answered", era)
+		if got := testwait.Recv(t, "the claim in flight across the rotation to answer", claimed); !strings.Contains(got, `"claimed":true`) {
+			t.Errorf("era %q: the claim in flight across the rotation: %s", era, got)
 		}
 		fresh.Close()
 		gpu.Close()

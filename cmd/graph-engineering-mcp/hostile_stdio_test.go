@@ -10,7 +10,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
+
+	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/testwait"
 )
 
 // A client may write its requests and close stdin at once (a script piping
@@ -25,7 +26,7 @@ func TestStdioEndOfInputAnswersEveryRequest(t *testing.T) {
 		fmt.Fprintf(&in, `{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"graph_task_create","arguments":{"workflow_id":"piped","node_id":"n%d"},%s}}`+"\n", i, i, modernMetaJSON)
 	}
 	fmt.Fprintf(&in, `{"jsonrpc":"2.0","id":%d,"method":"tools/list","params":{%s}}`+"\n", n, modernMetaJSON)
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	ctx, cancel := testwait.Bound(t, context.Background())
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, "serve", "--database", db)
 	var stdout, stderr bytes.Buffer
@@ -69,20 +70,15 @@ func (s *stdioServer) recvRaw() map[string]json.RawMessage {
 	}
 	ch := make(chan res, 1)
 	go func() { l, err := s.out.ReadString('\n'); ch <- res{l, err} }()
-	select {
-	case r := <-ch:
-		if r.err != nil {
-			s.t.Fatalf("read stdout: %v\nstderr:\n%s", r.err, s.stderr.String())
-		}
-		var m map[string]json.RawMessage
-		if err := json.Unmarshal([]byte(r.line), &m); err != nil || string(m["jsonrpc"]) != `"2.0"` {
-			s.t.Fatalf("stdout carried a non-protocol line: %q", r.line)
-		}
-		return m
-	case <-time.After(30 * time.Second):
-		s.t.Fatalf("no answer on stdout\nstderr:\n%s", s.stderr.String())
+	r := testwait.Recv(s.t, "an answer on stdout", ch)
+	if r.err != nil {
+		s.t.Fatalf("read stdout: %v\nstderr:\n%s", r.err, s.stderr.String())
 	}
-	return nil
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal([]byte(r.line), &m); err != nil || string(m["jsonrpc"]) != `"2.0"` {
+		s.t.Fatalf("stdout carried a non-protocol line: %q", r.line)
+	}
+	return m
 }
 
 // rowsFingerprint summarises every row of every table of the database at

@@ -110,6 +110,7 @@ func TestServerPauseLongerThanLeaseCostsNoLease(t *testing.T) {
 	if testing.Short() {
 		t.Skip("real-process pause: skipped with -short")
 	}
+	t.Parallel()
 	e := newLeaseTimeEnv(t)
 	h := e.claim(2000)
 	e.srv.mu.Lock()
@@ -147,6 +148,7 @@ func TestServerRestartAfterLongDowntimeCostsNoLease(t *testing.T) {
 	if testing.Short() {
 		t.Skip("real-process restart: skipped with -short")
 	}
+	t.Parallel()
 	e := newLeaseTimeEnv(t)
 	h := e.claim(5000)
 	e.srv.kill()

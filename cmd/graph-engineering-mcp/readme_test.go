@@ -15,11 +15,11 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/graph-engineering/graph-engineering-mcp/manifest"
+	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/testwait"
 )
 
 // readmeBlock is a fenced block of README.md with the name of the
@@ -56,6 +56,7 @@ func TestREADME(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the README's commands (a server, the examples)")
 	}
+	t.Parallel()
 	bin := builtBinary(t)
 	root, _ := filepath.Abs("../..")
 	tmp := t.TempDir()
@@ -100,7 +101,7 @@ func TestREADME(t *testing.T) {
 			if err != nil {
 				t.Fatalf("README block %q failed: %v\n--- script\n%s\n--- output\n%s", name, err, script, out.String())
 			}
-		case <-time.After(3 * time.Minute):
+		case <-testwait.Context(t).Done():
 			cmd.Process.Kill()
 			t.Fatalf("README block %q did not finish\n%s", name, out.String())
 		}
@@ -127,8 +128,7 @@ func TestREADME(t *testing.T) {
 		}
 	}()
 	url := "http://127.0.0.1:" + port + "/mcp"
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
+	ctx := testwait.Context(t)
 	handshake := func(what string, transport mcp.Transport) {
 		t.Helper()
 		cs, err := mcp.NewClient(&mcp.Implementation{Name: "readme", Version: "1"}, nil).Connect(ctx, transport, nil)
@@ -179,7 +179,7 @@ func TestREADME(t *testing.T) {
 			args := strings.Fields(rewrite(lines[0]))
 			server = exec.Command(filepath.Join(binDir, args[0]), args[1:]...)
 			server.Dir, server.Env = work, env
-			var logs bytes.Buffer
+			var logs testwait.Buffer
 			server.Stdout, server.Stderr = &logs, &logs
 			if err := server.Start(); err != nil {
 				t.Fatal(err)
@@ -255,7 +255,7 @@ func TestREADME(t *testing.T) {
 			tokPort := freePort(t)
 			tok := exec.Command(bin, "serve", "--http", "127.0.0.1:"+tokPort, "--database", filepath.Join(tmp, "token.db"), "--log-level", "warn")
 			tok.Env = append(slices.Clone(env), "GRAPH_ENGINEERING_AUTH_TOKEN="+token)
-			var tokLogs bytes.Buffer
+			var tokLogs testwait.Buffer
 			tok.Stdout, tok.Stderr = &tokLogs, &tokLogs
 			if err := tok.Start(); err != nil {
 				t.Fatal(err)
@@ -404,19 +404,21 @@ func fileContains(path, s string) bool {
 	return err == nil && strings.Contains(string(b), s)
 }
 
-func waitHealthy(t *testing.T, url string, logs *bytes.Buffer) {
+func waitHealthy(t *testing.T, url string, logs *testwait.Buffer) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for time.Now().Before(deadline) {
-		if resp, err := http.Get(url); err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return
-			}
+	defer func() {
+		if t.Failed() {
+			t.Logf("server log:\n%s", logs)
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	t.Fatalf("server not healthy at %s:\n%s", url, logs.String())
+	}()
+	testwait.For(t, "the server to be healthy at "+url, func() bool {
+		resp, err := http.Get(url)
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	})
 }
 
 // seedReadmeWorkflow creates my-workflow (a claimed task, a pending one, and

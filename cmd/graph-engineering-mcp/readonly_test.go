@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph"
+	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/testwait"
 )
 
 // readFileOrNil returns the content of path, or nil when it does not exist.
@@ -113,7 +114,7 @@ func TestReadCommandsNeverWriteNorWaitForReaders(t *testing.T) {
 		if wal == nil {
 			t.Fatal("no WAL beside the database")
 		}
-		cctx, cancel := context.WithTimeout(ctx, time.Minute)
+		cctx, cancel := testwait.Bound(t, ctx) // a command that waited for the reader would wait until the test's deadline
 		cmd := exec.CommandContext(cctx, bin, append(args, "--database", path)...)
 		var stdout, stderr bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &stdout, &stderr
@@ -158,13 +159,8 @@ func TestReadCommandsNeverWriteNorWaitForReaders(t *testing.T) {
 
 	closed := make(chan error, 1)
 	go func() { closed <- s.Close() }()
-	select {
-	case err := <-closed:
-		if err != nil {
-			t.Fatalf("close: %v", err)
-		}
-	case <-time.After(time.Minute):
-		t.Fatal("the store's Close did not return while the reader held its transaction: it waits for readers")
+	if err := testwait.Recv(t, "the store's Close to return while the reader held its transaction (it must not wait for readers)", closed); err != nil {
+		t.Fatalf("close: %v", err)
 	}
 	// The reader still holds its old snapshot: nothing waited for it to end.
 	if err := reader.QueryRowContext(ctx, `SELECT COUNT(*) FROM tasks`).Scan(&seen); err != nil || seen != 3 {

@@ -10,10 +10,10 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph"
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/fsfault"
+	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/testwait"
 )
 
 // serve refuses, at start and before serving anything, a database it
@@ -105,12 +105,7 @@ func TestServeStdioRefusesWritesAfterShmRemoved(t *testing.T) {
 	s.in.Close()
 	done := make(chan error, 1)
 	go func() { done <- s.cmd.Wait() }()
-	var err error
-	select {
-	case err = <-done:
-	case <-time.After(30 * time.Second):
-		t.Fatal("the server did not exit at end of input")
-	}
+	err := testwait.Recv(t, "the server to exit at end of input", done)
 	var ee *exec.ExitError
 	if !errors.As(err, &ee) || ee.ExitCode() != exitFailure {
 		t.Fatalf("exit: %v, want exit code %d\n%s", err, exitFailure, s.stderr)

@@ -53,6 +53,7 @@ func TestReplicaSoak(t *testing.T) {
 	if testing.Short() {
 		t.Skip("soak: skipped with -short")
 	}
+	t.Parallel()
 	url := pgtest.URL(t)
 	dur := replicaSoakDuration(t)
 	token := fmt.Sprintf("replica-token-%d", time.Now().UnixNano())
@@ -176,7 +177,7 @@ func TestReplicaSoak(t *testing.T) {
 				h["result"] = map[string]any{"by": owner}
 				// The claim lives in the database, not in a replica: a
 				// complete that meets a dead replica is retried on the other.
-				out, isErr, err = do(c, manifest.ToolComplete, h)
+				_, isErr, err = do(c, manifest.ToolComplete, h)
 				if err != nil || isErr {
 					continue // rejected (stale, or the first try committed) or both replicas away: not acknowledged
 				}

@@ -12,15 +12,14 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/graph-engineering/graph-engineering-mcp/manifest"
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph"
+	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/testwait"
 )
 
 const testToken = "http-test-token-9f8e7d6c5b4a"
@@ -126,26 +125,9 @@ type httpChild struct {
 	cmd    *exec.Cmd
 	addr   string
 	db     string
-	stderr *syncWriter
+	stderr *testwait.Buffer
 	exited chan struct{} // closed when the process has exited
 	err    error         // its exit error, set before exited closes
-}
-
-type syncWriter struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (w *syncWriter) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.buf.Write(p)
-}
-
-func (w *syncWriter) String() string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.buf.String()
 }
 
 var addrRE = regexp.MustCompile(`msg="serving MCP over Streamable HTTP" addr=(\S+)`)
@@ -156,7 +138,7 @@ func startHTTPChild(t *testing.T, extraEnv []string, args ...string) *httpChild 
 	cmd := exec.Command(builtBinary(t), append([]string{"serve", "--database", db, "--http", "127.0.0.1:0"}, args...)...)
 	cmd.Env = append(os.Environ(), extraEnv...)
 	pr, pw := io.Pipe()
-	c := &httpChild{cmd: cmd, db: db, stderr: &syncWriter{}, exited: make(chan struct{})}
+	c := &httpChild{cmd: cmd, db: db, stderr: &testwait.Buffer{}, exited: make(chan struct{})}
 	cmd.Stderr = io.MultiWriter(c.stderr, pw)
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -183,25 +165,19 @@ func startHTTPChild(t *testing.T, extraEnv []string, args ...string) *httpChild 
 	case c.addr = <-found:
 	case <-c.exited:
 		t.Fatalf("the server exited (%v) before serving:\n%s", c.err, c.stderr.String())
-	case <-time.After(30 * time.Second):
+	case <-testwait.Context(t).Done():
 		t.Fatalf("the server did not start:\n%s", c.stderr.String())
 	}
 	// Ready when /healthz says ok.
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	testwait.For(t, "/healthz to answer ok", func() bool {
 		resp, err := http.Get("http://" + c.addr + "/healthz")
-		if err == nil {
-			body, _ := io.ReadAll(resp.Body)
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK && string(body) == "ok\n" {
-				break
-			}
+		if err != nil {
+			return false
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("/healthz never answered ok: %v\n%s", err, c.stderr.String())
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK && string(body) == "ok\n"
+	})
 	return c
 }
 
@@ -260,13 +236,7 @@ func TestServeHTTPBinaryBothErasAndSIGTERM(t *testing.T) {
 		}
 		result <- err
 	}()
-	deadline := time.Now().Add(10 * time.Second)
-	for c.inFlight(t) != "1" {
-		if time.Now().After(deadline) {
-			t.Fatal("the claim never got in flight")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	testwait.For(t, "the claim to get in flight", func() bool { return c.inFlight(t) == "1" })
 	if err := c.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
@@ -278,7 +248,7 @@ func TestServeHTTPBinaryBothErasAndSIGTERM(t *testing.T) {
 		if c.err != nil {
 			t.Fatalf("exit: %v, want status 0\n%s", c.err, c.stderr.String())
 		}
-	case <-time.After(30 * time.Second):
+	case <-testwait.Context(t).Done():
 		t.Fatalf("the server did not exit after SIGTERM\n%s", c.stderr.String())
 	}
 	logs := c.stderr.String()

@@ -7,15 +7,17 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
+
+	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/testwait"
 )
 
-// runFor runs args in-process with empty stdin under a context that ends
-// after d, so that a server the test expects to be refused stops (and the
-// test fails) instead of serving forever.
-func runFor(t *testing.T, d time.Duration, args ...string) result {
+// runFor runs args in-process with empty stdin (a stdio server exits at its
+// end) under a context that ends at the test's deadline, so that a server
+// the test expects to be refused stops (and the test fails) instead of
+// serving forever.
+func runFor(t *testing.T, args ...string) result {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), d)
+	ctx, cancel := testwait.Bound(t, context.Background())
 	defer cancel()
 	var out, errb bytes.Buffer
 	code := run(ctx, append([]string{appName}, args...), strings.NewReader(""), &out, &errb)
@@ -44,7 +46,7 @@ func TestServeRefusesADatabaseInAMissingFolder(t *testing.T) {
 		{args: []string{"serve", "--database", filepath.Join(file, "x.db")}, want: "is not a folder"},
 	} {
 		t.Setenv(databaseEnv, tc.env)
-		r := runFor(t, 10*time.Second, tc.args...)
+		r := runFor(t, tc.args...)
 		path := typo
 		if strings.Contains(tc.want, "folder") {
 			path = filepath.Join(file, "x.db")
@@ -62,7 +64,7 @@ func TestServeRefusesADatabaseInAMissingFolder(t *testing.T) {
 	t.Setenv("XDG_STATE_HOME", state)
 	t.Setenv(databaseEnv, "")
 	def := filepath.Join(state, "graph-engineering", "tasks.db")
-	runFor(t, 30*time.Second, "serve", "--database", def).want(t, exitOK)
+	runFor(t, "serve", "--database", def).want(t, exitOK)
 	if _, err := os.Stat(def); err != nil {
 		t.Fatalf("serve --database DEFAULT did not create the default database: %v", err)
 	}
@@ -76,14 +78,14 @@ func TestServeSaysWhenItCreatesADatabase(t *testing.T) {
 	dir := t.TempDir()
 	t.Chdir(dir)
 	const msg = "creating a new, empty database"
-	first := runFor(t, 30*time.Second, "serve", "--database", "new.db").want(t, exitOK)
+	first := runFor(t, "serve", "--database", "new.db").want(t, exitOK)
 	if n := strings.Count(first.stderr, msg); n != 1 || !strings.Contains(first.stderr, "database="+filepath.Join(dir, "new.db")) || !strings.Contains(first.stderr, "level=WARN") {
 		t.Fatalf("first start: %d lines saying %q (want 1, a warning with the absolute path):\n%s", n, msg, first.stderr)
 	}
 	if _, err := os.Stat(filepath.Join(dir, "new.db")); err != nil {
 		t.Fatalf("no database created: %v", err)
 	}
-	again := runFor(t, 30*time.Second, "serve", "--database", "new.db", "--log-level", "debug").want(t, exitOK)
+	again := runFor(t, "serve", "--database", "new.db", "--log-level", "debug").want(t, exitOK)
 	if strings.Contains(again.stderr, msg) {
 		t.Fatalf("second start on the existing database says it creates one:\n%s", again.stderr)
 	}

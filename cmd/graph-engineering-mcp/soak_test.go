@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -26,6 +25,7 @@ import (
 	"github.com/graph-engineering/graph-engineering-mcp/manifest"
 	"github.com/graph-engineering/graph-engineering-mcp/mcpadapter"
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph"
+	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/testwait"
 )
 
 // soakDuration is how long TestSoakKillRestart runs its fault load:
@@ -54,7 +54,7 @@ type soakServer struct {
 	authFile  string
 	mu        sync.Mutex
 	cmd       *exec.Cmd
-	logs      bytes.Buffer
+	logs      testwait.Buffer
 }
 
 // newSoakServer starts the built binary over HTTP on a free loopback port,
@@ -119,17 +119,14 @@ func (s *soakServer) start() {
 		s.t.Fatal(err)
 	}
 	s.cmd = cmd
-	deadline := time.Now().Add(30 * time.Second)
-	for time.Now().Before(deadline) {
-		if resp, err := http.Get("http://" + s.addr + "/healthz"); err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == 200 {
-				return
-			}
+	testwait.For(s.t, "the server to become healthy", func() bool {
+		resp, err := http.Get("http://" + s.addr + "/healthz")
+		if err != nil {
+			return false
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	s.t.Fatalf("server did not become healthy:\n%s", s.logs.String())
+		resp.Body.Close()
+		return resp.StatusCode == 200
+	})
 }
 
 func (s *soakServer) kill() {
@@ -174,6 +171,7 @@ func TestSoakKillRestart(t *testing.T) {
 	if testing.Short() {
 		t.Skip("soak: skipped with -short")
 	}
+	t.Parallel()
 	dur := soakDuration(t)
 	srv := newSoakServer(t, "soak")
 	addr := srv.addr
@@ -291,7 +289,7 @@ func TestSoakKillRestart(t *testing.T) {
 					continue
 				}
 				h["result"] = map[string]any{"by": owner}
-				out, isErr, err = call(cs, manifest.ToolComplete, h)
+				_, isErr, err = call(cs, manifest.ToolComplete, h)
 				if err != nil || isErr {
 					continue // rejected (stale) or the server went away: not acknowledged
 				}

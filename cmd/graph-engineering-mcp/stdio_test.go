@@ -14,13 +14,13 @@ import (
 	"sync"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	_ "github.com/mattn/go-sqlite3"
 
 	"github.com/graph-engineering/graph-engineering-mcp/manifest"
+	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/testwait"
 )
 
 var (
@@ -63,7 +63,7 @@ func TestStdioSDKClientBothEras(t *testing.T) {
 			if version != "" {
 				opts = &mcp.ClientSessionOptions{ProtocolVersion: version}
 			}
-			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			ctx, cancel := testwait.Bound(t, context.Background())
 			defer cancel()
 			cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd}, opts)
 			if err != nil {
@@ -193,13 +193,8 @@ func TestStdioHostileLinesAndCleanExit(t *testing.T) {
 	s.in.Close()
 	done := make(chan error, 1)
 	go func() { done <- s.cmd.Wait() }()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("exit: %v\n%s", err, s.stderr.String())
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatal("the server did not exit at end of input")
+	if err := testwait.Recv(t, "the server to exit at end of input", done); err != nil {
+		t.Fatalf("exit: %v\n%s", err, s.stderr.String())
 	}
 	if fi, err := os.Stat(s.db + "-wal"); err == nil && fi.Size() != 0 {
 		t.Errorf("WAL holds %d bytes after a clean exit", fi.Size())

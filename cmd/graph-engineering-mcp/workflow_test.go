@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph"
+	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/testwait"
 )
 
 // withoutIDs replaces the fixture's task ids in out with <node>.
@@ -225,20 +226,15 @@ func startWatch(t *testing.T, e *env, ctx context.Context, args ...string) *watc
 	return w
 }
 
-// next returns the next line the watch prints, failing after a generous
+// next returns the next line the watch prints, failing at the test's
 // deadline if it prints nothing (the watch polls every few milliseconds).
 func (w *watchRun) next(t *testing.T) string {
 	t.Helper()
-	select {
-	case l, ok := <-w.lines:
-		if !ok {
-			t.Fatal("watch output ended")
-		}
-		return l
-	case <-time.After(20 * time.Second):
-		t.Fatal("watch printed nothing for 20s")
+	l, ok := testwait.RecvOK(t, "the watch to print a line", w.lines)
+	if !ok {
+		t.Fatal("watch output ended")
 	}
-	return ""
+	return l
 }
 
 // until reads lines until one contains want, and returns it.
@@ -253,14 +249,9 @@ func (w *watchRun) until(t *testing.T, want string) string {
 
 func (w *watchRun) wait(t *testing.T) result {
 	t.Helper()
-	select {
-	case r := <-w.done:
-		r.stderr = w.stderr.String()
-		return r
-	case <-time.After(20 * time.Second):
-		t.Fatal("watch did not return within 20s")
-	}
-	return result{}
+	r := testwait.Recv(t, "the watch to return", w.done)
+	r.stderr = w.stderr.String()
+	return r
 }
 
 func TestWorkflowWatchLines(t *testing.T) {

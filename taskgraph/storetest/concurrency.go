@@ -11,6 +11,7 @@ import (
 	"time"
 
 	tg "github.com/graph-engineering/graph-engineering-mcp/taskgraph"
+	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/testwait"
 )
 
 // concurrencyTests: many goroutines at once, and claim-next calls that wait.
@@ -98,25 +99,12 @@ func testConcurrentClaimComplete(t *testing.T, h Harness) {
 // A parked claim-next is woken by a create at once.
 func testClaimNextWaitsForCreate(t *testing.T, h Harness) {
 	e := setup(t, h)
-	got := make(chan tg.Claimed, 1)
-	go func() {
-		c, ok, err := e.s.Claim(e.ctx, tg.ClaimRequest{Owner: "w", Wait: 20 * time.Second})
-		if err != nil || !ok {
-			t.Errorf("waiting claim: %v %v", ok, err)
-		}
-		got <- c
-	}()
+	got := make(chan parkedResult, 1)
+	go func() { got <- e.parkedClaim(e.ctx, tg.ClaimRequest{Owner: "w", Wait: tg.MaxClaimWait}) }()
 	// The waiter is parked on the notifier; a create wakes it at once.
-	waitFor(t, func() bool { return e.s.Waiters() > 0 })
+	testwait.For(t, "the claim-next to park", func() bool { return e.s.Waiters() > 0 })
 	tk := e.create(t, "wf", "late")
-	select {
-	case c := <-got:
-		if c.Task.TaskID != tk.TaskID {
-			t.Fatalf("claimed %s", c.Task.TaskID)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("the waiter was not woken by the create")
-	}
+	testwait.Recv(t, "the parked claim-next to return", got).wantWoken(t, tk.TaskID, "the create")
 }
 
 // A claim-next with nothing to claim gives up at the end of its wait, or
@@ -134,22 +122,36 @@ func testClaimNextWaitTimesOut(t *testing.T, h Harness) {
 	}
 }
 
-// waitFor polls cond (a store's state, never a lease) until it holds.
-func waitFor(t *testing.T, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not reached")
-		}
-		time.Sleep(time.Millisecond)
-	}
+// parkedResult is the answer of a claim-next that may have parked.
+type parkedResult struct {
+	c    tg.Claimed
+	ok   bool
+	err  error
+	took time.Duration // from the call to the answer
+	wait time.Duration // the claim's ClaimRequest.Wait
 }
 
-type parkedResult struct {
-	c   tg.Claimed
-	ok  bool
-	err error
+// parkedClaim makes a claim that may park, and times it.
+func (e *env) parkedClaim(ctx context.Context, req tg.ClaimRequest) parkedResult {
+	start := time.Now()
+	c, ok, err := e.s.Claim(ctx, req)
+	return parkedResult{c: c, ok: ok, err: err, took: time.Since(start), wait: req.Wait}
+}
+
+// wantWoken fails t unless r claimed taskID before its wait ran out. A
+// parked claim that slept through its whole wait was not woken by the event
+// under test (by), even if it then found the task: that is what the
+// comparison with the claim's own wait (the store's timer, MaxClaimWait in
+// these tests) tells, not a bound on the test's speed. The tests make the
+// event right after the claim parks.
+func (r parkedResult) wantWoken(t *testing.T, taskID, by string) {
+	t.Helper()
+	if r.err != nil || !r.ok || r.c.Task.TaskID != taskID {
+		t.Fatalf("the claim-next parked before %s got ok=%v err=%v task %s, want task %s", by, r.ok, r.err, r.c.Task.TaskID, taskID)
+	}
+	if r.took >= r.wait {
+		t.Fatalf("the claim-next parked before %s answered after %v, its whole %v wait: %s did not wake it", by, r.took, r.wait, by)
+	}
 }
 
 // parkWaiters starts n claim-next calls on workflow wf ("" for any) that
@@ -161,11 +163,10 @@ func (e *env) parkWaiters(t *testing.T, ctx context.Context, n int, wf string, o
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			c, ok, err := e.s.Claim(ctx, tg.ClaimRequest{Owner: "w", WorkflowID: wf, Wait: tg.MaxClaimWait})
-			out <- parkedResult{c: c, ok: ok, err: err}
+			out <- e.parkedClaim(ctx, tg.ClaimRequest{Owner: "w", WorkflowID: wf, Wait: tg.MaxClaimWait})
 		}()
 	}
-	waitFor(t, func() bool { return e.s.Waiters() >= base+n })
+	testwait.For(t, fmt.Sprintf("%d claim-next calls to park", n), func() bool { return e.s.Waiters() >= base+n })
 }
 
 // At Options.MaxWaiters, a claim-next with a wait still takes a ready task,
@@ -219,8 +220,9 @@ func testSweeperWakesWaiterForExpiredLease(t *testing.T, h Harness) {
 			t.Fatal(err)
 		}
 	}
-	r := <-out
-	if !r.ok || r.c.Task.TaskID != task.TaskID || r.c.Lease.Generation != 2 {
+	r := testwait.Recv(t, "a parked claim-next to take the expired task", out)
+	r.wantWoken(t, task.TaskID, "the sweeper's expiry")
+	if r.c.Lease.Generation != 2 {
 		t.Fatalf("got %+v, want the expired task at generation 2", r)
 	}
 	cancel()
@@ -240,19 +242,13 @@ func testClaimNextSeesAnotherStoresWrites(t *testing.T, h Harness) {
 	e := setup(t, h)
 	other := e.db.Open(t, tg.Options{Clock: e.clock})
 	got := make(chan parkedResult, 1)
-	go func() {
-		c, ok, err := e.s.Claim(e.ctx, tg.ClaimRequest{Owner: "w", Wait: 20 * time.Second})
-		got <- parkedResult{c: c, ok: ok, err: err}
-	}()
-	waitFor(t, func() bool { return e.s.Waiters() > 0 })
+	go func() { got <- e.parkedClaim(e.ctx, tg.ClaimRequest{Owner: "w", Wait: tg.MaxClaimWait}) }()
+	testwait.For(t, "the claim-next to park", func() bool { return e.s.Waiters() > 0 })
 	tk, err := other.CreateTask(e.ctx, "wf", tg.NodeSpec{NodeID: "x"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := <-got
-	if r.err != nil || !r.ok || r.c.Task.TaskID != tk.Task.TaskID {
-		t.Fatalf("the parked claim-next got %+v, want the task created through the other store", r)
-	}
+	testwait.Recv(t, "the parked claim-next to return", got).wantWoken(t, tk.Task.TaskID, "the other store's create")
 }
 
 // A closed store refuses every write with ErrClosed and keeps what it

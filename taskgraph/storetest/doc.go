@@ -45,11 +45,16 @@
 // # Invariants of the suite
 //
 //   - Every subtest opens its own fresh database: no subtest depends on
-//     another or on the order they run in.
+//     another or on the order they run in, so they run in parallel
+//     (t.Parallel), at most Harness.Parallel at once when the harness sets
+//     it. Nothing in the suite touches process-wide state.
 //   - Time is injected: every store runs on a lease.ManualClock that the
 //     suite advances; no subtest sleeps to wait for a lease, and none asserts
 //     on wall-clock durations. (Claim-next waits are real timers bounded by
-//     ClaimRequest.Wait; the suite only uses them to park a call.)
+//     ClaimRequest.Wait; the suite uses them to park a call, and tells that
+//     an event woke a parked call by its answering before its own wait ran
+//     out.) Every wait for the store's progress goes through testwait: it
+//     gives up only at the test binary's deadline.
 //   - The SQL the suite runs through Database is valid on SQLite and
 //     PostgreSQL alike, with ? placeholders, and names only the tables and
 //     columns of the store's schema (workflows, tasks, edges, events,

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	tg "github.com/graph-engineering/graph-engineering-mcp/taskgraph"
+	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/testwait"
 )
 
 // routingTests: capability routing (NodeSpec.Requires, ClaimRequest.
@@ -193,10 +194,9 @@ func (e *env) parkPlainAndGPU(t *testing.T, ctx context.Context, wg *sync.WaitGr
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			c, ok, err := e.s.Claim(ctx, tg.ClaimRequest{Owner: "w", Wait: tg.MaxClaimWait, Capabilities: caps})
-			out <- parkedResult{c: c, ok: ok, err: err}
+			out <- e.parkedClaim(ctx, tg.ClaimRequest{Owner: "w", Wait: tg.MaxClaimWait, Capabilities: caps})
 		}()
-		waitFor(t, func() bool { return e.s.Waiters() > base })
+		testwait.For(t, "the claim-next to park", func() bool { return e.s.Waiters() > base })
 	}
 	park(plain)
 	park(gpu, "gpu")
@@ -207,15 +207,14 @@ func (e *env) parkPlainAndGPU(t *testing.T, ctx context.Context, wg *sync.WaitGr
 // names it), failing if the claim on not (nil: none) answers first.
 func wantTakenBy(t *testing.T, want, not <-chan parkedResult, taskID, what string) {
 	t.Helper()
+	ctx := testwait.Context(t)
 	select {
 	case r := <-want:
-		if r.err != nil || !r.ok || r.c.Task.TaskID != taskID {
-			t.Fatalf("the waiter woken by %s: %+v", what, r)
-		}
+		r.wantWoken(t, taskID, what)
 	case r := <-not:
 		t.Fatalf("the waiter that cannot take %s answered: %+v", what, r)
-	case <-time.After(10 * time.Second):
-		t.Fatalf("no waiter that can take %s was woken by it", what)
+	case <-ctx.Done():
+		t.Fatalf("no waiter that can take %s answered before the test's deadline", what)
 	}
 }
 
@@ -359,10 +358,9 @@ func testPromotionWakesParkedClaim(t *testing.T, h Harness) {
 	defer cancel()
 	out := make(chan parkedResult, 1)
 	go func() {
-		c, ok, err := e.s.Claim(ctx, tg.ClaimRequest{Owner: "w", Wait: tg.MaxClaimWait, Capabilities: []string{"gpu"}})
-		out <- parkedResult{c: c, ok: ok, err: err}
+		out <- e.parkedClaim(ctx, tg.ClaimRequest{Owner: "w", Wait: tg.MaxClaimWait, Capabilities: []string{"gpu"}})
 	}()
-	waitFor(t, func() bool { return e.s.Waiters() > 0 })
+	testwait.For(t, "the claim-next to park", func() bool { return e.s.Waiters() > 0 })
 	e.clock.Advance(time.Minute)
 	// The parked claim may have woken for another reason meanwhile (a
 	// driver's change notice) and promoted the task at its own retry; then
@@ -370,14 +368,7 @@ func testPromotionWakesParkedClaim(t *testing.T, h Harness) {
 	if n, err := e.s.PromoteDue(e.ctx); err != nil || n > 1 {
 		t.Fatalf("PromoteDue = %d, %v", n, err)
 	}
-	select {
-	case r := <-out:
-		if r.err != nil || !r.ok || r.c.Task.TaskID != tk.TaskID {
-			t.Fatalf("parked claim: %+v", r)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("the promotion did not wake the parked claim")
-	}
+	testwait.Recv(t, "the parked claim-next to return", out).wantWoken(t, tk.TaskID, "the promotion")
 }
 
 // Releases and operator requeues are claimable at once, whatever the

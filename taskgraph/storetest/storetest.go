@@ -24,6 +24,11 @@ type Harness struct {
 	Name string
 	// NewDatabase returns a fresh, empty database for t (cleaned up with t).
 	NewDatabase func(t testing.TB) Database
+	// Parallel bounds how many subtests run at once, each on its own
+	// database; 0 leaves the bound to go test's -parallel flag alone. A
+	// harness whose databases cost server connections (PostgreSQL) sets it
+	// so that the stores open at once stay under the server's limit.
+	Parallel int
 }
 
 // Database is one fresh database of a Harness.
@@ -53,10 +58,15 @@ type Database interface {
 var t0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 
 // Run runs every behaviour of the suite as a subtest of t, each on a fresh
-// database of h.
+// database of h. The subtests are independent, so they run in parallel (see
+// Harness.Parallel): a subtest shares nothing with another but the process.
 func Run(t *testing.T, h Harness) {
 	if h.NewDatabase == nil {
 		t.Fatalf("storetest: harness %q has no NewDatabase", h.Name)
+	}
+	var slots chan struct{}
+	if h.Parallel > 0 {
+		slots = make(chan struct{}, h.Parallel)
 	}
 	groups := []struct {
 		name  string
@@ -79,8 +89,18 @@ func Run(t *testing.T, h Harness) {
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {
+			t.Parallel()
 			for _, tc := range g.tests {
-				t.Run(tc.name, func(t *testing.T) { tc.fn(t, h) })
+				t.Run(tc.name, func(t *testing.T) {
+					t.Parallel()
+					if slots != nil {
+						slots <- struct{}{}
+						// Released after the subtest's cleanups, which close its
+						// stores and drop its database.
+						t.Cleanup(func() { <-slots })
+					}
+					tc.fn(t, h)
+				})
 			}
 		})
 	}

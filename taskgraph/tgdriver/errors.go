@@ -2,24 +2,24 @@ package tgdriver
 
 import "errors"
 
-// ErrNoRows: a lookup found nothing.
+// ErrNoRows means a lookup found nothing.
 var ErrNoRows = errors.New("no such row")
 
-// ErrChainMoved: AppendEvents or LinkJournaled found a chain head moved
+// ErrChainMoved means AppendEvents or LinkJournaled found a chain head moved
 // from the one the events link to. It is a fault of the caller's
 // serialisation (a missing LockWorkflow, or two linkers of one journal),
 // never of the input; the operation rolls back.
 var ErrChainMoved = errors.New("the chain head moved while events were appended")
 
-// ErrGuardFailed: an update of Tx.Apply did not hold its guard. The caller
-// decided on rows it had locked, so it is a fault of the caller, never of
-// the input; the transaction rolls back.
+// ErrGuardFailed means an update of Tx.Apply did not hold its guard. The
+// caller decided on rows it had locked, so it is a fault of the caller,
+// never of the input; the transaction rolls back.
 var ErrGuardFailed = errors.New("a guarded update of a batch changed no row")
 
-// ErrClosed: the driver is closed.
+// ErrClosed means the driver is closed.
 var ErrClosed = errors.New("store is closed")
 
-// ErrReadOnlyStore: the driver was opened read-only and refuses writes.
+// ErrReadOnlyStore means the driver was opened read-only and refuses writes.
 var ErrReadOnlyStore = errors.New("store is open read-only")
 
 // ErrUnavailable matches every error that means the database cannot commit

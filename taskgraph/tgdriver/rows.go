@@ -366,7 +366,7 @@ type UpdateShape struct {
 	NoUnmet bool
 }
 
-// ErrBadUpdate: a TaskUpdate the domain built wrong (a caller bug).
+// ErrBadUpdate means a TaskUpdate the domain built wrong (a caller bug).
 var ErrBadUpdate = errors.New("invalid task update")
 
 // Shape returns u's shape, the values of the columns it sets to a value

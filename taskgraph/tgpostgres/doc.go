@@ -114,7 +114,7 @@
 // skipped, but stays locked until the scanning transaction ends: a
 // heartbeat of that task waits for the claimer's short transaction, which
 // itself waits for nothing.
-
+//
 // # Ready indexes
 //
 // The ready indexes hold only claimable tasks: pending with due_at_ms = 0

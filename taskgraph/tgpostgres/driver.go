@@ -327,7 +327,7 @@ func applySessionSettings(ctx context.Context, c *pgx.Conn, required, optional [
 	return nil
 }
 
-// ErrBadOptions: Options hold a value out of range.
+// ErrBadOptions means Options hold a value out of range.
 var ErrBadOptions = errors.New("invalid PostgreSQL driver options")
 
 // parseURL checks the scheme and returns the URL without its password, for

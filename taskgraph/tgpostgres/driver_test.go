@@ -14,15 +14,14 @@ import (
 
 	"github.com/graph-engineering/graph-engineering-mcp/lease"
 	"github.com/graph-engineering/graph-engineering-mcp/schema"
+	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/testwait"
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/tgdriver"
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/tgpostgres/pgtest"
 )
 
-func testCtx(t *testing.T) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	t.Cleanup(cancel)
-	return ctx
-}
+// testCtx is the context of a test's calls: it ends at the test binary's
+// deadline (a hang fails the test) or when the test's cleanups run.
+func testCtx(t *testing.T) context.Context { return testwait.Context(t) }
 
 func open(t *testing.T, url string, opts Options) *Driver {
 	t.Helper()
@@ -175,20 +174,14 @@ func TestPasswordNeverInErrorsOrLocation(t *testing.T) {
 func waitForLockWait(t *testing.T, d *Driver) {
 	t.Helper()
 	ctx := testCtx(t)
-	for {
+	testwait.For(t, "a transaction to wait for a lock", func() bool {
 		var n int
 		if err := d.pool.QueryRow(ctx, `SELECT COUNT(*) FROM pg_stat_activity WHERE datname = current_database()
 			AND wait_event_type = 'Lock'`).Scan(&n); err != nil {
 			t.Fatal(err)
 		}
-		if n > 0 {
-			return
-		}
-		if ctx.Err() != nil {
-			t.Fatal("no transaction started waiting for a lock")
-		}
-		time.Sleep(5 * time.Millisecond) // polling a condition, not waiting for time to pass
-	}
+		return n > 0
+	})
 }
 
 // TestLockDependencyHoldsOffCompletion: a create holding its dependency FOR
@@ -561,20 +554,14 @@ func TestClockRecalibrates(t *testing.T) {
 	local := lease.NewManualClock(start)
 	d := open(t, pgtest.URL(t), Options{LocalClock: local, CalibrateInterval: 20 * time.Millisecond})
 	local.Step(-30 * time.Second) // the local clock is stepped back
-	ctx := testCtx(t)
-	for {
+	testwait.For(t, "the offset to follow the local clock's step", func() bool {
 		// The manual local clock stands still while the database's runs:
 		// the right offset is the step plus the real time since start (a
 		// slow start on a loaded machine once pushed that past the bound).
 		want := 30*time.Second + time.Since(start)
-		if off, _ := d.clock.Offset(); (off - want).Abs() < 2*time.Second {
-			break
-		}
-		if ctx.Err() != nil {
-			t.Fatal("the offset never followed the local clock's step")
-		}
-		time.Sleep(5 * time.Millisecond) // polling a condition
-	}
+		off, _ := d.clock.Offset()
+		return (off - want).Abs() < 2*time.Second
+	})
 	if diff := time.Since(d.Clock().Now()).Abs(); diff > 2*time.Second {
 		t.Fatalf("after the step the clock is %v off the database's", diff)
 	}

@@ -18,7 +18,7 @@ import (
 // up with the database's own tools.
 var ErrBackupUnsupported = errors.New("backup is not supported on PostgreSQL by graph-engineering-mcp: use pg_dump (for example `pg_dump --format=custom --file=graph.dump <database>`), or the backup tooling of your PostgreSQL service")
 
-// ErrBadURL: the URL given to Open is not a PostgreSQL URL.
+// ErrBadURL means the URL given to Open is not a PostgreSQL URL.
 var ErrBadURL = errors.New("invalid PostgreSQL URL")
 
 // SQLSTATE codes the driver acts on.

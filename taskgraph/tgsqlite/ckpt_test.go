@@ -1,13 +1,12 @@
 package tgsqlite
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"strings"
 	"testing"
-	"time"
 
+	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/testwait"
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/tgdriver"
 )
 
@@ -56,11 +55,5 @@ func TestBackgroundCheckpointCopiesTheWAL(t *testing.T) {
 		addTask(t, tx, newTask("big", "last"))
 		return nil
 	})
-	ctx := context.Background()
-	for size(d.path) <= before {
-		if err := ctx.Err(); err != nil {
-			t.Fatal(err)
-		}
-		time.Sleep(5 * time.Millisecond) // polling the file, not waiting for time to pass
-	}
+	testwait.For(t, "the background checkpoint to copy the WAL into the database file", func() bool { return size(d.path) > before })
 }

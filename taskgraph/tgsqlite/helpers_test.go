@@ -2,10 +2,11 @@ package tgsqlite
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
 	"testing"
-	"time"
 
+	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/testwait"
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/tgdriver"
 )
 
@@ -69,22 +70,12 @@ func blockWriter(t *testing.T, d *Driver) (release func(), done <-chan error) {
 			return nil
 		})
 	}()
-	select {
-	case <-started:
-	case <-time.After(10 * time.Second):
-		t.Fatal("the blocking write never started")
-	}
+	testwait.Recv(t, "the blocking write to start", started)
 	return func() { close(gate) }, errc
 }
 
 // waitQueued waits until n operations wait in d's queue.
 func waitQueued(t *testing.T, d *Driver, n int) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for len(d.ops) < n {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d operations queued, want %d", len(d.ops), n)
-		}
-		time.Sleep(time.Millisecond) // polling the queue, not waiting for a lease
-	}
+	testwait.For(t, fmt.Sprintf("%d operations to queue", n), func() bool { return len(d.ops) >= n })
 }

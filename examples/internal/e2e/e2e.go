@@ -17,9 +17,10 @@ import (
 	"sync"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/testwait"
 )
 
 // Bins are the built programs.
@@ -99,8 +100,8 @@ type Proc struct {
 	t      *testing.T
 	Name   string
 	cmd    *exec.Cmd
-	stdout lockedBuffer
-	stderr lockedBuffer
+	stdout testwait.Buffer
+	stderr testwait.Buffer
 	done   chan struct{}
 	err    error
 }
@@ -119,8 +120,6 @@ func StartEnv(t *testing.T, name string, env []string, bin string, args ...strin
 	if env != nil {
 		p.cmd.Env = append(os.Environ(), env...)
 	}
-	p.stdout.changed = make(chan struct{})
-	p.stderr.changed = make(chan struct{})
 	p.cmd.Stdout, p.cmd.Stderr = &p.stdout, &p.stderr
 	if err := p.cmd.Start(); err != nil {
 		t.Fatalf("start %s: %v", name, err)
@@ -157,25 +156,28 @@ func (p *Proc) Signal(sig os.Signal) {
 // Interrupt sends SIGINT.
 func (p *Proc) Interrupt() { p.Signal(syscall.SIGINT) }
 
-// Wait waits for the program to exit and returns its exit code.
-func (p *Proc) Wait(timeout time.Duration) int {
+// Wait waits for the program to exit and returns its exit code. A program
+// that never exits fails the test at its deadline (testwait), whatever the
+// machine's speed.
+func (p *Proc) Wait() int {
 	p.t.Helper()
+	ctx := testwait.Context(p.t)
 	select {
 	case <-p.done:
-	case <-time.After(timeout):
-		p.t.Fatalf("%s did not exit within %v\nstderr:\n%s", p.Name, timeout, p.Stderr())
+	case <-ctx.Done():
+		p.t.Fatalf("%s never exited\nstderr:\n%s", p.Name, p.Stderr())
 	}
 	return p.cmd.ProcessState.ExitCode()
 }
 
 // WaitLog waits until a line of stderr contains every one of parts, and
-// returns that line. It fails the test if the program exits or timeout passes
-// first.
-func (p *Proc) WaitLog(timeout time.Duration, parts ...string) string {
+// returns that line. It fails the test if the program exits first, or at
+// the test's deadline.
+func (p *Proc) WaitLog(parts ...string) string {
 	p.t.Helper()
-	deadline := time.After(timeout)
+	deadline := testwait.Context(p.t).Done()
 	for {
-		changed := p.stderr.wait()
+		changed := p.stderr.Changed()
 		if line := p.findLine(parts); line != "" {
 			return line
 		}
@@ -187,7 +189,7 @@ func (p *Proc) WaitLog(timeout time.Duration, parts ...string) string {
 			}
 			p.t.Fatalf("%s exited (%v) before logging %q\nstderr:\n%s", p.Name, p.err, parts, p.Stderr())
 		case <-deadline:
-			p.t.Fatalf("%s did not log %q within %v\nstderr:\n%s", p.Name, parts, timeout, p.Stderr())
+			p.t.Fatalf("%s never logged %q\nstderr:\n%s", p.Name, parts, p.Stderr())
 		}
 	}
 }
@@ -208,38 +210,6 @@ func containsAll(s string, parts []string) bool {
 		}
 	}
 	return true
-}
-
-// lockedBuffer is a bytes.Buffer safe for a writer and readers, which says
-// when it grows.
-type lockedBuffer struct {
-	mu      sync.Mutex
-	buf     bytes.Buffer
-	changed chan struct{} // closed and replaced on every write
-}
-
-// Write implements io.Writer and wakes the waiters.
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	n, err := b.buf.Write(p)
-	close(b.changed)
-	b.changed = make(chan struct{})
-	return n, err
-}
-
-// String returns everything written so far.
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
-// wait returns a channel closed by the next write.
-func (b *lockedBuffer) wait() <-chan struct{} {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.changed
 }
 
 // Run runs the server binary's operator command and returns its stdout; a
@@ -355,7 +325,7 @@ func CheckHolderWrites(t *testing.T, s Show) {
 // CreateTask creates a task through a real server process and returns its id.
 func (b Bins) CreateTask(t *testing.T, db, workflow, node string, payload map[string]any) string {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, cancel := testwait.Bound(t, context.Background())
 	defer cancel()
 	client := mcp.NewClient(&mcp.Implementation{Name: "examples-test", Version: "1"}, nil)
 	cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: exec.Command(b.Server, "serve", "--database", db)}, nil)

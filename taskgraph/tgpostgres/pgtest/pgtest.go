@@ -25,9 +25,10 @@ import (
 	"os"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/testwait"
 )
 
 // EnvVar names the environment variable holding the test server's URL.
@@ -62,8 +63,10 @@ func URL(t testing.TB) string {
 	_, _ = rand.Read(b[:])
 	name := "ge_test_" + hex.EncodeToString(b[:])
 
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
+	// Creating and dropping a database take as long as the server needs:
+	// only the test binary's deadline bounds them (testwait.Context), so a
+	// loaded server makes a test slower, never red.
+	ctx := testwait.Context(t)
 	admin, err := pgx.Connect(ctx, server)
 	if err != nil {
 		t.Fatalf("connect to the test server (%s): %s", redacted(u), scrub(err, u))
@@ -72,9 +75,7 @@ func URL(t testing.TB) string {
 	if _, err := admin.Exec(ctx, `CREATE DATABASE `+name); err != nil {
 		t.Fatalf("create test database %s: %s", name, scrub(err, u))
 	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
+	t.Cleanup(func() { // runs before ctx's own cleanup ends it
 		c, err := pgx.Connect(ctx, server)
 		if err != nil {
 			t.Errorf("drop test database %s: connect: %s", name, scrub(err, u))

@@ -1,19 +1,18 @@
 package pgtest
 
 import (
-	"context"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/testwait"
 )
 
 // TestURLIsFreshAndDropped: each URL names its own empty database, which is
 // gone once its test ended.
 func TestURLIsFreshAndDropped(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
+	ctx := testwait.Context(t)
 	var name string
 	t.Run("use", func(t *testing.T) {
 		u1, u2 := URL(t), URL(t)
