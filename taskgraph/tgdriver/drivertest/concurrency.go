@@ -6,8 +6,8 @@ import (
 	"strconv"
 	"sync"
 	"testing"
-	"time"
 
+	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/testwait"
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/tgdriver"
 )
 
@@ -154,7 +154,7 @@ func testClaimsOnce(t *testing.T, h Harness) {
 	errs := make(chan error, writers)
 	for w := range writers {
 		wg.Go(func() {
-			pause := time.Millisecond
+			var backoff testwait.Backoff
 			for {
 				var got int64
 				err := e.d.Write(e.ctx, func(tx tgdriver.Tx) error {
@@ -199,10 +199,13 @@ func testClaimsOnce(t *testing.T, h Harness) {
 					if left == 0 {
 						return
 					}
-					time.Sleep(pause) // back off while the holders commit
-					pause = min(2*pause, 50*time.Millisecond)
+					if !backoff.Wait(e.ctx) { // back off while the holders commit
+						errs <- fmt.Errorf("tasks left claimable but held: %w", e.ctx.Err())
+						return
+					}
 					continue
 				}
+				backoff.Reset()
 				mu.Lock()
 				claimed[got]++
 				mu.Unlock()
@@ -238,7 +241,7 @@ func contend(t *testing.T, e *env, hold, try func(tx tgdriver.Tx) error) (waited
 	done := make(chan error, 1)
 	go func() { done <- e.d.Write(e.ctx, try) }()
 	finished := false
-	waitUntil(e.ctx, func() bool {
+	testwait.For(t, "the second transaction to finish or to wait for a lock", func() bool {
 		select {
 		case err = <-done:
 			finished = true

@@ -26,9 +26,10 @@
 //     an error, never t.Fatal: they may run on the driver's own goroutine
 //     (SQLite's writer).
 //   - Nothing is timed: "waits for a lock" and "never waits" are told apart
-//     by asking the database who waits (LockWatcher), and retry loops back
-//     off. The one bound (a change delivered on Changes) is a failure in
-//     place of a hang, minutes beyond what a delivery takes.
+//     by asking the database who waits (LockWatcher), retry loops back off,
+//     and every wait (a change on Changes, a lock wait) goes through package
+//     testwait, which gives up only at the test binary's deadline: a failure
+//     in place of a hang, never a wall-clock bound on progress.
 //
 // # Running it
 //

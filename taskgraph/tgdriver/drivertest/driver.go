@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/testwait"
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/tgdriver"
 )
 
@@ -49,6 +50,7 @@ func testStartHooks(t *testing.T, h Harness) {
 	var starts, afters, batches atomic.Int64
 	var afterErr atomic.Value // what the after function found wrong, outside the transaction
 	var drv tgdriver.Driver
+	rctx := testwait.Context(t) // the after function's, which runs once the transaction is over
 	hooks := tgdriver.Hooks{
 		BatchStart: func(ctx context.Context, tx tgdriver.Tx) (func(), error) {
 			n := starts.Add(1)
@@ -60,7 +62,7 @@ func testStartHooks(t *testing.T, h Harness) {
 			}
 			return func() {
 				afters.Add(1)
-				if _, err := drv.Reads().Workflow(context.Background(), "hook"); err != nil {
+				if _, err := drv.Reads().Workflow(rctx, "hook"); err != nil {
 					afterErr.Store(fmt.Errorf("after read BatchStart's workflow outside the transaction: %w", err))
 				}
 			}, nil
@@ -313,27 +315,24 @@ func testChanges(t *testing.T, h Harness) {
 	if ch == nil {
 		t.Fatal("Changes() is nil on a read-write driver, which can see other writers")
 	}
-	ctx, cancel := context.WithTimeout(e.ctx, 2*time.Minute) // a failure, not a hang, if nothing comes
-	defer cancel()
 	heard := func(wf, requires string) {
 		t.Helper()
 		for {
-			select {
-			case c := <-ch:
-				if c.Requires != nil && len(c.Requires) != len(c.Workflows) {
-					t.Fatalf("change %+v: Requires does not parallel Workflows", c)
+			c, open := testwait.RecvOK(t, "a change naming "+wf+" (or Unknown) after another driver's commit", ch)
+			if !open {
+				t.Fatalf("Changes closed before a change naming %s (or Unknown)", wf)
+			}
+			if c.Requires != nil && len(c.Requires) != len(c.Workflows) {
+				t.Fatalf("change %+v: Requires does not parallel Workflows", c)
+			}
+			if c.Unknown {
+				return
+			}
+			if i := slices.Index(c.Workflows, wf); i >= 0 {
+				if c.Requires != nil && c.Requires[i] != requires {
+					t.Fatalf("change %+v: %s requires %q, want %q", c, wf, c.Requires[i], requires)
 				}
-				if c.Unknown {
-					return
-				}
-				if i := slices.Index(c.Workflows, wf); i >= 0 {
-					if c.Requires != nil && c.Requires[i] != requires {
-						t.Fatalf("change %+v: %s requires %q, want %q", c, wf, c.Requires[i], requires)
-					}
-					return
-				}
-			case <-ctx.Done():
-				t.Fatalf("no change naming %s (or Unknown) after another driver's commit", wf)
+				return
 			}
 		}
 	}

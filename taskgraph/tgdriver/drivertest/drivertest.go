@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/testwait"
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/tgdriver"
 )
 
@@ -204,7 +205,7 @@ func newEnvHooks(t *testing.T, h Harness, hooks tgdriver.Hooks) *env {
 	if err := d.Start(hooks); err != nil {
 		t.Fatalf("Start: %v", err)
 	}
-	return &env{t: t, ctx: context.Background(), db: db, d: d, info: d.Info()}
+	return &env{t: t, ctx: testwait.Context(t), db: db, d: d, info: d.Info()}
 }
 
 // manyWriters reports whether the driver runs several write transactions
@@ -415,17 +416,3 @@ func seqsOf(rows []tgdriver.TaskRow) []int64 {
 // eq reports whether two slices hold the same elements in the same order
 // (nil and empty are equal).
 func eq[T comparable](a, b []T) bool { return slices.Equal(a, b) }
-
-// waitUntil polls cond, backing off, until it holds or ctx ends.
-func waitUntil(ctx context.Context, cond func() bool) bool {
-	pause := time.Millisecond
-	for !cond() {
-		select {
-		case <-ctx.Done():
-			return false
-		case <-time.After(pause):
-		}
-		pause = min(2*pause, 50*time.Millisecond)
-	}
-	return true
-}
