@@ -19,6 +19,17 @@ type pgHarness struct{}
 
 func (pgHarness) Name() string { return "postgres" }
 
+// Parallel bounds the contract's databases at once: a subtest opens at most
+// three drivers (contractConns plus a listener each) and the harness's own
+// 2 connections, about 25, so 6 databases hold at most 150 of the test
+// cluster's max_connections of 300 (scripts/postgres), beside the other
+// packages' PostgreSQL tests that go test runs at the same time.
+func (pgHarness) Parallel() int { return 6 }
+
+// contractConns bounds the pool of each read-write driver the contract
+// opens: its concurrent writers need a few connections.
+const contractConns = 6
+
 func (pgHarness) NewDatabase(t testing.TB) drivertest.Database {
 	t.Helper()
 	url := pgtest.URL(t)
@@ -36,11 +47,11 @@ type pgContractDatabase struct {
 	url string
 }
 
-// Open opens a replica with a small pool: the contract's concurrent
-// writers need a few connections, and subtests run in parallel.
+// Open opens a replica with a small pool (contractConns): subtests run in
+// parallel.
 func (d *pgContractDatabase) Open(t testing.TB) tgdriver.Driver {
 	t.Helper()
-	drv, err := tgpostgres.Open(context.Background(), d.url, tgpostgres.Options{MaxConns: 6})
+	drv, err := tgpostgres.Open(context.Background(), d.url, tgpostgres.Options{MaxConns: contractConns})
 	if err != nil {
 		t.Fatalf("Open: %v", err)
 	}

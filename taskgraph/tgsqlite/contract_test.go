@@ -19,6 +19,9 @@ type sqliteHarness struct{}
 
 func (sqliteHarness) Name() string { return "sqlite" }
 
+// Parallel leaves the bound to go test's -parallel: a database is a file.
+func (sqliteHarness) Parallel() int { return 0 }
+
 func (sqliteHarness) NewDatabase(t testing.TB) drivertest.Database {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "tasks.db")

@@ -23,6 +23,11 @@ type Harness interface {
 	// NewDatabase returns a fresh, empty database for t, removed when t
 	// ends.
 	NewDatabase(t testing.TB) Database
+	// Parallel bounds how many of its databases are open at once (one per
+	// subtest); 0 leaves the bound to go test's -parallel flag. A harness
+	// whose databases cost server connections (PostgreSQL) sets it so that
+	// the drivers open at once stay under the server's limit.
+	Parallel() int
 }
 
 // Database is one fresh database of a Harness.
@@ -55,6 +60,9 @@ type LockWatcher interface {
 // Run runs the driver contract as subtests of t, each on a fresh database
 // of h, in parallel.
 func Run(t *testing.T, h Harness) {
+	if n := h.Parallel(); n > 0 {
+		h = boundedHarness{Harness: h, slots: make(chan struct{}, n)}
+	}
 	groups := []struct {
 		name  string
 		tests []test
@@ -84,6 +92,24 @@ func Run(t *testing.T, h Harness) {
 			}
 		})
 	}
+}
+
+// boundedHarness is a Harness of which at most cap(slots) databases are
+// open at once (Harness.Parallel). The bound is on databases, not on
+// subtests: a subtest whose clauses run as parallel subtests of their own
+// (eachPath) holds no slot while they wait to run, so it cannot hold up
+// the very subtests it waits for.
+type boundedHarness struct {
+	Harness
+	slots chan struct{}
+}
+
+// NewDatabase waits for a slot, held until t's cleanups, which close the
+// database's drivers and remove it, have run.
+func (b boundedHarness) NewDatabase(t testing.TB) Database {
+	b.slots <- struct{}{}
+	t.Cleanup(func() { <-b.slots }) // registered first: runs last
+	return b.Harness.NewDatabase(t)
 }
 
 // test is one clause of the contract.
