@@ -41,6 +41,11 @@
 //     JournaledEvents, LinkJournaled) in the order events were journaled,
 //     and its reads of a task's or a workflow's events show journaled ones
 //     after the linked ones.
+//   - "Workflow id order" and "task id order" are the ids' byte order (Go's
+//     strings.Compare), whatever the database's collation: the domain sorts
+//     ids itself to keep one lock order, and a database whose locale sorts
+//     "a" before "B" must not lock or list in another (PostgreSQL: COLLATE
+//     "C" on every ORDER BY of an id).
 //   - ErrNoRows is returned, unwrapped or wrapped, for a lookup that found
 //     nothing; errors of the database's environment match ErrUnavailable.
 //   - Reads see committed state only.

@@ -32,7 +32,9 @@ const contractConns = 6
 
 func (pgHarness) NewDatabase(t testing.TB) drivertest.Database {
 	t.Helper()
-	url := pgtest.URL(t)
+	// A database of a linguistic collation, as many servers' default
+	// locales give: orders by id must still be the ids' byte order.
+	url := pgtest.CollatedURL(t)
 	db, err := sql.Open("pgx", url)
 	if err != nil {
 		t.Fatal(err)

@@ -283,7 +283,7 @@ func (w *wtx) JournalEvents(ctx context.Context, evs []tgdriver.EventRow) error 
 // order (FOR UPDATE) and returns them.
 func (w *wtx) LockChains(ctx context.Context, workflowIDs []string) ([]tgdriver.WorkflowRow, error) {
 	rows, err := w.c.Query(ctx, `SELECT `+workflowColumns+` FROM workflows WHERE workflow_id = ANY($1::text[])
-		ORDER BY workflow_id FOR UPDATE`, workflowIDs)
+		ORDER BY workflow_id COLLATE "C" FOR UPDATE`, workflowIDs)
 	if err != nil {
 		return nil, w.fail(ctx, "lock workflows", err)
 	}
@@ -338,7 +338,7 @@ func (w *wtx) LinkJournaled(ctx context.Context, evs []tgdriver.EventRow) error 
 			j.hash_version, j.actor_kind, j.actor_name, j.actor_principal, j.task_state, j.content)
 		INSERT INTO events (workflow_id, wseq, task_id, kind, owner, generation, at_ms, detail, prev_hash, hash,
 			hash_version, actor_kind, actor_name, actor_principal, task_state, content)
-		SELECT * FROM moved ORDER BY workflow_id, seq`, ids, seqs, prevs, hashes, wfs)
+		SELECT * FROM moved ORDER BY workflow_id COLLATE "C", seq`, ids, seqs, prevs, hashes, wfs)
 	return w.run(ctx, "link journaled events", b, checks)
 }
 
@@ -465,7 +465,7 @@ const unfinishedTasksOf = `EXISTS (SELECT 1 FROM tasks t WHERE t.workflow_id = w
 // PruneCandidates returns finished workflows unchanged since before beforeMS.
 func (w *wtx) PruneCandidates(ctx context.Context, beforeMS int64, limit int) ([]string, error) {
 	rows, err := w.c.Query(ctx, `SELECT w.workflow_id FROM workflows w WHERE w.updated_at_ms < $1 AND NOT `+unfinishedTasksOf+`
-		ORDER BY w.updated_at_ms, w.workflow_id LIMIT $2`, beforeMS, limit)
+		ORDER BY w.updated_at_ms, w.workflow_id COLLATE "C" LIMIT $2`, beforeMS, limit)
 	if err != nil {
 		return nil, w.fail(ctx, "find workflows to prune", err)
 	}

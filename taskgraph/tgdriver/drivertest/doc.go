@@ -37,6 +37,10 @@
 //
 //	func TestDriverContract(t *testing.T) { drivertest.Run(t, harness{}) }
 //
+// A harness whose database has a collation of its own gives databases that
+// do not sort text bytewise (PostgreSQL: pgtest.CollatedURL), so that the
+// orders by id are held to byte order on the collations users have.
+//
 // Drivers that run several write transactions at once
 // (tgdriver.Info.Connections > 0) must give databases that implement
 // LockWatcher; the concurrency clauses that need two open transactions are

@@ -15,6 +15,7 @@ import (
 // workflowTests: workflow rows and their chain heads.
 var workflowTests = []test{
 	{"EnsureLockAndRead", testWorkflows},
+	{"IDsInByteOrder", testIDOrder},
 }
 
 // taskTests: task rows, edges and the lookups over them.
@@ -462,6 +463,65 @@ func testUnfinished(t *testing.T, h Harness) {
 		}
 		if got, err := tx.UnfinishedInWorkflow(e.ctx, "none"); err != nil || len(got) != 0 {
 			t.Errorf("UnfinishedInWorkflow of a missing workflow = %v, %v", got, err)
+		}
+		return nil
+	})
+}
+
+// testIDOrder: "workflow id order" and "task id order" (Reads.Workflows,
+// Tx.LockChains, the locks of Tx.Fetch) are the ids' byte order, as Go's
+// strings.Compare and the domain's sorts, whatever the database's
+// collation: a database whose text sorts as a person would ("a" before
+// "B") must not change which row comes, or is locked, first.
+func testIDOrder(t *testing.T, h Harness) {
+	e := newEnv(t, h)
+	ids := []string{"b", "a", "B", "A", "a-b", "a b", "é", "z"}
+	var rows []tgdriver.TaskRow
+	for _, id := range ids {
+		rows = append(rows, task(id, "n"))
+	}
+	e.insert(rows...)
+	want := slices.Clone(ids)
+	slices.Sort(want) // bytewise
+	var taskIDs []string
+	for _, id := range ids {
+		taskIDs = append(taskIDs, id+".n")
+	}
+	wantTasks := slices.Clone(taskIDs)
+	slices.Sort(wantTasks) // "a b.n" < "a-b.n" < "a.n": not the workflows' order
+	e.eachReads(func(r tgdriver.Reads) error {
+		ws, err := r.Workflows(e.ctx)
+		var got []string
+		for _, w := range ws {
+			got = append(got, w.WorkflowID)
+		}
+		if err != nil || !eq(got, want) {
+			return fmt.Errorf("Workflows() = %q, %v; want %q (byte order)", got, err, want)
+		}
+		return nil
+	})
+	e.write(func(tx tgdriver.Tx) error {
+		ws, err := tx.LockChains(e.ctx, ids)
+		if err != nil {
+			return err
+		}
+		var got []string
+		for _, w := range ws {
+			got = append(got, w.WorkflowID)
+		}
+		if !eq(got, want) {
+			t.Errorf("LockChains(%q) = %q, want %q (byte order)", ids, got, want)
+		}
+		f, err := tx.Fetch(e.ctx, tgdriver.Fetch{Lock: taskIDs})
+		if err != nil {
+			return err
+		}
+		got = got[:0]
+		for _, r := range f.Locked {
+			got = append(got, r.TaskID)
+		}
+		if !eq(got, wantTasks) {
+			t.Errorf("Fetch locked %q, want %q (byte order)", got, wantTasks)
 		}
 		return nil
 	})
