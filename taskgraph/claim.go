@@ -50,12 +50,26 @@ func (s *Store) Claim(ctx context.Context, req ClaimRequest) (c Claimed, ok bool
 		if err := checkTaskID(req.TaskID); err != nil {
 			return Claimed{}, false, err
 		}
+		rq, err := newRequest(ctx, "claim", req.Owner, claimArgs(req.TaskID, req.WorkflowID, caps, d))
+		if err != nil {
+			return Claimed{}, false, err
+		}
 		var conflict *ConflictError
 		arrived := s.arrival(ctx)
-		err := s.doAt(ctx, arrived, func(w *wtx) error {
+		err = s.doAt(ctx, arrived, func(w *wtx) error {
+			w.as(ActorWorker, req.Owner)
+			c, conflict = Claimed{}, nil
+			if rq != nil {
+				if found, err := w.replay(rq, &c); err != nil || found {
+					return err
+				}
+			}
 			var err error
-			c, conflict, err = w.as(ActorWorker, req.Owner).claimByID(req.TaskID, caps, req.Owner, d)
-			return err
+			c, conflict, err = w.claimByID(req.TaskID, caps, req.Owner, d)
+			if err != nil || conflict != nil || rq == nil {
+				return err
+			}
+			return w.keep(rq, c)
 		})
 		if err == nil && conflict != nil {
 			err = conflict
@@ -70,12 +84,16 @@ func (s *Store) Claim(ctx context.Context, req ClaimRequest) (c Claimed, ok bool
 			return Claimed{}, false, err
 		}
 	}
+	rq, err := newRequest(ctx, "claim", req.Owner, claimArgs("", req.WorkflowID, caps, d))
+	if err != nil {
+		return Claimed{}, false, err
+	}
 	// The first try is judged at the request's arrival; a retry after
 	// waiting, at the time of the retry (set after each park).
 	arrived := s.arrival(ctx)
 	try := func() (Claimed, bool, error) {
 		defer s.claimAttempts.Add(1)
-		return s.hotClaimNext(ctx, arrived, req.Owner, req.WorkflowID, caps, d)
+		return s.hotClaimNext(ctx, arrived, req.Owner, req.WorkflowID, caps, d, rq)
 	}
 	if req.Wait == 0 {
 		return try()
@@ -116,6 +134,12 @@ func (s *Store) Claim(ctx context.Context, req ClaimRequest) (c Claimed, ok bool
 		}
 		arrived = s.clock.Now().UTC()
 	}
+}
+
+// claimArgs are a claim's arguments, for its request id. How long a
+// claim-next may wait is not one: a retry may wait less.
+func claimArgs(taskID, workflowID string, caps []string, d time.Duration) map[string]any {
+	return map[string]any{"task_id": taskID, "workflow_id": workflowID, "capabilities": caps, "lease_ms": d.Milliseconds()}
 }
 
 // park waits for a wake of wt, the timeout, ctx or Close.

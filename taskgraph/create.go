@@ -66,9 +66,16 @@ func (s *Store) CreateWorkflow(ctx context.Context, workflowID string, nodes []N
 	if err != nil {
 		return nil, err
 	}
-	out := make([]Created, len(nodes))
+	rq, err := newRequest(ctx, "create", "", map[string]any{"workflow_id": workflowID, "nodes": nodes})
+	if err != nil {
+		return nil, err
+	}
+	var out []Created
 	err = s.do(ctx, func(w *wtx) error {
-		return w.as(ActorSubmitter, "").createNodes(workflowID, norm, order, out)
+		out = make([]Created, len(nodes))
+		return w.kept(rq, &out, func() error {
+			return w.as(ActorSubmitter, "").createNodes(workflowID, norm, order, out)
+		})
 	})
 	if err != nil {
 		return nil, fmt.Errorf("create in workflow %s: %w", workflowID, err)

@@ -178,7 +178,7 @@
 // and ErrUnknownOutcome when the commit was sent and its answer lost;
 // UnavailableReason names the cause and whether a retry can help, and
 // MayHaveApplied whether the write may have taken effect anyway (then the
-// caller must inspect before retrying). The store records the identity
+// caller must inspect before retrying, or retry with its request id). The store records the identity
 // (device and inode) of the database file, its -wal and its -shm at Open and
 // checks it before every batch's BEGIN, after its COMMIT and before the
 // callers are answered, and every WatchInterval. Once a file was removed or
@@ -188,6 +188,23 @@
 // would use the stale -shm index) and returns the error, so an acknowledged
 // write stays in the WAL for the next opener. Ready commits a probe write
 // that leaves the data unchanged and reports any of these conditions.
+//
+// # Request ids
+//
+// Every write a worker or submitter makes (create, claim, heartbeat,
+// complete, fail, cancel, release, the protocol cancel) may carry a
+// request id (WithRequestID, at most MaxRequestIDLen bytes). The answer of
+// a write that took effect is kept with its id, in the write's own
+// transaction, for RequestRetention: a retry with the same id, by the same
+// principal and owner, is answered with it and does nothing (a retried
+// claim returns the same lease and token, a retried complete its first
+// acknowledgement), so a write whose answer was lost (ErrUnknownOutcome)
+// is retried safely. Concurrent calls with one id get one answer. An id
+// reused for another operation or other arguments is refused with
+// ErrInvalid naming what differs; a refused write is not kept. A kept
+// claim's token is sealed under the request id, which the database holds
+// only as a hash. The sweeper keeps at most Options.MaxRequestsPerPrincipal
+// answers per principal, removing the oldest beyond. See request.go.
 //
 // # Speed
 //

@@ -36,26 +36,35 @@ func checkHolder(h lease.Holder) error {
 // holderWrite runs fn on the task held by h after checking, in the same
 // transaction, that h is the live claim at the time the request arrived
 // (WithArrival, else the time of this call). A rejected claim changes nothing.
-func (s *Store) holderWrite(ctx context.Context, verb string, h lease.Holder, fn func(w *wtx, r *row) error) (Task, error) {
+//
+// With a request id (WithRequestID), args are the write's arguments
+// besides the claim, by name: a retry must repeat them.
+func (s *Store) holderWrite(ctx context.Context, verb string, h lease.Holder, args map[string]any, fn func(w *wtx, r *row) error) (Task, error) {
 	if err := checkHolder(h); err != nil {
+		return Task{}, err
+	}
+	rq, err := newRequest(ctx, verb, h.Owner, holderArgs(h, args))
+	if err != nil {
 		return Task{}, err
 	}
 	arrived := s.arrival(ctx)
 	var out Task
-	err := s.doAt(ctx, arrived, func(w *wtx) error {
+	err = s.doAt(ctx, arrived, func(w *wtx) error {
 		w.as(ActorWorker, h.Owner)
-		r, err := w.loadTask(h.TaskID)
-		if err != nil {
-			return err
-		}
-		if err := lease.Check(r.current(), h, w.judged); err != nil {
-			return w.explainStale(r, h, err)
-		}
-		if err := fn(w, &r); err != nil {
-			return err
-		}
-		out = r.Task
-		return nil
+		return w.kept(rq, &out, func() error {
+			r, err := w.loadTask(h.TaskID)
+			if err != nil {
+				return err
+			}
+			if err := lease.Check(r.current(), h, w.judged); err != nil {
+				return w.explainStale(r, h, err)
+			}
+			if err := fn(w, &r); err != nil {
+				return err
+			}
+			out = r.Task
+			return nil
+		})
 	})
 	if err != nil {
 		if errors.Is(err, ErrStaleClaim) {
@@ -64,6 +73,16 @@ func (s *Store) holderWrite(ctx context.Context, verb string, h lease.Holder, fn
 		return Task{}, fmt.Errorf("%s task %s: %w", verb, h.TaskID, err)
 	}
 	return out, nil
+}
+
+// holderArgs are the arguments of a holder write presenting h, with the
+// write's own args, for its request id.
+func holderArgs(h lease.Holder, args map[string]any) map[string]any {
+	out := map[string]any{"task_id": h.TaskID, "generation": h.Generation, "claim_token": lease.HashToken(h.Token)}
+	for k, v := range args {
+		out[k] = v
+	}
+	return out
 }
 
 // explainStale names the real reason when a claim was ended by its lease
@@ -136,7 +155,7 @@ func (s *Store) Heartbeat(ctx context.Context, h lease.Holder, d time.Duration) 
 	if err := checkHolder(h); err != nil {
 		return Task{}, err
 	}
-	return s.hotHolderWrite(ctx, &hotOp{kind: hotHeartbeat, h: h, dur: dur})
+	return s.hotHolderWrite(ctx, &hotOp{kind: hotHeartbeat, h: h, dur: dur}, map[string]any{"lease_ms": dur.Milliseconds()})
 }
 
 // heartbeatSet is the update of a heartbeat with a lease of dur, and the
@@ -162,7 +181,7 @@ func (s *Store) Complete(ctx context.Context, h lease.Holder, result json.RawMes
 	if err := checkHolder(h); err != nil {
 		return Task{}, err
 	}
-	return s.hotHolderWrite(ctx, &hotOp{kind: hotComplete, h: h, result: res})
+	return s.hotHolderWrite(ctx, &hotOp{kind: hotComplete, h: h, result: res}, map[string]any{"result": json.RawMessage(res)})
 }
 
 // completeSet is the update of h's completion with result res.
@@ -207,7 +226,7 @@ func (s *Store) fail(ctx context.Context, h lease.Holder, errText string, retrya
 	if err := checkErrorText(errText); err != nil {
 		return Task{}, err
 	}
-	return s.holderWrite(ctx, "fail", h, func(w *wtx, r *row) error {
+	return s.holderWrite(ctx, "fail", h, map[string]any{"error": errText, "retryable": retryable, "retry_after": int64(after)}, func(w *wtx, r *row) error {
 		if retryable && r.Attempts < r.MaxAttempts {
 			delay := after
 			if delay < 0 {
@@ -256,7 +275,7 @@ func (s *Store) fail(ctx context.Context, h lease.Holder, errText string, retrya
 // Cancel ends the holder's own claim by cancelling the task (and its
 // unfinished dependents). It is not an administrative abort.
 func (s *Store) Cancel(ctx context.Context, h lease.Holder) (Task, error) {
-	return s.holderWrite(ctx, "cancel", h, func(w *wtx, r *row) error {
+	return s.holderWrite(ctx, "cancel", h, nil, func(w *wtx, r *row) error {
 		if err := w.fenced(r, h, clearClaim(tgdriver.TaskSet{State: tgdriver.Val(string(StateCancelled)),
 			StatusMessage: tgdriver.Val(fmt.Sprintf("cancelled by its holder %s (generation %d)", h.Owner, h.Generation))})); err != nil {
 			return err
@@ -282,30 +301,42 @@ func (s *Store) CancelTask(ctx context.Context, taskID, reason string) (t Task, 
 	if reason == "" {
 		reason = "cancelled by request"
 	}
+	rq, err := newRequest(ctx, "cancel_task", "", map[string]any{"task_id": taskID, "reason": reason})
+	if err != nil {
+		return Task{}, false, err
+	}
+	var answer struct {
+		Task    Task
+		Changed bool
+	}
 	err = s.do(ctx, func(w *wtx) error {
 		w.as(ActorRequestor, "")
-		r, err := w.loadLocked(taskID)
-		if err != nil {
-			return err
-		}
-		if r.State.Terminal() {
-			t = r.Task
+		answer.Task, answer.Changed = Task{}, false
+		return w.kept(rq, &answer, func() error {
+			r, err := w.loadLocked(taskID)
+			if err != nil {
+				return err
+			}
+			if r.State.Terminal() {
+				answer.Task = r.Task
+				return nil
+			}
+			prev := r.Owner
+			if err := w.setCancelled(&r, reason); err != nil {
+				return err
+			}
+			w.afterCommit(func() { w.s.stats.cancels.Add(1) })
+			if err := w.appendEvent(&r, EventCancel, prev, r.Generation, map[string]any{"by": "request", "reason": reason}); err != nil {
+				return err
+			}
+			if err := w.cascadeCancel(&r); err != nil {
+				return err
+			}
+			answer.Task, answer.Changed = r.Task, true
 			return nil
-		}
-		prev := r.Owner
-		if err := w.setCancelled(&r, reason); err != nil {
-			return err
-		}
-		w.afterCommit(func() { w.s.stats.cancels.Add(1) })
-		if err := w.appendEvent(&r, EventCancel, prev, r.Generation, map[string]any{"by": "request", "reason": reason}); err != nil {
-			return err
-		}
-		if err := w.cascadeCancel(&r); err != nil {
-			return err
-		}
-		t, changed = r.Task, true
-		return nil
+		})
 	})
+	t, changed = answer.Task, answer.Changed
 	if err != nil {
 		return Task{}, false, fmt.Errorf("cancel task %s: %w", taskID, err)
 	}

@@ -51,6 +51,8 @@ type hotOp struct {
 	h      lease.Holder
 	dur    time.Duration
 	result []byte
+	// rq is the operation's request id, nil when none.
+	rq *request
 
 	// the answer, set once the batch has committed
 	done    chan struct{}
@@ -297,6 +299,14 @@ func (s *Store) hotTx(ctx context.Context, tx tgdriver.Tx, ops []*hotOp, answers
 		ws[i] = opW(op)
 	}
 
+	// Operations with a request id whose answer is kept get it and do
+	// nothing more; one whose id an earlier operation of the batch carries
+	// gets that one's answer.
+	done, dupOf, err := s.hotReplays(ops, ws, answers)
+	if err != nil {
+		return nil, err
+	}
+
 	// Claims expire lapsed leases and promote due tasks first, at the
 	// arrival of the earliest claim of the batch, when the store's timers
 	// say one can be due.
@@ -324,6 +334,9 @@ func (s *Store) hotTx(ctx context.Context, tx tgdriver.Tx, ops []*hotOp, answers
 	}
 	var fencedOps []fenced
 	for i, op := range ops {
+		if done[i] {
+			continue
+		}
 		w := ws[i]
 		switch op.kind {
 		case hotHeartbeat:
@@ -355,7 +368,7 @@ func (s *Store) hotTx(ctx context.Context, tx tgdriver.Tx, ops []*hotOp, answers
 	var scans []*scan
 	byKey := map[string]*scan{}
 	for i, op := range ops {
-		if op.kind != hotClaim {
+		if op.kind != hotClaim || done[i] {
 			continue
 		}
 		key := op.workflowID + "\x00" + strings.Join(op.caps, " ")
@@ -459,7 +472,70 @@ func (s *Store) hotTx(ctx context.Context, tx tgdriver.Tx, ops []*hotOp, answers
 			s.timers.leaseSet(answers[i].claimed.Lease.ExpiresAt)
 		}
 	}
+	// The answers of operations with a request id, kept in the batch's
+	// transaction; those of the batch that repeat an id get its answer.
+	for i, op := range ops {
+		a := answers[i]
+		if op.rq == nil || done[i] || a.err != nil || (op.kind == hotClaim && !a.ok) {
+			continue
+		}
+		var answer any = a.task
+		if op.kind == hotClaim {
+			answer = a.claimed
+		}
+		if err := ws[i].keep(op.rq, answer); err != nil {
+			return nil, err
+		}
+	}
+	for i, j := range dupOf {
+		if j >= 0 && answers[i].err == nil {
+			answers[i] = answers[j]
+		}
+	}
 	return out, nil
+}
+
+// hotReplays looks up the kept answers of the batch's operations with a
+// request id: done[i] reports that operation i has its answer (kept, or an
+// error refusing its id) and does nothing more; dupOf[i] is the earlier
+// operation of the batch with the same id (-1 when none), whose answer
+// it gets.
+func (s *Store) hotReplays(ops []*hotOp, ws []*wtx, answers []hotAnswer) (done []bool, dupOf []int, err error) {
+	done = make([]bool, len(ops))
+	dupOf = make([]int, len(ops))
+	first := map[string]int{}
+	for i, op := range ops {
+		dupOf[i] = -1
+		if op.rq == nil {
+			continue
+		}
+		if j, ok := first[op.rq.key]; ok {
+			done[i] = true
+			if !op.rq.same(ops[j].rq) {
+				answers[i].err = invalid("request_id", "%q is in use by a concurrent %s with different arguments; a retry must repeat the write exactly (nothing was written)", op.rq.id, ops[j].rq.op)
+				continue
+			}
+			dupOf[i] = j
+			continue
+		}
+		first[op.rq.key] = i
+		var found bool
+		if op.kind == hotClaim {
+			found, err = ws[i].replay(op.rq, &answers[i].claimed)
+			answers[i].ok = found
+		} else {
+			found, err = ws[i].replay(op.rq, &answers[i].task)
+		}
+		if err != nil {
+			var ve *ValidationError
+			if !errors.As(err, &ve) {
+				return nil, nil, err
+			}
+			answers[i].err, found = err, true
+		}
+		done[i] = found
+	}
+	return done, dupOf, nil
 }
 
 // explainNotLive is the error of op's fenced write that matched no row:
@@ -476,34 +552,39 @@ func (w *wtx) explainNotLive(op *hotOp) error {
 }
 
 // hotHolderWrite runs a heartbeat or completion through the hot lane.
-func (s *Store) hotHolderWrite(ctx context.Context, op *hotOp) (Task, error) {
+func (s *Store) hotHolderWrite(ctx context.Context, op *hotOp, args map[string]any) (Task, error) {
 	if s.readOnly {
 		return Task{}, s.errReadOnly()
 	}
 	if s.closed.Load() {
 		return Task{}, ErrClosed
 	}
+	verb := "heartbeat"
+	if op.kind == hotComplete {
+		verb = "complete"
+	}
+	rq, err := newRequest(ctx, verb, op.h.Owner, holderArgs(op.h, args))
+	if err != nil {
+		return Task{}, err
+	}
+	op.rq = rq
 	op.ctx, op.arrived = ctx, s.arrival(ctx)
 	s.hot.run(op)
 	if op.err != nil {
-		verb := "heartbeat"
-		if op.kind == hotComplete {
-			verb = "complete"
-		}
 		return Task{}, fmt.Errorf("%s task %s: %w", verb, op.h.TaskID, op.err)
 	}
 	return op.task, nil
 }
 
 // hotClaimNext runs one try of a claim-next through the hot lane.
-func (s *Store) hotClaimNext(ctx context.Context, arrived time.Time, owner, workflowID string, caps []string, d time.Duration) (Claimed, bool, error) {
+func (s *Store) hotClaimNext(ctx context.Context, arrived time.Time, owner, workflowID string, caps []string, d time.Duration, rq *request) (Claimed, bool, error) {
 	if s.readOnly {
 		return Claimed{}, false, s.errReadOnly()
 	}
 	if s.closed.Load() {
 		return Claimed{}, false, ErrClosed
 	}
-	op := &hotOp{ctx: ctx, kind: hotClaim, arrived: arrived, owner: owner, workflowID: workflowID, caps: caps, lease: d}
+	op := &hotOp{ctx: ctx, kind: hotClaim, arrived: arrived, owner: owner, workflowID: workflowID, caps: caps, lease: d, rq: rq}
 	s.hot.run(op)
 	if op.err != nil {
 		return Claimed{}, false, fmt.Errorf("claim next: %w", op.err)

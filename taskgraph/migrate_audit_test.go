@@ -58,9 +58,9 @@ func downgradeToV2(t *testing.T, path string) {
 	}
 	for _, q := range []string{
 		// The later migrations' additions go too (0004 graph data, 0005
-		// principals, 0006 routing, 0007 journal), so that the file is a
-		// schema-2 database again.
-		`DROP TABLE event_journal`, `ALTER TABLE tasks DROP COLUMN dependents`,
+		// principals, 0006 routing, 0007 journal, 0008 requests), so that
+		// the file is a schema-2 database again.
+		`DROP TABLE requests`, `DROP TABLE event_journal`, `ALTER TABLE tasks DROP COLUMN dependents`,
 		`CREATE INDEX tasks_ready ON tasks (seq) WHERE state = 'pending'`,
 		`CREATE INDEX tasks_ready_by_workflow ON tasks (workflow_id, seq) WHERE state = 'pending'`,
 		`DROP INDEX tasks_ready_plain`, `DROP INDEX tasks_due`,

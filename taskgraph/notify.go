@@ -130,7 +130,7 @@ func (s *Store) sweeper() {
 
 // counters are the store's cumulative event counts since Open.
 type counters struct {
-	claims, reclaims, completions, failures, retries, expiries, cancels, cascadeCancels, staleRejections atomic.Int64
+	claims, reclaims, completions, failures, retries, expiries, cancels, cascadeCancels, staleRejections, replays atomic.Int64
 }
 
 // Stats are cumulative counts since the store was opened, for metrics.
@@ -144,6 +144,7 @@ type Stats struct {
 	Cancels         int64 // holder, protocol and operator cancellations
 	CascadeCancels  int64 // dependents cancelled because an upstream task failed or was cancelled
 	StaleRejections int64 // holder writes rejected because the claim was not live
+	Replays         int64 // writes answered with the kept answer of their request id
 }
 
 // Stats returns the counters.
@@ -153,5 +154,6 @@ func (s *Store) Stats() Stats {
 		Claims: c.claims.Load(), Reclaims: c.reclaims.Load(), Completions: c.completions.Load(),
 		Failures: c.failures.Load(), Retries: c.retries.Load(), Expiries: c.expiries.Load(),
 		Cancels: c.cancels.Load(), CascadeCancels: c.cascadeCancels.Load(), StaleRejections: c.staleRejections.Load(),
+		Replays: c.replays.Load(),
 	}
 }

@@ -20,7 +20,7 @@ const EventRelease = "release"
 // update (state, generation, owner, token digest and a live lease in its
 // predicate) that clears the token, and the next claim takes generation + 1.
 func (s *Store) Release(ctx context.Context, h lease.Holder) (Task, error) {
-	return s.holderWrite(ctx, "release", h, func(w *wtx, r *row) error {
+	return s.holderWrite(ctx, "release", h, nil, func(w *wtx, r *row) error {
 		attempts := max(r.Attempts-1, 0)
 		if err := w.fenced(r, h, clearClaim(tgdriver.TaskSet{
 			State: tgdriver.Val(string(StatePending)), Owner: tgdriver.Null[string](), Attempts: tgdriver.Val(attempts),

@@ -78,6 +78,9 @@ type Options struct {
 	// means DefaultMaxWaiters. At the bound, a claim-next that finds no task
 	// answers at once with ErrWaitLimit instead of parking.
 	MaxWaiters int
+	// MaxRequestsPerPrincipal bounds the request answers kept for one
+	// principal (see "Request ids"); 0 means MaxRequestsPerPrincipal.
+	MaxRequestsPerPrincipal int
 	// OnBatch, when set, is called after every commit attempt with the number
 	// of operations in the batch (for metrics).
 	OnBatch func(size int, took time.Duration, err error)
@@ -210,6 +213,9 @@ func OpenDriver(ctx context.Context, d tgdriver.Driver, opts Options) (*Store, e
 		opts.ClockCheckInterval = defaultClockCheck
 	}
 	opts.ClockCheckInterval = min(opts.ClockCheckInterval, pauseGap/4)
+	if opts.MaxRequestsPerPrincipal <= 0 {
+		opts.MaxRequestsPerPrincipal = MaxRequestsPerPrincipal
+	}
 	if opts.MaxWaiters <= 0 {
 		opts.MaxWaiters = DefaultMaxWaiters
 	}
@@ -265,9 +271,10 @@ func OpenDriver(ctx context.Context, d tgdriver.Driver, opts Options) (*Store, e
 			s.Close()
 			return nil, fmt.Errorf("open database %s: resume lease time: %w", info.Location, err)
 		}
-		s.wg.Add(2)
+		s.wg.Add(3)
 		go s.sweeper()
 		go s.clockLoop(opts.ClockCheckInterval)
+		go s.requestSweeper()
 	}
 	return s, nil
 }

@@ -86,6 +86,7 @@ func Run(t *testing.T, h Harness) {
 		{"Principal", principalTests},
 		{"Flow", flowTests},
 		{"Routing", routingTests},
+		{"Request", requestTests},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {

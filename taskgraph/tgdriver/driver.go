@@ -288,6 +288,23 @@ type Tx interface {
 	// false when it no longer qualifies.
 	PruneWorkflow(ctx context.Context, workflowID string, beforeMS, nowMS int64) (p PrunedRow, ok bool, err error)
 
+	// Request returns the request kept under key, or ok false when there
+	// is none.
+	Request(ctx context.Context, key string) (r RequestRow, ok bool, err error)
+	// KeepRequest inserts r. When a transaction that committed meanwhile
+	// kept r.Key, it fails (PostgreSQL: a unique violation, which Write
+	// retries in a new transaction, where Request finds the row).
+	KeepRequest(ctx context.Context, r RequestRow) error
+	// PruneRequests removes up to limit requests kept before beforeMS,
+	// oldest first, and returns how many it removed.
+	PruneRequests(ctx context.Context, beforeMS int64, limit int) (int, error)
+	// RequestPrincipals returns each principal keeping more than keep
+	// requests, with how many it keeps.
+	RequestPrincipals(ctx context.Context, keep int) (map[string]int, error)
+	// TrimRequests removes up to limit of principal's requests beyond its
+	// keep newest, oldest first, and returns how many it removed.
+	TrimRequests(ctx context.Context, principal string, keep, limit int) (int, error)
+
 	// ReadAlive returns the shared alive time of the servers and locks it
 	// for the rest of the transaction, so that servers judging it at once
 	// take turns; ok is false when none was recorded.

@@ -150,6 +150,19 @@ type AuditRow struct {
 	Hash       string
 }
 
+// RequestRow is the kept answer of a write that carried a request id
+// (table requests).
+type RequestRow struct {
+	// Key is the SHA-256 (hex) of the principal, the owner and the request
+	// id: the scope of the id.
+	Key       string
+	Principal string
+	// Op names the operation, Args its arguments' digests (a JSON object),
+	// Answer its answer (JSON).
+	Op, Args, Answer string
+	CreatedAtMS      int64
+}
+
 // PrunedRow is what PruneWorkflow removed.
 type PrunedRow struct {
 	Tasks    int64

@@ -576,3 +576,67 @@ func (w *wtx) DueTasks(ctx context.Context, atMS int64, limit int) ([]tgdriver.T
 	}
 	return out, nil
 }
+
+// Request returns the request kept under key.
+func (w *wtx) Request(ctx context.Context, key string) (tgdriver.RequestRow, bool, error) {
+	r := tgdriver.RequestRow{Key: key}
+	err := w.c.QueryRow(ctx, `SELECT principal, op, args, answer, created_at_ms FROM requests WHERE request_key = $1`, key).
+		Scan(&r.Principal, &r.Op, &r.Args, &r.Answer, &r.CreatedAtMS)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return tgdriver.RequestRow{}, false, nil
+	case err != nil:
+		return tgdriver.RequestRow{}, false, w.fail(ctx, "read a kept request", err)
+	}
+	return r, true, nil
+}
+
+// KeepRequest inserts r. A concurrent transaction keeping the same key
+// makes it wait for that one's end, then fail with a unique violation if
+// it committed: Write retries, and the retry finds the row.
+func (w *wtx) KeepRequest(ctx context.Context, r tgdriver.RequestRow) error {
+	if _, err := w.c.Exec(ctx, `INSERT INTO requests (request_key, principal, op, args, answer, created_at_ms) VALUES ($1, $2, $3, $4, $5, $6)`,
+		r.Key, r.Principal, r.Op, r.Args, r.Answer, r.CreatedAtMS); err != nil {
+		return w.fail(ctx, "keep the request's answer", err)
+	}
+	return nil
+}
+
+// PruneRequests removes up to limit requests kept before beforeMS.
+func (w *wtx) PruneRequests(ctx context.Context, beforeMS int64, limit int) (int, error) {
+	tag, err := w.c.Exec(ctx, `DELETE FROM requests WHERE request_key IN
+		(SELECT request_key FROM requests WHERE created_at_ms < $1 ORDER BY created_at_ms LIMIT $2 FOR UPDATE SKIP LOCKED)`, beforeMS, limit)
+	if err != nil {
+		return 0, w.fail(ctx, "remove expired requests", err)
+	}
+	return int(tag.RowsAffected()), nil
+}
+
+// RequestPrincipals returns the principals keeping more than keep requests.
+func (w *wtx) RequestPrincipals(ctx context.Context, keep int) (map[string]int, error) {
+	rows, err := w.c.Query(ctx, `SELECT principal, COUNT(*) FROM requests GROUP BY principal HAVING COUNT(*) > $1`, keep)
+	if err != nil {
+		return nil, w.fail(ctx, "count kept requests", err)
+	}
+	out := map[string]int{}
+	var p string
+	var n int64
+	_, err = pgx.ForEachRow(rows, []any{&p, &n}, func() error { out[p] = int(n); return nil })
+	if err != nil {
+		return nil, w.fail(ctx, "count kept requests", err)
+	}
+	return out, nil
+}
+
+// TrimRequests removes up to limit of principal's requests beyond its keep
+// newest, oldest first.
+func (w *wtx) TrimRequests(ctx context.Context, principal string, keep, limit int) (int, error) {
+	tag, err := w.c.Exec(ctx, `DELETE FROM requests WHERE request_key IN
+		(SELECT request_key FROM requests WHERE principal = $1 AND request_key NOT IN
+			(SELECT request_key FROM requests WHERE principal = $1 ORDER BY created_at_ms DESC, request_key DESC LIMIT $2)
+		ORDER BY created_at_ms, request_key LIMIT $3 FOR UPDATE SKIP LOCKED)`, principal, keep, limit)
+	if err != nil {
+		return 0, w.fail(ctx, "trim the kept requests of "+principal, err)
+	}
+	return int(tag.RowsAffected()), nil
+}

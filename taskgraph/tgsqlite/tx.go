@@ -495,3 +495,70 @@ func (t *wtx) TouchAlive(_ context.Context, ms int64) error {
 func (t *wtx) TryTouchAlive(ctx context.Context, ms int64) (bool, error) {
 	return true, t.TouchAlive(ctx, ms)
 }
+
+// Request returns the request kept under key.
+func (t *wtx) Request(_ context.Context, key string) (tgdriver.RequestRow, bool, error) {
+	r := tgdriver.RequestRow{Key: key}
+	err := t.queryRow(bg, `SELECT principal, op, args, answer, created_at_ms FROM requests WHERE request_key = ?`, key).
+		Scan(&r.Principal, &r.Op, &r.Args, &r.Answer, &r.CreatedAtMS)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return tgdriver.RequestRow{}, false, nil
+	case err != nil:
+		return tgdriver.RequestRow{}, false, fmt.Errorf("read a kept request: %w", err)
+	}
+	return r, true, nil
+}
+
+// KeepRequest inserts r.
+func (t *wtx) KeepRequest(_ context.Context, r tgdriver.RequestRow) error {
+	if _, err := t.exec(`INSERT INTO requests (request_key, principal, op, args, answer, created_at_ms) VALUES (?, ?, ?, ?, ?, ?)`,
+		r.Key, r.Principal, r.Op, r.Args, r.Answer, r.CreatedAtMS); err != nil {
+		return fmt.Errorf("keep the request's answer: %w", err)
+	}
+	return nil
+}
+
+// PruneRequests removes up to limit requests kept before beforeMS.
+func (t *wtx) PruneRequests(_ context.Context, beforeMS int64, limit int) (int, error) {
+	res, err := t.exec(`DELETE FROM requests WHERE request_key IN
+		(SELECT request_key FROM requests WHERE created_at_ms < ? ORDER BY created_at_ms LIMIT ?)`, beforeMS, limit)
+	if err != nil {
+		return 0, fmt.Errorf("remove expired requests: %w", err)
+	}
+	n, err := res.RowsAffected()
+	return int(n), err
+}
+
+// RequestPrincipals returns the principals keeping more than keep requests.
+func (t *wtx) RequestPrincipals(_ context.Context, keep int) (map[string]int, error) {
+	rows, err := t.query(bg, `SELECT principal, COUNT(*) FROM requests GROUP BY principal HAVING COUNT(*) > ?`, keep)
+	if err != nil {
+		return nil, fmt.Errorf("count kept requests: %w", err)
+	}
+	defer rows.Close()
+	out := map[string]int{}
+	for rows.Next() {
+		var p string
+		var n int
+		if err := rows.Scan(&p, &n); err != nil {
+			return nil, fmt.Errorf("count kept requests: %w", err)
+		}
+		out[p] = n
+	}
+	return out, rows.Err()
+}
+
+// TrimRequests removes up to limit of principal's requests beyond its keep
+// newest, oldest first.
+func (t *wtx) TrimRequests(_ context.Context, principal string, keep, limit int) (int, error) {
+	res, err := t.exec(`DELETE FROM requests WHERE request_key IN
+		(SELECT request_key FROM requests WHERE principal = ? AND request_key NOT IN
+			(SELECT request_key FROM requests WHERE principal = ? ORDER BY created_at_ms DESC, request_key DESC LIMIT ?)
+		ORDER BY created_at_ms, request_key LIMIT ?)`, principal, principal, keep, limit)
+	if err != nil {
+		return 0, fmt.Errorf("trim the kept requests of %q: %w", principal, err)
+	}
+	n, err := res.RowsAffected()
+	return int(n), err
+}

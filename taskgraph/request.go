@@ -1,0 +1,324 @@
+package taskgraph
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/tgdriver"
+)
+
+// Request ids. A write whose answer was lost (ErrUnknownOutcome: the
+// connection dropped while it committed) may or may not have happened; a
+// blind retry could claim a second task, or be refused because the first
+// try completed the task. A caller that passes a request id with a write
+// (WithRequestID) can retry it with the same id instead: the store keeps
+// the answer of every write that carried one, in the write's own
+// transaction, and answers a retry with it without acting again. A try
+// that committed left its answer, which the retry gets; a try that did not
+// left nothing, and the retry acts. Two calls with one id at once give one
+// answer to both (the second waits for the first's transaction, then
+// finds its answer).
+//
+// An id is scoped to the principal (WithPrincipal) and the owner of the
+// write (the worker; "" for a create), so ids of different callers never
+// meet. It names one write: reusing it for another operation, or with
+// other arguments, is refused with ErrInvalid naming what differs. Only a
+// write that took effect is kept: a refused one (a stale claim, a claim-next
+// that found nothing) is judged anew when it is retried. The answers are
+// kept for RequestRetention, then removed by the server's sweeper, which
+// also keeps at most Options.MaxRequestsPerPrincipal per principal,
+// removing a principal's oldest beyond that even before they expire. It
+// runs every requestCheckEvery, so a principal may pass the bound by what
+// it writes meanwhile. A bound, not a refusal: no write is ever refused
+// for the ids its principal keeps (a worker's heartbeats and completions
+// must not fail because it made many); a retry comes within seconds or
+// minutes, long before its answer is among a busy principal's oldest. A kept claim
+// answer holds its claim token (a retried claim must return it), so the
+// requests table is as sensitive as the claims it answers for while they
+// are kept. So the token is sealed there: encrypted with a key derived
+// from the request id, which the table holds only as a hash (in
+// request_key). Someone who reads the database learns a token only for a
+// request id they can guess: use a random one (a UUID).
+
+// MaxRequestIDLen bounds a request id, in bytes.
+const MaxRequestIDLen = MaxIdentifierLen
+
+// RequestRetention is how long the store keeps a request's answer.
+const RequestRetention = 24 * time.Hour
+
+// MaxRequestsPerPrincipal is the default bound of the request ids one
+// principal keeps (Options.MaxRequestsPerPrincipal).
+const MaxRequestsPerPrincipal = 100_000
+
+// requestCheckEvery is how often the sweeper removes expired answers and
+// counts what each principal keeps.
+const requestCheckEvery = time.Minute
+
+// requestPruneBatch bounds the answers one sweeper write removes.
+const requestPruneBatch = 5000
+
+// requestIDKey is the context key of a write's request id.
+type requestIDKey struct{}
+
+// WithRequestID returns ctx carrying id as the request id of the write it
+// is passed to (create, claim, heartbeat, complete, fail, cancel, release).
+// See package doc, "Request ids".
+func WithRequestID(ctx context.Context, id string) context.Context {
+	return context.WithValue(ctx, requestIDKey{}, id)
+}
+
+// RequestIDFrom returns the request id ctx carries, "" when none (an empty
+// id is none).
+func RequestIDFrom(ctx context.Context) string {
+	id, _ := ctx.Value(requestIDKey{}).(string)
+	return id
+}
+
+// CheckRequestID reports whether id is a valid request id: an identifier
+// (IdentifierPattern, at most MaxRequestIDLen characters), such as a UUID.
+func CheckRequestID(id string) error {
+	return checkIdentifier("request_id", id)
+}
+
+// request is one write's request id, resolved: its scope and the digests
+// of its arguments.
+type request struct {
+	id, principal, owner string
+	key                  string
+	op                   string
+	args                 map[string]string
+}
+
+// newRequest resolves ctx's request id for operation op of owner with
+// args (each JSON-encoded to its digest); nil when ctx carries none.
+func newRequest(ctx context.Context, op, owner string, args map[string]any) (*request, error) {
+	id := RequestIDFrom(ctx)
+	if id == "" {
+		return nil, nil
+	}
+	if err := CheckRequestID(id); err != nil {
+		return nil, err
+	}
+	rq := &request{id: id, principal: PrincipalFrom(ctx), owner: owner, op: op, args: make(map[string]string, len(args))}
+	sum := sha256.Sum256([]byte(rq.principal + "\x00" + owner + "\x00" + id))
+	rq.key = hex.EncodeToString(sum[:])
+	for name, v := range args {
+		b, err := json.Marshal(v)
+		if err != nil {
+			return nil, fmt.Errorf("%w: encode argument %s of a request: %v", errInternal, name, err)
+		}
+		d := sha256.Sum256(b)
+		rq.args[name] = hex.EncodeToString(d[:])
+	}
+	return rq, nil
+}
+
+// same reports whether rq and o are the same write: the same operation
+// with the same arguments.
+func (rq *request) same(o *request) bool {
+	return rq.op == o.op && maps.Equal(rq.args, o.args)
+}
+
+// replay looks rq up in w's transaction: when its answer is kept it
+// decodes it into dest and reports true; when the id was used for another
+// operation or other arguments it fails naming the difference.
+func (w *wtx) replay(rq *request, dest any) (bool, error) {
+	kept, ok, err := w.tx.Request(w.ctx, rq.key)
+	if err != nil {
+		return false, err
+	}
+	if !ok {
+		return false, nil
+	}
+	if kept.Op != rq.op {
+		return false, invalid("request_id", "%q was used for a %s; a request id names one write: use a new one for this %s (nothing was written)", rq.id, kept.Op, rq.op)
+	}
+	var args map[string]string
+	if err := json.Unmarshal([]byte(kept.Args), &args); err != nil {
+		return false, fmt.Errorf("%w: read the kept arguments of request %q: %v", errInternal, rq.id, err)
+	}
+	var differ []string
+	for name, d := range rq.args {
+		if args[name] != d {
+			differ = append(differ, name)
+		}
+	}
+	for name := range args {
+		if _, ok := rq.args[name]; !ok {
+			differ = append(differ, name)
+		}
+	}
+	if len(differ) > 0 {
+		slices.Sort(differ)
+		return false, invalid("request_id", "%q was used for a %s with a different %s; a retry must repeat the write exactly (use a new request id for a new write; nothing was written)",
+			rq.id, kept.Op, strings.Join(differ, ", "))
+	}
+	if err := json.Unmarshal([]byte(kept.Answer), dest); err != nil {
+		return false, fmt.Errorf("%w: read the kept answer of request %q: %v", errInternal, rq.id, err)
+	}
+	if c, ok := dest.(*Claimed); ok {
+		tok, err := rq.openToken(c.Lease.Token)
+		if err != nil {
+			return false, err
+		}
+		c.Lease.Token = tok
+	}
+	w.afterCommit(func() { w.s.stats.replays.Add(1) })
+	return true, nil
+}
+
+// keep records answer as rq's in w's transaction.
+func (w *wtx) keep(rq *request, answer any) error {
+	if c, ok := answer.(Claimed); ok {
+		c.Lease.Token = rq.sealToken(c.Lease.Token)
+		answer = c
+	}
+	a, err := json.Marshal(answer)
+	if err != nil {
+		return fmt.Errorf("%w: encode the answer of request %q: %v", errInternal, rq.id, err)
+	}
+	args, err := json.Marshal(rq.args)
+	if err != nil {
+		return fmt.Errorf("%w: encode the arguments of request %q: %v", errInternal, rq.id, err)
+	}
+	return w.tx.KeepRequest(w.ctx, tgdriver.RequestRow{Key: rq.key, Principal: rq.principal, Op: rq.op, Args: string(args), Answer: string(a), CreatedAtMS: w.nowMS})
+}
+
+// kept runs fn as a write of rq (nil: no request id): in the same
+// transaction, a kept answer is decoded into answer instead of running fn,
+// and fn's answer, once fn succeeded, is kept. answer points to the
+// variable fn sets.
+func (w *wtx) kept(rq *request, answer any, fn func() error) error {
+	if rq == nil {
+		return fn()
+	}
+	found, err := w.replay(rq, answer)
+	if err != nil || found {
+		return err
+	}
+	if err := fn(); err != nil {
+		return err
+	}
+	return w.keep(rq, answer)
+}
+
+// PruneRequests removes the request answers kept longer than
+// RequestRetention, and each principal's oldest beyond
+// Options.MaxRequestsPerPrincipal. The server's sweeper calls it every
+// minute; it returns how many answers it removed.
+func (s *Store) PruneRequests(ctx context.Context) (int, error) {
+	total := 0
+	for {
+		var n int
+		err := s.do(ctx, func(w *wtx) error {
+			var err error
+			n, err = w.tx.PruneRequests(w.ctx, w.now.Add(-RequestRetention).UnixMilli(), requestPruneBatch)
+			return err
+		})
+		if err != nil {
+			return total, fmt.Errorf("remove expired request answers: %w", err)
+		}
+		total += n
+		if n < requestPruneBatch {
+			break
+		}
+	}
+	keep := s.opts.MaxRequestsPerPrincipal
+	var over map[string]int
+	err := s.do(ctx, func(w *wtx) error {
+		var err error
+		over, err = w.tx.RequestPrincipals(w.ctx, keep)
+		return err
+	})
+	if err != nil {
+		return total, fmt.Errorf("count kept request answers: %w", err)
+	}
+	for _, p := range slices.Sorted(maps.Keys(over)) {
+		for {
+			var n int
+			err := s.do(ctx, func(w *wtx) error {
+				var err error
+				n, err = w.tx.TrimRequests(w.ctx, p, keep, requestPruneBatch)
+				return err
+			})
+			if err != nil {
+				return total, fmt.Errorf("remove the oldest request answers of principal %q: %w", p, err)
+			}
+			total += n
+			if n < requestPruneBatch {
+				break
+			}
+		}
+	}
+	return total, nil
+}
+
+// requestSweeper runs PruneRequests every requestCheckEvery until Close.
+func (s *Store) requestSweeper() {
+	defer s.wg.Done()
+	ctx, cancel := s.quitContext()
+	defer cancel()
+	for {
+		if n, err := s.PruneRequests(ctx); err != nil {
+			if errors.Is(err, ErrClosed) || ctx.Err() != nil {
+				return
+			}
+			s.log.Warn("removing expired request answers failed; retrying in a minute", "err", err)
+		} else if n > 0 {
+			s.log.Debug("expired request answers removed", "count", n)
+		}
+		t := time.NewTimer(requestCheckEvery)
+		select {
+		case <-s.quit:
+			t.Stop()
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// tokenPad is the key stream that seals a claim token of n bytes kept for
+// rq: HMAC-SHA256 keyed by the request id (which the database does not
+// hold) over the request's key and a counter.
+func (rq *request) tokenPad(n int) []byte {
+	var pad []byte
+	for i := byte(0); len(pad) < n; i++ {
+		m := hmac.New(sha256.New, []byte(rq.id))
+		m.Write([]byte("graph-engineering claim token\x00" + rq.key + "\x00"))
+		m.Write([]byte{i})
+		pad = m.Sum(pad)
+	}
+	return pad[:n]
+}
+
+// sealToken is the form of token kept in rq's answer.
+func (rq *request) sealToken(token string) string {
+	b := []byte(token)
+	pad := rq.tokenPad(len(b))
+	for i := range b {
+		b[i] ^= pad[i]
+	}
+	return "sealed:" + hex.EncodeToString(b)
+}
+
+// openToken is the token sealed as sealed.
+func (rq *request) openToken(sealed string) (string, error) {
+	b, err := hex.DecodeString(strings.TrimPrefix(sealed, "sealed:"))
+	if err != nil || !strings.HasPrefix(sealed, "sealed:") {
+		return "", fmt.Errorf("%w: the kept claim token of request %q is not sealed", errInternal, rq.id)
+	}
+	pad := rq.tokenPad(len(b))
+	for i := range b {
+		b[i] ^= pad[i]
+	}
+	return string(b), nil
+}
