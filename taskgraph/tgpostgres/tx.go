@@ -633,8 +633,8 @@ func (w *wtx) RequestPrincipals(ctx context.Context, keep int) (map[string]int, 
 func (w *wtx) TrimRequests(ctx context.Context, principal string, keep, limit int) (int, error) {
 	tag, err := w.c.Exec(ctx, `DELETE FROM requests WHERE request_key IN
 		(SELECT request_key FROM requests WHERE principal = $1 AND request_key NOT IN
-			(SELECT request_key FROM requests WHERE principal = $1 ORDER BY created_at_ms DESC, request_key DESC LIMIT $2)
-		ORDER BY created_at_ms, request_key LIMIT $3 FOR UPDATE SKIP LOCKED)`, principal, keep, limit)
+			(SELECT request_key FROM requests WHERE principal = $1 ORDER BY created_at_ms DESC, request_key COLLATE "C" DESC LIMIT $2)
+		ORDER BY created_at_ms, request_key COLLATE "C" LIMIT $3 FOR UPDATE SKIP LOCKED)`, principal, keep, limit)
 	if err != nil {
 		return 0, w.fail(ctx, "trim the kept requests of "+principal, err)
 	}
