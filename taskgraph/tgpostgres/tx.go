@@ -529,10 +529,13 @@ func (w *wtx) TryTouchAlive(ctx context.Context, ms int64) (bool, error) {
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
 		// Held by another transaction, or never recorded. The insert
-		// records a first alive time as TouchAlive would; it conflicts,
-		// without waiting, with a committed row another transaction holds
-		// (it waits only for a concurrent first insert).
-		tag, err := w.c.Exec(ctx, `INSERT INTO server_clock (singleton, alive_at_ms) VALUES (1, $1) ON CONFLICT (singleton) DO NOTHING`, ms)
+		// records a first alive time as TouchAlive would, only when no
+		// committed row exists: ON CONFLICT alone would wait for a
+		// transaction that updated the row and has not yet committed. It
+		// waits only for a concurrent first insert.
+		tag, err := w.c.Exec(ctx, `INSERT INTO server_clock (singleton, alive_at_ms)
+			SELECT 1, $1 WHERE NOT EXISTS (SELECT 1 FROM server_clock WHERE singleton = 1)
+			ON CONFLICT (singleton) DO NOTHING`, ms)
 		if err != nil {
 			return false, w.fail(ctx, "record the alive time", err)
 		}
