@@ -5,7 +5,10 @@
 // answers the domain-level operations of Tx and Reads, and says when another
 // process or replica changed the data. The drivers are tgsqlite (one
 // embedded SQLite file, one writer goroutine, group commit) and tgpostgres
-// (PostgreSQL through pgx/v5, many replicas on one database).
+// (PostgreSQL through pgx/v5, many replicas on one database). The contract
+// test in package drivertest calls every method of Driver, Tx and Reads
+// directly, with one body run against every driver, so that the drivers
+// mean the same by each.
 //
 // # Invariants every driver keeps
 //
@@ -38,6 +41,11 @@
 //     JournaledEvents, LinkJournaled) in the order events were journaled,
 //     and its reads of a task's or a workflow's events show journaled ones
 //     after the linked ones.
+//   - "Workflow id order" and "task id order" are the ids' byte order (Go's
+//     strings.Compare), whatever the database's collation: the domain sorts
+//     ids itself to keep one lock order, and a database whose locale sorts
+//     "a" before "B" must not lock or list in another (PostgreSQL: COLLATE
+//     "C" on every ORDER BY of an id).
 //   - ErrNoRows is returned, unwrapped or wrapped, for a lookup that found
 //     nothing; errors of the database's environment match ErrUnavailable.
 //   - Reads see committed state only.

@@ -182,9 +182,10 @@ type Tx interface {
 	// workflowID when it is not empty, whose requires are all among caps
 	// (canonical: sorted, deduplicated; empty takes only tasks that require
 	// nothing), read through an index ordered so, locked for this
-	// transaction together with its workflow (as LockWorkflow); ok is false
-	// when there is none this transaction may take. PostgreSQL skips tasks
-	// other transactions hold (SKIP LOCKED).
+	// transaction (its row only: a writer of tasks never locks their
+	// workflow, see the package doc); ok is false when there is none this
+	// transaction may take. PostgreSQL skips tasks other transactions hold
+	// (SKIP LOCKED).
 	NextPending(ctx context.Context, workflowID string, caps []string) (t TaskRow, ok bool, err error)
 	// DueTasks returns up to limit pending tasks not yet promoted whose due
 	// time had come at atMS (0 < due_at_ms <= atMS), earliest first. It
@@ -240,10 +241,11 @@ type Tx interface {
 	JournaledEvents(ctx context.Context, workflowIDs []string, limit int) ([]EventRow, error)
 	// LinkJournaled moves journaled events into the chain: evs (linked,
 	// each with the EventID of its journal entry) are appended as
-	// AppendEvents does and their journal entries removed, or nothing
-	// changes and it returns ErrChainMoved (a head moved) or ErrNoRows (an
-	// entry is no longer in the journal), and the caller's transaction
-	// rolls back. The caller holds the workflows' locks (LockChains).
+	// AppendEvents does and their journal entries removed, or it returns
+	// ErrChainMoved (a head moved) or ErrNoRows (an entry is no longer in
+	// the journal) and the caller's transaction must roll back (part of
+	// the move may already be written in it). The caller holds the
+	// workflows' locks (LockChains).
 	LinkJournaled(ctx context.Context, evs []EventRow) error
 	// LockAuditHead returns the entry count and head hash of the audit chain
 	// (0 and "" before its first entry) and holds its write lock for the

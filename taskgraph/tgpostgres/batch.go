@@ -29,7 +29,7 @@ const (
 		AND requires = '' ORDER BY priority DESC, seq LIMIT $1 FOR UPDATE SKIP LOCKED`
 	claimScanInWorkflowCapsSQL = `SELECT ` + taskColumns + ` FROM tasks WHERE workflow_id = $2 AND state = 'pending' AND due_at_ms = 0
 		AND (requires = '' OR string_to_array(requires, ' ') <@ $3::text[]) ORDER BY priority DESC, seq LIMIT $1 FOR UPDATE SKIP LOCKED`
-	lockTasksSQL = `SELECT ` + taskColumns + ` FROM tasks WHERE task_id = ANY($1::text[]) ORDER BY task_id FOR UPDATE`
+	lockTasksSQL = `SELECT ` + taskColumns + ` FROM tasks WHERE task_id = ANY($1::text[]) ORDER BY task_id COLLATE "C" FOR UPDATE`
 )
 
 // queueScan queues claim scan c.

@@ -302,7 +302,7 @@ func (r reads) Workflow(ctx context.Context, workflowID string) (tgdriver.Workfl
 
 // Workflows returns every workflow row in workflow_id order.
 func (r reads) Workflows(ctx context.Context) ([]tgdriver.WorkflowRow, error) {
-	rows, err := r.q.Query(ctx, `SELECT `+workflowColumns+` FROM workflows ORDER BY workflow_id`)
+	rows, err := r.q.Query(ctx, `SELECT `+workflowColumns+` FROM workflows ORDER BY workflow_id COLLATE "C"`)
 	if err != nil {
 		return nil, r.fail(ctx, "read workflows", err)
 	}

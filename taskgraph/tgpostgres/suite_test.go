@@ -24,7 +24,9 @@ type pgDatabase struct {
 
 func newPGDatabase(t testing.TB) storetest.Database {
 	t.Helper()
-	url := pgtest.URL(t)
+	// A linguistic collation, as many servers' default locales give: the
+	// store must behave the same whatever the database's text order.
+	url := pgtest.CollatedURL(t)
 	db, err := sql.Open("pgx", url)
 	if err != nil {
 		t.Fatal(err)

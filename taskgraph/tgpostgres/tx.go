@@ -283,7 +283,7 @@ func (w *wtx) JournalEvents(ctx context.Context, evs []tgdriver.EventRow) error 
 // order (FOR UPDATE) and returns them.
 func (w *wtx) LockChains(ctx context.Context, workflowIDs []string) ([]tgdriver.WorkflowRow, error) {
 	rows, err := w.c.Query(ctx, `SELECT `+workflowColumns+` FROM workflows WHERE workflow_id = ANY($1::text[])
-		ORDER BY workflow_id FOR UPDATE`, workflowIDs)
+		ORDER BY workflow_id COLLATE "C" FOR UPDATE`, workflowIDs)
 	if err != nil {
 		return nil, w.fail(ctx, "lock workflows", err)
 	}
@@ -338,7 +338,7 @@ func (w *wtx) LinkJournaled(ctx context.Context, evs []tgdriver.EventRow) error 
 			j.hash_version, j.actor_kind, j.actor_name, j.actor_principal, j.task_state, j.content)
 		INSERT INTO events (workflow_id, wseq, task_id, kind, owner, generation, at_ms, detail, prev_hash, hash,
 			hash_version, actor_kind, actor_name, actor_principal, task_state, content)
-		SELECT * FROM moved ORDER BY workflow_id, seq`, ids, seqs, prevs, hashes, wfs)
+		SELECT * FROM moved ORDER BY workflow_id COLLATE "C", seq`, ids, seqs, prevs, hashes, wfs)
 	return w.run(ctx, "link journaled events", b, checks)
 }
 
@@ -465,7 +465,7 @@ const unfinishedTasksOf = `EXISTS (SELECT 1 FROM tasks t WHERE t.workflow_id = w
 // PruneCandidates returns finished workflows unchanged since before beforeMS.
 func (w *wtx) PruneCandidates(ctx context.Context, beforeMS int64, limit int) ([]string, error) {
 	rows, err := w.c.Query(ctx, `SELECT w.workflow_id FROM workflows w WHERE w.updated_at_ms < $1 AND NOT `+unfinishedTasksOf+`
-		ORDER BY w.updated_at_ms, w.workflow_id LIMIT $2`, beforeMS, limit)
+		ORDER BY w.updated_at_ms, w.workflow_id COLLATE "C" LIMIT $2`, beforeMS, limit)
 	if err != nil {
 		return nil, w.fail(ctx, "find workflows to prune", err)
 	}
@@ -528,7 +528,18 @@ func (w *wtx) TryTouchAlive(ctx context.Context, ms int64) (bool, error) {
 	err := w.c.QueryRow(ctx, `SELECT 1 FROM server_clock WHERE singleton = 1 FOR UPDATE SKIP LOCKED`).Scan(&one)
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
-		return false, nil // held by another transaction, or never recorded (Open records it)
+		// Held by another transaction, or never recorded. The insert
+		// records a first alive time as TouchAlive would, only when no
+		// committed row exists: ON CONFLICT alone would wait for a
+		// transaction that updated the row and has not yet committed. It
+		// waits only for a concurrent first insert.
+		tag, err := w.c.Exec(ctx, `INSERT INTO server_clock (singleton, alive_at_ms)
+			SELECT 1, $1 WHERE NOT EXISTS (SELECT 1 FROM server_clock WHERE singleton = 1)
+			ON CONFLICT (singleton) DO NOTHING`, ms)
+		if err != nil {
+			return false, w.fail(ctx, "record the alive time", err)
+		}
+		return tag.RowsAffected() == 1, nil
 	case err != nil:
 		return false, w.fail(ctx, "lock the alive time", err)
 	}
@@ -625,8 +636,8 @@ func (w *wtx) RequestPrincipals(ctx context.Context, keep int) (map[string]int, 
 func (w *wtx) TrimRequests(ctx context.Context, principal string, keep, limit int) (int, error) {
 	tag, err := w.c.Exec(ctx, `DELETE FROM requests WHERE request_key IN
 		(SELECT request_key FROM requests WHERE principal = $1 AND request_key NOT IN
-			(SELECT request_key FROM requests WHERE principal = $1 ORDER BY created_at_ms DESC, request_key DESC LIMIT $2)
-		ORDER BY created_at_ms, request_key LIMIT $3 FOR UPDATE SKIP LOCKED)`, principal, keep, limit)
+			(SELECT request_key FROM requests WHERE principal = $1 ORDER BY created_at_ms DESC, request_key COLLATE "C" DESC LIMIT $2)
+		ORDER BY created_at_ms, request_key COLLATE "C" LIMIT $3 FOR UPDATE SKIP LOCKED)`, principal, keep, limit)
 	if err != nil {
 		return 0, w.fail(ctx, "trim the kept requests of "+principal, err)
 	}

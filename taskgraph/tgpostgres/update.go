@@ -1,7 +1,9 @@
 package tgpostgres
 
 import (
+	"cmp"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 
@@ -14,7 +16,8 @@ import (
 // text serves every update of that shape and pgx prepares it once per
 // connection. The text updates any number of tasks: its values are arrays,
 // one element per task, joined to tasks through unnest, so the updates of
-// one shape in a batch are one statement.
+// one shape in a batch are one statement (unless they update one task more
+// than once: see groupUpdates).
 
 // updateCache holds the text of each update shape.
 type updateCache struct {
@@ -112,9 +115,11 @@ func prefixed(prefix, cols string) string {
 	return strings.Join(parts, ", ")
 }
 
-// shapeGroup collects the updates of one shape in a batch: one statement.
+// shapeGroup collects the updates of one shape and one round in a batch:
+// one statement.
 type shapeGroup struct {
-	sh tgdriver.UpdateShape
+	sh    tgdriver.UpdateShape
+	round int
 	// at maps each element (in order) to its update's index in the batch.
 	at     []int
 	sets   [len(setTypes)]column
@@ -164,19 +169,50 @@ func (c *column) arg(typ string) any {
 	}
 }
 
-// groupUpdates groups ups by shape, in the order each shape first appears.
+// groupUpdates groups ups into statements, one per shape and round, and
+// returns them in the order they must run: by round, then in the order
+// each group first appears.
+//
+// The updates must apply in the order given (tgdriver.Tx.Fetch), each to
+// the task as the ones before it left it. Updates of different tasks
+// commute, but one statement updates a row once however many of its
+// elements match it, and its statement may run before that of an update
+// given earlier. So an update goes in the round after the last earlier
+// update that may touch its task: one with the same seq or the same task
+// id, or any addressed the other way (a seq and an id may name one task).
+// Within a round no two updates touch one task, so the order of its
+// statements does not matter. A batch that updates each task once, all by
+// id or all by seq (the hot path's), is one round: one statement per shape.
 func groupUpdates(ups []tgdriver.TaskUpdate) ([]*shapeGroup, error) {
+	type groupKey struct {
+		sh    tgdriver.UpdateShape
+		round int
+	}
 	var groups []*shapeGroup
-	byShape := map[tgdriver.UpdateShape]*shapeGroup{}
+	byKey := map[groupKey]*shapeGroup{}
+	// The round after the last update of each task, by seq and by id, and
+	// after the last update by seq and by id at all.
+	nextBySeq, nextByID := map[int64]int{}, map[string]int{}
+	afterSeqs, afterIDs := 0, 0
 	for i, u := range ups {
 		sh, vals, gvals, err := tgdriver.Shape(u)
 		if err != nil {
 			return nil, err
 		}
-		g := byShape[sh]
+		var round int
+		if sh.ByTaskID {
+			round = max(nextByID[u.TaskID], afterSeqs)
+			nextByID[u.TaskID] = round + 1
+			afterIDs = max(afterIDs, round+1)
+		} else {
+			round = max(nextBySeq[u.Seq], afterIDs)
+			nextBySeq[u.Seq] = round + 1
+			afterSeqs = max(afterSeqs, round+1)
+		}
+		g := byKey[groupKey{sh, round}]
 		if g == nil {
-			g = &shapeGroup{sh: sh, states: u.Guard.States}
-			byShape[sh] = g
+			g = &shapeGroup{sh: sh, round: round, states: u.Guard.States}
+			byKey[groupKey{sh, round}] = g
 			groups = append(groups, g)
 		}
 		g.at = append(g.at, i)
@@ -201,6 +237,7 @@ func groupUpdates(ups []tgdriver.TaskUpdate) ([]*shapeGroup, error) {
 			}
 		}
 	}
+	slices.SortStableFunc(groups, func(a, b *shapeGroup) int { return cmp.Compare(a.round, b.round) })
 	return groups, nil
 }
 

@@ -1,7 +1,6 @@
 package tgsqlite
 
 import (
-	"bytes"
 	"context"
 	"database/sql"
 	"errors"
@@ -263,123 +262,6 @@ func TestSkipsCancelledOp(t *testing.T) {
 	}
 }
 
-func TestChainMoved(t *testing.T) {
-	d := openTest(t, Options{}, tgdriver.Hooks{})
-	ctx := context.Background()
-	write(t, d, func(tx tgdriver.Tx) error {
-		addTask(t, tx, newTask("wf", "n1"))
-		return tx.AppendEvents(ctx, []tgdriver.EventRow{tgdriver.EventRow{WorkflowID: "wf", Seq: 1, TaskID: "wf-n1", Kind: "create", AtMS: 1500, Detail: `{}`, PrevHash: "", Hash: "h1"}})
-	})
-	head, n, err := func() (string, int64, error) {
-		var h string
-		var c int64
-		err := d.Write(ctx, func(tx tgdriver.Tx) (err error) { h, c, err = tx.ChainHead(ctx, "wf"); return })
-		return h, c, err
-	}()
-	if err != nil || head != "h1" || n != 1 {
-		t.Fatalf("chain head %q %d %v, want h1 1", head, n, err)
-	}
-	wf, err := d.Reads().Workflow(ctx, "wf")
-	if err != nil || wf.UpdatedAtMS != 1500 || wf.EventCount != 1 {
-		t.Fatalf("workflow %+v %v, want updated at 1500 with 1 event", wf, err)
-	}
-	for _, e := range []tgdriver.EventRow{
-		{WorkflowID: "wf", Seq: 2, TaskID: "wf-n1", Kind: "ready", AtMS: 1600, Detail: `{}`, PrevHash: "stale", Hash: "h2"},
-		{WorkflowID: "wf", Seq: 3, TaskID: "wf-n1", Kind: "ready", AtMS: 1600, Detail: `{}`, PrevHash: "h1", Hash: "h2"},
-	} {
-		err := d.Write(ctx, func(tx tgdriver.Tx) error { return tx.AppendEvents(ctx, []tgdriver.EventRow{e}) })
-		if !errors.Is(err, tgdriver.ErrChainMoved) {
-			t.Fatalf("append %+v: %v, want ErrChainMoved", e, err)
-		}
-	}
-	evs, err := d.Reads().TaskEvents(ctx, "wf-n1")
-	if err != nil || len(evs) != 1 {
-		t.Fatalf("%d events (%v), want 1: the rejected appends roll back", len(evs), err)
-	}
-	var seen []int64
-	if err := d.Reads().WorkflowEvents(ctx, "wf", func(e tgdriver.EventRow) error { seen = append(seen, e.Seq); return nil }); err != nil || len(seen) != 1 {
-		t.Fatalf("workflow events %v %v", seen, err)
-	}
-}
-
-func TestUpdateTaskGuards(t *testing.T) {
-	d := openTest(t, Options{}, tgdriver.Hooks{})
-	ctx := context.Background()
-	var seq int64
-	write(t, d, func(tx tgdriver.Tx) error { seq = addTask(t, tx, newTask("wf", "n1")); return nil })
-	update := func(set tgdriver.TaskSet, g tgdriver.TaskGuard) (tgdriver.TaskRow, bool) {
-		t.Helper()
-		var r tgdriver.TaskRow
-		var ok bool
-		write(t, d, func(tx tgdriver.Tx) (err error) { r, ok, err = tx.UpdateTask(ctx, seq, set, g); return })
-		return r, ok
-	}
-	token := []byte("digest-of-token")
-	claim := tgdriver.TaskSet{State: tgdriver.Val("claimed"), Owner: tgdriver.Val("w1"), Generation: tgdriver.Val[int64](1),
-		TokenHash: tgdriver.Val(token), LeaseExpiresAtMS: tgdriver.Val[int64](5000), LeaseMS: tgdriver.Val[int64](3000),
-		AddAttempt: true, StatusMessage: tgdriver.Val("claimed by w1"), UpdatedAtMS: 2000}
-	// Wrong generation: nothing changes.
-	if _, ok := update(claim, tgdriver.TaskGuard{States: []string{"pending"}, Generation: tgdriver.Val[int64](7)}); ok {
-		t.Fatal("claim with a wrong generation guard matched")
-	}
-	r, ok := update(claim, tgdriver.TaskGuard{States: []string{"pending"}, Generation: tgdriver.Val[int64](0)})
-	if !ok || r.State != "claimed" || r.Owner != "w1" || r.Generation != 1 || !bytes.Equal(r.TokenHash, token) ||
-		r.LeaseExpiresAtMS != 5000 || r.LeaseMS != 3000 || r.Attempts != 1 || r.UpdatedAtMS != 2000 {
-		t.Fatalf("claim: %v %+v", ok, r)
-	}
-	fence := func(tok []byte, liveAt int64) tgdriver.TaskGuard {
-		return tgdriver.TaskGuard{States: []string{"claimed"}, Generation: tgdriver.Val[int64](1), Owner: tgdriver.Val("w1"),
-			TokenHash: tgdriver.Val(tok), LeaseLiveAtMS: tgdriver.Val(liveAt)}
-	}
-	beat := tgdriver.TaskSet{LeaseExpiresAtMS: tgdriver.Val[int64](8000), UpdatedAtMS: 3000}
-	if _, ok := update(beat, fence([]byte("other"), 3000)); ok {
-		t.Fatal("heartbeat with a wrong token matched")
-	}
-	if _, ok := update(beat, fence(token, 5000)); ok {
-		t.Fatal("heartbeat judged at the expiry matched: the lease is no longer live then")
-	}
-	if r, ok = update(beat, fence(token, 4999)); !ok || r.LeaseExpiresAtMS != 8000 {
-		t.Fatalf("heartbeat while live: %v %+v", ok, r)
-	}
-	// Expiry guard: lapsed at 7999? No. At 8000: yes.
-	expire := tgdriver.TaskSet{State: tgdriver.Val("pending"), Owner: tgdriver.Null[string](), TokenHash: tgdriver.Null[[]byte](),
-		LeaseExpiresAtMS: tgdriver.Null[int64](), UpdatedAtMS: 8000}
-	lapsed := func(at int64) tgdriver.TaskGuard {
-		return tgdriver.TaskGuard{States: []string{"claimed"}, Generation: tgdriver.Val[int64](1), LeaseLapsedAtMS: tgdriver.Val(at)}
-	}
-	if _, ok := update(expire, lapsed(7999)); ok {
-		t.Fatal("expiry before the lease lapsed matched")
-	}
-	if r, ok = update(expire, lapsed(8000)); !ok || r.State != "pending" || r.Owner != "" || r.TokenHash != nil || r.LeaseExpiresAtMS != 0 {
-		t.Fatalf("expiry: %v %+v", ok, r)
-	}
-	// Complete with the JSON null result: a value, not NULL.
-	done := tgdriver.TaskSet{State: tgdriver.Val("completed"), Result: tgdriver.Val("null"), UpdatedAtMS: 9000}
-	if r, ok = update(done, tgdriver.TaskGuard{States: []string{"blocked", "pending", "claimed"}, NoUnmet: true}); !ok ||
-		!r.HasResult || r.Result != "null" {
-		t.Fatalf("complete: %v %+v", ok, r)
-	}
-	if r, err := d.Reads().TaskBySeq(ctx, seq); err != nil || !r.HasResult || r.Result != "null" || r.State != "completed" {
-		t.Fatalf("reread: %+v %v", r, err)
-	}
-	// A missing task is ok false, not an error.
-	write(t, d, func(tx tgdriver.Tx) error {
-		_, ok, err := tx.UpdateTask(ctx, seq+100, done, tgdriver.TaskGuard{})
-		if ok || err != nil {
-			t.Fatalf("missing task: %v %v", ok, err)
-		}
-		return nil
-	})
-	// Attempts and AddAttempt together is the domain's mistake.
-	err := d.Write(ctx, func(tx tgdriver.Tx) error {
-		_, _, err := tx.UpdateTask(ctx, seq, tgdriver.TaskSet{Attempts: tgdriver.Val(0), AddAttempt: true}, tgdriver.TaskGuard{})
-		return err
-	})
-	if err == nil {
-		t.Fatal("Attempts with AddAttempt accepted")
-	}
-}
-
 func TestUpdateSQLPerShape(t *testing.T) {
 	d := openTest(t, Options{}, tgdriver.Hooks{})
 	ctx := context.Background()
@@ -396,45 +278,6 @@ func TestUpdateSQLPerShape(t *testing.T) {
 	})
 	if len(d.updates) != 2 {
 		t.Fatalf("%d cached update shapes, want 2: %v", len(d.updates), d.updates)
-	}
-}
-
-func TestDecrementUnmet(t *testing.T) {
-	d := openTest(t, Options{}, tgdriver.Hooks{})
-	ctx := context.Background()
-	write(t, d, func(tx tgdriver.Tx) error {
-		a := addTask(t, tx, newTask("wf", "a"))
-		b := newTask("wf", "b")
-		b.State, b.Unmet, b.DependsOn = "blocked", 1, `["a"]`
-		bs := addTask(t, tx, b)
-		c := newTask("wf", "c")
-		c.State, c.Unmet, c.DependsOn = "cancelled", 1, `["a"]`
-		cs := addTask(t, tx, c)
-		for _, s := range []int64{bs, cs} {
-			if err := tx.InsertEdge(ctx, a, s); err != nil {
-				return err
-			}
-		}
-		deps, err := tx.UnfinishedDependents(ctx, a)
-		if err != nil || len(deps) != 1 || deps[0] != bs {
-			t.Errorf("unfinished dependents %v %v, want [%d]", deps, err, bs)
-		}
-		got, err := tx.DecrementUnmet(ctx, a)
-		if err != nil || len(got) != 1 || got[0] != (tgdriver.UnmetRow{Seq: bs, State: "blocked", Unmet: 0}) {
-			t.Errorf("DecrementUnmet: %+v %v", got, err)
-		}
-		if got, err := tx.DecrementUnmet(ctx, bs); err != nil || got != nil {
-			t.Errorf("DecrementUnmet without dependents: %+v %v", got, err)
-		}
-		dr, err := tx.Dependencies(ctx, bs)
-		if err != nil || len(dr) != 1 || dr[0].NodeID != "a" || dr[0].State != "pending" {
-			t.Errorf("Dependencies: %+v %v", dr, err)
-		}
-		return nil
-	})
-	edges, err := d.Reads().WorkflowEdges(ctx, "wf")
-	if err != nil || len(edges) != 2 || edges[0] != (tgdriver.EdgeRow{Dependency: "a", Task: "b"}) {
-		t.Fatalf("edges %+v %v", edges, err)
 	}
 }
 
@@ -523,45 +366,6 @@ func TestClaimAndLeaseQueries(t *testing.T) {
 		} else if strings.Contains(p, "TEMP B-TREE FOR ORDER BY") {
 			t.Fatalf("plan of %s: %s sorts; the index must give the order (priority DESC, seq)", q, p)
 		}
-	}
-}
-
-func TestPruneWorkflow(t *testing.T) {
-	d := openTest(t, Options{}, tgdriver.Hooks{})
-	ctx := context.Background()
-	write(t, d, func(tx tgdriver.Tx) error {
-		done := newTask("old", "a")
-		done.State = "completed"
-		addTask(t, tx, done)
-		addTask(t, tx, newTask("busy", "a")) // pending: never pruned
-		return tx.AppendEvents(ctx, []tgdriver.EventRow{tgdriver.EventRow{WorkflowID: "old", Seq: 1, TaskID: "old-a", Kind: "create", AtMS: 1000, Detail: `{}`, Hash: "h1"}})
-	})
-	write(t, d, func(tx tgdriver.Tx) error {
-		ids, err := tx.PruneCandidates(ctx, 2000, 10)
-		if err != nil || len(ids) != 1 || ids[0] != "old" {
-			t.Errorf("PruneCandidates %v %v", ids, err)
-		}
-		if _, ok, err := tx.PruneWorkflow(ctx, "old", 1000, 3000); ok || err != nil {
-			t.Errorf("prune of a workflow changed at the cutoff: %v %v", ok, err)
-		}
-		if _, ok, err := tx.PruneWorkflow(ctx, "busy", 2000, 3000); ok || err != nil {
-			t.Errorf("prune of an unfinished workflow: %v %v", ok, err)
-		}
-		p, ok, err := tx.PruneWorkflow(ctx, "old", 2000, 3000)
-		if err != nil || !ok || p != (tgdriver.PrunedRow{Tasks: 1, Events: 1, HeadHash: "h1"}) {
-			t.Errorf("PruneWorkflow %+v %v %v", p, ok, err)
-		}
-		return nil
-	})
-	if _, err := d.Reads().TaskByID(ctx, "old-a"); !errors.Is(err, tgdriver.ErrNoRows) {
-		t.Fatalf("pruned task: %v", err)
-	}
-	if wf, ok, err := d.Reads().OrphanEventWorkflow(ctx); ok || err != nil {
-		t.Fatalf("orphan events of %q after prune (%v)", wf, err)
-	}
-	var head string
-	if err := d.rdb.QueryRow(`SELECT head_hash FROM pruned_workflows WHERE workflow_id = 'old'`).Scan(&head); err != nil || head != "h1" {
-		t.Fatalf("pruned_workflows: %q %v", head, err)
 	}
 }
 

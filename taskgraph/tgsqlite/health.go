@@ -203,7 +203,8 @@ var probeSQL = [2]string{
 
 // Ready reports whether the driver can commit a write now: nil, or an error
 // matching tgdriver.ErrUnavailable (ErrBusy, ErrDiskFull, ErrReadOnly,
-// ErrFilesReplaced), ErrClosed or, opened read-only, ErrReadOnlyStore. It
+// ErrFilesReplaced) or ErrClosed; opened read-only, an error matching both
+// ErrReadOnly and ErrReadOnlyStore, as a read-only PostgreSQL driver's. It
 // checks the database files' identity and commits a probe write through the
 // writer, like any other write; if ctx ends before the probe commits (the
 // writer waits for a lock, or for a slow disk), the error matches ErrBusy.
@@ -213,7 +214,7 @@ func (d *Driver) Ready(ctx context.Context) error {
 		return tgdriver.ErrClosed
 	}
 	if d.readOnly {
-		return d.errReadOnly()
+		return fmt.Errorf("%w: %s was opened for reading only and commits no write (%w)", tgdriver.ErrReadOnly, d.path, tgdriver.ErrReadOnlyStore)
 	}
 	if err := d.checkFiles(); err != nil {
 		return err

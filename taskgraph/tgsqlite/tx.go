@@ -73,7 +73,7 @@ const (
 	sqlInsertEvent = `INSERT INTO events (workflow_id, wseq, task_id, kind, owner, generation, at_ms, detail, prev_hash, hash,
 		hash_version, actor_kind, actor_name, actor_principal, task_state, content)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
-	sqlAdvanceHead = `UPDATE workflows SET head_hash = ?, event_count = ?, updated_at_ms = ?
+	sqlAdvanceHead = `UPDATE workflows SET head_hash = ?, event_count = ?, updated_at_ms = MAX(updated_at_ms, ?)
 		WHERE workflow_id = ? AND head_hash = ? AND event_count = ?`
 	sqlJournalEvent = `INSERT INTO event_journal (workflow_id, task_id, kind, owner, generation, at_ms, detail,
 		hash_version, actor_kind, actor_name, actor_principal, task_state, content)
@@ -315,17 +315,13 @@ func (t *wtx) AppendEvents(_ context.Context, evs []tgdriver.EventRow) error {
 }
 
 func (t *wtx) appendEvents(evs []tgdriver.EventRow) error {
-	for i := range evs {
-		e := &evs[i]
-		if _, err := t.exec(sqlInsertEvent, e.WorkflowID, e.Seq, e.TaskID, e.Kind, e.Owner, e.Generation, e.AtMS, e.Detail, e.PrevHash, e.Hash,
-			hashVersion(*e), e.ActorKind, e.ActorName, e.ActorPrincipal, e.TaskState, e.Content); err != nil {
-			return fmt.Errorf("append event: %w", err)
-		}
-	}
 	runs, err := tgdriver.ChainRuns(evs)
 	if err != nil {
 		return err
 	}
+	// The heads first: when one moved, inserting the events would only
+	// collide with the events they repeat (a unique violation rather than
+	// ErrChainMoved).
 	for _, run := range runs {
 		// Compare and set: the head advances only from the head the run
 		// links to, so two writers can never fork the chain, however the
@@ -338,6 +334,13 @@ func (t *wtx) appendEvents(evs []tgdriver.EventRow) error {
 		if n, err := res.RowsAffected(); err != nil || n != 1 {
 			return fmt.Errorf("%w: workflow %s, events %d to %d link to head %q at %d events (rows %d, %v)",
 				tgdriver.ErrChainMoved, run.WorkflowID, run.First.Seq, run.Last.Seq, run.First.PrevHash, run.First.Seq-1, n, err)
+		}
+	}
+	for i := range evs {
+		e := &evs[i]
+		if _, err := t.exec(sqlInsertEvent, e.WorkflowID, e.Seq, e.TaskID, e.Kind, e.Owner, e.Generation, e.AtMS, e.Detail, e.PrevHash, e.Hash,
+			hashVersion(*e), e.ActorKind, e.ActorName, e.ActorPrincipal, e.TaskState, e.Content); err != nil {
+			return fmt.Errorf("append event: %w", err)
 		}
 	}
 	return nil

@@ -6,6 +6,9 @@
 //     (CREATE DATABASE with a unique name) on the server named by the
 //     environment variable GRAPH_ENGINEERING_TEST_POSTGRES, and drops it
 //     when the test ends (t.Cleanup), closing the connections left to it.
+//   - CollatedURL does the same for a database whose text sorts by ICU's
+//     en-US collation rather than by bytes (where the server can), so that
+//     a test can show an order does not depend on the database's locale.
 //   - An unset variable fails the test, saying how to start a server
 //     (scripts/postgres start) or how to skip on purpose: the value "skip"
 //     skips the test. A PostgreSQL test never passes silently without a
@@ -54,6 +57,27 @@ func Server(t testing.TB) string {
 // URL returns the URL of a fresh empty database for t, dropped in t.Cleanup.
 func URL(t testing.TB) string {
 	t.Helper()
+	return create(t, "")
+}
+
+// CollatedURL is URL for a database whose text sorts by a linguistic
+// collation (ICU's en-US: "a" before "B", punctuation nearly ignored)
+// rather than by bytes, as many servers' default locales do: for tests of
+// orders that must not depend on the database's collation. A server that
+// cannot create one (before PostgreSQL 15, or built without ICU) gives a
+// database of its default collation, and the test logs that it does.
+func CollatedURL(t testing.TB) string {
+	t.Helper()
+	return create(t, icuCollation)
+}
+
+// icuCollation is CollatedURL's CREATE DATABASE options.
+const icuCollation = ` TEMPLATE template0 LOCALE_PROVIDER icu ICU_LOCALE 'en-US'`
+
+// create creates a fresh database with the CREATE DATABASE options opts,
+// dropped in t.Cleanup, and returns its URL.
+func create(t testing.TB, opts string) string {
+	t.Helper()
 	server := Server(t)
 	u, err := url.Parse(server)
 	if err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
@@ -72,7 +96,12 @@ func URL(t testing.TB) string {
 		t.Fatalf("connect to the test server (%s): %s", redacted(u), scrub(err, u))
 	}
 	defer admin.Close(context.Background())
-	if _, err := admin.Exec(ctx, `CREATE DATABASE `+name); err != nil {
+	_, err = admin.Exec(ctx, `CREATE DATABASE `+name+opts)
+	if err != nil && opts != "" {
+		t.Logf("create test database %s with%s: %s; using the server's default collation", name, opts, scrub(err, u))
+		_, err = admin.Exec(ctx, `CREATE DATABASE `+name)
+	}
+	if err != nil {
 		t.Fatalf("create test database %s: %s", name, scrub(err, u))
 	}
 	t.Cleanup(func() { // runs before ctx's own cleanup ends it

@@ -42,3 +42,26 @@ func TestURLIsFreshAndDropped(t *testing.T) {
 		t.Fatalf("database %s still exists after its test (%d, %v)", name, n, err)
 	}
 }
+
+// TestCollatedURLSortsLinguistically: CollatedURL's database orders text
+// as a person would ("a" before "B"), unlike bytes, when the server can
+// create one (ICU, PostgreSQL 15 or later); else it is an ordinary one.
+func TestCollatedURLSortsLinguistically(t *testing.T) {
+	ctx := testwait.Context(t)
+	c, err := pgx.Connect(ctx, CollatedURL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close(ctx)
+	var provider, first string
+	if err := c.QueryRow(ctx, `SELECT datlocprovider::text, (SELECT min(x) FROM unnest(ARRAY['B', 'a']) AS x)
+		FROM pg_database WHERE datname = current_database()`).Scan(&provider, &first); err != nil {
+		t.Fatal(err)
+	}
+	switch {
+	case provider != "i":
+		t.Logf("the server gave a database of provider %q: no ICU collation to test", provider)
+	case first != "a":
+		t.Fatalf("min('B', 'a') = %q in a database of ICU en-US collation, want a", first)
+	}
+}
