@@ -2,6 +2,7 @@ package mcpadapter
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -266,5 +267,24 @@ func TestTasksExtensionDisabled(t *testing.T) {
 	id := res["structuredContent"].(map[string]any)["task"].(map[string]any)["task_id"]
 	for _, m := range []string{tools.MethodTasksGet, tools.MethodTasksCancel, tools.MethodTasksUpdate} {
 		wantCode(t, r.modernCall(m, map[string]any{"taskId": id}, tasksCaps), jsonrpc.CodeMethodNotFound)
+	}
+}
+
+// A Tasks-aware create honours request_id as the tool call does: its
+// repeat is the same task handle, and a reuse with another node is refused.
+func TestTasksCreateWithRequestID(t *testing.T) {
+	f := newFixture(t)
+	aware := f.raw()
+	create := func(node string) map[string]any {
+		args := map[string]any{"workflow_id": "rq", "node_id": node, "request_id": "5b7e-create"}
+		return mustResult(t, aware.modernCall("tools/call", map[string]any{"name": manifest.ToolCreate, "arguments": args}, tasksCaps))
+	}
+	first, again := create("a"), create("a")
+	if first["resultType"] != "task" || first["taskId"] == nil || first["taskId"] != again["taskId"] {
+		t.Fatalf("a repeated Tasks-aware create: %v then %v, want the same task handle", first["taskId"], again["taskId"])
+	}
+	refused := create("b")
+	if refused["isError"] != true || !strings.Contains(fmt.Sprint(refused["content"]), "request_id") {
+		t.Fatalf("a reused request_id with another node_id: %v", refused)
 	}
 }

@@ -84,7 +84,7 @@ func (s *Surface) CreateTask(ctx context.Context, c Caller, rawArgs json.RawMess
 	a, err := s.admit(ctx, c, manifest.ToolCreate, rawArgs)
 	var created taskgraph.Created
 	if err == nil {
-		created, err = s.store.CreateTask(ctx, a.str["workflow_id"], nodeSpecOf(a))
+		created, err = s.store.CreateTask(withRequestIDOf(ctx, a), a.str["workflow_id"], nodeSpecOf(a))
 	}
 	if err != nil {
 		res, err := s.toolError(ctx, manifest.ToolCreate, err)

@@ -161,9 +161,7 @@ func toolDefs() []toolDef {
 // ctx carries the caller's arrival and principal for the store
 // (Caller.storeContext).
 func (s *Surface) run(ctx context.Context, tool string, a *args) (*toolOutput, error) {
-	if a.has("request_id") {
-		ctx = taskgraph.WithRequestID(ctx, a.str["request_id"])
-	}
+	ctx = withRequestIDOf(ctx, a)
 	switch tool {
 	case manifest.ToolCreate:
 		c, err := s.store.CreateTask(ctx, a.str["workflow_id"], nodeSpecOf(a))
@@ -202,6 +200,15 @@ func (s *Surface) run(ctx context.Context, tool string, a *args) (*toolOutput, e
 		return s.inspect(ctx, a)
 	}
 	return nil, fmt.Errorf("tool %q has no implementation", tool)
+}
+
+// withRequestIDOf is ctx carrying the call's request_id, when it has one,
+// for the store.
+func withRequestIDOf(ctx context.Context, a *args) context.Context {
+	if a.has("request_id") {
+		return taskgraph.WithRequestID(ctx, a.str["request_id"])
+	}
+	return ctx
 }
 
 func holderOf(a *args) lease.Holder {
