@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -22,6 +23,18 @@ func TestUnknownOutcomeOverMCP(t *testing.T) {
 	}
 	t.Parallel()
 	proxy, proxied := pgtest.NewCutProxy(t, pgtest.URL(t))
+	// The proxy finds a transaction by the text of its statements, which
+	// pgx sends only when it prepares one: with its statement cache, a
+	// connection that ran "INSERT INTO requests" once sends only the
+	// statement's name afterwards. describe_exec sends the text every time.
+	u, err := url.Parse(proxied)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := u.Query()
+	q.Set("default_query_exec_mode", "describe_exec")
+	u.RawQuery = q.Encode()
+	proxied = u.String()
 	srv := newServer(t, "proxied", proxied)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
@@ -44,6 +57,19 @@ func TestUnknownOutcomeOverMCP(t *testing.T) {
 	}
 	call := func(node string) (rpcAnswer, toolOut) {
 		return tool("graph_task_create", map[string]any{"workflow_id": "outcome", "node_id": node})
+	}
+	// cut returns the cut the proxy made for the call that just returned
+	// (it reports after it closed the connection); the test's context
+	// ends the wait if the proxy never saw the armed transaction.
+	cut := func(what string) pgtest.Cut {
+		t.Helper()
+		select {
+		case got := <-proxy.Fired:
+			return got
+		case <-ctx.Done():
+			t.Fatalf("%s: the proxy never cut its commit (the armed statement text was not seen)", what)
+			return pgtest.CutNone
+		}
 	}
 	wantUnknown := func(what string, a rpcAnswer) {
 		t.Helper()
@@ -73,7 +99,7 @@ func TestUnknownOutcomeOverMCP(t *testing.T) {
 		node := map[bool]string{true: "committed", false: "lost"}[tc.committed]
 		proxy.ArmAfter(tc.cut, "INSERT INTO tasks")
 		a, _ := call(node)
-		if got := <-proxy.Fired; got != tc.cut {
+		if got := cut(node); got != tc.cut {
 			t.Fatalf("%s: the proxy cut at %v", node, got)
 		}
 		wantUnknown(node, a)
@@ -97,7 +123,7 @@ func TestUnknownOutcomeOverMCP(t *testing.T) {
 		claim := map[string]any{"owner": "w", "workflow_id": wf, "request_id": "claim-" + node}
 		proxy.ArmAfter(tc.cut, "INSERT INTO requests")
 		a, _ = tool("graph_task_claim", claim)
-		if got := <-proxy.Fired; got != tc.cut {
+		if got := cut(node + " claim"); got != tc.cut {
 			t.Fatalf("%s claim: the proxy cut at %v", node, got)
 		}
 		wantUnknown(node+" claim", a)
@@ -109,7 +135,7 @@ func TestUnknownOutcomeOverMCP(t *testing.T) {
 			"result": "ok", "request_id": "done-" + node}
 		proxy.ArmAfter(tc.cut, "INSERT INTO requests")
 		a, _ = tool("graph_task_complete", done)
-		if got := <-proxy.Fired; got != tc.cut {
+		if got := cut(node + " complete"); got != tc.cut {
 			t.Fatalf("%s complete: the proxy cut at %v", node, got)
 		}
 		wantUnknown(node+" complete", a)
