@@ -95,7 +95,12 @@
 // events of the workflow in journal order, computes their positions and
 // hashes, and moves them into events (LinkJournaled: one statement copies
 // the bodies inside the database and deletes the journal entries, one
-// advances the head by compare and set). The order is right: an operation
+// advances the head by compare and set). A pass gathers the commits of up
+// to 50 ms: linking is off every writer's path, and with a pass per few
+// milliseconds its transactions were a third of the database's. The
+// journal has one index, by workflow: a reader of one task's journaled
+// events finds them through the task's workflow, so an event costs no
+// index entry by task for the moments it is journaled. The order is right: an operation
 // journals its events after the reads and writes they describe, and
 // identity values are handed out in call order, so an event that depends
 // on another's commit (a claim of the task a completion made ready, the

@@ -40,7 +40,8 @@ const journalColumns = `journal_id, workflow_id, 0::bigint, task_id, kind, owner
 // (so that an entry the linker moves meanwhile is read once).
 const (
 	sqlTaskEvents = `SELECT ` + eventColumns + ` FROM (SELECT ` + eventColumns + `, 0 AS src, event_id AS ord FROM events WHERE task_id = $1
-		UNION ALL SELECT ` + journalColumns + `, 1, journal_id FROM event_journal WHERE task_id = $1) e ORDER BY src, ord`
+		UNION ALL SELECT ` + journalColumns + `, 1, journal_id FROM event_journal
+			WHERE workflow_id = (SELECT workflow_id FROM tasks WHERE task_id = $1) AND task_id = $1) e ORDER BY src, ord`
 	sqlWorkflowEvents = `SELECT ` + eventColumns + ` FROM (SELECT ` + eventColumns + `, 0 AS src, wseq AS ord FROM events WHERE workflow_id = $1
 		UNION ALL SELECT ` + journalColumns + `, 1, journal_id FROM event_journal WHERE workflow_id = $1) e ORDER BY src, ord`
 )
@@ -279,7 +280,8 @@ func (r reads) LastEventOfGeneration(ctx context.Context, taskID string, generat
 	var at int64
 	// A journaled event is newer than any linked one.
 	err := r.q.QueryRow(ctx, `SELECT kind, at_ms FROM (
-		SELECT kind, at_ms, 1 AS src, journal_id AS id FROM event_journal WHERE task_id = $1 AND generation = $2
+		SELECT kind, at_ms, 1 AS src, journal_id AS id FROM event_journal
+			WHERE workflow_id = (SELECT workflow_id FROM tasks WHERE task_id = $1) AND task_id = $1 AND generation = $2
 		UNION ALL SELECT kind, at_ms, 0, event_id FROM events WHERE task_id = $1 AND generation = $2) e
 		ORDER BY src DESC, id DESC LIMIT 1`, taskID, generation).Scan(&kind, &at)
 	switch {

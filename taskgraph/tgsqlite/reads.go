@@ -108,8 +108,9 @@ const (
 	// The newest event of a task at a generation: a journaled one is newer
 	// than any linked one.
 	sqlLastEventOfGen = `SELECT kind, at_ms FROM (
-		SELECT kind, at_ms, 1 AS src, journal_id AS id FROM event_journal WHERE task_id = ? AND generation = ?
-		UNION ALL SELECT kind, at_ms, 0, event_id FROM events WHERE task_id = ? AND generation = ?)
+		SELECT kind, at_ms, 1 AS src, journal_id AS id FROM event_journal
+			WHERE workflow_id = (SELECT workflow_id FROM tasks WHERE task_id = ?1) AND task_id = ?1 AND generation = ?2
+		UNION ALL SELECT kind, at_ms, 0, event_id FROM events WHERE task_id = ?1 AND generation = ?2)
 		ORDER BY src DESC, id DESC LIMIT 1`
 	workflowColumns  = `workflow_id, task_count, event_count, head_hash, created_at_ms, updated_at_ms`
 	sqlWorkflow      = `SELECT ` + workflowColumns + ` FROM workflows WHERE workflow_id = ?`
@@ -124,8 +125,9 @@ const (
 		hash_version, actor_kind, actor_name, actor_principal, task_state, content`
 	// A task's or workflow's events, then its journaled ones (in one
 	// statement, so that an entry the linker moves meanwhile is read once).
-	sqlTaskEvents = `SELECT ` + eventColumns + ` FROM (SELECT ` + eventColumns + `, 0 AS src, event_id AS ord FROM events WHERE task_id = ?
-		UNION ALL SELECT ` + journalColumns + `, 1, journal_id FROM event_journal WHERE task_id = ?) ORDER BY src, ord`
+	sqlTaskEvents = `SELECT ` + eventColumns + ` FROM (SELECT ` + eventColumns + `, 0 AS src, event_id AS ord FROM events WHERE task_id = ?1
+		UNION ALL SELECT ` + journalColumns + `, 1, journal_id FROM event_journal
+			WHERE workflow_id = (SELECT workflow_id FROM tasks WHERE task_id = ?2) AND task_id = ?2) ORDER BY src, ord`
 	sqlWorkflowEvents = `SELECT ` + eventColumns + ` FROM (SELECT ` + eventColumns + `, 0 AS src, wseq AS ord FROM events WHERE workflow_id = ?
 		UNION ALL SELECT ` + journalColumns + `, 1, journal_id FROM event_journal WHERE workflow_id = ?) ORDER BY src, ord`
 	sqlJournaledWorkflows = `SELECT workflow_id FROM event_journal GROUP BY workflow_id ORDER BY MIN(journal_id) LIMIT ?`
@@ -386,7 +388,7 @@ func (r *reads) Dependencies(ctx context.Context, seq int64) ([]tgdriver.DepRow,
 func (r *reads) LastEventOfGeneration(ctx context.Context, taskID string, generation int64) (string, int64, bool, error) {
 	var kind string
 	var at int64
-	err := r.q.queryRow(ctx, sqlLastEventOfGen, taskID, generation, taskID, generation).Scan(&kind, &at)
+	err := r.q.queryRow(ctx, sqlLastEventOfGen, taskID, generation).Scan(&kind, &at)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
 		return "", 0, false, nil
