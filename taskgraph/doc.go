@@ -155,7 +155,10 @@
 // operations waiting at a moment run as one batch in one transaction, in
 // two driver rounds (tgdriver.Tx.Fetch and Apply) and one commit whatever
 // their number, each doing and answering exactly what it would alone.
-// Other writes run one operation per transaction. With SQLite every
+// CompleteAndClaim puts a completion and a claim-next into one batch, so a
+// worker's loop costs one call and one commit per task; the claim is
+// granted only if the completion was accepted (the lane never splits the
+// two between batches). Other writes run one operation per transaction. With SQLite every
 // transaction runs on one writer goroutine that owns the only write
 // connection and commits the transactions waiting at that moment together,
 // each in its own savepoint: group commit (see tgsqlite). With PostgreSQL
@@ -252,7 +255,9 @@
 // An operation's events are recorded when its transaction ends, in the
 // order they happened. With SQLite they are linked into the chain there.
 // With PostgreSQL (tgdriver.Info.JournalEvents) they are journaled, and
-// the store's linker links them right after the commit, in journal order,
+// the store's linker links them soon after the commit (it gathers the
+// commits of up to 50 ms, or half a linking transaction's worth of events,
+// into one pass), in journal order,
 // which follows the order of commits for events that depend on one another
 // (see tgpostgres, "Events"): no writer of a task waits for the chain head.
 // Every reader of the history (WorkflowEvents, TaskEvents, VerifyHistory,

@@ -184,6 +184,74 @@ func (s *Store) Complete(ctx context.Context, h lease.Holder, result json.RawMes
 	return s.hotHolderWrite(ctx, &hotOp{kind: hotComplete, h: h, result: res}, map[string]any{"result": json.RawMessage(res)})
 }
 
+// CompleteAndClaim completes h's task with result as Complete does and, in
+// the same transaction, claims the next task as next asks, only if the
+// completion was accepted: a worker's usual loop in one round trip and one
+// commit instead of two. next is a claim-next that does not wait: its
+// TaskID and Wait must be zero, and its Owner is h's owner (or empty, which
+// means h's owner). ok is false when nothing was claimable; the worker then
+// claims with a wait as usual. An error is the completion's, and then
+// nothing was claimed; with an error of the environment either may have
+// happened, as with Complete alone. A request id (WithRequestID) is refused:
+// complete with one, then claim with another.
+func (s *Store) CompleteAndClaim(ctx context.Context, h lease.Holder, result json.RawMessage, next ClaimRequest) (Task, Claimed, bool, error) {
+	res, err := checkJSON("result", result, MaxResultBytes, false)
+	if err != nil {
+		return Task{}, Claimed{}, false, err
+	}
+	if err := checkHolder(h); err != nil {
+		return Task{}, Claimed{}, false, err
+	}
+	if next.Owner == "" {
+		next.Owner = h.Owner
+	}
+	if next.Owner != h.Owner {
+		return Task{}, Claimed{}, false, invalid("owner", "the next claim's owner must be the completing holder's (%q), got %q", h.Owner, next.Owner)
+	}
+	if next.TaskID != "" {
+		return Task{}, Claimed{}, false, invalid("task_id", "the next claim is a claim-next: give no task_id")
+	}
+	if next.Wait != 0 {
+		return Task{}, Claimed{}, false, invalid("wait_ms", "the next claim does not wait: give 0, and claim with a wait if nothing was claimable")
+	}
+	if RequestIDFrom(ctx) != "" {
+		return Task{}, Claimed{}, false, invalid("request_id", "not accepted with a next claim: complete with a request id, then claim")
+	}
+	d, err := lease.Duration(next.Lease)
+	if err != nil {
+		return Task{}, Claimed{}, false, invalid("lease_ms", "must be between %d and %d (got %d)", lease.MinDuration.Milliseconds(), lease.MaxDuration.Milliseconds(), next.Lease.Milliseconds())
+	}
+	caps, err := canonicalTags("capabilities", next.Capabilities, MaxCapabilities)
+	if err != nil {
+		return Task{}, Claimed{}, false, err
+	}
+	if next.WorkflowID != "" {
+		if err := checkIdentifier("workflow_id", next.WorkflowID); err != nil {
+			return Task{}, Claimed{}, false, err
+		}
+	}
+	if s.readOnly {
+		return Task{}, Claimed{}, false, s.errReadOnly()
+	}
+	if s.closed.Load() {
+		return Task{}, Claimed{}, false, ErrClosed
+	}
+	arrived := s.arrival(ctx)
+	done := &hotOp{ctx: ctx, kind: hotComplete, arrived: arrived, h: h, result: res}
+	claim := &hotOp{ctx: ctx, kind: hotClaim, arrived: arrived, owner: next.Owner, workflowID: next.WorkflowID, caps: caps, lease: d, after: done}
+	s.hot.run(done, claim)
+	s.claimAttempts.Add(1)
+	if done.err != nil {
+		return Task{}, Claimed{}, false, fmt.Errorf("complete task %s: %w", h.TaskID, done.err)
+	}
+	if claim.err != nil {
+		// The completion was accepted: the claim shared its transaction,
+		// so it cannot have failed alone. Say so rather than guess.
+		return done.task, Claimed{}, false, fmt.Errorf("complete task %s: accepted, but the next claim failed: %w", h.TaskID, claim.err)
+	}
+	return done.task, claim.claimed, claim.ok, nil
+}
+
 // completeSet is the update of h's completion with result res.
 func (w *wtx) completeSet(h lease.Holder, res []byte) tgdriver.TaskSet {
 	return clearClaim(tgdriver.TaskSet{State: tgdriver.Val(string(StateCompleted)), Result: tgdriver.Val(string(res)),

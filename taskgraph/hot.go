@@ -53,6 +53,10 @@ type hotOp struct {
 	result []byte
 	// rq is the operation's request id, nil when none.
 	rq *request
+	// after, for a claim, is the completion it was submitted with
+	// (CompleteAndClaim): the claim is granted only if that completion
+	// was accepted.
+	after *hotOp
 
 	// the answer, set once the batch has committed
 	done    chan struct{}
@@ -102,11 +106,14 @@ func newHotLane(s *Store, max, maxBatch int) *hotLane {
 // the callers it answered to come back before it starts the next batch.
 const maxGather = 200 * time.Microsecond
 
-// run submits op and returns once it was answered.
-func (l *hotLane) run(op *hotOp) {
-	op.done = make(chan struct{})
+// run submits ops, which go into one batch, and returns once each was
+// answered.
+func (l *hotLane) run(ops ...*hotOp) {
+	for _, op := range ops {
+		op.done = make(chan struct{})
+	}
 	l.mu.Lock()
-	l.queue = append(l.queue, op)
+	l.queue = append(l.queue, ops...)
 	select {
 	case l.added <- struct{}{}:
 	default:
@@ -119,12 +126,18 @@ func (l *hotLane) run(op *hotOp) {
 	} else {
 		l.mu.Unlock()
 	}
-	<-op.done
+	for _, op := range ops {
+		<-op.done
+	}
 }
 
-// takeLocked takes the next batch off the queue. l.mu is held.
+// takeLocked takes the next batch off the queue, never parting a claim
+// from the completion it goes with. l.mu is held.
 func (l *hotLane) takeLocked() []*hotOp {
 	n := min(len(l.queue), l.maxBatch)
+	if n < len(l.queue) && l.queue[n].after != nil {
+		n++
+	}
 	batch := slices.Clone(l.queue[:n])
 	l.queue = slices.Delete(l.queue, 0, n)
 	return batch
@@ -427,6 +440,9 @@ func (s *Store) hotTx(ctx context.Context, tx tgdriver.Tx, ops []*hotOp, answers
 		next := 0
 		for _, i := range sc.ops {
 			op, w := ops[i], ws[i]
+			if op.after != nil && !acceptedIn(op.after, ops, answers) {
+				continue // its completion was refused: it claims nothing
+			}
 			for next < len(cands) && seen[cands[next].Seq] {
 				next++
 			}
@@ -493,6 +509,23 @@ func (s *Store) hotTx(ctx context.Context, tx tgdriver.Tx, ops []*hotOp, answers
 		}
 	}
 	return out, nil
+}
+
+// acceptedIn reports whether completion c was accepted: by this batch's
+// run (answers) when c is one of ops, else by the batch that answered it
+// before (a batch run one operation at a time runs c first).
+func acceptedIn(c *hotOp, ops []*hotOp, answers []hotAnswer) bool {
+	for j, op := range ops {
+		if op == c {
+			return answers[j].err == nil
+		}
+	}
+	select {
+	case <-c.done:
+		return c.err == nil
+	default:
+		return false
+	}
 }
 
 // hotReplays looks up the kept answers of the batch's operations with a

@@ -40,6 +40,10 @@ type benchConfig struct {
 	PGMaxConns int
 	// CPUProfile, when set, is the file the measured run's CPU profile goes to.
 	CPUProfile string
+	// Loop is the workers' loop: "combined" (each completion claims the
+	// next task in the same call, Store.CompleteAndClaim) or "separate"
+	// (a claim, then a completion: two calls per task).
+	Loop string
 }
 
 // latencyMS are percentiles of one operation, in milliseconds.
@@ -58,6 +62,7 @@ type benchResult struct {
 	Layers                int        `json:"layers"`
 	WorkflowSize          int        `json:"workflow_size"`
 	Heartbeat             bool       `json:"heartbeat"`
+	Loop                  string     `json:"loop"`
 	Seconds               float64    `json:"seconds"`
 	CyclesPerSec          float64    `json:"cycles_per_sec"`
 	ClaimMS               latencyMS  `json:"claim_ms"`
@@ -82,6 +87,12 @@ type benchClient interface {
 	close() error
 }
 
+// benchCombiner is a benchClient that completes a task and claims the next
+// in one call.
+type benchCombiner interface {
+	completeAndClaim(ctx context.Context, h lease.Holder, result json.RawMessage) (next lease.Holder, ok bool, err error)
+}
+
 type storeClient struct{ s *taskgraph.Store }
 
 func (c storeClient) claim(ctx context.Context, owner string) (lease.Holder, bool, error) {
@@ -100,6 +111,14 @@ func (c storeClient) heartbeat(ctx context.Context, h lease.Holder) error {
 func (c storeClient) complete(ctx context.Context, h lease.Holder, result json.RawMessage) error {
 	_, err := c.s.Complete(ctx, h, result)
 	return err
+}
+
+func (c storeClient) completeAndClaim(ctx context.Context, h lease.Holder, result json.RawMessage) (lease.Holder, bool, error) {
+	_, cl, ok, err := c.s.CompleteAndClaim(ctx, h, result, taskgraph.ClaimRequest{Lease: time.Minute})
+	if err != nil || !ok {
+		return lease.Holder{}, ok, err
+	}
+	return lease.Holder{TaskID: cl.Task.TaskID, Owner: h.Owner, Generation: cl.Lease.Generation, Token: cl.Lease.Token}, true, nil
 }
 
 func (storeClient) close() error { return nil }
@@ -223,17 +242,26 @@ func runBench(ctx context.Context, cfg benchConfig, stderr io.Writer) (*benchRes
 				claims, completes, heartbeats = append(claims, myClaims...), append(completes, myCompletes...), append(heartbeats, myHBs...)
 				mu.Unlock()
 			}()
+			combiner, combined := cl.(benchCombiner)
+			combined = combined && cfg.Loop == "combined"
+			var next lease.Holder // claimed with the last completion
 			for done.Load() < int64(cfg.Tasks) && ctx.Err() == nil {
-				t0 := time.Now()
-				h, ok, err := cl.claim(ctx, owner)
-				if err != nil {
-					errs <- fmt.Errorf("%s claim: %w", owner, err)
-					return
+				h := next
+				if h.TaskID == "" {
+					t0 := time.Now()
+					var ok bool
+					var err error
+					h, ok, err = cl.claim(ctx, owner)
+					if err != nil {
+						errs <- fmt.Errorf("%s claim: %w", owner, err)
+						return
+					}
+					myClaims = append(myClaims, time.Since(t0))
+					if !ok {
+						continue
+					}
 				}
-				myClaims = append(myClaims, time.Since(t0))
-				if !ok {
-					continue
-				}
+				next = lease.Holder{}
 				if cfg.Heartbeat {
 					t1 := time.Now()
 					if err := cl.heartbeat(ctx, h); err != nil {
@@ -243,7 +271,13 @@ func runBench(ctx context.Context, cfg benchConfig, stderr io.Writer) (*benchRes
 					myHBs = append(myHBs, time.Since(t1))
 				}
 				t2 := time.Now()
-				if err := cl.complete(ctx, h, json.RawMessage(`{"ok":true}`)); err != nil {
+				if combined {
+					var err error
+					if next, _, err = combiner.completeAndClaim(ctx, h, json.RawMessage(`{"ok":true}`)); err != nil {
+						errs <- fmt.Errorf("%s complete and claim: %w", owner, err)
+						return
+					}
+				} else if err := cl.complete(ctx, h, json.RawMessage(`{"ok":true}`)); err != nil {
 					errs <- fmt.Errorf("%s complete: %w", owner, err)
 					return
 				}
@@ -264,7 +298,7 @@ func runBench(ctx context.Context, cfg benchConfig, stderr io.Writer) (*benchRes
 		return nil, err
 	}
 	res := &benchResult{
-		Mode: cfg.Mode, Tasks: cfg.Tasks, Workers: cfg.Workers, WorkflowSize: cfg.WorkflowSize, Sync: string(cfg.Sync), Layers: cfg.Layers, Heartbeat: cfg.Heartbeat,
+		Mode: cfg.Mode, Tasks: cfg.Tasks, Workers: cfg.Workers, WorkflowSize: cfg.WorkflowSize, Sync: string(cfg.Sync), Layers: cfg.Layers, Heartbeat: cfg.Heartbeat, Loop: cfg.Loop,
 		Seconds: elapsed.Seconds(), CyclesPerSec: float64(done.Load()) / elapsed.Seconds(),
 		ClaimMS: percentiles(claims), CompleteMS: percentiles(completes), Database: redactDatabase(cfg.Database),
 		Driver: store.Driver(), Replicas: len(stores),
@@ -344,8 +378,19 @@ func benchAction(c *cli.Context) error {
 		Sync: tgsqlite.SyncMode(strings.ToLower(c.String("sync"))), Layers: c.Int("layers"),
 		Heartbeat: c.Bool("heartbeat"), Database: c.String("database"), CPUProfile: c.String("cpuprofile"),
 		Replicas: c.Int("replicas"), PGMaxConns: c.Int("pg-max-conns"), WorkflowSize: c.Int("workflow-size"),
+		Loop: strings.ToLower(c.String("loop")),
+	}
+	if cfg.Loop == "" {
+		cfg.Loop = "combined"
+		if cfg.Mode == "http" || cfg.Heartbeat {
+			cfg.Loop = "separate"
+		}
 	}
 	switch {
+	case cfg.Loop != "combined" && cfg.Loop != "separate":
+		return usagef("--loop must be combined or separate (got %q)", cfg.Loop)
+	case cfg.Loop == "combined" && (cfg.Mode == "http" || cfg.Heartbeat):
+		return usagef("--loop combined is for --mode store without --heartbeat: over MCP a worker claims, then completes")
 	case cfg.Tasks < 1 || cfg.Tasks > 10_000_000:
 		return usagef("--tasks must be between 1 and 10000000 (got %d)", cfg.Tasks)
 	case cfg.Workers < 1 || cfg.Workers > 256:
@@ -386,7 +431,7 @@ func benchAction(c *cli.Context) error {
 		return writeJSON(c.App.Writer, res)
 	}
 	w := c.App.Writer
-	fmt.Fprintf(w, "mode=%s driver=%s replicas=%d tasks=%d workers=%d sync=%s layers=%d heartbeat=%v\n", res.Mode, res.Driver, res.Replicas, res.Tasks, res.Workers, res.Sync, res.Layers, res.Heartbeat)
+	fmt.Fprintf(w, "mode=%s driver=%s replicas=%d tasks=%d workers=%d sync=%s layers=%d heartbeat=%v loop=%s\n", res.Mode, res.Driver, res.Replicas, res.Tasks, res.Workers, res.Sync, res.Layers, res.Heartbeat, res.Loop)
 	fmt.Fprintf(w, "  %.2fs, %.0f claim+complete cycles/s\n", res.Seconds, res.CyclesPerSec)
 	fmt.Fprintf(w, "  claim     p50 %.2fms  p95 %.2fms  p99 %.2fms\n", res.ClaimMS.P50, res.ClaimMS.P95, res.ClaimMS.P99)
 	if res.HeartbeatMS != nil {
@@ -405,8 +450,9 @@ func init() {
 			UsageText: `graph-engineering-mcp bench [--tasks N] [--workers W] [--mode store|http] [--sync full|normal] [--layers L] [--heartbeat] [--replicas R] [--database PATH|URL] [--json]
 
 Creates N tasks in a new database (a temporary one unless --database names a
-new file, or a postgres:// URL of an empty database), runs W workers that claim-next, optionally heartbeat, and complete,
-then prints throughput and claim/complete latency percentiles, and checks that
+new file, or a postgres:// URL of an empty database), runs W workers that claim-next, optionally heartbeat, and complete
+(in --mode store each completion claims the next task in the same call
+unless --loop separate), then prints throughput and claim/complete latency percentiles, and checks that
 every task was completed exactly once and the history verifies.
 
   --mode store  workers call the store in-process
@@ -430,6 +476,7 @@ Example:
 				&cli.IntFlag{Name: "workflow-size", Value: benchWorkflowSize, Usage: "`N` tasks per workflow (a workflow's writes are one chain: fewer, larger workflows serialise more)"},
 				&cli.IntFlag{Name: "replicas", Value: 1, Usage: "`R` stores on the one database, as R server processes (workers spread over them; --mode store)"},
 				&cli.IntFlag{Name: "pg-max-conns", Value: defaultPGMaxConns, Usage: "PostgreSQL: at most `N` pooled connections per replica"},
+				&cli.StringFlag{Name: "loop", Usage: "the workers' `LOOP`: combined (each completion claims the next task in the same call; the default in --mode store without --heartbeat) or separate (a claim, then a completion)"},
 				&cli.StringFlag{Name: "cpuprofile", Usage: "write a CPU profile of the measured run to `FILE` (go tool pprof FILE)"},
 				jsonFlag(),
 			},

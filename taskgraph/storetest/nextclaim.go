@@ -1,0 +1,161 @@
+package storetest
+
+import (
+	"encoding/json"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+
+	tg "github.com/graph-engineering/graph-engineering-mcp/taskgraph"
+)
+
+// nextClaimTests: a completion with the next claim in the same transaction
+// (Store.CompleteAndClaim), the worker's loop in one call.
+var nextClaimTests = []test{
+	{"CompletesThenClaims", testNextClaimCompletesThenClaims},
+	{"RefusedCompletionClaimsNothing", testNextClaimRefusedCompletionClaimsNothing},
+	{"NothingClaimable", testNextClaimNothingClaimable},
+	{"BadRequestsRefused", testNextClaimBadRequests},
+	{"WorkersDrainEachTaskOnce", testNextClaimWorkersDrainEachTaskOnce},
+}
+
+func testNextClaimCompletesThenClaims(t *testing.T, h Harness) {
+	e := setup(t, h)
+	a := e.create(t, "wf", "a")
+	b := e.create(t, "wf", "b")
+	ca := e.claim(t, "w", a.TaskID, 0)
+	done, next, ok, err := e.s.CompleteAndClaim(e.ctx, holder(ca), json.RawMessage(`{"a":1}`), tg.ClaimRequest{WorkflowID: "wf"})
+	if err != nil || !ok {
+		t.Fatalf("CompleteAndClaim: ok=%v err=%v", ok, err)
+	}
+	if done.TaskID != a.TaskID || done.State != tg.StateCompleted || string(done.Result) != `{"a":1}` {
+		t.Fatalf("completed %s %s %s, want a completed with its result", done.NodeID, done.State, done.Result)
+	}
+	if next.Task.TaskID != b.TaskID || next.Task.State != tg.StateClaimed || next.Lease.Owner != "w" || next.Lease.Token == "" {
+		t.Fatalf("next claim %s %s owner %q, want b claimed by w with a token", next.Task.NodeID, next.Task.State, next.Lease.Owner)
+	}
+	e.wantState(t, a.TaskID, tg.StateCompleted)
+	e.wantState(t, b.TaskID, tg.StateClaimed)
+	// The claim is a claim like any other: its holder completes it.
+	if _, err := e.s.Complete(e.ctx, holder(next), json.RawMessage(`2`)); err != nil {
+		t.Fatalf("complete the next claim: %v", err)
+	}
+	// The history says what happened, in order: a's completion, then b's
+	// claim, and it verifies.
+	evs, err := e.s.WorkflowEvents(e.ctx, "wf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	node := map[string]string{a.TaskID: "a", b.TaskID: "b"}
+	var kinds []string
+	for _, ev := range evs {
+		kinds = append(kinds, ev.Kind+":"+node[ev.TaskID])
+	}
+	if got, want := strings.Join(kinds, " "), "create:a create:b claim:a complete:a claim:b complete:b"; got != want {
+		t.Fatalf("history %s, want %s", got, want)
+	}
+	if rep, err := e.s.VerifyHistory(e.ctx); err != nil {
+		t.Fatalf("VerifyHistory: %v (%+v)", err, rep.Broken)
+	}
+}
+
+func testNextClaimRefusedCompletionClaimsNothing(t *testing.T, h Harness) {
+	e := setup(t, h)
+	a := e.create(t, "wf", "a")
+	b := e.create(t, "wf", "b")
+	ca := e.claim(t, "w", a.TaskID, 0)
+	stale := holder(ca)
+	stale.Token = "not-the-token"
+	_, _, ok, err := e.s.CompleteAndClaim(e.ctx, stale, json.RawMessage(`1`), tg.ClaimRequest{WorkflowID: "wf"})
+	if !errors.Is(err, tg.ErrStaleClaim) || ok {
+		t.Fatalf("CompleteAndClaim with a wrong token: ok=%v err=%v, want ErrStaleClaim and no claim", ok, err)
+	}
+	e.wantState(t, a.TaskID, tg.StateClaimed)
+	e.wantState(t, b.TaskID, tg.StatePending)
+}
+
+func testNextClaimNothingClaimable(t *testing.T, h Harness) {
+	e := setup(t, h)
+	a := e.create(t, "wf", "a")
+	e.create(t, "wf", "b", "a") // becomes ready only with a's completion
+	ca := e.claim(t, "w", a.TaskID, 0)
+	done, _, ok, err := e.s.CompleteAndClaim(e.ctx, holder(ca), json.RawMessage(`1`), tg.ClaimRequest{WorkflowID: "wf"})
+	if err != nil || ok {
+		t.Fatalf("CompleteAndClaim with nothing else ready: ok=%v err=%v, want the completion and no claim", ok, err)
+	}
+	if done.State != tg.StateCompleted {
+		t.Fatalf("a is %s, want completed", done.State)
+	}
+	// b became ready with a's completion: an ordinary claim takes it.
+	if c, ok := e.claimNext(t, "w", "wf"); !ok || c.Task.NodeID != "b" {
+		t.Fatalf("claim-next after: ok=%v %s, want b", ok, c.Task.NodeID)
+	}
+}
+
+func testNextClaimBadRequests(t *testing.T, h Harness) {
+	e := setup(t, h)
+	a := e.create(t, "wf", "a")
+	ca := e.claim(t, "w", a.TaskID, 0)
+	for _, tc := range []struct {
+		name  string
+		ctx   *env
+		next  tg.ClaimRequest
+		field string
+	}{
+		{"another owner", e, tg.ClaimRequest{Owner: "x"}, "owner"},
+		{"a task id", e, tg.ClaimRequest{TaskID: a.TaskID}, "task_id"},
+		{"a wait", e, tg.ClaimRequest{Wait: 1}, "wait_ms"},
+		{"a request id", e.withID("r-1"), tg.ClaimRequest{}, "request_id"},
+		{"a bad workflow", e, tg.ClaimRequest{WorkflowID: "no spaces"}, "workflow_id"},
+	} {
+		_, _, _, err := e.s.CompleteAndClaim(tc.ctx.ctx, holder(ca), json.RawMessage(`1`), tc.next)
+		if !errors.Is(err, tg.ErrInvalid) || !strings.Contains(err.Error(), tc.field) {
+			t.Fatalf("%s: err %v, want ErrInvalidInput naming %s", tc.name, err, tc.field)
+		}
+	}
+	// Nothing was written by the refused calls.
+	e.wantState(t, a.TaskID, tg.StateClaimed)
+}
+
+func testNextClaimWorkersDrainEachTaskOnce(t *testing.T, h Harness) {
+	e := setup(t, h)
+	const n, workers = 40, 4
+	for i := range n {
+		e.create(t, "wf", "t"+string(rune('A'+i/26))+string(rune('a'+i%26)))
+	}
+	var mu sync.Mutex
+	completed := map[string]int{}
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Add(1)
+		go func(owner string) {
+			defer wg.Done()
+			c, ok, err := e.s.Claim(e.ctx, tg.ClaimRequest{Owner: owner, WorkflowID: "wf"})
+			for err == nil && ok {
+				var done tg.Task
+				done, c, ok, err = e.s.CompleteAndClaim(e.ctx, holder(c), json.RawMessage(`1`), tg.ClaimRequest{WorkflowID: "wf"})
+				if err == nil {
+					mu.Lock()
+					completed[done.TaskID]++
+					mu.Unlock()
+				}
+			}
+			if err != nil {
+				t.Errorf("%s: %v", owner, err)
+			}
+		}(string(rune('p' + w)))
+	}
+	wg.Wait()
+	if len(completed) != n {
+		t.Fatalf("%d tasks completed, want %d", len(completed), n)
+	}
+	for id, k := range completed {
+		if k != 1 {
+			t.Fatalf("task %s completed %d times", id, k)
+		}
+	}
+	if rep, err := e.s.VerifyHistory(e.ctx); err != nil {
+		t.Fatalf("VerifyHistory: %v (%+v)", err, rep.Broken)
+	}
+}
