@@ -173,7 +173,7 @@ func TestHeartbeatsKeepTheLease(t *testing.T) {
 	beats, reported := 0, 0
 	var final struct {
 		Report struct {
-			Progress struct{ Done, Total float64 }
+			Progress      struct{ Done, Total float64 }
 			StatusMessage string `json:"status_message"`
 		}
 	}
