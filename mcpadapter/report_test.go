@@ -69,11 +69,13 @@ func TestWorkerReportsOverTheClient(t *testing.T) {
 		args map[string]any
 		want string
 	}{
-		{map[string]any{"progress": map[string]any{"done": 11, "total": 10}}, "progress.done must be at most progress.total"},
+		{map[string]any{"progress": map[string]any{"done": 11, "total": 10}}, "invalid progress.done: must be at most progress.total (got 11 of 10)"},
 		{map[string]any{"progress": map[string]any{"done": -1}}, "progress.done must be a number from 0"},
 		{map[string]any{"progress": map[string]any{"total": 1}}, "progress.done is required"},
 		{map[string]any{"progress": map[string]any{"done": 1, "percent": 5}}, `unknown key "percent"`},
-		{map[string]any{"status_message": strings.Repeat("é", 300)}, "status_message must be at most 512 bytes"},
+		{map[string]any{"status_message": strings.Repeat("x", 513)}, "status_message must be at most 512 characters and 512 bytes"},
+		// Within the characters, beyond the bytes: the store's rule.
+		{map[string]any{"status_message": strings.Repeat("é", 300)}, "invalid status_message: must be at most 512 bytes (got 600)"},
 		{map[string]any{"usage": map[string]any{"input_tokens": 1.5}}, "usage.input_tokens must be a whole number"},
 		{map[string]any{"usage": map[string]any{"cost_usd": -0.01}}, "usage.cost_usd must be a number from 0"},
 		{map[string]any{"usage": "lots"}, "usage must be a JSON object"},

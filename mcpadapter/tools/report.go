@@ -18,12 +18,12 @@ import (
 // status_message and usage of graph_task_heartbeat, graph_task_complete and
 // graph_task_fail, and how tasks show it.
 
-// The report's arguments. Their kinds check them as the store does
-// (taskgraph.CheckReport), so that a model learns the rule from the
-// schema and from the error naming the field.
+// The report's arguments. Their kinds check what the schema states; the
+// store (taskgraph.CheckReport) checks the rest (done <= total, the bytes
+// of the message), and every refusal names the field and the rule.
 var (
 	fProgress = field{name: "progress", kind: kindProgress, desc: "optional: how far this attempt is, {done, total} in any unit (numbers >= 0, done <= total; total optional)"}
-	fStatus   = field{name: "status_message", kind: kindText, desc: fmt.Sprintf("optional: a short note on what you are doing now, shown to people watching (at most %d bytes)", taskgraph.MaxStatusMessageBytes)}
+	fStatus   = field{name: "status_message", kind: kindText, desc: fmt.Sprintf("optional: a short note on what you are doing now, shown to people watching (at most %d characters and %d bytes of UTF-8)", taskgraph.MaxStatusMessageBytes, taskgraph.MaxStatusMessageBytes)}
 	fUsage    = field{name: "usage", kind: kindUsage, desc: "optional: what this attempt has cost so far, cumulative (the total, not an increment): {input_tokens, output_tokens, cost_usd}, each >= 0, default 0"}
 	// reportFields are the arguments of a report.
 	reportFields = []field{fProgress, fStatus, fUsage}
@@ -63,8 +63,10 @@ func (a *args) checkReportArg(f field, v json.RawMessage) error {
 		if !utf8.ValidString(s) {
 			return argErrorf("%s must be valid UTF-8", f.name)
 		}
-		if len(s) > taskgraph.MaxStatusMessageBytes {
-			return argErrorf("%s must be at most %d bytes of UTF-8 (got %d)", f.name, taskgraph.MaxStatusMessageBytes, len(s))
+		// Counted in characters, as the schema's maxLength is (and as the
+		// error text is); the store bounds the bytes.
+		if n := utf8.RuneCountInString(s); n > taskgraph.MaxStatusMessageBytes {
+			return argErrorf("%s must be at most %d characters and %d bytes (got %d characters)", f.name, taskgraph.MaxStatusMessageBytes, taskgraph.MaxStatusMessageBytes, n)
 		}
 		a.str[f.name] = s
 	case kindProgress:
@@ -80,12 +82,11 @@ func (a *args) checkReportArg(f field, v json.RawMessage) error {
 			return err
 		}
 		if raw, ok := m["total"]; ok {
+			// done <= total is the store's rule (CheckReport): a schema
+			// cannot state it, and the arguments agree with the schema.
 			t, err := reportNumber(f.name+".total", raw, taskgraph.MaxProgressValue)
 			if err != nil {
 				return err
-			}
-			if p.Done > t {
-				return fieldErrorf(f.name+".done", "%s.done must be at most %s.total (got %v of %v)", f.name, f.name, p.Done, t)
 			}
 			p.Total = &t
 		}
