@@ -22,6 +22,7 @@ Exit status: 0 when everything verifies, 1 naming the first broken item,
 2 on bad usage or unreadable input.
 """
 
+import decimal
 import hashlib
 import json
 import re
@@ -52,6 +53,31 @@ def utf16_key(s):
     return s.encode('utf-16-be')
 
 
+def jcs_number(f):
+    """A double as ECMAScript's Number::toString writes it (RFC 8785
+    3.2.2.3): the shortest round-trip digits (Python's repr), as an integer
+    up to 21 digits, a plain fraction down to 1e-6, else exponential."""
+    if f != f or f in (float('inf'), float('-inf')):
+        raise Broken('%r is not a JSON number' % (f,))
+    if f == 0:
+        return '0'
+    sign = '-' if f < 0 else ''
+    d = decimal.Decimal(repr(abs(f))).normalize()
+    _, digits, exp = d.as_tuple()
+    digits = ''.join(str(x) for x in digits)
+    k = len(digits)
+    n = k + exp  # the decimal point's position relative to the digits
+    if k <= n <= 21:
+        out = digits + '0' * (n - k)
+    elif 0 < n <= 21:
+        out = digits[:n] + '.' + digits[n:]
+    elif -6 < n <= 0:
+        out = '0.' + '0' * -n + digits
+    else:
+        out = digits[0] + ('.' + digits[1:] if k > 1 else '') + 'e' + ('+' if n - 1 > 0 else '-') + str(abs(n - 1))
+    return sign + out
+
+
 def jcs(v):
     """RFC 8785 canonical JSON of a parsed value (integers as the store writes them)."""
     if v is None:
@@ -63,9 +89,7 @@ def jcs(v):
     if isinstance(v, int):
         return str(v)
     if isinstance(v, float):
-        if v.is_integer() and abs(v) < 1e21:
-            return str(int(v))
-        return repr(v)  # not written by the store
+        return jcs_number(v)
     if isinstance(v, str):
         return jcs_string(v)
     if isinstance(v, list):

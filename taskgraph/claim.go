@@ -262,7 +262,7 @@ func (w *wtx) grantFor(r *row, owner string, d time.Duration) (grantPlan, error)
 	if r.dueAtMS != 0 { // due by now (the guard says so): claimed in passing
 		due = tgdriver.Val(int64(0))
 	}
-	return grantPlan{owner: owner, token: token, exp: exp, gen: gen,
+	g := grantPlan{owner: owner, token: token, exp: exp, gen: gen,
 		set: tgdriver.TaskSet{
 			DueAtMS:          due,
 			State:            tgdriver.Val(string(StateClaimed)),
@@ -276,7 +276,9 @@ func (w *wtx) grantFor(r *row, owner string, d time.Duration) (grantPlan, error)
 			UpdatedAtMS:      w.nowMS,
 		},
 		guard: tgdriver.TaskGuard{States: []string{string(StatePending)}, Generation: tgdriver.Val(r.Generation), DueByMS: tgdriver.Val(w.at().UnixMilli())},
-	}, nil
+	}
+	foldReport(&g.set, r)
+	return g, nil
 }
 
 // claimedRow is pending task r as g's update leaves it.
@@ -289,6 +291,9 @@ func claimedRow(r row, g grantPlan, nowMS int64) row {
 	r.StatusMessage = g.set.StatusMessage.V
 	r.dueAtMS, r.DueAt = 0, time.Time{}
 	r.UpdatedAt = time.UnixMilli(nowMS).UTC()
+	if g.set.PriorUsage.Set {
+		r.report, r.Report, r.usage, r.prior = "", nil, Usage{}, Usage(g.set.PriorUsage.V)
+	}
 	return r
 }
 

@@ -221,6 +221,21 @@
 // only as a hash. The sweeper keeps at most Options.MaxRequestsPerPrincipal
 // answers per principal, removing the oldest beyond. See request.go.
 //
+// # Workers' reports
+//
+// A heartbeat, completion or failure may carry the holder's report on its
+// attempt (WithReport, report.go): progress, a short status message and
+// the attempt's usage so far, each bounded (CheckReport names the field
+// and the rule). It is stored in the write's own fenced update, never in a
+// statement of its own: a write without one builds exactly the update it
+// built before. A later report of the attempt replaces the earlier whole;
+// the next claim clears it and folds its usage into the task's prior
+// usage, from the row the claim read anyway, so Task.TotalUsage and
+// WorkflowUsage count every attempt exactly once. Each report is recorded
+// in its event's detail, which the event's hash covers; the task state an
+// event leaves does not include it, so verify compares no report column
+// and histories written before migration 0009 verify unchanged.
+//
 // # Speed
 //
 // A durable commit costs an fsync, so the store's throughput comes from

@@ -165,9 +165,10 @@ func (w *wtx) heartbeatSet(dur time.Duration) (tgdriver.TaskSet, int64) {
 	return tgdriver.TaskSet{LeaseExpiresAtMS: tgdriver.Val(exp), LeaseMS: tgdriver.Val(dur.Milliseconds()), UpdatedAtMS: w.nowMS}, exp
 }
 
-// heartbeated records the heartbeat of h on r, as updated.
-func (w *wtx) heartbeated(r *row, h lease.Holder, exp int64) error {
-	return w.appendEvent(r, EventHeartbeat, h.Owner, h.Generation, w.arrived(map[string]any{"lease_expires_at_ms": exp}))
+// heartbeated records the heartbeat of h on r, as updated, with its
+// report (nil: none).
+func (w *wtx) heartbeated(r *row, h lease.Holder, exp int64, rep *Report) error {
+	return w.appendEvent(r, EventHeartbeat, h.Owner, h.Generation, w.arrived(withReport(map[string]any{"lease_expires_at_ms": exp}, rep)))
 }
 
 // Complete stores the holder's result (any JSON value) and finishes the task;
@@ -258,10 +259,11 @@ func (w *wtx) completeSet(h lease.Holder, res []byte) tgdriver.TaskSet {
 		StatusMessage: tgdriver.Val(fmt.Sprintf("completed by %s (generation %d)", h.Owner, h.Generation)), UpdatedAtMS: w.nowMS})
 }
 
-// completed records h's completion of r, as updated, with result res, and
-// makes ready the dependents it was the last to wait for.
-func (w *wtx) completed(r *row, h lease.Holder, res []byte) error {
-	if err := w.appendEvent(r, EventComplete, h.Owner, h.Generation, w.arrived(map[string]any{"result_sha256": sha256Hex(res)})); err != nil {
+// completed records h's completion of r, as updated, with result res and
+// report rep (nil: none), and makes ready the dependents it was the last
+// to wait for.
+func (w *wtx) completed(r *row, h lease.Holder, res []byte, rep *Report) error {
+	if err := w.appendEvent(r, EventComplete, h.Owner, h.Generation, w.arrived(withReport(map[string]any{"result_sha256": sha256Hex(res)}, rep))); err != nil {
 		return err
 	}
 	w.afterCommit(func() { w.s.stats.completions.Add(1) })
@@ -294,7 +296,12 @@ func (s *Store) fail(ctx context.Context, h lease.Holder, errText string, retrya
 	if err := checkErrorText(errText); err != nil {
 		return Task{}, err
 	}
-	return s.holderWrite(ctx, "fail", h, map[string]any{"error": errText, "retryable": retryable, "retry_after": int64(after)}, func(w *wtx, r *row) error {
+	rep, err := checkedReport(ctx)
+	if err != nil {
+		return Task{}, err
+	}
+	args := reportArgs(map[string]any{"error": errText, "retryable": retryable, "retry_after": int64(after)}, rep)
+	return s.holderWrite(ctx, "fail", h, args, func(w *wtx, r *row) error {
 		if retryable && r.Attempts < r.MaxAttempts {
 			delay := after
 			if delay < 0 {
@@ -308,8 +315,12 @@ func (s *Store) fail(ctx context.Context, h lease.Holder, errText string, retrya
 				due = w.at().Add(delay).UnixMilli()
 				status = waitingStatus(time.UnixMilli(due), why)
 			}
-			if err := w.fenced(r, h, clearClaim(tgdriver.TaskSet{State: tgdriver.Val(string(StatePending)), Owner: tgdriver.Null[string](), Error: tgdriver.Val(errText),
-				DueAtMS: tgdriver.Val(due), StatusMessage: tgdriver.Val(status)})); err != nil {
+			set := clearClaim(tgdriver.TaskSet{State: tgdriver.Val(string(StatePending)), Owner: tgdriver.Null[string](), Error: tgdriver.Val(errText),
+				DueAtMS: tgdriver.Val(due), StatusMessage: tgdriver.Val(status)})
+			if err := w.setReport(&set, rep, h.Generation); err != nil {
+				return err
+			}
+			if err := w.fenced(r, h, set); err != nil {
 				return err
 			}
 			if due > 0 {
@@ -322,18 +333,22 @@ func (s *Store) fail(ctx context.Context, h lease.Holder, errText string, retrya
 			if due > 0 {
 				detail["due_at_ms"] = due
 			}
-			return w.appendEvent(r, EventRetry, h.Owner, h.Generation, w.arrived(detail))
+			return w.appendEvent(r, EventRetry, h.Owner, h.Generation, w.arrived(withReport(detail, rep)))
 		}
 		why := "failed"
 		if retryable {
 			why = fmt.Sprintf("failed after %d of %d attempts", r.Attempts, r.MaxAttempts)
 		}
-		if err := w.fenced(r, h, clearClaim(tgdriver.TaskSet{State: tgdriver.Val(string(StateFailed)), Error: tgdriver.Val(errText),
-			StatusMessage: tgdriver.Val(why + ": " + errorSummary(errText))})); err != nil {
+		set := clearClaim(tgdriver.TaskSet{State: tgdriver.Val(string(StateFailed)), Error: tgdriver.Val(errText),
+			StatusMessage: tgdriver.Val(why + ": " + errorSummary(errText))})
+		if err := w.setReport(&set, rep, h.Generation); err != nil {
+			return err
+		}
+		if err := w.fenced(r, h, set); err != nil {
 			return err
 		}
 		w.afterCommit(func() { w.s.stats.failures.Add(1) })
-		if err := w.appendEvent(r, EventFail, h.Owner, h.Generation, w.arrived(map[string]any{"attempt": r.Attempts, "retryable": retryable, "error": errorSummary(errText)})); err != nil {
+		if err := w.appendEvent(r, EventFail, h.Owner, h.Generation, w.arrived(withReport(map[string]any{"attempt": r.Attempts, "retryable": retryable, "error": errorSummary(errText)}, rep))); err != nil {
 			return err
 		}
 		return w.cascadeCancel(r)

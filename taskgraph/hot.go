@@ -51,6 +51,8 @@ type hotOp struct {
 	h      lease.Holder
 	dur    time.Duration
 	result []byte
+	// rep is the holder's report (WithReport), nil when none.
+	rep *Report
 	// rq is the operation's request id, nil when none.
 	rq *request
 	// after, for a claim, is the completion it was submitted with
@@ -354,11 +356,18 @@ func (s *Store) hotTx(ctx context.Context, tx tgdriver.Tx, ops []*hotOp, answers
 		switch op.kind {
 		case hotHeartbeat:
 			set, exp := w.heartbeatSet(op.dur)
+			if err := w.setReport(&set, op.rep, op.h.Generation); err != nil {
+				return nil, err
+			}
 			fencedOps = append(fencedOps, fenced{op: i, exp: exp})
 			f.Updates = append(f.Updates, tgdriver.TaskUpdate{TaskID: op.h.TaskID, Set: set, Guard: w.fence(op.h)})
 		case hotComplete:
+			set := w.completeSet(op.h, op.result)
+			if err := w.setReport(&set, op.rep, op.h.Generation); err != nil {
+				return nil, err
+			}
 			fencedOps = append(fencedOps, fenced{op: i})
-			f.Updates = append(f.Updates, tgdriver.TaskUpdate{TaskID: op.h.TaskID, Set: w.completeSet(op.h, op.result), Guard: w.fence(op.h)})
+			f.Updates = append(f.Updates, tgdriver.TaskUpdate{TaskID: op.h.TaskID, Set: set, Guard: w.fence(op.h)})
 		}
 	}
 	order := make([]int, len(f.Updates))
@@ -421,9 +430,9 @@ func (s *Store) hotTx(ctx context.Context, tx tgdriver.Tx, ops []*hotOp, answers
 		}
 		switch op.kind {
 		case hotHeartbeat:
-			err = w.heartbeated(&r, op.h, fo.exp)
+			err = w.heartbeated(&r, op.h, fo.exp, op.rep)
 		case hotComplete:
-			err = w.completed(&r, op.h, op.result)
+			err = w.completed(&r, op.h, op.result, op.rep)
 		}
 		if err != nil {
 			return nil, err
@@ -596,7 +605,12 @@ func (s *Store) hotHolderWrite(ctx context.Context, op *hotOp, args map[string]a
 	if op.kind == hotComplete {
 		verb = "complete"
 	}
-	rq, err := newRequest(ctx, verb, op.h.Owner, holderArgs(op.h, args))
+	rep, err := checkedReport(ctx)
+	if err != nil {
+		return Task{}, err
+	}
+	op.rep = rep
+	rq, err := newRequest(ctx, verb, op.h.Owner, holderArgs(op.h, reportArgs(args, rep)))
 	if err != nil {
 		return Task{}, err
 	}

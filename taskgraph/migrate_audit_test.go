@@ -60,6 +60,10 @@ func downgradeToV2(t *testing.T, path string) {
 		// The later migrations' additions go too (0004 graph data, 0005
 		// principals, 0006 routing, 0007 journal, 0008 requests), so that
 		// the file is a schema-2 database again.
+		// 0009 reports:
+		`ALTER TABLE tasks DROP COLUMN report`, `ALTER TABLE tasks DROP COLUMN usage_input_tokens`, `ALTER TABLE tasks DROP COLUMN usage_output_tokens`,
+		`ALTER TABLE tasks DROP COLUMN usage_cost_usd`, `ALTER TABLE tasks DROP COLUMN prior_input_tokens`, `ALTER TABLE tasks DROP COLUMN prior_output_tokens`,
+		`ALTER TABLE tasks DROP COLUMN prior_cost_usd`,
 		`DROP TABLE requests`, `DROP TABLE event_journal`, `ALTER TABLE tasks DROP COLUMN dependents`,
 		`CREATE INDEX tasks_ready ON tasks (seq) WHERE state = 'pending'`,
 		`CREATE INDEX tasks_ready_by_workflow ON tasks (workflow_id, seq) WHERE state = 'pending'`,

@@ -127,6 +127,7 @@ func readWorkflow(ctx context.Context, rd tgdriver.Reads, workflowID string, f t
 		}
 		v.Tasks = append(v.Tasks, r.Task)
 		v.Counts[r.State]++
+		v.Usage = v.Usage.Add(r.TotalUsage)
 	}
 	return v, nil
 }
@@ -183,7 +184,7 @@ func (s *Store) WorkflowSummary(ctx context.Context, workflowID string) (Workflo
 // tasks in creation order, at most limit of them (0 or more than
 // MaxTasksPerWorkflow: all), each without its payload and result (Payload
 // is JSON null, Result nil: neither is read from the database), and its
-// counts by state over all of its tasks, from one snapshot. Edges is not
+// counts by state and its usage over all of its tasks, from one snapshot. Edges is not
 // filled: each task's DependsOn names its dependencies. It never expires a
 // lapsed lease. A view that polls reads far less this way than through
 // Workflow, whose rows carry payloads and results of up to 256 KiB each.
@@ -212,7 +213,9 @@ func (s *Store) WorkflowGraph(ctx context.Context, workflowID string, limit int)
 		for st, n := range counts {
 			v.Counts[State(st)] = n
 		}
-		return nil
+		u, err := rd.WorkflowUsage(ctx, workflowID)
+		v.Usage = Usage(u)
+		return err
 	})
 	if err != nil {
 		return WorkflowView{}, err

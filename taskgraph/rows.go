@@ -24,6 +24,10 @@ type row struct {
 	dueAtMS int64
 	// dependents counts the tasks that depend on this one.
 	dependents int
+	// report is the stored report text, usage its usage and prior the
+	// usage of the earlier attempts (see Report).
+	report       string
+	usage, prior Usage
 }
 
 // toRow turns a driver's task row into the domain's.
@@ -58,6 +62,15 @@ func toRow(tr tgdriver.TaskRow) (row, error) {
 	r.CreatedAt = time.UnixMilli(tr.CreatedAtMS).UTC()
 	r.UpdatedAt = time.UnixMilli(tr.UpdatedAtMS).UTC()
 	r.CreatedBy = tr.CreatedBy
+	r.report, r.usage, r.prior = tr.Report, Usage(tr.Usage), Usage(tr.PriorUsage)
+	if tr.Report != "" {
+		rep, err := readReport(tr.TaskID, tr.Report)
+		if err != nil {
+			return row{}, err
+		}
+		r.Report = rep
+	}
+	r.TotalUsage = r.prior.Add(r.usage)
 	return r, nil
 }
 

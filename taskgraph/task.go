@@ -78,6 +78,12 @@ type Task struct {
 	// CreatedBy is the principal that created the task (see WithPrincipal);
 	// "" when the creating request carried none.
 	CreatedBy string
+	// Report is the current (or last) attempt's report (WithReport); nil
+	// when it reported nothing.
+	Report *Report
+	// TotalUsage is the usage every attempt of the task reported: the
+	// earlier attempts' and Report's.
+	TotalUsage Usage
 }
 
 // NodeSpec describes a task to create.
@@ -163,8 +169,11 @@ type WorkflowView struct {
 	Tasks      []Task
 	Edges      []Edge
 	Counts     map[State]int
-	CreatedAt  time.Time
-	UpdatedAt  time.Time
+	// Usage is the usage of every attempt of the workflow's tasks (all of
+	// them, also when Tasks holds only some).
+	Usage     Usage
+	CreatedAt time.Time
+	UpdatedAt time.Time
 }
 
 // Finished reports whether every task of the workflow is terminal.

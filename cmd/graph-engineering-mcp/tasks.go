@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -256,6 +257,10 @@ type taskJSON struct {
 	// DueAt is when a pending task becomes claimable; absent when it is
 	// claimable now.
 	DueAt *time.Time `json:"due_at,omitempty"`
+	// Report is the current (or last) attempt's report by its worker, and
+	// TotalUsage the usage of every attempt; absent when none.
+	Report     *taskgraph.Report `json:"report,omitempty"`
+	TotalUsage *taskgraph.Usage  `json:"total_usage,omitempty"`
 }
 
 func newTaskJSON(t taskgraph.Task) taskJSON {
@@ -263,7 +268,11 @@ func newTaskJSON(t taskgraph.Task) taskJSON {
 		TaskID: t.TaskID, WorkflowID: t.WorkflowID, NodeID: t.NodeID, State: string(t.State), StatusMessage: t.StatusMessage,
 		Owner: t.Owner, Generation: t.Generation, Attempts: t.Attempts, MaxAttempts: t.MaxAttempts,
 		DependsOn: t.DependsOn, Payload: t.Payload, Result: t.Result, Error: t.Error, CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt,
-		CreatedBy: t.CreatedBy, Requires: t.Requires,
+		CreatedBy: t.CreatedBy, Requires: t.Requires, Report: t.Report,
+	}
+	if !t.TotalUsage.IsZero() {
+		u := t.TotalUsage
+		out.TotalUsage = &u
 	}
 	if !t.DueAt.IsZero() {
 		due := t.DueAt
@@ -402,6 +411,19 @@ func writeTaskDetail(w io.Writer, t taskgraph.Task, events []taskgraph.Event, no
 	if !t.DueAt.IsZero() {
 		rows = append(rows, [2]string{"waiting until", fmt.Sprintf("%s (%s)", timestamp(t.DueAt), relative(t.DueAt, now))})
 	}
+	if rep := t.Report; rep != nil {
+		if p := describeProgress(rep); p != "" {
+			rows = append(rows, [2]string{"progress", p})
+		}
+		if rep.StatusMessage != "" {
+			rows = append(rows, [2]string{"worker says", oneLine(rep.StatusMessage)})
+		}
+		at := time.UnixMilli(rep.AtMS)
+		rows = append(rows, [2]string{"reported", fmt.Sprintf("%s (%s) by generation %d", timestamp(at), relative(at, now), rep.Generation)})
+	}
+	if !t.TotalUsage.IsZero() {
+		rows = append(rows, [2]string{"usage", describeUsage(t.TotalUsage) + " (every attempt)"})
+	}
 	rows = append(rows, [][2]string{
 		{"attempts", fmt.Sprintf("%d of %d", t.Attempts, t.MaxAttempts)},
 		{"owner", dash(t.Owner)},
@@ -437,6 +459,28 @@ func writeTaskDetail(w io.Writer, t taskgraph.Task, events []taskgraph.Event, no
 		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d\t%s\t%s\n", e.Seq, timestamp(e.At), e.Kind, dash(e.Owner), e.Generation, describeActor(e), e.Detail)
 	}
 	return tw.Flush()
+}
+
+// describeProgress is a report's progress: "3 of 10 (30%)", "7"; "" when
+// it carried none.
+func describeProgress(rep *taskgraph.Report) string {
+	p := rep.Progress
+	if p == nil {
+		return ""
+	}
+	if p.Total == nil {
+		return fmt.Sprintf("%v done", p.Done)
+	}
+	s := fmt.Sprintf("%v of %v", p.Done, *p.Total)
+	if *p.Total > 0 {
+		s += fmt.Sprintf(" (%d%%)", int(p.Done*100 / *p.Total))
+	}
+	return s
+}
+
+// describeUsage is usage as text: "1200 input and 300 output tokens, $0.0125".
+func describeUsage(u taskgraph.Usage) string {
+	return fmt.Sprintf("%d input and %d output tokens, $%s", u.InputTokens, u.OutputTokens, strconv.FormatFloat(u.CostUSD, 'f', -1, 64))
 }
 
 // describeLease says who holds the task and whether the lease is live at now.

@@ -108,6 +108,8 @@ type workflowJSON struct {
 	Counts     map[string]int `json:"counts"`
 	Tasks      []taskJSON     `json:"tasks"`
 	Edges      []edgeJSON     `json:"edges"`
+	// Usage is what every attempt of every task reported.
+	Usage taskgraph.Usage `json:"usage"`
 }
 
 // edgeJSON says that Task cannot start before Dependency completes (node ids).
@@ -118,7 +120,8 @@ type edgeJSON struct {
 
 func newWorkflowJSON(v taskgraph.WorkflowView) workflowJSON {
 	out := workflowJSON{WorkflowID: v.WorkflowID, CreatedAt: v.CreatedAt, UpdatedAt: v.UpdatedAt, Finished: v.Finished(),
-		Total: len(v.Tasks), Counts: stateCountsJSON(v.Counts), Tasks: make([]taskJSON, len(v.Tasks)), Edges: make([]edgeJSON, len(v.Edges))}
+		Total: len(v.Tasks), Counts: stateCountsJSON(v.Counts), Tasks: make([]taskJSON, len(v.Tasks)), Edges: make([]edgeJSON, len(v.Edges)),
+		Usage: v.Usage}
 	for i, t := range v.Tasks {
 		out.Tasks[i] = newTaskJSON(t)
 	}
@@ -472,13 +475,19 @@ type progressJSON struct {
 	Total      int            `json:"total"`
 	Counts     map[string]int `json:"counts"`
 	Finished   bool           `json:"finished"`
+	// Usage is the workflow's usage; absent while nobody reported any.
+	Usage *taskgraph.Usage `json:"usage,omitempty"`
 }
 
 func (wv *watchView) update(v taskgraph.WorkflowView, now time.Time) error {
 	switch wv.mode {
 	case watchJSON:
 		p := progressJSON{WorkflowID: v.WorkflowID, Total: len(v.Tasks), Counts: stateCountsJSON(v.Counts), Finished: v.Finished()}
-		key := fmt.Sprint(p)
+		if !v.Usage.IsZero() {
+			u := v.Usage
+			p.Usage = &u
+		}
+		key := fmt.Sprint(p.WorkflowID, p.Total, p.Counts, p.Finished, v.Usage)
 		if key == wv.prev {
 			return nil
 		}
@@ -557,6 +566,9 @@ func redrawFrame(v taskgraph.WorkflowView, now time.Time, st treeStyle) string {
 		fmt.Sprintf("%d blocked", c[taskgraph.StateBlocked]),
 	}
 	fmt.Fprintf(&b, "%s\n", strings.Join(parts, st.sep))
+	if !v.Usage.IsZero() {
+		fmt.Fprintf(&b, "usage: %s\n", describeUsage(v.Usage))
+	}
 	list := func(state taskgraph.State, describe func(taskgraph.Task) string) {
 		n := 0
 		for _, t := range v.Tasks {
@@ -575,6 +587,14 @@ func redrawFrame(v taskgraph.WorkflowView, now time.Time, st treeStyle) string {
 		s := fmt.Sprintf("claimed by %s (generation %d)", t.Owner, t.Generation)
 		if leaseLapsed(t, now) {
 			s += ", lease expired"
+		}
+		if rep := t.Report; rep != nil && rep.Generation == t.Generation {
+			if p := describeProgress(rep); p != "" {
+				s += ": " + p
+			}
+			if rep.StatusMessage != "" {
+				s += ": " + truncate(oneLine(rep.StatusMessage), 60)
+			}
 		}
 		return s
 	})

@@ -26,6 +26,29 @@ type Task struct {
 	// the claim returned them (a result the claim left out for size is read
 	// whole with graph_task_inspect before the handler runs).
 	Upstream map[string]json.RawMessage
+	// Report records how far the work is. The worker sends the latest
+	// report with its next heartbeat (only when it changed) and with the
+	// completion or failure, so people watching the task (tasks/get, the
+	// live view, tasks show) see it; reporting often costs nothing more.
+	// Safe to call from any goroutine; nil-safe to leave uncalled.
+	Report func(Progress)
+}
+
+// Progress is what a handler reports about its work so far: Done of Total
+// (any unit; Total 0 means unknown) and a short Message (at most 512
+// bytes). Usage, when set, is what this attempt has cost so far
+// (cumulative, not an increment).
+type Progress struct {
+	Done, Total float64
+	Message     string
+	Usage       *Usage
+}
+
+// Usage is what an attempt cost: tokens and money.
+type Usage struct {
+	InputTokens  int64   `json:"input_tokens"`
+	OutputTokens int64   `json:"output_tokens"`
+	CostUSD      float64 `json:"cost_usd"`
 }
 
 // Handler does a task's work. It returns the result to store (any value that
@@ -94,12 +117,8 @@ func Echo(ctx context.Context, t Task) (any, error) {
 		if *p.SleepMs < 0 || d > maxSleep {
 			return nil, fmt.Errorf("payload.sleep_ms must be between 0 and %d (got %d)", maxSleep.Milliseconds(), *p.SleepMs)
 		}
-		timer := time.NewTimer(d)
-		select {
-		case <-timer.C:
-		case <-ctx.Done():
-			timer.Stop()
-			return nil, context.Cause(ctx)
+		if err := sleepReporting(ctx, t, d); err != nil {
+			return nil, err
 		}
 	}
 	if msg, fail, err := failMessage(p.Fail); err != nil {
@@ -116,6 +135,33 @@ func Echo(ctx context.Context, t Task) (any, error) {
 		out["upstream"] = t.Upstream
 	}
 	return out, nil
+}
+
+// sleepReporting simulates d of work, reporting the milliseconds slept of
+// d as progress every tenth of it (at most once every 100 ms).
+func sleepReporting(ctx context.Context, t Task, d time.Duration) error {
+	report := func(done time.Duration, msg string) {
+		if t.Report != nil {
+			t.Report(Progress{Done: float64(done.Milliseconds()), Total: float64(d.Milliseconds()), Message: msg})
+		}
+	}
+	start := time.Now()
+	report(0, "simulating work (sleep_ms)")
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	tick := time.NewTicker(max(d/10, 100*time.Millisecond))
+	defer tick.Stop()
+	for {
+		select {
+		case <-timer.C:
+			report(d, "done")
+			return nil
+		case <-tick.C:
+			report(min(time.Since(start), d), "simulating work (sleep_ms)")
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		}
+	}
 }
 
 // failMessage reads payload.fail: a non-empty string is the message, true a

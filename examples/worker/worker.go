@@ -179,6 +179,8 @@ type claimed struct {
 	lease mcpclient.Lease
 	deps  []mcpclient.Dependency
 	at    time.Time // when the claim was sent: the lease runs from no earlier
+	// report is the handler's latest progress, sent with the holder writes.
+	report reportSlot
 }
 
 // claim asks for the next ready task, waiting up to Wait. It returns nil when
@@ -271,7 +273,8 @@ func (w *worker) work(c *claimed) error {
 	done := make(chan outcome, 1)
 	up, upErr := w.upstream(c)
 	task := Task{TaskID: c.task.TaskID, WorkflowID: c.task.WorkflowID, NodeID: c.task.NodeID, Payload: c.task.Payload,
-		Attempt: c.task.Attempts, MaxAttempts: c.task.MaxAttempts, Owner: c.lease.Owner, Generation: c.lease.Generation, Upstream: up}
+		Attempt: c.task.Attempts, MaxAttempts: c.task.MaxAttempts, Owner: c.lease.Owner, Generation: c.lease.Generation, Upstream: up,
+		Report: c.report.set}
 	go func() {
 		if upErr != nil {
 			done <- outcome{err: Retryable(upErr)}
@@ -344,12 +347,17 @@ func (w *worker) heartbeat(ctx context.Context, c *claimed, log *slog.Logger, lo
 		sent := time.Now()
 		args := c.holderArgs()
 		args["lease_ms"] = w.cfg.Lease.Milliseconds()
+		// The handler's progress, when it changed since the last heartbeat
+		// that carried it; a heartbeat without one keeps the last.
+		rep, version := c.report.changed()
+		rep.addTo(args)
 		cctx, cancel := context.WithTimeout(ctx, interval)
 		err := mcpclient.CallTool(cctx, w.cs, mcpclient.ToolHeartbeat, args, nil)
 		cancel()
 		switch {
 		case err == nil:
 			expires = sent.Add(w.cfg.Lease)
+			c.report.sent(version)
 			log.Debug("heartbeat", "lease_for", w.cfg.Lease)
 		case ctx.Err() != nil:
 			return
@@ -376,6 +384,7 @@ func (w *worker) finish(c *claimed, o outcome, log *slog.Logger) error {
 	}
 	args := c.holderArgs()
 	args["result"] = json.RawMessage(result)
+	c.report.latest().addTo(args)
 	err = w.holderWrite(mcpclient.ToolComplete, args)
 	var te *mcpclient.ToolError
 	switch {
@@ -406,6 +415,7 @@ func (w *worker) fail(c *claimed, msg string, retryable bool, log *slog.Logger) 
 	args := c.holderArgs()
 	args["error"] = msg
 	args["retryable"] = retryable
+	c.report.latest().addTo(args)
 	var out mcpclient.Result
 	err := w.holderWriteInto(mcpclient.ToolFail, args, &out)
 	switch {

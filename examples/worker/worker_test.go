@@ -170,14 +170,46 @@ func TestHeartbeatsKeepTheLease(t *testing.T) {
 	if s.Task.State != "completed" || s.Task.Generation != 1 {
 		t.Fatalf("task %s at generation %d; the lease lapsed", s.Task.State, s.Task.Generation)
 	}
-	beats := 0
+	beats, reported := 0, 0
+	var final struct {
+		Report struct {
+			Progress      struct{ Done, Total float64 }
+			StatusMessage string `json:"status_message"`
+		}
+	}
 	for _, e := range s.Events {
-		if e.Kind == "heartbeat" {
+		var d struct {
+			Report *struct {
+				Progress struct{ Done, Total float64 }
+			}
+		}
+		if err := json.Unmarshal(e.Detail, &d); err != nil {
+			t.Fatal(err)
+		}
+		switch e.Kind {
+		case "heartbeat":
 			beats++
+			// The echo handler reports the milliseconds slept of 5000.
+			if d.Report != nil {
+				reported++
+				if p := d.Report.Progress; p.Total != 5000 || p.Done < 0 || p.Done > 5000 {
+					t.Errorf("a heartbeat reported progress %+v, want done of 5000", p)
+				}
+			}
+		case "complete":
+			if err := json.Unmarshal(e.Detail, &final); err != nil {
+				t.Fatal(err)
+			}
 		}
 	}
 	if beats < 3 {
 		t.Errorf("%d heartbeats in 5s with a 3s lease, want at least 3", beats)
+	}
+	if reported == 0 {
+		t.Errorf("none of %d heartbeats carried the handler's progress", beats)
+	}
+	if p := final.Report.Progress; p.Done != 5000 || p.Total != 5000 || final.Report.StatusMessage != "done" {
+		t.Errorf("the completion reported %+v, want 5000 of 5000, done", final.Report)
 	}
 	e2e.CheckHolderWrites(t, s)
 	if !strings.Contains(w.Stderr(), "worked 1 tasks (--max-tasks)") {
@@ -363,5 +395,42 @@ func TestParseCapabilities(t *testing.T) {
 		if _, err := parseCapabilities(bad); err == nil || !strings.Contains(err.Error(), "--capabilities") {
 			t.Errorf("parseCapabilities(%q) = %v, want an error naming --capabilities", bad, err)
 		}
+	}
+}
+
+// A report goes out once per change, within the server's bounds.
+func TestReportSlot(t *testing.T) {
+	var s reportSlot
+	if p, _ := s.changed(); p != nil || s.latest() != nil {
+		t.Fatal("an empty slot has a report")
+	}
+	s.set(Progress{Done: 12, Total: 10, Message: strings.Repeat("é", 300), Usage: &Usage{InputTokens: 5}})
+	p, v := s.changed()
+	if p == nil {
+		t.Fatal("a new report is not sent")
+	}
+	args := map[string]any{}
+	p.addTo(args)
+	prog := args["progress"].(map[string]any)
+	if prog["done"] != 10.0 || prog["total"] != 10.0 {
+		t.Errorf("progress %v, want done clamped to the total", prog)
+	}
+	if msg := args["status_message"].(string); len(msg) > maxStatusBytes || !strings.HasPrefix(strings.Repeat("é", 300), msg) {
+		t.Errorf("status_message of %d bytes", len(msg))
+	}
+	if args["usage"].(*Usage).InputTokens != 5 {
+		t.Errorf("usage %v", args["usage"])
+	}
+	s.sent(v)
+	if p, _ := s.changed(); p != nil {
+		t.Error("a report a heartbeat carried is sent again")
+	}
+	if s.latest() == nil {
+		t.Error("the completion does not get the latest report")
+	}
+	args = map[string]any{}
+	(&Progress{Done: 3}).addTo(args)
+	if _, ok := args["progress"].(map[string]any)["total"]; ok || args["status_message"] != nil {
+		t.Errorf("an unknown total or empty message is sent: %v", args)
 	}
 }

@@ -489,6 +489,25 @@ func TestHTTPMetrics(t *testing.T) {
 	if err != nil || res.IsError {
 		t.Fatalf("claim: %v %+v", err, res)
 	}
+	// The holder reports its usage: the usage gauges sum it.
+	var claimed struct {
+		Task struct {
+			TaskID string `json:"task_id"`
+		} `json:"task"`
+		Lease struct {
+			Generation int64  `json:"generation"`
+			ClaimToken string `json:"claim_token"`
+		} `json:"lease"`
+	}
+	sc, _ := json.Marshal(res.StructuredContent)
+	if err := json.Unmarshal(sc, &claimed); err != nil {
+		t.Fatal(err)
+	}
+	hb, err := cs.CallTool(f.ctx, &mcp.CallToolParams{Name: manifest.ToolHeartbeat, Arguments: map[string]any{"task_id": claimed.Task.TaskID, "owner": "w1",
+		"generation": claimed.Lease.Generation, "claim_token": claimed.Lease.ClaimToken, "usage": map[string]any{"input_tokens": 1500, "output_tokens": 250, "cost_usd": 0.02}}})
+	if err != nil || hb.IsError {
+		t.Fatalf("heartbeat with usage: %v %+v", err, hb)
+	}
 	if res, _ := cs.CallTool(f.ctx, &mcp.CallToolParams{Name: manifest.ToolInspect, Arguments: map[string]any{"task_id": "01ARZ3NDEKTSV4RRFFQ69G5FAV"}}); res == nil || !res.IsError {
 		t.Fatal("inspecting an unknown task did not fail")
 	}
@@ -517,7 +536,11 @@ func TestHTTPMetrics(t *testing.T) {
 		`graph_engineering_store_batch_size_bucket{le="1"}`,
 		`graph_engineering_store_batch_duration_seconds_count`,
 		`graph_engineering_http_request_duration_seconds_bucket{code="200",method="POST",route="/mcp"`,
-		`graph_engineering_mcp_request_duration_seconds_count{era="modern",method="tools/call"} 4`,
+		`graph_engineering_mcp_request_duration_seconds_count{era="modern",method="tools/call"} 5`,
+		`graph_engineering_tool_calls_total{outcome="ok",tool="graph_task_heartbeat"} 1`,
+		`graph_engineering_usage_input_tokens 1500`,
+		`graph_engineering_usage_output_tokens 250`,
+		`graph_engineering_usage_cost_usd 0.02`,
 		`graph_engineering_mcp_request_duration_seconds_count{era="legacy",method="initialize"} 1`,
 		`graph_engineering_mcp_sessions 1`,
 		`graph_engineering_http_slot_waiters{kind="holder"} 0`,

@@ -448,3 +448,55 @@ func TestUIListNewestFirstFilterAndPages(t *testing.T) {
 		}
 	}
 }
+
+// The view shows what workers reported: each node's progress and message
+// (of the claim that sent them), its usage, and the workflow's usage; the
+// task detail shows them too.
+func TestUIShowsWorkerReports(t *testing.T) {
+	f := newUIFixture(t, Options{})
+	created, err := f.store.CreateWorkflow(f.ctx, "reported", []taskgraph.NodeSpec{{NodeID: "a"}, {NodeID: "b"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, ok, err := f.store.Claim(f.ctx, taskgraph.ClaimRequest{Owner: "w1", TaskID: created[0].Task.TaskID})
+	if err != nil || !ok {
+		t.Fatalf("claim: %v %v", ok, err)
+	}
+	total := 10.0
+	rep := taskgraph.Report{Progress: &taskgraph.Progress{Done: 3, Total: &total}, StatusMessage: "parsing files",
+		Usage: &taskgraph.Usage{InputTokens: 1200, OutputTokens: 300, CostUSD: 0.0125}}
+	if _, err := f.store.Heartbeat(taskgraph.WithReport(f.ctx, rep), holder(c), time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	status, _, body := f.get(t, http.MethodGet, "/ui/api/workflows/reported", nil)
+	if status != http.StatusOK {
+		t.Fatalf("status %d: %s", status, body)
+	}
+	var wf liveview.Workflow
+	if err := json.Unmarshal([]byte(body), &wf); err != nil {
+		t.Fatal(err)
+	}
+	want := liveview.Usage{InputTokens: 1200, OutputTokens: 300, CostUSD: 0.0125}
+	if wf.Usage == nil || *wf.Usage != want {
+		t.Fatalf("workflow usage %+v, want %+v", wf.Usage, want)
+	}
+	a, b := wf.Nodes[0], wf.Nodes[1]
+	if a.ProgressDone == nil || *a.ProgressDone != 3 || a.ProgressTotal == nil || *a.ProgressTotal != 10 || a.ReportMessage != "parsing files" ||
+		a.ReportGeneration != 1 || a.Usage == nil || *a.Usage != want {
+		t.Fatalf("a as shown: %+v", a)
+	}
+	if b.ProgressDone != nil || b.ReportMessage != "" || b.Usage != nil {
+		t.Fatalf("b reported nothing, yet shows %+v", b)
+	}
+	status, _, body = f.get(t, http.MethodGet, "/ui/api/tasks/"+created[0].Task.TaskID, nil)
+	if status != http.StatusOK {
+		t.Fatalf("status %d: %s", status, body)
+	}
+	var task liveview.Task
+	if err := json.Unmarshal([]byte(body), &task); err != nil {
+		t.Fatal(err)
+	}
+	if task.Task.ReportMessage != "parsing files" || task.Task.Usage == nil || *task.Task.ProgressDone != 3 {
+		t.Fatalf("the task detail shows %+v", task.Task)
+	}
+}

@@ -203,6 +203,7 @@ type storeCollector struct {
 	log *slog.Logger
 
 	tasks, up, oldestExpiry, overdue, waiters *prometheus.Desc
+	inputTokens, outputTokens, costUSD        *prometheus.Desc
 	counters                                  []storeCounter
 }
 
@@ -221,6 +222,9 @@ func newStoreCollector(st *taskgraph.Store, log *slog.Logger) *storeCollector {
 		up:           d("database_up", "1 if the scrape-time database reads succeeded, else 0."),
 		waiters:      d("claim_waiters", "Claim-next calls waiting for a task to become ready right now (idle worker capacity)."),
 		oldestExpiry: d("oldest_lease_expiry_timestamp_seconds", "Unix time at which the earliest live lease expires; 0 when no task is claimed."),
+		inputTokens:  d("usage_input_tokens", "Input tokens workers reported, summed over every attempt of every task of the stored workflows, read at scrape time (a pruned workflow's usage leaves the sum)."),
+		outputTokens: d("usage_output_tokens", "Output tokens workers reported, summed as usage_input_tokens is."),
+		costUSD:      d("usage_cost_usd", "Cost in US dollars workers reported, summed as usage_input_tokens is."),
 		overdue: d("lease_overdue_seconds",
 			"Seconds since the earliest lease expired without the sweeper processing it (0 when none has). The sweeper expires leases within about a second, so a value that keeps growing means stuck work."),
 	}
@@ -246,6 +250,9 @@ func (c *storeCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.oldestExpiry
 	ch <- c.overdue
 	ch <- c.waiters
+	ch <- c.inputTokens
+	ch <- c.outputTokens
+	ch <- c.costUSD
 	for _, sc := range c.counters {
 		ch <- sc.desc
 	}
@@ -286,6 +293,15 @@ func (c *storeCollector) Collect(ch chan<- prometheus.Metric) {
 		}
 		ch <- prometheus.MustNewConstMetric(c.oldestExpiry, prometheus.GaugeValue, ts)
 		ch <- prometheus.MustNewConstMetric(c.overdue, prometheus.GaugeValue, overdue)
+	}
+	if u, err := c.st.WorkflowUsage(ctx, ""); err != nil {
+		up = 0
+		c.log.Warn("metrics: sum usage", "err", err)
+		ch <- prometheus.NewInvalidMetric(c.inputTokens, fmt.Errorf("sum usage: %w", err))
+	} else {
+		ch <- prometheus.MustNewConstMetric(c.inputTokens, prometheus.GaugeValue, float64(u.InputTokens))
+		ch <- prometheus.MustNewConstMetric(c.outputTokens, prometheus.GaugeValue, float64(u.OutputTokens))
+		ch <- prometheus.MustNewConstMetric(c.costUSD, prometheus.GaugeValue, u.CostUSD)
 	}
 	ch <- prometheus.MustNewConstMetric(c.up, prometheus.GaugeValue, up)
 }

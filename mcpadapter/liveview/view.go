@@ -470,6 +470,24 @@ type Workflow struct {
 	// Edges are [dependency index, task index] pairs into Nodes.
 	Edges  [][2]int `json:"edges"`
 	PollMS int      `json:"poll_ms"`
+	// Usage is what the workers of every attempt of every task reported;
+	// absent while none did.
+	Usage *Usage `json:"usage,omitempty"`
+}
+
+// Usage is reported usage as the view shows it.
+type Usage struct {
+	InputTokens  int64   `json:"input_tokens"`
+	OutputTokens int64   `json:"output_tokens"`
+	CostUSD      float64 `json:"cost_usd"`
+}
+
+// uiUsage is u for the view, nil when zero.
+func uiUsage(u taskgraph.Usage) *Usage {
+	if u.IsZero() {
+		return nil
+	}
+	return &Usage{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens, CostUSD: u.CostUSD}
 }
 
 // Node is one task as the view draws it. It never carries a claim token
@@ -491,9 +509,18 @@ type Node struct {
 	DueAtMS       int64  `json:"due_at_ms,omitempty"`
 	Error         string `json:"error,omitempty"`
 	StatusMessage string `json:"status_message,omitempty"`
-	Layer         int    `json:"layer"`
-	X             int    `json:"x"`
-	Y             int    `json:"y"`
+	// The current (or last) attempt's report: its progress (Done of
+	// Total; Total absent when the worker gave none), its message
+	// (clipped) and the generation that sent it; all absent without one.
+	ProgressDone     *float64 `json:"progress_done,omitempty"`
+	ProgressTotal    *float64 `json:"progress_total,omitempty"`
+	ReportMessage    string   `json:"report_message,omitempty"`
+	ReportGeneration int64    `json:"report_generation,omitempty"`
+	// Usage is the task's usage over every attempt; absent when none.
+	Usage *Usage `json:"usage,omitempty"`
+	Layer int    `json:"layer"`
+	X     int    `json:"x"`
+	Y     int    `json:"y"`
 }
 
 func (u *Handler) workflow(ctx context.Context, v viewer, id string) (*Workflow, error) {
@@ -527,7 +554,7 @@ func (u *Handler) workflow(ctx context.Context, v viewer, id string) (*Workflow,
 	layer, xs, ys, width, height := uiLayout(len(wf.Tasks), deps)
 	out := &Workflow{WorkflowID: id, Counts: map[string]int{}, CreatedAtMS: uiTime(wf.CreatedAt), UpdatedAtMS: uiTime(wf.UpdatedAt),
 		Width: width, Height: height, NodeWidth: NodeWidth, NodeHeight: NodeHeight, Edges: edges, PollMS: uiPollMS, uiReadAt: readAt(now),
-		Nodes: make([]Node, len(wf.Tasks))}
+		Nodes: make([]Node, len(wf.Tasks)), Usage: uiUsage(wf.Usage)}
 	for st, n := range wf.Counts {
 		out.Counts[string(st)] = n
 	}
@@ -550,6 +577,14 @@ func uiNodeOf(t taskgraph.Task, now time.Time, clip int) Node {
 	if t.State == taskgraph.StatePending && t.DueAt.After(now) {
 		n.DueAtMS = uiTime(t.DueAt)
 	}
+	if rep := t.Report; rep != nil {
+		n.ReportGeneration, n.ReportMessage = rep.Generation, input.Cut(rep.StatusMessage, clip)
+		if p := rep.Progress; p != nil {
+			done := p.Done
+			n.ProgressDone, n.ProgressTotal = &done, p.Total
+		}
+	}
+	n.Usage = uiUsage(t.TotalUsage)
 	return n
 }
 

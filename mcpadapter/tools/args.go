@@ -32,8 +32,11 @@ const (
 	kindObject // payload
 	kindAny    // result
 	kindIdentifierList
-	kindTagList // requires, capabilities: at most max tags of taskgraph.TagPattern
-	kindTime    // not_before: an RFC 3339 timestamp
+	kindTagList  // requires, capabilities: at most max tags of taskgraph.TagPattern
+	kindTime     // not_before: an RFC 3339 timestamp
+	kindText     // status_message: short free text
+	kindProgress // progress: {done, total}
+	kindUsage    // usage: {input_tokens, output_tokens, cost_usd}
 )
 
 var tagRE = regexp.MustCompile(taskgraph.TagPattern)
@@ -87,6 +90,16 @@ func (f field) schema() map[string]any {
 		s["items"] = map[string]any{"type": "string", "pattern": taskgraph.TagPattern, "minLength": 1, "maxLength": 64}
 	case kindTime:
 		s["type"], s["format"], s["maxLength"] = "string", "date-time", maxTimeLen
+	case kindText:
+		s["type"], s["maxLength"] = "string", taskgraph.MaxStatusMessageBytes
+	case kindProgress:
+		for k, v := range progressSchema() {
+			s[k] = v
+		}
+	case kindUsage:
+		for k, v := range usageSchema() {
+			s[k] = v
+		}
 	}
 	return s
 }
@@ -112,6 +125,9 @@ type args struct {
 	bln map[string]bool
 	lst map[string][]string
 	tim map[string]time.Time
+	// progress and usage: a report's objects, nil when not given.
+	progress *taskgraph.Progress
+	usage    *taskgraph.Usage
 }
 
 func (a *args) has(name string) bool { _, ok := a.raw[name]; return ok }
@@ -307,6 +323,8 @@ func (a *args) check(f field, v json.RawMessage) error {
 			}
 		}
 		a.lst[f.name] = list
+	case kindText, kindProgress, kindUsage:
+		return a.checkReportArg(f, v)
 	case kindTime:
 		var s string
 		if err := json.Unmarshal(v, &s); err != nil || len(s) > maxTimeLen {

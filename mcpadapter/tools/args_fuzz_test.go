@@ -125,6 +125,12 @@ func schemaComparable(raw []byte) bool {
 	}
 	dec := json.NewDecoder(bytes.NewReader(trimmed))
 	dec.UseNumber()
+	// The keys of each open object and whether the next string token is a
+	// key: a repeated key at any depth (the report's objects refuse one)
+	// is not comparable either, as the schema's decoder keeps the last.
+	var keys []map[string]bool
+	var inObject []bool
+	expectKey := false
 	for {
 		tok, err := dec.Token()
 		if errors.Is(err, io.EOF) {
@@ -133,9 +139,33 @@ func schemaComparable(raw []byte) bool {
 		if err != nil {
 			return false
 		}
-		if n, ok := tok.(json.Number); ok && !floatExact(n.String()) {
-			return false
+		switch tok := tok.(type) {
+		case json.Delim:
+			switch tok {
+			case '{':
+				keys, inObject = append(keys, map[string]bool{}), append(inObject, true)
+			case '[':
+				keys, inObject = append(keys, nil), append(inObject, false)
+			default:
+				keys, inObject = keys[:len(keys)-1], inObject[:len(inObject)-1]
+			}
+			expectKey = len(inObject) > 0 && inObject[len(inObject)-1] && dec.More()
+			continue
+		case string:
+			if expectKey {
+				if keys[len(keys)-1][tok] {
+					return false
+				}
+				keys[len(keys)-1][tok] = true
+				expectKey = false
+				continue
+			}
+		case json.Number:
+			if !floatExact(tok.String()) {
+				return false
+			}
 		}
+		expectKey = len(inObject) > 0 && inObject[len(inObject)-1] && dec.More()
 	}
 }
 
@@ -229,6 +259,12 @@ func checkAccepted(t *testing.T, tool fuzzTool, raw []byte, a *args) {
 			case n < f.min || n > f.max:
 				fail("%d is outside %d..%d", n, f.min, f.max)
 			}
+		case kindText:
+			if err := json.Unmarshal(v, &s); err != nil || utf8.RuneCountInString(s) > taskgraph.MaxStatusMessageBytes || a.str[f.name] != s {
+				fail("not a string of at most %d characters, or decoded as %q", taskgraph.MaxStatusMessageBytes, a.str[f.name])
+			}
+		case kindProgress, kindUsage:
+			checkReportAccepted(v, f.kind, a, fail)
 		case kindBool:
 			b, ok := a.bln[f.name]
 			if !ok || (string(v) != "true" && string(v) != "false") || b != (string(v) == "true") {
@@ -265,6 +301,57 @@ func checkAccepted(t *testing.T, tool fuzzTool, raw []byte, a *args) {
 				fail("decoded as %q", a.lst[f.name])
 			}
 		}
+	}
+}
+
+// checkReportAccepted judges an accepted progress or usage object
+// independently of decodeArgs: only its keys, each a number in bounds
+// (tokens whole), done at most total, decoded to the same values.
+func checkReportAccepted(v json.RawMessage, k kind, a *args, fail func(string, ...any)) {
+	var obj map[string]json.RawMessage
+	if json.Unmarshal(v, &obj) != nil || obj == nil {
+		fail("not a JSON object")
+	}
+	num := func(key string, max float64, whole bool) (float64, bool) {
+		raw, ok := obj[key]
+		if !ok {
+			return 0, false
+		}
+		exact, isNum := exactValue(string(raw))
+		if !isNum || exact.Sign() < 0 || (whole && !exact.IsInt()) {
+			fail("%s is %s", key, raw)
+		}
+		f, _ := exact.Float64()
+		if f > max {
+			fail("%s = %v is above %v", key, f, max)
+		}
+		return f, true
+	}
+	if k == kindProgress {
+		for key := range obj {
+			if key != "done" && key != "total" {
+				fail("unknown key %q", key)
+			}
+		}
+		done, ok := num("done", taskgraph.MaxProgressValue, false)
+		if !ok || a.progress == nil || a.progress.Done != done {
+			fail("done missing or decoded as %+v", a.progress)
+		}
+		if total, ok := num("total", taskgraph.MaxProgressValue, false); ok && (a.progress.Total == nil || *a.progress.Total != total) {
+			fail("done %v of total %v, decoded as %+v", done, total, a.progress)
+		}
+		return
+	}
+	for key := range obj {
+		if key != "input_tokens" && key != "output_tokens" && key != "cost_usd" {
+			fail("unknown key %q", key)
+		}
+	}
+	in, _ := num("input_tokens", taskgraph.MaxUsageTokens, true)
+	out, _ := num("output_tokens", taskgraph.MaxUsageTokens, true)
+	cost, _ := num("cost_usd", taskgraph.MaxUsageCostUSD, false)
+	if u := a.usage; u == nil || float64(u.InputTokens) != in || float64(u.OutputTokens) != out || u.CostUSD != cost {
+		fail("decoded as %+v", a.usage)
 	}
 }
 
@@ -348,6 +435,22 @@ func FuzzDecodeArgs(f *testing.F) {
 			`{"task_id":` + id + `,"owner":"w1","generation":1,"claim_token":"` + strings.Repeat("t", 128) + `"}`,
 			`{"task_id":` + id + `,"owner":"w1","generation":1,"claim_token":"` + strings.Repeat("t", 129) + `"}`,
 			`{"task_id":` + id + `,"owner":"w1","generation":1,"claim_token":"` + strings.Repeat("é", 100) + `"}`,
+			`{` + holder + `,"progress":{"done":3,"total":10},"status_message":"parsing","usage":{"input_tokens":1200,"output_tokens":300,"cost_usd":0.0125}}`,
+			`{` + holder + `,"progress":{"done":11,"total":10}}`,
+			`{` + holder + `,"progress":{"done":1e15}}`,
+			`{` + holder + `,"progress":{"done":1e16}}`,
+			`{` + holder + `,"progress":{"done":-0}}`,
+			`{` + holder + `,"progress":{"total":1}}`,
+			`{` + holder + `,"progress":{"done":1,"done":2}}`,
+			`{` + holder + `,"progress":{"done":"1"}}`,
+			`{` + holder + `,"progress":{"done":1e400}}`,
+			`{` + holder + `,"usage":{"input_tokens":1.0,"cost_usd":1e-7}}`,
+			`{` + holder + `,"usage":{"input_tokens":1.5}}`,
+			`{` + holder + `,"usage":{"input_tokens":9007199254740992}}`,
+			`{` + holder + `,"usage":{"tokens":1}}`,
+			`{` + holder + `,"usage":[]}`,
+			`{` + holder + `,"status_message":"` + strings.Repeat("é", 512) + `"}`,
+			`{` + holder + `,"status_message":"` + strings.Repeat("x", 513) + `"}`,
 		},
 		"graph_task_complete": {
 			`{` + holder + `,"result":null}`,

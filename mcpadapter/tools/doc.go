@@ -47,5 +47,9 @@
 //     no payload, result or token, at most MaxOutlineTasks tasks and
 //     MaxOutlineBytes bytes of them (truncated says so; counts cover the
 //     whole workflow), texts clipped to MaxOutlineTextBytes.
+//   - Reports: graph_task_heartbeat, graph_task_complete and graph_task_fail
+//     take optional progress, status_message and usage, checked by their
+//     own kinds (report.go) as the store checks them; a task answer carries
+//     report and total_usage only when there is something to show.
 //   - Claim tokens appear only in a claim's result.
 package tools

@@ -45,31 +45,35 @@ type outlineJSON struct {
 	Counts     map[string]int    `json:"counts"`
 	Tasks      []json.RawMessage `json:"tasks"`
 	Truncated  bool              `json:"truncated"`
+	// Usage is the usage of every attempt of every task of the workflow.
+	Usage usageJSON `json:"usage"`
 }
 
 // outlineTaskJSON is one task of an outline.
 type outlineTaskJSON struct {
-	TaskID         string   `json:"task_id"`
-	NodeID         string   `json:"node_id"`
-	State          string   `json:"state"`
-	DependsOn      []string `json:"depends_on"`
-	Owner          *string  `json:"owner"`
-	Generation     int64    `json:"generation"`
-	LeaseExpiresAt *string  `json:"lease_expires_at"`
-	Attempts       int      `json:"attempts"`
-	MaxAttempts    int      `json:"max_attempts"`
-	Priority       int      `json:"priority"`
-	Requires       []string `json:"requires"`
-	DueAt          *string  `json:"due_at"`
-	Error          *string  `json:"error"`
-	StatusMessage  string   `json:"status_message"`
+	TaskID         string      `json:"task_id"`
+	NodeID         string      `json:"node_id"`
+	State          string      `json:"state"`
+	DependsOn      []string    `json:"depends_on"`
+	Owner          *string     `json:"owner"`
+	Generation     int64       `json:"generation"`
+	LeaseExpiresAt *string     `json:"lease_expires_at"`
+	Attempts       int         `json:"attempts"`
+	MaxAttempts    int         `json:"max_attempts"`
+	Priority       int         `json:"priority"`
+	Requires       []string    `json:"requires"`
+	DueAt          *string     `json:"due_at"`
+	Error          *string     `json:"error"`
+	StatusMessage  string      `json:"status_message"`
+	Report         *reportJSON `json:"report,omitempty"`
 }
 
 func renderOutlineTask(t taskgraph.Task) outlineTaskJSON {
 	full := renderTask(t)
 	out := outlineTaskJSON{TaskID: full.TaskID, NodeID: full.NodeID, State: full.State, DependsOn: full.DependsOn, Owner: full.Owner,
 		Generation: full.Generation, LeaseExpiresAt: full.LeaseExpiresAt, Attempts: full.Attempts, MaxAttempts: full.MaxAttempts,
-		Priority: full.Priority, Requires: full.Requires, DueAt: full.DueAt, StatusMessage: input.Cut(full.StatusMessage, MaxOutlineTextBytes)}
+		Priority: full.Priority, Requires: full.Requires, DueAt: full.DueAt, StatusMessage: input.Cut(full.StatusMessage, MaxOutlineTextBytes),
+		Report: renderReport(t.Report, MaxOutlineTextBytes)}
 	if full.Error != nil {
 		e := input.Cut(*full.Error, MaxOutlineTextBytes)
 		out.Error = &e
@@ -84,7 +88,7 @@ func (s *Surface) outline(ctx context.Context, workflowID string) (*toolOutput, 
 	if err != nil {
 		return nil, err
 	}
-	out := &outlineJSON{WorkflowID: wf.WorkflowID, ReadAt: formatTime(now), Counts: map[string]int{}, Tasks: []json.RawMessage{}}
+	out := &outlineJSON{WorkflowID: wf.WorkflowID, ReadAt: formatTime(now), Counts: map[string]int{}, Tasks: []json.RawMessage{}, Usage: renderUsage(wf.Usage)}
 	total := 0
 	for st, n := range wf.Counts {
 		out.Counts[string(st)] = n
@@ -134,6 +138,8 @@ func outlineSchema() map[string]any {
 	props["error"] = nullable(map[string]any{"type": "string", "description": fmt.Sprintf("the error, clipped to %d bytes", MaxOutlineTextBytes)})
 	props["status_message"] = map[string]any{"type": "string", "description": fmt.Sprintf("clipped to %d bytes", MaxOutlineTextBytes)}
 	task := closedObject(props)
+	// Present only when the task has a report.
+	props["report"] = withDescription(reportSchema(), fmt.Sprintf("the current (or last) attempt's report, its status_message clipped to %d bytes; absent when none", MaxOutlineTextBytes))
 	counts := map[string]any{}
 	for _, s := range states {
 		counts[s] = map[string]any{"type": "integer", "minimum": 0}
@@ -141,13 +147,14 @@ func outlineSchema() map[string]any {
 	return map[string]any{
 		"type": "object", "additionalProperties": false,
 		"description": fmt.Sprintf("the workflow outline (graph_task_inspect with workflow_id alone): counts of the whole workflow by state, and its tasks in creation order, at most %d and %d bytes of them (truncated: true when some were left out), without payloads or results", MaxOutlineTasks, MaxOutlineBytes),
-		"required":    []string{"counts", "read_at", "tasks", "truncated", "workflow_id"},
+		"required":    []string{"counts", "read_at", "tasks", "truncated", "usage", "workflow_id"},
 		"properties": map[string]any{
 			"workflow_id": str,
 			"read_at":     map[string]any{"type": "string", "format": "date-time", "description": "server time of the read: a claimed task whose lease_expires_at is not after it is a stuck claim"},
 			"counts":      map[string]any{"type": "object", "properties": counts, "additionalProperties": false},
 			"tasks":       map[string]any{"type": "array", "maxItems": MaxOutlineTasks, "items": task},
 			"truncated":   map[string]any{"type": "boolean"},
+			"usage":       withDescription(usageOutSchema(), "the usage of every attempt of every task of the workflow, as their workers reported it"),
 		},
 	}
 }

@@ -37,6 +37,11 @@ type taskJSON struct {
 	StatusMessage  string          `json:"status_message"`
 	CreatedAt      string          `json:"created_at"`
 	UpdatedAt      string          `json:"updated_at"`
+	// Report is the current (or last) attempt's report, TotalUsage the
+	// usage of every attempt: both left out when there is none, so that
+	// the answers of tasks nobody reported on stay as small as before.
+	Report     *reportJSON `json:"report,omitempty"`
+	TotalUsage *usageJSON  `json:"total_usage,omitempty"`
 }
 
 func strOrNil(s string) *string {
@@ -57,6 +62,11 @@ func renderTask(t taskgraph.Task) *taskJSON {
 		Attempts: t.Attempts, MaxAttempts: t.MaxAttempts, Priority: t.Priority, Result: t.Result, Error: strOrNil(t.Error),
 		StatusMessage: t.StatusMessage, CreatedAt: formatTime(t.CreatedAt), UpdatedAt: formatTime(t.UpdatedAt),
 		Requires: t.Requires, RetryDelayMS: t.RetryDelay.Milliseconds(),
+		Report: renderReport(t.Report, 0),
+	}
+	if !t.TotalUsage.IsZero() {
+		u := renderUsage(t.TotalUsage)
+		out.TotalUsage = &u
 	}
 	if out.Requires == nil {
 		out.Requires = []string{}
@@ -118,7 +128,17 @@ func taskSchema() map[string]any {
 		"created_at":       timeS,
 		"updated_at":       timeS,
 	}
-	return closedObject(props)
+	s := closedObject(props)
+	// Present only when there is something to show.
+	props["report"] = withDescription(reportSchema(), "the current (or last) attempt's report: progress, status_message and usage as its worker last sent them; absent when it sent none")
+	props["total_usage"] = withDescription(usageOutSchema(), "the usage of every attempt of the task; absent when none was reported")
+	return s
+}
+
+// withDescription is schema with a description.
+func withDescription(schema map[string]any, desc string) map[string]any {
+	schema["description"] = desc
+	return schema
 }
 
 // closedObject is the schema of an object with exactly props, all required.

@@ -111,8 +111,14 @@ func taskStatus(t taskgraph.Task) (status, message string) {
 		}
 		return "working", "pending: ready to be claimed by a worker"
 	case taskgraph.StateClaimed:
-		return "working", fmt.Sprintf("claimed by %s at generation %d (attempt %d of %d, lease until %s)",
+		msg := fmt.Sprintf("claimed by %s at generation %d (attempt %d of %d, lease until %s)",
 			t.Owner, t.Generation, t.Attempts, t.MaxAttempts, formatTime(t.LeaseExpiresAt))
+		if t.Report != nil && t.Report.Generation == t.Generation {
+			if p := progressText(t.Report); p != "" {
+				msg += ": " + p
+			}
+		}
+		return "working", msg
 	case taskgraph.StateCompleted:
 		return "completed", t.StatusMessage
 	case taskgraph.StateFailed:

@@ -100,8 +100,8 @@ func toolDefs() []toolDef {
 		},
 		{
 			name: manifest.ToolComplete, title: "Complete a claimed task",
-			desc:        "Finish the task you hold with its result (any JSON value, at most 256 KiB). Tasks that depend on it become ready when all their dependencies are complete. Rejected if your claim is no longer live.",
-			fields:      withRequestID(append(append([]field{}, holderFields...), field{name: "result", kind: kindAny, required: true, desc: "the task's result: any JSON value"})...),
+			desc:        "Finish the task you hold with its result (any JSON value, at most 256 KiB). Tasks that depend on it become ready when all their dependencies are complete. Rejected if your claim is no longer live." + reportNote,
+			fields:      withRequestID(withReport(append(append([]field{}, holderFields...), field{name: "result", kind: kindAny, required: true, desc: "the task's result: any JSON value"})...)...),
 			annotations: &mcp.ToolAnnotations{Title: "Complete a claimed task", DestructiveHint: boolPtr(false), OpenWorldHint: boolPtr(false)},
 		},
 		{
@@ -125,23 +125,23 @@ func toolDefs() []toolDef {
 		},
 		{
 			name: manifest.ToolFail, title: "Fail a claimed task",
-			desc: "Report that the task you hold failed, with an error text. With retryable true and attempts left it returns to pending and is claimable again after retry_after_ms, or by default after the task's backoff (retry_delay_ms, 1 s unless set at creation, doubling per retry, at most 15 minutes); otherwise it fails and every unfinished task that depends on it is cancelled.",
-			fields: withRequestID(append(append([]field{}, holderFields...), field{name: "error", kind: kindErrorText, required: true, desc: "what went wrong: at most 65536 characters and 64 KiB of UTF-8"}, field{name: "retryable", kind: kindBool, desc: "true if another attempt may succeed (default false)"},
-				field{name: "retry_after_ms", kind: kindInt, min: 0, max: taskgraph.MaxRetryAfter.Milliseconds(), desc: fmt.Sprintf("with retryable true: the retry waits this long, in milliseconds (0..%d; 0 retries at once), instead of the task's backoff", taskgraph.MaxRetryAfter.Milliseconds())})...),
+			desc: "Report that the task you hold failed, with an error text. With retryable true and attempts left it returns to pending and is claimable again after retry_after_ms, or by default after the task's backoff (retry_delay_ms, 1 s unless set at creation, doubling per retry, at most 15 minutes); otherwise it fails and every unfinished task that depends on it is cancelled." + reportNote,
+			fields: withRequestID(withReport(append(append([]field{}, holderFields...), field{name: "error", kind: kindErrorText, required: true, desc: "what went wrong: at most 65536 characters and 64 KiB of UTF-8"}, field{name: "retryable", kind: kindBool, desc: "true if another attempt may succeed (default false)"},
+				field{name: "retry_after_ms", kind: kindInt, min: 0, max: taskgraph.MaxRetryAfter.Milliseconds(), desc: fmt.Sprintf("with retryable true: the retry waits this long, in milliseconds (0..%d; 0 retries at once), instead of the task's backoff", taskgraph.MaxRetryAfter.Milliseconds())})...)...),
 			annotations: &mcp.ToolAnnotations{Title: "Fail a claimed task", DestructiveHint: boolPtr(true), OpenWorldHint: boolPtr(false)},
 		},
 		{
 			name: manifest.ToolHeartbeat, title: "Extend a claim's lease",
-			desc:        "Keep the task you hold: extends the lease to now + lease_ms (server time). The generation does not change. Rejected if your claim is no longer live, in which case stop work on the task.",
-			fields:      withRequestID(append(append([]field{}, holderFields...), fLeaseMS)...),
+			desc:        "Keep the task you hold: extends the lease to now + lease_ms (server time). The generation does not change. Rejected if your claim is no longer live, in which case stop work on the task." + reportNote,
+			fields:      withRequestID(withReport(append(append([]field{}, holderFields...), fLeaseMS)...)...),
 			annotations: &mcp.ToolAnnotations{Title: "Extend a claim's lease", IdempotentHint: true, DestructiveHint: boolPtr(false), OpenWorldHint: boolPtr(false)},
 		},
 		{
 			name: manifest.ToolInspect, title: "Inspect a task or outline a workflow",
 			desc: "Read a task, in one of three forms: task_id; workflow_id with node_id; or workflow_id alone for the workflow's outline. " +
-				"A task form returns the task (state, owner, generation, lease expiry, attempts, result or error, and status message) " +
+				"A task form returns the task (state, owner, generation, lease expiry, attempts, result or error, status message, the current attempt's report and the usage of all attempts) " +
 				"and its direct dependencies with their states and results (at most 256 KiB of results in all; past that a result is null with result_omitted true: inspect that task_id to read it). " +
-				fmt.Sprintf("The outline returns workflow: counts by state and every task's id, node_id, state, depends_on, holder, lease expiry, attempts, priority, requires, due_at and clipped error and status_message, without payloads or results (at most %d tasks and %d KiB, then truncated: true). ", MaxOutlineTasks, MaxOutlineBytes>>10) +
+				fmt.Sprintf("The outline returns workflow: counts by state and every task's id, node_id, state, depends_on, holder, lease expiry, attempts, priority, requires, due_at, report and clipped error and status_message, and the workflow's usage, without payloads or results (at most %d tasks and %d KiB, then truncated: true). ", MaxOutlineTasks, MaxOutlineBytes>>10) +
 				"Never returns a claim token.",
 			fields: []field{
 				{name: "task_id", kind: kindTaskID, desc: "the task id returned by graph_task_create or graph_task_claim (first form: give nothing else)"},
@@ -161,7 +161,7 @@ func toolDefs() []toolDef {
 // ctx carries the caller's arrival and principal for the store
 // (Caller.storeContext).
 func (s *Surface) run(ctx context.Context, tool string, a *args) (*toolOutput, error) {
-	ctx = withRequestIDOf(ctx, a)
+	ctx = withReportOf(withRequestIDOf(ctx, a), a)
 	switch tool {
 	case manifest.ToolCreate:
 		c, err := s.store.CreateTask(ctx, a.str["workflow_id"], nodeSpecOf(a))

@@ -150,6 +150,9 @@ type Reads interface {
 	// claimed ones whose lease expired at or before nowMS (stuck claims),
 	// without reading the tasks' rows into memory.
 	WorkflowCounts(ctx context.Context, workflowID string, nowMS int64) (counts map[string]int, stuck int, err error)
+	// WorkflowUsage sums the usage of every attempt of the tasks of
+	// workflowID ("" for every workflow): the usage_* and prior_* columns.
+	WorkflowUsage(ctx context.Context, workflowID string) (Usage, error)
 	// EventHashAt returns the hash of event seq of workflowID's chain; ok is
 	// false when there is no such event.
 	EventHashAt(ctx context.Context, workflowID string, seq int64) (hash string, ok bool, err error)

@@ -48,6 +48,19 @@ type TaskRow struct {
 	// Dependents counts the tasks that depend on this one (its edges out),
 	// so that a completion skips its dependents when it has none.
 	Dependents int
+	// Report is the current or last attempt's report (canonical JSON); ""
+	// when it reported nothing. Usage is that report's usage, PriorUsage
+	// the sum of the task's earlier attempts' (migration 0009).
+	Report     string
+	Usage      Usage
+	PriorUsage Usage
+}
+
+// Usage is what work cost: tokens and money (columns usage_* and prior_*).
+type Usage struct {
+	InputTokens  int64
+	OutputTokens int64
+	CostUSD      float64
 }
 
 // TaskStateRow is what audit verify checks of a stored task: the columns
@@ -225,7 +238,13 @@ type TaskSet struct {
 	StatusMessage Opt[string]
 	CancelCause   Opt[int64]
 	// DueAtMS sets due_at_ms (0: claimable now; never NULL).
-	DueAtMS     Opt[int64]
+	DueAtMS Opt[int64]
+	// Report sets report (a worker's report, canonical JSON; Null clears
+	// it), Usage the usage_* columns and PriorUsage the prior_* columns
+	// (never NULL).
+	Report      Opt[string]
+	Usage       Opt[Usage]
+	PriorUsage  Opt[Usage]
 	UpdatedAtMS int64
 }
 
@@ -330,12 +349,20 @@ const (
 	SetStatusMessage
 	SetCancelCause
 	SetDueAtMS
+	SetReport
+	SetUsageInputTokens
+	SetUsageOutputTokens
+	SetUsageCostUSD
+	SetPriorInputTokens
+	SetPriorOutputTokens
+	SetPriorCostUSD
 	numSetColumns
 )
 
 // SetColumns names the column of each Set* index.
 var SetColumns = [numSetColumns]string{"state", "owner", "generation", "token_hash", "lease_expires_at_ms", "lease_ms",
-	"attempts", "unmet", "result", "error", "status_message", "cancel_cause", "due_at_ms"}
+	"attempts", "unmet", "result", "error", "status_message", "cancel_cause", "due_at_ms",
+	"report", "usage_input_tokens", "usage_output_tokens", "usage_cost_usd", "prior_input_tokens", "prior_output_tokens", "prior_cost_usd"}
 
 // The tests of a TaskGuard besides States and NoUnmet, in the order of
 // UpdateShape.Guard and of the values Shape returns.
@@ -424,6 +451,16 @@ func Shape(u TaskUpdate) (UpdateShape, []any, []any, error) {
 	col(SetStatusMessage, set.StatusMessage.Set, set.StatusMessage.Null, set.StatusMessage.V)
 	col(SetCancelCause, set.CancelCause.Set, set.CancelCause.Null, set.CancelCause.V)
 	col(SetDueAtMS, set.DueAtMS.Set, false, set.DueAtMS.V)
+	col(SetReport, set.Report.Set, set.Report.Null, set.Report.V)
+	for i, u := range [2]Opt[Usage]{set.Usage, set.PriorUsage} {
+		if u.Null {
+			return sh, nil, nil, fmt.Errorf("%w: usage cannot be NULL (zero means none)", ErrBadUpdate)
+		}
+		base := SetUsageInputTokens + 3*i
+		col(base, u.Set, false, u.V.InputTokens)
+		col(base+1, u.Set, false, u.V.OutputTokens)
+		col(base+2, u.Set, false, u.V.CostUSD)
+	}
 	sh.AddAttempt = set.AddAttempt
 	gvals := make([]any, 0, 4)
 	test := func(i int, set, null bool, v any) {

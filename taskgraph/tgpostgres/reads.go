@@ -21,7 +21,8 @@ type querier interface {
 // taskColumns are the columns of a TaskRow, in scanTask's order.
 const taskColumns = `seq, task_id, workflow_id, node_id, payload, depends_on, state, owner, generation,
 	token_hash, lease_expires_at_ms, lease_ms, attempts, max_attempts, unmet, result, error, status_message,
-	cancel_cause, created_at_ms, updated_at_ms, created_by, priority, requires, due_at_ms, retry_delay_ms, dependents`
+	cancel_cause, created_at_ms, updated_at_ms, created_by, priority, requires, due_at_ms, retry_delay_ms, dependents,
+	report, usage_input_tokens, usage_output_tokens, usage_cost_usd, prior_input_tokens, prior_output_tokens, prior_cost_usd`
 
 // taskColumnsNoBodies is taskColumns with the payload read as JSON null
 // and the result as NULL (ListFilter.NoBodies): neither is fetched or
@@ -54,11 +55,12 @@ func scanTask(row pgx.Row) (tgdriver.TaskRow, error) { return scanTaskAfter(row)
 // that lead scans.
 func scanTaskAfter(row pgx.Row, lead ...any) (tgdriver.TaskRow, error) {
 	var t tgdriver.TaskRow
-	var owner, result, errText, createdBy *string
+	var owner, result, errText, createdBy, report *string
 	var lease, leaseMS, cause *int64
 	dest := append(lead, &t.Seq, &t.TaskID, &t.WorkflowID, &t.NodeID, &t.Payload, &t.DependsOn, &t.State, &owner, &t.Generation,
 		&t.TokenHash, &lease, &leaseMS, &t.Attempts, &t.MaxAttempts, &t.Unmet, &result, &errText, &t.StatusMessage,
-		&cause, &t.CreatedAtMS, &t.UpdatedAtMS, &createdBy, &t.Priority, &t.Requires, &t.DueAtMS, &t.RetryDelayMS, &t.Dependents)
+		&cause, &t.CreatedAtMS, &t.UpdatedAtMS, &createdBy, &t.Priority, &t.Requires, &t.DueAtMS, &t.RetryDelayMS, &t.Dependents,
+		&report, &t.Usage.InputTokens, &t.Usage.OutputTokens, &t.Usage.CostUSD, &t.PriorUsage.InputTokens, &t.PriorUsage.OutputTokens, &t.PriorUsage.CostUSD)
 	if err := row.Scan(dest...); err != nil {
 		return tgdriver.TaskRow{}, err
 	}
@@ -67,6 +69,9 @@ func scanTaskAfter(row pgx.Row, lead ...any) (tgdriver.TaskRow, error) {
 	}
 	if createdBy != nil {
 		t.CreatedBy = *createdBy
+	}
+	if report != nil {
+		t.Report = *report
 	}
 	if result != nil {
 		t.Result, t.HasResult = *result, true
@@ -215,6 +220,21 @@ func (r reads) CountByState(ctx context.Context) (map[string]int, error) {
 		return nil, r.fail(ctx, "count tasks", err)
 	}
 	return out, nil
+}
+
+// WorkflowUsage sums the usage of the tasks of workflowID ("" for all).
+func (r reads) WorkflowUsage(ctx context.Context, workflowID string) (tgdriver.Usage, error) {
+	const sums = `SELECT COALESCE(SUM(usage_input_tokens + prior_input_tokens), 0)::bigint, COALESCE(SUM(usage_output_tokens + prior_output_tokens), 0)::bigint,
+	COALESCE(SUM(usage_cost_usd + prior_cost_usd), 0)::float8 FROM tasks`
+	q, args := sums, []any{}
+	if workflowID != "" {
+		q, args = sums+` WHERE workflow_id = $1`, []any{workflowID}
+	}
+	var u tgdriver.Usage
+	if err := r.q.QueryRow(ctx, q, args...).Scan(&u.InputTokens, &u.OutputTokens, &u.CostUSD); err != nil {
+		return tgdriver.Usage{}, r.fail(ctx, "sum usage", err)
+	}
+	return u, nil
 }
 
 // WorkflowCounts counts the tasks of workflowID per state, and its stuck

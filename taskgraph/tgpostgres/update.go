@@ -32,7 +32,8 @@ func newUpdateCache() *updateCache {
 // setTypes and guardTypes are the SQL array types of each settable column
 // and of each tested value (tgdriver.Set* and tgdriver.Guard* order).
 var (
-	setTypes   = [...]string{"text", "text", "bigint", "bytea", "bigint", "bigint", "bigint", "bigint", "text", "text", "text", "bigint", "bigint"}
+	setTypes = [...]string{"text", "text", "bigint", "bytea", "bigint", "bigint", "bigint", "bigint", "text", "text", "text", "bigint", "bigint",
+		"text", "bigint", "bigint", "float8", "bigint", "bigint", "float8"}
 	guardTypes = [...]string{"bigint", "text", "bytea", "bigint", "bigint", "bigint"}
 )
 
@@ -131,9 +132,10 @@ type shapeGroup struct {
 
 // column is one array parameter of an update statement.
 type column struct {
-	ints  []int64
-	texts []string
-	bytes [][]byte
+	ints   []int64
+	texts  []string
+	bytes  [][]byte
+	floats []float64
 }
 
 func (c *column) add(v any) {
@@ -144,6 +146,8 @@ func (c *column) add(v any) {
 		c.texts = append(c.texts, v)
 	case []byte:
 		c.bytes = append(c.bytes, v)
+	case float64:
+		c.floats = append(c.floats, v)
 	default:
 		panic(fmt.Sprintf("tgpostgres: update value of type %T", v))
 	}
@@ -161,6 +165,11 @@ func (c *column) arg(typ string) any {
 			return []string{}
 		}
 		return c.texts
+	case "float8":
+		if c.floats == nil {
+			return []float64{}
+		}
+		return c.floats
 	default:
 		if c.bytes == nil {
 			return [][]byte{}

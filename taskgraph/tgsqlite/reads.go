@@ -47,7 +47,8 @@ var _ tgdriver.Reads = (*reads)(nil)
 // taskColumns is the column list every task read selects, in scanTask order.
 const taskColumns = `seq, task_id, workflow_id, node_id, payload, depends_on, state, owner, generation,
 	token_hash, lease_expires_at_ms, lease_ms, attempts, max_attempts, unmet, result, error, status_message,
-	cancel_cause, created_at_ms, updated_at_ms, created_by, priority, requires, due_at_ms, retry_delay_ms, dependents`
+	cancel_cause, created_at_ms, updated_at_ms, created_by, priority, requires, due_at_ms, retry_delay_ms, dependents,
+	report, usage_input_tokens, usage_output_tokens, usage_cost_usd, prior_input_tokens, prior_output_tokens, prior_cost_usd`
 
 // taskColumnsNoBodies is taskColumns with the payload read as JSON null
 // and the result as NULL (ListFilter.NoBodies): neither is copied out of
@@ -62,12 +63,13 @@ func scanTask(sc scanner) (tgdriver.TaskRow, error) {
 	var (
 		r                      tgdriver.TaskRow
 		owner, result, errText sql.NullString
-		createdBy              sql.NullString
+		createdBy, report      sql.NullString
 		leaseAt, leaseMS, ccs  sql.NullInt64
 	)
 	err := sc.Scan(&r.Seq, &r.TaskID, &r.WorkflowID, &r.NodeID, &r.Payload, &r.DependsOn, &r.State, &owner, &r.Generation,
 		&r.TokenHash, &leaseAt, &leaseMS, &r.Attempts, &r.MaxAttempts, &r.Unmet, &result, &errText, &r.StatusMessage,
-		&ccs, &r.CreatedAtMS, &r.UpdatedAtMS, &createdBy, &r.Priority, &r.Requires, &r.DueAtMS, &r.RetryDelayMS, &r.Dependents)
+		&ccs, &r.CreatedAtMS, &r.UpdatedAtMS, &createdBy, &r.Priority, &r.Requires, &r.DueAtMS, &r.RetryDelayMS, &r.Dependents,
+		&report, &r.Usage.InputTokens, &r.Usage.OutputTokens, &r.Usage.CostUSD, &r.PriorUsage.InputTokens, &r.PriorUsage.OutputTokens, &r.PriorUsage.CostUSD)
 	if err != nil {
 		if errors.Is(err, sql.ErrNoRows) {
 			return tgdriver.TaskRow{}, tgdriver.ErrNoRows
@@ -81,6 +83,7 @@ func scanTask(sc scanner) (tgdriver.TaskRow, error) {
 	r.Error = errText.String
 	r.CancelCause = ccs.Int64
 	r.CreatedBy = createdBy.String
+	r.Report = report.String
 	return r, nil
 }
 
@@ -333,6 +336,28 @@ func (r *reads) CountByState(ctx context.Context) (map[string]int, error) {
 	}
 	return out, rows.Err()
 }
+
+// WorkflowUsage sums the usage of the tasks of workflowID ("" for all).
+func (r *reads) WorkflowUsage(ctx context.Context, workflowID string) (tgdriver.Usage, error) {
+	q := sqlUsageAll
+	var args []any
+	if workflowID != "" {
+		q, args = sqlUsageWorkflow, []any{workflowID}
+	}
+	var u tgdriver.Usage
+	if err := r.q.queryRow(ctx, q, args...).Scan(&u.InputTokens, &u.OutputTokens, &u.CostUSD); err != nil {
+		return tgdriver.Usage{}, fmt.Errorf("sum usage: %w", err)
+	}
+	return u, nil
+}
+
+// The sums of WorkflowUsage.
+const (
+	sqlUsageSums = `SELECT COALESCE(SUM(usage_input_tokens + prior_input_tokens), 0), COALESCE(SUM(usage_output_tokens + prior_output_tokens), 0),
+	COALESCE(SUM(usage_cost_usd + prior_cost_usd), 0.0) FROM tasks`
+	sqlUsageAll      = sqlUsageSums
+	sqlUsageWorkflow = sqlUsageSums + ` WHERE workflow_id = ?`
+)
 
 // WorkflowCounts counts the tasks of workflowID per state, and its stuck
 // claims (claimed, lease expired at or before nowMS).

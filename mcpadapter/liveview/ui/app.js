@@ -37,6 +37,8 @@ var GE = (function () {
     if (n.state === "claimed") {
       var left = (n.lease_expires_at_ms || 0) - now;
       if (n.stuck) return "⚠ stuck: " + clip(n.owner, 14) + " g" + n.generation + ", " + dur(-left) + " late";
+      var p = progressText(n);
+      if (p) return clip(n.owner, 12) + " · " + p + " · " + (left <= 0 ? "lease due" : dur(left));
       if (left <= 0) return clip(n.owner, 16) + " g" + n.generation + " · lease due";
       return clip(n.owner, 16) + " g" + n.generation + " · lease " + dur(left);
     }
@@ -45,6 +47,21 @@ var GE = (function () {
     if (n.state === "completed") return "✓ completed" + (n.attempts > 1 ? " (attempt " + n.attempts + ")" : "");
     if (n.state === "pending" && n.due_at_ms > now) return "⏱ waiting " + dur(n.due_at_ms - now);
     return n.state + (n.attempts ? " · attempt " + (n.attempts + 1) + "/" + n.max_attempts : "");
+  }
+
+  // progressText is the progress the current claim of n reported: "30%"
+  // of a total, else the count done; "" when it reported none.
+  function progressText(n) {
+    if (n.progress_done === undefined || n.report_generation !== n.generation) return "";
+    if (n.progress_total > 0) return Math.floor(n.progress_done * 100 / n.progress_total) + "%";
+    if (n.progress_total === undefined) return n.progress_done + " done";
+    return "";
+  }
+
+  // usageText is reported usage as text.
+  function usageText(u) {
+    if (!u) return "";
+    return u.input_tokens + " in / " + u.output_tokens + " out tokens, $" + u.cost_usd;
   }
 
   // draw renders a laid-out workflow (nodes with x, y; edges as index
@@ -72,7 +89,8 @@ var GE = (function () {
       var cls = "node " + n.state + (n.stuck ? " stuck" : "") + (n.task_id === opts.selected ? " selected" : "");
       var g = sv("g", { "class": cls, transform: "translate(" + n.x + "," + n.y + ")", "data-node-id": n.node_id,
         "data-task-id": n.task_id, "data-state": n.state, "data-stuck": n.stuck ? "true" : "false", tabindex: "0" });
-      g.appendChild(sv("title", {}, n.node_id + " (" + n.state + ")" + (n.error ? ": " + n.error : n.status_message ? ": " + n.status_message : "")));
+      g.appendChild(sv("title", {}, n.node_id + " (" + n.state + ")" + (n.error ? ": " + n.error : n.status_message ? ": " + n.status_message : "") +
+        (n.report_message ? " — " + n.report_message : "")));
       g.appendChild(sv("rect", { width: w, height: h }));
       g.appendChild(sv("rect", { "class": "stripe", width: 6, height: h }));
       g.appendChild(sv("text", { "class": "id", x: 12, y: 18 }, clip(n.node_id, 24)));
@@ -110,7 +128,8 @@ var GE = (function () {
     if (stuck) parent.appendChild(el("span", { "class": "badge stuck" }, stuck + " stuck"));
   }
 
-  return { el: el, sv: sv, draw: draw, tick: tick, dur: dur, clip: clip, countsBadges: countsBadges, infoText: infoText };
+  return { el: el, sv: sv, draw: draw, tick: tick, dur: dur, clip: clip, countsBadges: countsBadges, infoText: infoText,
+    progressText: progressText, usageText: usageText };
 })();
 
 (function () {
@@ -223,6 +242,7 @@ var GE = (function () {
     ticking = [];
     var stuck = last.nodes.filter(function (n) { return n.stuck; }).length;
     GE.countsBadges(document.getElementById("counts"), last.counts, stuck);
+    if (last.usage) document.getElementById("counts").appendChild(GE.el("span", { "class": "badge usage", id: "usage" }, GE.usageText(last.usage)));
     var ms = GE.draw(graph, last, { selected: selected, onSelect: select, now: now, ticking: ticking });
     document.body.setAttribute("data-render-ms", ms.toFixed(1));
     document.body.setAttribute("data-nodes", String(last.nodes.length));
@@ -256,6 +276,8 @@ var GE = (function () {
       ["waiting until", t.due_at_ms > d.now_ms ? when(t.due_at_ms) + " (in " + GE.dur(t.due_at_ms - d.now_ms) + ")" : ""],
       ["depends on", d.depends_on.join(", ")], ["created by", d.created_by],
       ["error", t.error, "err"], ["status", t.status_message],
+      ["progress", t.progress_done === undefined ? "" : t.progress_done + (t.progress_total !== undefined ? " of " + t.progress_total : "") + " (generation " + t.report_generation + ")"],
+      ["worker says", t.report_message], ["usage", GE.usageText(t.usage)],
       ["created", when(d.created_at_ms)], ["updated", when(d.updated_at_ms)]
     ]));
     if (d.payload && d.payload !== "{}") { detail.appendChild(GE.el("h3", {}, "payload")); detail.appendChild(GE.el("pre", {}, d.payload)); }

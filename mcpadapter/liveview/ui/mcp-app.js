@@ -83,7 +83,10 @@
         // heartbeating. The outline never expires it.
         stuck: t.state === "claimed" && exp > 0 && exp <= readAt,
         due_at_ms: t.due_at ? Date.parse(t.due_at) : 0, priority: t.priority, requires: t.requires || [],
-        attempts: t.attempts, max_attempts: t.max_attempts, error: t.error || "", status_message: t.status_message || "" });
+        attempts: t.attempts, max_attempts: t.max_attempts, error: t.error || "", status_message: t.status_message || "",
+        progress_done: t.report && t.report.progress ? t.report.progress.done : undefined,
+        progress_total: t.report && t.report.progress ? t.report.progress.total : undefined,
+        report_generation: t.report ? t.report.generation : 0, report_message: t.report ? t.report.status_message || "" : "" });
     });
     var queue = [], done = [];
     for (var i = 0; i < n; i++) if (indeg[i] === 0) queue.push(i);
@@ -166,7 +169,9 @@
     [["task", n.task_id], ["state", n.state + (n.stuck ? " (stuck)" : "")], ["holder", n.owner], ["generation", n.generation], ["lease", lease],
       ["attempts", n.attempts + " of " + n.max_attempts], ["priority", n.priority || ""], ["requires", n.requires.join(", ")],
       ["waiting until", n.due_at_ms > now() ? when(n.due_at_ms) + " (in " + GE.dur(n.due_at_ms - now()) + ")" : ""],
-      ["depends on", (t.depends_on || []).join(", ")], ["error", n.error], ["status", n.status_message]].forEach(function (p) {
+      ["depends on", (t.depends_on || []).join(", ")], ["error", n.error], ["status", n.status_message],
+      ["progress", n.progress_done === undefined ? "" : n.progress_done + (n.progress_total !== undefined ? " of " + n.progress_total : "")],
+      ["worker says", n.report_message]].forEach(function (p) {
       if (p[1] === null || p[1] === undefined || p[1] === "") return;
       dl.appendChild(GE.el("dt", {}, p[0]));
       dl.appendChild(GE.el("dd", {}, p[1]));

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"reflect"
 	"slices"
 	"testing"
@@ -24,6 +25,7 @@ var taskTests = []test{
 	{"ListTasks", testListTasks},
 	{"WorkflowTaskStates", testWorkflowTaskStates},
 	{"Counts", testCounts},
+	{"Usage", testUsage},
 	{"EdgesAndDependencies", testEdges},
 	{"DecrementUnmet", testDecrementUnmet},
 	{"UnfinishedAndCancelled", testUnfinished},
@@ -525,4 +527,63 @@ func testIDOrder(t *testing.T, h Harness) {
 		}
 		return nil
 	})
+}
+
+// testUsage: a task's report and usage columns are set by UpdateTask
+// (Report to a value or NULL, Usage and PriorUsage as numbers, floats
+// exactly), read back with the task, and summed by WorkflowUsage per
+// workflow and over all ("" ) without reading the rows.
+func testUsage(t *testing.T, h Harness) {
+	e := newEnv(t, h)
+	e.eachReads(func(r tgdriver.Reads) error {
+		if u, err := r.WorkflowUsage(e.ctx, ""); err != nil || u != (tgdriver.Usage{}) {
+			return fmt.Errorf("WorkflowUsage of an empty database: %+v, %v", u, err)
+		}
+		return nil
+	})
+	s := e.insert(task("wf1", "a"), task("wf1", "b"), task("wf2", "c"))
+	if r := e.task(s[0]); r.Report != "" || r.Usage != (tgdriver.Usage{}) || r.PriorUsage != (tgdriver.Usage{}) {
+		t.Fatalf("a new task has report %q, usage %+v, prior %+v; want none", r.Report, r.Usage, r.PriorUsage)
+	}
+	rep := `{"generation":1,"status_message":"héllo"}`
+	got := e.set(s[0], tgdriver.TaskSet{Report: tgdriver.Val(rep), Usage: tgdriver.Val(tgdriver.Usage{InputTokens: 1 << 40, OutputTokens: 7, CostUSD: 0.1}),
+		PriorUsage: tgdriver.Val(tgdriver.Usage{InputTokens: 3, OutputTokens: 4, CostUSD: 0.2}), UpdatedAtMS: 2000})
+	for _, r := range []tgdriver.TaskRow{got, e.task(s[0])} {
+		if r.Report != rep || r.Usage != (tgdriver.Usage{InputTokens: 1 << 40, OutputTokens: 7, CostUSD: 0.1}) || r.PriorUsage != (tgdriver.Usage{InputTokens: 3, OutputTokens: 4, CostUSD: 0.2}) {
+			t.Fatalf("after the update: report %q, usage %+v, prior %+v", r.Report, r.Usage, r.PriorUsage)
+		}
+	}
+	e.set(s[1], tgdriver.TaskSet{Usage: tgdriver.Val(tgdriver.Usage{InputTokens: 10, CostUSD: 0.25}), UpdatedAtMS: 2000})
+	e.set(s[2], tgdriver.TaskSet{PriorUsage: tgdriver.Val(tgdriver.Usage{OutputTokens: 5, CostUSD: 1}), UpdatedAtMS: 2000})
+	if r := e.set(s[0], tgdriver.TaskSet{Report: tgdriver.Null[string](), UpdatedAtMS: 3000}); r.Report != "" || r.Usage.OutputTokens != 7 {
+		t.Fatalf("Report set to NULL: report %q, usage %+v; want no report and the usage left alone", r.Report, r.Usage)
+	}
+	e.eachReads(func(r tgdriver.Reads) error {
+		for _, tc := range []struct {
+			wf   string
+			want tgdriver.Usage
+		}{
+			{"wf1", tgdriver.Usage{InputTokens: 1<<40 + 13, OutputTokens: 11, CostUSD: 0.1 + 0.2 + 0.25}},
+			{"wf2", tgdriver.Usage{OutputTokens: 5, CostUSD: 1}},
+			{"none", tgdriver.Usage{}},
+		} {
+			u, err := r.WorkflowUsage(e.ctx, tc.wf)
+			if err != nil || u.InputTokens != tc.want.InputTokens || u.OutputTokens != tc.want.OutputTokens || math.Abs(u.CostUSD-tc.want.CostUSD) > 1e-9 {
+				return fmt.Errorf("WorkflowUsage(%q) = %+v, %v; want %+v", tc.wf, u, err, tc.want)
+			}
+		}
+		u, err := r.WorkflowUsage(e.ctx, "")
+		if err != nil || u.InputTokens != 1<<40+13 || u.OutputTokens != 16 || math.Abs(u.CostUSD-1.55) > 1e-9 {
+			return fmt.Errorf("WorkflowUsage over all = %+v, %v", u, err)
+		}
+		return nil
+	})
+	var bad tgdriver.TaskSet
+	bad.Usage, bad.UpdatedAtMS = tgdriver.Null[tgdriver.Usage](), 1
+	if err := e.d.Write(e.ctx, func(tx tgdriver.Tx) error {
+		_, _, err := tx.UpdateTask(e.ctx, s[0], bad, tgdriver.TaskGuard{})
+		return err
+	}); !errors.Is(err, tgdriver.ErrBadUpdate) {
+		t.Fatalf("Usage set to NULL: %v, want ErrBadUpdate", err)
+	}
 }
