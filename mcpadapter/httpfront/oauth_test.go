@@ -127,6 +127,7 @@ func (of *oauthFixture) listTools(token string) *rawResponse {
 // accepts for this resource, and a request without a token gets a 401 whose
 // challenge points there.
 func TestOAuthProtectedResourceMetadata(t *testing.T) {
+	t.Parallel()
 	of := newOAuthFixture(t)
 	metaURL := strings.TrimSuffix(of.ts.URL, "/") + WellKnownResourcePath + MCPPath
 	for _, u := range []string{metaURL, of.ts.URL + WellKnownResourcePath} {
@@ -162,6 +163,7 @@ func TestOAuthProtectedResourceMetadata(t *testing.T) {
 // beside them; a token missing the scope a tool needs gets 403
 // insufficient_scope naming that scope.
 func TestOAuthClientCredentialsWorkers(t *testing.T) {
+	t.Parallel()
 	of := newOAuthFixture(t)
 	sub := of.op.clientToken(clientSubmitter, scopeSubmit+" "+scopeObserve, of.resource)
 	work := of.op.clientToken(clientWorker, scopeWork, of.resource)
@@ -236,6 +238,7 @@ func TestOAuthClientCredentialsWorkers(t *testing.T) {
 // challenge pointing to the metadata, saying what was wrong and never
 // repeating the token.
 func TestOAuthRefusesBadTokens(t *testing.T) {
+	t.Parallel()
 	of := newOAuthFixture(t)
 	good := of.op.clientToken(clientWorker, scopeWork, of.resource)
 	if r := of.listTools(good); r.status != http.StatusOK {
@@ -345,6 +348,7 @@ func contains(v any, s string) bool {
 // refetch interval has passed), and tokens of the old key still pass while
 // the provider publishes it.
 func TestOAuthKeyRotation(t *testing.T) {
+	t.Parallel()
 	of := newOAuthFixture(t)
 	old := of.op.clientToken(clientWorker, scopeWork, of.resource)
 	if r := of.listTools(old); r.status != http.StatusOK {
@@ -366,5 +370,49 @@ func TestOAuthKeyRotation(t *testing.T) {
 	}
 	if r := of.listTools(old); r.status != http.StatusOK {
 		t.Fatalf("old key's token after rotation: HTTP %d %s", r.status, clipBody(r.body))
+	}
+}
+
+// Without node: an issuer whose metadata cannot be fetched leaves a token
+// unjudged, 503 with Retry-After (not a 401 that would send the client
+// through OAuth again); and without an oauth section there is no metadata
+// and the challenge names none.
+func TestOAuthIssuerDownAndNoOAuthSection(t *testing.T) {
+	t.Parallel()
+	dead, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	issuer := "http://" + dead.Addr().String()
+	dead.Close() // nothing listens there now
+	doc := fmt.Sprintf(`{"principals": [], "oauth": {"resource": "http://127.0.0.1:1/mcp", "authorization_servers": [%q],
+	  "scopes": {"s": ["work"]}, "principals": [{"claim": "sub", "value": "*", "name_claim": "sub"}]}}`, issuer)
+	ps, err := principal.ParseAuthFile([]byte(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := newHTTPFixture(t, Options{Principals: principal.NewAuthenticator(ps)})
+	key := newSigningKey(t, "k")
+	s, err := jose.NewSigner(jose.SigningKey{Algorithm: jose.ES256, Key: key}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok, err := jwt.Signed(s).Claims(map[string]any{"iss": issuer, "sub": "w", "aud": "http://127.0.0.1:1/mcp", "exp": time.Now().Add(time.Hour).Unix()}).Serialize()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := f.post(modernBody(1, "tools/list", nil, nil), modernHeaders("tools/list", "Authorization", "Bearer "+tok))
+	r.wantError(t, http.StatusServiceUnavailable, -32600)
+	if r.header.Get("Retry-After") == "" || strings.Contains(string(r.body), tok) || strings.Contains(f.logs.String(), tok) {
+		t.Fatalf("issuer down: %v %s", r.header, clipBody(r.body))
+	}
+
+	plain := newHTTPFixture(t, Options{Principals: principal.NewAuthenticator(testPrincipals(t, tokPlanner))})
+	if r := plain.do(http.MethodGet, plain.ts.URL+WellKnownResourcePath+MCPPath, nil, nil); r.status != http.StatusNotFound {
+		t.Fatalf("metadata without an oauth section: HTTP %d", r.status)
+	}
+	r = plain.post(modernBody(1, "tools/list", nil, nil), modernHeaders("tools/list"))
+	if got := r.header.Get("WWW-Authenticate"); r.status != http.StatusUnauthorized || got != `Bearer realm="graph-engineering-mcp"` {
+		t.Fatalf("401 without an oauth section: HTTP %d %q", r.status, got)
 	}
 }
