@@ -5,7 +5,8 @@
 //   node provider.mjs CONFIG.json
 //
 // CONFIG.json: {"jwks": {"keys": [private JWKs]}, "clients": [client
-// metadata], "scopes": ["..."], "ttl": seconds}. It listens on 127.0.0.1 on
+// metadata], "scopes": ["..."], "ttl": seconds}; without jwks it generates
+// one P-256 key (kid "generated-1"). It listens on 127.0.0.1 on
 // a free port and prints one line, {"issuer": "http://127.0.0.1:PORT"}, on
 // stdout once it serves. Access tokens are JWTs (RFC 9068) whose audience
 // is the resource the client asks for (RFC 8707), signed with the first
@@ -15,6 +16,7 @@
 //   rotate FILE.json   serve a new provider (same issuer, same port) with
 //                      the JWK Set in FILE.json; prints "rotated"
 // It exits when stdin closes.
+import { generateKeyPairSync } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import { createInterface } from 'node:readline';
@@ -27,6 +29,10 @@ for (const level of ['log', 'info', 'warn', 'debug']) {
 }
 
 const config = JSON.parse(readFileSync(process.argv[2], 'utf8'));
+if (!config.jwks) {
+  const { privateKey } = generateKeyPairSync('ec', { namedCurve: 'P-256' });
+  config.jwks = { keys: [{ ...privateKey.export({ format: 'jwk' }), kid: 'generated-1', alg: 'ES256', use: 'sig' }] };
+}
 
 function newProvider(issuer, jwks) {
   const provider = new Provider(issuer, {
