@@ -19,7 +19,8 @@
 //     issuer's metadata and keys again, but at most once per refetch
 //     interval per issuer, so a flood of tokens with made-up kids costs at
 //     most one fetch per interval. Concurrent fetches for one issuer are
-//     one fetch.
+//     one fetch, and a token whose key is cached never waits for one (a
+//     slow provider cannot stall the tokens it already signed).
 //   - Nothing of a token is in an error, a log or a metric: errors say
 //     which check failed (expired, wrong audience, unknown key, ...) and
 //     name configured values only.

@@ -79,10 +79,23 @@ type Verifier struct {
 // issuerKeys caches one issuer's keys.
 type issuerKeys struct {
 	issuer string
-	mu     sync.Mutex // held across a fetch: concurrent fetches are one
-	keys   *jose.JSONWebKeySet
-	last   time.Time // when the last fetch (successful or not) started
-	err    error     // the last fetch's failure, until one succeeds
+	// fetchMu is held across a fetch: concurrent fetches are one. A token
+	// whose key is cached never waits for it.
+	fetchMu sync.Mutex
+	mu      sync.Mutex // guards the fields below; never held across a fetch
+	keys    *jose.JSONWebKeySet
+	last    time.Time // when the last fetch (successful or not) started
+	err     error     // the last fetch's failure, until one succeeds
+}
+
+// cached returns the cached keys that fit kid and alg.
+func (ik *issuerKeys) cached(kid, alg string) []jose.JSONWebKey {
+	ik.mu.Lock()
+	defer ik.mu.Unlock()
+	if ik.keys == nil {
+		return nil
+	}
+	return usable(ik.keys, kid, alg)
 }
 
 // New returns a Verifier for cfg.
@@ -208,33 +221,46 @@ func scopesOf(claims map[string]any) []string {
 // alg, fetching the keys when none are cached or, at most once per refetch
 // interval, when none has the kid.
 func (v *Verifier) keysFor(ctx context.Context, ik *issuerKeys, kid, alg string) ([]jose.JSONWebKey, error) {
-	ik.mu.Lock()
-	defer ik.mu.Unlock()
-	if ik.keys != nil {
-		if ks := usable(ik.keys, kid, alg); len(ks) > 0 {
-			return ks, nil
-		}
+	if ks := ik.cached(kid, alg); len(ks) > 0 {
+		return ks, nil
+	}
+	ik.fetchMu.Lock()
+	defer ik.fetchMu.Unlock()
+	// A fetch that finished while this one waited may have brought the key.
+	if ks := ik.cached(kid, alg); len(ks) > 0 {
+		return ks, nil
 	}
 	now := v.cfg.Now()
-	if !ik.last.IsZero() && now.Sub(ik.last) < v.cfg.Refetch {
-		if ik.keys == nil {
-			return nil, fmt.Errorf("%w: issuer %s: %v (retried at most every %s)", ErrKeysUnavailable, ik.issuer, ik.err, v.cfg.Refetch)
+	ik.mu.Lock()
+	recent := !ik.last.IsZero() && now.Sub(ik.last) < v.cfg.Refetch
+	have, lastErr := ik.keys != nil, ik.err
+	if !recent {
+		ik.last = now
+	}
+	ik.mu.Unlock()
+	if recent {
+		if !have {
+			return nil, fmt.Errorf("%w: issuer %s: %v (retried at most every %s)", ErrKeysUnavailable, ik.issuer, lastErr, v.cfg.Refetch)
 		}
 		return nil, fmt.Errorf("%w: no key of the issuer matches the token's key id and algorithm", ErrInvalidToken)
 	}
-	ik.last = now
-	set, err := v.fetch(ctx, ik.issuer)
+	// The fetch outlives the request that started it (it has its own
+	// timeout): a client hanging up must not count as a failed fetch.
+	set, err := v.fetch(context.WithoutCancel(ctx), ik.issuer)
+	ik.mu.Lock()
 	if err != nil {
-		ik.err = err
-		if ik.keys == nil {
-			return nil, fmt.Errorf("%w: issuer %s: %v", ErrKeysUnavailable, ik.issuer, err)
-		}
 		// Keep the keys we had: a provider briefly down must not lock
 		// out the tokens its current keys signed.
+		ik.err = err
 	} else {
 		ik.keys, ik.err = set, nil
 	}
-	if ks := usable(ik.keys, kid, alg); len(ks) > 0 {
+	have = ik.keys != nil
+	ik.mu.Unlock()
+	if !have {
+		return nil, fmt.Errorf("%w: issuer %s: %v", ErrKeysUnavailable, ik.issuer, err)
+	}
+	if ks := ik.cached(kid, alg); len(ks) > 0 {
 		return ks, nil
 	}
 	return nil, fmt.Errorf("%w: no key of the issuer matches the token's key id and algorithm", ErrInvalidToken)
