@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -14,10 +15,12 @@ import (
 
 	jose "github.com/go-jose/go-jose/v4"
 	"github.com/go-jose/go-jose/v4/jwt"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
 
 	"github.com/graph-engineering/graph-engineering-mcp/manifest"
 	"github.com/graph-engineering/graph-engineering-mcp/mcpadapter/principal"
+	"github.com/graph-engineering/graph-engineering-mcp/taskgraph"
 )
 
 // The scopes and clients of the OAuth tests' provider.
@@ -414,5 +417,74 @@ func TestOAuthIssuerDownAndNoOAuthSection(t *testing.T) {
 	r = plain.post(modernBody(1, "tools/list", nil, nil), modernHeaders("tools/list"))
 	if got := r.header.Get("WWW-Authenticate"); r.status != http.StatusUnauthorized || got != `Bearer realm="graph-engineering-mcp"` {
 		t.Fatalf("401 without an oauth section: HTTP %d %q", r.status, got)
+	}
+}
+
+// The role × tool matrix with access-token principals, in both eras: each
+// lists exactly its scopes' tools, calls them without a forbidden error,
+// and a tool outside its scopes is refused before MCP (403
+// insufficient_scope, which the SDK client surfaces as an error and which
+// ends its session).
+func TestOAuthRoleToolMatrix(t *testing.T) {
+	t.Parallel()
+	of := newOAuthFixture(t)
+	seed, err := of.store.CreateTask(of.ctx, "oauth-1", taskgraph.NodeSpec{NodeID: "seed"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	argsOf := map[string]map[string]any{
+		manifest.ToolCreate:    {"workflow_id": "oauth-1", "node_id": "n"},
+		manifest.ToolInspect:   {"task_id": seed.Task.TaskID},
+		manifest.ToolClaim:     {"owner": "worker-1:1", "workflow_id": "oauth-1"},
+		manifest.ToolHeartbeat: {"task_id": seed.Task.TaskID, "owner": "worker-1:1", "generation": 1, "claim_token": "x"},
+		manifest.ToolComplete:  {"task_id": seed.Task.TaskID, "owner": "worker-1:1", "generation": 1, "claim_token": "x", "result": 1},
+		manifest.ToolFail:      {"task_id": seed.Task.TaskID, "owner": "worker-1:1", "generation": 1, "claim_token": "x", "error": "e"},
+		manifest.ToolCancel:    {"task_id": seed.Task.TaskID, "owner": "worker-1:1", "generation": 1, "claim_token": "x"},
+	}
+	type row struct {
+		c     oidcClient
+		scope string
+		tools []string
+	}
+	rows := []row{
+		{clientWorker, scopeWork, []string{manifest.ToolCancel, manifest.ToolClaim, manifest.ToolComplete, manifest.ToolFail, manifest.ToolHeartbeat, manifest.ToolInspect}},
+		{clientSubmitter, scopeSubmit + " " + scopeObserve, []string{manifest.ToolCreate, manifest.ToolInspect}},
+		{clientReader, scopeObserve, []string{manifest.ToolInspect}},
+	}
+	for _, era := range []string{"", "2025-11-25"} {
+		for _, rw := range rows {
+			tok := of.op.clientToken(rw.c, rw.scope, of.resource)
+			cs := of.client(era, tok, nil)
+			lt, err := cs.ListTools(of.ctx, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, tl := range lt.Tools {
+				got = append(got, tl.Name)
+			}
+			slices.Sort(got)
+			if !slices.Equal(got, rw.tools) {
+				t.Errorf("era %q %s: tools/list = %v, want %v", era, rw.c.ID, got, rw.tools)
+			}
+			for _, tool := range manifest.AllTools {
+				// An HTTP 403 ends the SDK client's session (an OAuth
+				// client re-authorizes on it): each call gets its own.
+				cs := of.client(era, tok, nil)
+				res, err := cs.CallTool(of.ctx, &mcp.CallToolParams{Name: tool, Arguments: argsOf[tool]})
+				cs.Close()
+				if slices.Contains(rw.tools, tool) {
+					if err != nil {
+						t.Errorf("era %q %s: %s: %v", era, rw.c.ID, tool, err)
+					} else if kind, _ := toolErrorKind(res); kind == "forbidden" {
+						t.Errorf("era %q %s: %s refused: %s", era, rw.c.ID, tool, toolText(res))
+					}
+					continue
+				}
+				if err == nil {
+					t.Errorf("era %q %s: %s outside its scopes was answered: %v", era, rw.c.ID, tool, toolText(res))
+				}
+			}
+		}
 	}
 }
