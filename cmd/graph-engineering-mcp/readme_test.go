@@ -19,6 +19,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/graph-engineering/graph-engineering-mcp/manifest"
+	"github.com/graph-engineering/graph-engineering-mcp/mcpadapter/principal"
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/testwait"
 )
 
@@ -358,6 +359,14 @@ func TestREADME(t *testing.T) {
 			if _, err := manifest.Verify([]byte(strings.TrimSpace(out))); err != nil || !strings.Contains(out, `"tasksExtension":false`) {
 				t.Fatalf("manifest with the README's profile: %v\n%s", err, out)
 			}
+		case "oauth-file":
+			// The auth file's oauth section as shown must be accepted as it
+			// is (the OAuth tests in mcpadapter/httpfront run the same
+			// configuration against a real OpenID provider).
+			ps, err := principal.ParseAuthFile([]byte(blk.body))
+			if err != nil || ps.OAuth() == nil || len(ps.OAuth().Principals) != 2 {
+				t.Fatalf("oauth-file block: %v", err)
+			}
 		case "skills":
 			// Run from the repository root, as the README says: the shipped
 			// example folder must load cleanly.
@@ -373,7 +382,7 @@ func TestREADME(t *testing.T) {
 			t.Fatalf("README block %q is not run by TestREADME; teach it", blk.name)
 		}
 	}
-	for _, name := range []string{"two-commands", "stop", "connect-stdio", "connect-http", "connect-token", "mcp-servers", "examples", "operator", "ui", "profile", "manifest", "skills", "backup"} {
+	for _, name := range []string{"two-commands", "stop", "connect-stdio", "connect-http", "connect-token", "mcp-servers", "examples", "operator", "ui", "profile", "manifest", "skills", "backup", "oauth-file"} {
 		if !seen[name] {
 			t.Errorf("README block %q is gone; update TestREADME", name)
 		}

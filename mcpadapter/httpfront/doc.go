@@ -32,7 +32,15 @@
 //     probes needs a bearer token (or, for /ui/, a login cookie); tokens are
 //     compared by digest in constant time and never logged or echoed. A
 //     legacy session is bound to the principal that opened it: another
-//     principal naming it gets 404, as for an unknown session. Without
+//     principal naming it gets 404, as for an unknown session. With an
+//     oauth section in the auth file the front is also an OAuth 2.1
+//     resource server: Protected Resource Metadata (RFC 9728) is public at
+//     /.well-known/oauth-protected-resource (and its path-suffixed form),
+//     every 401 and 403 challenge names it (resource_metadata), a token
+//     that matches no static digest and has a JWT's shape is validated by
+//     package accesstoken and mapped to its principal on every request,
+//     and an access-token principal lacking the role a tool needs gets 403
+//     insufficient_scope naming the scopes that grant it. Without
 //     authentication the front serves only a loopback listener, and the Host
 //     of every request must then name a loopback host (no DNS rebinding).
 //   - Health: /healthz is liveness (the database answers a read); /readyz

@@ -17,6 +17,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/graph-engineering/graph-engineering-mcp/mcpadapter"
+	"github.com/graph-engineering/graph-engineering-mcp/mcpadapter/accesstoken"
 	"github.com/graph-engineering/graph-engineering-mcp/mcpadapter/internal/wire"
 	"github.com/graph-engineering/graph-engineering-mcp/mcpadapter/liveview"
 	"github.com/graph-engineering/graph-engineering-mcp/mcpadapter/principal"
@@ -126,6 +127,13 @@ type Options struct {
 	// UIPageSize is how many workflows one page of the live view's list
 	// shows (0: liveview.UIMaxWorkflows).
 	UIPageSize int
+	// OAuthHTTPClient fetches the authorization servers' metadata and keys
+	// when the auth file has an oauth section (nil: a client with a 10 s
+	// timeout).
+	OAuthHTTPClient *http.Client
+	// TokenClock is the clock access tokens' exp, nbf and iat are judged
+	// at, and key refetches are spaced by (nil: time.Now).
+	TokenClock func() time.Time
 }
 
 func (o *Options) setDefaults(s *mcpadapter.Server) error {
@@ -247,6 +255,7 @@ type Handler struct {
 	abort       context.Context // cancelled when a shutdown stops waiting
 	abortCalls  context.CancelFunc
 	ui          *liveview.Handler // nil: the live view is off
+	tokens      atomic.Pointer[tokenState]
 }
 
 // New returns the HTTP front of srv.
@@ -318,6 +327,9 @@ func routeOf(path string) string {
 	if liveview.IsRoute(path) {
 		return liveview.UIRoute
 	}
+	if isWellKnownResource(path) {
+		return wellKnownRoute
+	}
 	return "other"
 }
 
@@ -337,6 +349,12 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	sw.Header().Set("X-Content-Type-Options", "nosniff")
 	if !h.hostAllowed(r) {
 		h.refuse(sw, route, http.StatusForbidden, "forbidden_host", "forbidden: the Host header must name a loopback host (localhost, 127.0.0.1 or [::1]) on a loopback listener")
+		return
+	}
+	if route == wellKnownRoute {
+		// Public metadata, for any origin (RFC 9728 §3): a browser-based
+		// client discovers the authorization server through it.
+		h.serveResourceMetadata(sw, r)
 		return
 	}
 	if !h.originAllowed(r) {
@@ -370,16 +388,17 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // authorized authenticates a request to an authenticated route, answering
 // 401 with its challenge when it fails. p is nil without authentication.
 func (h *Handler) authorized(w http.ResponseWriter, r *http.Request, route string) (p *principal.Principal, ok bool) {
-	p, why := h.authenticate(r)
-	if why == "" {
+	p, fail := h.authenticateRequest(r)
+	if fail == nil {
 		return p, true
 	}
-	value := `Bearer realm="graph-engineering-mcp"`
-	if r.Header.Get("Authorization") != "" {
-		value += `, error="invalid_token"`
+	switch fail.status {
+	case http.StatusUnauthorized, http.StatusForbidden:
+		w.Header().Set("WWW-Authenticate", h.challenge(fail.attrs, nil))
+	case http.StatusServiceUnavailable:
+		w.Header().Set("Retry-After", retryAfterSeconds)
 	}
-	w.Header().Set("WWW-Authenticate", value)
-	h.refuse(w, route, http.StatusUnauthorized, "unauthorized", why)
+	h.refuse(w, route, fail.status, fail.reason, fail.msg)
 	return nil, false
 }
 
@@ -459,23 +478,45 @@ func (h *Handler) originAllowed(r *http.Request) bool {
 // a malformed header, a wrong token): some clients (the MCP Inspector) react
 // to any 401 by starting OAuth discovery, and the message is all their user
 // gets to see. It never contains what the client sent.
+//
+// It is the live view's form of authenticateRequest: every refusal is a
+// message of its 401 or 403.
 func (h *Handler) authenticate(r *http.Request) (*principal.Principal, string) {
+	p, fail := h.authenticateRequest(r)
+	if fail != nil {
+		return nil, fail.msg
+	}
+	return p, ""
+}
+
+// authenticateRequest is authenticate with the status, metrics reason and
+// challenge of a refusal. A token that matches no auth-file digest is, when
+// the auth file has an oauth section and it has the shape of a JWT,
+// validated as an access token (authenticateToken).
+func (h *Handler) authenticateRequest(r *http.Request) (*principal.Principal, *authFailure) {
 	if h.auth == nil {
-		return nil, ""
+		return nil, nil
 	}
 	values := r.Header.Values("Authorization")
 	if len(values) == 0 {
-		return nil, "unauthorized: no bearer token was sent; this server requires the header Authorization: Bearer <token>, with the token the server was started with (GRAPH_ENGINEERING_AUTH_TOKEN or --auth-token-file) or a principal's token from --auth-file"
+		return nil, &authFailure{status: http.StatusUnauthorized, reason: "unauthorized",
+			msg: "unauthorized: no bearer token was sent; this server requires the header Authorization: Bearer <token>, with the token the server was started with (GRAPH_ENGINEERING_AUTH_TOKEN or --auth-token-file), a principal's token from --auth-file, or an access token from an authorization server its auth file trusts"}
 	}
 	scheme, token, ok := strings.Cut(strings.TrimSpace(values[0]), " ")
-	if len(values) != 1 || !ok || !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(token) == "" {
-		return nil, "unauthorized: the Authorization header is malformed; send exactly one header of the form Authorization: Bearer <token>"
+	token = strings.TrimSpace(token)
+	if len(values) != 1 || !ok || !strings.EqualFold(scheme, "Bearer") || token == "" {
+		return nil, &authFailure{status: http.StatusUnauthorized, reason: "unauthorized", attrs: `error="invalid_token"`,
+			msg: "unauthorized: the Authorization header is malformed; send exactly one header of the form Authorization: Bearer <token>"}
 	}
-	p := h.auth.Current().Authenticate(strings.TrimSpace(token))
-	if p == nil {
-		return nil, "unauthorized: the bearer token is wrong; it does not match the token this server was started with or any principal's token"
+	ps := h.auth.Current()
+	if p := ps.Authenticate(token); p != nil {
+		return p, nil
 	}
-	return p, ""
+	if ps.OAuth() != nil && accesstoken.LooksLikeJWT(token) {
+		return h.authenticateToken(r, ps, token)
+	}
+	return nil, &authFailure{status: http.StatusUnauthorized, reason: "unauthorized", attrs: `error="invalid_token"`,
+		msg: "unauthorized: the bearer token is wrong; it does not match the token this server was started with or any principal's token"}
 }
 
 // statusWriter records the status for metrics and logs.

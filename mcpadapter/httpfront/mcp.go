@@ -92,6 +92,9 @@ func (h *Handler) post(w http.ResponseWriter, q *mcpRequest) {
 	if q.era == wire.Legacy && q.sid != "" && h.foreignSession(w, q) {
 		return
 	}
+	if h.tokenInsufficientScope(w, q) {
+		return
+	}
 	if q.era == wire.Legacy && msg.Method == "initialize" && q.sid != "" && h.hasSession(q.sid) {
 		// Every live session began with initialize; the SDK would answer a
 		// second one with error code 0.
@@ -194,6 +197,9 @@ func (h *Handler) handOff(w http.ResponseWriter, q *mcpRequest) {
 	in := mcpadapter.Inbound{Arrival: q.arrived, Timeout: h.opts.CallTimeout, Abort: h.abort}
 	if q.p != nil {
 		in.Caller = principal.Caller{Auth: h.auth, Name: q.p.Name}
+		if q.p.FromToken() {
+			in.Caller.Token = q.p
+		}
 	}
 	key, done := h.srv.Admit(in)
 	defer done()

@@ -69,7 +69,7 @@ func NewMetrics(logger *slog.Logger) *Metrics {
 	}, []string{"method", "era"})
 	m.rejections = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: MetricsNamespace, Name: "http_rejections_total",
-		Help: "HTTP requests refused before reaching MCP, by reason (unauthorized, forbidden_host, forbidden_origin, too_large, busy, too_many_sessions).",
+		Help: "HTTP requests refused before reaching MCP, by reason (unauthorized, insufficient_scope, keys_unavailable, forbidden_host, forbidden_origin, too_large, busy, too_many_sessions).",
 	}, []string{"reason"})
 	m.inFlight = prometheus.NewGauge(prometheus.GaugeOpts{
 		Namespace: MetricsNamespace, Name: "http_requests_in_flight",

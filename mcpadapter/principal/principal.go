@@ -77,11 +77,17 @@ type Principal struct {
 	// everything marks the single-token principal: every role, workflow,
 	// owner and task, as one shared token always meant.
 	everything bool
+	// token marks a principal that a validated access token stands for
+	// (Principals.TokenPrincipal): it is in no table.
+	token bool
 }
 
 // AuthFile is the JSON document of --auth-file.
 type AuthFile struct {
 	Principals []Principal `json:"principals"`
+	// OAuth, when set, also accepts JWT access tokens that an
+	// authorization server issued for this server (OAuthConfig).
+	OAuth *OAuthConfig `json:"oauth,omitempty"`
 }
 
 // HasRole reports whether p holds role.
@@ -235,28 +241,22 @@ func ParseAuthFile(data []byte) (*Principals, error) {
 			return nil, fmt.Errorf("%w: %s: token_sha256 is the same as principal %q's; every principal needs its own token", ErrInvalidAuthFile, where, other)
 		}
 		digests[p.digest] = p.Name
-		if len(p.Roles) == 0 {
-			return nil, fmt.Errorf("%w: %s: roles must list at least one of %s", ErrInvalidAuthFile, where, strings.Join(AllRoles, ", "))
-		}
-		for _, r := range p.Roles {
-			if !slices.Contains(AllRoles, r) {
-				return nil, fmt.Errorf("%w: %s: unknown role %q; roles are %s", ErrInvalidAuthFile, where, input.Clip(r), strings.Join(AllRoles, ", "))
-			}
+		if err := checkRoles(p.Roles, true); err != nil {
+			return nil, fmt.Errorf("%w: %s: %v", ErrInvalidAuthFile, where, err)
 		}
 		p.Roles = SortedUnique(p.Roles)
-		for key, pats := range map[string][]string{"workflows": p.Workflows, "owners": p.Owners} {
-			if len(pats) > MaxPrincipalPatterns {
-				return nil, fmt.Errorf("%w: %s: %s may list at most %d patterns (got %d)", ErrInvalidAuthFile, where, key, MaxPrincipalPatterns, len(pats))
-			}
-			for _, pat := range pats {
-				if err := checkPattern(pat); err != nil {
-					return nil, fmt.Errorf("%w: %s: %s pattern %q %v", ErrInvalidAuthFile, where, key, input.Clip(pat), err)
-				}
-			}
+		if err := checkPatterns(p.Workflows, p.Owners); err != nil {
+			return nil, fmt.Errorf("%w: %s: %v", ErrInvalidAuthFile, where, err)
 		}
 		cp := p
 		ps.list = append(ps.list, &cp)
 		ps.byName[p.Name] = &cp
+	}
+	if f.OAuth != nil {
+		if err := checkOAuth(f.OAuth, ps.byName); err != nil {
+			return nil, fmt.Errorf("%w: %v", ErrInvalidAuthFile, err)
+		}
+		ps.oauth = f.OAuth
 	}
 	return ps, nil
 }
@@ -290,6 +290,7 @@ func SortedUnique(in []string) []string {
 type Principals struct {
 	list   []*Principal
 	byName map[string]*Principal
+	oauth  *OAuthConfig // nil: no access tokens
 }
 
 // SingleTokenPrincipalName is the principal --auth-token stands for.
@@ -420,12 +421,20 @@ type Caller struct {
 	Auth *Authenticator
 	// Name is the principal's name.
 	Name string
+	// Token, when set, is the principal a validated access token stands
+	// for (Principals.TokenPrincipal): it is in no table, so it resolves to
+	// itself. The HTTP front validates the token on every request, so it
+	// is as current as the request.
+	Token *Principal
 }
 
 // Resolve returns the principal c names and true, or nil and false for the
 // zero Caller. A principal a reload removed is returned as one with no roles,
 // workflows or owners: it may do nothing.
 func (c Caller) Resolve() (*Principal, bool) {
+	if c.Token != nil {
+		return c.Token, true
+	}
 	if c.Auth == nil {
 		return nil, false
 	}

@@ -1,0 +1,78 @@
+// provider.mjs — a real OpenID provider (oidc-provider) on loopback, for the
+// OAuth tests of mcpadapter/httpfront (oauth_test.go). Never a production
+// configuration: clients, keys and the port come from the test.
+//
+//   node provider.mjs CONFIG.json
+//
+// CONFIG.json: {"jwks": {"keys": [private JWKs]}, "clients": [client
+// metadata], "scopes": ["..."], "ttl": seconds}; without jwks it generates
+// one P-256 key (kid "generated-1"). It listens on 127.0.0.1 on
+// a free port and prints one line, {"issuer": "http://127.0.0.1:PORT"}, on
+// stdout once it serves. Access tokens are JWTs (RFC 9068) whose audience
+// is the resource the client asks for (RFC 8707), signed with the first
+// key of the JWK Set that fits ES256.
+//
+// Commands on stdin, one a line:
+//   rotate FILE.json   serve a new provider (same issuer, same port) with
+//                      the JWK Set in FILE.json; prints "rotated"
+// It exits when stdin closes.
+import { generateKeyPairSync } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { createServer } from 'node:http';
+import { createInterface } from 'node:readline';
+import Provider from 'oidc-provider';
+
+// stdout carries only this script's own lines: the provider's notices and
+// warnings go to stderr.
+for (const level of ['log', 'info', 'warn', 'debug']) {
+  console[level] = (...args) => console.error(...args);
+}
+
+const config = JSON.parse(readFileSync(process.argv[2], 'utf8'));
+if (!config.jwks) {
+  const { privateKey } = generateKeyPairSync('ec', { namedCurve: 'P-256' });
+  config.jwks = { keys: [{ ...privateKey.export({ format: 'jwk' }), kid: 'generated-1', alg: 'ES256', use: 'sig' }] };
+}
+
+function newProvider(issuer, jwks) {
+  const provider = new Provider(issuer, {
+    clients: config.clients,
+    clientDefaults: { id_token_signed_response_alg: 'ES256' },
+    jwks,
+    scopes: config.scopes,
+    features: {
+      clientCredentials: { enabled: true },
+      devInteractions: { enabled: false },
+      resourceIndicators: {
+        enabled: true,
+        useGrantedResource: () => true,
+        getResourceServerInfo: (ctx, resourceIndicator) => ({
+          scope: config.scopes.join(' '),
+          audience: resourceIndicator,
+          accessTokenTTL: config.ttl || 600,
+          accessTokenFormat: 'jwt',
+          jwt: { sign: { alg: 'ES256' } },
+        }),
+      },
+    },
+  });
+  provider.on('server_error', (ctx, err) => console.error('provider server_error:', err));
+  return provider;
+}
+
+let handler = null;
+const server = createServer((req, res) => handler(req, res));
+server.listen(0, '127.0.0.1', () => {
+  const issuer = `http://127.0.0.1:${server.address().port}`;
+  handler = newProvider(issuer, config.jwks).callback();
+  process.stdout.write(JSON.stringify({ issuer }) + '\n');
+  const rl = createInterface({ input: process.stdin });
+  rl.on('line', (line) => {
+    const [cmd, arg] = line.trim().split(/\s+/);
+    if (cmd === 'rotate') {
+      handler = newProvider(issuer, JSON.parse(readFileSync(arg, 'utf8'))).callback();
+      process.stdout.write('rotated\n');
+    }
+  });
+  rl.on('close', () => { server.close(); process.exit(0); });
+});
