@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"slices"
 	"sort"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/graph-engineering/graph-engineering-mcp/lease"
 	"github.com/graph-engineering/graph-engineering-mcp/manifest"
+	"github.com/graph-engineering/graph-engineering-mcp/mcpadapter"
 	"github.com/graph-engineering/graph-engineering-mcp/mcpadapter/internal/wire"
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph"
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/testwait"
@@ -369,3 +371,79 @@ func TestListenShowsOnlyTheCallersTasks(t *testing.T) {
 	}
 }
 
+// A listener that stops reading never slows a writer: its queue is bounded
+// (here 4 notifications), and once it is full the stream is ended with a
+// notifications/cancelled saying why, which the client reads when it reads
+// again, followed by the end of the stream. Large results fill the
+// connection's buffers so that the server's writes really stall.
+func TestListenStalledListenerIsEndedWithAReason(t *testing.T) {
+	t.Parallel()
+	// Only the bound on the queue ends the stream here, never a write
+	// deadline, however slow the machine.
+	f := newHTTPFixture(t, Options{ListenWriteTimeout: time.Hour}, func(c *mcpadapter.Config) { c.Listen = mcpadapter.ListenOptions{Buffer: 4} })
+	const n = 48
+	specs := make([]taskgraph.NodeSpec, n)
+	for i := range specs {
+		specs[i] = taskgraph.NodeSpec{NodeID: fmt.Sprintf("big%02d", i)}
+	}
+	out, err := f.store.CreateWorkflow(f.ctx, "stall", specs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := make([]string, n)
+	for i, c := range out {
+		ids[i] = c.Task.TaskID
+	}
+	// A client that reads nothing after the response's header: the
+	// notifications pile up in the connection, then in the server.
+	addr := strings.TrimPrefix(f.ts.URL, "http://")
+	conn, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	_ = conn.(*net.TCPConn).SetReadBuffer(4096)
+	caps := map[string]any{"extensions": map[string]any{manifest.TasksExtension: map[string]any{}}}
+	body := modernBody(9, wire.MethodListen, map[string]any{"notifications": map[string]any{"taskIds": ids}}, caps)
+	fmt.Fprintf(conn, "POST %s HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\n"+
+		"%s: %s\r\n%s: %s\r\nContent-Length: %d\r\n\r\n%s",
+		MCPPath, addr, wire.HeaderProtocolVersion, modern, wire.HeaderMethod, wire.MethodListen, len(body), body)
+	testwait.For(t, "the stream to open", func() bool { open, _ := f.srv.ListenStats(); return open == 1 })
+	// Writers complete every task, each with a result of about 200 KB,
+	// while nobody reads: each completion returns.
+	big := json.RawMessage(`{"blob":"` + strings.Repeat("x", 200<<10) + `"}`)
+	for _, tid := range ids {
+		c, ok, err := f.store.Claim(f.ctx, taskgraph.ClaimRequest{Owner: "w", TaskID: tid})
+		if err != nil || !ok {
+			t.Fatalf("claim: %v %v", ok, err)
+		}
+		if _, err := f.store.Complete(f.ctx, lease.Holder{TaskID: tid, Owner: "w", Generation: c.Task.Generation, Token: c.Lease.Token}, big); err != nil {
+			t.Fatal(err)
+		}
+	}
+	testwait.For(t, "the stalled stream to be ended", func() bool {
+		open, overflowed := f.srv.ListenStats()
+		return open == 0 && overflowed == 1
+	})
+	// Reading again, the client gets what was written, then the reason,
+	// then the end of the stream.
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	msgs := make(chan sseMsg, 4096)
+	go readSSE(resp.Body, msgs)
+	var last sseMsg
+	count := 0
+	for m := range msgs {
+		last = m
+		count++
+	}
+	if last.Method != wire.MethodCancelled || !strings.Contains(last.Params.Reason, "fell behind") ||
+		fmt.Sprint(last.Params.RequestID) != "9" || fmt.Sprint(last.Params.Meta[wire.MetaSubscriptionID]) != "9" {
+		t.Fatalf("after %d messages the stream ended with %.300s, want notifications/cancelled for request 9 saying it fell behind", count, last.raw)
+	}
+	if count >= n*2 {
+		t.Fatalf("the stalled stream carried %d messages, want fewer than the %d changes: it should have been ended", count, n*2)
+	}
+}
