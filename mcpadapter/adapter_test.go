@@ -131,6 +131,9 @@ func TestUnservedMethodsBothEras(t *testing.T) {
 	modernConn := f.raw()
 	for _, m := range unservedForTest {
 		wantCode(t, legacy.call(m, map[string]any{}), jsonrpc.CodeMethodNotFound)
+		if m == "subscriptions/listen" {
+			continue // served in 2026-07-28 for the Tasks extension (listen_test.go)
+		}
 		wantCode(t, modernConn.modernCall(m, nil, nil), jsonrpc.CodeMethodNotFound)
 	}
 	// Removed in 2026-07-28 per the spec.

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/graph-engineering/graph-engineering-mcp/manifest"
+	"github.com/graph-engineering/graph-engineering-mcp/mcpadapter/internal/wire"
 	"github.com/graph-engineering/graph-engineering-mcp/mcpadapter/tools"
 	"github.com/graph-engineering/graph-engineering-mcp/skills"
 )
@@ -57,6 +58,13 @@ func TestMCPDocumentationIsComplete(t *testing.T) {
 		need("protocol version", "`"+v+"`")
 	}
 	need("extension", manifest.TasksExtension)
+	for _, m := range []string{wire.MethodListen, wire.MethodAcknowledged, wire.MethodTaskStatus, wire.MethodCancelled, wire.MetaSubscriptionID} {
+		need("subscription name", "`"+m)
+	}
+	need("listen bound", fmt.Sprintf("at most %d strings", MaxListenTaskIDs))
+	need("listen bound", fmt.Sprintf("at most %d task ids", ListenBuffer))
+	need("listen bound", fmt.Sprintf("every %d ms", ListenPoll.Milliseconds()))
+	need("listen bound", fmt.Sprintf("At most %d streams", MaxListeners))
 	need("extension", manifest.SkillsExtension)
 	need("resource", manifest.ManifestURI)
 	need("receipt key", tools.ReceiptMetaKey)

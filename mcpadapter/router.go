@@ -38,6 +38,11 @@ type router struct {
 	answered   chan struct{}       // signalled (without blocking) when a session answers or out breaks
 	log        func(msg string, args ...any)
 
+	// srv serves subscriptions/listen streams (listen.go); nil: none.
+	srv       *Server
+	listeners map[jsonrpc.ID]*Listener // open streams, by their request id
+	listenWG  sync.WaitGroup           // their writers
+
 	// Set by ServeStdio, nil elsewhere:
 	limit    *callLimit      // bounds the calls in flight; intake waits for room
 	gone     <-chan struct{} // closed when out can no longer carry answers: intake stops
@@ -214,8 +219,12 @@ func (r *router) serve(ctx context.Context, srv *mcp.Server, next func() (inboun
 	r.owner = map[jsonrpc.ID]*pipeConn{}
 	r.cancelled = map[jsonrpc.ID]bool{}
 	r.answered = make(chan struct{}, 1)
+	r.listeners = map[jsonrpc.ID]*Listener{}
 	parent := ctx
 	ctx = context.WithoutCancel(ctx)
+	listenCtx, stopListen := context.WithCancel(ctx)
+	defer stopListen() // input ended: streams end; the client is gone or done
+	shutdown := parent.Done()
 	r.legacy = &pipeConn{r: r, in: make(chan jsonrpc.Message), closed: make(chan struct{}), legacy: true}
 	r.modern = &pipeConn{r: r, in: make(chan jsonrpc.Message), closed: make(chan struct{})}
 	legacy, err := srv.Connect(ctx, connTransport{r.legacy}, nil)
@@ -244,6 +253,9 @@ func (r *router) serve(ctx context.Context, srv *mcp.Server, next func() (inboun
 			break
 		}
 		if in.msg != nil {
+			if r.listenCall(listenCtx, shutdown, in) {
+				continue
+			}
 			r.dispatch(ctx, in)
 		}
 	}
@@ -296,7 +308,9 @@ func (r *router) dispatch(ctx context.Context, in inbound) {
 		r.send(ctx, r.legacy, msg)
 	case *jsonrpc.Request:
 		if !msg.IsCall() {
-			r.send(ctx, r.notificationTarget(msg), msg)
+			if target := r.notificationTarget(msg); target != nil {
+				r.send(ctx, target, msg)
+			}
 			return
 		}
 		target, fail := r.classify(msg, in.parsed)
@@ -336,6 +350,9 @@ func (r *router) notificationTarget(msg *jsonrpc.Request) *pipeConn {
 		}
 		if json.Unmarshal(msg.Params, &p) == nil {
 			if id, err := jsonrpc.MakeID(p.RequestID); err == nil {
+				if r.cancelListen(id) {
+					return nil
+				}
 				r.mu.Lock()
 				defer r.mu.Unlock()
 				if o := r.owner[id]; o != nil {
@@ -394,3 +411,87 @@ func (r *router) classify(req *jsonrpc.Request, m *wire.Message) (*pipeConn, *wi
 	}
 	return r.modern, nil
 }
+
+// listenCall serves a 2026-07-28 subscriptions/listen itself, when the
+// server serves it (Server.ServesListen), and reports whether in was one:
+// the SDK cannot carry its notifications (see package wire). The stream's
+// notes are written by a goroutine of their own through r.out, among the
+// answers; it ends when the client sends notifications/cancelled for the
+// listen's id (nothing more is written), when input ends, or, with a
+// notifications/cancelled naming the reason, when the listener fell behind
+// or shutdown is done.
+func (r *router) listenCall(ctx context.Context, shutdown <-chan struct{}, in inbound) bool {
+	msg, ok := in.msg.(*jsonrpc.Request)
+	if !ok || r.srv == nil || !msg.IsCall() || msg.Method != wire.MethodListen || !r.srv.ServesListen() {
+		return false
+	}
+	target, fail := r.classify(msg, in.parsed)
+	if fail != nil || target != r.modern {
+		return false // dispatch answers it (an error, or -32601 in legacy)
+	}
+	m := in.parsed
+	if m == nil {
+		m = &wire.Message{}
+		var p struct {
+			Meta map[string]json.RawMessage `json:"_meta"`
+		}
+		if json.Unmarshal(msg.Params, &p) == nil {
+			m.Meta = p.Meta
+		}
+	}
+	r.mu.Lock()
+	_, dup := r.listeners[msg.ID]
+	r.mu.Unlock()
+	if dup || (r.limit != nil && r.limit.holds(msg.ID)) {
+		r.reply(&wire.Failure{ID: &msg.ID, Code: jsonrpc.CodeInvalidRequest, Msg: "invalid request: the id " + input.Clip(fmt.Sprint(msg.ID.Raw())) + " is already used by a request or stream in flight"})
+		return true
+	}
+	l, fail := r.srv.Listen(ctx, msg.ID, r.srv.cfg.Local, msg.Params, m.Meta)
+	if fail != nil {
+		r.reply(fail)
+		return true
+	}
+	r.mu.Lock()
+	r.listeners[msg.ID] = l
+	r.mu.Unlock()
+	r.listenWG.Add(1)
+	go func() {
+		defer r.listenWG.Done()
+		defer func() {
+			l.Close()
+			r.mu.Lock()
+			if r.listeners[msg.ID] == l {
+				delete(r.listeners, msg.ID)
+			}
+			r.mu.Unlock()
+		}()
+		for {
+			n, last, err := l.Next(ctx, shutdown)
+			if err != nil {
+				return
+			}
+			if r.out(n.Message()) != nil || last {
+				return
+			}
+		}
+	}()
+	return true
+}
+
+// cancelListen ends the stream opened by request id, if any, without a
+// word (the client cancelled it); it reports whether there was one.
+func (r *router) cancelListen(id jsonrpc.ID) bool {
+	r.mu.Lock()
+	l := r.listeners[id]
+	delete(r.listeners, id)
+	r.mu.Unlock()
+	if l == nil {
+		return false
+	}
+	l.Close()
+	return true
+}
+
+// waitListeners waits for the writers of the streams, which end once input
+// ended (serve returned) and their last write returned.
+func (r *router) waitListeners() { r.listenWG.Wait() }

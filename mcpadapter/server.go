@@ -56,6 +56,9 @@ type Config struct {
 	// unavailable, protocol_error, internal_error, deadline, cancelled), for
 	// metrics.
 	OnToolCall func(tool, outcome string)
+	// Listen tunes subscriptions/listen (tests); the zero value is the
+	// defaults.
+	Listen ListenOptions
 	// Register, if set, is called with the SDK server before it serves, to
 	// add further features.
 	Register func(*mcp.Server) error
@@ -73,6 +76,8 @@ type Server struct {
 
 	inboundMu sync.Mutex
 	inbound   map[string]*Inbound // by key, see Admit
+
+	listen *listenHub // subscriptions/listen (listen.go)
 }
 
 // New builds the MCP server: the tools the surface allows, the manifest
@@ -93,6 +98,13 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{store: cfg.Store, cfg: cfg, log: cfg.Logger, tools: surface, inbound: map[string]*Inbound{}}
+	s.listen = &listenHub{s: s, opts: cfg.Listen, listeners: map[*Listener]struct{}{}, kick: make(chan struct{}, 1)}
+	if s.listen.opts.Buffer <= 0 {
+		s.listen.opts.Buffer = ListenBuffer
+	}
+	if s.listen.opts.Poll <= 0 {
+		s.listen.opts.Poll = ListenPoll
+	}
 
 	caps := &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}}
 	if cfg.Surface.Resources {

@@ -34,7 +34,7 @@ func (s *Server) ServeStdio(ctx context.Context, r io.Reader, w io.Writer) error
 func (s *Server) serveStdio(ctx context.Context, r io.Reader, w io.Writer, maxInFlight, maxParked int, writeTimeout time.Duration) error {
 	parent := ctx
 	sw := newStdioWriter(w, writeTimeout)
-	rt := &router{log: s.log.Warn, limit: newCallLimit(maxInFlight, maxParked), gone: sw.gone(), shutdown: sw.shutdown, writing: sw.busy}
+	rt := &router{log: s.log.Warn, srv: s, limit: newCallLimit(maxInFlight, maxParked), gone: sw.gone(), shutdown: sw.shutdown, writing: sw.busy}
 	rt.out = func(msg jsonrpc.Message) error {
 		b, err := wire.EncodeMessage(msg)
 		if err != nil {
@@ -94,6 +94,7 @@ func (s *Server) serveStdio(ctx context.Context, r io.Reader, w io.Writer, maxIn
 	s.log.Info("stdio session ended", "eras", stdioEras)
 	cancel() // the line reader stops
 	sw.close()
+	rt.waitListeners()
 	res := sw.result()
 	if errors.Is(res, ErrStdoutStalled) && parent.Err() != nil {
 		res = nil
@@ -109,14 +110,17 @@ func (s *Server) ServeTransport(ctx context.Context, t mcp.Transport) error {
 		return err
 	}
 	defer conn.Close()
-	rt := &router{log: s.log.Warn, out: func(msg jsonrpc.Message) error { return conn.Write(ctx, msg) }}
+	rt := &router{log: s.log.Warn, srv: s, out: func(msg jsonrpc.Message) error { return conn.Write(ctx, msg) }}
 	var wmu sync.Mutex
 	out := rt.out
 	rt.out = func(msg jsonrpc.Message) error { wmu.Lock(); defer wmu.Unlock(); return out(msg) }
-	return rt.serve(ctx, s.mcp, func() (inbound, error) {
+	err = rt.serve(ctx, s.mcp, func() (inbound, error) {
 		msg, err := conn.Read(ctx)
 		return inbound{msg: msg}, err
 	})
+	conn.Close()
+	rt.waitListeners()
+	return err
 }
 
 type lineOrErr struct {

@@ -26,6 +26,7 @@ func (s *Store) watch() {
 		case <-s.quit:
 			return
 		case c := <-ch:
+			s.changes.signal()
 			if s.notify.len() == 0 {
 				continue
 			}

@@ -339,3 +339,29 @@ func (s *Store) WorkflowIDs(ctx context.Context) ([]string, error) {
 	}
 	return out, nil
 }
+
+// WorkflowVersion is what changes whenever a workflow's tasks change: its
+// task count, the length and head of its event chain, and its update time.
+// Reading it costs one row, however large the workflow.
+type WorkflowVersion struct {
+	Tasks       int64
+	Events      int64
+	Head        string
+	UpdatedAtMS int64
+}
+
+// WorkflowVersion reads workflowID's version (one row); a missing workflow
+// is ErrNotFound. On a driver that journals events (PostgreSQL) the chain
+// head moves once the events are linked, a few milliseconds after the
+// commit on the replica that wrote them (within a second from another
+// replica), so a view keyed by it shows a change that much later.
+func (s *Store) WorkflowVersion(ctx context.Context, workflowID string) (WorkflowVersion, error) {
+	if err := checkIdentifier("workflow_id", workflowID); err != nil {
+		return WorkflowVersion{}, err
+	}
+	wr, err := workflowRow(ctx, s.drv.Reads(), workflowID)
+	if err != nil {
+		return WorkflowVersion{}, err
+	}
+	return WorkflowVersion{Tasks: wr.TaskCount, Events: wr.EventCount, Head: wr.HeadHash, UpdatedAtMS: wr.UpdatedAtMS}, nil
+}

@@ -79,8 +79,10 @@ type Store struct {
 	closing    bool        // under closeM: Close has begun
 
 	notify waitQueue
-	stats  counters
-	lc     *leaseClock // the server's lease clock; nil unless Options.Sweep
+	// changes wakes the watchers of Changed after every commit.
+	changes changeSignal
+	stats   counters
+	lc      *leaseClock // the server's lease clock; nil unless Options.Sweep
 	// claimAttempts counts claim-next attempts (write operations), so tests
 	// can show that wake-ups match work.
 	claimAttempts atomic.Int64

@@ -139,9 +139,10 @@ func (s *Store) writeTx(ctx context.Context, fn func(*wtx) error, touch bool) er
 }
 
 // committed runs what a transaction left to do once it has committed: its
-// hooks, the wake-ups of the tasks it made ready, and the linking of the
-// events it journaled.
+// hooks, the wake-ups of the tasks it made ready, the linking of the
+// events it journaled, and the wake-up of the watchers of Changed.
 func (s *Store) committed(out *outbox) {
+	defer s.changes.signal()
 	for _, h := range out.hooks {
 		h()
 	}

@@ -134,6 +134,9 @@ type Options struct {
 	// TokenClock is the clock access tokens' exp, nbf and iat are judged
 	// at, and key refetches are spaced by (nil: time.Now).
 	TokenClock func() time.Time
+	// ListenWriteTimeout bounds one write of a subscriptions/listen stream
+	// (0: ListenWriteTimeout).
+	ListenWriteTimeout time.Duration
 }
 
 func (o *Options) setDefaults(s *mcpadapter.Server) error {
@@ -160,6 +163,9 @@ func (o *Options) setDefaults(s *mcpadapter.Server) error {
 	}
 	if o.ShutdownTimeout == 0 {
 		o.ShutdownTimeout = DefaultShutdownTimeout
+	}
+	if o.ListenWriteTimeout <= 0 {
+		o.ListenWriteTimeout = ListenWriteTimeout
 	}
 	if o.Logger == nil {
 		o.Logger = s.Logger()
@@ -254,6 +260,10 @@ type Handler struct {
 	initMu      sync.Mutex      // serialises initialize at the session cap
 	abort       context.Context // cancelled when a shutdown stops waiting
 	abortCalls  context.CancelFunc
+	// listenStop is cancelled as a shutdown begins: subscriptions/listen
+	// streams end (with a reason) rather than hold the drain.
+	listenStop  context.Context
+	stopListens context.CancelFunc
 	ui          *liveview.Handler // nil: the live view is off
 	tokens      atomic.Pointer[tokenState]
 }
@@ -281,6 +291,7 @@ func New(srv *mcpadapter.Server, opts Options) (*Handler, error) {
 		h.auth = principal.NewAuthenticator(principal.SingleToken(opts.AuthToken))
 	}
 	h.abort, h.abortCalls = context.WithCancel(context.Background())
+	h.listenStop, h.stopListens = context.WithCancel(context.Background())
 	getServer := func(*http.Request) *mcp.Server { return srv.MCP() }
 	h.stateless = mcp.NewStreamableHTTPHandler(getServer, &mcp.StreamableHTTPOptions{
 		Stateless: true, JSONResponse: true, PropagateRequestCancellation: true,
@@ -308,6 +319,11 @@ func New(srv *mcpadapter.Server, opts Options) (*Handler, error) {
 // AbortCalls cancels every call still running through this handler. The
 // shutdown path calls it once the drain period is over.
 func (h *Handler) AbortCalls() { h.abortCalls() }
+
+// StopListens ends every subscriptions/listen stream, each with a
+// notifications/cancelled saying the server is shutting down; Serve calls
+// it as a shutdown begins, so that streams never hold the drain.
+func (h *Handler) StopListens() { h.stopListens() }
 
 // CloseSessions ends every legacy session (on shutdown).
 func (h *Handler) CloseSessions() {
@@ -609,6 +625,7 @@ func Serve(ctx context.Context, ln net.Listener, srv *mcpadapter.Server, opts Op
 		return fmt.Errorf("serve http on %s: %w", ln.Addr(), err)
 	case <-ctx.Done():
 	}
+	h.StopListens()
 	h.log.Info("shutting down: no new connections; waiting for in-flight requests", "bound", opts.ShutdownTimeout)
 	sctx, cancel := context.WithTimeout(context.Background(), opts.ShutdownTimeout)
 	err = hs.Shutdown(sctx)

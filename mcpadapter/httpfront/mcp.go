@@ -20,9 +20,11 @@ import (
 // (admission.go), bound to its legacy session where it has one
 // (sessions.go, auth.go), and handed to the SDK handler of its era
 // (handOff) with what the front knows of it registered with the MCP server
-// (mcpadapter.Inbound). A DELETE ends a legacy session. Nothing else is
-// served: this server sends nothing unsolicited, so a standalone SSE
-// stream (GET) would stay empty, and the spec allows 405.
+// (mcpadapter.Inbound). A 2026-07-28 subscriptions/listen is the front's
+// own (listen.go): an SSE stream of task notifications. A DELETE ends a
+// legacy session. Nothing else is served: outside subscriptions/listen this
+// server sends nothing unsolicited, so a standalone SSE stream (GET) would
+// stay empty, and the spec allows 405.
 
 // mcpRequest is one request on the MCP route as the front sees it.
 type mcpRequest struct {
@@ -89,6 +91,10 @@ func (h *Handler) post(w http.ResponseWriter, q *mcpRequest) {
 		return
 	}
 	msg := q.msg
+	if h.isListen(q) {
+		h.serveListen(w, q)
+		return
+	}
 	if q.era == wire.Legacy && q.sid != "" && h.foreignSession(w, q) {
 		return
 	}
@@ -175,7 +181,7 @@ func (h *Handler) read(w http.ResponseWriter, q *mcpRequest) *wire.Failure {
 		return fail
 	}
 	q.era, q.classified = e, true
-	if f := wire.UnknownMethod(msg.Method, mcpadapter.KnownMethod); f != nil && msg.IsCall() {
+	if f := wire.UnknownMethod(msg.Method, mcpadapter.KnownMethod); f != nil && msg.IsCall() && !h.isListen(q) {
 		if e == wire.Legacy {
 			f.Status = http.StatusOK // errors inside a legacy session travel with 200
 		}

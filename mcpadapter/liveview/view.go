@@ -13,6 +13,8 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -63,6 +65,8 @@ const (
 	uiReadTimeout = 10 * time.Second
 	// uiPollMS is the polling interval the page uses (it backs off on errors).
 	uiPollMS = 1000
+	// uiFinishedPollMS is the page's interval once every task has finished.
+	uiFinishedPollMS = 15000
 )
 
 // uiCSP is the Content-Security-Policy of every view response: nothing
@@ -103,7 +107,23 @@ type Handler struct {
 	sem      chan struct{}
 	login    *uiLogins
 	pageSize int
+	// builds counts the workflow answers built (not the cheap 304s).
+	builds atomic.Int64
+	// lapses maps the ETag of a workflow answer to the server time (Unix
+	// ms) at which its next lease lapses (0: none), when that answer would
+	// show a claim as stuck without any event; bounded by uiMaxETags.
+	lapseMu sync.Mutex
+	lapses  map[string]int64
 }
+
+// uiMaxETags bounds the workflow ETags whose next lapse is remembered; at
+// the bound they are all forgotten (a forgotten ETag is answered by a
+// rebuild, never by a wrong 304).
+const uiMaxETags = 4096
+
+// WorkflowBuilds returns how many workflow answers were built since New:
+// an unchanged poll answered 304 from the workflow's version builds none.
+func (u *Handler) WorkflowBuilds() int64 { return u.builds.Load() }
 
 // New returns the live view's handler.
 func New(cfg Config) *Handler {
@@ -174,7 +194,7 @@ func (u *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		u.withSlot(w, r, func(ctx context.Context) (any, error) { return u.listWorkflows(ctx, v, q, page) })
 	case strings.HasPrefix(path, "/ui/api/workflows/"):
 		id := strings.TrimPrefix(path, "/ui/api/workflows/")
-		u.withSlot(w, r, func(ctx context.Context) (any, error) { return u.workflow(ctx, v, id) })
+		u.serveWorkflow(w, r, v, id)
 	case strings.HasPrefix(path, "/ui/api/tasks/"):
 		id := strings.TrimPrefix(path, "/ui/api/tasks/")
 		u.withSlot(w, r, func(ctx context.Context) (any, error) { return u.task(ctx, v, id) })
@@ -302,6 +322,55 @@ func (u *Handler) withSlot(w http.ResponseWriter, r *http.Request, read func(con
 	writeUIJSON(w, r, http.StatusOK, out)
 }
 
+// serveWorkflow answers /ui/api/workflows/{id}. Its ETag comes from the
+// workflow's version (one row: task count, event chain length and head,
+// update time), read before anything is built: an unchanged poll is a 304
+// that costs that one read, however large the workflow. Time alone changes
+// one thing the answer shows, a claim whose lease lapsed (stuck): the
+// handler remembers, per ETag, when the next shown claim lapses, and from
+// then on answers that ETag with a new answer.
+func (u *Handler) serveWorkflow(w http.ResponseWriter, r *http.Request, v viewer, id string) {
+	var version string
+	if v.allows(id) {
+		ctx, cancel := context.WithTimeout(r.Context(), uiReadTimeout)
+		ver, err := u.store.WorkflowVersion(ctx, id)
+		cancel()
+		if err == nil {
+			sum := sha256.Sum256(fmt.Appendf(nil, "%s\x00%d\x00%d\x00%s\x00%d", id, ver.Tasks, ver.Events, ver.Head, ver.UpdatedAtMS))
+			version = `"v` + hex.EncodeToString(sum[:12]) + `-`
+			if inm := r.Header.Get("If-None-Match"); strings.HasPrefix(inm, version) && u.unchanged(inm) {
+				w.Header().Set("ETag", inm)
+				w.WriteHeader(http.StatusNotModified)
+				return
+			}
+		}
+	}
+	u.withSlot(w, r, func(ctx context.Context) (any, error) {
+		out, err := u.workflow(ctx, v, id)
+		if err == nil && version != "" {
+			// The ETag: the version read before the answer, and how many
+			// claims it shows stuck (which time alone changes).
+			out.etag = version + strconv.Itoa(out.stuck) + `"`
+			u.lapseMu.Lock()
+			if u.lapses == nil || len(u.lapses) >= uiMaxETags {
+				u.lapses = map[string]int64{}
+			}
+			u.lapses[out.etag] = out.nextLapseMS
+			u.lapseMu.Unlock()
+		}
+		return out, err
+	})
+}
+
+// unchanged reports whether the answer that ETag etag names still holds:
+// it is remembered, and no claim it shows live has lapsed since.
+func (u *Handler) unchanged(etag string) bool {
+	u.lapseMu.Lock()
+	next, ok := u.lapses[etag]
+	u.lapseMu.Unlock()
+	return ok && (next == 0 || u.store.Clock().Now().UnixMilli() < next)
+}
+
 // uiStamped is an answer that carries the server time it was read at
 // (NowMS); the ETag is computed with that time zeroed, so an unchanged state
 // polls as 304.
@@ -326,7 +395,11 @@ func readAt(now time.Time) uiReadAt { return uiReadAt{now: now.UnixMilli()} }
 func writeUIJSON(w http.ResponseWriter, r *http.Request, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	s, stamped := v.(uiStamped)
-	if stamped && status == http.StatusOK {
+	if e, ok := v.(interface{ versionETag() string }); ok && stamped && status == http.StatusOK && e.versionETag() != "" {
+		// The ETag was taken from the version before the read.
+		w.Header().Set("ETag", e.versionETag())
+		s.stamp(true)
+	} else if stamped && status == http.StatusOK {
 		s.stamp(false)
 		b, err := json.Marshal(v)
 		if err != nil {
@@ -468,11 +541,20 @@ type Workflow struct {
 	NodeHeight  int            `json:"node_height"`
 	Nodes       []Node         `json:"nodes"`
 	// Edges are [dependency index, task index] pairs into Nodes.
-	Edges  [][2]int `json:"edges"`
-	PollMS int      `json:"poll_ms"`
+	Edges [][2]int `json:"edges"`
+	// PollMS is how long the page waits before asking again: longer once
+	// every task has finished.
+	PollMS int `json:"poll_ms"`
+	// Finished: every task completed, failed or was cancelled.
+	Finished bool `json:"finished"`
 	// Usage is what the workers of every attempt of every task reported;
 	// absent while none did.
 	Usage *Usage `json:"usage,omitempty"`
+	etag  string
+	// stuck counts the claims shown stuck; nextLapseMS is when the next
+	// claim shown live lapses (0: none).
+	stuck       int
+	nextLapseMS int64
 }
 
 // Usage is reported usage as the view shows it.
@@ -489,6 +571,8 @@ func uiUsage(u taskgraph.Usage) *Usage {
 	}
 	return &Usage{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens, CostUSD: u.CostUSD}
 }
+
+func (wf *Workflow) versionETag() string { return wf.etag }
 
 // Node is one task as the view draws it. It never carries a claim token
 // or its digest (taskgraph.Task holds neither).
@@ -527,6 +611,7 @@ func (u *Handler) workflow(ctx context.Context, v viewer, id string) (*Workflow,
 	if !v.allows(id) {
 		return nil, taskgraph.ErrNotFound // as a missing one, like inspect
 	}
+	u.builds.Add(1)
 	now := u.store.Clock().Now()
 	// Without payloads and results: this read repeats every second for
 	// every viewer, and the view shows neither.
@@ -558,8 +643,19 @@ func (u *Handler) workflow(ctx context.Context, v viewer, id string) (*Workflow,
 	for st, n := range wf.Counts {
 		out.Counts[string(st)] = n
 	}
+	open := wf.Counts[taskgraph.StateBlocked] + wf.Counts[taskgraph.StatePending] + wf.Counts[taskgraph.StateClaimed]
+	if len(wf.Tasks) > 0 && open == 0 {
+		out.Finished, out.PollMS = true, uiFinishedPollMS
+	}
 	for i, t := range wf.Tasks {
 		out.Nodes[i] = uiNodeOf(t, now, 512)
+		if out.Nodes[i].Stuck {
+			out.stuck++
+		} else if t.State == taskgraph.StateClaimed && !t.LeaseExpiresAt.IsZero() {
+			if ms := t.LeaseExpiresAt.UnixMilli(); out.nextLapseMS == 0 || ms < out.nextLapseMS {
+				out.nextLapseMS = ms
+			}
+		}
 		out.Nodes[i].Layer, out.Nodes[i].X, out.Nodes[i].Y = layer[i], xs[i], ys[i]
 	}
 	return out, nil

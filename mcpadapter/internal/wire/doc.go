@@ -80,6 +80,15 @@
 //     HeaderInbound. Canary: TestSDKCanaryLegacyCallsRunInTheSessionContext.
 //     Upstream: none filed.
 //
+// Subscriptions:
+//
+//   - subscriptions/listen: the SDK's filter has no notifications.taskIds
+//     (decoding drops them) and the SDK has no notifications/tasks, so it can
+//     neither acknowledge, refuse (-32021) nor serve a Tasks listener.
+//     ParseListen, DeclaresExtension, NewNote, StartSSE and WriteSSE let the
+//     MCP server and the HTTP front own that stream. Canary:
+//     TestSDKCanaryListenDropsTaskIDs. Upstream: go-sdk#1146 (open).
+//
 // Logs:
 //
 //   - The SDK logs session bookkeeping at Info once per stateless HTTP
