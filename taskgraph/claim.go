@@ -22,7 +22,8 @@ const sweepLimit = 64
 // (or claimed with an expired lease); otherwise it is claim-next: the first
 // by priority (highest first), then the oldest
 // pending task, optionally within WorkflowID, waiting up to Wait for one. ok
-// is false when claim-next found nothing; that is not an error. A claim-next
+// is false when claim-next found nothing; that is not an error (c.Paused
+// then names the pause that holds it, if one does). A claim-next
 // with a wait that finds nothing while Options.MaxWaiters calls are already
 // waiting answers at once with ok false and an error matching ErrWaitLimit.
 func (s *Store) Claim(ctx context.Context, req ClaimRequest) (c Claimed, ok bool, err error) {
@@ -95,8 +96,16 @@ func (s *Store) Claim(ctx context.Context, req ClaimRequest) (c Claimed, ok bool
 		defer s.claimAttempts.Add(1)
 		return s.hotClaimNext(ctx, arrived, req.Owner, req.WorkflowID, caps, d, rq)
 	}
+	// A claim-next that finds nothing says why when a pause is the reason
+	// (one read of the few pauses, on that answer only).
+	none := func() (Claimed, bool, error) {
+		return Claimed{Paused: s.claimPause(ctx, req.WorkflowID)}, false, nil
+	}
 	if req.Wait == 0 {
-		return try()
+		if c, ok, err = try(); err != nil || ok {
+			return c, ok, err
+		}
+		return none()
 	}
 	deadline := time.Now().Add(req.Wait)
 	// Registered before the first try, so that no wake-up is missed.
@@ -114,7 +123,7 @@ func (s *Store) Claim(ctx context.Context, req ClaimRequest) (c Claimed, ok bool
 		}
 		remaining := time.Until(deadline)
 		if remaining <= 0 {
-			return Claimed{}, false, nil
+			return none()
 		}
 		// Sleep until a task this call may claim became ready (a commit here
 		// or, through the watcher, by another process), or the deadline. The
@@ -205,7 +214,30 @@ func (w *wtx) claimByID(taskID string, caps []string, owner string, d time.Durat
 	if r.State != StatePending || r.dueAtMS > w.at().UnixMilli() {
 		return Claimed{}, &ConflictError{TaskID: r.TaskID, State: r.State, Detail: notClaimable(r, w.at())}, nil
 	}
-	c, err := w.grant(&r, owner, d)
+	if conflict, err := w.pausedConflict(&r); err != nil || conflict != nil {
+		return Claimed{}, conflict, err
+	}
+	g, err := w.grantFor(&r, owner, d)
+	if err != nil {
+		return Claimed{}, nil, err
+	}
+	// The pause is tested again in the update itself: a pause that
+	// committed since the read above wins (PostgreSQL: SetPause).
+	g.guard.NotPaused = true
+	ok, err := w.update(&r, g.set, g.guard)
+	if err != nil {
+		return Claimed{}, nil, fmt.Errorf("claim: %w", err)
+	}
+	if !ok {
+		if err := w.reload(&r); err != nil {
+			return Claimed{}, nil, err
+		}
+		if conflict, err := w.pausedConflict(&r); err != nil || conflict != nil {
+			return Claimed{}, conflict, err
+		}
+		return Claimed{}, nil, fmt.Errorf("%w: claim of task %s changed no row", errInternal, r.TaskID)
+	}
+	c, err := w.granted(&r, g)
 	return c, nil, err
 }
 
@@ -222,20 +254,6 @@ func notClaimable(r row, now time.Time) string {
 	default:
 		return fmt.Sprintf("the task is %s and can no longer be claimed", r.State)
 	}
-}
-
-// grant claims pending task r for owner. Its update is guarded by the state
-// and generation that were read, so a claim never takes over a claim made
-// meanwhile.
-func (w *wtx) grant(r *row, owner string, d time.Duration) (Claimed, error) {
-	g, err := w.grantFor(r, owner, d)
-	if err != nil {
-		return Claimed{}, err
-	}
-	if err := w.mustUpdate(r, g.set, g.guard, "claim"); err != nil {
-		return Claimed{}, err
-	}
-	return w.granted(r, g)
 }
 
 // grantPlan is a claim of a pending task decided on: the update that grants

@@ -80,6 +80,21 @@
 // expired lease goes back to pending (or to failed on the last attempt) no
 // later than the next claim scan, read of the task, or sweep.
 //
+// # Pausing
+//
+// An operator pauses claiming in a workflow or on the whole database
+// (PauseClaims) and resumes it (ResumeClaims); pauses are rows of the
+// driver's claim_pauses, recorded in the audit chain. A pause is exact:
+// claim-next's scan excludes paused work in its own statement (two
+// uncorrelated subqueries, evaluated once per statement, so the scan costs
+// what it did while nothing is paused), a claim by id tests it in its
+// update's predicate (TaskGuard.NotPaused), and on PostgreSQL SetPause
+// takes tasks in EXCLUSIVE mode, so claims in flight commit before it and
+// later ones take their snapshot after it. Leases granted before run on.
+// A claim-next that finds nothing while a pause holds it says so
+// (Claimed.Paused); a resume wakes parked claims here (wakeForPending) and
+// on other replicas (NotifyReady of no workflow: a Change Unknown).
+//
 // # Upstream results and release
 //
 // A claim carries the claimed task's direct dependencies (Claimed.

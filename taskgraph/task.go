@@ -140,6 +140,10 @@ type Claimed struct {
 	// Dependencies are the task's direct dependencies with their results
 	// (see Dependency), read in the claim's transaction.
 	Dependencies []Dependency
+	// Paused is set only on a claim-next that found nothing (ok false)
+	// because claiming is paused there: on the whole database, or in the
+	// workflow it asked for (see PauseClaims).
+	Paused *Pause
 }
 
 // Operator identifies the human behind an operator operation.

@@ -470,6 +470,9 @@ type Workflow struct {
 	// Edges are [dependency index, task index] pairs into Nodes.
 	Edges  [][2]int `json:"edges"`
 	PollMS int      `json:"poll_ms"`
+	// Paused says why nothing of the workflow is claimable when an
+	// operator paused it, or all claiming (taskgraph.Pause.String).
+	Paused string `json:"paused,omitempty"`
 }
 
 // Node is one task as the view draws it. It never carries a claim token
@@ -534,6 +537,13 @@ func (u *Handler) workflow(ctx context.Context, v viewer, id string) (*Workflow,
 	for i, t := range wf.Tasks {
 		out.Nodes[i] = uiNodeOf(t, now, 512)
 		out.Nodes[i].Layer, out.Nodes[i].X, out.Nodes[i].Y = layer[i], xs[i], ys[i]
+	}
+	ps, err := u.store.Pauses(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if len(ps) > 0 {
+		out.Paused = ps[0].String()
 	}
 	return out, nil
 }

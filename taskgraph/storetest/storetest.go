@@ -87,6 +87,7 @@ func Run(t *testing.T, h Harness) {
 		{"Flow", flowTests},
 		{"Routing", routingTests},
 		{"Request", requestTests},
+		{"Pause", pauseTests},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {

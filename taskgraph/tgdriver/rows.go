@@ -248,6 +248,19 @@ type TaskGuard struct {
 	// DueByMS: due_at_ms <= this (the task is due at that time; 0 is
 	// always due).
 	DueByMS Opt[int64]
+	// NotPaused: neither the task's workflow nor all claiming is paused
+	// (no row of claim_pauses for the workflow or for "").
+	NotPaused bool
+}
+
+// PauseRow is a pause of claiming (claim_pauses): of the workflow
+// WorkflowID, or of every workflow when WorkflowID is "". While it holds,
+// no claim is granted there; leases granted before run on.
+type PauseRow struct {
+	WorkflowID string
+	AtMS       int64
+	Reason     string
+	By         string // the operator
 }
 
 // TaskUpdate is one guarded update of a batch (Fetch, Apply): Set applies
@@ -260,7 +273,8 @@ type TaskUpdate struct {
 	Guard  TaskGuard
 }
 
-// ClaimScan asks Fetch for up to N claimable tasks (pending, due) in
+// ClaimScan asks Fetch for up to N claimable tasks (pending, due, not
+// paused: see PauseRow) in
 // claim-next order (priority DESC, seq) of WorkflowID ("" for any), whose
 // requires are all among Caps (canonical; empty takes only tasks that
 // require nothing), each locked for the transaction. A driver of many
@@ -375,8 +389,9 @@ type UpdateShape struct {
 	AddAttempt bool
 	Guard      [numGuardTests]uint8
 	// States is the guard's accepted states joined by ","; "" tests none.
-	States  string
-	NoUnmet bool
+	States    string
+	NoUnmet   bool
+	NotPaused bool
 }
 
 // ErrBadUpdate means a TaskUpdate the domain built wrong (a caller bug).
@@ -452,6 +467,7 @@ func Shape(u TaskUpdate) (UpdateShape, []any, []any, error) {
 		sh.States += st
 	}
 	sh.NoUnmet = guard.NoUnmet
+	sh.NotPaused = guard.NotPaused
 	return sh, vals, gvals, nil
 }
 

@@ -424,10 +424,36 @@ func (r reads) CountClaimable(ctx context.Context, workflowID string, caps []str
 	}
 	var n int
 	if err := r.q.QueryRow(ctx, `SELECT COUNT(*) FROM (SELECT 1 FROM tasks WHERE state = 'pending' AND due_at_ms = 0
-		AND ($1::text = '' OR workflow_id = $1::text) AND `+req+` LIMIT $2) p`, args...).Scan(&n); err != nil {
+		AND ($1::text = '' OR workflow_id = $1::text) AND `+req+` AND `+notPaused+` LIMIT $2) p`, args...).Scan(&n); err != nil {
 		return 0, r.fail(ctx, "count claimable tasks", err)
 	}
 	return n, nil
+}
+
+// Pauses returns the pauses in effect: all claiming's first, then
+// workflowID's, or up to limit workflows' when workflowID is "".
+func (r reads) Pauses(ctx context.Context, workflowID string, limit int) ([]tgdriver.PauseRow, error) {
+	q, args := `SELECT workflow_id, paused_at_ms, reason, paused_by FROM claim_pauses WHERE workflow_id IN ('', $1)
+		ORDER BY workflow_id COLLATE "C"`, []any{workflowID}
+	if workflowID == "" {
+		q, args = `SELECT workflow_id, paused_at_ms, reason, paused_by FROM claim_pauses ORDER BY workflow_id COLLATE "C" LIMIT $1`, []any{limit + 1}
+	}
+	rows, err := r.q.Query(ctx, q, args...)
+	if err != nil {
+		return nil, r.fail(ctx, "read the pauses", err)
+	}
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (tgdriver.PauseRow, error) {
+		var p tgdriver.PauseRow
+		err := row.Scan(&p.WorkflowID, &p.AtMS, &p.Reason, &p.By)
+		return p, err
+	})
+	if err != nil {
+		return nil, r.fail(ctx, "read the pauses", err)
+	}
+	if workflowID == "" && len(out) > 0 && out[0].WorkflowID != "" && len(out) > limit {
+		out = out[:limit] // no pause of all: limit workflows only
+	}
+	return out, nil
 }
 
 // NextDue returns the earliest due time of a pending task not yet promoted.

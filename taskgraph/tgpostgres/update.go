@@ -100,6 +100,9 @@ func updateText(sh tgdriver.UpdateShape) string {
 	if sh.NoUnmet {
 		where = append(where, "t.unmet = 0")
 	}
+	if sh.NotPaused {
+		where = append(where, notPausedT)
+	}
 	return "UPDATE tasks t SET " + strings.Join(sets, ", ") +
 		" FROM unnest(" + strings.Join(arrays, ", ") + ") WITH ORDINALITY AS u(" + strings.Join(names, ", ") + ", ord)" +
 		" WHERE " + strings.Join(where, " AND ") +

@@ -176,6 +176,14 @@ var (
 	sqlCountClaimableWFCaps      = `SELECT COUNT(*) FROM (` + claimableSQL(`SELECT 1`, true, true) + ` LIMIT ?)`
 )
 
+// notPaused excludes the tasks of paused workflows, and everything while
+// all claiming is paused (claim_pauses). Both subqueries are uncorrelated:
+// SQLite evaluates each once per statement (the set of paused workflows
+// into an ephemeral index probed per row), so with nothing paused the scan
+// costs what it did.
+const notPaused = `NOT EXISTS (SELECT 1 FROM claim_pauses WHERE workflow_id = '')
+	AND workflow_id NOT IN (SELECT workflow_id FROM claim_pauses)`
+
 // claimableSQL is the claim-next scan: its arguments are the workflow (when
 // inWorkflow) and then the capabilities as a JSON array (when caps).
 func claimableSQL(sel string, inWorkflow, caps bool) string {
@@ -188,7 +196,7 @@ func claimableSQL(sel string, inWorkflow, caps bool) string {
 	default:
 		q += `tasks_ready_plain WHERE `
 	}
-	q += `state = 'pending' AND due_at_ms = 0 AND `
+	q += `state = 'pending' AND due_at_ms = 0 AND ` + notPaused + ` AND `
 	if caps {
 		q += requiresAmongCaps
 	} else {
@@ -241,6 +249,35 @@ func (r *reads) CountClaimable(ctx context.Context, workflowID string, caps []st
 		return 0, fmt.Errorf("count claimable tasks: %w", err)
 	}
 	return n, nil
+}
+
+// Pauses returns the pauses in effect: all claiming's first, then
+// workflowID's, or up to limit workflows' when workflowID is "".
+func (r *reads) Pauses(ctx context.Context, workflowID string, limit int) ([]tgdriver.PauseRow, error) {
+	q, args := `SELECT workflow_id, paused_at_ms, reason, paused_by FROM claim_pauses WHERE workflow_id IN ('', ?) ORDER BY workflow_id`, []any{workflowID}
+	if workflowID == "" {
+		q, args = `SELECT workflow_id, paused_at_ms, reason, paused_by FROM claim_pauses ORDER BY workflow_id LIMIT ?`, []any{limit + 1}
+	}
+	rows, err := r.q.query(ctx, q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("read the pauses: %w", err)
+	}
+	defer rows.Close()
+	var out []tgdriver.PauseRow
+	for rows.Next() {
+		var p tgdriver.PauseRow
+		if err := rows.Scan(&p.WorkflowID, &p.AtMS, &p.Reason, &p.By); err != nil {
+			return nil, fmt.Errorf("read the pauses: %w", err)
+		}
+		out = append(out, p)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read the pauses: %w", err)
+	}
+	if workflowID == "" && len(out) > 0 && out[0].WorkflowID != "" && len(out) > limit {
+		out = out[:limit] // no pause of all: limit workflows only
+	}
+	return out, nil
 }
 
 // NextDue returns the earliest due time of a pending task not yet promoted.
