@@ -368,8 +368,9 @@ func (w *wtx) expireGuard(gen int64) tgdriver.TaskGuard {
 	return tgdriver.TaskGuard{States: []string{string(StateClaimed)}, Generation: tgdriver.Val(gen), LeaseLapsedAtMS: tgdriver.Val(w.at().UnixMilli())}
 }
 
-// expire ends the lapsed claim on r: back to pending if attempts remain,
-// otherwise failed (and its dependents cancelled).
+// expire ends the lapsed claim on r, counting a lease loss: back to
+// pending if attempts remain and the task is not poison (see
+// leaseLossDelay), otherwise failed (and its dependents cancelled).
 func (w *wtx) expire(r *row) error {
 	if w.actor.Kind != ActorSweeper {
 		// An expiry in passing (a claim scan, a read) is the server's doing,
@@ -379,11 +380,24 @@ func (w *wtx) expire(r *row) error {
 		defer func() { w.actor = saved }()
 	}
 	holder, gen := r.Owner, r.Generation
-	if r.Attempts < r.MaxAttempts {
+	losses := r.LeaseLosses + 1
+	// Attempts bound a task first; the losses bound one that has attempts
+	// left (a high max_attempts, releases, requeues).
+	exhausted := r.Attempts >= r.MaxAttempts
+	poison := !exhausted && losses >= w.s.opts.MaxLeaseLosses
+	if !exhausted && !poison {
+		why := fmt.Sprintf("the lease of %s at generation %d expired after attempt %d of %d", holder, gen, r.Attempts, r.MaxAttempts)
+		status, due := "ready to claim ("+why+")", int64(0)
+		if delay := leaseLossDelay(r.RetryDelay, losses); delay > 0 {
+			due = w.at().Add(delay).UnixMilli()
+			status = waitingStatus(time.UnixMilli(due), fmt.Sprintf("%s; lease lost %d of %d times, so the reclaim backs off", why, losses, w.s.opts.MaxLeaseLosses))
+		}
 		ok, err := w.update(r, clearClaim(tgdriver.TaskSet{
 			State:         tgdriver.Val(string(StatePending)),
 			Owner:         tgdriver.Null[string](),
-			StatusMessage: tgdriver.Val(fmt.Sprintf("ready to claim (the lease of %s at generation %d expired after attempt %d of %d)", holder, gen, r.Attempts, r.MaxAttempts)),
+			StatusMessage: tgdriver.Val(status),
+			LeaseLosses:   tgdriver.Val(losses),
+			DueAtMS:       tgdriver.Val(due),
 		}), w.expireGuard(gen))
 		if err != nil {
 			return err
@@ -391,15 +405,25 @@ func (w *wtx) expire(r *row) error {
 		if !ok {
 			return w.reload(r) // renewed or taken over meanwhile: nothing to expire
 		}
-		w.wakeWaiters(r)
+		detail := map[string]any{"attempt": r.Attempts, "next": string(StatePending), "lease_losses": losses}
+		if due > 0 {
+			detail["due_at_ms"] = due
+			w.scheduleDue()
+		} else {
+			w.wakeWaiters(r)
+		}
 		w.afterCommit(func() { w.s.stats.expiries.Add(1) })
-		return w.appendEvent(r, EventExpire, holder, gen, map[string]any{"attempt": r.Attempts, "next": string(StatePending)})
+		return w.appendEvent(r, EventExpire, holder, gen, detail)
 	}
 	msg := fmt.Sprintf("lease expired after %d attempts", r.Attempts)
+	if poison {
+		msg = fmt.Sprintf("poison task: its lease was lost %d times (each worker stopped heartbeating before it finished), so it is not claimed again; an operator may requeue it", losses)
+	}
 	ok, err := w.update(r, clearClaim(tgdriver.TaskSet{
 		State:         tgdriver.Val(string(StateFailed)),
 		Error:         tgdriver.Val(msg),
 		StatusMessage: tgdriver.Val("failed: " + msg),
+		LeaseLosses:   tgdriver.Val(losses),
 	}), w.expireGuard(gen))
 	if err != nil {
 		return err
@@ -408,7 +432,11 @@ func (w *wtx) expire(r *row) error {
 		return w.reload(r) // renewed or taken over meanwhile: nothing to expire
 	}
 	w.afterCommit(func() { w.s.stats.expiries.Add(1); w.s.stats.failures.Add(1) })
-	if err := w.appendEvent(r, EventExpire, holder, gen, map[string]any{"attempt": r.Attempts, "next": string(StateFailed)}); err != nil {
+	detail := map[string]any{"attempt": r.Attempts, "next": string(StateFailed), "lease_losses": losses}
+	if poison {
+		detail["poison"] = true
+	}
+	if err := w.appendEvent(r, EventExpire, holder, gen, detail); err != nil {
 		return err
 	}
 	return w.cascadeCancel(r)

@@ -44,8 +44,18 @@
 // at its arrival, by a claim by id in passing, and by the sweeper, whose
 // timer wakes at the earliest lease expiry or due time (or when a write
 // sets a new due time); a promotion wakes a parked claim that can take the
-// task, here and on other replicas. Releases, expiries, Requeue and
+// task, here and on other replicas. Releases, first expiries, Requeue and
 // revivals are claimable at once.
+//
+// # Poison tasks
+//
+// Each expiry counts a lease loss on the task (TaskRow.LeaseLosses). The
+// first loss reclaims at once (usually a worker died); from the second on
+// the task waits its retry backoff (leaseLossDelay) before it is claimable
+// again, and at Options.MaxLeaseLosses (default 3) a task that still has
+// attempts left fails as a poison task, with that cause, cascading as a
+// failure does, instead of taking worker after worker. Requeue resets the
+// count. The count is written by the expiry's own guarded update.
 //
 // Each task keeps a count of unmet dependencies;
 // completing a task decrements its dependents' counts and makes ready those

@@ -88,6 +88,7 @@ func Run(t *testing.T, h Harness) {
 		{"Routing", routingTests},
 		{"Request", requestTests},
 		{"Pause", pauseTests},
+		{"Poison", poisonTests},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {

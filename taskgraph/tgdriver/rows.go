@@ -48,6 +48,8 @@ type TaskRow struct {
 	// Dependents counts the tasks that depend on this one (its edges out),
 	// so that a completion skips its dependents when it has none.
 	Dependents int
+	// LeaseLosses counts the leases of the task that lapsed.
+	LeaseLosses int
 }
 
 // TaskStateRow is what audit verify checks of a stored task: the columns
@@ -225,7 +227,9 @@ type TaskSet struct {
 	StatusMessage Opt[string]
 	CancelCause   Opt[int64]
 	// DueAtMS sets due_at_ms (0: claimable now; never NULL).
-	DueAtMS     Opt[int64]
+	DueAtMS Opt[int64]
+	// LeaseLosses sets lease_losses (never NULL).
+	LeaseLosses Opt[int]
 	UpdatedAtMS int64
 }
 
@@ -344,12 +348,13 @@ const (
 	SetStatusMessage
 	SetCancelCause
 	SetDueAtMS
+	SetLeaseLosses
 	numSetColumns
 )
 
 // SetColumns names the column of each Set* index.
 var SetColumns = [numSetColumns]string{"state", "owner", "generation", "token_hash", "lease_expires_at_ms", "lease_ms",
-	"attempts", "unmet", "result", "error", "status_message", "cancel_cause", "due_at_ms"}
+	"attempts", "unmet", "result", "error", "status_message", "cancel_cause", "due_at_ms", "lease_losses"}
 
 // The tests of a TaskGuard besides States and NoUnmet, in the order of
 // UpdateShape.Guard and of the values Shape returns.
@@ -439,6 +444,10 @@ func Shape(u TaskUpdate) (UpdateShape, []any, []any, error) {
 	col(SetStatusMessage, set.StatusMessage.Set, set.StatusMessage.Null, set.StatusMessage.V)
 	col(SetCancelCause, set.CancelCause.Set, set.CancelCause.Null, set.CancelCause.V)
 	col(SetDueAtMS, set.DueAtMS.Set, false, set.DueAtMS.V)
+	if set.LeaseLosses.Set && set.LeaseLosses.Null {
+		return sh, nil, nil, fmt.Errorf("%w: lease_losses cannot be NULL", ErrBadUpdate)
+	}
+	col(SetLeaseLosses, set.LeaseLosses.Set, false, int64(set.LeaseLosses.V))
 	sh.AddAttempt = set.AddAttempt
 	gvals := make([]any, 0, 4)
 	test := func(i int, set, null bool, v any) {

@@ -32,7 +32,7 @@ func newUpdateCache() *updateCache {
 // setTypes and guardTypes are the SQL array types of each settable column
 // and of each tested value (tgdriver.Set* and tgdriver.Guard* order).
 var (
-	setTypes   = [...]string{"text", "text", "bigint", "bytea", "bigint", "bigint", "bigint", "bigint", "text", "text", "text", "bigint", "bigint"}
+	setTypes   = [...]string{"text", "text", "bigint", "bytea", "bigint", "bigint", "bigint", "bigint", "text", "text", "text", "bigint", "bigint", "bigint"}
 	guardTypes = [...]string{"bigint", "text", "bytea", "bigint", "bigint", "bigint"}
 )
 

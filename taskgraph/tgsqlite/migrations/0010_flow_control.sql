@@ -15,7 +15,8 @@ CREATE TABLE claim_pauses (
 );
 
 -- lease_losses counts the leases of a task that lapsed (its worker
--- stopped heartbeating); at max_lease_losses the task fails as a poison
--- task instead of being claimed again (package taskgraph, "Poison tasks").
+-- stopped heartbeating); at the store's bound (3 unless configured) the
+-- task fails as a poison task instead of being claimed again, and the
+-- reclaims before it back off (package taskgraph, "Poison tasks"). An
+-- operator's requeue sets it back to 0.
 ALTER TABLE tasks ADD COLUMN lease_losses INTEGER NOT NULL DEFAULT 0;
-ALTER TABLE tasks ADD COLUMN max_lease_losses INTEGER NOT NULL DEFAULT 3;
