@@ -148,6 +148,7 @@ func OpenDriver(ctx context.Context, d tgdriver.Driver, opts Options) (*Store, e
 		opts.MaxLeaseLosses = DefaultMaxLeaseLosses
 	}
 	if opts.MaxLeaseLosses > MaxMaxLeaseLosses {
+		d.Close() // a failed OpenDriver closes the driver it owns
 		return nil, invalid("max_lease_losses", "must be between 1 and %d (got %d)", MaxMaxLeaseLosses, opts.MaxLeaseLosses)
 	}
 	s := &Store{drv: d, info: info, caps: caps, opts: opts, clock: opts.Clock, log: opts.Logger, quit: make(chan struct{}), dueChanged: make(chan struct{}, 1), readOnly: info.ReadOnly}
