@@ -53,7 +53,10 @@ func adminResumeCommand() *cli.Command {
 		Description: `Ends the pause: its tasks are claimable again at once, and parked
 claim-next calls on every server wake. A workflow's own pause outlives the
 pause of all claiming. Resuming what is not paused changes nothing (exit 0).
-Recorded in the audit chain with the operator and the reason.`,
+Recorded in the audit chain with the operator and the reason.
+
+Example:
+   graph-engineering-mcp admin resume release-42 --reason "INC-7 fixed" --yes`,
 		Flags:  pauseFlags(false),
 		Action: pauseAction(adminResumeAction),
 	}
