@@ -159,6 +159,10 @@ func verifyAuditChain(ctx context.Context, rd tgdriver.Reads, heads []tgdriver.W
 				return stop("prune of workflow %s, which is not live", a.WorkflowID)
 			}
 			delete(live, a.WorkflowID)
+		case a.Kind == AuditPause || a.Kind == AuditResume:
+			if _, ok := live[a.WorkflowID]; a.WorkflowID != "" && !ok {
+				return stop("%s of workflow %s, which is not live", a.Kind, a.WorkflowID)
+			}
 		case a.Kind != AuditSwitch:
 			return stop("unknown audit entry kind %q", a.Kind)
 		}

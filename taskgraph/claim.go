@@ -22,7 +22,8 @@ const sweepLimit = 64
 // (or claimed with an expired lease); otherwise it is claim-next: the first
 // by priority (highest first), then the oldest
 // pending task, optionally within WorkflowID, waiting up to Wait for one. ok
-// is false when claim-next found nothing; that is not an error. A claim-next
+// is false when claim-next found nothing; that is not an error (c.Paused
+// then names the pause that holds it, if one does). A claim-next
 // with a wait that finds nothing while Options.MaxWaiters calls are already
 // waiting answers at once with ok false and an error matching ErrWaitLimit.
 func (s *Store) Claim(ctx context.Context, req ClaimRequest) (c Claimed, ok bool, err error) {
@@ -95,8 +96,16 @@ func (s *Store) Claim(ctx context.Context, req ClaimRequest) (c Claimed, ok bool
 		defer s.claimAttempts.Add(1)
 		return s.hotClaimNext(ctx, arrived, req.Owner, req.WorkflowID, caps, d, rq)
 	}
+	// A claim-next that finds nothing says why when a pause is the reason
+	// (one read of the few pauses, on that answer only).
+	none := func() (Claimed, bool, error) {
+		return Claimed{Paused: s.claimPause(ctx, req.WorkflowID)}, false, nil
+	}
 	if req.Wait == 0 {
-		return try()
+		if c, ok, err = try(); err != nil || ok {
+			return c, ok, err
+		}
+		return none()
 	}
 	deadline := time.Now().Add(req.Wait)
 	// Registered before the first try, so that no wake-up is missed.
@@ -114,7 +123,7 @@ func (s *Store) Claim(ctx context.Context, req ClaimRequest) (c Claimed, ok bool
 		}
 		remaining := time.Until(deadline)
 		if remaining <= 0 {
-			return Claimed{}, false, nil
+			return none()
 		}
 		// Sleep until a task this call may claim became ready (a commit here
 		// or, through the watcher, by another process), or the deadline. The
@@ -205,7 +214,30 @@ func (w *wtx) claimByID(taskID string, caps []string, owner string, d time.Durat
 	if r.State != StatePending || r.dueAtMS > w.at().UnixMilli() {
 		return Claimed{}, &ConflictError{TaskID: r.TaskID, State: r.State, Detail: notClaimable(r, w.at())}, nil
 	}
-	c, err := w.grant(&r, owner, d)
+	if conflict, err := w.pausedConflict(&r); err != nil || conflict != nil {
+		return Claimed{}, conflict, err
+	}
+	g, err := w.grantFor(&r, owner, d)
+	if err != nil {
+		return Claimed{}, nil, err
+	}
+	// The pause is tested again in the update itself: a pause that
+	// committed since the read above wins (PostgreSQL: SetPause).
+	g.guard.NotPaused = true
+	ok, err := w.update(&r, g.set, g.guard)
+	if err != nil {
+		return Claimed{}, nil, fmt.Errorf("claim: %w", err)
+	}
+	if !ok {
+		if err := w.reload(&r); err != nil {
+			return Claimed{}, nil, err
+		}
+		if conflict, err := w.pausedConflict(&r); err != nil || conflict != nil {
+			return Claimed{}, conflict, err
+		}
+		return Claimed{}, nil, fmt.Errorf("%w: claim of task %s changed no row", errInternal, r.TaskID)
+	}
+	c, err := w.granted(&r, g)
 	return c, nil, err
 }
 
@@ -222,20 +254,6 @@ func notClaimable(r row, now time.Time) string {
 	default:
 		return fmt.Sprintf("the task is %s and can no longer be claimed", r.State)
 	}
-}
-
-// grant claims pending task r for owner. Its update is guarded by the state
-// and generation that were read, so a claim never takes over a claim made
-// meanwhile.
-func (w *wtx) grant(r *row, owner string, d time.Duration) (Claimed, error) {
-	g, err := w.grantFor(r, owner, d)
-	if err != nil {
-		return Claimed{}, err
-	}
-	if err := w.mustUpdate(r, g.set, g.guard, "claim"); err != nil {
-		return Claimed{}, err
-	}
-	return w.granted(r, g)
 }
 
 // grantPlan is a claim of a pending task decided on: the update that grants
@@ -355,8 +373,9 @@ func (w *wtx) expireGuard(gen int64) tgdriver.TaskGuard {
 	return tgdriver.TaskGuard{States: []string{string(StateClaimed)}, Generation: tgdriver.Val(gen), LeaseLapsedAtMS: tgdriver.Val(w.at().UnixMilli())}
 }
 
-// expire ends the lapsed claim on r: back to pending if attempts remain,
-// otherwise failed (and its dependents cancelled).
+// expire ends the lapsed claim on r, counting a lease loss: back to
+// pending if attempts remain and the task is not poison (see
+// leaseLossDelay), otherwise failed (and its dependents cancelled).
 func (w *wtx) expire(r *row) error {
 	if w.actor.Kind != ActorSweeper {
 		// An expiry in passing (a claim scan, a read) is the server's doing,
@@ -366,11 +385,24 @@ func (w *wtx) expire(r *row) error {
 		defer func() { w.actor = saved }()
 	}
 	holder, gen := r.Owner, r.Generation
-	if r.Attempts < r.MaxAttempts {
+	losses := r.LeaseLosses + 1
+	// Attempts bound a task first; the losses bound one that has attempts
+	// left (a high max_attempts, releases, requeues).
+	exhausted := r.Attempts >= r.MaxAttempts
+	poison := !exhausted && losses >= w.s.opts.MaxLeaseLosses
+	if !exhausted && !poison {
+		why := fmt.Sprintf("the lease of %s at generation %d expired after attempt %d of %d", holder, gen, r.Attempts, r.MaxAttempts)
+		status, due := "ready to claim ("+why+")", int64(0)
+		if delay := leaseLossDelay(r.RetryDelay, losses); delay > 0 {
+			due = w.at().Add(delay).UnixMilli()
+			status = waitingStatus(time.UnixMilli(due), fmt.Sprintf("%s; lease lost %d of %d times, so the reclaim backs off", why, losses, w.s.opts.MaxLeaseLosses))
+		}
 		ok, err := w.update(r, clearClaim(tgdriver.TaskSet{
 			State:         tgdriver.Val(string(StatePending)),
 			Owner:         tgdriver.Null[string](),
-			StatusMessage: tgdriver.Val(fmt.Sprintf("ready to claim (the lease of %s at generation %d expired after attempt %d of %d)", holder, gen, r.Attempts, r.MaxAttempts)),
+			StatusMessage: tgdriver.Val(status),
+			LeaseLosses:   tgdriver.Val(losses),
+			DueAtMS:       tgdriver.Val(due),
 		}), w.expireGuard(gen))
 		if err != nil {
 			return err
@@ -378,15 +410,25 @@ func (w *wtx) expire(r *row) error {
 		if !ok {
 			return w.reload(r) // renewed or taken over meanwhile: nothing to expire
 		}
-		w.wakeWaiters(r)
+		detail := map[string]any{"attempt": r.Attempts, "next": string(StatePending), "lease_losses": losses}
+		if due > 0 {
+			detail["due_at_ms"] = due
+			w.scheduleDue()
+		} else {
+			w.wakeWaiters(r)
+		}
 		w.afterCommit(func() { w.s.stats.expiries.Add(1) })
-		return w.appendEvent(r, EventExpire, holder, gen, map[string]any{"attempt": r.Attempts, "next": string(StatePending)})
+		return w.appendEvent(r, EventExpire, holder, gen, detail)
 	}
 	msg := fmt.Sprintf("lease expired after %d attempts", r.Attempts)
+	if poison {
+		msg = fmt.Sprintf("poison task: its lease was lost %d times (each worker stopped heartbeating before it finished), so it is not claimed again; an operator may requeue it", losses)
+	}
 	ok, err := w.update(r, clearClaim(tgdriver.TaskSet{
 		State:         tgdriver.Val(string(StateFailed)),
 		Error:         tgdriver.Val(msg),
 		StatusMessage: tgdriver.Val("failed: " + msg),
+		LeaseLosses:   tgdriver.Val(losses),
 	}), w.expireGuard(gen))
 	if err != nil {
 		return err
@@ -395,7 +437,11 @@ func (w *wtx) expire(r *row) error {
 		return w.reload(r) // renewed or taken over meanwhile: nothing to expire
 	}
 	w.afterCommit(func() { w.s.stats.expiries.Add(1); w.s.stats.failures.Add(1) })
-	if err := w.appendEvent(r, EventExpire, holder, gen, map[string]any{"attempt": r.Attempts, "next": string(StateFailed)}); err != nil {
+	detail := map[string]any{"attempt": r.Attempts, "next": string(StateFailed), "lease_losses": losses}
+	if poison {
+		detail["poison"] = true
+	}
+	if err := w.appendEvent(r, EventExpire, holder, gen, detail); err != nil {
 		return err
 	}
 	return w.cascadeCancel(r)

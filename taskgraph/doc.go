@@ -44,8 +44,18 @@
 // at its arrival, by a claim by id in passing, and by the sweeper, whose
 // timer wakes at the earliest lease expiry or due time (or when a write
 // sets a new due time); a promotion wakes a parked claim that can take the
-// task, here and on other replicas. Releases, expiries, Requeue and
+// task, here and on other replicas. Releases, first expiries, Requeue and
 // revivals are claimable at once.
+//
+// # Poison tasks
+//
+// Each expiry counts a lease loss on the task (TaskRow.LeaseLosses). The
+// first loss reclaims at once (usually a worker died); from the second on
+// the task waits its retry backoff (leaseLossDelay) before it is claimable
+// again, and at Options.MaxLeaseLosses (default 3) a task that still has
+// attempts left fails as a poison task, with that cause, cascading as a
+// failure does, instead of taking worker after worker. Requeue resets the
+// count. The count is written by the expiry's own guarded update.
 //
 // Each task keeps a count of unmet dependencies;
 // completing a task decrements its dependents' counts and makes ready those
@@ -79,6 +89,21 @@
 // write renews. An
 // expired lease goes back to pending (or to failed on the last attempt) no
 // later than the next claim scan, read of the task, or sweep.
+//
+// # Pausing
+//
+// An operator pauses claiming in a workflow or on the whole database
+// (PauseClaims) and resumes it (ResumeClaims); pauses are rows of the
+// driver's claim_pauses, recorded in the audit chain. A pause is exact:
+// claim-next's scan excludes paused work in its own statement (two
+// uncorrelated subqueries, evaluated once per statement, so the scan costs
+// what it did while nothing is paused), a claim by id tests it in its
+// update's predicate (TaskGuard.NotPaused), and on PostgreSQL SetPause
+// takes tasks in EXCLUSIVE mode, so claims in flight commit before it and
+// later ones take their snapshot after it. Leases granted before run on.
+// A claim-next that finds nothing while a pause holds it says so
+// (Claimed.Paused); a resume wakes parked claims here (wakeForPending) and
+// on other replicas (NotifyReady of no workflow: a Change Unknown).
 //
 // # Upstream results and release
 //

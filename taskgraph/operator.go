@@ -60,7 +60,7 @@ func (s *Store) Requeue(ctx context.Context, taskID string, op Operator) (Task, 
 			state, status = StateBlocked, blockedStatus(waiting)
 		}
 		if err := w.mustUpdate(&r, clearClaim(tgdriver.TaskSet{State: tgdriver.Val(string(state)), Owner: tgdriver.Null[string](),
-			Attempts: tgdriver.Val(0), Unmet: tgdriver.Val(unmet), CancelCause: tgdriver.Null[int64](), StatusMessage: tgdriver.Val(status),
+			Attempts: tgdriver.Val(0), LeaseLosses: tgdriver.Val(0), Unmet: tgdriver.Val(unmet), CancelCause: tgdriver.Null[int64](), StatusMessage: tgdriver.Val(status),
 			DueAtMS: tgdriver.Val(int64(0))}), // an operator's requeue is claimable at once
 			tgdriver.TaskGuard{States: []string{string(from)}, Generation: tgdriver.Val(r.Generation)}, "requeue"); err != nil {
 			return err

@@ -125,6 +125,26 @@ func backoff(base time.Duration, n int) time.Duration {
 }
 
 // waitingStatus is the status message of a pending task that is not yet due.
+// DefaultMaxLeaseLosses is Options.MaxLeaseLosses's default, and
+// MaxMaxLeaseLosses its bound.
+const (
+	DefaultMaxLeaseLosses = 3
+	MaxMaxLeaseLosses     = 100
+)
+
+// leaseLossDelay is how long a task whose lease was just lost for the
+// losses-th time waits before it is claimable again: the first loss
+// (usually a worker that died) reclaims at once; from the second on the
+// task's retry backoff applies, base * 2^(losses-2), at most MaxRetryDelay,
+// so a task that keeps killing its workers stops taking them one after the
+// other (and fails at Options.MaxLeaseLosses).
+func leaseLossDelay(base time.Duration, losses int) time.Duration {
+	if losses < 2 {
+		return 0
+	}
+	return backoff(base, losses-1)
+}
+
 func waitingStatus(due time.Time, why string) string {
 	return fmt.Sprintf("waiting until %s (%s)", due.UTC().Format(time.RFC3339Nano), why)
 }

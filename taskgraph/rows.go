@@ -54,6 +54,7 @@ func toRow(tr tgdriver.TaskRow) (row, error) {
 		r.DueAt = time.UnixMilli(tr.DueAtMS).UTC()
 	}
 	r.RetryDelay = time.Duration(tr.RetryDelayMS) * time.Millisecond
+	r.LeaseLosses = tr.LeaseLosses
 	if tr.HasResult {
 		r.Result = json.RawMessage(tr.Result)
 	}

@@ -40,6 +40,11 @@ type Options struct {
 	// 0 means 250 ms. It is capped at 500 ms: a monotonic gap of more than
 	// 2 s between two checks is taken as the process having been away.
 	ClockCheckInterval time.Duration
+	// MaxLeaseLosses is how many lapsed leases fail a task as a poison
+	// task (its worker keeps dying on it) instead of reclaiming it again:
+	// 0 means DefaultMaxLeaseLosses; at most MaxMaxLeaseLosses. Replicas of
+	// one database should agree on it.
+	MaxLeaseLosses int
 	// MaxWaiters bounds the claim-next calls parked waiting for a task; 0
 	// means DefaultMaxWaiters. At the bound, a claim-next that finds no task
 	// answers at once with ErrWaitLimit instead of parking.
@@ -140,6 +145,13 @@ func OpenDriver(ctx context.Context, d tgdriver.Driver, opts Options) (*Store, e
 	}
 	if opts.MaxWaiters <= 0 {
 		opts.MaxWaiters = DefaultMaxWaiters
+	}
+	if opts.MaxLeaseLosses <= 0 {
+		opts.MaxLeaseLosses = DefaultMaxLeaseLosses
+	}
+	if opts.MaxLeaseLosses > MaxMaxLeaseLosses {
+		d.Close() // a failed OpenDriver closes the driver it owns
+		return nil, invalid("max_lease_losses", "must be between 1 and %d (got %d)", MaxMaxLeaseLosses, opts.MaxLeaseLosses)
 	}
 	s := &Store{drv: d, info: info, caps: caps, opts: opts, clock: opts.Clock, log: opts.Logger, quit: make(chan struct{}), dueChanged: make(chan struct{}, 1), readOnly: info.ReadOnly}
 	s.notify.init(opts.MaxWaiters)

@@ -69,7 +69,10 @@ type Task struct {
 	// a retry's delay); zero when it is claimable now.
 	DueAt time.Time
 	// RetryDelay is the base of the task's retry backoff (NodeSpec.RetryDelay).
-	RetryDelay    time.Duration
+	RetryDelay time.Duration
+	// LeaseLosses counts the task's leases that lapsed (see "Poison tasks"
+	// in the package doc); an operator's Requeue sets it back to 0.
+	LeaseLosses   int
 	Result        json.RawMessage // nil until completed
 	Error         string          // the last failure, "" when none
 	StatusMessage string
@@ -146,6 +149,10 @@ type Claimed struct {
 	// Dependencies are the task's direct dependencies with their results
 	// (see Dependency), read in the claim's transaction.
 	Dependencies []Dependency
+	// Paused is set only on a claim-next that found nothing (ok false)
+	// because claiming is paused there: on the whole database, or in the
+	// workflow it asked for (see PauseClaims).
+	Paused *Pause
 }
 
 // Operator identifies the human behind an operator operation.

@@ -328,7 +328,7 @@ func TestREADME(t *testing.T) {
 			for _, line := range nonEmptyLines(script) {
 				out += sh(blk.name, line, "y\n")
 			}
-			for _, want := range []string{claimed, "digraph", "aborted", "verified"} {
+			for _, want := range []string{claimed, "digraph", "aborted", "drained all claiming", "resumed all claiming", "verified"} {
 				if !strings.Contains(out, want) && !fileContains(filepath.Join(work, "my-workflow.dot"), want) {
 					t.Errorf("operator block output lacks %q:\n%s", want, out)
 				}

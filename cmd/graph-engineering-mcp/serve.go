@@ -32,8 +32,18 @@ func serveFlags() []cli.Flag {
 		&cli.StringFlag{Name: "skills", Usage: "serve the skills in `DIR` (one folder with a SKILL.md per skill) as resources; refused skills are logged and skipped", EnvVars: []string{"GRAPH_ENGINEERING_SKILLS"}},
 		&cli.StringFlag{Name: "sync", Value: "full", Usage: "SQLite synchronous `MODE`: full (an acknowledged write survives power loss) or normal (survives a crash of this process)", EnvVars: []string{"GRAPH_ENGINEERING_SYNC"}},
 		&cli.StringFlag{Name: "audit-anchor", Usage: "append the database-wide audit head (time, event count, hash) and the heads of the workflows changed to `FILE` every few seconds and at shutdown, for audit verify --anchor FILE", EnvVars: []string{"GRAPH_ENGINEERING_AUDIT_ANCHOR"}},
+		&cli.IntFlag{Name: "max-lease-losses", Value: taskgraph.DefaultMaxLeaseLosses, Usage: fmt.Sprintf("fail a task as poison once its lease was lost `N` times (its workers stopped heartbeating) while it had attempts left, instead of claiming it again; reclaims from the second loss on wait the task's retry backoff (1..%d; give every replica the same)", taskgraph.MaxMaxLeaseLosses), EnvVars: []string{"GRAPH_ENGINEERING_MAX_LEASE_LOSSES"}},
 		&cli.StringFlag{Name: "log-level", Value: "info", Usage: "log `LEVEL` on stderr: debug, info, warn or error", EnvVars: []string{"GRAPH_ENGINEERING_LOG_LEVEL"}},
 	}, append(pgPoolFlags(), httpFlags()...)...)
+}
+
+// maxLeaseLosses reads --max-lease-losses; out of bounds is a usage error.
+func maxLeaseLosses(c *cli.Context) (int, error) {
+	n := c.Int("max-lease-losses")
+	if n < 1 || n > taskgraph.MaxMaxLeaseLosses {
+		return 0, usagef("--max-lease-losses must be between 1 and %d (got %d)", taskgraph.MaxMaxLeaseLosses, n)
+	}
+	return n, nil
 }
 
 // surfaceFromFlags computes the served surface from the profile, the
@@ -113,7 +123,11 @@ func serveAction(c *cli.Context) error {
 		}
 	}
 	logIfNewDatabase(logger, path)
-	store, err := openServeStore(c, path, taskgraph.Options{Logger: logger, Sweep: true}, tgsqlite.Options{Sync: sync})
+	losses, err := maxLeaseLosses(c)
+	if err != nil {
+		return err
+	}
+	store, err := openServeStore(c, path, taskgraph.Options{Logger: logger, Sweep: true, MaxLeaseLosses: losses}, tgsqlite.Options{Sync: sync})
 	if err != nil {
 		return err
 	}
@@ -327,9 +341,13 @@ func serveHTTP(c *cli.Context, logger *slog.Logger, surface manifest.Surface, se
 	if err != nil {
 		return err
 	}
+	losses, err := maxLeaseLosses(c)
+	if err != nil {
+		return err
+	}
 	metrics := httpfront.NewMetrics(logger)
 	logIfNewDatabase(logger, path)
-	store, err := openServeStore(c, path, taskgraph.Options{Logger: logger, Sweep: true, OnBatch: metrics.ObserveBatch}, tgsqlite.Options{Sync: sync})
+	store, err := openServeStore(c, path, taskgraph.Options{Logger: logger, Sweep: true, OnBatch: metrics.ObserveBatch, MaxLeaseLosses: losses}, tgsqlite.Options{Sync: sync})
 	if err != nil {
 		return err
 	}

@@ -242,6 +242,7 @@ type taskJSON struct {
 	LeaseExpiresAt *time.Time      `json:"lease_expires_at,omitempty"`
 	Attempts       int             `json:"attempts"`
 	MaxAttempts    int             `json:"max_attempts"`
+	LeaseLosses    int             `json:"lease_losses"`
 	DependsOn      []string        `json:"depends_on"`
 	Payload        json.RawMessage `json:"payload"`
 	Result         json.RawMessage `json:"result,omitempty"`
@@ -266,7 +267,7 @@ type taskJSON struct {
 func newTaskJSON(t taskgraph.Task) taskJSON {
 	out := taskJSON{
 		TaskID: t.TaskID, WorkflowID: t.WorkflowID, NodeID: t.NodeID, State: string(t.State), StatusMessage: t.StatusMessage,
-		Owner: t.Owner, Generation: t.Generation, Attempts: t.Attempts, MaxAttempts: t.MaxAttempts,
+		Owner: t.Owner, Generation: t.Generation, Attempts: t.Attempts, MaxAttempts: t.MaxAttempts, LeaseLosses: t.LeaseLosses,
 		DependsOn: t.DependsOn, Payload: t.Payload, Result: t.Result, Error: t.Error, CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt,
 		CreatedBy: t.CreatedBy, Requires: t.Requires, Report: t.Report,
 	}
@@ -407,6 +408,9 @@ func writeTaskDetail(w io.Writer, t taskgraph.Task, events []taskgraph.Event, no
 	}
 	if len(t.Requires) > 0 {
 		rows = append(rows, [2]string{"requires", strings.Join(t.Requires, ", ")})
+	}
+	if t.LeaseLosses > 0 {
+		rows = append(rows, [2]string{"losses", fmt.Sprintf("%d lease(s) lapsed (a poison task fails at serve --max-lease-losses)", t.LeaseLosses)})
 	}
 	if !t.DueAt.IsZero() {
 		rows = append(rows, [2]string{"waiting until", fmt.Sprintf("%s (%s)", timestamp(t.DueAt), relative(t.DueAt, now))})

@@ -220,6 +220,9 @@ func TestTasksShow(t *testing.T) {
 		t.Fatalf("after the server processed the expiry:\n%s", r.stdout)
 	}
 	lineWith(t, r.stdout, " expire ", "w2")
+	if !strings.Contains(r.stdout, "losses      1 lease(s) lapsed") {
+		t.Fatalf("the lost lease is not shown:\n%s", r.stdout)
+	}
 
 	r = e.cli("", "tasks", "show", f.tasks["fetch"].TaskID).want(t, exitOK)
 	if !strings.Contains(r.stdout, "payload:\n  {\n    \"url\": \"https://example.com/src.tar\"\n  }\nresult:\n  {\n    \"ok\": true\n  }\n") {

@@ -47,7 +47,8 @@ func (h *Handler) serveHealth(w http.ResponseWriter, r *http.Request) {
 }
 
 // serveReady answers ReadyPath: 200 "ready" when a probe write commits
-// within readyTimeout, else 503 with "not ready: <reason>: <advice>" (the
+// within readyTimeout ("ready; paused: …" while an operator has paused all
+// claiming: the server still serves live leases), else 503 with "not ready: <reason>: <advice>" (the
 // reason is one of taskgraph.UnavailableReason's, whose advice is
 // tools.UnavailableAdvice, or shutting_down), no-store, and for a retryable
 // reason Retry-After.
@@ -60,6 +61,12 @@ func (h *Handler) serveReady(w http.ResponseWriter, r *http.Request) {
 	err := h.store.Ready(ctx)
 	if err == nil {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		// Paused claiming is still ready: live leases must reach this
+		// server to heartbeat and complete. The body says so.
+		if ps, perr := h.store.Pauses(ctx, ""); perr == nil && len(ps) > 0 && ps[0].WorkflowID == "" {
+			_, _ = io.WriteString(w, "ready; paused: "+ps[0].String()+"\n")
+			return
+		}
 		_, _ = io.WriteString(w, "ready\n")
 		return
 	}

@@ -324,7 +324,7 @@ func (u *Handler) withSlot(w http.ResponseWriter, r *http.Request, read func(con
 
 // serveWorkflow answers /ui/api/workflows/{id}. Its ETag comes from the
 // workflow's version (one row: task count, event chain length and head,
-// update time), read before anything is built: an unchanged poll is a 304
+// update time) and the pause in effect, if any, read before anything is built: an unchanged poll is a 304
 // that costs that one read, however large the workflow. Time alone changes
 // one thing the answer shows, a claim whose lease lapsed (stuck): the
 // handler remembers, per ETag, when the next shown claim lapses, and from
@@ -334,9 +334,18 @@ func (u *Handler) serveWorkflow(w http.ResponseWriter, r *http.Request, v viewer
 	if v.allows(id) {
 		ctx, cancel := context.WithTimeout(r.Context(), uiReadTimeout)
 		ver, err := u.store.WorkflowVersion(ctx, id)
+		// An operator's pause changes what the page shows (its badge)
+		// without an event of the workflow: it is part of the version.
+		var paused string
+		if err == nil {
+			var ps []taskgraph.Pause
+			if ps, err = u.store.Pauses(ctx, id); err == nil && len(ps) > 0 {
+				paused = ps[0].String()
+			}
+		}
 		cancel()
 		if err == nil {
-			sum := sha256.Sum256(fmt.Appendf(nil, "%s\x00%d\x00%d\x00%s\x00%d", id, ver.Tasks, ver.Events, ver.Head, ver.UpdatedAtMS))
+			sum := sha256.Sum256(fmt.Appendf(nil, "%s\x00%d\x00%d\x00%s\x00%d\x00%s", id, ver.Tasks, ver.Events, ver.Head, ver.UpdatedAtMS, paused))
 			version = `"v` + hex.EncodeToString(sum[:12]) + `-`
 			if inm := r.Header.Get("If-None-Match"); strings.HasPrefix(inm, version) && u.unchanged(inm) {
 				w.Header().Set("ETag", inm)
@@ -550,7 +559,10 @@ type Workflow struct {
 	// Usage is what the workers of every attempt of every task reported;
 	// absent while none did.
 	Usage *Usage `json:"usage,omitempty"`
-	etag  string
+	// Paused says why nothing of the workflow is claimable when an
+	// operator paused it, or all claiming (taskgraph.Pause.String).
+	Paused string `json:"paused,omitempty"`
+	etag   string
 	// stuck counts the claims shown stuck; nextLapseMS is when the next
 	// claim shown live lapses (0: none).
 	stuck       int
@@ -657,6 +669,13 @@ func (u *Handler) workflow(ctx context.Context, v viewer, id string) (*Workflow,
 			}
 		}
 		out.Nodes[i].Layer, out.Nodes[i].X, out.Nodes[i].Y = layer[i], xs[i], ys[i]
+	}
+	ps, err := u.store.Pauses(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if len(ps) > 0 {
+		out.Paused = ps[0].String()
 	}
 	return out, nil
 }

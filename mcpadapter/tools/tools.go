@@ -248,6 +248,10 @@ func (s *Surface) claim(ctx context.Context, a *args) (*toolOutput, error) {
 		return nil, err
 	}
 	if !ok {
+		if c.Paused != nil {
+			// An operator paused claiming: say so, and that waiting is the fix.
+			return &toolOutput{Claimed: boolPtr(false), Hint: "no task was claimed: " + c.Paused.String()}, nil
+		}
 		return &toolOutput{Claimed: boolPtr(false)}, nil
 	}
 	return &toolOutput{Task: renderTask(c.Task), Claimed: boolPtr(true), Lease: renderLease(c.Lease), Dependencies: renderDeps(c.Dependencies)}, nil

@@ -89,6 +89,8 @@ func Run(t *testing.T, h Harness) {
 		{"Request", requestTests},
 		{"NextClaim", nextClaimTests},
 		{"Report", reportTests},
+		{"Pause", pauseTests},
+		{"Poison", poisonTests},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {

@@ -131,8 +131,8 @@ type Reads interface {
 	// PendingWorkflows returns the workflow of each of the first limit
 	// claimable tasks (pending and due), in claim-next order.
 	PendingWorkflows(ctx context.Context, limit int) ([]string, error)
-	// CountClaimable counts, up to limit, the claimable tasks (pending and
-	// due) that a claim-next of workflowID ("" for any) with capabilities
+	// CountClaimable counts, up to limit, the claimable tasks (pending,
+	// due and not paused) that a claim-next of workflowID ("" for any) with capabilities
 	// caps (canonical: sorted, deduplicated) could take: those whose
 	// requires are all among caps.
 	CountClaimable(ctx context.Context, workflowID string, caps []string, limit int) (int, error)
@@ -153,6 +153,11 @@ type Reads interface {
 	// WorkflowUsage sums the usage of every attempt of the tasks of
 	// workflowID ("" for every workflow): the usage_* and prior_* columns.
 	WorkflowUsage(ctx context.Context, workflowID string) (Usage, error)
+	// Pauses returns the pauses of claiming in effect: the one of all
+	// claiming first (WorkflowID ""), when there is one; then, when
+	// workflowID is not empty, that workflow's, else up to limit
+	// workflows' pauses in workflow id order.
+	Pauses(ctx context.Context, workflowID string, limit int) ([]PauseRow, error)
 	// EventHashAt returns the hash of event seq of workflowID's chain; ok is
 	// false when there is no such event.
 	EventHashAt(ctx context.Context, workflowID string, seq int64) (hash string, ok bool, err error)
@@ -180,7 +185,8 @@ type Tx interface {
 	// InsertEdge records that task must wait for dep.
 	InsertEdge(ctx context.Context, depSeq, taskSeq int64) error
 
-	// NextPending returns the claimable task (pending, due_at_ms = 0) of
+	// NextPending returns the claimable task (pending, due_at_ms = 0, not
+	// paused: neither its workflow nor all claiming, see PauseRow) of
 	// highest priority, the oldest (lowest seq) first within a priority, of
 	// workflowID when it is not empty, whose requires are all among caps
 	// (canonical: sorted, deduplicated; empty takes only tasks that require
@@ -260,8 +266,20 @@ type Tx interface {
 	AppendAudit(ctx context.Context, a AuditRow) error
 	// NotifyReady tells the other processes or replicas, once this
 	// transaction commits, that a task of workflowID requiring requires
-	// (canonical, "" for none) became claimable.
+	// (canonical, "" for none) became claimable; with workflowID "",
+	// that tasks of any workflow may have (they see a Change Unknown).
 	NotifyReady(ctx context.Context, workflowID, requires string) error
+
+	// SetPause records p (a pause of p.WorkflowID, or of all claiming
+	// when it is ""), replacing the pause of that scope if there is one,
+	// and reports whether there was one. It is exact under concurrency:
+	// once it commits, no claim whose transaction saw no pause commits
+	// (PostgreSQL waits for the transactions that hold tasks rows, and
+	// claims wait for it). Callers lock the workflow first.
+	SetPause(ctx context.Context, p PauseRow) (replaced bool, err error)
+	// ClearPause removes the pause of workflowID ("" for all claiming)
+	// and returns it; ok is false when there was none.
+	ClearPause(ctx context.Context, workflowID string) (p PauseRow, ok bool, err error)
 
 	// Fetch is the first round of a batch of operations, in one round trip
 	// where the driver can: it takes each lock of f.Lock, then applies each

@@ -48,6 +48,8 @@ type TaskRow struct {
 	// Dependents counts the tasks that depend on this one (its edges out),
 	// so that a completion skips its dependents when it has none.
 	Dependents int
+	// LeaseLosses counts the leases of the task that lapsed.
+	LeaseLosses int
 	// Report is the current or last attempt's report (canonical JSON); ""
 	// when it reported nothing. Usage is that report's usage, PriorUsage
 	// the sum of the task's earlier attempts' (migration 0009).
@@ -245,6 +247,8 @@ type TaskSet struct {
 	Report      Opt[string]
 	Usage       Opt[Usage]
 	PriorUsage  Opt[Usage]
+	// LeaseLosses sets lease_losses (never NULL).
+	LeaseLosses Opt[int]
 	UpdatedAtMS int64
 }
 
@@ -267,6 +271,19 @@ type TaskGuard struct {
 	// DueByMS: due_at_ms <= this (the task is due at that time; 0 is
 	// always due).
 	DueByMS Opt[int64]
+	// NotPaused: neither the task's workflow nor all claiming is paused
+	// (no row of claim_pauses for the workflow or for "").
+	NotPaused bool
+}
+
+// PauseRow is a pause of claiming (claim_pauses): of the workflow
+// WorkflowID, or of every workflow when WorkflowID is "". While it holds,
+// no claim is granted there; leases granted before run on.
+type PauseRow struct {
+	WorkflowID string
+	AtMS       int64
+	Reason     string
+	By         string // the operator
 }
 
 // TaskUpdate is one guarded update of a batch (Fetch, Apply): Set applies
@@ -279,7 +296,8 @@ type TaskUpdate struct {
 	Guard  TaskGuard
 }
 
-// ClaimScan asks Fetch for up to N claimable tasks (pending, due) in
+// ClaimScan asks Fetch for up to N claimable tasks (pending, due, not
+// paused: see PauseRow) in
 // claim-next order (priority DESC, seq) of WorkflowID ("" for any), whose
 // requires are all among Caps (canonical; empty takes only tasks that
 // require nothing), each locked for the transaction. A driver of many
@@ -356,13 +374,15 @@ const (
 	SetPriorInputTokens
 	SetPriorOutputTokens
 	SetPriorCostUSD
+	SetLeaseLosses
 	numSetColumns
 )
 
 // SetColumns names the column of each Set* index.
 var SetColumns = [numSetColumns]string{"state", "owner", "generation", "token_hash", "lease_expires_at_ms", "lease_ms",
 	"attempts", "unmet", "result", "error", "status_message", "cancel_cause", "due_at_ms",
-	"report", "usage_input_tokens", "usage_output_tokens", "usage_cost_usd", "prior_input_tokens", "prior_output_tokens", "prior_cost_usd"}
+	"report", "usage_input_tokens", "usage_output_tokens", "usage_cost_usd", "prior_input_tokens", "prior_output_tokens", "prior_cost_usd",
+	"lease_losses"}
 
 // The tests of a TaskGuard besides States and NoUnmet, in the order of
 // UpdateShape.Guard and of the values Shape returns.
@@ -402,8 +422,9 @@ type UpdateShape struct {
 	AddAttempt bool
 	Guard      [numGuardTests]uint8
 	// States is the guard's accepted states joined by ","; "" tests none.
-	States  string
-	NoUnmet bool
+	States    string
+	NoUnmet   bool
+	NotPaused bool
 }
 
 // ErrBadUpdate means a TaskUpdate the domain built wrong (a caller bug).
@@ -461,6 +482,10 @@ func Shape(u TaskUpdate) (UpdateShape, []any, []any, error) {
 		col(base+1, u.Set, false, u.V.OutputTokens)
 		col(base+2, u.Set, false, u.V.CostUSD)
 	}
+	if set.LeaseLosses.Set && set.LeaseLosses.Null {
+		return sh, nil, nil, fmt.Errorf("%w: lease_losses cannot be NULL", ErrBadUpdate)
+	}
+	col(SetLeaseLosses, set.LeaseLosses.Set, false, int64(set.LeaseLosses.V))
 	sh.AddAttempt = set.AddAttempt
 	gvals := make([]any, 0, 4)
 	test := func(i int, set, null bool, v any) {
@@ -489,6 +514,7 @@ func Shape(u TaskUpdate) (UpdateShape, []any, []any, error) {
 		sh.States += st
 	}
 	sh.NoUnmet = guard.NoUnmet
+	sh.NotPaused = guard.NotPaused
 	return sh, vals, gvals, nil
 }
 

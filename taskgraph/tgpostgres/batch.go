@@ -19,16 +19,27 @@ import (
 // pinned by TestClaimNextPlanIsIndexServed). Separate statements, not one
 // with ($2 = ” OR workflow_id = $2): a generic plan of that one (pgx
 // prepares statements) reads the wrong index and sorts.
+//
+// Each scan excludes paused tasks (notPaused): with nothing paused, the
+// two uncorrelated subqueries cost one probe of an empty table each per
+// statement (an InitPlan, and a hashed SubPlan), not per row. Pausing is
+// exact with them because SetPause takes tasks in EXCLUSIVE mode: a scan's
+// row lock waits for it, and the scan's snapshot is taken after its locks.
 const (
+	notPaused = `NOT EXISTS (SELECT 1 FROM claim_pauses WHERE workflow_id = '')
+		AND workflow_id NOT IN (SELECT workflow_id FROM claim_pauses)`
+	// notPausedT is notPaused for the update of tasks aliased t.
+	notPausedT = `NOT EXISTS (SELECT 1 FROM claim_pauses WHERE workflow_id = '')
+		AND t.workflow_id NOT IN (SELECT workflow_id FROM claim_pauses)`
 	claimScanSQL = `SELECT ` + taskColumns + ` FROM tasks WHERE state = 'pending' AND due_at_ms = 0 AND requires = ''
-		ORDER BY priority DESC, seq LIMIT $1 FOR UPDATE SKIP LOCKED`
+		AND ` + notPaused + ` ORDER BY priority DESC, seq LIMIT $1 FOR UPDATE SKIP LOCKED`
 	claimScanCapsSQL = `SELECT ` + taskColumns + ` FROM tasks WHERE state = 'pending' AND due_at_ms = 0
-		AND (requires = '' OR string_to_array(requires, ' ') <@ $2::text[])
+		AND (requires = '' OR string_to_array(requires, ' ') <@ $2::text[]) AND ` + notPaused + `
 		ORDER BY priority DESC, seq LIMIT $1 FOR UPDATE SKIP LOCKED`
 	claimScanInWorkflowSQL = `SELECT ` + taskColumns + ` FROM tasks WHERE workflow_id = $2 AND state = 'pending' AND due_at_ms = 0
-		AND requires = '' ORDER BY priority DESC, seq LIMIT $1 FOR UPDATE SKIP LOCKED`
+		AND requires = '' AND ` + notPaused + ` ORDER BY priority DESC, seq LIMIT $1 FOR UPDATE SKIP LOCKED`
 	claimScanInWorkflowCapsSQL = `SELECT ` + taskColumns + ` FROM tasks WHERE workflow_id = $2 AND state = 'pending' AND due_at_ms = 0
-		AND (requires = '' OR string_to_array(requires, ' ') <@ $3::text[]) ORDER BY priority DESC, seq LIMIT $1 FOR UPDATE SKIP LOCKED`
+		AND (requires = '' OR string_to_array(requires, ' ') <@ $3::text[]) AND ` + notPaused + ` ORDER BY priority DESC, seq LIMIT $1 FOR UPDATE SKIP LOCKED`
 	lockTasksSQL = `SELECT ` + taskColumns + ` FROM tasks WHERE task_id = ANY($1::text[]) ORDER BY task_id COLLATE "C" FOR UPDATE`
 )
 

@@ -151,6 +151,10 @@ func (d *Driver) listen(ctx context.Context, ready chan<- struct{}) {
 				continue
 			}
 			workflow, requires, _ := strings.Cut(rest, " ")
+			if workflow == "" { // tasks of any workflow may have become claimable (a resume)
+				d.offer(nil, nil, true)
+				continue
+			}
 			d.offer([]string{workflow}, []string{requires}, false)
 		}
 		_ = conn.Close(context.Background())

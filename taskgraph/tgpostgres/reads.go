@@ -22,7 +22,7 @@ type querier interface {
 const taskColumns = `seq, task_id, workflow_id, node_id, payload, depends_on, state, owner, generation,
 	token_hash, lease_expires_at_ms, lease_ms, attempts, max_attempts, unmet, result, error, status_message,
 	cancel_cause, created_at_ms, updated_at_ms, created_by, priority, requires, due_at_ms, retry_delay_ms, dependents,
-	report, usage_input_tokens, usage_output_tokens, usage_cost_usd, prior_input_tokens, prior_output_tokens, prior_cost_usd`
+	report, usage_input_tokens, usage_output_tokens, usage_cost_usd, prior_input_tokens, prior_output_tokens, prior_cost_usd, lease_losses`
 
 // taskColumnsNoBodies is taskColumns with the payload read as JSON null
 // and the result as NULL (ListFilter.NoBodies): neither is fetched or
@@ -60,7 +60,7 @@ func scanTaskAfter(row pgx.Row, lead ...any) (tgdriver.TaskRow, error) {
 	dest := append(lead, &t.Seq, &t.TaskID, &t.WorkflowID, &t.NodeID, &t.Payload, &t.DependsOn, &t.State, &owner, &t.Generation,
 		&t.TokenHash, &lease, &leaseMS, &t.Attempts, &t.MaxAttempts, &t.Unmet, &result, &errText, &t.StatusMessage,
 		&cause, &t.CreatedAtMS, &t.UpdatedAtMS, &createdBy, &t.Priority, &t.Requires, &t.DueAtMS, &t.RetryDelayMS, &t.Dependents,
-		&report, &t.Usage.InputTokens, &t.Usage.OutputTokens, &t.Usage.CostUSD, &t.PriorUsage.InputTokens, &t.PriorUsage.OutputTokens, &t.PriorUsage.CostUSD)
+		&report, &t.Usage.InputTokens, &t.Usage.OutputTokens, &t.Usage.CostUSD, &t.PriorUsage.InputTokens, &t.PriorUsage.OutputTokens, &t.PriorUsage.CostUSD, &t.LeaseLosses)
 	if err := row.Scan(dest...); err != nil {
 		return tgdriver.TaskRow{}, err
 	}
@@ -446,10 +446,36 @@ func (r reads) CountClaimable(ctx context.Context, workflowID string, caps []str
 	}
 	var n int
 	if err := r.q.QueryRow(ctx, `SELECT COUNT(*) FROM (SELECT 1 FROM tasks WHERE state = 'pending' AND due_at_ms = 0
-		AND ($1::text = '' OR workflow_id = $1::text) AND `+req+` LIMIT $2) p`, args...).Scan(&n); err != nil {
+		AND ($1::text = '' OR workflow_id = $1::text) AND `+req+` AND `+notPaused+` LIMIT $2) p`, args...).Scan(&n); err != nil {
 		return 0, r.fail(ctx, "count claimable tasks", err)
 	}
 	return n, nil
+}
+
+// Pauses returns the pauses in effect: all claiming's first, then
+// workflowID's, or up to limit workflows' when workflowID is "".
+func (r reads) Pauses(ctx context.Context, workflowID string, limit int) ([]tgdriver.PauseRow, error) {
+	q, args := `SELECT workflow_id, paused_at_ms, reason, paused_by FROM claim_pauses WHERE workflow_id IN ('', $1)
+		ORDER BY workflow_id COLLATE "C"`, []any{workflowID}
+	if workflowID == "" {
+		q, args = `SELECT workflow_id, paused_at_ms, reason, paused_by FROM claim_pauses ORDER BY workflow_id COLLATE "C" LIMIT $1`, []any{limit + 1}
+	}
+	rows, err := r.q.Query(ctx, q, args...)
+	if err != nil {
+		return nil, r.fail(ctx, "read the pauses", err)
+	}
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (tgdriver.PauseRow, error) {
+		var p tgdriver.PauseRow
+		err := row.Scan(&p.WorkflowID, &p.AtMS, &p.Reason, &p.By)
+		return p, err
+	})
+	if err != nil {
+		return nil, r.fail(ctx, "read the pauses", err)
+	}
+	if workflowID == "" && len(out) > 0 && out[0].WorkflowID != "" && len(out) > limit {
+		out = out[:limit] // no pause of all: limit workflows only
+	}
+	return out, nil
 }
 
 // NextDue returns the earliest due time of a pending task not yet promoted.

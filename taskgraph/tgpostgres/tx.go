@@ -494,6 +494,9 @@ func (w *wtx) PruneWorkflow(ctx context.Context, workflowID string, beforeMS, no
 	case err != nil:
 		return tgdriver.PrunedRow{}, false, w.fail(ctx, "prune "+workflowID, err)
 	}
+	if _, err := w.c.Exec(ctx, `DELETE FROM claim_pauses WHERE workflow_id = $1`, workflowID); err != nil {
+		return tgdriver.PrunedRow{}, false, w.fail(ctx, "prune the pause of "+workflowID, err)
+	}
 	// Its tasks and edges went with it (ON DELETE CASCADE); events have no
 	// foreign key (a chain outlives nothing, but is checked for orphans).
 	if _, err := w.c.Exec(ctx, `DELETE FROM events WHERE workflow_id = $1`, workflowID); err != nil {
@@ -642,4 +645,37 @@ func (w *wtx) TrimRequests(ctx context.Context, principal string, keep, limit in
 		return 0, w.fail(ctx, "trim the kept requests of "+principal, err)
 	}
 	return int(tag.RowsAffected()), nil
+}
+
+// SetPause records p, replacing the pause of its scope. It first takes
+// tasks in EXCLUSIVE mode, which waits for every transaction holding a
+// lock on a task row (a claim that has scanned but not committed) and
+// holds off new ones until this transaction ends: a claim that commits
+// after it took its snapshot after it, and its scan saw the pause.
+func (w *wtx) SetPause(ctx context.Context, p tgdriver.PauseRow) (bool, error) {
+	if _, err := w.c.Exec(ctx, `LOCK TABLE tasks IN EXCLUSIVE MODE`); err != nil {
+		return false, w.fail(ctx, "hold off claims", err)
+	}
+	var inserted bool
+	err := w.c.QueryRow(ctx, `INSERT INTO claim_pauses (workflow_id, paused_at_ms, reason, paused_by) VALUES ($1, $2, $3, $4)
+		ON CONFLICT (workflow_id) DO UPDATE SET paused_at_ms = excluded.paused_at_ms, reason = excluded.reason, paused_by = excluded.paused_by
+		RETURNING xmax = 0`, p.WorkflowID, p.AtMS, p.Reason, p.By).Scan(&inserted)
+	if err != nil {
+		return false, w.fail(ctx, "record the pause", err)
+	}
+	return !inserted, nil
+}
+
+// ClearPause removes the pause of workflowID ("" for all claiming).
+func (w *wtx) ClearPause(ctx context.Context, workflowID string) (tgdriver.PauseRow, bool, error) {
+	p := tgdriver.PauseRow{WorkflowID: workflowID}
+	err := w.c.QueryRow(ctx, `DELETE FROM claim_pauses WHERE workflow_id = $1 RETURNING paused_at_ms, reason, paused_by`, workflowID).
+		Scan(&p.AtMS, &p.Reason, &p.By)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return tgdriver.PauseRow{}, false, nil
+	case err != nil:
+		return tgdriver.PauseRow{}, false, w.fail(ctx, "remove the pause", err)
+	}
+	return p, true, nil
 }

@@ -33,7 +33,7 @@ func newUpdateCache() *updateCache {
 // and of each tested value (tgdriver.Set* and tgdriver.Guard* order).
 var (
 	setTypes = [...]string{"text", "text", "bigint", "bytea", "bigint", "bigint", "bigint", "bigint", "text", "text", "text", "bigint", "bigint",
-		"text", "bigint", "bigint", "float8", "bigint", "bigint", "float8"}
+		"text", "bigint", "bigint", "float8", "bigint", "bigint", "float8", "bigint"}
 	guardTypes = [...]string{"bigint", "text", "bytea", "bigint", "bigint", "bigint"}
 )
 
@@ -100,6 +100,9 @@ func updateText(sh tgdriver.UpdateShape) string {
 	}
 	if sh.NoUnmet {
 		where = append(where, "t.unmet = 0")
+	}
+	if sh.NotPaused {
+		where = append(where, notPausedT)
 	}
 	return "UPDATE tasks t SET " + strings.Join(sets, ", ") +
 		" FROM unnest(" + strings.Join(arrays, ", ") + ") WITH ORDINALITY AS u(" + strings.Join(names, ", ") + ", ord)" +

@@ -48,7 +48,7 @@ var _ tgdriver.Reads = (*reads)(nil)
 const taskColumns = `seq, task_id, workflow_id, node_id, payload, depends_on, state, owner, generation,
 	token_hash, lease_expires_at_ms, lease_ms, attempts, max_attempts, unmet, result, error, status_message,
 	cancel_cause, created_at_ms, updated_at_ms, created_by, priority, requires, due_at_ms, retry_delay_ms, dependents,
-	report, usage_input_tokens, usage_output_tokens, usage_cost_usd, prior_input_tokens, prior_output_tokens, prior_cost_usd`
+	report, usage_input_tokens, usage_output_tokens, usage_cost_usd, prior_input_tokens, prior_output_tokens, prior_cost_usd, lease_losses`
 
 // taskColumnsNoBodies is taskColumns with the payload read as JSON null
 // and the result as NULL (ListFilter.NoBodies): neither is copied out of
@@ -69,7 +69,7 @@ func scanTask(sc scanner) (tgdriver.TaskRow, error) {
 	err := sc.Scan(&r.Seq, &r.TaskID, &r.WorkflowID, &r.NodeID, &r.Payload, &r.DependsOn, &r.State, &owner, &r.Generation,
 		&r.TokenHash, &leaseAt, &leaseMS, &r.Attempts, &r.MaxAttempts, &r.Unmet, &result, &errText, &r.StatusMessage,
 		&ccs, &r.CreatedAtMS, &r.UpdatedAtMS, &createdBy, &r.Priority, &r.Requires, &r.DueAtMS, &r.RetryDelayMS, &r.Dependents,
-		&report, &r.Usage.InputTokens, &r.Usage.OutputTokens, &r.Usage.CostUSD, &r.PriorUsage.InputTokens, &r.PriorUsage.OutputTokens, &r.PriorUsage.CostUSD)
+		&report, &r.Usage.InputTokens, &r.Usage.OutputTokens, &r.Usage.CostUSD, &r.PriorUsage.InputTokens, &r.PriorUsage.OutputTokens, &r.PriorUsage.CostUSD, &r.LeaseLosses)
 	if err != nil {
 		if errors.Is(err, sql.ErrNoRows) {
 			return tgdriver.TaskRow{}, tgdriver.ErrNoRows
@@ -181,6 +181,14 @@ var (
 	sqlCountClaimableWFCaps      = `SELECT COUNT(*) FROM (` + claimableSQL(`SELECT 1`, true, true) + ` LIMIT ?)`
 )
 
+// notPaused excludes the tasks of paused workflows, and everything while
+// all claiming is paused (claim_pauses). Both subqueries are uncorrelated:
+// SQLite evaluates each once per statement (the set of paused workflows
+// into an ephemeral index probed per row), so with nothing paused the scan
+// costs what it did.
+const notPaused = `NOT EXISTS (SELECT 1 FROM claim_pauses WHERE workflow_id = '')
+	AND workflow_id NOT IN (SELECT workflow_id FROM claim_pauses)`
+
 // claimableSQL is the claim-next scan: its arguments are the workflow (when
 // inWorkflow) and then the capabilities as a JSON array (when caps).
 func claimableSQL(sel string, inWorkflow, caps bool) string {
@@ -193,7 +201,7 @@ func claimableSQL(sel string, inWorkflow, caps bool) string {
 	default:
 		q += `tasks_ready_plain WHERE `
 	}
-	q += `state = 'pending' AND due_at_ms = 0 AND `
+	q += `state = 'pending' AND due_at_ms = 0 AND ` + notPaused + ` AND `
 	if caps {
 		q += requiresAmongCaps
 	} else {
@@ -246,6 +254,35 @@ func (r *reads) CountClaimable(ctx context.Context, workflowID string, caps []st
 		return 0, fmt.Errorf("count claimable tasks: %w", err)
 	}
 	return n, nil
+}
+
+// Pauses returns the pauses in effect: all claiming's first, then
+// workflowID's, or up to limit workflows' when workflowID is "".
+func (r *reads) Pauses(ctx context.Context, workflowID string, limit int) ([]tgdriver.PauseRow, error) {
+	q, args := `SELECT workflow_id, paused_at_ms, reason, paused_by FROM claim_pauses WHERE workflow_id IN ('', ?) ORDER BY workflow_id`, []any{workflowID}
+	if workflowID == "" {
+		q, args = `SELECT workflow_id, paused_at_ms, reason, paused_by FROM claim_pauses ORDER BY workflow_id LIMIT ?`, []any{limit + 1}
+	}
+	rows, err := r.q.query(ctx, q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("read the pauses: %w", err)
+	}
+	defer rows.Close()
+	var out []tgdriver.PauseRow
+	for rows.Next() {
+		var p tgdriver.PauseRow
+		if err := rows.Scan(&p.WorkflowID, &p.AtMS, &p.Reason, &p.By); err != nil {
+			return nil, fmt.Errorf("read the pauses: %w", err)
+		}
+		out = append(out, p)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read the pauses: %w", err)
+	}
+	if workflowID == "" && len(out) > 0 && out[0].WorkflowID != "" && len(out) > limit {
+		out = out[:limit] // no pause of all: limit workflows only
+	}
+	return out, nil
 }
 
 // NextDue returns the earliest due time of a pending task not yet promoted.

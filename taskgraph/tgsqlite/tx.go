@@ -460,6 +460,9 @@ func (t *wtx) PruneWorkflow(_ context.Context, workflowID string, beforeMS, nowM
 	case err != nil:
 		return tgdriver.PrunedRow{}, false, fmt.Errorf("prune workflow %s: %w", workflowID, err)
 	}
+	if _, err := t.exec(`DELETE FROM claim_pauses WHERE workflow_id = ?`, workflowID); err != nil {
+		return tgdriver.PrunedRow{}, false, fmt.Errorf("prune the pause of workflow %s: %w", workflowID, err)
+	}
 	if _, err := t.exec(sqlPruneEvents, workflowID); err != nil {
 		return tgdriver.PrunedRow{}, false, fmt.Errorf("prune the events of workflow %s: %w", workflowID, err)
 	}
@@ -561,4 +564,37 @@ func (t *wtx) TrimRequests(_ context.Context, principal string, keep, limit int)
 	}
 	n, err := res.RowsAffected()
 	return int(n), err
+}
+
+// SetPause records p, replacing the pause of its scope. The single writer
+// serialises it with every claim: a claim after it sees it.
+func (t *wtx) SetPause(_ context.Context, p tgdriver.PauseRow) (bool, error) {
+	var one int
+	replaced := true
+	switch err := t.queryRow(bg, `SELECT 1 FROM claim_pauses WHERE workflow_id = ?`, p.WorkflowID).Scan(&one); {
+	case errors.Is(err, sql.ErrNoRows):
+		replaced = false
+	case err != nil:
+		return false, fmt.Errorf("read the pause: %w", err)
+	}
+	if _, err := t.exec(`INSERT INTO claim_pauses (workflow_id, paused_at_ms, reason, paused_by) VALUES (?, ?, ?, ?)
+		ON CONFLICT (workflow_id) DO UPDATE SET paused_at_ms = excluded.paused_at_ms, reason = excluded.reason, paused_by = excluded.paused_by`,
+		p.WorkflowID, p.AtMS, p.Reason, p.By); err != nil {
+		return false, fmt.Errorf("record the pause: %w", err)
+	}
+	return replaced, nil
+}
+
+// ClearPause removes the pause of workflowID ("" for all claiming).
+func (t *wtx) ClearPause(_ context.Context, workflowID string) (tgdriver.PauseRow, bool, error) {
+	p := tgdriver.PauseRow{WorkflowID: workflowID}
+	err := t.queryRow(bg, `DELETE FROM claim_pauses WHERE workflow_id = ? RETURNING paused_at_ms, reason, paused_by`, workflowID).
+		Scan(&p.AtMS, &p.Reason, &p.By)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return tgdriver.PauseRow{}, false, nil
+	case err != nil:
+		return tgdriver.PauseRow{}, false, fmt.Errorf("remove the pause: %w", err)
+	}
+	return p, true, nil
 }

@@ -104,6 +104,9 @@ func updateSQL(sh tgdriver.UpdateShape) string {
 	if sh.NoUnmet {
 		b.WriteString(" AND unmet = 0")
 	}
+	if sh.NotPaused {
+		b.WriteString(" AND " + notPaused)
+	}
 	b.WriteString(" RETURNING " + taskColumns)
 	return b.String()
 }

@@ -241,8 +241,11 @@ var GE = (function () {
   function render() {
     ticking = [];
     var stuck = last.nodes.filter(function (n) { return n.stuck; }).length;
-    GE.countsBadges(document.getElementById("counts"), last.counts, stuck);
-    if (last.usage) document.getElementById("counts").appendChild(GE.el("span", { "class": "badge usage", id: "usage" }, GE.usageText(last.usage)));
+    var counts = document.getElementById("counts");
+    GE.countsBadges(counts, last.counts, stuck);
+    if (last.usage) counts.appendChild(GE.el("span", { "class": "badge usage", id: "usage" }, GE.usageText(last.usage)));
+    // Why nothing here is claimable: an operator's pause (issue 27).
+    if (last.paused) counts.appendChild(GE.el("span", { "class": "badge paused", "id": "paused", "title": last.paused }, "⏸ " + last.paused));
     var ms = GE.draw(graph, last, { selected: selected, onSelect: select, now: now, ticking: ticking });
     document.body.setAttribute("data-render-ms", ms.toFixed(1));
     document.body.setAttribute("data-nodes", String(last.nodes.length));
