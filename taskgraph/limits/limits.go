@@ -21,13 +21,13 @@ const (
 	MaxTasksPerWorkflow = 10_000
 	// DefaultMaxAttempts is NodeSpec.MaxAttempts's default.
 	DefaultMaxAttempts = 3
-	// MinPriority and MaxPriority bound NodeSpec.Priority (default 0).
+	// MinPriority is the lowest NodeSpec.Priority (default 0).
 	MinPriority = -100
-	// MaxPriority: see MinPriority.
+	// MaxPriority is the highest NodeSpec.Priority.
 	MaxPriority = 100
-	// MinMaxAttempts and MaxMaxAttempts bound NodeSpec.MaxAttempts.
+	// MinMaxAttempts is the lowest NodeSpec.MaxAttempts.
 	MinMaxAttempts = 1
-	// MaxMaxAttempts: see MinMaxAttempts.
+	// MaxMaxAttempts is the highest NodeSpec.MaxAttempts.
 	MaxMaxAttempts = 100
 	// MaxJSONDepth bounds the nesting of payloads and results.
 	MaxJSONDepth = 64
