@@ -17,6 +17,7 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 
 	"github.com/graph-engineering/graph-engineering-mcp/mcpadapter/internal/jsonnum"
+	"github.com/graph-engineering/graph-engineering-mcp/mcpadapter/internal/mcptest"
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph"
 )
 
@@ -117,14 +118,6 @@ func schemaComparable(raw []byte) bool {
 			return false
 		}
 	}
-}
-
-func schemaAccepts(rs *jsonschema.Resolved, raw []byte) error {
-	var inst any
-	if err := json.Unmarshal(raw, &inst); err != nil {
-		return err
-	}
-	return rs.Validate(inst)
 }
 
 // checkAccepted asserts that arguments decodeArgs accepted satisfy every rule
@@ -378,3 +371,5 @@ func FuzzDecodeArgs(f *testing.F) {
 		}
 	})
 }
+
+var schemaAccepts = mcptest.SchemaAccepts
