@@ -262,13 +262,9 @@ func TestRetryableFailureUsesEveryAttempt(t *testing.T) {
 }
 
 // The same diamond over Streamable HTTP with a bearer token: one server
-// process, workers and submit as HTTP clients. It runs once the server has
-// serve --http (built on another branch).
+// process, workers and submit as HTTP clients.
 func TestDiamondOverHTTP(t *testing.T) {
 	bins := e2e.Build(t)
-	if !bins.ServesHTTP() {
-		t.Skip("this server has no serve --http yet; the HTTP path is tested once the Streamable HTTP transport is merged")
-	}
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

@@ -108,9 +108,6 @@ func TestREADMECommands(t *testing.T) {
 		case m == "tested: needs serve --http":
 			tested++
 			t.Run("line"+strconv.Itoa(b.line), func(t *testing.T) {
-				if !(e2e.Bins{Server: filepath.Join(bin, "graph-engineering-mcp")}).ServesHTTP() {
-					t.Skip("this server has no serve --http yet; the HTTP block runs once the Streamable HTTP transport is merged")
-				}
 				if l, err := net.Listen("tcp", "127.0.0.1:7330"); err != nil {
 					t.Skipf("port 7330 is in use: %v", err)
 				} else {

@@ -31,6 +31,9 @@
 // recomputes it. Manifest.Bytes is the canonical form with sha256 included
 // and no trailing newline: the same surface and limits always give the
 // same bytes and digest, and any change to them changes the digest.
+// The store's limits come from the leaf package taskgraph/limits, which the
+// store re-exports and enforces: the manifest imports no store code and no
+// database driver (TestManifestImportsNoStore).
 //
 // # Receipts
 //

@@ -10,8 +10,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/graph-engineering/graph-engineering-mcp/lease"
-	"github.com/graph-engineering/graph-engineering-mcp/taskgraph"
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/jcs"
+	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/limits"
 )
 
 // ErrInvalidJSON matches the error of input that RFC 8785 cannot
@@ -93,35 +93,35 @@ const (
 
 func storeLimits() map[string]any {
 	return map[string]any{
-		"identifierPattern":   taskgraph.IdentifierPattern,
-		"maxIdentifierLength": int64(taskgraph.MaxIdentifierLen),
-		"maxPayloadBytes":     int64(taskgraph.MaxPayloadBytes),
-		"maxResultBytes":      int64(taskgraph.MaxResultBytes),
-		"maxErrorBytes":       int64(taskgraph.MaxErrorBytes),
-		"maxJsonDepth":        int64(taskgraph.MaxJSONDepth),
-		"maxDependsOn":        int64(taskgraph.MaxDependsOn),
-		"maxTasksPerWorkflow": int64(taskgraph.MaxTasksPerWorkflow),
+		"identifierPattern":   limits.IdentifierPattern,
+		"maxIdentifierLength": int64(limits.MaxIdentifierLen),
+		"maxPayloadBytes":     int64(limits.MaxPayloadBytes),
+		"maxResultBytes":      int64(limits.MaxResultBytes),
+		"maxErrorBytes":       int64(limits.MaxErrorBytes),
+		"maxJsonDepth":        int64(limits.MaxJSONDepth),
+		"maxDependsOn":        int64(limits.MaxDependsOn),
+		"maxTasksPerWorkflow": int64(limits.MaxTasksPerWorkflow),
 		"maxAttempts": bounds{
-			Min:     taskgraph.MinMaxAttempts,
-			Max:     taskgraph.MaxMaxAttempts,
-			Default: taskgraph.DefaultMaxAttempts,
+			Min:     limits.MinMaxAttempts,
+			Max:     limits.MaxMaxAttempts,
+			Default: limits.DefaultMaxAttempts,
 		},
 		"leaseMs": bounds{
 			Min:     lease.MinDuration.Milliseconds(),
 			Max:     lease.MaxDuration.Milliseconds(),
 			Default: lease.DefaultDuration.Milliseconds(),
 		},
-		"maxWaitMs":                taskgraph.MaxClaimWait.Milliseconds(),
-		"maxDependencyResultBytes": int64(taskgraph.MaxDependencyResultBytes),
+		"maxWaitMs":                limits.MaxClaimWait.Milliseconds(),
+		"maxDependencyResultBytes": int64(limits.MaxDependencyResultBytes),
 		"maxOutlineTasks":          int64(MaxOutlineTasks),
 		"maxOutlineBytes":          int64(MaxOutlineBytes),
-		"priority":                 bounds{Min: taskgraph.MinPriority, Max: taskgraph.MaxPriority, Default: 0},
-		"tagPattern":               taskgraph.TagPattern,
-		"maxRequires":              int64(taskgraph.MaxRequires),
-		"maxCapabilities":          int64(taskgraph.MaxCapabilities),
-		"retryDelayMs":             bounds{Min: 0, Max: taskgraph.MaxRetryDelay.Milliseconds(), Default: taskgraph.DefaultRetryDelay.Milliseconds()},
-		"maxRetryAfterMs":          taskgraph.MaxRetryAfter.Milliseconds(),
-		"maxNotBeforeMs":           taskgraph.MaxNotBefore.Milliseconds(),
+		"priority":                 bounds{Min: limits.MinPriority, Max: limits.MaxPriority, Default: 0},
+		"tagPattern":               limits.TagPattern,
+		"maxRequires":              int64(limits.MaxRequires),
+		"maxCapabilities":          int64(limits.MaxCapabilities),
+		"retryDelayMs":             bounds{Min: 0, Max: limits.MaxRetryDelay.Milliseconds(), Default: limits.DefaultRetryDelay.Milliseconds()},
+		"maxRetryAfterMs":          limits.MaxRetryAfter.Milliseconds(),
+		"maxNotBeforeMs":           limits.MaxNotBefore.Milliseconds(),
 	}
 }
 

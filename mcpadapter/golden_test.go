@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"golang.org/x/tools/txtar"
 
 	"github.com/graph-engineering/graph-engineering-mcp/lease"
 	"github.com/graph-engineering/graph-engineering-mcp/manifest"
@@ -62,63 +63,53 @@ import (
 // (-update is the package's flag for every golden file; here it rewrites the
 // answers from the stdio run, and HTTP must still agree with them.)
 
-// goldenArchive is a parsed txtar file.
-type goldenArchive struct {
-	names    []string
-	sections map[string]string
-}
+// goldenArchive is a golden file: a txtar archive whose files are its
+// sections, each named once, with nothing before the first.
+type goldenArchive struct{ *txtar.Archive }
 
 func parseGolden(data string) (*goldenArchive, error) {
-	a := &goldenArchive{sections: map[string]string{}}
-	cur := ""
-	var b strings.Builder
-	flush := func() {
-		if cur != "" {
-			a.sections[cur] = b.String()
-		}
-		b.Reset()
+	a := txtar.Parse([]byte(data))
+	if c := strings.TrimSpace(string(a.Comment)); c != "" {
+		return nil, fmt.Errorf("text before the first section: %q", c)
 	}
-	for _, line := range strings.SplitAfter(data, "\n") {
-		trimmed := strings.TrimRight(line, "\n")
-		if strings.HasPrefix(trimmed, "-- ") && strings.HasSuffix(trimmed, " --") && len(trimmed) > 6 {
-			flush()
-			cur = strings.TrimSpace(trimmed[3 : len(trimmed)-3])
-			if _, dup := a.sections[cur]; dup {
-				return nil, fmt.Errorf("section %q appears twice", cur)
-			}
-			a.names = append(a.names, cur)
-			continue
+	seen := map[string]bool{}
+	for _, f := range a.Files {
+		if seen[f.Name] {
+			return nil, fmt.Errorf("section %q appears twice", f.Name)
 		}
-		if cur == "" {
-			if strings.TrimSpace(line) != "" {
-				return nil, fmt.Errorf("text before the first section: %q", trimmed)
-			}
-			continue
-		}
-		b.WriteString(line)
+		seen[f.Name] = true
 	}
-	flush()
-	return a, nil
+	return &goldenArchive{a}, nil
 }
 
-func (a *goldenArchive) format() string {
-	var b strings.Builder
-	for _, n := range a.names {
-		fmt.Fprintf(&b, "-- %s --\n", n)
-		s := a.sections[n]
-		b.WriteString(s)
-		if s != "" && !strings.HasSuffix(s, "\n") {
-			b.WriteString("\n")
+// section returns the text of section name and whether there is one.
+func (a *goldenArchive) section(name string) (string, bool) {
+	for _, f := range a.Files {
+		if f.Name == name {
+			return string(f.Data), true
 		}
 	}
-	return b.String()
+	return "", false
 }
+
+func (a *goldenArchive) names() []string {
+	var out []string
+	for _, f := range a.Files {
+		out = append(out, f.Name)
+	}
+	return out
+}
+
+func (a *goldenArchive) format() string { return string(txtar.Format(a.Archive)) }
 
 func (a *goldenArchive) set(name, text string) {
-	if _, ok := a.sections[name]; !ok {
-		a.names = append(a.names, name)
+	for i := range a.Files {
+		if a.Files[i].Name == name {
+			a.Files[i].Data = []byte(text)
+			return
+		}
 	}
-	a.sections[name] = text
+	a.Files = append(a.Files, txtar.File{Name: name, Data: []byte(text)})
 }
 
 // goldenVars maps the run's task ids and claim tokens to stable names.
@@ -437,31 +428,33 @@ func TestGoldenConversations(t *testing.T) {
 			if err != nil {
 				t.Fatalf("%s: %v", file, err)
 			}
-			client, ok := a.sections["client"]
+			client, ok := a.section("client")
 			if !ok {
 				t.Fatalf("%s has no client section", file)
 			}
 			eras := []string{"modern"}
-			if _, ok := a.sections["legacy"]; ok {
+			if _, ok := a.section("legacy"); ok {
 				eras = append(eras, "legacy")
 			}
-			caps := json.RawMessage(strings.TrimSpace(a.sections["capabilities"]))
+			capsText, _ := a.section("capabilities")
+			caps := json.RawMessage(strings.TrimSpace(capsText))
 			if len(caps) > 0 && !json.Valid(caps) {
 				t.Fatalf("%s: the capabilities section is not JSON", file)
 			}
 			var opts []goldenOpt
-			if dir := strings.TrimSpace(a.sections["skills"]); dir != "" {
+			if dir, _ := a.section("skills"); strings.TrimSpace(dir) != "" {
+				dir = strings.TrimSpace(dir)
 				opts = append(opts, goldenSkills(t, dir))
 			}
 			changed := false
 			for _, era := range eras {
 				got := replay(t, &stdioGolden{}, era, client, caps, opts...)
 				if *mcpadapter.Update {
-					if a.sections[era] != got {
+					if want, _ := a.section(era); want != got {
 						a.set(era, got)
 						changed = true
 					}
-				} else if want := a.sections[era]; got != want {
+				} else if want, _ := a.section(era); got != want {
 					t.Errorf("%s, %s era, stdio: answers differ from the golden file (rerun with -update if intended):\n%s", file, era, lineDiff(want, got))
 				}
 				if gotHTTP := replay(t, &httpGolden{}, era, client, caps, opts...); gotHTTP != got {
@@ -519,8 +512,14 @@ func window(s string, at int) string {
 // The harness's own parts, so a golden run cannot pass by accident.
 func TestGoldenHarness(t *testing.T) {
 	a, err := parseGolden("-- comment --\nx\n-- client --\n{\"a\":1}\n-- modern --\n")
-	if err != nil || !slices.Equal(a.names, []string{"comment", "client", "modern"}) || a.sections["client"] != "{\"a\":1}\n" {
-		t.Fatalf("parse: %v %v %q", err, a.names, a.sections)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if client, _ := a.section("client"); !slices.Equal(a.names(), []string{"comment", "client", "modern"}) || client != "{\"a\":1}\n" {
+		t.Fatalf("parse: %v %q", a.names(), client)
+	}
+	if _, err := parseGolden("-- client --\n-- client --\n"); err == nil {
+		t.Error("a section named twice must be refused")
 	}
 	if _, err := parseGolden("junk\n-- client --\n"); err == nil {
 		t.Error("text before the first section must be refused")

@@ -13,7 +13,7 @@ import (
 
 	"github.com/graph-engineering/graph-engineering-mcp/lease"
 	"github.com/graph-engineering/graph-engineering-mcp/manifest"
-	"github.com/graph-engineering/graph-engineering-mcp/mcpadapter/internal/wire"
+	"github.com/graph-engineering/graph-engineering-mcp/mcpadapter/internal/mcptest"
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph"
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/sqlitestore"
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/testwait"
@@ -97,18 +97,6 @@ func (f *fixture) raw() *raw {
 	}
 	f.t.Cleanup(func() { conn.Close() })
 	return &raw{t: f.t, ctx: f.ctx, conn: conn}
-}
-
-// modernMeta returns the per-request _meta of a 2026-07-28 request.
-func modernMeta(caps map[string]any) map[string]any {
-	if caps == nil {
-		caps = map[string]any{}
-	}
-	return map[string]any{
-		wire.MetaProtocolVersion:             modern,
-		wire.MetaClientCapabilities:          caps,
-		"io.modelcontextprotocol/clientInfo": map[string]any{"name": "raw", "version": "1"},
-	}
 }
 
 // call sends a request and returns its response.
@@ -195,28 +183,10 @@ func wantCode(t *testing.T, resp *jsonrpc.Response, code int64) *jsonrpc.Error {
 	return je
 }
 
-// callTool calls a tool through the SDK client and returns its structured
-// content decoded, failing on a protocol error.
-func callTool(t *testing.T, cs *mcp.ClientSession, name string, args map[string]any) (*mcp.CallToolResult, map[string]any) {
-	t.Helper()
-	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: name, Arguments: args})
-	if err != nil {
-		t.Fatalf("%s: %v", name, err)
-	}
-	var out map[string]any
-	if res.StructuredContent != nil {
-		b, _ := json.Marshal(res.StructuredContent)
-		json.Unmarshal(b, &out)
-	}
-	return res, out
-}
-
-func toolText(res *mcp.CallToolResult) string {
-	if len(res.Content) == 0 {
-		return ""
-	}
-	if tc, ok := res.Content[0].(*mcp.TextContent); ok {
-		return tc.Text
-	}
-	return ""
-}
+// The MCP calls and answer readers shared with the other adapter packages'
+// tests (package mcptest).
+var (
+	callTool   = mcptest.CallTool
+	toolText   = mcptest.ToolText
+	modernMeta = mcptest.ModernMeta
+)

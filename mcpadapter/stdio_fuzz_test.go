@@ -5,10 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"math/big"
 	"path/filepath"
-	"regexp"
-	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -16,6 +13,7 @@ import (
 
 	"github.com/graph-engineering/graph-engineering-mcp/lease"
 	"github.com/graph-engineering/graph-engineering-mcp/manifest"
+	"github.com/graph-engineering/graph-engineering-mcp/mcpadapter/internal/jsonnum"
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph"
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/sqlitestore"
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/testwait"
@@ -83,10 +81,10 @@ func rpcID(raw json.RawMessage) string {
 		}
 		return "s:" + s
 	}
-	if r, ok := exactValue(string(raw)); ok {
+	if r, ok := jsonnum.Exact(string(raw)); ok {
 		return "n:" + r.RatString()
 	}
-	if jsonNumberRE.Match(raw) {
+	if jsonnum.Pattern.Match(raw) {
 		return "n:huge:" + string(raw)
 	}
 	return ""
@@ -267,25 +265,4 @@ func FuzzStdio(f *testing.F) {
 		out := runStdio(t, srv, in, 2*time.Second)
 		checkStdioOutput(t, in, out)
 	})
-}
-
-var jsonNumberRE = regexp.MustCompile(`^-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?$`)
-
-// exactValue is the exact value of a JSON number literal. ok is false if lit
-// is not a JSON number or its exponent is too large to expand cheaply (such
-// a number is far outside every bound unless it is zero).
-func exactValue(lit string) (r *big.Rat, ok bool) {
-	if !jsonNumberRE.MatchString(lit) {
-		return nil, false
-	}
-	if i := strings.IndexAny(lit, "eE"); i >= 0 {
-		if strings.Trim(lit[:i], "-0.") == "" {
-			return new(big.Rat), true // zero, whatever the exponent
-		}
-		e, err := strconv.Atoi(lit[i+1:])
-		if err != nil || e > len(lit)+400 || e < -len(lit)-400 {
-			return nil, false
-		}
-	}
-	return new(big.Rat).SetString(lit)
 }

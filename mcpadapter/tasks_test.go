@@ -10,6 +10,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 
 	"github.com/graph-engineering/graph-engineering-mcp/manifest"
+	"github.com/graph-engineering/graph-engineering-mcp/mcpadapter/internal/mcptest"
 	"github.com/graph-engineering/graph-engineering-mcp/mcpadapter/tools"
 )
 
@@ -33,11 +34,6 @@ func (w *worker) claim(taskID string) map[string]any {
 		w.t.Fatalf("%s could not claim: %v", w.name, out)
 	}
 	return out
-}
-
-func holderArgs(claim map[string]any) map[string]any {
-	l := claim["lease"].(map[string]any)
-	return map[string]any{"task_id": claim["task"].(map[string]any)["task_id"], "owner": l["owner"], "generation": l["generation"], "claim_token": l["claim_token"]}
 }
 
 // toolOut decodes a successful tools/call result's structured content.
@@ -288,3 +284,5 @@ func TestTasksCreateWithRequestID(t *testing.T) {
 		t.Fatalf("a reused request_id with another node_id: %v", refused)
 	}
 }
+
+var holderArgs = mcptest.HolderArgs

@@ -8,6 +8,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 
 	"github.com/graph-engineering/graph-engineering-mcp/manifest"
+	"github.com/graph-engineering/graph-engineering-mcp/mcpadapter/internal/mcptest"
 )
 
 var uiDeclared = map[string]any{"extensions": map[string]any{manifest.UIExtension: map[string]any{"mimeTypes": []string{manifest.UIMIMEType}}}}
@@ -38,8 +39,6 @@ func appAdvertised(t *testing.T, caps map[string]any, tools, resources *jsonrpc.
 	resourceListed = strings.Contains(string(resources.Result), manifest.UIResourceURI)
 	return
 }
-
-func toJSON(v any) string { b, _ := json.Marshal(v); return string(b) }
 
 func TestUIAppAdvertisedOnlyToDeclaringClients(t *testing.T) {
 	f := newFixture(t)
@@ -109,3 +108,5 @@ func TestUIAppFollowsTheProfileAndRoles(t *testing.T) {
 		t.Fatal("the App is advertised without graph_task_inspect")
 	}
 }
+
+var toJSON = mcptest.ToJSON

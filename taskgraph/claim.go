@@ -9,11 +9,12 @@ import (
 	"time"
 
 	"github.com/graph-engineering/graph-engineering-mcp/lease"
+	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/limits"
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/tgdriver"
 )
 
 // MaxClaimWait bounds ClaimRequest.Wait.
-const MaxClaimWait = 30 * time.Second
+const MaxClaimWait = limits.MaxClaimWait
 
 // sweepLimit bounds how many expired leases one claim operation processes.
 const sweepLimit = 64

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/limits"
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/tgdriver"
 )
 
@@ -14,7 +15,7 @@ import (
 // results in total. A dependency whose result does not fit in what is left
 // is returned with ResultOmitted set and no Result; Task on its TaskID
 // returns the result whole.
-const MaxDependencyResultBytes = 256 << 10
+const MaxDependencyResultBytes = limits.MaxDependencyResultBytes
 
 // Dependency is one direct dependency of a task as seen by its worker: which
 // node it is, its state and, once completed, its result.

@@ -10,31 +10,32 @@ import (
 	"strings"
 	"time"
 
+	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/limits"
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/tgdriver"
 )
 
 // Bounds of capability routing and retry timing.
 const (
 	// MaxRequires bounds NodeSpec.Requires.
-	MaxRequires = 16
+	MaxRequires = limits.MaxRequires
 	// MaxCapabilities bounds ClaimRequest.Capabilities.
-	MaxCapabilities = 64
+	MaxCapabilities = limits.MaxCapabilities
 	// DefaultRetryDelay is NodeSpec.RetryDelay's default: the wait before
 	// the first retry of a retryable failure; it doubles per retry.
-	DefaultRetryDelay = time.Second
+	DefaultRetryDelay = limits.DefaultRetryDelay
 	// MaxRetryDelay bounds NodeSpec.RetryDelay and caps every backoff.
-	MaxRetryDelay = 15 * time.Minute
+	MaxRetryDelay = limits.MaxRetryDelay
 	// MaxRetryAfter bounds the retry delay a failing worker asks for.
-	MaxRetryAfter = 24 * time.Hour
+	MaxRetryAfter = limits.MaxRetryAfter
 	// MaxNotBefore bounds how far ahead of the creation NodeSpec.NotBefore
 	// may lie.
-	MaxNotBefore = 365 * 24 * time.Hour
+	MaxNotBefore = limits.MaxNotBefore
 )
 
 // TagPattern is the rule for a capability tag (NodeSpec.Requires,
 // ClaimRequest.Capabilities): a lower-case letter, then up to 63 lower-case
 // letters, digits, '_', '.' or '-'.
-const TagPattern = `^[a-z][a-z0-9_.-]{0,63}$`
+const TagPattern = limits.TagPattern
 
 var tagRE = regexp.MustCompile(TagPattern)
 

@@ -11,30 +11,34 @@ import (
 	"strconv"
 	"time"
 	"unicode/utf8"
+
+	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/limits"
 )
 
 // Bounds on everything the store accepts. Inputs outside them are rejected
 // with a *ValidationError naming the field and the rule; nothing is written.
+// They are defined in the leaf package limits (which the capability manifest
+// publishes) and re-exported here.
 const (
-	MaxIdentifierLen    = 128
-	MaxPayloadBytes     = 64 << 10
-	MaxResultBytes      = 256 << 10
-	MaxErrorBytes       = 64 << 10
-	MaxReasonBytes      = 4 << 10
-	MaxDependsOn        = 64
-	MaxTasksPerWorkflow = 10_000
-	DefaultMaxAttempts  = 3
+	MaxIdentifierLen    = limits.MaxIdentifierLen
+	MaxPayloadBytes     = limits.MaxPayloadBytes
+	MaxResultBytes      = limits.MaxResultBytes
+	MaxErrorBytes       = limits.MaxErrorBytes
+	MaxReasonBytes      = limits.MaxReasonBytes
+	MaxDependsOn        = limits.MaxDependsOn
+	MaxTasksPerWorkflow = limits.MaxTasksPerWorkflow
+	DefaultMaxAttempts  = limits.DefaultMaxAttempts
 	// MinPriority and MaxPriority bound NodeSpec.Priority (default 0).
-	MinPriority    = -100
-	MaxPriority    = 100
-	MinMaxAttempts = 1
-	MaxMaxAttempts = 100
+	MinPriority    = limits.MinPriority
+	MaxPriority    = limits.MaxPriority
+	MinMaxAttempts = limits.MinMaxAttempts
+	MaxMaxAttempts = limits.MaxMaxAttempts
 	// MaxJSONDepth bounds the nesting of payloads and results.
-	MaxJSONDepth = 64
+	MaxJSONDepth = limits.MaxJSONDepth
 )
 
 // IdentifierPattern is the rule for workflow_id, node_id and owner.
-const IdentifierPattern = `^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$`
+const IdentifierPattern = limits.IdentifierPattern
 
 var identifierRE = regexp.MustCompile(IdentifierPattern)
 

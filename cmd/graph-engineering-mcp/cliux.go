@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/urfave/cli/v2"
+	"github.com/xrash/smetrics"
 )
 
 // This file makes the command line read like the Go tools a user already
@@ -275,50 +276,30 @@ func withFlagSuggestion(app *cli.App, args []string, err error) error {
 	return usagef("%s (see %s --help)", out, where)
 }
 
-// closest returns the candidate nearest to word: within two edits (fewer
-// than the word's length), or one that starts with word. "" when none is.
+// closest returns the candidate nearest to word, "" when none is close.
+// It scores names as urfave/cli's App.Suggest does (Jaro-Winkler from
+// xrash/smetrics, with urfave/cli's boost threshold and prefix size), but
+// suggests only a candidate scoring at least minSimilarity: App.Suggest
+// names the best candidate however far it is, and prints its own template
+// into the help text, where these suggestions belong in a usage error that
+// names the command.
 func closest(word string, candidates []string) string {
-	best, bestDist := "", 3
+	best, bestScore := "", 0.0
 	for _, c := range candidates {
-		d := editDistance(word, c)
-		if d < bestDist && d < utf8.RuneCountInString(word) {
-			best, bestDist = c, d
+		if s := smetrics.JaroWinkler(word, c, 0.7, 4); s > bestScore {
+			best, bestScore = c, s
 		}
 	}
-	if best != "" {
-		return best
+	if bestScore < minSimilarity {
+		return ""
 	}
-	if utf8.RuneCountInString(word) >= 2 {
-		for _, c := range candidates {
-			if strings.HasPrefix(c, word) {
-				return c
-			}
-		}
-	}
-	return ""
+	return best
 }
 
-// editDistance is the Levenshtein distance between a and b.
-func editDistance(a, b string) int {
-	ra, rb := []rune(a), []rune(b)
-	prev := make([]int, len(rb)+1)
-	cur := make([]int, len(rb)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(ra); i++ {
-		cur[0] = i
-		for j := 1; j <= len(rb); j++ {
-			cost := 1
-			if ra[i-1] == rb[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(rb)]
-}
+// minSimilarity is the Jaro-Winkler similarity from which a name counts
+// as close: one or two slips in a short name ("sate" for "state", 0.87)
+// pass, an unrelated word ("frobnicate" for "bench", 0.63) does not.
+const minSimilarity = 0.8
 
 // hideFlag hides f from the help it is listed in; it keeps working. Every
 // urfave/cli v2 flag type has a Hidden field; reflection keeps this true for

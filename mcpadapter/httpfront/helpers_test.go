@@ -18,6 +18,7 @@ import (
 	"github.com/graph-engineering/graph-engineering-mcp/lease"
 	"github.com/graph-engineering/graph-engineering-mcp/manifest"
 	"github.com/graph-engineering/graph-engineering-mcp/mcpadapter"
+	"github.com/graph-engineering/graph-engineering-mcp/mcpadapter/internal/mcptest"
 	"github.com/graph-engineering/graph-engineering-mcp/mcpadapter/internal/wire"
 	"github.com/graph-engineering/graph-engineering-mcp/mcpadapter/tools"
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph"
@@ -229,18 +230,6 @@ func (r *rawResponse) wantError(t *testing.T, status int, code int64) {
 // modern is the 2026-07-28 protocol version.
 const modern = manifest.ModernVersion
 
-// modernMeta returns the per-request _meta of a 2026-07-28 request.
-func modernMeta(caps map[string]any) map[string]any {
-	if caps == nil {
-		caps = map[string]any{}
-	}
-	return map[string]any{
-		wire.MetaProtocolVersion:             modern,
-		wire.MetaClientCapabilities:          caps,
-		"io.modelcontextprotocol/clientInfo": map[string]any{"name": "raw", "version": "1"},
-	}
-}
-
 // modernHeaders are the headers of a 2026-07-28 request for method.
 func modernHeaders(method string, kv ...string) map[string]string {
 	h := map[string]string{wire.HeaderProtocolVersion: modern, wire.HeaderMethod: method}
@@ -267,3 +256,5 @@ func clipBody(b []byte) string {
 	}
 	return string(b)
 }
+
+var modernMeta = mcptest.ModernMeta

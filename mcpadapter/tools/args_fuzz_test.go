@@ -16,6 +16,8 @@ import (
 
 	"github.com/google/jsonschema-go/jsonschema"
 
+	"github.com/graph-engineering/graph-engineering-mcp/mcpadapter/internal/jsonnum"
+	"github.com/graph-engineering/graph-engineering-mcp/mcpadapter/internal/mcptest"
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph"
 )
 
@@ -56,31 +58,10 @@ func fuzzTools(tb testing.TB) []fuzzTool {
 	return out
 }
 
-var jsonNumberRE = regexp.MustCompile(`^-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?$`)
-
-// exactValue is the exact value of a JSON number literal. ok is false if lit
-// is not a JSON number or its exponent is too large to expand cheaply (such
-// a number is far outside every bound unless it is zero).
-func exactValue(lit string) (r *big.Rat, ok bool) {
-	if !jsonNumberRE.MatchString(lit) {
-		return nil, false
-	}
-	if i := strings.IndexAny(lit, "eE"); i >= 0 {
-		if strings.Trim(lit[:i], "-0.") == "" {
-			return new(big.Rat), true // zero, whatever the exponent
-		}
-		e, err := strconv.Atoi(lit[i+1:])
-		if err != nil || e > len(lit)+400 || e < -len(lit)-400 {
-			return nil, false
-		}
-	}
-	return new(big.Rat).SetString(lit)
-}
-
 // floatExact reports whether a float64 holds the number literal exactly, so
 // that a validator working on float64 values sees the number as written.
 func floatExact(lit string) bool {
-	r, ok := exactValue(lit)
+	r, ok := jsonnum.Exact(lit)
 	if !ok {
 		return false
 	}
@@ -169,14 +150,6 @@ func schemaComparable(raw []byte) bool {
 	}
 }
 
-func schemaAccepts(rs *jsonschema.Resolved, raw []byte) error {
-	var inst any
-	if err := json.Unmarshal(raw, &inst); err != nil {
-		return err
-	}
-	return rs.Validate(inst)
-}
-
 // checkAccepted asserts that arguments decodeArgs accepted satisfy every rule
 // of every field, judged independently of decodeArgs.
 func checkAccepted(t *testing.T, tool fuzzTool, raw []byte, a *args) {
@@ -246,7 +219,7 @@ func checkAccepted(t *testing.T, tool fuzzTool, raw []byte, a *args) {
 			}
 		case kindInt:
 			n, ok := a.num[f.name]
-			exact, isNum := exactValue(string(v))
+			exact, isNum := jsonnum.Exact(string(v))
 			switch {
 			case !ok:
 				fail("no integer decoded")
@@ -501,3 +474,5 @@ func FuzzDecodeArgs(f *testing.F) {
 		}
 	})
 }
+
+var schemaAccepts = mcptest.SchemaAccepts

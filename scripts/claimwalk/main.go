@@ -46,11 +46,38 @@
 //
 // # The claim count of issue 25
 //
-// A claim over HTTP crosses the SDK twice, and the walk cannot follow a call
-// through code outside the module, so the count is taken in three segments,
-// each confined to a claim-next that finds a task and succeeds (-skip
-// names the branches of refusals, errors and the other tools), with
-// helpers not counted as stays (-leaves=false), and summed:
+// The issue asks how often a claim's walk from the tool call to SQL and
+// back returns to a file already left. The static walk cannot answer that
+// for one path: it takes every branch a marked value reaches (claim by id,
+// expiry, heartbeats and completions of the hot lane, request ids) in an
+// order that only approximates evaluation. So the issue's count is taken
+// with -trace (trace.go): the dynamic walk of one real claim_next that
+// finds a task, recorded from tools.(*Surface).Call (the transport-free
+// tool call both transports make) through the store and the SQLite driver
+// to SQL and back to the result, over every goroutine it crosses:
+//
+//	go run . -trace -sql       # the count: visits that lead to SQL
+//	go run . -trace -leaves=false -v  # also the side trips that compute
+//	go run . -trace            # every function visit
+//
+// -sql counts only the visits during which a function that calls
+// database/sql itself is entered: the way to SQL and back. Side trips that
+// compute and return (argument decoding, rendering, event canonical JSON,
+// the receipt) are not on that way; -leaves=false counts them too, and a
+// plain -trace counts even one-line helpers. Timing-dependent branches
+// (the lease clock's step, the hot lane's gather) move the counts by a few
+// from run to run.
+//
+// At fd02489: -sql 28 (37 stays in 9 files), -leaves=false 69 to 73,
+// every visit 198. After moving the SQLite writer's statement cache into
+// tx.go beside the statements that use it: -sql 24, -leaves=false 65 to
+// 69. What remains is the domain ⇄ driver shape (hot.go ⇄ writer.go,
+// update.go, tx.go; write.go ⇄ history.go for the event chain), which the
+// review calls River's shape and fine.
+//
+// The HTTP front and the SDK are before the tool call. Their static
+// segments, with helpers not counted as stays (-leaves=false) and -skip
+// naming the branches of refusals, errors and the other tools, are:
 //
 //	# 1. The HTTP front: the request, up to the hand-off to the SDK.
 //	go run . -root 'mcpadapter/httpfront.(*Handler).serveMCP' -params r \
@@ -59,16 +86,15 @@
 //	go run . -root 'mcpadapter/tools.(*Surface).Call' -params tool,rawArgs \
 //		-stop taskgraph,manifest,lease -leaves=false \
 //		-skip '.Heartbeat,.Complete,.Fail,.FailRetryAfter,.Release,.Cancel,.CreateTask,(*Surface).inspect,(*Surface).toolError,(*Surface).internal,(*Surface).unavailableRPC,(*Surface).unavailable'
-//	# 3. The store, following the SQLite driver down to SQL and back.
+//	# 3. The store, following the SQLite driver, every branch.
 //	go run . -root 'taskgraph.(*Store).Claim' -params req -impl tgsqlite -leaves=false
 //
-// At 99a69c7 (before the rooms) segment 1 was 18 returns (the root is
-// mcpadapter.(*HTTPHandler).serveMCP there, skipping writeRPCError and
-// overflowToolError) and segment 3 was 46; segment 2 had no single root
-// (it was the SDK handler closure mcpadapter.(*Server).handler returns).
-// The code review's 22 (for segment 3) came from a walk whose rules it did
-// not record; none of this tool's option sets reproduces it, so compare
-// this tool's numbers with each other, not with the review's.
+// At fd02489 they were 17, 12 and 80. At 99a69c7 (before the rooms)
+// segment 1 was 18 (root mcpadapter.(*HTTPHandler).serveMCP, skipping
+// writeRPCError and overflowToolError) and segment 3 was 46. The code
+// review's 22 came from a static walk whose rules it did not record; none
+// of this tool's option sets reproduces it, so compare this tool's numbers
+// with each other, not with the review's.
 //
 // It is a module of its own, so that the project does not depend on
 // golang.org/x/tools.
@@ -154,7 +180,19 @@ func main() {
 	skip := flag.String("skip", "", "comma-separated function names (as -root names them, or a suffix) the walk does not follow: the branches of another tool")
 	once := flag.Bool("once", true, "enter each function at most once (a later call of a function already walked stays in the caller)")
 	dir := flag.String("dir", "../..", "the module to walk (default: the module this tool sits in)")
+	trace := flag.Bool("trace", false, "record the walk of one real claim_next instead (see trace.go); -leaves and -v apply")
 	flag.Parse()
+	if *trace {
+		wd, err := filepath.Abs(*dir)
+		if err == nil {
+			err = runTrace(wd, *leaves, *toSQL, *verbose)
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "claimwalk:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if *root == "" || *params == "" {
 		fmt.Fprintln(os.Stderr, "usage: claimwalk -root FUNC -params NAMES [-impl PKG] [-v]")
 		os.Exit(2)

@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/mattn/go-sqlite3"
+
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/tgdriver"
 )
 
@@ -27,6 +29,103 @@ var _ tgdriver.Tx = (*wtx)(nil)
 
 // bg is the context of every statement of the writer.
 var bg = context.Background()
+
+// maxCachedStmts bounds stmtCache. The driver's write statements are a fixed
+// set of well under a hundred, plus one UPDATE per shape of UpdateTask the
+// domain uses; the bound only guards against a bug that builds SQL text from
+// data.
+const maxCachedStmts = 512
+
+// stmtCache holds the writer connection's prepared statements by SQL text,
+// so that each statement is compiled once per connection instead of on every
+// call (compiling an UPDATE of tasks, with its indexes, foreign keys and
+// checks, cost more than running it). Only the writer goroutine uses it. The
+// statements run on the connection directly: the writer opens and ends the
+// batch transaction and savepoints itself, with statements of this cache,
+// because database/sql would compile a connection's statement again for
+// every transaction (Tx.StmtContext).
+type stmtCache struct {
+	conn *sql.Conn
+	m    map[string]*sql.Stmt
+}
+
+func newStmtCache(conn *sql.Conn) *stmtCache {
+	return &stmtCache{conn: conn, m: make(map[string]*sql.Stmt)}
+}
+
+// get returns the prepared statement for query, preparing it on first use;
+// nil, nil when the cache is full and query is not in it.
+func (c *stmtCache) get(ctx context.Context, query string) (*sql.Stmt, error) {
+	if st := c.m[query]; st != nil {
+		return st, nil
+	}
+	if len(c.m) >= maxCachedStmts {
+		return nil, nil
+	}
+	st, err := c.conn.PrepareContext(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	c.m[query] = st
+	return st, nil
+}
+
+// control runs a transaction control statement (BEGIN, SAVEPOINT, ...).
+func (c *stmtCache) control(ctx context.Context, query string) error {
+	_, err := c.exec(ctx, query)
+	return err
+}
+
+func (c *stmtCache) exec(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	st, err := c.get(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	if st == nil {
+		return c.conn.ExecContext(ctx, query, args...)
+	}
+	return st.ExecContext(ctx, args...)
+}
+
+func (c *stmtCache) queryRow(ctx context.Context, query string, args ...any) *sql.Row {
+	st, err := c.get(ctx, query)
+	if err != nil || st == nil {
+		// Not cached, or it does not compile: the Row reports that error.
+		return c.conn.QueryRowContext(ctx, query, args...)
+	}
+	return st.QueryRowContext(ctx, args...)
+}
+
+func (c *stmtCache) query(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	st, err := c.get(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	if st == nil {
+		return c.conn.QueryContext(ctx, query, args...)
+	}
+	return st.QueryContext(ctx, args...)
+}
+
+// inTransaction reports whether the connection is inside a transaction.
+func (c *stmtCache) inTransaction() bool {
+	in := false
+	err := c.conn.Raw(func(dc any) error {
+		if sc, ok := dc.(*sqlite3.SQLiteConn); ok {
+			in = !sc.AutoCommit()
+		}
+		return nil
+	})
+	return err == nil && in
+}
+
+// close finalises every cached statement.
+func (c *stmtCache) close() {
+	for q, st := range c.m {
+		st.Close()
+		delete(c.m, q)
+	}
+}
 
 func (t *wtx) queryRow(_ context.Context, q string, args ...any) *sql.Row {
 	return t.stmts.queryRow(bg, q, args...)

@@ -352,9 +352,3 @@ func (b Bins) CreateTask(t *testing.T, db, workflow, node string, payload map[st
 	}
 	return out.Task.TaskID
 }
-
-// ServesHTTP reports whether the server binary has serve --http.
-func (b Bins) ServesHTTP() bool {
-	out, _ := exec.Command(b.Server, "serve", "--help").CombinedOutput()
-	return bytes.Contains(out, []byte("--http"))
-}
