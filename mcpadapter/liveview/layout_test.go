@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
@@ -137,5 +138,27 @@ func TestLoginCapsEvictTheMinterFirst(t *testing.T) {
 	}
 	if n > uiMaxSessionsEach || len(l.sessions) > uiMaxSessions {
 		t.Fatalf("mallory holds %d sessions (bound %d), all %d (bound %d)", n, uiMaxSessionsEach, len(l.sessions), uiMaxSessions)
+	}
+}
+
+// Without JavaScript the pages say what they need and where the same view
+// is on the command line, and hide the "connecting…" that would never
+// change (issue 29 item 8).
+func TestPagesSayWhatTheyNeedWithoutJavaScript(t *testing.T) {
+	t.Parallel()
+	css, err := uiAssets.ReadFile("ui/style.css")
+	if err != nil || !strings.Contains(string(css), "html:not(.js) #live { display: none; }") {
+		t.Fatalf("style.css does not hide the status line without the script: %v", err)
+	}
+	for _, page := range []string{"ui/index.html", "ui/workflow.html"} {
+		b, err := uiAssets.ReadFile(page)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, rest, ok := strings.Cut(string(b), "<noscript>")
+		body, _, closed := strings.Cut(rest, "</noscript>")
+		if !ok || !closed || !strings.Contains(body, "JavaScript") || !strings.Contains(body, "workflow show") {
+			t.Errorf("%s has no <noscript> saying it needs JavaScript and naming workflow show", page)
+		}
 	}
 }
