@@ -73,16 +73,11 @@ func requireDatabaseFile(path, step string) error {
 // file at path: SQLite opens it with SQLITE_OPEN_READONLY (mode=ro), so it
 // cannot write the database or the WAL, nor checkpoint, not even as the last
 // connection to close; query_only refuses writing statements with an error.
-// It sets no journal mode: a rollback-journal file stays one.
-func readOnlyDSN(path string, opts Options) string {
-	return readOnlyDSNWith(path, opts, false)
-}
-
-// readOnlyDSNWith is readOnlyDSN, with immutable=1 when immutable: SQLite
-// then reads the file without the -shm and locks of WAL mode, assuming no
-// one changes it meanwhile. openReadOnlyDB uses it only where the -shm
-// cannot be created and there is no WAL content to miss.
-func readOnlyDSNWith(path string, opts Options, immutable bool) string {
+// It sets no journal mode: a rollback-journal file stays one. With immutable,
+// immutable=1 too: SQLite then reads the file without the -shm and locks of
+// WAL mode, assuming no one changes it meanwhile; openReadOnlyDB uses it only
+// where the -shm cannot be created and there is no WAL content to miss.
+func readOnlyDSN(path string, opts Options, immutable bool) string {
 	q := url.Values{}
 	q.Set("mode", "ro")
 	if immutable {
@@ -125,7 +120,7 @@ func openReadOnlyDB(ctx context.Context, path string, opts Options) (*sql.DB, er
 }
 
 func openReadOnlyPool(ctx context.Context, path string, opts Options, immutable bool) (*sql.DB, error) {
-	db, err := sql.Open(driverName, readOnlyDSNWith(path, opts, immutable))
+	db, err := sql.Open(driverName, readOnlyDSN(path, opts, immutable))
 	if err != nil {
 		return nil, err
 	}
