@@ -193,16 +193,17 @@ func parseToolList(v jcs.Value) ([]string, error) {
 // ParseProfile. A file longer than MaxProfileBytes is refused (matching
 // ErrInvalidProfile) without reading past the bound; a file that cannot be
 // read yields the operating system's error (for example one matching
-// fs.ErrNotExist), wrapped with the path.
+// fs.ErrNotExist), which names the path. Every error names the path once.
 func LoadProfile(path string) (Profile, error) {
+	// The operating system's errors name the path already.
 	f, err := os.Open(path)
 	if err != nil {
-		return Profile{}, fmt.Errorf("profile %s: %w", path, err)
+		return Profile{}, fmt.Errorf("read profile: %w", err)
 	}
 	defer f.Close()
 	data, err := io.ReadAll(io.LimitReader(f, MaxProfileBytes+1))
 	if err != nil {
-		return Profile{}, fmt.Errorf("profile %s: %w", path, err)
+		return Profile{}, fmt.Errorf("read profile: %w", err)
 	}
 	if len(data) > MaxProfileBytes {
 		return Profile{}, fmt.Errorf("%w: %s is larger than %d bytes", ErrInvalidProfile, path, MaxProfileBytes)

@@ -3,6 +3,7 @@ package mcpadapter
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"path/filepath"
 	"testing"
 	"time"
@@ -62,4 +63,25 @@ func TestClaimAtWaitLimitAnswersWithHint(t *testing.T) {
 	}
 	cancel()
 	<-parked
+}
+
+// A claim-next within a workflow that does not exist says so in its hint,
+// so a worker with a typo in workflow_id is told rather than left waiting;
+// one within an existing but empty workflow has no hint (issue 29 item 3).
+func TestClaimInUnknownWorkflowSaysSo(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	cs := f.client("", nil)
+	res, out := callTool(t, cs, manifest.ToolClaim, map[string]any{"owner": "w1", "workflow_id": "relase-1"})
+	if res.IsError || out["claimed"] != false || out["task"] != nil || out["hint"] != fmt.Sprintf(tools.UnknownWorkflowHint, "relase-1") {
+		t.Fatalf("claim-next in an unknown workflow: isError=%v %v", res.IsError, out)
+	}
+	callTool(t, cs, manifest.ToolCreate, map[string]any{"workflow_id": "release-1", "node_id": "a"})
+	if res, out := callTool(t, cs, manifest.ToolClaim, map[string]any{"owner": "w1", "workflow_id": "release-1"}); res.IsError || out["claimed"] != true {
+		t.Fatalf("claim-next in release-1: isError=%v %v", res.IsError, out)
+	}
+	res, out = callTool(t, cs, manifest.ToolClaim, map[string]any{"owner": "w1", "workflow_id": "release-1"})
+	if _, has := out["hint"]; res.IsError || out["claimed"] != false || has {
+		t.Fatalf("claim-next in a workflow with no ready task: isError=%v %v", res.IsError, out)
+	}
 }

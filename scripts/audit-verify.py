@@ -18,6 +18,11 @@ event EVENTS of workflow ID must still have HASH, unless the audit chain
 records the workflow's prune with at least that many events. Python 3
 standard library only.
 
+The export has no task or workflow rows, so the checks of stored rows
+against the chains (a task's state, result, payload and creation columns,
+a workflow's stored head) are made only by `audit verify`: MCP.md, "What
+the export lets an outside verifier check".
+
 Exit status: 0 when everything verifies, 1 naming the first broken item,
 2 on bad usage or unreadable input.
 """
@@ -157,6 +162,7 @@ def no_duplicates(pairs):
 
 
 HEAD = re.compile(r'^([0-9]{1,18}):([0-9]{1,18}):([0-9a-f]{64}|)$')
+TIME = re.compile(r'^[0-9]{4}-[0-9]{2}-[0-9]{2}[Tt][0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]+)?([Zz]|[+-][0-9]{2}:[0-9]{2})$')
 WF_HEAD = re.compile(r'^(\S{1,128}) ([0-9]{1,18}):([0-9a-f]{64})$')
 
 
@@ -179,6 +185,11 @@ def read_anchor(path):
                 if wf not in wf_heads or count >= wf_heads[wf][0]:
                     wf_heads[wf] = (count, h)
                 continue
+            # A database-wide head: "TIME ENTRIES:EVENTS:HASH" (or the
+            # token alone), checked here so a bad line names --anchor.
+            if len(parts) > 2 or not HEAD.match(parts[-1]) or (len(parts) == 2 and not TIME.match(parts[0])):
+                raise Broken('--anchor %s line %d: %r is not "TIME ENTRIES:EVENTS:HASH" (an RFC 3339 time, '
+                             'decimal counts, a 64-digit lower-case hex hash)' % (path, n, line))
             heads.append(parts[-1])
     return heads, wf_heads
 

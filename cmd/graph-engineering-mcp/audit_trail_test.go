@@ -108,6 +108,19 @@ func TestAuditExportPythonVerifierAgrees(t *testing.T) {
 	if _, errs, code := runPy(t, file, "--expect", head[1]); code != 0 {
 		t.Fatalf("--expect the current head: exit %d %s", code, errs)
 	}
+	// A bad anchor line is bad usage naming --anchor and its line, as
+	// audit verify says it (issue 29 item 11).
+	for i, bad := range []string{"garbage line", head[0] + " 1:2", "yesterday " + head[1]} {
+		anchor := writeAnchor(t, strings.Join(head, " "), bad)
+		_, errs, code := runPy(t, file, "--anchor", anchor)
+		if want := fmt.Sprintf("--anchor %s line 2: ", anchor); code != 2 || !strings.Contains(errs, want) || strings.Contains(errs, "--expect") {
+			t.Errorf("bad anchor line %d %q: exit %d, stderr %q; want 2 naming %q", i, bad, code, errs, want)
+		}
+		e.cli("", "audit", "verify", "--anchor", anchor).want(t, exitUsage)
+	}
+	if _, errs, code := runPy(t, file, "--anchor", writeAnchor(t, strings.Join(head, " "))); code != 0 {
+		t.Fatalf("--anchor with the current head: exit %d %s", code, errs)
+	}
 
 	lines := strings.Split(strings.TrimSuffix(export, "\n"), "\n")
 	tampered := func(name, reason string, edit func([]string) []string) {
@@ -246,4 +259,14 @@ func TestServeAuditAnchor(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.cli("", "audit", "verify", "--anchor", anchor).want(t, exitOK)
+}
+
+// writeAnchor writes lines as an anchor file and returns its path.
+func writeAnchor(t *testing.T, lines ...string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "anchor")
+	if err := os.WriteFile(p, []byte(strings.Join(lines, "\n")+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
 }

@@ -85,6 +85,11 @@ func polishGroups(c *cli.Command, path []string) {
 	if len(c.Subcommands) == 0 {
 		return
 	}
+	if c.UsageText == "" {
+		// urfave/cli would print "NAME [command options]", though a group
+		// takes a command, not options.
+		c.UsageText = strings.Join(append([]string{appName}, path...), " ") + " COMMAND [ARGUMENTS...] [OPTIONS]"
+	}
 	for _, sc := range c.Subcommands {
 		polishGroups(sc, append(slices.Clip(path), sc.Name))
 	}

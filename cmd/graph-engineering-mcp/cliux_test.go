@@ -86,6 +86,10 @@ func TestHelpAtEveryLevel(t *testing.T) {
 				t.Errorf("help of %q, line %d has %d columns (at most %d):\n%s", name, i+1, n, helpWidth, line)
 			}
 		}
+		// urfave/cli's default usage line of a group (issue 29 item 15).
+		if strings.Contains(text, "[command options]") {
+			t.Errorf("help of %q shows urfave/cli's \"[command options]\"; give it a usage line:\n%s", name, text)
+		}
 		if m := placeholderValue.FindString(text); m != "" {
 			t.Errorf("help of %q shows the anonymous placeholder %q; name it with backquotes in the usage", name, m)
 		}

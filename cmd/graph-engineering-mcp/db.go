@@ -408,7 +408,8 @@ DURATION is a Go duration (72h, 90m) or a number of days with a d suffix
 (30d, 1.5d, 1d12h). The cut-off is the server's time minus DURATION.
 
 It asks for confirmation on stdin unless --yes is given; any answer but y or
-yes leaves the database unchanged and exits 1.
+yes leaves the database unchanged and exits 1. With nothing to prune it says
+so and exits 0 without asking.
 
 Example:
    graph-engineering-mcp db prune --older-than 30d
@@ -442,6 +443,15 @@ func dbPruneAction(c *cli.Context, _ []string) error {
 	}
 	return withOperatorStore(c, func(ctx context.Context, s *taskgraph.Store) error {
 		before := s.Clock().Now().Add(-age).UTC()
+		// Nothing to confirm when nothing would go. Prune itself decides
+		// again, under its guard, what goes.
+		some, err := somePrunable(ctx, s, before)
+		if err != nil {
+			return err
+		}
+		if !some {
+			return reportPrune(c, before, taskgraph.PruneResult{})
+		}
 		prompt := fmt.Sprintf(`About to permanently remove every finished workflow (all tasks completed, failed
 or cancelled) unchanged since %s (older than %s), with its tasks and events.
 The removal is recorded with each workflow's final chain hash; it cannot be undone.
@@ -453,21 +463,51 @@ The removal is recorded with each workflow's final chain hash; it cannot be undo
 		if err != nil {
 			return err
 		}
-		if c.Bool("json") {
-			ids := res.Workflows
-			if ids == nil {
-				ids = []string{}
-			}
-			return writeJSON(c.App.Writer, pruneJSON{Before: before, Workflows: ids, Tasks: res.Tasks, Events: res.Events})
-		}
-		if len(res.Workflows) == 0 {
-			_, err := fmt.Fprintf(c.App.Writer, "nothing to prune: no finished workflow unchanged since %s\n", before.Format(time.RFC3339))
-			return err
-		}
-		_, err = fmt.Fprintf(c.App.Writer, "removed %d workflow(s) (%d tasks, %d events): %s\n",
-			len(res.Workflows), res.Tasks, res.Events, strings.Join(res.Workflows, ", "))
-		return err
+		return reportPrune(c, before, res)
 	})
+}
+
+// somePrunable reports whether a workflow looks prunable now: finished and
+// unchanged since before.
+func somePrunable(ctx context.Context, s *taskgraph.Store, before time.Time) (bool, error) {
+	wfs, err := s.RecentWorkflows(ctx)
+	if err != nil {
+		return false, err
+	}
+	for _, w := range wfs {
+		if !w.UpdatedAt.Before(before) {
+			continue
+		}
+		sum, err := s.WorkflowSummary(ctx, w.WorkflowID)
+		if errors.Is(err, taskgraph.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return false, err
+		}
+		if sum.Counts[taskgraph.StateBlocked]+sum.Counts[taskgraph.StatePending]+sum.Counts[taskgraph.StateClaimed] == 0 {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// reportPrune prints what a prune removed.
+func reportPrune(c *cli.Context, before time.Time, res taskgraph.PruneResult) error {
+	if c.Bool("json") {
+		ids := res.Workflows
+		if ids == nil {
+			ids = []string{}
+		}
+		return writeJSON(c.App.Writer, pruneJSON{Before: before, Workflows: ids, Tasks: res.Tasks, Events: res.Events})
+	}
+	if len(res.Workflows) == 0 {
+		_, err := fmt.Fprintf(c.App.Writer, "nothing to prune: no finished workflow unchanged since %s\n", before.Format(time.RFC3339))
+		return err
+	}
+	_, err := fmt.Fprintf(c.App.Writer, "removed %d workflow(s) (%d tasks, %d events): %s\n",
+		len(res.Workflows), res.Tasks, res.Events, strings.Join(res.Workflows, ", "))
+	return err
 }
 
 func init() {

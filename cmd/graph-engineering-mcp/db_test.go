@@ -110,6 +110,19 @@ func TestDBPrune(t *testing.T) {
 	if !strings.HasPrefix(r.stdout, "nothing to prune") {
 		t.Fatalf("stdout %q", r.stdout)
 	}
+	// Nothing to prune (the old workflows left are unfinished): nothing to
+	// confirm either, with no answer on stdin (issue 29 item 15).
+	r = e.cli("", "db", "prune", "--older-than", "1h").want(t, exitOK)
+	if !strings.HasPrefix(r.stdout, "nothing to prune") || strings.Contains(r.stderr, "Prune?") {
+		t.Fatalf("prune with nothing to prune: stdout %q, stderr %q", r.stdout, r.stderr)
+	}
+	// Something to prune still asks.
+	e.finishedWorkflow("later")
+	e.clock.Advance(2 * time.Hour)
+	r = e.cli("n\n", "db", "prune", "--older-than", "1h").want(t, exitFailure)
+	if !strings.Contains(r.stderr, "Prune? [y/N]") {
+		t.Fatalf("prune with a prunable workflow did not ask: %q", r.stderr)
+	}
 }
 
 func TestDBPruneUsage(t *testing.T) {

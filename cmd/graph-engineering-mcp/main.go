@@ -68,6 +68,8 @@ func newApp(stdin io.Reader, stdout, stderr io.Writer) *cli.App {
 	app := &cli.App{
 		Name:  "graph-engineering-mcp",
 		Usage: "durable task-graph coordination for AI worker agents, over the Model Context Protocol",
+		UsageText: `graph-engineering-mcp [--database PATH] COMMAND [ARGUMENTS...] [OPTIONS]
+graph-engineering-mcp [serve's options]       (serve MCP over stdio)`,
 		Description: `Without a command it serves MCP over stdio, like "serve", and takes serve's
 flags (see "graph-engineering-mcp help serve"). Before a command only the global
 options below are accepted; every other flag goes after the command it belongs to.

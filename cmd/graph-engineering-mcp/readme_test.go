@@ -316,9 +316,25 @@ func TestREADME(t *testing.T) {
 				handshake("mcpServers "+name, &mcp.StreamableClientTransport{Endpoint: s.URL})
 			}
 		case "examples":
+			// A database already in use: another workflow's ready task, which
+			// the examples must leave alone, and finish all the same.
+			busy := func() (string, map[string]any) {
+				cs, err := mcp.NewClient(&mcp.Implementation{Name: "readme", Version: "1"}, nil).Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url}, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer cs.Close()
+				out := readmeCall(t, ctx, cs, manifest.ToolCreate, map[string]any{"workflow_id": "readme-busy", "node_id": "other-work"})
+				id := out["task"].(map[string]any)["task_id"].(string)
+				return id, readmeCall(t, ctx, cs, manifest.ToolInspect, map[string]any{"task_id": id})
+			}
+			busyID, _ := busy()
 			out := sh(blk.name, rewrite(blk.body), "")
-			if !strings.Contains(out, "completed") {
+			if !strings.Contains(out, "4 of 4 nodes completed") {
 				t.Fatalf("examples output:\n%s", out)
+			}
+			if _, after := busy(); after["task"].(map[string]any)["task_id"] != busyID || after["task"].(map[string]any)["state"] != "pending" {
+				t.Fatalf("the examples touched another workflow's task: %v", after["task"])
 			}
 		case "operator":
 			claimed := seedReadmeWorkflow(t, ctx, url)

@@ -54,7 +54,7 @@ func surfaceFromFlags(c *cli.Context, logger *slog.Logger) (manifest.Surface, *s
 	if path := c.String("profile"); path != "" {
 		p, err := manifest.LoadProfile(path)
 		if err != nil {
-			return manifest.Surface{}, nil, usagef("--profile %s: %v", path, err)
+			return manifest.Surface{}, nil, usagef("--profile: %v", err) // err names the path
 		}
 		opts.Profile = &p
 	}

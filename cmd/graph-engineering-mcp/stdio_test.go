@@ -227,13 +227,17 @@ func TestServeRefusesBadProfiles(t *testing.T) {
 		if code != exitUsage || !strings.Contains(stderr.String(), tc.want) {
 			t.Errorf("%s: exit %d, stderr %q; want exit 2 naming %s", name, code, stderr.String(), tc.want)
 		}
+		if n := strings.Count(stderr.String(), p); n != 1 {
+			t.Errorf("%s: stderr names the profile's path %d times, want once: %q", name, n, stderr.String())
+		}
 		if stdout.Len() != 0 {
 			t.Errorf("%s: wrote to stdout: %q", name, stdout.String())
 		}
 	}
 	var stdout, stderr bytes.Buffer
-	if code := run(context.Background(), []string{"graph-engineering-mcp", "serve", "--profile", filepath.Join(dir, "missing.json")}, strings.NewReader(""), &stdout, &stderr); code != exitUsage {
-		t.Errorf("missing profile file: exit %d (%s)", code, stderr.String())
+	missing := filepath.Join(dir, "missing.json")
+	if code := run(context.Background(), []string{"graph-engineering-mcp", "serve", "--profile", missing}, strings.NewReader(""), &stdout, &stderr); code != exitUsage || strings.Count(stderr.String(), missing) != 1 {
+		t.Errorf("missing profile file: exit %d (%s); want 2, naming the path once", code, stderr.String())
 	}
 }
 

@@ -346,8 +346,9 @@ func workflowWatchCommand() *cli.Command {
 		Usage:     "follow a workflow until every task has finished",
 		UsageText: "graph-engineering-mcp workflow watch WORKFLOW_ID [--interval D] [--json] [--ascii] [--database PATH]",
 		Description: `Reads the workflow every --interval (default 1s, at least 10ms) and shows
-progress: completed / total, running (claimed), failed, cancelled, pending
-and blocked, and which tasks are running or failed.
+progress: completed / total, claimed, failed, cancelled, pending and
+blocked (the states every other command and the tools name), and which tasks
+are claimed or failed.
 
 On a terminal the view is redrawn in place (ANSI cursor movement). When
 stdout is not a terminal (a pipe, a file, a CI log) one line is printed each
@@ -531,7 +532,7 @@ func (wv *watchView) close() {
 // summaryLine is the one-line progress of a workflow.
 func summaryLine(v taskgraph.WorkflowView) string {
 	c := v.Counts
-	s := fmt.Sprintf("workflow %s: %d/%d completed, %d running, %d failed, %d cancelled, %d pending, %d blocked",
+	s := fmt.Sprintf("workflow %s: %d/%d completed, %d claimed, %d failed, %d cancelled, %d pending, %d blocked",
 		v.WorkflowID, c[taskgraph.StateCompleted], len(v.Tasks), c[taskgraph.StateClaimed], c[taskgraph.StateFailed],
 		c[taskgraph.StateCancelled], c[taskgraph.StatePending], c[taskgraph.StateBlocked])
 	if v.Finished() {
@@ -540,11 +541,11 @@ func summaryLine(v taskgraph.WorkflowView) string {
 	return s
 }
 
-// maxFrameTasks bounds the running and failed tasks listed in a frame.
+// maxFrameTasks bounds the claimed and failed tasks listed in a frame.
 const maxFrameTasks = 10
 
 // redrawFrame is the terminal view: a progress bar, the counts, and the
-// running and failed tasks. Apart from flagging a lapsed lease it leaves out
+// claimed and failed tasks. Apart from flagging a lapsed lease it leaves out
 // anything that changes with time alone, so it is redrawn only when the
 // workflow changes.
 func redrawFrame(v taskgraph.WorkflowView, now time.Time, st treeStyle) string {
@@ -561,7 +562,7 @@ func redrawFrame(v taskgraph.WorkflowView, now time.Time, st treeStyle) string {
 		strings.Repeat(st.barFull, filled), strings.Repeat(st.barEmpty, barWidth-filled), done, total, pct)
 	c := v.Counts
 	parts := []string{
-		fmt.Sprintf("%d running", c[taskgraph.StateClaimed]), fmt.Sprintf("%d failed", c[taskgraph.StateFailed]),
+		fmt.Sprintf("%d claimed", c[taskgraph.StateClaimed]), fmt.Sprintf("%d failed", c[taskgraph.StateFailed]),
 		fmt.Sprintf("%d cancelled", c[taskgraph.StateCancelled]), fmt.Sprintf("%d pending", c[taskgraph.StatePending]),
 		fmt.Sprintf("%d blocked", c[taskgraph.StateBlocked]),
 	}

@@ -260,14 +260,14 @@ func TestWorkflowWatchLines(t *testing.T) {
 	ctx := context.Background()
 	w := startWatch(t, e, e.ctx, "wf", "--interval", "10ms")
 	first := w.next(t)
-	if first != "2026-03-01T12:00:03Z workflow wf: 1/7 completed, 1 running, 1 failed, 2 cancelled, 1 pending, 1 blocked" {
+	if first != "2026-03-01T12:00:03Z workflow wf: 1/7 completed, 1 claimed, 1 failed, 2 cancelled, 1 pending, 1 blocked" {
 		t.Fatalf("first line %q", first)
 	}
 	e.clock.Advance(time.Second)
 	if _, err := e.s.Complete(ctx, holderOfClaim(f.build), json.RawMessage(`{}`)); err != nil {
 		t.Fatal(err)
 	}
-	if l := w.next(t); l != "2026-03-01T12:00:04Z workflow wf: 2/7 completed, 0 running, 1 failed, 2 cancelled, 2 pending, 0 blocked" {
+	if l := w.next(t); l != "2026-03-01T12:00:04Z workflow wf: 2/7 completed, 0 claimed, 1 failed, 2 cancelled, 2 pending, 0 blocked" {
 		t.Fatalf("after build completed: %q", l)
 	}
 	for _, node := range []string{"package", "test"} {
@@ -277,7 +277,7 @@ func TestWorkflowWatchLines(t *testing.T) {
 		}
 	}
 	last := w.until(t, "(finished)")
-	if !strings.HasSuffix(last, "workflow wf: 4/7 completed, 0 running, 1 failed, 2 cancelled, 0 pending, 0 blocked (finished)") {
+	if !strings.HasSuffix(last, "workflow wf: 4/7 completed, 0 claimed, 1 failed, 2 cancelled, 0 pending, 0 blocked (finished)") {
 		t.Fatalf("last line %q", last)
 	}
 	if r := w.wait(t); r.code != exitOK || r.stderr != "" {
@@ -347,7 +347,7 @@ func TestWatchRedraw(t *testing.T) {
 	if !strings.HasPrefix(first, ansiHideCursor+ansiNoWrap+ansiClearDown+"workflow wf  ████░") {
 		t.Fatalf("first frame %q", first)
 	}
-	for _, want := range []string{"1/7 completed (14%)", "1 running · 1 failed · 2 cancelled · 1 pending · 1 blocked",
+	for _, want := range []string{"1/7 completed (14%)", "1 claimed · 1 failed · 2 cancelled · 1 pending · 1 blocked",
 		"  ▶ build  claimed by w2 (generation 1)\n", "  ✗ lint  failed: lint: 3 problems second line\n"} {
 		if !strings.Contains(first, want) {
 			t.Errorf("first frame lacks %q:\n%s", want, first)

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -144,11 +145,33 @@ func TestUIBrowserDAGStatesLiveUpdateAndScreenshot(t *testing.T) {
 		t.Fatalf("edges %d; compile shows %q; publish-docs shows %q", edges, claimedInfo, failedInfo)
 	}
 
-	// Selecting a node shows its history with actors.
+	// Presentation (issue 29 item 8): with nothing selected the detail
+	// panel is narrow; in a 1400 px window the 12 nodes fit the pane, with a
+	// task selected too; the history shows times, not epoch milliseconds.
+	if w := eval[float64](t, tab, `document.getElementById("detail").getBoundingClientRect().width`); w > 200 {
+		t.Errorf("the detail panel is %.0f px wide with nothing selected", w)
+	}
+	if err := chromedp.Do(tab, chromedp.EmulateViewport(1400, 820)); err != nil {
+		t.Fatal(err)
+	}
+	fits := `(function () { var g = document.getElementById("graph"), d = document.getElementById("dag");
+		return d.getBoundingClientRect().width <= g.clientWidth + 1 && g.scrollWidth <= g.clientWidth + 1; })()`
+	waitJS(t, tab, `document.getElementById("dag") !== null`)
+	// Redrawn at the new width: select a node, which redraws.
 	if err := chromedp.Do(tab, chromedp.Click(chromedp.CSS(`g.node[data-node-id="compile"]`))); err != nil {
 		t.Fatal(err)
 	}
 	waitJS(t, tab, `document.querySelectorAll("#history tr[data-kind=claim]").length === 1`)
+	if !eval[bool](t, tab, fits) {
+		t.Errorf("the 12-node workflow does not fit a 1400 px window: graph pane %v px, drawing %v px", eval[float64](t, tab, `document.getElementById("graph").clientWidth`),
+			eval[float64](t, tab, `document.getElementById("dag").getBoundingClientRect().width`))
+	}
+	if h := text(t, tab, `#history`); regexp.MustCompile(`\b1[0-9]{12}\b`).MatchString(h) || !strings.Contains(h, "lease_expires_at") {
+		t.Errorf("the history shows epoch milliseconds or no lease expiry:\n%s", h)
+	}
+	if err := chromedp.Do(tab, chromedp.EmulateViewport(1760, 820)); err != nil {
+		t.Fatal(err)
+	}
 
 	// A screenshot of the 12-node workflow, as a test artifact.
 	png, err := chromedp.Run(tab, chromedp.FullScreenshot(100))

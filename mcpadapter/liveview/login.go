@@ -28,11 +28,17 @@ const (
 	UILoginCodeTTL = time.Minute
 	// UISessionTTL is how long a view session lasts after login.
 	UISessionTTL = 12 * time.Hour
-	// uiMaxCodes and uiMaxSessions bound what the server keeps; at the cap
-	// the entry closest to its expiry goes.
-	uiMaxCodes    = 64
-	uiMaxSessions = 256
-	uiSecretBytes = 32
+	// uiMaxCodes and uiMaxSessions bound what the server keeps, and
+	// uiMaxCodesEach and uiMaxSessionsEach what one principal may hold: at
+	// its own bound a principal's entry closest to its expiry goes, and at
+	// the server's bound one of the principal holding the most, so minting
+	// logins never evicts another operator's session while the minter holds
+	// as many.
+	uiMaxCodes        = 64
+	uiMaxSessions     = 256
+	uiMaxCodesEach    = 8
+	uiMaxSessionsEach = 32
+	uiSecretBytes     = 32
 )
 
 type uiGrant struct {
@@ -61,24 +67,44 @@ func newUISecret() (string, [sha256.Size]byte, error) {
 	return s, sha256.Sum256([]byte(s)), nil
 }
 
-// put adds g under d, first dropping expired entries and, at the cap, the
-// one closest to its expiry. The caller holds mu.
-func putBounded(m map[[sha256.Size]byte]uiGrant, d [sha256.Size]byte, g uiGrant, limit int, now time.Time) {
+// putBounded adds g under d, first dropping expired entries; then, when
+// g's principal already holds each entries, the one of them closest to its
+// expiry; then, at limit, the entry closest to its expiry of the principal
+// holding the most entries (g's own on a tie). The caller holds mu.
+func putBounded(m map[[sha256.Size]byte]uiGrant, d [sha256.Size]byte, g uiGrant, limit, each int, now time.Time) {
+	held := map[string]int{}
 	for k, v := range m {
 		if !now.Before(v.expires) {
 			delete(m, k)
+			continue
 		}
+		held[v.principal]++
 	}
-	for len(m) >= limit {
+	evict := func(who string) {
 		var victim [sha256.Size]byte
 		first := true
 		var soonest time.Time
 		for k, v := range m {
-			if first || v.expires.Before(soonest) {
+			if v.principal == who && (first || v.expires.Before(soonest)) {
 				victim, soonest, first = k, v.expires, false
 			}
 		}
-		delete(m, victim)
+		if !first {
+			delete(m, victim)
+			held[who]--
+		}
+	}
+	for held[g.principal] >= each {
+		evict(g.principal)
+	}
+	for len(m) >= limit {
+		who := g.principal
+		for p, n := range held {
+			if n > held[who] {
+				who = p
+			}
+		}
+		evict(who)
 	}
 	m[d] = g
 }
@@ -91,7 +117,7 @@ func (l *uiLogins) mint(principal string, now time.Time) (string, error) {
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	putBounded(l.codes, d, uiGrant{principal: principal, expires: now.Add(UILoginCodeTTL)}, uiMaxCodes, now)
+	putBounded(l.codes, d, uiGrant{principal: principal, expires: now.Add(UILoginCodeTTL)}, uiMaxCodes, uiMaxCodesEach, now)
 	return code, nil
 }
 
@@ -115,7 +141,7 @@ func (l *uiLogins) redeem(code string, now time.Time) (string, bool, error) {
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	putBounded(l.sessions, sd, uiGrant{principal: g.principal, expires: now.Add(UISessionTTL)}, uiMaxSessions, now)
+	putBounded(l.sessions, sd, uiGrant{principal: g.principal, expires: now.Add(UISessionTTL)}, uiMaxSessions, uiMaxSessionsEach, now)
 	return sid, true, nil
 }
 
@@ -216,13 +242,21 @@ func (u *Handler) serveLoginCode(w http.ResponseWriter, r *http.Request) {
 
 // safeUINext reports whether next is a plain path under /ui/ (no scheme,
 // host, backslash or dot segment), so a login link cannot redirect away.
+// The checks hold for next as sent and once percent-decoded: a browser
+// reads a segment %2e%2e as "..", so /ui/%2e%2e/mcp would leave /ui/.
 func safeUINext(next string) bool {
-	if !strings.HasPrefix(next, UIPath) || len(next) > 512 || strings.ContainsAny(next, "\\?#") || strings.Contains(next, "//") {
+	decoded, err := url.PathUnescape(next)
+	if err != nil || len(next) > 512 {
 		return false
 	}
-	for _, seg := range strings.Split(next, "/") {
-		if seg == "." || seg == ".." {
+	for _, p := range []string{next, decoded} {
+		if !strings.HasPrefix(p, UIPath) || strings.ContainsAny(p, "\\?#") || strings.Contains(p, "//") {
 			return false
+		}
+		for _, seg := range strings.Split(p, "/") {
+			if seg == "." || seg == ".." {
+				return false
+			}
 		}
 	}
 	u, err := url.Parse(next)

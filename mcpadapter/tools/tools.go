@@ -232,6 +232,11 @@ func nodeSpecOf(a *args) taskgraph.NodeSpec {
 // server already held its maximum of parked claims (taskgraph.ErrWaitLimit).
 const WaitLimitHint = "no task was claimed: the server holds its maximum of parked claims (claim-next calls waiting for a task), so this one could not wait; retry after a moment"
 
+// UnknownWorkflowHint is the hint (a format taking the workflow id) of a
+// claim-next within a workflow_id that no workflow has: nothing was claimed
+// because the workflow does not exist, not because it has no ready task.
+const UnknownWorkflowHint = "no task was claimed: no workflow %q exists; check workflow_id (claims keep answering claimed: false until a task of that workflow is created)"
+
 // claim runs graph_task_claim.
 func (s *Surface) claim(ctx context.Context, a *args) (*toolOutput, error) {
 	req := taskgraph.ClaimRequest{
@@ -252,7 +257,17 @@ func (s *Surface) claim(ctx context.Context, a *args) (*toolOutput, error) {
 			// An operator paused claiming: say so, and that waiting is the fix.
 			return &toolOutput{Claimed: boolPtr(false), Hint: "no task was claimed: " + c.Paused.String()}, nil
 		}
-		return &toolOutput{Claimed: boolPtr(false)}, nil
+		out := &toolOutput{Claimed: boolPtr(false)}
+		// A typo in workflow_id would otherwise look like an empty
+		// workflow forever. Asked after the wait, so a workflow created
+		// meanwhile is not called unknown; not an error, since a worker may
+		// start before its workflow is created.
+		if req.WorkflowID != "" {
+			if _, err := s.store.WorkflowSummary(ctx, req.WorkflowID); errors.Is(err, taskgraph.ErrNotFound) {
+				out.Hint = fmt.Sprintf(UnknownWorkflowHint, req.WorkflowID)
+			}
+		}
+		return out, nil
 	}
 	return &toolOutput{Task: renderTask(c.Task), Claimed: boolPtr(true), Lease: renderLease(c.Lease), Dependencies: renderDeps(c.Dependencies)}, nil
 }

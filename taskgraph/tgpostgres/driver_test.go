@@ -148,6 +148,22 @@ func TestPasswordNeverInErrorsOrLocation(t *testing.T) {
 	if strings.Contains(err.Error(), secret) {
 		t.Fatalf("the error holds the password: %v", err)
 	}
+	// With sslmode=prefer pgx tries TLS first, which this server refuses:
+	// the error leads with the server's answer to the login, not with the
+	// refused TLS (issue 29 item 15).
+	prefer := strings.Replace(bad, "sslmode=disable", "sslmode=prefer", 1)
+	if !strings.Contains(prefer, "sslmode=prefer") {
+		t.Fatalf("the test URL has no sslmode=disable to replace: %s", strings.ReplaceAll(prefer, secret, "SECRET"))
+	}
+	_, err = Open(testCtx(t), prefer, Options{AcquireTimeout: 5 * time.Second})
+	if err == nil {
+		t.Fatal("Open with a wrong password succeeded")
+	}
+	msg := err.Error()
+	first, _, _ := strings.Cut(msg, "\n")
+	if !strings.Contains(first, "password authentication failed") || !strings.Contains(first, "28P01") || strings.Contains(msg, secret) {
+		t.Fatalf("Open with a wrong password, sslmode=prefer: the first line does not name the refused password:\n%s", msg)
+	}
 	if _, err := Open(testCtx(t), "mysql://u:"+secret+"@h/db", Options{}); !errors.Is(err, ErrBadURL) || strings.Contains(err.Error(), secret) {
 		t.Fatalf("Open with another scheme: %v", err)
 	}

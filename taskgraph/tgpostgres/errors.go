@@ -76,6 +76,7 @@ func (d *Driver) classify(ctx context.Context, err error) error {
 		// The pool was closed under the call.
 		return fmt.Errorf("%w: %w", tgdriver.ErrClosed, d.redact(err))
 	}
+	err = serverAnswerFirst(err)
 	if code := sqlState(err); code != "" {
 		switch {
 		case code == codeDiskFull:
@@ -103,6 +104,20 @@ func (d *Driver) classify(ctx context.Context, err error) error {
 		return d.wrap(tgdriver.ErrUnreachable, err)
 	}
 	return d.redact(err)
+}
+
+// serverAnswerFirst puts the server's own answer first in the text of a
+// failed connection: with sslmode=prefer (the default) pgx tries TLS, then
+// plain text, and lists every attempt in order, so a wrong password read
+// first as "tls error: server refused TLS connection". The error is kept
+// whole behind it (%w), every attempt included.
+func serverAnswerFirst(err error) error {
+	var ce *pgconn.ConnectError
+	var pe *pgconn.PgError
+	if !errors.As(err, &ce) || !errors.As(err, &pe) || !strings.Contains(err.Error(), "\n") {
+		return err
+	}
+	return fmt.Errorf("the server answered %s: %s (SQLSTATE %s); every attempt: %w", pe.Severity, pe.Message, pe.Code, err)
 }
 
 // codeIdleInTransactionTimeout is the FATAL a session gets when it stayed

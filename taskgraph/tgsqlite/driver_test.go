@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -514,6 +515,33 @@ func TestFilesReplaced(t *testing.T) {
 	// would checkpoint into files that are no longer the database's, and a
 	// server exits after this. This test's process goes on, so it closes
 	// them itself (into the moved file, which nothing else uses).
+	d.ckpt.db.Close()
+	d.rdb.Close()
+	d.wdb.Close()
+}
+
+// A removed -wal says what may be lost and how to find out, in the error
+// and the log (issue 29 item 9).
+func TestRemovedWALSaysWhatMayBeLost(t *testing.T) {
+	var logs testwait.Buffer
+	d := openTest(t, Options{WatchInterval: time.Hour, Logger: slog.New(slog.NewTextHandler(&logs, nil))}, tgdriver.Hooks{})
+	ctx := context.Background()
+	write(t, d, func(tx tgdriver.Tx) error { addTask(t, tx, newTask("wf", "a")); return nil })
+	if err := os.Remove(d.path + "-wal"); err != nil {
+		t.Fatal(err)
+	}
+	err := d.Write(ctx, func(tgdriver.Tx) error { return nil })
+	if !errors.Is(err, tgdriver.ErrFilesReplaced) {
+		t.Fatalf("Write after the -wal was removed: %v, want ErrFilesReplaced", err)
+	}
+	for what, text := range map[string]string{"error": err.Error(), "log": logs.String()} {
+		for _, want := range []string{"-wal was removed", "acknowledged since the last checkpoint", "lost", "audit verify --anchor"} {
+			if !strings.Contains(text, want) {
+				t.Errorf("the %s lacks %q:\n%s", what, want, text)
+			}
+		}
+	}
+	d.Close()
 	d.ckpt.db.Close()
 	d.rdb.Close()
 	d.wdb.Close()

@@ -174,19 +174,36 @@ func (d *Driver) checkFiles() error {
 		fi, err := os.Stat(p)
 		switch {
 		case errors.Is(err, os.ErrNotExist):
-			return d.trip(fmt.Errorf("%w: %s was removed", tgdriver.ErrFilesReplaced, p), p)
+			return d.trip(fmt.Errorf("%w: %s was removed%s", tgdriver.ErrFilesReplaced, p, d.lossAdvice(i)), p)
 		case err != nil:
 			// Cannot tell (e.g. the folder became unreadable): not proof of a
 			// replacement; the write itself reports what is wrong.
 			continue
 		case !os.SameFile(fi, g.ids[i]):
-			return d.trip(fmt.Errorf("%w: %s is a different file than the one opened", tgdriver.ErrFilesReplaced, p), p)
+			return d.trip(fmt.Errorf("%w: %s is a different file than the one opened%s", tgdriver.ErrFilesReplaced, p, d.lossAdvice(i)), p)
 		}
 		if i == 1 {
 			g.walBytes.Store(fi.Size())
 		}
 	}
 	return nil
+}
+
+// lossAdvice says, for the database file (0), its -wal (1) or its -shm (2)
+// gone from its path, what acknowledged writes may be lost and how to find
+// out: the server still holds the old file open, but nothing reopens it.
+func (d *Driver) lossAdvice(i int) string {
+	switch i {
+	case 0:
+		return "; every write this server acknowledged went to the file it still holds open, not to anything at that path now, " +
+			"and is lost once the server stops unless that file is restored: stop the server, put the database back, and run " +
+			"graph-engineering-mcp audit verify --anchor FILE (FILE from serve --audit-anchor) to see which workflows lost events"
+	case 1:
+		return fmt.Sprintf("; the writes acknowledged since the last checkpoint (up to %d bytes of WAL at the last check) lived only in it "+
+			"and are lost when the server stops: run graph-engineering-mcp audit verify --anchor FILE (FILE from serve --audit-anchor) "+
+			"after the restart to see which workflows lost events", d.files.walBytes.Load())
+	}
+	return "; no acknowledged write is in it, but the server cannot go on sharing the database safely with other processes"
 }
 
 // probeSQL is the readiness probe: two updates that change a value of the

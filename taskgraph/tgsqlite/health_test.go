@@ -195,3 +195,64 @@ func TestOpenWhileLockedFailsWithErrBusy(t *testing.T) {
 	_, err := Open(context.Background(), path, Options{BusyTimeout: 50 * time.Millisecond})
 	wantUnavailable(t, "open while locked", err, tgdriver.ErrBusy, "busy", true)
 }
+
+// A WAL database on a read-only mount, closed cleanly (no -wal, no -shm
+// beside it), opens for reading: SQLite cannot create the -shm there, and
+// the read commands must still work, not fail with "no such file or
+// directory" (issue 29 item 12).
+func TestOpenReadOnlyOnReadOnlyMount(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "tasks.db")
+	d, err := Open(context.Background(), path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Start(tgdriver.Hooks{}); err != nil {
+		t.Fatal(err)
+	}
+	write(t, d, func(tx tgdriver.Tx) error { addTask(t, tx, newTask("wf", "a")); return nil })
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"-wal", "-shm"} {
+		if _, err := os.Stat(path + f); !errors.Is(err, os.ErrNotExist) {
+			t.Fatalf("%s left after a clean close: %v", f, err)
+		}
+	}
+	ro := filepath.Join(fsfault.ReadOnly(t, dir), "tasks.db")
+	r, err := OpenReadOnly(context.Background(), ro, Options{})
+	if err != nil {
+		t.Fatalf("OpenReadOnly on a read-only mount: %v", err)
+	}
+	defer r.Close()
+	wfs, err := r.Reads().Workflows(context.Background())
+	if err != nil || len(wfs) != 1 || wfs[0].WorkflowID != "wf" {
+		t.Fatalf("workflows read on a read-only mount: %v %v", wfs, err)
+	}
+}
+
+// A WAL database on a read-only mount whose -wal holds writes (a copy taken
+// while a server ran) cannot be read without creating its -shm: the error
+// says that, not "no such file or directory" (issue 29 item 12).
+func TestOpenReadOnlyOnReadOnlyMountWithWAL(t *testing.T) {
+	d := openTest(t, Options{}, tgdriver.Hooks{})
+	write(t, d, func(tx tgdriver.Tx) error { addTask(t, tx, newTask("wf", "a")); return nil })
+	dir := t.TempDir()
+	for _, f := range []string{"", "-wal"} {
+		b, err := os.ReadFile(d.path + f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if f == "-wal" && len(b) == 0 {
+			t.Fatal("the -wal is empty: nothing to test")
+		}
+		if err := os.WriteFile(filepath.Join(dir, "tasks.db"+f), b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ro := filepath.Join(fsfault.ReadOnly(t, dir), "tasks.db")
+	_, err := OpenReadOnly(context.Background(), ro, Options{})
+	if err == nil || !strings.Contains(err.Error(), "-shm") || !strings.Contains(err.Error(), "the folder is read-only") || !strings.Contains(err.Error(), "copy the database with its -wal") {
+		t.Fatalf("OpenReadOnly of a WAL database with writes on a read-only mount: %v", err)
+	}
+}

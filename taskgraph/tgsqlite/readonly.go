@@ -9,6 +9,8 @@ import (
 	"net/url"
 	"os"
 
+	"github.com/mattn/go-sqlite3"
+
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/tgdriver"
 )
 
@@ -71,10 +73,16 @@ func requireDatabaseFile(path, step string) error {
 // file at path: SQLite opens it with SQLITE_OPEN_READONLY (mode=ro), so it
 // cannot write the database or the WAL, nor checkpoint, not even as the last
 // connection to close; query_only refuses writing statements with an error.
-// It sets no journal mode: a rollback-journal file stays one.
-func readOnlyDSN(path string, opts Options) string {
+// It sets no journal mode: a rollback-journal file stays one. With immutable,
+// immutable=1 too: SQLite then reads the file without the -shm and locks of
+// WAL mode, assuming no one changes it meanwhile; openReadOnlyDB uses it only
+// where the -shm cannot be created and there is no WAL content to miss.
+func readOnlyDSN(path string, opts Options, immutable bool) string {
 	q := url.Values{}
 	q.Set("mode", "ro")
+	if immutable {
+		q.Set("immutable", "1")
+	}
 	q.Set("_busy_timeout", msString(opts.BusyTimeout))
 	q.Set("_foreign_keys", "on")
 	q.Set("_query_only", "on")
@@ -82,17 +90,46 @@ func readOnlyDSN(path string, opts Options) string {
 	return fileDSN(path, q)
 }
 
+// openReadOnlyDB opens a read-only pool on path. A WAL database whose -shm
+// does not exist and cannot be created (a read-only folder or mount: the
+// only way SQLite fails to create it when opening) is opened immutable
+// when it has no WAL content, which is then all of the database; with WAL
+// content it is refused, saying why and what to do, since reading it needs
+// the -shm.
 func openReadOnlyDB(ctx context.Context, path string, opts Options) (*sql.DB, error) {
-	db, err := sql.Open(driverName, readOnlyDSN(path, opts))
-	if err != nil {
+	db, err := openReadOnlyPool(ctx, path, opts, false)
+	if err == nil {
+		return db, nil
+	}
+	var se sqlite3.Error
+	if !errors.As(err, &se) || se.Code != sqlite3.ErrCantOpen {
+		return nil, fmt.Errorf("open database %s read-only: %w", path, describeOpenErr(err))
+	}
+	if _, serr := os.Stat(path + "-shm"); !errors.Is(serr, fs.ErrNotExist) {
 		return nil, fmt.Errorf("open database %s read-only: %w", path, err)
+	}
+	if n, werr := walBytes(path); werr != nil || n > 0 {
+		return nil, fmt.Errorf("open database %s read-only: SQLite must create %s-shm to read the writes in its -wal (%d bytes), and cannot: "+
+			"the folder is read-only; copy the database with its -wal to a writable folder, or open it where the folder is writable: %w", path, path, n, err)
+	}
+	db, err = openReadOnlyPool(ctx, path, opts, true)
+	if err != nil {
+		return nil, fmt.Errorf("open database %s read-only (immutable: its folder is read-only and it has no -wal): %w", path, describeOpenErr(err))
+	}
+	return db, nil
+}
+
+func openReadOnlyPool(ctx context.Context, path string, opts Options, immutable bool) (*sql.DB, error) {
+	db, err := sql.Open(driverName, readOnlyDSN(path, opts, immutable))
+	if err != nil {
+		return nil, err
 	}
 	db.SetMaxOpenConns(opts.ReadConns)
 	db.SetMaxIdleConns(opts.ReadConns)
 	db.SetConnMaxLifetime(0)
 	if err := db.PingContext(ctx); err != nil {
 		db.Close()
-		return nil, fmt.Errorf("open database %s read-only: %w", path, describeOpenErr(err))
+		return nil, err
 	}
 	return db, nil
 }

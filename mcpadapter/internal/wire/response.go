@@ -213,12 +213,16 @@ func WriteError(w http.ResponseWriter, f *Failure) {
 	if f.ID != nil {
 		resp.ID = f.ID.Raw()
 	}
-	b, err := json.Marshal(resp)
-	if err != nil {
+	// Messages quote what a client sent ("Bearer <token>"): a JSON body is
+	// not HTML, so <, > and & stay readable instead of \u003c.
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(resp); err != nil {
 		http.Error(w, f.Msg, f.Status)
 		return
 	}
-	WriteJSONBody(w, f.Status, b)
+	WriteJSONBody(w, f.Status, bytes.TrimSuffix(buf.Bytes(), []byte("\n")))
 }
 
 // WriteJSONBody writes body as a JSON response with status.

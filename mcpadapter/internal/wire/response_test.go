@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 )
 
@@ -84,5 +85,27 @@ func TestTopLevelError(t *testing.T) {
 		if got := TopLevelError([]byte(body)); got != want {
 			t.Errorf("TopLevelError(%s) = %v, want %v", body, got, want)
 		}
+	}
+}
+
+// An error body is JSON, not HTML: a message quoting "Bearer <token>" reads
+// as written, not as \u003ctoken\u003e (issue 29 item 15).
+func TestWriteErrorKeepsAngleBrackets(t *testing.T) {
+	t.Parallel()
+	rec := httptest.NewRecorder()
+	const msg = "unauthorized: send Authorization: Bearer <token> & retry"
+	WriteError(rec, &Failure{Status: http.StatusUnauthorized, Code: -32600, Msg: msg})
+	body := rec.Body.String()
+	var resp struct {
+		Error struct {
+			Code    int64  `json:"code"`
+			Message string `json:"message"`
+		} `json:"error"`
+	}
+	if err := json.Unmarshal([]byte(body), &resp); err != nil || resp.Error.Message != msg || rec.Code != http.StatusUnauthorized {
+		t.Fatalf("body %q (%v), status %d", body, err, rec.Code)
+	}
+	if !strings.Contains(body, "<token> &") || strings.Contains(body, `\u003c`) {
+		t.Fatalf("body escapes HTML characters: %s", body)
 	}
 }

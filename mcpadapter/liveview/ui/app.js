@@ -46,7 +46,8 @@ var GE = (function () {
     if (n.state === "cancelled") return "⊘ " + clip(n.status_message || "cancelled", 28);
     if (n.state === "completed") return "✓ completed" + (n.attempts > 1 ? " (attempt " + n.attempts + ")" : "");
     if (n.state === "pending" && n.due_at_ms > now) return "⏱ waiting " + dur(n.due_at_ms - now);
-    return n.state + (n.attempts ? " · attempt " + (n.attempts + 1) + "/" + n.max_attempts : "");
+    // Attempts made so far, as tasks list and tasks show count them.
+    return n.state + (n.attempts ? " · attempts " + n.attempts + "/" + n.max_attempts : "");
   }
 
   // progressText is the progress the current claim of n reported: "30%"
@@ -102,6 +103,11 @@ var GE = (function () {
       nodes.appendChild(g);
     });
     svg.appendChild(nodes);
+    // A workflow up to 1.6 times wider than the pane is shrunk to fit it
+    // (a 12-node workflow at 1400 px); a wider one scrolls at full size.
+    if (container.clientWidth && wf.width <= 1.6 * container.clientWidth) {
+      svg.classList.add("fit");
+    }
     container.replaceChildren(svg);
     return performance.now() - t0;
   }
@@ -138,6 +144,7 @@ var GE = (function () {
   var offset = 0; // server time - local time, from the last answer
   function now() { return Date.now() + offset; }
   var live = document.getElementById("live");
+  document.documentElement.classList.add("js"); // shows "connecting…" (style.css)
   function status(ok, text) { live.className = "live " + (ok ? "ok" : "err"); live.textContent = text; }
 
   // poller fetches url every interval (the answer's poll_ms), sending the
@@ -262,6 +269,11 @@ var GE = (function () {
     return d;
   }
   function when(ms) { return ms ? new Date(ms).toISOString().replace("T", " ").replace(/\.\d+Z$/, "Z") : ""; }
+  // readable shows an event detail's times ("lease_expires_at_ms":
+  // 1764547230000) as times ("lease_expires_at": "2026-… Z").
+  function readable(detail) {
+    return detail.replace(/"(\w+_at)_ms":(\d{10,16})/g, function (_, k, ms) { return '"' + k + '":"' + when(Number(ms)) + '"'; });
+  }
 
   function showDetail(d) {
     var t = d.task;
@@ -294,7 +306,7 @@ var GE = (function () {
       var tr = GE.el("tr", { "data-kind": e.kind });
       var ev = GE.el("td", {}, null);
       ev.append(GE.el("b", {}, e.kind));
-      if (e.detail) ev.append(GE.el("div", { "class": "small", title: e.detail }, GE.clip(e.detail, 120)));
+      if (e.detail) ev.append(GE.el("div", { "class": "small", title: e.detail }, GE.clip(readable(e.detail), 120)));
       var by = GE.el("td", {}, null);
       by.append(GE.el("div", {}, actor || "—"), GE.el("div", { "class": "small" }, when(e.at_ms)));
       tr.append(GE.el("td", {}, e.seq), ev, by);

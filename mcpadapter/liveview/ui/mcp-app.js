@@ -13,6 +13,7 @@
   var nextId = 1, pending = {}, stopped = false;
   var outline = null, handed = null, selected = null, ticking = [], timer = null, offset = 0, lastKey = "", reads = 0;
   var live = document.getElementById("live");
+  document.documentElement.classList.add("js"); // shows the status line (style.css)
   function status(ok, text) { live.className = "live " + (ok ? "ok" : "err"); live.textContent = text; }
   function now() { return Date.now() + offset; }
 
