@@ -290,7 +290,7 @@ func checkReportAccepted(v json.RawMessage, k kind, a *args, fail func(string, .
 		if !ok {
 			return 0, false
 		}
-		exact, isNum := exactValue(string(raw))
+		exact, isNum := jsonnum.Exact(string(raw))
 		if !isNum || exact.Sign() < 0 || (whole && !exact.IsInt()) {
 			fail("%s is %s", key, raw)
 		}
