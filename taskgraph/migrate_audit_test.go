@@ -60,6 +60,8 @@ func downgradeToV2(t *testing.T, path string) {
 		// The later migrations' additions go too (0004 graph data, 0005
 		// principals, 0006 routing, 0007 journal, 0008 requests), so that
 		// the file is a schema-2 database again.
+		// 0010 flow control (0011 only drops an index of the journal):
+		`DROP TABLE claim_pauses`, `ALTER TABLE tasks DROP COLUMN lease_losses`,
 		// 0009 reports:
 		`ALTER TABLE tasks DROP COLUMN report`, `ALTER TABLE tasks DROP COLUMN usage_input_tokens`, `ALTER TABLE tasks DROP COLUMN usage_output_tokens`,
 		`ALTER TABLE tasks DROP COLUMN usage_cost_usd`, `ALTER TABLE tasks DROP COLUMN prior_input_tokens`, `ALTER TABLE tasks DROP COLUMN prior_output_tokens`,
