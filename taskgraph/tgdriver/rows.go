@@ -244,9 +244,9 @@ type TaskSet struct {
 	// Report sets report (a worker's report, canonical JSON; Null clears
 	// it), Usage the usage_* columns and PriorUsage the prior_* columns
 	// (never NULL).
-	Report      Opt[string]
-	Usage       Opt[Usage]
-	PriorUsage  Opt[Usage]
+	Report     Opt[string]
+	Usage      Opt[Usage]
+	PriorUsage Opt[Usage]
 	// LeaseLosses sets lease_losses (never NULL).
 	LeaseLosses Opt[int]
 	UpdatedAtMS int64
