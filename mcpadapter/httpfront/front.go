@@ -247,9 +247,12 @@ type Handler struct {
 	opts    Options
 	log     *slog.Logger
 	metrics *Metrics
-	auth    *principal.Authenticator // nil: no authentication (loopback only)
-	owners  sessionOwners
-	origins map[string]bool
+	// health and ready run at most one probe of each kind against the
+	// store at once (probes.go).
+	health, ready probeGate
+	auth          *principal.Authenticator // nil: no authentication (loopback only)
+	owners        sessionOwners
+	origins       map[string]bool
 
 	stateless   *mcp.StreamableHTTPHandler
 	stateful    *mcp.StreamableHTTPHandler
