@@ -20,6 +20,7 @@ import (
 	_ "github.com/mattn/go-sqlite3"
 
 	"github.com/graph-engineering/graph-engineering-mcp/manifest"
+	"github.com/graph-engineering/graph-engineering-mcp/mcpadapter/tools"
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/testwait"
 )
 
@@ -290,10 +291,13 @@ func TestStdioAnswersInFlightRequestsAtEOF(t *testing.T) {
 	}
 }
 
-// SIGTERM stops intake but lets a call in flight finish and be answered.
+// SIGTERM stops intake but lets a call in flight finish and be answered: a
+// parked claim-next answers claimed: false at once, saying the server is
+// shutting down (it waits longer than the shutdown bound, so without that it
+// would get no answer).
 func TestStdioSIGTERMFinishesCallInFlight(t *testing.T) {
 	s := startStdio(t)
-	s.send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"graph_task_claim","arguments":{"owner":"x","wait_ms":1500},` + modernMetaJSON + `}}`)
+	s.send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"graph_task_claim","arguments":{"owner":"x","wait_ms":30000},` + modernMetaJSON + `}}`)
 	// Requests are read in order: once a later one is answered, the claim
 	// has been read and is waiting (a slow start cannot let SIGTERM stop
 	// intake before it).
@@ -305,6 +309,9 @@ func TestStdioSIGTERMFinishesCallInFlight(t *testing.T) {
 	m := s.recv()
 	if m["id"] != float64(1) || m["result"] == nil {
 		t.Fatalf("call in flight at SIGTERM: %v", m)
+	}
+	if res := fmt.Sprint(m["result"]); !strings.Contains(res, "claimed:false") || !strings.Contains(res, tools.ShuttingDownHint) {
+		t.Fatalf("the parked claim at SIGTERM answered %s, want claimed: false with the shutting-down hint", res)
 	}
 	if err := s.cmd.Wait(); err != nil {
 		t.Fatalf("exit after SIGTERM: %v\n%s", err, s.stderr.String())
