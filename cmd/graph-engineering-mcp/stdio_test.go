@@ -106,7 +106,7 @@ type stdioServer struct {
 	cmd    *exec.Cmd
 	in     *os.File
 	out    *bufio.Reader
-	stderr *bytes.Buffer
+	stderr *testwait.Buffer // written by the child's copier while tests read it
 	db     string
 }
 
@@ -116,14 +116,14 @@ func startStdio(t *testing.T, args ...string) *stdioServer {
 	cmd := exec.Command(builtBinary(t), append([]string{"serve", "--database", db}, args...)...)
 	inR, inW, _ := os.Pipe()
 	outR, outW, _ := os.Pipe()
-	var stderr bytes.Buffer
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, &stderr
+	stderr := &testwait.Buffer{}
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	inR.Close()
 	outW.Close()
-	s := &stdioServer{t: t, cmd: cmd, in: inW, out: bufio.NewReaderSize(outR, 1<<20), stderr: &stderr, db: db}
+	s := &stdioServer{t: t, cmd: cmd, in: inW, out: bufio.NewReaderSize(outR, 1<<20), stderr: stderr, db: db}
 	t.Cleanup(func() { s.in.Close(); cmd.Process.Kill(); cmd.Wait() })
 	return s
 }
