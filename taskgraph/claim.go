@@ -3,6 +3,7 @@ package taskgraph
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -102,6 +103,19 @@ func (s *Store) Claim(ctx context.Context, req ClaimRequest) (c Claimed, ok bool
 	none := func() (Claimed, bool, error) {
 		return Claimed{Paused: s.claimPause(ctx, req.WorkflowID)}, false, nil
 	}
+	// After Drain a claim-next tries once and does not wait: its server is
+	// shutting down.
+	drained := func() (Claimed, bool, error) {
+		c, ok, err := none()
+		c.Draining = true
+		return c, ok, err
+	}
+	if req.Wait > 0 && s.Draining() {
+		if c, ok, err = try(); err != nil || ok {
+			return c, ok, err
+		}
+		return drained()
+	}
 	if req.Wait == 0 {
 		if c, ok, err = try(); err != nil || ok {
 			return c, ok, err
@@ -139,7 +153,9 @@ func (s *Store) Claim(ctx context.Context, req ClaimRequest) (c Claimed, ok bool
 				}
 			}
 		}
-		if err := s.park(ctx, wt, sleep); err != nil {
+		if err := s.park(ctx, wt, sleep); errors.Is(err, errDrained) {
+			return drained()
+		} else if err != nil {
 			return Claimed{}, false, err
 		}
 		arrived = s.clock.Now().UTC()
@@ -152,7 +168,11 @@ func claimArgs(taskID, workflowID string, caps []string, d time.Duration) map[st
 	return map[string]any{"task_id": taskID, "workflow_id": workflowID, "capabilities": caps, "lease_ms": d.Milliseconds()}
 }
 
-// park waits for a wake of wt, the timeout, ctx or Close.
+// errDrained is park's answer when Drain was called: the claim answers ok
+// false (Claimed.Draining) rather than an error.
+var errDrained = errors.New("the store is draining")
+
+// park waits for a wake of wt, the timeout, ctx, Drain or Close.
 func (s *Store) park(ctx context.Context, wt *waiter, sleep time.Duration) error {
 	t := time.NewTimer(sleep)
 	defer t.Stop()
@@ -163,6 +183,8 @@ func (s *Store) park(ctx context.Context, wt *waiter, sleep time.Duration) error
 		return ctx.Err()
 	case <-s.quit:
 		return ErrClosed
+	case <-s.drain:
+		return errDrained
 	}
 	return nil
 }

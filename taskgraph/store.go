@@ -75,6 +75,10 @@ type Store struct {
 	clock lease.Clock
 	log   *slog.Logger
 	quit  chan struct{} // closed by Close to stop background loops
+	// drain is closed by Drain (once, under drainOnce): parked claim-next
+	// calls answer ok false at once and new ones do not wait.
+	drain     chan struct{}
+	drainOnce sync.Once
 	// dueChanged tells the sweeper that a task got a new due time (see
 	// scheduleDue); it holds at most one signal.
 	dueChanged chan struct{}
@@ -153,7 +157,7 @@ func OpenDriver(ctx context.Context, d tgdriver.Driver, opts Options) (*Store, e
 		d.Close() // a failed OpenDriver closes the driver it owns
 		return nil, invalid("max_lease_losses", "must be between 1 and %d (got %d)", MaxMaxLeaseLosses, opts.MaxLeaseLosses)
 	}
-	s := &Store{drv: d, info: info, caps: caps, opts: opts, clock: opts.Clock, log: opts.Logger, quit: make(chan struct{}), dueChanged: make(chan struct{}, 1), readOnly: info.ReadOnly}
+	s := &Store{drv: d, info: info, caps: caps, opts: opts, clock: opts.Clock, log: opts.Logger, quit: make(chan struct{}), drain: make(chan struct{}), dueChanged: make(chan struct{}, 1), readOnly: info.ReadOnly}
 	s.notify.init(opts.MaxWaiters)
 	if s.readOnly {
 		opts.Sweep = false
@@ -230,6 +234,28 @@ func (s *Store) ReadOnly() bool { return s.readOnly }
 // errReadOnly is the error of every write of a read-only store.
 func (s *Store) errReadOnly() error {
 	return fmt.Errorf("%w: %s was opened for reading only, so this write was refused (writes go through a server or a read-write operator command such as admin or db prune)", ErrReadOnlyStore, s.info.Location)
+}
+
+// Drain tells the store that its server is shutting down: claim-next calls
+// parked waiting for a task answer at once with ok false and
+// Claimed.Draining set, and a claim-next that finds nothing from then on does
+// not wait. Nothing else changes: every other operation, a claim-next that
+// finds a task, live leases and the background loops run on until Close, so
+// no accepted write is lost. A server calls it as its shutdown begins, so
+// that parked claims do not hold the drain of in-flight calls for their whole
+// wait. It is safe to call more than once and concurrently with anything.
+func (s *Store) Drain() {
+	s.drainOnce.Do(func() { close(s.drain) })
+}
+
+// Draining reports whether Drain was called.
+func (s *Store) Draining() bool {
+	select {
+	case <-s.drain:
+		return true
+	default:
+		return false
+	}
 }
 
 // Close stops accepting operations, finishes those already accepted, stops

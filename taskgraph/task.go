@@ -153,6 +153,10 @@ type Claimed struct {
 	// because claiming is paused there: on the whole database, or in the
 	// workflow it asked for (see PauseClaims).
 	Paused *Pause
+	// Draining is set only on a claim-next that found nothing (ok false)
+	// after Store.Drain: its server is shutting down, so it did not wait
+	// (any longer) for a task.
+	Draining bool
 }
 
 // Operator identifies the human behind an operator operation.

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -151,6 +152,10 @@ func serveAction(c *cli.Context) error {
 	// (a gone client, handled as end of input) instead of killing the
 	// process with SIGPIPE before the database is closed.
 	signal.Ignore(syscall.SIGPIPE)
+	// On SIGINT or SIGTERM parked claim-next calls answer claimed: false at
+	// once rather than hold the shutdown for its whole bound.
+	stopDrain := context.AfterFunc(c.Context, store.Drain)
+	defer stopDrain()
 	serveErr := srv.ServeStdio(c.Context, c.App.Reader, c.App.Writer)
 	anchorErr := stopAnchor()
 	closeErr := errors.Join(anchorErr, store.Close())

@@ -20,6 +20,7 @@ import (
 	_ "github.com/mattn/go-sqlite3"
 
 	"github.com/graph-engineering/graph-engineering-mcp/manifest"
+	"github.com/graph-engineering/graph-engineering-mcp/mcpadapter/tools"
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/testwait"
 )
 
@@ -105,7 +106,7 @@ type stdioServer struct {
 	cmd    *exec.Cmd
 	in     *os.File
 	out    *bufio.Reader
-	stderr *bytes.Buffer
+	stderr *testwait.Buffer // written by the child's copier while tests read it
 	db     string
 }
 
@@ -115,14 +116,14 @@ func startStdio(t *testing.T, args ...string) *stdioServer {
 	cmd := exec.Command(builtBinary(t), append([]string{"serve", "--database", db}, args...)...)
 	inR, inW, _ := os.Pipe()
 	outR, outW, _ := os.Pipe()
-	var stderr bytes.Buffer
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, &stderr
+	stderr := &testwait.Buffer{}
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	inR.Close()
 	outW.Close()
-	s := &stdioServer{t: t, cmd: cmd, in: inW, out: bufio.NewReaderSize(outR, 1<<20), stderr: &stderr, db: db}
+	s := &stdioServer{t: t, cmd: cmd, in: inW, out: bufio.NewReaderSize(outR, 1<<20), stderr: stderr, db: db}
 	t.Cleanup(func() { s.in.Close(); cmd.Process.Kill(); cmd.Wait() })
 	return s
 }
@@ -290,10 +291,13 @@ func TestStdioAnswersInFlightRequestsAtEOF(t *testing.T) {
 	}
 }
 
-// SIGTERM stops intake but lets a call in flight finish and be answered.
+// SIGTERM stops intake but lets a call in flight finish and be answered: a
+// parked claim-next answers claimed: false at once, saying the server is
+// shutting down (it waits longer than the shutdown bound, so without that it
+// would get no answer).
 func TestStdioSIGTERMFinishesCallInFlight(t *testing.T) {
 	s := startStdio(t)
-	s.send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"graph_task_claim","arguments":{"owner":"x","wait_ms":1500},` + modernMetaJSON + `}}`)
+	s.send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"graph_task_claim","arguments":{"owner":"x","wait_ms":30000},` + modernMetaJSON + `}}`)
 	// Requests are read in order: once a later one is answered, the claim
 	// has been read and is waiting (a slow start cannot let SIGTERM stop
 	// intake before it).
@@ -305,6 +309,9 @@ func TestStdioSIGTERMFinishesCallInFlight(t *testing.T) {
 	m := s.recv()
 	if m["id"] != float64(1) || m["result"] == nil {
 		t.Fatalf("call in flight at SIGTERM: %v", m)
+	}
+	if res := fmt.Sprint(m["result"]); !strings.Contains(res, "claimed:false") || !strings.Contains(res, tools.ShuttingDownHint) {
+		t.Fatalf("the parked claim at SIGTERM answered %s, want claimed: false with the shutting-down hint", res)
 	}
 	if err := s.cmd.Wait(); err != nil {
 		t.Fatalf("exit after SIGTERM: %v\n%s", err, s.stderr.String())

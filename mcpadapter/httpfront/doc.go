@@ -45,7 +45,11 @@
 //     of every request must then name a loopback host (no DNS rebinding).
 //   - Health: /healthz is liveness (the database answers a read); /readyz
 //     is readiness (a probe write commits), 503 with the reason otherwise.
-//     Neither needs a token; answers are never cached.
-//   - Shutdown: no new connections, in-flight calls get ShutdownTimeout,
-//     then whatever still runs is cancelled and legacy sessions end.
+//     Both answer by their deadline even when the store never does (reason
+//     timeout), and at most one probe of each kind runs against the store
+//     at once (probeGate). Neither needs a token; answers are never cached.
+//   - Shutdown: no new connections; parked claim-next calls answer
+//     claimed: false at once (taskgraph.Store.Drain); the other in-flight
+//     calls get ShutdownTimeout, then whatever still runs is cancelled and
+//     legacy sessions end.
 package httpfront

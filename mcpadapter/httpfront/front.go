@@ -247,9 +247,12 @@ type Handler struct {
 	opts    Options
 	log     *slog.Logger
 	metrics *Metrics
-	auth    *principal.Authenticator // nil: no authentication (loopback only)
-	owners  sessionOwners
-	origins map[string]bool
+	// health and ready run at most one probe of each kind against the
+	// store at once (probes.go).
+	health, ready probeGate
+	auth          *principal.Authenticator // nil: no authentication (loopback only)
+	owners        sessionOwners
+	origins       map[string]bool
 
 	stateless   *mcp.StreamableHTTPHandler
 	stateful    *mcp.StreamableHTTPHandler
@@ -594,7 +597,8 @@ func IsLoopbackAddr(addr string) bool {
 
 // Serve serves srv over HTTP on ln until ctx is done. It refuses a listener
 // that is not loopback-only unless opts sets an auth token or principals.
-// On shutdown it stops accepting, lets in-flight requests finish for up to
+// On shutdown it stops accepting, answers parked claim-next calls with
+// claimed: false at once (taskgraph.Store.Drain), lets in-flight requests finish for up to
 // ShutdownTimeout, cancels whatever still runs, and ends the legacy
 // sessions; it then returns nil. The caller closes the store afterwards.
 func Serve(ctx context.Context, ln net.Listener, srv *mcpadapter.Server, opts Options) error {
@@ -626,6 +630,9 @@ func Serve(ctx context.Context, ln net.Listener, srv *mcpadapter.Server, opts Op
 	case <-ctx.Done():
 	}
 	h.StopListens()
+	// Parked claim-next calls answer claimed: false now rather than hold
+	// the drain for their whole wait; every other call runs to its end.
+	srv.Store().Drain()
 	h.log.Info("shutting down: no new connections; waiting for in-flight requests", "bound", opts.ShutdownTimeout)
 	sctx, cancel := context.WithTimeout(context.Background(), opts.ShutdownTimeout)
 	err = hs.Shutdown(sctx)

@@ -584,27 +584,58 @@ func (f *httpFixture) serveOn(t *testing.T, opts Options) *serving {
 	return s
 }
 
+// holdCreates makes every graph_task_create call wait, after its write and
+// before its answer, until release is closed: a write in flight that a
+// shutdown must let finish.
+func holdCreates(release <-chan struct{}) fixtureOpt {
+	return func(c *mcpadapter.Config) {
+		observe := c.OnToolCall
+		c.OnToolCall = func(tool, outcome string) {
+			if tool == manifest.ToolCreate {
+				<-release
+			}
+			observe(tool, outcome)
+		}
+	}
+}
+
+// On shutdown a parked claim-next answers claimed: false at once with the
+// shutting-down hint, and a write in flight still finishes and is kept.
 func TestServeDrainsInFlightCallsOnShutdown(t *testing.T) {
-	f, st := newHTTPStore(t)
 	for _, version := range []string{"", "2025-11-25"} {
 		t.Run("version="+version, func(t *testing.T) {
-			srv := f.serveOn(t, Options{ShutdownTimeout: time.Minute})
+			release := make(chan struct{})
+			f, st := newHTTPStore(t, holdCreates(release))
+			srv := f.serveOn(t, Options{ShutdownTimeout: time.Hour})
 			cs, err := f.connect(version, "", nil)
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer cs.Close()
-			result := make(chan error, 1)
+			claimed := make(chan *mcp.CallToolResult, 1)
 			go func() {
-				res, err := cs.CallTool(f.ctx, &mcp.CallToolParams{Name: manifest.ToolClaim, Arguments: map[string]any{"owner": "w", "workflow_id": "drain" + version, "wait_ms": 30000}})
-				if err == nil && (res.IsError || !strings.Contains(fmt.Sprint(res.StructuredContent), "claimed:true")) {
-					err = fmt.Errorf("claim returned %+v", res.StructuredContent)
+				res, err := cs.CallTool(f.ctx, &mcp.CallToolParams{Name: manifest.ToolClaim, Arguments: map[string]any{"owner": "w", "workflow_id": "parked", "wait_ms": 30000}})
+				if err != nil {
+					t.Errorf("the parked claim: %v", err)
 				}
-				result <- err
+				claimed <- res
 			}()
-			testwait.For(t, "the claim to be in flight", func() bool { return testutil.ToFloat64(f.metrics.inFlight) == 1 })
+			testwait.For(t, "the claim to park in the store", func() bool { return st.Waiters() == 1 })
+			created := make(chan error, 1)
+			go func() {
+				res, err := cs.CallTool(f.ctx, &mcp.CallToolParams{Name: manifest.ToolCreate, Arguments: createArgs("n")})
+				if err == nil && res.IsError {
+					err = fmt.Errorf("create returned %+v", res.Content)
+				}
+				created <- err
+			}()
+			testwait.For(t, "the create and the claim to be in flight", func() bool { return testutil.ToFloat64(f.metrics.inFlight) == 2 })
 			srv.stop() // SIGTERM
-			// The listener closes; the call in flight is still served.
+			res := testwait.Recv(t, "the parked claim's answer after the shutdown began", claimed)
+			if res == nil || res.IsError || !strings.Contains(fmt.Sprint(res.StructuredContent), "claimed:false") || !strings.Contains(fmt.Sprint(res.StructuredContent), tools.ShuttingDownHint) {
+				t.Fatalf("the parked claim answered %+v, want claimed: false with the shutting-down hint", res)
+			}
+			// The listener closes; the write in flight is still served.
 			testwait.For(t, "the listener to close", func() bool {
 				c, err := net.Dial("tcp", srv.addr)
 				if err == nil {
@@ -614,43 +645,42 @@ func TestServeDrainsInFlightCallsOnShutdown(t *testing.T) {
 			})
 			select {
 			case err := <-srv.done:
-				t.Fatalf("the server returned (%v) with a call in flight", err)
+				t.Fatalf("the server returned (%v) with a write in flight", err)
 			default:
 			}
-			if _, err := st.CreateTask(f.ctx, "drain"+version, taskgraph.NodeSpec{NodeID: "n"}); err != nil {
-				t.Fatal(err)
+			close(release)
+			if err := testwait.Recv(t, "the held create's answer", created); err != nil {
+				t.Fatalf("the in-flight create: %v", err)
 			}
-			if err := <-result; err != nil {
-				t.Fatalf("the in-flight call: %v", err)
-			}
-			if err := <-srv.done; err != nil {
+			if err := testwait.Recv(t, "Serve to return", srv.done); err != nil {
 				t.Fatalf("Serve: %v", err)
 			}
+			if err := st.Close(); err != nil {
+				t.Fatalf("close: %v", err)
+			}
+			if fi, err := os.Stat(f.path + "-wal"); err == nil && fi.Size() > 0 {
+				t.Fatalf("the WAL holds %d bytes after close; it was not checkpointed", fi.Size())
+			}
+			re, drv, err := sqlitestore.OpenDriver(context.Background(), f.path, taskgraph.Options{}, tgsqlite.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer re.Close()
+			chk, err := drv.Check(context.Background())
+			if err != nil || !chk.OK() {
+				t.Fatalf("integrity after shutdown: %+v %v", chk, err)
+			}
+			counts, err := re.CountByState(context.Background())
+			if err != nil || counts[taskgraph.StatePending] != 1 || counts[taskgraph.StateClaimed] != 0 {
+				t.Fatalf("after reopening: %v %v, want the created task pending and nothing claimed", counts, err)
+			}
 		})
-	}
-	if err := st.Close(); err != nil {
-		t.Fatalf("close: %v", err)
-	}
-	if fi, err := os.Stat(f.path + "-wal"); err == nil && fi.Size() > 0 {
-		t.Fatalf("the WAL holds %d bytes after close; it was not checkpointed", fi.Size())
-	}
-	re, drv, err := sqlitestore.OpenDriver(context.Background(), f.path, taskgraph.Options{}, tgsqlite.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer re.Close()
-	chk, err := drv.Check(context.Background())
-	if err != nil || !chk.OK() {
-		t.Fatalf("integrity after shutdown: %+v %v", chk, err)
-	}
-	counts, err := re.CountByState(context.Background())
-	if err != nil || counts[taskgraph.StateClaimed] != 2 {
-		t.Fatalf("after reopening: %v %v, want the two drained claims", counts, err)
 	}
 }
 
 func TestServeCancelsCallsAfterTheDrainBound(t *testing.T) {
-	f, _ := newHTTPStore(t)
+	release := make(chan struct{})
+	f, _ := newHTTPStore(t, holdCreates(release))
 	srv := f.serveOn(t, Options{ShutdownTimeout: 100 * time.Millisecond})
 	cs, err := f.connect("2025-11-25", "", nil)
 	if err != nil {
@@ -659,23 +689,20 @@ func TestServeCancelsCallsAfterTheDrainBound(t *testing.T) {
 	t.Cleanup(func() { cs.Close() })
 	result := make(chan error, 1)
 	go func() {
-		_, err := cs.CallTool(f.ctx, &mcp.CallToolParams{Name: manifest.ToolClaim, Arguments: map[string]any{"owner": "w", "workflow_id": "never", "wait_ms": 30000}})
+		_, err := cs.CallTool(f.ctx, &mcp.CallToolParams{Name: manifest.ToolCreate, Arguments: createArgs("held")})
 		result <- err
 	}()
-	testwait.For(t, "the claim to be in flight", func() bool { return testutil.ToFloat64(f.metrics.inFlight) == 1 })
-	start := time.Now()
+	testwait.For(t, "the create to be in flight", func() bool { return testutil.ToFloat64(f.metrics.inFlight) == 1 })
 	srv.stop()
-	if err := <-srv.done; err != nil {
+	// The held create ignores cancellation; it is let go once the
+	// shutdown has given up on it, after which its connection is gone.
+	testwait.For(t, "the shutdown to give up on the held call", func() bool { return strings.Contains(f.logs.String(), "cancelling them") })
+	close(release)
+	if err := testwait.Recv(t, "Serve to return", srv.done); err != nil {
 		t.Fatalf("Serve: %v", err)
 	}
-	if took := time.Since(start); took > 10*time.Second {
-		t.Fatalf("shutdown took %s with a 100ms drain bound", took)
-	}
-	if err := <-result; err == nil {
+	if err := testwait.Recv(t, "the held call's answer", result); err == nil {
 		t.Fatal("the call cut off by shutdown reported success")
-	}
-	if !strings.Contains(f.logs.String(), "cancelling them") {
-		t.Fatalf("the forced shutdown was not logged:\n%s", f.logs.String())
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -38,11 +39,17 @@ func newReadyFixture(t *testing.T) *httpFixture {
 // newReadyFixtureIn is newReadyFixture with the database in dir.
 func newReadyFixtureIn(t *testing.T, dir string) *httpFixture {
 	t.Helper()
+	return newReadyFixtureBusy(t, dir, 50*time.Millisecond)
+}
+
+// newReadyFixtureBusy is newReadyFixtureIn with the store's busy timeout.
+func newReadyFixtureBusy(t *testing.T, dir string, busy time.Duration) *httpFixture {
+	t.Helper()
 	logs := &testwait.Buffer{}
 	logger := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	path := filepath.Join(dir, "tasks.db")
 	metrics := NewMetrics(logger)
-	st, err := sqlitestore.Open(context.Background(), path, taskgraph.Options{Logger: logger, OnBatch: metrics.ObserveBatch}, tgsqlite.Options{BusyTimeout: 50 * time.Millisecond})
+	st, err := sqlitestore.Open(context.Background(), path, taskgraph.Options{Logger: logger, OnBatch: metrics.ObserveBatch}, tgsqlite.Options{BusyTimeout: busy})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -226,4 +233,81 @@ func TestReadyzReadOnly(t *testing.T) {
 	wantUnavailableResult(t, res, "read_only", false, "until an operator makes the database writable")
 	clear()
 	wantReady(t, f, http.StatusOK, "ready\n")
+}
+
+// While another connection holds the write lock longer than the probe
+// deadline (the store's busy timeout is longer still), /readyz answers at
+// the deadline 503 "timeout" naming it, not a guess at the cause; /healthz,
+// a read, still answers ok. Every concurrent probe gets that answer.
+func TestReadyzAnswersTimeoutWhenTheDatabaseDoesNotAnswer(t *testing.T) {
+	t.Parallel()
+	f := newReadyFixtureBusy(t, t.TempDir(), time.Hour)
+	release := lockDatabase(t, f.path)
+	const n = 3
+	answers := make(chan *rawResponse, n)
+	for range n {
+		go func() { answers <- f.do(http.MethodGet, f.ts.URL+ReadyPath, nil, nil) }()
+	}
+	want := "not ready: timeout: the database did not answer within 3s"
+	for range n {
+		r := testwait.Recv(t, "a /readyz answer while the write lock is held", answers)
+		if r.status != http.StatusServiceUnavailable || !strings.HasPrefix(string(r.body), want) || strings.Contains(string(r.body), "another process") {
+			t.Fatalf("GET /readyz with the write lock held: HTTP %d %q, want 503 %q…", r.status, r.body, want)
+		}
+		if r.header.Get("Retry-After") != retryAfterSeconds {
+			t.Fatalf("GET /readyz timeout: Retry-After %q, want %q", r.header.Get("Retry-After"), retryAfterSeconds)
+		}
+	}
+	if r := f.do(http.MethodGet, f.ts.URL+HealthPath, nil, nil); r.status != http.StatusOK {
+		t.Fatalf("GET /healthz with the write lock held: HTTP %d %q, want 200 (a read still answers)", r.status, r.body)
+	}
+	release()
+	testwait.For(t, "the timed-out probe to end", func() bool {
+		f.h.ready.mu.Lock()
+		defer f.h.ready.mu.Unlock()
+		return f.h.ready.running == nil
+	})
+	wantReady(t, f, http.StatusOK, "ready")
+}
+
+// A probeGate runs one probe at once: requests that arrive meanwhile share
+// its answer, or get the timeout at their deadline without starting
+// another; once it ends, the next request starts a fresh probe.
+func TestProbeGateRunsOneProbeAtOnce(t *testing.T) {
+	t.Parallel()
+	var g probeGate
+	entered, release := make(chan struct{}, 1), make(chan struct{})
+	stuck := func(ctx context.Context) probeResult {
+		entered <- struct{}{}
+		<-release
+		return probeResult{body: "late"}
+	}
+	never := func(context.Context) probeResult {
+		t.Error("a second probe started while one ran")
+		return probeResult{}
+	}
+	shared := make(chan probeResult, 2)
+	go func() { shared <- g.do(context.Background(), time.Hour, stuck) }()
+	testwait.Recv(t, "the first probe to start", entered)
+	go func() { shared <- g.do(context.Background(), time.Hour, never) }()
+	testwait.For(t, "the second request to join the running probe", func() bool { return g.joins.Load() == 1 })
+	// A request with a short deadline gets the timeout, not a new probe.
+	if res := g.do(context.Background(), time.Millisecond, never); !errors.Is(res.err, errProbeTimeout) {
+		t.Fatalf("a probe request past its deadline got %+v, want errProbeTimeout", res)
+	}
+	close(release)
+	for range 2 {
+		if res := testwait.Recv(t, "a shared probe answer", shared); res.err != nil || res.body != "late" {
+			t.Fatalf("a request sharing the running probe got %+v, want its answer", res)
+		}
+	}
+	if got := g.starts.Load(); got != 1 {
+		t.Fatalf("%d probes started, want 1", got)
+	}
+	if res := g.do(context.Background(), time.Hour, func(context.Context) probeResult { return probeResult{body: "fresh"} }); res.body != "fresh" {
+		t.Fatalf("the next request got %+v, want a fresh probe", res)
+	}
+	if got := g.starts.Load(); got != 2 {
+		t.Fatalf("%d probes started, want 2", got)
+	}
 }

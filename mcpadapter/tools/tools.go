@@ -237,6 +237,11 @@ const WaitLimitHint = "no task was claimed: the server holds its maximum of park
 // because the workflow does not exist, not because it has no ready task.
 const UnknownWorkflowHint = "no task was claimed: no workflow %q exists; check workflow_id (claims keep answering claimed: false until a task of that workflow is created)"
 
+// ShuttingDownHint is the hint of a claim-next that found no task after its
+// server began to shut down (taskgraph.Store.Drain): it did not wait (any
+// longer), so that the shutdown is not held by parked claims.
+const ShuttingDownHint = "no task was claimed: the server is shutting down, so this claim did not wait for a task; retry (against a server that is up) after a moment"
+
 // claim runs graph_task_claim.
 func (s *Surface) claim(ctx context.Context, a *args) (*toolOutput, error) {
 	req := taskgraph.ClaimRequest{
@@ -253,6 +258,9 @@ func (s *Surface) claim(ctx context.Context, a *args) (*toolOutput, error) {
 		return nil, err
 	}
 	if !ok {
+		if c.Draining {
+			return &toolOutput{Claimed: boolPtr(false), Hint: ShuttingDownHint}, nil
+		}
 		if c.Paused != nil {
 			// An operator paused claiming: say so, and that waiting is the fix.
 			return &toolOutput{Claimed: boolPtr(false), Hint: "no task was claimed: " + c.Paused.String()}, nil
