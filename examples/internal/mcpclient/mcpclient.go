@@ -400,6 +400,11 @@ type Result struct {
 	Lease   *Lease `json:"lease,omitempty"`
 	// Dependencies: graph_task_inspect, and graph_task_claim when it claimed.
 	Dependencies []Dependency `json:"dependencies,omitempty"`
+	// ClaimedNext and Next: graph_task_complete with claim_next. Next is
+	// the claim's answer as graph_task_claim gives it, nil when nothing
+	// was claimable.
+	ClaimedNext *bool   `json:"claimed_next,omitempty"`
+	Next        *Result `json:"next,omitempty"`
 }
 
 // LockedWriter returns w made safe for concurrent writers: a program's own
