@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/graph-engineering/graph-engineering-mcp/manifest"
+	"github.com/graph-engineering/graph-engineering-mcp/mcpadapter/principal"
 	"github.com/graph-engineering/graph-engineering-mcp/mcpadapter/tools"
 )
 
@@ -122,5 +123,49 @@ func TestCompleteClaimsNextOverTheClient(t *testing.T) {
 	}
 	if _, ok := out["claimed_next"]; ok {
 		t.Fatalf("complete without claim_next answers claimed_next: %v", out)
+	}
+}
+
+// claim_next is held to the principal's workflows as a claim-next is: a
+// workflow outside them, or none, is forbidden before anything is written.
+func TestClaimNextKeepsToThePrincipalsWorkflows(t *testing.T) {
+	t.Parallel()
+	ps, err := principal.ParseAuthFile([]byte(`{"principals": [
+		{"name": "rel", "token_sha256": "` + principal.TokenDigest("rel-token-0123456789abc") + `", "roles": ["submit", "work"], "workflows": ["release-*"]}
+	]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	local, err := principal.NewAuthenticator(ps).Caller("rel")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := newFixture(t, func(c *Config) { c.Local = local })
+	cs := f.client("", nil)
+	callTool(t, cs, manifest.ToolCreate, map[string]any{"workflow_id": "release-1", "node_id": "a"})
+	callTool(t, cs, manifest.ToolCreate, map[string]any{"workflow_id": "release-1", "node_id": "b"})
+	_, a := callTool(t, cs, manifest.ToolClaim, map[string]any{"owner": "rel:w", "workflow_id": "release-1"})
+	for _, tc := range []struct {
+		next map[string]any
+		want string
+	}{
+		{map[string]any{}, "pass claim_next.workflow_id"},
+		{map[string]any{"workflow_id": "secret-1"}, `may not touch workflow "secret-1"`},
+	} {
+		args := holderArgs(a)
+		args["result"] = 1
+		args["claim_next"] = tc.next
+		res, _ := callTool(t, cs, manifest.ToolComplete, args)
+		detail, _ := res.Meta[tools.ErrorMetaKey].(map[string]any)
+		if !res.IsError || detail["kind"] != "forbidden" || detail["scope"] != "workflows" || !strings.Contains(toolText(res), tc.want) {
+			t.Fatalf("claim_next %v: isError %v %q %v, want forbidden saying %q", tc.next, res.IsError, toolText(res), detail, tc.want)
+		}
+	}
+	args := holderArgs(a)
+	args["result"] = 1
+	args["claim_next"] = map[string]any{"workflow_id": "release-1"}
+	res, out := callTool(t, cs, manifest.ToolComplete, args)
+	if res.IsError || out["claimed_next"] != true {
+		t.Fatalf("claim_next within the scope: %s", toolText(res))
 	}
 }

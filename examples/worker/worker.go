@@ -473,7 +473,9 @@ func (w *worker) completeAndClaim(args map[string]any, log *slog.Logger) (next *
 	var te *mcpclient.ToolError
 	switch {
 	case err == nil:
-		next, err = claimedFrom(out.Next, sent)
+		if n := out.Next; n != nil {
+			next, err = claimedFrom(&mcpclient.Result{Task: n.Task, Claimed: n.Claimed, Lease: n.Lease, Dependencies: n.Dependencies}, sent)
+		}
 		log.Info("completed task", "claimed_next", next != nil)
 		return next, true, err
 	case mcpclient.IsStaleClaim(err):

@@ -34,7 +34,7 @@ func (s *Surface) authorize(ctx context.Context, p *principal.Principal, tool st
 	}
 	if a.next != nil {
 		// claim_next claims as graph_task_claim does without task_id.
-		if err := claimNextAllowed(p, a.next); err != nil {
+		if err := claimNextAllowed(p, a.next, "pass claim_next.workflow_id"); err != nil {
 			return err
 		}
 	}
@@ -48,7 +48,7 @@ func (s *Surface) authorize(ctx context.Context, p *principal.Principal, tool st
 		if id := a.str["task_id"]; a.has("task_id") {
 			return s.visibleTask(ctx, p, id)
 		}
-		return claimNextAllowed(p, a)
+		return claimNextAllowed(p, a, "pass workflow_id or task_id")
 	case manifest.ToolInspect:
 		if err := inspectForm(a); err != nil {
 			return err // before any read: says nothing about the task
@@ -70,8 +70,8 @@ func (s *Surface) authorize(ctx context.Context, p *principal.Principal, tool st
 
 // claimNextAllowed checks a claim-next's workflow_id (in a) against p's
 // workflows: one outside them, or none while p has not every workflow, is
-// forbidden.
-func claimNextAllowed(p *principal.Principal, a *args) error {
+// forbidden, the error ending with fix.
+func claimNextAllowed(p *principal.Principal, a *args, fix string) error {
 	if a.has("workflow_id") {
 		if w := a.str["workflow_id"]; !p.WorkflowAllowed(w) {
 			return workflowScopeError(p, w)
@@ -79,8 +79,8 @@ func claimNextAllowed(p *principal.Principal, a *args) error {
 		return nil
 	}
 	if !p.AllWorkflows() {
-		return principal.Forbidden("workflows", "principal %q may claim only within its workflows (%s): pass workflow_id or task_id",
-			p.Name, strings.Join(p.Workflows, ", "))
+		return principal.Forbidden("workflows", "principal %q may claim only within its workflows (%s): %s",
+			p.Name, strings.Join(p.Workflows, ", "), fix)
 	}
 	return nil
 }
