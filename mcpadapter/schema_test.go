@@ -123,7 +123,13 @@ func TestEveryResultSatisfiesItsOutputSchema(t *testing.T) {
 	c.call(r, manifest.ToolClaim, map[string]any{"owner": "w", "workflow_id": "none"}, nil)
 	a := c.call(r, manifest.ToolClaim, map[string]any{"owner": "w", "workflow_id": "s", "capabilities": []string{"cpu"}, "lease_ms": 60000}, nil)
 	c.call(r, manifest.ToolHeartbeat, holder(a), nil)
-	c.call(r, manifest.ToolComplete, map[string]any{"task_id": holder(a)["task_id"], "owner": "w", "generation": holder(a)["generation"], "claim_token": holder(a)["claim_token"], "result": []any{1, "two", nil}}, nil)
+	// graph_task_complete with claim_next: it claims (next is a claim's
+	// answer), then nothing (next null, with the hint of an unknown
+	// workflow), then the refusal of claim_next with request_id.
+	cn := c.call(r, manifest.ToolComplete, map[string]any{"task_id": holder(a)["task_id"], "owner": "w", "generation": holder(a)["generation"], "claim_token": holder(a)["claim_token"], "result": []any{1, "two", nil}, "claim_next": map[string]any{"workflow_id": "s"}}, nil)
+	next := cn["next"].(map[string]any)
+	c.call(r, manifest.ToolComplete, map[string]any{"task_id": holder(next)["task_id"], "owner": "w", "generation": holder(next)["generation"], "claim_token": holder(next)["claim_token"], "result": 1, "claim_next": map[string]any{"workflow_id": "none"}}, nil)
+	c.call(r, manifest.ToolComplete, map[string]any{"task_id": holder(next)["task_id"], "owner": "w", "generation": holder(next)["generation"], "claim_token": holder(next)["claim_token"], "result": 1, "claim_next": map[string]any{}, "request_id": "r"}, nil)
 	d := c.call(r, manifest.ToolClaim, map[string]any{"owner": "w", "workflow_id": "s"}, nil)
 	c.call(r, manifest.ToolFail, map[string]any{"task_id": holder(d)["task_id"], "owner": "w", "generation": holder(d)["generation"], "claim_token": holder(d)["claim_token"], "error": "again", "retryable": true, "retry_after_ms": 0}, nil)
 	d = c.call(r, manifest.ToolClaim, map[string]any{"owner": "w", "task_id": holder(d)["task_id"]}, nil)

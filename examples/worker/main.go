@@ -1,8 +1,10 @@
 // Command worker is an example graph-engineering worker on the go-sdk MCP
 // client. It loops: claim the next ready task (waiting up to --wait-ms), run
 // a handler while heartbeating every third of the lease, then complete or
-// fail the task. A heartbeat refused as a stale claim stops the work at once
-// and the task is never written to again.
+// fail the task; a completion also claims the next ready task in the same
+// call (claim_next), so the claim with a wait is needed only when none was
+// ready. A heartbeat refused as a stale claim stops the work at once and the
+// task is never written to again.
 //
 // The default handler runs no commands: it echoes the payload as
 // {"echo": payload, "worker": owner}, after payload.sleep_ms milliseconds,

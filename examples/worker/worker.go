@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"sync"
 	"time"
 
@@ -54,7 +55,9 @@ var errLostClaim = errors.New("the claim was lost: another worker or an operator
 var errShuttingDown = errors.New("the worker is shutting down and the grace period ran out")
 
 // Run claims and works tasks until stop is done (or MaxTasks tasks were
-// worked), then returns nil. It returns an error only when it cannot go on:
+// worked), then returns nil. A completion claims the next ready task in the
+// same call (graph_task_complete with claim_next); when none was ready Run
+// claims with a wait as usual. It returns an error only when it cannot go on:
 // a broken connection, or a claim the server refuses (bad configuration).
 //
 // Shutdown: once stop is done Run claims nothing more. A claim already in
@@ -64,7 +67,8 @@ var errShuttingDown = errors.New("the worker is shutting down and the grace peri
 // keeps heartbeating and may finish within Grace of the stop; then its
 // handler's context is cancelled and the claim is released
 // (graph_task_cancel with release: true): the task goes back to pending for
-// another worker without the attempt being counted. Run never writes to a
+// another worker without the attempt being counted. A task the last
+// completion claimed after the stop was asked for is released unworked. Run never writes to a
 // task whose claim it has lost.
 func Run(stop context.Context, cs *mcp.ClientSession, cfg Config) error {
 	w, err := newWorker(stop, cs, cfg)
@@ -124,8 +128,15 @@ func (w *worker) loop() error {
 	w.log.Info("worker started", "workflow", w.cfg.Workflow, "lease", w.cfg.Lease, "wait", w.cfg.Wait, "max_tasks", w.cfg.MaxTasks)
 	worked := 0
 	backoff := time.Duration(0)
+	// next is the task the last completion claimed with claim_next, when
+	// it claimed one: worked next, without a claim of its own.
+	var next *claimed
 	for !w.stopping() && (w.cfg.MaxTasks == 0 || worked < w.cfg.MaxTasks) {
-		claim, err := w.claim()
+		claim, err := next, error(nil)
+		next = nil
+		if claim == nil {
+			claim, err = w.claim()
+		}
 		if err != nil {
 			if !transient(err) {
 				return err
@@ -142,7 +153,18 @@ func (w *worker) loop() error {
 			continue
 		}
 		worked++
-		if err := w.work(claim); err != nil {
+		// Claim the next task with the completion unless this one is the
+		// last to work.
+		claimNext := w.cfg.MaxTasks == 0 || worked < w.cfg.MaxTasks
+		if next, err = w.work(claim, claimNext); err != nil {
+			return err
+		}
+	}
+	if next != nil {
+		// Stopping with a task the last completion claimed: give it back
+		// unworked, the attempt not counted.
+		w.log.Info("stopping; releasing the task the last completion claimed", "task_id", next.task.TaskID)
+		if err := w.releaseClaim(next, w.log.With("task_id", next.task.TaskID)); err != nil {
 			return err
 		}
 	}
@@ -210,13 +232,33 @@ func (w *worker) claim() (*claimed, error) {
 		}
 		return nil, err
 	}
-	if out.Claimed == nil || !*out.Claimed {
+	return claimedFrom(&out, sent)
+}
+
+// claimedFrom is the task a claim's answer out (sent at sent) holds, nil
+// when it claimed none.
+func claimedFrom(out *mcpclient.Result, sent time.Time) (*claimed, error) {
+	if out == nil || out.Claimed == nil || !*out.Claimed {
 		return nil, nil
 	}
 	if out.Task == nil || out.Lease == nil {
 		return nil, fmt.Errorf("claim returned claimed=true without a task and lease; is this a graph-engineering server?")
 	}
 	return &claimed{task: *out.Task, lease: *out.Lease, deps: out.Dependencies, at: sent}, nil
+}
+
+// claimNextArgs is the claim_next of a completion: the claim this worker
+// would make, without a wait (graph_task_complete claims only a task ready
+// now; a null next falls back to a waiting claim).
+func (w *worker) claimNextArgs() map[string]any {
+	next := map[string]any{"lease_ms": w.cfg.Lease.Milliseconds()}
+	if w.cfg.Workflow != "" {
+		next["workflow_id"] = w.cfg.Workflow
+	}
+	if len(w.cfg.Capabilities) > 0 {
+		next["capabilities"] = w.cfg.Capabilities
+	}
+	return next
 }
 
 // upstream returns the results of the claimed task's dependencies by node id,
@@ -258,7 +300,9 @@ type outcome struct {
 
 // work runs the handler on a held task while heartbeating, then completes or
 // fails it — unless the claim was lost, in which case it writes nothing.
-func (w *worker) work(c *claimed) error {
+// With claimNext a completion also claims the next ready task, which work
+// returns (nil when none was ready, or nothing was completed).
+func (w *worker) work(c *claimed, claimNext bool) (*claimed, error) {
 	log := w.log.With("task_id", c.task.TaskID, "workflow", c.task.WorkflowID, "node", c.task.NodeID, "generation", c.lease.Generation)
 	log.Info("claimed task", "attempt", c.task.Attempts, "max_attempts", c.task.MaxAttempts, "lease_until", c.lease.LeaseExpiresAt)
 
@@ -299,14 +343,14 @@ func (w *worker) work(c *claimed) error {
 			select {
 			case err := <-lost:
 				log.Warn("claim lost while the handler finished; result discarded", "err", err)
-				return nil
+				return nil, nil
 			default:
 			}
-			return w.finish(c, o, log)
+			return w.finish(c, o, claimNext, log)
 		case err := <-lost:
 			cancelWork(errLostClaim)
 			log.Warn("claim lost; stopped work on the task and will not write to it", "err", err)
-			return nil
+			return nil, nil
 		case <-stopC:
 			stopC = nil
 			left := w.cfg.Grace - time.Since(w.stopAt())
@@ -321,11 +365,11 @@ func (w *worker) work(c *claimed) error {
 			select {
 			case err := <-lost:
 				log.Warn("claim lost during shutdown; leaving the task alone", "err", err)
-				return nil
+				return nil, nil
 			default:
 			}
 			log.Info("grace period over; releasing the task so another worker can take it (the attempt is not counted)", "grace", w.cfg.Grace)
-			return w.releaseClaim(c, log)
+			return nil, w.releaseClaim(c, log)
 		}
 	}
 }
@@ -373,32 +417,77 @@ func (w *worker) heartbeat(ctx context.Context, c *claimed, log *slog.Logger, lo
 	}
 }
 
-// finish completes or fails the task with the handler's outcome.
-func (w *worker) finish(c *claimed, o outcome, log *slog.Logger) error {
+// finish completes or fails the task with the handler's outcome. With
+// claimNext, and unless a stop was asked for, the completion claims the next
+// ready task in the same call (claim_next), which finish returns.
+func (w *worker) finish(c *claimed, o outcome, claimNext bool, log *slog.Logger) (*claimed, error) {
 	if o.err != nil {
-		return w.fail(c, o.err.Error(), IsRetryable(o.err), log)
+		return nil, w.fail(c, o.err.Error(), IsRetryable(o.err), log)
 	}
 	result, err := json.Marshal(o.result)
 	if err != nil {
-		return w.fail(c, fmt.Sprintf("the handler's result is not JSON: %v", err), false, log)
+		return nil, w.fail(c, fmt.Sprintf("the handler's result is not JSON: %v", err), false, log)
 	}
 	args := c.holderArgs()
 	args["result"] = json.RawMessage(result)
 	c.report.latest().addTo(args)
+	if claimNext && !w.stopping() {
+		next, done, err := w.completeAndClaim(args, log)
+		if done {
+			return next, err
+		}
+		// The answer may have been lost: complete alone, with a request
+		// id, as below. A completion that was applied is then refused as
+		// already finished (its result is stored), and a task it claimed
+		// waits out its lease for another worker.
+	}
 	err = w.holderWrite(mcpclient.ToolComplete, args)
 	var te *mcpclient.ToolError
 	switch {
 	case err == nil:
 		log.Info("completed task")
-		return nil
+		return nil, nil
 	case mcpclient.IsStaleClaim(err):
 		log.Warn("claim lost before completion; result discarded", "err", err)
-		return nil
+		return nil, nil
 	case errors.As(err, &te):
 		// The server refused this result (too large, say): record why.
-		return w.fail(c, "the server refused the result: "+te.Text, false, log)
+		return nil, w.fail(c, "the server refused the result: "+te.Text, false, log)
 	}
-	return err
+	return nil, err
+}
+
+// completeAndClaim sends graph_task_complete with args and claim_next,
+// once and without a request id (the server refuses the two together). done
+// is false when the answer may have been lost (a one-off fault, an unknown
+// outcome, a timeout) or the server refused the result: the caller then
+// completes as it would without claim_next.
+func (w *worker) completeAndClaim(args map[string]any, log *slog.Logger) (next *claimed, done bool, err error) {
+	withNext := maps.Clone(args)
+	withNext["claim_next"] = w.claimNextArgs()
+	sent := time.Now()
+	var out mcpclient.Result
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(w.stop), w.cfg.CallTimeout)
+	err = mcpclient.CallTool(ctx, w.cs, mcpclient.ToolComplete, withNext, &out)
+	cancel()
+	var te *mcpclient.ToolError
+	switch {
+	case err == nil:
+		if n := out.Next; n != nil {
+			next, err = claimedFrom(&mcpclient.Result{Task: n.Task, Claimed: n.Claimed, Lease: n.Lease, Dependencies: n.Dependencies}, sent)
+		}
+		log.Info("completed task", "claimed_next", next != nil)
+		return next, true, err
+	case mcpclient.IsStaleClaim(err):
+		log.Warn("claim lost before completion; result discarded", "err", err)
+		return nil, true, nil
+	case errors.As(err, &te) && !te.RetryWithRequestID():
+		// A refusal (the result, say): completing alone says the same and
+		// records it.
+		return nil, false, nil
+	}
+	log.Warn("completion with claim_next not acknowledged; completing again with a request id", "err", err)
+	return nil, false, nil
 }
 
 // maxErrorBytes is the server's bound on a failure message.

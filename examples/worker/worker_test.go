@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,6 +17,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/graph-engineering/graph-engineering-mcp/examples/internal/e2e"
+	"github.com/graph-engineering/graph-engineering-mcp/examples/internal/mcpclient"
 )
 
 func TestMain(m *testing.M) {
@@ -432,5 +434,61 @@ func TestReportSlot(t *testing.T) {
 	(&Progress{Done: 3}).addTo(args)
 	if _, ok := args["progress"].(map[string]any)["total"]; ok || args["status_message"] != nil {
 		t.Errorf("an unknown total or empty message is sent: %v", args)
+	}
+}
+
+// Run drains a workflow completing each task with claim_next: every task
+// is worked once and completed, a completion claims the next ready task in
+// the same call (no claim of its own), and when nothing is ready the worker
+// falls back to a waiting claim (here the chain's dependent, which the
+// completion of its dependency made ready).
+func TestRunDrainsWithClaimNext(t *testing.T) {
+	bins := e2e.Build(t)
+	db := filepath.Join(t.TempDir(), "tasks.db")
+	ids := map[string]string{}
+	for _, n := range []string{"a", "b", "c"} {
+		ids[n] = bins.CreateTask(t, db, "drain", n, map[string]any{"n": n})
+	}
+	cs := connect(t, bins, db)
+	if _, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "graph_task_create",
+		Arguments: map[string]any{"workflow_id": "drain", "node_id": "d", "depends_on": []string{"c"}}}); err != nil {
+		t.Fatal(err)
+	}
+	var logs bytes.Buffer
+	var mu sync.Mutex
+	var worked []string
+	handler := func(ctx context.Context, task Task) (any, error) {
+		mu.Lock()
+		worked = append(worked, task.NodeID)
+		mu.Unlock()
+		return map[string]string{"node": task.NodeID}, nil
+	}
+	log := slog.New(slog.NewTextHandler(mcpclient.LockedWriter(&logs), nil))
+	err := Run(context.Background(), cs, Config{Owner: "drainer-1", Workflow: "drain", Lease: 5 * time.Second, Wait: 2 * time.Second, MaxTasks: 4, Handler: handler, Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(worked, ","); got != "a,b,c,d" {
+		t.Fatalf("worked %s, want a,b,c,d once each", got)
+	}
+	for n, id := range bins.WorkflowTasks(t, db, "drain") {
+		if s := bins.TasksShow(t, db, id); s.Task.State != "completed" {
+			t.Errorf("task %s is %s, want completed", n, s.Task.State)
+		}
+	}
+	// a's completion claimed b, b's claimed c; c's found nothing ready (d
+	// became ready by that very completion) and d was claimed with a wait;
+	// d is the last task (MaxTasks), completed without claim_next.
+	out := logs.String()
+	if n := strings.Count(out, "claimed_next=true"); n != 2 {
+		t.Errorf("%d completions claimed the next task, want 2 (a→b, b→c):\n%s", n, out)
+	}
+	if n := strings.Count(out, "claimed_next=false"); n != 1 {
+		t.Errorf("%d completions with claim_next found nothing, want 1 (c):\n%s", n, out)
+	}
+	for _, n := range []string{"a", "b"} {
+		if s := bins.TasksShow(t, db, ids[n]); kinds(s) != "create,claim,complete" {
+			t.Errorf("%s's history %s, want create,claim,complete", n, kinds(s))
+		}
 	}
 }

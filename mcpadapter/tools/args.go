@@ -32,11 +32,12 @@ const (
 	kindObject // payload
 	kindAny    // result
 	kindIdentifierList
-	kindTagList  // requires, capabilities: at most max tags of taskgraph.TagPattern
-	kindTime     // not_before: an RFC 3339 timestamp
-	kindText     // status_message: short free text
-	kindProgress // progress: {done, total}
-	kindUsage    // usage: {input_tokens, output_tokens, cost_usd}
+	kindTagList   // requires, capabilities: at most max tags of taskgraph.TagPattern
+	kindTime      // not_before: an RFC 3339 timestamp
+	kindText      // status_message: short free text
+	kindProgress  // progress: {done, total}
+	kindUsage     // usage: {input_tokens, output_tokens, cost_usd}
+	kindClaimNext // claim_next: {workflow_id, capabilities, lease_ms} (claimNextFields)
 )
 
 var tagRE = regexp.MustCompile(taskgraph.TagPattern)
@@ -100,6 +101,10 @@ func (f field) schema() map[string]any {
 		for k, v := range usageSchema() {
 			s[k] = v
 		}
+	case kindClaimNext:
+		for k, v := range inputSchema(claimNextFields) {
+			s[k] = v
+		}
 	}
 	return s
 }
@@ -128,6 +133,9 @@ type args struct {
 	// progress and usage: a report's objects, nil when not given.
 	progress *taskgraph.Progress
 	usage    *taskgraph.Usage
+	// next: graph_task_complete's claim_next, decoded against
+	// claimNextFields; nil when not given.
+	next *args
 }
 
 func (a *args) has(name string) bool { _, ok := a.raw[name]; return ok }
@@ -325,6 +333,28 @@ func (a *args) check(f field, v json.RawMessage) error {
 		a.lst[f.name] = list
 	case kindText, kindProgress, kindUsage:
 		return a.checkReportArg(f, v)
+	case kindClaimNext:
+		next, err := decodeArgs(v, claimNextFields)
+		if errors.Is(err, errArgsNotObject) {
+			return fieldErrorf(f.name, "%s must be a JSON object with optional workflow_id, capabilities and lease_ms", f.name)
+		}
+		if err != nil {
+			// Name the inner argument by its path, in the text and the
+			// detail alike (claim_next.lease_ms).
+			var ae *argError
+			if errors.As(err, &ae) {
+				inner, msg := f.name, f.name+": "+ae.msg
+				if ae.field != "" {
+					inner = f.name + "." + ae.field
+					if strings.HasPrefix(ae.msg, ae.field+" ") {
+						msg = f.name + "." + ae.msg
+					}
+				}
+				return &argError{field: inner, msg: msg}
+			}
+			return err
+		}
+		a.next = next
 	case kindTime:
 		var s string
 		if err := json.Unmarshal(v, &s); err != nil || len(s) > maxTimeLen {

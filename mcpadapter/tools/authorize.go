@@ -32,6 +32,12 @@ func (s *Surface) authorize(ctx context.Context, p *principal.Principal, tool st
 		return principal.Forbidden("owners", "principal %q may not work as owner %q; its owners scope is: %s",
 			p.Name, input.Clip(owner), strings.Join(p.OwnerPatterns(), ", "))
 	}
+	if a.next != nil {
+		// claim_next claims as graph_task_claim does without task_id.
+		if err := claimNextAllowed(p, a.next, "pass claim_next.workflow_id"); err != nil {
+			return err
+		}
+	}
 	switch tool {
 	case manifest.ToolCreate:
 		if w := a.str["workflow_id"]; !p.WorkflowAllowed(w) {
@@ -42,17 +48,7 @@ func (s *Surface) authorize(ctx context.Context, p *principal.Principal, tool st
 		if id := a.str["task_id"]; a.has("task_id") {
 			return s.visibleTask(ctx, p, id)
 		}
-		if a.has("workflow_id") {
-			if w := a.str["workflow_id"]; !p.WorkflowAllowed(w) {
-				return workflowScopeError(p, w)
-			}
-			return nil
-		}
-		if !p.AllWorkflows() {
-			return principal.Forbidden("workflows", "principal %q may claim only within its workflows (%s): pass workflow_id or task_id",
-				p.Name, strings.Join(p.Workflows, ", "))
-		}
-		return nil
+		return claimNextAllowed(p, a, "pass workflow_id or task_id")
 	case manifest.ToolInspect:
 		if err := inspectForm(a); err != nil {
 			return err // before any read: says nothing about the task
@@ -70,6 +66,23 @@ func (s *Surface) authorize(ctx context.Context, p *principal.Principal, tool st
 		}
 	}
 	return s.visibleTask(ctx, p, a.str["task_id"])
+}
+
+// claimNextAllowed checks a claim-next's workflow_id (in a) against p's
+// workflows: one outside them, or none while p has not every workflow, is
+// forbidden, the error ending with fix.
+func claimNextAllowed(p *principal.Principal, a *args, fix string) error {
+	if a.has("workflow_id") {
+		if w := a.str["workflow_id"]; !p.WorkflowAllowed(w) {
+			return workflowScopeError(p, w)
+		}
+		return nil
+	}
+	if !p.AllWorkflows() {
+		return principal.Forbidden("workflows", "principal %q may claim only within its workflows (%s): %s",
+			p.Name, strings.Join(p.Workflows, ", "), fix)
+	}
+	return nil
 }
 
 func workflowScopeError(p *principal.Principal, workflowID string) error {

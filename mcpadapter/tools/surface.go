@@ -267,6 +267,18 @@ func (s *Surface) toolResult(c Caller, tool string, out *toolOutput, observe boo
 		return nil, s.internal(tool, err)
 	}
 	out.Receipt = rec
+	if n := out.next; n != nil {
+		// The next claim's answer carries its own receipt, as
+		// graph_task_claim's would.
+		nrec, err := manifest.NewReceipt(s.manifestFor(c).SHA256(), manifest.Operation(manifest.ToolClaim), n.Task.TaskID, n.Task.Generation)
+		if err != nil {
+			return nil, s.internal(tool, err)
+		}
+		n.Receipt = nrec
+		if out.Next, err = json.Marshal(n); err != nil {
+			return nil, s.internal(tool, err)
+		}
+	}
 	var v any = out
 	if out.Workflow != nil {
 		v = outlineOutput{Workflow: out.Workflow, Receipt: rec}

@@ -2,6 +2,7 @@ package tools
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -25,9 +26,17 @@ type toolOutput struct {
 	Dependencies *[]depJSON       `json:"dependencies,omitempty"`
 	Hint         string           `json:"hint,omitempty"`
 	Receipt      manifest.Receipt `json:"receipt"`
+	// ClaimedNext and Next: graph_task_complete with claim_next only.
+	// Next is the claim's answer, as graph_task_claim gives it, or null;
+	// toolResult renders it from next, whose receipt it adds.
+	ClaimedNext *bool           `json:"claimed_next,omitempty"`
+	Next        json.RawMessage `json:"next,omitempty"`
 	// Workflow: graph_task_inspect's outline form only, which then has no
 	// task (see outlineOutput).
 	Workflow *outlineJSON `json:"-"`
+	// next is the next claim's answer (its Next), nil when nothing was
+	// claimed.
+	next *toolOutput
 }
 
 // toolDef describes one model tool: its arguments, annotations, output and
@@ -43,11 +52,20 @@ type toolDef struct {
 func boolPtr(b bool) *bool { return &b }
 
 var (
-	fTaskID      = field{name: "task_id", kind: kindTaskID, required: true, desc: "the task id returned by graph_task_create or graph_task_claim"}
-	fOwner       = field{name: "owner", kind: kindIdentifier, required: true, desc: "who works on the task: the owner returned by graph_task_claim (" + taskgraph.IdentifierPattern + ")"}
-	fGeneration  = field{name: "generation", kind: kindInt, required: true, min: 1, max: input.MaxSafeInteger, desc: "the fencing generation returned by graph_task_claim"}
-	fClaimToken  = field{name: "claim_token", kind: kindToken, required: true, desc: "the secret claim_token returned by graph_task_claim"}
-	fLeaseMS     = field{name: "lease_ms", kind: kindInt, min: leaseMinMS, max: leaseMaxMS, desc: fmt.Sprintf("lease length in milliseconds (default %d)", lease.DefaultDuration.Milliseconds())}
+	fTaskID     = field{name: "task_id", kind: kindTaskID, required: true, desc: "the task id returned by graph_task_create or graph_task_claim"}
+	fOwner      = field{name: "owner", kind: kindIdentifier, required: true, desc: "who works on the task: the owner returned by graph_task_claim (" + taskgraph.IdentifierPattern + ")"}
+	fGeneration = field{name: "generation", kind: kindInt, required: true, min: 1, max: input.MaxSafeInteger, desc: "the fencing generation returned by graph_task_claim"}
+	fClaimToken = field{name: "claim_token", kind: kindToken, required: true, desc: "the secret claim_token returned by graph_task_claim"}
+	fLeaseMS    = field{name: "lease_ms", kind: kindInt, min: leaseMinMS, max: leaseMaxMS, desc: fmt.Sprintf("lease length in milliseconds (default %d)", lease.DefaultDuration.Milliseconds())}
+	fCaps       = field{name: "capabilities", kind: kindTagList, max: taskgraph.MaxCapabilities, desc: fmt.Sprintf("what this worker can do: at most %d tags, each %s; a task is given only if every tag of its requires is among them (default none: only tasks that require nothing)", taskgraph.MaxCapabilities, taskgraph.TagPattern)}
+	// claimNextFields are the fields of graph_task_complete's claim_next:
+	// graph_task_claim's, with the same kinds and bounds.
+	claimNextFields = []field{
+		{name: "workflow_id", kind: kindIdentifier, desc: "claim only within this workflow"},
+		fCaps,
+		fLeaseMS,
+	}
+	fClaimNext   = field{name: "claim_next", kind: kindClaimNext, desc: "optional: once the completion is accepted, claim your next ready task in the same call, as graph_task_claim without task_id and wait_ms would (owner is yours); the answer's next is that claim, or null with claimed_next false when none was ready. Not with request_id"}
 	holderFields = []field{fTaskID, fOwner, fGeneration, fClaimToken}
 	fRequestID   = field{name: "request_id", kind: kindIdentifier, desc: "optional: your id for this call (a new UUID per call, " + taskgraph.IdentifierPattern + "); repeat the call with the same request_id to retry it after an error that says it may have been applied: the server answers a call it already applied as it did then, and never applies it twice (kept for 24 hours)"}
 )
@@ -80,29 +98,28 @@ func toolDefs() []toolDef {
 				{name: "task_id", kind: kindTaskID, desc: "claim this task; omit to claim the next ready task (highest priority, then oldest)"},
 				{name: "workflow_id", kind: kindIdentifier, desc: "claim only within this workflow (without task_id)"},
 				{name: "wait_ms", kind: kindInt, min: 0, max: waitMaxMS, desc: "how long claim-next may wait for a task to become ready, in milliseconds (default 0)"},
-				{name: "capabilities", kind: kindTagList, max: taskgraph.MaxCapabilities, desc: fmt.Sprintf("what this worker can do: at most %d tags, each %s; a task is given only if every tag of its requires is among them (default none: only tasks that require nothing)", taskgraph.MaxCapabilities, taskgraph.TagPattern)},
+				fCaps,
 			}...),
 			annotations: &mcp.ToolAnnotations{Title: "Claim a ready task", DestructiveHint: boolPtr(false), OpenWorldHint: boolPtr(false)},
 			extraOutput: map[string]any{
 				"claimed":      map[string]any{"type": "boolean"},
 				"dependencies": depsSchema(),
 				"hint":         map[string]any{"type": "string"},
-				"lease": map[string]any{"type": "object", "additionalProperties": false,
-					"required": []string{"claim_token", "generation", "lease_expires_at", "owner"},
-					"properties": map[string]any{
-						"owner":            map[string]any{"type": "string"},
-						"generation":       map[string]any{"type": "integer", "minimum": 1},
-						"claim_token":      map[string]any{"type": "string"},
-						"lease_expires_at": map[string]any{"type": "string", "format": "date-time"},
-					}},
+				"lease":        leaseSchema(),
 			},
 			required: []string{"claimed", "task"},
 		},
 		{
 			name: manifest.ToolComplete, title: "Complete a claimed task",
-			desc:        "Finish the task you hold with its result (any JSON value, at most 256 KiB). Tasks that depend on it become ready when all their dependencies are complete. Rejected if your claim is no longer live." + reportNote,
-			fields:      withRequestID(withReport(append(append([]field{}, holderFields...), field{name: "result", kind: kindAny, required: true, desc: "the task's result: any JSON value"})...)...),
+			desc:        "Finish the task you hold with its result (any JSON value, at most 256 KiB). Tasks that depend on it become ready when all their dependencies are complete. Rejected if your claim is no longer live." + reportNote + " With claim_next it also claims your next ready task in the same call (next, or null: then claim with wait_ms).",
+			fields:      withRequestID(withReport(append(append([]field{}, holderFields...), field{name: "result", kind: kindAny, required: true, desc: "the task's result: any JSON value"}, fClaimNext)...)...),
 			annotations: &mcp.ToolAnnotations{Title: "Complete a claimed task", DestructiveHint: boolPtr(false), OpenWorldHint: boolPtr(false)},
+			// claimed_next, next and hint: with claim_next only.
+			extraOutput: map[string]any{
+				"claimed_next": map[string]any{"type": "boolean", "description": "with claim_next: whether the next task was claimed"},
+				"next":         map[string]any{"description": "with claim_next: the claim, as graph_task_claim answers it, or null when no task was ready", "anyOf": []any{nextSchema(), map[string]any{"type": "null"}}},
+				"hint":         map[string]any{"type": "string"},
+			},
 		},
 		{
 			name: manifest.ToolCreate, title: "Create a task",
@@ -177,6 +194,9 @@ func (s *Surface) run(ctx context.Context, tool string, a *args) (*toolOutput, e
 		t, err := s.store.Heartbeat(ctx, holderOf(a), time.Duration(a.num["lease_ms"])*time.Millisecond)
 		return taskOutput(t), err
 	case manifest.ToolComplete:
+		if a.next != nil {
+			return s.completeAndClaim(ctx, a)
+		}
 		t, err := s.store.Complete(ctx, holderOf(a), a.raw["result"])
 		return taskOutput(t), err
 	case manifest.ToolFail:
@@ -258,26 +278,94 @@ func (s *Surface) claim(ctx context.Context, a *args) (*toolOutput, error) {
 		return nil, err
 	}
 	if !ok {
-		if c.Draining {
-			return &toolOutput{Claimed: boolPtr(false), Hint: ShuttingDownHint}, nil
-		}
-		if c.Paused != nil {
-			// An operator paused claiming: say so, and that waiting is the fix.
-			return &toolOutput{Claimed: boolPtr(false), Hint: "no task was claimed: " + c.Paused.String()}, nil
-		}
-		out := &toolOutput{Claimed: boolPtr(false)}
-		// A typo in workflow_id would otherwise look like an empty
-		// workflow forever. Asked after the wait, so a workflow created
-		// meanwhile is not called unknown; not an error, since a worker may
-		// start before its workflow is created.
-		if req.WorkflowID != "" {
-			if _, err := s.store.WorkflowSummary(ctx, req.WorkflowID); errors.Is(err, taskgraph.ErrNotFound) {
-				out.Hint = fmt.Sprintf(UnknownWorkflowHint, req.WorkflowID)
-			}
-		}
-		return out, nil
+		return &toolOutput{Claimed: boolPtr(false), Hint: s.noClaimHint(ctx, c, req.WorkflowID)}, nil
 	}
-	return &toolOutput{Task: renderTask(c.Task), Claimed: boolPtr(true), Lease: renderLease(c.Lease), Dependencies: renderDeps(c.Dependencies)}, nil
+	return claimedOutput(c), nil
+}
+
+// claimedOutput is graph_task_claim's answer to a claim that claimed c.
+func claimedOutput(c taskgraph.Claimed) *toolOutput {
+	return &toolOutput{Task: renderTask(c.Task), Claimed: boolPtr(true), Lease: renderLease(c.Lease), Dependencies: renderDeps(c.Dependencies)}
+}
+
+// noClaimHint is the hint of a claim-next within workflowID ("": any) that
+// found nothing (c): the pause that stopped it, or that no such workflow
+// exists, or "" when it simply found no ready task.
+func (s *Surface) noClaimHint(ctx context.Context, c taskgraph.Claimed, workflowID string) string {
+	if c.Draining {
+		return ShuttingDownHint
+	}
+	if c.Paused != nil {
+		// An operator paused claiming: say so, and that waiting is the fix.
+		return "no task was claimed: " + c.Paused.String()
+	}
+	// A typo in workflow_id would otherwise look like an empty
+	// workflow forever. Asked after the wait, so a workflow created
+	// meanwhile is not called unknown; not an error, since a worker may
+	// start before its workflow is created.
+	if workflowID != "" {
+		if _, err := s.store.WorkflowSummary(ctx, workflowID); errors.Is(err, taskgraph.ErrNotFound) {
+			return fmt.Sprintf(UnknownWorkflowHint, workflowID)
+		}
+	}
+	return ""
+}
+
+// claimNextRequestIDRule refuses graph_task_complete with both claim_next
+// and request_id: the store keeps no answer of a completion that claims
+// (taskgraph.Store.CompleteAndClaim), so such a call could not be retried
+// safely.
+const claimNextRequestIDRule = "claim_next and request_id cannot be combined: a completion that also claims is not kept for retries. Either complete with request_id and then call graph_task_claim, or complete with claim_next and no request_id; nothing was written"
+
+// completeAndClaim runs graph_task_complete with claim_next: the
+// completion and, only if it was accepted, a claim-next that does not wait,
+// in one transaction (taskgraph.Store.CompleteAndClaim).
+func (s *Surface) completeAndClaim(ctx context.Context, a *args) (*toolOutput, error) {
+	if a.has("request_id") {
+		return nil, fieldErrorf("request_id", claimNextRequestIDRule)
+	}
+	n := a.next
+	req := taskgraph.ClaimRequest{Owner: a.str["owner"], WorkflowID: n.str["workflow_id"],
+		Lease: time.Duration(n.num["lease_ms"]) * time.Millisecond, Capabilities: n.lst["capabilities"]}
+	t, c, ok, err := s.store.CompleteAndClaim(ctx, holderOf(a), a.raw["result"], req)
+	if err != nil {
+		return nil, err
+	}
+	out := taskOutput(t)
+	out.ClaimedNext = boolPtr(ok)
+	if ok {
+		out.next = claimedOutput(c)
+	} else {
+		out.Next = json.RawMessage("null")
+		out.Hint = s.noClaimHint(ctx, c, req.WorkflowID)
+	}
+	return out, nil
+}
+
+// leaseSchema is the output schema of a claim's lease.
+func leaseSchema() map[string]any {
+	return map[string]any{"type": "object", "additionalProperties": false,
+		"required": []string{"claim_token", "generation", "lease_expires_at", "owner"},
+		"properties": map[string]any{
+			"owner":            map[string]any{"type": "string"},
+			"generation":       map[string]any{"type": "integer", "minimum": 1},
+			"claim_token":      map[string]any{"type": "string"},
+			"lease_expires_at": map[string]any{"type": "string", "format": "date-time"},
+		}}
+}
+
+// nextSchema is the output schema of graph_task_complete's next: the
+// answer of a graph_task_claim that claimed.
+func nextSchema() map[string]any {
+	return map[string]any{"type": "object", "additionalProperties": false,
+		"required": []string{"claimed", "dependencies", "lease", "receipt", "task"},
+		"properties": map[string]any{
+			"task":         taskSchema(),
+			"claimed":      map[string]any{"type": "boolean"},
+			"lease":        leaseSchema(),
+			"dependencies": depsSchema(),
+			"receipt":      receiptSchema(),
+		}}
 }
 
 // outputSchema renders a tool's output schema.

@@ -400,6 +400,21 @@ type Result struct {
 	Lease   *Lease `json:"lease,omitempty"`
 	// Dependencies: graph_task_inspect, and graph_task_claim when it claimed.
 	Dependencies []Dependency `json:"dependencies,omitempty"`
+	// ClaimedNext and Next: graph_task_complete with claim_next. Next is
+	// the claim's answer as graph_task_claim gives it, nil when nothing
+	// was claimable.
+	ClaimedNext *bool      `json:"claimed_next,omitempty"`
+	Next        *NextClaim `json:"next,omitempty"`
+}
+
+// NextClaim is the next of graph_task_complete with claim_next: the answer
+// of the claim it made (a type of its own: Result cannot hold itself, as
+// the SDK derives schemas from these types).
+type NextClaim struct {
+	Task         *Task        `json:"task"`
+	Claimed      *bool        `json:"claimed,omitempty"`
+	Lease        *Lease       `json:"lease,omitempty"`
+	Dependencies []Dependency `json:"dependencies,omitempty"`
 }
 
 // LockedWriter returns w made safe for concurrent writers: a program's own
