@@ -18,8 +18,9 @@
 // exchanges the code with the verifier; a new connection then calls
 // graph_task_create in WORKFLOW, which must succeed, and in another
 // workflow, which the auth file's rule for ACCOUNT's subject must refuse,
-// as it must refuse graph_task_claim (the rule caps the roles at submit
-// and observe, whatever scopes the token carries).
+// as it must refuse graph_task_claim with a tool error and no step-up
+// authorization (the rule caps the roles at submit and observe, whatever
+// scopes the token carries).
 // It checks that the access token is a JWT for this resource whose subject
 // is ACCOUNT. Exit status 0 on success, 1 with a FAIL line otherwise.
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -144,9 +145,9 @@ if (created.isError || created.structuredContent?.task?.state !== 'pending') {
 const elsewhere = await authed.callTool({ name: 'graph_task_create', arguments: { workflow_id: 'not-granted', node_id: 'a' } });
 if (!elsewhere.isError) fail(`graph_task_create outside the workflows of ${account}'s rule succeeded: ${JSON.stringify(elsewhere)}`);
 // The provider granted every scope the SDK asked for (the metadata's
-// scopes_supported); the rule caps its roles at submit and observe. (The
-// server answers 403 insufficient_scope, so the SDK starts a step-up
-// authorization, which this client does not finish: the call fails.)
+// scopes_supported); the rule caps its roles at submit and observe, so the
+// claim is a tool error, not a 403 insufficient_scope on which the SDK
+// would start a step-up authorization no token could satisfy.
 let claimed;
 try {
   claimed = await authed.callTool({ name: 'graph_task_claim', arguments: { owner: account, workflow_id: workflow } });
@@ -154,5 +155,8 @@ try {
   claimed = { isError: true, error: String(err) };
 }
 if (!claimed.isError) fail(`graph_task_claim succeeded, but ${account}'s rule caps the roles at submit and observe: ${JSON.stringify(claimed)}`);
+if (claimed.error || auth.flows !== 1) {
+  fail(`graph_task_claim, whose role the rule caps, was not a tool error (${JSON.stringify(claimed)}; authorization requests: ${auth.flows})`);
+}
 await authed.close();
 console.log(`PASS the TypeScript SDK's OAuth client meets the 401, finds the provider, gets a code with PKCE (${hops}), exchanges it and creates a task as ${account}'s principal, in its workflows and roles only`);
