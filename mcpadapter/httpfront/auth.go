@@ -229,7 +229,10 @@ func (h *Handler) authenticateToken(r *http.Request, ps *principal.Principals, t
 // access-token principal that lacks every role roles lists (the roles a
 // tool needs, or any role): 403 with error="insufficient_scope" naming the
 // scopes that grant them, so that an OAuth client can ask for them (step-up
-// authorization). It reports whether it refused.
+// authorization). A tool whose roles the token's scopes grant but the auth
+// file's rule caps is not refused here: no token could step up to it, so the
+// tool refuses the call (a tool error), as it does any missing role of an
+// auth-file principal. It reports whether it refused.
 func (h *Handler) tokenInsufficientScope(w http.ResponseWriter, q *mcpRequest) bool {
 	p := q.p
 	if p == nil || !p.FromToken() {
@@ -240,14 +243,14 @@ func (h *Handler) tokenInsufficientScope(w http.ResponseWriter, q *mcpRequest) b
 		return false
 	}
 	roles := principal.AllRoles
-	what := "this server"
+	what, tool := "this server", false
 	if name, _, ok := q.msg.ToolCall(); ok {
 		if rs, known := principal.ToolRoles[name]; known {
-			roles, what = rs, name
+			roles, what, tool = rs, name, true
 		}
 	}
 	for _, role := range roles {
-		if p.HasRole(role) {
+		if p.HasRole(role) || (tool && p.RoleCapped(role)) {
 			return false
 		}
 	}

@@ -40,7 +40,9 @@
 //     that matches no static digest and has a JWT's shape is validated by
 //     package accesstoken and mapped to its principal on every request,
 //     and an access-token principal lacking the role a tool needs gets 403
-//     insufficient_scope naming the scopes that grant it. Without
+//     insufficient_scope naming the scopes that grant it, unless its token
+//     carries such a scope and its auth-file rule's roles take the role
+//     away (no token could step up to it: the tool refuses). Without
 //     authentication the front serves only a loopback listener, and the Host
 //     of every request must then name a loopback host (no DNS rebinding).
 //   - Health: /healthz is liveness (the database answers a read); /readyz

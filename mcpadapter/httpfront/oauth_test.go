@@ -36,6 +36,7 @@ var (
 	clientSubmitter = oidcClient{ID: "submitter-1", Secret: "submitter-1-secret-0123456789", Scope: scopeSubmit + " " + scopeObserve}
 	clientReader    = oidcClient{ID: "reader-1", Secret: "reader-1-secret-0123456789", Scope: scopeObserve}
 	clientStranger  = oidcClient{ID: "stranger", Secret: "stranger-secret-0123456789", Scope: scopeWork}
+	clientCapped    = oidcClient{ID: "capped-1", Secret: "capped-1-secret-0123456789", Scope: scopeSubmit + " " + scopeWork}
 )
 
 // oauthFixture is a server whose auth file trusts a real OpenID provider,
@@ -62,7 +63,7 @@ func (c countingRT) RoundTrip(r *http.Request) (*http.Response, error) {
 func newOAuthFixture(t *testing.T) *oauthFixture {
 	t.Helper()
 	of := &oauthFixture{keys: []jose.JSONWebKey{newSigningKey(t, "key-1")}}
-	of.op = startOIDC(t, []oidcClient{clientWorker, clientSubmitter, clientReader, clientStranger},
+	of.op = startOIDC(t, []oidcClient{clientWorker, clientSubmitter, clientReader, clientStranger, clientCapped},
 		[]string{scopeSubmit, scopeWork, scopeObserve}, of.keys)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -75,7 +76,8 @@ func newOAuthFixture(t *testing.T) *oauthFixture {
 	    "principals": [
 	      {"claim": "client_id", "value": "worker-*", "name_claim": "client_id"},
 	      {"claim": "client_id", "value": "submitter-*", "name_claim": "client_id", "workflows": ["oauth-*"]},
-	      {"claim": "client_id", "value": "reader-1", "name": "reader"}
+	      {"claim": "client_id", "value": "reader-1", "name": "reader"},
+	      {"claim": "client_id", "value": "capped-1", "name": "capped", "roles": ["submit"]}
 	    ]}}`, principal.TokenDigest(tokStatic), of.resource, of.op.issuer, scopeSubmit, scopeWork, scopeObserve)
 	ps, err := principal.ParseAuthFile([]byte(doc))
 	if err != nil {
@@ -234,6 +236,37 @@ func TestOAuthClientCredentialsWorkers(t *testing.T) {
 		if strings.Contains(of.logs.String(), tok) {
 			t.Fatal("a token appears in the server's logs")
 		}
+	}
+}
+
+// A role the token's scopes grant but its rule's roles take away is no
+// step-up: a token with more scopes would not get it, so the call is not
+// refused with 403 insufficient_scope (on which an OAuth client starts a new
+// authorization, in vain) but reaches the tool, which refuses it as a tool
+// error. A role no scope of the token grants still gets the step-up 403.
+func TestOAuthRoleCapIsNotStepUp(t *testing.T) {
+	t.Parallel()
+	of := newOAuthFixture(t)
+	capped := of.op.clientToken(clientCapped, scopeSubmit+" "+scopeWork, of.resource)
+	r := of.post(modernBody(2, "tools/call", map[string]any{"name": manifest.ToolClaim, "arguments": map[string]any{"owner": "capped:a"}}, nil),
+		modernHeaders("tools/call", "Authorization", "Bearer "+capped, "Mcp-Name", manifest.ToolClaim))
+	if r.status != http.StatusOK || len(r.header.Values("WWW-Authenticate")) != 0 {
+		t.Fatalf("capped role: HTTP %d, WWW-Authenticate %q, want 200 and a tool error", r.status, r.header.Values("WWW-Authenticate"))
+	}
+	if body := string(r.body); !strings.Contains(body, `"isError":true`) || !strings.Contains(body, "forbidden") {
+		t.Fatalf("capped role: want a forbidden tool error, got %s", clipBody(r.body))
+	}
+	// The role it keeps works.
+	c := of.client("", capped, nil)
+	if res, out := callTool(t, c, manifest.ToolCreate, map[string]any{"workflow_id": "capped-1", "node_id": "a"}); res.IsError {
+		t.Fatalf("create with the kept role: %v", out)
+	}
+	// Without tasks:work in the token, the same call is a step-up 403.
+	sub := of.op.clientToken(clientCapped, scopeSubmit, of.resource)
+	r = of.post(modernBody(3, "tools/call", map[string]any{"name": manifest.ToolClaim, "arguments": map[string]any{"owner": "capped:a"}}, nil),
+		modernHeaders("tools/call", "Authorization", "Bearer "+sub, "Mcp-Name", manifest.ToolClaim))
+	if ch := challengeOf(t, r); r.status != http.StatusForbidden || ch["error"] != "insufficient_scope" || ch["scope"] != scopeWork {
+		t.Fatalf("claim without tasks:work: HTTP %d %v", r.status, ch)
 	}
 }
 

@@ -295,10 +295,17 @@ func (ps *Principals) TokenPrincipal(claims map[string]any, scopes []string) (*P
 		for _, s := range scopes {
 			roles = append(roles, c.Scopes[s]...)
 		}
+		var capped []string
 		if r.Roles != nil {
-			roles = slices.DeleteFunc(roles, func(x string) bool { return !slices.Contains(r.Roles, x) })
+			roles = slices.DeleteFunc(roles, func(x string) bool {
+				if slices.Contains(r.Roles, x) {
+					return false
+				}
+				capped = append(capped, x)
+				return true
+			})
 		}
-		return &Principal{Name: name, Roles: SortedUnique(roles), Workflows: r.Workflows, Owners: r.Owners, token: true}, nil
+		return &Principal{Name: name, Roles: SortedUnique(roles), Workflows: r.Workflows, Owners: r.Owners, token: true, capped: SortedUnique(capped)}, nil
 	}
 	return nil, Forbidden("token", "the token is valid, but no rule of the auth file's oauth section maps its claims to a principal")
 }
@@ -322,3 +329,8 @@ func claimMatches(v any, pattern string) bool {
 // FromToken reports whether p stands for a validated access token rather
 // than an auth-file principal.
 func (p *Principal) FromToken() bool { return p.token }
+
+// RoleCapped reports whether p's access token carries a scope granting
+// role but the auth-file rule that names p caps its roles without it: a
+// token with more scopes would not get it either.
+func (p *Principal) RoleCapped(role string) bool { return slices.Contains(p.capped, role) }

@@ -80,6 +80,9 @@ type Principal struct {
 	// token marks a principal that a validated access token stands for
 	// (Principals.TokenPrincipal): it is in no table.
 	token bool
+	// capped are the roles the token's scopes grant that its auth-file
+	// rule's roles take away (TokenPrincipal).
+	capped []string
 }
 
 // AuthFile is the JSON document of --auth-file.
