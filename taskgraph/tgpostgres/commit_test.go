@@ -71,8 +71,13 @@ func TestLostCommitIsUnknownOutcome(t *testing.T) {
 			}
 			return nil
 		})
-		if got := <-p.Fired; got != c.cut {
-			t.Fatalf("%s: the proxy cut at %v", c.name, got)
+		select {
+		case got := <-p.Fired:
+			if got != c.cut {
+				t.Fatalf("%s: the proxy cut at %v", c.name, got)
+			}
+		case <-ctx.Done():
+			t.Fatalf("%s: the proxy never cut (Write: %v): %v", c.name, err, ctx.Err())
 		}
 		if !errors.Is(err, c.want) || !errors.Is(err, tgdriver.ErrUnavailable) {
 			t.Errorf("%s: Write: %v, want %v", c.name, err, c.want)

@@ -44,7 +44,12 @@ type CutProxy struct {
 }
 
 // NewCutProxy starts a proxy to the server of rawURL and returns it with
-// the URL that goes through it; it stops when the test ends.
+// the URL that goes through it; it stops when the test ends. The proxy
+// finds a statement by its text, which pgx sends only when it prepares it:
+// with pgx's statement cache, a connection that ran COMMIT once (Open's
+// migration check does) sends only the statement's name afterwards, and a
+// cut armed for it never fires. So the URL asks for describe_exec, which
+// sends the text every time.
 func NewCutProxy(t testing.TB, rawURL string) (*CutProxy, string) {
 	t.Helper()
 	u, err := url.Parse(rawURL)
@@ -59,6 +64,9 @@ func NewCutProxy(t testing.TB, rawURL string) (*CutProxy, string) {
 	t.Cleanup(func() { ln.Close() })
 	go p.serve()
 	u.Host = ln.Addr().String()
+	q := u.Query()
+	q.Set("default_query_exec_mode", "describe_exec")
+	u.RawQuery = q.Encode()
 	return p, u.String()
 }
 
