@@ -3,7 +3,8 @@
 // list the tools, create a two-node workflow, claim-next with wait_ms,
 // heartbeat, complete, and check that the dependent became claimable and
 // that a superseded claim is refused; then the graph data: upstream results,
-// release, capability routing, a retry delay and the workflow outline. Prints one line per check and
+// release, capability routing, a retry delay, the workflow outline and a
+// completion that claims the next task (claim_next). Prints one line per check and
 // "sdk-v1-client: N passed, M failed"; exits 1 on any failure.
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
@@ -64,6 +65,20 @@ try {
   check("a retryable failure waits for its retry_after_ms", failed.task.state === "pending" && typeof failed.task.due_at === "string", JSON.stringify(failed.task));
   const outline = await tool("graph_task_inspect", { workflow_id: wf });
   check("inspect by workflow_id outlines the workflow", outline.workflow?.tasks?.length === 3 && outline.task === undefined, JSON.stringify(outline.workflow?.counts));
+  // A worker's loop in one call: complete with claim_next claims the next
+  // ready task in the same transaction; the SDK checks the answer against
+  // graph_task_complete's outputSchema.
+  const wn = `${wf}-next`;
+  await tool("graph_task_create", { workflow_id: wn, node_id: "n1" });
+  await tool("graph_task_create", { workflow_id: wn, node_id: "n2" });
+  const n1 = await tool("graph_task_claim", { owner: "ts-v1", workflow_id: wn });
+  const hn = { task_id: n1.task.task_id, owner: "ts-v1", generation: n1.lease.generation, claim_token: n1.lease.claim_token };
+  const cn = await tool("graph_task_complete", { ...hn, result: 1, claim_next: { workflow_id: wn, lease_ms: 5000 } });
+  check("complete with claim_next completes and claims the next task", cn.task.state === "completed" && cn.claimed_next === true &&
+    cn.next?.task?.node_id === "n2" && cn.next.lease?.owner === "ts-v1" && typeof cn.next.receipt?.receiptSha256 === "string", JSON.stringify(cn));
+  const hn2 = { task_id: cn.next.task.task_id, owner: "ts-v1", generation: cn.next.lease.generation, claim_token: cn.next.lease.claim_token };
+  const last = await tool("graph_task_complete", { ...hn2, result: 2, claim_next: { workflow_id: wn } });
+  check("claim_next with nothing ready answers claimed_next false", last.task.state === "completed" && last.claimed_next === false && last.next === null, JSON.stringify(last));
 } catch (e) {
   check("the flow ran to the end", false, e?.stack ?? String(e));
 } finally {

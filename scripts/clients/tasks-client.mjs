@@ -3,7 +3,8 @@
 // protocol 2026-07-28) and @modelcontextprotocol/ext-tasks. It creates three
 // tasks through the Tasks session (each returns a task handle), works them
 // with the plain worker tools (claim, complete / fail), cancels the third
-// through the extension, and checks how each settles: a completed one with
+// through the extension, and checks how each settles, then completes a task
+// with claim_next (the next task claimed in the same call): a completed one with
 // graph_task_create's own result (task, created, receipt), as its
 // outputSchema declares. Prints one line per
 // check and "tasks-client: N passed, M failed"; exits 1 on any failure.
@@ -109,6 +110,18 @@ try {
   check("a cancelled task settles cancelled", status3 === "cancelled", status3);
   const late = await client.callTool({ name: "graph_task_complete", arguments: { ...h3, result: 1 } });
   check("the cancelled task's worker is fenced out", late.isError === true, JSON.stringify(late.content));
+
+  // 4. A worker's loop in one call in this era: complete with claim_next
+  // claims the next ready task (the SDK validates the answer against
+  // graph_task_complete's outputSchema).
+  const wn = `ts-${run}-next`;
+  await tool("graph_task_create", { workflow_id: wn, node_id: "n1" });
+  await tool("graph_task_create", { workflow_id: wn, node_id: "n2" });
+  const c1 = await tool("graph_task_claim", { owner: "ts-worker", workflow_id: wn });
+  const hn = { task_id: c1.task.task_id, owner: "ts-worker", generation: c1.lease.generation, claim_token: c1.lease.claim_token };
+  const cn = await tool("graph_task_complete", { ...hn, result: 1, claim_next: { workflow_id: wn } });
+  check("complete with claim_next claims the next task", cn.task.state === "completed" && cn.claimed_next === true &&
+    cn.next?.task?.node_id === "n2" && cn.next.lease?.owner === "ts-worker", JSON.stringify(cn));
 } catch (e) {
   check("the flow ran to the end", false, (e?.stack ?? String(e)) + " " + JSON.stringify(e, Object.getOwnPropertyNames(e ?? {})).slice(0, 3000));
 } finally {
