@@ -41,8 +41,9 @@ type benchConfig struct {
 	// CPUProfile, when set, is the file the measured run's CPU profile goes to.
 	CPUProfile string
 	// Loop is the workers' loop: "combined" (each completion claims the
-	// next task in the same call, Store.CompleteAndClaim) or "separate"
-	// (a claim, then a completion: two calls per task).
+	// next task in the same call: Store.CompleteAndClaim, or over MCP
+	// graph_task_complete with claim_next) or "separate" (a claim, then a
+	// completion: two calls per task).
 	Loop string
 }
 
@@ -382,15 +383,15 @@ func benchAction(c *cli.Context) error {
 	}
 	if cfg.Loop == "" {
 		cfg.Loop = "combined"
-		if cfg.Mode == "http" || cfg.Heartbeat {
+		if cfg.Heartbeat {
 			cfg.Loop = "separate"
 		}
 	}
 	switch {
 	case cfg.Loop != "combined" && cfg.Loop != "separate":
 		return usagef("--loop must be combined or separate (got %q)", cfg.Loop)
-	case cfg.Loop == "combined" && (cfg.Mode == "http" || cfg.Heartbeat):
-		return usagef("--loop combined is for --mode store without --heartbeat: over MCP a worker claims, then completes")
+	case cfg.Loop == "combined" && cfg.Heartbeat:
+		return usagef("--loop combined is for workers that do not --heartbeat: a heartbeat comes between a claim and its completion")
 	case cfg.Tasks < 1 || cfg.Tasks > 10_000_000:
 		return usagef("--tasks must be between 1 and 10000000 (got %d)", cfg.Tasks)
 	case cfg.Workers < 1 || cfg.Workers > 256:
@@ -451,8 +452,8 @@ func init() {
 
 Creates N tasks in a new database (a temporary one unless --database names a
 new file, or a postgres:// URL of an empty database), runs W workers that claim-next, optionally heartbeat, and complete
-(in --mode store each completion claims the next task in the same call
-unless --loop separate), then prints throughput and claim/complete latency percentiles, and checks that
+(each completion claims the next task in the same call, unless --heartbeat
+or --loop separate), then prints throughput and claim/complete latency percentiles, and checks that
 every task was completed exactly once and the history verifies.
 
   --mode store  workers call the store in-process
@@ -476,7 +477,7 @@ Example:
 				&cli.IntFlag{Name: "workflow-size", Value: benchWorkflowSize, Usage: "`N` tasks per workflow (a workflow's writes are one chain: fewer, larger workflows serialise more)"},
 				&cli.IntFlag{Name: "replicas", Value: 1, Usage: "`R` stores on the one database, as R server processes (workers spread over them; --mode store)"},
 				&cli.IntFlag{Name: "pg-max-conns", Value: defaultPGMaxConns, Usage: "PostgreSQL: at most `N` pooled connections per replica"},
-				&cli.StringFlag{Name: "loop", Usage: "the workers' `LOOP`: combined (each completion claims the next task in the same call; the default in --mode store without --heartbeat) or separate (a claim, then a completion)"},
+				&cli.StringFlag{Name: "loop", Usage: "the workers' `LOOP`: combined (each completion claims the next task in the same call: Store.CompleteAndClaim, or graph_task_complete with claim_next over MCP; the default without --heartbeat) or separate (a claim, then a completion)"},
 				&cli.StringFlag{Name: "cpuprofile", Usage: "write a CPU profile of the measured run to `FILE` (go tool pprof FILE)"},
 				jsonFlag(),
 			},

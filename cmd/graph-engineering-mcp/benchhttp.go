@@ -141,4 +141,40 @@ func (c mcpBenchClient) complete(ctx context.Context, h lease.Holder, result jso
 	return err
 }
 
+// completeAndClaim is graph_task_complete with claim_next: a worker's loop
+// in one tool call, as the store's CompleteAndClaim is in one store call.
+func (c mcpBenchClient) completeAndClaim(ctx context.Context, h lease.Holder, result json.RawMessage) (lease.Holder, bool, error) {
+	args := holderArgs(h)
+	args["result"] = result
+	args["claim_next"] = map[string]any{"lease_ms": benchLeaseMs}
+	raw, err := c.call(ctx, manifest.ToolComplete, args, true)
+	if err != nil {
+		return lease.Holder{}, false, err
+	}
+	var out struct {
+		ClaimedNext bool `json:"claimed_next"`
+		Next        *struct {
+			Task *struct {
+				TaskID string `json:"task_id"`
+			} `json:"task"`
+			Lease *struct {
+				Owner      string `json:"owner"`
+				Generation int64  `json:"generation"`
+				ClaimToken string `json:"claim_token"`
+			} `json:"lease"`
+		} `json:"next"`
+	}
+	if err := json.Unmarshal(raw, &out); err != nil {
+		return lease.Holder{}, false, fmt.Errorf("complete result: %w", err)
+	}
+	if !out.ClaimedNext {
+		return lease.Holder{}, false, nil
+	}
+	if out.Next == nil || out.Next.Task == nil || out.Next.Lease == nil {
+		return lease.Holder{}, false, errors.New("complete result: claimed_next without a task and a lease")
+	}
+	n := out.Next
+	return lease.Holder{TaskID: n.Task.TaskID, Owner: n.Lease.Owner, Generation: n.Lease.Generation, Token: n.Lease.ClaimToken}, true, nil
+}
+
 func (c mcpBenchClient) close() error { return c.cs.Close() }

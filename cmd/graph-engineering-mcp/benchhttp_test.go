@@ -22,3 +22,23 @@ func TestBenchHTTPModeVerifiesItself(t *testing.T) {
 		t.Fatalf("bench result: %v", res)
 	}
 }
+
+// Over MCP the combined loop is graph_task_complete with claim_next: every
+// task still completed exactly once, through layers whose dependents the
+// completions make ready (which claim_next does not take: the next claim
+// does).
+func TestBenchHTTPCombinedLoopVerifiesItself(t *testing.T) {
+	t.Parallel()
+	var stdout, stderr bytes.Buffer
+	code := run(context.Background(), []string{"graph-engineering-mcp", "bench", "--mode", "http", "--tasks", "200", "--workers", "4", "--layers", "2", "--sync", "normal", "--json"}, strings.NewReader(""), &stdout, &stderr)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	var res map[string]any
+	if err := json.Unmarshal(stdout.Bytes(), &res); err != nil {
+		t.Fatalf("not JSON: %s", stdout.String())
+	}
+	if res["mode"] != "http" || res["loop"] != "combined" || res["verified_completed_once"] != float64(200) || res["history_verified"] != true {
+		t.Fatalf("bench result: %v", res)
+	}
+}
