@@ -84,8 +84,15 @@ type leaseClock struct {
 	pending  time.Duration // observed, not yet applied
 	inflight time.Duration // applied by the batch in progress, not yet committed
 	aliveMS  int64         // the alive time last committed
-	resumed  bool          // the downtime before Open has been given back
-	final    bool          // Close's last batch: record the alive time whatever its age
+	// ranMS is the latest time a write of this process took as its time
+	// and tried to record as the shared alive time (sharedTouch), whether
+	// or not the touch went through: another transaction of this process
+	// holding the alive row (and committing an earlier time) makes it skip.
+	// This process ran then, so the shared step never gives back time
+	// before it.
+	ranMS   int64
+	resumed bool // the downtime before Open has been given back
+	final   bool // Close's last batch: record the alive time whatever its age
 }
 
 func newLeaseClock(wall lease.Clock, mono lease.Monotonic, log *slog.Logger, shared bool) *leaseClock {
@@ -226,11 +233,40 @@ func (c *leaseClock) sharedStep(w *wtx) error {
 	if err != nil {
 		return fmt.Errorf("read the servers' alive time: %w", err)
 	}
+	// The step's time is taken once it holds the alive row, not when its
+	// transaction began: a step that waited there for another server's
+	// step, across a step of the shared clock, must not measure the clock
+	// step again against the alive time that step recorded.
+	now := c.wall.Now().UTC()
+	w.now, w.nowMS = now, now.UnixMilli()
+	c.mu.Lock()
+	ran := c.ranMS
+	if ran-w.nowMS >= staleMin.Milliseconds() {
+		// From before a backward step of the shared clock (which
+		// another server may have given back already): not a time this
+		// process ran at on the clock as it is now.
+		c.ranMS, ran = 0, 0
+	}
+	c.mu.Unlock()
+	if found && ran > alive {
+		// This process ran later than the recorded alive time says: a
+		// touch of its own skipped while a transaction of its own that
+		// took an earlier time held the row. (A time staleMin or more
+		// ahead of this step's is from before a backward step of the
+		// shared clock, which one step gives back once.)
+		alive = ran
+	}
 	var shift time.Duration
 	if found {
 		if stale := time.Duration(w.nowMS-alive) * time.Millisecond; stale >= staleMin || stale <= -staleMin {
 			shift = stale
 		}
+	}
+	touch := w.nowMS
+	if found && shift == 0 && alive > touch {
+		// Never move a fresher alive time back (this step's time was
+		// taken when its transaction began).
+		touch = alive
 	}
 	if shift != 0 {
 		// One statement moves every live lease; a writer holding one of
@@ -245,15 +281,17 @@ func (c *leaseClock) sharedStep(w *wtx) error {
 			}
 		})
 	}
-	if err := w.tx.TouchAlive(w.ctx, w.nowMS); err != nil {
+	if err := w.tx.TouchAlive(w.ctx, touch); err != nil {
 		return fmt.Errorf("record the servers' alive time: %w", err)
 	}
-	now := w.nowMS
 	w.afterCommit(func() {
 		c.mu.Lock()
 		defer c.mu.Unlock()
 		c.resumed = true
-		c.aliveMS = now
+		c.aliveMS = touch
+		if shift != 0 {
+			c.ranMS = 0 // from before a step of the shared clock
+		}
 	})
 	return nil
 }
@@ -261,19 +299,32 @@ func (c *leaseClock) sharedStep(w *wtx) error {
 // sharedTouch refreshes, with a shared clock, the alive time in passing in
 // w when this process last recorded it at least aliveBatchEvery ago, without
 // waiting for another transaction that holds it, so that the time given back
-// after an absence is measured to within that.
+// after an absence is measured to within that, or to within how long another
+// server's transaction held the row (this process's own skipped touches
+// count through ranMS). The error is always in the holders' favour: a lease
+// gets a little more back, never less.
 func (c *leaseClock) sharedTouch(w *wtx) error {
 	c.mu.Lock()
 	due := w.nowMS-c.aliveMS >= aliveBatchEvery.Milliseconds()
+	// The time recorded is this write's, or the clock's now if that is
+	// earlier: a write that took its time before a backward step of the
+	// shared clock, and touches after a step applied it, must not record
+	// a time ahead of the clock, which the next step would take for
+	// another backward step and give back again (every live lease lost).
+	// Read under c.mu, with ranMS, so that a step's reset of ranMS (at its
+	// commit) is never followed by a time from before that step.
+	now := min(w.nowMS, c.wall.Now().UnixMilli())
+	if due {
+		c.ranMS = max(c.ranMS, now)
+	}
 	c.mu.Unlock()
 	if !due {
 		return nil
 	}
-	touched, err := w.tx.TryTouchAlive(w.ctx, w.nowMS)
+	touched, err := w.tx.TryTouchAlive(w.ctx, now)
 	if err != nil || !touched {
 		return err
 	}
-	now := w.nowMS
 	w.afterCommit(func() {
 		c.mu.Lock()
 		defer c.mu.Unlock()
