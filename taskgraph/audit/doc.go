@@ -5,8 +5,9 @@
 // readers (Store.VerifyHistory, ExportAudit, AuditHead, CheckAnchor,
 // RecentWorkflowHeads, CheckWorkflowAnchor); this package imports no part
 // of taskgraph but the seam (tgdriver), the bounds (limits) and the
-// canonical-JSON encoder (jcs). A store is read through History: its link
-// of what is journaled, its consistent snapshots and its server time.
+// canonical-JSON encoder (jcs); taskgraph's seam_test.go keeps it so. A
+// store is read through History: its link of what is journaled, its
+// consistent snapshots and its server time.
 //
 // # The format
 //

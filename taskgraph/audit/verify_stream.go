@@ -238,21 +238,10 @@ func readWorkflows(ctx context.Context, rd tgdriver.Reads, heads []tgdriver.Work
 		}
 	}
 	for i, h := range heads {
-		b := get(i)
-		err := rd.WorkflowEvents(ctx, h.WorkflowID, func(e tgdriver.EventRow) error {
-			if b.events == nil {
-				b.events = make([]tgdriver.EventRow, 0, verifyBatchRows)
-			}
-			b.events = append(b.events, e)
-			if len(b.events) < verifyBatchRows {
-				return nil
-			}
-			if err := send(b); err != nil {
-				return err
-			}
-			b = get(i)
-			return nil
-		})
+		next := func() *verifyBatch { return get(i) }
+		b, err := batchRows(next(), eventsOf, func(fn func(tgdriver.EventRow) error) error {
+			return rd.WorkflowEvents(ctx, h.WorkflowID, fn)
+		}, next, send)
 		if err != nil {
 			return err
 		}
@@ -260,21 +249,9 @@ func readWorkflows(ctx context.Context, rd tgdriver.Reads, heads []tgdriver.Work
 		if err := send(b); err != nil {
 			return err
 		}
-		b = get(i)
-		err = rd.WorkflowTaskStates(ctx, h.WorkflowID, func(t tgdriver.TaskStateRow) error {
-			if b.tasks == nil {
-				b.tasks = make([]tgdriver.TaskStateRow, 0, verifyBatchRows)
-			}
-			b.tasks = append(b.tasks, t)
-			if len(b.tasks) < verifyBatchRows {
-				return nil
-			}
-			if err := send(b); err != nil {
-				return err
-			}
-			b = get(i)
-			return nil
-		})
+		b, err = batchRows(next(), tasksOf, func(fn func(tgdriver.TaskStateRow) error) error {
+			return rd.WorkflowTaskStates(ctx, h.WorkflowID, fn)
+		}, next, send)
 		if err != nil {
 			return err
 		}
@@ -284,6 +261,32 @@ func readWorkflows(ctx context.Context, rd tgdriver.Reads, heads []tgdriver.Work
 		}
 	}
 	return nil
+}
+
+func eventsOf(b *verifyBatch) *[]tgdriver.EventRow    { return &b.events }
+func tasksOf(b *verifyBatch) *[]tgdriver.TaskStateRow { return &b.tasks }
+
+// batchRows puts the rows stream reads into b's rows (rowsOf), sending
+// each batch that fills up to verifyBatchRows and going on in a new one
+// (next); it returns the last batch, not sent.
+func batchRows[T any](b *verifyBatch, rowsOf func(*verifyBatch) *[]T, stream func(func(T) error) error,
+	next func() *verifyBatch, send func(*verifyBatch) error) (*verifyBatch, error) {
+	err := stream(func(r T) error {
+		rows := rowsOf(b)
+		if *rows == nil {
+			*rows = make([]T, 0, verifyBatchRows)
+		}
+		*rows = append(*rows, r)
+		if len(*rows) < verifyBatchRows {
+			return nil
+		}
+		if err := send(b); err != nil {
+			return err
+		}
+		b = next()
+		return nil
+	})
+	return b, err
 }
 
 // chainChecker checks the batches of one workflow after another.
