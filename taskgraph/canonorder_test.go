@@ -10,9 +10,9 @@ import (
 // The audit trail's key order is RFC 8785's (UTF-16 code units), which
 // differs from byte order only for names with characters beyond U+FFFF.
 // Every name the store has written into a hashed detail, state or content
-// is a fixed ASCII name (audit.go), where the two orders agree: switching
-// the store from byte order to UTF-16 order changed no stored hash, and old
-// histories verify unchanged. This test pins both halves: the names of a
+// is a fixed ASCII name (audit.go, package audit), where the two orders
+// agree: switching the store from byte order to UTF-16 order changed no
+// stored hash, and old histories verify unchanged. This test pins both halves: the names of a
 // history holding every kind of event are ASCII, and it verifies.
 func TestHashedNamesAreASCIISoKeyOrderChangedNoHash(t *testing.T) {
 	t.Parallel()

@@ -73,7 +73,7 @@ func EventHash(e Event) (string, error) {
 // appendEvent records a transition of task r in its workflow's history:
 // the event is recorded, with the others of the transaction and in order,
 // when the transaction ends (flush): linked into the chain there, or
-// journaled and linked right after the commit (see linker).
+// journaled and linked right after the commit (see audit.Linker).
 func (w *wtx) appendEvent(r *row, kind, owner string, generation int64, detail map[string]any) error {
 	var d []byte
 	if len(detail) == 0 {
