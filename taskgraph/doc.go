@@ -249,7 +249,8 @@
 // # Workers' reports
 //
 // A heartbeat, completion or failure may carry the holder's report on its
-// attempt (WithReport, report.go): progress, a short status message and
+// attempt (WithReport, report.go; package workreport holds the report,
+// its bounds and its form in an event): progress, a short status message and
 // the attempt's usage so far, each bounded (CheckReport names the field
 // and the rule). It is stored in the write's own fenced update, never in a
 // statement of its own: a write without one builds exactly the update it
