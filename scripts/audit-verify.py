@@ -260,6 +260,9 @@ def verify(lines, expects, wf_heads=None):
             del live[wf]
             pruned_after[i] = a.get('detail', {}).get('event_count', 0)
             prunes.setdefault(wf, []).append((pruned_after[i], a.get('detail', {}).get('head_hash')))
+        elif kind in ('pause', 'resume'):
+            if wf and wf not in live:
+                raise Broken('%s: %s of workflow %s, which is not live' % (where, kind, wf))
         elif kind != 'hash_v2':
             raise Broken('%s: unknown kind %r' % (where, kind))
     if audit:

@@ -2,28 +2,23 @@ package taskgraph
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"strconv"
+	"time"
 
+	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/audit"
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/jcs"
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/tgdriver"
 )
 
 // Hash format versions of events and of the audit chain (see MCP.md, "Audit
-// trail format").
+// trail format"; package audit owns the format).
 const (
-	// HashV1 is the format of events written before migration 0003:
-	// sha256(prev_hash + "\n" + encoding/json of eight fields).
-	HashV1 = 1
-	// HashV2 is the format of every event written since: sha256 of the RFC
-	// 8785 canonical JSON of an object that also covers the actor, the
-	// digests of the content the event changed and the task state it leaves.
-	HashV2 = 2
+	// HashV1 is the format of events written before migration 0003.
+	HashV1 = audit.HashV1
+	// HashV2 is the format of every event written since.
+	HashV2 = audit.HashV2
 )
 
 // Actor kinds: who caused an event.
@@ -45,16 +40,16 @@ type Actor struct {
 	Principal string
 }
 
-// Audit chain entry kinds (the database-wide chain).
+// Audit chain entry kinds (the database-wide chain; see package audit).
 const (
 	// AuditSwitch is the first entry: the database moved to hash format 2.
-	AuditSwitch = "hash_v2"
+	AuditSwitch = audit.EntrySwitch
 	// AuditAdopt records a workflow that existed at the switch, with its head.
-	AuditAdopt = "adopt"
+	AuditAdopt = audit.EntryAdopt
 	// AuditCreate records a workflow's creation.
-	AuditCreate = "create"
+	AuditCreate = audit.EntryCreate
 	// AuditPrune records a workflow's removal by prune, with its final head.
-	AuditPrune = "prune"
+	AuditPrune = audit.EntryPrune
 )
 
 // actorOf is the actor of w's operation, with the principal of its context.
@@ -73,57 +68,15 @@ func (w *wtx) as(kind, name string) *wtx {
 	return w
 }
 
-// --- canonical JSON (RFC 8785) for the values the store hashes ---
-//
-// One encoder serves the store and the manifest: package taskgraph/jcs. The
-// store builds its values in code (jcs.Append, jcs.AppendString) and checks
-// stored text with jcs.IsCanonical.
-
-// canonicalJSON appends v in RFC 8785 form (jcs.Append). A value the
-// encoder refuses is a bug of the store, never of its input.
+// canonicalJSON appends v in RFC 8785 form (jcs.Append), the one encoder
+// of the store and the manifest. A value the encoder refuses is a bug of
+// the store, never of its input.
 func canonicalJSON(b []byte, v any) ([]byte, error) {
 	out, err := jcs.Append(b, v)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", errInternal, err)
 	}
 	return out, nil
-}
-
-func sha256Of(s string) string {
-	h := sha256.Sum256([]byte(s))
-	return hex.EncodeToString(h[:])
-}
-
-// taskStateJSON is the canonical JSON of the task state an event leaves:
-// state, owner, generation, attempts and the digests of result and error
-// (null when absent). Verify compares it with the stored row.
-func taskStateJSON(state, owner string, generation int64, attempts int, result string, hasResult bool, errText string) []byte {
-	b := make([]byte, 0, 160)
-	b = append(b, `{"attempts":`...)
-	b = strconv.AppendInt(b, int64(attempts), 10)
-	b = append(b, `,"error_sha256":`...)
-	if errText == "" {
-		b = append(b, "null"...)
-	} else {
-		b = append(b, '"')
-		b = append(b, sha256Of(errText)...)
-		b = append(b, '"')
-	}
-	b = append(b, `,"generation":`...)
-	b = strconv.AppendInt(b, generation, 10)
-	b = append(b, `,"owner":`...)
-	b = jcs.AppendString(b, owner)
-	b = append(b, `,"result_sha256":`...)
-	if !hasResult {
-		b = append(b, "null"...)
-	} else {
-		b = append(b, '"')
-		b = append(b, sha256Of(result)...)
-		b = append(b, '"')
-	}
-	b = append(b, `,"state":`...)
-	b = jcs.AppendString(b, state)
-	return append(b, '}')
 }
 
 // contentJSON is the canonical JSON of the digests of the content an event
@@ -147,115 +100,7 @@ func contentJSON(kind string, r *row, detail map[string]any) []byte {
 			key, val = "reason_sha256", reason
 		}
 	}
-	if key == "" {
-		return []byte("{}")
-	}
-	b := make([]byte, 0, 90)
-	b = append(b, '{', '"')
-	b = append(b, key...)
-	b = append(b, `":"`...)
-	b = append(b, sha256Of(val)...)
-	return append(b, '"', '}')
-}
-
-// eventObjectV2 is the canonical JSON that a v2 event's hash covers; detail,
-// state and content must already be canonical.
-func eventObjectV2(e Event, detail, state, content []byte) []byte {
-	return appendEventObjectV2(make([]byte, 0, 320+len(detail)+len(state)+len(content)), e, detail, state, content)
-}
-
-// appendEventObjectV2 appends eventObjectV2 of e to b.
-func appendEventObjectV2[T string | []byte](b []byte, e Event, detail, state, content T) []byte {
-	b = append(b, `{"actor":{"kind":`...)
-	b = jcs.AppendString(b, e.Actor.Kind)
-	b = append(b, `,"name":`...)
-	b = jcs.AppendString(b, e.Actor.Name)
-	b = append(b, `,"principal":`...)
-	b = jcs.AppendString(b, e.Actor.Principal)
-	b = append(b, `},"at_ms":`...)
-	b = strconv.AppendInt(b, e.At.UnixMilli(), 10)
-	b = append(b, `,"content":`...)
-	b = append(b, content...)
-	b = append(b, `,"detail":`...)
-	b = append(b, detail...)
-	b = append(b, `,"generation":`...)
-	b = strconv.AppendInt(b, e.Generation, 10)
-	b = append(b, `,"kind":`...)
-	b = jcs.AppendString(b, e.Kind)
-	b = append(b, `,"owner":`...)
-	b = jcs.AppendString(b, e.Owner)
-	b = append(b, `,"prev_hash":`...)
-	b = jcs.AppendString(b, e.PrevHash)
-	b = append(b, `,"seq":`...)
-	b = strconv.AppendInt(b, e.Seq, 10)
-	b = append(b, `,"state":`...)
-	b = append(b, state...)
-	b = append(b, `,"task_id":`...)
-	b = jcs.AppendString(b, e.TaskID)
-	b = append(b, `,"v":2,"workflow_id":`...)
-	b = jcs.AppendString(b, e.WorkflowID)
-	return append(b, '}')
-}
-
-func hashHex(b []byte) string {
-	h := sha256.Sum256(b)
-	return hex.EncodeToString(h[:])
-}
-
-// eventHashV2 checks that e's detail, state and content are canonical and
-// returns the hash of its v2 object.
-func eventHashV2(e Event) (string, error) {
-	if err := checkCanonicalV2(string(e.Detail), string(e.State), string(e.Content)); err != nil {
-		return "", err
-	}
-	return hashHex(eventObjectV2(e, e.Detail, e.State, e.Content)), nil
-}
-
-// checkCanonicalV2 returns an error matching errNotCanonical unless a v2
-// event's detail, task state and content are canonical JSON.
-func checkCanonicalV2(detail, state, content string) error {
-	parts := [3]string{detail, state, content}
-	for i, name := range [3]string{"detail", "task state", "content"} {
-		ok, err := jcs.IsCanonical(parts[i])
-		if err != nil {
-			return fmt.Errorf("%w: event %s is not canonical JSON: %v", errNotCanonical, name, err)
-		}
-		if !ok {
-			return fmt.Errorf("%w: event %s is not in RFC 8785 canonical form", errNotCanonical, name)
-		}
-	}
-	return nil
-}
-
-// errNotCanonical marks a stored v2 field that is not canonical JSON: the
-// event was edited (the store writes only canonical text).
-var errNotCanonical = errors.New("not canonical")
-
-// auditObject is the canonical JSON that an audit chain entry's hash covers.
-func auditObject(a tgdriver.AuditRow) []byte {
-	b := make([]byte, 0, 200+len(a.Detail))
-	b = append(b, `{"at_ms":`...)
-	b = strconv.AppendInt(b, a.AtMS, 10)
-	b = append(b, `,"detail":`...)
-	b = append(b, a.Detail...)
-	b = append(b, `,"kind":`...)
-	b = jcs.AppendString(b, a.Kind)
-	b = append(b, `,"prev_hash":`...)
-	b = jcs.AppendString(b, a.PrevHash)
-	b = append(b, `,"seq":`...)
-	b = strconv.AppendInt(b, a.Seq, 10)
-	b = append(b, `,"v":2,"workflow_id":`...)
-	b = jcs.AppendString(b, a.WorkflowID)
-	return append(b, '}')
-}
-
-// AuditEntryHash computes the hash of an audit chain entry from its fields
-// and PrevHash (see MCP.md, "Audit trail format").
-func AuditEntryHash(a tgdriver.AuditRow) (string, error) {
-	if ok, _ := jcs.IsCanonical(a.Detail); !ok {
-		return "", fmt.Errorf("%w: audit entry %d detail is not canonical JSON", errNotCanonical, a.Seq)
-	}
-	return hashHex(auditObject(a)), nil
+	return audit.DigestJSON(key, val)
 }
 
 // appendAudit records an entry of the database-wide chain. It locks the
@@ -316,7 +161,9 @@ func (w *wtx) putAudit(count int64, head, kind, workflowID string, detail map[st
 		return "", err
 	}
 	a := tgdriver.AuditRow{Seq: count + 1, Kind: kind, WorkflowID: workflowID, AtMS: w.nowMS, Detail: string(d), PrevHash: head}
-	a.Hash = hashHex(auditObject(a))
+	if a.Hash, err = audit.EntryHash(a); err != nil {
+		return "", fmt.Errorf("%w: %v", errInternal, err)
+	}
 	if err := w.tx.AppendAudit(w.ctx, a); err != nil {
 		if errors.Is(err, tgdriver.ErrChainMoved) {
 			return "", fmt.Errorf("%w: the audit head moved while entry %d was appended: %v", errInternal, a.Seq, err)
@@ -332,61 +179,92 @@ func (s *Store) ensureAudit(ctx context.Context) error {
 	return s.do(ctx, func(w *wtx) error { return w.appendAudit("", "", nil) })
 }
 
-// ExportEvent returns e as one line of `audit export` (canonical JSON, no
-// newline). At HashV2 the line is the hashed object with "hash" added; at
-// HashV1 it holds the hashed fields, the stored detail text as the string
-// "detail_json" (format 1 hashes those exact bytes), "v":1 and "hash".
-func ExportEvent(e Event) ([]byte, error) {
-	m := map[string]any{"at_ms": e.At.UnixMilli(), "generation": e.Generation, "hash": e.Hash, "kind": e.Kind,
-		"owner": e.Owner, "prev_hash": e.PrevHash, "seq": e.Seq, "task_id": e.TaskID, "workflow_id": e.WorkflowID}
-	if e.HashVersion >= HashV2 {
-		// Stored text is written as it is (canonical unless tampered with,
-		// which a verifier then reports).
-		m["v"] = e.HashVersion
-		m["actor"] = map[string]any{"kind": e.Actor.Kind, "name": e.Actor.Name, "principal": e.Actor.Principal}
-		m["detail"], m["state"], m["content"] = e.Detail, e.State, e.Content
-	} else {
-		m["v"] = HashV1
-		m["detail_json"] = string(e.Detail)
+// The history's readers live in package audit; these are the store's
+// doors to them (the store links what is journaled first).
+
+// VerifyReport is the outcome of VerifyHistory (audit.VerifyReport).
+type VerifyReport = audit.VerifyReport
+
+// AuditHead is the database-wide head of the audit trail at a moment.
+type AuditHead = audit.Head
+
+// WorkflowHead is one workflow's chain head at a time.
+type WorkflowHead = audit.WorkflowHead
+
+// Errors of the history's readers (see package audit).
+var (
+	// ErrBrokenChain matches the error of VerifyHistory with a broken report.
+	ErrBrokenChain = audit.ErrBrokenChain
+	// ErrAnchorNotExtended matches the error of CheckAnchor and
+	// CheckWorkflowAnchor when the database does not extend the anchor.
+	ErrAnchorNotExtended = audit.ErrAnchorNotExtended
+)
+
+// Bounds of anchors (see package audit).
+const (
+	// MaxAnchorLine bounds one line of an anchor file.
+	MaxAnchorLine = audit.MaxAnchorLine
+	// MaxAnchorWorkflows bounds the workflow heads RecentWorkflowHeads returns.
+	MaxAnchorWorkflows = audit.MaxAnchorWorkflows
+)
+
+// ParseAuditHead parses a head token or an anchor line (audit.ParseHead).
+func ParseAuditHead(s string) (AuditHead, error) { return audit.ParseHead(s) }
+
+// ParseWorkflowHead parses a workflow head's anchor line.
+func ParseWorkflowHead(s string) (WorkflowHead, error) { return audit.ParseWorkflowHead(s) }
+
+// IsWorkflowHeadLine reports whether an anchor line holds a workflow head.
+func IsWorkflowHeadLine(s string) bool { return audit.IsWorkflowHeadLine(s) }
+
+// history is the store as package audit reads it.
+type history struct{ s *Store }
+
+func (h history) Link(ctx context.Context, workflowID string) error {
+	if workflowID == "" {
+		return h.s.linkAll(ctx)
 	}
-	return canonicalJSON(nil, m)
+	return h.s.linkWorkflow(ctx, workflowID)
 }
 
-// ExportAuditEntry returns a as one line of `audit export`: the hashed
-// object with "hash" added and "chain":"audit" to tell it from events.
-func ExportAuditEntry(a tgdriver.AuditRow) ([]byte, error) {
-	return canonicalJSON(nil, map[string]any{"chain": "audit", "at_ms": a.AtMS, "detail": json.RawMessage(a.Detail), "kind": a.Kind,
-		"prev_hash": a.PrevHash, "seq": a.Seq, "v": HashV2, "workflow_id": a.WorkflowID, "hash": a.Hash})
+func (h history) Snapshot(ctx context.Context, fn func(tgdriver.Reads) error) error {
+	return h.s.drv.Snapshot(ctx, fn)
 }
 
-// ExportAudit writes `audit export` to w from one consistent snapshot: every
-// event of every workflow in chain order (workflows by id), then every entry
-// of the audit chain, one line each (see ExportEvent, ExportAuditEntry).
+func (h history) Now() time.Time { return h.s.clock.Now() }
+
+// VerifyHistory checks the whole audit trail on one consistent snapshot
+// while writers go on (audit.Verify).
+func (s *Store) VerifyHistory(ctx context.Context) (VerifyReport, error) {
+	return audit.Verify(ctx, history{s})
+}
+
+// ExportAudit writes `audit export` to w from one consistent snapshot
+// (audit.Export).
 func (s *Store) ExportAudit(ctx context.Context, w io.Writer) error {
-	if err := s.linkAll(ctx); err != nil {
-		return fmt.Errorf("export the audit trail: %w", err)
-	}
-	return s.drv.Snapshot(ctx, func(rd tgdriver.Reads) error {
-		heads, err := rd.Workflows(ctx)
-		if err != nil {
-			return err
-		}
-		line := func(b []byte, err error) error {
-			if err != nil {
-				return err
-			}
-			if _, err := w.Write(append(b, '\n')); err != nil {
-				return fmt.Errorf("write the export: %w", err)
-			}
-			return nil
-		}
-		for _, h := range heads {
-			if err := rd.WorkflowEvents(ctx, h.WorkflowID, func(er tgdriver.EventRow) error {
-				return line(ExportEvent(toEvent(er)))
-			}); err != nil {
-				return err
-			}
-		}
-		return rd.AuditEntries(ctx, func(a tgdriver.AuditRow) error { return line(ExportAuditEntry(a)) })
-	})
+	return audit.Export(ctx, history{s}, w)
+}
+
+// AuditHead returns the database-wide head now, from one snapshot.
+func (s *Store) AuditHead(ctx context.Context) (AuditHead, error) {
+	return audit.CurrentHead(ctx, history{s})
+}
+
+// CheckAnchor returns nil if the database extends anchored, a head taken
+// earlier, else an error matching ErrAnchorNotExtended (audit.CheckAnchor).
+func (s *Store) CheckAnchor(ctx context.Context, anchored AuditHead) error {
+	return audit.CheckAnchor(ctx, history{s}, anchored)
+}
+
+// RecentWorkflowHeads returns the heads of the workflows changed at or
+// after sinceMS (server time), the most recently changed first, at most
+// MaxAnchorWorkflows, from one snapshot.
+func (s *Store) RecentWorkflowHeads(ctx context.Context, sinceMS int64) ([]WorkflowHead, error) {
+	return audit.RecentWorkflowHeads(ctx, history{s}, sinceMS)
+}
+
+// CheckWorkflowAnchor returns nil if the database extends anchored, else an
+// error matching ErrAnchorNotExtended naming the events the workflow lost.
+func (s *Store) CheckWorkflowAnchor(ctx context.Context, anchored WorkflowHead) error {
+	return audit.CheckWorkflowAnchor(ctx, history{s}, anchored)
 }

@@ -3,19 +3,16 @@ package taskgraph
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"testing"
 	"time"
-
-	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/jcs"
 )
 
 // The audit trail's key order is RFC 8785's (UTF-16 code units), which
 // differs from byte order only for names with characters beyond U+FFFF.
 // Every name the store has written into a hashed detail, state or content
-// is a fixed ASCII name (audit.go), where the two orders agree: switching
-// the store from byte order to UTF-16 order changed no stored hash, and old
-// histories verify unchanged. This test pins both halves: the names of a
+// is a fixed ASCII name (audit.go, package audit), where the two orders
+// agree: switching the store from byte order to UTF-16 order changed no
+// stored hash, and old histories verify unchanged. This test pins both halves: the names of a
 // history holding every kind of event are ASCII, and it verifies.
 func TestHashedNamesAreASCIISoKeyOrderChangedNoHash(t *testing.T) {
 	t.Parallel()
@@ -75,25 +72,5 @@ func TestHashedNamesAreASCIISoKeyOrderChangedNoHash(t *testing.T) {
 		if !kinds[k] {
 			t.Errorf("the history holds no %s event; got %v", k, kinds)
 		}
-	}
-}
-
-// The verifier judges stored text by RFC 8785's order: a detail with names
-// beyond the BMP passes in UTF-16 order and is refused in byte order.
-func TestVerifierUsesUTF16KeyOrder(t *testing.T) {
-	t.Parallel()
-	utf16Order, err := jcs.Append(nil, map[string]any{"\ufb33": 1, "😀": 2})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if want := `{"😀":2,"` + "\ufb33" + `":1}`; string(utf16Order) != want {
-		t.Fatalf("detail = %s, want %s", utf16Order, want)
-	}
-	if err := checkCanonicalV2(string(utf16Order), `{}`, `{}`); err != nil {
-		t.Fatalf("RFC 8785 order refused: %v", err)
-	}
-	byteOrder := `{"` + "\ufb33" + `":1,"😀":2}`
-	if err := checkCanonicalV2(byteOrder, `{}`, `{}`); !errors.Is(err, errNotCanonical) {
-		t.Fatalf("byte order: %v, want errNotCanonical", err)
 	}
 }

@@ -249,7 +249,8 @@
 // # Workers' reports
 //
 // A heartbeat, completion or failure may carry the holder's report on its
-// attempt (WithReport, report.go): progress, a short status message and
+// attempt (WithReport, report.go; package workreport holds the report,
+// its bounds and its form in an event): progress, a short status message and
 // the attempt's usage so far, each bounded (CheckReport names the field
 // and the rule). It is stored in the write's own fenced update, never in a
 // statement of its own: a write without one builds exactly the update it
@@ -271,43 +272,22 @@
 //
 // # History
 //
-// Each workflow's events form a hash chain (see Event) in a versioned hash
-// format (MCP.md, "Audit trail format"): format 2, RFC 8785 canonical JSON,
-// covers each event's actor, the digests of the content it changed and the
-// task state it leaves; events written before migration 0003 keep format 1
-// and keep verifying. Every workflow's creation and prune is an entry of one
-// database-wide audit chain (appendAudit; its head is locked last, after the
-// workflow and task rows), whose first entry records the switch to format 2
-// and adopts the workflows that existed. VerifyHistory checks the audit
-// chain against the stored workflows, every event chain, and every task row
-// against the state its last event left and the columns fixed at creation
-// against its create event's detail, and reports the first broken item.
-// It reads on one snapshot, one goroutine running the queries (per workflow,
-// its events then the audited columns of its tasks) and a second checking
-// the rows in that order, at most a few bounded batches behind: the report
-// is what a sequential walk gives, in memory bounded by one workflow's task
-// trails (TestVerifyFigure and TestVerifyFigurePostgres measure it).
-// Prune removes finished workflows whole and records their final chain head,
-// here and in the audit chain, so the other chains keep verifying. AuditHead
-// and CheckAnchor detect, against a head kept outside the database, a
-// truncation or rollback that leaves every chain consistent.
-//
-// An operation's events are recorded when its transaction ends, in the
-// order they happened. With SQLite they are linked into the chain there.
-// With PostgreSQL (tgdriver.Info.JournalEvents) they are journaled, and
-// the store's linker links them soon after the commit (it gathers the
-// commits of up to 50 ms, or half a linking transaction's worth of events,
-// into one pass), in journal order,
-// which follows the order of commits for events that depend on one another
-// (see tgpostgres, "Events"): no writer of a task waits for the chain head.
-// Every reader of the history (WorkflowEvents, TaskEvents, VerifyHistory,
-// ExportAudit, the anchors, Prune) links what is journaled first.
+// Each workflow's events form a hash chain, and every workflow's creation,
+// prune, pause and resume is an entry of one database-wide audit chain
+// (appendAudit; its head is locked last, after the workflow and task rows).
+// Package audit owns the hash format and the history's readers and linker;
+// this package writes the history and opens the readers' doors
+// (VerifyHistory, ExportAudit, AuditHead, CheckAnchor, RecentWorkflowHeads,
+// CheckWorkflowAnchor, LinkHistory), each linking what is journaled first.
 //
 // Invariants: a v2 event is recorded (linked or journaled) in the same
 // transaction as the task change it describes, with the state the updated
 // row holds, so that a task row and its last event agree whenever a
 // transaction commits; every stored detail, state and content text is
-// canonical JSON.
+// canonical JSON; the events of an operation are recorded when its
+// transaction ends, in the order they happened, linked there (SQLite) or
+// journaled and linked soon after the commit by an audit.Linker
+// (tgdriver.Info.JournalEvents, PostgreSQL).
 //
 // # Principals
 //

@@ -2,18 +2,18 @@ package taskgraph
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
+	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/audit"
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/tgdriver"
 )
 
 // Event kinds recorded in the history.
 const (
-	EventCreate    = "create"
+	EventCreate    = audit.EventCreate
 	EventReady     = "ready"
 	EventClaim     = "claim"
 	EventHeartbeat = "heartbeat"
@@ -63,45 +63,17 @@ type Event struct {
 	Content json.RawMessage
 }
 
-// canonicalEvent fixes the hashed encoding of HashV1; fields are in key order.
-type canonicalEvent struct {
-	AtMS       int64           `json:"at_ms"`
-	Detail     json.RawMessage `json:"detail"`
-	Generation int64           `json:"generation"`
-	Kind       string          `json:"kind"`
-	Owner      string          `json:"owner"`
-	Seq        int64           `json:"seq"`
-	TaskID     string          `json:"task_id"`
-	WorkflowID string          `json:"workflow_id"`
-}
-
 // EventHash computes the chain hash of e from its fields and PrevHash, in
-// e's HashVersion (0 means HashV1).
+// e's HashVersion (0 means HashV1; see audit.EventHash).
 func EventHash(e Event) (string, error) {
-	if e.HashVersion >= HashV2 {
-		if e.HashVersion != HashV2 {
-			return "", fmt.Errorf("%w: unknown hash version %d", errNotCanonical, e.HashVersion)
-		}
-		return eventHashV2(e)
-	}
-	b, err := json.Marshal(canonicalEvent{
-		AtMS: e.At.UnixMilli(), Detail: e.Detail, Generation: e.Generation, Kind: e.Kind,
-		Owner: e.Owner, Seq: e.Seq, TaskID: e.TaskID, WorkflowID: e.WorkflowID,
-	})
-	if err != nil {
-		return "", err
-	}
-	h := sha256.New()
-	h.Write([]byte(e.PrevHash))
-	h.Write([]byte{'\n'})
-	h.Write(b)
-	return hex.EncodeToString(h.Sum(nil)), nil
+	er := eventRow(e)
+	return audit.EventHash(&er)
 }
 
 // appendEvent records a transition of task r in its workflow's history:
 // the event is recorded, with the others of the transaction and in order,
 // when the transaction ends (flush): linked into the chain there, or
-// journaled and linked right after the commit (see linker).
+// journaled and linked right after the commit (see audit.Linker).
 func (w *wtx) appendEvent(r *row, kind, owner string, generation int64, detail map[string]any) error {
 	var d []byte
 	if len(detail) == 0 {
@@ -116,7 +88,7 @@ func (w *wtx) appendEvent(r *row, kind, owner string, generation int64, detail m
 	w.out.events = append(w.out.events, tgdriver.EventRow{WorkflowID: r.WorkflowID, TaskID: r.TaskID, Kind: kind, Owner: owner,
 		Generation: generation, AtMS: w.nowMS, Detail: string(d), HashVersion: HashV2,
 		ActorKind: a.Kind, ActorName: a.Name, ActorPrincipal: a.Principal,
-		TaskState: string(taskStateJSON(string(r.State), r.Owner, r.Generation, r.Attempts, string(r.Result), r.Result != nil, r.Error)),
+		TaskState: string(audit.TaskStateJSON(string(r.State), r.Owner, r.Generation, r.Attempts, string(r.Result), r.Result != nil, r.Error)),
 		Content:   string(contentJSON(kind, r, detail))})
 	return nil
 }
@@ -142,21 +114,18 @@ func (w *wtx) linkInPlace(evs []tgdriver.EventRow) ([]tgdriver.EventRow, error) 
 			heads[e.WorkflowID] = h
 		}
 		h.count++
-		linkEvent(e, h.hash, h.count)
+		audit.Link(e, h.hash, h.count)
 		h.hash = e.Hash
 	}
 	return evs, nil
 }
 
-// linkEvent makes e (HashV2) the event after prevHash at position seq of
-// its workflow's chain: it sets Seq, PrevHash and Hash.
-func linkEvent(e *tgdriver.EventRow, prevHash string, seq int64) {
-	e.Seq, e.PrevHash = seq, prevHash
-	ev := Event{WorkflowID: e.WorkflowID, Seq: seq, TaskID: e.TaskID, Kind: e.Kind, Owner: e.Owner, Generation: e.Generation,
-		At: time.UnixMilli(e.AtMS), PrevHash: prevHash, HashVersion: HashV2,
-		Actor: Actor{Kind: e.ActorKind, Name: e.ActorName, Principal: e.ActorPrincipal}}
-	b := make([]byte, 0, 320+len(e.Detail)+len(e.TaskState)+len(e.Content))
-	e.Hash = hashHex(appendEventObjectV2(b, ev, e.Detail, e.TaskState, e.Content))
+// eventRow is e as the driver stores it.
+func eventRow(e Event) tgdriver.EventRow {
+	return tgdriver.EventRow{EventID: e.EventID, WorkflowID: e.WorkflowID, Seq: e.Seq, TaskID: e.TaskID, Kind: e.Kind, Owner: e.Owner,
+		Generation: e.Generation, AtMS: e.At.UnixMilli(), Detail: string(e.Detail), PrevHash: e.PrevHash, Hash: e.Hash,
+		HashVersion: e.HashVersion, ActorKind: e.Actor.Kind, ActorName: e.Actor.Name, ActorPrincipal: e.Actor.Principal,
+		TaskState: string(e.State), Content: string(e.Content)}
 }
 
 func toEvent(er tgdriver.EventRow) Event {
@@ -199,4 +168,55 @@ func (s *Store) WorkflowEvents(ctx context.Context, workflowID string) ([]Event,
 		return nil, fmt.Errorf("read events of workflow %s: %w", workflowID, err)
 	}
 	return out, nil
+}
+
+// linker links the events the driver journals into their chains
+// (audit.Linker); kick is the write path's door to it.
+type linker struct{ *audit.Linker }
+
+// kick asks for a pass soon for the workflows of evs. It never blocks.
+func (l linker) kick(evs []tgdriver.EventRow) { l.Kick(evs) }
+
+// linkAll links the journaled events of every workflow that has some.
+func (s *Store) linkAll(ctx context.Context) error {
+	if !s.journal {
+		return nil
+	}
+	return s.linker.LinkAll(ctx)
+}
+
+// linkWorkflow links every journaled event of workflowID, in journal order,
+// onto its chain. Its reads of the history see those events linked.
+func (s *Store) linkWorkflow(ctx context.Context, workflowID string) error {
+	if !s.journal {
+		return nil
+	}
+	return s.linker.LinkWorkflows(ctx, []string{workflowID})
+}
+
+// linkTaskWorkflow links the journaled events of taskID's workflow.
+func (s *Store) linkTaskWorkflow(ctx context.Context, taskID string) error {
+	if !s.journal {
+		return nil
+	}
+	tr, err := s.drv.Reads().TaskByID(ctx, taskID)
+	if errors.Is(err, tgdriver.ErrNoRows) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	return s.linkWorkflow(ctx, tr.WorkflowID)
+}
+
+// LinkHistory links every event recorded so far into its workflow's chain.
+// With a driver that journals events (PostgreSQL), a server links them
+// within moments of their commit; readers of the history (WorkflowEvents,
+// TaskEvents, VerifyHistory, anchors) link what they read first. It is a
+// no-op on other drivers and on a read-only store.
+func (s *Store) LinkHistory(ctx context.Context) error {
+	if s.closed.Load() {
+		return ErrClosed
+	}
+	return s.linkAll(ctx)
 }

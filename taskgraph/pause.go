@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/audit"
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/tgdriver"
 )
 
@@ -12,9 +13,9 @@ import (
 // workflow is the paused one, or "" for all claiming.
 const (
 	// AuditPause records a pause of claiming, with its operator and reason.
-	AuditPause = "pause"
+	AuditPause = audit.EntryPause
 	// AuditResume records the end of a pause, with its operator and reason.
-	AuditResume = "resume"
+	AuditResume = audit.EntryResume
 )
 
 // MaxPausesListed bounds the workflow pauses one Pauses call returns.

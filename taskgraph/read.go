@@ -1,14 +1,12 @@
 package taskgraph
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
-	"slices"
-	"strings"
 	"time"
 
+	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/audit"
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/tgdriver"
 )
 
@@ -307,24 +305,13 @@ func (s *Store) RecentWorkflows(ctx context.Context) ([]WorkflowListing, error) 
 	if err != nil {
 		return nil, fmt.Errorf("list workflows: %w", err)
 	}
-	sortByRecency(wrs)
+	audit.SortByRecency(wrs)
 	out := make([]WorkflowListing, len(wrs))
 	for i, w := range wrs {
 		out[i] = WorkflowListing{WorkflowID: w.WorkflowID, Tasks: int(w.TaskCount),
 			CreatedAt: time.UnixMilli(w.CreatedAtMS).UTC(), UpdatedAt: time.UnixMilli(w.UpdatedAtMS).UTC()}
 	}
 	return out, nil
-}
-
-// sortByRecency orders workflow rows the most recently changed first, ties
-// by id.
-func sortByRecency(wfs []tgdriver.WorkflowRow) {
-	slices.SortFunc(wfs, func(a, b tgdriver.WorkflowRow) int {
-		if c := cmp.Compare(b.UpdatedAtMS, a.UpdatedAtMS); c != 0 {
-			return c
-		}
-		return strings.Compare(a.WorkflowID, b.WorkflowID)
-	})
 }
 
 // WorkflowIDs returns the id of every workflow, in id order.

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/graph-engineering/graph-engineering-mcp/lease"
+	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/audit"
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/tgdriver"
 )
 
@@ -100,7 +101,7 @@ type Store struct {
 	// journal: the driver journals events and the linker links them after
 	// each commit (tgdriver.Info.JournalEvents); false on a read-only store.
 	journal bool
-	linker  *linker
+	linker  linker
 	// hot runs claim-next, heartbeat and complete in batches (hot.go).
 	hot *hotLane
 	// timers tells claim-next when to look for lapsed leases and due tasks.
@@ -164,7 +165,7 @@ func OpenDriver(ctx context.Context, d tgdriver.Driver, opts Options) (*Store, e
 		s.opts.Sweep = false
 	}
 	s.journal = info.JournalEvents && !s.readOnly
-	s.linker = newLinker(s)
+	s.linker = linker{audit.NewLinker(d, s.log)}
 	s.timers = newProbeTimers(!opts.Sweep)
 	batches := 1
 	if info.Connections > 0 {
@@ -193,7 +194,12 @@ func OpenDriver(ctx context.Context, d tgdriver.Driver, opts Options) (*Store, e
 	}
 	if s.journal {
 		s.wg.Add(1)
-		go s.linker.run()
+		go func() {
+			defer s.wg.Done()
+			ctx, cancel := s.quitContext()
+			defer cancel()
+			s.linker.Run(ctx)
+		}()
 	}
 	if !s.readOnly {
 		// A database migrated to hash format 2 records the switch (and the

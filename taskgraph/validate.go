@@ -3,15 +3,12 @@ package taskgraph
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
-	"math"
 	"regexp"
-	"strconv"
 	"time"
 	"unicode/utf8"
 
+	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/jsonvalue"
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/limits"
 )
 
@@ -78,165 +75,20 @@ func isCrockford(s string) bool {
 	return true
 }
 
-// checkJSON validates one JSON value: well formed, a single value, no
-// duplicate object keys, nesting at most MaxJSONDepth. It returns the value
-// compacted.
+// checkJSON validates one JSON value (jsonvalue.Check) as field, with
+// at most max bytes once compacted. It returns the value compacted.
 func checkJSON(field string, raw []byte, max int, wantObject bool) (json.RawMessage, error) {
-	// Whitespace does not count against the bound, but a raw input far past
-	// it is refused before it is parsed.
-	if len(raw) > 4*max {
-		return nil, invalid(field, "must be at most %d bytes of JSON (got %d)", max, len(raw))
+	v, err := jsonvalue.Check(raw, max, MaxJSONDepth, wantObject)
+	if err != nil {
+		return nil, invalid(field, "%s", err.Error())
 	}
-	if !utf8.Valid(raw) {
-		return nil, invalid(field, "must be valid UTF-8 JSON")
-	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	if err := walkJSON(dec, 0, wantObject); err != nil {
-		return nil, invalid(field, "%v", err)
-	}
-	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return nil, invalid(field, "must be a single JSON value (found data after it)")
-	}
-	var buf bytes.Buffer
-	if err := json.Compact(&buf, raw); err != nil {
-		return nil, invalid(field, "is not valid JSON: %v", err)
-	}
-	if buf.Len() > max {
-		return nil, invalid(field, "must be at most %d bytes of JSON (got %d)", max, buf.Len())
-	}
-	return json.RawMessage(buf.Bytes()), nil
-}
-
-// overflows reports whether the JSON number n is beyond float64 range.
-// Such a number is valid JSON and the store would keep it exactly, but a
-// worker whose JSON decoder reads numbers as doubles (JavaScript, Python's
-// json with floats, Go's encoding/json into any) fails on it after its claim
-// has committed, burning an attempt; so payloads and results refuse it.
-// Integers beyond 2^53 and numbers that underflow to zero decode (rounded),
-// so they are kept.
-func overflows(n string) bool {
-	f, err := strconv.ParseFloat(n, 64)
-	return err != nil && math.IsInf(f, 0)
-}
-
-func clipNumber(n string) string {
-	if len(n) > 40 {
-		return n[:40] + "…"
-	}
-	return n
-}
-
-// mayOverflow is a cheap byte scan that is true whenever raw may hold a
-// number beyond float64 range: one with an exponent of three or more digits
-// (the largest float64 is about 1.8e308), or with 309 or more digits in a
-// row. It may be true for text inside strings too; OverflowingNumber then
-// decides exactly. It keeps that exact (and much slower) scan off the path
-// of every ordinary request.
-func mayOverflow(raw []byte) bool {
-	run := 0
-	for i := 0; i < len(raw); i++ {
-		c := raw[i]
-		if c >= '0' && c <= '9' {
-			run++
-			if run >= 309 {
-				return true
-			}
-			continue
-		}
-		if (c == 'e' || c == 'E') && (run > 0 || (i > 0 && raw[i-1] == '.')) {
-			j := i + 1
-			if j < len(raw) && (raw[j] == '+' || raw[j] == '-') {
-				j++
-			}
-			k := j
-			for k < len(raw) && raw[k] >= '0' && raw[k] <= '9' {
-				k++
-			}
-			if k-j >= 3 {
-				return true
-			}
-		}
-		run = 0
-	}
-	return false
+	return v, nil
 }
 
 // OverflowingNumber returns the first number in the JSON value raw that is
 // beyond float64 range (see the payload rules), and whether there is one.
 // Invalid JSON has none.
-func OverflowingNumber(raw []byte) (string, bool) {
-	if !mayOverflow(raw) {
-		return "", false
-	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	for {
-		tok, err := dec.Token()
-		if err != nil {
-			return "", false
-		}
-		if n, ok := tok.(json.Number); ok && overflows(string(n)) {
-			return string(n), true
-		}
-	}
-}
-
-// walkJSON reads one value from dec.
-func walkJSON(dec *json.Decoder, depth int, wantObject bool) error {
-	tok, err := dec.Token()
-	if err != nil {
-		if errors.Is(err, io.EOF) {
-			if depth == 0 {
-				return errors.New("is empty; expected a JSON value")
-			}
-			// The decoder reports a value cut short as a plain EOF.
-			return errors.New("is not valid JSON: unexpected end of input")
-		}
-		return fmt.Errorf("is not valid JSON: %v", err)
-	}
-	d, isDelim := tok.(json.Delim)
-	if wantObject && (!isDelim || d != '{') {
-		return errors.New("must be a JSON object")
-	}
-	if n, ok := tok.(json.Number); ok && overflows(string(n)) {
-		return fmt.Errorf("holds the number %s, beyond the range of a 64-bit float (about ±1.8e308), which most JSON decoders cannot read; send such values as strings", clipNumber(string(n)))
-	}
-	if !isDelim {
-		return nil
-	}
-	if depth+1 > MaxJSONDepth {
-		return fmt.Errorf("nests deeper than %d levels", MaxJSONDepth)
-	}
-	switch d {
-	case '{':
-		seen := map[string]bool{}
-		for dec.More() {
-			kt, err := dec.Token()
-			if err != nil {
-				return fmt.Errorf("is not valid JSON: %v", err)
-			}
-			k, _ := kt.(string)
-			if seen[k] {
-				return fmt.Errorf("has the key %q twice in one object", k)
-			}
-			seen[k] = true
-			if err := walkJSON(dec, depth+1, false); err != nil {
-				return err
-			}
-		}
-	case '[':
-		for dec.More() {
-			if err := walkJSON(dec, depth+1, false); err != nil {
-				return err
-			}
-		}
-	}
-	if _, err := dec.Token(); err != nil { // closing delimiter
-		return fmt.Errorf("is not valid JSON: %v", err)
-	}
-	return nil
-}
+func OverflowingNumber(raw []byte) (string, bool) { return jsonvalue.OverflowingNumber(raw) }
 
 // normalizedNode is a NodeSpec after validation.
 type normalizedNode struct {

@@ -77,6 +77,17 @@ func TestAuditExportPythonVerifierAgrees(t *testing.T) {
 	if _, err := e.s.CreateTask(taskgraph.WithPrincipal(context.Background(), "ci <bot> & \u2028"), "other", taskgraph.NodeSpec{NodeID: "second", Payload: json.RawMessage(`{"é":"<&>"}`)}); err != nil {
 		t.Fatal(err)
 	}
+	// The audit chain also holds pauses and resumes, of a workflow and of
+	// all claiming (MCP.md, "Audit trail format").
+	op := taskgraph.Operator{Name: "ops", Reason: "deploy"}
+	for _, wf := range []string{"other", ""} {
+		if _, err := e.s.PauseClaims(context.Background(), wf, op); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, _, err := e.s.ResumeClaims(context.Background(), "other", op); err != nil {
+		t.Fatal(err)
+	}
 	var rep struct {
 		OK           bool
 		Workflows    int

@@ -51,31 +51,20 @@ type outlineJSON struct {
 
 // outlineTaskJSON is one task of an outline.
 type outlineTaskJSON struct {
-	TaskID         string      `json:"task_id"`
-	NodeID         string      `json:"node_id"`
-	State          string      `json:"state"`
-	DependsOn      []string    `json:"depends_on"`
-	Owner          *string     `json:"owner"`
-	Generation     int64       `json:"generation"`
-	LeaseExpiresAt *string     `json:"lease_expires_at"`
-	Attempts       int         `json:"attempts"`
-	MaxAttempts    int         `json:"max_attempts"`
-	Priority       int         `json:"priority"`
-	Requires       []string    `json:"requires"`
-	DueAt          *string     `json:"due_at"`
-	Error          *string     `json:"error"`
-	StatusMessage  string      `json:"status_message"`
-	Report         *reportJSON `json:"report,omitempty"`
+	TaskID string `json:"task_id"`
+	NodeID string `json:"node_id"`
+	State  string `json:"state"`
+	claimStateJSON
+	Error         *string     `json:"error"`
+	StatusMessage string      `json:"status_message"`
+	Report        *reportJSON `json:"report,omitempty"`
 }
 
 func renderOutlineTask(t taskgraph.Task) outlineTaskJSON {
-	full := renderTask(t)
-	out := outlineTaskJSON{TaskID: full.TaskID, NodeID: full.NodeID, State: full.State, DependsOn: full.DependsOn, Owner: full.Owner,
-		Generation: full.Generation, LeaseExpiresAt: full.LeaseExpiresAt, Attempts: full.Attempts, MaxAttempts: full.MaxAttempts,
-		Priority: full.Priority, Requires: full.Requires, DueAt: full.DueAt, StatusMessage: input.Cut(full.StatusMessage, MaxOutlineTextBytes),
-		Report: renderReport(t.Report, MaxOutlineTextBytes)}
-	if full.Error != nil {
-		e := input.Cut(*full.Error, MaxOutlineTextBytes)
+	out := outlineTaskJSON{TaskID: t.TaskID, NodeID: t.NodeID, State: string(t.State), claimStateJSON: renderClaimState(t),
+		StatusMessage: input.Cut(t.StatusMessage, MaxOutlineTextBytes), Report: renderReport(t.Report, MaxOutlineTextBytes)}
+	if t.Error != "" {
+		e := input.Cut(t.Error, MaxOutlineTextBytes)
 		out.Error = &e
 	}
 	return out

@@ -17,26 +17,18 @@ func formatTime(t time.Time) string { return t.UTC().Format(timeFormat) }
 // taskJSON is a task on the wire. Absent values are null. It never carries
 // the claim token.
 type taskJSON struct {
-	TaskID         string          `json:"task_id"`
-	WorkflowID     string          `json:"workflow_id"`
-	NodeID         string          `json:"node_id"`
-	State          string          `json:"state"`
-	Payload        json.RawMessage `json:"payload"`
-	DependsOn      []string        `json:"depends_on"`
-	Owner          *string         `json:"owner"`
-	Generation     int64           `json:"generation"`
-	LeaseExpiresAt *string         `json:"lease_expires_at"`
-	Attempts       int             `json:"attempts"`
-	MaxAttempts    int             `json:"max_attempts"`
-	Priority       int             `json:"priority"`
-	Requires       []string        `json:"requires"`
-	DueAt          *string         `json:"due_at"`
-	RetryDelayMS   int64           `json:"retry_delay_ms"`
-	Result         json.RawMessage `json:"result"`
-	Error          *string         `json:"error"`
-	StatusMessage  string          `json:"status_message"`
-	CreatedAt      string          `json:"created_at"`
-	UpdatedAt      string          `json:"updated_at"`
+	TaskID     string          `json:"task_id"`
+	WorkflowID string          `json:"workflow_id"`
+	NodeID     string          `json:"node_id"`
+	State      string          `json:"state"`
+	Payload    json.RawMessage `json:"payload"`
+	claimStateJSON
+	RetryDelayMS  int64           `json:"retry_delay_ms"`
+	Result        json.RawMessage `json:"result"`
+	Error         *string         `json:"error"`
+	StatusMessage string          `json:"status_message"`
+	CreatedAt     string          `json:"created_at"`
+	UpdatedAt     string          `json:"updated_at"`
 	// Report is the current (or last) attempt's report, TotalUsage the
 	// usage of every attempt: both left out when there is none, so that
 	// the answers of tasks nobody reported on stay as small as before.
@@ -44,29 +36,28 @@ type taskJSON struct {
 	TotalUsage *usageJSON  `json:"total_usage,omitempty"`
 }
 
-func strOrNil(s string) *string {
-	if s == "" {
-		return nil
-	}
-	return &s
+// claimStateJSON is the part of a task on the wire that a full task and
+// an outline's task share, at the same place (encoding/json writes an
+// embedded struct's fields where it is embedded): its dependencies and
+// whether, by whom and until when it is claimed, its attempts, priority,
+// routing and due time.
+type claimStateJSON struct {
+	DependsOn      []string `json:"depends_on"`
+	Owner          *string  `json:"owner"`
+	Generation     int64    `json:"generation"`
+	LeaseExpiresAt *string  `json:"lease_expires_at"`
+	Attempts       int      `json:"attempts"`
+	MaxAttempts    int      `json:"max_attempts"`
+	Priority       int      `json:"priority"`
+	Requires       []string `json:"requires"`
+	DueAt          *string  `json:"due_at"`
 }
 
-func renderTask(t taskgraph.Task) *taskJSON {
-	deps := t.DependsOn
-	if deps == nil {
-		deps = []string{}
-	}
-	out := &taskJSON{
-		TaskID: t.TaskID, WorkflowID: t.WorkflowID, NodeID: t.NodeID, State: string(t.State),
-		Payload: t.Payload, DependsOn: deps, Owner: strOrNil(t.Owner), Generation: t.Generation,
-		Attempts: t.Attempts, MaxAttempts: t.MaxAttempts, Priority: t.Priority, Result: t.Result, Error: strOrNil(t.Error),
-		StatusMessage: t.StatusMessage, CreatedAt: formatTime(t.CreatedAt), UpdatedAt: formatTime(t.UpdatedAt),
-		Requires: t.Requires, RetryDelayMS: t.RetryDelay.Milliseconds(),
-		Report: renderReport(t.Report, 0),
-	}
-	if !t.TotalUsage.IsZero() {
-		u := renderUsage(t.TotalUsage)
-		out.TotalUsage = &u
+func renderClaimState(t taskgraph.Task) claimStateJSON {
+	out := claimStateJSON{DependsOn: t.DependsOn, Owner: strOrNil(t.Owner), Generation: t.Generation, Attempts: t.Attempts,
+		MaxAttempts: t.MaxAttempts, Priority: t.Priority, Requires: t.Requires}
+	if out.DependsOn == nil {
+		out.DependsOn = []string{}
 	}
 	if out.Requires == nil {
 		out.Requires = []string{}
@@ -78,6 +69,28 @@ func renderTask(t taskgraph.Task) *taskJSON {
 	if !t.LeaseExpiresAt.IsZero() {
 		s := formatTime(t.LeaseExpiresAt)
 		out.LeaseExpiresAt = &s
+	}
+	return out
+}
+
+func strOrNil(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+func renderTask(t taskgraph.Task) *taskJSON {
+	out := &taskJSON{
+		TaskID: t.TaskID, WorkflowID: t.WorkflowID, NodeID: t.NodeID, State: string(t.State),
+		Payload: t.Payload, claimStateJSON: renderClaimState(t), Result: t.Result, Error: strOrNil(t.Error),
+		StatusMessage: t.StatusMessage, CreatedAt: formatTime(t.CreatedAt), UpdatedAt: formatTime(t.UpdatedAt),
+		RetryDelayMS: t.RetryDelay.Milliseconds(),
+		Report:       renderReport(t.Report, 0),
+	}
+	if !t.TotalUsage.IsZero() {
+		u := renderUsage(t.TotalUsage)
+		out.TotalUsage = &u
 	}
 	if len(out.Payload) == 0 {
 		out.Payload = json.RawMessage(`{}`)

@@ -1,19 +1,22 @@
-package taskgraph
+package audit
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/limits"
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/tgdriver"
 )
 
 // WorkflowHead is one workflow's chain head at a time (an anchor line of
-// serve --audit-anchor). The database-wide head (AuditHead) detects that
+// serve --audit-anchor). The database-wide head (Head) detects that
 // events are gone; a workflow head names the workflow that lost them: the
 // database extends it when the workflow's chain still holds event Events
 // with hash Hash, or when the workflow was pruned with at least Events
@@ -66,7 +69,7 @@ func ParseWorkflowHead(s string) (WorkflowHead, error) {
 		h.At, s = t, rest
 	}
 	m := workflowHeadRE.FindStringSubmatch(s)
-	if m == nil || !ValidIdentifier(m[1]) {
+	if m == nil || !validIdentifier(m[1]) {
 		return WorkflowHead{}, fmt.Errorf("%w: %q is not \"workflow WORKFLOW_ID EVENTS:HASH\"", ErrBadAnchor, s)
 	}
 	h.WorkflowID = m[1]
@@ -78,26 +81,26 @@ func ParseWorkflowHead(s string) (WorkflowHead, error) {
 	return h, nil
 }
 
-// RecentWorkflowHeads returns the heads of the workflows changed at or
+// RecentWorkflowHeads returns the heads of h's workflows changed at or
 // after sinceMS (server time), the most recently changed first, at most
 // MaxAnchorWorkflows, from one snapshot.
-func (s *Store) RecentWorkflowHeads(ctx context.Context, sinceMS int64) ([]WorkflowHead, error) {
+func RecentWorkflowHeads(ctx context.Context, h History, sinceMS int64) ([]WorkflowHead, error) {
 	var out []WorkflowHead
-	if err := s.linkAll(ctx); err != nil {
+	if err := h.Link(ctx, ""); err != nil {
 		return nil, fmt.Errorf("read workflow heads: %w", err)
 	}
-	err := s.drv.Snapshot(ctx, func(rd tgdriver.Reads) error {
+	err := h.Snapshot(ctx, func(rd tgdriver.Reads) error {
 		wfs, err := rd.Workflows(ctx)
 		if err != nil {
 			return err
 		}
-		sortByRecency(wfs)
+		SortByRecency(wfs)
 		out = out[:0]
 		for _, w := range wfs {
 			if w.UpdatedAtMS < sinceMS || len(out) == MaxAnchorWorkflows {
 				break
 			}
-			if w.EventCount > 0 && ValidIdentifier(w.WorkflowID) { // a line ParseWorkflowHead reads back
+			if w.EventCount > 0 && validIdentifier(w.WorkflowID) { // a line ParseWorkflowHead reads back
 				out = append(out, WorkflowHead{At: time.UnixMilli(w.UpdatedAtMS).UTC(), WorkflowID: w.WorkflowID, Events: w.EventCount, Hash: w.HeadHash})
 			}
 		}
@@ -109,17 +112,17 @@ func (s *Store) RecentWorkflowHeads(ctx context.Context, sinceMS int64) ([]Workf
 	return out, nil
 }
 
-// CheckWorkflowAnchor returns nil if the database extends anchored, else an
-// error matching ErrAnchorNotExtended that names the workflow and the
-// events it lost. It does not verify the chain (VerifyHistory does: a chain
+// CheckWorkflowAnchor returns nil if the database of h extends anchored,
+// else an error matching ErrAnchorNotExtended that names the workflow and
+// the events it lost. It does not verify the chain (Verify does: a chain
 // that verifies and holds the anchored event with its hash holds every
 // event before it).
-func (s *Store) CheckWorkflowAnchor(ctx context.Context, anchored WorkflowHead) error {
+func CheckWorkflowAnchor(ctx context.Context, h History, anchored WorkflowHead) error {
 	var reason string
-	if err := s.linkWorkflow(ctx, anchored.WorkflowID); err != nil {
+	if err := h.Link(ctx, anchored.WorkflowID); err != nil {
 		return fmt.Errorf("check the anchor of workflow %s: %w", anchored.WorkflowID, err)
 	}
-	err := s.drv.Snapshot(ctx, func(rd tgdriver.Reads) error {
+	err := h.Snapshot(ctx, func(rd tgdriver.Reads) error {
 		reason = ""
 		hash, ok, err := rd.EventHashAt(ctx, anchored.WorkflowID, anchored.Events)
 		if err != nil {
@@ -134,7 +137,7 @@ func (s *Store) CheckWorkflowAnchor(ctx context.Context, anchored WorkflowHead) 
 		// Gone: pruned with at least as many events, or lost.
 		var pruned bool
 		err = rd.AuditEntries(ctx, func(a tgdriver.AuditRow) error {
-			if a.Kind != AuditPrune || a.WorkflowID != anchored.WorkflowID {
+			if a.Kind != EntryPrune || a.WorkflowID != anchored.WorkflowID {
 				return nil
 			}
 			var d struct {
@@ -171,4 +174,22 @@ func (s *Store) CheckWorkflowAnchor(ctx context.Context, anchored WorkflowHead) 
 		return fmt.Errorf("check the workflow anchor: %w", err)
 	}
 	return notExtended(anchored, anchored.At, reason)
+}
+
+var identifierRE = regexp.MustCompile(limits.IdentifierPattern)
+
+// validIdentifier reports whether s is a workflow id the store accepts
+// (taskgraph.ValidIdentifier).
+func validIdentifier(s string) bool { return identifierRE.MatchString(s) }
+
+// SortByRecency orders workflow rows the most recently changed first, ties
+// by id: the order of RecentWorkflowHeads and of the store's recent
+// workflows.
+func SortByRecency(wfs []tgdriver.WorkflowRow) {
+	slices.SortFunc(wfs, func(a, b tgdriver.WorkflowRow) int {
+		if c := cmp.Compare(b.UpdatedAtMS, a.UpdatedAtMS); c != 0 {
+			return c
+		}
+		return strings.Compare(a.WorkflowID, b.WorkflowID)
+	})
 }

@@ -1,4 +1,4 @@
-package taskgraph
+package audit
 
 import (
 	"context"
@@ -13,13 +13,13 @@ import (
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/tgdriver"
 )
 
-// AuditHead is the database-wide head of the audit trail at a moment: the
+// Head is the database-wide head of the audit trail at a moment: the
 // audit chain's entry count and head hash and the number of events stored.
 // Kept outside the database (an anchor), it lets CheckAnchor detect a
 // database that was truncated or rolled back since: one whose audit chain
 // no longer holds that entry, or which holds fewer events than then, the
 // events of workflows pruned since counted in.
-type AuditHead struct {
+type Head struct {
 	At      time.Time
 	Entries int64
 	Events  int64
@@ -28,7 +28,7 @@ type AuditHead struct {
 
 // String is the head's token, ENTRIES:EVENTS:HASH, as `audit head` prints it
 // and `audit verify --expect` takes it.
-func (h AuditHead) String() string {
+func (h Head) String() string {
 	return fmt.Sprintf("%d:%d:%s", h.Entries, h.Events, h.Hash)
 }
 
@@ -44,41 +44,42 @@ var headToken = regexp.MustCompile(`^([0-9]{1,18}):([0-9]{1,18}):([0-9a-f]{64}|)
 // MaxAnchorLine bounds one line of an anchor file.
 const MaxAnchorLine = 256
 
-// ParseAuditHead parses a head token (ENTRIES:EVENTS:HASH) or an anchor
-// line (an RFC 3339 time, a space, the token).
-func ParseAuditHead(s string) (AuditHead, error) {
+// ParseHead parses a head token (ENTRIES:EVENTS:HASH) or an anchor line
+// (an RFC 3339 time, a space, the token).
+func ParseHead(s string) (Head, error) {
 	s = strings.TrimSpace(s)
 	if len(s) > MaxAnchorLine {
-		return AuditHead{}, fmt.Errorf("%w: longer than %d bytes", ErrBadAnchor, MaxAnchorLine)
+		return Head{}, fmt.Errorf("%w: longer than %d bytes", ErrBadAnchor, MaxAnchorLine)
 	}
-	var h AuditHead
+	var h Head
 	if at, tok, ok := strings.Cut(s, " "); ok {
 		t, err := time.Parse(time.RFC3339Nano, at)
 		if err != nil {
-			return AuditHead{}, fmt.Errorf("%w: time %q is not RFC 3339", ErrBadAnchor, at)
+			return Head{}, fmt.Errorf("%w: time %q is not RFC 3339", ErrBadAnchor, at)
 		}
 		h.At, s = t, strings.TrimSpace(tok)
 	}
 	m := headToken.FindStringSubmatch(s)
 	if m == nil {
-		return AuditHead{}, fmt.Errorf("%w: %q is not ENTRIES:EVENTS:HASH (decimal counts, a 64-digit lower-case hex hash)", ErrBadAnchor, s)
+		return Head{}, fmt.Errorf("%w: %q is not ENTRIES:EVENTS:HASH (decimal counts, a 64-digit lower-case hex hash)", ErrBadAnchor, s)
 	}
 	h.Entries, _ = strconv.ParseInt(m[1], 10, 64)
 	h.Events, _ = strconv.ParseInt(m[2], 10, 64)
 	h.Hash = m[3]
 	if (h.Entries == 0) != (h.Hash == "") {
-		return AuditHead{}, fmt.Errorf("%w: %q: the hash is empty exactly when there are no entries", ErrBadAnchor, s)
+		return Head{}, fmt.Errorf("%w: %q: the hash is empty exactly when there are no entries", ErrBadAnchor, s)
 	}
 	return h, nil
 }
 
-// AuditHead returns the database-wide head now, from one snapshot.
-func (s *Store) AuditHead(ctx context.Context) (AuditHead, error) {
-	var h AuditHead
-	if err := s.linkAll(ctx); err != nil {
+// CurrentHead returns the database-wide head of hist now, from one
+// snapshot.
+func CurrentHead(ctx context.Context, hist History) (Head, error) {
+	var h Head
+	if err := hist.Link(ctx, ""); err != nil {
 		return h, fmt.Errorf("read the audit head: %w", err)
 	}
-	err := s.drv.Snapshot(ctx, func(rd tgdriver.Reads) error {
+	err := hist.Snapshot(ctx, func(rd tgdriver.Reads) error {
 		n, hash, _, err := rd.AuditHead(ctx)
 		if err != nil {
 			return err
@@ -87,27 +88,27 @@ func (s *Store) AuditHead(ctx context.Context) (AuditHead, error) {
 		if err != nil {
 			return err
 		}
-		h = AuditHead{At: s.clock.Now().UTC(), Entries: n, Hash: hash, Events: ev}
+		h = Head{At: hist.Now().UTC(), Entries: n, Hash: hash, Events: ev}
 		return nil
 	})
 	if err != nil {
-		return AuditHead{}, fmt.Errorf("read the audit head: %w", err)
+		return Head{}, fmt.Errorf("read the audit head: %w", err)
 	}
 	return h, nil
 }
 
-// CheckAnchor returns nil if the database extends anchored, a head taken
-// earlier: its audit chain holds entry anchored.Entries with hash
+// CheckAnchor returns nil if the database of h extends anchored, a head
+// taken earlier: its audit chain holds entry anchored.Entries with hash
 // anchored.Hash, and the events stored now plus those of workflows pruned
 // after that entry are at least anchored.Events. Otherwise the error matches
 // ErrAnchorNotExtended and says what is missing. It does not verify the
-// chains themselves (VerifyHistory does).
-func (s *Store) CheckAnchor(ctx context.Context, anchored AuditHead) error {
+// chains themselves (Verify does).
+func CheckAnchor(ctx context.Context, h History, anchored Head) error {
 	var reason string
-	if err := s.linkAll(ctx); err != nil {
+	if err := h.Link(ctx, ""); err != nil {
 		return fmt.Errorf("check the anchor: %w", err)
 	}
-	err := s.drv.Snapshot(ctx, func(rd tgdriver.Reads) error {
+	err := h.Snapshot(ctx, func(rd tgdriver.Reads) error {
 		reason = ""
 		var found bool
 		var pruned, n int64
@@ -119,7 +120,7 @@ func (s *Store) CheckAnchor(ctx context.Context, anchored AuditHead) error {
 					reason = fmt.Sprintf("audit entry %d has hash %s, the anchor %s (the audit chain was rewritten)", a.Seq, a.Hash, anchored.Hash)
 				}
 			}
-			if a.Seq > anchored.Entries && a.Kind == AuditPrune {
+			if a.Seq > anchored.Entries && a.Kind == EntryPrune {
 				var d struct {
 					Events int64 `json:"event_count"`
 				}

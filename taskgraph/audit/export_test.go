@@ -1,4 +1,4 @@
-package taskgraph_test
+package audit_test
 
 import (
 	"bufio"
@@ -7,10 +7,9 @@ import (
 	"os"
 	"strings"
 	"testing"
-	"time"
 	"unicode/utf8"
 
-	tg "github.com/graph-engineering/graph-engineering-mcp/taskgraph"
+	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/audit"
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/jcs"
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/tgdriver"
 )
@@ -41,7 +40,7 @@ type exportLine struct {
 // The test vectors of MCP.md ("Audit trail format") hash as documented and
 // are exactly what ExportEvent and ExportAuditEntry write, in RFC 8785 form.
 func TestAuditFormatVectors(t *testing.T) {
-	f, err := os.Open("../MCP.md")
+	f, err := os.Open("../../MCP.md")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,23 +72,23 @@ func TestAuditFormatVectors(t *testing.T) {
 		var hash string
 		if x.Chain == "audit" {
 			a := tgdriver.AuditRow{Seq: x.Seq, Kind: x.Kind, WorkflowID: x.WorkflowID, AtMS: x.AtMS, Detail: string(x.Detail), PrevHash: x.PrevHash, Hash: x.Hash}
-			if hash, err = tg.AuditEntryHash(a); err != nil {
+			if hash, err = audit.EntryHash(a); err != nil {
 				t.Fatal(err)
 			}
-			got, err = tg.ExportAuditEntry(a)
+			got, err = audit.ExportEntry(a)
 		} else {
-			e := tg.Event{WorkflowID: x.WorkflowID, Seq: x.Seq, TaskID: x.TaskID, Kind: x.Kind, Owner: x.Owner, Generation: x.Generation,
-				At: time.UnixMilli(x.AtMS), PrevHash: x.PrevHash, Hash: x.Hash, HashVersion: x.V}
-			if x.V == tg.HashV1 {
-				e.Detail = json.RawMessage(x.DetailJSON)
+			e := tgdriver.EventRow{WorkflowID: x.WorkflowID, Seq: x.Seq, TaskID: x.TaskID, Kind: x.Kind, Owner: x.Owner, Generation: x.Generation,
+				AtMS: x.AtMS, PrevHash: x.PrevHash, Hash: x.Hash, HashVersion: x.V}
+			if x.V == audit.HashV1 {
+				e.Detail = x.DetailJSON
 			} else {
-				e.Detail, e.State, e.Content = x.Detail, x.State, x.Content
-				e.Actor = tg.Actor{Kind: x.RawActor.Kind, Name: x.RawActor.Name, Principal: x.RawActor.Principal}
+				e.Detail, e.TaskState, e.Content = string(x.Detail), string(x.State), string(x.Content)
+				e.ActorKind, e.ActorName, e.ActorPrincipal = x.RawActor.Kind, x.RawActor.Name, x.RawActor.Principal
 			}
-			if hash, err = tg.EventHash(e); err != nil {
+			if hash, err = audit.EventHash(&e); err != nil {
 				t.Fatal(err)
 			}
-			got, err = tg.ExportEvent(e)
+			got, err = audit.ExportEvent(&e)
 		}
 		if err != nil {
 			t.Fatal(err)
@@ -125,9 +124,9 @@ func TestCanonicalEncoderAgreesWithJCS(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		e := tg.Event{WorkflowID: s, TaskID: s, Kind: "k", Owner: s, At: time.UnixMilli(int64(i)), HashVersion: tg.HashV2,
-			Detail: c, State: json.RawMessage(`{}`), Content: json.RawMessage(`{}`), Actor: tg.Actor{Kind: "worker", Name: s, Principal: s}}
-		out, err := tg.ExportEvent(e)
+		e := tgdriver.EventRow{WorkflowID: s, TaskID: s, Kind: "k", Owner: s, AtMS: int64(i), HashVersion: audit.HashV2,
+			Detail: string(c), TaskState: `{}`, Content: `{}`, ActorKind: "worker", ActorName: s, ActorPrincipal: s}
+		out, err := audit.ExportEvent(&e)
 		if err != nil {
 			t.Fatalf("%q: %v", s, err)
 		}

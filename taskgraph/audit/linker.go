@@ -1,9 +1,10 @@
-package taskgraph
+package audit
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"maps"
 	"slices"
 	"sync"
@@ -35,7 +36,7 @@ const linkDelay = 50 * time.Millisecond
 // linkDelay is over, so that a pass stays within one linking transaction.
 const linkSoon = linkBatch / 2
 
-// linker links journaled events into their workflows' chains (see
+// Linker links journaled events into their workflows' chains (see
 // tgdriver.Info.JournalEvents). A write journals its events and, once it
 // commits, kicks the linker with the workflows it journaled for; the
 // linker gathers kicks for linkDelay and links them in one transaction. It
@@ -44,8 +45,9 @@ const linkSoon = linkBatch / 2
 // number of linkers (one per store, on any number of replicas) may run at
 // once: linking locks the workflows' rows, so they take turns on a
 // workflow, and each moves what the journal holds, in journal order.
-type linker struct {
-	s    *Store
+type Linker struct {
+	drv  tgdriver.Driver
+	log  *slog.Logger
 	wake chan struct{} // holds at most one kick
 	soon chan struct{} // holds a signal once linkSoon events were kicked
 
@@ -54,12 +56,15 @@ type linker struct {
 	pending int                 // events kicked for, not yet taken by a pass
 }
 
-func newLinker(s *Store) *linker {
-	return &linker{s: s, wake: make(chan struct{}, 1), soon: make(chan struct{}, 1), wfs: map[string]struct{}{}}
+// NewLinker returns a linker of the events drv journals; it logs the
+// failures of its passes to log.
+func NewLinker(drv tgdriver.Driver, log *slog.Logger) *Linker {
+	return &Linker{drv: drv, log: log, wake: make(chan struct{}, 1), soon: make(chan struct{}, 1), wfs: map[string]struct{}{}}
 }
 
-// kick asks for a pass soon for the workflows of evs. It never blocks.
-func (l *linker) kick(evs []tgdriver.EventRow) {
+// Kick asks for a pass soon for the workflows of evs (events just
+// journaled and committed). It never blocks.
+func (l *Linker) Kick(evs []tgdriver.EventRow) {
 	l.mu.Lock()
 	for _, e := range evs {
 		l.wfs[e.WorkflowID] = struct{}{}
@@ -79,22 +84,19 @@ func (l *linker) kick(evs []tgdriver.EventRow) {
 	}
 }
 
-// run links journaled events until the store closes.
-func (l *linker) run() {
-	defer l.s.wg.Done()
-	ctx, cancel := l.s.quitContext()
-	defer cancel()
+// Run links journaled events until ctx is done (the store closes).
+func (l *Linker) Run(ctx context.Context) {
 	t := time.NewTicker(linkEvery)
 	defer t.Stop()
 	for {
 		var err error
 		select {
-		case <-l.s.quit:
+		case <-ctx.Done():
 			return
 		case <-l.wake:
 			delay := time.NewTimer(linkDelay)
 			select {
-			case <-l.s.quit:
+			case <-ctx.Done():
 				delay.Stop()
 				return
 			case <-l.soon:
@@ -110,27 +112,24 @@ func (l *linker) run() {
 			case <-l.soon:
 			default:
 			}
-			err = l.s.linkWorkflows(ctx, wfs)
+			err = l.LinkWorkflows(ctx, wfs)
 		case <-t.C:
-			err = l.s.linkAll(ctx)
+			err = l.LinkAll(ctx)
 		}
-		if err != nil && ctx.Err() == nil && !errors.Is(err, ErrClosed) {
-			l.s.log.Warn("linking journaled events into their chains failed; retrying", "err", err)
+		if err != nil && ctx.Err() == nil && !errors.Is(err, tgdriver.ErrClosed) {
+			l.log.Warn("linking journaled events into their chains failed; retrying", "err", err)
 		}
 	}
 }
 
-// linkAll links the journaled events of every workflow that has some.
-func (s *Store) linkAll(ctx context.Context) error {
-	if !s.journal || s.readOnly {
-		return nil
-	}
+// LinkAll links the journaled events of every workflow that has some.
+func (l *Linker) LinkAll(ctx context.Context) error {
 	for {
-		wfs, err := s.drv.Reads().JournaledWorkflows(ctx, linkScan)
+		wfs, err := l.drv.Reads().JournaledWorkflows(ctx, linkScan)
 		if err != nil {
 			return fmt.Errorf("find journaled events: %w", err)
 		}
-		if err := s.linkWorkflows(ctx, wfs); err != nil {
+		if err := l.LinkWorkflows(ctx, wfs); err != nil {
 			return err
 		}
 		if len(wfs) < linkScan {
@@ -139,22 +138,17 @@ func (s *Store) linkAll(ctx context.Context) error {
 	}
 }
 
-// linkWorkflow links every journaled event of workflowID, in journal order,
-// onto its chain. Its reads of the history see those events linked.
-func (s *Store) linkWorkflow(ctx context.Context, workflowID string) error {
-	return s.linkWorkflows(ctx, []string{workflowID})
-}
-
-// linkWorkflows links every journaled event of the workflows of
+// LinkWorkflows links every journaled event of the workflows of
 // workflowIDs onto their chains, in journal order, a transaction of at most
-// linkBatch events at a time.
-func (s *Store) linkWorkflows(ctx context.Context, workflowIDs []string) error {
-	if !s.journal || s.readOnly || len(workflowIDs) == 0 {
+// linkBatch events at a time. The history's reads after it see those
+// events linked.
+func (l *Linker) LinkWorkflows(ctx context.Context, workflowIDs []string) error {
+	if len(workflowIDs) == 0 {
 		return nil
 	}
 	for {
 		n := 0
-		err := s.drv.Write(ctx, func(tx tgdriver.Tx) error {
+		err := l.drv.Write(ctx, func(tx tgdriver.Tx) error {
 			n = 0
 			heads, err := tx.LockChains(ctx, workflowIDs)
 			if err != nil {
@@ -181,10 +175,10 @@ func (s *Store) linkWorkflows(ctx context.Context, workflowIDs []string) error {
 					// Events journaled for a workflow that is gone: never
 					// expected (a prune keeps a workflow with journaled
 					// events); verify reports them.
-					return fmt.Errorf("%w: workflow %s has journaled events but no row", errInternal, evs[i].WorkflowID)
+					return fmt.Errorf("internal error: workflow %s has journaled events but no row", evs[i].WorkflowID)
 				}
 				h.count++
-				linkEvent(&evs[i], h.hash, h.count)
+				Link(&evs[i], h.hash, h.count)
 				h.hash = evs[i].Hash
 			}
 			if err := tx.LinkJournaled(ctx, evs); err != nil {
@@ -200,31 +194,4 @@ func (s *Store) linkWorkflows(ctx context.Context, workflowIDs []string) error {
 			return nil
 		}
 	}
-}
-
-// linkTaskWorkflow links the journaled events of taskID's workflow.
-func (s *Store) linkTaskWorkflow(ctx context.Context, taskID string) error {
-	if !s.journal || s.readOnly {
-		return nil
-	}
-	tr, err := s.drv.Reads().TaskByID(ctx, taskID)
-	if errors.Is(err, tgdriver.ErrNoRows) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	return s.linkWorkflow(ctx, tr.WorkflowID)
-}
-
-// LinkHistory links every event recorded so far into its workflow's chain.
-// With a driver that journals events (PostgreSQL), a server links them
-// within moments of their commit; readers of the history (WorkflowEvents,
-// TaskEvents, VerifyHistory, anchors) link what they read first. It is a
-// no-op on other drivers and on a read-only store.
-func (s *Store) LinkHistory(ctx context.Context) error {
-	if s.closed.Load() {
-		return ErrClosed
-	}
-	return s.linkAll(ctx)
 }

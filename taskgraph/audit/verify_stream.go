@@ -1,4 +1,4 @@
-package taskgraph
+package audit
 
 import (
 	"context"
@@ -10,13 +10,13 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/jcs"
+	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/limits"
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/tgdriver"
 )
 
-// How VerifyHistory reads and checks the workflows: one goroutine reads
+// How Verify reads and checks the workflows: one goroutine reads
 // (the snapshot's queries, one for the events and one for the tasks of each
 // workflow, in workflow order) and hands the rows in bounded batches to a
 // second that checks them (hashes, links, replayed task state), so that
@@ -146,7 +146,7 @@ func emptyList(raw string) bool {
 // what d records, with the stored and the recorded value; ok is false when
 // none does.
 func (d *createDetail) differs(tr *tgdriver.TaskStateRow) (column, stored, recorded string, ok bool) {
-	retry := DefaultRetryDelay.Milliseconds()
+	retry := limits.DefaultRetryDelay.Milliseconds()
 	if d.RetryDelayMS != nil {
 		retry = *d.RetryDelayMS
 	}
@@ -238,21 +238,10 @@ func readWorkflows(ctx context.Context, rd tgdriver.Reads, heads []tgdriver.Work
 		}
 	}
 	for i, h := range heads {
-		b := get(i)
-		err := rd.WorkflowEvents(ctx, h.WorkflowID, func(e tgdriver.EventRow) error {
-			if b.events == nil {
-				b.events = make([]tgdriver.EventRow, 0, verifyBatchRows)
-			}
-			b.events = append(b.events, e)
-			if len(b.events) < verifyBatchRows {
-				return nil
-			}
-			if err := send(b); err != nil {
-				return err
-			}
-			b = get(i)
-			return nil
-		})
+		next := func() *verifyBatch { return get(i) }
+		b, err := batchRows(next(), eventsOf, func(fn func(tgdriver.EventRow) error) error {
+			return rd.WorkflowEvents(ctx, h.WorkflowID, fn)
+		}, next, send)
 		if err != nil {
 			return err
 		}
@@ -260,21 +249,9 @@ func readWorkflows(ctx context.Context, rd tgdriver.Reads, heads []tgdriver.Work
 		if err := send(b); err != nil {
 			return err
 		}
-		b = get(i)
-		err = rd.WorkflowTaskStates(ctx, h.WorkflowID, func(t tgdriver.TaskStateRow) error {
-			if b.tasks == nil {
-				b.tasks = make([]tgdriver.TaskStateRow, 0, verifyBatchRows)
-			}
-			b.tasks = append(b.tasks, t)
-			if len(b.tasks) < verifyBatchRows {
-				return nil
-			}
-			if err := send(b); err != nil {
-				return err
-			}
-			b = get(i)
-			return nil
-		})
+		b, err = batchRows(next(), tasksOf, func(fn func(tgdriver.TaskStateRow) error) error {
+			return rd.WorkflowTaskStates(ctx, h.WorkflowID, fn)
+		}, next, send)
 		if err != nil {
 			return err
 		}
@@ -284,6 +261,32 @@ func readWorkflows(ctx context.Context, rd tgdriver.Reads, heads []tgdriver.Work
 		}
 	}
 	return nil
+}
+
+func eventsOf(b *verifyBatch) *[]tgdriver.EventRow    { return &b.events }
+func tasksOf(b *verifyBatch) *[]tgdriver.TaskStateRow { return &b.tasks }
+
+// batchRows puts the rows stream reads into b's rows (rowsOf), sending
+// each batch that fills up to verifyBatchRows and going on in a new one
+// (next); it returns the last batch, not sent.
+func batchRows[T any](b *verifyBatch, rowsOf func(*verifyBatch) *[]T, stream func(func(T) error) error,
+	next func() *verifyBatch, send func(*verifyBatch) error) (*verifyBatch, error) {
+	err := stream(func(r T) error {
+		rows := rowsOf(b)
+		if *rows == nil {
+			*rows = make([]T, 0, verifyBatchRows)
+		}
+		*rows = append(*rows, r)
+		if len(*rows) < verifyBatchRows {
+			return nil
+		}
+		if err := send(b); err != nil {
+			return err
+		}
+		b = next()
+		return nil
+	})
+	return b, err
 }
 
 // chainChecker checks the batches of one workflow after another.
@@ -384,20 +387,18 @@ func (c *chainChecker) event(e *tgdriver.EventRow) *BrokenLink {
 }
 
 // hashMatches reports whether e's stored hash is the hash of its content
-// in its version; the error matches errNotCanonical when a v2 field is not
-// canonical or the version is unknown. Format 2 is hashed here without
-// copying the row's text (EventHash does the same from an Event).
+// in its version; the error matches ErrNotCanonical when a v2 field is not
+// canonical or the version is unknown. Format 2 is hashed here into one
+// reused buffer (EventHash does the same in a new one).
 func (c *chainChecker) hashMatches(e *tgdriver.EventRow) (bool, error) {
 	if e.HashVersion != HashV2 {
-		want, err := EventHash(toEvent(*e))
+		want, err := EventHash(e)
 		return err == nil && want == e.Hash, err
 	}
-	if err := checkCanonicalV2(e.Detail, e.TaskState, e.Content); err != nil {
+	if err := CheckCanonical(e.Detail, e.TaskState, e.Content); err != nil {
 		return false, err
 	}
-	ev := Event{WorkflowID: e.WorkflowID, Seq: e.Seq, TaskID: e.TaskID, Kind: e.Kind, Owner: e.Owner, Generation: e.Generation,
-		At: time.UnixMilli(e.AtMS), PrevHash: e.PrevHash, Actor: Actor{Kind: e.ActorKind, Name: e.ActorName, Principal: e.ActorPrincipal}}
-	c.buf = appendEventObjectV2(c.buf[:0], ev, e.Detail, e.TaskState, e.Content)
+	c.buf = appendEventObject(c.buf[:0], e)
 	sum := sha256.Sum256(c.buf)
 	var hx [64]byte
 	hex.Encode(hx[:], sum[:])
@@ -414,7 +415,7 @@ func (c *chainChecker) task(tr *tgdriver.TaskStateRow) *BrokenLink {
 	}
 	delete(c.trails, tr.TaskID)
 	if tt.state != "" {
-		if got := taskStateJSON(tr.State, tr.Owner, tr.Generation, tr.Attempts, tr.Result, tr.HasResult, tr.Error); string(got) != tt.state {
+		if got := TaskStateJSON(tr.State, tr.Owner, tr.Generation, tr.Attempts, tr.Result, tr.HasResult, tr.Error); string(got) != tt.state {
 			return &BrokenLink{WorkflowID: workflowID, Seq: tt.stateSeq, TaskID: tr.TaskID,
 				Reason: fmt.Sprintf("task %s: stored %s from what its last event %d left (changed without an event)", tr.TaskID, stateDiff(got, []byte(tt.state)), tt.stateSeq)}
 		}
@@ -427,7 +428,7 @@ func (c *chainChecker) task(tr *tgdriver.TaskStateRow) *BrokenLink {
 				Reason: fmt.Sprintf("task %s: stored %s %s, but its create event %d recorded %s (changed without an event)", tr.TaskID, col, stored, tt.madeSeq, recorded)}
 		}
 	}
-	if tt.payload != "" && sha256Of(tr.Payload) != tt.payload {
+	if tt.payload != "" && Sha256Hex(tr.Payload) != tt.payload {
 		return &BrokenLink{WorkflowID: workflowID, Seq: tt.payloSeq, TaskID: tr.TaskID,
 			Reason: fmt.Sprintf("task %s: stored payload does not match the digest in its create event %d (the payload was edited)", tr.TaskID, tt.payloSeq)}
 	}

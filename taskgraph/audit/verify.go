@@ -1,4 +1,4 @@
-package taskgraph
+package audit
 
 import (
 	"context"
@@ -25,7 +25,7 @@ type BrokenLink struct {
 	Reason   string
 }
 
-// VerifyReport is the outcome of VerifyHistory.
+// VerifyReport is the outcome of Verify.
 type VerifyReport struct {
 	Workflows int
 	Events    int64
@@ -40,11 +40,11 @@ type VerifyReport struct {
 	Broken *BrokenLink
 }
 
-// ErrBrokenChain matches the error VerifyHistory returns with a report whose
+// ErrBrokenChain matches the error Verify returns with a report whose
 // Broken is set.
 var ErrBrokenChain = errors.New("event history does not verify")
 
-// VerifyHistory checks the whole audit trail on one consistent snapshot
+// Verify checks the whole audit trail of h on one consistent snapshot
 // while writers go on, and stops at the first broken item, returned in the
 // report with an error matching ErrBrokenChain:
 //
@@ -59,13 +59,13 @@ var ErrBrokenChain = errors.New("event history does not verify")
 //     stored payload matches the digest of its create event (format 2).
 //     Tasks whose events are all in format 1 are checked only for having
 //     events.
-func (s *Store) VerifyHistory(ctx context.Context) (VerifyReport, error) {
+func Verify(ctx context.Context, h History) (VerifyReport, error) {
 	var rep VerifyReport
-	if err := s.linkAll(ctx); err != nil {
+	if err := h.Link(ctx, ""); err != nil {
 		return rep, fmt.Errorf("verify history: %w", err)
 	}
 	var brokenErr error
-	err := s.drv.Snapshot(ctx, func(rd tgdriver.Reads) error {
+	err := h.Snapshot(ctx, func(rd tgdriver.Reads) error {
 		rep = VerifyReport{}
 		brokenErr = nil
 		fail := func(b *BrokenLink) error {
@@ -139,31 +139,31 @@ func verifyAuditChain(ctx context.Context, rd tgdriver.Reads, heads []tgdriver.W
 		if a.PrevHash != prev {
 			return stop("prev_hash does not match the hash of audit entry %d", n-1)
 		}
-		want, err := AuditEntryHash(a)
+		want, err := EntryHash(a)
 		if err != nil || want != a.Hash {
 			return stop("content does not match its hash (the audit entry was edited)")
 		}
 		prev = a.Hash
 		switch {
-		case n == 1 && a.Kind != AuditSwitch:
-			return stop("the audit chain does not start with its %q entry", AuditSwitch)
-		case a.Kind == AuditSwitch && n != 1:
-			return stop("a second %q entry", AuditSwitch)
-		case a.Kind == AuditAdopt || a.Kind == AuditCreate:
+		case n == 1 && a.Kind != EntrySwitch:
+			return stop("the audit chain does not start with its %q entry", EntrySwitch)
+		case a.Kind == EntrySwitch && n != 1:
+			return stop("a second %q entry", EntrySwitch)
+		case a.Kind == EntryAdopt || a.Kind == EntryCreate:
 			if at, ok := live[a.WorkflowID]; ok {
 				return stop("workflow %s recorded again, but it is live since audit entry %d", a.WorkflowID, at)
 			}
 			live[a.WorkflowID] = a.Seq
-		case a.Kind == AuditPrune:
+		case a.Kind == EntryPrune:
 			if _, ok := live[a.WorkflowID]; !ok {
 				return stop("prune of workflow %s, which is not live", a.WorkflowID)
 			}
 			delete(live, a.WorkflowID)
-		case a.Kind == AuditPause || a.Kind == AuditResume:
+		case a.Kind == EntryPause || a.Kind == EntryResume:
 			if _, ok := live[a.WorkflowID]; a.WorkflowID != "" && !ok {
 				return stop("%s of workflow %s, which is not live", a.Kind, a.WorkflowID)
 			}
-		case a.Kind != AuditSwitch:
+		case a.Kind != EntrySwitch:
 			return stop("unknown audit entry kind %q", a.Kind)
 		}
 		return nil
