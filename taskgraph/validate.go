@@ -248,6 +248,8 @@ type normalizedNode struct {
 	Requires    []string // canonical
 	RetryDelay  time.Duration
 	NotBefore   time.Time
+	Key         string
+	KeyLimit    *KeyLimit
 }
 
 func normalizeNode(n NodeSpec) (normalizedNode, error) {
@@ -301,8 +303,21 @@ func normalizeNode(n NodeSpec) (normalizedNode, error) {
 			return normalizedNode{}, invalid("retry_delay_ms", "must be a whole number of milliseconds between 0 and %d (got %v)", MaxRetryDelay.Milliseconds(), rd)
 		}
 	}
+	if n.ConcurrencyKey != "" {
+		if err := checkKey("concurrency_key", n.ConcurrencyKey); err != nil {
+			return normalizedNode{}, err
+		}
+	}
+	if n.KeyLimit != nil {
+		if n.ConcurrencyKey == "" {
+			return normalizedNode{}, invalid("concurrency_limit", "applies only with a concurrency_key")
+		}
+		if err := checkKeyLimit("concurrency_limit", *n.KeyLimit); err != nil {
+			return normalizedNode{}, err
+		}
+	}
 	return normalizedNode{NodeID: n.NodeID, Payload: p, DependsOn: deps, MaxAttempts: ma, Priority: n.Priority,
-		Requires: req, RetryDelay: rd, NotBefore: n.NotBefore}, nil
+		Requires: req, RetryDelay: rd, NotBefore: n.NotBefore, Key: n.ConcurrencyKey, KeyLimit: n.KeyLimit}, nil
 }
 
 func checkErrorText(s string) error {
