@@ -87,19 +87,20 @@ func keyOf(k tgdriver.KeyRow) Key {
 	return out
 }
 
-// checkKeyLimit validates l; field names the argument for errors.
-func checkKeyLimit(field string, l KeyLimit) error {
+// checkKeyLimit validates l; prefix starts the names of its fields in
+// errors ("concurrency_" at create, "" for an operator's limit).
+func checkKeyLimit(prefix string, l KeyLimit) error {
 	if l.MaxClaimed < 0 || l.MaxClaimed > MaxKeyClaimed {
-		return invalid(field+".max_claimed", "must be between 0 (no cap) and %d (got %d)", MaxKeyClaimed, l.MaxClaimed)
+		return invalid(prefix+"max_claimed", "must be between 0 (no cap) and %d (got %d)", MaxKeyClaimed, l.MaxClaimed)
 	}
 	if l.Rate < 0 || l.Rate > MaxKeyRate {
-		return invalid(field+".rate", "must be between 0 (no rate) and %d claims per interval (got %d)", MaxKeyRate, l.Rate)
+		return invalid(prefix+"rate", "must be between 0 (no rate) and %d claims per interval (got %d)", MaxKeyRate, l.Rate)
 	}
 	if l.Rate == 0 && l.RateInterval != 0 {
-		return invalid(field+".rate_interval_ms", "applies only with a rate (got an interval of %v and no rate)", l.RateInterval)
+		return invalid(prefix+"rate_interval_ms", "applies only with a rate (got an interval of %v and no rate)", l.RateInterval)
 	}
 	if l.Rate > 0 && (l.RateInterval < time.Millisecond || l.RateInterval > MaxKeyRateInterval || l.RateInterval%time.Millisecond != 0) {
-		return invalid(field+".rate_interval_ms", "must be a whole number of milliseconds between 1 and %d with a rate (got %v)", MaxKeyRateInterval.Milliseconds(), l.RateInterval)
+		return invalid(prefix+"rate_interval_ms", "must be a whole number of milliseconds between 1 and %d with a rate (got %v)", MaxKeyRateInterval.Milliseconds(), l.RateInterval)
 	}
 	return nil
 }
@@ -315,7 +316,7 @@ func (s *Store) SetKeyLimit(ctx context.Context, key string, limit KeyLimit, op 
 	if err := checkKey("key", key); err != nil {
 		return Key{}, err
 	}
-	if err := checkKeyLimit("limit", limit); err != nil {
+	if err := checkKeyLimit("", limit); err != nil {
 		return Key{}, err
 	}
 	var out Key

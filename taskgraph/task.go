@@ -119,6 +119,8 @@ type NodeSpec struct {
 	// are claimed at once and how often they are claimed (see KeyLimit).
 	ConcurrencyKey string
 	// KeyLimit, with ConcurrencyKey, sets the key's limit if it has none
+	// (its fields are named concurrency_max_claimed, concurrency_rate and
+	// concurrency_rate_interval_ms in errors)
 	// yet; a key with a different limit refuses the create (ErrConflict:
 	// an operator changes a limit, SetKeyLimit).
 	KeyLimit *KeyLimit

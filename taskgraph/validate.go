@@ -310,9 +310,9 @@ func normalizeNode(n NodeSpec) (normalizedNode, error) {
 	}
 	if n.KeyLimit != nil {
 		if n.ConcurrencyKey == "" {
-			return normalizedNode{}, invalid("concurrency_limit", "applies only with a concurrency_key")
+			return normalizedNode{}, invalid("concurrency_key", "is required with a limit (concurrency_max_claimed, concurrency_rate)")
 		}
-		if err := checkKeyLimit("concurrency_limit", *n.KeyLimit); err != nil {
+		if err := checkKeyLimit("concurrency_", *n.KeyLimit); err != nil {
 			return normalizedNode{}, err
 		}
 	}

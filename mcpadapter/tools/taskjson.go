@@ -32,6 +32,8 @@ type taskJSON struct {
 	Requires       []string        `json:"requires"`
 	DueAt          *string         `json:"due_at"`
 	RetryDelayMS   int64           `json:"retry_delay_ms"`
+	// ConcurrencyKey is left out when the task has none.
+	ConcurrencyKey string          `json:"concurrency_key,omitempty"`
 	Result         json.RawMessage `json:"result"`
 	Error          *string         `json:"error"`
 	StatusMessage  string          `json:"status_message"`
@@ -61,7 +63,7 @@ func renderTask(t taskgraph.Task) *taskJSON {
 		Payload: t.Payload, DependsOn: deps, Owner: strOrNil(t.Owner), Generation: t.Generation,
 		Attempts: t.Attempts, MaxAttempts: t.MaxAttempts, Priority: t.Priority, Result: t.Result, Error: strOrNil(t.Error),
 		StatusMessage: t.StatusMessage, CreatedAt: formatTime(t.CreatedAt), UpdatedAt: formatTime(t.UpdatedAt),
-		Requires: t.Requires, RetryDelayMS: t.RetryDelay.Milliseconds(),
+		Requires: t.Requires, RetryDelayMS: t.RetryDelay.Milliseconds(), ConcurrencyKey: t.ConcurrencyKey,
 		Report: renderReport(t.Report, 0),
 	}
 	if !t.TotalUsage.IsZero() {
@@ -132,6 +134,7 @@ func taskSchema() map[string]any {
 	// Present only when there is something to show.
 	props["report"] = withDescription(reportSchema(), "the current (or last) attempt's report: progress, status_message and usage as its worker last sent them; absent when it sent none")
 	props["total_usage"] = withDescription(usageOutSchema(), "the usage of every attempt of the task; absent when none was reported")
+	props["concurrency_key"] = map[string]any{"type": "string", "pattern": taskgraph.IdentifierPattern, "description": "the task's concurrency key; absent when it has none"}
 	return s
 }
 

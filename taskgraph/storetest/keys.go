@@ -346,8 +346,9 @@ func testKeyCreateRules(t *testing.T, h Harness) {
 	}{
 		{tg.NodeSpec{NodeID: "x", ConcurrencyKey: "no spaces"}, "concurrency_key"},
 		{tg.NodeSpec{NodeID: "x", ConcurrencyKey: strings.Repeat("k", 200)}, "concurrency_key"},
-		{tg.NodeSpec{NodeID: "x", KeyLimit: one}, "concurrency_limit"},
-		{tg.NodeSpec{NodeID: "x", ConcurrencyKey: "k", KeyLimit: &tg.KeyLimit{MaxClaimed: tg.MaxKeyClaimed + 1}}, "concurrency_limit.max_claimed"},
+		{tg.NodeSpec{NodeID: "x", KeyLimit: one}, "concurrency_key"},
+		{tg.NodeSpec{NodeID: "x", ConcurrencyKey: "k", KeyLimit: &tg.KeyLimit{MaxClaimed: tg.MaxKeyClaimed + 1}}, "concurrency_max_claimed"},
+		{tg.NodeSpec{NodeID: "x", ConcurrencyKey: "k", KeyLimit: &tg.KeyLimit{Rate: 3}}, "concurrency_rate_interval_ms"},
 	} {
 		if _, err := e.s.CreateTask(e.ctx, "a", bad.spec); !errors.Is(err, tg.ErrInvalid) || !strings.Contains(err.Error(), bad.field) {
 			t.Fatalf("create %+v: %v, want ErrInvalid naming %s", bad.spec, err, bad.field)
