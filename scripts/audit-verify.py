@@ -263,6 +263,9 @@ def verify(lines, expects, wf_heads=None):
         elif kind in ('pause', 'resume'):
             if wf and wf not in live:
                 raise Broken('%s: %s of workflow %s, which is not live' % (where, kind, wf))
+        elif kind == 'limit':
+            if wf:
+                raise Broken('%s: limit entry names workflow %s; limits are database-wide' % (where, wf))
         elif kind != 'hash_v2':
             raise Broken('%s: unknown kind %r' % (where, kind))
     if audit:

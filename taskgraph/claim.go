@@ -101,7 +101,7 @@ func (s *Store) Claim(ctx context.Context, req ClaimRequest) (c Claimed, ok bool
 	// A claim-next that finds nothing says why when a pause is the reason
 	// (one read of the few pauses, on that answer only).
 	none := func() (Claimed, bool, error) {
-		return Claimed{Paused: s.claimPause(ctx, req.WorkflowID)}, false, nil
+		return Claimed{Paused: s.claimPause(ctx, req.WorkflowID), NextClaimableAt: s.nextKeyOpen(ctx, req.WorkflowID, caps)}, false, nil
 	}
 	// After Drain a claim-next tries once and does not wait: its server is
 	// shutting down.
@@ -146,6 +146,12 @@ func (s *Store) Claim(ctx context.Context, req ClaimRequest) (c Claimed, ok bool
 		// waiters by count; without it, a waiter also wakes at the next lease
 		// expiry or due time.
 		sleep := remaining
+		// A key's rate opens by time alone: no commit wakes the claim.
+		if at := s.nextKeyOpen(ctx, req.WorkflowID, caps); !at.IsZero() {
+			if until := at.Sub(s.clock.Now()) + time.Millisecond; until < sleep {
+				sleep = max(until, time.Millisecond)
+			}
+		}
 		if !s.opts.Sweep {
 			for _, next := range s.nextTimers(ctx) {
 				if until := next.Sub(s.clock.Now()) + time.Millisecond; until < sleep {
@@ -240,6 +246,17 @@ func (w *wtx) claimByID(taskID string, caps []string, owner string, d time.Durat
 	if conflict, err := w.pausedConflict(&r); err != nil || conflict != nil {
 		return Claimed{}, conflict, err
 	}
+	if r.ConcurrencyKey != "" {
+		// The key's slot, taken in this transaction; refused, nothing is
+		// written (but a lapsed lease expired above).
+		no, err := w.takeKeySlot(r.ConcurrencyKey)
+		if err != nil {
+			return Claimed{}, nil, err
+		}
+		if no != nil {
+			return Claimed{}, &ConflictError{TaskID: r.TaskID, State: r.State, Detail: "not claimable now: " + no.String()}, nil
+		}
+	}
 	g, err := w.grantFor(&r, owner, d)
 	if err != nil {
 		return Claimed{}, nil, err
@@ -252,6 +269,9 @@ func (w *wtx) claimByID(taskID string, caps []string, owner string, d time.Durat
 		return Claimed{}, nil, fmt.Errorf("claim: %w", err)
 	}
 	if !ok {
+		if err := w.untakeKeySlot(); err != nil {
+			return Claimed{}, nil, err
+		}
 		if err := w.reload(&r); err != nil {
 			return Claimed{}, nil, err
 		}

@@ -204,6 +204,9 @@ func sameNode(existing row, n normalizedNode) error {
 	if existing.RetryDelay != n.RetryDelay {
 		return conflict("retry_delay_ms")
 	}
+	if existing.ConcurrencyKey != n.Key {
+		return conflict("concurrency_key")
+	}
 	return nil
 }
 
@@ -243,6 +246,11 @@ func (w *wtx) insertNode(workflowID string, n normalizedNode) (row, error) {
 		}
 		// Rounded up: the task is never claimable before not_before.
 		dueMS = (n.NotBefore.UnixNano() + int64(time.Millisecond) - 1) / int64(time.Millisecond)
+	}
+	if n.Key != "" {
+		if err := w.ensureKey(n.Key, n.KeyLimit); err != nil {
+			return row{}, err
+		}
 	}
 	deps := make([]tgdriver.TaskRow, 0, len(n.DependsOn))
 	for _, d := range n.DependsOn {
@@ -296,7 +304,8 @@ func (w *wtx) insertNode(workflowID string, n normalizedNode) (row, error) {
 	tr := tgdriver.TaskRow{TaskID: taskID, WorkflowID: workflowID, NodeID: n.NodeID, Payload: string(n.Payload), DependsOn: string(depsJSON),
 		State: string(state), MaxAttempts: n.MaxAttempts, Unmet: unmet, StatusMessage: status, CancelCause: causeSeq,
 		CreatedAtMS: w.nowMS, UpdatedAtMS: w.nowMS, CreatedBy: PrincipalFrom(w.ctx), Priority: n.Priority,
-		Requires: strings.Join(n.Requires, " "), DueAtMS: dueMS, RetryDelayMS: n.RetryDelay.Milliseconds()}
+		Requires: strings.Join(n.Requires, " "), DueAtMS: dueMS, RetryDelayMS: n.RetryDelay.Milliseconds(),
+		ConcurrencyKey: n.Key}
 	seq, err := w.tx.InsertTask(w.ctx, tr)
 	if err != nil {
 		return row{}, fmt.Errorf("insert task: %w", err)
@@ -323,6 +332,9 @@ func (w *wtx) insertNode(workflowID string, n normalizedNode) (row, error) {
 	}
 	if n.RetryDelay != DefaultRetryDelay {
 		detail["retry_delay_ms"] = n.RetryDelay.Milliseconds()
+	}
+	if n.Key != "" {
+		detail["concurrency_key"] = n.Key
 	}
 	if err := w.appendEvent(&r, EventCreate, "", 0, detail); err != nil {
 		return row{}, err

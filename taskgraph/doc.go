@@ -105,6 +105,30 @@
 // (Claimed.Paused); a resume wakes parked claims here (wakeForPending) and
 // on other replicas (NotifyReady of no workflow: a Change Unknown).
 //
+// # Concurrency keys
+//
+// A task may name a concurrency key (NodeSpec.ConcurrencyKey); the key's
+// limit (KeyLimit: claimed at once, claims per interval of server time)
+// is set at create while the key has none, and changed by an operator
+// (SetKeyLimit, in the audit chain). Every key a task names has a row of
+// the driver's concurrency_keys. The guard is in the key's row: a claim
+// takes a slot in its own transaction by locking the row (LockKey) and a
+// compare-and-set update (UpdateKey) that raises claimed and appends the
+// claim's time (the transaction's server time, as its history records it)
+// to the last Rate claim times; it is refused when claimed is at the cap
+// or Rate claims lie within the interval that ends at it, so the rate
+// holds over any window. Whatever ends a claim gives the slot back in its
+// own transaction: a trigger of the schema on the task's state, so no
+// path can forget it. Claim-next's scan passes over the tasks of a closed
+// key (full, or rate-limited at the scan's time: KeyRow.Closed) with one
+// uncorrelated subquery, so tasks without a key pay one probe of a small
+// table; a batch whose candidates' keys closed under it (its own claims,
+// or another transaction's) scans again for those claims. A claim whose
+// key's slot freed wakes one parked claim-next for the key's next task
+// (KeyHead, through the ready notifications); a parked claim held back by
+// a rate sleeps until the rate opens, and a claim-next that finds nothing
+// because of a rate says when (Claimed.NextClaimableAt).
+//
 // # Upstream results and release
 //
 // A claim carries the claimed task's direct dependencies (Claimed.

@@ -97,6 +97,10 @@ type hotLane struct {
 // time anyway, and runs one.
 const defaultHotBatches = 2
 
+// maxKeyRescans bounds the claim scans a batch runs again for claims
+// whose candidates' concurrency keys closed under them.
+const maxKeyRescans = 8
+
 // defaultHotBatchSize bounds the operations of one batch.
 const defaultHotBatchSize = 256
 
@@ -406,7 +410,7 @@ func (s *Store) hotTx(ctx context.Context, tx tgdriver.Tx, ops []*hotOp, answers
 	// for as many more as those take.
 	taken := 0
 	for _, sc := range scans {
-		f.Claims = append(f.Claims, tgdriver.ClaimScan{WorkflowID: sc.workflowID, Caps: sc.caps, N: taken + len(sc.ops)})
+		f.Claims = append(f.Claims, tgdriver.ClaimScan{WorkflowID: sc.workflowID, Caps: sc.caps, N: taken + len(sc.ops), AtMS: now.UnixMilli()})
 		taken += len(sc.ops)
 	}
 	fetched, err := tx.Fetch(ctx, f)
@@ -432,7 +436,11 @@ func (s *Store) hotTx(ctx context.Context, tx tgdriver.Tx, ops []*hotOp, answers
 		case hotHeartbeat:
 			err = w.heartbeated(&r, op.h, fo.exp, op.rep)
 		case hotComplete:
-			err = w.completed(&r, op.h, op.result, op.rep)
+			if err = w.completed(&r, op.h, op.result, op.rep); err == nil {
+				// The claim ended (the fence held it): the schema gave
+				// its key's slot back; wake a claim for it.
+				err = w.keyFreed(r.ConcurrencyKey)
+			}
 		}
 		if err != nil {
 			return nil, err
@@ -444,26 +452,50 @@ func (s *Store) hotTx(ctx context.Context, tx tgdriver.Tx, ops []*hotOp, answers
 	var updates []tgdriver.TaskUpdate
 	var grantedOps []int
 	seen := map[int64]bool{}
-	for si, sc := range scans {
-		cands := fetched.Claimable[si]
+	// grant gives the claims ops of scan sc the first of cands they may
+	// take, in batch order, and returns the claims left without a task
+	// while a candidate was refused for its concurrency key (full, or out
+	// of rate, since the scan read it: an earlier claim of the batch took
+	// the slot, or another transaction did): the scan runs again for them,
+	// and passes over that key now.
+	grant := func(sc *scan, opsOf []int, cands []tgdriver.TaskRow) (again []int, err error) {
 		next := 0
-		for _, i := range sc.ops {
+		refused := false
+		for _, i := range opsOf {
 			op, w := ops[i], ws[i]
 			if op.after != nil && !acceptedIn(op.after, ops, answers) {
 				continue // its completion was refused: it claims nothing
 			}
-			for next < len(cands) && seen[cands[next].Seq] {
+			var r row
+			found := false
+			for !found && next < len(cands) {
+				c := cands[next]
 				next++
+				if seen[c.Seq] {
+					continue
+				}
+				seen[c.Seq] = true
+				if c.ConcurrencyKey != "" {
+					no, err := w.takeKeySlot(c.ConcurrencyKey)
+					if err != nil {
+						return nil, err
+					}
+					if no != nil {
+						refused = true
+						continue
+					}
+				}
+				if r, err = toRow(c); err != nil {
+					return nil, err
+				}
+				found = true
 			}
-			if next == len(cands) {
-				break // nothing left for this claim: it finds no task
+			if !found {
+				if refused {
+					again = append(again, i)
+				}
+				continue // nothing left for this claim: it finds no task
 			}
-			r, err := toRow(cands[next])
-			if err != nil {
-				return nil, err
-			}
-			seen[r.seq] = true
-			next++
 			g, err := w.grantFor(&r, op.owner, op.lease)
 			if err != nil {
 				return nil, err
@@ -477,6 +509,47 @@ func (s *Store) hotTx(ctx context.Context, tx tgdriver.Tx, ops []*hotOp, answers
 			updates = append(updates, tgdriver.TaskUpdate{Seq: r.seq, Set: g.set, Guard: g.guard})
 			grantedOps = append(grantedOps, i)
 		}
+		return again, nil
+	}
+	type rescan struct {
+		sc  *scan
+		ops []int
+	}
+	var rescans []rescan
+	for si, sc := range scans {
+		again, err := grant(sc, sc.ops, fetched.Claimable[si])
+		if err != nil {
+			return nil, err
+		}
+		if len(again) > 0 {
+			rescans = append(rescans, rescan{sc: sc, ops: again})
+		}
+	}
+	// Each round closes every key it refused a claim for (the scans of
+	// this transaction see its own slots taken), so rounds end; the bound
+	// only caps a batch's work when keys keep closing under it.
+	for round := 0; len(rescans) > 0 && round < maxKeyRescans; round++ {
+		var rf tgdriver.Fetch
+		for _, rs := range rescans {
+			// The scan meets the tasks the batch took (not yet updated)
+			// and those it passed over: it asks for as many more.
+			rf.Claims = append(rf.Claims, tgdriver.ClaimScan{WorkflowID: rs.sc.workflowID, Caps: rs.sc.caps, N: len(seen) + len(rs.ops), AtMS: now.UnixMilli()})
+		}
+		got, err := tx.Fetch(ctx, rf)
+		if err != nil {
+			return nil, err
+		}
+		var next []rescan
+		for k, rs := range rescans {
+			again, err := grant(rs.sc, rs.ops, got.Claimable[k])
+			if err != nil {
+				return nil, err
+			}
+			if len(again) > 0 {
+				next = append(next, rescan{sc: rs.sc, ops: again})
+			}
+		}
+		rescans = next
 	}
 
 	// Round two: the claims' updates, the events, the notifications.

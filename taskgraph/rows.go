@@ -55,6 +55,7 @@ func toRow(tr tgdriver.TaskRow) (row, error) {
 	}
 	r.RetryDelay = time.Duration(tr.RetryDelayMS) * time.Millisecond
 	r.LeaseLosses = tr.LeaseLosses
+	r.ConcurrencyKey = tr.ConcurrencyKey
 	if tr.HasResult {
 		r.Result = json.RawMessage(tr.Result)
 	}
@@ -149,7 +150,14 @@ func (w *wtx) update(r *row, set tgdriver.TaskSet, guard tgdriver.TaskGuard) (bo
 	if err != nil {
 		return false, err
 	}
+	wasClaimed := r.State == StateClaimed
 	*r = nr
+	if wasClaimed && nr.State != StateClaimed {
+		// The schema gave the key's slot back: wake a claim for it.
+		if err := w.keyFreed(nr.ConcurrencyKey); err != nil {
+			return false, err
+		}
+	}
 	return true, nil
 }
 

@@ -72,12 +72,14 @@ type Task struct {
 	RetryDelay time.Duration
 	// LeaseLosses counts the task's leases that lapsed (see "Poison tasks"
 	// in the package doc); an operator's Requeue sets it back to 0.
-	LeaseLosses   int
-	Result        json.RawMessage // nil until completed
-	Error         string          // the last failure, "" when none
-	StatusMessage string
-	CreatedAt     time.Time
-	UpdatedAt     time.Time
+	LeaseLosses int
+	// ConcurrencyKey is the task's concurrency key ("" for none).
+	ConcurrencyKey string
+	Result         json.RawMessage // nil until completed
+	Error          string          // the last failure, "" when none
+	StatusMessage  string
+	CreatedAt      time.Time
+	UpdatedAt      time.Time
 	// CreatedBy is the principal that created the task (see WithPrincipal);
 	// "" when the creating request carried none.
 	CreatedBy string
@@ -112,6 +114,16 @@ type NodeSpec struct {
 	// MaxNotBefore ahead), keeps the task from being claimed before it: it is
 	// pending (once its dependencies completed) but not claimable.
 	NotBefore time.Time
+	// ConcurrencyKey, when set (an identifier, as workflow_id), names the
+	// task's concurrency key: the key's limit caps how many of its tasks
+	// are claimed at once and how often they are claimed (see KeyLimit).
+	ConcurrencyKey string
+	// KeyLimit, with ConcurrencyKey, sets the key's limit if it has none
+	// (its fields are named concurrency_max_claimed, concurrency_rate and
+	// concurrency_rate_interval_ms in errors)
+	// yet; a key with a different limit refuses the create (ErrConflict:
+	// an operator changes a limit, SetKeyLimit).
+	KeyLimit *KeyLimit
 }
 
 // Created is the outcome of creating one node.
@@ -157,6 +169,11 @@ type Claimed struct {
 	// after Store.Drain: its server is shutting down, so it did not wait
 	// (any longer) for a task.
 	Draining bool
+	// NextClaimableAt is set only on a claim-next that found nothing (ok
+	// false) while a task it could take waits for its concurrency key's
+	// rate (KeyLimit.Rate): the server time at which the earliest such key
+	// allows its next claim. Zero otherwise.
+	NextClaimableAt time.Time
 }
 
 // Operator identifies the human behind an operator operation.

@@ -100,6 +100,8 @@ type normalizedNode struct {
 	Requires    []string // canonical
 	RetryDelay  time.Duration
 	NotBefore   time.Time
+	Key         string
+	KeyLimit    *KeyLimit
 }
 
 func normalizeNode(n NodeSpec) (normalizedNode, error) {
@@ -153,8 +155,21 @@ func normalizeNode(n NodeSpec) (normalizedNode, error) {
 			return normalizedNode{}, invalid("retry_delay_ms", "must be a whole number of milliseconds between 0 and %d (got %v)", MaxRetryDelay.Milliseconds(), rd)
 		}
 	}
+	if n.ConcurrencyKey != "" {
+		if err := checkKey("concurrency_key", n.ConcurrencyKey); err != nil {
+			return normalizedNode{}, err
+		}
+	}
+	if n.KeyLimit != nil {
+		if n.ConcurrencyKey == "" {
+			return normalizedNode{}, invalid("concurrency_key", "is required with a limit (concurrency_max_claimed, concurrency_rate)")
+		}
+		if err := checkKeyLimit("concurrency_", *n.KeyLimit); err != nil {
+			return normalizedNode{}, err
+		}
+	}
 	return normalizedNode{NodeID: n.NodeID, Payload: p, DependsOn: deps, MaxAttempts: ma, Priority: n.Priority,
-		Requires: req, RetryDelay: rd, NotBefore: n.NotBefore}, nil
+		Requires: req, RetryDelay: rd, NotBefore: n.NotBefore, Key: n.ConcurrencyKey, KeyLimit: n.KeyLimit}, nil
 }
 
 func checkErrorText(s string) error {

@@ -29,6 +29,9 @@ type wtx struct {
 	// actor is who caused this operation's events (see as; ActorServer
 	// when unset).
 	actor Actor
+	// keyTaken is the concurrency key slot this operation took last
+	// (takeKeySlot), nil when none.
+	keyTaken *keyTake
 }
 
 // outbox is what the operations of one transaction left to record before

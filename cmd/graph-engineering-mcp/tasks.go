@@ -255,6 +255,8 @@ type taskJSON struct {
 	// Requires are the capabilities a claimant must advertise; absent when
 	// none.
 	Requires []string `json:"requires,omitempty"`
+	// ConcurrencyKey is the task's concurrency key; absent when none.
+	ConcurrencyKey string `json:"concurrency_key,omitempty"`
 	// DueAt is when a pending task becomes claimable; absent when it is
 	// claimable now.
 	DueAt *time.Time `json:"due_at,omitempty"`
@@ -269,7 +271,7 @@ func newTaskJSON(t taskgraph.Task) taskJSON {
 		TaskID: t.TaskID, WorkflowID: t.WorkflowID, NodeID: t.NodeID, State: string(t.State), StatusMessage: t.StatusMessage,
 		Owner: t.Owner, Generation: t.Generation, Attempts: t.Attempts, MaxAttempts: t.MaxAttempts, LeaseLosses: t.LeaseLosses,
 		DependsOn: t.DependsOn, Payload: t.Payload, Result: t.Result, Error: t.Error, CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt,
-		CreatedBy: t.CreatedBy, Requires: t.Requires, Report: t.Report,
+		CreatedBy: t.CreatedBy, Requires: t.Requires, Report: t.Report, ConcurrencyKey: t.ConcurrencyKey,
 	}
 	if !t.TotalUsage.IsZero() {
 		u := t.TotalUsage
@@ -408,6 +410,9 @@ func writeTaskDetail(w io.Writer, t taskgraph.Task, events []taskgraph.Event, no
 	}
 	if len(t.Requires) > 0 {
 		rows = append(rows, [2]string{"requires", strings.Join(t.Requires, ", ")})
+	}
+	if t.ConcurrencyKey != "" {
+		rows = append(rows, [2]string{"key", t.ConcurrencyKey + " (admin limit " + t.ConcurrencyKey + " shows its limit)"})
 	}
 	if t.LeaseLosses > 0 {
 		rows = append(rows, [2]string{"losses", fmt.Sprintf("%d lease(s) lapsed (a poison task fails at serve --max-lease-losses)", t.LeaseLosses)})

@@ -289,6 +289,9 @@ func taskNote(t taskgraph.Task, now time.Time) string {
 			if len(t.Requires) > 0 {
 				return "requires " + strings.Join(t.Requires, ", ")
 			}
+			if t.ConcurrencyKey != "" {
+				return "key " + t.ConcurrencyKey
+			}
 			return ""
 		}
 	}

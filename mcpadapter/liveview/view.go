@@ -601,6 +601,8 @@ type Node struct {
 	Priority         int    `json:"priority,omitempty"`
 	// Requires are the capability tags a claimant must advertise.
 	Requires []string `json:"requires,omitempty"`
+	// ConcurrencyKey is the task's concurrency key, absent when none.
+	ConcurrencyKey string `json:"concurrency_key,omitempty"`
 	// DueAtMS is when a pending task that is not yet due becomes claimable.
 	DueAtMS       int64  `json:"due_at_ms,omitempty"`
 	Error         string `json:"error,omitempty"`
@@ -684,7 +686,7 @@ func (u *Handler) workflow(ctx context.Context, v viewer, id string) (*Workflow,
 // clip bytes.
 func uiNodeOf(t taskgraph.Task, now time.Time, clip int) Node {
 	n := Node{TaskID: t.TaskID, NodeID: t.NodeID, State: string(t.State), Owner: t.Owner, Generation: t.Generation,
-		Stuck: uiStuck(t, now), Attempts: t.Attempts, MaxAttempts: t.MaxAttempts, Priority: t.Priority, Requires: t.Requires,
+		Stuck: uiStuck(t, now), Attempts: t.Attempts, MaxAttempts: t.MaxAttempts, Priority: t.Priority, Requires: t.Requires, ConcurrencyKey: t.ConcurrencyKey,
 		Error: input.Cut(t.Error, clip), StatusMessage: input.Cut(t.StatusMessage, clip)}
 	if t.State == taskgraph.StateClaimed {
 		n.LeaseExpiresAtMS = uiTime(t.LeaseExpiresAt)

@@ -23,12 +23,14 @@ type taskJSON struct {
 	State      string          `json:"state"`
 	Payload    json.RawMessage `json:"payload"`
 	claimStateJSON
-	RetryDelayMS  int64           `json:"retry_delay_ms"`
-	Result        json.RawMessage `json:"result"`
-	Error         *string         `json:"error"`
-	StatusMessage string          `json:"status_message"`
-	CreatedAt     string          `json:"created_at"`
-	UpdatedAt     string          `json:"updated_at"`
+	RetryDelayMS int64 `json:"retry_delay_ms"`
+	// ConcurrencyKey is left out when the task has none.
+	ConcurrencyKey string          `json:"concurrency_key,omitempty"`
+	Result         json.RawMessage `json:"result"`
+	Error          *string         `json:"error"`
+	StatusMessage  string          `json:"status_message"`
+	CreatedAt      string          `json:"created_at"`
+	UpdatedAt      string          `json:"updated_at"`
 	// Report is the current (or last) attempt's report, TotalUsage the
 	// usage of every attempt: both left out when there is none, so that
 	// the answers of tasks nobody reported on stay as small as before.
@@ -85,8 +87,8 @@ func renderTask(t taskgraph.Task) *taskJSON {
 		TaskID: t.TaskID, WorkflowID: t.WorkflowID, NodeID: t.NodeID, State: string(t.State),
 		Payload: t.Payload, claimStateJSON: renderClaimState(t), Result: t.Result, Error: strOrNil(t.Error),
 		StatusMessage: t.StatusMessage, CreatedAt: formatTime(t.CreatedAt), UpdatedAt: formatTime(t.UpdatedAt),
-		RetryDelayMS: t.RetryDelay.Milliseconds(),
-		Report:       renderReport(t.Report, 0),
+		RetryDelayMS: t.RetryDelay.Milliseconds(), ConcurrencyKey: t.ConcurrencyKey,
+		Report: renderReport(t.Report, 0),
 	}
 	if !t.TotalUsage.IsZero() {
 		u := renderUsage(t.TotalUsage)
@@ -145,6 +147,7 @@ func taskSchema() map[string]any {
 	// Present only when there is something to show.
 	props["report"] = withDescription(reportSchema(), "the current (or last) attempt's report: progress, status_message and usage as its worker last sent them; absent when it sent none")
 	props["total_usage"] = withDescription(usageOutSchema(), "the usage of every attempt of the task; absent when none was reported")
+	props["concurrency_key"] = map[string]any{"type": "string", "pattern": taskgraph.IdentifierPattern, "description": "the task's concurrency key; absent when it has none"}
 	return s
 }
 

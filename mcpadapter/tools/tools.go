@@ -29,8 +29,11 @@ type toolOutput struct {
 	// ClaimedNext and Next: graph_task_complete with claim_next only.
 	// Next is the claim's answer, as graph_task_claim gives it, or null;
 	// toolResult renders it from next, whose receipt it adds.
-	ClaimedNext *bool           `json:"claimed_next,omitempty"`
-	Next        json.RawMessage `json:"next,omitempty"`
+	ClaimedNext *bool `json:"claimed_next,omitempty"`
+	// NextClaimableAt: graph_task_claim that claimed nothing while a
+	// concurrency key's rate held a task back (taskgraph.Claimed).
+	NextClaimableAt *string         `json:"next_claimable_at,omitempty"`
+	Next            json.RawMessage `json:"next,omitempty"`
 	// Workflow: graph_task_inspect's outline form only, which then has no
 	// task (see outlineOutput).
 	Workflow *outlineJSON `json:"-"`
@@ -106,6 +109,8 @@ func toolDefs() []toolDef {
 				"dependencies": depsSchema(),
 				"hint":         map[string]any{"type": "string"},
 				"lease":        leaseSchema(),
+				"next_claimable_at": map[string]any{"type": "string", "format": "date-time",
+					"description": "only when nothing was claimed while a task this claim could take waits for its concurrency key's rate: the server time at which the key allows its next claim"},
 			},
 			required: []string{"claimed", "task"},
 		},
@@ -124,7 +129,8 @@ func toolDefs() []toolDef {
 		{
 			name: manifest.ToolCreate, title: "Create a task",
 			desc: "Create a task (a node of a workflow's DAG). It is ready to claim once every node in depends_on has completed (and not_before has passed), by a worker whose capabilities include its requires. A retryable failure is retried after retry_delay_ms, doubling per retry (at most 15 minutes). " +
-				"Idempotent: creating the same workflow_id and node_id again with the same payload, depends_on, max_attempts, priority, requires and retry_delay_ms returns the existing task (created: false); different content is rejected.",
+				"A task with a concurrency_key is claimed only while its key's limit allows. " +
+				"Idempotent: creating the same workflow_id and node_id again with the same payload, depends_on, max_attempts, priority, requires, retry_delay_ms and concurrency_key returns the existing task (created: false); different content is rejected.",
 			fields: withRequestID([]field{
 				{name: "workflow_id", kind: kindIdentifier, required: true, desc: "the workflow (DAG) the task belongs to; created on first use"},
 				{name: "node_id", kind: kindIdentifier, required: true, desc: "the task's name within the workflow"},
@@ -135,6 +141,10 @@ func toolDefs() []toolDef {
 				{name: "requires", kind: kindTagList, max: taskgraph.MaxRequires, desc: fmt.Sprintf("capabilities a worker must advertise to claim the task: at most %d tags, each %s (stored sorted and deduplicated; default none)", taskgraph.MaxRequires, taskgraph.TagPattern)},
 				{name: "retry_delay_ms", kind: kindInt, min: 0, max: taskgraph.MaxRetryDelay.Milliseconds(), desc: fmt.Sprintf("wait before the first retry of a retryable failure, in milliseconds, doubling per retry and capped at %d (0..%d, default %d; 0 retries at once)", taskgraph.MaxRetryDelay.Milliseconds(), taskgraph.MaxRetryDelay.Milliseconds(), taskgraph.DefaultRetryDelay.Milliseconds())},
 				{name: "not_before", kind: kindTime, desc: "RFC 3339 timestamp (UTC, e.g. 2026-03-01T12:00:00Z): the task is not claimable before it (server time); at most 365 days ahead; a past time means now. Applies at creation only"},
+				{name: "concurrency_key", kind: kindIdentifier, desc: "a name shared by tasks that must be limited together (for example one per LLM provider or repository); its limit caps how many of them are claimed at once and how many claims it grants per interval (default none)"},
+				{name: "concurrency_max_claimed", kind: kindInt, min: 0, max: taskgraph.MaxKeyClaimed, desc: fmt.Sprintf("with concurrency_key: at most this many of the key's tasks claimed at once (0..%d, 0 no cap). Sets the key's limit only while it has none; an operator changes it", taskgraph.MaxKeyClaimed)},
+				{name: "concurrency_rate", kind: kindInt, min: 0, max: taskgraph.MaxKeyRate, desc: fmt.Sprintf("with concurrency_key and concurrency_rate_interval_ms: at most this many claims of the key's tasks in any interval (0..%d, 0 no rate)", taskgraph.MaxKeyRate)},
+				{name: "concurrency_rate_interval_ms", kind: kindInt, min: 0, max: taskgraph.MaxKeyRateInterval.Milliseconds(), desc: fmt.Sprintf("the interval of concurrency_rate, in milliseconds of server time (1..%d)", taskgraph.MaxKeyRateInterval.Milliseconds())},
 			}...),
 			annotations: &mcp.ToolAnnotations{Title: "Create a task", IdempotentHint: true, DestructiveHint: boolPtr(false), OpenWorldHint: boolPtr(false)},
 			extraOutput: map[string]any{"created": map[string]any{"type": "boolean"}},
@@ -245,12 +255,22 @@ func nodeSpecOf(a *args) taskgraph.NodeSpec {
 		d := time.Duration(a.num["retry_delay_ms"]) * time.Millisecond
 		spec.RetryDelay = &d
 	}
+	spec.ConcurrencyKey = a.str["concurrency_key"]
+	if a.has("concurrency_max_claimed") || a.has("concurrency_rate") || a.has("concurrency_rate_interval_ms") {
+		spec.KeyLimit = &taskgraph.KeyLimit{MaxClaimed: int(a.num["concurrency_max_claimed"]), Rate: int(a.num["concurrency_rate"]),
+			RateInterval: time.Duration(a.num["concurrency_rate_interval_ms"]) * time.Millisecond}
+	}
 	return spec
 }
 
 // WaitLimitHint is the hint of a claim-next that found no task while the
 // server already held its maximum of parked claims (taskgraph.ErrWaitLimit).
 const WaitLimitHint = "no task was claimed: the server holds its maximum of parked claims (claim-next calls waiting for a task), so this one could not wait; retry after a moment"
+
+// KeyRateHint is the hint (a format taking a time) of a claim-next that
+// found no task while a task it could take waits for its concurrency key's
+// rate: the answer's next_claimable_at.
+const KeyRateHint = "no task was claimed: a ready task's concurrency key has granted its claims for now (its rate limit); the next is claimable at %s (next_claimable_at): claim again then, or with wait_ms"
 
 // UnknownWorkflowHint is the hint (a format taking the workflow id) of a
 // claim-next within a workflow_id that no workflow has: nothing was claimed
@@ -278,7 +298,12 @@ func (s *Surface) claim(ctx context.Context, a *args) (*toolOutput, error) {
 		return nil, err
 	}
 	if !ok {
-		return &toolOutput{Claimed: boolPtr(false), Hint: s.noClaimHint(ctx, c, req.WorkflowID)}, nil
+		out := &toolOutput{Claimed: boolPtr(false), Hint: s.noClaimHint(ctx, c, req.WorkflowID)}
+		if !c.NextClaimableAt.IsZero() {
+			at := formatTime(c.NextClaimableAt)
+			out.NextClaimableAt = &at
+		}
+		return out, nil
 	}
 	return claimedOutput(c), nil
 }
@@ -298,6 +323,9 @@ func (s *Surface) noClaimHint(ctx context.Context, c taskgraph.Claimed, workflow
 	if c.Paused != nil {
 		// An operator paused claiming: say so, and that waiting is the fix.
 		return "no task was claimed: " + c.Paused.String()
+	}
+	if !c.NextClaimableAt.IsZero() {
+		return fmt.Sprintf(KeyRateHint, formatTime(c.NextClaimableAt))
 	}
 	// A typo in workflow_id would otherwise look like an empty
 	// workflow forever. Asked after the wait, so a workflow created

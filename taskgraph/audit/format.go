@@ -43,6 +43,9 @@ const (
 	EntryPause = "pause"
 	// EntryResume records the end of a pause, with its operator and reason.
 	EntryResume = "resume"
+	// EntryLimit records an operator's change of a concurrency key's
+	// limit (database-wide: it names no workflow).
+	EntryLimit = "limit"
 )
 
 // ErrNotCanonical marks a stored v2 field that is not canonical JSON (the

@@ -163,6 +163,10 @@ func verifyAuditChain(ctx context.Context, rd tgdriver.Reads, heads []tgdriver.W
 			if _, ok := live[a.WorkflowID]; a.WorkflowID != "" && !ok {
 				return stop("%s of workflow %s, which is not live", a.Kind, a.WorkflowID)
 			}
+		case a.Kind == EntryLimit:
+			if a.WorkflowID != "" {
+				return stop("%s entry names workflow %s; limits are database-wide", a.Kind, a.WorkflowID)
+			}
 		case a.Kind != EntrySwitch:
 			return stop("unknown audit entry kind %q", a.Kind)
 		}

@@ -63,3 +63,15 @@ const (
 	// may lie.
 	MaxNotBefore = 365 * 24 * time.Hour
 )
+
+// Bounds of concurrency keys and their limits (NodeSpec.ConcurrencyKey,
+// KeyLimit). A key follows IdentifierPattern.
+const (
+	// MaxKeyClaimed bounds KeyLimit.MaxClaimed.
+	MaxKeyClaimed = 100000
+	// MaxKeyRate bounds KeyLimit.Rate: a key's row keeps the times of
+	// its last Rate claims.
+	MaxKeyRate = 1000
+	// MaxKeyRateInterval bounds KeyLimit.RateInterval (at least 1 ms).
+	MaxKeyRateInterval = 24 * time.Hour
+)

@@ -158,6 +158,15 @@ type Reads interface {
 	// workflowID is not empty, that workflow's, else up to limit
 	// workflows' pauses in workflow id order.
 	Pauses(ctx context.Context, workflowID string, limit int) ([]PauseRow, error)
+	// Key returns concurrency key key; ok is false when no task named it.
+	Key(ctx context.Context, key string) (k KeyRow, ok bool, err error)
+	// Keys returns up to limit concurrency keys in key order, after the
+	// key after ("" from the first).
+	Keys(ctx context.Context, after string, limit int) ([]KeyRow, error)
+	// KeyHead returns the first claimable task (pending, due, not paused)
+	// of concurrency key key in claim-next order, through an index of the
+	// keyed ready tasks; ok is false when it has none.
+	KeyHead(ctx context.Context, key string) (t TaskRow, ok bool, err error)
 	// EventHashAt returns the hash of event seq of workflowID's chain; ok is
 	// false when there is no such event.
 	EventHashAt(ctx context.Context, workflowID string, seq int64) (hash string, ok bool, err error)
@@ -277,6 +286,18 @@ type Tx interface {
 	// (PostgreSQL waits for the transactions that hold tasks rows, and
 	// claims wait for it). Callers lock the workflow first.
 	SetPause(ctx context.Context, p PauseRow) (replaced bool, err error)
+	// EnsureKey creates concurrency key key, with no limits, if it does
+	// not exist.
+	EnsureKey(ctx context.Context, key string, nowMS int64) error
+	// LockKey returns concurrency key key and holds its write lock for the
+	// rest of the transaction (PostgreSQL: FOR UPDATE); ok is false when
+	// it does not exist. Lock order: after the tasks rows.
+	LockKey(ctx context.Context, key string) (k KeyRow, ok bool, err error)
+	// UpdateKey writes k over old (same Key) if the row still holds old's
+	// Claimed, RecentMS and limits, in the update's own predicate; ok is
+	// false (nothing written) when it does not.
+	UpdateKey(ctx context.Context, old, k KeyRow) (ok bool, err error)
+
 	// ClearPause removes the pause of workflowID ("" for all claiming)
 	// and returns it; ok is false when there was none.
 	ClearPause(ctx context.Context, workflowID string) (p PauseRow, ok bool, err error)

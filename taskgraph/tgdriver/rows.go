@@ -56,6 +56,9 @@ type TaskRow struct {
 	Report     string
 	Usage      Usage
 	PriorUsage Usage
+	// ConcurrencyKey names the task's concurrency key ("" for none,
+	// migration 0012): see KeyRow.
+	ConcurrencyKey string
 }
 
 // Usage is what work cost: tokens and money (columns usage_* and prior_*).
@@ -286,6 +289,39 @@ type PauseRow struct {
 	By         string // the operator
 }
 
+// KeyRow is a concurrency key (concurrency_keys, migration 0012): the
+// limits of the tasks that name it, and its claims. Every key a task names
+// has a row.
+type KeyRow struct {
+	Key string
+	// MaxClaimed caps the key's tasks claimed at once; 0 is no cap.
+	MaxClaimed int
+	// Claimed counts the key's claimed tasks. A claim raises it in its
+	// own transaction (Tx.UpdateKey, guarded); whatever ends a claim
+	// lowers it in the same statement's transaction (a trigger).
+	Claimed int
+	// RateCount claims at most per RateIntervalMS; 0 is no rate.
+	RateCount      int
+	RateIntervalMS int64
+	// RecentMS lists the server times (ms) of the key's claims within the
+	// last rate interval, oldest first, space separated, at most
+	// RateCount of them.
+	RecentMS string
+	// RateOpenAtMS is the first server time at which the rate allows the
+	// next claim; 0 when it allows one now.
+	RateOpenAtMS int64
+	UpdatedAtMS  int64
+	// UpdatedBy is who set the limits last ("" for the task's creator).
+	UpdatedBy string
+}
+
+// Closed reports whether k grants no claim at atMS: it is full, or its
+// rate opens after atMS. It is the predicate the claim scans apply
+// (ClaimScan).
+func (k KeyRow) Closed(atMS int64) bool {
+	return k.MaxClaimed > 0 && k.Claimed >= k.MaxClaimed || k.RateOpenAtMS > atMS
+}
+
 // TaskUpdate is one guarded update of a batch (Fetch, Apply): Set applies
 // to the task with Seq, or with TaskID when Seq is 0, if Guard holds in the
 // write itself.
@@ -302,10 +338,14 @@ type TaskUpdate struct {
 // requires are all among Caps (canonical; empty takes only tasks that
 // require nothing), each locked for the transaction. A driver of many
 // writers skips tasks another transaction holds.
+//
+// The scan passes over the tasks whose concurrency key is closed at AtMS
+// (KeyRow.Closed): full, or rate-limited until after AtMS.
 type ClaimScan struct {
 	WorkflowID string
 	Caps       []string
 	N          int
+	AtMS       int64
 }
 
 // Fetch is the first round of a batch (Tx.Fetch).

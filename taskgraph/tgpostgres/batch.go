@@ -25,35 +25,56 @@ import (
 // statement (an InitPlan, and a hashed SubPlan), not per row. Pausing is
 // exact with them because SetPause takes tasks in EXCLUSIVE mode: a scan's
 // row lock waits for it, and the scan's snapshot is taken after its locks.
-const (
+var (
 	notPaused = `NOT EXISTS (SELECT 1 FROM claim_pauses WHERE workflow_id = '')
 		AND workflow_id NOT IN (SELECT workflow_id FROM claim_pauses)`
 	// notPausedT is notPaused for the update of tasks aliased t.
 	notPausedT = `NOT EXISTS (SELECT 1 FROM claim_pauses WHERE workflow_id = '')
 		AND t.workflow_id NOT IN (SELECT workflow_id FROM claim_pauses)`
 	claimScanSQL = `SELECT ` + taskColumns + ` FROM tasks WHERE state = 'pending' AND due_at_ms = 0 AND requires = ''
-		AND ` + notPaused + ` ORDER BY priority DESC, seq LIMIT $1 FOR UPDATE SKIP LOCKED`
+		AND ` + notPaused + ` AND ` + keyOpenAt2 + ` ORDER BY priority DESC, seq LIMIT $1 FOR UPDATE SKIP LOCKED`
 	claimScanCapsSQL = `SELECT ` + taskColumns + ` FROM tasks WHERE state = 'pending' AND due_at_ms = 0
-		AND (requires = '' OR string_to_array(requires, ' ') <@ $2::text[]) AND ` + notPaused + `
+		AND (requires = '' OR string_to_array(requires, ' ') <@ $2::text[]) AND ` + notPaused + ` AND ` + keyOpenAt3 + `
 		ORDER BY priority DESC, seq LIMIT $1 FOR UPDATE SKIP LOCKED`
 	claimScanInWorkflowSQL = `SELECT ` + taskColumns + ` FROM tasks WHERE workflow_id = $2 AND state = 'pending' AND due_at_ms = 0
-		AND requires = '' AND ` + notPaused + ` ORDER BY priority DESC, seq LIMIT $1 FOR UPDATE SKIP LOCKED`
+		AND requires = '' AND ` + notPaused + ` AND ` + keyOpenAt3 + ` ORDER BY priority DESC, seq LIMIT $1 FOR UPDATE SKIP LOCKED`
 	claimScanInWorkflowCapsSQL = `SELECT ` + taskColumns + ` FROM tasks WHERE workflow_id = $2 AND state = 'pending' AND due_at_ms = 0
-		AND (requires = '' OR string_to_array(requires, ' ') <@ $3::text[]) AND ` + notPaused + ` ORDER BY priority DESC, seq LIMIT $1 FOR UPDATE SKIP LOCKED`
+		AND (requires = '' OR string_to_array(requires, ' ') <@ $3::text[]) AND ` + notPaused + ` AND ` + keyOpenAt4 + ` ORDER BY priority DESC, seq LIMIT $1 FOR UPDATE SKIP LOCKED`
 	lockTasksSQL = `SELECT ` + taskColumns + ` FROM tasks WHERE task_id = ANY($1::text[]) ORDER BY task_id COLLATE "C" FOR UPDATE`
+)
+
+// keyOpenAt passes over the tasks of a concurrency key that is full or
+// whose rate opens after the scan's server time, bound as the parameter
+// that ends its name (tgdriver.KeyRow.Closed); keyOpen over those of a
+// full key only. A task without a key never reads concurrency_keys; the
+// subquery is uncorrelated (a hashed SubPlan, once per statement). A
+// claim takes its key's slot by a guarded update of the key's row
+// (UpdateKey, after LockKey), so a scan that read a key open just before
+// another transaction filled it only costs the claim a second look.
+func keyOpenAt(param string) string {
+	return `(concurrency_key = '' OR concurrency_key NOT IN (SELECT key FROM concurrency_keys
+		WHERE max_claimed > 0 AND claimed >= max_claimed OR rate_open_at_ms > ` + param + `::bigint))`
+}
+
+var (
+	keyOpenAt2 = keyOpenAt("$2")
+	keyOpenAt3 = keyOpenAt("$3")
+	keyOpenAt4 = keyOpenAt("$4")
+	keyOpen    = `(concurrency_key = '' OR concurrency_key NOT IN (SELECT key FROM concurrency_keys
+		WHERE max_claimed > 0 AND claimed >= max_claimed))`
 )
 
 // queueScan queues claim scan c.
 func queueScan(b *pgx.Batch, c tgdriver.ClaimScan) {
 	switch {
 	case c.WorkflowID == "" && len(c.Caps) == 0:
-		b.Queue(claimScanSQL, c.N)
+		b.Queue(claimScanSQL, c.N, c.AtMS)
 	case c.WorkflowID == "":
-		b.Queue(claimScanCapsSQL, c.N, c.Caps)
+		b.Queue(claimScanCapsSQL, c.N, c.Caps, c.AtMS)
 	case len(c.Caps) == 0:
-		b.Queue(claimScanInWorkflowSQL, c.N, c.WorkflowID)
+		b.Queue(claimScanInWorkflowSQL, c.N, c.WorkflowID, c.AtMS)
 	default:
-		b.Queue(claimScanInWorkflowCapsSQL, c.N, c.WorkflowID, c.Caps)
+		b.Queue(claimScanInWorkflowCapsSQL, c.N, c.WorkflowID, c.Caps, c.AtMS)
 	}
 }
 

@@ -46,10 +46,12 @@ func TestClaimNextPlanIsIndexServed(t *testing.T) {
 		// Without capabilities: tasks that require nothing (tasks_ready_plain);
 		// with: every claimable task, filtered (tasks_ready_by_priority).
 		// Both hold only due tasks; tasks_due the others.
-		"any workflow":               {claimScanSQL, []any{16}, "tasks_ready_plain", true},
-		"any workflow, capabilities": {claimScanCapsSQL, []any{16, []string{"gpu"}}, "tasks_ready_by_priority", true},
-		"one workflow":               {claimScanInWorkflowSQL, []any{16, "big"}, "tasks_ready_by_workflow_priority", true},
-		"one workflow, capabilities": {claimScanInWorkflowCapsSQL, []any{16, "big", []string{"gpu"}}, "tasks_ready_by_workflow_priority", true},
+		// The last argument of each scan is its server time (concurrency
+		// keys closed by their rate then are passed over).
+		"any workflow":               {claimScanSQL, []any{16, int64(1000)}, "tasks_ready_plain", true},
+		"any workflow, capabilities": {claimScanCapsSQL, []any{16, []string{"gpu"}, int64(1000)}, "tasks_ready_by_priority", true},
+		"one workflow":               {claimScanInWorkflowSQL, []any{16, "big", int64(1000)}, "tasks_ready_by_workflow_priority", true},
+		"one workflow, capabilities": {claimScanInWorkflowCapsSQL, []any{16, "big", []string{"gpu"}, int64(1000)}, "tasks_ready_by_workflow_priority", true},
 		"due tasks":                  {dueTasksSQL, []any{int64(10000), 64}, "tasks_due", false},
 	} {
 		p := explain(t, c, `EXPLAIN `+q.sql, q.args...)
@@ -66,10 +68,10 @@ func TestClaimNextPlanIsIndexServed(t *testing.T) {
 	for i, q := range []struct {
 		sql, args, index string
 	}{
-		{claimScanSQL, `16`, "tasks_ready_plain"},
-		{claimScanCapsSQL, `16, '{gpu}'::text[]`, "tasks_ready_by_priority"},
-		{claimScanInWorkflowSQL, `16, 'big'`, "tasks_ready_by_workflow_priority"},
-		{claimScanInWorkflowCapsSQL, `16, 'big', '{gpu}'::text[]`, "tasks_ready_by_workflow_priority"},
+		{claimScanSQL, `16, 1000`, "tasks_ready_plain"},
+		{claimScanCapsSQL, `16, '{gpu}'::text[], 1000`, "tasks_ready_by_priority"},
+		{claimScanInWorkflowSQL, `16, 'big', 1000`, "tasks_ready_by_workflow_priority"},
+		{claimScanInWorkflowCapsSQL, `16, 'big', '{gpu}'::text[], 1000`, "tasks_ready_by_workflow_priority"},
 	} {
 		name := fmt.Sprintf("generic_%d", i)
 		if _, err := c.Exec(ctx, `PREPARE `+name+` AS `+q.sql); err != nil {

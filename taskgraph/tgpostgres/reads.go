@@ -22,7 +22,7 @@ type querier interface {
 const taskColumns = `seq, task_id, workflow_id, node_id, payload, depends_on, state, owner, generation,
 	token_hash, lease_expires_at_ms, lease_ms, attempts, max_attempts, unmet, result, error, status_message,
 	cancel_cause, created_at_ms, updated_at_ms, created_by, priority, requires, due_at_ms, retry_delay_ms, dependents,
-	report, usage_input_tokens, usage_output_tokens, usage_cost_usd, prior_input_tokens, prior_output_tokens, prior_cost_usd, lease_losses`
+	report, usage_input_tokens, usage_output_tokens, usage_cost_usd, prior_input_tokens, prior_output_tokens, prior_cost_usd, lease_losses, concurrency_key`
 
 // taskColumnsNoBodies is taskColumns with the payload read as JSON null
 // and the result as NULL (ListFilter.NoBodies): neither is fetched or
@@ -60,7 +60,7 @@ func scanTaskAfter(row pgx.Row, lead ...any) (tgdriver.TaskRow, error) {
 	dest := append(lead, &t.Seq, &t.TaskID, &t.WorkflowID, &t.NodeID, &t.Payload, &t.DependsOn, &t.State, &owner, &t.Generation,
 		&t.TokenHash, &lease, &leaseMS, &t.Attempts, &t.MaxAttempts, &t.Unmet, &result, &errText, &t.StatusMessage,
 		&cause, &t.CreatedAtMS, &t.UpdatedAtMS, &createdBy, &t.Priority, &t.Requires, &t.DueAtMS, &t.RetryDelayMS, &t.Dependents,
-		&report, &t.Usage.InputTokens, &t.Usage.OutputTokens, &t.Usage.CostUSD, &t.PriorUsage.InputTokens, &t.PriorUsage.OutputTokens, &t.PriorUsage.CostUSD, &t.LeaseLosses)
+		&report, &t.Usage.InputTokens, &t.Usage.OutputTokens, &t.Usage.CostUSD, &t.PriorUsage.InputTokens, &t.PriorUsage.OutputTokens, &t.PriorUsage.CostUSD, &t.LeaseLosses, &t.ConcurrencyKey)
 	if err := row.Scan(dest...); err != nil {
 		return tgdriver.TaskRow{}, err
 	}
@@ -446,7 +446,7 @@ func (r reads) CountClaimable(ctx context.Context, workflowID string, caps []str
 	}
 	var n int
 	if err := r.q.QueryRow(ctx, `SELECT COUNT(*) FROM (SELECT 1 FROM tasks WHERE state = 'pending' AND due_at_ms = 0
-		AND ($1::text = '' OR workflow_id = $1::text) AND `+req+` AND `+notPaused+` LIMIT $2) p`, args...).Scan(&n); err != nil {
+		AND ($1::text = '' OR workflow_id = $1::text) AND `+req+` AND `+notPaused+` AND `+keyOpen+` LIMIT $2) p`, args...).Scan(&n); err != nil {
 		return 0, r.fail(ctx, "count claimable tasks", err)
 	}
 	return n, nil
@@ -488,4 +488,51 @@ func (r reads) NextDue(ctx context.Context) (int64, bool, error) {
 		return 0, false, nil
 	}
 	return *ms, true, nil
+}
+
+const keyColumns = `key, max_claimed, claimed, rate_count, rate_interval_ms, recent_ms, rate_open_at_ms, updated_at_ms, updated_by`
+
+func scanKey(row pgx.Row) (tgdriver.KeyRow, error) {
+	var k tgdriver.KeyRow
+	err := row.Scan(&k.Key, &k.MaxClaimed, &k.Claimed, &k.RateCount, &k.RateIntervalMS, &k.RecentMS, &k.RateOpenAtMS, &k.UpdatedAtMS, &k.UpdatedBy)
+	return k, err
+}
+
+// Key returns concurrency key key.
+func (r reads) Key(ctx context.Context, key string) (tgdriver.KeyRow, bool, error) {
+	k, err := scanKey(r.q.QueryRow(ctx, `SELECT `+keyColumns+` FROM concurrency_keys WHERE key = $1`, key))
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return tgdriver.KeyRow{}, false, nil
+	case err != nil:
+		return tgdriver.KeyRow{}, false, r.fail(ctx, "read a concurrency key", err)
+	}
+	return k, true, nil
+}
+
+// Keys returns up to limit concurrency keys after after, in key order.
+func (r reads) Keys(ctx context.Context, after string, limit int) ([]tgdriver.KeyRow, error) {
+	rows, err := r.q.Query(ctx, `SELECT `+keyColumns+` FROM concurrency_keys WHERE key > $1 COLLATE "C" ORDER BY key COLLATE "C" LIMIT $2`, after, limit)
+	if err != nil {
+		return nil, r.fail(ctx, "read the concurrency keys", err)
+	}
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (tgdriver.KeyRow, error) { return scanKey(row) })
+	if err != nil {
+		return nil, r.fail(ctx, "read the concurrency keys", err)
+	}
+	return out, nil
+}
+
+// KeyHead returns the first claimable task of concurrency key key.
+func (r reads) KeyHead(ctx context.Context, key string) (tgdriver.TaskRow, bool, error) {
+	t, err := scanTask(r.q.QueryRow(ctx, `SELECT `+taskColumns+` FROM tasks
+		WHERE concurrency_key = $1 AND concurrency_key <> '' AND state = 'pending' AND due_at_ms = 0 AND `+notPaused+`
+		ORDER BY priority DESC, seq LIMIT 1`, key))
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return tgdriver.TaskRow{}, false, nil
+	case err != nil:
+		return tgdriver.TaskRow{}, false, r.fail(ctx, "read the first ready task of a concurrency key", err)
+	}
+	return t, true, nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -92,11 +93,11 @@ func (w *wtx) InsertTask(ctx context.Context, t tgdriver.TaskRow) (int64, error)
 	var seq int64
 	err := w.c.QueryRow(ctx, `INSERT INTO tasks (task_id, workflow_id, node_id, payload, depends_on, state, owner, generation,
 		token_hash, lease_expires_at_ms, lease_ms, attempts, max_attempts, unmet, result, error, status_message,
-		cancel_cause, created_at_ms, updated_at_ms, created_by, priority, requires, due_at_ms, retry_delay_ms)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25) RETURNING seq`,
+		cancel_cause, created_at_ms, updated_at_ms, created_by, priority, requires, due_at_ms, retry_delay_ms, concurrency_key)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26) RETURNING seq`,
 		t.TaskID, t.WorkflowID, t.NodeID, t.Payload, t.DependsOn, t.State, nullStr(t.Owner), t.Generation,
 		token, nullInt(t.LeaseExpiresAtMS), nullInt(t.LeaseMS), t.Attempts, t.MaxAttempts, t.Unmet, result, nullStr(t.Error), t.StatusMessage,
-		nullInt(t.CancelCause), t.CreatedAtMS, t.UpdatedAtMS, nullStr(t.CreatedBy), t.Priority, t.Requires, t.DueAtMS, t.RetryDelayMS).Scan(&seq)
+		nullInt(t.CancelCause), t.CreatedAtMS, t.UpdatedAtMS, nullStr(t.CreatedBy), t.Priority, t.Requires, t.DueAtMS, t.RetryDelayMS, t.ConcurrencyKey).Scan(&seq)
 	if err != nil {
 		return 0, w.fail(ctx, "insert task "+t.WorkflowID+"/"+t.NodeID, err)
 	}
@@ -122,7 +123,9 @@ const dueTasksSQL = `SELECT seq, workflow_id FROM tasks WHERE state = 'pending' 
 // other transactions hold and never waits.
 func (w *wtx) NextPending(ctx context.Context, workflowID string, caps []string) (tgdriver.TaskRow, bool, error) {
 	b := &pgx.Batch{}
-	queueScan(b, tgdriver.ClaimScan{WorkflowID: workflowID, Caps: caps, N: 1})
+	// Keys rate-limited at some time are not passed over (no time is
+	// given): only full ones, as SQLite's NextPending.
+	queueScan(b, tgdriver.ClaimScan{WorkflowID: workflowID, Caps: caps, N: 1, AtMS: math.MaxInt64})
 	br := w.c.SendBatch(ctx, b)
 	rows, err := br.Query()
 	var ts []tgdriver.TaskRow
@@ -678,4 +681,37 @@ func (w *wtx) ClearPause(ctx context.Context, workflowID string) (tgdriver.Pause
 		return tgdriver.PauseRow{}, false, w.fail(ctx, "remove the pause", err)
 	}
 	return p, true, nil
+}
+
+// EnsureKey creates concurrency key key, without limits, if it is new.
+func (w *wtx) EnsureKey(ctx context.Context, key string, nowMS int64) error {
+	if _, err := w.c.Exec(ctx, `INSERT INTO concurrency_keys (key, updated_at_ms) VALUES ($1, $2) ON CONFLICT (key) DO NOTHING`, key, nowMS); err != nil {
+		return w.fail(ctx, "create concurrency key", err)
+	}
+	return nil
+}
+
+// LockKey returns concurrency key key, locked (FOR UPDATE).
+func (w *wtx) LockKey(ctx context.Context, key string) (tgdriver.KeyRow, bool, error) {
+	k, err := scanKey(w.c.QueryRow(ctx, `SELECT `+keyColumns+` FROM concurrency_keys WHERE key = $1 FOR UPDATE`, key))
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return tgdriver.KeyRow{}, false, nil
+	case err != nil:
+		return tgdriver.KeyRow{}, false, w.fail(ctx, "lock concurrency key", err)
+	}
+	return k, true, nil
+}
+
+// UpdateKey writes k over old if the row still holds old.
+func (w *wtx) UpdateKey(ctx context.Context, old, k tgdriver.KeyRow) (bool, error) {
+	tag, err := w.c.Exec(ctx, `UPDATE concurrency_keys SET max_claimed = $1, claimed = $2, rate_count = $3, rate_interval_ms = $4, recent_ms = $5,
+		rate_open_at_ms = $6, updated_at_ms = $7, updated_by = $8
+		WHERE key = $9 AND claimed = $10 AND recent_ms = $11 AND max_claimed = $12 AND rate_count = $13 AND rate_interval_ms = $14`,
+		k.MaxClaimed, k.Claimed, k.RateCount, k.RateIntervalMS, k.RecentMS, k.RateOpenAtMS, k.UpdatedAtMS, k.UpdatedBy,
+		old.Key, old.Claimed, old.RecentMS, old.MaxClaimed, old.RateCount, old.RateIntervalMS)
+	if err != nil {
+		return false, w.fail(ctx, "update concurrency key", err)
+	}
+	return tag.RowsAffected() == 1, nil
 }

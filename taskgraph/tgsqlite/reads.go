@@ -48,7 +48,7 @@ var _ tgdriver.Reads = (*reads)(nil)
 const taskColumns = `seq, task_id, workflow_id, node_id, payload, depends_on, state, owner, generation,
 	token_hash, lease_expires_at_ms, lease_ms, attempts, max_attempts, unmet, result, error, status_message,
 	cancel_cause, created_at_ms, updated_at_ms, created_by, priority, requires, due_at_ms, retry_delay_ms, dependents,
-	report, usage_input_tokens, usage_output_tokens, usage_cost_usd, prior_input_tokens, prior_output_tokens, prior_cost_usd, lease_losses`
+	report, usage_input_tokens, usage_output_tokens, usage_cost_usd, prior_input_tokens, prior_output_tokens, prior_cost_usd, lease_losses, concurrency_key`
 
 // taskColumnsNoBodies is taskColumns with the payload read as JSON null
 // and the result as NULL (ListFilter.NoBodies): neither is copied out of
@@ -69,7 +69,7 @@ func scanTask(sc scanner) (tgdriver.TaskRow, error) {
 	err := sc.Scan(&r.Seq, &r.TaskID, &r.WorkflowID, &r.NodeID, &r.Payload, &r.DependsOn, &r.State, &owner, &r.Generation,
 		&r.TokenHash, &leaseAt, &leaseMS, &r.Attempts, &r.MaxAttempts, &r.Unmet, &result, &errText, &r.StatusMessage,
 		&ccs, &r.CreatedAtMS, &r.UpdatedAtMS, &createdBy, &r.Priority, &r.Requires, &r.DueAtMS, &r.RetryDelayMS, &r.Dependents,
-		&report, &r.Usage.InputTokens, &r.Usage.OutputTokens, &r.Usage.CostUSD, &r.PriorUsage.InputTokens, &r.PriorUsage.OutputTokens, &r.PriorUsage.CostUSD, &r.LeaseLosses)
+		&report, &r.Usage.InputTokens, &r.Usage.OutputTokens, &r.Usage.CostUSD, &r.PriorUsage.InputTokens, &r.PriorUsage.OutputTokens, &r.PriorUsage.CostUSD, &r.LeaseLosses, &r.ConcurrencyKey)
 	if err != nil {
 		if errors.Is(err, sql.ErrNoRows) {
 			return tgdriver.TaskRow{}, tgdriver.ErrNoRows
@@ -167,18 +167,18 @@ const requiresAmongCaps = `(requires = '' OR NOT EXISTS (SELECT 1 FROM json_each
 // entry of tasks_ready_by_priority (or tasks_ready_by_workflow_priority)
 // whose requires are among the capabilities.
 var (
-	sqlNextPending               = claimableSQL(`SELECT `+taskColumns, false, false) + ` LIMIT 1`
-	sqlNextPendingCaps           = claimableSQL(`SELECT `+taskColumns, false, true) + ` LIMIT 1`
-	sqlNextPendingInWorkflow     = claimableSQL(`SELECT `+taskColumns, true, false) + ` LIMIT 1`
-	sqlNextPendingInWorkflowCaps = claimableSQL(`SELECT `+taskColumns, true, true) + ` LIMIT 1`
-	sqlClaimable                 = claimableSQL(`SELECT `+taskColumns, false, false) + ` LIMIT ?`
-	sqlClaimableCaps             = claimableSQL(`SELECT `+taskColumns, false, true) + ` LIMIT ?`
-	sqlClaimableInWorkflow       = claimableSQL(`SELECT `+taskColumns, true, false) + ` LIMIT ?`
-	sqlClaimableInWorkflowCaps   = claimableSQL(`SELECT `+taskColumns, true, true) + ` LIMIT ?`
-	sqlCountClaimable            = `SELECT COUNT(*) FROM (` + claimableSQL(`SELECT 1`, false, false) + ` LIMIT ?)`
-	sqlCountClaimableCaps        = `SELECT COUNT(*) FROM (` + claimableSQL(`SELECT 1`, false, true) + ` LIMIT ?)`
-	sqlCountClaimableWF          = `SELECT COUNT(*) FROM (` + claimableSQL(`SELECT 1`, true, false) + ` LIMIT ?)`
-	sqlCountClaimableWFCaps      = `SELECT COUNT(*) FROM (` + claimableSQL(`SELECT 1`, true, true) + ` LIMIT ?)`
+	sqlNextPending               = claimableSQL(`SELECT `+taskColumns, false, false, false) + ` LIMIT 1`
+	sqlNextPendingCaps           = claimableSQL(`SELECT `+taskColumns, false, true, false) + ` LIMIT 1`
+	sqlNextPendingInWorkflow     = claimableSQL(`SELECT `+taskColumns, true, false, false) + ` LIMIT 1`
+	sqlNextPendingInWorkflowCaps = claimableSQL(`SELECT `+taskColumns, true, true, false) + ` LIMIT 1`
+	sqlClaimable                 = claimableSQL(`SELECT `+taskColumns, false, false, true) + ` LIMIT ?`
+	sqlClaimableCaps             = claimableSQL(`SELECT `+taskColumns, false, true, true) + ` LIMIT ?`
+	sqlClaimableInWorkflow       = claimableSQL(`SELECT `+taskColumns, true, false, true) + ` LIMIT ?`
+	sqlClaimableInWorkflowCaps   = claimableSQL(`SELECT `+taskColumns, true, true, true) + ` LIMIT ?`
+	sqlCountClaimable            = `SELECT COUNT(*) FROM (` + claimableSQL(`SELECT 1`, false, false, false) + ` LIMIT ?)`
+	sqlCountClaimableCaps        = `SELECT COUNT(*) FROM (` + claimableSQL(`SELECT 1`, false, true, false) + ` LIMIT ?)`
+	sqlCountClaimableWF          = `SELECT COUNT(*) FROM (` + claimableSQL(`SELECT 1`, true, false, false) + ` LIMIT ?)`
+	sqlCountClaimableWFCaps      = `SELECT COUNT(*) FROM (` + claimableSQL(`SELECT 1`, true, true, false) + ` LIMIT ?)`
 )
 
 // notPaused excludes the tasks of paused workflows, and everything while
@@ -189,9 +189,23 @@ var (
 const notPaused = `NOT EXISTS (SELECT 1 FROM claim_pauses WHERE workflow_id = '')
 	AND workflow_id NOT IN (SELECT workflow_id FROM claim_pauses)`
 
+// keyOpen passes over the tasks of a full concurrency key (claimed at its
+// cap); keyOpenAt also over those of a key whose rate opens after the
+// server time given as its argument (tgdriver.KeyRow.Closed). A task
+// without a key never reads concurrency_keys; the subquery is
+// uncorrelated: evaluated once per statement over the small keys table.
+const (
+	keyOpen = `(concurrency_key = '' OR concurrency_key NOT IN
+		(SELECT key FROM concurrency_keys WHERE max_claimed > 0 AND claimed >= max_claimed))`
+	keyOpenAt = `(concurrency_key = '' OR concurrency_key NOT IN
+		(SELECT key FROM concurrency_keys WHERE max_claimed > 0 AND claimed >= max_claimed OR rate_open_at_ms > ?))`
+)
+
 // claimableSQL is the claim-next scan: its arguments are the workflow (when
-// inWorkflow) and then the capabilities as a JSON array (when caps).
-func claimableSQL(sel string, inWorkflow, caps bool) string {
+// inWorkflow), the server time (when atRate: keys rate-limited then are
+// passed over, else only full keys), and then the capabilities as a JSON
+// array (when caps).
+func claimableSQL(sel string, inWorkflow, caps, atRate bool) string {
 	q := sel + ` FROM tasks INDEXED BY `
 	switch {
 	case inWorkflow:
@@ -202,6 +216,11 @@ func claimableSQL(sel string, inWorkflow, caps bool) string {
 		q += `tasks_ready_plain WHERE `
 	}
 	q += `state = 'pending' AND due_at_ms = 0 AND ` + notPaused + ` AND `
+	if atRate {
+		q += keyOpenAt + ` AND `
+	} else {
+		q += keyOpen + ` AND `
+	}
 	if caps {
 		q += requiresAmongCaps
 	} else {
@@ -210,12 +229,14 @@ func claimableSQL(sel string, inWorkflow, caps bool) string {
 	return q + ` ORDER BY priority DESC, seq`
 }
 
-// claimableArgs are claimableSQL's arguments.
-func claimableArgs(workflowID string, caps []string) []any {
+// claimableArgs are claimableSQL's arguments; atMS is the server time of
+// a scan atRate, nil for one that is not.
+func claimableArgs(workflowID string, caps []string, atMS ...int64) []any {
 	var args []any
 	if workflowID != "" {
 		args = append(args, workflowID)
 	}
+	args = append(args, anys(atMS)...)
 	if len(caps) > 0 {
 		b, _ := json.Marshal(caps)
 		args = append(args, string(b))
@@ -595,4 +616,67 @@ func scanColumn[T any](rows *sql.Rows) ([]T, error) {
 		out = append(out, v)
 	}
 	return out, rows.Err()
+}
+
+func anys(v []int64) []any {
+	out := make([]any, len(v))
+	for i, x := range v {
+		out[i] = x
+	}
+	return out
+}
+
+const keyColumns = `key, max_claimed, claimed, rate_count, rate_interval_ms, recent_ms, rate_open_at_ms, updated_at_ms, updated_by`
+
+func scanKey(sc scanner) (tgdriver.KeyRow, error) {
+	var k tgdriver.KeyRow
+	err := sc.Scan(&k.Key, &k.MaxClaimed, &k.Claimed, &k.RateCount, &k.RateIntervalMS, &k.RecentMS, &k.RateOpenAtMS, &k.UpdatedAtMS, &k.UpdatedBy)
+	return k, err
+}
+
+// Key returns concurrency key key.
+func (r *reads) Key(ctx context.Context, key string) (tgdriver.KeyRow, bool, error) {
+	k, err := scanKey(r.q.queryRow(ctx, `SELECT `+keyColumns+` FROM concurrency_keys WHERE key = ?`, key))
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return tgdriver.KeyRow{}, false, nil
+	case err != nil:
+		return tgdriver.KeyRow{}, false, fmt.Errorf("read concurrency key %q: %w", key, err)
+	}
+	return k, true, nil
+}
+
+// Keys returns up to limit concurrency keys after after, in key order.
+func (r *reads) Keys(ctx context.Context, after string, limit int) ([]tgdriver.KeyRow, error) {
+	rows, err := r.q.query(ctx, `SELECT `+keyColumns+` FROM concurrency_keys WHERE key > ? ORDER BY key LIMIT ?`, after, limit)
+	if err != nil {
+		return nil, fmt.Errorf("read the concurrency keys: %w", err)
+	}
+	defer rows.Close()
+	var out []tgdriver.KeyRow
+	for rows.Next() {
+		k, err := scanKey(rows)
+		if err != nil {
+			return nil, fmt.Errorf("read the concurrency keys: %w", err)
+		}
+		out = append(out, k)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read the concurrency keys: %w", err)
+	}
+	return out, nil
+}
+
+// KeyHead returns the first claimable task of concurrency key key.
+func (r *reads) KeyHead(ctx context.Context, key string) (tgdriver.TaskRow, bool, error) {
+	t, err := scanTask(r.q.queryRow(ctx, `SELECT `+taskColumns+` FROM tasks INDEXED BY tasks_ready_by_key
+		WHERE concurrency_key = ? AND concurrency_key <> '' AND state = 'pending' AND due_at_ms = 0 AND `+notPaused+`
+		ORDER BY priority DESC, seq LIMIT 1`, key))
+	switch {
+	case errors.Is(err, tgdriver.ErrNoRows):
+		return tgdriver.TaskRow{}, false, nil
+	case err != nil:
+		return tgdriver.TaskRow{}, false, fmt.Errorf("read the first ready task of concurrency key %q: %w", key, err)
+	}
+	return t, true, nil
 }

@@ -155,8 +155,8 @@ const (
 	sqlAddWorkflowTasks = `UPDATE workflows SET task_count = task_count + ? WHERE workflow_id = ?`
 	sqlInsertTask       = `INSERT INTO tasks (task_id, workflow_id, node_id, payload, depends_on, state, owner, generation,
 		token_hash, lease_expires_at_ms, lease_ms, attempts, max_attempts, unmet, result, error, status_message,
-		cancel_cause, created_at_ms, updated_at_ms, created_by, priority, requires, due_at_ms, retry_delay_ms)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+		cancel_cause, created_at_ms, updated_at_ms, created_by, priority, requires, due_at_ms, retry_delay_ms, concurrency_key)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 	sqlInsertEdge           = `INSERT INTO edges (dep_seq, task_seq) VALUES (?, ?)`
 	sqlCountDependent       = `UPDATE tasks SET dependents = dependents + 1 WHERE seq = ?`
 	sqlUnfinishedDependents = `SELECT t.seq FROM edges e JOIN tasks t ON t.seq = e.task_seq
@@ -272,7 +272,7 @@ func (t *wtx) InsertTask(_ context.Context, r tgdriver.TaskRow) (int64, error) {
 	res, err := t.exec(sqlInsertTask, r.TaskID, r.WorkflowID, r.NodeID, r.Payload, r.DependsOn, r.State,
 		nullString(r.Owner), r.Generation, nullBytes(r.TokenHash), nullInt(r.LeaseExpiresAtMS), nullInt(r.LeaseMS),
 		r.Attempts, r.MaxAttempts, r.Unmet, result, nullString(r.Error), r.StatusMessage, nullInt(r.CancelCause),
-		r.CreatedAtMS, r.UpdatedAtMS, nullString(r.CreatedBy), r.Priority, r.Requires, r.DueAtMS, r.RetryDelayMS)
+		r.CreatedAtMS, r.UpdatedAtMS, nullString(r.CreatedBy), r.Priority, r.Requires, r.DueAtMS, r.RetryDelayMS, r.ConcurrencyKey)
 	if err != nil {
 		return 0, fmt.Errorf("insert task: %w", err)
 	}
@@ -696,4 +696,31 @@ func (t *wtx) ClearPause(_ context.Context, workflowID string) (tgdriver.PauseRo
 		return tgdriver.PauseRow{}, false, fmt.Errorf("remove the pause: %w", err)
 	}
 	return p, true, nil
+}
+
+// EnsureKey creates concurrency key key, without limits, if it is new.
+func (t *wtx) EnsureKey(_ context.Context, key string, nowMS int64) error {
+	if _, err := t.exec(`INSERT INTO concurrency_keys (key, updated_at_ms) VALUES (?, ?) ON CONFLICT (key) DO NOTHING`, key, nowMS); err != nil {
+		return fmt.Errorf("create concurrency key %q: %w", key, err)
+	}
+	return nil
+}
+
+// LockKey returns concurrency key key (the single writer holds every row).
+func (t *wtx) LockKey(ctx context.Context, key string) (tgdriver.KeyRow, bool, error) {
+	return t.Key(ctx, key)
+}
+
+// UpdateKey writes k over old if the row still holds old.
+func (t *wtx) UpdateKey(_ context.Context, old, k tgdriver.KeyRow) (bool, error) {
+	res, err := t.exec(`UPDATE concurrency_keys SET max_claimed = ?, claimed = ?, rate_count = ?, rate_interval_ms = ?, recent_ms = ?,
+		rate_open_at_ms = ?, updated_at_ms = ?, updated_by = ?
+		WHERE key = ? AND claimed = ? AND recent_ms = ? AND max_claimed = ? AND rate_count = ? AND rate_interval_ms = ?`,
+		k.MaxClaimed, k.Claimed, k.RateCount, k.RateIntervalMS, k.RecentMS, k.RateOpenAtMS, k.UpdatedAtMS, k.UpdatedBy,
+		old.Key, old.Claimed, old.RecentMS, old.MaxClaimed, old.RateCount, old.RateIntervalMS)
+	if err != nil {
+		return false, fmt.Errorf("update concurrency key %q: %w", old.Key, err)
+	}
+	n, err := res.RowsAffected()
+	return n == 1, err
 }

@@ -141,7 +141,7 @@ func (t *wtx) Fetch(ctx context.Context, f tgdriver.Fetch) (tgdriver.Fetched, er
 		if c.N <= 0 {
 			continue
 		}
-		rows, err := t.query(bg, claimableLimitQuery(c.WorkflowID, c.Caps), append(claimableArgs(c.WorkflowID, c.Caps), c.N)...)
+		rows, err := t.query(bg, claimableLimitQuery(c.WorkflowID, c.Caps), append(claimableArgs(c.WorkflowID, c.Caps, c.AtMS), c.N)...)
 		if err != nil {
 			return out, fmt.Errorf("find claimable tasks: %w", err)
 		}

@@ -287,7 +287,7 @@ var GE = (function () {
       ["generation", t.generation], ["lease", lease],
       ["last heartbeat", d.last_heartbeat_at_ms ? GE.dur(d.now_ms - d.last_heartbeat_at_ms) + " ago" : ""],
       ["attempts", t.attempts + " of " + t.max_attempts], ["priority", t.priority || ""],
-      ["requires", (t.requires || []).join(", ")],
+      ["requires", (t.requires || []).join(", ")], ["concurrency key", t.concurrency_key || ""],
       ["waiting until", t.due_at_ms > d.now_ms ? when(t.due_at_ms) + " (in " + GE.dur(t.due_at_ms - d.now_ms) + ")" : ""],
       ["depends on", d.depends_on.join(", ")], ["created by", d.created_by],
       ["error", t.error, "err"], ["status", t.status_message],

@@ -82,6 +82,7 @@ func Run(t *testing.T, h Harness) {
 		{"Request", requestTests},
 		{"Pause", pauseTests},
 		{"Concurrency", concurrencyTests},
+		{"Key", keyTests},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {
@@ -401,6 +402,7 @@ func fullTask(wf, node string) tgdriver.TaskRow {
 	r.Result, r.HasResult, r.Error, r.StatusMessage = `{"r":1}`, true, "boom", "working"
 	r.CancelCause, r.CreatedAtMS, r.UpdatedAtMS, r.CreatedBy = 77, 1111, 2222, "alice"
 	r.Priority, r.Requires, r.RetryDelayMS = -7, "cuda gpu", 2500
+	r.ConcurrencyKey = "llm"
 	return r
 }
 

@@ -1,0 +1,491 @@
+package storetest
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	tg "github.com/graph-engineering/graph-engineering-mcp/taskgraph"
+	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/testwait"
+)
+
+// keyTests: concurrency keys and rate limits per key (issue 27, items 1
+// and 2).
+var keyTests = []test{
+	{"KeyLimitHoldsUnderConcurrentClaimers", testKeyLimitHoldsUnderConcurrentClaimers},
+	{"KeySlotFreesOnEveryEnd", testKeySlotFreesOnEveryEnd},
+	{"KeyRateByServerTime", testKeyRateByServerTime},
+	{"KeyFreedSlotWakesParkedClaim", testKeyFreedSlotWakesParkedClaim},
+	{"KeyLimitChangedByOperator", testKeyLimitChangedByOperator},
+	{"KeyCreateRules", testKeyCreateRules},
+	{"KeyClaimByID", testKeyClaimByID},
+	{"KeyThousandTasksTwoAtOnceTenASecond", testKeyThousandTasks},
+}
+
+// createKeyed creates node of workflow wf with concurrency key key and,
+// when limit is not nil, that limit.
+func (e *env) createKeyed(t *testing.T, wf, node, key string, limit *tg.KeyLimit) tg.Task {
+	t.Helper()
+	c, err := e.s.CreateTask(e.ctx, wf, tg.NodeSpec{NodeID: node, Payload: json.RawMessage(`{}`), ConcurrencyKey: key, KeyLimit: limit})
+	if err != nil {
+		t.Fatalf("create %s/%s with key %s: %v", wf, node, key, err)
+	}
+	if c.Task.ConcurrencyKey != key {
+		t.Fatalf("created %s with key %q, want %q", node, c.Task.ConcurrencyKey, key)
+	}
+	return c.Task
+}
+
+func (e *env) key(t *testing.T, key string) tg.Key {
+	t.Helper()
+	k, ok, err := e.s.KeyInfo(e.ctx, key)
+	if err != nil || !ok {
+		t.Fatalf("key %s: ok=%v err=%v", key, ok, err)
+	}
+	return k
+}
+
+// wantClaimedOfKey fails t unless the key's counter and the stored
+// claimed tasks of the key are both want.
+func (e *env) wantClaimedOfKey(t *testing.T, key string, want int) {
+	t.Helper()
+	stored := e.count(t, `SELECT COUNT(*) FROM tasks WHERE concurrency_key = ? AND state = 'claimed'`, key)
+	if k := e.key(t, key); k.Claimed != want || stored != int64(want) {
+		t.Fatalf("key %s: counter %d, %d tasks stored claimed; want %d", key, k.Claimed, stored, want)
+	}
+}
+
+// Many claimers at once never hold more tasks of a key than its cap;
+// tasks without a key are claimed past it.
+func testKeyLimitHoldsUnderConcurrentClaimers(t *testing.T, h Harness) {
+	e := setup(t, h)
+	lim := &tg.KeyLimit{MaxClaimed: 2}
+	for i := range 12 {
+		e.createKeyed(t, "a", fmt.Sprintf("k%02d", i), "llm", lim)
+	}
+	for i := range 3 {
+		e.create(t, "a", fmt.Sprintf("plain%d", i))
+	}
+	const claimers = 10
+	var wg sync.WaitGroup
+	got := make(chan tg.Claimed, claimers)
+	errs := make(chan error, claimers)
+	for i := range claimers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c, ok, err := e.s.Claim(e.ctx, tg.ClaimRequest{Owner: fmt.Sprintf("w%d", i), Lease: time.Minute})
+			if err != nil {
+				errs <- err
+				return
+			}
+			if ok {
+				got <- c
+			}
+		}()
+	}
+	wg.Wait()
+	close(got)
+	close(errs)
+	for err := range errs {
+		t.Fatalf("claim-next: %v", err)
+	}
+	keyed, plain := 0, 0
+	for c := range got {
+		if c.Task.ConcurrencyKey == "llm" {
+			keyed++
+		} else {
+			plain++
+		}
+	}
+	if keyed != 2 || plain != 3 {
+		t.Fatalf("%d claimers got %d tasks of key llm (cap 2) and %d without a key (3 ready), want 2 and 3", claimers, keyed, plain)
+	}
+	e.wantClaimedOfKey(t, "llm", 2)
+	if c, ok := e.claimNext(t, "late", ""); ok {
+		t.Fatalf("claim-next with the key full and nothing else ready took %s", c.Task.NodeID)
+	}
+}
+
+// The slot a claim holds comes back whichever way the claim ends:
+// complete, fail, release, cancel by the holder, cancel by an operator,
+// lease expiry (on the injected clock), and an expired lease reclaimed by
+// id.
+func testKeySlotFreesOnEveryEnd(t *testing.T, h Harness) {
+	e := setup(t, h)
+	lim := &tg.KeyLimit{MaxClaimed: 1}
+	ends := []struct {
+		name string
+		end  func(c tg.Claimed) error
+	}{
+		{"complete", func(c tg.Claimed) error { _, err := e.s.Complete(e.ctx, holder(c), json.RawMessage(`1`)); return err }},
+		{"fail", func(c tg.Claimed) error { _, err := e.s.Fail(e.ctx, holder(c), "boom", false); return err }},
+		{"fail-retryable", func(c tg.Claimed) error { _, err := e.s.Fail(e.ctx, holder(c), "again", true); return err }},
+		{"release", func(c tg.Claimed) error { _, err := e.s.Release(e.ctx, holder(c)); return err }},
+		{"cancel", func(c tg.Claimed) error { _, err := e.s.Cancel(e.ctx, holder(c)); return err }},
+		{"operator-cancel", func(c tg.Claimed) error {
+			_, _, err := e.s.CancelTask(e.ctx, c.Task.TaskID, "not needed")
+			return err
+		}},
+		{"expiry", func(c tg.Claimed) error {
+			e.clock.Advance(2 * time.Minute)
+			_, err := e.s.ExpireLeases(e.ctx)
+			return err
+		}},
+	}
+	for i := range ends {
+		e.createKeyed(t, "a", fmt.Sprintf("t%d", i), "k", lim)
+	}
+	e.createKeyed(t, "a", "last", "k", lim)
+	for _, end := range ends {
+		c, ok := e.claimNextLease(t, "w", time.Minute)
+		if !ok {
+			t.Fatalf("before %s: claim-next found nothing with the key's slot free", end.name)
+		}
+		if _, ok := e.claimNext(t, "w2", ""); ok {
+			t.Fatalf("before %s: a second claim-next took a task of a key capped at 1", end.name)
+		}
+		e.wantClaimedOfKey(t, "k", 1)
+		if err := end.end(c); err != nil {
+			t.Fatalf("%s: %v", end.name, err)
+		}
+		e.wantClaimedOfKey(t, "k", 0)
+	}
+	// A lapsed lease reclaimed by id: the expiry gives the slot back and
+	// the claim takes it again, in one transaction.
+	c, ok := e.claimNextLease(t, "w", time.Minute)
+	if !ok {
+		t.Fatal("claim-next found nothing with the key's slot free")
+	}
+	e.clock.Advance(2 * time.Minute)
+	re := e.claim(t, "w3", c.Task.TaskID, time.Minute)
+	if re.Lease.Generation != c.Lease.Generation+1 {
+		t.Fatalf("reclaim by id: generation %d after %d", re.Lease.Generation, c.Lease.Generation)
+	}
+	e.wantClaimedOfKey(t, "k", 1)
+	if rep := e.verify(t); rep.Broken != nil {
+		t.Fatalf("the history does not verify: %+v", rep.Broken)
+	}
+}
+
+func (e *env) claimNextLease(t *testing.T, owner string, d time.Duration) (tg.Claimed, bool) {
+	t.Helper()
+	c, ok, err := e.s.Claim(e.ctx, tg.ClaimRequest{Owner: owner, Lease: d})
+	if err != nil {
+		t.Fatalf("claim-next by %s: %v", owner, err)
+	}
+	return c, ok
+}
+
+// A key's rate counts claims by the server's (injected) clock over any
+// window of its interval; a claim-next held back by it says when the next
+// is claimable, and is granted from that time on.
+func testKeyRateByServerTime(t *testing.T, h Harness) {
+	e := setup(t, h)
+	lim := &tg.KeyLimit{Rate: 2, RateInterval: time.Second}
+	for i := range 5 {
+		e.createKeyed(t, "a", fmt.Sprintf("r%d", i), "api", lim)
+	}
+	start := e.clock.Now()
+	c0, ok := e.claimNext(t, "w", "")
+	if !ok {
+		t.Fatal("first claim refused")
+	}
+	e.clock.Advance(400 * time.Millisecond)
+	if _, ok := e.claimNext(t, "w", ""); !ok {
+		t.Fatal("second claim within the rate refused")
+	}
+	// Completing frees no rate: the rate counts claims, not claimed tasks.
+	if _, err := e.s.Complete(e.ctx, holder(c0), json.RawMessage(`1`)); err != nil {
+		t.Fatal(err)
+	}
+	got, ok := e.claimNext(t, "w", "")
+	if ok {
+		t.Fatalf("third claim within one second granted (%s)", got.Task.NodeID)
+	}
+	if want := start.Add(time.Second); !got.NextClaimableAt.Equal(want) {
+		t.Fatalf("held back by the rate: next claimable at %v, want %v", got.NextClaimableAt, want)
+	}
+	if k := e.key(t, "api"); !k.NextClaimableAt.Equal(start.Add(time.Second)) {
+		t.Fatalf("key api: next claimable at %v, want %v", k.NextClaimableAt, start.Add(time.Second))
+	}
+	e.clock.Advance(599 * time.Millisecond) // 1 ms before the first claim leaves the window
+	if _, ok := e.claimNext(t, "w", ""); ok {
+		t.Fatal("claim 1 ms before the window moved on granted")
+	}
+	e.clock.Advance(time.Millisecond)
+	if _, ok := e.claimNext(t, "w", ""); !ok {
+		t.Fatal("claim once the first left the window refused")
+	}
+	// A claim by id is held to the rate too, and says when.
+	left := e.listKeyPending(t, "api")
+	_, _, err := e.s.Claim(e.ctx, tg.ClaimRequest{Owner: "w", TaskID: left, Lease: time.Minute})
+	wantConflict(t, err, "claims per 1s")
+	e.wantState(t, left, tg.StatePending)
+}
+
+func (e *env) listKeyPending(t *testing.T, key string) string {
+	t.Helper()
+	rows := e.db.Query(t, `SELECT task_id FROM tasks WHERE concurrency_key = ? AND state = 'pending' ORDER BY seq LIMIT 1`, key)
+	if len(rows) != 1 {
+		t.Fatalf("no pending task of key %s", key)
+	}
+	return rows[0][0]
+}
+
+// A claim-next parked while the only ready task's key is full wakes when
+// a claim of the key ends, and takes it.
+func testKeyFreedSlotWakesParkedClaim(t *testing.T, h Harness) {
+	e := setup(t, h)
+	lim := &tg.KeyLimit{MaxClaimed: 1}
+	e.createKeyed(t, "a", "one", "k", lim)
+	two := e.createKeyed(t, "a", "two", "k", lim)
+	c, ok := e.claimNextLease(t, "w1", time.Minute)
+	if !ok {
+		t.Fatal("first claim refused")
+	}
+	ctx, cancel := context.WithCancel(e.ctx)
+	defer cancel()
+	out := make(chan parkedResult, 1)
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	e.parkWaiters(t, ctx, 1, "", out, &wg)
+	if _, err := e.s.Complete(e.ctx, holder(c), json.RawMessage(`1`)); err != nil {
+		t.Fatal(err)
+	}
+	testwait.Recv(t, "the parked claim's answer", out).wantWoken(t, two.TaskID, "the end of the key's claim")
+}
+
+// An operator raises, lowers and lifts a key's limit; each change is in
+// the audit chain with the operator and applies to the next claim; claims
+// granted before run on.
+func testKeyLimitChangedByOperator(t *testing.T, h Harness) {
+	e := setup(t, h)
+	lim := &tg.KeyLimit{MaxClaimed: 1}
+	for i := range 4 {
+		e.createKeyed(t, "a", fmt.Sprintf("t%d", i), "k", lim)
+	}
+	if _, ok := e.claimNext(t, "w", ""); !ok {
+		t.Fatal("first claim refused")
+	}
+	if _, ok := e.claimNext(t, "w", ""); ok {
+		t.Fatal("a claim past the cap granted")
+	}
+	k, err := e.s.SetKeyLimit(e.ctx, "k", tg.KeyLimit{MaxClaimed: 3}, bob)
+	if err != nil || k.Limit.MaxClaimed != 3 || k.Claimed != 1 || k.UpdatedBy != "bob" {
+		t.Fatalf("raise the cap: %+v %v", k, err)
+	}
+	for i := range 2 {
+		if _, ok := e.claimNext(t, "w", ""); !ok {
+			t.Fatalf("claim %d under the raised cap refused", i+2)
+		}
+	}
+	if _, ok := e.claimNext(t, "w", ""); ok {
+		t.Fatal("a claim past the raised cap granted")
+	}
+	// Lowered below what is claimed: the claims run on, none is added.
+	if _, err := e.s.SetKeyLimit(e.ctx, "k", tg.KeyLimit{MaxClaimed: 1}, bob); err != nil {
+		t.Fatal(err)
+	}
+	e.wantClaimedOfKey(t, "k", 3)
+	if _, ok := e.claimNext(t, "w", ""); ok {
+		t.Fatal("a claim past the lowered cap granted")
+	}
+	// Lifted: no limit.
+	if _, err := e.s.SetKeyLimit(e.ctx, "k", tg.KeyLimit{}, alice); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := e.claimNext(t, "w", ""); !ok {
+		t.Fatal("a claim of a key without a limit refused")
+	}
+	// Refused changes write nothing and name the field.
+	before := e.db.Snapshot(t)
+	for _, bad := range []struct {
+		key   string
+		limit tg.KeyLimit
+		op    tg.Operator
+		field string
+	}{
+		{"k", tg.KeyLimit{MaxClaimed: -1}, bob, "max_claimed"},
+		{"k", tg.KeyLimit{Rate: 5}, bob, "rate_interval_ms"},
+		{"k", tg.KeyLimit{RateInterval: time.Second}, bob, "rate_interval_ms"},
+		{"k", tg.KeyLimit{Rate: tg.MaxKeyRate + 1, RateInterval: time.Second}, bob, "rate"},
+		{"bad key!", tg.KeyLimit{}, bob, "key"},
+		{"k", tg.KeyLimit{}, tg.Operator{Name: "bob"}, "reason"},
+	} {
+		if _, err := e.s.SetKeyLimit(e.ctx, bad.key, bad.limit, bad.op); !errors.Is(err, tg.ErrInvalid) || !strings.Contains(err.Error(), bad.field) {
+			t.Fatalf("SetKeyLimit(%q, %+v): %v, want ErrInvalid naming %s", bad.key, bad.limit, err, bad.field)
+		}
+	}
+	e.unchanged(t, before, "refused limit changes")
+	rows := e.db.Query(t, `SELECT detail FROM audit_chain WHERE kind = ? ORDER BY seq`, tg.AuditLimit)
+	if len(rows) != 3 || !strings.Contains(rows[0][0], `"operator":"bob"`) || !strings.Contains(rows[2][0], `"operator":"alice"`) || !strings.Contains(rows[0][0], `"max_claimed":3`) {
+		t.Fatalf("the audit chain's limit entries: %v", rows)
+	}
+	if rep := e.verify(t); rep.Broken != nil {
+		t.Fatalf("the history does not verify: %+v", rep.Broken)
+	}
+}
+
+// A key is an identifier; a limit needs a key; a create may set a key's
+// limit while it has none or repeat it, never change it; the node's key
+// is part of its identity for idempotent creates.
+func testKeyCreateRules(t *testing.T, h Harness) {
+	e := setup(t, h)
+	one := &tg.KeyLimit{MaxClaimed: 1}
+	before := e.db.Snapshot(t)
+	for _, bad := range []struct {
+		spec  tg.NodeSpec
+		field string
+	}{
+		{tg.NodeSpec{NodeID: "x", ConcurrencyKey: "no spaces"}, "concurrency_key"},
+		{tg.NodeSpec{NodeID: "x", ConcurrencyKey: strings.Repeat("k", 200)}, "concurrency_key"},
+		{tg.NodeSpec{NodeID: "x", KeyLimit: one}, "concurrency_key"},
+		{tg.NodeSpec{NodeID: "x", ConcurrencyKey: "k", KeyLimit: &tg.KeyLimit{MaxClaimed: tg.MaxKeyClaimed + 1}}, "concurrency_max_claimed"},
+		{tg.NodeSpec{NodeID: "x", ConcurrencyKey: "k", KeyLimit: &tg.KeyLimit{Rate: 3}}, "concurrency_rate_interval_ms"},
+	} {
+		if _, err := e.s.CreateTask(e.ctx, "a", bad.spec); !errors.Is(err, tg.ErrInvalid) || !strings.Contains(err.Error(), bad.field) {
+			t.Fatalf("create %+v: %v, want ErrInvalid naming %s", bad.spec, err, bad.field)
+		}
+	}
+	e.unchanged(t, before, "refused creates")
+	e.createKeyed(t, "a", "x", "k", nil)
+	if k := e.key(t, "k"); k.Limit != (tg.KeyLimit{}) {
+		t.Fatalf("a key created without a limit has %+v", k.Limit)
+	}
+	e.createKeyed(t, "a", "y", "k", one) // sets it: it had none
+	e.createKeyed(t, "a", "z", "k", one) // repeats it
+	if _, err := e.s.CreateTask(e.ctx, "a", tg.NodeSpec{NodeID: "w", ConcurrencyKey: "k", KeyLimit: &tg.KeyLimit{MaxClaimed: 5}}); !errors.Is(err, tg.ErrConflict) || !strings.Contains(err.Error(), "admin limit") {
+		t.Fatalf("create changing a key's limit: %v, want a conflict", err)
+	}
+	if _, err := e.s.CreateTask(e.ctx, "a", tg.NodeSpec{NodeID: "x", Payload: json.RawMessage(`{}`), ConcurrencyKey: "other"}); !errors.Is(err, tg.ErrConflict) || !strings.Contains(err.Error(), "concurrency_key") {
+		t.Fatalf("create of node x again with another key: %v, want a conflict naming concurrency_key", err)
+	}
+	if c, err := e.s.CreateTask(e.ctx, "a", tg.NodeSpec{NodeID: "x", Payload: json.RawMessage(`{}`), ConcurrencyKey: "k"}); err != nil || c.Created {
+		t.Fatalf("identical create: created=%v err=%v", c.Created, err)
+	}
+	evs := e.events(t, e.listKeyPending(t, "k"))
+	if len(evs) == 0 || !strings.Contains(string(evs[0].Detail), `"concurrency_key":"k"`) {
+		t.Fatalf("the create event does not name the key: %s", evs[0].Detail)
+	}
+}
+
+// A claim by id takes the key's slot too: refused, naming the key, when
+// it is full; the refusal writes nothing.
+func testKeyClaimByID(t *testing.T, h Harness) {
+	e := setup(t, h)
+	lim := &tg.KeyLimit{MaxClaimed: 1}
+	a := e.createKeyed(t, "a", "a", "k", lim)
+	b := e.createKeyed(t, "a", "b", "k", lim)
+	e.claim(t, "w", a.TaskID, time.Minute)
+	before := e.db.Snapshot(t)
+	_, _, err := e.s.Claim(e.ctx, tg.ClaimRequest{Owner: "w", TaskID: b.TaskID, Lease: time.Minute})
+	wantConflict(t, err, "concurrency key k has its maximum of 1")
+	e.unchanged(t, before, "a refused claim by id")
+}
+
+// The proof of issue 27 (items 1 and 2), on the injected clock: 1,000
+// tasks of one key limited to 2 claimed at once and 10 claims a second,
+// claimed by 4 concurrent workers that complete what they claim. When a
+// round of claims found nothing, the clock moves on to the time the
+// answers name (NextClaimableAt). The
+// history's server times show never more than 2 claimed at once and never
+// more than 10 claims in any second; every task completes.
+func testKeyThousandTasks(t *testing.T, h Harness) {
+	e := setup(t, h)
+	const n, workers = 1000, 4
+	lim := tg.KeyLimit{MaxClaimed: 2, Rate: 10, RateInterval: time.Second}
+	nodes := make([]tg.NodeSpec, n)
+	for i := range nodes {
+		nodes[i] = tg.NodeSpec{NodeID: fmt.Sprintf("t%04d", i), ConcurrencyKey: "provider", KeyLimit: &lim}
+	}
+	if _, err := e.s.CreateWorkflow(e.ctx, "proof", nodes); err != nil {
+		t.Fatal(err)
+	}
+	done := 0
+	testwait.Progress(t, "every task of the key done", func() (bool, int64) {
+		var wg sync.WaitGroup
+		got := make([]tg.Claimed, workers)
+		oks := make([]bool, workers)
+		errs := make([]error, workers)
+		for w := range workers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				got[w], oks[w], errs[w] = e.s.Claim(e.ctx, tg.ClaimRequest{Owner: "w" + strconv.Itoa(w), Lease: time.Minute})
+			}()
+		}
+		wg.Wait()
+		granted := 0
+		for w := range workers {
+			if errs[w] != nil {
+				t.Fatalf("claim-next: %v", errs[w])
+			}
+			if oks[w] {
+				granted++
+			}
+		}
+		if granted > 2 {
+			t.Fatalf("%d claims granted at once of a key capped at 2", granted)
+		}
+		for w := range workers {
+			if oks[w] {
+				if _, err := e.s.Complete(e.ctx, holder(got[w]), json.RawMessage(`1`)); err != nil {
+					t.Fatal(err)
+				}
+				done++
+			}
+		}
+		if granted == 0 {
+			// Held back by the rate: on to the time the answer names.
+			step := 50 * time.Millisecond
+			for w := range workers {
+				if at := got[w].NextClaimableAt; !at.IsZero() && at.After(e.clock.Now()) {
+					step = at.Sub(e.clock.Now())
+				}
+			}
+			e.clock.Advance(step)
+		}
+		return done == n, int64(done)
+	})
+	// The history, in chain order, with its server times.
+	rows := e.db.Query(t, `SELECT kind, at_ms FROM events WHERE workflow_id = 'proof' AND kind IN ('claim', 'complete') ORDER BY wseq`)
+	var claims []int64
+	held, most := 0, 0
+	for _, r := range rows {
+		at, _ := strconv.ParseInt(r[1], 10, 64)
+		switch r[0] {
+		case tg.EventClaim:
+			held++
+			claims = append(claims, at)
+		case tg.EventComplete:
+			held--
+		}
+		most = max(most, held)
+	}
+	if most > 2 {
+		t.Fatalf("the history holds %d tasks claimed at once", most)
+	}
+	if len(claims) != n {
+		t.Fatalf("%d claims in the history, want %d", len(claims), n)
+	}
+	for i := range claims {
+		if i > 0 && claims[i] < claims[i-1] {
+			t.Fatalf("claim %d at %d before claim %d at %d", i, claims[i], i-1, claims[i-1])
+		}
+		if j := i + 10; j < len(claims) && claims[j]-claims[i] < 1000 {
+			t.Fatalf("claims %d..%d (11 of them) within %d ms: more than 10 claims in one second", i, j, claims[j]-claims[i])
+		}
+	}
+	if got := e.count(t, `SELECT COUNT(*) FROM tasks WHERE workflow_id = 'proof' AND state = 'completed'`); got != n {
+		t.Fatalf("%d tasks completed, want %d", got, n)
+	}
+	e.wantClaimedOfKey(t, "provider", 0)
+	t.Logf("1,000 claims over %v of server time", time.Duration(claims[n-1]-claims[0])*time.Millisecond)
+}
