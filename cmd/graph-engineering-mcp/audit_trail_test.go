@@ -11,6 +11,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph"
 )
@@ -78,7 +79,7 @@ func TestAuditExportPythonVerifierAgrees(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The audit chain also holds pauses and resumes, of a workflow and of
-	// all claiming (MCP.md, "Audit trail format").
+	// all claiming, and limits (MCP.md, "Audit trail format").
 	op := taskgraph.Operator{Name: "ops", Reason: "deploy"}
 	for _, wf := range []string{"other", ""} {
 		if _, err := e.s.PauseClaims(context.Background(), wf, op); err != nil {
@@ -86,6 +87,10 @@ func TestAuditExportPythonVerifierAgrees(t *testing.T) {
 		}
 	}
 	if _, _, err := e.s.ResumeClaims(context.Background(), "other", op); err != nil {
+		t.Fatal(err)
+	}
+	// And an operator's change of a concurrency key's limit.
+	if _, err := e.s.SetKeyLimit(context.Background(), "llm", taskgraph.KeyLimit{MaxClaimed: 2, Rate: 10, RateInterval: time.Second}, op); err != nil {
 		t.Fatal(err)
 	}
 	var rep struct {
