@@ -165,6 +165,9 @@ func (w *wtx) flush(updates []tgdriver.TaskUpdate) error {
 	return err
 }
 
+// journalRound bounds the journaled events one driver round carries.
+const journalRound = 1000
+
 // flushRows is flush, returning the tasks as updates left them.
 func (w *wtx) flushRows(updates []tgdriver.TaskUpdate) ([]tgdriver.TaskRow, error) {
 	out := w.out
@@ -184,6 +187,17 @@ func (w *wtx) flushRows(updates []tgdriver.TaskUpdate) ([]tgdriver.TaskRow, erro
 			return nil, err
 		}
 		a.Events = linked
+	}
+	// Journaled events of a large operation (a 10,000-node workflow) go in
+	// rounds of journalRound: the client encodes one round's events while
+	// the transaction waits, and a whole operation's at once on a loaded
+	// machine can outlast the database's idle-in-transaction timeout,
+	// which ends the session and fails the operation (nothing written).
+	for a.Journal && len(a.Events) > journalRound {
+		if _, err := w.tx.Apply(w.ctx, tgdriver.Apply{Events: a.Events[:journalRound], Journal: true}); err != nil {
+			return nil, fmt.Errorf("record the events of the operation: %w", err)
+		}
+		a.Events = a.Events[journalRound:]
 	}
 	rows, err := w.tx.Apply(w.ctx, a)
 	if err != nil {
