@@ -60,6 +60,9 @@ func downgradeToV2(t *testing.T, path string) {
 		// The later migrations' additions go too (0004 graph data, 0005
 		// principals, 0006 routing, 0007 journal, 0008 requests), so that
 		// the file is a schema-2 database again.
+		// 0013 gates (numbered 0012 on its branch):
+		`DROP INDEX tasks_gate_due`, `ALTER TABLE tasks DROP COLUMN kind`, `ALTER TABLE tasks DROP COLUMN gate_timeout_ms`,
+		`ALTER TABLE tasks DROP COLUMN gate_on_timeout`,
 		// 0010 flow control (0011 only drops an index of the journal):
 		`DROP TABLE claim_pauses`, `ALTER TABLE tasks DROP COLUMN lease_losses`,
 		// 0009 reports:

@@ -91,6 +91,7 @@ func Run(t *testing.T, h Harness) {
 		{"Report", reportTests},
 		{"Pause", pauseTests},
 		{"Poison", poisonTests},
+		{"Gate", gateTests},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {

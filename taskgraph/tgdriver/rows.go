@@ -56,6 +56,29 @@ type TaskRow struct {
 	Report     string
 	Usage      Usage
 	PriorUsage Usage
+	// Kind is KindTask or KindGate ("" inserts KindTask); GateTimeoutMS
+	// (0: none) and GateOnTimeout ("approve", "reject" or "" for none)
+	// say what the server decides for a gate nobody decided in time
+	// (migration 0013). A gate awaiting approval is blocked with Unmet 0,
+	// and DueAtMS is its decision time (0: none).
+	Kind          string
+	GateTimeoutMS int64
+	GateOnTimeout string
+}
+
+// The kinds of task (TaskRow.Kind): an ordinary task, claimed by
+// workers, and an approval gate, which no claim takes.
+const (
+	KindTask = "task"
+	KindGate = "gate"
+)
+
+// KindOf is the stored kind of a row's Kind: "" is KindTask.
+func KindOf(kind string) string {
+	if kind == "" {
+		return KindTask
+	}
+	return kind
 }
 
 // Usage is what work cost: tokens and money (columns usage_* and prior_*).
@@ -111,6 +134,7 @@ type UnmetRow struct {
 	Seq   int64
 	State string
 	Unmet int
+	Kind  string // KindTask or KindGate
 }
 
 // EdgeRow is one dependency edge by node id.
