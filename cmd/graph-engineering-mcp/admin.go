@@ -46,7 +46,7 @@ so a change made between the prompt and the answer is never overwritten
 blindly.`,
 		Subcommands: []*cli.Command{adminRequeueCommand(), adminSkipCommand(), adminAbortCommand(), adminPauseCommand(), adminResumeCommand(),
 			adminGateCommand(true), adminGateCommand(false)},
-		Action:      groupAction,
+		Action: groupAction,
 	}
 }
 
