@@ -135,6 +135,9 @@ func toolDefs() []toolDef {
 				{name: "requires", kind: kindTagList, max: taskgraph.MaxRequires, desc: fmt.Sprintf("capabilities a worker must advertise to claim the task: at most %d tags, each %s (stored sorted and deduplicated; default none)", taskgraph.MaxRequires, taskgraph.TagPattern)},
 				{name: "retry_delay_ms", kind: kindInt, min: 0, max: taskgraph.MaxRetryDelay.Milliseconds(), desc: fmt.Sprintf("wait before the first retry of a retryable failure, in milliseconds, doubling per retry and capped at %d (0..%d, default %d; 0 retries at once)", taskgraph.MaxRetryDelay.Milliseconds(), taskgraph.MaxRetryDelay.Milliseconds(), taskgraph.DefaultRetryDelay.Milliseconds())},
 				{name: "not_before", kind: kindTime, desc: "RFC 3339 timestamp (UTC, e.g. 2026-03-01T12:00:00Z): the task is not claimable before it (server time); at most 365 days ahead; a past time means now. Applies at creation only"},
+				{name: "kind", kind: kindEnum, enum: []string{taskgraph.KindTask, taskgraph.KindGate}, desc: "task (default): claimed by workers; gate: an approval gate that no worker or tool can claim, complete or approve. Once its dependencies complete it awaits a person's decision (an operator, or an HTTP principal with the approve role): approval completes it, rejection fails it and cancels its dependents"},
+				{name: "gate_timeout_ms", kind: kindInt, min: time.Second.Milliseconds(), max: taskgraph.MaxGateTimeout.Milliseconds(), desc: "gates only: how long the gate awaits a decision once its dependencies completed, in milliseconds; then the server decides as on_timeout says (default: waits for a person)"},
+				{name: "on_timeout", kind: kindEnum, enum: []string{taskgraph.OnTimeoutApprove, taskgraph.OnTimeoutReject}, desc: "gates only, required with gate_timeout_ms: the decision the server makes at the timeout"},
 			}...),
 			annotations: &mcp.ToolAnnotations{Title: "Create a task", IdempotentHint: true, DestructiveHint: boolPtr(false), OpenWorldHint: boolPtr(false)},
 			extraOutput: map[string]any{"created": map[string]any{"type": "boolean"}},
@@ -240,7 +243,8 @@ func taskOutput(t taskgraph.Task) *toolOutput { return &toolOutput{Task: renderT
 // nodeSpecOf is the task graph_task_create's arguments describe.
 func nodeSpecOf(a *args) taskgraph.NodeSpec {
 	spec := taskgraph.NodeSpec{NodeID: a.str["node_id"], Payload: a.raw["payload"], DependsOn: a.lst["depends_on"], MaxAttempts: int(a.num["max_attempts"]), Priority: int(a.num["priority"]),
-		Requires: a.lst["requires"], NotBefore: a.tim["not_before"]}
+		Requires: a.lst["requires"], NotBefore: a.tim["not_before"],
+		Kind: a.str["kind"], GateTimeout: time.Duration(a.num["gate_timeout_ms"]) * time.Millisecond, OnTimeout: a.str["on_timeout"]}
 	if a.has("retry_delay_ms") {
 		d := time.Duration(a.num["retry_delay_ms"]) * time.Millisecond
 		spec.RetryDelay = &d
