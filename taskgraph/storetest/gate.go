@@ -22,6 +22,7 @@ var gateTests = []test{
 	{"DecisionOnNonGateRefused", testDecisionOnNonGateRefused},
 	{"GateCreateBounds", testGateCreateBounds},
 	{"GateRequeueAwaitsAgain", testGateRequeueAwaitsAgain},
+	{"GateKindTamperDetected", testGateKindTamperDetected},
 }
 
 var (
@@ -334,4 +335,26 @@ func testGateRequeueAwaitsAgain(t *testing.T, h Harness) {
 	e.decide(t, g.TaskID, approveByBob)
 	e.wantState(t, next.TaskID, tg.StatePending)
 	e.verify(t)
+}
+
+// Turning a gate into a task (or changing its timeout) behind the store's
+// back, which would make it claimable, is caught by audit verify against
+// its create event.
+func testGateKindTamperDetected(t *testing.T, h Harness) {
+	for _, tc := range []struct{ name, sql, reason string }{
+		{"gate to task", `UPDATE tasks SET kind = 'task' WHERE node_id = 'g'`, `stored kind "task", but its create event 1 recorded "gate"`},
+		{"timeout", `UPDATE tasks SET gate_timeout_ms = 1000 WHERE node_id = 'g'`, "stored gate_timeout_ms 1000, but its create event 1 recorded 60000"},
+		{"on timeout", `UPDATE tasks SET gate_on_timeout = 'approve' WHERE node_id = 'g'`, `stored gate_on_timeout "approve", but its create event 1 recorded "reject"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := setup(t, h)
+			g := e.createSpec(t, "wf", tg.NodeSpec{NodeID: "g", Kind: tg.KindGate, GateTimeout: time.Minute, OnTimeout: tg.OnTimeoutReject})
+			e.verify(t)
+			e.db.Exec(t, tc.sql)
+			rep, err := e.s.VerifyHistory(e.ctx)
+			if !errors.Is(err, tg.ErrBrokenChain) || rep.Broken == nil || rep.Broken.TaskID != g.TaskID || !strings.Contains(rep.Broken.Reason, tc.reason) {
+				t.Fatalf("verify after %s: %v %+v", tc.sql, err, rep.Broken)
+			}
+		})
+	}
 }

@@ -104,13 +104,17 @@ type TaskStateRow struct {
 	Error      string
 	// The columns fixed at creation, which the create event's detail
 	// records: NodeID, DependsOn (JSON text), MaxAttempts, Priority,
-	// Requires (canonical, space-joined) and RetryDelayMS.
-	NodeID       string
-	DependsOn    string
-	MaxAttempts  int
-	Priority     int
-	Requires     string
-	RetryDelayMS int64
+	// Requires (canonical, space-joined), RetryDelayMS, and Kind,
+	// GateTimeoutMS and GateOnTimeout (migration 0013).
+	NodeID        string
+	DependsOn     string
+	MaxAttempts   int
+	Priority      int
+	Requires      string
+	RetryDelayMS  int64
+	Kind          string
+	GateTimeoutMS int64
+	GateOnTimeout string
 }
 
 // TaskRef names a task by seq, with its workflow.
