@@ -7,8 +7,10 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/graph-engineering/graph-engineering-mcp/manifest"
+	"github.com/graph-engineering/graph-engineering-mcp/mcpadapter/liveview"
 	"github.com/graph-engineering/graph-engineering-mcp/mcpadapter/principal"
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph"
 )
@@ -273,4 +275,32 @@ func withArg(m map[string]any, k string, v any) map[string]any {
 	}
 	out[k] = v
 	return out
+}
+
+// The live view shows a gate awaiting approval, with when the server
+// decides it, and a decided gate as no longer awaiting.
+func TestUIShowsGateAwaitingApproval(t *testing.T) {
+	f := newUIFixture(t, Options{})
+	g, err := f.store.CreateTask(f.ctx, "rel", taskgraph.NodeSpec{NodeID: "ok", Kind: taskgraph.KindGate, GateTimeout: time.Hour, OnTimeout: taskgraph.OnTimeoutReject})
+	if err != nil {
+		t.Fatal(err)
+	}
+	node := func() liveview.Node {
+		t.Helper()
+		status, _, body := f.get(t, http.MethodGet, "/ui/api/workflows/rel", nil)
+		var wf liveview.Workflow
+		if err := json.Unmarshal([]byte(body), &wf); status != http.StatusOK || err != nil || len(wf.Nodes) != 1 {
+			t.Fatalf("status %d %v: %s", status, err, body)
+		}
+		return wf.Nodes[0]
+	}
+	if n := node(); !n.Gate || !n.AwaitingApproval || n.DecideByMS != g.Task.DueAt.UnixMilli() || n.State != "blocked" {
+		t.Fatalf("gate awaiting approval in the view: %+v", n)
+	}
+	if _, err := f.store.DecideGate(f.ctx, g.Task.TaskID, taskgraph.GateDecision{Approve: true, By: "bob", Via: taskgraph.DecidedByOperator}); err != nil {
+		t.Fatal(err)
+	}
+	if n := node(); !n.Gate || n.AwaitingApproval || n.DecideByMS != 0 || n.State != "completed" {
+		t.Fatalf("approved gate in the view: %+v", n)
+	}
 }
