@@ -226,7 +226,7 @@ func testWorkflowTaskStates(t *testing.T, h Harness) {
 		return tgdriver.TaskStateRow{Seq: r.Seq, TaskID: r.TaskID, Payload: r.Payload, State: r.State, Owner: r.Owner,
 			Generation: r.Generation, Attempts: r.Attempts, Result: r.Result, HasResult: r.HasResult, Error: r.Error,
 			NodeID: r.NodeID, DependsOn: r.DependsOn, MaxAttempts: r.MaxAttempts, Priority: r.Priority, Requires: r.Requires,
-			RetryDelayMS: r.RetryDelayMS}
+			RetryDelayMS: r.RetryDelayMS, Kind: r.Kind, GateTimeoutMS: r.GateTimeoutMS, GateOnTimeout: r.GateOnTimeout}
 	}
 	want := []tgdriver.TaskStateRow{state(rows[0]), state(rows[2]), state(rows[3])}
 	e.eachReads(func(r tgdriver.Reads) error {
