@@ -229,6 +229,9 @@ func (w *wtx) claimByID(taskID string, caps []string, owner string, d time.Durat
 	if err != nil {
 		return Claimed{}, nil, err
 	}
+	if r.Kind == KindGate {
+		return Claimed{}, nil, gateNotClaimed(r)
+	}
 	if !r.State.Terminal() {
 		// Refused before anything is written: this caller may never claim it.
 		if missing := missingTags(r.Requires, caps); len(missing) > 0 {
@@ -573,7 +576,11 @@ func (w *wtx) completeDependents(seq int64) error {
 			continue
 		}
 		if d.Unmet == 0 {
-			if err := w.makeReady(d.Seq); err != nil {
+			ready := w.makeReady
+			if d.Kind == KindGate {
+				ready = w.awaitApproval
+			}
+			if err := ready(d.Seq); err != nil {
 				return err
 			}
 			continue

@@ -207,6 +207,12 @@ func sameNode(existing row, n normalizedNode) error {
 	if existing.ConcurrencyKey != n.Key {
 		return conflict("concurrency_key")
 	}
+	if existing.Kind != n.Kind {
+		return conflict("kind")
+	}
+	if existing.GateTimeout != n.GateTimeout || existing.OnTimeout != n.OnTimeout {
+		return conflict("gate_timeout_ms or on_timeout")
+	}
 	return nil
 }
 
@@ -290,6 +296,12 @@ func (w *wtx) insertNode(workflowID string, n normalizedNode) (row, error) {
 		causeSeq = cause.Seq
 	case unmet > 0:
 		state, status = StateBlocked, "waiting on "+strings.Join(waiting, ", ")
+	case n.Kind == KindGate:
+		// A gate with nothing to wait for awaits approval at once.
+		state, status = StateBlocked, awaitingStatus(n.GateTimeout, n.OnTimeout, w.nowMS)
+		if n.GateTimeout > 0 {
+			dueMS = w.nowMS + n.GateTimeout.Milliseconds()
+		}
 	case dueMS > 0:
 		status = waitingStatus(time.UnixMilli(dueMS), "not_before")
 	}
@@ -305,7 +317,7 @@ func (w *wtx) insertNode(workflowID string, n normalizedNode) (row, error) {
 		State: string(state), MaxAttempts: n.MaxAttempts, Unmet: unmet, StatusMessage: status, CancelCause: causeSeq,
 		CreatedAtMS: w.nowMS, UpdatedAtMS: w.nowMS, CreatedBy: PrincipalFrom(w.ctx), Priority: n.Priority,
 		Requires: strings.Join(n.Requires, " "), DueAtMS: dueMS, RetryDelayMS: n.RetryDelay.Milliseconds(),
-		ConcurrencyKey: n.Key}
+		ConcurrencyKey: n.Key, Kind: n.Kind, GateTimeoutMS: n.GateTimeout.Milliseconds(), GateOnTimeout: n.OnTimeout}
 	seq, err := w.tx.InsertTask(w.ctx, tr)
 	if err != nil {
 		return row{}, fmt.Errorf("insert task: %w", err)
@@ -336,10 +348,19 @@ func (w *wtx) insertNode(workflowID string, n normalizedNode) (row, error) {
 	if n.Key != "" {
 		detail["concurrency_key"] = n.Key
 	}
+	if n.Kind == KindGate {
+		detail["kind"] = KindGate
+		if n.GateTimeout > 0 {
+			detail["gate_timeout_ms"] = n.GateTimeout.Milliseconds()
+			detail["on_timeout"] = n.OnTimeout
+		}
+	}
 	if err := w.appendEvent(&r, EventCreate, "", 0, detail); err != nil {
 		return row{}, err
 	}
 	switch {
+	case r.AwaitingApproval && dueMS > 0:
+		w.scheduleDue()
 	case state == StatePending && dueMS > 0:
 		w.scheduleDue()
 	case state == StatePending:

@@ -91,6 +91,9 @@ func holderArgs(h lease.Holder, args map[string]any) map[string]any {
 // is no longer held (or finished). The worker must learn that its lease ran
 // out, not that someone took the claim away: it heartbeats too slowly.
 func (w *wtx) explainStale(r row, h lease.Holder, err error) error {
+	if r.Kind == KindGate {
+		return gateNotClaimed(r)
+	}
 	var se *lease.StaleClaimError
 	if !errors.As(err, &se) || h.Generation != r.Generation || (se.Reason != lease.ReasonNotHeld && se.Reason != lease.ReasonTerminal) {
 		return err

@@ -63,8 +63,8 @@ func (s *Store) quitContext() (context.Context, context.CancelFunc) {
 	return ctx, cancel
 }
 
-// sweeper expires leases as they lapse and promotes pending tasks as they
-// become due, so that expiries are recorded and due tasks claimable (and
+// sweeper expires leases as they lapse, promotes pending tasks as they
+// become due and decides gates whose timeout came, so that expiries are recorded and due tasks claimable (and
 // claim-next waiters woken) without waiting for the next claim. It wakes at
 // the earliest lease expiry or due time, when a write set a new due time
 // (scheduleDue), and at least once a second.
@@ -88,6 +88,24 @@ func (s *Store) sweeper() {
 					s.log.Warn("promoting due tasks failed; retrying in a second", "err", err)
 				case n > 0:
 					s.log.Debug("due tasks promoted", "count", n)
+				}
+			} else if d < sleep {
+				sleep = d + time.Millisecond
+			}
+		}
+		// Gates whose timeout came are decided here only (claim-next does
+		// not look for them: a gate is never claimed), so they stay out of
+		// the probe timers.
+		if next, err := s.nextGateDue(ctx); err == nil && !next.IsZero() {
+			if d := next.Sub(s.clock.Now()); d <= 0 {
+				n, err := s.DecideDueGates(ctx)
+				switch {
+				case errors.Is(err, ErrClosed):
+					return
+				case err != nil && ctx.Err() == nil:
+					s.log.Warn("deciding gates at their timeout failed; retrying in a second", "err", err)
+				case n > 0:
+					s.log.Info("gates decided at their timeout", "count", n)
 				}
 			} else if d < sleep {
 				sleep = d + time.Millisecond

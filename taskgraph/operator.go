@@ -56,14 +56,21 @@ func (s *Store) Requeue(ctx context.Context, taskID string, op Operator) (Task, 
 			return err
 		}
 		state, status := StatePending, fmt.Sprintf("ready to claim (requeued by %s: %s)", op.Name, op.Reason)
-		if unmet > 0 {
+		var due int64 // an operator's requeue is claimable at once
+		switch {
+		case unmet > 0:
 			state, status = StateBlocked, blockedStatus(waiting)
+		case r.Kind == KindGate: // a requeued gate awaits a decision again
+			state, status, due = StateBlocked, awaitingStatus(r.GateTimeout, r.OnTimeout, w.nowMS), gateDue(r.GateTimeout, w.nowMS)
 		}
 		if err := w.mustUpdate(&r, clearClaim(tgdriver.TaskSet{State: tgdriver.Val(string(state)), Owner: tgdriver.Null[string](),
 			Attempts: tgdriver.Val(0), LeaseLosses: tgdriver.Val(0), Unmet: tgdriver.Val(unmet), CancelCause: tgdriver.Null[int64](), StatusMessage: tgdriver.Val(status),
-			DueAtMS: tgdriver.Val(int64(0))}), // an operator's requeue is claimable at once
+			DueAtMS: tgdriver.Val(due)}),
 			tgdriver.TaskGuard{States: []string{string(from)}, Generation: tgdriver.Val(r.Generation)}, "requeue"); err != nil {
 			return err
+		}
+		if due > 0 {
+			w.scheduleDue()
 		}
 		if state == StatePending {
 			w.wakeWaiters(&r)
@@ -280,16 +287,25 @@ func (w *wtx) revive(root *row, verb string) error {
 		if err != nil {
 			return err
 		}
+		r, err := w.loadSeq(c)
+		if err != nil {
+			return err
+		}
 		state, status := StateBlocked, blockedStatus(waiting)
-		if unmet == 0 {
+		var due int64 // a revived task is claimable at once, whatever due time it had
+		switch {
+		case unmet == 0 && r.Kind == KindGate: // a revived gate awaits a decision
+			status, due = awaitingStatus(r.GateTimeout, r.OnTimeout, w.nowMS), gateDue(r.GateTimeout, w.nowMS)
+		case unmet == 0:
 			state, status = StatePending, "ready to claim"
 		}
-		r := row{seq: c}
-		// A revived task is claimable at once, whatever due time it had.
 		if err := w.mustUpdate(&r, tgdriver.TaskSet{State: tgdriver.Val(string(state)), Unmet: tgdriver.Val(unmet), StatusMessage: tgdriver.Val(status),
-			DueAtMS: tgdriver.Val(int64(0))},
+			DueAtMS: tgdriver.Val(due)},
 			tgdriver.TaskGuard{States: []string{string(StateBlocked)}}, "revive"); err != nil {
 			return err
+		}
+		if due > 0 {
+			w.scheduleDue()
 		}
 		if state == StatePending {
 			w.wakeWaiters(&r)

@@ -73,6 +73,12 @@ func toRow(tr tgdriver.TaskRow) (row, error) {
 		r.Report = rep
 	}
 	r.TotalUsage = r.prior.Add(r.usage)
+	r.Kind = tgdriver.KindOf(tr.Kind)
+	if r.Kind == KindGate {
+		r.GateTimeout = time.Duration(tr.GateTimeoutMS) * time.Millisecond
+		r.OnTimeout = tr.GateOnTimeout
+		r.AwaitingApproval = r.State == StateBlocked && r.unmet == 0
+	}
 	return r, nil
 }
 

@@ -89,6 +89,16 @@ type Task struct {
 	// TotalUsage is the usage every attempt of the task reported: the
 	// earlier attempts' and Report's.
 	TotalUsage Usage
+	// Kind is KindTask or KindGate (see "Approval gates" in the package
+	// doc). GateTimeout (0: none) and OnTimeout say what the server
+	// decides for a gate nobody decided in time.
+	Kind        string
+	GateTimeout time.Duration
+	OnTimeout   string
+	// AwaitingApproval: the task is a gate whose dependencies all
+	// completed and which nobody decided yet. Its State is blocked (it is
+	// never claimable) and DueAt, when set, is when the server decides it.
+	AwaitingApproval bool
 }
 
 // NodeSpec describes a task to create.
@@ -124,6 +134,16 @@ type NodeSpec struct {
 	// yet; a key with a different limit refuses the create (ErrConflict:
 	// an operator changes a limit, SetKeyLimit).
 	KeyLimit *KeyLimit
+	// Kind is KindTask ("" too) or KindGate: an approval gate, never
+	// claimed, decided by a person (Store.DecideGate) once its
+	// dependencies completed.
+	Kind string
+	// GateTimeout (gates only; 0: none, else 1 s..MaxGateTimeout, whole
+	// milliseconds) is how long a gate awaits a decision once its
+	// dependencies completed; then the server decides as OnTimeout says
+	// (OnTimeoutApprove or OnTimeoutReject, required with a timeout).
+	GateTimeout time.Duration
+	OnTimeout   string
 }
 
 // Created is the outcome of creating one node.

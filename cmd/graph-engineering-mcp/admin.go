@@ -35,7 +35,7 @@ func adminFlags() []cli.Flag {
 func adminCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "admin",
-		Usage: "operator interventions: requeue, skip, abort a workflow, pause and resume claiming, limit a concurrency key",
+		Usage: "operator interventions: requeue, skip, abort a workflow, pause and resume claiming, limit a concurrency key, approve or reject a gate",
 		Description: `Changes that only a human may make; the model tools cannot. Each one asks for
 confirmation on stdin unless --yes is given (only y or yes proceeds; anything
 else exits 1 and changes nothing), requires --reason, and is recorded in the
@@ -44,8 +44,9 @@ login name). Safe while a server runs on the same database: the change is one
 short transaction, and the store re-checks the task's state when it writes,
 so a change made between the prompt and the answer is never overwritten
 blindly.`,
-		Subcommands: []*cli.Command{adminRequeueCommand(), adminSkipCommand(), adminAbortCommand(), adminPauseCommand(), adminResumeCommand(), adminLimitCommand()},
-		Action:      groupAction,
+		Subcommands: []*cli.Command{adminRequeueCommand(), adminSkipCommand(), adminAbortCommand(), adminPauseCommand(), adminResumeCommand(), adminLimitCommand(),
+			adminGateCommand(true), adminGateCommand(false)},
+		Action: groupAction,
 	}
 }
 

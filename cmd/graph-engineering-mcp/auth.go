@@ -169,7 +169,7 @@ func authAddCommand() *cli.Command {
 		UsageText: "graph-engineering-mcp auth add NAME --roles ROLE[,ROLE] [--workflows GLOB,...] [--owners GLOB,...] --file FILE",
 		Flags: []cli.Flag{
 			authFileFlag(),
-			&cli.StringSliceFlag{Name: "roles", Usage: "the principal's `ROLES`: submit, work and/or observe (comma-separated or repeated)"},
+			&cli.StringSliceFlag{Name: "roles", Usage: "the principal's `ROLES`: submit, work, observe and/or approve (comma-separated or repeated)"},
 			&cli.StringSliceFlag{Name: "workflows", Usage: "glob `PATTERNS` of the workflows it may touch (default: every workflow)"},
 			&cli.StringSliceFlag{Name: "owners", Usage: "glob `PATTERNS` a worker's owner must match (default: NAME, NAME/* or NAME:*)"},
 		},

@@ -164,6 +164,9 @@ func stateLabel(t taskgraph.Task, now time.Time) string {
 	if leaseLapsed(t, now) {
 		return string(t.State) + " (lease expired)"
 	}
+	if t.AwaitingApproval {
+		return string(t.State) + " (awaiting approval)"
+	}
 	return string(t.State)
 }
 
@@ -264,6 +267,13 @@ type taskJSON struct {
 	// TotalUsage the usage of every attempt; absent when none.
 	Report     *taskgraph.Report `json:"report,omitempty"`
 	TotalUsage *taskgraph.Usage  `json:"total_usage,omitempty"`
+	// Kind is "gate" for an approval gate; absent for an ordinary task.
+	// AwaitingApproval is set while the gate awaits a decision (admin
+	// approve|reject); GateTimeoutMS and OnTimeout are its timeout.
+	Kind             string `json:"kind,omitempty"`
+	AwaitingApproval bool   `json:"awaiting_approval,omitempty"`
+	GateTimeoutMS    int64  `json:"gate_timeout_ms,omitempty"`
+	OnTimeout        string `json:"on_timeout,omitempty"`
 }
 
 func newTaskJSON(t taskgraph.Task) taskJSON {
@@ -283,6 +293,10 @@ func newTaskJSON(t taskgraph.Task) taskJSON {
 	}
 	if out.DependsOn == nil {
 		out.DependsOn = []string{}
+	}
+	if t.Kind == taskgraph.KindGate {
+		out.Kind, out.AwaitingApproval = t.Kind, t.AwaitingApproval
+		out.GateTimeoutMS, out.OnTimeout = t.GateTimeout.Milliseconds(), t.OnTimeout
 	}
 	if !t.LeaseExpiresAt.IsZero() {
 		exp := t.LeaseExpiresAt

@@ -242,7 +242,7 @@ func (h *Handler) tokenInsufficientScope(w http.ResponseWriter, q *mcpRequest) b
 	if c == nil {
 		return false
 	}
-	roles := principal.AllRoles
+	roles := principal.MCPRoles // approve alone grants nothing of MCP
 	what, tool := "this server", false
 	if name, _, ok := q.msg.ToolCall(); ok {
 		if rs, known := principal.ToolRoles[name]; known {

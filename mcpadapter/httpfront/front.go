@@ -349,6 +349,9 @@ func routeOf(path string) string {
 	if isWellKnownResource(path) {
 		return wellKnownRoute
 	}
+	if strings.HasPrefix(path, GatesPath) {
+		return GatesPath
+	}
 	return "other"
 }
 
@@ -398,6 +401,10 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case MCPPath:
 		if p, ok := h.authorized(sw, r, route); ok {
 			h.serveMCP(sw, r, p)
+		}
+	case GatesPath:
+		if p, ok := h.authorized(sw, r, route); ok {
+			h.serveGate(sw, r, p)
 		}
 	default:
 		http.NotFound(sw, r)

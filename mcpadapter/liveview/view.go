@@ -604,9 +604,15 @@ type Node struct {
 	// ConcurrencyKey is the task's concurrency key, absent when none.
 	ConcurrencyKey string `json:"concurrency_key,omitempty"`
 	// DueAtMS is when a pending task that is not yet due becomes claimable.
-	DueAtMS       int64  `json:"due_at_ms,omitempty"`
-	Error         string `json:"error,omitempty"`
-	StatusMessage string `json:"status_message,omitempty"`
+	DueAtMS int64 `json:"due_at_ms,omitempty"`
+	// Gate is set on an approval gate; AwaitingApproval while it awaits a
+	// decision (DecideByMS: when the server decides it, absent without a
+	// timeout).
+	Gate             bool   `json:"gate,omitempty"`
+	AwaitingApproval bool   `json:"awaiting_approval,omitempty"`
+	DecideByMS       int64  `json:"decide_by_ms,omitempty"`
+	Error            string `json:"error,omitempty"`
+	StatusMessage    string `json:"status_message,omitempty"`
 	// The current (or last) attempt's report: its progress (Done of
 	// Total; Total absent when the worker gave none), its message
 	// (clipped) and the generation that sent it; all absent without one.
@@ -693,6 +699,12 @@ func uiNodeOf(t taskgraph.Task, now time.Time, clip int) Node {
 	}
 	if t.State == taskgraph.StatePending && t.DueAt.After(now) {
 		n.DueAtMS = uiTime(t.DueAt)
+	}
+	if t.Kind == taskgraph.KindGate {
+		n.Gate, n.AwaitingApproval = true, t.AwaitingApproval
+		if t.AwaitingApproval && !t.DueAt.IsZero() {
+			n.DecideByMS = uiTime(t.DueAt)
+		}
 	}
 	if rep := t.Report; rep != nil {
 		n.ReportGeneration, n.ReportMessage = rep.Generation, input.Cut(rep.StatusMessage, clip)

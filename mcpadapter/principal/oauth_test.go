@@ -77,3 +77,34 @@ func TestParseAuthFileRefusesBadOAuth(t *testing.T) {
 		}
 	}
 }
+
+// An OAuth scope may grant the approve role (approval gates over HTTP),
+// and a rule's roles cap it as any other; approve grants no tool.
+func TestTokenPrincipalApproveScope(t *testing.T) {
+	ps, err := parseOAuth(t, func(s string) string {
+		return strings.Replace(s, `"tasks:work": ["work"]`, `"tasks:work": ["work"], "tasks:approve": ["approve"]`, 1)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := ps.OAuth().ScopesFor(RoleApprove); !slices.Equal(got, []string{"tasks:approve"}) {
+		t.Fatalf("ScopesFor(approve) = %v", got)
+	}
+	p, err := ps.TokenPrincipal(map[string]any{"client_id": "ci-lead"}, []string{"tasks:approve"})
+	if err != nil || !slices.Equal(p.Roles, []string{RoleApprove}) || !p.HasRole(RoleApprove) || !p.WorkflowAllowed("ci-1") {
+		t.Fatalf("approve scope: %+v %v", p, err)
+	}
+	if prof := Profile(p); len(prof.AllowedTools) != 0 {
+		t.Fatalf("the approve role allows tools %v", prof.AllowedTools)
+	}
+	for tool, roles := range ToolRoles {
+		if slices.Contains(roles, RoleApprove) {
+			t.Errorf("tool %s may be called with the approve role", tool)
+		}
+	}
+	// The gpu-pool rule caps its roles to work: an approve scope grants it nothing.
+	p, err = ps.TokenPrincipal(map[string]any{"groups": []any{"gpu-a"}}, []string{"tasks:approve", "tasks:work"})
+	if err != nil || p.HasRole(RoleApprove) {
+		t.Fatalf("capped rule: %+v %v", p, err)
+	}
+}

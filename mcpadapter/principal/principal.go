@@ -29,10 +29,18 @@ const (
 	RoleWork = "work"
 	// RoleObserve may inspect and read resources (the manifest, skills).
 	RoleObserve = "observe"
+	// RoleApprove may decide approval gates (approve or reject them) of
+	// its workflows over HTTP (package httpfront, /gates/). It grants no
+	// tool: no model tool decides a gate.
+	RoleApprove = "approve"
 )
 
 // AllRoles lists the roles, ascending. Do not modify it.
-var AllRoles = []string{RoleObserve, RoleSubmit, RoleWork}
+var AllRoles = []string{RoleApprove, RoleObserve, RoleSubmit, RoleWork}
+
+// MCPRoles lists the roles that grant some of the MCP surface (every role
+// but approve), ascending. Do not modify it.
+var MCPRoles = []string{RoleObserve, RoleSubmit, RoleWork}
 
 // Bounds of an auth file.
 const (
@@ -64,7 +72,7 @@ type Principal struct {
 	// TokenSHA256 is the lowercase hex SHA-256 of the principal's bearer
 	// token; the token itself is never stored.
 	TokenSHA256 string `json:"token_sha256"`
-	// Roles are some of submit, work and observe.
+	// Roles are some of submit, work, observe and approve.
 	Roles []string `json:"roles"`
 	// Workflows are glob patterns of the workflows the principal may
 	// touch; empty means every workflow.

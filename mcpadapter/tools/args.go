@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -38,6 +39,7 @@ const (
 	kindProgress  // progress: {done, total}
 	kindUsage     // usage: {input_tokens, output_tokens, cost_usd}
 	kindClaimNext // claim_next: {workflow_id, capabilities, lease_ms} (claimNextFields)
+	kindEnum      // kind, on_timeout: one of field.enum
 )
 
 var tagRE = regexp.MustCompile(taskgraph.TagPattern)
@@ -51,7 +53,8 @@ type field struct {
 	name     string
 	kind     kind
 	required bool
-	min, max int64 // for kindInt
+	min, max int64    // for kindInt
+	enum     []string // for kindEnum
 	desc     string
 }
 
@@ -93,6 +96,8 @@ func (f field) schema() map[string]any {
 		s["type"], s["format"], s["maxLength"] = "string", "date-time", maxTimeLen
 	case kindText:
 		s["type"], s["maxLength"] = "string", taskgraph.MaxStatusMessageBytes
+	case kindEnum:
+		s["type"], s["enum"] = "string", f.enum
 	case kindProgress:
 		for k, v := range progressSchema() {
 			s[k] = v
@@ -278,6 +283,12 @@ func (a *args) check(f field, v json.RawMessage) error {
 			return argErrorf("%s must be an integer between %d and %d (got %s)", f.name, f.min, f.max, input.Clip(string(v)))
 		}
 		a.num[f.name] = n
+	case kindEnum:
+		var s string
+		if err := json.Unmarshal(v, &s); err != nil || !slices.Contains(f.enum, s) {
+			return argErrorf("%s must be one of %s (got %s)", f.name, strings.Join(f.enum, ", "), input.Clip(string(v)))
+		}
+		a.str[f.name] = s
 	case kindBool:
 		switch string(v) {
 		case "true":

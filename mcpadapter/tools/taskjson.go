@@ -36,6 +36,43 @@ type taskJSON struct {
 	// the answers of tasks nobody reported on stay as small as before.
 	Report     *reportJSON `json:"report,omitempty"`
 	TotalUsage *usageJSON  `json:"total_usage,omitempty"`
+	// Gate describes an approval gate; absent for an ordinary task, so
+	// that their answers stay as they were.
+	Gate *gateJSON `json:"gate,omitempty"`
+}
+
+// gateJSON is the gate part of a task on the wire.
+type gateJSON struct {
+	// Status is "awaiting_approval", "waiting_on_dependencies" or
+	// "decided" (the task's state says how).
+	Status        string  `json:"status"`
+	GateTimeoutMS *int64  `json:"gate_timeout_ms"`
+	OnTimeout     *string `json:"on_timeout"`
+}
+
+// Gate statuses (gateJSON.Status).
+const (
+	GateAwaitingApproval = "awaiting_approval"
+	GateWaiting          = "waiting_on_dependencies"
+	GateDecided          = "decided"
+)
+
+func renderGate(t taskgraph.Task) *gateJSON {
+	if t.Kind != taskgraph.KindGate {
+		return nil
+	}
+	g := &gateJSON{Status: GateDecided}
+	switch {
+	case t.AwaitingApproval:
+		g.Status = GateAwaitingApproval
+	case !t.State.Terminal():
+		g.Status = GateWaiting
+	}
+	if t.GateTimeout > 0 {
+		ms, on := t.GateTimeout.Milliseconds(), t.OnTimeout
+		g.GateTimeoutMS, g.OnTimeout = &ms, &on
+	}
+	return g
 }
 
 // claimStateJSON is the part of a task on the wire that a full task and
@@ -88,7 +125,7 @@ func renderTask(t taskgraph.Task) *taskJSON {
 		Payload: t.Payload, claimStateJSON: renderClaimState(t), Result: t.Result, Error: strOrNil(t.Error),
 		StatusMessage: t.StatusMessage, CreatedAt: formatTime(t.CreatedAt), UpdatedAt: formatTime(t.UpdatedAt),
 		RetryDelayMS: t.RetryDelay.Milliseconds(), ConcurrencyKey: t.ConcurrencyKey,
-		Report: renderReport(t.Report, 0),
+		Report: renderReport(t.Report, 0), Gate: renderGate(t),
 	}
 	if !t.TotalUsage.IsZero() {
 		u := renderUsage(t.TotalUsage)
@@ -148,6 +185,13 @@ func taskSchema() map[string]any {
 	props["report"] = withDescription(reportSchema(), "the current (or last) attempt's report: progress, status_message and usage as its worker last sent them; absent when it sent none")
 	props["total_usage"] = withDescription(usageOutSchema(), "the usage of every attempt of the task; absent when none was reported")
 	props["concurrency_key"] = map[string]any{"type": "string", "pattern": taskgraph.IdentifierPattern, "description": "the task's concurrency key; absent when it has none"}
+	props["gate"] = map[string]any{"type": "object", "additionalProperties": false, "required": []string{"status", "gate_timeout_ms", "on_timeout"},
+		"description": "present only for an approval gate (kind gate): never claimed; a person decides it once its dependencies completed. status awaiting_approval means it waits for that decision (its state is blocked), due_at is when the server decides it as on_timeout says",
+		"properties": map[string]any{
+			"status":          map[string]any{"type": "string", "enum": []string{GateAwaitingApproval, GateWaiting, GateDecided}},
+			"gate_timeout_ms": nullable(map[string]any{"type": "integer"}),
+			"on_timeout":      nullable(map[string]any{"type": "string", "enum": []string{taskgraph.OnTimeoutApprove, taskgraph.OnTimeoutReject}}),
+		}}
 	return s
 }
 

@@ -104,6 +104,12 @@ func (s *Surface) CreateTask(ctx context.Context, c Caller, rawArgs json.RawMess
 func taskStatus(t taskgraph.Task) (status, message string) {
 	switch t.State {
 	case taskgraph.StateBlocked:
+		if t.AwaitingApproval {
+			// Not input_required: the input is a person's decision outside
+			// MCP (admin approve|reject, POST /gates/...), which no
+			// tasks/update of the client can give.
+			return "working", "awaiting approval: " + t.StatusMessage
+		}
 		return "working", "blocked: " + t.StatusMessage
 	case taskgraph.StatePending:
 		if !t.DueAt.IsZero() {

@@ -145,6 +145,9 @@ func toolDefs() []toolDef {
 				{name: "concurrency_max_claimed", kind: kindInt, min: 0, max: taskgraph.MaxKeyClaimed, desc: fmt.Sprintf("with concurrency_key: at most this many of the key's tasks claimed at once (0..%d, 0 no cap). Sets the key's limit only while it has none; an operator changes it", taskgraph.MaxKeyClaimed)},
 				{name: "concurrency_rate", kind: kindInt, min: 0, max: taskgraph.MaxKeyRate, desc: fmt.Sprintf("with concurrency_key and concurrency_rate_interval_ms: at most this many claims of the key's tasks in any interval (0..%d, 0 no rate)", taskgraph.MaxKeyRate)},
 				{name: "concurrency_rate_interval_ms", kind: kindInt, min: 0, max: taskgraph.MaxKeyRateInterval.Milliseconds(), desc: fmt.Sprintf("the interval of concurrency_rate, in milliseconds of server time (1..%d)", taskgraph.MaxKeyRateInterval.Milliseconds())},
+				{name: "kind", kind: kindEnum, enum: []string{taskgraph.KindTask, taskgraph.KindGate}, desc: "task (default): claimed by workers; gate: an approval gate that no worker or tool can claim, complete or approve. Once its dependencies complete it awaits a person's decision (an operator, or an HTTP principal with the approve role): approval completes it, rejection fails it and cancels its dependents"},
+				{name: "gate_timeout_ms", kind: kindInt, min: time.Second.Milliseconds(), max: taskgraph.MaxGateTimeout.Milliseconds(), desc: "gates only: how long the gate awaits a decision once its dependencies completed, in milliseconds; then the server decides as on_timeout says (default: waits for a person)"},
+				{name: "on_timeout", kind: kindEnum, enum: []string{taskgraph.OnTimeoutApprove, taskgraph.OnTimeoutReject}, desc: "gates only, required with gate_timeout_ms: the decision the server makes at the timeout"},
 			}...),
 			annotations: &mcp.ToolAnnotations{Title: "Create a task", IdempotentHint: true, DestructiveHint: boolPtr(false), OpenWorldHint: boolPtr(false)},
 			extraOutput: map[string]any{"created": map[string]any{"type": "boolean"}},
@@ -250,7 +253,8 @@ func taskOutput(t taskgraph.Task) *toolOutput { return &toolOutput{Task: renderT
 // nodeSpecOf is the task graph_task_create's arguments describe.
 func nodeSpecOf(a *args) taskgraph.NodeSpec {
 	spec := taskgraph.NodeSpec{NodeID: a.str["node_id"], Payload: a.raw["payload"], DependsOn: a.lst["depends_on"], MaxAttempts: int(a.num["max_attempts"]), Priority: int(a.num["priority"]),
-		Requires: a.lst["requires"], NotBefore: a.tim["not_before"]}
+		Requires: a.lst["requires"], NotBefore: a.tim["not_before"],
+		Kind: a.str["kind"], GateTimeout: time.Duration(a.num["gate_timeout_ms"]) * time.Millisecond, OnTimeout: a.str["on_timeout"]}
 	if a.has("retry_delay_ms") {
 		d := time.Duration(a.num["retry_delay_ms"]) * time.Millisecond
 		spec.RetryDelay = &d

@@ -11,10 +11,11 @@ import (
 // integers.
 func TestParseCreateDetailAgreesWithJSON(t *testing.T) {
 	for detail, fast := range map[string]bool{
-		`{"depends_on":[],"max_attempts":3,"node_id":"a","state":"pending"}`:                                                  true,
-		`{"depends_on":["a","b"],"max_attempts":1,"node_id":"c","priority":-100,"requires":["cuda","gpu"],"state":"blocked"}`: true,
-		`{"depends_on":null,"due_at_ms":1780000000000,"max_attempts":5,"node_id":"n.1","retry_delay_ms":0,"state":"pending"}`: true,
-		`{"depends_on":["x"],"extra":{"nested":[1,{"k":true}]},"node_id":"x2","state":"pending"}`:                             true,
+		`{"depends_on":[],"max_attempts":3,"node_id":"a","state":"pending"}`:                                                             true,
+		`{"depends_on":["a","b"],"max_attempts":1,"node_id":"c","priority":-100,"requires":["cuda","gpu"],"state":"blocked"}`:            true,
+		`{"depends_on":null,"due_at_ms":1780000000000,"max_attempts":5,"node_id":"n.1","retry_delay_ms":0,"state":"pending"}`:            true,
+		`{"depends_on":["x"],"extra":{"nested":[1,{"k":true}]},"node_id":"x2","state":"pending"}`:                                        true,
+		`{"depends_on":[],"gate_timeout_ms":60000,"kind":"gate","max_attempts":3,"node_id":"g","on_timeout":"reject","state":"blocked"}`: true,
 		`{"node_id":"a"}`:                       true,
 		`{}`:                                    true,
 		`{"node_id":"a\"b"}`:                    false, // an escape: encoding/json reads it

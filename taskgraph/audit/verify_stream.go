@@ -73,6 +73,11 @@ type createDetail struct {
 	Priority     int
 	Requires     string // raw JSON; "" when absent
 	RetryDelayMS *int64
+	// Kind is "gate" for a gate ("" when absent: a task), GateTimeoutMS and
+	// OnTimeout its timeout (recorded only when set).
+	Kind          string
+	GateTimeoutMS int64
+	OnTimeout     string
 }
 
 // parseCreateDetail reads a create event's detail. The compact text the
@@ -94,12 +99,15 @@ func parseCreateDetailJSON(detail string) (*createDetail, error) {
 		Priority     int             `json:"priority"`
 		Requires     json.RawMessage `json:"requires"`
 		RetryDelayMS *int64          `json:"retry_delay_ms"`
+		Kind         string          `json:"kind"`
+		GateTimeout  int64           `json:"gate_timeout_ms"`
+		OnTimeout    string          `json:"on_timeout"`
 	}
 	if err := json.Unmarshal([]byte(detail), &v); err != nil {
 		return nil, err
 	}
 	return &createDetail{NodeID: v.NodeID, DependsOn: string(v.DependsOn), MaxAttempts: v.MaxAttempts, Priority: v.Priority,
-		Requires: string(v.Requires), RetryDelayMS: v.RetryDelayMS}, nil
+		Requires: string(v.Requires), RetryDelayMS: v.RetryDelayMS, Kind: v.Kind, GateTimeoutMS: v.GateTimeout, OnTimeout: v.OnTimeout}, nil
 }
 
 // parseCreateDetailCanonical reads detail when it is an object in the
@@ -129,6 +137,17 @@ func parseCreateDetailCanonical(detail string) (d *createDetail, ok bool) {
 		case "retry_delay_ms":
 			n, e := strconv.ParseInt(raw, 10, 64)
 			d.RetryDelayMS, err = &n, e
+		case "kind", "on_timeout":
+			if len(raw) < 2 || raw[0] != '"' || strings.ContainsAny(raw[1:len(raw)-1], `"\`) {
+				return false
+			}
+			if key == "kind" {
+				d.Kind = raw[1 : len(raw)-1]
+			} else {
+				d.OnTimeout = raw[1 : len(raw)-1]
+			}
+		case "gate_timeout_ms":
+			d.GateTimeoutMS, err = strconv.ParseInt(raw, 10, 64)
 		}
 		return err == nil
 	}) {
@@ -169,6 +188,12 @@ func (d *createDetail) differs(tr *tgdriver.TaskStateRow) (column, stored, recor
 		return "requires", strconv.Quote(tr.Requires), strconv.Quote(strings.Join(tags, " ")), true
 	case tr.RetryDelayMS != retry:
 		return "retry_delay_ms", strconv.FormatInt(tr.RetryDelayMS, 10), strconv.FormatInt(retry, 10), true
+	case tgdriver.KindOf(tr.Kind) != tgdriver.KindOf(d.Kind):
+		return "kind", strconv.Quote(tgdriver.KindOf(tr.Kind)), strconv.Quote(tgdriver.KindOf(d.Kind)), true
+	case tr.GateTimeoutMS != d.GateTimeoutMS:
+		return "gate_timeout_ms", strconv.FormatInt(tr.GateTimeoutMS, 10), strconv.FormatInt(d.GateTimeoutMS, 10), true
+	case tr.GateOnTimeout != d.OnTimeout:
+		return "gate_on_timeout", strconv.Quote(tr.GateOnTimeout), strconv.Quote(d.OnTimeout), true
 	}
 	return "", "", "", false
 }

@@ -92,6 +92,7 @@ func Run(t *testing.T, h Harness) {
 		{"Pause", pauseTests},
 		{"Poison", poisonTests},
 		{"Key", keyTests},
+		{"Gate", gateTests},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {

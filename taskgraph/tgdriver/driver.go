@@ -139,6 +139,10 @@ type Reads interface {
 	// NextDue returns the earliest due_at_ms of the pending tasks not yet
 	// promoted (due_at_ms > 0); ok is false when there is none.
 	NextDue(ctx context.Context) (ms int64, ok bool, err error)
+	// NextGateDue returns the earliest decision time (due_at_ms) of the
+	// gates awaiting approval with a timeout (kind gate, blocked,
+	// due_at_ms > 0); ok is false when there is none.
+	NextGateDue(ctx context.Context) (ms int64, ok bool, err error)
 	// JournaledWorkflows returns up to limit workflows that have journaled
 	// events, oldest journal entry first.
 	JournaledWorkflows(ctx context.Context, limit int) ([]string, error)
@@ -210,6 +214,12 @@ type Tx interface {
 	// locks nothing: callers lock the workflow and promote with a guarded
 	// UpdateTask.
 	DueTasks(ctx context.Context, atMS int64, limit int) ([]TaskRef, error)
+	// DueGates returns up to limit gates awaiting approval (kind gate,
+	// blocked) whose decision time had come at atMS (0 < due_at_ms <=
+	// atMS), earliest first, read through an index of such gates. It
+	// locks nothing: callers lock the workflow and decide with a guarded
+	// UpdateTask.
+	DueGates(ctx context.Context, atMS int64, limit int) ([]TaskRef, error)
 	// ExpiredLeases returns up to limit claimed tasks whose lease had lapsed
 	// at atMS (lease_expires_at_ms <= atMS), earliest expiry first. It locks
 	// nothing: callers lock the workflow and expire with a guarded update.

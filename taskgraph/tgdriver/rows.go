@@ -59,6 +59,29 @@ type TaskRow struct {
 	// ConcurrencyKey names the task's concurrency key ("" for none,
 	// migration 0012): see KeyRow.
 	ConcurrencyKey string
+	// Kind is KindTask or KindGate ("" inserts KindTask); GateTimeoutMS
+	// (0: none) and GateOnTimeout ("approve", "reject" or "" for none)
+	// say what the server decides for a gate nobody decided in time
+	// (migration 0013). A gate awaiting approval is blocked with Unmet 0,
+	// and DueAtMS is its decision time (0: none).
+	Kind          string
+	GateTimeoutMS int64
+	GateOnTimeout string
+}
+
+// The kinds of task (TaskRow.Kind): an ordinary task, claimed by
+// workers, and an approval gate, which no claim takes.
+const (
+	KindTask = "task"
+	KindGate = "gate"
+)
+
+// KindOf is the stored kind of a row's Kind: "" is KindTask.
+func KindOf(kind string) string {
+	if kind == "" {
+		return KindTask
+	}
+	return kind
 }
 
 // Usage is what work cost: tokens and money (columns usage_* and prior_*).
@@ -84,13 +107,17 @@ type TaskStateRow struct {
 	Error      string
 	// The columns fixed at creation, which the create event's detail
 	// records: NodeID, DependsOn (JSON text), MaxAttempts, Priority,
-	// Requires (canonical, space-joined) and RetryDelayMS.
-	NodeID       string
-	DependsOn    string
-	MaxAttempts  int
-	Priority     int
-	Requires     string
-	RetryDelayMS int64
+	// Requires (canonical, space-joined), RetryDelayMS, and Kind,
+	// GateTimeoutMS and GateOnTimeout (migration 0013).
+	NodeID        string
+	DependsOn     string
+	MaxAttempts   int
+	Priority      int
+	Requires      string
+	RetryDelayMS  int64
+	Kind          string
+	GateTimeoutMS int64
+	GateOnTimeout string
 }
 
 // TaskRef names a task by seq, with its workflow.
@@ -114,6 +141,7 @@ type UnmetRow struct {
 	Seq   int64
 	State string
 	Unmet int
+	Kind  string // KindTask or KindGate
 }
 
 // EdgeRow is one dependency edge by node id.

@@ -15,7 +15,7 @@ import (
 func (r reads) WorkflowTaskStates(ctx context.Context, workflowID string, fn func(tgdriver.TaskStateRow) error) error {
 	what := "read the tasks of " + workflowID
 	rows, err := r.q.Query(ctx, `SELECT seq, task_id, payload, state, owner, generation, attempts, result, error,
-		node_id, depends_on, max_attempts, priority, requires, retry_delay_ms
+		node_id, depends_on, max_attempts, priority, requires, retry_delay_ms, kind, gate_timeout_ms, gate_on_timeout
 		FROM tasks WHERE workflow_id = $1 ORDER BY seq`, workflowID)
 	if err != nil {
 		return r.fail(ctx, what, err)
@@ -25,7 +25,7 @@ func (r reads) WorkflowTaskStates(ctx context.Context, workflowID string, fn fun
 		var t tgdriver.TaskStateRow
 		var owner, result, errText *string
 		if err := rows.Scan(&t.Seq, &t.TaskID, &t.Payload, &t.State, &owner, &t.Generation, &t.Attempts, &result, &errText,
-			&t.NodeID, &t.DependsOn, &t.MaxAttempts, &t.Priority, &t.Requires, &t.RetryDelayMS); err != nil {
+			&t.NodeID, &t.DependsOn, &t.MaxAttempts, &t.Priority, &t.Requires, &t.RetryDelayMS, &t.Kind, &t.GateTimeoutMS, &t.GateOnTimeout); err != nil {
 			return r.fail(ctx, what, err)
 		}
 		if owner != nil {

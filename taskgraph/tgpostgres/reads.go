@@ -22,7 +22,8 @@ type querier interface {
 const taskColumns = `seq, task_id, workflow_id, node_id, payload, depends_on, state, owner, generation,
 	token_hash, lease_expires_at_ms, lease_ms, attempts, max_attempts, unmet, result, error, status_message,
 	cancel_cause, created_at_ms, updated_at_ms, created_by, priority, requires, due_at_ms, retry_delay_ms, dependents,
-	report, usage_input_tokens, usage_output_tokens, usage_cost_usd, prior_input_tokens, prior_output_tokens, prior_cost_usd, lease_losses, concurrency_key`
+	report, usage_input_tokens, usage_output_tokens, usage_cost_usd, prior_input_tokens, prior_output_tokens, prior_cost_usd, lease_losses,
+	concurrency_key, kind, gate_timeout_ms, gate_on_timeout`
 
 // taskColumnsNoBodies is taskColumns with the payload read as JSON null
 // and the result as NULL (ListFilter.NoBodies): neither is fetched or
@@ -60,7 +61,8 @@ func scanTaskAfter(row pgx.Row, lead ...any) (tgdriver.TaskRow, error) {
 	dest := append(lead, &t.Seq, &t.TaskID, &t.WorkflowID, &t.NodeID, &t.Payload, &t.DependsOn, &t.State, &owner, &t.Generation,
 		&t.TokenHash, &lease, &leaseMS, &t.Attempts, &t.MaxAttempts, &t.Unmet, &result, &errText, &t.StatusMessage,
 		&cause, &t.CreatedAtMS, &t.UpdatedAtMS, &createdBy, &t.Priority, &t.Requires, &t.DueAtMS, &t.RetryDelayMS, &t.Dependents,
-		&report, &t.Usage.InputTokens, &t.Usage.OutputTokens, &t.Usage.CostUSD, &t.PriorUsage.InputTokens, &t.PriorUsage.OutputTokens, &t.PriorUsage.CostUSD, &t.LeaseLosses, &t.ConcurrencyKey)
+		&report, &t.Usage.InputTokens, &t.Usage.OutputTokens, &t.Usage.CostUSD, &t.PriorUsage.InputTokens, &t.PriorUsage.OutputTokens, &t.PriorUsage.CostUSD, &t.LeaseLosses,
+		&t.ConcurrencyKey, &t.Kind, &t.GateTimeoutMS, &t.GateOnTimeout)
 	if err := row.Scan(dest...); err != nil {
 		return tgdriver.TaskRow{}, err
 	}
@@ -476,6 +478,19 @@ func (r reads) Pauses(ctx context.Context, workflowID string, limit int) ([]tgdr
 		out = out[:limit] // no pause of all: limit workflows only
 	}
 	return out, nil
+}
+
+// NextGateDue returns the earliest decision time of a gate awaiting
+// approval with a timeout (index tasks_gate_due).
+func (r reads) NextGateDue(ctx context.Context) (int64, bool, error) {
+	var ms *int64
+	if err := r.q.QueryRow(ctx, `SELECT MIN(due_at_ms) FROM tasks WHERE kind = 'gate' AND state = 'blocked' AND due_at_ms > 0`).Scan(&ms); err != nil {
+		return 0, false, r.fail(ctx, "read the next gate decision time", err)
+	}
+	if ms == nil {
+		return 0, false, nil
+	}
+	return *ms, true, nil
 }
 
 // NextDue returns the earliest due time of a pending task not yet promoted.

@@ -93,11 +93,14 @@ func (w *wtx) InsertTask(ctx context.Context, t tgdriver.TaskRow) (int64, error)
 	var seq int64
 	err := w.c.QueryRow(ctx, `INSERT INTO tasks (task_id, workflow_id, node_id, payload, depends_on, state, owner, generation,
 		token_hash, lease_expires_at_ms, lease_ms, attempts, max_attempts, unmet, result, error, status_message,
-		cancel_cause, created_at_ms, updated_at_ms, created_by, priority, requires, due_at_ms, retry_delay_ms, concurrency_key)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26) RETURNING seq`,
+		cancel_cause, created_at_ms, updated_at_ms, created_by, priority, requires, due_at_ms, retry_delay_ms,
+		concurrency_key, kind, gate_timeout_ms, gate_on_timeout)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25,
+		$26, $27, $28, $29) RETURNING seq`,
 		t.TaskID, t.WorkflowID, t.NodeID, t.Payload, t.DependsOn, t.State, nullStr(t.Owner), t.Generation,
 		token, nullInt(t.LeaseExpiresAtMS), nullInt(t.LeaseMS), t.Attempts, t.MaxAttempts, t.Unmet, result, nullStr(t.Error), t.StatusMessage,
-		nullInt(t.CancelCause), t.CreatedAtMS, t.UpdatedAtMS, nullStr(t.CreatedBy), t.Priority, t.Requires, t.DueAtMS, t.RetryDelayMS, t.ConcurrencyKey).Scan(&seq)
+		nullInt(t.CancelCause), t.CreatedAtMS, t.UpdatedAtMS, nullStr(t.CreatedBy), t.Priority, t.Requires, t.DueAtMS, t.RetryDelayMS,
+		t.ConcurrencyKey, tgdriver.KindOf(t.Kind), t.GateTimeoutMS, t.GateOnTimeout).Scan(&seq)
 	if err != nil {
 		return 0, w.fail(ctx, "insert task "+t.WorkflowID+"/"+t.NodeID, err)
 	}
@@ -114,6 +117,11 @@ func (w *wtx) InsertEdge(ctx context.Context, depSeq, taskSeq int64) error {
 	}
 	return nil
 }
+
+// dueGatesSQL finds the gates awaiting approval whose decision time came
+// (index tasks_gate_due).
+const dueGatesSQL = `SELECT seq, workflow_id FROM tasks WHERE kind = 'gate' AND state = 'blocked' AND due_at_ms > 0 AND due_at_ms <= $1
+	ORDER BY due_at_ms LIMIT $2`
 
 const dueTasksSQL = `SELECT seq, workflow_id FROM tasks WHERE state = 'pending' AND due_at_ms > 0 AND due_at_ms <= $1
 	ORDER BY due_at_ms LIMIT $2`
@@ -223,13 +231,13 @@ func (w *wtx) updates(ctx context.Context, ups []tgdriver.TaskUpdate) ([]tgdrive
 // DecrementUnmet lowers the unmet count of every unfinished dependent of depSeq.
 func (w *wtx) DecrementUnmet(ctx context.Context, depSeq int64) ([]tgdriver.UnmetRow, error) {
 	rows, err := w.c.Query(ctx, `UPDATE tasks SET unmet = unmet - 1 WHERE seq IN (SELECT task_seq FROM edges WHERE dep_seq = $1)
-		AND state IN ('blocked', 'pending', 'claimed') RETURNING seq, state, unmet`, depSeq)
+		AND state IN ('blocked', 'pending', 'claimed') RETURNING seq, state, unmet, kind`, depSeq)
 	if err != nil {
 		return nil, w.fail(ctx, "update dependents", err)
 	}
 	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (tgdriver.UnmetRow, error) {
 		var u tgdriver.UnmetRow
-		err := row.Scan(&u.Seq, &u.State, &u.Unmet)
+		err := row.Scan(&u.Seq, &u.State, &u.Unmet, &u.Kind)
 		return u, err
 	})
 	if err != nil {
@@ -582,6 +590,24 @@ func (w *wtx) DueTasks(ctx context.Context, atMS int64, limit int) ([]tgdriver.T
 	}
 	if err := rows.Err(); err != nil {
 		return nil, w.fail(ctx, "find due tasks", err)
+	}
+	return out, nil
+}
+
+// DueGates returns up to limit gates awaiting approval whose decision
+// time had come at atMS, earliest first.
+func (w *wtx) DueGates(ctx context.Context, atMS int64, limit int) ([]tgdriver.TaskRef, error) {
+	rows, err := w.c.Query(ctx, dueGatesSQL, atMS, limit)
+	if err != nil {
+		return nil, w.fail(ctx, "find due gates", err)
+	}
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (tgdriver.TaskRef, error) {
+		var r tgdriver.TaskRef
+		err := row.Scan(&r.Seq, &r.WorkflowID)
+		return r, err
+	})
+	if err != nil {
+		return nil, w.fail(ctx, "find due gates", err)
 	}
 	return out, nil
 }

@@ -11,7 +11,7 @@ import (
 
 // sqlWorkflowTaskStates reads the audited columns of a workflow's tasks.
 const sqlWorkflowTaskStates = `SELECT seq, task_id, payload, state, owner, generation, attempts, result, error,
-	node_id, depends_on, max_attempts, priority, requires, retry_delay_ms
+	node_id, depends_on, max_attempts, priority, requires, retry_delay_ms, kind, gate_timeout_ms, gate_on_timeout
 	FROM tasks WHERE workflow_id = ? ORDER BY seq`
 
 // WorkflowTaskStates calls fn with the audited columns of each task of
@@ -26,7 +26,7 @@ func (r *reads) WorkflowTaskStates(ctx context.Context, workflowID string, fn fu
 		var t tgdriver.TaskStateRow
 		var owner, result, errText sql.NullString
 		if err := rows.Scan(&t.Seq, &t.TaskID, &t.Payload, &t.State, &owner, &t.Generation, &t.Attempts, &result, &errText,
-			&t.NodeID, &t.DependsOn, &t.MaxAttempts, &t.Priority, &t.Requires, &t.RetryDelayMS); err != nil {
+			&t.NodeID, &t.DependsOn, &t.MaxAttempts, &t.Priority, &t.Requires, &t.RetryDelayMS, &t.Kind, &t.GateTimeoutMS, &t.GateOnTimeout); err != nil {
 			return fmt.Errorf("read the tasks of %s: %w", workflowID, err)
 		}
 		t.Owner, t.Error = owner.String, errText.String

@@ -48,7 +48,8 @@ var _ tgdriver.Reads = (*reads)(nil)
 const taskColumns = `seq, task_id, workflow_id, node_id, payload, depends_on, state, owner, generation,
 	token_hash, lease_expires_at_ms, lease_ms, attempts, max_attempts, unmet, result, error, status_message,
 	cancel_cause, created_at_ms, updated_at_ms, created_by, priority, requires, due_at_ms, retry_delay_ms, dependents,
-	report, usage_input_tokens, usage_output_tokens, usage_cost_usd, prior_input_tokens, prior_output_tokens, prior_cost_usd, lease_losses, concurrency_key`
+	report, usage_input_tokens, usage_output_tokens, usage_cost_usd, prior_input_tokens, prior_output_tokens, prior_cost_usd, lease_losses,
+	concurrency_key, kind, gate_timeout_ms, gate_on_timeout`
 
 // taskColumnsNoBodies is taskColumns with the payload read as JSON null
 // and the result as NULL (ListFilter.NoBodies): neither is copied out of
@@ -69,7 +70,8 @@ func scanTask(sc scanner) (tgdriver.TaskRow, error) {
 	err := sc.Scan(&r.Seq, &r.TaskID, &r.WorkflowID, &r.NodeID, &r.Payload, &r.DependsOn, &r.State, &owner, &r.Generation,
 		&r.TokenHash, &leaseAt, &leaseMS, &r.Attempts, &r.MaxAttempts, &r.Unmet, &result, &errText, &r.StatusMessage,
 		&ccs, &r.CreatedAtMS, &r.UpdatedAtMS, &createdBy, &r.Priority, &r.Requires, &r.DueAtMS, &r.RetryDelayMS, &r.Dependents,
-		&report, &r.Usage.InputTokens, &r.Usage.OutputTokens, &r.Usage.CostUSD, &r.PriorUsage.InputTokens, &r.PriorUsage.OutputTokens, &r.PriorUsage.CostUSD, &r.LeaseLosses, &r.ConcurrencyKey)
+		&report, &r.Usage.InputTokens, &r.Usage.OutputTokens, &r.Usage.CostUSD, &r.PriorUsage.InputTokens, &r.PriorUsage.OutputTokens, &r.PriorUsage.CostUSD, &r.LeaseLosses,
+		&r.ConcurrencyKey, &r.Kind, &r.GateTimeoutMS, &r.GateOnTimeout)
 	if err != nil {
 		if errors.Is(err, sql.ErrNoRows) {
 			return tgdriver.TaskRow{}, tgdriver.ErrNoRows
@@ -152,6 +154,10 @@ const (
 	sqlDueTasks = `SELECT seq, workflow_id FROM tasks INDEXED BY tasks_due
 		WHERE state = 'pending' AND due_at_ms > 0 AND due_at_ms <= ? ORDER BY due_at_ms LIMIT ?`
 	sqlNextDue = `SELECT MIN(due_at_ms) FROM tasks INDEXED BY tasks_due WHERE state = 'pending' AND due_at_ms > 0`
+	// The gates awaiting approval with a decision time (tasks_gate_due).
+	sqlDueGates = `SELECT seq, workflow_id FROM tasks INDEXED BY tasks_gate_due
+		WHERE kind = 'gate' AND state = 'blocked' AND due_at_ms > 0 AND due_at_ms <= ? ORDER BY due_at_ms LIMIT ?`
+	sqlNextGateDue = `SELECT MIN(due_at_ms) FROM tasks INDEXED BY tasks_gate_due WHERE kind = 'gate' AND state = 'blocked' AND due_at_ms > 0`
 )
 
 // requiresAmongCaps is true when every tag of a task's requires (canonical:
@@ -310,6 +316,16 @@ func (r *reads) Pauses(ctx context.Context, workflowID string, limit int) ([]tgd
 func (r *reads) NextDue(ctx context.Context) (int64, bool, error) {
 	var ms sql.NullInt64
 	if err := r.q.queryRow(ctx, sqlNextDue).Scan(&ms); err != nil {
+		return 0, false, err
+	}
+	return ms.Int64, ms.Valid, nil
+}
+
+// NextGateDue returns the earliest decision time of a gate awaiting
+// approval with a timeout.
+func (r *reads) NextGateDue(ctx context.Context) (int64, bool, error) {
+	var ms sql.NullInt64
+	if err := r.q.queryRow(ctx, sqlNextGateDue).Scan(&ms); err != nil {
 		return 0, false, err
 	}
 	return ms.Int64, ms.Valid, nil

@@ -155,8 +155,9 @@ const (
 	sqlAddWorkflowTasks = `UPDATE workflows SET task_count = task_count + ? WHERE workflow_id = ?`
 	sqlInsertTask       = `INSERT INTO tasks (task_id, workflow_id, node_id, payload, depends_on, state, owner, generation,
 		token_hash, lease_expires_at_ms, lease_ms, attempts, max_attempts, unmet, result, error, status_message,
-		cancel_cause, created_at_ms, updated_at_ms, created_by, priority, requires, due_at_ms, retry_delay_ms, concurrency_key)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+		cancel_cause, created_at_ms, updated_at_ms, created_by, priority, requires, due_at_ms, retry_delay_ms,
+		concurrency_key, kind, gate_timeout_ms, gate_on_timeout)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 	sqlInsertEdge           = `INSERT INTO edges (dep_seq, task_seq) VALUES (?, ?)`
 	sqlCountDependent       = `UPDATE tasks SET dependents = dependents + 1 WHERE seq = ?`
 	sqlUnfinishedDependents = `SELECT t.seq FROM edges e JOIN tasks t ON t.seq = e.task_seq
@@ -165,7 +166,7 @@ const (
 	sqlUnfinishedInWorkflow = `SELECT seq FROM tasks WHERE workflow_id = ? AND state IN ('blocked', 'pending', 'claimed') ORDER BY seq`
 	sqlHasDependents        = `SELECT 1 FROM edges WHERE dep_seq = ? LIMIT 1`
 	sqlDecrementUnmet       = `UPDATE tasks SET unmet = unmet - 1 WHERE seq IN (SELECT task_seq FROM edges WHERE dep_seq = ?)
-		AND state IN ('blocked', 'pending', 'claimed') RETURNING seq, state, unmet`
+		AND state IN ('blocked', 'pending', 'claimed') RETURNING seq, state, unmet, kind`
 	sqlShiftLeases = `UPDATE tasks SET lease_expires_at_ms = MIN(lease_expires_at_ms + ?, ? + COALESCE(lease_ms, ?))
 		WHERE state = 'claimed' AND lease_expires_at_ms IS NOT NULL RETURNING seq, workflow_id, lease_expires_at_ms`
 	sqlChainHead   = `SELECT head_hash, event_count FROM workflows WHERE workflow_id = ?`
@@ -272,7 +273,8 @@ func (t *wtx) InsertTask(_ context.Context, r tgdriver.TaskRow) (int64, error) {
 	res, err := t.exec(sqlInsertTask, r.TaskID, r.WorkflowID, r.NodeID, r.Payload, r.DependsOn, r.State,
 		nullString(r.Owner), r.Generation, nullBytes(r.TokenHash), nullInt(r.LeaseExpiresAtMS), nullInt(r.LeaseMS),
 		r.Attempts, r.MaxAttempts, r.Unmet, result, nullString(r.Error), r.StatusMessage, nullInt(r.CancelCause),
-		r.CreatedAtMS, r.UpdatedAtMS, nullString(r.CreatedBy), r.Priority, r.Requires, r.DueAtMS, r.RetryDelayMS, r.ConcurrencyKey)
+		r.CreatedAtMS, r.UpdatedAtMS, nullString(r.CreatedBy), r.Priority, r.Requires, r.DueAtMS, r.RetryDelayMS,
+		r.ConcurrencyKey, tgdriver.KindOf(r.Kind), r.GateTimeoutMS, r.GateOnTimeout)
 	if err != nil {
 		return 0, fmt.Errorf("insert task: %w", err)
 	}
@@ -375,7 +377,7 @@ func (t *wtx) DecrementUnmet(_ context.Context, depSeq int64) ([]tgdriver.UnmetR
 	var out []tgdriver.UnmetRow
 	for rows.Next() {
 		var u tgdriver.UnmetRow
-		if err := rows.Scan(&u.Seq, &u.State, &u.Unmet); err != nil {
+		if err := rows.Scan(&u.Seq, &u.State, &u.Unmet, &u.Kind); err != nil {
 			return nil, err
 		}
 		out = append(out, u)
@@ -521,6 +523,25 @@ func (t *wtx) DueTasks(_ context.Context, atMS int64, limit int) ([]tgdriver.Tas
 	rows, err := t.query(bg, sqlDueTasks, atMS, limit)
 	if err != nil {
 		return nil, fmt.Errorf("find due tasks: %w", err)
+	}
+	defer rows.Close()
+	var out []tgdriver.TaskRef
+	for rows.Next() {
+		var r tgdriver.TaskRef
+		if err := rows.Scan(&r.Seq, &r.WorkflowID); err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	return out, rows.Err()
+}
+
+// DueGates returns up to limit gates awaiting approval whose decision
+// time had come at atMS, earliest first.
+func (t *wtx) DueGates(_ context.Context, atMS int64, limit int) ([]tgdriver.TaskRef, error) {
+	rows, err := t.query(bg, sqlDueGates, atMS, limit)
+	if err != nil {
+		return nil, fmt.Errorf("find due gates: %w", err)
 	}
 	defer rows.Close()
 	var out []tgdriver.TaskRef

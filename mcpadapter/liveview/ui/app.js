@@ -46,6 +46,7 @@ var GE = (function () {
     if (n.state === "cancelled") return "⊘ " + clip(n.status_message || "cancelled", 28);
     if (n.state === "completed") return "✓ completed" + (n.attempts > 1 ? " (attempt " + n.attempts + ")" : "");
     if (n.state === "pending" && n.due_at_ms > now) return "⏱ waiting " + dur(n.due_at_ms - now);
+    if (n.awaiting_approval) return "✋ awaiting approval" + (n.decide_by_ms > now ? " · " + dur(n.decide_by_ms - now) : "");
     // Attempts made so far, as tasks list and tasks show count them.
     return n.state + (n.attempts ? " · attempts " + n.attempts + "/" + n.max_attempts : "");
   }
@@ -283,7 +284,8 @@ var GE = (function () {
     var lease = "";
     if (t.state === "claimed") lease = t.stuck ? "lapsed " + GE.dur(d.now_ms - t.lease_expires_at_ms) + " ago (stuck)" : GE.dur(t.lease_expires_at_ms - d.now_ms) + " left";
     detail.appendChild(dl([
-      ["task", t.task_id], ["state", t.state + (t.stuck ? " (stuck)" : ""), t.stuck ? "err" : ""], ["holder", t.owner],
+      ["task", t.task_id], ["state", t.state + (t.stuck ? " (stuck)" : "") + (t.awaiting_approval ? " (awaiting approval)" : ""), t.stuck ? "err" : ""], ["holder", t.owner],
+      ["gate", t.gate ? (t.awaiting_approval ? "awaiting approval: admin approve|reject " + t.task_id + ", or POST /gates/" + t.task_id + "/approve|reject" + (t.decide_by_ms > d.now_ms ? "; decided by the server " + when(t.decide_by_ms) : "") : "approval gate") : ""],
       ["generation", t.generation], ["lease", lease],
       ["last heartbeat", d.last_heartbeat_at_ms ? GE.dur(d.now_ms - d.last_heartbeat_at_ms) + " ago" : ""],
       ["attempts", t.attempts + " of " + t.max_attempts], ["priority", t.priority || ""],

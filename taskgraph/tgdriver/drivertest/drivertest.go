@@ -390,7 +390,7 @@ func (e *env) eachReads(check func(r tgdriver.Reads) error) {
 func task(wf, node string) tgdriver.TaskRow {
 	return tgdriver.TaskRow{TaskID: wf + "." + node, WorkflowID: wf, NodeID: node, Payload: `{"node":"` + node + `"}`,
 		DependsOn: `[]`, State: "pending", MaxAttempts: 3, StatusMessage: "ready", CreatedAtMS: 1000, UpdatedAtMS: 1000,
-		RetryDelayMS: 1000}
+		RetryDelayMS: 1000, Kind: tgdriver.KindTask}
 }
 
 // fullTask is a task with every column set to a non-zero value.
@@ -403,6 +403,7 @@ func fullTask(wf, node string) tgdriver.TaskRow {
 	r.CancelCause, r.CreatedAtMS, r.UpdatedAtMS, r.CreatedBy = 77, 1111, 2222, "alice"
 	r.Priority, r.Requires, r.RetryDelayMS = -7, "cuda gpu", 2500
 	r.ConcurrencyKey = "llm"
+	r.Kind, r.GateTimeoutMS, r.GateOnTimeout = tgdriver.KindGate, 60000, "reject"
 	return r
 }
 

@@ -15,6 +15,7 @@ var sweepTests = []test{
 	{"ExpiredLeasesAndNextLeaseExpiry", testExpiredLeases},
 	{"ShiftLeases", testShiftLeases},
 	{"DueTasksAndNextDue", testDueTasks},
+	{"DueGatesAndNextGateDue", testDueGates},
 }
 
 // pruneTests: PruneCandidates and PruneWorkflow's guard.
@@ -172,6 +173,63 @@ func testDueTasks(t *testing.T, h Harness) {
 	e.eachReads(func(r tgdriver.Reads) error {
 		if ms, ok, err := r.NextDue(e.ctx); ms != 100 || !ok || err != nil {
 			return fmt.Errorf("NextDue = %d %v %v, want 100", ms, ok, err)
+		}
+		return nil
+	})
+}
+
+// testDueGates: DueGates returns the gates awaiting approval (kind gate,
+// blocked) whose decision time had come (0 < due <= atMS), earliest
+// first, up to limit, and nothing else: not an ordinary blocked task with
+// a due time, not a gate decided or without a timeout; NextGateDue the
+// earliest such time. DueTasks and NextDue never see a gate.
+func testDueGates(t *testing.T, h Harness) {
+	e := newEnv(t, h)
+	e.eachReads(func(r tgdriver.Reads) error {
+		if ms, ok, err := r.NextGateDue(e.ctx); ok || err != nil {
+			return fmt.Errorf("NextGateDue with no gate = %d %v %v", ms, ok, err)
+		}
+		return nil
+	})
+	var rows []tgdriver.TaskRow
+	for i, due := range []int64{300, 100, 200, 0} {
+		r := task("wf", fmt.Sprintf("g%d", i))
+		r.Kind, r.State, r.DueAtMS, r.GateTimeoutMS, r.GateOnTimeout = tgdriver.KindGate, "blocked", due, 5000, "approve"
+		rows = append(rows, r)
+	}
+	decided := task("wf2", "done")
+	decided.Kind, decided.State, decided.DueAtMS = tgdriver.KindGate, "completed", 50
+	plain := task("wf2", "plain")
+	plain.State, plain.DueAtMS = "blocked", 60
+	rows = e.inserted(append(rows, decided, plain)...)
+	ref := func(i int) tgdriver.TaskRef { return tgdriver.TaskRef{Seq: rows[i].Seq, WorkflowID: "wf"} }
+	e.write(func(tx tgdriver.Tx) error {
+		for _, c := range []struct {
+			at    int64
+			limit int
+			want  []tgdriver.TaskRef
+		}{
+			{250, 10, []tgdriver.TaskRef{ref(1), ref(2)}},
+			{250, 1, []tgdriver.TaskRef{ref(1)}},
+			{99, 10, nil},
+			{1 << 40, 10, []tgdriver.TaskRef{ref(1), ref(2), ref(0)}},
+		} {
+			got, err := tx.DueGates(e.ctx, c.at, c.limit)
+			if err != nil || !eq(got, c.want) {
+				t.Errorf("DueGates(%d, %d) = %+v, %v; want %+v", c.at, c.limit, got, err, c.want)
+			}
+		}
+		if got, err := tx.DueTasks(e.ctx, 1<<40, 10); err != nil || len(got) != 0 {
+			t.Errorf("DueTasks with only gates and blocked tasks due = %+v, %v; want none", got, err)
+		}
+		return nil
+	})
+	e.eachReads(func(r tgdriver.Reads) error {
+		if ms, ok, err := r.NextGateDue(e.ctx); ms != 100 || !ok || err != nil {
+			return fmt.Errorf("NextGateDue = %d %v %v, want 100", ms, ok, err)
+		}
+		if ms, ok, err := r.NextDue(e.ctx); ok || err != nil {
+			return fmt.Errorf("NextDue with only gates due = %d %v %v, want none", ms, ok, err)
 		}
 		return nil
 	})

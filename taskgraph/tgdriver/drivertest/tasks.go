@@ -226,7 +226,7 @@ func testWorkflowTaskStates(t *testing.T, h Harness) {
 		return tgdriver.TaskStateRow{Seq: r.Seq, TaskID: r.TaskID, Payload: r.Payload, State: r.State, Owner: r.Owner,
 			Generation: r.Generation, Attempts: r.Attempts, Result: r.Result, HasResult: r.HasResult, Error: r.Error,
 			NodeID: r.NodeID, DependsOn: r.DependsOn, MaxAttempts: r.MaxAttempts, Priority: r.Priority, Requires: r.Requires,
-			RetryDelayMS: r.RetryDelayMS}
+			RetryDelayMS: r.RetryDelayMS, Kind: r.Kind, GateTimeoutMS: r.GateTimeoutMS, GateOnTimeout: r.GateOnTimeout}
 	}
 	want := []tgdriver.TaskStateRow{state(rows[0]), state(rows[2]), state(rows[3])}
 	e.eachReads(func(r tgdriver.Reads) error {
@@ -362,6 +362,9 @@ func testDecrementUnmet(t *testing.T, h Harness) {
 	for _, st := range []string{"blocked", "pending", "claimed", "completed", "failed", "cancelled"} {
 		r := task("wf", st)
 		r.State, r.Unmet = st, 2
+		if st == "blocked" { // DecrementUnmet returns each dependent's kind
+			r.Kind = tgdriver.KindGate
+		}
 		rows = append(rows, r)
 	}
 	lone := task("wf", "lone")
@@ -389,7 +392,8 @@ func testDecrementUnmet(t *testing.T, h Harness) {
 		return nil
 	})
 	slices.SortFunc(got, func(x, y tgdriver.UnmetRow) int { return cmp.Compare(x.Seq, y.Seq) })
-	want := []tgdriver.UnmetRow{{Seq: s[1], State: "blocked", Unmet: 1}, {Seq: s[2], State: "pending", Unmet: 1}, {Seq: s[3], State: "claimed", Unmet: 1}}
+	want := []tgdriver.UnmetRow{{Seq: s[1], State: "blocked", Unmet: 1, Kind: tgdriver.KindGate}, {Seq: s[2], State: "pending", Unmet: 1, Kind: tgdriver.KindTask},
+		{Seq: s[3], State: "claimed", Unmet: 1, Kind: tgdriver.KindTask}}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("DecrementUnmet = %+v, want %+v", got, want)
 	}
