@@ -317,6 +317,10 @@ func New(srv *mcpadapter.Server, opts Options) (*Handler, error) {
 	}
 	if h.metrics != nil {
 		h.metrics.registerSessions(h.legacySessions)
+		h.metrics.registerListen(srv.ListenMetrics)
+		if h.ui != nil {
+			h.metrics.registerUIStreams(h.ui.StreamStats)
+		}
 		h.metrics.registerSlotWaiters(h.slots.waiting)
 		h.metricsHTTP = h.metrics.Handler()
 	}

@@ -446,4 +446,11 @@ func TestListenStalledListenerIsEndedWithAReason(t *testing.T) {
 	if count >= n*2 {
 		t.Fatalf("the stalled stream carried %d messages, want fewer than the %d changes: it should have been ended", count, n*2)
 	}
+	// /metrics counts it.
+	r := f.do(http.MethodGet, f.ts.URL+MetricsPath, nil, nil)
+	for _, want := range []string{`graph_engineering_listen_streams_ended_total{reason="fell_behind"} 1`, `graph_engineering_listen_streams_open 0`} {
+		if !strings.Contains(string(r.body), want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
+	}
 }
