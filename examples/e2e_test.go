@@ -286,8 +286,10 @@ func TestDiamondOverHTTP(t *testing.T) {
 	if code := submit.Wait(); code != 0 {
 		t.Fatalf("submit exited %d\n%s\n%s", code, submit.Stdout(), submit.Stderr())
 	}
-	if rep := decodeReport(t, submit.Stdout()); !rep.OK || rep.Via != "tasks/get" {
-		t.Fatalf("report %+v", rep)
+	// Over HTTP the submitter waits on notifications (subscriptions/listen)
+	// rather than polling.
+	if rep := decodeReport(t, submit.Stdout()); !rep.OK || rep.Via != "subscriptions/listen" {
+		t.Fatalf("report %+v\n%s", rep, submit.Stderr())
 	}
 	stopWorkers(t, workers)
 	checkHistories(t, bins, db, "over-http")

@@ -79,7 +79,17 @@ type listenHub struct {
 	notified   atomic.Int64 // ids queued
 	overflowed atomic.Int64 // listeners ended for falling behind
 	scans      atomic.Int64
+	sent       atomic.Int64 // notifications/tasks handed to a transport
+	shutdown   atomic.Int64 // listeners ended by a shutdown
+	closed     atomic.Int64 // listeners the transport closed (client gone)
 }
+
+// How a stream ended (ListenMetrics).
+const (
+	endFellBehind = iota
+	endShutdown
+	endClosed
+)
 
 // fingerprint is what a change of a task's stored state changes.
 type fingerprint struct {
@@ -180,6 +190,38 @@ func (s *Server) ListenStats() (open int, overflowed int64) {
 	return s.listen.open(), s.listen.overflowed.Load()
 }
 
+// ListenMetrics are the subscriptions/listen streams open now, what they
+// hold, and counters since the server started.
+type ListenMetrics struct {
+	// Open is the number of streams open now (at most MaxListeners).
+	Open int
+	// Queued is the task notifications queued on open streams, not yet
+	// written; QueueBound the most they may hold (the sum of their bounds):
+	// what a stalled client can make the server keep.
+	Queued, QueueBound int
+	// Sent counts the notifications/tasks handed to a transport.
+	Sent int64
+	// Ended counts the streams that ended, by reason: fell_behind (the
+	// server ended it: its queue was full), shutdown, closed (the client
+	// closed it, or a write to it failed).
+	Ended map[string]int64
+}
+
+// ListenMetrics returns the listen streams' figures (metrics, tests).
+func (s *Server) ListenMetrics() ListenMetrics {
+	h := s.listen
+	m := ListenMetrics{Sent: h.sent.Load(), Ended: map[string]int64{
+		"fell_behind": h.overflowed.Load(), "shutdown": h.shutdown.Load(), "closed": h.closed.Load()}}
+	h.mu.Lock()
+	for l := range h.listeners {
+		m.Open++
+		m.Queued += len(l.queue)
+		m.QueueBound += cap(l.queue)
+	}
+	h.mu.Unlock()
+	return m
+}
+
 // ServesListen reports whether subscriptions/listen is served: in the
 // 2026-07-28 era, when the surface offers the Tasks extension.
 func (s *Server) ServesListen() bool { return s.cfg.Surface.TasksExtension }
@@ -212,7 +254,7 @@ func (l *Listener) Next(ctx context.Context, stop <-chan struct{}) (note wire.No
 		case <-ctx.Done():
 			return wire.Note{}, false, ctx.Err()
 		case <-stop:
-			l.end("the server is shutting down; listen again once it is back (the new stream starts with every task's current state)")
+			l.end(endShutdown, "the server is shutting down; listen again once it is back (the new stream starts with every task's current state)")
 			return l.closing()
 		case <-l.ended:
 			return l.closing()
@@ -230,6 +272,7 @@ func (l *Listener) Next(ctx context.Context, stop <-chan struct{}) (note wire.No
 			if err != nil {
 				continue
 			}
+			l.hub.sent.Add(1)
 			return n, false, nil
 		}
 	}
@@ -265,18 +308,27 @@ func (l *Listener) closing() (wire.Note, bool, error) {
 	return n, true, nil
 }
 
-// end ends the stream with reason why (the first reason wins).
-func (l *Listener) end(why string) {
+// end ends the stream with reason why, counted as kind (the first
+// reason wins).
+func (l *Listener) end(kind int, why string) {
 	l.once.Do(func() {
 		l.why = why
 		close(l.ended)
+		switch kind {
+		case endFellBehind:
+			l.hub.overflowed.Add(1)
+		case endShutdown:
+			l.hub.shutdown.Add(1)
+		default:
+			l.hub.closed.Add(1)
+		}
 	})
 	l.hub.remove(l)
 }
 
 // Close ends the stream from the transport's side (the client went away or
 // cancelled it): nothing more is written. It is safe to call more than once.
-func (l *Listener) Close() { l.end("") }
+func (l *Listener) Close() { l.end(endClosed, "") }
 
 // add registers l and starts the hub's loop if it is not running; false
 // at MaxListeners.
@@ -374,9 +426,8 @@ listeners:
 			case l.queue <- tid:
 				h.notified.Add(1)
 			default:
-				h.overflowed.Add(1)
 				h.s.log.Warn("a subscriptions/listen stream fell behind and was ended", "buffer", cap(l.queue), "subscription", fmt.Sprint(l.id.Raw()))
-				l.end(fmt.Sprintf("the listener fell behind: %d task notifications were waiting to be written, the most a stream keeps; listen again to resume (the new stream starts with every task's current state)", cap(l.queue)))
+				l.end(endFellBehind, fmt.Sprintf("the listener fell behind: %d task notifications were waiting to be written, the most a stream keeps; listen again to resume (the new stream starts with every task's current state)", cap(l.queue)))
 				continue listeners
 			}
 		}

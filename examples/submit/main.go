@@ -67,6 +67,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	failRetryable := fs.Bool("fail-retryable", false, "make the --fail failure retryable, so the node is retried up to --max-attempts times")
 	maxAttempts := fs.Int("max-attempts", 3, "max_attempts of every node (1..100)")
 	noTasks := fs.Bool("no-tasks", false, "do not use the Tasks extension: follow the nodes by polling graph_task_inspect")
+	noListen := fs.Bool("no-listen", false, "with the Tasks extension over --url: poll tasks/get instead of waiting on notifications (subscriptions/listen)")
 	poll := fs.Duration("poll", 0, "polling interval (default the server's pollIntervalMs for tasks/get, 1s for graph_task_inspect)")
 	timeout := fs.Duration("timeout", 0, "give up following after this long once every node is created (0 = no limit); the workflow keeps running")
 	asJSON := fs.Bool("json", false, "print the final report as one JSON object on stdout, and progress on stderr")
@@ -152,9 +153,16 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		log.Info("the server does not offer the Tasks extension; polling graph_task_inspect instead", "server", endpoint.String())
 		useTasks = false
 	}
+	// Over HTTP the submitter waits on notifications (subscriptions/listen);
+	// over stdio the SDK owns the pipe, which cannot carry them, so it polls.
+	var listener listenFunc
+	if useTasks && !*noListen && endpoint.URL != "" {
+		listener = httpListener(endpoint)
+	}
 	rep, err := Submit(ctx, cs, Options{
 		Workflow: *workflow, SleepMs: *sleepMs, FailNode: *failNode, FailRetryable: *failRetryable,
 		MaxAttempts: *maxAttempts, UseTasks: useTasks, Poll: *poll, FollowTimeout: *timeout, Progress: progress, Logger: log,
+		Listen: listener,
 	})
 	if err != nil {
 		log.Error("submit failed", "workflow", *workflow, "err", err)

@@ -51,6 +51,10 @@ type Options struct {
 	// task handles graph_task_create then returns) instead of polling
 	// graph_task_inspect.
 	UseTasks bool
+	// Listen, with UseTasks, waits on notifications (subscriptions/listen)
+	// instead of polling tasks/get; where it cannot open a stream (an
+	// older server) Submit polls. Nil: poll.
+	Listen listenFunc
 	// Poll is the polling interval; 0 means the server's pollIntervalMs
 	// (tasks/get) or 1s (graph_task_inspect).
 	Poll time.Duration
@@ -88,7 +92,7 @@ func (r NodeReport) terminal() bool {
 // Report is the outcome of a workflow.
 type Report struct {
 	WorkflowID string `json:"workflow_id"`
-	// Via is "tasks/get" or "graph_task_inspect".
+	// Via is "subscriptions/listen", "tasks/get" or "graph_task_inspect".
 	Via   string       `json:"followed_with"`
 	Nodes []NodeReport `json:"nodes"`
 	// OK is true when every node completed.
@@ -148,6 +152,21 @@ func Submit(ctx context.Context, cs *mcp.ClientSession, o Options) (*Report, err
 		ctx, cancel = context.WithTimeoutCause(ctx, o.FollowTimeout, fmt.Errorf("--timeout %v elapsed", o.FollowTimeout))
 		defer cancel()
 	}
+	if o.UseTasks && o.Listen != nil {
+		done, err := listenUntilSettled(ctx, o.Listen, rep, progress, log)
+		if done {
+			rep.Via = methodListen
+			rep.OK = true
+			for _, r := range rep.Nodes {
+				rep.OK = rep.OK && r.State == "completed"
+			}
+			return rep, nil
+		}
+		if ctx.Err() != nil {
+			return nil, stopped(ctx, rep)
+		}
+		log.Info("cannot wait on notifications; polling tasks/get instead", "err", err)
+	}
 	log.Debug("following", "via", rep.Via, "poll", poll)
 	ticker := time.NewTicker(poll)
 	defer ticker.Stop()
@@ -189,6 +208,58 @@ func Submit(ctx context.Context, cs *mcp.ClientSession, o Options) (*Report, err
 		rep.OK = rep.OK && r.State == "completed"
 	}
 	return rep, nil
+}
+
+// maxListens bounds the streams listenUntilSettled opens: a stream the
+// server ends (it fell behind, or the server restarted) is opened again,
+// and the new one starts with every task's current state.
+const maxListens = 5
+
+// listenUntilSettled follows every node of rep over subscriptions/listen
+// until each has finished (true), or gives up with why: the server refused
+// the stream, ctx ended, or streams kept ending.
+func listenUntilSettled(ctx context.Context, listen listenFunc, rep *Report, progress io.Writer, log *slog.Logger) (bool, error) {
+	ids := make([]string, len(rep.Nodes))
+	for i, r := range rep.Nodes {
+		ids[i] = r.TaskID
+	}
+	settled := func() bool {
+		for _, r := range rep.Nodes {
+			if !r.terminal() {
+				return false
+			}
+		}
+		return true
+	}
+	var err error
+	for range maxListens {
+		lctx, cancel := context.WithCancel(ctx)
+		err = listen(lctx, ids, func(t taskResult) {
+			for i := range rep.Nodes {
+				r := &rep.Nodes[i]
+				if r.TaskID != t.TaskID {
+					continue
+				}
+				before := *r
+				t.apply(r)
+				if r.State != before.State || r.Status != before.Status {
+					fmt.Fprintf(progress, "%s: %s: %s\n", r.NodeID, r.State, r.Status)
+				}
+			}
+			if settled() {
+				cancel() // every node finished: close the stream
+			}
+		})
+		cancel()
+		if settled() {
+			return true, nil
+		}
+		if errors.Is(err, errListenRefused) || ctx.Err() != nil {
+			return false, err
+		}
+		log.Info("the listen stream ended; listening again (the new stream starts with every task's current state)", "err", err)
+	}
+	return false, err
 }
 
 // stopped explains giving up on following: the nodes are unaffected.

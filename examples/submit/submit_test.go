@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -256,5 +257,12 @@ func TestTaskHandleOverStreamableHTTP(t *testing.T) {
 		if !strings.Contains(progress.String(), want) {
 			t.Errorf("progress lacks %q:\n%s", want, progress.String())
 		}
+	}
+	// The SDK's handler is a server whose subscriptions/listen opens no
+	// stream (go-sdk#1146): the listener says it was refused, which makes
+	// Submit poll tasks/get instead.
+	err = httpListener(e)(ctx, []string{"01KQHC8AM00HTG84GH61V6YSZQ"}, func(taskResult) { t.Error("a notification from a server without the stream") })
+	if !errors.Is(err, errListenRefused) {
+		t.Fatalf("listening to the SDK's handler: %v, want errListenRefused", err)
 	}
 }

@@ -127,6 +127,9 @@ type Options struct {
 	// UIPageSize is how many workflows one page of the live view's list
 	// shows (0: liveview.UIMaxWorkflows).
 	UIPageSize int
+	// UIMaxStreams bounds the live view's event streams open at once (0:
+	// liveview.UIMaxStreams).
+	UIMaxStreams int
 	// OAuthHTTPClient fetches the authorization servers' metadata and keys
 	// when the auth file has an oauth section (nil: a client with a 10 s
 	// timeout).
@@ -305,7 +308,8 @@ func New(srv *mcpadapter.Server, opts Options) (*Handler, error) {
 		Logger: h.log, MaxRequestBodyBytes: opts.MaxBodyBytes,
 	})
 	if !opts.DisableUI {
-		ui := liveview.Config{Store: h.store, Auth: h.auth, Authenticate: h.authenticate, Logger: h.log, PageSize: opts.UIPageSize}
+		ui := liveview.Config{Store: h.store, Auth: h.auth, Authenticate: h.authenticate, Logger: h.log, PageSize: opts.UIPageSize,
+			Stop: h.listenStop.Done(), MaxStreams: opts.UIMaxStreams}
 		if h.metrics != nil {
 			ui.OnRefuse = h.metrics.reject
 		}
@@ -313,6 +317,10 @@ func New(srv *mcpadapter.Server, opts Options) (*Handler, error) {
 	}
 	if h.metrics != nil {
 		h.metrics.registerSessions(h.legacySessions)
+		h.metrics.registerListen(srv.ListenMetrics)
+		if h.ui != nil {
+			h.metrics.registerUIStreams(h.ui.StreamStats)
+		}
 		h.metrics.registerSlotWaiters(h.slots.waiting)
 		h.metricsHTTP = h.metrics.Handler()
 	}
@@ -324,8 +332,9 @@ func New(srv *mcpadapter.Server, opts Options) (*Handler, error) {
 func (h *Handler) AbortCalls() { h.abortCalls() }
 
 // StopListens ends every subscriptions/listen stream, each with a
-// notifications/cancelled saying the server is shutting down; Serve calls
-// it as a shutdown begins, so that streams never hold the drain.
+// notifications/cancelled saying the server is shutting down, and every
+// live view event stream (event "shutdown"); Serve calls it as a shutdown
+// begins, so that streams never hold the drain.
 func (h *Handler) StopListens() { h.stopListens() }
 
 // CloseSessions ends every legacy session (on shutdown).

@@ -93,6 +93,7 @@ func newHTTPFixture(t testing.TB, opts Options, cfgOpts ...fixtureOpt) *httpFixt
 	f.ts = httptest.NewServer(h)
 	f.url = f.ts.URL + MCPPath
 	t.Cleanup(func() {
+		h.StopListens() // streams end rather than hold Close
 		f.ts.Close()
 		h.AbortCalls()
 		h.CloseSessions()

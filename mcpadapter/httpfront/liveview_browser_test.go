@@ -9,9 +9,11 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
 
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph"
@@ -302,4 +304,57 @@ func TestUIBrowserRender1000Nodes(t *testing.T) {
 	drawMS := eval[string](t, tab, `document.body.dataset.renderMs`)
 	t.Logf("1,000-node workflow: page load to 1,000 nodes drawn %s (SVG build %s ms in the page); headless Chromium, 2 shared cores", took.Round(time.Millisecond), drawMS)
 	fmt.Fprintf(os.Stderr, "ui render 1000 nodes: %s (draw %s ms)\n", took.Round(time.Millisecond), drawMS)
+}
+
+// The workflow page is pushed (issue 26.3): it follows the workflow's event
+// stream and fetches the workflow only when the stream says it changed.
+// While nothing changes the browser sends no request at all; a write
+// updates the page without a reload.
+func TestUIBrowserPageIsPushedNotPolled(t *testing.T) {
+	f := newUIFixture(t, Options{})
+	compile, _ := f.shapeTwelve(t, "wf")
+	tab := browser(t)
+	var mu sync.Mutex
+	fetches := 0 // requests for the workflow's JSON, as the browser sent them
+	listen := chromedp.Listen(tab, func(ev any) {
+		if e, ok := ev.(*network.EventRequestWillBeSent); ok && strings.Contains(e.Request.URL, "/ui/api/workflows/wf") {
+			mu.Lock()
+			fetches++
+			mu.Unlock()
+		}
+	})
+	if listen != nil {
+		t.Fatal(listen)
+	}
+	count := func() int { mu.Lock(); defer mu.Unlock(); return fetches }
+	if _, err := chromedp.Call(tab, network.Enable, network.EnableParams{}); err != nil {
+		t.Fatal(err)
+	}
+	navigate(t, tab, f.base+"/ui/workflows/wf")
+	waitJS(t, tab, `document.body.dataset.mode === "pushed" && document.querySelectorAll("#dag g.node").length === 12`)
+	waitJS(t, tab, `Number(document.body.dataset.events || 0) >= 1`)
+	// Let the first event's fetch (if any) land, then nothing may follow.
+	f.waitScans(t, 2)
+	n := count()
+	rendered := eval[string](t, tab, `document.body.dataset.rendered`)
+	f.waitScans(t, 3) // three more reads of the version: three seconds at least
+	if got := count(); got != n {
+		t.Fatalf("the page fetched its workflow %d times while nothing changed", got-n)
+	}
+	if r := eval[string](t, tab, `document.body.dataset.rendered`); r != rendered {
+		t.Fatalf("the page redrew (%s → %s) while nothing changed", rendered, r)
+	}
+	if _, err := f.store.Complete(f.ctx, holder(compile), []byte(`{}`)); err != nil {
+		t.Fatal(err)
+	}
+	waitJS(t, tab, `document.querySelector('g.node[data-node-id="compile"]').dataset.state === "completed"`)
+	if got := count(); got <= n {
+		t.Fatalf("the page changed without fetching (%d fetches)", got-n)
+	}
+	if mode := eval[string](t, tab, `document.body.dataset.mode`); mode != "pushed" {
+		t.Fatalf("the page is %q after the change, want pushed", mode)
+	}
+	// On shutdown the stream ends and the page falls back to polling.
+	f.h.StopListens()
+	waitJS(t, tab, `document.body.dataset.mode === "polling"`)
 }

@@ -13,6 +13,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/graph-engineering/graph-engineering-mcp/mcpadapter"
+	"github.com/graph-engineering/graph-engineering-mcp/mcpadapter/liveview"
 	"github.com/graph-engineering/graph-engineering-mcp/mcpadapter/tools"
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph"
 )
@@ -191,6 +193,47 @@ func (m *Metrics) registerSlotWaiters(waiting func() (holders, others int)) {
 			return float64(o)
 		}))
 	}
+}
+
+// registerListen exports the subscriptions/listen streams (issue 26):
+// open now, notifications queued and their bound, notifications sent, and
+// streams ended by reason. Only the first HTTP handler of a Metrics
+// registers them.
+func (m *Metrics) registerListen(read func() mcpadapter.ListenMetrics) {
+	gauge := func(name, help string, v func(mcpadapter.ListenMetrics) int) {
+		_ = m.reg.Register(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: MetricsNamespace, Name: name, Help: help},
+			func() float64 { return float64(v(read())) }))
+	}
+	gauge("listen_streams_open", "subscriptions/listen streams open now; at most 1024.", func(l mcpadapter.ListenMetrics) int { return l.Open })
+	gauge("listen_queued_notifications", "Task notifications queued on open subscriptions/listen streams, not yet written.", func(l mcpadapter.ListenMetrics) int { return l.Queued })
+	gauge("listen_queue_bound", "The most task notifications the open subscriptions/listen streams may queue (the sum of their bounds).", func(l mcpadapter.ListenMetrics) int { return l.QueueBound })
+	_ = m.reg.Register(prometheus.NewCounterFunc(prometheus.CounterOpts{
+		Namespace: MetricsNamespace, Name: "listen_notifications_sent_total",
+		Help: "notifications/tasks handed to a subscriptions/listen stream's transport.",
+	}, func() float64 { return float64(read().Sent) }))
+	for _, reason := range []string{"fell_behind", "shutdown", "closed"} {
+		_ = m.reg.Register(prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Namespace: MetricsNamespace, Name: "listen_streams_ended_total", ConstLabels: prometheus.Labels{"reason": reason},
+			Help: "subscriptions/listen streams ended, by reason: fell_behind (its queue was full; the server ended it), shutdown, closed (by the client, or a write failed).",
+		}, func() float64 { return float64(read().Ended[reason]) }))
+	}
+}
+
+// registerUIStreams exports the live view's event streams: open now,
+// change events written, and streams refused at the bound.
+func (m *Metrics) registerUIStreams(read func() liveview.StreamStats) {
+	_ = m.reg.Register(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Namespace: MetricsNamespace, Name: "ui_streams_open",
+		Help: "Live view event streams open now (GET /ui/workflows/{id}/events); at most 256.",
+	}, func() float64 { return float64(read().Open) }))
+	_ = m.reg.Register(prometheus.NewCounterFunc(prometheus.CounterOpts{
+		Namespace: MetricsNamespace, Name: "ui_stream_events_total",
+		Help: "Change events written to live view event streams.",
+	}, func() float64 { return float64(read().Sent) }))
+	_ = m.reg.Register(prometheus.NewCounterFunc(prometheus.CounterOpts{
+		Namespace: MetricsNamespace, Name: "ui_streams_refused_total",
+		Help: "Live view event streams refused at the bound (503; the page polls).",
+	}, func() float64 { return float64(read().Refused) }))
 }
 
 type promLogger struct{ log *slog.Logger }

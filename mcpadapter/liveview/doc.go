@@ -23,4 +23,10 @@
 //     at each request and needs the observe role; its workflow scope filters
 //     what is shown, and a workflow outside it answers as a missing one.
 //   - A login link redirects only to a path under /ui/.
+//   - The workflow page is pushed (push.go): its event stream says when
+//     the workflow's version (one row, and its pause) moved, never
+//     rebuilding an answer to find out; one hub reads the watched versions
+//     on the store's commit signal and at least every second, hands each
+//     stream only the latest version (never waiting for one), bounds the
+//     streams (UIMaxStreams, then 503), and ends them all on Config.Stop.
 package liveview

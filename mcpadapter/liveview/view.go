@@ -96,6 +96,11 @@ type Config struct {
 	// PageSize is how many workflows one page of the list shows (0:
 	// UIMaxWorkflows).
 	PageSize int
+	// Stop is closed as the server shuts down: every event stream ends
+	// (event "shutdown") rather than hold the drain. Nil: never.
+	Stop <-chan struct{}
+	// MaxStreams bounds the event streams open at once (0: UIMaxStreams).
+	MaxStreams int
 }
 
 // Handler serves the live view. It reads only through the taskgraph Store
@@ -114,6 +119,12 @@ type Handler struct {
 	// show a claim as stuck without any event; bounded by uiMaxETags.
 	lapseMu sync.Mutex
 	lapses  map[string]int64
+	// lapseByVersion maps a workflow version (the ETag's prefix) to the
+	// next lapse of the answer last built for it, for the event streams;
+	// bounded like lapses.
+	lapseByVersion map[string]int64
+	push           *pushHub
+	stop           <-chan struct{}
 }
 
 // uiMaxETags bounds the workflow ETags whose next lapse is remembered; at
@@ -133,7 +144,9 @@ func New(cfg Config) *Handler {
 	if cfg.PageSize <= 0 {
 		cfg.PageSize = UIMaxWorkflows
 	}
-	return &Handler{cfg: cfg, store: cfg.Store, log: cfg.Logger, sem: make(chan struct{}, UIMaxConcurrent), login: newUILogins(), pageSize: cfg.PageSize}
+	u := &Handler{cfg: cfg, store: cfg.Store, log: cfg.Logger, sem: make(chan struct{}, UIMaxConcurrent), login: newUILogins(), pageSize: cfg.PageSize, stop: cfg.Stop}
+	u.push = newPushHub(u, cfg.MaxStreams)
+	return u
 }
 
 // IsRoute reports whether path belongs to the live view.
@@ -178,6 +191,13 @@ func (u *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case path == UIPath:
 		u.servePage(w, "index.html")
+	case strings.HasPrefix(path, "/ui/workflows/") && strings.HasSuffix(path, "/events"):
+		id := strings.TrimSuffix(strings.TrimPrefix(path, "/ui/workflows/"), "/events")
+		if id == "" || strings.Contains(id, "/") {
+			http.NotFound(w, r)
+			return
+		}
+		u.serveEvents(w, r, v, id)
 	case strings.HasPrefix(path, "/ui/workflows/"):
 		id := strings.TrimPrefix(path, "/ui/workflows/")
 		if id == "" || strings.Contains(id, "/") {
@@ -333,20 +353,10 @@ func (u *Handler) serveWorkflow(w http.ResponseWriter, r *http.Request, v viewer
 	var version string
 	if v.allows(id) {
 		ctx, cancel := context.WithTimeout(r.Context(), uiReadTimeout)
-		ver, err := u.store.WorkflowVersion(ctx, id)
-		// An operator's pause changes what the page shows (its badge)
-		// without an event of the workflow: it is part of the version.
-		var paused string
-		if err == nil {
-			var ps []taskgraph.Pause
-			if ps, err = u.store.Pauses(ctx, id); err == nil && len(ps) > 0 {
-				paused = ps[0].String()
-			}
-		}
+		ver, err := u.version(ctx, id)
 		cancel()
 		if err == nil {
-			sum := sha256.Sum256(fmt.Appendf(nil, "%s\x00%d\x00%d\x00%s\x00%d\x00%s", id, ver.Tasks, ver.Events, ver.Head, ver.UpdatedAtMS, paused))
-			version = `"v` + hex.EncodeToString(sum[:12]) + `-`
+			version = ver
 			if inm := r.Header.Get("If-None-Match"); strings.HasPrefix(inm, version) && u.unchanged(inm) {
 				w.Header().Set("ETag", inm)
 				w.WriteHeader(http.StatusNotModified)
@@ -365,6 +375,10 @@ func (u *Handler) serveWorkflow(w http.ResponseWriter, r *http.Request, v viewer
 				u.lapses = map[string]int64{}
 			}
 			u.lapses[out.etag] = out.nextLapseMS
+			if u.lapseByVersion == nil || len(u.lapseByVersion) >= uiMaxETags {
+				u.lapseByVersion = map[string]int64{}
+			}
+			u.lapseByVersion[version] = out.nextLapseMS
 			u.lapseMu.Unlock()
 		}
 		return out, err

@@ -165,6 +165,16 @@ func (e Endpoint) Transport() mcp.Transport {
 	return &mcp.CommandTransport{Command: cmd, TerminateDuration: 10 * time.Second}
 }
 
+// HTTPClient returns an HTTP client that sends the endpoint's bearer
+// token, for requests the SDK cannot make (subscriptions/listen); nil for
+// a stdio endpoint.
+func (e Endpoint) HTTPClient() *http.Client {
+	if e.URL == "" {
+		return nil
+	}
+	return &http.Client{Transport: bearer{token: e.Token, next: baseTransport}}
+}
+
 // baseTransport carries the HTTP requests; tests wrap it to watch them.
 var baseTransport http.RoundTripper = http.DefaultTransport
 

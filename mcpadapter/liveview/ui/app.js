@@ -1,7 +1,9 @@
 // The live workflow view of graph-engineering-mcp. Plain script, no
 // libraries, nothing loaded from anywhere but this server. It only reads:
 // it polls the JSON under /ui/api/ (an unchanged answer is a 304) and
-// redraws what changed.
+// redraws what changed. The workflow page is pushed: an event stream says
+// when the workflow changed, and only then is its JSON fetched; it polls
+// only while the stream is unavailable.
 "use strict";
 
 var GE = (function () {
@@ -150,9 +152,20 @@ var GE = (function () {
 
   // poller fetches url every interval (the answer's poll_ms), sending the
   // last ETag; onData runs on a changed answer. Errors back off to 30 s.
-  function poller(url, onData) {
-    var etag = null, delay = 1000, timer = null, stopped = false;
+  // With manual set it fetches once, then only when asked (fetchNow), but
+  // for retries after an error; setManual switches between the two.
+  function poller(url, onData, manual) {
+    var etag = null, delay = 1000, timer = null, stopped = false, busy = false, again = false;
+    function schedule(failed) {
+      clearTimeout(timer);
+      if (stopped || (manual && !failed)) return;
+      timer = setTimeout(run, delay);
+    }
     function run() {
+      if (busy) { again = true; return; }
+      busy = true;
+      clearTimeout(timer);
+      var failed = false;
       var headers = {};
       if (etag) headers["If-None-Match"] = etag;
       fetch(url, { headers: headers, credentials: "same-origin", cache: "no-store" }).then(function (r) {
@@ -172,12 +185,57 @@ var GE = (function () {
           onData(d);
         }
       }).catch(function (e) {
+        failed = true;
         status(false, "disconnected (" + e.message + "), retrying");
         delay = Math.min(delay * 2, 30000);
-      }).then(function () { if (!stopped) timer = setTimeout(run, delay); });
+      }).then(function () {
+        busy = false;
+        if (again && !stopped) { again = false; run(); return; }
+        schedule(failed);
+      });
     }
     run();
-    return { stop: function () { stopped = true; clearTimeout(timer); }, refresh: function () { etag = null; clearTimeout(timer); run(); } };
+    return { stop: function () { stopped = true; clearTimeout(timer); }, refresh: function () { etag = null; clearTimeout(timer); run(); },
+      fetchNow: function () { if (!stopped) run(); },
+      setManual: function (m) { manual = m; if (!m && !busy) schedule(false); else if (m) clearTimeout(timer); } };
+  }
+
+  // pushed follows url through its event stream: one fetch at first, then
+  // one each time the stream says the version moved. When the stream
+  // fails or the server ends it, the page polls, and opens the stream
+  // again after a while (the browser's own reconnection is not relied on:
+  // a server that is gone would be retried forever without a poll).
+  // others() returns the other pollers that follow the same stream (the
+  // selected task's detail), or none.
+  function pushed(url, eventsURL, onData, others) {
+    var p = poller(url, onData, true), es = null, reopen = null;
+    function each(f) { [p].concat(others ? others() : []).forEach(f); }
+    document.body.setAttribute("data-mode", "connecting");
+    function fallBack(why) {
+      if (es) { es.close(); es = null; }
+      document.body.setAttribute("data-mode", "polling");
+      each(function (q) { q.setManual(false); });
+      clearTimeout(reopen);
+      reopen = setTimeout(open, 30000);
+      if (why) status(false, why);
+    }
+    function open() {
+      if (typeof EventSource === "undefined") { fallBack(""); return; }
+      es = new EventSource(eventsURL, { withCredentials: true });
+      es.onopen = function () {
+        each(function (q) { q.setManual(true); });
+        document.body.setAttribute("data-mode", "pushed");
+        status(true, "live");
+      };
+      es.addEventListener("version", function () {
+        document.body.setAttribute("data-events", String(Number(document.body.getAttribute("data-events") || 0) + 1));
+        each(function (q) { q.fetchNow(); });
+      });
+      es.addEventListener("shutdown", function () { fallBack("the server is shutting down; polling"); });
+      es.addEventListener("unauthorized", function () { fallBack(""); p.fetchNow(); });
+      es.onerror = function () { fallBack(""); };
+    }
+    open();
   }
 
   if (page === "index") {
@@ -321,12 +379,12 @@ var GE = (function () {
     selected = taskID;
     if (last) render();
     if (detailPoll) detailPoll.stop();
-    detailPoll = poller("/ui/api/tasks/" + encodeURIComponent(taskID), showDetail);
+    detailPoll = poller("/ui/api/tasks/" + encodeURIComponent(taskID), showDetail, document.body.getAttribute("data-mode") === "pushed");
   }
 
-  poller("/ui/api/workflows/" + encodeURIComponent(id), function (d) {
+  pushed("/ui/api/workflows/" + encodeURIComponent(id), "/ui/workflows/" + encodeURIComponent(id) + "/events", function (d) {
     last = d;
     render();
-  });
+  }, function () { return detailPoll ? [detailPoll] : []; });
   setInterval(function () { GE.tick(ticking, now(), true); }, 1000);
 })();
