@@ -101,6 +101,8 @@ func storeLimits() map[string]any {
 		"maxJsonDepth":        int64(limits.MaxJSONDepth),
 		"maxDependsOn":        int64(limits.MaxDependsOn),
 		"maxTasksPerWorkflow": int64(limits.MaxTasksPerWorkflow),
+		"maxCreateNodes":      int64(limits.MaxCreateNodes),
+		"maxCreateBytes":      int64(limits.MaxCreateBytes),
 		"maxAttempts": bounds{
 			Min:     limits.MinMaxAttempts,
 			Max:     limits.MaxMaxAttempts,
@@ -134,7 +136,8 @@ func storeLimits() map[string]any {
 //   - skillUris: s.SkillURIs, ascending ([] when none);
 //   - limits: the store's bounds (identifierPattern, maxIdentifierLength,
 //     maxPayloadBytes, maxResultBytes, maxErrorBytes, maxJsonDepth,
-//     maxDependsOn, maxTasksPerWorkflow, maxAttempts and leaseMs as
+//     maxDependsOn, maxTasksPerWorkflow, maxCreateNodes and
+//     maxCreateBytes (a whole-graph submit's bounds), maxAttempts and leaseMs as
 //     {min, max, default}, maxWaitMs, maxDependencyResultBytes, priority as
 //     {min, max, default}, tagPattern, maxRequires, maxCapabilities,
 //     retryDelayMs as {min, max, default}, maxRetryAfterMs,

@@ -57,12 +57,12 @@ func TestValidDigest(t *testing.T) {
 // order, from the store's constants.
 func expectedLimits(extra string) string {
 	return fmt.Sprintf(`{"identifierPattern":%s,"leaseMs":{"default":%d,"max":%d,"min":%d},`+
-		`"maxAttempts":{"default":%d,"max":%d,"min":%d},"maxCapabilities":%d,"maxDependencyResultBytes":%d,"maxDependsOn":%d,"maxErrorBytes":%d,`+
+		`"maxAttempts":{"default":%d,"max":%d,"min":%d},"maxCapabilities":%d,"maxCreateBytes":%d,"maxCreateNodes":%d,"maxDependencyResultBytes":%d,"maxDependsOn":%d,"maxErrorBytes":%d,`+
 		`"maxIdentifierLength":%d,"maxJsonDepth":%d,"maxNotBeforeMs":%d,"maxOutlineBytes":%d,"maxOutlineTasks":%d,"maxPayloadBytes":%d,"maxRequires":%d,"maxResultBytes":%d,"maxRetryAfterMs":%d,`+
 		`%s"maxTasksPerWorkflow":%d,"maxWaitMs":%d,"priority":{"default":0,"max":%d,"min":%d},"retryDelayMs":{"default":%d,"max":%d,"min":0},"tagPattern":%s}`,
 		jsonString(taskgraph.IdentifierPattern),
 		lease.DefaultDuration.Milliseconds(), lease.MaxDuration.Milliseconds(), lease.MinDuration.Milliseconds(),
-		taskgraph.DefaultMaxAttempts, taskgraph.MaxMaxAttempts, taskgraph.MinMaxAttempts, taskgraph.MaxCapabilities,
+		taskgraph.DefaultMaxAttempts, taskgraph.MaxMaxAttempts, taskgraph.MinMaxAttempts, taskgraph.MaxCapabilities, taskgraph.MaxCreateBytes, taskgraph.MaxCreateNodes,
 		taskgraph.MaxDependencyResultBytes, taskgraph.MaxDependsOn, taskgraph.MaxErrorBytes, taskgraph.MaxIdentifierLen, taskgraph.MaxJSONDepth,
 		taskgraph.MaxNotBefore.Milliseconds(), MaxOutlineBytes, MaxOutlineTasks, taskgraph.MaxPayloadBytes, taskgraph.MaxRequires, taskgraph.MaxResultBytes, taskgraph.MaxRetryAfter.Milliseconds(), extra,
 		taskgraph.MaxTasksPerWorkflow, taskgraph.MaxClaimWait.Milliseconds(), taskgraph.MaxPriority, taskgraph.MinPriority,

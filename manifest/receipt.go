@@ -41,8 +41,10 @@ type receiptDoc struct {
 // manifestSHA256 must be a digest as Digest writes it; operation must be
 // the verb of one of the seven tools (see Operation) or one of
 // ExtensionOperations; taskID must be valid UTF-8 of at most MaxTaskIDBytes
-// bytes and non-empty, except that a claim that found no task and a
-// workflow outline (inspect by workflow_id alone) use "" with generation 0; generation must be between 0 and 2^53-1, so that every JSON
+// bytes and non-empty, except that a claim that found no task, a
+// workflow outline (inspect by workflow_id alone) and a whole-graph create
+// (graph_task_create with nodes, which makes many tasks) use "" with
+// generation 0; generation must be between 0 and 2^53-1, so that every JSON
 // reader sees the same integer.
 // Violations are errors matching ErrInvalidReceipt.
 func ReceiptSHA256(manifestSHA256, operation, taskID string, generation int64) (string, error) {
@@ -58,8 +60,8 @@ func ReceiptSHA256(manifestSHA256, operation, taskID string, generation int64) (
 		verbs = append(verbs, ExtensionOperations...)
 		return "", fmt.Errorf("%w: operation %q is not one of %s", ErrInvalidReceipt, operation, strings.Join(verbs, ", "))
 	}
-	if taskID == "" && ((operation != Operation(ToolClaim) && operation != Operation(ToolInspect)) || generation != 0) {
-		return "", fmt.Errorf("%w: taskId must be non-empty, except for a claim that found no task or a workflow outline (generation 0)", ErrInvalidReceipt)
+	if taskID == "" && ((operation != Operation(ToolClaim) && operation != Operation(ToolInspect) && operation != Operation(ToolCreate)) || generation != 0) {
+		return "", fmt.Errorf("%w: taskId must be non-empty, except for a claim that found no task, a workflow outline or a whole-graph create (generation 0)", ErrInvalidReceipt)
 	}
 	if len(taskID) > MaxTaskIDBytes || !utf8.ValidString(taskID) {
 		return "", fmt.Errorf("%w: taskId must be valid UTF-8 of at most %d bytes (got %d bytes)",

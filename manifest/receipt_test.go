@@ -103,6 +103,7 @@ func TestReceiptRejects(t *testing.T) {
 		{"empty task", ms, "claim", "", 1, "taskId"},
 		{"empty task of inspect", ms, "inspect", "", 1, "taskId"},
 		{"empty task of complete", ms, "complete", "", 0, "taskId"},
+		{"empty task of create at a generation", ms, "create", "", 1, "taskId"},
 		{"long task", ms, "claim", strings.Repeat("T", MaxTaskIDBytes+1), 1, "taskId"},
 		{"non-UTF-8 task", ms, "claim", "T\xff", 1, "taskId"},
 		{"negative generation", ms, "claim", "T", -1, "generation"},
@@ -119,8 +120,9 @@ func TestReceiptRejects(t *testing.T) {
 			}
 		})
 	}
-	// A claim that found nothing and a workflow outline bind no task.
-	for _, op := range []string{"claim", "inspect"} {
+	// A claim that found nothing, a workflow outline and a whole-graph
+	// create bind no task.
+	for _, op := range []string{"claim", "inspect", "create"} {
 		if _, err := ReceiptSHA256(ms, op, "", 0); err != nil {
 			t.Errorf("%s without a task at generation 0 rejected: %v", op, err)
 		}

@@ -118,6 +118,14 @@ func TestEveryResultSatisfiesItsOutputSchema(t *testing.T) {
 	for _, n := range []string{"c", "d", "e", "f"} {
 		c.call(r, manifest.ToolCreate, map[string]any{"workflow_id": "s", "node_id": n}, nil)
 	}
+	// The whole-graph form: created, found again, and through the Tasks
+	// extension (the ordinary result, not a handle).
+	graph := map[string]any{"workflow_id": "g", "nodes": []any{map[string]any{"node_id": "x"}, map[string]any{"node_id": "y", "depends_on": []string{"x"}}}}
+	c.call(r, manifest.ToolCreate, graph, nil)
+	c.call(r, manifest.ToolCreate, graph, nil)
+	if g := c.call(r, manifest.ToolCreate, graph, tasksCaps); g["resultType"] == "task" {
+		t.Fatalf("a whole graph got a task handle: %v", g)
+	}
 	// graph_task_claim: nothing (without and with capabilities), then
 	// tasks with their dependencies, by id and next.
 	c.call(r, manifest.ToolClaim, map[string]any{"owner": "w", "workflow_id": "none"}, nil)

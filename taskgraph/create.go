@@ -84,7 +84,8 @@ func (s *Store) CreateWorkflow(ctx context.Context, workflowID string, nodes []N
 }
 
 // topoOrder orders the nodes of one creation so that every node comes after
-// the nodes of the same creation it depends on, or reports a cycle.
+// the nodes of the same creation it depends on, or reports a cycle
+// (cycleError).
 func topoOrder(nodes []normalizedNode, index map[string]int) ([]int, error) {
 	indeg := make([]int, len(nodes))
 	dependents := make([][]int, len(nodes))
@@ -110,19 +111,53 @@ func topoOrder(nodes []normalizedNode, index map[string]int) ([]int, error) {
 		}
 	}
 	if len(queue) != len(nodes) {
-		var cyc []string
-		for i, d := range indeg {
-			if d > 0 {
-				cyc = append(cyc, nodes[i].NodeID)
-			}
-		}
-		sort.Strings(cyc)
-		if len(cyc) > 10 {
-			cyc = append(cyc[:10], "…")
-		}
-		return nil, invalid("depends_on", "the dependencies form a cycle through nodes %s; a workflow must be acyclic", strings.Join(cyc, ", "))
+		return nil, cycleError(nodes, index, indeg)
 	}
 	return queue, nil
+}
+
+// maxCyclePath bounds the nodes a cycle error spells out.
+const maxCyclePath = 16
+
+// cycleError names one cycle of a creation by its path: the nodes left with
+// unmet dependencies after a topological sort (indeg > 0) each depend on at
+// least one other such node, so following those dependencies from the
+// smallest one (the smallest dependency first, for a stable message) must
+// come back to a node already on the path.
+func cycleError(nodes []normalizedNode, index map[string]int, indeg []int) error {
+	start := -1
+	for i, d := range indeg {
+		if d > 0 && (start < 0 || nodes[i].NodeID < nodes[start].NodeID) {
+			start = i
+		}
+	}
+	onPath := map[int]int{}
+	var path []int
+	for i := start; ; {
+		if at, seen := onPath[i]; seen {
+			path = append(path[at:], i)
+			break
+		}
+		onPath[i] = len(path)
+		path = append(path, i)
+		next := -1
+		for _, d := range nodes[i].DependsOn {
+			if j, ok := index[d]; ok && indeg[j] > 0 && (next < 0 || d < nodes[next].NodeID) {
+				next = j
+			}
+		}
+		i = next
+	}
+	names := make([]string, 0, min(len(path), maxCyclePath+1))
+	for k, i := range path {
+		if k == maxCyclePath && len(path) > maxCyclePath+1 {
+			names = append(names, fmt.Sprintf("… (%d more) …", len(path)-maxCyclePath-1), nodes[path[len(path)-1]].NodeID)
+			break
+		}
+		names = append(names, nodes[i].NodeID)
+	}
+	return invalid("depends_on", "node %q is on a dependency cycle: %s (each depends on the next); a workflow must be acyclic, and nothing was created",
+		nodes[path[0]].NodeID, strings.Join(names, " -> "))
 }
 
 func (w *wtx) createNodes(workflowID string, nodes []normalizedNode, order []int, out []Created) error {

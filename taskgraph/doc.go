@@ -70,7 +70,15 @@
 // dependency that can no longer complete. A task created on a dependency that
 // already failed or was cancelled starts cancelled. Only the operator
 // operations Requeue and Skip change a terminal task; they revive the
-// dependents that the task's failure cancelled.
+// dependents that the task's failure cancelled. RequeueFailed is Requeue of
+// every failed task of a workflow, under the same rules, in transactions of
+// at most RequeueFailedBatch tasks; its dry run runs each batch and rolls it
+// back, writing nothing.
+//
+// CreateWorkflow creates many nodes of one workflow in one transaction, all
+// or nothing: a cycle (named by a node on it and its path), an unknown
+// dependency or a node that exists with different content refuses the whole
+// call with no task, event, workflow or audit entry written.
 //
 // # Claims
 //

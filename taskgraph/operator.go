@@ -36,55 +36,8 @@ func (s *Store) Requeue(ctx context.Context, taskID string, op Operator) (Task, 
 		if err != nil {
 			return err
 		}
-		from := r.State
-		switch from {
-		case StateCompleted:
-			return &ConflictError{TaskID: r.TaskID, State: from, Detail: "a completed task cannot be requeued: its dependents may already have used its result"}
-		case StateBlocked:
-			return &ConflictError{TaskID: r.TaskID, State: from, Detail: "the task has not run yet (" + r.StatusMessage + "); requeue or skip its dependencies instead"}
-		}
-		// A task cancelled because its upstream failed cannot run until that
-		// upstream is requeued or skipped.
-		if blocker, err := w.failedDependency(r.seq); err != nil {
-			return err
-		} else if blocker != "" {
-			return &ConflictError{TaskID: r.TaskID, State: from, Detail: "its dependency " + blocker + " did not complete; requeue or skip that task first"}
-		}
-		holder := r.Owner
-		unmet, waiting, err := w.unmetDependencies(r.seq)
-		if err != nil {
-			return err
-		}
-		state, status := StatePending, fmt.Sprintf("ready to claim (requeued by %s: %s)", op.Name, op.Reason)
-		var due int64 // an operator's requeue is claimable at once
-		switch {
-		case unmet > 0:
-			state, status = StateBlocked, blockedStatus(waiting)
-		case r.Kind == KindGate: // a requeued gate awaits a decision again
-			state, status, due = StateBlocked, awaitingStatus(r.GateTimeout, r.OnTimeout, w.nowMS), gateDue(r.GateTimeout, w.nowMS)
-		}
-		if err := w.mustUpdate(&r, clearClaim(tgdriver.TaskSet{State: tgdriver.Val(string(state)), Owner: tgdriver.Null[string](),
-			Attempts: tgdriver.Val(0), LeaseLosses: tgdriver.Val(0), Unmet: tgdriver.Val(unmet), CancelCause: tgdriver.Null[int64](), StatusMessage: tgdriver.Val(status),
-			DueAtMS: tgdriver.Val(due)}),
-			tgdriver.TaskGuard{States: []string{string(from)}, Generation: tgdriver.Val(r.Generation)}, "requeue"); err != nil {
-			return err
-		}
-		if due > 0 {
-			w.scheduleDue()
-		}
-		if state == StatePending {
-			w.wakeWaiters(&r)
-		}
-		if err := w.appendEvent(&r, EventRequeue, holder, r.Generation, map[string]any{"operator": op.Name, "reason": op.Reason, "from": string(from)}); err != nil {
-			return err
-		}
-		if from == StateFailed || from == StateCancelled {
-			if err := w.revive(&r, "requeued"); err != nil {
-				return err
-			}
-		}
-		out = r.Task
-		return nil
+		out, err = w.requeue(r, op)
+		return err
 	})
 	if err != nil {
 		return Task{}, fmt.Errorf("requeue task %s: %w", taskID, err)
@@ -384,4 +337,59 @@ func (s *Store) Prune(ctx context.Context, before time.Time) (PruneResult, error
 			return res, nil
 		}
 	}
+}
+
+// requeue is Requeue of r, locked by the caller's transaction: the same
+// rules (a completed or blocked task is refused, and a task whose
+// dependency did not complete) and the same writes, each refusal before any
+// write.
+func (w *wtx) requeue(r row, op Operator) (Task, error) {
+	from := r.State
+	switch from {
+	case StateCompleted:
+		return Task{}, &ConflictError{TaskID: r.TaskID, State: from, Detail: "a completed task cannot be requeued: its dependents may already have used its result"}
+	case StateBlocked:
+		return Task{}, &ConflictError{TaskID: r.TaskID, State: from, Detail: "the task has not run yet (" + r.StatusMessage + "); requeue or skip its dependencies instead"}
+	}
+	// A task cancelled because its upstream failed cannot run until that
+	// upstream is requeued or skipped.
+	if blocker, err := w.failedDependency(r.seq); err != nil {
+		return Task{}, err
+	} else if blocker != "" {
+		return Task{}, &ConflictError{TaskID: r.TaskID, State: from, Detail: "its dependency " + blocker + " did not complete; requeue or skip that task first"}
+	}
+	holder := r.Owner
+	unmet, waiting, err := w.unmetDependencies(r.seq)
+	if err != nil {
+		return Task{}, err
+	}
+	state, status := StatePending, fmt.Sprintf("ready to claim (requeued by %s: %s)", op.Name, op.Reason)
+	var due int64 // an operator's requeue is claimable at once
+	switch {
+	case unmet > 0:
+		state, status = StateBlocked, blockedStatus(waiting)
+	case r.Kind == KindGate: // a requeued gate awaits a decision again
+		state, status, due = StateBlocked, awaitingStatus(r.GateTimeout, r.OnTimeout, w.nowMS), gateDue(r.GateTimeout, w.nowMS)
+	}
+	if err := w.mustUpdate(&r, clearClaim(tgdriver.TaskSet{State: tgdriver.Val(string(state)), Owner: tgdriver.Null[string](),
+		Attempts: tgdriver.Val(0), LeaseLosses: tgdriver.Val(0), Unmet: tgdriver.Val(unmet), CancelCause: tgdriver.Null[int64](), StatusMessage: tgdriver.Val(status),
+		DueAtMS: tgdriver.Val(due)}),
+		tgdriver.TaskGuard{States: []string{string(from)}, Generation: tgdriver.Val(r.Generation)}, "requeue"); err != nil {
+		return Task{}, err
+	}
+	if due > 0 {
+		w.scheduleDue()
+	}
+	if state == StatePending {
+		w.wakeWaiters(&r)
+	}
+	if err := w.appendEvent(&r, EventRequeue, holder, r.Generation, map[string]any{"operator": op.Name, "reason": op.Reason, "from": string(from)}); err != nil {
+		return Task{}, err
+	}
+	if from == StateFailed || from == StateCancelled {
+		if err := w.revive(&r, "requeued"); err != nil {
+			return Task{}, err
+		}
+	}
+	return r.Task, nil
 }

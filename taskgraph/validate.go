@@ -24,7 +24,11 @@ const (
 	MaxReasonBytes      = limits.MaxReasonBytes
 	MaxDependsOn        = limits.MaxDependsOn
 	MaxTasksPerWorkflow = limits.MaxTasksPerWorkflow
-	DefaultMaxAttempts  = limits.DefaultMaxAttempts
+	// MaxCreateNodes and MaxCreateBytes bound a whole-graph submit over
+	// MCP (graph_task_create's nodes), which the adapter enforces.
+	MaxCreateNodes     = limits.MaxCreateNodes
+	MaxCreateBytes     = limits.MaxCreateBytes
+	DefaultMaxAttempts = limits.DefaultMaxAttempts
 	// MinPriority and MaxPriority bound NodeSpec.Priority (default 0).
 	MinPriority    = limits.MinPriority
 	MaxPriority    = limits.MaxPriority

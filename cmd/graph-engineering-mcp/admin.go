@@ -8,6 +8,7 @@ import (
 	"io"
 	"sort"
 	"strings"
+	"text/tabwriter"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -52,9 +53,10 @@ blindly.`,
 
 func adminRequeueCommand() *cli.Command {
 	return &cli.Command{
-		Name:      "requeue",
-		Usage:     "put a failed, cancelled, claimed or pending task back to pending with fresh attempts",
-		UsageText: "graph-engineering-mcp admin requeue TASK_ID --reason TEXT [--yes] [--operator NAME] [--json] [--database PATH]",
+		Name:  "requeue",
+		Usage: "put a failed, cancelled, claimed or pending task back to pending with fresh attempts; or every failed task of a workflow",
+		UsageText: `graph-engineering-mcp admin requeue TASK_ID --reason TEXT [--yes] [--operator NAME] [--json] [--database PATH]
+   graph-engineering-mcp admin requeue --workflow WORKFLOW_ID --failed [--dry-run] [--reason TEXT] [--yes] [--operator NAME] [--json] [--database PATH]`,
 		Description: `Puts the task back to pending (or blocked, if a dependency has not
 completed), resets its attempts to 0 and fences out any holder: the holder's
 next heartbeat or completion is rejected. Dependents that were cancelled
@@ -63,11 +65,160 @@ because this task failed or was cancelled are revived.
 A completed task cannot be requeued (its dependents may already have used
 its result), nor a blocked one (it has not run; act on its dependencies).
 
-Example:
-   graph-engineering-mcp admin requeue 01JNC3Z6Q9T7M3V4S8X2B5K0RD --reason "flaky runner, fixed"`,
-		Flags:  adminFlags(),
-		Action: leafAction([]string{"TASK_ID"}, adminTaskAction(requeueOp)),
+With --workflow and --failed instead of TASK_ID it requeues every failed
+task of the workflow (a dead-letter replay), each as above and each recorded
+in its history with the operator and reason, in transactions of at most 100
+tasks. A task the rules above refuse is left failed and listed with the
+reason. --dry-run lists what it would do (task id, node, failure cause,
+outcome) and writes nothing; it needs no --reason and asks nothing.
+
+Examples:
+   graph-engineering-mcp admin requeue 01JNC3Z6Q9T7M3V4S8X2B5K0RD --reason "flaky runner, fixed"
+   graph-engineering-mcp admin requeue --workflow release-42 --failed --dry-run
+   graph-engineering-mcp admin requeue --workflow release-42 --failed --reason "provider outage over" --yes`,
+		Flags: append(adminFlags(),
+			&cli.StringFlag{Name: "workflow", Aliases: []string{"w"}, Usage: "with --failed: requeue the failed tasks of this workflow (`WORKFLOW_ID`) instead of one task"},
+			&cli.BoolFlag{Name: "failed", Usage: "with --workflow: requeue every failed task of the workflow"},
+			&cli.BoolFlag{Name: "dry-run", Usage: "with --workflow --failed: list what would be requeued or refused, and write nothing"},
+		),
+		Action: adminRequeueAction,
 	}
+}
+
+// adminRequeueAction runs admin requeue in its two forms: TASK_ID, or
+// --workflow with --failed.
+func adminRequeueAction(c *cli.Context) error {
+	got, help, err := interspersedArgs(c)
+	if err != nil {
+		return err
+	}
+	if help {
+		return cli.ShowCommandHelp(c.Lineage()[1], c.Command.Name)
+	}
+	bulk := c.IsSet("workflow") || c.Bool("failed") || c.Bool("dry-run")
+	if !bulk {
+		if len(got) != 1 {
+			return usagef("%s takes TASK_ID, or --workflow WORKFLOW_ID --failed (got %d arguments: %q); see --help", commandPath(c), len(got), got)
+		}
+		return adminTaskAction(requeueOp)(c, got)
+	}
+	switch {
+	case len(got) > 0:
+		return usagef("%s takes either TASK_ID or --workflow WORKFLOW_ID --failed, not both (got %q); see --help", commandPath(c), got)
+	case !c.IsSet("workflow") || strings.TrimSpace(c.String("workflow")) == "":
+		return usagef("--failed and --dry-run need --workflow WORKFLOW_ID: the workflow whose failed tasks to requeue")
+	case !c.Bool("failed"):
+		return usagef("--workflow needs --failed: only a workflow's failed tasks can be requeued at once (requeue other tasks by TASK_ID)")
+	}
+	return adminRequeueFailed(c, c.String("workflow"))
+}
+
+// requeueFailedJSON is the --json output of admin requeue --workflow --failed.
+type requeueFailedJSON struct {
+	Operation  string             `json:"operation"`
+	WorkflowID string             `json:"workflow_id"`
+	DryRun     bool               `json:"dry_run"`
+	Operator   string             `json:"operator"`
+	Reason     string             `json:"reason"`
+	Requeued   int                `json:"requeued"`
+	Refused    int                `json:"refused"`
+	Tasks      []requeuedTaskJSON `json:"tasks"`
+}
+
+// requeuedTaskJSON is one failed task of requeueFailedJSON: its new state,
+// or why it was refused.
+type requeuedTaskJSON struct {
+	TaskID  string `json:"task_id"`
+	NodeID  string `json:"node_id"`
+	Cause   string `json:"cause"`
+	State   string `json:"state,omitempty"`
+	Refused string `json:"refused,omitempty"`
+}
+
+// dryRunReason is the reason a dry run without --reason runs with: it is
+// written nowhere.
+const dryRunReason = "dry run"
+
+// adminRequeueFailed requeues (or, with --dry-run, lists) the failed tasks
+// of wf. Without --dry-run it shows the dry run's list and asks first.
+func adminRequeueFailed(c *cli.Context, wf string) error {
+	dry := c.Bool("dry-run")
+	if dry && strings.TrimSpace(c.String("reason")) == "" {
+		if err := c.Set("reason", dryRunReason); err != nil {
+			return err
+		}
+	}
+	op, err := operatorOf(c, "requeue the failed tasks")
+	if err != nil {
+		return err
+	}
+	return withOperatorStore(c, func(ctx context.Context, s *taskgraph.Store) error {
+		plan, err := s.RequeueFailed(ctx, wf, op, true)
+		if err != nil {
+			return usageIfInvalid(err)
+		}
+		if dry || len(plan.Tasks) == 0 {
+			return printRequeueFailed(c, plan, op)
+		}
+		var b strings.Builder
+		fmt.Fprintf(&b, "About to requeue the %d failed task(s) of workflow %s (%d would be refused and stay failed):\n", len(plan.Tasks), wf, plan.Refused)
+		writeRequeueTable(&b, plan)
+		fmt.Fprintf(&b, "  effect:   each goes back to pending (blocked if a dependency has not completed), attempts reset to 0;\n            dependents cancelled because of it are revived\n  operator: %s\n  reason:   %s\n", op.Name, op.Reason)
+		if err := confirm(c, b.String(), "Requeue these tasks"); err != nil {
+			return err
+		}
+		rep, err := s.RequeueFailed(ctx, wf, op, false)
+		if err != nil {
+			return usageIfInvalid(err)
+		}
+		return printRequeueFailed(c, rep, op)
+	})
+}
+
+// writeRequeueTable writes one line per task of rep: id, node, outcome,
+// cause.
+func writeRequeueTable(w io.Writer, rep taskgraph.RequeueReport) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	for _, t := range rep.Tasks {
+		outcome := "-> " + string(t.State)
+		if t.Refused != "" {
+			outcome = "refused: " + truncate(oneLine(t.Refused), 100)
+		}
+		fmt.Fprintf(tw, "  %s\t%s\t%s\tcause: %s\n", t.TaskID, t.NodeID, outcome, truncate(oneLine(t.Cause), 80))
+	}
+	tw.Flush()
+}
+
+// printRequeueFailed writes the outcome of a requeue of failed tasks (or
+// its dry run).
+func printRequeueFailed(c *cli.Context, rep taskgraph.RequeueReport, op taskgraph.Operator) error {
+	if c.Bool("json") {
+		out := requeueFailedJSON{Operation: "requeue-failed", WorkflowID: rep.WorkflowID, DryRun: rep.DryRun, Operator: op.Name, Reason: op.Reason,
+			Requeued: rep.Requeued, Refused: rep.Refused, Tasks: []requeuedTaskJSON{}}
+		if rep.DryRun && op.Reason == dryRunReason {
+			out.Reason = ""
+		}
+		for _, t := range rep.Tasks {
+			out.Tasks = append(out.Tasks, requeuedTaskJSON{TaskID: t.TaskID, NodeID: t.NodeID, Cause: t.Cause, State: string(t.State), Refused: t.Refused})
+		}
+		return writeJSON(c.App.Writer, out)
+	}
+	w := c.App.Writer
+	if len(rep.Tasks) == 0 {
+		_, err := fmt.Fprintf(w, "workflow %s has no failed tasks; nothing to requeue, nothing changed\n", rep.WorkflowID)
+		return err
+	}
+	if rep.DryRun {
+		fmt.Fprintf(w, "dry run, nothing written: would requeue %d failed task(s) of workflow %s and refuse %d\n", rep.Requeued, rep.WorkflowID, rep.Refused)
+	} else {
+		fmt.Fprintf(w, "requeued %d failed task(s) of workflow %s, refused %d\n", rep.Requeued, rep.WorkflowID, rep.Refused)
+	}
+	writeRequeueTable(w, rep)
+	if !rep.DryRun {
+		_, err := fmt.Fprintf(w, "recorded in each task's history: operator %s, reason %q\n", op.Name, op.Reason)
+		return err
+	}
+	return nil
 }
 
 func adminSkipCommand() *cli.Command {

@@ -344,7 +344,7 @@ func TestREADME(t *testing.T) {
 			for _, line := range nonEmptyLines(script) {
 				out += sh(blk.name, line, "y\n")
 			}
-			for _, want := range []string{claimed, "digraph", "aborted", "drained all claiming", "resumed all claiming", "verified"} {
+			for _, want := range []string{claimed, "digraph", "would requeue 1 failed task(s) of workflow my-workflow", "requeued 1 failed task(s) of workflow my-workflow", "aborted", "drained all claiming", "resumed all claiming", "verified"} {
 				if !strings.Contains(out, want) && !fileContains(filepath.Join(work, "my-workflow.dot"), want) {
 					t.Errorf("operator block output lacks %q:\n%s", want, out)
 				}
@@ -457,8 +457,11 @@ func seedReadmeWorkflow(t *testing.T, ctx context.Context, url string) string {
 	defer cs.Close()
 	call := func(tool string, args map[string]any) map[string]any { return readmeCall(t, ctx, cs, tool, args) }
 	call(manifest.ToolCreate, map[string]any{"workflow_id": "my-workflow", "node_id": "fetch"})
-	call(manifest.ToolCreate, map[string]any{"workflow_id": "my-workflow", "node_id": "index"})
+	index := call(manifest.ToolCreate, map[string]any{"workflow_id": "my-workflow", "node_id": "index"})["task"].(map[string]any)["task_id"]
 	call(manifest.ToolCreate, map[string]any{"workflow_id": "my-workflow", "node_id": "report", "depends_on": []string{"fetch", "index"}})
+	// index fails, for admin requeue --failed.
+	l := call(manifest.ToolClaim, map[string]any{"owner": "readme-worker", "task_id": index})["lease"].(map[string]any)
+	call(manifest.ToolFail, map[string]any{"task_id": index, "owner": "readme-worker", "generation": l["generation"], "claim_token": l["claim_token"], "error": "index: upstream API down"})
 	out := call(manifest.ToolClaim, map[string]any{"owner": "readme-worker", "workflow_id": "my-workflow", "lease_ms": 900000})
 	return out["task"].(map[string]any)["task_id"].(string)
 }

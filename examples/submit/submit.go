@@ -48,8 +48,9 @@ type Options struct {
 	// MaxAttempts is every node's max_attempts.
 	MaxAttempts int
 	// UseTasks follows the nodes with tasks/get (the Tasks extension, whose
-	// task handles graph_task_create then returns) instead of polling
-	// graph_task_inspect.
+	// task handles graph_task_create then returns, one call per node)
+	// instead of polling graph_task_inspect (after creating the whole
+	// graph in one graph_task_create with nodes).
 	UseTasks bool
 	// Listen, with UseTasks, waits on notifications (subscriptions/listen)
 	// instead of polling tasks/get; where it cannot open a stream (an
@@ -125,7 +126,21 @@ func Submit(ctx context.Context, cs *mcp.ClientSession, o Options) (*Report, err
 		f = tasksFollower{cs}
 	}
 	fmt.Fprintf(progress, "workflow %s: creating %d nodes, following them with %s\n", o.Workflow, len(diamond), rep.Via)
-	for _, n := range diamond {
+	if !o.UseTasks {
+		// The whole graph in one graph_task_create (nodes): all of it is
+		// created, or none, and a re-run finds the same tasks.
+		nodes, err := createGraph(ctx, cs, o)
+		if err != nil {
+			return nil, err
+		}
+		for i, r := range nodes {
+			fmt.Fprintf(progress, "created %s%s: task %s, %s\n", r.NodeID, after(diamond[i]), r.TaskID, r.State)
+		}
+		rep.Nodes = nodes
+	}
+	// With the Tasks extension each node is created by a call of its own,
+	// which answers with that node's task handle.
+	for _, n := range diamond[len(rep.Nodes):] {
 		r, hint, err := create(ctx, cs, o, n)
 		if err != nil {
 			if ctx.Err() != nil {
@@ -137,11 +152,7 @@ func Submit(ctx context.Context, cs *mcp.ClientSession, o Options) (*Report, err
 		if poll == 0 && hint > 0 {
 			poll = hint
 		}
-		deps := ""
-		if len(n.DependsOn) > 0 {
-			deps = " after " + strings.Join(n.DependsOn, ",")
-		}
-		fmt.Fprintf(progress, "created %s%s: task %s, %s: %s\n", n.ID, deps, r.TaskID, r.State, r.Status)
+		fmt.Fprintf(progress, "created %s%s: task %s, %s: %s\n", n.ID, after(n), r.TaskID, r.State, r.Status)
 		rep.Nodes = append(rep.Nodes, r)
 	}
 	if poll == 0 {
@@ -290,16 +301,69 @@ func payloadFor(o Options, n node) map[string]any {
 	return p
 }
 
-// create creates one node and returns its first report and, for a task
-// handle, the server's suggested poll interval.
-func create(ctx context.Context, cs *mcp.ClientSession, o Options, n node) (NodeReport, time.Duration, error) {
-	args := map[string]any{"workflow_id": o.Workflow, "node_id": n.ID, "payload": payloadFor(o, n), "max_attempts": o.MaxAttempts}
+// after is the " after b,c" of a progress line about n ("" without
+// dependencies).
+func after(n node) string {
+	if len(n.DependsOn) == 0 {
+		return ""
+	}
+	return " after " + strings.Join(n.DependsOn, ",")
+}
+
+// nodeArgs are n's arguments of graph_task_create (without workflow_id).
+func nodeArgs(o Options, n node) map[string]any {
+	args := map[string]any{"node_id": n.ID, "payload": payloadFor(o, n), "max_attempts": o.MaxAttempts}
 	if len(n.DependsOn) > 0 {
 		args["depends_on"] = n.DependsOn
 	}
 	if len(n.Requires) > 0 {
 		args["requires"] = n.Requires
 	}
+	return args
+}
+
+// createGraph creates the whole diamond in one graph_task_create with
+// nodes and returns each node's first report, in the order of diamond.
+func createGraph(ctx context.Context, cs *mcp.ClientSession, o Options) ([]NodeReport, error) {
+	nodes := make([]any, len(diamond))
+	for i, n := range diamond {
+		nodes[i] = nodeArgs(o, n)
+	}
+	cctx, cancel := context.WithTimeout(ctx, callTimeout)
+	defer cancel()
+	res, err := cs.CallTool(cctx, &mcp.CallToolParams{Name: mcpclient.ToolCreate, Arguments: map[string]any{"workflow_id": o.Workflow, "nodes": nodes}})
+	if err != nil {
+		return nil, fmt.Errorf("create the workflow's %d nodes (all or none; run submit again with --workflow %s to retry): %w", len(diamond), o.Workflow, err)
+	}
+	if res.IsError {
+		return nil, fmt.Errorf("create the workflow: the server refused it, and created none of its nodes: %s (a workflow id that already holds different nodes needs a new --workflow)", mcpclient.TextOf(res.Content))
+	}
+	var out struct {
+		Nodes []struct {
+			NodeID string `json:"node_id"`
+			TaskID string `json:"task_id"`
+			State  string `json:"state"`
+		} `json:"nodes"`
+	}
+	b, err := json.Marshal(res.StructuredContent)
+	if err == nil {
+		err = json.Unmarshal(b, &out)
+	}
+	if err != nil || len(out.Nodes) != len(diamond) {
+		return nil, fmt.Errorf("create the workflow: the answer does not list its %d nodes (%v); is this a graph-engineering server that takes nodes?", len(diamond), err)
+	}
+	reps := make([]NodeReport, len(out.Nodes))
+	for i, n := range out.Nodes {
+		reps[i] = NodeReport{NodeID: n.NodeID, TaskID: n.TaskID, State: n.State}
+	}
+	return reps, nil
+}
+
+// create creates one node and returns its first report and, for a task
+// handle, the server's suggested poll interval.
+func create(ctx context.Context, cs *mcp.ClientSession, o Options, n node) (NodeReport, time.Duration, error) {
+	args := nodeArgs(o, n)
+	args["workflow_id"] = o.Workflow
 	cctx, cancel := context.WithTimeout(ctx, callTimeout)
 	defer cancel()
 	cctx, raw := withRawResult(cctx)

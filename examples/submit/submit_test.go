@@ -145,6 +145,12 @@ func TestConflictingWorkflowIsRefused(t *testing.T) {
 	if code != 1 || !strings.Contains(stderr, "create node a: the server refused it") || !strings.Contains(stderr, "needs a new --workflow") {
 		t.Fatalf("conflicting run: exit %d\n%s", code, stderr)
 	}
+	// Without the Tasks extension the whole graph is one call, refused
+	// whole, naming the node.
+	code, _, stderr = runSubmit(t, "--workflow", "taken", "--fail", "d", "--no-tasks", "--server-cmd", bins.ServerCmd(db))
+	if code != 1 || !strings.Contains(stderr, "created none of its nodes") || !strings.Contains(stderr, `node \"d\" already exists`) {
+		t.Fatalf("conflicting whole-graph run: exit %d\n%s", code, stderr)
+	}
 }
 
 // SIGINT stops following (exit 1) and says the workflow goes on.

@@ -40,6 +40,7 @@ const (
 	kindUsage     // usage: {input_tokens, output_tokens, cost_usd}
 	kindClaimNext // claim_next: {workflow_id, capabilities, lease_ms} (claimNextFields)
 	kindEnum      // kind, on_timeout: one of field.enum
+	kindNodes     // nodes: 1 to taskgraph.MaxCreateNodes objects of nodeFields
 )
 
 var tagRE = regexp.MustCompile(taskgraph.TagPattern)
@@ -56,6 +57,10 @@ type field struct {
 	min, max int64    // for kindInt
 	enum     []string // for kindEnum
 	desc     string
+	// unless names the argument that makes an optional field's absence
+	// valid (node_id, unless nodes is given): a null is then refused as
+	// a missing required value, since omitting it asks for no default.
+	unless string
 }
 
 // taskIDPattern matches a ULID as the store issues them.
@@ -110,6 +115,22 @@ func (f field) schema() map[string]any {
 		for k, v := range inputSchema(claimNextFields) {
 			s[k] = v
 		}
+	case kindNodes:
+		// Each item is the single-node form's fields, whose descriptions
+		// the tool's own fields give once: the items carry only the rules.
+		item := inputSchema(nodeFields)
+		props := map[string]any{}
+		for name, p := range item["properties"].(map[string]any) {
+			q := map[string]any{}
+			for k, v := range p.(map[string]any) {
+				if k != "description" {
+					q[k] = v
+				}
+			}
+			props[name] = q
+		}
+		item["properties"] = props
+		s["type"], s["minItems"], s["maxItems"], s["items"] = "array", 1, taskgraph.MaxCreateNodes, item
 	}
 	return s
 }
@@ -141,6 +162,9 @@ type args struct {
 	// next: graph_task_complete's claim_next, decoded against
 	// claimNextFields; nil when not given.
 	next *args
+	// nodes: graph_task_create's nodes, each decoded against nodeFields;
+	// nil when not given.
+	nodes []*args
 }
 
 func (a *args) has(name string) bool { _, ok := a.raw[name]; return ok }
@@ -242,6 +266,9 @@ func decodeArgs(raw json.RawMessage, fields []field) (*args, error) {
 			// turn a claim of one task into a claim of any task).
 			if f.required {
 				return nil, fieldErrorf(f.name, "%s is required (got null)", f.name)
+			}
+			if f.unless != "" {
+				return nil, fieldErrorf(f.name, "%s is required (got null) unless %s is given", f.name, f.unless)
 			}
 			return nil, fieldErrorf(f.name, "%s must not be null; omit it to use the default", f.name)
 		}
@@ -366,6 +393,8 @@ func (a *args) check(f field, v json.RawMessage) error {
 			return err
 		}
 		a.next = next
+	case kindNodes:
+		return a.checkNodes(f, v)
 	case kindTime:
 		var s string
 		if err := json.Unmarshal(v, &s); err != nil || len(s) > maxTimeLen {
@@ -417,3 +446,60 @@ var (
 	leaseMaxMS = lease.MaxDuration.Milliseconds()
 	waitMaxMS  = taskgraph.MaxClaimWait.Milliseconds()
 )
+
+// checkNodes decodes graph_task_create's nodes: a non-empty array of at most
+// taskgraph.MaxCreateNodes objects and taskgraph.MaxCreateBytes bytes, each
+// checked against nodeFields as the single-node form's fields are. An error
+// names the node by its index and node_id, and the field by its path
+// (nodes[3].depends_on).
+func (a *args) checkNodes(f field, v json.RawMessage) error {
+	if len(v) > taskgraph.MaxCreateBytes {
+		return fieldErrorf(f.name, "%s must be at most %d bytes of JSON (got %d); submit a larger graph in several calls, the later ones naming nodes of the earlier ones in depends_on; nothing was created", f.name, taskgraph.MaxCreateBytes, len(v))
+	}
+	var items []json.RawMessage
+	if err := json.Unmarshal(v, &items); err != nil || len(v) == 0 || v[0] != '[' {
+		return fieldErrorf(f.name, "%s must be an array of node objects, each with node_id and the optional payload, depends_on, max_attempts, priority, requires, retry_delay_ms and not_before", f.name)
+	}
+	if len(items) == 0 {
+		return fieldErrorf(f.name, "%s must hold at least one node (1 to %d); nothing was created", f.name, taskgraph.MaxCreateNodes)
+	}
+	if len(items) > taskgraph.MaxCreateNodes {
+		return fieldErrorf(f.name, "%s must hold 1 to %d nodes (got %d); submit a larger graph in several calls, the later ones naming nodes of the earlier ones in depends_on; nothing was created", f.name, taskgraph.MaxCreateNodes, len(items))
+	}
+	a.nodes = make([]*args, len(items))
+	for i, item := range items {
+		n, err := decodeArgs(item, nodeFields)
+		if errors.Is(err, errArgsNotObject) {
+			return fieldErrorf(fmt.Sprintf("%s[%d]", f.name, i), "%s[%d] must be a JSON object with node_id and the optional fields of a node", f.name, i)
+		}
+		if err != nil {
+			var ae *argError
+			if !errors.As(err, &ae) {
+				return err
+			}
+			at := fmt.Sprintf("%s[%d]", f.name, i)
+			if id, ok := nodeIDOf(item); ok {
+				at += fmt.Sprintf(" (node_id %q)", id)
+			}
+			inner := fmt.Sprintf("%s[%d]", f.name, i)
+			if ae.field != "" {
+				inner += "." + ae.field
+			}
+			return &argError{field: inner, msg: at + ": " + ae.msg}
+		}
+		a.nodes[i] = n
+	}
+	return nil
+}
+
+// nodeIDOf is the node_id of a node object that failed to decode, when it
+// has a valid one, to name the node in the error.
+func nodeIDOf(item json.RawMessage) (string, bool) {
+	var n struct {
+		NodeID string `json:"node_id"`
+	}
+	if json.Unmarshal(item, &n) != nil || !identifierRE.MatchString(n.NodeID) {
+		return "", false
+	}
+	return n.NodeID, true
+}

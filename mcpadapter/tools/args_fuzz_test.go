@@ -339,6 +339,17 @@ func FuzzDecodeArgs(f *testing.F) {
 	seeds := map[string][]string{
 		"graph_task_create": {
 			`{"workflow_id":"wf","node_id":"a"}`,
+			`{"workflow_id":"wf","nodes":[{"node_id":"a"},{"node_id":"b","depends_on":["a"],"payload":{"k":1},"max_attempts":2,"priority":-3,"requires":["gpu"],"retry_delay_ms":0,"not_before":"2026-03-01T12:00:00Z"}]}`,
+			`{"workflow_id":"wf","nodes":[]}`,
+			`{"workflow_id":"wf","nodes":null}`,
+			`{"workflow_id":"wf","nodes":[null]}`,
+			`{"workflow_id":"wf","nodes":[{}]}`,
+			`{"workflow_id":"wf","nodes":[{"node_id":"a","nodes":[]}]}`,
+			`{"workflow_id":"wf","nodes":[{"node_id":"a","max_attempts":0}]}`,
+			`{"workflow_id":"wf","nodes":[{"node_id":"a","depends_on":["b","b"]}]}`,
+			`{"workflow_id":"wf","nodes":[{"node_id":"a","node_id":"b"}]}`,
+			`{"workflow_id":"wf","nodes":{"node_id":"a"}}`,
+			`{"workflow_id":"wf"}`,
 			`{"workflow_id":"wf","node_id":"a","payload":{"x":[1,2,{"y":null}]},"depends_on":["b","c"],"max_attempts":100}`,
 			`{"workflow_id":"wf","node_id":"a","max_attempts":0}`,
 			`{"workflow_id":"wf","node_id":"a","max_attempts":101}`,

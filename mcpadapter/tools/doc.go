@@ -47,6 +47,12 @@
 //     no payload, result or token, at most MaxOutlineTasks tasks and
 //     MaxOutlineBytes bytes of them (truncated says so; counts cover the
 //     whole workflow), texts clipped to MaxOutlineTextBytes.
+//   - Whole-graph submit (graph_task_create with nodes): exactly one of
+//     node_id and nodes; at most MaxCreateNodes nodes and MaxCreateBytes of
+//     their JSON, each checked against the single-node fields; created by
+//     one Store.CreateWorkflow, all or nothing; answered node by node with
+//     a receipt that binds no task. Through the Tasks extension a graph
+//     gets this ordinary result, never a handle.
 //   - Reports: graph_task_heartbeat, graph_task_complete and graph_task_fail
 //     take optional progress, status_message and usage, checked by their
 //     own kinds (report.go) as the store checks them; a task answer carries

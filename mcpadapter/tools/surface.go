@@ -283,6 +283,10 @@ func (s *Surface) toolResult(c Caller, tool string, out *toolOutput, observe boo
 	if out.Workflow != nil {
 		v = outlineOutput{Workflow: out.Workflow, Receipt: rec}
 	}
+	if out.Graph != nil {
+		out.Graph.Receipt = rec
+		v = out.Graph
+	}
 	b, err := json.Marshal(v)
 	if err != nil {
 		return nil, s.internal(tool, err)

@@ -77,14 +77,26 @@ type TaskResult struct {
 // CreateTask runs graph_task_create for a request that declares the Tasks
 // extension: a task handle once the task is durably created (or found, for
 // an idempotent repeat), else the ordinary tool result (invalid arguments, a
-// refusal), which is always a compliant answer. The surface must offer
+// refusal), which is always a compliant answer; a whole graph (nodes) is
+// answered with the ordinary tool result too. The surface must offer
 // graph_task_create.
 func (s *Surface) CreateTask(ctx context.Context, c Caller, rawArgs json.RawMessage) (mcp.Result, error) {
 	ctx = c.storeContext(ctx)
 	a, err := s.admit(ctx, c, manifest.ToolCreate, rawArgs)
+	if err == nil && a.nodes != nil {
+		// A handle stands for one task: a whole graph is answered as
+		// graph_task_create answers it without the extension (a
+		// synchronous result is always a compliant answer).
+		var out *toolOutput
+		if out, err = s.run(ctx, manifest.ToolCreate, a); err == nil {
+			return s.toolResult(c, manifest.ToolCreate, out, true)
+		}
+	}
 	var created taskgraph.Created
 	if err == nil {
-		created, err = s.store.CreateTask(withRequestIDOf(ctx, a), a.str["workflow_id"], nodeSpecOf(a))
+		if err = createForm(a); err == nil {
+			created, err = s.store.CreateTask(withRequestIDOf(ctx, a), a.str["workflow_id"], nodeSpecOf(a))
+		}
 	}
 	if err != nil {
 		res, err := s.toolError(ctx, manifest.ToolCreate, err)

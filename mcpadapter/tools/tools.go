@@ -37,6 +37,9 @@ type toolOutput struct {
 	// Workflow: graph_task_inspect's outline form only, which then has no
 	// task (see outlineOutput).
 	Workflow *outlineJSON `json:"-"`
+	// Graph: graph_task_create's whole-graph form only, which then has
+	// no task (see graphOutput).
+	Graph *graphOutput `json:"-"`
 	// next is the next claim's answer (its Next), nil when nothing was
 	// claimed.
 	next *toolOutput
@@ -72,6 +75,29 @@ var (
 	holderFields = []field{fTaskID, fOwner, fGeneration, fClaimToken}
 	fRequestID   = field{name: "request_id", kind: kindIdentifier, desc: "optional: your id for this call (a new UUID per call, " + taskgraph.IdentifierPattern + "); repeat the call with the same request_id to retry it after an error that says it may have been applied: the server answers a call it already applied as it did then, and never applies it twice (kept for 24 hours)"}
 )
+
+// nodeFields are the fields of one node: graph_task_create's single-node
+// form (without workflow_id and request_id), and each of its nodes.
+var nodeFields = []field{
+	{name: "node_id", kind: kindIdentifier, required: true, desc: "the task's name within the workflow"},
+	{name: "payload", kind: kindObject, desc: "what the worker needs: a JSON object of at most 64 KiB (default {})"},
+	{name: "depends_on", kind: kindIdentifierList, desc: fmt.Sprintf("node ids of the same workflow that must complete first (at most %d)", taskgraph.MaxDependsOn)},
+	{name: "max_attempts", kind: kindInt, min: taskgraph.MinMaxAttempts, max: taskgraph.MaxMaxAttempts, desc: fmt.Sprintf("how many claims the task may take before it fails (default %d)", taskgraph.DefaultMaxAttempts)},
+	{name: "priority", kind: kindInt, min: taskgraph.MinPriority, max: taskgraph.MaxPriority, desc: fmt.Sprintf("claim-next takes the highest priority first, the oldest task first within a priority (%d..%d, default 0)", taskgraph.MinPriority, taskgraph.MaxPriority)},
+	{name: "requires", kind: kindTagList, max: taskgraph.MaxRequires, desc: fmt.Sprintf("capabilities a worker must advertise to claim the task: at most %d tags, each %s (stored sorted and deduplicated; default none)", taskgraph.MaxRequires, taskgraph.TagPattern)},
+	{name: "retry_delay_ms", kind: kindInt, min: 0, max: taskgraph.MaxRetryDelay.Milliseconds(), desc: fmt.Sprintf("wait before the first retry of a retryable failure, in milliseconds, doubling per retry and capped at %d (0..%d, default %d; 0 retries at once)", taskgraph.MaxRetryDelay.Milliseconds(), taskgraph.MaxRetryDelay.Milliseconds(), taskgraph.DefaultRetryDelay.Milliseconds())},
+	{name: "not_before", kind: kindTime, desc: "RFC 3339 timestamp (UTC, e.g. 2026-03-01T12:00:00Z): the task is not claimable before it (server time); at most 365 days ahead; a past time means now. Applies at creation only"},
+	{name: "concurrency_key", kind: kindIdentifier, desc: "a name shared by tasks that must be limited together (for example one per LLM provider or repository); its limit caps how many of them are claimed at once and how many claims it grants per interval (default none)"},
+	{name: "concurrency_max_claimed", kind: kindInt, min: 0, max: taskgraph.MaxKeyClaimed, desc: fmt.Sprintf("with concurrency_key: at most this many of the key's tasks claimed at once (0..%d, 0 no cap). Sets the key's limit only while it has none; an operator changes it", taskgraph.MaxKeyClaimed)},
+	{name: "concurrency_rate", kind: kindInt, min: 0, max: taskgraph.MaxKeyRate, desc: fmt.Sprintf("with concurrency_key and concurrency_rate_interval_ms: at most this many claims of the key's tasks in any interval (0..%d, 0 no rate)", taskgraph.MaxKeyRate)},
+	{name: "concurrency_rate_interval_ms", kind: kindInt, min: 0, max: taskgraph.MaxKeyRateInterval.Milliseconds(), desc: fmt.Sprintf("the interval of concurrency_rate, in milliseconds of server time (1..%d)", taskgraph.MaxKeyRateInterval.Milliseconds())},
+	{name: "kind", kind: kindEnum, enum: []string{taskgraph.KindTask, taskgraph.KindGate}, desc: "task (default): claimed by workers; gate: an approval gate that no worker or tool can claim, complete or approve. Once its dependencies complete it awaits a person's decision (an operator, or an HTTP principal with the approve role): approval completes it, rejection fails it and cancels its dependents"},
+	{name: "gate_timeout_ms", kind: kindInt, min: time.Second.Milliseconds(), max: taskgraph.MaxGateTimeout.Milliseconds(), desc: "gates only: how long the gate awaits a decision once its dependencies completed, in milliseconds; then the server decides as on_timeout says (default: waits for a person)"},
+	{name: "on_timeout", kind: kindEnum, enum: []string{taskgraph.OnTimeoutApprove, taskgraph.OnTimeoutReject}, desc: "gates only, required with gate_timeout_ms: the decision the server makes at the timeout"},
+}
+
+// fNodes is graph_task_create's whole-graph form.
+var fNodes = field{name: "nodes", kind: kindNodes, desc: fmt.Sprintf("instead of node_id and its fields: the nodes of a graph to create at once, all or none (1 to %d, at most %d bytes of JSON), each an object of node_id and the optional fields of the single form (payload, depends_on, max_attempts, priority, requires, retry_delay_ms, not_before, concurrency_*, kind, gate_timeout_ms, on_timeout), with the same rules", taskgraph.MaxCreateNodes, taskgraph.MaxCreateBytes)}
 
 // withRequestID is fields with request_id, the optional id of a call that
 // may be retried safely (MCP.md §4, "Request ids").
@@ -127,31 +153,18 @@ func toolDefs() []toolDef {
 			},
 		},
 		{
-			name: manifest.ToolCreate, title: "Create a task",
+			name: manifest.ToolCreate, title: "Create a task or a graph",
 			desc: "Create a task (a node of a workflow's DAG). It is ready to claim once every node in depends_on has completed (and not_before has passed), by a worker whose capabilities include its requires. A retryable failure is retried after retry_delay_ms, doubling per retry (at most 15 minutes). " +
 				"A task with a concurrency_key is claimed only while its key's limit allows. " +
-				"Idempotent: creating the same workflow_id and node_id again with the same payload, depends_on, max_attempts, priority, requires, retry_delay_ms and concurrency_key returns the existing task (created: false); different content is rejected.",
-			fields: withRequestID([]field{
+				"Idempotent: creating the same workflow_id and node_id again with the same payload, depends_on, max_attempts, priority, requires, retry_delay_ms, concurrency_key and kind returns the existing task (created: false); different content is rejected. " +
+				fmt.Sprintf("To create a whole graph in one call, give nodes instead of node_id and its fields: 1 to %d nodes (at most %d KiB), each with node_id and the same optional fields; depends_on may name nodes of the same call or existing ones. All are created, or none: a cycle, an unknown dependency or a node that exists with different content refuses the call, naming the node. The answer's nodes gives each node's task_id, state and created.", taskgraph.MaxCreateNodes, taskgraph.MaxCreateBytes>>10),
+			fields: withRequestID(append(append([]field{
 				{name: "workflow_id", kind: kindIdentifier, required: true, desc: "the workflow (DAG) the task belongs to; created on first use"},
-				{name: "node_id", kind: kindIdentifier, required: true, desc: "the task's name within the workflow"},
-				{name: "payload", kind: kindObject, desc: "what the worker needs: a JSON object of at most 64 KiB (default {})"},
-				{name: "depends_on", kind: kindIdentifierList, desc: fmt.Sprintf("node ids of the same workflow that must complete first (at most %d)", taskgraph.MaxDependsOn)},
-				{name: "max_attempts", kind: kindInt, min: taskgraph.MinMaxAttempts, max: taskgraph.MaxMaxAttempts, desc: fmt.Sprintf("how many claims the task may take before it fails (default %d)", taskgraph.DefaultMaxAttempts)},
-				{name: "priority", kind: kindInt, min: taskgraph.MinPriority, max: taskgraph.MaxPriority, desc: fmt.Sprintf("claim-next takes the highest priority first, the oldest task first within a priority (%d..%d, default 0)", taskgraph.MinPriority, taskgraph.MaxPriority)},
-				{name: "requires", kind: kindTagList, max: taskgraph.MaxRequires, desc: fmt.Sprintf("capabilities a worker must advertise to claim the task: at most %d tags, each %s (stored sorted and deduplicated; default none)", taskgraph.MaxRequires, taskgraph.TagPattern)},
-				{name: "retry_delay_ms", kind: kindInt, min: 0, max: taskgraph.MaxRetryDelay.Milliseconds(), desc: fmt.Sprintf("wait before the first retry of a retryable failure, in milliseconds, doubling per retry and capped at %d (0..%d, default %d; 0 retries at once)", taskgraph.MaxRetryDelay.Milliseconds(), taskgraph.MaxRetryDelay.Milliseconds(), taskgraph.DefaultRetryDelay.Milliseconds())},
-				{name: "not_before", kind: kindTime, desc: "RFC 3339 timestamp (UTC, e.g. 2026-03-01T12:00:00Z): the task is not claimable before it (server time); at most 365 days ahead; a past time means now. Applies at creation only"},
-				{name: "concurrency_key", kind: kindIdentifier, desc: "a name shared by tasks that must be limited together (for example one per LLM provider or repository); its limit caps how many of them are claimed at once and how many claims it grants per interval (default none)"},
-				{name: "concurrency_max_claimed", kind: kindInt, min: 0, max: taskgraph.MaxKeyClaimed, desc: fmt.Sprintf("with concurrency_key: at most this many of the key's tasks claimed at once (0..%d, 0 no cap). Sets the key's limit only while it has none; an operator changes it", taskgraph.MaxKeyClaimed)},
-				{name: "concurrency_rate", kind: kindInt, min: 0, max: taskgraph.MaxKeyRate, desc: fmt.Sprintf("with concurrency_key and concurrency_rate_interval_ms: at most this many claims of the key's tasks in any interval (0..%d, 0 no rate)", taskgraph.MaxKeyRate)},
-				{name: "concurrency_rate_interval_ms", kind: kindInt, min: 0, max: taskgraph.MaxKeyRateInterval.Milliseconds(), desc: fmt.Sprintf("the interval of concurrency_rate, in milliseconds of server time (1..%d)", taskgraph.MaxKeyRateInterval.Milliseconds())},
-				{name: "kind", kind: kindEnum, enum: []string{taskgraph.KindTask, taskgraph.KindGate}, desc: "task (default): claimed by workers; gate: an approval gate that no worker or tool can claim, complete or approve. Once its dependencies complete it awaits a person's decision (an operator, or an HTTP principal with the approve role): approval completes it, rejection fails it and cancels its dependents"},
-				{name: "gate_timeout_ms", kind: kindInt, min: time.Second.Milliseconds(), max: taskgraph.MaxGateTimeout.Milliseconds(), desc: "gates only: how long the gate awaits a decision once its dependencies completed, in milliseconds; then the server decides as on_timeout says (default: waits for a person)"},
-				{name: "on_timeout", kind: kindEnum, enum: []string{taskgraph.OnTimeoutApprove, taskgraph.OnTimeoutReject}, desc: "gates only, required with gate_timeout_ms: the decision the server makes at the timeout"},
-			}...),
-			annotations: &mcp.ToolAnnotations{Title: "Create a task", IdempotentHint: true, DestructiveHint: boolPtr(false), OpenWorldHint: boolPtr(false)},
-			extraOutput: map[string]any{"created": map[string]any{"type": "boolean"}},
-			required:    []string{"created", "task"},
+				{name: "node_id", kind: kindIdentifier, unless: "nodes", desc: "the task's name within the workflow (required unless nodes is given)"},
+			}, nodeFields[1:]...), fNodes)...),
+			annotations: &mcp.ToolAnnotations{Title: "Create a task or a graph", IdempotentHint: true, DestructiveHint: boolPtr(false), OpenWorldHint: boolPtr(false)},
+			extraOutput: map[string]any{"created": map[string]any{"type": "boolean", "description": "whether this call created the task (with nodes: any task)"}, "nodes": createdNodesSchema()},
+			required:    []string{"created"},
 		},
 		{
 			name: manifest.ToolFail, title: "Fail a claimed task",
@@ -194,13 +207,7 @@ func (s *Surface) run(ctx context.Context, tool string, a *args) (*toolOutput, e
 	ctx = withReportOf(withRequestIDOf(ctx, a), a)
 	switch tool {
 	case manifest.ToolCreate:
-		c, err := s.store.CreateTask(ctx, a.str["workflow_id"], nodeSpecOf(a))
-		if err != nil {
-			return nil, err
-		}
-		out := taskOutput(c.Task)
-		out.Created = boolPtr(c.Created)
-		return out, nil
+		return s.create(ctx, a)
 	case manifest.ToolClaim:
 		return s.claim(ctx, a)
 	case manifest.ToolHeartbeat:
@@ -249,23 +256,6 @@ func holderOf(a *args) lease.Holder {
 }
 
 func taskOutput(t taskgraph.Task) *toolOutput { return &toolOutput{Task: renderTask(t)} }
-
-// nodeSpecOf is the task graph_task_create's arguments describe.
-func nodeSpecOf(a *args) taskgraph.NodeSpec {
-	spec := taskgraph.NodeSpec{NodeID: a.str["node_id"], Payload: a.raw["payload"], DependsOn: a.lst["depends_on"], MaxAttempts: int(a.num["max_attempts"]), Priority: int(a.num["priority"]),
-		Requires: a.lst["requires"], NotBefore: a.tim["not_before"],
-		Kind: a.str["kind"], GateTimeout: time.Duration(a.num["gate_timeout_ms"]) * time.Millisecond, OnTimeout: a.str["on_timeout"]}
-	if a.has("retry_delay_ms") {
-		d := time.Duration(a.num["retry_delay_ms"]) * time.Millisecond
-		spec.RetryDelay = &d
-	}
-	spec.ConcurrencyKey = a.str["concurrency_key"]
-	if a.has("concurrency_max_claimed") || a.has("concurrency_rate") || a.has("concurrency_rate_interval_ms") {
-		spec.KeyLimit = &taskgraph.KeyLimit{MaxClaimed: int(a.num["concurrency_max_claimed"]), Rate: int(a.num["concurrency_rate"]),
-			RateInterval: time.Duration(a.num["concurrency_rate_interval_ms"]) * time.Millisecond}
-	}
-	return spec
-}
 
 // WaitLimitHint is the hint of a claim-next that found no task while the
 // server already held its maximum of parked claims (taskgraph.ErrWaitLimit).

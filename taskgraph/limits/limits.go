@@ -19,6 +19,13 @@ const (
 	MaxDependsOn = 64
 	// MaxTasksPerWorkflow bounds the tasks of one workflow.
 	MaxTasksPerWorkflow = 10_000
+	// MaxCreateNodes bounds the nodes of one whole-graph submit over MCP
+	// (graph_task_create's nodes); the store's CreateWorkflow itself
+	// takes up to MaxTasksPerWorkflow.
+	MaxCreateNodes = 1000
+	// MaxCreateBytes bounds the JSON text of one whole-graph submit's
+	// nodes over MCP (as sent, payloads included).
+	MaxCreateBytes = 512 << 10
 	// DefaultMaxAttempts is NodeSpec.MaxAttempts's default.
 	DefaultMaxAttempts = 3
 	// MinPriority is the lowest NodeSpec.Priority (default 0).

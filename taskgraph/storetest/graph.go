@@ -3,6 +3,7 @@ package storetest
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"reflect"
 	"slices"
 	"strings"
@@ -20,6 +21,7 @@ var graphTests = []test{
 	{"RecentWorkflowsNewestFirst", testRecentWorkflows},
 	{"PeekTaskLeavesALapsedLease", testPeekTask},
 	{"RejectedGraphsWriteNothing", testRejectedGraphsWriteNothing},
+	{"RefusedGraphIsAllOrNothing", testRefusedGraphIsAllOrNothing},
 	{"FailureCancelsDownstream", testFailureCancelsDownstream},
 	{"RetryUpToMaxAttempts", testRetryUpToMaxAttempts},
 	{"IdempotentCreate", testIdempotentCreate},
@@ -101,9 +103,87 @@ func testRejectedGraphsWriteNothing(t *testing.T, h Harness) {
 		}
 	}
 	_, err := e.s.CreateWorkflow(e.ctx, "wf", []tg.NodeSpec{{NodeID: "x", DependsOn: []string{"y"}}, {NodeID: "y", DependsOn: []string{"x"}}})
-	if err == nil || !strings.Contains(err.Error(), "cycle") || !strings.Contains(err.Error(), "x, y") {
-		t.Errorf("cycle error does not name the nodes: %v", err)
+	if err == nil || !strings.Contains(err.Error(), "cycle") || !strings.Contains(err.Error(), `node "x"`) || !strings.Contains(err.Error(), "x -> y -> x") {
+		t.Errorf("cycle error does not name the node and the cycle's path: %v", err)
 	}
+	// A node downstream of a cycle is not on it: the path is the cycle's.
+	_, err = e.s.CreateWorkflow(e.ctx, "wf", []tg.NodeSpec{{NodeID: "a", DependsOn: []string{"x"}}, {NodeID: "x", DependsOn: []string{"z"}},
+		{NodeID: "y", DependsOn: []string{"x", "root"}}, {NodeID: "z", DependsOn: []string{"y"}}})
+	if err == nil || !strings.Contains(err.Error(), "x -> z -> y -> x") || strings.Contains(err.Error(), "a ->") {
+		t.Errorf("cycle error does not give the cycle's path: %v", err)
+	}
+	e.verify(t)
+}
+
+// testRefusedGraphIsAllOrNothing: a whole graph refused late — its last node
+// names an unknown dependency, or repeats an existing node with different
+// content — after every other node was inserted leaves nothing behind: no
+// task, no event, no workflow, the audit chain's head unchanged, and the
+// history still verifies. The same graph, corrected, is then created whole,
+// and created again returns the same tasks.
+func testRefusedGraphIsAllOrNothing(t *testing.T, h Harness) {
+	e := setup(t, h)
+	e.create(t, "old", "root")
+	chain := func(n int) []tg.NodeSpec {
+		specs := make([]tg.NodeSpec, n)
+		for i := range specs {
+			specs[i] = tg.NodeSpec{NodeID: fmt.Sprintf("n%03d", i), Payload: json.RawMessage(fmt.Sprintf(`{"i":%d}`, i))}
+			if i > 0 {
+				specs[i].DependsOn = []string{fmt.Sprintf("n%03d", i-1)}
+			}
+		}
+		return specs
+	}
+	head, err := e.s.AuditHead(e.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := e.db.Snapshot(t)
+	unknown := append(chain(300), tg.NodeSpec{NodeID: "last", DependsOn: []string{"n299", "nope"}})
+	conflict := append(chain(300), tg.NodeSpec{NodeID: "root", Payload: json.RawMessage(`{"different":true}`)})
+	for _, c := range []struct {
+		name, wf string
+		nodes    []tg.NodeSpec
+		want     error
+		says     string
+	}{
+		{"unknown dependency, new workflow", "new", unknown, tg.ErrInvalid, `node "last" depends on "nope"`},
+		{"unknown dependency, existing workflow", "old", unknown, tg.ErrInvalid, `node "last" depends on "nope"`},
+		{"conflicting node", "old", conflict, tg.ErrConflict, `node "root" already exists`},
+	} {
+		_, err := e.s.CreateWorkflow(e.ctx, c.wf, c.nodes)
+		if !errors.Is(err, c.want) || !strings.Contains(err.Error(), c.says) {
+			t.Errorf("%s: err = %v, want %v saying %s", c.name, err, c.want, c.says)
+		}
+		if e.db.Snapshot(t) != before {
+			t.Errorf("%s: the database changed", c.name)
+		}
+		if got, err := e.s.AuditHead(e.ctx); err != nil || got != head {
+			t.Errorf("%s: audit head %v (err %v), want %v unchanged", c.name, got, err, head)
+		}
+		if _, err := e.s.WorkflowSummary(e.ctx, "new"); !errors.Is(err, tg.ErrNotFound) {
+			t.Errorf("%s: workflow new exists after a refused creation (err %v)", c.name, err)
+		}
+	}
+	e.verify(t)
+	fixed := append(chain(300), tg.NodeSpec{NodeID: "last", DependsOn: []string{"n299"}})
+	made, err := e.s.CreateWorkflow(e.ctx, "new", fixed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := e.s.CreateWorkflow(e.ctx, "new", fixed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range made {
+		if !made[i].Created || again[i].Created || again[i].Task.TaskID != made[i].Task.TaskID {
+			t.Fatalf("node %d: first %+v, again %+v: a repeated graph must return the same tasks", i, made[i], again[i])
+		}
+	}
+	if made[0].Task.State != tg.StatePending || made[300].Task.State != tg.StateBlocked {
+		t.Errorf("states %s, %s; want pending, blocked", made[0].Task.State, made[300].Task.State)
+	}
+	e.verify(t)
 }
 
 func testFailureCancelsDownstream(t *testing.T, h Harness) {

@@ -17,6 +17,8 @@ var operatorTests = []test{
 	{"RequeueFailedRevivesDiamond", testRequeueFailedRevivesDiamond},
 	{"RequeueLeavesDependentsOfOtherFailures", testRequeueLeavesDependentsOfOtherFailures},
 	{"RequeueRefuses", testRequeueRefuses},
+	{"RequeueFailedReplaysDeadLetters", testRequeueFailedReplaysDeadLetters},
+	{"RequeueFailedBatchesAndRefuses", testRequeueFailedBatchesAndRefuses},
 	{"SkipFailedRevivesDependents", testSkipFailedRevivesDependents},
 	{"SkipBlockedKeepsCountersRight", testSkipBlockedKeepsCountersRight},
 	{"SkipClaimedFencesHolder", testSkipClaimedFencesHolder},
