@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -99,32 +98,43 @@ func holderArgs(h lease.Holder) map[string]any {
 	return map[string]any{"task_id": h.TaskID, "owner": h.Owner, "generation": h.Generation, "claim_token": h.Token}
 }
 
+// claimAnswer is the part of graph_task_claim's answer (and of
+// graph_task_complete's next) a bench worker needs.
+type claimAnswer struct {
+	Claimed bool `json:"claimed"`
+	Task    *struct {
+		TaskID string `json:"task_id"`
+	} `json:"task"`
+	Lease *struct {
+		Owner      string `json:"owner"`
+		Generation int64  `json:"generation"`
+		ClaimToken string `json:"claim_token"`
+	} `json:"lease"`
+}
+
+// holder is the claim's holder, or an error naming what for a claim
+// without a task and a lease.
+func (a *claimAnswer) holder(what string) (lease.Holder, error) {
+	if a == nil || a.Task == nil || a.Lease == nil {
+		return lease.Holder{}, fmt.Errorf("%s: claimed without a task and a lease", what)
+	}
+	return lease.Holder{TaskID: a.Task.TaskID, Owner: a.Lease.Owner, Generation: a.Lease.Generation, Token: a.Lease.ClaimToken}, nil
+}
+
 func (c mcpBenchClient) claim(ctx context.Context, owner string) (lease.Holder, bool, error) {
 	raw, err := c.call(ctx, manifest.ToolClaim, map[string]any{"owner": owner, "lease_ms": benchLeaseMs, "wait_ms": 100}, true)
 	if err != nil {
 		return lease.Holder{}, false, err
 	}
-	var out struct {
-		Claimed bool `json:"claimed"`
-		Task    *struct {
-			TaskID string `json:"task_id"`
-		} `json:"task"`
-		Lease *struct {
-			Owner      string `json:"owner"`
-			Generation int64  `json:"generation"`
-			ClaimToken string `json:"claim_token"`
-		} `json:"lease"`
-	}
+	var out claimAnswer
 	if err := json.Unmarshal(raw, &out); err != nil {
 		return lease.Holder{}, false, fmt.Errorf("claim result: %w", err)
 	}
 	if !out.Claimed {
 		return lease.Holder{}, false, nil
 	}
-	if out.Task == nil || out.Lease == nil {
-		return lease.Holder{}, false, errors.New("claim result: claimed without a task and a lease")
-	}
-	return lease.Holder{TaskID: out.Task.TaskID, Owner: out.Lease.Owner, Generation: out.Lease.Generation, Token: out.Lease.ClaimToken}, true, nil
+	h, err := out.holder("claim result")
+	return h, err == nil, err
 }
 
 func (c mcpBenchClient) heartbeat(ctx context.Context, h lease.Holder) error {
@@ -152,17 +162,8 @@ func (c mcpBenchClient) completeAndClaim(ctx context.Context, h lease.Holder, re
 		return lease.Holder{}, false, err
 	}
 	var out struct {
-		ClaimedNext bool `json:"claimed_next"`
-		Next        *struct {
-			Task *struct {
-				TaskID string `json:"task_id"`
-			} `json:"task"`
-			Lease *struct {
-				Owner      string `json:"owner"`
-				Generation int64  `json:"generation"`
-				ClaimToken string `json:"claim_token"`
-			} `json:"lease"`
-		} `json:"next"`
+		ClaimedNext bool         `json:"claimed_next"`
+		Next        *claimAnswer `json:"next"`
 	}
 	if err := json.Unmarshal(raw, &out); err != nil {
 		return lease.Holder{}, false, fmt.Errorf("complete result: %w", err)
@@ -170,11 +171,8 @@ func (c mcpBenchClient) completeAndClaim(ctx context.Context, h lease.Holder, re
 	if !out.ClaimedNext {
 		return lease.Holder{}, false, nil
 	}
-	if out.Next == nil || out.Next.Task == nil || out.Next.Lease == nil {
-		return lease.Holder{}, false, errors.New("complete result: claimed_next without a task and a lease")
-	}
-	n := out.Next
-	return lease.Holder{TaskID: n.Task.TaskID, Owner: n.Lease.Owner, Generation: n.Lease.Generation, Token: n.Lease.ClaimToken}, true, nil
+	next, err := out.Next.holder("complete result's next")
+	return next, err == nil, err
 }
 
 func (c mcpBenchClient) close() error { return c.cs.Close() }
