@@ -153,7 +153,7 @@ func (w *wtx) keyFreed(key string) error {
 	if err != nil || !ok {
 		return err
 	}
-	w.out.ready = append(w.out.ready, readyRef{workflow: t.WorkflowID, requires: t.Requires})
+	w.out.ready = append(w.out.ready, readyRef{Workflow: t.WorkflowID, Requires: t.Requires})
 	return nil
 }
 
