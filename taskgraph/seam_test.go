@@ -24,8 +24,14 @@ func TestDomainImportsNoDriver(t *testing.T) {
 		dir, pkg string
 		may      []string
 	}{
-		{".", "taskgraph", append([]string{"taskgraph/audit", "taskgraph/jsonvalue", "taskgraph/workreport"}, leaves...)},
+		{".", "taskgraph", append([]string{"taskgraph/audit", "taskgraph/jsonvalue", "taskgraph/workreport",
+			"taskgraph/rules", "taskgraph/keyrate", "taskgraph/waitq"}, leaves...)},
 		{"./audit", "taskgraph/audit", leaves},
+		// The leaves split out of taskgraph never import it (no cycle,
+		// no store state) nor each other beyond rules.
+		{"./rules", "taskgraph/rules", leaves},
+		{"./keyrate", "taskgraph/keyrate", append([]string{"taskgraph/rules"}, leaves...)},
+		{"./waitq", "taskgraph/waitq", append([]string{"taskgraph/rules"}, leaves...)},
 	} {
 		out, err := exec.Command(goTool, "list", "-deps", c.dir).Output()
 		if err != nil {
