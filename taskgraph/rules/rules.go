@@ -11,7 +11,7 @@ import (
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/limits"
 )
 
-// ErrInvalid: the input broke a bound or rule; see *ValidationError.
+// ErrInvalid means the input broke a bound or rule; see *ValidationError.
 var ErrInvalid = errors.New("invalid input")
 
 // ValidationError names the field that broke a rule. It matches ErrInvalid.
