@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/limits"
+	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/retry"
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/rules"
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/tgdriver"
 )
@@ -73,20 +74,12 @@ var (
 	subsetOf    = rules.SubsetOf
 )
 
-// backoff is the wait before the retry that follows failed attempt n (from
-// 1): base * 2^(n-1), at most MaxRetryDelay; 0 when base is 0.
-func backoff(base time.Duration, n int) time.Duration {
-	if base <= 0 {
-		return 0
-	}
-	d := base
-	for i := 1; i < n && d < MaxRetryDelay; i++ {
-		d *= 2
-	}
-	return min(d, MaxRetryDelay)
-}
+// backoff and leaseLossDelay are the retry timing of package retry.
+var (
+	backoff        = retry.Backoff
+	leaseLossDelay = retry.LeaseLossDelay
+)
 
-// waitingStatus is the status message of a pending task that is not yet due.
 // DefaultMaxLeaseLosses is Options.MaxLeaseLosses's default, and
 // MaxMaxLeaseLosses its bound.
 const (
@@ -94,19 +87,7 @@ const (
 	MaxMaxLeaseLosses     = 100
 )
 
-// leaseLossDelay is how long a task whose lease was just lost for the
-// losses-th time waits before it is claimable again: the first loss
-// (usually a worker that died) reclaims at once; from the second on the
-// task's retry backoff applies, base * 2^(losses-2), at most MaxRetryDelay,
-// so a task that keeps killing its workers stops taking them one after the
-// other (and fails at Options.MaxLeaseLosses).
-func leaseLossDelay(base time.Duration, losses int) time.Duration {
-	if losses < 2 {
-		return 0
-	}
-	return backoff(base, losses-1)
-}
-
+// waitingStatus is the status message of a pending task that is not yet due.
 func waitingStatus(due time.Time, why string) string {
 	return fmt.Sprintf("waiting until %s (%s)", due.UTC().Format(time.RFC3339Nano), why)
 }
