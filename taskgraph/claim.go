@@ -124,14 +124,14 @@ func (s *Store) Claim(ctx context.Context, req ClaimRequest) (c Claimed, ok bool
 	}
 	deadline := time.Now().Add(req.Wait)
 	// Registered before the first try, so that no wake-up is missed.
-	wt := s.notify.add(req.WorkflowID, caps)
+	wt := s.notify.Add(req.WorkflowID, caps)
 	if wt == nil {
 		if c, ok, err = try(); err != nil || ok {
 			return c, ok, err
 		}
 		return Claimed{}, false, fmt.Errorf("claim next: %w (%d claim-next calls are waiting); nothing was claimed: retry after a moment", ErrWaitLimit, s.opts.MaxWaiters)
 	}
-	defer s.notify.remove(wt)
+	defer s.notify.Remove(wt)
 	for {
 		if c, ok, err = try(); err != nil || ok {
 			return c, ok, err
@@ -183,7 +183,7 @@ func (s *Store) park(ctx context.Context, wt *waiter, sleep time.Duration) error
 	t := time.NewTimer(sleep)
 	defer t.Stop()
 	select {
-	case <-wt.ch:
+	case <-wt.Woken():
 	case <-t.C:
 	case <-ctx.Done():
 		return ctx.Err()
@@ -197,7 +197,7 @@ func (s *Store) park(ctx context.Context, wt *waiter, sleep time.Duration) error
 
 // Waiters returns how many claim-next calls are waiting for a task to become
 // ready right now.
-func (s *Store) Waiters() int { return s.notify.len() }
+func (s *Store) Waiters() int { return s.notify.Len() }
 
 // nextTimers returns the next lease expiry and the next due time, those
 // that exist.

@@ -15,6 +15,7 @@ import (
 	"crypto/rand"
 	"github.com/oklog/ulid/v2"
 
+	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/dag"
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/tgdriver"
 )
 
@@ -85,79 +86,13 @@ func (s *Store) CreateWorkflow(ctx context.Context, workflowID string, nodes []N
 
 // topoOrder orders the nodes of one creation so that every node comes after
 // the nodes of the same creation it depends on, or reports a cycle
-// (cycleError).
+// (dag.Order).
 func topoOrder(nodes []normalizedNode, index map[string]int) ([]int, error) {
-	indeg := make([]int, len(nodes))
-	dependents := make([][]int, len(nodes))
+	ids, deps := make([]string, len(nodes)), make([][]string, len(nodes))
 	for i, n := range nodes {
-		for _, d := range n.DependsOn {
-			if j, ok := index[d]; ok {
-				indeg[i]++
-				dependents[j] = append(dependents[j], i)
-			}
-		}
+		ids[i], deps[i] = n.NodeID, n.DependsOn
 	}
-	queue := make([]int, 0, len(nodes))
-	for i := range nodes {
-		if indeg[i] == 0 {
-			queue = append(queue, i)
-		}
-	}
-	for k := 0; k < len(queue); k++ {
-		for _, j := range dependents[queue[k]] {
-			if indeg[j]--; indeg[j] == 0 {
-				queue = append(queue, j)
-			}
-		}
-	}
-	if len(queue) != len(nodes) {
-		return nil, cycleError(nodes, index, indeg)
-	}
-	return queue, nil
-}
-
-// maxCyclePath bounds the nodes a cycle error spells out.
-const maxCyclePath = 16
-
-// cycleError names one cycle of a creation by its path: the nodes left with
-// unmet dependencies after a topological sort (indeg > 0) each depend on at
-// least one other such node, so following those dependencies from the
-// smallest one (the smallest dependency first, for a stable message) must
-// come back to a node already on the path.
-func cycleError(nodes []normalizedNode, index map[string]int, indeg []int) error {
-	start := -1
-	for i, d := range indeg {
-		if d > 0 && (start < 0 || nodes[i].NodeID < nodes[start].NodeID) {
-			start = i
-		}
-	}
-	onPath := map[int]int{}
-	var path []int
-	for i := start; ; {
-		if at, seen := onPath[i]; seen {
-			path = append(path[at:], i)
-			break
-		}
-		onPath[i] = len(path)
-		path = append(path, i)
-		next := -1
-		for _, d := range nodes[i].DependsOn {
-			if j, ok := index[d]; ok && indeg[j] > 0 && (next < 0 || d < nodes[next].NodeID) {
-				next = j
-			}
-		}
-		i = next
-	}
-	names := make([]string, 0, min(len(path), maxCyclePath+1))
-	for k, i := range path {
-		if k == maxCyclePath && len(path) > maxCyclePath+1 {
-			names = append(names, fmt.Sprintf("… (%d more) …", len(path)-maxCyclePath-1), nodes[path[len(path)-1]].NodeID)
-			break
-		}
-		names = append(names, nodes[i].NodeID)
-	}
-	return invalid("depends_on", "node %q is on a dependency cycle: %s (each depends on the next); a workflow must be acyclic, and nothing was created",
-		nodes[path[0]].NodeID, strings.Join(names, " -> "))
+	return dag.Order(ids, deps, index)
 }
 
 func (w *wtx) createNodes(workflowID string, nodes []normalizedNode, order []int, out []Created) error {

@@ -78,7 +78,8 @@
 // CreateWorkflow creates many nodes of one workflow in one transaction, all
 // or nothing: a cycle (named by a node on it and its path), an unknown
 // dependency or a node that exists with different content refuses the whole
-// call with no task, event, workflow or audit entry written.
+// call with no task, event, workflow or audit entry written. The order of
+// a create's nodes and the cycle's path are package dag's.
 //
 // # Claims
 //
@@ -135,7 +136,10 @@
 // key's slot freed wakes one parked claim-next for the key's next task
 // (KeyHead, through the ready notifications); a parked claim held back by
 // a rate sleeps until the rate opens, and a claim-next that finds nothing
-// because of a rate says when (Claimed.NextClaimableAt).
+// because of a rate says when (Claimed.NextClaimableAt). The limit and the
+// arithmetic of a claim on the key's row (its last claim times, when the
+// rate opens) are package keyrate's; the locking and the guarded update
+// are here (keys.go).
 //
 // # Upstream results and release
 //
@@ -164,7 +168,8 @@
 // claim (CountClaimable per kind of waiter: workflow and capabilities), with
 // lookups bounded by the number of waiters. At most
 // Options.MaxWaiters calls park; beyond that a claim-next that finds no task
-// answers at once with ErrWaitLimit.
+// answers at once with ErrWaitLimit. The queue and its matching are
+// package waitq's; the count of claimable tasks per kind is here.
 //
 // # Lease time
 //
@@ -275,7 +280,8 @@
 // reused for another operation or other arguments is refused with
 // ErrInvalid naming what differs; a refused write is not kept. A kept
 // claim's token is sealed under the request id, which the database holds
-// only as a hash. The sweeper keeps at most Options.MaxRequestsPerPrincipal
+// only as a hash (package idempotency: the key, the argument digests and
+// the seal). The sweeper keeps at most Options.MaxRequestsPerPrincipal
 // answers per principal, removing the oldest beyond. See request.go.
 //
 // # Workers' reports

@@ -27,18 +27,18 @@ func (s *Store) watch() {
 			return
 		case c := <-ch:
 			s.changes.signal()
-			if s.notify.len() == 0 {
+			if s.notify.Len() == 0 {
 				continue
 			}
 			if len(c.Workflows) > 0 {
 				refs := make([]readyRef, len(c.Workflows))
 				for i, wf := range c.Workflows {
-					refs[i].workflow = wf
+					refs[i].Workflow = wf
 					if i < len(c.Requires) {
-						refs[i].requires = c.Requires[i]
+						refs[i].Requires = c.Requires[i]
 					}
 				}
-				s.notify.wakeAll(refs)
+				s.notify.WakeAll(refs)
 			}
 			if c.Unknown {
 				if err := s.wakeForPending(ctx); err != nil && ctx.Err() == nil {

@@ -2,9 +2,6 @@ package taskgraph
 
 import (
 	"context"
-	"crypto/hmac"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -13,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/idempotency"
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/tgdriver"
 )
 
@@ -109,15 +107,13 @@ func newRequest(ctx context.Context, op, owner string, args map[string]any) (*re
 		return nil, err
 	}
 	rq := &request{id: id, principal: PrincipalFrom(ctx), owner: owner, op: op, args: make(map[string]string, len(args))}
-	sum := sha256.Sum256([]byte(rq.principal + "\x00" + owner + "\x00" + id))
-	rq.key = hex.EncodeToString(sum[:])
+	rq.key = idempotency.Key(rq.principal, owner, id)
 	for name, v := range args {
 		b, err := json.Marshal(v)
 		if err != nil {
 			return nil, fmt.Errorf("%w: encode argument %s of a request: %v", errInternal, name, err)
 		}
-		d := sha256.Sum256(b)
-		rq.args[name] = hex.EncodeToString(d[:])
+		rq.args[name] = idempotency.Digest(b)
 	}
 	return rq, nil
 }
@@ -286,39 +282,14 @@ func (s *Store) requestSweeper() {
 	}
 }
 
-// tokenPad is the key stream that seals a claim token of n bytes kept for
-// rq: HMAC-SHA256 keyed by the request id (which the database does not
-// hold) over the request's key and a counter.
-func (rq *request) tokenPad(n int) []byte {
-	var pad []byte
-	for i := byte(0); len(pad) < n; i++ {
-		m := hmac.New(sha256.New, []byte(rq.id))
-		m.Write([]byte("graph-engineering claim token\x00" + rq.key + "\x00"))
-		m.Write([]byte{i})
-		pad = m.Sum(pad)
-	}
-	return pad[:n]
-}
-
-// sealToken is the form of token kept in rq's answer.
-func (rq *request) sealToken(token string) string {
-	b := []byte(token)
-	pad := rq.tokenPad(len(b))
-	for i := range b {
-		b[i] ^= pad[i]
-	}
-	return "sealed:" + hex.EncodeToString(b)
-}
+// sealToken is the form of token kept in rq's answer (idempotency.Seal).
+func (rq *request) sealToken(token string) string { return idempotency.Seal(rq.id, rq.key, token) }
 
 // openToken is the token sealed as sealed.
 func (rq *request) openToken(sealed string) (string, error) {
-	b, err := hex.DecodeString(strings.TrimPrefix(sealed, "sealed:"))
-	if err != nil || !strings.HasPrefix(sealed, "sealed:") {
+	t, ok := idempotency.Open(rq.id, rq.key, sealed)
+	if !ok {
 		return "", fmt.Errorf("%w: the kept claim token of request %q is not sealed", errInternal, rq.id)
 	}
-	pad := rq.tokenPad(len(b))
-	for i := range b {
-		b[i] ^= pad[i]
-	}
-	return string(b), nil
+	return t, nil
 }

@@ -5,12 +5,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"regexp"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/limits"
+	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/retry"
+	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/rules"
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/tgdriver"
 )
 
@@ -37,8 +38,6 @@ const (
 // letters, digits, '_', '.' or '-'.
 const TagPattern = limits.TagPattern
 
-var tagRE = regexp.MustCompile(TagPattern)
-
 // ErrMissingCapabilities means a claim by id named a task that requires
 // capabilities the caller did not advertise; see *MissingCapabilitiesError.
 // It also matches ErrConflict (the task is not claimable by this caller).
@@ -62,70 +61,25 @@ func (e *MissingCapabilitiesError) Is(target error) bool {
 }
 
 // canonicalTags validates tags for field (at most max) and returns them
-// sorted and deduplicated.
+// sorted and deduplicated (rules.CanonicalTags).
 func canonicalTags(field string, tags []string, max int) ([]string, error) {
-	if len(tags) > max {
-		return nil, invalid(field, "must list at most %d tags (got %d)", max, len(tags))
-	}
-	for _, t := range tags {
-		if !tagRE.MatchString(t) {
-			return nil, invalid(field, "tag %q must match %s: a lower-case letter, then up to 63 lower-case letters, digits, '_', '.' or '-'", truncate(t, 80), TagPattern)
-		}
-	}
-	out := slices.Clone(tags)
-	slices.Sort(out)
-	return slices.Compact(out), nil
+	return rules.CanonicalTags(field, tags, max)
 }
 
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "…"
-}
+// splitTags, missingTags and subsetOf read stored requires against
+// canonical capabilities (package rules).
+var (
+	splitTags   = rules.SplitTags
+	missingTags = rules.MissingTags
+	subsetOf    = rules.SubsetOf
+)
 
-// splitTags reads a stored canonical requires.
-func splitTags(s string) []string {
-	if s == "" {
-		return nil
-	}
-	return strings.Split(s, " ")
-}
+// backoff and leaseLossDelay are the retry timing of package retry.
+var (
+	backoff        = retry.Backoff
+	leaseLossDelay = retry.LeaseLossDelay
+)
 
-// missingTags returns the tags of requires not among caps (both canonical).
-func missingTags(requires, caps []string) []string {
-	var out []string
-	for _, t := range requires {
-		if _, ok := slices.BinarySearch(caps, t); !ok {
-			out = append(out, t)
-		}
-	}
-	return out
-}
-
-// subsetOf reports whether every tag of requires (stored form) is in caps
-// (canonical).
-func subsetOf(requires string, caps []string) bool {
-	if requires == "" {
-		return true
-	}
-	return len(missingTags(splitTags(requires), caps)) == 0
-}
-
-// backoff is the wait before the retry that follows failed attempt n (from
-// 1): base * 2^(n-1), at most MaxRetryDelay; 0 when base is 0.
-func backoff(base time.Duration, n int) time.Duration {
-	if base <= 0 {
-		return 0
-	}
-	d := base
-	for i := 1; i < n && d < MaxRetryDelay; i++ {
-		d *= 2
-	}
-	return min(d, MaxRetryDelay)
-}
-
-// waitingStatus is the status message of a pending task that is not yet due.
 // DefaultMaxLeaseLosses is Options.MaxLeaseLosses's default, and
 // MaxMaxLeaseLosses its bound.
 const (
@@ -133,19 +87,7 @@ const (
 	MaxMaxLeaseLosses     = 100
 )
 
-// leaseLossDelay is how long a task whose lease was just lost for the
-// losses-th time waits before it is claimable again: the first loss
-// (usually a worker that died) reclaims at once; from the second on the
-// task's retry backoff applies, base * 2^(losses-2), at most MaxRetryDelay,
-// so a task that keeps killing its workers stops taking them one after the
-// other (and fails at Options.MaxLeaseLosses).
-func leaseLossDelay(base time.Duration, losses int) time.Duration {
-	if losses < 2 {
-		return 0
-	}
-	return backoff(base, losses-1)
-}
-
+// waitingStatus is the status message of a pending task that is not yet due.
 func waitingStatus(due time.Time, why string) string {
 	return fmt.Sprintf("waiting until %s (%s)", due.UTC().Format(time.RFC3339Nano), why)
 }

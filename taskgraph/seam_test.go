@@ -24,8 +24,17 @@ func TestDomainImportsNoDriver(t *testing.T) {
 		dir, pkg string
 		may      []string
 	}{
-		{".", "taskgraph", append([]string{"taskgraph/audit", "taskgraph/jsonvalue", "taskgraph/workreport"}, leaves...)},
+		{".", "taskgraph", append([]string{"taskgraph/audit", "taskgraph/jsonvalue", "taskgraph/workreport",
+			"taskgraph/rules", "taskgraph/keyrate", "taskgraph/waitq", "taskgraph/dag", "taskgraph/idempotency", "taskgraph/retry"}, leaves...)},
 		{"./audit", "taskgraph/audit", leaves},
+		// The leaves split out of taskgraph never import it (no cycle,
+		// no store state) nor each other beyond rules.
+		{"./rules", "taskgraph/rules", leaves},
+		{"./keyrate", "taskgraph/keyrate", append([]string{"taskgraph/rules"}, leaves...)},
+		{"./waitq", "taskgraph/waitq", append([]string{"taskgraph/rules"}, leaves...)},
+		{"./dag", "taskgraph/dag", append([]string{"taskgraph/rules"}, leaves...)},
+		{"./idempotency", "taskgraph/idempotency", nil},
+		{"./retry", "taskgraph/retry", leaves},
 	} {
 		out, err := exec.Command(goTool, "list", "-deps", c.dir).Output()
 		if err != nil {

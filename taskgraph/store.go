@@ -159,7 +159,7 @@ func OpenDriver(ctx context.Context, d tgdriver.Driver, opts Options) (*Store, e
 		return nil, invalid("max_lease_losses", "must be between 1 and %d (got %d)", MaxMaxLeaseLosses, opts.MaxLeaseLosses)
 	}
 	s := &Store{drv: d, info: info, caps: caps, opts: opts, clock: opts.Clock, log: opts.Logger, quit: make(chan struct{}), drain: make(chan struct{}), dueChanged: make(chan struct{}, 1), readOnly: info.ReadOnly}
-	s.notify.init(opts.MaxWaiters)
+	s.notify.Init(opts.MaxWaiters)
 	if s.readOnly {
 		opts.Sweep = false
 		s.opts.Sweep = false

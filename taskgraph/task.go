@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/graph-engineering/graph-engineering-mcp/lease"
+	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/rules"
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/tgdriver"
 )
 
@@ -239,7 +240,7 @@ var (
 	// ErrNotFound: no task (or workflow) with that id.
 	ErrNotFound = errors.New("not found")
 	// ErrInvalid: the input broke a bound or rule; see *ValidationError.
-	ErrInvalid = errors.New("invalid input")
+	ErrInvalid = rules.ErrInvalid
 	// ErrConflict: the task is not claimable now, or a create clashes with an
 	// existing node of different content.
 	ErrConflict = errors.New("conflict")
@@ -249,21 +250,11 @@ var (
 	ErrStaleClaim = lease.ErrStaleClaim
 )
 
-// ValidationError names the field that broke a rule. It matches ErrInvalid.
-type ValidationError struct {
-	Field string
-	Rule  string
-}
+// ValidationError names the field that broke a rule. It matches
+// ErrInvalid (package rules).
+type ValidationError = rules.ValidationError
 
-// Error implements error.
-func (e *ValidationError) Error() string { return fmt.Sprintf("invalid %s: %s", e.Field, e.Rule) }
-
-// Is reports whether target is ErrInvalid.
-func (e *ValidationError) Is(target error) bool { return target == ErrInvalid }
-
-func invalid(field, format string, args ...any) error {
-	return &ValidationError{Field: field, Rule: fmt.Sprintf(format, args...)}
-}
+func invalid(field, format string, args ...any) error { return rules.Invalid(field, format, args...) }
 
 // ConflictError explains why an operation clashes with the task's state. It matches ErrConflict.
 type ConflictError struct {

@@ -4,12 +4,11 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"regexp"
 	"time"
-	"unicode/utf8"
 
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/jsonvalue"
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/limits"
+	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/rules"
 )
 
 // Bounds on everything the store accepts. Inputs outside them are rejected
@@ -41,42 +40,19 @@ const (
 // IdentifierPattern is the rule for workflow_id, node_id and owner.
 const IdentifierPattern = limits.IdentifierPattern
 
-var identifierRE = regexp.MustCompile(IdentifierPattern)
-
 // ValidIdentifier reports whether s matches IdentifierPattern.
-func ValidIdentifier(s string) bool { return identifierRE.MatchString(s) }
+func ValidIdentifier(s string) bool { return rules.ValidIdentifier(s) }
 
-func checkIdentifier(field, s string) error {
-	if s == "" {
-		return invalid(field, "is required")
-	}
-	if !identifierRE.MatchString(s) {
-		if len(s) > MaxIdentifierLen {
-			return invalid(field, "must be at most %d characters (got %d)", MaxIdentifierLen, len(s))
-		}
-		return invalid(field, "must match %s: a letter or digit, then letters, digits, '_', '.', ':' or '-'", IdentifierPattern)
-	}
-	return nil
-}
+func checkIdentifier(field, s string) error { return rules.CheckIdentifier(field, s) }
 
 func checkTaskID(s string) error {
 	if s == "" {
 		return invalid("task_id", "is required")
 	}
-	if len(s) != 26 || !isCrockford(s) {
+	if !rules.TaskIDForm(s) {
 		return &notFoundError{what: "task", id: s}
 	}
 	return nil
-}
-
-func isCrockford(s string) bool {
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !(c >= '0' && c <= '9' || c >= 'A' && c <= 'Z') {
-			return false
-		}
-	}
-	return true
 }
 
 // checkJSON validates one JSON value (jsonvalue.Check) as field, with
@@ -217,34 +193,9 @@ func checkGate(n NodeSpec, requires []string) (string, time.Duration, string, er
 	return KindGate, n.GateTimeout, n.OnTimeout, nil
 }
 
-func checkErrorText(s string) error {
-	if s == "" {
-		return invalid("error", "is required: say what went wrong")
-	}
-	if len(s) > MaxErrorBytes {
-		return invalid("error", "must be at most %d bytes (got %d)", MaxErrorBytes, len(s))
-	}
-	if !utf8.ValidString(s) {
-		return invalid("error", "must be valid UTF-8")
-	}
-	return nil
-}
+func checkErrorText(s string) error { return rules.CheckErrorText(s) }
 
-func checkOperator(op Operator) error {
-	if op.Name == "" {
-		return invalid("operator", "is required: name who is acting")
-	}
-	if len(op.Name) > MaxIdentifierLen || !utf8.ValidString(op.Name) {
-		return invalid("operator", "must be valid UTF-8 of at most %d bytes", MaxIdentifierLen)
-	}
-	if op.Reason == "" {
-		return invalid("reason", "is required: say why, it is recorded in the history")
-	}
-	if len(op.Reason) > MaxReasonBytes || !utf8.ValidString(op.Reason) {
-		return invalid("reason", "must be valid UTF-8 of at most %d bytes", MaxReasonBytes)
-	}
-	return nil
-}
+func checkOperator(op Operator) error { return rules.CheckOperator(op.Name, op.Reason) }
 
 // notFoundError names what was not found. It matches ErrNotFound.
 type notFoundError struct{ what, id string }

@@ -106,29 +106,6 @@ func TestWakeRespectsWorkflowFilter(t *testing.T) {
 	wg.Wait()
 }
 
-// A waiter that leaves with a wake it did not use passes it on; a wake goes
-// only to a waiter that may use it.
-func TestWaitQueuePassesWakesOn(t *testing.T) {
-	var q waitQueue
-	q.init(10)
-	a, other, b := q.add("", nil), q.add("x", nil), q.add("wf", nil)
-	q.wakeAll([]readyRef{{workflow: "wf"}})
-	if len(a.ch) != 1 || len(other.ch) != 0 || len(b.ch) != 0 {
-		t.Fatalf("a wake for wf reached a=%d x=%d b=%d, want only the oldest matching waiter", len(a.ch), len(other.ch), len(b.ch))
-	}
-	q.remove(a) // gives up (timeout, cancel) without using it
-	if len(other.ch) != 0 || len(b.ch) != 1 {
-		t.Fatalf("the wake passed on reached x=%d b=%d, want b", len(other.ch), len(b.ch))
-	}
-	if q.len() != 2 {
-		t.Fatalf("len = %d", q.len())
-	}
-	q.init(2)
-	if q.add("", nil) != nil {
-		t.Fatal("add beyond max registered a waiter")
-	}
-}
-
 // The server's sweeper expires a lapsed lease and wakes a waiter for it;
 // waiters themselves do not wake at lease expiries.
 func TestSweeperWakesWaiterForExpiredLease(t *testing.T) {
@@ -231,42 +208,6 @@ func BenchmarkCreateWithParkedWaiters(b *testing.B) {
 			cancel()
 			wg.Wait()
 		})
-	}
-}
-
-// A wake goes to a waiter whose capabilities cover the task's requires,
-// even a younger one; passed on, it skips waiters that cannot take it.
-func TestWaitQueueRespectsCapabilities(t *testing.T) {
-	var q waitQueue
-	q.init(10)
-	plain, gpu := q.add("", nil), q.add("", []string{"cuda", "gpu"})
-	q.wakeAll([]readyRef{{workflow: "wf", requires: "gpu"}})
-	if len(plain.ch) != 0 || len(gpu.ch) != 1 {
-		t.Fatalf("a gpu task woke plain=%d gpu=%d, want the gpu waiter", len(plain.ch), len(gpu.ch))
-	}
-	other := q.add("", []string{"gpu"})
-	q.remove(gpu) // leaves without using it: the next capable waiter gets it
-	if len(plain.ch) != 0 || len(other.ch) != 1 {
-		t.Fatalf("the passed-on wake reached plain=%d other=%d, want other", len(plain.ch), len(other.ch))
-	}
-	q.remove(other)
-	if len(plain.ch) != 0 {
-		t.Fatal("a gpu task's wake reached a waiter without gpu")
-	}
-	q.wakeAll([]readyRef{{workflow: "wf", requires: "cuda gpu"}})
-	if len(plain.ch) != 0 {
-		t.Fatal("a cuda+gpu task woke a waiter without capabilities")
-	}
-	q.wakeAll([]readyRef{{workflow: "wf"}})
-	if len(plain.ch) != 1 {
-		t.Fatal("a plain task did not wake the waiter without capabilities")
-	}
-	// Grouped by workflow and capabilities for the cross-process lookups.
-	q.add("wf", []string{"gpu"})
-	q.add("wf", []string{"gpu"})
-	fs := q.filters()
-	if len(fs) != 2 || fs[1].workflow != "wf" || fs[1].n != 2 || len(fs[1].caps) != 1 {
-		t.Fatalf("filters = %+v", fs)
 	}
 }
 

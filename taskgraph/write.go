@@ -55,7 +55,7 @@ func (w *wtx) afterCommit(fn func()) { w.out.hooks = append(w.out.hooks, fn) }
 // workflow, its requires) is woken, here and (through the driver) on other
 // replicas.
 func (w *wtx) wakeWaiters(r *row) {
-	w.out.ready = append(w.out.ready, readyRef{workflow: r.WorkflowID, requires: r.requires})
+	w.out.ready = append(w.out.ready, readyRef{Workflow: r.WorkflowID, Requires: r.requires})
 }
 
 // newWtx starts a run of an operation on tx at the store's time now.
@@ -149,7 +149,7 @@ func (s *Store) committed(out *outbox) {
 	for _, h := range out.hooks {
 		h()
 	}
-	s.notify.wakeAll(out.ready)
+	s.notify.WakeAll(out.ready)
 	if s.journal && len(out.events) > 0 {
 		s.linker.kick(out.events)
 	}
@@ -178,7 +178,7 @@ func (w *wtx) flushRows(updates []tgdriver.TaskUpdate) ([]tgdriver.TaskRow, erro
 	if len(out.ready) > 0 {
 		a.Ready = make([]tgdriver.Ready, len(out.ready))
 		for i, r := range out.ready {
-			a.Ready[i] = tgdriver.Ready{WorkflowID: r.workflow, Requires: r.requires}
+			a.Ready[i] = tgdriver.Ready{WorkflowID: r.Workflow, Requires: r.Requires}
 		}
 	}
 	if !a.Journal && len(a.Events) > 0 {
