@@ -350,24 +350,9 @@ func (w *wtx) decideDueGates(limit int) (n int, more bool, err error) {
 // from the sweeper (with PromoteDue); it is safe to call at any time, from
 // any number of servers.
 func (s *Store) DecideDueGates(ctx context.Context) (int, error) {
-	total := 0
-	for {
-		var n int
-		var more bool
-		arrived := s.arrival(ctx)
-		err := s.doAt(ctx, arrived, func(w *wtx) error {
-			var err error
-			n, more, err = w.as(ActorSweeper, "").decideDueGates(gateLimit)
-			return err
-		})
-		if err != nil {
-			return total, fmt.Errorf("decide due gates: %w", err)
-		}
-		total += n
-		if !more {
-			return total, nil
-		}
-	}
+	return s.inRounds(ctx, "decide due gates", func(w *wtx) (int, bool, error) {
+		return w.as(ActorSweeper, "").decideDueGates(gateLimit)
+	})
 }
 
 // nextGateDue is the earliest decision time of a gate awaiting approval

@@ -206,18 +206,26 @@ func (w *wtx) scheduleDue() {
 // it promoted. Servers run it from the sweeper; claim-next also promotes in
 // passing. It is safe to call at any time, from any number of servers.
 func (s *Store) PromoteDue(ctx context.Context) (int, error) {
+	return s.inRounds(ctx, "promote due tasks", func(w *wtx) (int, bool, error) {
+		return w.as(ActorSweeper, "").promoteDue(dueLimit)
+	})
+}
+
+// inRounds runs round, a bounded sweep, in write operations of their own,
+// each at its own server time, until one reports nothing more to do, and
+// returns the total it reports; what names the sweep in an error.
+func (s *Store) inRounds(ctx context.Context, what string, round func(w *wtx) (int, bool, error)) (int, error) {
 	total := 0
 	for {
 		var n int
 		var more bool
-		arrived := s.arrival(ctx)
-		err := s.doAt(ctx, arrived, func(w *wtx) error {
+		err := s.doAt(ctx, s.arrival(ctx), func(w *wtx) error {
 			var err error
-			n, more, err = w.as(ActorSweeper, "").promoteDue(dueLimit)
+			n, more, err = round(w)
 			return err
 		})
 		if err != nil {
-			return total, fmt.Errorf("promote due tasks: %w", err)
+			return total, fmt.Errorf("%s: %w", what, err)
 		}
 		total += n
 		if !more {
