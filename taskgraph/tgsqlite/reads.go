@@ -142,10 +142,11 @@ const (
 	// The lookups every claim-next runs, and the one the sweeper and waiting
 	// claims run. Each must read only the first entries of a partial index
 	// (of pending or of claimed tasks), whatever the number of other tasks.
-	// Without statistics SQLite prefers tasks_by_state (state=?), which for
-	// the lease queries reads every claimed task and sorts them, so INDEXED
-	// BY pins the index: a schema change that drops it makes these
-	// statements fail to prepare rather than silently scan.
+	// Without statistics SQLite may prefer another index (before 0014,
+	// tasks_by_state), which for the lease queries read every claimed task
+	// and sorted them, so INDEXED BY pins the index: a schema change that
+	// drops it makes these statements fail to prepare rather than silently
+	// scan.
 	sqlExpiredLeases = `SELECT seq, workflow_id, lease_expires_at_ms FROM tasks INDEXED BY tasks_leases
 		WHERE state = 'claimed' AND lease_expires_at_ms <= ? ORDER BY lease_expires_at_ms LIMIT ?`
 	sqlNextLeaseExpiry  = `SELECT MIN(lease_expires_at_ms) FROM tasks INDEXED BY tasks_leases WHERE state = 'claimed'`
