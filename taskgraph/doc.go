@@ -136,7 +136,11 @@
 // key's slot freed wakes one parked claim-next for the key's next task
 // (KeyHead, through the ready notifications); a parked claim held back by
 // a rate sleeps until the rate opens, and a claim-next that finds nothing
-// because of a rate says when (Claimed.NextClaimableAt). The limit and the
+// because of a rate says when (Claimed.NextClaimableAt, on a completion's
+// next claim too): the earliest key held back by its rate that has a task
+// of the claim's workflow and capabilities, read through an index of when
+// the keys' rates open (RateHeldKeys), at most 100 keys; past them the
+// time is marked a lower bound (NextClaimableAtLowerBound). The limit and the
 // arithmetic of a claim on the key's row (its last claim times, when the
 // rate opens) are package keyrate's; the locking and the guarded update
 // are here (keys.go).

@@ -288,31 +288,27 @@ func msTime(ms int64) time.Time { return time.UnixMilli(ms).UTC() }
 // keysProbed bounds the keys nextKeyOpen looks at.
 const keysProbed = 100
 
-// nextKeyOpen returns when the earliest concurrency key that holds back a
-// task a claim-next of workflowID ("" for any) with caps could take allows
-// its next claim by its rate; zero when no key's rate holds one back (or
-// on a read error: the answer is advice). It looks at the first
-// keysProbed keys, each through the first claimable task of the key.
-func (s *Store) nextKeyOpen(ctx context.Context, workflowID string, caps []string) time.Time {
-	rd := s.drv.Reads()
-	keys, err := rd.Keys(ctx, "", keysProbed)
+// nextKeyOpen returns when the earliest concurrency key whose rate holds
+// back a task a claim-next of workflowID ("" for any) with caps could take
+// allows its next claim; zero when no key's rate holds one back (or on a
+// read error: the answer is advice). It reads the keys held back now in
+// the order their rates open, at most keysProbed of them; when none of
+// those has such a task and there may be more, it returns the last one's
+// opening with lowerBound set: no key it did not read opens before it, so
+// nothing is claimable by rate before then, and perhaps not then either.
+func (s *Store) nextKeyOpen(ctx context.Context, workflowID string, caps []string) (at time.Time, lowerBound bool) {
+	keys, err := s.drv.Reads().RateHeldKeys(ctx, workflowID, caps, s.clock.Now().UnixMilli(), keysProbed)
 	if err != nil {
-		return time.Time{}
+		s.log.Warn("read when concurrency keys' rates open", "err", err)
+		return time.Time{}, false
 	}
-	now := s.clock.Now().UnixMilli()
-	var best int64
 	for _, k := range keys {
-		if k.RateOpenAtMS <= now || k.MaxClaimed > 0 && k.Claimed >= k.MaxClaimed || best != 0 && k.RateOpenAtMS >= best {
-			continue
+		if k.Claimable {
+			return msTime(k.OpenAtMS), false
 		}
-		t, ok, err := rd.KeyHead(ctx, k.Key)
-		if err != nil || !ok || workflowID != "" && t.WorkflowID != workflowID || !subsetOf(t.Requires, caps) {
-			continue
-		}
-		best = k.RateOpenAtMS
 	}
-	if best == 0 {
-		return time.Time{}
+	if len(keys) == keysProbed {
+		return msTime(keys[len(keys)-1].OpenAtMS), true
 	}
-	return msTime(best)
+	return time.Time{}, false
 }

@@ -26,6 +26,7 @@ var keyTests = []test{
 	{"KeyCreateRules", testKeyCreateRules},
 	{"KeyClaimByID", testKeyClaimByID},
 	{"KeyThousandTasksTwoAtOnceTenASecond", testKeyThousandTasks},
+	{"KeyNextClaimableAtForTheClaimAsked", testKeyNextClaimableAt},
 }
 
 // createKeyed creates node of workflow wf with concurrency key key and,
@@ -488,4 +489,126 @@ func testKeyThousandTasks(t *testing.T, h Harness) {
 	}
 	e.wantClaimedOfKey(t, "provider", 0)
 	t.Logf("1,000 claims over %v of server time", time.Duration(claims[n-1]-claims[0])*time.Millisecond)
+}
+
+// createKeyedSpec creates spec in workflow wf.
+func (e *env) createKeyedSpec(t *testing.T, wf string, spec tg.NodeSpec) tg.Task {
+	t.Helper()
+	if spec.Payload == nil {
+		spec.Payload = json.RawMessage(`{}`)
+	}
+	c, err := e.s.CreateTask(e.ctx, wf, spec)
+	if err != nil {
+		t.Fatalf("create %s/%s: %v", wf, spec.NodeID, err)
+	}
+	return c.Task
+}
+
+// A claim-next that finds nothing says when a key's rate next lets it
+// take a task: the earliest key that holds back a task of its workflow
+// and capabilities, not a key whose held tasks it could not take; on the
+// answer of a completion with a next claim too (with the pause that holds
+// it). Past its bound of keys held back without such a task, the answer
+// is the last one's opening, marked a lower bound.
+func testKeyNextClaimableAt(t *testing.T, h Harness) {
+	e := setup(t, h)
+	start := e.clock.Now()
+	rate := func(d time.Duration) *tg.KeyLimit { return &tg.KeyLimit{Rate: 1, RateInterval: d} }
+	// Each key: two tasks, the first claimed now, so the second waits for
+	// the key's rate.
+	keys := []struct {
+		wf, key  string
+		every    time.Duration
+		requires []string
+	}{
+		{"other", "early", time.Second, nil},
+		{"a", "gpu", 1500 * time.Millisecond, []string{"gpu"}},
+		{"a", "late", 2 * time.Second, nil},
+	}
+	held := map[string]tg.Claimed{}
+	for _, k := range keys {
+		var first tg.Task
+		for i := range 2 {
+			task := e.createKeyedSpec(t, k.wf, tg.NodeSpec{NodeID: fmt.Sprintf("%s%d", k.key, i), ConcurrencyKey: k.key, KeyLimit: rate(k.every), Requires: k.requires})
+			if i == 0 {
+				first = task
+			}
+		}
+		c, _, err := e.s.Claim(e.ctx, tg.ClaimRequest{Owner: "w", TaskID: first.TaskID, Capabilities: k.requires})
+		if err != nil {
+			t.Fatalf("claim the first task of key %s: %v", k.key, err)
+		}
+		held[k.key] = c
+	}
+	for _, c := range []struct {
+		wf   string
+		caps []string
+		want time.Duration
+	}{
+		{"", nil, time.Second},                          // any workflow: early
+		{"a", nil, 2 * time.Second},                     // not early (another workflow's), not gpu (requires gpu)
+		{"a", []string{"gpu"}, 1500 * time.Millisecond}, // gpu now counts
+		{"other", []string{"gpu"}, time.Second},
+	} {
+		got, ok, err := e.s.Claim(e.ctx, tg.ClaimRequest{Owner: "w", WorkflowID: c.wf, Capabilities: c.caps})
+		if err != nil || ok {
+			t.Fatalf("claim-next in %q with %v: ok=%v err=%v, want nothing claimable", c.wf, c.caps, ok, err)
+		}
+		if want := start.Add(c.want); !got.NextClaimableAt.Equal(want) || got.NextClaimableAtLowerBound {
+			t.Fatalf("claim-next in %q with %v: next claimable at %v (lower bound %v), want %v exactly", c.wf, c.caps, got.NextClaimableAt, got.NextClaimableAtLowerBound, want)
+		}
+	}
+	// A workflow with no keyed task: no rate holds anything back for it.
+	e.create(t, "plainwf", "p0")
+	if _, ok := e.claimNext(t, "w", "plainwf"); !ok {
+		t.Fatal("claim-next of a plain task refused")
+	}
+	if got, ok := e.claimNext(t, "w", "plainwf"); ok || !got.NextClaimableAt.IsZero() {
+		t.Fatalf("claim-next of an empty workflow: ok=%v next claimable at %v, want none", ok, got.NextClaimableAt)
+	}
+
+	// The completion's next claim says it too, and names the pause.
+	_, next, ok, err := e.s.CompleteAndClaim(e.ctx, holder(held["late"]), json.RawMessage(`1`), tg.ClaimRequest{WorkflowID: "a"})
+	if err != nil || ok {
+		t.Fatalf("complete with a next claim in a: ok=%v err=%v, want accepted with nothing claimable", ok, err)
+	}
+	if want := start.Add(2 * time.Second); !next.NextClaimableAt.Equal(want) || next.Paused != nil {
+		t.Fatalf("next claim in a: next claimable at %v, paused %v; want %v and no pause", next.NextClaimableAt, next.Paused, want)
+	}
+	if _, err := e.s.PauseClaims(e.ctx, "other", tg.Operator{Name: "op", Reason: "test"}); err != nil {
+		t.Fatal(err)
+	}
+	_, next, ok, err = e.s.CompleteAndClaim(e.ctx, holder(held["early"]), json.RawMessage(`1`), tg.ClaimRequest{WorkflowID: "other"})
+	if err != nil || ok || next.Paused == nil || next.Paused.WorkflowID != "other" || !next.NextClaimableAt.IsZero() {
+		t.Fatalf("next claim in paused other: ok=%v err=%v paused=%v next claimable at %v; want the pause and no time (its tasks are not claimable)", ok, err, next.Paused, next.NextClaimableAt)
+	}
+
+	// More keys held back than the bound, none with a task for workflow
+	// b: the answer is the bound's last key's opening, a lower bound; b's
+	// own key, which opens later, is past it.
+	const many = 101 // more than the store reads (100)
+	for i := range many {
+		key := fmt.Sprintf("m%03d", i)
+		for j := range 2 {
+			e.createKeyed(t, "many", fmt.Sprintf("%s-%d", key, j), key, rate(time.Hour))
+		}
+	}
+	for i := range many {
+		if _, ok := e.claimNext(t, "w", "many"); !ok {
+			t.Fatalf("claim %d in many refused", i)
+		}
+	}
+	e.createKeyed(t, "b", "b0", "bkey", rate(2*time.Hour))
+	e.createKeyed(t, "b", "b1", "bkey", nil)
+	if _, ok := e.claimNext(t, "w", "b"); !ok {
+		t.Fatal("first claim in b refused")
+	}
+	got, ok := e.claimNext(t, "w", "b")
+	if ok || !got.NextClaimableAt.Equal(start.Add(time.Hour)) || !got.NextClaimableAtLowerBound {
+		t.Fatalf("claim-next in b past the bound: ok=%v next claimable at %v (lower bound %v), want %v as a lower bound", ok, got.NextClaimableAt, got.NextClaimableAtLowerBound, start.Add(time.Hour))
+	}
+	got, ok = e.claimNext(t, "w", "many")
+	if ok || !got.NextClaimableAt.Equal(start.Add(time.Hour)) || got.NextClaimableAtLowerBound {
+		t.Fatalf("claim-next in many: ok=%v next claimable at %v (lower bound %v), want %v exactly", ok, got.NextClaimableAt, got.NextClaimableAtLowerBound, start.Add(time.Hour))
+	}
 }

@@ -171,6 +171,14 @@ type Reads interface {
 	// of concurrency key key in claim-next order, through an index of the
 	// keyed ready tasks; ok is false when it has none.
 	KeyHead(ctx context.Context, key string) (t TaskRow, ok bool, err error)
+	// RateHeldKeys returns up to limit concurrency keys whose rate holds
+	// back claims at nowMS (RateOpenAtMS after nowMS) and that are not
+	// full, in the order their rates open (then by key), each with
+	// whether it has a claimable task (pending, due, not paused) of
+	// workflowID ("" for any) whose requires are among caps. It reads
+	// the keys through an index of their rate's opening (migration 0014)
+	// and each key's ready tasks through its index (tasks_ready_by_key).
+	RateHeldKeys(ctx context.Context, workflowID string, caps []string, nowMS int64, limit int) ([]RateHeldKey, error)
 	// EventHashAt returns the hash of event seq of workflowID's chain; ok is
 	// false when there is no such event.
 	EventHashAt(ctx context.Context, workflowID string, seq int64) (hash string, ok bool, err error)

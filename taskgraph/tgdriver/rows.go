@@ -343,6 +343,19 @@ type KeyRow struct {
 	UpdatedBy string
 }
 
+// RateHeldKey is a concurrency key whose rate holds its tasks back
+// (Reads.RateHeldKeys): when its rate opens, and whether it has a task the
+// claim-next asked about could take.
+type RateHeldKey struct {
+	Key string
+	// OpenAtMS is the first server time at which the key's rate allows
+	// its next claim (its RateOpenAtMS).
+	OpenAtMS int64
+	// Claimable is true when the key has a claimable task (pending, due,
+	// not paused) of the workflow and capabilities asked about.
+	Claimable bool
+}
+
 // Closed reports whether k grants no claim at atMS: it is full, or its
 // rate opens after atMS. It is the predicate the claim scans apply
 // (ClaimScan).
