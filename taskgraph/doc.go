@@ -119,8 +119,12 @@
 // A task may name a concurrency key (NodeSpec.ConcurrencyKey); the key's
 // limit (KeyLimit: claimed at once, claims per interval of server time)
 // is set at create while the key has none, and changed by an operator
-// (SetKeyLimit, in the audit chain). Every key a task names has a row of
-// the driver's concurrency_keys. The guard is in the key's row: a claim
+// (SetKeyLimit, in the audit chain). Every key with a limit or a claim has
+// a row of the driver's concurrency_keys (a create makes it; the end of
+// the key's last claim prunes it when it has no limit and no ready task,
+// and a claim makes a missing one again: keyFreed, lockKeyRow); a
+// transaction that locks several keys' rows locks them first, in key
+// order (lockKeys), so that two never deadlock. The guard is in the key's row: a claim
 // takes a slot in its own transaction by locking the row (LockKey) and a
 // compare-and-set update (UpdateKey) that raises claimed and appends the
 // claim's time (the transaction's server time, as its history records it)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strconv"
 	"strings"
 	"sync"
@@ -27,6 +28,8 @@ var keyTests = []test{
 	{"KeyClaimByID", testKeyClaimByID},
 	{"KeyThousandTasksTwoAtOnceTenASecond", testKeyThousandTasks},
 	{"KeyNextClaimableAtForTheClaimAsked", testKeyNextClaimableAt},
+	{"KeyRowPrunedWhenIdleWithoutLimit", testKeyRowPruned},
+	{"KeyRowsLockedInOneOrder", testKeyLockOrder},
 }
 
 // createKeyed creates node of workflow wf with concurrency key key and,
@@ -610,5 +613,148 @@ func testKeyNextClaimableAt(t *testing.T, h Harness) {
 	got, ok = e.claimNext(t, "w", "many")
 	if ok || !got.NextClaimableAt.Equal(start.Add(time.Hour)) || got.NextClaimableAtLowerBound {
 		t.Fatalf("claim-next in many: ok=%v next claimable at %v (lower bound %v), want %v exactly", ok, got.NextClaimableAt, got.NextClaimableAtLowerBound, start.Add(time.Hour))
+	}
+}
+
+// A key's row without a limit goes when the last claim of the key ends
+// and none of its tasks is ready (in that transaction): such a row is
+// what a missing one means (no limit, nothing claimed), and the next
+// claim of the key makes it again. A key with a limit, or with ready
+// tasks, keeps its row.
+func testKeyRowPruned(t *testing.T, h Harness) {
+	e := setup(t, h)
+	rows := func(key string) int64 {
+		return e.count(t, `SELECT COUNT(*) FROM concurrency_keys WHERE key = ?`, key)
+	}
+	e.createKeyed(t, "a", "p0", "plain", nil)
+	e.createKeyed(t, "a", "p1", "plain", nil)
+	e.createKeyed(t, "a", "l0", "limited", &tg.KeyLimit{MaxClaimed: 3})
+	c0, ok := e.claimNext(t, "w", "a")
+	if !ok || c0.Task.NodeID != "p0" {
+		t.Fatalf("first claim: ok=%v %s", ok, c0.Task.NodeID)
+	}
+	if _, err := e.s.Complete(e.ctx, holder(c0), json.RawMessage(`1`)); err != nil {
+		t.Fatal(err)
+	}
+	// p1 is ready: the row stays.
+	if n := rows("plain"); n != 1 {
+		t.Fatalf("key plain with a ready task: %d rows, want 1", n)
+	}
+	c1, ok := e.claimNext(t, "w", "a")
+	if !ok || c1.Task.NodeID != "p1" {
+		t.Fatalf("second claim: ok=%v %s", ok, c1.Task.NodeID)
+	}
+	c2, ok := e.claimNext(t, "w", "a")
+	if !ok || c2.Task.NodeID != "l0" {
+		t.Fatalf("third claim: ok=%v %s", ok, c2.Task.NodeID)
+	}
+	// The last claim of plain ends by a release, the other paths' way.
+	if _, err := e.s.Release(e.ctx, holder(c1)); err != nil {
+		t.Fatal(err)
+	}
+	if n := rows("plain"); n != 1 {
+		t.Fatalf("key plain after a release that made p1 ready again: %d rows, want 1", n)
+	}
+	c1, ok = e.claimNext(t, "w", "a")
+	if !ok || c1.Task.NodeID != "p1" {
+		t.Fatalf("claim after the release: ok=%v %s", ok, c1.Task.NodeID)
+	}
+	if _, err := e.s.Complete(e.ctx, holder(c1), json.RawMessage(`1`)); err != nil {
+		t.Fatal(err)
+	}
+	if n := rows("plain"); n != 0 {
+		t.Fatalf("key plain, idle with no limit and no ready task: %d rows, want 0 (pruned)", n)
+	}
+	if _, ok, err := e.s.KeyInfo(e.ctx, "plain"); ok || err != nil {
+		t.Fatalf("KeyInfo(plain) after the prune: ok=%v err=%v", ok, err)
+	}
+	if _, err := e.s.Complete(e.ctx, holder(c2), json.RawMessage(`1`)); err != nil {
+		t.Fatal(err)
+	}
+	if n := rows("limited"); n != 1 {
+		t.Fatalf("key limited, idle with a limit: %d rows, want 1 (kept)", n)
+	}
+	// The key comes back with its next task, and its claims count again.
+	e.createKeyed(t, "b", "p2", "plain", nil)
+	c3, ok := e.claimNext(t, "w", "b")
+	if !ok || c3.Task.NodeID != "p2" {
+		t.Fatalf("claim of a pruned key's new task: ok=%v %s", ok, c3.Task.NodeID)
+	}
+	e.wantClaimedOfKey(t, "plain", 1)
+	// A row pruned under a task that was created before (here: deleted
+	// by hand, as a prune racing the create would) is made again by the
+	// claim: a missing row means no limit.
+	e.createKeyed(t, "b", "p3", "plain", nil)
+	if _, err := e.s.Complete(e.ctx, holder(c3), json.RawMessage(`1`)); err != nil {
+		t.Fatal(err)
+	}
+	e.db.Exec(t, `DELETE FROM concurrency_keys WHERE key = ?`, "plain")
+	c4, ok := e.claimNext(t, "w", "b")
+	if !ok || c4.Task.NodeID != "p3" {
+		t.Fatalf("claim of a task whose key has no row: ok=%v %s", ok, c4.Task.NodeID)
+	}
+	e.wantClaimedOfKey(t, "plain", 1)
+	// An operator's limit on a key with no row makes one and is kept.
+	if _, err := e.s.SetKeyLimit(e.ctx, "plain", tg.KeyLimit{MaxClaimed: 1}, tg.Operator{Name: "op", Reason: "cap"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.s.Complete(e.ctx, holder(c4), json.RawMessage(`1`)); err != nil {
+		t.Fatal(err)
+	}
+	if n := rows("plain"); n != 1 {
+		t.Fatalf("key plain with an operator's limit: %d rows, want 1", n)
+	}
+}
+
+// Transactions that lock several keys' rows lock them in one order (by
+// key), so two of them that name the same keys in opposite orders never
+// deadlock: here whole-graph creates of two workflows whose nodes name
+// the same new keys (with a limit, which locks the row) in opposite
+// orders, at once, round after round. A
+// deadlock would be retried by the PostgreSQL driver: the test reads its
+// log for one.
+func testKeyLockOrder(t *testing.T, h Harness) {
+	var logs testwait.Buffer
+	e := setupWith(t, h, tg.Options{Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
+	const nKeys, rounds = 24, 4
+	lim := &tg.KeyLimit{MaxClaimed: 5}
+	for r := range rounds {
+		var wg sync.WaitGroup
+		errs := make(chan error, 2)
+		for side := range 2 {
+			nodes := make([]tg.NodeSpec, nKeys)
+			for i := range nKeys {
+				k := i
+				if side == 1 {
+					k = nKeys - 1 - i
+				}
+				nodes[i] = tg.NodeSpec{NodeID: fmt.Sprintf("n%02d", i), Payload: json.RawMessage(`{}`), ConcurrencyKey: fmt.Sprintf("r%d-k%02d", r, k), KeyLimit: lim}
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				_, err := e.s.CreateWorkflow(e.ctx, fmt.Sprintf("r%d-side%d", r, side), nodes)
+				errs <- err
+			}()
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			if err != nil {
+				t.Fatalf("round %d: create: %v", r, err)
+			}
+		}
+	}
+	if n := e.count(t, `SELECT COUNT(*) FROM concurrency_keys`); n != nKeys*rounds {
+		t.Fatalf("%d key rows, want %d", n, nKeys*rounds)
+	}
+	var deadlocks []string
+	for _, line := range strings.Split(logs.String(), "\n") {
+		if strings.Contains(line, "40P01") {
+			deadlocks = append(deadlocks, line)
+		}
+	}
+	if len(deadlocks) > 0 {
+		t.Fatalf("%d transactions that locked several keys' rows deadlocked with another (and were retried):\n%s", len(deadlocks), strings.Join(deadlocks, "\n"))
 	}
 }

@@ -307,9 +307,16 @@ type Tx interface {
 	// EnsureKey creates concurrency key key, with no limits, if it does
 	// not exist.
 	EnsureKey(ctx context.Context, key string, nowMS int64) error
+	// PruneKey deletes the row of concurrency key key if it holds no claim
+	// and no limit (claimed, max_claimed and rate_count 0), in the delete's
+	// own predicate: such a row is what a missing row means. pruned is
+	// false when the row is not there or holds a claim or a limit.
+	PruneKey(ctx context.Context, key string) (pruned bool, err error)
 	// LockKey returns concurrency key key and holds its write lock for the
 	// rest of the transaction (PostgreSQL: FOR UPDATE); ok is false when
-	// it does not exist. Lock order: after the tasks rows.
+	// it does not exist. Lock order: after the tasks rows, and a
+	// transaction that locks several keys locks them in key order (the
+	// domain locks them all first, sorted).
 	LockKey(ctx context.Context, key string) (k KeyRow, ok bool, err error)
 	// UpdateKey writes k over old (same Key) if the row still holds old's
 	// Claimed, RecentMS and limits, in the update's own predicate; ok is

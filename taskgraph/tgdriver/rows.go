@@ -318,8 +318,10 @@ type PauseRow struct {
 }
 
 // KeyRow is a concurrency key (concurrency_keys, migration 0012): the
-// limits of the tasks that name it, and its claims. Every key a task names
-// has a row.
+// limits of the tasks that name it, and its claims. Every key with a
+// limit or a claim has a row; a key without one has no limit and no claim
+// (the domain prunes idle rows without a limit, Tx.PruneKey, and makes a
+// missing row again before it locks it).
 type KeyRow struct {
 	Key string
 	// MaxClaimed caps the key's tasks claimed at once; 0 is no cap.
