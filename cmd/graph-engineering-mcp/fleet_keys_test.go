@@ -362,3 +362,38 @@ func maxInWindow(sorted []time.Time, every time.Duration) (int, time.Time) {
 	}
 	return best, bestAt
 }
+
+// The fleet's judge of a key's history sees a third claim at once, an
+// eleventh claim in a second, a claim that ended otherwise than by its
+// completion, and judges the rate at claim time (never back in commit
+// order).
+func TestJudgeKeyHistory(t *testing.T) {
+	t.Parallel()
+	base := time.UnixMilli(1_000_000).UTC()
+	at := func(ms int) time.Time { return base.Add(time.Duration(ms) * time.Millisecond) }
+	ev := func(kind, task string, ms int) taskgraph.Event {
+		return taskgraph.Event{Kind: kind, TaskID: task, At: at(ms)}
+	}
+	v := judgeKeyHistory([]taskgraph.Event{
+		ev(taskgraph.EventClaim, "a", 0), ev(taskgraph.EventClaim, "b", 10), ev(taskgraph.EventHeartbeat, "a", 20),
+		ev(taskgraph.EventComplete, "a", 30), ev(taskgraph.EventClaim, "c", 40), ev(taskgraph.EventClaim, "d", 50),
+		ev(taskgraph.EventExpire, "b", 60),
+	}, time.Second)
+	if v.maxAtOnce != 3 || !v.maxAtOnceAt.Equal(at(50)) || v.claims != 4 || v.completes != 1 || v.lost != 1 {
+		t.Fatalf("verdict %+v: want 3 at once at +50ms, 4 claims, 1 completion, 1 lost", v)
+	}
+	// Eleven claims within one second, the last 1 ms before the first
+	// leaves the window; then one that arrived earlier but committed
+	// later counts at the time of the claim before it.
+	var evs []taskgraph.Event
+	for i := range 11 {
+		evs = append(evs, ev(taskgraph.EventClaim, fmt.Sprint(i), i*99))
+	}
+	if v := judgeKeyHistory(evs, time.Second); v.maxInInterval != 11 || v.rawInInterval != 11 {
+		t.Fatalf("eleven claims in 990 ms: verdict %+v, want 11 in an interval", v)
+	}
+	evs = []taskgraph.Event{ev(taskgraph.EventClaim, "x", 1000), ev(taskgraph.EventClaim, "y", 0), ev(taskgraph.EventClaim, "z", 1999)}
+	if v := judgeKeyHistory(evs, time.Second); v.maxInInterval != 3 || v.rawInInterval != 2 {
+		t.Fatalf("a claim recorded before the one committed ahead of it: verdict %+v, want 3 at claim time, 2 by recorded times", v)
+	}
+}
