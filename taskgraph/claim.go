@@ -100,9 +100,7 @@ func (s *Store) Claim(ctx context.Context, req ClaimRequest) (c Claimed, ok bool
 	}
 	// A claim-next that finds nothing says why when a pause is the reason
 	// (one read of the few pauses, on that answer only).
-	none := func() (Claimed, bool, error) {
-		return Claimed{Paused: s.claimPause(ctx, req.WorkflowID), NextClaimableAt: s.nextKeyOpen(ctx, req.WorkflowID, caps)}, false, nil
-	}
+	none := func() (Claimed, bool, error) { return s.claimedNone(ctx, req.WorkflowID, caps), false, nil }
 	// After Drain a claim-next tries once and does not wait: its server is
 	// shutting down.
 	drained := func() (Claimed, bool, error) {
@@ -147,7 +145,7 @@ func (s *Store) Claim(ctx context.Context, req ClaimRequest) (c Claimed, ok bool
 		// expiry or due time.
 		sleep := remaining
 		// A key's rate opens by time alone: no commit wakes the claim.
-		if at := s.nextKeyOpen(ctx, req.WorkflowID, caps); !at.IsZero() {
+		if at, _ := s.nextKeyOpen(ctx, req.WorkflowID, caps); !at.IsZero() {
 			if until := at.Sub(s.clock.Now()) + time.Millisecond; until < sleep {
 				sleep = max(until, time.Millisecond)
 			}
@@ -166,6 +164,17 @@ func (s *Store) Claim(ctx context.Context, req ClaimRequest) (c Claimed, ok bool
 		}
 		arrived = s.clock.Now().UTC()
 	}
+}
+
+// claimedNone is the answer of a claim-next of workflowID ("" for any)
+// with caps that found nothing: the pause that holds it, if one does, and
+// when a concurrency key's rate next lets it take a task, if a rate holds
+// one back (one read of the few pauses and one bounded read of the keys,
+// on that answer only).
+func (s *Store) claimedNone(ctx context.Context, workflowID string, caps []string) Claimed {
+	c := Claimed{Paused: s.claimPause(ctx, workflowID)}
+	c.NextClaimableAt, c.NextClaimableAtLowerBound = s.nextKeyOpen(ctx, workflowID, caps)
+	return c
 }
 
 // claimArgs are a claim's arguments, for its request id. How long a

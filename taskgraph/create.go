@@ -102,6 +102,16 @@ func (w *wtx) createNodes(workflowID string, nodes []normalizedNode, order []int
 	if err != nil {
 		return fmt.Errorf("create workflow: %w", err)
 	}
+	// The keys' rows first, in key order (lockKeys): nodes name keys in
+	// any order, and two creates that name the same keys in opposite
+	// orders must not wait for each other.
+	keys := make([]string, 0, len(nodes))
+	for _, n := range nodes {
+		keys = append(keys, n.Key)
+	}
+	if err := w.lockKeys(keys); err != nil {
+		return err
+	}
 	added := 0
 	for _, i := range order {
 		n := nodes[i]

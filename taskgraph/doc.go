@@ -119,8 +119,12 @@
 // A task may name a concurrency key (NodeSpec.ConcurrencyKey); the key's
 // limit (KeyLimit: claimed at once, claims per interval of server time)
 // is set at create while the key has none, and changed by an operator
-// (SetKeyLimit, in the audit chain). Every key a task names has a row of
-// the driver's concurrency_keys. The guard is in the key's row: a claim
+// (SetKeyLimit, in the audit chain). Every key with a limit or a claim has
+// a row of the driver's concurrency_keys (a create makes it; the end of
+// the key's last claim prunes it when it has no limit and no ready task,
+// and a claim makes a missing one again: keyFreed, lockKeyRow); a
+// transaction that locks several keys' rows locks them first, in key
+// order (lockKeys), so that two never deadlock. The guard is in the key's row: a claim
 // takes a slot in its own transaction by locking the row (LockKey) and a
 // compare-and-set update (UpdateKey) that raises claimed and appends the
 // claim's time (the transaction's server time, as its history records it)
@@ -136,7 +140,11 @@
 // key's slot freed wakes one parked claim-next for the key's next task
 // (KeyHead, through the ready notifications); a parked claim held back by
 // a rate sleeps until the rate opens, and a claim-next that finds nothing
-// because of a rate says when (Claimed.NextClaimableAt). The limit and the
+// because of a rate says when (Claimed.NextClaimableAt, on a completion's
+// next claim too): the earliest key held back by its rate that has a task
+// of the claim's workflow and capabilities, read through an index of when
+// the keys' rates open (RateHeldKeys), at most 100 keys; past them the
+// time is marked a lower bound (NextClaimableAtLowerBound). The limit and the
 // arithmetic of a claim on the key's row (its last claim times, when the
 // rate opens) are package keyrate's; the locking and the guarded update
 // are here (keys.go).

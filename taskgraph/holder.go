@@ -253,7 +253,11 @@ func (s *Store) CompleteAndClaim(ctx context.Context, h lease.Holder, result jso
 		// so it cannot have failed alone. Say so rather than guess.
 		return done.task, Claimed{}, false, fmt.Errorf("complete task %s: accepted, but the next claim failed: %w", h.TaskID, claim.err)
 	}
-	return done.task, claim.claimed, claim.ok, nil
+	if !claim.ok {
+		// Why nothing was claimable, as a claim-next's answer says.
+		return done.task, s.claimedNone(ctx, next.WorkflowID, caps), false, nil
+	}
+	return done.task, claim.claimed, true, nil
 }
 
 // completeSet is the update of h's completion with result res.

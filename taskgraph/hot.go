@@ -461,6 +461,18 @@ func (s *Store) hotTx(ctx context.Context, tx tgdriver.Tx, ops []*hotOp, answers
 	grant := func(sc *scan, opsOf []int, cands []tgdriver.TaskRow) (again []int, err error) {
 		next := 0
 		refused := false
+		if len(opsOf) > 0 {
+			// The candidates' keys' rows first, in key order (lockKeys),
+			// not in the candidates' order, which another batch's scan
+			// may see otherwise.
+			keys := make([]string, 0, len(cands))
+			for _, c := range cands {
+				keys = append(keys, c.ConcurrencyKey)
+			}
+			if err := ws[opsOf[0]].lockKeys(keys); err != nil {
+				return nil, err
+			}
+		}
 		for _, i := range opsOf {
 			op, w := ops[i], ws[i]
 			if op.after != nil && !acceptedIn(op.after, ops, answers) {

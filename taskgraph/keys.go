@@ -3,6 +3,7 @@ package taskgraph
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/audit"
@@ -97,12 +98,9 @@ func (r keyRefused) String() string {
 // still holds what was read. refused is set when the key is full or
 // rate-limited; nothing was written then.
 func (w *wtx) takeKeySlot(key string) (refused *keyRefused, err error) {
-	k, found, err := w.tx.LockKey(w.ctx, key)
+	k, err := w.lockKeyRow(key)
 	if err != nil {
-		return nil, fmt.Errorf("lock concurrency key %s: %w", key, err)
-	}
-	if !found { // every key a task names has a row; a fault if not
-		return nil, fmt.Errorf("%w: concurrency key %s has no row", errInternal, key)
+		return nil, err
 	}
 	nk, ok, openAt := takeSlot(k, w.nowMS)
 	if !ok {
@@ -117,6 +115,50 @@ func (w *wtx) takeKeySlot(key string) (refused *keyRefused, err error) {
 	}
 	w.keyTaken = &keyTake{before: k, after: nk}
 	return nil, nil
+}
+
+// lockKeyRow returns the row of concurrency key key, locked for the rest
+// of the transaction, making it first when it has none: a key without a
+// row has no limit and no claim (rows are made by a create that names the
+// key, and pruned when idle without a limit: keyFreed), so the row made is
+// what was missing. A prune that commits between the make and the lock
+// is met by making it again; the row this transaction made no other can
+// see, so the second make holds.
+func (w *wtx) lockKeyRow(key string) (tgdriver.KeyRow, error) {
+	for try := 0; ; try++ {
+		k, found, err := w.tx.LockKey(w.ctx, key)
+		if err != nil {
+			return tgdriver.KeyRow{}, fmt.Errorf("lock concurrency key %s: %w", key, err)
+		}
+		if found {
+			return k, nil
+		}
+		if try == 2 {
+			return tgdriver.KeyRow{}, fmt.Errorf("%w: concurrency key %s has no row after it was made twice", errInternal, key)
+		}
+		if err := w.tx.EnsureKey(w.ctx, key, w.nowMS); err != nil {
+			return tgdriver.KeyRow{}, err
+		}
+	}
+}
+
+// lockKeys locks the rows of keys (making those missing), in key order:
+// a transaction that may lock several keys' rows locks them all first,
+// this way, so that two such transactions never wait for each other in
+// opposite orders (a deadlock on PostgreSQL). Later locks of these rows in
+// the transaction are no-ops. "" (no key) and repeats are skipped.
+func (w *wtx) lockKeys(keys []string) error {
+	keys = slices.Clone(keys)
+	slices.Sort(keys)
+	for i, k := range keys {
+		if k == "" || i > 0 && keys[i-1] == k {
+			continue
+		}
+		if _, err := w.lockKeyRow(k); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // keyTake is the last slot takeKeySlot took in an operation: the key's
@@ -150,7 +192,14 @@ func (w *wtx) keyFreed(key string) error {
 		return nil
 	}
 	t, ok, err := w.tx.KeyHead(w.ctx, key)
-	if err != nil || !ok {
+	if err != nil {
+		return err
+	}
+	if !ok {
+		// No task of the key is ready: its row goes if it holds no claim
+		// and no limit (the delete's own predicate), so that rows of
+		// keys used once do not pile up. Its next claim makes it again.
+		_, err := w.tx.PruneKey(w.ctx, key)
 		return err
 	}
 	w.out.ready = append(w.out.ready, readyRef{Workflow: t.WorkflowID, Requires: t.Requires})
@@ -161,18 +210,9 @@ func (w *wtx) keyFreed(key string) error {
 // limit is given, sets the key's limit if none was set yet; a key whose
 // limit differs is a conflict (an operator changes limits: SetKeyLimit).
 func (w *wtx) ensureKey(key string, limit *KeyLimit) error {
-	if err := w.tx.EnsureKey(w.ctx, key, w.nowMS); err != nil {
+	k, err := w.lockKeyRow(key)
+	if err != nil || limit == nil {
 		return err
-	}
-	if limit == nil {
-		return nil
-	}
-	k, found, err := w.tx.LockKey(w.ctx, key)
-	if err != nil {
-		return fmt.Errorf("lock concurrency key %s: %w", key, err)
-	}
-	if !found {
-		return fmt.Errorf("%w: concurrency key %s has no row after its creation", errInternal, key)
 	}
 	cur := keyOf(k).Limit
 	switch {
@@ -212,15 +252,9 @@ func (s *Store) SetKeyLimit(ctx context.Context, key string, limit KeyLimit, op 
 	var out Key
 	err := s.do(ctx, func(w *wtx) error {
 		w.as(ActorOperator, op.Name)
-		if err := w.tx.EnsureKey(w.ctx, key, w.nowMS); err != nil {
-			return err
-		}
-		k, found, err := w.tx.LockKey(w.ctx, key)
+		k, err := w.lockKeyRow(key)
 		if err != nil {
-			return fmt.Errorf("lock concurrency key %s: %w", key, err)
-		}
-		if !found {
-			return fmt.Errorf("%w: concurrency key %s has no row after its creation", errInternal, key)
+			return err
 		}
 		before := keyOf(k).Limit
 		nk := limitRow(k, limit)
@@ -253,8 +287,9 @@ func limitDetail(l KeyLimit) map[string]any {
 	return map[string]any{"max_claimed": l.MaxClaimed, "rate": l.Rate, "rate_interval_ms": l.RateInterval.Milliseconds()}
 }
 
-// KeyInfo returns concurrency key key; ok is false when no task or
-// operator named it.
+// KeyInfo returns concurrency key key; ok is false when it has no row (no
+// limit, nothing claimed): it was pruned idle, or no task or operator
+// named it.
 func (s *Store) KeyInfo(ctx context.Context, key string) (k Key, ok bool, err error) {
 	if err := checkKey("key", key); err != nil {
 		return Key{}, false, err
@@ -288,31 +323,27 @@ func msTime(ms int64) time.Time { return time.UnixMilli(ms).UTC() }
 // keysProbed bounds the keys nextKeyOpen looks at.
 const keysProbed = 100
 
-// nextKeyOpen returns when the earliest concurrency key that holds back a
-// task a claim-next of workflowID ("" for any) with caps could take allows
-// its next claim by its rate; zero when no key's rate holds one back (or
-// on a read error: the answer is advice). It looks at the first
-// keysProbed keys, each through the first claimable task of the key.
-func (s *Store) nextKeyOpen(ctx context.Context, workflowID string, caps []string) time.Time {
-	rd := s.drv.Reads()
-	keys, err := rd.Keys(ctx, "", keysProbed)
+// nextKeyOpen returns when the earliest concurrency key whose rate holds
+// back a task a claim-next of workflowID ("" for any) with caps could take
+// allows its next claim; zero when no key's rate holds one back (or on a
+// read error: the answer is advice). It reads the keys held back now in
+// the order their rates open, at most keysProbed of them; when none of
+// those has such a task and there may be more, it returns the last one's
+// opening with lowerBound set: no key it did not read opens before it, so
+// nothing is claimable by rate before then, and perhaps not then either.
+func (s *Store) nextKeyOpen(ctx context.Context, workflowID string, caps []string) (at time.Time, lowerBound bool) {
+	keys, err := s.drv.Reads().RateHeldKeys(ctx, workflowID, caps, s.clock.Now().UnixMilli(), keysProbed)
 	if err != nil {
-		return time.Time{}
+		s.log.Warn("read when concurrency keys' rates open", "err", err)
+		return time.Time{}, false
 	}
-	now := s.clock.Now().UnixMilli()
-	var best int64
 	for _, k := range keys {
-		if k.RateOpenAtMS <= now || k.MaxClaimed > 0 && k.Claimed >= k.MaxClaimed || best != 0 && k.RateOpenAtMS >= best {
-			continue
+		if k.Claimable {
+			return msTime(k.OpenAtMS), false
 		}
-		t, ok, err := rd.KeyHead(ctx, k.Key)
-		if err != nil || !ok || workflowID != "" && t.WorkflowID != workflowID || !subsetOf(t.Requires, caps) {
-			continue
-		}
-		best = k.RateOpenAtMS
 	}
-	if best == 0 {
-		return time.Time{}
+	if len(keys) == keysProbed {
+		return msTime(keys[len(keys)-1].OpenAtMS), true
 	}
-	return msTime(best)
+	return time.Time{}, false
 }

@@ -60,8 +60,10 @@ func downgradeToV2(t *testing.T, path string) {
 		// The later migrations' additions go too (0004 graph data, 0005
 		// principals, 0006 routing, 0007 journal, 0008 requests), so that
 		// the file is a schema-2 database again.
-		// 0014 drops tasks_by_state:
+		// 0015 drops tasks_by_state:
 		`CREATE INDEX tasks_by_state ON tasks (state, seq)`,
+		// 0014 key rate index:
+		`DROP INDEX concurrency_keys_rate_open`,
 		// 0013 gates:
 		`DROP INDEX tasks_gate_due`, `ALTER TABLE tasks DROP COLUMN kind`, `ALTER TABLE tasks DROP COLUMN gate_timeout_ms`,
 		`ALTER TABLE tasks DROP COLUMN gate_on_timeout`,

@@ -66,12 +66,11 @@ func canonicalTags(field string, tags []string, max int) ([]string, error) {
 	return rules.CanonicalTags(field, tags, max)
 }
 
-// splitTags, missingTags and subsetOf read stored requires against
-// canonical capabilities (package rules).
+// splitTags and missingTags read stored requires against canonical
+// capabilities (package rules).
 var (
 	splitTags   = rules.SplitTags
 	missingTags = rules.MissingTags
-	subsetOf    = rules.SubsetOf
 )
 
 // backoff and leaseLossDelay are the retry timing of package retry.

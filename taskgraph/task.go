@@ -195,6 +195,11 @@ type Claimed struct {
 	// rate (KeyLimit.Rate): the server time at which the earliest such key
 	// allows its next claim. Zero otherwise.
 	NextClaimableAt time.Time
+	// NextClaimableAtLowerBound is set with NextClaimableAt when the
+	// server read its bound of keys held back by their rates without
+	// finding one with a task the claim could take: nothing is claimable
+	// by rate before NextClaimableAt, and perhaps not then either.
+	NextClaimableAtLowerBound bool
 }
 
 // Operator identifies the human behind an operator operation.

@@ -45,35 +45,42 @@ type fleetConfig struct {
 func fleetConfigFromEnv(t *testing.T) fleetConfig {
 	c := fleetConfig{workers: 100, layers: 6, width: 8, work: 1500 * time.Millisecond, lease: 3 * time.Second,
 		slow: 200, kills: 1, readTx: 12 * time.Second}
-	intEnv := func(name string, p *int) {
-		if s := os.Getenv(name); s != "" {
-			n, err := strconv.Atoi(s)
-			if err != nil || n < 0 {
-				t.Fatalf("%s=%q: want a whole number", name, s)
-			}
-			*p = n
-		}
-	}
-	durEnv := func(name string, p *time.Duration) {
-		if s := os.Getenv(name); s != "" {
-			d, err := time.ParseDuration(s)
-			if err != nil {
-				t.Fatalf("%s=%q: %v", name, s, err)
-			}
-			*p = d
-		}
-	}
-	intEnv("GE_FLEET_WORKERS", &c.workers)
-	intEnv("GE_FLEET_LAYERS", &c.layers)
-	intEnv("GE_FLEET_WIDTH", &c.width)
-	intEnv("GE_FLEET_SLOW", &c.slow)
-	intEnv("GE_FLEET_KILLS", &c.kills)
-	durEnv("GE_FLEET_WORK", &c.work)
-	durEnv("GE_FLEET_LEASE", &c.lease)
-	durEnv("GE_FLEET_READTX", &c.readTx)
+	envInt(t, "GE_FLEET_WORKERS", &c.workers)
+	envInt(t, "GE_FLEET_LAYERS", &c.layers)
+	envInt(t, "GE_FLEET_WIDTH", &c.width)
+	envInt(t, "GE_FLEET_SLOW", &c.slow)
+	envInt(t, "GE_FLEET_KILLS", &c.kills)
+	envDuration(t, "GE_FLEET_WORK", &c.work)
+	envDuration(t, "GE_FLEET_LEASE", &c.lease)
+	envDuration(t, "GE_FLEET_READTX", &c.readTx)
 	c.downtime = c.lease + time.Second
-	durEnv("GE_FLEET_DOWNTIME", &c.downtime)
+	envDuration(t, "GE_FLEET_DOWNTIME", &c.downtime)
 	return c
+}
+
+// envInt sets *p from the whole number in environment variable name, if set.
+func envInt(t *testing.T, name string, p *int) {
+	t.Helper()
+	if s := os.Getenv(name); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 0 {
+			t.Fatalf("%s=%q: want a whole number", name, s)
+		}
+		*p = n
+	}
+}
+
+// envDuration sets *p from the Go duration in environment variable name,
+// if set.
+func envDuration(t *testing.T, name string, p *time.Duration) {
+	t.Helper()
+	if s := os.Getenv(name); s != "" {
+		d, err := time.ParseDuration(s)
+		if err != nil {
+			t.Fatalf("%s=%q: %v", name, s, err)
+		}
+		*p = d
+	}
 }
 
 // fleetStats counts what the fleet saw. Refusals are what must stay zero.
@@ -142,34 +149,11 @@ func TestFleetLiveness(t *testing.T) {
 	defer transport.CloseIdleConnections()
 	httpClient := &http.Client{Transport: bearer{srv.token, statusCounter{transport, stats}}, Timeout: 40 * time.Second}
 	workClient := &http.Client{Transport: bearer{srv.workToken, statusCounter{transport, stats}}, Timeout: 40 * time.Second}
-	connectWith := func(hc *http.Client) (*mcp.ClientSession, error) {
-		c := mcp.NewClient(&mcp.Implementation{Name: "fleet", Version: "1"}, nil)
-		return c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: "http://" + addr + "/mcp", HTTPClient: hc, MaxRetries: -1}, nil)
-	}
+	connectWith := func(hc *http.Client) (*mcp.ClientSession, error) { return fleetConnect(ctx, addr, hc) }
 	// Workers hold a work token scoped to their owner names (fleet-w*).
 	connect := func() (*mcp.ClientSession, error) { return connectWith(workClient) }
-	type callResult struct {
-		out   map[string]any
-		isErr bool
-		text  string
-	}
 	call := func(cs *mcp.ClientSession, tool string, args map[string]any) (callResult, error) {
-		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: args})
-		if err != nil {
-			return callResult{}, err
-		}
-		var r callResult
-		if res.StructuredContent != nil {
-			b, _ := json.Marshal(res.StructuredContent)
-			json.Unmarshal(b, &r.out)
-		}
-		r.isErr = res.IsError
-		if r.isErr && len(res.Content) > 0 {
-			if tc, ok := res.Content[0].(*mcp.TextContent); ok {
-				r.text = tc.Text
-			}
-		}
-		return r, nil
+		return fleetCall(ctx, cs, tool, args)
 	}
 
 	// The DAG: layer 0 is free; each later node waits on two of the layer
@@ -585,6 +569,40 @@ func TestFleetLiveness(t *testing.T) {
 	if t.Failed() || os.Getenv("GE_FLEET_DEBUG") != "" {
 		t.Logf("server log:\n%s", tail(srv.logs.String(), 8000))
 	}
+}
+
+// fleetConnect opens an MCP session over streamable HTTP to the server at
+// addr with hc (which carries the bearer token), as a fleet worker does.
+func fleetConnect(ctx context.Context, addr string, hc *http.Client) (*mcp.ClientSession, error) {
+	c := mcp.NewClient(&mcp.Implementation{Name: "fleet", Version: "1"}, nil)
+	return c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: "http://" + addr + "/mcp", HTTPClient: hc, MaxRetries: -1}, nil)
+}
+
+// callResult is a fleet worker's view of a tool call's answer.
+type callResult struct {
+	out   map[string]any
+	isErr bool
+	text  string // the error's text when isErr
+}
+
+// fleetCall calls tool on cs; err is set only when no answer came back.
+func fleetCall(ctx context.Context, cs *mcp.ClientSession, tool string, args map[string]any) (callResult, error) {
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: args})
+	if err != nil {
+		return callResult{}, err
+	}
+	var r callResult
+	if res.StructuredContent != nil {
+		b, _ := json.Marshal(res.StructuredContent)
+		json.Unmarshal(b, &r.out)
+	}
+	r.isErr = res.IsError
+	if r.isErr && len(res.Content) > 0 {
+		if tc, ok := res.Content[0].(*mcp.TextContent); ok {
+			r.text = tc.Text
+		}
+	}
+	return r, nil
 }
 
 // pct returns the p-th percentile of ds (p 100 is the maximum).

@@ -80,7 +80,7 @@ type limitJSON struct {
 	Operation string   `json:"operation"` // "limit", or "show" without --max and --rate
 	Operator  string   `json:"operator,omitempty"`
 	Reason    string   `json:"reason,omitempty"`
-	Before    *keyJSON `json:"before"` // null when no task or operator named the key before
+	Before    *keyJSON `json:"before"` // null when the key had no row (never named, or pruned idle)
 	After     *keyJSON `json:"after,omitempty"`
 }
 
@@ -131,7 +131,7 @@ func adminLimitAction(c *cli.Context) error {
 				return writeJSON(c.App.Writer, out)
 			}
 			if !found {
-				fmt.Fprintf(c.App.Writer, "no task or operator has named concurrency key %s: it has no limit\n", key)
+				fmt.Fprintf(c.App.Writer, "concurrency key %s has no limit and nothing claimed (no task or operator named it, or it was pruned while idle)\n", key)
 				return nil
 			}
 			fmt.Fprintln(c.App.Writer, keyText(cur))

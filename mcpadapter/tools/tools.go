@@ -32,8 +32,11 @@ type toolOutput struct {
 	ClaimedNext *bool `json:"claimed_next,omitempty"`
 	// NextClaimableAt: graph_task_claim that claimed nothing while a
 	// concurrency key's rate held a task back (taskgraph.Claimed).
-	NextClaimableAt *string         `json:"next_claimable_at,omitempty"`
-	Next            json.RawMessage `json:"next,omitempty"`
+	NextClaimableAt *string `json:"next_claimable_at,omitempty"`
+	// NextClaimableAtLowerBound: with NextClaimableAt, when it is a lower
+	// bound (taskgraph.Claimed.NextClaimableAtLowerBound).
+	NextClaimableAtLowerBound *bool           `json:"next_claimable_at_lower_bound,omitempty"`
+	Next                      json.RawMessage `json:"next,omitempty"`
 	// Workflow: graph_task_inspect's outline form only, which then has no
 	// task (see outlineOutput).
 	Workflow *outlineJSON `json:"-"`
@@ -131,12 +134,12 @@ func toolDefs() []toolDef {
 			}...),
 			annotations: &mcp.ToolAnnotations{Title: "Claim a ready task", DestructiveHint: boolPtr(false), OpenWorldHint: boolPtr(false)},
 			extraOutput: map[string]any{
-				"claimed":      map[string]any{"type": "boolean"},
-				"dependencies": depsSchema(),
-				"hint":         map[string]any{"type": "string"},
-				"lease":        leaseSchema(),
-				"next_claimable_at": map[string]any{"type": "string", "format": "date-time",
-					"description": "only when nothing was claimed while a task this claim could take waits for its concurrency key's rate: the server time at which the key allows its next claim"},
+				"claimed":                       map[string]any{"type": "boolean"},
+				"dependencies":                  depsSchema(),
+				"hint":                          map[string]any{"type": "string"},
+				"lease":                         leaseSchema(),
+				"next_claimable_at":             nextClaimableAtSchema(),
+				"next_claimable_at_lower_bound": nextClaimableAtLowerBoundSchema(),
 			},
 			required: []string{"claimed", "task"},
 		},
@@ -150,6 +153,9 @@ func toolDefs() []toolDef {
 				"claimed_next": map[string]any{"type": "boolean", "description": "with claim_next: whether the next task was claimed"},
 				"next":         map[string]any{"description": "with claim_next: the claim, as graph_task_claim answers it, or null when no task was ready", "anyOf": []any{nextSchema(), map[string]any{"type": "null"}}},
 				"hint":         map[string]any{"type": "string"},
+				// When claim_next claimed nothing, as graph_task_claim.
+				"next_claimable_at":             nextClaimableAtSchema(),
+				"next_claimable_at_lower_bound": nextClaimableAtLowerBoundSchema(),
 			},
 		},
 		{
@@ -266,6 +272,10 @@ const WaitLimitHint = "no task was claimed: the server holds its maximum of park
 // rate: the answer's next_claimable_at.
 const KeyRateHint = "no task was claimed: a ready task's concurrency key has granted its claims for now (its rate limit); the next is claimable at %s (next_claimable_at): claim again then, or with wait_ms"
 
+// KeyRateLowerBoundHint is KeyRateHint when next_claimable_at is a lower
+// bound (next_claimable_at_lower_bound).
+const KeyRateLowerBoundHint = "no task was claimed: the concurrency keys of ready tasks have granted their claims for now (their rate limits); none is claimable before %s (next_claimable_at, a lower bound: the server read its bound of rate-limited keys without finding one with a task for you): claim again then, or with wait_ms"
+
 // UnknownWorkflowHint is the hint (a format taking the workflow id) of a
 // claim-next within a workflow_id that no workflow has: nothing was claimed
 // because the workflow does not exist, not because it has no ready task.
@@ -293,13 +303,34 @@ func (s *Surface) claim(ctx context.Context, a *args) (*toolOutput, error) {
 	}
 	if !ok {
 		out := &toolOutput{Claimed: boolPtr(false), Hint: s.noClaimHint(ctx, c, req.WorkflowID)}
-		if !c.NextClaimableAt.IsZero() {
-			at := formatTime(c.NextClaimableAt)
-			out.NextClaimableAt = &at
-		}
+		out.setNextClaimableAt(c)
 		return out, nil
 	}
 	return claimedOutput(c), nil
+}
+
+// setNextClaimableAt puts on a claim-next's answer that claimed nothing
+// (c) when a concurrency key's rate next lets it take a task, if one holds
+// a task back, and whether that time is a lower bound.
+func (o *toolOutput) setNextClaimableAt(c taskgraph.Claimed) {
+	if c.NextClaimableAt.IsZero() {
+		return
+	}
+	at := formatTime(c.NextClaimableAt)
+	o.NextClaimableAt = &at
+	if c.NextClaimableAtLowerBound {
+		o.NextClaimableAtLowerBound = boolPtr(true)
+	}
+}
+
+func nextClaimableAtSchema() map[string]any {
+	return map[string]any{"type": "string", "format": "date-time",
+		"description": "only when nothing was claimed while a concurrency key's rate holds back a task this claim could take: the server time at which the earliest such key allows its next claim"}
+}
+
+func nextClaimableAtLowerBoundSchema() map[string]any {
+	return map[string]any{"type": "boolean",
+		"description": "only with next_claimable_at, when it is a lower bound: the server read its bound of rate-limited keys without finding one with a task this claim could take, so nothing is claimable by rate before next_claimable_at, and perhaps not then either"}
 }
 
 // claimedOutput is graph_task_claim's answer to a claim that claimed c.
@@ -319,6 +350,9 @@ func (s *Surface) noClaimHint(ctx context.Context, c taskgraph.Claimed, workflow
 		return "no task was claimed: " + c.Paused.String()
 	}
 	if !c.NextClaimableAt.IsZero() {
+		if c.NextClaimableAtLowerBound {
+			return fmt.Sprintf(KeyRateLowerBoundHint, formatTime(c.NextClaimableAt))
+		}
 		return fmt.Sprintf(KeyRateHint, formatTime(c.NextClaimableAt))
 	}
 	// A typo in workflow_id would otherwise look like an empty
@@ -360,6 +394,7 @@ func (s *Surface) completeAndClaim(ctx context.Context, a *args) (*toolOutput, e
 	} else {
 		out.Next = json.RawMessage("null")
 		out.Hint = s.noClaimHint(ctx, c, req.WorkflowID)
+		out.setNextClaimableAt(c)
 	}
 	return out, nil
 }

@@ -171,6 +171,14 @@ type Reads interface {
 	// of concurrency key key in claim-next order, through an index of the
 	// keyed ready tasks; ok is false when it has none.
 	KeyHead(ctx context.Context, key string) (t TaskRow, ok bool, err error)
+	// RateHeldKeys returns up to limit concurrency keys whose rate holds
+	// back claims at nowMS (RateOpenAtMS after nowMS) and that are not
+	// full, in the order their rates open (then by key), each with
+	// whether it has a claimable task (pending, due, not paused) of
+	// workflowID ("" for any) whose requires are among caps. It reads
+	// the keys through an index of their rate's opening (migration 0014)
+	// and each key's ready tasks through its index (tasks_ready_by_key).
+	RateHeldKeys(ctx context.Context, workflowID string, caps []string, nowMS int64, limit int) ([]RateHeldKey, error)
 	// EventHashAt returns the hash of event seq of workflowID's chain; ok is
 	// false when there is no such event.
 	EventHashAt(ctx context.Context, workflowID string, seq int64) (hash string, ok bool, err error)
@@ -299,9 +307,16 @@ type Tx interface {
 	// EnsureKey creates concurrency key key, with no limits, if it does
 	// not exist.
 	EnsureKey(ctx context.Context, key string, nowMS int64) error
+	// PruneKey deletes the row of concurrency key key if it holds no claim
+	// and no limit (claimed, max_claimed and rate_count 0), in the delete's
+	// own predicate: such a row is what a missing row means. pruned is
+	// false when the row is not there or holds a claim or a limit.
+	PruneKey(ctx context.Context, key string) (pruned bool, err error)
 	// LockKey returns concurrency key key and holds its write lock for the
 	// rest of the transaction (PostgreSQL: FOR UPDATE); ok is false when
-	// it does not exist. Lock order: after the tasks rows.
+	// it does not exist. Lock order: after the tasks rows, and a
+	// transaction that locks several keys locks them in key order (the
+	// domain locks them all first, sorted).
 	LockKey(ctx context.Context, key string) (k KeyRow, ok bool, err error)
 	// UpdateKey writes k over old (same Key) if the row still holds old's
 	// Claimed, RecentMS and limits, in the update's own predicate; ok is

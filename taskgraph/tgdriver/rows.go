@@ -318,8 +318,10 @@ type PauseRow struct {
 }
 
 // KeyRow is a concurrency key (concurrency_keys, migration 0012): the
-// limits of the tasks that name it, and its claims. Every key a task names
-// has a row.
+// limits of the tasks that name it, and its claims. Every key with a
+// limit or a claim has a row; a key without one has no limit and no claim
+// (the domain prunes idle rows without a limit, Tx.PruneKey, and makes a
+// missing row again before it locks it).
 type KeyRow struct {
 	Key string
 	// MaxClaimed caps the key's tasks claimed at once; 0 is no cap.
@@ -341,6 +343,19 @@ type KeyRow struct {
 	UpdatedAtMS  int64
 	// UpdatedBy is who set the limits last ("" for the task's creator).
 	UpdatedBy string
+}
+
+// RateHeldKey is a concurrency key whose rate holds its tasks back
+// (Reads.RateHeldKeys): when its rate opens, and whether it has a task the
+// claim-next asked about could take.
+type RateHeldKey struct {
+	Key string
+	// OpenAtMS is the first server time at which the key's rate allows
+	// its next claim (its RateOpenAtMS).
+	OpenAtMS int64
+	// Claimable is true when the key has a claimable task (pending, due,
+	// not paused) of the workflow and capabilities asked about.
+	Claimable bool
 }
 
 // Closed reports whether k grants no claim at atMS: it is full, or its

@@ -538,6 +538,35 @@ func (r reads) Keys(ctx context.Context, after string, limit int) ([]tgdriver.Ke
 	return out, nil
 }
 
+// RateHeldKeys returns up to limit keys whose rate holds claims back at
+// nowMS and that are not full, in the order their rates open, each with
+// whether it has a claimable task of workflowID whose requires are among
+// caps.
+func (r reads) RateHeldKeys(ctx context.Context, workflowID string, caps []string, nowMS int64, limit int) ([]tgdriver.RateHeldKey, error) {
+	req, args := `requires = ''`, []any{workflowID, nowMS, limit}
+	if len(caps) > 0 {
+		req, args = requiresAmongCaps("$4"), append(args, caps)
+	}
+	rows, err := r.q.Query(ctx, `SELECT k.key, k.rate_open_at_ms, EXISTS (SELECT 1 FROM tasks
+			WHERE concurrency_key = k.key AND concurrency_key <> '' AND state = 'pending' AND due_at_ms = 0
+			AND ($1::text = '' OR workflow_id = $1::text) AND `+notPaused+` AND `+req+`)
+		FROM concurrency_keys AS k
+		WHERE k.rate_open_at_ms > 0 AND k.rate_open_at_ms > $2::bigint AND NOT (k.max_claimed > 0 AND k.claimed >= k.max_claimed)
+		ORDER BY k.rate_open_at_ms, k.key COLLATE "C" LIMIT $3`, args...)
+	if err != nil {
+		return nil, r.fail(ctx, "read the rate-limited concurrency keys", err)
+	}
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (tgdriver.RateHeldKey, error) {
+		var k tgdriver.RateHeldKey
+		err := row.Scan(&k.Key, &k.OpenAtMS, &k.Claimable)
+		return k, err
+	})
+	if err != nil {
+		return nil, r.fail(ctx, "read the rate-limited concurrency keys", err)
+	}
+	return out, nil
+}
+
 // KeyHead returns the first claimable task of concurrency key key.
 func (r reads) KeyHead(ctx context.Context, key string) (tgdriver.TaskRow, bool, error) {
 	t, err := scanTask(r.q.QueryRow(ctx, `SELECT `+taskColumns+` FROM tasks

@@ -717,6 +717,17 @@ func (w *wtx) EnsureKey(ctx context.Context, key string, nowMS int64) error {
 	return nil
 }
 
+// PruneKey deletes key's row if it holds no claim and no limit. A
+// transaction that holds the row (a claim taking a slot) makes the delete
+// wait and then see its claim.
+func (w *wtx) PruneKey(ctx context.Context, key string) (bool, error) {
+	tag, err := w.c.Exec(ctx, `DELETE FROM concurrency_keys WHERE key = $1 AND claimed = 0 AND max_claimed = 0 AND rate_count = 0`, key)
+	if err != nil {
+		return false, w.fail(ctx, "prune concurrency key", err)
+	}
+	return tag.RowsAffected() == 1, nil
+}
+
 // LockKey returns concurrency key key, locked (FOR UPDATE).
 func (w *wtx) LockKey(ctx context.Context, key string) (tgdriver.KeyRow, bool, error) {
 	k, err := scanKey(w.c.QueryRow(ctx, `SELECT `+keyColumns+` FROM concurrency_keys WHERE key = $1 FOR UPDATE`, key))

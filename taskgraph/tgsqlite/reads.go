@@ -142,7 +142,7 @@ const (
 	// The lookups every claim-next runs, and the one the sweeper and waiting
 	// claims run. Each must read only the first entries of a partial index
 	// (of pending or of claimed tasks), whatever the number of other tasks.
-	// Without statistics SQLite may prefer another index (before 0014,
+	// Without statistics SQLite may prefer another index (before 0015,
 	// tasks_by_state), which for the lease queries read every claimed task
 	// and sorted them, so INDEXED BY pins the index: a schema change that
 	// drops it makes these statements fail to prepare rather than silently
@@ -680,6 +680,44 @@ func (r *reads) Keys(ctx context.Context, after string, limit int) ([]tgdriver.K
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("read the concurrency keys: %w", err)
+	}
+	return out, nil
+}
+
+// RateHeldKeys returns up to limit keys whose rate holds claims back at
+// nowMS and that are not full, in the order their rates open, each with
+// whether it has a claimable task of workflowID whose requires are among
+// caps.
+func (r *reads) RateHeldKeys(ctx context.Context, workflowID string, caps []string, nowMS int64, limit int) ([]tgdriver.RateHeldKey, error) {
+	req, args := `requires = ''`, []any{workflowID, workflowID}
+	if len(caps) > 0 {
+		b, err := json.Marshal(caps)
+		if err != nil {
+			return nil, fmt.Errorf("encode capabilities: %w", err)
+		}
+		req, args = requiresAmongCaps, append(args, string(b))
+	}
+	args = append(args, nowMS, limit)
+	rows, err := r.q.query(ctx, `SELECT k.key, k.rate_open_at_ms, EXISTS (SELECT 1 FROM tasks INDEXED BY tasks_ready_by_key
+			WHERE concurrency_key = k.key AND concurrency_key <> '' AND state = 'pending' AND due_at_ms = 0
+			AND (? = '' OR workflow_id = ?) AND `+notPaused+` AND `+req+`)
+		FROM concurrency_keys AS k INDEXED BY concurrency_keys_rate_open
+		WHERE k.rate_open_at_ms > 0 AND k.rate_open_at_ms > ? AND NOT (k.max_claimed > 0 AND k.claimed >= k.max_claimed)
+		ORDER BY k.rate_open_at_ms, k.key LIMIT ?`, args...)
+	if err != nil {
+		return nil, fmt.Errorf("read the rate-limited concurrency keys: %w", err)
+	}
+	defer rows.Close()
+	var out []tgdriver.RateHeldKey
+	for rows.Next() {
+		var k tgdriver.RateHeldKey
+		if err := rows.Scan(&k.Key, &k.OpenAtMS, &k.Claimable); err != nil {
+			return nil, fmt.Errorf("read the rate-limited concurrency keys: %w", err)
+		}
+		out = append(out, k)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read the rate-limited concurrency keys: %w", err)
 	}
 	return out, nil
 }

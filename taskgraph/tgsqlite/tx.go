@@ -727,6 +727,16 @@ func (t *wtx) EnsureKey(_ context.Context, key string, nowMS int64) error {
 	return nil
 }
 
+// PruneKey deletes key's row if it holds no claim and no limit.
+func (t *wtx) PruneKey(_ context.Context, key string) (bool, error) {
+	res, err := t.exec(`DELETE FROM concurrency_keys WHERE key = ? AND claimed = 0 AND max_claimed = 0 AND rate_count = 0`, key)
+	if err != nil {
+		return false, fmt.Errorf("prune concurrency key %q: %w", key, err)
+	}
+	n, err := res.RowsAffected()
+	return n == 1, err
+}
+
 // LockKey returns concurrency key key (the single writer holds every row).
 func (t *wtx) LockKey(ctx context.Context, key string) (tgdriver.KeyRow, bool, error) {
 	return t.Key(ctx, key)

@@ -1,6 +1,7 @@
 package drivertest
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/tgdriver"
@@ -13,6 +14,97 @@ var keyTests = []test{
 	{"Rows", testKeyRows},
 	{"ScansPassOverClosedKeys", testKeyScans},
 	{"ClaimEndGivesSlotBack", testKeySlotBack},
+	{"PruneOnlyIdleWithoutLimit", testKeyPrune},
+	{"RateHeldKeysInOpeningOrder", testRateHeldKeys},
+}
+
+// setKeys writes each of ks over its key's row (made first).
+func (e *env) setKeys(ks ...tgdriver.KeyRow) {
+	e.t.Helper()
+	e.write(func(tx tgdriver.Tx) error {
+		for _, k := range ks {
+			if err := tx.EnsureKey(e.ctx, k.Key, 1); err != nil {
+				return err
+			}
+			old, _, err := tx.LockKey(e.ctx, k.Key)
+			if err != nil {
+				return err
+			}
+			k.UpdatedAtMS = 1
+			if ok, err := tx.UpdateKey(e.ctx, old, k); err != nil || !ok {
+				e.t.Errorf("UpdateKey %s: ok=%v err=%v", k.Key, ok, err)
+			}
+		}
+		return nil
+	})
+}
+
+// testKeyPrune: PruneKey deletes a row only when it holds no claim and no
+// limit.
+func testKeyPrune(t *testing.T, h Harness) {
+	e := newEnv(t, h)
+	e.setKeys(tgdriver.KeyRow{Key: "idle"}, tgdriver.KeyRow{Key: "held", Claimed: 1},
+		tgdriver.KeyRow{Key: "capped", MaxClaimed: 2}, tgdriver.KeyRow{Key: "rated", RateCount: 1, RateIntervalMS: 10})
+	for key, want := range map[string]bool{"idle": true, "held": false, "capped": false, "rated": false, "missing": false} {
+		e.write(func(tx tgdriver.Tx) error {
+			if got, err := tx.PruneKey(e.ctx, key); err != nil || got != want {
+				t.Errorf("PruneKey(%s) = %v, %v; want %v", key, got, err, want)
+			}
+			return nil
+		})
+		if _, ok, err := e.d.Reads().Key(e.ctx, key); err != nil || ok == want && key != "missing" {
+			t.Errorf("after PruneKey(%s): row there %v (err %v), want %v", key, ok, err, !want)
+		}
+	}
+}
+
+// testRateHeldKeys: RateHeldKeys lists the keys whose rate opens after
+// the time given and that are not full, in opening order, each with
+// whether it has a claimable task of the workflow and capabilities asked.
+func testRateHeldKeys(t *testing.T, h Harness) {
+	e := newEnv(t, h)
+	gpu := keyed("wf", "gpu", "k3", 0)
+	gpu.Requires = "gpu"
+	e.inserted(keyed("wf", "a", "k1", 0), keyed("other", "b", "k2", 0), gpu, keyed("wf", "d", "k4", 0))
+	e.setKeys(
+		tgdriver.KeyRow{Key: "k1", RateCount: 1, RateIntervalMS: 100, RecentMS: "2900", RateOpenAtMS: 3000},
+		tgdriver.KeyRow{Key: "k2", RateCount: 1, RateIntervalMS: 100, RecentMS: "1900", RateOpenAtMS: 2000},
+		tgdriver.KeyRow{Key: "k3", RateCount: 1, RateIntervalMS: 100, RecentMS: "2400", RateOpenAtMS: 2500},
+		// Full: its cap, not its rate, holds it back.
+		tgdriver.KeyRow{Key: "k4", MaxClaimed: 1, Claimed: 1, RateCount: 1, RateIntervalMS: 100, RecentMS: "1000", RateOpenAtMS: 1100},
+		// Open by the time asked.
+		tgdriver.KeyRow{Key: "k5", RateCount: 1, RateIntervalMS: 100, RecentMS: "400", RateOpenAtMS: 500},
+	)
+	type got struct {
+		key       string
+		claimable bool
+	}
+	list := func(wf string, caps []string, limit int) []got {
+		ks, err := e.d.Reads().RateHeldKeys(e.ctx, wf, caps, 1000, limit)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []got
+		for _, k := range ks {
+			out = append(out, got{k.Key, k.Claimable})
+		}
+		return out
+	}
+	for _, c := range []struct {
+		wf    string
+		caps  []string
+		limit int
+		want  []got
+	}{
+		{"", nil, 10, []got{{"k2", true}, {"k3", false}, {"k1", true}}},
+		{"wf", nil, 10, []got{{"k2", false}, {"k3", false}, {"k1", true}}},
+		{"wf", []string{"gpu"}, 10, []got{{"k2", false}, {"k3", true}, {"k1", true}}},
+		{"", nil, 2, []got{{"k2", true}, {"k3", false}}},
+	} {
+		if g := list(c.wf, c.caps, c.limit); fmt.Sprint(g) != fmt.Sprint(c.want) {
+			t.Errorf("RateHeldKeys(%q, %v, limit %d) = %v, want %v", c.wf, c.caps, c.limit, g, c.want)
+		}
+	}
 }
 
 func keyed(wf, node, key string, priority int) tgdriver.TaskRow {

@@ -1,4 +1,4 @@
--- 0014: drop tasks_by_state (issue 23).
+-- 0015: drop tasks_by_state (issue 23).
 --
 -- Every change of a task's state is an update of an indexed column, so
 -- each claim and each completion wrote a new entry into tasks_by_state
