@@ -1,6 +1,7 @@
 package mcpadapter
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -141,6 +142,9 @@ func New(cfg Config) (*Server, error) {
 	})
 	for _, t := range surface.Tools() {
 		name := t.Name
+		if err := precompileSchemas(t); err != nil {
+			return nil, err
+		}
 		s.mcp.AddTool(t, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			var args json.RawMessage
 			if req.Params != nil {
@@ -253,3 +257,26 @@ func (s *Server) addTasksExtension() error {
 // messages are logged at Debug instead of Info or Error (see package wire);
 // everything else passes through unchanged.
 func QuietSDKLogs(h slog.Handler) slog.Handler { return wire.QuietSDKLogs(h) }
+
+// precompileSchemas replaces t's input and output schemas (maps) by their
+// JSON text, the same bytes encoding/json writes for the maps (keys
+// sorted; HTML characters are escaped, or not, by whoever embeds them, as
+// for the maps). The SDK marshals a tool's input schema on every
+// 2026-07-28 tools/call (it looks for x-mcp-header annotations) and every
+// schema on each tools/list: marshalling a map of maps sorts and reflects
+// each time, while JSON text is only copied.
+func precompileSchemas(t *mcp.Tool) error {
+	for _, schema := range []*any{&t.InputSchema, &t.OutputSchema} {
+		if *schema == nil {
+			continue
+		}
+		var buf bytes.Buffer
+		enc := json.NewEncoder(&buf)
+		enc.SetEscapeHTML(false)
+		if err := enc.Encode(*schema); err != nil {
+			return fmt.Errorf("tool %s: schema: %w", t.Name, err)
+		}
+		*schema = json.RawMessage(bytes.TrimRight(buf.Bytes(), "\n"))
+	}
+	return nil
+}

@@ -358,3 +358,67 @@ func TestUIBrowserPageIsPushedNotPolled(t *testing.T) {
 	f.h.StopListens()
 	waitJS(t, tab, `document.body.dataset.mode === "polling"`)
 }
+
+// Issue 27 item 3 in a real browser: a principal with the approve role,
+// logged in through a login link, sees approve and reject on the gate
+// awaiting approval, types a reason and approves it from the page; the
+// gate completes, its dependent becomes ready, and the history names the
+// principal. A submitter logged in the same way sees the gate but no
+// button.
+func TestUIBrowserApproverDecidesGate(t *testing.T) {
+	f := newUIGateFixture(t)
+	gate, err := f.store.CreateTask(f.ctx, "release-9", taskgraph.NodeSpec{NodeID: "go-live", Kind: taskgraph.KindGate})
+	if err != nil {
+		t.Fatal(err)
+	}
+	after, err := f.store.CreateTask(f.ctx, "release-9", taskgraph.NodeSpec{NodeID: "deploy", DependsOn: []string{"go-live"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tab := browser(t)
+
+	// A submitter: the page knows it may not decide, and offers nothing.
+	navigate(t, tab, f.loginLink(t, tokUISubmitter))
+	navigate(t, tab, f.base+"/ui/workflows/release-9")
+	waitJS(t, tab, `document.querySelectorAll("#dag g.node").length === 2 && document.body.dataset.canDecideGates === "false"`)
+	if n := eval[int](t, tab, `document.querySelectorAll("#gates button").length`); n != 0 || !eval[bool](t, tab, `document.getElementById("gates").hidden`) {
+		t.Fatalf("a submitter is shown %d gate buttons", n)
+	}
+
+	// The lead: one gate awaiting approval, with its buttons.
+	navigate(t, tab, f.loginLink(t, tokUILead))
+	navigate(t, tab, f.base+"/ui/workflows/release-9")
+	row := `#gates .gate[data-node-id="go-live"]`
+	waitJS(t, tab, `document.body.dataset.canDecideGates === "true" && document.querySelector('`+row+` button.approve') !== null`)
+	if n := eval[int](t, tab, `document.querySelectorAll("#gates .gate").length`); n != 1 {
+		t.Fatalf("%d gates offered, want 1", n)
+	}
+	if err := chromedp.Do(tab, chromedp.SendKeys(chromedp.CSS(row+` input.reason`), "checked in the browser")); err != nil {
+		t.Fatal(err)
+	}
+	if err := chromedp.Do(tab, chromedp.Click(chromedp.CSS(row+` button.approve`))); err != nil {
+		t.Fatal(err)
+	}
+	waitJS(t, tab, `document.querySelector('g.node[data-node-id="go-live"]').dataset.state === "completed"`)
+	waitJS(t, tab, `document.querySelector('g.node[data-node-id="deploy"]').dataset.state === "pending"`)
+	waitJS(t, tab, `document.getElementById("gates").hidden && document.querySelectorAll("#gates .gate").length === 0`)
+	if tk, err := f.store.Task(f.ctx, after.Task.TaskID); err != nil || tk.State != taskgraph.StatePending {
+		t.Fatalf("the dependent is %s (%v)", tk.State, err)
+	}
+	evs, err := f.store.TaskEvents(f.ctx, gate.Task.TaskID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := evs[len(evs)-1]
+	if last.Kind != taskgraph.EventApprove || last.Actor.Kind != taskgraph.ActorApprover || last.Actor.Principal != "lead" || !strings.Contains(string(last.Detail), "checked in the browser") {
+		t.Fatalf("the decision's event: %s %+v %s", last.Kind, last.Actor, last.Detail)
+	}
+	// The page's history shows who decided.
+	if err := chromedp.Do(tab, chromedp.Click(chromedp.CSS(`g.node[data-node-id="go-live"]`))); err != nil {
+		t.Fatal(err)
+	}
+	waitJS(t, tab, `document.querySelector("#history tr[data-kind=approve]") !== null`)
+	if h := text(t, tab, `#history tr[data-kind=approve]`); !strings.Contains(h, "approver lead") {
+		t.Fatalf("the history row of the approval: %q", h)
+	}
+}

@@ -1,15 +1,28 @@
-// Package liveview is the read-only operator view of the task graph that
-// the HTTP front serves under /ui/: a list of workflows, each workflow drawn
-// as its DAG with states, holders and lease countdowns, and a task's detail
-// and history; with the login by which a browser, which cannot send a bearer
-// header, gets in. Its page, style sheet and scripts are embedded (ui/), and
-// the same drawing is the MCP App's document (AppHTML).
+// Package liveview is the operator view of the task graph that the HTTP
+// front serves under /ui/: a list of workflows, each workflow drawn as its
+// DAG with states, holders and lease countdowns, and a task's detail and
+// history; with the login by which a browser, which cannot send a bearer
+// header, gets in; and, for a principal with the approve role, approve and
+// reject on the approval gates awaiting a decision. Its page, style sheet
+// and scripts are embedded (ui/), and the same drawing is the MCP App's
+// document (AppHTML), which never decides a gate.
 //
 // # Invariants
 //
-//   - Read-only: GET and HEAD only (but the login routes), and reads only
-//     through the taskgraph Store API; its reads never expire a lapsed lease
-//     (a stuck claim stays visible as stuck until the sweeper expires it).
+//   - Reads only: GET and HEAD only, but the login routes and gate
+//     decisions, and reads only through the taskgraph Store API; its reads
+//     never expire a lapsed lease (a stuck claim stays visible as stuck
+//     until the sweeper expires it).
+//   - Its one write is a gate decision (gate.go), through Store.DecideGate
+//     as the HTTP front's POST /gates/… and admin approve|reject, recorded
+//     with actor approver and the principal. It is a POST that needs a view
+//     session (never a bearer token; never without authentication), an
+//     Origin header (which the front has checked), the session's own
+//     anti-forgery token in X-CSRF-Token (compared in constant time; held
+//     in the session's entry, readable only by a same-origin script from
+//     /ui/api/me), and the approve role, checked against the live principal
+//     table at the request; a gate outside the principal's workflows
+//     answers as a missing one.
 //   - Never shows a claim token or its digest (taskgraph.Task holds
 //     neither), sends a strict Content-Security-Policy, and loads nothing
 //     from outside the binary.

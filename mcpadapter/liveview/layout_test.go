@@ -122,10 +122,17 @@ func TestLoginCapsEvictTheMinterFirst(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	tokens := map[string]bool{}
 	for i, sid := range victims {
-		if who, ok := l.session(cookie(sid), now); !ok || who != fmt.Sprintf("operator-%d", i) {
-			t.Fatalf("operator-%d's session after the flood: %q, %v", i, who, ok)
+		g, ok := l.session(cookie(sid), now)
+		if !ok || g.principal != fmt.Sprintf("operator-%d", i) {
+			t.Fatalf("operator-%d's session after the flood: %q, %v", i, g.principal, ok)
 		}
+		// Each session has its own anti-forgery token, not its id.
+		if len(g.csrf) < 40 || tokens[g.csrf] || g.csrf == sid {
+			t.Fatalf("operator-%d's session has anti-forgery token %q (seen before: %v)", i, g.csrf, tokens[g.csrf])
+		}
+		tokens[g.csrf] = true
 	}
 	if _, ok, _ := l.redeem(code, now); !ok {
 		t.Fatal("operator-0's outstanding code was evicted by the flood")

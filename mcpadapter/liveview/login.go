@@ -44,6 +44,10 @@ const (
 type uiGrant struct {
 	principal string // "" without authentication
 	expires   time.Time
+	// csrf is a session's anti-forgery token (none for a login code): a
+	// random secret of its own, bound to the session by living in its
+	// entry, that the page sends back in UICSRFHeader with every decision.
+	csrf string
 }
 
 // uiLogins holds the outstanding login codes and the live sessions, by the
@@ -139,30 +143,35 @@ func (l *uiLogins) redeem(code string, now time.Time) (string, bool, error) {
 	if err != nil {
 		return "", false, err
 	}
+	csrf, _, err := newUISecret()
+	if err != nil {
+		return "", false, err
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	putBounded(l.sessions, sd, uiGrant{principal: g.principal, expires: now.Add(UISessionTTL)}, uiMaxSessions, uiMaxSessionsEach, now)
+	putBounded(l.sessions, sd, uiGrant{principal: g.principal, expires: now.Add(UISessionTTL), csrf: csrf}, uiMaxSessions, uiMaxSessionsEach, now)
 	return sid, true, nil
 }
 
-// session returns the principal of the request's session cookie.
-func (l *uiLogins) session(r *http.Request, now time.Time) (string, bool) {
+// session returns the grant of the request's session cookie: its
+// principal and its anti-forgery token.
+func (l *uiLogins) session(r *http.Request, now time.Time) (uiGrant, bool) {
 	c, err := r.Cookie(UICookieName)
 	if err != nil || len(c.Value) == 0 || len(c.Value) > 128 {
-		return "", false
+		return uiGrant{}, false
 	}
 	d := sha256.Sum256([]byte(c.Value))
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	g, ok := l.sessions[d]
 	if !ok {
-		return "", false
+		return uiGrant{}, false
 	}
 	if !now.Before(g.expires) {
 		delete(l.sessions, d)
-		return "", false
+		return uiGrant{}, false
 	}
-	return g.principal, true
+	return g, true
 }
 
 // end forgets the request's session, if any.

@@ -24,8 +24,9 @@ import (
 )
 
 // The live view's routes (serve --http). Everything under UIPath is the
-// read-only operator view: HTML, CSS and one script embedded in the binary,
-// and the JSON it polls.
+// operator view: HTML, CSS and one script embedded in the binary, and the
+// JSON it polls; it only reads, but for its login routes and an approver's
+// gate decisions (UIGatesPath).
 const (
 	// UIPath is the root of the live workflow view.
 	UIPath = "/ui/"
@@ -104,7 +105,8 @@ type Config struct {
 }
 
 // Handler serves the live view. It reads only through the taskgraph Store
-// API and has no write path.
+// API; its one write is a gate decision (gate.go), through
+// Store.DecideGate.
 type Handler struct {
 	cfg      Config
 	store    *taskgraph.Store
@@ -177,10 +179,13 @@ func (u *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case strings.HasPrefix(path, "/ui/assets/"):
 		u.serveAsset(w, r, strings.TrimPrefix(path, "/ui/assets/"))
 		return
+	case strings.HasPrefix(path, UIGatesPath):
+		u.serveGate(w, r) // the view's one write (gate.go)
+		return
 	}
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		w.Header().Set("Allow", "GET, HEAD")
-		http.Error(w, "method not allowed: the live view is read-only", http.StatusMethodNotAllowed)
+		http.Error(w, "method not allowed: the live view only reads (but for its login routes and gate decisions)", http.StatusMethodNotAllowed)
 		return
 	}
 	v, status, why := u.viewer(r)
@@ -205,6 +210,8 @@ func (u *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		u.servePage(w, "workflow.html")
+	case path == UIMePath:
+		writeUIJSON(w, r, http.StatusOK, u.me(v))
 	case path == "/ui/api/workflows":
 		q, page, err := uiListQuery(r)
 		if err != nil {
@@ -224,8 +231,13 @@ func (u *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // viewer is who a view request acts for: nil principal means every
-// workflow (no authentication configured).
-type viewer struct{ p *principal.Principal }
+// workflow (no authentication configured). csrf is the anti-forgery token
+// of the session the request came with ("" for a bearer token or without
+// authentication).
+type viewer struct {
+	p    *principal.Principal
+	csrf string
+}
 
 func (v viewer) allows(workflowID string) bool { return v.p == nil || v.p.WorkflowAllowed(workflowID) }
 
@@ -237,24 +249,26 @@ func (u *Handler) viewer(r *http.Request) (viewer, int, string) {
 		return viewer{}, 0, ""
 	}
 	var p *principal.Principal
+	csrf := ""
 	if r.Header.Get("Authorization") != "" {
 		var why string
 		if p, why = u.cfg.Authenticate(r); why != "" {
 			return viewer{}, http.StatusUnauthorized, why
 		}
 	} else {
-		name, ok := u.login.session(r, u.store.Clock().Now())
+		g, ok := u.login.session(r, u.store.Clock().Now())
 		if !ok {
 			return viewer{}, http.StatusUnauthorized, "unauthorized: open the view through a login link: run graph-engineering-mcp ui link --url <this server's URL> with your token, and open the link it prints (it is valid once, for a minute)"
 		}
-		if p = u.cfg.Auth.Current().Lookup(name); p == nil {
+		if p = u.cfg.Auth.Current().Lookup(g.principal); p == nil {
 			return viewer{}, http.StatusUnauthorized, "unauthorized: the principal of this login no longer exists; open a new login link"
 		}
+		csrf = g.csrf
 	}
 	if !p.HasRole(principal.RoleObserve) {
 		return viewer{}, http.StatusForbidden, principal.MissingRole(p, "the live view", []string{principal.RoleObserve}).Error()
 	}
-	return viewer{p: p}, 0, ""
+	return viewer{p: p, csrf: csrf}, 0, ""
 }
 
 func (u *Handler) refuse(w http.ResponseWriter, r *http.Request, status int, msg string) {

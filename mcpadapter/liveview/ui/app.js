@@ -1,7 +1,9 @@
 // The live workflow view of graph-engineering-mcp. Plain script, no
-// libraries, nothing loaded from anywhere but this server. It only reads:
-// it polls the JSON under /ui/api/ (an unchanged answer is a 304) and
-// redraws what changed. The workflow page is pushed: an event stream says
+// libraries, nothing loaded from anywhere but this server. It reads: it
+// polls the JSON under /ui/api/ (an unchanged answer is a 304) and redraws
+// what changed. Its one write: a viewer with the approve role approves or
+// rejects the gates awaiting a decision (a POST carrying the session's
+// anti-forgery token from /ui/api/me). The workflow page is pushed: an event stream says
 // when the workflow changed, and only then is its JSON fetched; it polls
 // only while the stream is unavailable.
 "use strict";
@@ -303,6 +305,61 @@ var GE = (function () {
   document.title = id + " · graph-engineering-mcp";
   var graph = document.getElementById("graph"), detail = document.getElementById("detail");
   var selected = null, last = null, ticking = [], detailPoll = null;
+  // me says whether this viewer may decide gates, with the session's
+  // anti-forgery token; until it is known, no decision is offered.
+  var me = null, gatesBar = document.getElementById("gates"), gatesKey = null, reasons = {};
+  fetch("/ui/api/me", { credentials: "same-origin", cache: "no-store" }).then(function (r) { return r.ok ? r.json() : null; })
+    .then(function (m) {
+      me = m;
+      document.body.setAttribute("data-can-decide-gates", m && m.can_decide_gates ? "true" : "false");
+      if (last) render();
+    }).catch(function () {});
+
+  // showGates lists the gates awaiting approval with approve and reject,
+  // for a viewer who may decide them. It rebuilds only when that list
+  // changes, so a reason being typed survives a redraw.
+  function showGates() {
+    var awaiting = me && me.can_decide_gates ? last.nodes.filter(function (n) { return n.awaiting_approval; }) : [];
+    var key = awaiting.map(function (n) { return n.task_id; }).join(" ");
+    if (key === gatesKey) return;
+    gatesKey = key;
+    gatesBar.replaceChildren();
+    gatesBar.hidden = awaiting.length === 0;
+    awaiting.forEach(function (n) {
+      var row = GE.el("div", { "class": "gate", "data-task-id": n.task_id, "data-node-id": n.node_id });
+      var reason = GE.el("input", { "class": "reason", type: "text", maxlength: "4096", placeholder: "reason (optional)", "aria-label": "reason for " + n.node_id });
+      reason.value = reasons[n.task_id] || "";
+      reason.addEventListener("input", function () { reasons[n.task_id] = reason.value; });
+      var approve = GE.el("button", { "class": "approve", type: "button" }, "Approve");
+      var reject = GE.el("button", { "class": "reject", type: "button" }, "Reject");
+      var msg = GE.el("span", { "class": "gate-msg" });
+      function decide(verb) {
+        approve.disabled = reject.disabled = true;
+        msg.className = "gate-msg"; msg.textContent = verb === "approve" ? "approving…" : "rejecting…";
+        fetch("/ui/api/gates/" + encodeURIComponent(n.task_id) + "/" + verb, {
+          method: "POST", credentials: "same-origin", cache: "no-store",
+          headers: { "Content-Type": "application/json", "X-CSRF-Token": me.csrf_token },
+          body: JSON.stringify({ reason: reason.value })
+        }).then(function (r) {
+          return r.json().catch(function () { return {}; }).then(function (b) {
+            if (!r.ok) throw new Error(b && b.error ? b.error : "HTTP " + r.status);
+            return b;
+          });
+        }).then(function () {
+          delete reasons[n.task_id];
+          msg.className = "gate-msg ok"; msg.textContent = verb === "approve" ? "approved" : "rejected";
+          gatesBar.setAttribute("data-decided", String(Number(gatesBar.getAttribute("data-decided") || 0) + 1));
+        }).catch(function (e) {
+          approve.disabled = reject.disabled = false;
+          msg.className = "gate-msg err"; msg.textContent = e.message;
+        });
+      }
+      approve.addEventListener("click", function () { decide("approve"); });
+      reject.addEventListener("click", function () { decide("reject"); });
+      row.append(GE.el("span", { "class": "gate-label" }, "✋ " + n.node_id + " awaits approval"), reason, approve, reject, msg);
+      gatesBar.appendChild(row);
+    });
+  }
 
   function render() {
     ticking = [];
@@ -312,6 +369,7 @@ var GE = (function () {
     if (last.usage) counts.appendChild(GE.el("span", { "class": "badge usage", id: "usage" }, GE.usageText(last.usage)));
     // Why nothing here is claimable: an operator's pause (issue 27).
     if (last.paused) counts.appendChild(GE.el("span", { "class": "badge paused", "id": "paused", "title": last.paused }, "⏸ " + last.paused));
+    showGates();
     var ms = GE.draw(graph, last, { selected: selected, onSelect: select, now: now, ticking: ticking });
     document.body.setAttribute("data-render-ms", ms.toFixed(1));
     document.body.setAttribute("data-nodes", String(last.nodes.length));
@@ -343,7 +401,7 @@ var GE = (function () {
     if (t.state === "claimed") lease = t.stuck ? "lapsed " + GE.dur(d.now_ms - t.lease_expires_at_ms) + " ago (stuck)" : GE.dur(t.lease_expires_at_ms - d.now_ms) + " left";
     detail.appendChild(dl([
       ["task", t.task_id], ["state", t.state + (t.stuck ? " (stuck)" : "") + (t.awaiting_approval ? " (awaiting approval)" : ""), t.stuck ? "err" : ""], ["holder", t.owner],
-      ["gate", t.gate ? (t.awaiting_approval ? "awaiting approval: admin approve|reject " + t.task_id + ", or POST /gates/" + t.task_id + "/approve|reject" + (t.decide_by_ms > d.now_ms ? "; decided by the server " + when(t.decide_by_ms) : "") : "approval gate") : ""],
+      ["gate", t.gate ? (t.awaiting_approval ? "awaiting approval: " + (me && me.can_decide_gates ? "Approve or Reject above, " : "") + "admin approve|reject " + t.task_id + ", or POST /gates/" + t.task_id + "/approve|reject" + (t.decide_by_ms > d.now_ms ? "; decided by the server " + when(t.decide_by_ms) : "") : "approval gate") : ""],
       ["generation", t.generation], ["lease", lease],
       ["last heartbeat", d.last_heartbeat_at_ms ? GE.dur(d.now_ms - d.last_heartbeat_at_ms) + " ago" : ""],
       ["attempts", t.attempts + " of " + t.max_attempts], ["priority", t.priority || ""],
