@@ -93,33 +93,6 @@ func (w *wtx) appendEvent(r *row, kind, owner string, generation int64, detail m
 	return nil
 }
 
-// linkInPlace links evs (unlinked, in the order they happened) onto their
-// workflows' chain heads as they stand in w's transaction, and returns
-// them linked.
-func (w *wtx) linkInPlace(evs []tgdriver.EventRow) ([]tgdriver.EventRow, error) {
-	type head struct {
-		hash  string
-		count int64
-	}
-	heads := make(map[string]*head, 2)
-	for i := range evs {
-		e := &evs[i]
-		h := heads[e.WorkflowID]
-		if h == nil {
-			hash, count, err := w.tx.ChainHead(w.ctx, e.WorkflowID)
-			if err != nil {
-				return nil, fmt.Errorf("read chain head of workflow %s: %w", e.WorkflowID, err)
-			}
-			h = &head{hash, count}
-			heads[e.WorkflowID] = h
-		}
-		h.count++
-		audit.Link(e, h.hash, h.count)
-		h.hash = e.Hash
-	}
-	return evs, nil
-}
-
 // eventRow is e as the driver stores it.
 func eventRow(e Event) tgdriver.EventRow {
 	return tgdriver.EventRow{EventID: e.EventID, WorkflowID: e.WorkflowID, Seq: e.Seq, TaskID: e.TaskID, Kind: e.Kind, Owner: e.Owner,
