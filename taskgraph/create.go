@@ -13,9 +13,11 @@ import (
 	"time"
 
 	"crypto/rand"
+
 	"github.com/oklog/ulid/v2"
 
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/dag"
+	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/gate"
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/tgdriver"
 )
 
@@ -268,7 +270,7 @@ func (w *wtx) insertNode(workflowID string, n normalizedNode) (row, error) {
 		state, status = StateBlocked, "waiting on "+strings.Join(waiting, ", ")
 	case n.Kind == KindGate:
 		// A gate with nothing to wait for awaits approval at once.
-		state, status = StateBlocked, awaitingStatus(n.GateTimeout, n.OnTimeout, w.nowMS)
+		state, status = StateBlocked, gate.AwaitingStatus(n.GateTimeout, n.OnTimeout, w.nowMS)
 		if n.GateTimeout > 0 {
 			dueMS = w.nowMS + n.GateTimeout.Milliseconds()
 		}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/gate"
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/jsonvalue"
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/limits"
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/rules"
@@ -151,46 +152,14 @@ func normalizeNode(n NodeSpec) (normalizedNode, error) {
 			return normalizedNode{}, err
 		}
 	}
-	kind, timeout, onTimeout, err := checkGate(n, req)
+	kind, timeout, onTimeout, err := gate.CheckNode(gate.Node{Kind: n.Kind, Timeout: n.GateTimeout, OnTimeout: n.OnTimeout,
+		HasRequires: len(req) > 0, HasNotBefore: !n.NotBefore.IsZero()})
 	if err != nil {
 		return normalizedNode{}, err
 	}
 	return normalizedNode{NodeID: n.NodeID, Payload: p, DependsOn: deps, MaxAttempts: ma, Priority: n.Priority,
 		Requires: req, RetryDelay: rd, NotBefore: n.NotBefore, Key: n.ConcurrencyKey, KeyLimit: n.KeyLimit,
 		Kind: kind, GateTimeout: timeout, OnTimeout: onTimeout}, nil
-}
-
-// checkGate checks a node's kind and gate fields and returns them
-// normalized (kind KindTask for "").
-func checkGate(n NodeSpec, requires []string) (string, time.Duration, string, error) {
-	switch n.Kind {
-	case "", KindTask:
-		if n.GateTimeout != 0 || n.OnTimeout != "" {
-			return "", 0, "", invalid("gate_timeout_ms", "and on_timeout apply only to a node of kind %q", KindGate)
-		}
-		return KindTask, 0, "", nil
-	case KindGate:
-	default:
-		return "", 0, "", invalid("kind", "must be %q (the default) or %q (got %q)", KindTask, KindGate, n.Kind)
-	}
-	if len(requires) > 0 {
-		return "", 0, "", invalid("requires", "does not apply to a gate: a gate is never claimed")
-	}
-	if !n.NotBefore.IsZero() {
-		return "", 0, "", invalid("not_before", "does not apply to a gate: a gate is never claimed (use gate_timeout_ms)")
-	}
-	switch {
-	case n.GateTimeout == 0 && n.OnTimeout != "":
-		return "", 0, "", invalid("on_timeout", "applies only with gate_timeout_ms")
-	case n.GateTimeout == 0:
-		return KindGate, 0, "", nil
-	case n.GateTimeout < time.Second || n.GateTimeout > MaxGateTimeout || n.GateTimeout%time.Millisecond != 0:
-		return "", 0, "", invalid("gate_timeout_ms", "must be a whole number of milliseconds between %d and %d (got %v)",
-			time.Second.Milliseconds(), MaxGateTimeout.Milliseconds(), n.GateTimeout)
-	case n.OnTimeout != OnTimeoutApprove && n.OnTimeout != OnTimeoutReject:
-		return "", 0, "", invalid("on_timeout", "must be %q or %q with gate_timeout_ms (got %q)", OnTimeoutApprove, OnTimeoutReject, n.OnTimeout)
-	}
-	return KindGate, n.GateTimeout, n.OnTimeout, nil
 }
 
 func checkErrorText(s string) error { return rules.CheckErrorText(s) }
