@@ -351,10 +351,11 @@
 // What needs no store state lives in leaf packages that import neither
 // this package nor a driver (seam_test.go keeps it so): limits (the
 // bounds), rules (checks of plain values, ValidationError), jcs (RFC 8785
-// JSON), jsonvalue (payload rules), dag (a create's order), gate (approval
-// gates), keyrate (a key's limit and rate), retry (backoff), waitq (parked
-// claims), idempotency (request-id keys and seals), workreport (workers'
-// reports) and audit (the history's format, readers and linker).
+// JSON), jsonvalue (payload rules), nodespec (a node to create and its
+// validation), dag (a create's order), gate (approval gates), keyrate (a
+// key's limit and rate), retry (backoff), waitq (parked claims),
+// idempotency (request-id keys and seals), workreport (workers' reports)
+// and audit (the history's format, readers and linker).
 //
 // # Portability
 //

@@ -1,12 +1,9 @@
 package taskgraph
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
-	"time"
 
-	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/gate"
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/jsonvalue"
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/limits"
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/rules"
@@ -70,97 +67,6 @@ func checkJSON(field string, raw []byte, max int, wantObject bool) (json.RawMess
 // beyond float64 range (see the payload rules), and whether there is one.
 // Invalid JSON has none.
 func OverflowingNumber(raw []byte) (string, bool) { return jsonvalue.OverflowingNumber(raw) }
-
-// normalizedNode is a NodeSpec after validation.
-type normalizedNode struct {
-	NodeID      string
-	Payload     json.RawMessage
-	DependsOn   []string
-	MaxAttempts int
-	Priority    int
-	Requires    []string // canonical
-	RetryDelay  time.Duration
-	NotBefore   time.Time
-	Key         string
-	KeyLimit    *KeyLimit
-	Kind        string // KindTask or KindGate
-	GateTimeout time.Duration
-	OnTimeout   string
-}
-
-func normalizeNode(n NodeSpec) (normalizedNode, error) {
-	if err := checkIdentifier("node_id", n.NodeID); err != nil {
-		return normalizedNode{}, err
-	}
-	payload := n.Payload
-	if len(bytes.TrimSpace(payload)) == 0 || string(bytes.TrimSpace(payload)) == "null" {
-		payload = json.RawMessage(`{}`)
-	}
-	p, err := checkJSON("payload", payload, MaxPayloadBytes, true)
-	if err != nil {
-		return normalizedNode{}, err
-	}
-	if len(n.DependsOn) > MaxDependsOn {
-		return normalizedNode{}, invalid("depends_on", "must list at most %d nodes (got %d)", MaxDependsOn, len(n.DependsOn))
-	}
-	seen := make(map[string]bool, len(n.DependsOn))
-	deps := make([]string, 0, len(n.DependsOn))
-	for _, d := range n.DependsOn {
-		if err := checkIdentifier("depends_on", d); err != nil {
-			return normalizedNode{}, err
-		}
-		if d == n.NodeID {
-			return normalizedNode{}, invalid("depends_on", "node %q cannot depend on itself (the graph must be acyclic)", d)
-		}
-		if seen[d] {
-			return normalizedNode{}, invalid("depends_on", "lists %q twice", d)
-		}
-		seen[d] = true
-		deps = append(deps, d)
-	}
-	ma := n.MaxAttempts
-	if ma == 0 {
-		ma = DefaultMaxAttempts
-	}
-	if ma < MinMaxAttempts || ma > MaxMaxAttempts {
-		return normalizedNode{}, invalid("max_attempts", "must be between %d and %d (got %d)", MinMaxAttempts, MaxMaxAttempts, n.MaxAttempts)
-	}
-	if n.Priority < MinPriority || n.Priority > MaxPriority {
-		return normalizedNode{}, invalid("priority", "must be an integer between %d and %d (got %d)", MinPriority, MaxPriority, n.Priority)
-	}
-	req, err := canonicalTags("requires", n.Requires, MaxRequires)
-	if err != nil {
-		return normalizedNode{}, err
-	}
-	rd := DefaultRetryDelay
-	if n.RetryDelay != nil {
-		rd = *n.RetryDelay
-		if rd < 0 || rd > MaxRetryDelay || rd%time.Millisecond != 0 {
-			return normalizedNode{}, invalid("retry_delay_ms", "must be a whole number of milliseconds between 0 and %d (got %v)", MaxRetryDelay.Milliseconds(), rd)
-		}
-	}
-	if n.ConcurrencyKey != "" {
-		if err := checkKey("concurrency_key", n.ConcurrencyKey); err != nil {
-			return normalizedNode{}, err
-		}
-	}
-	if n.KeyLimit != nil {
-		if n.ConcurrencyKey == "" {
-			return normalizedNode{}, invalid("concurrency_key", "is required with a limit (concurrency_max_claimed, concurrency_rate)")
-		}
-		if err := checkKeyLimit("concurrency_", *n.KeyLimit); err != nil {
-			return normalizedNode{}, err
-		}
-	}
-	kind, timeout, onTimeout, err := gate.CheckNode(gate.Node{Kind: n.Kind, Timeout: n.GateTimeout, OnTimeout: n.OnTimeout,
-		HasRequires: len(req) > 0, HasNotBefore: !n.NotBefore.IsZero()})
-	if err != nil {
-		return normalizedNode{}, err
-	}
-	return normalizedNode{NodeID: n.NodeID, Payload: p, DependsOn: deps, MaxAttempts: ma, Priority: n.Priority,
-		Requires: req, RetryDelay: rd, NotBefore: n.NotBefore, Key: n.ConcurrencyKey, KeyLimit: n.KeyLimit,
-		Kind: kind, GateTimeout: timeout, OnTimeout: onTimeout}, nil
-}
 
 func checkErrorText(s string) error { return rules.CheckErrorText(s) }
 
