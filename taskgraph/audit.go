@@ -31,15 +31,6 @@ const (
 	ActorSubmitter = "submitter" // the creator of a task
 )
 
-// Actor is who caused an event: a kind, a name (the worker's owner, the
-// operator's name; "" when there is none) and the authenticated principal of
-// the request (PrincipalFrom), "" when none.
-type Actor struct {
-	Kind      string
-	Name      string
-	Principal string
-}
-
 // Audit chain entry kinds (the database-wide chain; see package audit).
 const (
 	// AuditSwitch is the first entry: the database moved to hash format 2.
@@ -51,6 +42,10 @@ const (
 	// AuditPrune records a workflow's removal by prune, with its final head.
 	AuditPrune = audit.EntryPrune
 )
+
+// Actor is who caused an event (audit.Actor): a kind, a name and the
+// principal of the request.
+type Actor = audit.Actor
 
 // actorOf is the actor of w's operation, with the principal of its context.
 func (w *wtx) actorOf() Actor {

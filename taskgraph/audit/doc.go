@@ -22,6 +22,9 @@
 // and ExportEntry write exactly the hashed objects, with their hashes, so
 // an outside verifier (scripts/audit-verify.py) recomputes every hash from
 // the export alone; TestAuditFormatVectors keeps MCP.md's vectors true.
+// Event (with its Actor) is an event as the store's readers see it
+// (taskgraph.Event), EventOf and Row convert it from and to the driver's
+// row, and ComputeHash hashes it in its own format.
 //
 // # Verify
 //
