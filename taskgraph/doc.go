@@ -292,8 +292,13 @@
 // ErrInvalid naming what differs; a refused write is not kept. A kept
 // claim's token is sealed under the request id, which the database holds
 // only as a hash (package idempotency: the key, the argument digests and
-// the seal). The sweeper keeps at most Options.MaxRequestsPerPrincipal
-// answers per principal, removing the oldest beyond. See request.go.
+// the seal): someone who reads the database learns a kept token only for
+// a request id they can guess, so use a random one (a UUID). The sweeper
+// keeps at most Options.MaxRequestsPerPrincipal answers per principal,
+// removing the oldest beyond; it runs once a minute, so a principal may
+// pass the bound by what it writes meanwhile. It is a bound, never a
+// refusal: no write is refused for the ids its principal keeps, and a
+// retry comes long before its answer is among a busy principal's oldest.
 //
 // # Workers' reports
 //
