@@ -129,7 +129,7 @@ func (s *Store) DecideGate(ctx context.Context, taskID string, d GateDecision) (
 
 // gateDecidable says why r cannot be decided now, or nil.
 func gateDecidable(r row) error {
-	sentinel, detail := gate.Refusal(r.Kind, r.AwaitingApproval, string(r.State), r.Result, r.Error, r.StatusMessage)
+	detail, sentinel := gate.Refusal(r.Kind, r.AwaitingApproval, string(r.State), r.Result, r.Error, r.StatusMessage)
 	if sentinel == nil {
 		return nil
 	}

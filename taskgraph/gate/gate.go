@@ -230,20 +230,20 @@ func AwaitDetail(dueMS int64, onTimeout string) map[string]any {
 	return detail
 }
 
-// Refusal says why a task cannot be decided now: nil when it is a gate
-// awaiting approval; else the sentinel (ErrNotGate, ErrNotAwaiting,
-// ErrDecided) and what to tell the caller. state, result, errText and
+// Refusal says why a task cannot be decided now: what to tell the caller
+// and the sentinel (ErrNotGate, ErrNotAwaiting, ErrDecided); a nil
+// sentinel when it is a gate awaiting approval. state, result, errText and
 // status are the task's as stored.
-func Refusal(kind string, awaiting bool, state string, result []byte, errText, status string) (sentinel error, detail string) {
+func Refusal(kind string, awaiting bool, state string, result []byte, errText, status string) (detail string, sentinel error) {
 	switch {
 	case kind != tgdriver.KindGate:
-		return ErrNotGate, "is an ordinary task, not an approval gate: only a task created with kind \"gate\" is approved or rejected"
+		return "is an ordinary task, not an approval gate: only a task created with kind \"gate\" is approved or rejected", ErrNotGate
 	case awaiting:
-		return nil, ""
+		return "", nil
 	case state == "blocked":
-		return ErrNotAwaiting, "the gate does not await approval yet (" + status + "); it can be decided once its dependencies completed"
+		return "the gate does not await approval yet (" + status + "); it can be decided once its dependencies completed", ErrNotAwaiting
 	default:
-		return ErrDecided, "the gate was already decided: " + DecidedSummary(state, result, errText, status)
+		return "the gate was already decided: " + DecidedSummary(state, result, errText, status), ErrDecided
 	}
 }
 

@@ -63,20 +63,20 @@ func TestCheckDecisionNamesTheField(t *testing.T) {
 
 func TestRefusalSaysWhoDecided(t *testing.T) {
 	t.Parallel()
-	if s, _ := Refusal(tgdriver.KindGate, true, "blocked", nil, "", "awaiting approval"); s != nil {
+	if _, s := Refusal(tgdriver.KindGate, true, "blocked", nil, "", "awaiting approval"); s != nil {
 		t.Fatalf("a gate awaiting approval is refused: %v", s)
 	}
-	if s, _ := Refusal(tgdriver.KindTask, false, "pending", nil, "", ""); s != ErrNotGate {
+	if _, s := Refusal(tgdriver.KindTask, false, "pending", nil, "", ""); s != ErrNotGate {
 		t.Fatalf("a task is refused with %v, want ErrNotGate", s)
 	}
-	if s, _ := Refusal(tgdriver.KindGate, false, "blocked", nil, "", "waiting for a"); s != ErrNotAwaiting {
+	if _, s := Refusal(tgdriver.KindGate, false, "blocked", nil, "", "waiting for a"); s != ErrNotAwaiting {
 		t.Fatalf("a blocked gate is refused with %v, want ErrNotAwaiting", s)
 	}
-	s, detail := Refusal(tgdriver.KindGate, false, "completed", []byte(`{"decision":"approved","decided_by":"ana","via":"operator","reason":"ok"}`), "", "")
+	detail, s := Refusal(tgdriver.KindGate, false, "completed", []byte(`{"decision":"approved","decided_by":"ana","via":"operator","reason":"ok"}`), "", "")
 	if s != ErrDecided || !strings.Contains(detail, "approved by ana (operator): ok") {
 		t.Fatalf("a decided gate is refused with %v, %q", s, detail)
 	}
-	if _, detail := Refusal(tgdriver.KindGate, false, "failed", nil, RejectedError("bo", DecidedByPrincipal, "no"), ""); !strings.Contains(detail, "rejected by bo (principal): no") {
+	if detail, _ := Refusal(tgdriver.KindGate, false, "failed", nil, RejectedError("bo", DecidedByPrincipal, "no"), ""); !strings.Contains(detail, "rejected by bo (principal): no") {
 		t.Fatalf("a rejected gate's refusal says %q", detail)
 	}
 }
