@@ -351,28 +351,21 @@ func (t *wtx) NotifyReady(context.Context, string, string) error { return nil }
 // DueTasks returns up to limit pending tasks whose due time had come at
 // atMS, earliest first.
 func (t *wtx) DueTasks(_ context.Context, atMS int64, limit int) ([]tgdriver.TaskRef, error) {
-	rows, err := t.query(bg, sqlDueTasks, atMS, limit)
-	if err != nil {
-		return nil, fmt.Errorf("find due tasks: %w", err)
-	}
-	defer rows.Close()
-	var out []tgdriver.TaskRef
-	for rows.Next() {
-		var r tgdriver.TaskRef
-		if err := rows.Scan(&r.Seq, &r.WorkflowID); err != nil {
-			return nil, err
-		}
-		out = append(out, r)
-	}
-	return out, rows.Err()
+	return t.dueRefs("due tasks", sqlDueTasks, atMS, limit)
 }
 
 // DueGates returns up to limit gates awaiting approval whose decision
 // time had come at atMS, earliest first.
 func (t *wtx) DueGates(_ context.Context, atMS int64, limit int) ([]tgdriver.TaskRef, error) {
-	rows, err := t.query(bg, sqlDueGates, atMS, limit)
+	return t.dueRefs("due gates", sqlDueGates, atMS, limit)
+}
+
+// dueRefs runs q, a scan of what is due at atMS (sqlDueTasks,
+// sqlDueGates), and returns the seq and workflow of each row.
+func (t *wtx) dueRefs(what, q string, atMS int64, limit int) ([]tgdriver.TaskRef, error) {
+	rows, err := t.query(bg, q, atMS, limit)
 	if err != nil {
-		return nil, fmt.Errorf("find due gates: %w", err)
+		return nil, fmt.Errorf("find %s: %w", what, err)
 	}
 	defer rows.Close()
 	var out []tgdriver.TaskRef
