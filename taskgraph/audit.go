@@ -31,15 +31,6 @@ const (
 	ActorSubmitter = "submitter" // the creator of a task
 )
 
-// Actor is who caused an event: a kind, a name (the worker's owner, the
-// operator's name; "" when there is none) and the authenticated principal of
-// the request (PrincipalFrom), "" when none.
-type Actor struct {
-	Kind      string
-	Name      string
-	Principal string
-}
-
 // Audit chain entry kinds (the database-wide chain; see package audit).
 const (
 	// AuditSwitch is the first entry: the database moved to hash format 2.
@@ -51,6 +42,10 @@ const (
 	// AuditPrune records a workflow's removal by prune, with its final head.
 	AuditPrune = audit.EntryPrune
 )
+
+// Actor is who caused an event (audit.Actor): a kind, a name and the
+// principal of the request.
+type Actor = audit.Actor
 
 // actorOf is the actor of w's operation, with the principal of its context.
 func (w *wtx) actorOf() Actor {
@@ -103,74 +98,17 @@ func contentJSON(kind string, r *row, detail map[string]any) []byte {
 	return audit.DigestJSON(key, val)
 }
 
-// appendAudit records an entry of the database-wide chain. It locks the
-// audit head (after any workflow row this operation locked); on a database
-// whose chain is empty it first records the switch to hash format 2 and
-// adopts every workflow that exists, with its head.
+// appendAudit records an entry of the database-wide chain in w's
+// transaction at its server time (audit.AppendEntry: the head is locked
+// after any workflow row this operation locked; an empty chain first
+// records the switch and adopts every workflow). A chain that moved under
+// the lock, or an entry that does not encode, is a fault of the store.
 func (w *wtx) appendAudit(kind, workflowID string, detail map[string]any) error {
-	count, head, err := w.tx.LockAuditHead(w.ctx)
-	if err != nil {
-		return err
+	err := audit.AppendEntry(w.ctx, w.tx, w.nowMS, kind, workflowID, detail)
+	if errors.Is(err, tgdriver.ErrChainMoved) || errors.Is(err, audit.ErrEncode) {
+		return fmt.Errorf("%w: %v", errInternal, err)
 	}
-	if count == 0 {
-		if count, head, err = w.auditGenesis(workflowID); err != nil {
-			return err
-		}
-	}
-	if kind == "" {
-		return nil
-	}
-	_, err = w.putAudit(count, head, kind, workflowID, detail)
 	return err
-}
-
-// auditGenesis writes the first entries of an empty audit chain: the switch,
-// then one adopt entry per existing workflow except skip (a workflow this
-// very operation is creating).
-func (w *wtx) auditGenesis(skip string) (int64, string, error) {
-	heads, err := w.tx.Workflows(w.ctx)
-	if err != nil {
-		return 0, "", fmt.Errorf("read workflows for the audit chain: %w", err)
-	}
-	var events int64
-	adopt := heads[:0:0]
-	for _, h := range heads {
-		if h.WorkflowID == skip && h.EventCount == 0 {
-			continue
-		}
-		adopt = append(adopt, h)
-		events += h.EventCount
-	}
-	head, err := w.putAudit(0, "", AuditSwitch, "", map[string]any{"hash_version": HashV2, "workflows": len(adopt), "events": events})
-	if err != nil {
-		return 0, "", err
-	}
-	count := int64(1)
-	for _, h := range adopt {
-		if head, err = w.putAudit(count, head, AuditAdopt, h.WorkflowID, map[string]any{"event_count": h.EventCount, "head_hash": h.HeadHash}); err != nil {
-			return 0, "", err
-		}
-		count++
-	}
-	return count, head, nil
-}
-
-func (w *wtx) putAudit(count int64, head, kind, workflowID string, detail map[string]any) (string, error) {
-	d, err := canonicalJSON(nil, detail)
-	if err != nil {
-		return "", err
-	}
-	a := tgdriver.AuditRow{Seq: count + 1, Kind: kind, WorkflowID: workflowID, AtMS: w.nowMS, Detail: string(d), PrevHash: head}
-	if a.Hash, err = audit.EntryHash(a); err != nil {
-		return "", fmt.Errorf("%w: %v", errInternal, err)
-	}
-	if err := w.tx.AppendAudit(w.ctx, a); err != nil {
-		if errors.Is(err, tgdriver.ErrChainMoved) {
-			return "", fmt.Errorf("%w: the audit head moved while entry %d was appended: %v", errInternal, a.Seq, err)
-		}
-		return "", fmt.Errorf("append audit entry: %w", err)
-	}
-	return a.Hash, nil
 }
 
 // ensureAudit starts the audit chain of a database that has none (at Open,

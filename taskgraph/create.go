@@ -1,21 +1,20 @@
 package taskgraph
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"reflect"
-	"slices"
-	"sort"
 	"strings"
 	"time"
 
 	"crypto/rand"
+
 	"github.com/oklog/ulid/v2"
 
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/dag"
+	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/gate"
+	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/nodespec"
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/tgdriver"
 )
 
@@ -47,10 +46,10 @@ func (s *Store) CreateWorkflow(ctx context.Context, workflowID string, nodes []N
 	if len(nodes) > MaxTasksPerWorkflow {
 		return nil, invalid("nodes", "a workflow holds at most %d tasks (got %d)", MaxTasksPerWorkflow, len(nodes))
 	}
-	norm := make([]normalizedNode, len(nodes))
+	norm := make([]nodespec.Node, len(nodes))
 	index := make(map[string]int, len(nodes))
 	for i, n := range nodes {
-		nn, err := normalizeNode(n)
+		nn, err := nodespec.Normalize(n)
 		if err != nil {
 			if len(nodes) > 1 {
 				return nil, fmt.Errorf("node %d (%q): %w", i, n.NodeID, err)
@@ -87,7 +86,7 @@ func (s *Store) CreateWorkflow(ctx context.Context, workflowID string, nodes []N
 // topoOrder orders the nodes of one creation so that every node comes after
 // the nodes of the same creation it depends on, or reports a cycle
 // (dag.Order).
-func topoOrder(nodes []normalizedNode, index map[string]int) ([]int, error) {
+func topoOrder(nodes []nodespec.Node, index map[string]int) ([]int, error) {
 	ids, deps := make([]string, len(nodes)), make([][]string, len(nodes))
 	for i, n := range nodes {
 		ids[i], deps[i] = n.NodeID, n.DependsOn
@@ -95,7 +94,7 @@ func topoOrder(nodes []normalizedNode, index map[string]int) ([]int, error) {
 	return dag.Order(ids, deps, index)
 }
 
-func (w *wtx) createNodes(workflowID string, nodes []normalizedNode, order []int, out []Created) error {
+func (w *wtx) createNodes(workflowID string, nodes []nodespec.Node, order []int, out []Created) error {
 	// The workflow's lock first: creates of one workflow, and every other
 	// writer of its tasks, run one at a time.
 	taskCount, err := w.tx.EnsureWorkflow(w.ctx, workflowID, w.nowMS)
@@ -157,60 +156,15 @@ func (w *wtx) createNodes(workflowID string, nodes []normalizedNode, order []int
 }
 
 // sameNode decides whether a repeated create of n matches the existing task.
-func sameNode(existing row, n normalizedNode) error {
-	conflict := func(what string) error {
-		return &ConflictError{TaskID: existing.TaskID, State: existing.State,
-			Detail: fmt.Sprintf("node %q already exists in workflow %q with a different %s; creates are idempotent only when identical (use a new node_id for a different task)", n.NodeID, existing.WorkflowID, what)}
+func sameNode(existing row, n nodespec.Node) error {
+	what := nodespec.Differs(nodespec.Node{Payload: existing.Payload, DependsOn: existing.DependsOn, MaxAttempts: existing.MaxAttempts,
+		Priority: existing.Priority, Requires: existing.Requires, RetryDelay: existing.RetryDelay, Key: existing.ConcurrencyKey,
+		Kind: existing.Kind, GateTimeout: existing.GateTimeout, OnTimeout: existing.OnTimeout}, n)
+	if what == "" {
+		return nil
 	}
-	if !sameJSON(existing.Payload, n.Payload) {
-		return conflict("payload")
-	}
-	a := append([]string(nil), existing.DependsOn...)
-	b := append([]string(nil), n.DependsOn...)
-	sort.Strings(a)
-	sort.Strings(b)
-	if !reflect.DeepEqual(a, b) && !(len(a) == 0 && len(b) == 0) {
-		return conflict("depends_on")
-	}
-	if existing.MaxAttempts != n.MaxAttempts {
-		return conflict("max_attempts")
-	}
-	if existing.Priority != n.Priority {
-		return conflict("priority")
-	}
-	if !slices.Equal(existing.Requires, n.Requires) {
-		return conflict("requires")
-	}
-	if existing.RetryDelay != n.RetryDelay {
-		return conflict("retry_delay_ms")
-	}
-	if existing.ConcurrencyKey != n.Key {
-		return conflict("concurrency_key")
-	}
-	if existing.Kind != n.Kind {
-		return conflict("kind")
-	}
-	if existing.GateTimeout != n.GateTimeout || existing.OnTimeout != n.OnTimeout {
-		return conflict("gate_timeout_ms or on_timeout")
-	}
-	return nil
-}
-
-// sameJSON compares two JSON values semantically (object key order and
-// whitespace do not matter; numbers compare by their text).
-func sameJSON(a, b []byte) bool {
-	if bytes.Equal(a, b) {
-		return true
-	}
-	var va, vb any
-	da := json.NewDecoder(bytes.NewReader(a))
-	da.UseNumber()
-	db := json.NewDecoder(bytes.NewReader(b))
-	db.UseNumber()
-	if da.Decode(&va) != nil || db.Decode(&vb) != nil {
-		return false
-	}
-	return reflect.DeepEqual(va, vb)
+	return &ConflictError{TaskID: existing.TaskID, State: existing.State,
+		Detail: fmt.Sprintf("node %q already exists in workflow %q with a different %s; creates are idempotent only when identical (use a new node_id for a different task)", n.NodeID, existing.WorkflowID, what)}
 }
 
 // newTaskID returns a ULID whose 80 random bits come from crypto/rand, so
@@ -223,7 +177,7 @@ func newTaskID(now time.Time) (string, error) {
 	return id.String(), nil
 }
 
-func (w *wtx) insertNode(workflowID string, n normalizedNode) (row, error) {
+func (w *wtx) insertNode(workflowID string, n nodespec.Node) (row, error) {
 	var dueMS int64
 	if n.NotBefore.After(w.now) {
 		if n.NotBefore.Sub(w.now) > MaxNotBefore {
@@ -278,7 +232,7 @@ func (w *wtx) insertNode(workflowID string, n normalizedNode) (row, error) {
 		state, status = StateBlocked, "waiting on "+strings.Join(waiting, ", ")
 	case n.Kind == KindGate:
 		// A gate with nothing to wait for awaits approval at once.
-		state, status = StateBlocked, awaitingStatus(n.GateTimeout, n.OnTimeout, w.nowMS)
+		state, status = StateBlocked, gate.AwaitingStatus(n.GateTimeout, n.OnTimeout, w.nowMS)
 		if n.GateTimeout > 0 {
 			dueMS = w.nowMS + n.GateTimeout.Milliseconds()
 		}

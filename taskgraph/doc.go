@@ -149,6 +149,17 @@
 // rate opens) are package keyrate's; the locking and the guarded update
 // are here (keys.go).
 //
+// # Approval gates
+//
+// A node of kind gate (NodeSpec.Kind) is never claimed: once its
+// dependencies completed it awaits a decision (blocked, AwaitingApproval),
+// and an operator or a principal with the approve role approves it
+// (completed: its dependents become ready) or rejects it (failed: its
+// dependents are cancelled), by DecideGate, under its workflow's lock with
+// the state guard in the update; at its timeout the sweeper decides as its
+// on_timeout says. What a gate is (its fields' checks, a decision's check,
+// the texts and result a decision leaves) is package gate's.
+//
 // # Upstream results and release
 //
 // A claim carries the claimed task's direct dependencies (Claimed.
@@ -289,8 +300,13 @@
 // ErrInvalid naming what differs; a refused write is not kept. A kept
 // claim's token is sealed under the request id, which the database holds
 // only as a hash (package idempotency: the key, the argument digests and
-// the seal). The sweeper keeps at most Options.MaxRequestsPerPrincipal
-// answers per principal, removing the oldest beyond. See request.go.
+// the seal): someone who reads the database learns a kept token only for
+// a request id they can guess, so use a random one (a UUID). The sweeper
+// keeps at most Options.MaxRequestsPerPrincipal answers per principal,
+// removing the oldest beyond; it runs once a minute, so a principal may
+// pass the bound by what it writes meanwhile. It is a bound, never a
+// refusal: no write is refused for the ids its principal keeps, and a
+// retry comes long before its answer is among a busy principal's oldest.
 //
 // # Workers' reports
 //
@@ -342,6 +358,18 @@
 // set once, in the insert, and never changed: an idempotent repeat of the
 // creation by anyone returns the task with its original creator. The store
 // holds principal names only, never a credential.
+//
+// # Leaves
+//
+// What needs no store state lives in leaf packages that import neither
+// this package nor a driver (seam_test.go keeps it so): limits (the
+// bounds), rules (checks of plain values, ValidationError), jcs (RFC 8785
+// JSON), jsonvalue (payload rules), nodespec (a node to create and its
+// validation), dag (a create's order), gate (approval gates), keyrate (a
+// key's limit and rate), pause (a pause of claiming), retry (backoff),
+// waitq (parked claims), idempotency (request-id keys and seals),
+// workreport (workers' reports) and audit (the history's format, its
+// events, readers and linker).
 //
 // # Portability
 //

@@ -3,13 +3,11 @@ package taskgraph
 import (
 	"cmp"
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"slices"
 	"time"
-	"unicode/utf8"
 
+	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/gate"
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/tgdriver"
 )
 
@@ -18,57 +16,39 @@ const (
 	// KindTask is an ordinary task, claimed by workers (the default).
 	KindTask = tgdriver.KindTask
 	// KindGate is an approval gate: never claimed; a person decides it
-	// (see "Approval gates" in the package doc).
+	// (package gate holds the vocabulary and checks of gates).
 	KindGate = tgdriver.KindGate
 )
 
 // What the server decides for a gate nobody decided within its timeout
-// (NodeSpec.OnTimeout).
+// (NodeSpec.OnTimeout); the vocabulary of gates is package gate's.
 const (
-	OnTimeoutApprove = "approve"
-	OnTimeoutReject  = "reject"
+	OnTimeoutApprove = gate.OnTimeoutApprove
+	OnTimeoutReject  = gate.OnTimeoutReject
+	// MaxGateTimeout bounds NodeSpec.GateTimeout: 30 days.
+	MaxGateTimeout = gate.MaxTimeout
+	// EventAwaitApproval, EventApprove and EventReject are the event
+	// kinds of gates (gate.EventAwaitApproval...).
+	EventAwaitApproval = gate.EventAwaitApproval
+	EventApprove       = gate.EventApprove
+	EventReject        = gate.EventReject
+	// ActorApprover is the actor kind of a gate decided by a principal
+	// holding the approve role; the event's actor principal names it.
+	ActorApprover = gate.ActorApprover
+	// DecidedByOperator, DecidedByPrincipal and DecidedByTimeout say how
+	// a gate was decided (GateDecision.Via).
+	DecidedByOperator  = gate.DecidedByOperator
+	DecidedByPrincipal = gate.DecidedByPrincipal
+	DecidedByTimeout   = gate.DecidedByTimeout
 )
 
-// MaxGateTimeout bounds NodeSpec.GateTimeout: 30 days.
-const MaxGateTimeout = 30 * 24 * time.Hour
-
-// Event kinds of gates.
-const (
-	// EventAwaitApproval records a gate whose dependencies all completed:
-	// it awaits a decision (detail: decide_by_ms when it has a timeout).
-	EventAwaitApproval = "await_approval"
-	// EventApprove records a gate's approval (detail: decided_by, via,
-	// reason); the gate is completed.
-	EventApprove = "approve"
-	// EventReject records a gate's rejection; the gate is failed and its
-	// dependents are cancelled.
-	EventReject = "reject"
-)
-
-// ActorApprover is the actor kind of a gate decided by an authenticated
-// principal holding the approve role (over HTTP); the event's actor
-// principal names it.
-const ActorApprover = "approver"
-
-// How a gate was decided (GateDecision.Via).
-const (
-	DecidedByOperator  = "operator"  // admin approve|reject
-	DecidedByPrincipal = "principal" // an approve principal over HTTP
-	DecidedByTimeout   = "timeout"   // the server, at the gate's timeout
-)
-
-// Errors of gates. Each error that carries one also matches ErrConflict
-// (ErrNotGate: ErrInvalid).
+// Errors of gates (package gate). Each error that carries one also
+// matches ErrConflict (ErrNotGate: ErrInvalid).
 var (
-	// ErrGate: the operation is not one a gate takes: a gate is never
-	// claimed, so no claim, heartbeat, completion or failure applies.
-	ErrGate = errors.New("approval gate")
-	// ErrNotGate: an approval or rejection named a task that is not a gate.
-	ErrNotGate = errors.New("not an approval gate")
-	// ErrGateDecided: the gate was already decided (or ended otherwise).
-	ErrGateDecided = errors.New("gate already decided")
-	// ErrGateNotAwaiting: the gate still waits on its dependencies.
-	ErrGateNotAwaiting = errors.New("gate not awaiting approval")
+	ErrGate            = gate.ErrGate
+	ErrNotGate         = gate.ErrNotGate
+	ErrGateDecided     = gate.ErrDecided
+	ErrGateNotAwaiting = gate.ErrNotAwaiting
 )
 
 // GateError explains why an operation on a gate (or a decision on a
@@ -98,42 +78,8 @@ func (e *GateError) Is(target error) bool {
 	return target == ErrConflict
 }
 
-// GateDecision is a person's decision on a gate.
-type GateDecision struct {
-	// Approve completes the gate; false rejects it.
-	Approve bool
-	// By names who decided: the operator's name or the principal's.
-	By string
-	// Via is DecidedByOperator or DecidedByPrincipal.
-	Via string
-	// Reason is optional (at most MaxReasonBytes); it is recorded.
-	Reason string
-}
-
-// gateResult is the result of an approved gate, which its dependents read
-// as their upstream's result.
-type gateResult struct {
-	Decision  string `json:"decision"`
-	DecidedBy string `json:"decided_by"`
-	Via       string `json:"via"`
-	Reason    string `json:"reason,omitempty"`
-}
-
-func checkDecision(d GateDecision) error {
-	if d.By == "" {
-		return invalid("decided_by", "is required: name who decides")
-	}
-	if len(d.By) > MaxIdentifierLen || !utf8.ValidString(d.By) {
-		return invalid("decided_by", "must be valid UTF-8 of at most %d bytes", MaxIdentifierLen)
-	}
-	if d.Via != DecidedByOperator && d.Via != DecidedByPrincipal {
-		return invalid("via", "must be %q or %q", DecidedByOperator, DecidedByPrincipal)
-	}
-	if len(d.Reason) > MaxReasonBytes || !utf8.ValidString(d.Reason) {
-		return invalid("reason", "must be valid UTF-8 of at most %d bytes", MaxReasonBytes)
-	}
-	return nil
-}
+// GateDecision is a person's decision on a gate (gate.Decision).
+type GateDecision = gate.Decision
 
 // DecideGate approves or rejects gate taskID awaiting approval. Approval
 // completes it (its dependents become ready); rejection fails it with the
@@ -148,7 +94,7 @@ func (s *Store) DecideGate(ctx context.Context, taskID string, d GateDecision) (
 	if err := checkTaskID(taskID); err != nil {
 		return Task{}, err
 	}
-	if err := checkDecision(d); err != nil {
+	if err := gate.CheckDecision(d); err != nil {
 		return Task{}, err
 	}
 	var out Task
@@ -183,59 +129,24 @@ func (s *Store) DecideGate(ctx context.Context, taskID string, d GateDecision) (
 
 // gateDecidable says why r cannot be decided now, or nil.
 func gateDecidable(r row) error {
-	if r.Kind != KindGate {
-		return &GateError{TaskID: r.TaskID, State: r.State, Sentinel: ErrNotGate,
-			Detail: "is an ordinary task, not an approval gate: only a task created with kind \"gate\" is approved or rejected"}
-	}
-	switch {
-	case r.AwaitingApproval:
+	detail, sentinel := gate.Refusal(r.Kind, r.AwaitingApproval, string(r.State), r.Result, r.Error, r.StatusMessage)
+	if sentinel == nil {
 		return nil
-	case r.State == StateBlocked:
-		return &GateError{TaskID: r.TaskID, State: r.State, Sentinel: ErrGateNotAwaiting,
-			Detail: "the gate does not await approval yet (" + r.StatusMessage + "); it can be decided once its dependencies completed"}
-	default:
-		return &GateError{TaskID: r.TaskID, State: r.State, Sentinel: ErrGateDecided, Detail: "the gate was already decided: " + decidedSummary(r)}
 	}
-}
-
-// decidedSummary says how a finished gate ended and who decided.
-func decidedSummary(r row) string {
-	switch r.State {
-	case StateCompleted:
-		var g gateResult
-		if json.Unmarshal(r.Result, &g) == nil && g.Decision != "" {
-			s := fmt.Sprintf("approved by %s (%s)", g.DecidedBy, g.Via)
-			if g.Reason != "" {
-				s += ": " + g.Reason
-			}
-			return s
-		}
-		return "completed: " + r.StatusMessage
-	case StateFailed:
-		return r.Error
-	default:
-		return string(r.State) + ": " + r.StatusMessage
-	}
+	return &GateError{TaskID: r.TaskID, State: r.State, Sentinel: sentinel, Detail: detail}
 }
 
 // decide records the decision on gate r, awaiting approval and locked.
 func (w *wtx) decide(r *row, approve bool, by, via, reason string) error {
-	detail := map[string]any{"decided_by": by, "via": via}
-	if reason != "" {
-		detail["reason"] = reason
-	}
+	detail := gate.Detail(by, via, reason)
 	guard := tgdriver.TaskGuard{States: []string{string(StateBlocked)}, NoUnmet: true, Generation: tgdriver.Val(r.Generation)}
 	if approve {
-		res, err := canonicalJSON(nil, map[string]any{"decision": "approved", "decided_by": by, "via": via, "reason": reason})
+		res, err := canonicalJSON(nil, gate.ApprovedResult(by, via, reason))
 		if err != nil {
 			return err
 		}
-		status := fmt.Sprintf("approved by %s (%s)", by, via)
-		if reason != "" {
-			status += ": " + errorSummary(reason)
-		}
 		if err := w.mustUpdate(r, tgdriver.TaskSet{State: tgdriver.Val(string(StateCompleted)), Result: tgdriver.Val(string(res)),
-			StatusMessage: tgdriver.Val(status), DueAtMS: tgdriver.Val(int64(0))}, guard, "approve"); err != nil {
+			StatusMessage: tgdriver.Val(gate.ApprovedStatus(by, via, reason, errorSummary)), DueAtMS: tgdriver.Val(int64(0))}, guard, "approve"); err != nil {
 			return err
 		}
 		if err := w.appendEvent(r, EventApprove, "", r.Generation, detail); err != nil {
@@ -243,10 +154,7 @@ func (w *wtx) decide(r *row, approve bool, by, via, reason string) error {
 		}
 		return w.completeDependents(r.seq)
 	}
-	errText := fmt.Sprintf("rejected by %s (%s)", by, via)
-	if reason != "" {
-		errText += ": " + reason
-	}
+	errText := gate.RejectedError(by, via, reason)
 	if err := w.mustUpdate(r, tgdriver.TaskSet{State: tgdriver.Val(string(StateFailed)), Error: tgdriver.Val(errText),
 		StatusMessage: tgdriver.Val(errorSummary(errText)), DueAtMS: tgdriver.Val(int64(0))}, guard, "reject"); err != nil {
 		return err
@@ -267,10 +175,9 @@ func (w *wtx) awaitApproval(seq int64) error {
 	if err := w.reload(&r); err != nil {
 		return err
 	}
-	set := tgdriver.TaskSet{StatusMessage: tgdriver.Val(awaitingStatus(r.GateTimeout, r.OnTimeout, w.nowMS))}
-	var due int64
-	if r.GateTimeout > 0 {
-		due = w.nowMS + r.GateTimeout.Milliseconds()
+	set := tgdriver.TaskSet{StatusMessage: tgdriver.Val(gate.AwaitingStatus(r.GateTimeout, r.OnTimeout, w.nowMS))}
+	due := gate.DueAt(r.GateTimeout, w.nowMS)
+	if due > 0 {
 		set.DueAtMS = tgdriver.Val(due)
 	}
 	ok, err := w.update(&r, set, tgdriver.TaskGuard{States: []string{string(StateBlocked)}, NoUnmet: true})
@@ -280,30 +187,7 @@ func (w *wtx) awaitApproval(seq int64) error {
 	if due > 0 {
 		w.scheduleDue()
 	}
-	detail := map[string]any{}
-	if due > 0 {
-		detail["decide_by_ms"] = due
-		detail["on_timeout"] = r.OnTimeout
-	}
-	return w.appendEvent(&r, EventAwaitApproval, "", r.Generation, detail)
-}
-
-// gateDue is the decision time of a gate with timeout that starts
-// awaiting approval at nowMS; 0 when it has none.
-func gateDue(timeout time.Duration, nowMS int64) int64 {
-	if timeout <= 0 {
-		return 0
-	}
-	return nowMS + timeout.Milliseconds()
-}
-
-// awaitingStatus is the status message of a gate awaiting approval.
-func awaitingStatus(timeout time.Duration, onTimeout string, nowMS int64) string {
-	if timeout <= 0 {
-		return "awaiting approval"
-	}
-	return fmt.Sprintf("awaiting approval (%s at %s unless decided before)", onTimeout,
-		time.UnixMilli(nowMS+timeout.Milliseconds()).UTC().Format(time.RFC3339Nano))
+	return w.appendEvent(&r, EventAwaitApproval, "", r.Generation, gate.AwaitDetail(due, r.OnTimeout))
 }
 
 // gateLimit bounds how many due gates one operation decides.
@@ -336,8 +220,7 @@ func (w *wtx) decideDueGates(limit int) (n int, more bool, err error) {
 		if !r.AwaitingApproval || r.dueAtMS == 0 || r.dueAtMS > at {
 			continue // decided or cancelled meanwhile
 		}
-		reason := fmt.Sprintf("nobody decided within %s", r.GateTimeout)
-		if err := w.decide(&r, r.OnTimeout == OnTimeoutApprove, "server", DecidedByTimeout, reason); err != nil {
+		if err := w.decide(&r, r.OnTimeout == OnTimeoutApprove, "server", DecidedByTimeout, gate.TimeoutReason(r.GateTimeout)); err != nil {
 			return n, false, err
 		}
 		n++
@@ -367,6 +250,5 @@ func (s *Store) nextGateDue(ctx context.Context) (time.Time, error) {
 
 // gateNotClaimed is the error of a claim or a holder's write on gate r.
 func gateNotClaimed(r row) error {
-	return &GateError{TaskID: r.TaskID, State: r.State, Sentinel: ErrGate,
-		Detail: "is an approval gate: no worker claims, completes or fails it; an operator (admin approve|reject) or a principal with the approve role decides it"}
+	return &GateError{TaskID: r.TaskID, State: r.State, Sentinel: ErrGate, Detail: gate.NotClaimedDetail}
 }

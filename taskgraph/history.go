@@ -2,10 +2,8 @@ package taskgraph
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/audit"
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/tgdriver"
@@ -32,43 +30,12 @@ const (
 	EventLeaseShift = "lease_shift"
 )
 
-// Event is one recorded transition. Events of a workflow form a hash chain
-// whose format is versioned (HashVersion; see MCP.md, "Audit trail format").
-// At version 1 (events written before migration 0003), Hash =
-// hex(sha256(PrevHash + "\n" + encoding/json of the keys at_ms, detail,
-// generation, kind, owner, seq, task_id and workflow_id in that order)). At
-// version 2, Hash = hex(sha256(RFC 8785 canonical JSON of an object holding
-// those fields, prev_hash, the actor, the task state the event leaves and the
-// digests of the content it changed)).
-type Event struct {
-	EventID    int64
-	WorkflowID string
-	Seq        int64 // position in the workflow's chain, from 1
-	TaskID     string
-	Kind       string
-	Owner      string
-	Generation int64
-	At         time.Time
-	Detail     json.RawMessage // a JSON object
-	PrevHash   string
-	Hash       string
-	// HashVersion is HashV1 or HashV2; the fields below are zero at HashV1.
-	HashVersion int
-	Actor       Actor
-	// State is the canonical JSON of the task state the event leaves:
-	// attempts, error_sha256, generation, owner, result_sha256, state.
-	State json.RawMessage
-	// Content is the canonical JSON of the digests of the content the event
-	// changed (payload_sha256, result_sha256, error_sha256, reason_sha256).
-	Content json.RawMessage
-}
+// Event is one recorded transition (package audit owns its hash format).
+type Event = audit.Event
 
 // EventHash computes the chain hash of e from its fields and PrevHash, in
 // e's HashVersion (0 means HashV1; see audit.EventHash).
-func EventHash(e Event) (string, error) {
-	er := eventRow(e)
-	return audit.EventHash(&er)
-}
+func EventHash(e Event) (string, error) { return e.ComputeHash() }
 
 // appendEvent records a transition of task r in its workflow's history:
 // the event is recorded, with the others of the transaction and in order,
@@ -93,48 +60,6 @@ func (w *wtx) appendEvent(r *row, kind, owner string, generation int64, detail m
 	return nil
 }
 
-// linkInPlace links evs (unlinked, in the order they happened) onto their
-// workflows' chain heads as they stand in w's transaction, and returns
-// them linked.
-func (w *wtx) linkInPlace(evs []tgdriver.EventRow) ([]tgdriver.EventRow, error) {
-	type head struct {
-		hash  string
-		count int64
-	}
-	heads := make(map[string]*head, 2)
-	for i := range evs {
-		e := &evs[i]
-		h := heads[e.WorkflowID]
-		if h == nil {
-			hash, count, err := w.tx.ChainHead(w.ctx, e.WorkflowID)
-			if err != nil {
-				return nil, fmt.Errorf("read chain head of workflow %s: %w", e.WorkflowID, err)
-			}
-			h = &head{hash, count}
-			heads[e.WorkflowID] = h
-		}
-		h.count++
-		audit.Link(e, h.hash, h.count)
-		h.hash = e.Hash
-	}
-	return evs, nil
-}
-
-// eventRow is e as the driver stores it.
-func eventRow(e Event) tgdriver.EventRow {
-	return tgdriver.EventRow{EventID: e.EventID, WorkflowID: e.WorkflowID, Seq: e.Seq, TaskID: e.TaskID, Kind: e.Kind, Owner: e.Owner,
-		Generation: e.Generation, AtMS: e.At.UnixMilli(), Detail: string(e.Detail), PrevHash: e.PrevHash, Hash: e.Hash,
-		HashVersion: e.HashVersion, ActorKind: e.Actor.Kind, ActorName: e.Actor.Name, ActorPrincipal: e.Actor.Principal,
-		TaskState: string(e.State), Content: string(e.Content)}
-}
-
-func toEvent(er tgdriver.EventRow) Event {
-	return Event{EventID: er.EventID, WorkflowID: er.WorkflowID, Seq: er.Seq, TaskID: er.TaskID, Kind: er.Kind, Owner: er.Owner,
-		Generation: er.Generation, At: time.UnixMilli(er.AtMS).UTC(), Detail: json.RawMessage(er.Detail), PrevHash: er.PrevHash, Hash: er.Hash,
-		HashVersion: er.HashVersion, Actor: Actor{Kind: er.ActorKind, Name: er.ActorName, Principal: er.ActorPrincipal},
-		State: json.RawMessage(er.TaskState), Content: json.RawMessage(er.Content)}
-}
-
 // TaskEvents returns the history of one task, oldest first.
 func (s *Store) TaskEvents(ctx context.Context, taskID string) ([]Event, error) {
 	if err := checkTaskID(taskID); err != nil {
@@ -149,7 +74,7 @@ func (s *Store) TaskEvents(ctx context.Context, taskID string) ([]Event, error) 
 	}
 	out := make([]Event, 0, len(ers))
 	for _, er := range ers {
-		out = append(out, toEvent(er))
+		out = append(out, audit.EventOf(er))
 	}
 	return out, nil
 }
@@ -161,7 +86,7 @@ func (s *Store) WorkflowEvents(ctx context.Context, workflowID string) ([]Event,
 	}
 	var out []Event
 	err := s.drv.Reads().WorkflowEvents(ctx, workflowID, func(er tgdriver.EventRow) error {
-		out = append(out, toEvent(er))
+		out = append(out, audit.EventOf(er))
 		return nil
 	})
 	if err != nil {

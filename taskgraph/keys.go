@@ -41,42 +41,10 @@ const MaxKeysListed = 1000
 type KeyLimit = keyrate.Limit
 
 // Key is a concurrency key as stored: its limit and its claims now.
-type Key struct {
-	Key   string
-	Limit KeyLimit
-	// Claimed counts the key's tasks claimed now.
-	Claimed int
-	// NextClaimableAt, when not zero, is when the rate allows the next
-	// claim of the key.
-	NextClaimableAt time.Time
-	UpdatedAt       time.Time
-	// UpdatedBy is the operator who set the limit last; "" when it was
-	// set at create (or never).
-	UpdatedBy string
-}
-
-func keyOf(k tgdriver.KeyRow) Key {
-	out := Key{Key: k.Key, Claimed: k.Claimed, UpdatedAt: msTime(k.UpdatedAtMS), UpdatedBy: k.UpdatedBy,
-		Limit: KeyLimit{MaxClaimed: k.MaxClaimed, Rate: k.RateCount, RateInterval: time.Duration(k.RateIntervalMS) * time.Millisecond}}
-	if k.RateOpenAtMS > 0 {
-		out.NextClaimableAt = msTime(k.RateOpenAtMS)
-	}
-	return out
-}
-
-// checkKeyLimit validates l; prefix starts the names of its fields in
-// errors ("concurrency_" at create, "" for an operator's limit).
-func checkKeyLimit(prefix string, l KeyLimit) error { return l.Check(prefix) }
+type Key = keyrate.Key
 
 // checkKey validates a concurrency key name: an identifier, as workflow_id.
 func checkKey(field, key string) error { return checkIdentifier(field, key) }
-
-func limitRow(k tgdriver.KeyRow, l KeyLimit) tgdriver.KeyRow { return keyrate.WithLimit(k, l) }
-
-// takeSlot decides a claim of key k at server time atMS (keyrate.TakeSlot).
-func takeSlot(k tgdriver.KeyRow, atMS int64) (tgdriver.KeyRow, bool, int64) {
-	return keyrate.TakeSlot(k, atMS)
-}
 
 // keyRefused is why a claim of a task of key was refused.
 type keyRefused struct {
@@ -84,13 +52,7 @@ type keyRefused struct {
 	openAt int64 // rate: when the next claim is allowed; 0 when full
 }
 
-func (r keyRefused) String() string {
-	if r.openAt > 0 {
-		return fmt.Sprintf("concurrency key %s granted its %d claims per %v: the next is claimable at %s",
-			r.key.Key, r.key.RateCount, time.Duration(r.key.RateIntervalMS)*time.Millisecond, msTime(r.openAt).Format(time.RFC3339Nano))
-	}
-	return fmt.Sprintf("concurrency key %s has its maximum of %d tasks claimed; one is claimable when a claim of the key ends", r.key.Key, r.key.MaxClaimed)
-}
+func (r keyRefused) String() string { return keyrate.Refusal(r.key, r.openAt) }
 
 // takeKeySlot takes a slot of concurrency key key for a claim in this
 // transaction, at the transaction's server time (the time its history
@@ -102,7 +64,7 @@ func (w *wtx) takeKeySlot(key string) (refused *keyRefused, err error) {
 	if err != nil {
 		return nil, err
 	}
-	nk, ok, openAt := takeSlot(k, w.nowMS)
+	nk, ok, openAt := keyrate.TakeSlot(k, w.nowMS)
 	if !ok {
 		return &keyRefused{key: k, openAt: openAt}, nil
 	}
@@ -214,14 +176,14 @@ func (w *wtx) ensureKey(key string, limit *KeyLimit) error {
 	if err != nil || limit == nil {
 		return err
 	}
-	cur := keyOf(k).Limit
+	cur := keyrate.KeyOf(k).Limit
 	switch {
 	case cur == *limit:
 		return nil
 	case cur != (KeyLimit{}):
 		return &ConflictError{Detail: fmt.Sprintf("concurrency key %s already has a limit (%s); a create may set a key's limit only while it has none, or repeat it (an operator changes it: admin limit)", key, cur)}
 	}
-	nk := limitRow(k, *limit)
+	nk := keyrate.WithLimit(k, *limit)
 	nk.UpdatedAtMS = w.nowMS
 	done, err := w.tx.UpdateKey(w.ctx, k, nk)
 	if err != nil {
@@ -246,7 +208,7 @@ func (s *Store) SetKeyLimit(ctx context.Context, key string, limit KeyLimit, op 
 	if err := checkKey("key", key); err != nil {
 		return Key{}, err
 	}
-	if err := checkKeyLimit("", limit); err != nil {
+	if err := limit.Check(""); err != nil {
 		return Key{}, err
 	}
 	var out Key
@@ -256,8 +218,8 @@ func (s *Store) SetKeyLimit(ctx context.Context, key string, limit KeyLimit, op 
 		if err != nil {
 			return err
 		}
-		before := keyOf(k).Limit
-		nk := limitRow(k, limit)
+		before := keyrate.KeyOf(k).Limit
+		nk := keyrate.WithLimit(k, limit)
 		nk.UpdatedAtMS, nk.UpdatedBy = w.nowMS, op.Name
 		done, err := w.tx.UpdateKey(w.ctx, k, nk)
 		if err != nil {
@@ -266,9 +228,9 @@ func (s *Store) SetKeyLimit(ctx context.Context, key string, limit KeyLimit, op 
 		if !done {
 			return fmt.Errorf("%w: concurrency key %s changed under its lock", errInternal, key)
 		}
-		out = keyOf(nk)
+		out = keyrate.KeyOf(nk)
 		if err := w.appendAudit(AuditLimit, "", map[string]any{"operator": op.Name, "reason": op.Reason, "key": key,
-			"before": limitDetail(before), "after": limitDetail(limit)}); err != nil {
+			"before": keyrate.Detail(before), "after": keyrate.Detail(limit)}); err != nil {
 			return err
 		}
 		// Other servers look at their waiters' claimable tasks again.
@@ -283,10 +245,6 @@ func (s *Store) SetKeyLimit(ctx context.Context, key string, limit KeyLimit, op 
 	return out, nil
 }
 
-func limitDetail(l KeyLimit) map[string]any {
-	return map[string]any{"max_claimed": l.MaxClaimed, "rate": l.Rate, "rate_interval_ms": l.RateInterval.Milliseconds()}
-}
-
 // KeyInfo returns concurrency key key; ok is false when it has no row (no
 // limit, nothing claimed): it was pruned idle, or no task or operator
 // named it.
@@ -298,7 +256,7 @@ func (s *Store) KeyInfo(ctx context.Context, key string) (k Key, ok bool, err er
 	if err != nil || !ok {
 		return Key{}, false, err
 	}
-	return keyOf(row), true, nil
+	return keyrate.KeyOf(row), true, nil
 }
 
 // Keys returns up to limit (at most MaxKeysListed) concurrency keys in key
@@ -313,7 +271,7 @@ func (s *Store) Keys(ctx context.Context, after string, limit int) ([]Key, error
 	}
 	out := make([]Key, len(rows))
 	for i, r := range rows {
-		out[i] = keyOf(r)
+		out[i] = keyrate.KeyOf(r)
 	}
 	return out, nil
 }

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/gate"
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/tgdriver"
 )
 
@@ -248,7 +249,7 @@ func (w *wtx) revive(root *row, verb string) error {
 		var due int64 // a revived task is claimable at once, whatever due time it had
 		switch {
 		case unmet == 0 && r.Kind == KindGate: // a revived gate awaits a decision
-			status, due = awaitingStatus(r.GateTimeout, r.OnTimeout, w.nowMS), gateDue(r.GateTimeout, w.nowMS)
+			status, due = gate.AwaitingStatus(r.GateTimeout, r.OnTimeout, w.nowMS), gate.DueAt(r.GateTimeout, w.nowMS)
 		case unmet == 0:
 			state, status = StatePending, "ready to claim"
 		}
@@ -369,7 +370,7 @@ func (w *wtx) requeue(r row, op Operator) (Task, error) {
 	case unmet > 0:
 		state, status = StateBlocked, blockedStatus(waiting)
 	case r.Kind == KindGate: // a requeued gate awaits a decision again
-		state, status, due = StateBlocked, awaitingStatus(r.GateTimeout, r.OnTimeout, w.nowMS), gateDue(r.GateTimeout, w.nowMS)
+		state, status, due = StateBlocked, gate.AwaitingStatus(r.GateTimeout, r.OnTimeout, w.nowMS), gate.DueAt(r.GateTimeout, w.nowMS)
 	}
 	if err := w.mustUpdate(&r, clearClaim(tgdriver.TaskSet{State: tgdriver.Val(string(state)), Owner: tgdriver.Null[string](),
 		Attempts: tgdriver.Val(0), LeaseLosses: tgdriver.Val(0), Unmet: tgdriver.Val(unmet), CancelCause: tgdriver.Null[int64](), StatusMessage: tgdriver.Val(status),

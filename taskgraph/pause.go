@@ -3,9 +3,9 @@ package taskgraph
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/audit"
+	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/pause"
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/tgdriver"
 )
 
@@ -19,33 +19,10 @@ const (
 )
 
 // MaxPausesListed bounds the workflow pauses one Pauses call returns.
-const MaxPausesListed = 1000
+const MaxPausesListed = pause.MaxListed
 
-// Pause is a pause of claiming in effect: of one workflow, or of every
-// workflow when WorkflowID is "" (a deploy). While it holds, no claim is
-// granted there, by claim-next or by id; leases granted before run on to
-// their end (heartbeats, completions and failures are accepted as ever).
-type Pause struct {
-	WorkflowID string // "" when all claiming on the database is paused
-	At         time.Time
-	Reason     string
-	Operator   string
-}
-
-// String says what is paused, since when, by whom and why, for a claim
-// answer or a probe.
-func (p Pause) String() string {
-	what := "all claiming on this database is paused"
-	if p.WorkflowID != "" {
-		what = "workflow " + p.WorkflowID + " is paused"
-	}
-	return fmt.Sprintf("%s (since %s, by operator %s: %s); leases already granted run on, and claims resume when an operator resumes it",
-		what, p.At.UTC().Format(time.RFC3339), p.Operator, p.Reason)
-}
-
-func pauseOf(r tgdriver.PauseRow) Pause {
-	return Pause{WorkflowID: r.WorkflowID, At: time.UnixMilli(r.AtMS).UTC(), Reason: r.Reason, Operator: r.By}
-}
+// Pause is a pause of claiming in effect (package pause).
+type Pause = pause.Pause
 
 // PauseClaims is a human operator's operation: it pauses claiming in
 // workflowID, or on the whole database when workflowID is "". Once it
@@ -81,7 +58,7 @@ func (s *Store) PauseClaims(ctx context.Context, workflowID string, op Operator)
 		return w.appendAudit(AuditPause, workflowID, map[string]any{"operator": op.Name, "reason": op.Reason, "replaced": replaced})
 	})
 	if err != nil {
-		return false, fmt.Errorf("pause %s: %w", pauseScope(workflowID), err)
+		return false, fmt.Errorf("pause %s: %w", pause.Scope(workflowID), err)
 	}
 	return replaced, nil
 }
@@ -112,7 +89,7 @@ func (s *Store) ResumeClaims(ctx context.Context, workflowID string, op Operator
 			p, ok = Pause{}, false
 			return err
 		}
-		p, ok = pauseOf(row), true
+		p, ok = pause.Of(row), true
 		if err := w.appendAudit(AuditResume, workflowID, map[string]any{"operator": op.Name, "reason": op.Reason, "paused_at_ms": row.AtMS}); err != nil {
 			return err
 		}
@@ -120,7 +97,7 @@ func (s *Store) ResumeClaims(ctx context.Context, workflowID string, op Operator
 		return w.tx.NotifyReady(w.ctx, "", "")
 	})
 	if err != nil {
-		return Pause{}, false, fmt.Errorf("resume %s: %w", pauseScope(workflowID), err)
+		return Pause{}, false, fmt.Errorf("resume %s: %w", pause.Scope(workflowID), err)
 	}
 	if ok {
 		if err := s.wakeForPending(ctx); err != nil {
@@ -128,13 +105,6 @@ func (s *Store) ResumeClaims(ctx context.Context, workflowID string, op Operator
 		}
 	}
 	return p, ok, nil
-}
-
-func pauseScope(workflowID string) string {
-	if workflowID == "" {
-		return "all claiming"
-	}
-	return "workflow " + workflowID
 }
 
 // Pauses returns the pauses in effect: the pause of all claiming first,
@@ -147,24 +117,19 @@ func (s *Store) Pauses(ctx context.Context, workflowID string) ([]Pause, error) 
 	}
 	out := make([]Pause, len(rows))
 	for i, r := range rows {
-		out[i] = pauseOf(r)
+		out[i] = pause.Of(r)
 	}
 	return out, nil
 }
 
 // claimPause returns the pause that holds a claim-next of workflowID ("":
-// any workflow): the pause of all claiming, else that workflow's; nil
-// when none does.
+// any workflow; pause.Holding), nil when none does.
 func (s *Store) claimPause(ctx context.Context, workflowID string) *Pause {
 	rows, err := s.drv.Reads().Pauses(ctx, workflowID, 0)
-	if err != nil || len(rows) == 0 {
+	if err != nil {
 		return nil // the answer only explains; a failed read explains nothing
 	}
-	if rows[0].WorkflowID != "" && workflowID == "" {
-		return nil
-	}
-	p := pauseOf(rows[0])
-	return &p
+	return pause.Holding(rows, workflowID)
 }
 
 // pausedConflict is the conflict of a claim by id of task r while a pause
@@ -177,5 +142,5 @@ func (w *wtx) pausedConflict(r *row) (*ConflictError, error) {
 	if len(rows) == 0 {
 		return nil, nil
 	}
-	return &ConflictError{TaskID: r.TaskID, State: r.State, Detail: "not claimable now: " + pauseOf(rows[0]).String()}, nil
+	return &ConflictError{TaskID: r.TaskID, State: r.State, Detail: "not claimable now: " + pause.Of(rows[0]).String()}, nil
 }

@@ -14,38 +14,8 @@ import (
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/tgdriver"
 )
 
-// Request ids. A write whose answer was lost (ErrUnknownOutcome: the
-// connection dropped while it committed) may or may not have happened; a
-// blind retry could claim a second task, or be refused because the first
-// try completed the task. A caller that passes a request id with a write
-// (WithRequestID) can retry it with the same id instead: the store keeps
-// the answer of every write that carried one, in the write's own
-// transaction, and answers a retry with it without acting again. A try
-// that committed left its answer, which the retry gets; a try that did not
-// left nothing, and the retry acts. Two calls with one id at once give one
-// answer to both (the second waits for the first's transaction, then
-// finds its answer).
-//
-// An id is scoped to the principal (WithPrincipal) and the owner of the
-// write (the worker; "" for a create), so ids of different callers never
-// meet. It names one write: reusing it for another operation, or with
-// other arguments, is refused with ErrInvalid naming what differs. Only a
-// write that took effect is kept: a refused one (a stale claim, a claim-next
-// that found nothing) is judged anew when it is retried. The answers are
-// kept for RequestRetention, then removed by the server's sweeper, which
-// also keeps at most Options.MaxRequestsPerPrincipal per principal,
-// removing a principal's oldest beyond that even before they expire. It
-// runs every requestCheckEvery, so a principal may pass the bound by what
-// it writes meanwhile. A bound, not a refusal: no write is ever refused
-// for the ids its principal keeps (a worker's heartbeats and completions
-// must not fail because it made many); a retry comes within seconds or
-// minutes, long before its answer is among a busy principal's oldest. A kept claim
-// answer holds its claim token (a retried claim must return it), so the
-// requests table is as sensitive as the claims it answers for while they
-// are kept. So the token is sealed there: encrypted with a key derived
-// from the request id, which the table holds only as a hash (in
-// request_key). Someone who reads the database learns a token only for a
-// request id they can guess: use a random one (a UUID).
+// Request ids: the package doc ("Request ids") states their rules; this
+// file keeps, replays and prunes the answers.
 
 // MaxRequestIDLen bounds a request id, in bytes.
 const MaxRequestIDLen = MaxIdentifierLen

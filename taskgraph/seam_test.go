@@ -25,7 +25,7 @@ func TestDomainImportsNoDriver(t *testing.T) {
 		may      []string
 	}{
 		{".", "taskgraph", append([]string{"taskgraph/audit", "taskgraph/jsonvalue", "taskgraph/workreport",
-			"taskgraph/rules", "taskgraph/keyrate", "taskgraph/waitq", "taskgraph/dag", "taskgraph/idempotency", "taskgraph/retry"}, leaves...)},
+			"taskgraph/rules", "taskgraph/keyrate", "taskgraph/waitq", "taskgraph/dag", "taskgraph/idempotency", "taskgraph/retry", "taskgraph/gate", "taskgraph/nodespec", "taskgraph/pause"}, leaves...)},
 		{"./audit", "taskgraph/audit", leaves},
 		// The leaves split out of taskgraph never import it (no cycle,
 		// no store state) nor each other beyond rules.
@@ -35,6 +35,9 @@ func TestDomainImportsNoDriver(t *testing.T) {
 		{"./dag", "taskgraph/dag", append([]string{"taskgraph/rules"}, leaves...)},
 		{"./idempotency", "taskgraph/idempotency", nil},
 		{"./retry", "taskgraph/retry", leaves},
+		{"./pause", "taskgraph/pause", leaves},
+		{"./gate", "taskgraph/gate", append([]string{"taskgraph/rules"}, leaves...)},
+		{"./nodespec", "taskgraph/nodespec", append([]string{"taskgraph/rules", "taskgraph/gate", "taskgraph/keyrate", "taskgraph/jsonvalue"}, leaves...)},
 	} {
 		out, err := exec.Command(goTool, "list", "-deps", c.dir).Output()
 		if err != nil {

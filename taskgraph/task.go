@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/graph-engineering/graph-engineering-mcp/lease"
+	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/nodespec"
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/rules"
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/tgdriver"
 )
@@ -102,50 +103,9 @@ type Task struct {
 	AwaitingApproval bool
 }
 
-// NodeSpec describes a task to create.
-type NodeSpec struct {
-	NodeID string
-	// Payload is a JSON object; nil means {}.
-	Payload json.RawMessage
-	// DependsOn names nodes of the same workflow that must complete first.
-	DependsOn []string
-	// MaxAttempts bounds how often the task may be claimed; 0 means DefaultMaxAttempts.
-	MaxAttempts int
-	// Priority (MinPriority..MaxPriority, default 0): claim-next takes the
-	// highest priority first, the oldest task first within a priority.
-	Priority int
-	// Requires (at most MaxRequires tags, each matching TagPattern) are the
-	// capabilities a claimant must advertise; stored sorted and deduplicated.
-	Requires []string
-	// RetryDelay is the wait before the first retry of a retryable failure
-	// that names no delay; it doubles per retry, capped at MaxRetryDelay.
-	// nil means DefaultRetryDelay; 0 retries at once. 0..MaxRetryDelay.
-	RetryDelay *time.Duration
-	// NotBefore, when after the creation's server time (at most
-	// MaxNotBefore ahead), keeps the task from being claimed before it: it is
-	// pending (once its dependencies completed) but not claimable.
-	NotBefore time.Time
-	// ConcurrencyKey, when set (an identifier, as workflow_id), names the
-	// task's concurrency key: the key's limit caps how many of its tasks
-	// are claimed at once and how often they are claimed (see KeyLimit).
-	ConcurrencyKey string
-	// KeyLimit, with ConcurrencyKey, sets the key's limit if it has none
-	// (its fields are named concurrency_max_claimed, concurrency_rate and
-	// concurrency_rate_interval_ms in errors)
-	// yet; a key with a different limit refuses the create (ErrConflict:
-	// an operator changes a limit, SetKeyLimit).
-	KeyLimit *KeyLimit
-	// Kind is KindTask ("" too) or KindGate: an approval gate, never
-	// claimed, decided by a person (Store.DecideGate) once its
-	// dependencies completed.
-	Kind string
-	// GateTimeout (gates only; 0: none, else 1 s..MaxGateTimeout, whole
-	// milliseconds) is how long a gate awaits a decision once its
-	// dependencies completed; then the server decides as OnTimeout says
-	// (OnTimeoutApprove or OnTimeoutReject, required with a timeout).
-	GateTimeout time.Duration
-	OnTimeout   string
-}
+// NodeSpec describes a task to create (package nodespec: its fields,
+// their rules and the defaults).
+type NodeSpec = nodespec.Spec
 
 // Created is the outcome of creating one node.
 type Created struct {

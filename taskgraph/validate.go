@@ -1,10 +1,8 @@
 package taskgraph
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
-	"time"
 
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/jsonvalue"
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/limits"
@@ -69,129 +67,6 @@ func checkJSON(field string, raw []byte, max int, wantObject bool) (json.RawMess
 // beyond float64 range (see the payload rules), and whether there is one.
 // Invalid JSON has none.
 func OverflowingNumber(raw []byte) (string, bool) { return jsonvalue.OverflowingNumber(raw) }
-
-// normalizedNode is a NodeSpec after validation.
-type normalizedNode struct {
-	NodeID      string
-	Payload     json.RawMessage
-	DependsOn   []string
-	MaxAttempts int
-	Priority    int
-	Requires    []string // canonical
-	RetryDelay  time.Duration
-	NotBefore   time.Time
-	Key         string
-	KeyLimit    *KeyLimit
-	Kind        string // KindTask or KindGate
-	GateTimeout time.Duration
-	OnTimeout   string
-}
-
-func normalizeNode(n NodeSpec) (normalizedNode, error) {
-	if err := checkIdentifier("node_id", n.NodeID); err != nil {
-		return normalizedNode{}, err
-	}
-	payload := n.Payload
-	if len(bytes.TrimSpace(payload)) == 0 || string(bytes.TrimSpace(payload)) == "null" {
-		payload = json.RawMessage(`{}`)
-	}
-	p, err := checkJSON("payload", payload, MaxPayloadBytes, true)
-	if err != nil {
-		return normalizedNode{}, err
-	}
-	if len(n.DependsOn) > MaxDependsOn {
-		return normalizedNode{}, invalid("depends_on", "must list at most %d nodes (got %d)", MaxDependsOn, len(n.DependsOn))
-	}
-	seen := make(map[string]bool, len(n.DependsOn))
-	deps := make([]string, 0, len(n.DependsOn))
-	for _, d := range n.DependsOn {
-		if err := checkIdentifier("depends_on", d); err != nil {
-			return normalizedNode{}, err
-		}
-		if d == n.NodeID {
-			return normalizedNode{}, invalid("depends_on", "node %q cannot depend on itself (the graph must be acyclic)", d)
-		}
-		if seen[d] {
-			return normalizedNode{}, invalid("depends_on", "lists %q twice", d)
-		}
-		seen[d] = true
-		deps = append(deps, d)
-	}
-	ma := n.MaxAttempts
-	if ma == 0 {
-		ma = DefaultMaxAttempts
-	}
-	if ma < MinMaxAttempts || ma > MaxMaxAttempts {
-		return normalizedNode{}, invalid("max_attempts", "must be between %d and %d (got %d)", MinMaxAttempts, MaxMaxAttempts, n.MaxAttempts)
-	}
-	if n.Priority < MinPriority || n.Priority > MaxPriority {
-		return normalizedNode{}, invalid("priority", "must be an integer between %d and %d (got %d)", MinPriority, MaxPriority, n.Priority)
-	}
-	req, err := canonicalTags("requires", n.Requires, MaxRequires)
-	if err != nil {
-		return normalizedNode{}, err
-	}
-	rd := DefaultRetryDelay
-	if n.RetryDelay != nil {
-		rd = *n.RetryDelay
-		if rd < 0 || rd > MaxRetryDelay || rd%time.Millisecond != 0 {
-			return normalizedNode{}, invalid("retry_delay_ms", "must be a whole number of milliseconds between 0 and %d (got %v)", MaxRetryDelay.Milliseconds(), rd)
-		}
-	}
-	if n.ConcurrencyKey != "" {
-		if err := checkKey("concurrency_key", n.ConcurrencyKey); err != nil {
-			return normalizedNode{}, err
-		}
-	}
-	if n.KeyLimit != nil {
-		if n.ConcurrencyKey == "" {
-			return normalizedNode{}, invalid("concurrency_key", "is required with a limit (concurrency_max_claimed, concurrency_rate)")
-		}
-		if err := checkKeyLimit("concurrency_", *n.KeyLimit); err != nil {
-			return normalizedNode{}, err
-		}
-	}
-	kind, timeout, onTimeout, err := checkGate(n, req)
-	if err != nil {
-		return normalizedNode{}, err
-	}
-	return normalizedNode{NodeID: n.NodeID, Payload: p, DependsOn: deps, MaxAttempts: ma, Priority: n.Priority,
-		Requires: req, RetryDelay: rd, NotBefore: n.NotBefore, Key: n.ConcurrencyKey, KeyLimit: n.KeyLimit,
-		Kind: kind, GateTimeout: timeout, OnTimeout: onTimeout}, nil
-}
-
-// checkGate checks a node's kind and gate fields and returns them
-// normalized (kind KindTask for "").
-func checkGate(n NodeSpec, requires []string) (string, time.Duration, string, error) {
-	switch n.Kind {
-	case "", KindTask:
-		if n.GateTimeout != 0 || n.OnTimeout != "" {
-			return "", 0, "", invalid("gate_timeout_ms", "and on_timeout apply only to a node of kind %q", KindGate)
-		}
-		return KindTask, 0, "", nil
-	case KindGate:
-	default:
-		return "", 0, "", invalid("kind", "must be %q (the default) or %q (got %q)", KindTask, KindGate, n.Kind)
-	}
-	if len(requires) > 0 {
-		return "", 0, "", invalid("requires", "does not apply to a gate: a gate is never claimed")
-	}
-	if !n.NotBefore.IsZero() {
-		return "", 0, "", invalid("not_before", "does not apply to a gate: a gate is never claimed (use gate_timeout_ms)")
-	}
-	switch {
-	case n.GateTimeout == 0 && n.OnTimeout != "":
-		return "", 0, "", invalid("on_timeout", "applies only with gate_timeout_ms")
-	case n.GateTimeout == 0:
-		return KindGate, 0, "", nil
-	case n.GateTimeout < time.Second || n.GateTimeout > MaxGateTimeout || n.GateTimeout%time.Millisecond != 0:
-		return "", 0, "", invalid("gate_timeout_ms", "must be a whole number of milliseconds between %d and %d (got %v)",
-			time.Second.Milliseconds(), MaxGateTimeout.Milliseconds(), n.GateTimeout)
-	case n.OnTimeout != OnTimeoutApprove && n.OnTimeout != OnTimeoutReject:
-		return "", 0, "", invalid("on_timeout", "must be %q or %q with gate_timeout_ms (got %q)", OnTimeoutApprove, OnTimeoutReject, n.OnTimeout)
-	}
-	return KindGate, n.GateTimeout, n.OnTimeout, nil
-}
 
 func checkErrorText(s string) error { return rules.CheckErrorText(s) }
 

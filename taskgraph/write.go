@@ -7,6 +7,7 @@ import (
 	"runtime/debug"
 	"time"
 
+	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/audit"
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/tgdriver"
 )
 
@@ -207,6 +208,33 @@ func (w *wtx) flushRows(updates []tgdriver.TaskUpdate) ([]tgdriver.TaskRow, erro
 		return nil, fmt.Errorf("record the events of the operation: %w", err)
 	}
 	return rows, nil
+}
+
+// linkInPlace links evs (unlinked, in the order they happened) onto their
+// workflows' chain heads as they stand in w's transaction, and returns
+// them linked.
+func (w *wtx) linkInPlace(evs []tgdriver.EventRow) ([]tgdriver.EventRow, error) {
+	type head struct {
+		hash  string
+		count int64
+	}
+	heads := make(map[string]*head, 2)
+	for i := range evs {
+		e := &evs[i]
+		h := heads[e.WorkflowID]
+		if h == nil {
+			hash, count, err := w.tx.ChainHead(w.ctx, e.WorkflowID)
+			if err != nil {
+				return nil, fmt.Errorf("read chain head of workflow %s: %w", e.WorkflowID, err)
+			}
+			h = &head{hash, count}
+			heads[e.WorkflowID] = h
+		}
+		h.count++
+		audit.Link(e, h.hash, h.count)
+		h.hash = e.Hash
+	}
+	return evs, nil
 }
 
 // runGuarded runs fn and turns a panic into an error, so one bad operation

@@ -203,24 +203,6 @@ func (s *Surface) observe(tool, outcome string) {
 	}
 }
 
-// Call runs one tool call: it decodes and validates the arguments, checks
-// them against the caller's roles and scopes, runs the tool, and attaches
-// the receipt. Arguments that are not an object are a protocol error
-// (-32602); bad arguments and anything the store rejects are tool errors
-// (isError) naming the field or rule; anything else is an internal error
-// (-32603). tool must be one the surface offers (ToolNames).
-func (s *Surface) Call(ctx context.Context, c Caller, tool string, rawArgs json.RawMessage) (*mcp.CallToolResult, error) {
-	ctx = c.storeContext(ctx)
-	a, err := s.admit(ctx, c, tool, rawArgs)
-	if err == nil {
-		var out *toolOutput
-		if out, err = s.run(ctx, tool, a); err == nil {
-			return s.toolResult(c, tool, out, true)
-		}
-	}
-	return s.toolError(ctx, tool, err)
-}
-
 // admit decodes a call's arguments and authorizes them for c.
 func (s *Surface) admit(ctx context.Context, c Caller, tool string, rawArgs json.RawMessage) (*args, error) {
 	d, ok := s.defs[tool]

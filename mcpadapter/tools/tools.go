@@ -206,6 +206,24 @@ func toolDefs() []toolDef {
 	}
 }
 
+// Call runs one tool call: it decodes and validates the arguments, checks
+// them against the caller's roles and scopes, runs the tool, and attaches
+// the receipt. Arguments that are not an object are a protocol error
+// (-32602); bad arguments and anything the store rejects are tool errors
+// (isError) naming the field or rule; anything else is an internal error
+// (-32603). tool must be one the surface offers (ToolNames).
+func (s *Surface) Call(ctx context.Context, c Caller, tool string, rawArgs json.RawMessage) (*mcp.CallToolResult, error) {
+	ctx = c.storeContext(ctx)
+	a, err := s.admit(ctx, c, tool, rawArgs)
+	if err == nil {
+		var out *toolOutput
+		if out, err = s.run(ctx, tool, a); err == nil {
+			return s.toolResult(c, tool, out, true)
+		}
+	}
+	return s.toolError(ctx, tool, err)
+}
+
 // run runs tool with its decoded, authorized arguments against the store.
 // ctx carries the caller's arrival and principal for the store
 // (Caller.storeContext).

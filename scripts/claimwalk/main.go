@@ -71,9 +71,15 @@
 // At fd02489: -sql 28 (37 stays in 9 files), -leaves=false 69 to 73,
 // every visit 198. After moving the SQLite writer's statement cache into
 // tx.go beside the statements that use it: -sql 24, -leaves=false 65 to
-// 69. What remains is the domain ⇄ driver shape (hot.go ⇄ writer.go,
-// update.go, tx.go; write.go ⇄ history.go for the event chain), which the
-// review calls River's shape and fine.
+// 69. After moving the SQLite writer's transaction control (and the
+// cache's home) into writer.go, the statement helpers and the chain-head
+// read beside Fetch and Apply in update.go, the event linking into
+// write.go beside flushRows, and the tool call beside its dispatch in
+// mcpadapter/tools/tools.go: -sql 11 (17 stays in 6 files). What remains
+// is the domain ⇄ driver shape: hot.go ⇄ writer.go (the driver runs the
+// batch's closure), hot.go ⇄ update.go (Fetch), write.go ⇄ update.go
+// (the chain heads read between Fetch and Apply, then Apply), and the
+// returns up the stack to claim.go and tools.go.
 //
 // The HTTP front and the SDK are before the tool call. Their static
 // segments, with helpers not counted as stays (-leaves=false) and -skip

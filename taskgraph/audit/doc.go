@@ -1,7 +1,8 @@
 // Package audit is the history of a task-graph store: its hash format, and
 // what reads it (the verifier, the export, the anchors) or links it (the
 // linker of journaled events). Package taskgraph writes the history inside
-// its transactions with this package's format and opens the doors to the
+// its transactions with this package's format (the database-wide chain's
+// entries through AppendEntry) and opens the doors to the
 // readers (Store.VerifyHistory, ExportAudit, AuditHead, CheckAnchor,
 // RecentWorkflowHeads, CheckWorkflowAnchor); this package imports no part
 // of taskgraph but the seam (tgdriver), the bounds (limits) and the
@@ -22,6 +23,9 @@
 // and ExportEntry write exactly the hashed objects, with their hashes, so
 // an outside verifier (scripts/audit-verify.py) recomputes every hash from
 // the export alone; TestAuditFormatVectors keeps MCP.md's vectors true.
+// Event (with its Actor) is an event as the store's readers see it
+// (taskgraph.Event), EventOf and Row convert it from and to the driver's
+// row, and ComputeHash hashes it in its own format.
 //
 // # Verify
 //

@@ -2,7 +2,9 @@
 // items 1 and 2): the limit itself (Limit: a cap on claims at once and a
 // rate of claims per interval of server time), its bounds (Check), and
 // what a claim does to the key's stored row (TakeSlot) or a new limit does
-// to it (WithLimit).
+// to it (WithLimit); and the key as the store reports it (Key, KeyOf),
+// why a claim of it was refused (Refusal) and its limit in an audit entry
+// (Detail).
 //
 // It is a leaf (tgdriver's row type, limits, rules and the standard
 // library): package taskgraph re-exports Limit as KeyLimit, locks the key's

@@ -138,3 +138,45 @@ func TakeSlot(k tgdriver.KeyRow, atMS int64) (nk tgdriver.KeyRow, ok bool, openA
 	k.RecentMS, k.RateOpenAtMS = formatRecent(recent), rateOpenAt(recent, k.RateCount, k.RateIntervalMS)
 	return k, true, 0
 }
+
+// Key is a concurrency key as stored: its limit and its claims now.
+type Key struct {
+	Key   string
+	Limit Limit
+	// Claimed counts the key's tasks claimed now.
+	Claimed int
+	// NextClaimableAt, when not zero, is when the rate allows the next
+	// claim of the key.
+	NextClaimableAt time.Time
+	UpdatedAt       time.Time
+	// UpdatedBy is the operator who set the limit last; "" when it was
+	// set at create (or never).
+	UpdatedBy string
+}
+
+// KeyOf is the key a driver's row holds.
+func KeyOf(k tgdriver.KeyRow) Key {
+	out := Key{Key: k.Key, Claimed: k.Claimed, UpdatedAt: msTime(k.UpdatedAtMS), UpdatedBy: k.UpdatedBy,
+		Limit: Limit{MaxClaimed: k.MaxClaimed, Rate: k.RateCount, RateInterval: time.Duration(k.RateIntervalMS) * time.Millisecond}}
+	if k.RateOpenAtMS > 0 {
+		out.NextClaimableAt = msTime(k.RateOpenAtMS)
+	}
+	return out
+}
+
+func msTime(ms int64) time.Time { return time.UnixMilli(ms).UTC() }
+
+// Refusal says why a claim of key k was refused: its rate, when openAtMS
+// (when the rate allows the next claim) is set, else its cap.
+func Refusal(k tgdriver.KeyRow, openAtMS int64) string {
+	if openAtMS > 0 {
+		return fmt.Sprintf("concurrency key %s granted its %d claims per %v: the next is claimable at %s",
+			k.Key, k.RateCount, time.Duration(k.RateIntervalMS)*time.Millisecond, msTime(openAtMS).Format(time.RFC3339Nano))
+	}
+	return fmt.Sprintf("concurrency key %s has its maximum of %d tasks claimed; one is claimable when a claim of the key ends", k.Key, k.MaxClaimed)
+}
+
+// Detail is limit l as the audit chain records it.
+func Detail(l Limit) map[string]any {
+	return map[string]any{"max_claimed": l.MaxClaimed, "rate": l.Rate, "rate_interval_ms": l.RateInterval.Milliseconds()}
+}

@@ -14,14 +14,14 @@
 //
 // A harness needs a fresh database per call of NewDatabase (the suite calls
 // it once per subtest, about 65 times) and a way to open a store on it. With
-// a database/sql driver, SQLDB does the rest; for PostgreSQL, something like:
+// a database/sql driver, sqldb.DB does the rest; for PostgreSQL, something like:
 //
 //	func newPGDatabase(t testing.TB) storetest.Database {
 //		url := freshSchema(t) // CREATE SCHEMA, dropped in t.Cleanup
 //		db, _ := sql.Open("pgx", url)
 //		t.Cleanup(func() { db.Close() })
-//		return &pgDatabase{url: url, SQLDB: storetest.SQLDB{DB: db,
-//			Rebind:      storetest.DollarPlaceholders,
+//		return &pgDatabase{url: url, DB: sqldb.DB{DB: db,
+//			Rebind:      sqldb.DollarPlaceholders,
 //			TablesQuery: `SELECT tablename FROM pg_tables WHERE schemaname = current_schema()`}}
 //	}
 //	func (d *pgDatabase) Open(t testing.TB, opts taskgraph.Options) *taskgraph.Store {

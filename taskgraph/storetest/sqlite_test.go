@@ -11,6 +11,7 @@ import (
 	tg "github.com/graph-engineering/graph-engineering-mcp/taskgraph"
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/sqlitestore"
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/storetest"
+	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/storetest/sqldb"
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/tgsqlite"
 )
 
@@ -18,7 +19,7 @@ import (
 // open it with sqlitestore.Open, and the suite's raw SQL goes through a second
 // connection of its own, as someone with access to the file would.
 type sqliteDatabase struct {
-	storetest.SQLDB
+	sqldb.DB
 	path string
 }
 
@@ -32,8 +33,8 @@ func newSQLiteDatabase(t testing.TB) storetest.Database {
 	db.SetMaxOpenConns(1)
 	t.Cleanup(func() { db.Close() })
 	return &sqliteDatabase{
-		SQLDB: storetest.SQLDB{DB: db, TablesQuery: `SELECT name FROM sqlite_master WHERE type = 'table'`},
-		path:  path,
+		DB:   sqldb.DB{DB: db, TablesQuery: `SELECT name FROM sqlite_master WHERE type = 'table'`},
+		path: path,
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"strconv"
 	"testing"
+	"time"
 
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/tgdriver"
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/tgdriver/drivertest"
@@ -86,4 +87,15 @@ func (d *pgContractDatabase) LockWaits(t testing.TB) int {
 func TestDriverContract(t *testing.T) {
 	pgtest.Server(t) // skips (GRAPH_ENGINEERING_TEST_POSTGRES=skip) or fails before any subtest
 	drivertest.Run(t, pgHarness{})
+}
+
+// ServerNow reads the database server's clock (drivertest.ServerClock).
+func (d *pgContractDatabase) ServerNow(t testing.TB) time.Time {
+	t.Helper()
+	rows := d.Query(t, `SELECT (extract(epoch FROM clock_timestamp()) * 1000000)::bigint`)
+	us, err := strconv.ParseInt(rows[0][0], 10, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return time.UnixMicro(us)
 }

@@ -10,6 +10,7 @@ import (
 
 	tg "github.com/graph-engineering/graph-engineering-mcp/taskgraph"
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/storetest"
+	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/storetest/sqldb"
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/tgpostgres"
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/tgpostgres/pgtest"
 )
@@ -18,7 +19,7 @@ import (
 // through tgpostgres under taskgraph.OpenDriver, and the suite's raw SQL goes
 // through a database/sql connection of its own.
 type pgDatabase struct {
-	storetest.SQLDB
+	sqldb.DB
 	url string
 }
 
@@ -33,7 +34,7 @@ func newPGDatabase(t testing.TB) storetest.Database {
 	}
 	db.SetMaxOpenConns(2)
 	t.Cleanup(func() { db.Close() })
-	return &pgDatabase{url: url, SQLDB: storetest.SQLDB{DB: db, Rebind: storetest.DollarPlaceholders,
+	return &pgDatabase{url: url, DB: sqldb.DB{DB: db, Rebind: sqldb.DollarPlaceholders,
 		TablesQuery: `SELECT tablename FROM pg_tables WHERE schemaname = current_schema()`}}
 }
 

@@ -8,8 +8,6 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/mattn/go-sqlite3"
-
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/tgdriver"
 )
 
@@ -29,124 +27,6 @@ var _ tgdriver.Tx = (*wtx)(nil)
 
 // bg is the context of every statement of the writer.
 var bg = context.Background()
-
-// maxCachedStmts bounds stmtCache. The driver's write statements are a fixed
-// set of well under a hundred, plus one UPDATE per shape of UpdateTask the
-// domain uses; the bound only guards against a bug that builds SQL text from
-// data.
-const maxCachedStmts = 512
-
-// stmtCache holds the writer connection's prepared statements by SQL text,
-// so that each statement is compiled once per connection instead of on every
-// call (compiling an UPDATE of tasks, with its indexes, foreign keys and
-// checks, cost more than running it). Only the writer goroutine uses it. The
-// statements run on the connection directly: the writer opens and ends the
-// batch transaction and savepoints itself, with statements of this cache,
-// because database/sql would compile a connection's statement again for
-// every transaction (Tx.StmtContext).
-type stmtCache struct {
-	conn *sql.Conn
-	m    map[string]*sql.Stmt
-}
-
-func newStmtCache(conn *sql.Conn) *stmtCache {
-	return &stmtCache{conn: conn, m: make(map[string]*sql.Stmt)}
-}
-
-// get returns the prepared statement for query, preparing it on first use;
-// nil, nil when the cache is full and query is not in it.
-func (c *stmtCache) get(ctx context.Context, query string) (*sql.Stmt, error) {
-	if st := c.m[query]; st != nil {
-		return st, nil
-	}
-	if len(c.m) >= maxCachedStmts {
-		return nil, nil
-	}
-	st, err := c.conn.PrepareContext(ctx, query)
-	if err != nil {
-		return nil, err
-	}
-	c.m[query] = st
-	return st, nil
-}
-
-// control runs a transaction control statement (BEGIN, SAVEPOINT, ...).
-func (c *stmtCache) control(ctx context.Context, query string) error {
-	_, err := c.exec(ctx, query)
-	return err
-}
-
-func (c *stmtCache) exec(ctx context.Context, query string, args ...any) (sql.Result, error) {
-	st, err := c.get(ctx, query)
-	if err != nil {
-		return nil, err
-	}
-	if st == nil {
-		return c.conn.ExecContext(ctx, query, args...)
-	}
-	return st.ExecContext(ctx, args...)
-}
-
-func (c *stmtCache) queryRow(ctx context.Context, query string, args ...any) *sql.Row {
-	st, err := c.get(ctx, query)
-	if err != nil || st == nil {
-		// Not cached, or it does not compile: the Row reports that error.
-		return c.conn.QueryRowContext(ctx, query, args...)
-	}
-	return st.QueryRowContext(ctx, args...)
-}
-
-func (c *stmtCache) query(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
-	st, err := c.get(ctx, query)
-	if err != nil {
-		return nil, err
-	}
-	if st == nil {
-		return c.conn.QueryContext(ctx, query, args...)
-	}
-	return st.QueryContext(ctx, args...)
-}
-
-// inTransaction reports whether the connection is inside a transaction.
-func (c *stmtCache) inTransaction() bool {
-	in := false
-	err := c.conn.Raw(func(dc any) error {
-		if sc, ok := dc.(*sqlite3.SQLiteConn); ok {
-			in = !sc.AutoCommit()
-		}
-		return nil
-	})
-	return err == nil && in
-}
-
-// close finalises every cached statement.
-func (c *stmtCache) close() {
-	for q, st := range c.m {
-		st.Close()
-		delete(c.m, q)
-	}
-}
-
-func (t *wtx) queryRow(_ context.Context, q string, args ...any) *sql.Row {
-	return t.stmts.queryRow(bg, q, args...)
-}
-
-func (t *wtx) query(_ context.Context, q string, args ...any) (*sql.Rows, error) {
-	return t.stmts.query(bg, q, args...)
-}
-
-func (t *wtx) exec(q string, args ...any) (sql.Result, error) {
-	return t.stmts.exec(bg, q, args...)
-}
-
-// seqs runs q and returns the first column of every row.
-func (t *wtx) seqs(q string, args ...any) ([]int64, error) {
-	rows, err := t.query(bg, q, args...)
-	if err != nil {
-		return nil, err
-	}
-	return scanColumn[int64](rows)
-}
 
 const (
 	sqlWorkflowExists   = `SELECT 1 FROM workflows WHERE workflow_id = ?`
@@ -398,55 +278,6 @@ func (t *wtx) ShiftLeases(_ context.Context, shiftMS, nowMS, defaultLeaseMS int6
 	return collectRefs(rows)
 }
 
-// ChainHead returns the head hash and event count of workflowID's chain.
-func (t *wtx) ChainHead(_ context.Context, workflowID string) (string, int64, error) {
-	var head string
-	var n int64
-	if err := t.queryRow(bg, sqlChainHead, workflowID).Scan(&head, &n); err != nil {
-		return "", 0, fmt.Errorf("read chain head of workflow %s: %w", workflowID, noRows(err))
-	}
-	return head, n, nil
-}
-
-// AppendEvents inserts linked events and advances each workflow's head
-// from the head its first event links to, to its last event, by compare and
-// set.
-func (t *wtx) AppendEvents(_ context.Context, evs []tgdriver.EventRow) error {
-	return t.appendEvents(evs)
-}
-
-func (t *wtx) appendEvents(evs []tgdriver.EventRow) error {
-	runs, err := tgdriver.ChainRuns(evs)
-	if err != nil {
-		return err
-	}
-	// The heads first: when one moved, inserting the events would only
-	// collide with the events they repeat (a unique violation rather than
-	// ErrChainMoved).
-	for _, run := range runs {
-		// Compare and set: the head advances only from the head the run
-		// links to, so two writers can never fork the chain, however the
-		// driver is used; a moved head is an error and the operation rolls
-		// back.
-		res, err := t.exec(sqlAdvanceHead, run.Last.Hash, run.Last.Seq, run.Last.AtMS, run.WorkflowID, run.First.PrevHash, run.First.Seq-1)
-		if err != nil {
-			return fmt.Errorf("advance chain head: %w", err)
-		}
-		if n, err := res.RowsAffected(); err != nil || n != 1 {
-			return fmt.Errorf("%w: workflow %s, events %d to %d link to head %q at %d events (rows %d, %v)",
-				tgdriver.ErrChainMoved, run.WorkflowID, run.First.Seq, run.Last.Seq, run.First.PrevHash, run.First.Seq-1, n, err)
-		}
-	}
-	for i := range evs {
-		e := &evs[i]
-		if _, err := t.exec(sqlInsertEvent, e.WorkflowID, e.Seq, e.TaskID, e.Kind, e.Owner, e.Generation, e.AtMS, e.Detail, e.PrevHash, e.Hash,
-			hashVersion(*e), e.ActorKind, e.ActorName, e.ActorPrincipal, e.TaskState, e.Content); err != nil {
-			return fmt.Errorf("append event: %w", err)
-		}
-	}
-	return nil
-}
-
 // JournalEvents records evs, not linked, in the journal in order.
 func (t *wtx) JournalEvents(_ context.Context, evs []tgdriver.EventRow) error {
 	for i := range evs {
@@ -520,28 +351,21 @@ func (t *wtx) NotifyReady(context.Context, string, string) error { return nil }
 // DueTasks returns up to limit pending tasks whose due time had come at
 // atMS, earliest first.
 func (t *wtx) DueTasks(_ context.Context, atMS int64, limit int) ([]tgdriver.TaskRef, error) {
-	rows, err := t.query(bg, sqlDueTasks, atMS, limit)
-	if err != nil {
-		return nil, fmt.Errorf("find due tasks: %w", err)
-	}
-	defer rows.Close()
-	var out []tgdriver.TaskRef
-	for rows.Next() {
-		var r tgdriver.TaskRef
-		if err := rows.Scan(&r.Seq, &r.WorkflowID); err != nil {
-			return nil, err
-		}
-		out = append(out, r)
-	}
-	return out, rows.Err()
+	return t.dueRefs("due tasks", sqlDueTasks, atMS, limit)
 }
 
 // DueGates returns up to limit gates awaiting approval whose decision
 // time had come at atMS, earliest first.
 func (t *wtx) DueGates(_ context.Context, atMS int64, limit int) ([]tgdriver.TaskRef, error) {
-	rows, err := t.query(bg, sqlDueGates, atMS, limit)
+	return t.dueRefs("due gates", sqlDueGates, atMS, limit)
+}
+
+// dueRefs runs q, a scan of what is due at atMS (sqlDueTasks,
+// sqlDueGates), and returns the seq and workflow of each row.
+func (t *wtx) dueRefs(what, q string, atMS int64, limit int) ([]tgdriver.TaskRef, error) {
+	rows, err := t.query(bg, q, atMS, limit)
 	if err != nil {
-		return nil, fmt.Errorf("find due gates: %w", err)
+		return nil, fmt.Errorf("find %s: %w", what, err)
 	}
 	defer rows.Close()
 	var out []tgdriver.TaskRef

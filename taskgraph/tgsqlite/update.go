@@ -2,6 +2,7 @@ package tgsqlite
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"slices"
@@ -201,4 +202,118 @@ func (t *wtx) Apply(ctx context.Context, a tgdriver.Apply) ([]tgdriver.TaskRow, 
 		}
 	}
 	return out, nil
+}
+
+// get returns the prepared statement for query, preparing it on first use;
+// nil, nil when the cache is full and query is not in it.
+func (c *stmtCache) get(ctx context.Context, query string) (*sql.Stmt, error) {
+	if st := c.m[query]; st != nil {
+		return st, nil
+	}
+	if len(c.m) >= maxCachedStmts {
+		return nil, nil
+	}
+	st, err := c.conn.PrepareContext(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	c.m[query] = st
+	return st, nil
+}
+
+func (c *stmtCache) exec(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	st, err := c.get(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	if st == nil {
+		return c.conn.ExecContext(ctx, query, args...)
+	}
+	return st.ExecContext(ctx, args...)
+}
+
+// queryRow runs q in the batch transaction through the writer's statement
+// cache (stmtCache.get); a statement that is not cached, or does not
+// compile, runs directly, and the Row reports its error.
+func (t *wtx) queryRow(_ context.Context, q string, args ...any) *sql.Row {
+	st, err := t.stmts.get(bg, q)
+	if err != nil || st == nil {
+		return t.stmts.conn.QueryRowContext(bg, q, args...)
+	}
+	return st.QueryRowContext(bg, args...)
+}
+
+// query runs q in the batch transaction through the writer's statement
+// cache, or directly when the cache is full.
+func (t *wtx) query(_ context.Context, q string, args ...any) (*sql.Rows, error) {
+	st, err := t.stmts.get(bg, q)
+	if err != nil {
+		return nil, err
+	}
+	if st == nil {
+		return t.stmts.conn.QueryContext(bg, q, args...)
+	}
+	return st.QueryContext(bg, args...)
+}
+
+func (t *wtx) exec(q string, args ...any) (sql.Result, error) {
+	return t.stmts.exec(bg, q, args...)
+}
+
+// seqs runs q and returns the first column of every row.
+func (t *wtx) seqs(q string, args ...any) ([]int64, error) {
+	rows, err := t.query(bg, q, args...)
+	if err != nil {
+		return nil, err
+	}
+	return scanColumn[int64](rows)
+}
+
+// AppendEvents inserts linked events and advances each workflow's head
+// from the head its first event links to, to its last event, by compare and
+// set.
+func (t *wtx) AppendEvents(_ context.Context, evs []tgdriver.EventRow) error {
+	return t.appendEvents(evs)
+}
+
+func (t *wtx) appendEvents(evs []tgdriver.EventRow) error {
+	runs, err := tgdriver.ChainRuns(evs)
+	if err != nil {
+		return err
+	}
+	// The heads first: when one moved, inserting the events would only
+	// collide with the events they repeat (a unique violation rather than
+	// ErrChainMoved).
+	for _, run := range runs {
+		// Compare and set: the head advances only from the head the run
+		// links to, so two writers can never fork the chain, however the
+		// driver is used; a moved head is an error and the operation rolls
+		// back.
+		res, err := t.exec(sqlAdvanceHead, run.Last.Hash, run.Last.Seq, run.Last.AtMS, run.WorkflowID, run.First.PrevHash, run.First.Seq-1)
+		if err != nil {
+			return fmt.Errorf("advance chain head: %w", err)
+		}
+		if n, err := res.RowsAffected(); err != nil || n != 1 {
+			return fmt.Errorf("%w: workflow %s, events %d to %d link to head %q at %d events (rows %d, %v)",
+				tgdriver.ErrChainMoved, run.WorkflowID, run.First.Seq, run.Last.Seq, run.First.PrevHash, run.First.Seq-1, n, err)
+		}
+	}
+	for i := range evs {
+		e := &evs[i]
+		if _, err := t.exec(sqlInsertEvent, e.WorkflowID, e.Seq, e.TaskID, e.Kind, e.Owner, e.Generation, e.AtMS, e.Detail, e.PrevHash, e.Hash,
+			hashVersion(*e), e.ActorKind, e.ActorName, e.ActorPrincipal, e.TaskState, e.Content); err != nil {
+			return fmt.Errorf("append event: %w", err)
+		}
+	}
+	return nil
+}
+
+// ChainHead returns the head hash and event count of workflowID's chain.
+func (t *wtx) ChainHead(_ context.Context, workflowID string) (string, int64, error) {
+	var head string
+	var n int64
+	if err := t.queryRow(bg, sqlChainHead, workflowID).Scan(&head, &n); err != nil {
+		return "", 0, fmt.Errorf("read chain head of workflow %s: %w", workflowID, noRows(err))
+	}
+	return head, n, nil
 }

@@ -9,6 +9,8 @@ import (
 	"runtime/debug"
 	"time"
 
+	"github.com/mattn/go-sqlite3"
+
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/tgdriver"
 )
 
@@ -333,3 +335,65 @@ func runGuarded(d *Driver, t *wtx, fn func(tgdriver.Tx) error) (err error) {
 // ErrInternal marks a fault of the driver or of the domain's code rather
 // than of the input or the database's environment (a panic in a write).
 var ErrInternal = errors.New("internal error")
+
+// maxCachedStmts bounds stmtCache. The driver's write statements are a fixed
+// set of well under a hundred, plus one UPDATE per shape of UpdateTask the
+// domain uses; the bound only guards against a bug that builds SQL text from
+// data.
+const maxCachedStmts = 512
+
+// stmtCache holds the writer connection's prepared statements by SQL text,
+// so that each statement is compiled once per connection instead of on every
+// call (compiling an UPDATE of tasks, with its indexes, foreign keys and
+// checks, cost more than running it). Only the writer goroutine uses it. The
+// statements run on the connection directly: the writer opens and ends the
+// batch transaction and savepoints itself, with statements of this cache,
+// because database/sql would compile a connection's statement again for
+// every transaction (Tx.StmtContext). The transaction control is here,
+// beside the batch loop that runs it; the lookups of the operations'
+// statements (get, exec, and wtx's query helpers) are in update.go, beside
+// Fetch and Apply, the hot lane's two rounds.
+type stmtCache struct {
+	conn *sql.Conn
+	m    map[string]*sql.Stmt
+}
+
+func newStmtCache(conn *sql.Conn) *stmtCache {
+	return &stmtCache{conn: conn, m: make(map[string]*sql.Stmt)}
+}
+
+// control runs one of the writer's transaction control statements (BEGIN,
+// SAVEPOINT, RELEASE, ROLLBACK TO, COMMIT, ROLLBACK), prepared on first
+// use and kept in the cache like every statement; the six never fill it.
+func (c *stmtCache) control(ctx context.Context, query string) error {
+	st := c.m[query]
+	if st == nil {
+		var err error
+		if st, err = c.conn.PrepareContext(ctx, query); err != nil {
+			return err
+		}
+		c.m[query] = st
+	}
+	_, err := st.ExecContext(ctx)
+	return err
+}
+
+// inTransaction reports whether the connection is inside a transaction.
+func (c *stmtCache) inTransaction() bool {
+	in := false
+	err := c.conn.Raw(func(dc any) error {
+		if sc, ok := dc.(*sqlite3.SQLiteConn); ok {
+			in = !sc.AutoCommit()
+		}
+		return nil
+	})
+	return err == nil && in
+}
+
+// close finalises every cached statement.
+func (c *stmtCache) close() {
+	for q, st := range c.m {
+		st.Close()
+		delete(c.m, q)
+	}
+}

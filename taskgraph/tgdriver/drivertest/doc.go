@@ -44,5 +44,11 @@
 // Drivers that run several write transactions at once
 // (tgdriver.Info.Connections > 0) must give databases that implement
 // LockWatcher; the concurrency clauses that need two open transactions are
-// skipped for a driver of one writer.
+// skipped for a driver of one writer. Drivers that are a
+// tgdriver.SharedClock must give databases that implement ServerClock (the
+// server's own clock, read outside the driver): the clock clauses hold
+// every replica's Clock to it, within clockSlack (an accuracy bound on
+// the offset the driver measures, not a bound on progress), and are
+// skipped for a driver without a shared clock, which must instead call
+// Hooks.BatchStart in every write transaction.
 package drivertest

@@ -83,6 +83,7 @@ func Run(t *testing.T, h Harness) {
 		{"Pause", pauseTests},
 		{"Concurrency", concurrencyTests},
 		{"Key", keyTests},
+		{"Clock", clockTests},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {
