@@ -14,7 +14,7 @@ import (
 // checking that each round-trips through its anchor line.
 func (e *env) workflowHeads(t *testing.T, sinceMS int64) []tg.WorkflowHead {
 	t.Helper()
-	hs, err := e.s.RecentWorkflowHeads(e.ctx, sinceMS)
+	hs, err := e.S.RecentWorkflowHeads(e.Ctx, sinceMS)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -30,7 +30,7 @@ func (e *env) workflowHeads(t *testing.T, sinceMS int64) []tg.WorkflowHead {
 
 func (e *env) wantWorkflowNotExtended(t *testing.T, h tg.WorkflowHead, reason string) {
 	t.Helper()
-	err := e.s.CheckWorkflowAnchor(e.ctx, h)
+	err := e.S.CheckWorkflowAnchor(e.Ctx, h)
 	if !errors.Is(err, tg.ErrAnchorNotExtended) || !strings.Contains(err.Error(), reason) {
 		t.Fatalf("CheckWorkflowAnchor(%v): %v, want it to say %q", h, err, reason)
 	}
@@ -43,39 +43,39 @@ func (e *env) wantWorkflowNotExtended(t *testing.T, h tg.WorkflowHead, reason st
 // most MaxAnchorWorkflows.
 func testWorkflowAnchorNamesTheWorkflow(t *testing.T, h Harness) {
 	e := historyFixture(t, h) // aa: 2 events, wf: 8 events
-	e.clock.Advance(time.Second)
-	e.create(t, "cc", "x")
+	e.Clock.Advance(time.Second)
+	e.Create(t, "cc", "x")
 	hs := e.workflowHeads(t, 0)
 	if len(hs) != 3 || hs[0].WorkflowID != "cc" || hs[0].Events != 1 {
 		t.Fatalf("heads %+v, want cc (1 event) first of 3", hs)
 	}
-	if later := e.workflowHeads(t, e.clock.Now().UnixMilli()); len(later) != 1 || later[0].WorkflowID != "cc" {
+	if later := e.workflowHeads(t, e.Clock.Now().UnixMilli()); len(later) != 1 || later[0].WorkflowID != "cc" {
 		t.Fatalf("heads changed since cc's creation: %+v", later)
 	}
 	byID := map[string]tg.WorkflowHead{}
 	for _, w := range hs {
 		byID[w.WorkflowID] = w
-		if err := e.s.CheckWorkflowAnchor(e.ctx, w); err != nil {
+		if err := e.S.CheckWorkflowAnchor(e.Ctx, w); err != nil {
 			t.Fatalf("a database does not extend its own workflow head %v: %v", w, err)
 		}
 	}
 	// More work, and a prune of aa once finished, still extend them.
-	e.create(t, "wf", "c")
-	if _, err := e.s.AbortWorkflow(e.ctx, "aa", alice); err != nil {
+	e.Create(t, "wf", "c")
+	if _, err := e.S.AbortWorkflow(e.Ctx, "aa", alice); err != nil {
 		t.Fatal(err)
 	}
-	e.clock.Advance(48 * time.Hour)
-	e.create(t, "wf", "d")
-	e.create(t, "cc", "y")
-	if res, err := e.s.Prune(e.ctx, e.clock.Now().Add(-time.Hour)); err != nil || len(res.Workflows) != 1 || res.Workflows[0] != "aa" {
+	e.Clock.Advance(48 * time.Hour)
+	e.Create(t, "wf", "d")
+	e.Create(t, "cc", "y")
+	if res, err := e.S.Prune(e.Ctx, e.Clock.Now().Add(-time.Hour)); err != nil || len(res.Workflows) != 1 || res.Workflows[0] != "aa" {
 		t.Fatalf("prune: %+v %v", res, err)
 	}
 	for _, w := range hs {
-		if err := e.s.CheckWorkflowAnchor(e.ctx, w); err != nil {
+		if err := e.S.CheckWorkflowAnchor(e.Ctx, w); err != nil {
 			t.Fatalf("head %v after more work and a prune: %v", w, err)
 		}
 	}
-	e.verify(t)
+	e.Verify(t)
 	// A head the pruned workflow never reached is not extended.
 	forged := byID["aa"]
 	forged.Events = 40
@@ -92,22 +92,22 @@ func testWorkflowAnchorNamesTheWorkflow(t *testing.T, h Harness) {
 	if wfHead.Events != 10 {
 		t.Fatalf("wf head %+v, want 10 events", wfHead)
 	}
-	e.db.Exec(t, `DELETE FROM events WHERE workflow_id = 'wf' AND wseq > 8`)
-	e.db.Exec(t, `DELETE FROM tasks WHERE workflow_id = 'wf' AND node_id IN ('c', 'd')`)
-	e.db.Exec(t, `UPDATE workflows SET event_count = 8, task_count = 2, head_hash = (SELECT hash FROM events WHERE workflow_id = 'wf' AND wseq = 8) WHERE workflow_id = 'wf'`)
-	e.verify(t) // consistent on its own
+	e.DB.Exec(t, `DELETE FROM events WHERE workflow_id = 'wf' AND wseq > 8`)
+	e.DB.Exec(t, `DELETE FROM tasks WHERE workflow_id = 'wf' AND node_id IN ('c', 'd')`)
+	e.DB.Exec(t, `UPDATE workflows SET event_count = 8, task_count = 2, head_hash = (SELECT hash FROM events WHERE workflow_id = 'wf' AND wseq = 8) WHERE workflow_id = 'wf'`)
+	e.Verify(t) // consistent on its own
 	e.wantWorkflowNotExtended(t, wfHead, "workflow wf holds 8 events, the anchor recorded 10: events 9 to 10 of workflow wf are gone")
-	if err := e.s.CheckWorkflowAnchor(e.ctx, byID["wf"]); err != nil {
+	if err := e.S.CheckWorkflowAnchor(e.Ctx, byID["wf"]); err != nil {
 		t.Fatalf("the older head of wf (8 events) is still extended: %v", err)
 	}
 	// cc's anchored event rewritten.
-	e.db.Exec(t, `UPDATE events SET hash = '`+strings.Repeat("0", 64)+`' WHERE workflow_id = 'cc' AND wseq = 1`)
+	e.DB.Exec(t, `UPDATE events SET hash = '`+strings.Repeat("0", 64)+`' WHERE workflow_id = 'cc' AND wseq = 1`)
 	e.wantWorkflowNotExtended(t, byID["cc"], "event 1 of workflow cc has hash "+strings.Repeat("0", 64))
 
 	// Bounded: of many workflows changed, the most recent MaxAnchorWorkflows.
 	for i := 0; i < tg.MaxAnchorWorkflows+5; i++ {
-		e.clock.Advance(time.Millisecond)
-		e.create(t, fmt.Sprintf("many-%03d", i), "x")
+		e.Clock.Advance(time.Millisecond)
+		e.Create(t, fmt.Sprintf("many-%03d", i), "x")
 	}
 	many := e.workflowHeads(t, 0)
 	if len(many) != tg.MaxAnchorWorkflows || many[0].WorkflowID != fmt.Sprintf("many-%03d", tg.MaxAnchorWorkflows+4) {

@@ -29,7 +29,7 @@ func testEveryTransitionVerifies(t *testing.T, h Harness) {
 	e := setup(t, h)
 	check := func(step string) {
 		t.Helper()
-		rep, err := e.s.VerifyHistory(e.ctx)
+		rep, err := e.S.VerifyHistory(e.Ctx)
 		if err != nil {
 			t.Fatalf("after %s: %v (%+v)", step, err, rep.Broken)
 		}
@@ -39,79 +39,79 @@ func testEveryTransitionVerifies(t *testing.T, h Harness) {
 	}
 	e.createGraph(t, "wf", []string{"a", "b", "c", "d"}, map[string][]string{"b": {"a"}, "c": {"b"}, "d": {"a"}})
 	check("create")
-	ca, _ := e.claimNext(t, "w1", "wf")
+	ca, _ := e.ClaimNext(t, "w1", "wf")
 	check("claim")
-	if _, err := e.s.Fail(e.ctx, holder(ca), "flaky <&> \u2028 \x01", true); err != nil {
+	if _, err := e.S.Fail(e.Ctx, holder(ca), "flaky <&> \u2028 \x01", true); err != nil {
 		t.Fatal(err)
 	}
 	check("retry")
-	e.claimNext(t, "w2", "wf") // finds nothing: the retry is not due yet
-	e.clock.Advance(time.Hour)
-	if _, err := e.s.ExpireLeases(e.ctx); err != nil {
+	e.ClaimNext(t, "w2", "wf") // finds nothing: the retry is not due yet
+	e.Clock.Advance(time.Hour)
+	if _, err := e.S.ExpireLeases(e.Ctx); err != nil {
 		t.Fatal(err)
 	}
 	check("expire")
-	ca, _ = e.claimNext(t, "w3", "wf")
-	if _, err := e.s.Complete(e.ctx, holder(ca), json.RawMessage(`{"z":1,"a":[1,2]}`)); err != nil {
+	ca, _ = e.ClaimNext(t, "w3", "wf")
+	if _, err := e.S.Complete(e.Ctx, holder(ca), json.RawMessage(`{"z":1,"a":[1,2]}`)); err != nil {
 		t.Fatal(err)
 	}
 	check("complete and ready")
-	cb, ok := e.claimNext(t, "w1", "wf")
+	cb, ok := e.ClaimNext(t, "w1", "wf")
 	if !ok {
 		t.Fatal("nothing to claim")
 	}
-	if _, err := e.s.Fail(e.ctx, holder(cb), "fatal", false); err != nil {
+	if _, err := e.S.Fail(e.Ctx, holder(cb), "fatal", false); err != nil {
 		t.Fatal(err)
 	}
 	check("fail and cascade")
-	if _, err := e.s.Requeue(e.ctx, cb.Task.TaskID, alice); err != nil {
+	if _, err := e.S.Requeue(e.Ctx, cb.Task.TaskID, alice); err != nil {
 		t.Fatal(err)
 	}
 	check("requeue and revive")
-	if _, err := e.s.Skip(e.ctx, cb.Task.TaskID, alice); err != nil {
+	if _, err := e.S.Skip(e.Ctx, cb.Task.TaskID, alice); err != nil {
 		t.Fatal(err)
 	}
 	check("skip")
-	e.create(t, "other", "x")
-	if _, _, err := e.s.CancelTask(e.ctx, e.create(t, "other", "y").TaskID, "no longer needed"); err != nil {
+	e.Create(t, "other", "x")
+	if _, _, err := e.S.CancelTask(e.Ctx, e.Create(t, "other", "y").TaskID, "no longer needed"); err != nil {
 		t.Fatal(err)
 	}
 	check("cancel by request")
-	if _, err := e.s.AbortWorkflow(e.ctx, "wf", alice); err != nil {
+	if _, err := e.S.AbortWorkflow(e.Ctx, "wf", alice); err != nil {
 		t.Fatal(err)
 	}
 	check("abort")
-	if _, err := e.s.AbortWorkflow(e.ctx, "other", alice); err != nil {
+	if _, err := e.S.AbortWorkflow(e.Ctx, "other", alice); err != nil {
 		t.Fatal(err)
 	}
-	e.clock.Advance(48 * time.Hour)
-	if res, err := e.s.Prune(e.ctx, e.clock.Now()); err != nil || len(res.Workflows) != 2 {
+	e.Clock.Advance(48 * time.Hour)
+	if res, err := e.S.Prune(e.Ctx, e.Clock.Now()); err != nil || len(res.Workflows) != 2 {
 		t.Fatalf("prune: %+v %v", res, err)
 	}
-	e.create(t, "wf", "again")
+	e.Create(t, "wf", "again")
 	check("prune and re-create")
 }
 
 // Each event records who caused it, with the request's principal.
 func testActorsRecorded(t *testing.T, h Harness) {
 	e := setup(t, h)
-	pctx := tg.WithPrincipal(e.ctx, "svc-ci")
-	if _, err := e.s.CreateTask(pctx, "wf", tg.NodeSpec{NodeID: "a"}); err != nil {
+	pctx := tg.WithPrincipal(e.Ctx, "svc-ci")
+	if _, err := e.S.CreateTask(pctx, "wf", tg.NodeSpec{NodeID: "a"}); err != nil {
 		t.Fatal(err)
 	}
-	e.create(t, "wf", "b")
-	c := e.claim(t, "w1", e.taskID(t, "wf", "a"), 0)
-	e.clock.Advance(time.Hour)
-	if _, err := e.s.ExpireLeases(e.ctx); err != nil {
+	e.Create(t, "wf", "b")
+	c := e.Claim(t, "w1", e.taskID(t, "wf", "a"), 0)
+	e.Clock.Advance(time.Hour)
+	if _, err := e.S.ExpireLeases(e.Ctx); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.s.Requeue(e.ctx, c.Task.TaskID, alice); err != nil {
+	if _, err := e.S.Requeue(e.Ctx, c.Task.TaskID, alice); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := e.s.CancelTask(pctx, e.taskID(t, "wf", "b"), ""); err != nil {
+	if _, _, err := e.S.CancelTask(pctx, e.taskID(t, "wf", "b"), ""); err != nil {
 		t.Fatal(err)
 	}
-	evs, err := e.s.WorkflowEvents(e.ctx, "wf")
+	evs, err := e.S.WorkflowEvents(e.Ctx, "wf")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -127,13 +127,13 @@ func testActorsRecorded(t *testing.T, h Harness) {
 	if strings.Join(got, " ") != strings.Join(want, " ") {
 		t.Fatalf("actors\n got %v\nwant %v", got, want)
 	}
-	e.verify(t)
+	e.Verify(t)
 }
 
 // taskID returns the id of node of wf.
 func (e *env) taskID(t *testing.T, wf, node string) string {
 	t.Helper()
-	rows := e.db.Query(t, `SELECT task_id FROM tasks WHERE workflow_id = ? AND node_id = ?`, wf, node)
+	rows := e.DB.Query(t, `SELECT task_id FROM tasks WHERE workflow_id = ? AND node_id = ?`, wf, node)
 	if len(rows) != 1 {
 		t.Fatalf("%s/%s: %d rows", wf, node, len(rows))
 	}
@@ -167,8 +167,8 @@ func testTamperRowsDetected(t *testing.T, h Harness) {
 		t.Run(tc.name, func(t *testing.T) {
 			e := historyFixture(t, h)
 			id := e.taskID(t, "wf", tc.node)
-			e.db.Exec(t, tc.sql)
-			rep, err := e.s.VerifyHistory(e.ctx)
+			e.DB.Exec(t, tc.sql)
+			rep, err := e.S.VerifyHistory(e.Ctx)
 			if !errors.Is(err, tg.ErrBrokenChain) {
 				t.Fatalf("VerifyHistory after tampering: %v", err)
 			}
@@ -217,11 +217,11 @@ func testWorkflowDeletedWhole(t *testing.T, h Harness) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := historyFixture(t, h)
-			if rows := e.db.Query(t, `SELECT seq, kind FROM audit_chain WHERE workflow_id = 'wf'`); len(rows) != 1 || rows[0][0] != "3" || rows[0][1] != "create" {
+			if rows := e.DB.Query(t, `SELECT seq, kind FROM audit_chain WHERE workflow_id = 'wf'`); len(rows) != 1 || rows[0][0] != "3" || rows[0][1] != "create" {
 				t.Fatalf("audit entries of wf: %v", rows)
 			}
-			tc.tamper(t, e.db)
-			rep, err := e.s.VerifyHistory(e.ctx)
+			tc.tamper(t, e.DB)
+			rep, err := e.S.VerifyHistory(e.Ctx)
 			if tc.reason == "" {
 				if err != nil {
 					t.Fatalf("consistent rewrite: %v", err)
@@ -242,31 +242,31 @@ func testV1EventsKeepVerifying(t *testing.T, h Harness) {
 	// Rewrite aa's two events as a pre-0003 store wrote them.
 	prev := ""
 	for seq := int64(1); seq <= 2; seq++ {
-		ev := readEvent(t, e.db, "aa", seq)
+		ev := readEvent(t, e.DB, "aa", seq)
 		ev.HashVersion, ev.Actor, ev.State, ev.Content, ev.PrevHash = tg.HashV1, tg.Actor{}, nil, nil, prev
 		hash, err := tg.EventHash(ev)
 		if err != nil {
 			t.Fatal(err)
 		}
-		e.db.Exec(t, `UPDATE events SET hash_version = 1, actor_kind = '', actor_name = '', actor_principal = '', task_state = '', content = '',
+		e.DB.Exec(t, `UPDATE events SET hash_version = 1, actor_kind = '', actor_name = '', actor_principal = '', task_state = '', content = '',
 			prev_hash = ?, hash = ? WHERE workflow_id = 'aa' AND wseq = ?`, prev, hash, seq)
 		prev = hash
 	}
-	e.db.Exec(t, `UPDATE workflows SET head_hash = ? WHERE workflow_id = 'aa'`, prev)
-	rep := e.verify(t)
+	e.DB.Exec(t, `UPDATE workflows SET head_hash = ? WHERE workflow_id = 'aa'`, prev)
+	rep := e.Verify(t)
 	if rep.V1Events != 2 || rep.V2Events != 8 {
 		t.Fatalf("report %+v", rep)
 	}
 	// The chain goes on in format 2.
-	e.create(t, "aa", "z")
-	if evs, _ := e.s.WorkflowEvents(e.ctx, "aa"); len(evs) != 3 || evs[2].HashVersion != tg.HashV2 || evs[2].PrevHash != prev {
+	e.Create(t, "aa", "z")
+	if evs, _ := e.S.WorkflowEvents(e.Ctx, "aa"); len(evs) != 3 || evs[2].HashVersion != tg.HashV2 || evs[2].PrevHash != prev {
 		t.Fatalf("aa's chain after a new event: %+v", evs)
 	}
-	if rep := e.verify(t); rep.V1Events != 2 || rep.V2Events != 9 {
+	if rep := e.Verify(t); rep.V1Events != 2 || rep.V2Events != 9 {
 		t.Fatalf("report %+v", rep)
 	}
-	e.db.Exec(t, `UPDATE events SET owner = 'mallory' WHERE workflow_id = 'aa' AND wseq = 1`)
-	rep, err := e.s.VerifyHistory(e.ctx)
+	e.DB.Exec(t, `UPDATE events SET owner = 'mallory' WHERE workflow_id = 'aa' AND wseq = 1`)
+	rep, err := e.S.VerifyHistory(e.Ctx)
 	if !errors.Is(err, tg.ErrBrokenChain) || rep.Broken == nil || rep.Broken.WorkflowID != "aa" || rep.Broken.Seq != 1 {
 		t.Fatalf("edited v1 event: %v %+v", err, rep.Broken)
 	}

@@ -26,14 +26,14 @@ func testTamperInLongChainsDetected(t *testing.T, h Harness) {
 			for i := range nodes {
 				nodes[i] = tg.NodeSpec{NodeID: fmt.Sprintf("n%04d", i), Payload: []byte(fmt.Sprintf(`{"i":%d}`, i))}
 			}
-			if _, err := e.s.CreateWorkflow(e.ctx, wf.id, nodes); err != nil {
+			if _, err := e.S.CreateWorkflow(e.Ctx, wf.id, nodes); err != nil {
 				t.Fatal(err)
 			}
 		}
 		return e
 	}
 	e := fixture(t)
-	rep := e.verify(t)
+	rep := e.Verify(t)
 	if rep.Workflows != 2 || rep.Tasks != 1800 || rep.Events != 1800 {
 		t.Fatalf("report %+v, want 2 workflows, 1800 tasks and events", rep)
 	}
@@ -58,8 +58,8 @@ func testTamperInLongChainsDetected(t *testing.T, h Harness) {
 			if tc.node != "" {
 				id = e.taskID(t, tc.wf, tc.node)
 			}
-			e.db.Exec(t, tc.sql)
-			rep, err := e.s.VerifyHistory(e.ctx)
+			e.DB.Exec(t, tc.sql)
+			rep, err := e.S.VerifyHistory(e.Ctx)
 			if !errors.Is(err, tg.ErrBrokenChain) {
 				t.Fatalf("VerifyHistory after tampering: %v", err)
 			}

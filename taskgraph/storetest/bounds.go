@@ -53,14 +53,14 @@ type badInput struct {
 func newValidationFixture(t *testing.T, h Harness) validationFixture {
 	t.Helper()
 	e := setup(t, h)
-	done := e.create(t, "wf", "done")
-	c := e.claim(t, "worker", done.TaskID, 0)
-	if _, err := e.s.Complete(e.ctx, holder(c), json.RawMessage(`1`)); err != nil {
+	done := e.Create(t, "wf", "done")
+	c := e.Claim(t, "worker", done.TaskID, 0)
+	if _, err := e.S.Complete(e.Ctx, holder(c), json.RawMessage(`1`)); err != nil {
 		t.Fatal(err)
 	}
-	held := e.create(t, "wf", "held")
-	pending := e.create(t, "wf", "pending")
-	return validationFixture{env: e, live: e.claim(t, "worker", held.TaskID, 0), pending: pending}
+	held := e.Create(t, "wf", "held")
+	pending := e.Create(t, "wf", "pending")
+	return validationFixture{env: e, live: e.Claim(t, "worker", held.TaskID, 0), pending: pending}
 }
 
 // Every bound, one case each: rejected with ErrInvalid and a *ValidationError
@@ -68,13 +68,13 @@ func newValidationFixture(t *testing.T, h Harness) validationFixture {
 // written.
 func testBadInputRejected(t *testing.T, h Harness) {
 	f := newValidationFixture(t, h)
-	ctx := f.ctx
+	ctx := f.Ctx
 	createIn := func(wf string, spec tg.NodeSpec) func(validationFixture) error {
-		return func(f validationFixture) error { _, err := f.s.CreateTask(ctx, wf, spec); return err }
+		return func(f validationFixture) error { _, err := f.S.CreateTask(ctx, wf, spec); return err }
 	}
 	create := func(spec tg.NodeSpec) func(validationFixture) error { return createIn("wf", spec) }
 	claimNext := func(req tg.ClaimRequest) func(validationFixture) error {
-		return func(f validationFixture) error { _, _, err := f.s.Claim(ctx, req); return err }
+		return func(f validationFixture) error { _, _, err := f.S.Claim(ctx, req); return err }
 	}
 	withHolder := func(mod func(*lease.Holder)) lease.Holder {
 		h := holder(f.live)
@@ -82,16 +82,16 @@ func testBadInputRejected(t *testing.T, h Harness) {
 		return h
 	}
 	heartbeat := func(h lease.Holder, d time.Duration) func(validationFixture) error {
-		return func(f validationFixture) error { _, err := f.s.Heartbeat(ctx, h, d); return err }
+		return func(f validationFixture) error { _, err := f.S.Heartbeat(ctx, h, d); return err }
 	}
 	complete := func(result string) func(validationFixture) error {
 		return func(f validationFixture) error {
-			_, err := f.s.Complete(ctx, holder(f.live), json.RawMessage(result))
+			_, err := f.S.Complete(ctx, holder(f.live), json.RawMessage(result))
 			return err
 		}
 	}
 	fail := func(text string) func(validationFixture) error {
-		return func(f validationFixture) error { _, err := f.s.Fail(ctx, holder(f.live), text, true); return err }
+		return func(f validationFixture) error { _, err := f.S.Fail(ctx, holder(f.live), text, true); return err }
 	}
 	long := strings.Repeat("a", tg.MaxIdentifierLen+1)
 	var cases []badInput
@@ -150,9 +150,9 @@ func testBadInputRejected(t *testing.T, h Harness) {
 		{"max_attempts 101", "max_attempts", "between 1 and 100 (got 101)", create(tg.NodeSpec{NodeID: "x", MaxAttempts: 101})},
 		{"max_attempts -1", "max_attempts", "between 1 and 100 (got -1)", create(tg.NodeSpec{NodeID: "x", MaxAttempts: -1})},
 		// nodes of one creation
-		{"no nodes", "nodes", "at least one node", func(f validationFixture) error { _, err := f.s.CreateWorkflow(ctx, "wf", nil); return err }},
+		{"no nodes", "nodes", "at least one node", func(f validationFixture) error { _, err := f.S.CreateWorkflow(ctx, "wf", nil); return err }},
 		{"10,001 nodes in one call", "nodes", "at most 10000 tasks (got 10001)", func(f validationFixture) error {
-			_, err := f.s.CreateWorkflow(ctx, "big", make([]tg.NodeSpec, tg.MaxTasksPerWorkflow+1))
+			_, err := f.S.CreateWorkflow(ctx, "big", make([]tg.NodeSpec, tg.MaxTasksPerWorkflow+1))
 			return err
 		}},
 		// lease: 1 s .. 15 min, 0 = default
@@ -184,61 +184,61 @@ func testBadInputRejected(t *testing.T, h Harness) {
 		{"empty claim token", "claim_token", "is required", heartbeat(withHolder(func(h *lease.Holder) { h.Token = "" }), 0)},
 		{"claim token too long", "claim_token", "at most 128 bytes", heartbeat(withHolder(func(h *lease.Holder) { h.Token = strings.Repeat("t", tg.MaxTokenLen+1) }), 0)},
 		{"empty task id on heartbeat", "task_id", "is required", heartbeat(withHolder(func(h *lease.Holder) { h.TaskID = "" }), 0)},
-		{"empty task id on read", "task_id", "is required", func(f validationFixture) error { _, err := f.s.Task(ctx, ""); return err }},
+		{"empty task id on read", "task_id", "is required", func(f validationFixture) error { _, err := f.S.Task(ctx, ""); return err }},
 		// operator operations: name and reason required and bounded
 		{"requeue without operator", "operator", "is required", func(f validationFixture) error {
-			_, err := f.s.Requeue(ctx, f.live.Task.TaskID, tg.Operator{Reason: "why"})
+			_, err := f.S.Requeue(ctx, f.live.Task.TaskID, tg.Operator{Reason: "why"})
 			return err
 		}},
 		{"requeue without reason", "reason", "is required", func(f validationFixture) error {
-			_, err := f.s.Requeue(ctx, f.live.Task.TaskID, tg.Operator{Name: "alice"})
+			_, err := f.S.Requeue(ctx, f.live.Task.TaskID, tg.Operator{Name: "alice"})
 			return err
 		}},
 		{"skip without operator", "operator", "is required", func(f validationFixture) error {
-			_, err := f.s.Skip(ctx, f.live.Task.TaskID, tg.Operator{Reason: "why"})
+			_, err := f.S.Skip(ctx, f.live.Task.TaskID, tg.Operator{Reason: "why"})
 			return err
 		}},
 		{"skip without reason", "reason", "is required", func(f validationFixture) error {
-			_, err := f.s.Skip(ctx, f.live.Task.TaskID, tg.Operator{Name: "alice"})
+			_, err := f.S.Skip(ctx, f.live.Task.TaskID, tg.Operator{Name: "alice"})
 			return err
 		}},
 		{"abort without operator", "operator", "is required", func(f validationFixture) error {
-			_, err := f.s.AbortWorkflow(ctx, "wf", tg.Operator{Reason: "why"})
+			_, err := f.S.AbortWorkflow(ctx, "wf", tg.Operator{Reason: "why"})
 			return err
 		}},
 		{"abort without reason", "reason", "is required", func(f validationFixture) error {
-			_, err := f.s.AbortWorkflow(ctx, "wf", tg.Operator{Name: "alice"})
+			_, err := f.S.AbortWorkflow(ctx, "wf", tg.Operator{Name: "alice"})
 			return err
 		}},
 		{"operator name too long", "operator", "at most 128 bytes", func(f validationFixture) error {
-			_, err := f.s.Skip(ctx, f.live.Task.TaskID, tg.Operator{Name: long, Reason: "why"})
+			_, err := f.S.Skip(ctx, f.live.Task.TaskID, tg.Operator{Name: long, Reason: "why"})
 			return err
 		}},
 		{"operator reason too long", "reason", "at most 4096 bytes", func(f validationFixture) error {
-			_, err := f.s.Skip(ctx, f.live.Task.TaskID, tg.Operator{Name: "alice", Reason: strings.Repeat("r", tg.MaxReasonBytes+1)})
+			_, err := f.S.Skip(ctx, f.live.Task.TaskID, tg.Operator{Name: "alice", Reason: strings.Repeat("r", tg.MaxReasonBytes+1)})
 			return err
 		}},
 		{"abort of a bad workflow id", "workflow_id", "must match", func(f validationFixture) error {
-			_, err := f.s.AbortWorkflow(ctx, "a/b", tg.Operator{Name: "alice", Reason: "why"})
+			_, err := f.S.AbortWorkflow(ctx, "a/b", tg.Operator{Name: "alice", Reason: "why"})
 			return err
 		}},
 		{"cancel reason too long", "reason", "at most 4096 bytes", func(f validationFixture) error {
-			_, _, err := f.s.CancelTask(ctx, f.live.Task.TaskID, strings.Repeat("r", tg.MaxReasonBytes+1))
+			_, _, err := f.S.CancelTask(ctx, f.live.Task.TaskID, strings.Repeat("r", tg.MaxReasonBytes+1))
 			return err
 		}},
 		// listing filters
-		{"list limit negative", "limit", "between 1 and 10000", func(f validationFixture) error { _, err := f.s.ListTasks(ctx, tg.ListFilter{Limit: -1}); return err }},
+		{"list limit negative", "limit", "between 1 and 10000", func(f validationFixture) error { _, err := f.S.ListTasks(ctx, tg.ListFilter{Limit: -1}); return err }},
 		{"list limit too big", "limit", "between 1 and 10000 (got 10001)", func(f validationFixture) error {
-			_, err := f.s.ListTasks(ctx, tg.ListFilter{Limit: tg.MaxTasksPerWorkflow + 1})
+			_, err := f.S.ListTasks(ctx, tg.ListFilter{Limit: tg.MaxTasksPerWorkflow + 1})
 			return err
 		}},
 		{"list unknown state", "state", "must be one of", func(f validationFixture) error {
-			_, err := f.s.ListTasks(ctx, tg.ListFilter{State: "done"})
+			_, err := f.S.ListTasks(ctx, tg.ListFilter{State: "done"})
 			return err
 		}},
 	}...)
 
-	before := f.db.Snapshot(t)
+	before := f.DB.Snapshot(t)
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			err := tc.call(f)
@@ -258,13 +258,13 @@ func testBadInputRejected(t *testing.T, h Harness) {
 			if errors.Is(err, tg.ErrNotFound) || errors.Is(err, tg.ErrConflict) || errors.Is(err, tg.ErrStaleClaim) {
 				t.Errorf("a validation error also matches another sentinel: %v", err)
 			}
-			if after := f.db.Snapshot(t); after != before {
+			if after := f.DB.Snapshot(t); after != before {
 				t.Fatalf("the database changed")
 			}
 		})
 	}
 	// The live claim was never disturbed by all of that.
-	if _, err := f.s.Heartbeat(ctx, holder(f.live), 0); err != nil {
+	if _, err := f.S.Heartbeat(ctx, holder(f.live), 0); err != nil {
 		t.Fatalf("heartbeat of the live claim after the bad inputs: %v", err)
 	}
 }
@@ -273,29 +273,29 @@ func testBadInputRejected(t *testing.T, h Harness) {
 // whatever the operation, and nothing is written.
 func testMalformedTaskIDNotFound(t *testing.T, h Harness) {
 	f := newValidationFixture(t, h)
-	ctx := f.ctx
+	ctx := f.Ctx
 	good := f.pending.TaskID
 	op := tg.Operator{Name: "alice", Reason: "why"}
 	for _, id := range []string{"abc", strings.ToLower(good), good + "0", good[:25], good[:25] + "-", "01ARZ3NDEKTSV4RRFFQ69G5FA/", "01ARZ3NDEKTSV4RRFFQ69G5FAV"} {
 		for name, call := range map[string]func() error{
-			"read":      func() error { _, err := f.s.Task(ctx, id); return err },
-			"events":    func() error { _, err := f.s.TaskEvents(ctx, id); return err },
-			"claim":     func() error { _, _, err := f.s.Claim(ctx, tg.ClaimRequest{Owner: "w", TaskID: id}); return err },
-			"heartbeat": func() error { h := holder(f.live); h.TaskID = id; _, err := f.s.Heartbeat(ctx, h, 0); return err },
+			"read":      func() error { _, err := f.S.Task(ctx, id); return err },
+			"events":    func() error { _, err := f.S.TaskEvents(ctx, id); return err },
+			"claim":     func() error { _, _, err := f.S.Claim(ctx, tg.ClaimRequest{Owner: "w", TaskID: id}); return err },
+			"heartbeat": func() error { h := holder(f.live); h.TaskID = id; _, err := f.S.Heartbeat(ctx, h, 0); return err },
 			"complete": func() error {
 				h := holder(f.live)
 				h.TaskID = id
-				_, err := f.s.Complete(ctx, h, json.RawMessage(`1`))
+				_, err := f.S.Complete(ctx, h, json.RawMessage(`1`))
 				return err
 			},
-			"requeue": func() error { _, err := f.s.Requeue(ctx, id, op); return err },
-			"skip":    func() error { _, err := f.s.Skip(ctx, id, op); return err },
-			"cancel":  func() error { _, _, err := f.s.CancelTask(ctx, id, ""); return err },
+			"requeue": func() error { _, err := f.S.Requeue(ctx, id, op); return err },
+			"skip":    func() error { _, err := f.S.Skip(ctx, id, op); return err },
+			"cancel":  func() error { _, _, err := f.S.CancelTask(ctx, id, ""); return err },
 		} {
 			if name == "events" && id == "01ARZ3NDEKTSV4RRFFQ69G5FAV" {
 				continue // the history of a well-formed unknown id is empty, not an error
 			}
-			before := f.db.Snapshot(t)
+			before := f.DB.Snapshot(t)
 			err := call()
 			if !errors.Is(err, tg.ErrNotFound) {
 				t.Errorf("%s %q: %v, want tg.ErrNotFound", name, id, err)
@@ -303,7 +303,7 @@ func testMalformedTaskIDNotFound(t *testing.T, h Harness) {
 			if errors.Is(err, tg.ErrInvalid) {
 				t.Errorf("%s %q: a malformed id is reported as invalid input: %v", name, id, err)
 			}
-			if f.db.Snapshot(t) != before {
+			if f.DB.Snapshot(t) != before {
 				t.Errorf("%s %q: the database changed", name, id)
 			}
 		}
@@ -314,20 +314,20 @@ func testMalformedTaskIDNotFound(t *testing.T, h Harness) {
 // accepted, and zero selects the documented default.
 func testBoundsAccepted(t *testing.T, h Harness) {
 	e := setup(t, h)
-	ctx := e.ctx
+	ctx := e.Ctx
 	id128 := "A" + strings.Repeat("z", tg.MaxIdentifierLen-1)
 	if !tg.ValidIdentifier(id128) || tg.ValidIdentifier(id128+"z") {
 		t.Fatal("tg.ValidIdentifier disagrees with the 128-character bound")
 	}
 	for _, id := range []string{id128, "0", "a.b:c-d_e", "Z9"} {
-		if _, err := e.s.CreateTask(ctx, id, tg.NodeSpec{NodeID: id}); err != nil {
+		if _, err := e.S.CreateTask(ctx, id, tg.NodeSpec{NodeID: id}); err != nil {
 			t.Errorf("identifier %q rejected: %v", id, err)
 		}
 	}
 	mk := func(node string, spec tg.NodeSpec) tg.Task {
 		t.Helper()
 		spec.NodeID = node
-		c, err := e.s.CreateTask(ctx, "wf", spec)
+		c, err := e.S.CreateTask(ctx, "wf", spec)
 		if err != nil {
 			t.Fatalf("create %s: %v", node, err)
 		}
@@ -359,7 +359,7 @@ func testBoundsAccepted(t *testing.T, h Harness) {
 		specs = append(specs, tg.NodeSpec{NodeID: deps[i]})
 	}
 	specs = append(specs, tg.NodeSpec{NodeID: "fanin", DependsOn: deps})
-	if out, err := e.s.CreateWorkflow(ctx, "fan", specs); err != nil || out[tg.MaxDependsOn].Task.State != tg.StateBlocked || len(out[tg.MaxDependsOn].Task.DependsOn) != tg.MaxDependsOn {
+	if out, err := e.S.CreateWorkflow(ctx, "fan", specs); err != nil || out[tg.MaxDependsOn].Task.State != tg.StateBlocked || len(out[tg.MaxDependsOn].Task.DependsOn) != tg.MaxDependsOn {
 		t.Fatalf("64 dependencies: %v", err)
 	}
 
@@ -368,34 +368,34 @@ func testBoundsAccepted(t *testing.T, h Harness) {
 		{0, lease.DefaultDuration}, {lease.MinDuration, lease.MinDuration}, {lease.MaxDuration, lease.MaxDuration},
 	} {
 		tk := mk(fmt.Sprintf("lease%d", tc.req.Milliseconds()), tg.NodeSpec{})
-		c := e.claim(t, "w", tk.TaskID, tc.req)
-		if !c.Lease.ExpiresAt.Equal(e.clock.Now().Add(tc.want)) {
+		c := e.Claim(t, "w", tk.TaskID, tc.req)
+		if !c.Lease.ExpiresAt.Equal(e.Clock.Now().Add(tc.want)) {
 			t.Errorf("lease %v expires at %v, want now + %v", tc.req, c.Lease.ExpiresAt, tc.want)
 		}
-		hb, err := e.s.Heartbeat(ctx, holder(c), tc.req)
-		if err != nil || !hb.LeaseExpiresAt.Equal(e.clock.Now().Add(tc.want)) {
+		hb, err := e.S.Heartbeat(ctx, holder(c), tc.req)
+		if err != nil || !hb.LeaseExpiresAt.Equal(e.Clock.Now().Add(tc.want)) {
 			t.Errorf("heartbeat %v: %v %v", tc.req, hb.LeaseExpiresAt, err)
 		}
 		// Results: any JSON value, up to 256 KiB; errors up to 64 KiB.
 		switch tc.req {
 		case 0:
-			if _, err := e.s.Complete(ctx, holder(c), objectOfSize(tg.MaxResultBytes)); err != nil {
+			if _, err := e.S.Complete(ctx, holder(c), objectOfSize(tg.MaxResultBytes)); err != nil {
 				t.Errorf("256 KiB result: %v", err)
 			}
 		case lease.MinDuration:
-			if _, err := e.s.Complete(ctx, holder(c), nestedArray(tg.MaxJSONDepth)); err != nil {
+			if _, err := e.S.Complete(ctx, holder(c), nestedArray(tg.MaxJSONDepth)); err != nil {
 				t.Errorf("64-deep result: %v", err)
 			}
 		default:
-			if _, err := e.s.Fail(ctx, holder(c), strings.Repeat("e", tg.MaxErrorBytes), false); err != nil {
+			if _, err := e.S.Fail(ctx, holder(c), strings.Repeat("e", tg.MaxErrorBytes), false); err != nil {
 				t.Errorf("64 KiB error: %v", err)
 			}
 		}
 	}
 	for i, res := range []string{`null`, `true`, `"text"`, `-1.5e3`, `[]`, `{}`, ` [1, {"a": null}] `} {
 		tk := mk(fmt.Sprintf("res%d", i), tg.NodeSpec{})
-		c := e.claim(t, "w", tk.TaskID, 0)
-		done, err := e.s.Complete(ctx, holder(c), json.RawMessage(res))
+		c := e.Claim(t, "w", tk.TaskID, 0)
+		done, err := e.S.Complete(ctx, holder(c), json.RawMessage(res))
 		if err != nil || done.State != tg.StateCompleted {
 			t.Errorf("result %s: %v", res, err)
 		} else if want := strings.ReplaceAll(strings.TrimSpace(res), " ", ""); string(done.Result) != want {
@@ -404,10 +404,10 @@ func testBoundsAccepted(t *testing.T, h Harness) {
 	}
 	// wait: 30 s is allowed (a pending task is there, so it returns at once).
 	mk("waitable", tg.NodeSpec{})
-	if _, ok, err := e.s.Claim(ctx, tg.ClaimRequest{Owner: "w", WorkflowID: "wf", Wait: tg.MaxClaimWait}); err != nil || !ok {
+	if _, ok, err := e.S.Claim(ctx, tg.ClaimRequest{Owner: "w", WorkflowID: "wf", Wait: tg.MaxClaimWait}); err != nil || !ok {
 		t.Fatalf("wait 30 s: %v %v", ok, err)
 	}
-	e.verify(t)
+	e.Verify(t)
 }
 
 // A workflow holds at most 10,000 tasks: the 10,001st fails whether it comes
@@ -421,14 +421,14 @@ func testTasksPerWorkflowBound(t *testing.T, h Harness) {
 	for i := range nodes {
 		nodes[i] = tg.NodeSpec{NodeID: fmt.Sprintf("n%05d", i)}
 	}
-	if _, err := e.s.CreateWorkflow(e.ctx, "full", nodes); err != nil {
+	if _, err := e.S.CreateWorkflow(e.Ctx, "full", nodes); err != nil {
 		t.Fatal(err)
 	}
-	before := e.db.Snapshot(t)
+	before := e.DB.Snapshot(t)
 	for name, call := range map[string]func() error{
-		"alone": func() error { _, err := e.s.CreateTask(e.ctx, "full", tg.NodeSpec{NodeID: "one-more"}); return err },
+		"alone": func() error { _, err := e.S.CreateTask(e.Ctx, "full", tg.NodeSpec{NodeID: "one-more"}); return err },
 		"with existing nodes": func() error {
-			_, err := e.s.CreateWorkflow(e.ctx, "full", []tg.NodeSpec{nodes[0], {NodeID: "one-more", DependsOn: []string{"n00000"}}})
+			_, err := e.S.CreateWorkflow(e.Ctx, "full", []tg.NodeSpec{nodes[0], {NodeID: "one-more", DependsOn: []string{"n00000"}}})
 			return err
 		},
 	} {
@@ -437,14 +437,14 @@ func testTasksPerWorkflowBound(t *testing.T, h Harness) {
 		if !errors.Is(err, tg.ErrInvalid) || !errors.As(err, &ve) || ve.Field != "workflow_id" || !strings.Contains(err.Error(), "would exceed 10000 tasks") {
 			t.Errorf("%s: %v, want the 10,000-task bound on workflow_id", name, err)
 		}
-		if e.db.Snapshot(t) != before {
+		if e.DB.Snapshot(t) != before {
 			t.Errorf("%s: the database changed", name)
 		}
 	}
 	// Repeating an existing node of a full workflow is still idempotent.
-	if out, err := e.s.CreateTask(e.ctx, "full", nodes[9999]); err != nil || out.Created {
+	if out, err := e.S.CreateTask(e.Ctx, "full", nodes[9999]); err != nil || out.Created {
 		t.Fatalf("idempotent repeat in a full workflow: %+v %v", out, err)
 	}
 	// Another workflow is not affected.
-	e.create(t, "other", "x")
+	e.Create(t, "other", "x")
 }

@@ -34,7 +34,7 @@ func testConcurrentClaimComplete(t *testing.T, h Harness) {
 	for i := 0; i < tasks; i++ {
 		nodes = append(nodes, tg.NodeSpec{NodeID: fmt.Sprintf("n%04d", i)})
 		if len(nodes) == 500 {
-			if _, err := e.s.CreateWorkflow(e.ctx, fmt.Sprintf("wf%d", i/500), nodes); err != nil {
+			if _, err := e.S.CreateWorkflow(e.Ctx, fmt.Sprintf("wf%d", i/500), nodes); err != nil {
 				t.Fatal(err)
 			}
 			nodes = nodes[:0]
@@ -49,7 +49,7 @@ func testConcurrentClaimComplete(t *testing.T, h Harness) {
 		go func(owner string) {
 			defer wg.Done()
 			for {
-				c, ok, err := e.s.Claim(e.ctx, tg.ClaimRequest{Owner: owner, Lease: time.Minute})
+				c, ok, err := e.S.Claim(e.Ctx, tg.ClaimRequest{Owner: owner, Lease: time.Minute})
 				if err != nil {
 					errs <- err
 					return
@@ -57,7 +57,7 @@ func testConcurrentClaimComplete(t *testing.T, h Harness) {
 				if !ok {
 					return
 				}
-				if _, err := e.s.Complete(e.ctx, holder(c), json.RawMessage(strconv.Quote(owner))); err != nil {
+				if _, err := e.S.Complete(e.Ctx, holder(c), json.RawMessage(strconv.Quote(owner))); err != nil {
 					errs <- fmt.Errorf("complete %s: %w", c.Task.TaskID, err)
 					return
 				}
@@ -80,17 +80,17 @@ func testConcurrentClaimComplete(t *testing.T, h Harness) {
 	if len(completedBy) != tasks {
 		t.Fatalf("%d tasks completed, want %d", len(completedBy), tasks)
 	}
-	counts, err := e.s.CountByState(e.ctx)
+	counts, err := e.S.CountByState(e.Ctx)
 	if err != nil || counts[tg.StateCompleted] != tasks {
 		t.Fatalf("counts %v %v", counts, err)
 	}
-	if n := e.count(t, `SELECT COUNT(*) FROM (SELECT task_id FROM events WHERE kind = 'complete' GROUP BY task_id HAVING COUNT(*) > 1) AS dup`); n != 0 {
+	if n := e.Count(t, `SELECT COUNT(*) FROM (SELECT task_id FROM events WHERE kind = 'complete' GROUP BY task_id HAVING COUNT(*) > 1) AS dup`); n != 0 {
 		t.Fatalf("%d tasks have more than one complete event", n)
 	}
-	if n := e.count(t, `SELECT COUNT(*) FROM events WHERE kind = 'complete'`); n != tasks {
+	if n := e.Count(t, `SELECT COUNT(*) FROM events WHERE kind = 'complete'`); n != tasks {
 		t.Fatalf("%d complete events, want %d", n, tasks)
 	}
-	rep := e.verify(t)
+	rep := e.Verify(t)
 	if rep.Events != 3*tasks {
 		t.Fatalf("verified %d events, want %d", rep.Events, 3*tasks)
 	}
@@ -100,10 +100,10 @@ func testConcurrentClaimComplete(t *testing.T, h Harness) {
 func testClaimNextWaitsForCreate(t *testing.T, h Harness) {
 	e := setup(t, h)
 	got := make(chan parkedResult, 1)
-	go func() { got <- e.parkedClaim(e.ctx, tg.ClaimRequest{Owner: "w", Wait: tg.MaxClaimWait}) }()
+	go func() { got <- e.parkedClaim(e.Ctx, tg.ClaimRequest{Owner: "w", Wait: tg.MaxClaimWait}) }()
 	// The waiter is parked on the notifier; a create wakes it at once.
-	testwait.For(t, "the claim-next to park", func() bool { return e.s.Waiters() > 0 })
-	tk := e.create(t, "wf", "late")
+	testwait.For(t, "the claim-next to park", func() bool { return e.S.Waiters() > 0 })
+	tk := e.Create(t, "wf", "late")
 	testwait.Recv(t, "the parked claim-next to return", got).wantWoken(t, tk.TaskID, "the create")
 }
 
@@ -111,13 +111,13 @@ func testClaimNextWaitsForCreate(t *testing.T, h Harness) {
 // when its context ends.
 func testClaimNextWaitTimesOut(t *testing.T, h Harness) {
 	e := setup(t, h)
-	_, ok, err := e.s.Claim(e.ctx, tg.ClaimRequest{Owner: "w", Wait: 50 * time.Millisecond})
+	_, ok, err := e.S.Claim(e.Ctx, tg.ClaimRequest{Owner: "w", Wait: 50 * time.Millisecond})
 	if err != nil || ok {
 		t.Fatalf("empty store: ok=%v err=%v", ok, err)
 	}
-	ctx, cancel := context.WithCancel(e.ctx)
+	ctx, cancel := context.WithCancel(e.Ctx)
 	cancel()
-	if _, _, err := e.s.Claim(ctx, tg.ClaimRequest{Owner: "w", Wait: time.Second}); !errors.Is(err, context.Canceled) {
+	if _, _, err := e.S.Claim(ctx, tg.ClaimRequest{Owner: "w", Wait: time.Second}); !errors.Is(err, context.Canceled) {
 		t.Fatalf("cancelled context: %v", err)
 	}
 }
@@ -134,7 +134,7 @@ type parkedResult struct {
 // parkedClaim makes a claim that may park, and times it.
 func (e *env) parkedClaim(ctx context.Context, req tg.ClaimRequest) parkedResult {
 	start := time.Now()
-	c, ok, err := e.s.Claim(ctx, req)
+	c, ok, err := e.S.Claim(ctx, req)
 	return parkedResult{c: c, ok: ok, err: err, took: time.Since(start), wait: req.Wait}
 }
 
@@ -158,7 +158,7 @@ func (r parkedResult) wantWoken(t *testing.T, taskID, by string) {
 // wait up to MaxClaimWait, and returns once all of them are parked.
 func (e *env) parkWaiters(t *testing.T, ctx context.Context, n int, wf string, out chan<- parkedResult, wg *sync.WaitGroup) {
 	t.Helper()
-	base := e.s.Waiters()
+	base := e.S.Waiters()
 	for range n {
 		wg.Add(1)
 		go func() {
@@ -166,24 +166,24 @@ func (e *env) parkWaiters(t *testing.T, ctx context.Context, n int, wf string, o
 			out <- e.parkedClaim(ctx, tg.ClaimRequest{Owner: "w", WorkflowID: wf, Wait: tg.MaxClaimWait})
 		}()
 	}
-	testwait.For(t, fmt.Sprintf("%d claim-next calls to park", n), func() bool { return e.s.Waiters() >= base+n })
+	testwait.For(t, fmt.Sprintf("%d claim-next calls to park", n), func() bool { return e.S.Waiters() >= base+n })
 }
 
 // At Options.MaxWaiters, a claim-next with a wait still takes a ready task,
 // and otherwise answers at once with ErrWaitLimit and ok false.
 func testMaxWaiters(t *testing.T, h Harness) {
 	e := setupWith(t, h, tg.Options{MaxWaiters: 2})
-	ctx, cancel := context.WithCancel(e.ctx)
+	ctx, cancel := context.WithCancel(e.Ctx)
 	defer cancel()
 	out := make(chan parkedResult, 2)
 	var wg sync.WaitGroup
 	e.parkWaiters(t, ctx, 2, "x", out, &wg)
-	_, ok, err := e.s.Claim(e.ctx, tg.ClaimRequest{Owner: "w", Wait: tg.MaxClaimWait})
+	_, ok, err := e.S.Claim(e.Ctx, tg.ClaimRequest{Owner: "w", Wait: tg.MaxClaimWait})
 	if ok || !errors.Is(err, tg.ErrWaitLimit) {
 		t.Fatalf("claim-next at the bound: ok=%v err=%v, want tg.ErrWaitLimit", ok, err)
 	}
-	task := e.create(t, "y", "ready")
-	c, ok, err := e.s.Claim(e.ctx, tg.ClaimRequest{Owner: "w", Wait: tg.MaxClaimWait})
+	task := e.Create(t, "y", "ready")
+	c, ok, err := e.S.Claim(e.Ctx, tg.ClaimRequest{Owner: "w", Wait: tg.MaxClaimWait})
 	if err != nil || !ok || c.Task.TaskID != task.TaskID {
 		t.Fatalf("claim-next at the bound with a ready task: ok=%v err=%v", ok, err)
 	}
@@ -201,22 +201,22 @@ func testMaxWaiters(t *testing.T, h Harness) {
 // which claims the task at the next generation.
 func testSweeperWakesWaiterForExpiredLease(t *testing.T, h Harness) {
 	e := setupWith(t, h, tg.Options{Sweep: true})
-	task := e.create(t, "wf", "a")
-	e.claim(t, "dead", task.TaskID, 5*time.Second)
+	task := e.Create(t, "wf", "a")
+	e.Claim(t, "dead", task.TaskID, 5*time.Second)
 	// A live worker keeps writing while time passes, as on a running
 	// server: the time is not taken for the server having been away (with a
 	// clock shared by replicas, that is the time no write refreshed the
 	// servers' alive time).
-	keeper := e.create(t, "wf", "keeper")
-	kc := e.claim(t, "alive", keeper.TaskID, time.Minute)
-	ctx, cancel := context.WithCancel(e.ctx)
+	keeper := e.Create(t, "wf", "keeper")
+	kc := e.Claim(t, "alive", keeper.TaskID, time.Minute)
+	ctx, cancel := context.WithCancel(e.Ctx)
 	defer cancel()
 	out := make(chan parkedResult, 50)
 	var wg sync.WaitGroup
 	e.parkWaiters(t, ctx, 50, "", out, &wg)
 	for range 24 {
-		e.clock.Advance(250 * time.Millisecond)
-		if _, err := e.s.Heartbeat(e.ctx, holder(kc), time.Minute); err != nil {
+		e.Clock.Advance(250 * time.Millisecond)
+		if _, err := e.S.Heartbeat(e.Ctx, holder(kc), time.Minute); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -240,11 +240,11 @@ func testSweeperWakesWaiterForExpiredLease(t *testing.T, h Harness) {
 // well within its wait.
 func testClaimNextSeesAnotherStoresWrites(t *testing.T, h Harness) {
 	e := setup(t, h)
-	other := e.db.Open(t, tg.Options{Clock: e.clock})
+	other := e.DB.Open(t, tg.Options{Clock: e.Clock})
 	got := make(chan parkedResult, 1)
-	go func() { got <- e.parkedClaim(e.ctx, tg.ClaimRequest{Owner: "w", Wait: tg.MaxClaimWait}) }()
-	testwait.For(t, "the claim-next to park", func() bool { return e.s.Waiters() > 0 })
-	tk, err := other.CreateTask(e.ctx, "wf", tg.NodeSpec{NodeID: "x"})
+	go func() { got <- e.parkedClaim(e.Ctx, tg.ClaimRequest{Owner: "w", Wait: tg.MaxClaimWait}) }()
+	testwait.For(t, "the claim-next to park", func() bool { return e.S.Waiters() > 0 })
+	tk, err := other.CreateTask(e.Ctx, "wf", tg.NodeSpec{NodeID: "x"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -255,19 +255,19 @@ func testClaimNextSeesAnotherStoresWrites(t *testing.T, h Harness) {
 // acknowledged.
 func testClosedStoreRefusesWrites(t *testing.T, h Harness) {
 	e := setup(t, h)
-	tk := e.create(t, "wf", "a")
-	if err := e.s.Close(); err != nil {
+	tk := e.Create(t, "wf", "a")
+	if err := e.S.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.s.CreateTask(e.ctx, "wf", tg.NodeSpec{NodeID: "b"}); !errors.Is(err, tg.ErrClosed) {
+	if _, err := e.S.CreateTask(e.Ctx, "wf", tg.NodeSpec{NodeID: "b"}); !errors.Is(err, tg.ErrClosed) {
 		t.Fatalf("create after close: %v, want ErrClosed", err)
 	}
-	if _, _, err := e.s.Claim(e.ctx, tg.ClaimRequest{Owner: "w"}); !errors.Is(err, tg.ErrClosed) {
+	if _, _, err := e.S.Claim(e.Ctx, tg.ClaimRequest{Owner: "w"}); !errors.Is(err, tg.ErrClosed) {
 		t.Fatalf("claim after close: %v, want ErrClosed", err)
 	}
-	e.s = e.db.Open(t, tg.Options{Clock: e.clock})
-	e.wantState(t, tk.TaskID, tg.StatePending)
-	if n := e.count(t, `SELECT COUNT(*) FROM tasks`); n != 1 {
+	e.S = e.DB.Open(t, tg.Options{Clock: e.Clock})
+	e.WantState(t, tk.TaskID, tg.StatePending)
+	if n := e.Count(t, `SELECT COUNT(*) FROM tasks`); n != 1 {
 		t.Fatalf("%d tasks stored, want 1", n)
 	}
 }

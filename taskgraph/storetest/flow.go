@@ -28,8 +28,8 @@ var flowTests = []test{
 // completeNode claims node id and completes it with result.
 func (e *env) completeWith(t *testing.T, id, result string) {
 	t.Helper()
-	c := e.claim(t, "up", id, 0)
-	if _, err := e.s.Complete(e.ctx, holder(c), json.RawMessage(result)); err != nil {
+	c := e.Claim(t, "up", id, 0)
+	if _, err := e.S.Complete(e.Ctx, holder(c), json.RawMessage(result)); err != nil {
 		t.Fatalf("complete %s: %v", id, err)
 	}
 }
@@ -48,18 +48,18 @@ func depSummary(ds []tg.Dependency) string {
 
 func testClaimCarriesUpstreamResults(t *testing.T, h Harness) {
 	e := setup(t, h)
-	a := e.create(t, "wf", "a")
-	b := e.create(t, "wf", "b")
-	c := e.create(t, "wf", "c", "b", "a")
-	ca := e.claim(t, "w", a.TaskID, 0)
+	a := e.Create(t, "wf", "a")
+	b := e.Create(t, "wf", "b")
+	c := e.Create(t, "wf", "c", "b", "a")
+	ca := e.Claim(t, "w", a.TaskID, 0)
 	if ca.Dependencies == nil || len(ca.Dependencies) != 0 {
 		t.Fatalf("a task without dependencies: Dependencies = %#v, want empty and not nil", ca.Dependencies)
 	}
-	if _, err := e.s.Complete(e.ctx, holder(ca), json.RawMessage(`{"x":1}`)); err != nil {
+	if _, err := e.S.Complete(e.Ctx, holder(ca), json.RawMessage(`{"x":1}`)); err != nil {
 		t.Fatal(err)
 	}
 	e.completeWith(t, b.TaskID, `"two"`)
-	got, ok := e.claimNext(t, "w", "wf")
+	got, ok := e.ClaimNext(t, "w", "wf")
 	if !ok || got.Task.TaskID != c.TaskID {
 		t.Fatalf("claim-next got %v %s, want c", ok, got.Task.NodeID)
 	}
@@ -71,7 +71,7 @@ func testClaimCarriesUpstreamResults(t *testing.T, h Harness) {
 	if got.Dependencies[0].TaskID != a.TaskID || got.Dependencies[1].TaskID != b.TaskID {
 		t.Fatalf("dependency task ids %s %s, want %s %s", got.Dependencies[0].TaskID, got.Dependencies[1].TaskID, a.TaskID, b.TaskID)
 	}
-	ds, err := e.s.Dependencies(e.ctx, c.TaskID)
+	ds, err := e.S.Dependencies(e.Ctx, c.TaskID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,25 +82,25 @@ func testClaimCarriesUpstreamResults(t *testing.T, h Harness) {
 
 func testDependenciesReadShowsUnfinished(t *testing.T, h Harness) {
 	e := setup(t, h)
-	a := e.create(t, "wf", "a")
-	e.create(t, "wf", "b")
-	c := e.create(t, "wf", "c", "a", "b")
+	a := e.Create(t, "wf", "a")
+	e.Create(t, "wf", "b")
+	c := e.Create(t, "wf", "c", "a", "b")
 	e.completeWith(t, a.TaskID, `[1,2]`)
-	before := e.db.Snapshot(t)
-	ds, err := e.s.Dependencies(e.ctx, c.TaskID)
+	before := e.DB.Snapshot(t)
+	ds, err := e.S.Dependencies(e.Ctx, c.TaskID)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if s, want := depSummary(ds), `a:completed:[1,2] b:pending:`; s != want {
 		t.Fatalf("Dependencies %s, want %s", s, want)
 	}
-	e.unchanged(t, before, "Dependencies")
-	if _, err := e.s.Dependencies(e.ctx, "01ARZ3NDEKTSV4RRFFQ69G5FAV"); !errors.Is(err, tg.ErrNotFound) {
+	e.Unchanged(t, before, "Dependencies")
+	if _, err := e.S.Dependencies(e.Ctx, "01ARZ3NDEKTSV4RRFFQ69G5FAV"); !errors.Is(err, tg.ErrNotFound) {
 		t.Fatalf("unknown task: %v, want ErrNotFound", err)
 	}
 	// A malformed id is answered as Task answers it.
-	_, terr := e.s.Task(e.ctx, "nope")
-	if _, err := e.s.Dependencies(e.ctx, "nope"); err == nil || errors.Is(err, tg.ErrNotFound) != errors.Is(terr, tg.ErrNotFound) || errors.Is(err, tg.ErrInvalid) != errors.Is(terr, tg.ErrInvalid) {
+	_, terr := e.S.Task(e.Ctx, "nope")
+	if _, err := e.S.Dependencies(e.Ctx, "nope"); err == nil || errors.Is(err, tg.ErrNotFound) != errors.Is(terr, tg.ErrNotFound) || errors.Is(err, tg.ErrInvalid) != errors.Is(terr, tg.ErrInvalid) {
 		t.Fatalf("malformed task id: %v, want as Task: %v", err, terr)
 	}
 }
@@ -111,14 +111,14 @@ func bigResult(n int) string { return `"` + strings.Repeat("r", n-2) + `"` }
 func testDependencyResultsBounded(t *testing.T, h Harness) {
 	e := setup(t, h)
 	big := tg.MaxDependencyResultBytes * 3 / 4
-	a := e.create(t, "wf", "a")
-	b := e.create(t, "wf", "b")
-	c := e.create(t, "wf", "c")
-	e.create(t, "wf", "d", "a", "b", "c")
+	a := e.Create(t, "wf", "a")
+	b := e.Create(t, "wf", "b")
+	c := e.Create(t, "wf", "c")
+	e.Create(t, "wf", "d", "a", "b", "c")
 	e.completeWith(t, a.TaskID, bigResult(big))
 	e.completeWith(t, b.TaskID, bigResult(big)) // does not fit in what a left
 	e.completeWith(t, c.TaskID, `"small"`)      // still fits
-	got, ok := e.claimNext(t, "w", "wf")
+	got, ok := e.ClaimNext(t, "w", "wf")
 	if !ok || got.Task.NodeID != "d" {
 		t.Fatalf("claim-next: %v %s, want d", ok, got.Task.NodeID)
 	}
@@ -145,45 +145,45 @@ func testDependencyResultsBounded(t *testing.T, h Harness) {
 		}
 	}
 	check("claim", got.Dependencies)
-	ds, err := e.s.Dependencies(e.ctx, got.Task.TaskID)
+	ds, err := e.S.Dependencies(e.Ctx, got.Task.TaskID)
 	if err != nil {
 		t.Fatal(err)
 	}
 	check("Dependencies", ds)
 	// Reading the omitted dependency itself returns its result whole.
-	if bt := e.get(t, b.TaskID); len(bt.Result) != big {
+	if bt := e.Get(t, b.TaskID); len(bt.Result) != big {
 		t.Fatalf("b read alone: %d bytes, want %d", len(bt.Result), big)
 	}
 }
 
 func testTaskByNode(t *testing.T, h Harness) {
 	e := setup(t, h)
-	a := e.create(t, "wf", "a")
-	got, err := e.s.TaskByNode(e.ctx, "wf", "a")
+	a := e.Create(t, "wf", "a")
+	got, err := e.S.TaskByNode(e.Ctx, "wf", "a")
 	if err != nil || got.TaskID != a.TaskID {
 		t.Fatalf("TaskByNode: %s %v, want %s", got.TaskID, err, a.TaskID)
 	}
-	if _, err := e.s.TaskByNode(e.ctx, "wf", "zz"); !errors.Is(err, tg.ErrNotFound) {
+	if _, err := e.S.TaskByNode(e.Ctx, "wf", "zz"); !errors.Is(err, tg.ErrNotFound) {
 		t.Fatalf("unknown node: %v, want ErrNotFound", err)
 	}
-	if _, err := e.s.TaskByNode(e.ctx, "other", "a"); !errors.Is(err, tg.ErrNotFound) {
+	if _, err := e.S.TaskByNode(e.Ctx, "other", "a"); !errors.Is(err, tg.ErrNotFound) {
 		t.Fatalf("unknown workflow: %v, want ErrNotFound", err)
 	}
 	var ve *tg.ValidationError
-	if _, err := e.s.TaskByNode(e.ctx, "wf", "bad id!"); !errors.As(err, &ve) || ve.Field != "node_id" {
+	if _, err := e.S.TaskByNode(e.Ctx, "wf", "bad id!"); !errors.As(err, &ve) || ve.Field != "node_id" {
 		t.Fatalf("malformed node id: %v, want invalid node_id", err)
 	}
 	// A lapsed lease is processed as Task does.
-	e.claim(t, "w", a.TaskID, lease.MinDuration)
-	e.clock.Advance(lease.MinDuration + time.Millisecond)
-	if got, err := e.s.TaskByNode(e.ctx, "wf", "a"); err != nil || got.State != tg.StatePending {
+	e.Claim(t, "w", a.TaskID, lease.MinDuration)
+	e.Clock.Advance(lease.MinDuration + time.Millisecond)
+	if got, err := e.S.TaskByNode(e.Ctx, "wf", "a"); err != nil || got.State != tg.StatePending {
 		t.Fatalf("after the lease lapsed: %s %v, want pending", got.State, err)
 	}
 }
 
 func testReleaseReturnsClaimWithoutPenalty(t *testing.T, h Harness) {
 	e := setup(t, h)
-	c, err := e.s.CreateTask(e.ctx, "wf", tg.NodeSpec{NodeID: "a", MaxAttempts: 1})
+	c, err := e.S.CreateTask(e.Ctx, "wf", tg.NodeSpec{NodeID: "a", MaxAttempts: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -191,8 +191,8 @@ func testReleaseReturnsClaimWithoutPenalty(t *testing.T, h Harness) {
 	// With max_attempts 1 a retryable failure would fail the task; a
 	// release, any number of times, never does.
 	for i := range 3 {
-		cl := e.claim(t, "w", id, 0)
-		rt, err := e.s.Release(e.ctx, holder(cl))
+		cl := e.Claim(t, "w", id, 0)
+		rt, err := e.S.Release(e.Ctx, holder(cl))
 		if err != nil {
 			t.Fatalf("release %d: %v", i, err)
 		}
@@ -207,59 +207,59 @@ func testReleaseReturnsClaimWithoutPenalty(t *testing.T, h Harness) {
 			t.Fatalf("release event by %q at %d, want w at %d", ev.Owner, ev.Generation, cl.Lease.Generation)
 		}
 	}
-	got, ok := e.claimNext(t, "other", "wf")
+	got, ok := e.ClaimNext(t, "other", "wf")
 	if !ok || got.Task.TaskID != id || got.Lease.Generation != 4 || got.Task.Attempts != 1 {
 		t.Fatalf("claim after releases: ok %v generation %d attempts %d", ok, got.Lease.Generation, got.Task.Attempts)
 	}
-	if r := e.verify(t); r.Broken != nil {
+	if r := e.Verify(t); r.Broken != nil {
 		t.Fatalf("history: %+v", r)
 	}
 }
 
 func testReleaseFencesOutReleasedGeneration(t *testing.T, h Harness) {
 	e := setup(t, h)
-	a := e.create(t, "wf", "a")
-	cl := e.claim(t, "w", a.TaskID, 0)
-	if _, err := e.s.Release(e.ctx, holder(cl)); err != nil {
+	a := e.Create(t, "wf", "a")
+	cl := e.Claim(t, "w", a.TaskID, 0)
+	if _, err := e.S.Release(e.Ctx, holder(cl)); err != nil {
 		t.Fatal(err)
 	}
-	before := e.db.Snapshot(t)
-	_, err := e.s.Complete(e.ctx, holder(cl), json.RawMessage(`1`))
+	before := e.DB.Snapshot(t)
+	_, err := e.S.Complete(e.Ctx, holder(cl), json.RawMessage(`1`))
 	wantStale(t, err, lease.ReasonNotHeld)
-	_, err = e.s.Release(e.ctx, holder(cl))
+	_, err = e.S.Release(e.Ctx, holder(cl))
 	wantStale(t, err, lease.ReasonNotHeld)
-	e.unchanged(t, before, "writes of the released claim")
-	next := e.claim(t, "v", a.TaskID, 0)
-	_, err = e.s.Heartbeat(e.ctx, holder(cl), 0)
+	e.Unchanged(t, before, "writes of the released claim")
+	next := e.Claim(t, "v", a.TaskID, 0)
+	_, err = e.S.Heartbeat(e.Ctx, holder(cl), 0)
 	wantStale(t, err, lease.ReasonSuperseded)
-	if _, err := e.s.Complete(e.ctx, holder(next), json.RawMessage(`1`)); err != nil {
+	if _, err := e.S.Complete(e.Ctx, holder(next), json.RawMessage(`1`)); err != nil {
 		t.Fatalf("the new claim after a release: %v", err)
 	}
 	// A release with a wrong token changes nothing.
-	b := e.create(t, "wf", "b")
-	cb := e.claim(t, "w", b.TaskID, 0)
+	b := e.Create(t, "wf", "b")
+	cb := e.Claim(t, "w", b.TaskID, 0)
 	forged := holder(cb)
 	forged.Token = strings.Repeat("x", len(forged.Token))
-	if _, err := e.s.Release(e.ctx, forged); !errors.Is(err, tg.ErrStaleClaim) {
+	if _, err := e.S.Release(e.Ctx, forged); !errors.Is(err, tg.ErrStaleClaim) {
 		t.Fatalf("release with a forged token: %v, want a stale claim", err)
 	}
-	e.wantState(t, b.TaskID, tg.StateClaimed)
+	e.WantState(t, b.TaskID, tg.StateClaimed)
 }
 
 func testReleaseLeavesDownstreamAlone(t *testing.T, h Harness) {
 	e := setup(t, h)
-	a := e.create(t, "wf", "a")
-	b := e.create(t, "wf", "b", "a")
-	before := e.get(t, b.TaskID)
-	cl := e.claim(t, "w", a.TaskID, 0)
-	if _, err := e.s.Release(e.ctx, holder(cl)); err != nil {
+	a := e.Create(t, "wf", "a")
+	b := e.Create(t, "wf", "b", "a")
+	before := e.Get(t, b.TaskID)
+	cl := e.Claim(t, "w", a.TaskID, 0)
+	if _, err := e.S.Release(e.Ctx, holder(cl)); err != nil {
 		t.Fatal(err)
 	}
-	after := e.get(t, b.TaskID)
+	after := e.Get(t, b.TaskID)
 	if after.State != tg.StateBlocked || after.StatusMessage != before.StatusMessage || !after.UpdatedAt.Equal(before.UpdatedAt) {
 		t.Fatalf("downstream after release: %s %q, want blocked and untouched", after.State, after.StatusMessage)
 	}
-	if n := len(e.events(t, b.TaskID)); n != 1 {
+	if n := len(e.Events(t, b.TaskID)); n != 1 {
 		t.Fatalf("downstream has %d events, want only its create", n)
 	}
 }
@@ -270,7 +270,7 @@ func testClaimNextByPriorityThenAge(t *testing.T, h Harness) {
 		wf, node string
 		prio     int
 	}{{"w1", "low", -5}, {"w1", "plain", 0}, {"w2", "high", 10}, {"w1", "high2", 10}, {"w2", "top", 100}, {"w1", "bottom", -100}, {"w2", "plain2", 0}} {
-		c, err := e.s.CreateTask(e.ctx, n.wf, tg.NodeSpec{NodeID: n.node, Priority: n.prio})
+		c, err := e.S.CreateTask(e.Ctx, n.wf, tg.NodeSpec{NodeID: n.node, Priority: n.prio})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -279,13 +279,13 @@ func testClaimNextByPriorityThenAge(t *testing.T, h Harness) {
 		}
 	}
 	// Within one workflow: its own order.
-	c, ok := e.claimNext(t, "w", "w1")
+	c, ok := e.ClaimNext(t, "w", "w1")
 	if !ok || c.Task.NodeID != "high2" {
 		t.Fatalf("claim-next in w1: %v %s, want high2", ok, c.Task.NodeID)
 	}
 	var got []string
 	for {
-		c, ok := e.claimNext(t, "w", "")
+		c, ok := e.ClaimNext(t, "w", "")
 		if !ok {
 			break
 		}
@@ -295,7 +295,7 @@ func testClaimNextByPriorityThenAge(t *testing.T, h Harness) {
 		t.Fatalf("claim-next order %s, want %s", s, want)
 	}
 	// A task back in pending keeps its priority and its place by age.
-	a := e.get(t, e.mustNode(t, "w1", "low"))
+	a := e.Get(t, e.mustNode(t, "w1", "low"))
 	if a.Priority != -5 {
 		t.Fatalf("stored priority %d", a.Priority)
 	}
@@ -303,7 +303,7 @@ func testClaimNextByPriorityThenAge(t *testing.T, h Harness) {
 
 func (e *env) mustNode(t *testing.T, wf, node string) string {
 	t.Helper()
-	tk, err := e.s.TaskByNode(e.ctx, wf, node)
+	tk, err := e.S.TaskByNode(e.Ctx, wf, node)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -312,22 +312,22 @@ func (e *env) mustNode(t *testing.T, wf, node string) string {
 
 func testPriorityBoundsAndIdempotence(t *testing.T, h Harness) {
 	e := setup(t, h)
-	before := e.db.Snapshot(t)
+	before := e.DB.Snapshot(t)
 	for _, p := range []int{-101, 101, 1 << 40} {
-		_, err := e.s.CreateTask(e.ctx, "wf", tg.NodeSpec{NodeID: "a", Priority: p})
+		_, err := e.S.CreateTask(e.Ctx, "wf", tg.NodeSpec{NodeID: "a", Priority: p})
 		var ve *tg.ValidationError
 		if !errors.As(err, &ve) || ve.Field != "priority" || !strings.Contains(ve.Rule, "between -100 and 100") {
 			t.Fatalf("priority %d: %v, want invalid priority", p, err)
 		}
 	}
-	e.unchanged(t, before, "rejected priorities")
-	if _, err := e.s.CreateTask(e.ctx, "wf", tg.NodeSpec{NodeID: "a", Priority: 7}); err != nil {
+	e.Unchanged(t, before, "rejected priorities")
+	if _, err := e.S.CreateTask(e.Ctx, "wf", tg.NodeSpec{NodeID: "a", Priority: 7}); err != nil {
 		t.Fatal(err)
 	}
-	again, err := e.s.CreateTask(e.ctx, "wf", tg.NodeSpec{NodeID: "a", Priority: 7})
+	again, err := e.S.CreateTask(e.Ctx, "wf", tg.NodeSpec{NodeID: "a", Priority: 7})
 	if err != nil || again.Created {
 		t.Fatalf("identical create: %v created=%v", err, again.Created)
 	}
-	_, err = e.s.CreateTask(e.ctx, "wf", tg.NodeSpec{NodeID: "a"})
+	_, err = e.S.CreateTask(e.Ctx, "wf", tg.NodeSpec{NodeID: "a"})
 	wantConflict(t, err, "different priority")
 }

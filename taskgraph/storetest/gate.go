@@ -37,7 +37,7 @@ func (e *env) gate(t *testing.T, wf, node string, deps ...string) tg.Task {
 
 func (e *env) decide(t *testing.T, id string, d tg.GateDecision) tg.Task {
 	t.Helper()
-	tk, err := e.s.DecideGate(e.ctx, id, d)
+	tk, err := e.S.DecideGate(e.Ctx, id, d)
 	if err != nil {
 		t.Fatalf("decide gate %s: %v", id, err)
 	}
@@ -48,7 +48,7 @@ func (e *env) decide(t *testing.T, id string, d tg.GateDecision) tg.Task {
 // ready indexes) and saying so.
 func (e *env) wantAwaiting(t *testing.T, id string) tg.Task {
 	t.Helper()
-	tk := e.wantState(t, id, tg.StateBlocked)
+	tk := e.WantState(t, id, tg.StateBlocked)
 	if !tk.AwaitingApproval || tk.Kind != tg.KindGate || !strings.HasPrefix(tk.StatusMessage, "awaiting approval") {
 		t.Fatalf("gate %s: awaiting %v, kind %q, status %q; want awaiting approval", id, tk.AwaitingApproval, tk.Kind, tk.StatusMessage)
 	}
@@ -61,32 +61,32 @@ func (e *env) wantAwaiting(t *testing.T, id string) tg.Task {
 // refused naming the gate, with nothing written.
 func testGateNeverClaimable(t *testing.T, h Harness) {
 	e := setup(t, h)
-	up := e.create(t, "wf", "build")
+	up := e.Create(t, "wf", "build")
 	g := e.gate(t, "wf", "release-ok", "build")
 	lone := e.gate(t, "solo", "ok")
 	e.wantAwaiting(t, lone.TaskID)
 	for _, id := range []string{g.TaskID, lone.TaskID} {
-		before := e.db.Snapshot(t)
-		_, _, err := e.s.Claim(e.ctx, tg.ClaimRequest{Owner: "w", TaskID: id})
+		before := e.DB.Snapshot(t)
+		_, _, err := e.S.Claim(e.Ctx, tg.ClaimRequest{Owner: "w", TaskID: id})
 		if !errors.Is(err, tg.ErrGate) || !errors.Is(err, tg.ErrConflict) || !strings.Contains(err.Error(), "approval gate") {
 			t.Fatalf("claim by id of gate: %v; want ErrGate naming the gate", err)
 		}
 		h := lease.Holder{TaskID: id, Owner: "w", Generation: 1, Token: "made-up"}
-		if _, err := e.s.Complete(e.ctx, h, json.RawMessage(`{}`)); !errors.Is(err, tg.ErrGate) {
+		if _, err := e.S.Complete(e.Ctx, h, json.RawMessage(`{}`)); !errors.Is(err, tg.ErrGate) {
 			t.Fatalf("complete of gate: %v; want ErrGate", err)
 		}
-		if _, err := e.s.Heartbeat(e.ctx, h, 0); !errors.Is(err, tg.ErrGate) {
+		if _, err := e.S.Heartbeat(e.Ctx, h, 0); !errors.Is(err, tg.ErrGate) {
 			t.Fatalf("heartbeat of gate: %v; want ErrGate", err)
 		}
-		if _, err := e.s.Fail(e.ctx, h, "no", false); !errors.Is(err, tg.ErrGate) {
+		if _, err := e.S.Fail(e.Ctx, h, "no", false); !errors.Is(err, tg.ErrGate) {
 			t.Fatalf("fail of gate: %v; want ErrGate", err)
 		}
-		e.unchanged(t, before, "writes refused on a gate")
+		e.Unchanged(t, before, "writes refused on a gate")
 	}
 	e.completeWith(t, up.TaskID, `{"ok":true}`)
 	e.wantAwaiting(t, g.TaskID)
 	for _, wf := range []string{"wf", "solo", ""} {
-		if c, ok := e.claimNext(t, "w", wf); ok {
+		if c, ok := e.ClaimNext(t, "w", wf); ok {
 			t.Fatalf("claim-next in %q took %s (%s)", wf, c.Task.NodeID, c.Task.Kind)
 		}
 	}
@@ -96,23 +96,23 @@ func testGateNeverClaimable(t *testing.T, h Harness) {
 // an await_approval event; its dependents wait on it.
 func testGateAwaitsApprovalAfterDependencies(t *testing.T, h Harness) {
 	e := setup(t, h)
-	a := e.create(t, "wf", "a")
-	b := e.create(t, "wf", "b")
+	a := e.Create(t, "wf", "a")
+	b := e.Create(t, "wf", "b")
 	g := e.gate(t, "wf", "gate", "a", "b")
-	if tk := e.wantState(t, g.TaskID, tg.StateBlocked); tk.AwaitingApproval || !strings.HasPrefix(tk.StatusMessage, "waiting on a, b") {
+	if tk := e.WantState(t, g.TaskID, tg.StateBlocked); tk.AwaitingApproval || !strings.HasPrefix(tk.StatusMessage, "waiting on a, b") {
 		t.Fatalf("before its dependencies: awaiting %v, status %q", tk.AwaitingApproval, tk.StatusMessage)
 	}
-	if _, err := e.s.DecideGate(e.ctx, g.TaskID, approveByBob); !errors.Is(err, tg.ErrGateNotAwaiting) {
+	if _, err := e.S.DecideGate(e.Ctx, g.TaskID, approveByBob); !errors.Is(err, tg.ErrGateNotAwaiting) {
 		t.Fatalf("approve before the dependencies completed: %v; want ErrGateNotAwaiting", err)
 	}
 	e.completeWith(t, a.TaskID, `1`)
-	if tk := e.wantState(t, g.TaskID, tg.StateBlocked); tk.AwaitingApproval {
+	if tk := e.WantState(t, g.TaskID, tg.StateBlocked); tk.AwaitingApproval {
 		t.Fatal("awaiting approval with one dependency unfinished")
 	}
 	e.completeWith(t, b.TaskID, `2`)
 	e.wantAwaiting(t, g.TaskID)
 	e.lastEvent(t, g.TaskID, tg.EventAwaitApproval)
-	e.verify(t)
+	e.Verify(t)
 }
 
 // Approval completes the gate with the decision as its result; its
@@ -121,8 +121,8 @@ func testGateAwaitsApprovalAfterDependencies(t *testing.T, h Harness) {
 func testGateApprovalReadiesDependents(t *testing.T, h Harness) {
 	e := setup(t, h)
 	g := e.gate(t, "wf", "gate")
-	next := e.create(t, "wf", "deploy", "gate")
-	e.wantState(t, next.TaskID, tg.StateBlocked)
+	next := e.Create(t, "wf", "deploy", "gate")
+	e.WantState(t, next.TaskID, tg.StateBlocked)
 	tk := e.decide(t, g.TaskID, approveByBob)
 	if tk.State != tg.StateCompleted || tk.AwaitingApproval || !strings.Contains(tk.StatusMessage, "approved by bob") {
 		t.Fatalf("approved gate: %s %v %q", tk.State, tk.AwaitingApproval, tk.StatusMessage)
@@ -131,7 +131,7 @@ func testGateApprovalReadiesDependents(t *testing.T, h Harness) {
 	if err := json.Unmarshal(tk.Result, &res); err != nil || res["decision"] != "approved" || res["decided_by"] != "bob" || res["reason"] != approveByBob.Reason {
 		t.Fatalf("result %s: %v", tk.Result, err)
 	}
-	c, ok := e.claimNext(t, "w", "wf")
+	c, ok := e.ClaimNext(t, "w", "wf")
 	if !ok || c.Task.TaskID != next.TaskID {
 		t.Fatalf("claim-next after approval: %v %s", ok, c.Task.NodeID)
 	}
@@ -148,14 +148,14 @@ func testGateApprovalReadiesDependents(t *testing.T, h Harness) {
 	}
 	// A principal's decision names it as an approver.
 	g2 := e.gate(t, "wf2", "gate")
-	ctx := tg.WithPrincipal(e.ctx, "carol")
-	if _, err := e.s.DecideGate(ctx, g2.TaskID, tg.GateDecision{Approve: true, By: "carol", Via: tg.DecidedByPrincipal}); err != nil {
+	ctx := tg.WithPrincipal(e.Ctx, "carol")
+	if _, err := e.S.DecideGate(ctx, g2.TaskID, tg.GateDecision{Approve: true, By: "carol", Via: tg.DecidedByPrincipal}); err != nil {
 		t.Fatal(err)
 	}
 	if ev := e.lastEvent(t, g2.TaskID, tg.EventApprove); ev.Actor.Kind != tg.ActorApprover || ev.Actor.Principal != "carol" {
 		t.Fatalf("principal's approve event actor %+v", ev.Actor)
 	}
-	e.verify(t)
+	e.Verify(t)
 }
 
 // Rejection fails the gate with the decision as its error and cancels
@@ -163,21 +163,21 @@ func testGateApprovalReadiesDependents(t *testing.T, h Harness) {
 func testGateRejectionCascades(t *testing.T, h Harness) {
 	e := setup(t, h)
 	g := e.gate(t, "wf", "gate")
-	mid := e.create(t, "wf", "deploy", "gate")
-	end := e.create(t, "wf", "announce", "deploy")
+	mid := e.Create(t, "wf", "deploy", "gate")
+	end := e.Create(t, "wf", "announce", "deploy")
 	tk := e.decide(t, g.TaskID, rejectByBob)
 	if tk.State != tg.StateFailed || !strings.Contains(tk.Error, "rejected by bob (operator): tests are red") {
 		t.Fatalf("rejected gate: %s %q", tk.State, tk.Error)
 	}
 	for _, id := range []string{mid.TaskID, end.TaskID} {
-		if d := e.wantState(t, id, tg.StateCancelled); !strings.Contains(d.StatusMessage, "upstream node") {
+		if d := e.WantState(t, id, tg.StateCancelled); !strings.Contains(d.StatusMessage, "upstream node") {
 			t.Fatalf("dependent status %q", d.StatusMessage)
 		}
 	}
 	if ev := e.lastEvent(t, g.TaskID, tg.EventReject); ev.Actor.Name != "bob" {
 		t.Fatalf("reject event actor %+v", ev.Actor)
 	}
-	e.verify(t)
+	e.Verify(t)
 }
 
 // A gate nobody decides is decided at its timeout, by server time (the
@@ -186,55 +186,55 @@ func testGateRejectionCascades(t *testing.T, h Harness) {
 // awaiting approval, not from its creation.
 func testGateTimeoutDecides(t *testing.T, h Harness) {
 	e := setup(t, h)
-	up := e.create(t, "wf", "build")
+	up := e.Create(t, "wf", "build")
 	ok := e.createSpec(t, "wf", tg.NodeSpec{NodeID: "auto-ok", DependsOn: []string{"build"}, Kind: tg.KindGate,
 		GateTimeout: time.Minute, OnTimeout: tg.OnTimeoutApprove})
 	no := e.createSpec(t, "wf", tg.NodeSpec{NodeID: "auto-no", DependsOn: []string{"build"}, Kind: tg.KindGate,
 		GateTimeout: 2 * time.Minute, OnTimeout: tg.OnTimeoutReject})
-	afterOK := e.create(t, "wf", "after-ok", "auto-ok")
-	afterNo := e.create(t, "wf", "after-no", "auto-no")
-	e.clock.Advance(time.Hour) // the dependency takes long: the gates' time has not started
-	if n, err := e.s.DecideDueGates(e.ctx); err != nil || n != 0 {
+	afterOK := e.Create(t, "wf", "after-ok", "auto-ok")
+	afterNo := e.Create(t, "wf", "after-no", "auto-no")
+	e.Clock.Advance(time.Hour) // the dependency takes long: the gates' time has not started
+	if n, err := e.S.DecideDueGates(e.Ctx); err != nil || n != 0 {
 		t.Fatalf("before the gates await: decided %d %v", n, err)
 	}
 	e.completeWith(t, up.TaskID, `{}`)
-	start := e.clock.Now()
+	start := e.Clock.Now()
 	if tk := e.wantAwaiting(t, ok.TaskID); !tk.DueAt.Equal(start.Add(time.Minute).Truncate(time.Millisecond)) {
 		t.Fatalf("decision time %v, want %v", tk.DueAt, start.Add(time.Minute))
 	}
-	e.clock.Advance(time.Minute - time.Millisecond)
-	if n, err := e.s.DecideDueGates(e.ctx); err != nil || n != 0 {
+	e.Clock.Advance(time.Minute - time.Millisecond)
+	if n, err := e.S.DecideDueGates(e.Ctx); err != nil || n != 0 {
 		t.Fatalf("a millisecond early: decided %d %v", n, err)
 	}
-	e.clock.Advance(time.Millisecond)
-	if n, err := e.s.DecideDueGates(e.ctx); err != nil || n != 1 {
+	e.Clock.Advance(time.Millisecond)
+	if n, err := e.S.DecideDueGates(e.Ctx); err != nil || n != 1 {
 		t.Fatalf("at the first timeout: decided %d %v", n, err)
 	}
-	if tk := e.wantState(t, ok.TaskID, tg.StateCompleted); !strings.Contains(tk.StatusMessage, "approved by server (timeout)") {
+	if tk := e.WantState(t, ok.TaskID, tg.StateCompleted); !strings.Contains(tk.StatusMessage, "approved by server (timeout)") {
 		t.Fatalf("timed-out approval: %q", tk.StatusMessage)
 	}
-	e.wantState(t, afterOK.TaskID, tg.StatePending)
+	e.WantState(t, afterOK.TaskID, tg.StatePending)
 	e.wantAwaiting(t, no.TaskID)
-	e.clock.Advance(time.Minute)
-	if n, err := e.s.DecideDueGates(e.ctx); err != nil || n != 1 {
+	e.Clock.Advance(time.Minute)
+	if n, err := e.S.DecideDueGates(e.Ctx); err != nil || n != 1 {
 		t.Fatalf("at the second timeout: decided %d %v", n, err)
 	}
-	if tk := e.wantState(t, no.TaskID, tg.StateFailed); !strings.Contains(tk.Error, "rejected by server (timeout)") {
+	if tk := e.WantState(t, no.TaskID, tg.StateFailed); !strings.Contains(tk.Error, "rejected by server (timeout)") {
 		t.Fatalf("timed-out rejection: %q", tk.Error)
 	}
-	e.wantState(t, afterNo.TaskID, tg.StateCancelled)
+	e.WantState(t, afterNo.TaskID, tg.StateCancelled)
 	if ev := e.lastEvent(t, no.TaskID, tg.EventReject); ev.Actor.Kind != tg.ActorSweeper {
 		t.Fatalf("timeout's actor %+v", ev.Actor)
 	}
 	// A person deciding first leaves nothing for the timeout.
 	g := e.createSpec(t, "wf2", tg.NodeSpec{NodeID: "g", Kind: tg.KindGate, GateTimeout: time.Second, OnTimeout: tg.OnTimeoutReject})
 	e.decide(t, g.TaskID, approveByBob)
-	e.clock.Advance(time.Hour)
-	if n, err := e.s.DecideDueGates(e.ctx); err != nil || n != 0 {
+	e.Clock.Advance(time.Hour)
+	if n, err := e.S.DecideDueGates(e.Ctx); err != nil || n != 0 {
 		t.Fatalf("after a person decided: decided %d %v", n, err)
 	}
-	e.wantState(t, g.TaskID, tg.StateCompleted)
-	e.verify(t)
+	e.WantState(t, g.TaskID, tg.StateCompleted)
+	e.Verify(t)
 }
 
 // A gate is decided once: a second decision, either way, is refused with
@@ -243,17 +243,17 @@ func testGateDecidedOnce(t *testing.T, h Harness) {
 	e := setup(t, h)
 	g := e.gate(t, "wf", "gate")
 	e.decide(t, g.TaskID, approveByBob)
-	before := e.db.Snapshot(t)
+	before := e.DB.Snapshot(t)
 	for _, d := range []tg.GateDecision{approveByBob, {Approve: false, By: "eve", Via: tg.DecidedByOperator}} {
-		_, err := e.s.DecideGate(e.ctx, g.TaskID, d)
+		_, err := e.S.DecideGate(e.Ctx, g.TaskID, d)
 		if !errors.Is(err, tg.ErrGateDecided) || !errors.Is(err, tg.ErrConflict) || !strings.Contains(err.Error(), "already decided: approved by bob (operator): release notes reviewed") {
 			t.Fatalf("second decision: %v", err)
 		}
 	}
-	e.unchanged(t, before, "a second decision")
+	e.Unchanged(t, before, "a second decision")
 	r := e.gate(t, "wf", "gate2")
 	e.decide(t, r.TaskID, rejectByBob)
-	if _, err := e.s.DecideGate(e.ctx, r.TaskID, approveByBob); !errors.Is(err, tg.ErrGateDecided) || !strings.Contains(err.Error(), "rejected by bob") {
+	if _, err := e.S.DecideGate(e.Ctx, r.TaskID, approveByBob); !errors.Is(err, tg.ErrGateDecided) || !strings.Contains(err.Error(), "rejected by bob") {
 		t.Fatalf("approval after a rejection: %v", err)
 	}
 }
@@ -262,21 +262,21 @@ func testGateDecidedOnce(t *testing.T, h Harness) {
 // matches ErrInvalid), whatever its state, and writes nothing.
 func testDecisionOnNonGateRefused(t *testing.T, h Harness) {
 	e := setup(t, h)
-	tk := e.create(t, "wf", "task")
-	before := e.db.Snapshot(t)
+	tk := e.Create(t, "wf", "task")
+	before := e.DB.Snapshot(t)
 	for _, d := range []tg.GateDecision{approveByBob, rejectByBob} {
-		_, err := e.s.DecideGate(e.ctx, tk.TaskID, d)
+		_, err := e.S.DecideGate(e.Ctx, tk.TaskID, d)
 		if !errors.Is(err, tg.ErrNotGate) || !errors.Is(err, tg.ErrInvalid) || !strings.Contains(err.Error(), "not an approval gate") {
 			t.Fatalf("decision on a task: %v", err)
 		}
 	}
-	if _, err := e.s.DecideGate(e.ctx, "01ARZ3NDEKTSV4RRFFQ69G5FAV", approveByBob); !errors.Is(err, tg.ErrNotFound) {
+	if _, err := e.S.DecideGate(e.Ctx, "01ARZ3NDEKTSV4RRFFQ69G5FAV", approveByBob); !errors.Is(err, tg.ErrNotFound) {
 		t.Fatalf("decision on an unknown task: %v", err)
 	}
-	if _, err := e.s.DecideGate(e.ctx, tk.TaskID, tg.GateDecision{Approve: true, Via: tg.DecidedByOperator}); !errors.Is(err, tg.ErrInvalid) {
+	if _, err := e.S.DecideGate(e.Ctx, tk.TaskID, tg.GateDecision{Approve: true, Via: tg.DecidedByOperator}); !errors.Is(err, tg.ErrInvalid) {
 		t.Fatalf("decision without a decider: %v", err)
 	}
-	e.unchanged(t, before, "decisions refused")
+	e.Unchanged(t, before, "decisions refused")
 }
 
 // Gate fields are checked at creation, and a repeated creation must repeat
@@ -297,20 +297,20 @@ func testGateCreateBounds(t *testing.T, h Harness) {
 		{tg.NodeSpec{NodeID: "x", Kind: tg.KindGate, Requires: []string{"gpu"}}, "requires"},
 		{tg.NodeSpec{NodeID: "x", Kind: tg.KindGate, NotBefore: time.Now().Add(time.Hour)}, "not_before"},
 	} {
-		_, err := e.s.CreateTask(e.ctx, "wf", tc.spec)
+		_, err := e.S.CreateTask(e.Ctx, "wf", tc.spec)
 		var ve *tg.ValidationError
 		if !errors.As(err, &ve) || ve.Field != tc.field {
 			t.Errorf("create %+v: %v; want invalid %s", tc.spec, err, tc.field)
 		}
 	}
 	e.createSpec(t, "wf", tg.NodeSpec{NodeID: "g", Kind: tg.KindGate, GateTimeout: time.Hour, OnTimeout: tg.OnTimeoutReject})
-	if _, err := e.s.CreateTask(e.ctx, "wf", tg.NodeSpec{NodeID: "g", Kind: tg.KindGate}); !errors.Is(err, tg.ErrConflict) {
+	if _, err := e.S.CreateTask(e.Ctx, "wf", tg.NodeSpec{NodeID: "g", Kind: tg.KindGate}); !errors.Is(err, tg.ErrConflict) {
 		t.Fatalf("repeat without the timeout: %v", err)
 	}
-	if _, err := e.s.CreateTask(e.ctx, "wf", tg.NodeSpec{NodeID: "g"}); !errors.Is(err, tg.ErrConflict) {
+	if _, err := e.S.CreateTask(e.Ctx, "wf", tg.NodeSpec{NodeID: "g"}); !errors.Is(err, tg.ErrConflict) {
 		t.Fatalf("repeat as a task: %v", err)
 	}
-	c, err := e.s.CreateTask(e.ctx, "wf", tg.NodeSpec{NodeID: "g", Kind: tg.KindGate, GateTimeout: time.Hour, OnTimeout: tg.OnTimeoutReject})
+	c, err := e.S.CreateTask(e.Ctx, "wf", tg.NodeSpec{NodeID: "g", Kind: tg.KindGate, GateTimeout: time.Hour, OnTimeout: tg.OnTimeoutReject})
 	if err != nil || c.Created || c.Task.GateTimeout != time.Hour || c.Task.OnTimeout != tg.OnTimeoutReject {
 		t.Fatalf("identical repeat: %+v %v", c, err)
 	}
@@ -321,20 +321,20 @@ func testGateCreateBounds(t *testing.T, h Harness) {
 func testGateRequeueAwaitsAgain(t *testing.T, h Harness) {
 	e := setup(t, h)
 	g := e.gate(t, "wf", "gate")
-	next := e.create(t, "wf", "deploy", "gate")
+	next := e.Create(t, "wf", "deploy", "gate")
 	e.decide(t, g.TaskID, rejectByBob)
-	e.wantState(t, next.TaskID, tg.StateCancelled)
-	if _, err := e.s.Requeue(e.ctx, g.TaskID, alice); err != nil {
+	e.WantState(t, next.TaskID, tg.StateCancelled)
+	if _, err := e.S.Requeue(e.Ctx, g.TaskID, alice); err != nil {
 		t.Fatal(err)
 	}
 	e.wantAwaiting(t, g.TaskID)
-	e.wantState(t, next.TaskID, tg.StateBlocked)
-	if _, ok := e.claimNext(t, "w", "wf"); ok {
+	e.WantState(t, next.TaskID, tg.StateBlocked)
+	if _, ok := e.ClaimNext(t, "w", "wf"); ok {
 		t.Fatal("claimed something after the gate's requeue")
 	}
 	e.decide(t, g.TaskID, approveByBob)
-	e.wantState(t, next.TaskID, tg.StatePending)
-	e.verify(t)
+	e.WantState(t, next.TaskID, tg.StatePending)
+	e.Verify(t)
 }
 
 // Turning a gate into a task (or changing its timeout) behind the store's
@@ -349,9 +349,9 @@ func testGateKindTamperDetected(t *testing.T, h Harness) {
 		t.Run(tc.name, func(t *testing.T) {
 			e := setup(t, h)
 			g := e.createSpec(t, "wf", tg.NodeSpec{NodeID: "g", Kind: tg.KindGate, GateTimeout: time.Minute, OnTimeout: tg.OnTimeoutReject})
-			e.verify(t)
-			e.db.Exec(t, tc.sql)
-			rep, err := e.s.VerifyHistory(e.ctx)
+			e.Verify(t)
+			e.DB.Exec(t, tc.sql)
+			rep, err := e.S.VerifyHistory(e.Ctx)
 			if !errors.Is(err, tg.ErrBrokenChain) || rep.Broken == nil || rep.Broken.TaskID != g.TaskID || !strings.Contains(rep.Broken.Reason, tc.reason) {
 				t.Fatalf("verify after %s: %v %+v", tc.sql, err, rep.Broken)
 			}

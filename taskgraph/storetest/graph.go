@@ -30,7 +30,7 @@ var graphTests = []test{
 
 func testDiamondOrder(t *testing.T, h Harness) {
 	e := setup(t, h)
-	out, err := e.s.CreateWorkflow(e.ctx, "diamond", []tg.NodeSpec{
+	out, err := e.S.CreateWorkflow(e.Ctx, "diamond", []tg.NodeSpec{
 		{NodeID: "d", DependsOn: []string{"b", "c"}},
 		{NodeID: "b", DependsOn: []string{"a"}},
 		{NodeID: "c", DependsOn: []string{"a"}},
@@ -43,14 +43,14 @@ func testDiamondOrder(t *testing.T, h Harness) {
 	for _, c := range out {
 		ids[c.Task.NodeID] = c.Task.TaskID
 	}
-	e.wantState(t, ids["a"], tg.StatePending)
-	e.wantState(t, ids["d"], tg.StateBlocked)
+	e.WantState(t, ids["a"], tg.StatePending)
+	e.WantState(t, ids["d"], tg.StateBlocked)
 	step := func(wantNodes ...string) {
 		t.Helper()
 		var got []string
 		var claims []tg.Claimed
 		for {
-			c, ok := e.claimNext(t, "w", "diamond")
+			c, ok := e.ClaimNext(t, "w", "diamond")
 			if !ok {
 				break
 			}
@@ -61,7 +61,7 @@ func testDiamondOrder(t *testing.T, h Harness) {
 			t.Fatalf("claimable %v, want %v", got, wantNodes)
 		}
 		for _, c := range claims {
-			if _, err := e.s.Complete(e.ctx, holder(c), json.RawMessage(`1`)); err != nil {
+			if _, err := e.S.Complete(e.Ctx, holder(c), json.RawMessage(`1`)); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -70,27 +70,27 @@ func testDiamondOrder(t *testing.T, h Harness) {
 	step("b", "c")
 	step("d")
 	step()
-	v, err := e.s.Workflow(e.ctx, "diamond")
+	v, err := e.S.Workflow(e.Ctx, "diamond")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !v.Finished() || v.Counts[tg.StateCompleted] != 4 || len(v.Edges) != 4 {
 		t.Fatalf("workflow view: counts %v edges %v", v.Counts, v.Edges)
 	}
-	e.verify(t)
+	e.Verify(t)
 }
 
 func testRejectedGraphsWriteNothing(t *testing.T, h Harness) {
 	e := setup(t, h)
-	e.create(t, "wf", "root")
-	before := e.db.Snapshot(t)
+	e.Create(t, "wf", "root")
+	before := e.DB.Snapshot(t)
 	for name, nodes := range map[string][]tg.NodeSpec{
 		"cycle":      {{NodeID: "x", DependsOn: []string{"y"}}, {NodeID: "y", DependsOn: []string{"z"}}, {NodeID: "z", DependsOn: []string{"x"}}},
 		"self":       {{NodeID: "x", DependsOn: []string{"x"}}},
 		"unknown":    {{NodeID: "x", DependsOn: []string{"root"}}, {NodeID: "y", DependsOn: []string{"nope"}}},
 		"duplicates": {{NodeID: "x"}, {NodeID: "x"}},
 	} {
-		_, err := e.s.CreateWorkflow(e.ctx, "wf", nodes)
+		_, err := e.S.CreateWorkflow(e.Ctx, "wf", nodes)
 		if !errors.Is(err, tg.ErrInvalid) {
 			t.Errorf("%s: err = %v, want tg.ErrInvalid", name, err)
 		}
@@ -98,21 +98,21 @@ func testRejectedGraphsWriteNothing(t *testing.T, h Harness) {
 		if !errors.As(err, &ve) || ve.Field == "" {
 			t.Errorf("%s: no field named in %v", name, err)
 		}
-		if after := e.db.Snapshot(t); after != before {
+		if after := e.DB.Snapshot(t); after != before {
 			t.Errorf("%s: the database changed", name)
 		}
 	}
-	_, err := e.s.CreateWorkflow(e.ctx, "wf", []tg.NodeSpec{{NodeID: "x", DependsOn: []string{"y"}}, {NodeID: "y", DependsOn: []string{"x"}}})
+	_, err := e.S.CreateWorkflow(e.Ctx, "wf", []tg.NodeSpec{{NodeID: "x", DependsOn: []string{"y"}}, {NodeID: "y", DependsOn: []string{"x"}}})
 	if err == nil || !strings.Contains(err.Error(), "cycle") || !strings.Contains(err.Error(), `node "x"`) || !strings.Contains(err.Error(), "x -> y -> x") {
 		t.Errorf("cycle error does not name the node and the cycle's path: %v", err)
 	}
 	// A node downstream of a cycle is not on it: the path is the cycle's.
-	_, err = e.s.CreateWorkflow(e.ctx, "wf", []tg.NodeSpec{{NodeID: "a", DependsOn: []string{"x"}}, {NodeID: "x", DependsOn: []string{"z"}},
+	_, err = e.S.CreateWorkflow(e.Ctx, "wf", []tg.NodeSpec{{NodeID: "a", DependsOn: []string{"x"}}, {NodeID: "x", DependsOn: []string{"z"}},
 		{NodeID: "y", DependsOn: []string{"x", "root"}}, {NodeID: "z", DependsOn: []string{"y"}}})
 	if err == nil || !strings.Contains(err.Error(), "x -> z -> y -> x") || strings.Contains(err.Error(), "a ->") {
 		t.Errorf("cycle error does not give the cycle's path: %v", err)
 	}
-	e.verify(t)
+	e.Verify(t)
 }
 
 // testRefusedGraphIsAllOrNothing: a whole graph refused late — its last node
@@ -123,7 +123,7 @@ func testRejectedGraphsWriteNothing(t *testing.T, h Harness) {
 // and created again returns the same tasks.
 func testRefusedGraphIsAllOrNothing(t *testing.T, h Harness) {
 	e := setup(t, h)
-	e.create(t, "old", "root")
+	e.Create(t, "old", "root")
 	chain := func(n int) []tg.NodeSpec {
 		specs := make([]tg.NodeSpec, n)
 		for i := range specs {
@@ -134,11 +134,11 @@ func testRefusedGraphIsAllOrNothing(t *testing.T, h Harness) {
 		}
 		return specs
 	}
-	head, err := e.s.AuditHead(e.ctx)
+	head, err := e.S.AuditHead(e.Ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	before := e.db.Snapshot(t)
+	before := e.DB.Snapshot(t)
 	unknown := append(chain(300), tg.NodeSpec{NodeID: "last", DependsOn: []string{"n299", "nope"}})
 	conflict := append(chain(300), tg.NodeSpec{NodeID: "root", Payload: json.RawMessage(`{"different":true}`)})
 	for _, c := range []struct {
@@ -151,27 +151,27 @@ func testRefusedGraphIsAllOrNothing(t *testing.T, h Harness) {
 		{"unknown dependency, existing workflow", "old", unknown, tg.ErrInvalid, `node "last" depends on "nope"`},
 		{"conflicting node", "old", conflict, tg.ErrConflict, `node "root" already exists`},
 	} {
-		_, err := e.s.CreateWorkflow(e.ctx, c.wf, c.nodes)
+		_, err := e.S.CreateWorkflow(e.Ctx, c.wf, c.nodes)
 		if !errors.Is(err, c.want) || !strings.Contains(err.Error(), c.says) {
 			t.Errorf("%s: err = %v, want %v saying %s", c.name, err, c.want, c.says)
 		}
-		if e.db.Snapshot(t) != before {
+		if e.DB.Snapshot(t) != before {
 			t.Errorf("%s: the database changed", c.name)
 		}
-		if got, err := e.s.AuditHead(e.ctx); err != nil || got != head {
+		if got, err := e.S.AuditHead(e.Ctx); err != nil || got != head {
 			t.Errorf("%s: audit head %v (err %v), want %v unchanged", c.name, got, err, head)
 		}
-		if _, err := e.s.WorkflowSummary(e.ctx, "new"); !errors.Is(err, tg.ErrNotFound) {
+		if _, err := e.S.WorkflowSummary(e.Ctx, "new"); !errors.Is(err, tg.ErrNotFound) {
 			t.Errorf("%s: workflow new exists after a refused creation (err %v)", c.name, err)
 		}
 	}
-	e.verify(t)
+	e.Verify(t)
 	fixed := append(chain(300), tg.NodeSpec{NodeID: "last", DependsOn: []string{"n299"}})
-	made, err := e.s.CreateWorkflow(e.ctx, "new", fixed)
+	made, err := e.S.CreateWorkflow(e.Ctx, "new", fixed)
 	if err != nil {
 		t.Fatal(err)
 	}
-	again, err := e.s.CreateWorkflow(e.ctx, "new", fixed)
+	again, err := e.S.CreateWorkflow(e.Ctx, "new", fixed)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -183,17 +183,17 @@ func testRefusedGraphIsAllOrNothing(t *testing.T, h Harness) {
 	if made[0].Task.State != tg.StatePending || made[300].Task.State != tg.StateBlocked {
 		t.Errorf("states %s, %s; want pending, blocked", made[0].Task.State, made[300].Task.State)
 	}
-	e.verify(t)
+	e.Verify(t)
 }
 
 func testFailureCancelsDownstream(t *testing.T, h Harness) {
 	e := setup(t, h)
-	a := e.create(t, "wf", "a")
-	bb := e.create(t, "wf", "b", "a")
-	c := e.create(t, "wf", "c", "b")
-	other := e.create(t, "wf", "other")
-	ca := e.claim(t, "w", a.TaskID, 0)
-	failed, err := e.s.Fail(e.ctx, holder(ca), "disk full", false)
+	a := e.Create(t, "wf", "a")
+	bb := e.Create(t, "wf", "b", "a")
+	c := e.Create(t, "wf", "c", "b")
+	other := e.Create(t, "wf", "other")
+	ca := e.Claim(t, "w", a.TaskID, 0)
+	failed, err := e.S.Fail(e.Ctx, holder(ca), "disk full", false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -201,33 +201,33 @@ func testFailureCancelsDownstream(t *testing.T, h Harness) {
 		t.Fatalf("failed task: %+v", failed)
 	}
 	for _, id := range []string{bb.TaskID, c.TaskID} {
-		tk := e.wantState(t, id, tg.StateCancelled)
+		tk := e.WantState(t, id, tg.StateCancelled)
 		if !strings.Contains(tk.StatusMessage, a.TaskID) || !strings.Contains(tk.StatusMessage, "failed") {
 			t.Errorf("status %q does not name the upstream task", tk.StatusMessage)
 		}
 	}
-	e.wantState(t, other.TaskID, tg.StatePending)
+	e.WantState(t, other.TaskID, tg.StatePending)
 	// A task created on a failed dependency cannot run: it starts cancelled.
-	late := e.create(t, "wf", "late", "c")
+	late := e.Create(t, "wf", "late", "c")
 	if late.State != tg.StateCancelled {
 		t.Fatalf("late dependent is %s", late.State)
 	}
-	e.verify(t)
+	e.Verify(t)
 }
 
 func testRetryUpToMaxAttempts(t *testing.T, h Harness) {
 	e := setup(t, h)
-	c, err := e.s.CreateTask(e.ctx, "wf", tg.NodeSpec{NodeID: "flaky", MaxAttempts: 3})
+	c, err := e.S.CreateTask(e.Ctx, "wf", tg.NodeSpec{NodeID: "flaky", MaxAttempts: 3})
 	if err != nil {
 		t.Fatal(err)
 	}
-	dep := e.create(t, "wf", "after", "flaky")
+	dep := e.Create(t, "wf", "after", "flaky")
 	for attempt := 1; attempt <= 3; attempt++ {
-		cl, ok := e.claimNext(t, "w", "wf")
+		cl, ok := e.ClaimNext(t, "w", "wf")
 		if !ok || cl.Task.TaskID != c.Task.TaskID || cl.Task.Attempts != attempt {
 			t.Fatalf("attempt %d: claimed %+v ok=%v", attempt, cl.Task, ok)
 		}
-		tk, err := e.s.Fail(e.ctx, holder(cl), "timeout", true)
+		tk, err := e.S.Fail(e.Ctx, holder(cl), "timeout", true)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -245,20 +245,20 @@ func testRetryUpToMaxAttempts(t *testing.T, h Harness) {
 			// The default backoff: 1 s, doubling per retry. Not claimable
 			// before it has passed.
 			wait := time.Second << (attempt - 1)
-			if !tk.DueAt.Equal(e.clock.Now().Add(wait).Truncate(time.Millisecond)) || !strings.HasPrefix(tk.StatusMessage, "waiting until ") {
+			if !tk.DueAt.Equal(e.Clock.Now().Add(wait).Truncate(time.Millisecond)) || !strings.HasPrefix(tk.StatusMessage, "waiting until ") {
 				t.Fatalf("after attempt %d: due %v, status %q; want due in %v", attempt, tk.DueAt, tk.StatusMessage, wait)
 			}
-			if _, ok := e.claimNext(t, "w", "wf"); ok {
+			if _, ok := e.ClaimNext(t, "w", "wf"); ok {
 				t.Fatalf("after attempt %d: claimed before the backoff passed", attempt)
 			}
-			e.clock.Advance(wait)
+			e.Clock.Advance(wait)
 		}
 	}
-	e.wantState(t, dep.TaskID, tg.StateCancelled)
-	if _, ok := e.claimNext(t, "w", "wf"); ok {
+	e.WantState(t, dep.TaskID, tg.StateCancelled)
+	if _, ok := e.ClaimNext(t, "w", "wf"); ok {
 		t.Fatal("a failed task was claimable")
 	}
-	st := e.s.Stats()
+	st := e.S.Stats()
 	if st.Retries != 2 || st.Failures != 1 {
 		t.Fatalf("stats %+v", st)
 	}
@@ -266,17 +266,17 @@ func testRetryUpToMaxAttempts(t *testing.T, h Harness) {
 
 func testIdempotentCreate(t *testing.T, h Harness) {
 	e := setup(t, h)
-	first, err := e.s.CreateTask(e.ctx, "wf", tg.NodeSpec{NodeID: "a", Payload: json.RawMessage(`{"x": 1, "y": [1,2]}`)})
+	first, err := e.S.CreateTask(e.Ctx, "wf", tg.NodeSpec{NodeID: "a", Payload: json.RawMessage(`{"x": 1, "y": [1,2]}`)})
 	if err != nil || !first.Created {
 		t.Fatalf("first create: %+v %v", first, err)
 	}
-	e.create(t, "wf", "b")
-	before := e.db.Snapshot(t)
-	again, err := e.s.CreateTask(e.ctx, "wf", tg.NodeSpec{NodeID: "a", Payload: json.RawMessage(`{"y":[1,2],"x":1}`), MaxAttempts: tg.DefaultMaxAttempts})
+	e.Create(t, "wf", "b")
+	before := e.DB.Snapshot(t)
+	again, err := e.S.CreateTask(e.Ctx, "wf", tg.NodeSpec{NodeID: "a", Payload: json.RawMessage(`{"y":[1,2],"x":1}`), MaxAttempts: tg.DefaultMaxAttempts})
 	if err != nil || again.Created || again.Task.TaskID != first.Task.TaskID {
 		t.Fatalf("repeat create: %+v %v", again, err)
 	}
-	if e.db.Snapshot(t) != before {
+	if e.DB.Snapshot(t) != before {
 		t.Fatal("an idempotent repeat wrote to the database")
 	}
 	for name, spec := range map[string]tg.NodeSpec{
@@ -284,16 +284,16 @@ func testIdempotentCreate(t *testing.T, h Harness) {
 		"depends_on":   {NodeID: "a", Payload: json.RawMessage(`{"x":1,"y":[1,2]}`), DependsOn: []string{"b"}},
 		"max_attempts": {NodeID: "a", Payload: json.RawMessage(`{"x":1,"y":[1,2]}`), MaxAttempts: 7},
 	} {
-		_, err := e.s.CreateTask(e.ctx, "wf", spec)
+		_, err := e.S.CreateTask(e.Ctx, "wf", spec)
 		if !errors.Is(err, tg.ErrConflict) || !strings.Contains(err.Error(), name) {
 			t.Errorf("%s clash: %v", name, err)
 		}
 	}
-	if e.db.Snapshot(t) != before {
+	if e.DB.Snapshot(t) != before {
 		t.Fatal("a conflicting create wrote to the database")
 	}
 	// A workflow batch that repeats existing nodes and adds new ones.
-	out, err := e.s.CreateWorkflow(e.ctx, "wf", []tg.NodeSpec{{NodeID: "b", Payload: json.RawMessage(`{"n":"b"}`)}, {NodeID: "c", DependsOn: []string{"a", "b"}}})
+	out, err := e.S.CreateWorkflow(e.Ctx, "wf", []tg.NodeSpec{{NodeID: "b", Payload: json.RawMessage(`{"n":"b"}`)}, {NodeID: "c", DependsOn: []string{"a", "b"}}})
 	if err != nil || out[0].Created || !out[1].Created || out[1].Task.State != tg.StateBlocked {
 		t.Fatalf("mixed batch: %+v %v", out, err)
 	}
@@ -301,17 +301,17 @@ func testIdempotentCreate(t *testing.T, h Harness) {
 
 func testBlockedStatusNamesOnlyUnfinishedDependencies(t *testing.T, h Harness) {
 	e := setup(t, h)
-	a := e.create(t, "wf", "a")
-	e.create(t, "wf", "b")
-	d := e.create(t, "wf", "d", "a", "b")
-	if got := e.get(t, d.TaskID).StatusMessage; got != "waiting on a, b" {
+	a := e.Create(t, "wf", "a")
+	e.Create(t, "wf", "b")
+	d := e.Create(t, "wf", "d", "a", "b")
+	if got := e.Get(t, d.TaskID).StatusMessage; got != "waiting on a, b" {
 		t.Fatalf("status %q", got)
 	}
-	c := e.claim(t, "w", a.TaskID, 0)
-	if _, err := e.s.Complete(e.ctx, holder(c), json.RawMessage(`1`)); err != nil {
+	c := e.Claim(t, "w", a.TaskID, 0)
+	if _, err := e.S.Complete(e.Ctx, holder(c), json.RawMessage(`1`)); err != nil {
 		t.Fatal(err)
 	}
-	if got := e.get(t, d.TaskID).StatusMessage; got != "waiting on b" {
+	if got := e.Get(t, d.TaskID).StatusMessage; got != "waiting on b" {
 		t.Fatalf("after a completed: status %q, want %q", got, "waiting on b")
 	}
 }
@@ -321,23 +321,23 @@ func testBlockedStatusNamesOnlyUnfinishedDependencies(t *testing.T, h Harness) {
 // Workflow's counts, and writes nothing: a lapsed lease stays claimed.
 func testWorkflowSummary(t *testing.T, h Harness) {
 	e := setup(t, h)
-	if _, err := e.s.CreateWorkflow(e.ctx, "wf", []tg.NodeSpec{
+	if _, err := e.S.CreateWorkflow(e.Ctx, "wf", []tg.NodeSpec{
 		{NodeID: "a"}, {NodeID: "b"}, {NodeID: "c", DependsOn: []string{"a"}}, {NodeID: "d"},
 	}); err != nil {
 		t.Fatal(err)
 	}
-	a, ok, err := e.s.Claim(e.ctx, tg.ClaimRequest{Owner: "w1", WorkflowID: "wf", Lease: 10 * time.Second})
+	a, ok, err := e.S.Claim(e.Ctx, tg.ClaimRequest{Owner: "w1", WorkflowID: "wf", Lease: 10 * time.Second})
 	if err != nil || !ok || a.Task.NodeID != "a" {
 		t.Fatalf("claim a: %+v ok=%v err=%v", a.Task, ok, err)
 	}
-	b, ok, err := e.s.Claim(e.ctx, tg.ClaimRequest{Owner: "w2", WorkflowID: "wf", Lease: time.Minute})
+	b, ok, err := e.S.Claim(e.Ctx, tg.ClaimRequest{Owner: "w2", WorkflowID: "wf", Lease: time.Minute})
 	if err != nil || !ok || b.Task.NodeID != "b" {
 		t.Fatalf("claim b: %+v ok=%v err=%v", b.Task, ok, err)
 	}
 	want := map[tg.State]int{tg.StateBlocked: 1, tg.StatePending: 1, tg.StateClaimed: 2}
 	check := func(stuck int) {
 		t.Helper()
-		sum, err := e.s.WorkflowSummary(e.ctx, "wf")
+		sum, err := e.S.WorkflowSummary(e.Ctx, "wf")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -351,13 +351,13 @@ func testWorkflowSummary(t *testing.T, h Harness) {
 		}
 	}
 	check(0)
-	e.clock.Advance(11 * time.Second) // a's lease lapsed; nobody expired it
-	before := e.db.Snapshot(t)
+	e.Clock.Advance(11 * time.Second) // a's lease lapsed; nobody expired it
+	before := e.DB.Snapshot(t)
 	check(1)
-	if after := e.db.Snapshot(t); after != before {
+	if after := e.DB.Snapshot(t); after != before {
 		t.Fatalf("WorkflowSummary wrote to the database:\n%s\n%s", before, after)
 	}
-	wf, err := e.s.Workflow(e.ctx, "wf")
+	wf, err := e.S.Workflow(e.Ctx, "wf")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -366,10 +366,10 @@ func testWorkflowSummary(t *testing.T, h Harness) {
 			t.Fatalf("Workflow counts %v disagree with the summary's %v", wf.Counts, want)
 		}
 	}
-	if _, err := e.s.WorkflowSummary(e.ctx, "nope"); !errors.Is(err, tg.ErrNotFound) {
+	if _, err := e.S.WorkflowSummary(e.Ctx, "nope"); !errors.Is(err, tg.ErrNotFound) {
 		t.Fatalf("summary of a missing workflow: %v, want ErrNotFound", err)
 	}
-	if _, err := e.s.WorkflowSummary(e.ctx, "bad id!"); err == nil {
+	if _, err := e.S.WorkflowSummary(e.Ctx, "bad id!"); err == nil {
 		t.Fatal("summary of an invalid workflow id: no error")
 	}
 }
@@ -381,7 +381,7 @@ func testWorkflowSummary(t *testing.T, h Harness) {
 func testWorkflowGraph(t *testing.T, h Harness) {
 	e := setup(t, h)
 	big := json.RawMessage(`{"text":"` + strings.Repeat("p", 4096) + `"}`)
-	out, err := e.s.CreateWorkflow(e.ctx, "wf", []tg.NodeSpec{
+	out, err := e.S.CreateWorkflow(e.Ctx, "wf", []tg.NodeSpec{
 		{NodeID: "a", Payload: big}, {NodeID: "b", DependsOn: []string{"a"}, Payload: json.RawMessage(`{"n":[1,2]}`)},
 		{NodeID: "c"}, {NodeID: "d", DependsOn: []string{"a", "c"}},
 	})
@@ -392,21 +392,21 @@ func testWorkflowGraph(t *testing.T, h Harness) {
 	for _, c := range out {
 		ids[c.Task.NodeID] = c.Task.TaskID
 	}
-	a := e.claim(t, "w1", ids["a"], 0)
-	if _, err := e.s.Complete(e.ctx, holder(a), json.RawMessage(`{"out":"`+strings.Repeat("r", 4096)+`"}`)); err != nil {
+	a := e.Claim(t, "w1", ids["a"], 0)
+	if _, err := e.S.Complete(e.Ctx, holder(a), json.RawMessage(`{"out":"`+strings.Repeat("r", 4096)+`"}`)); err != nil {
 		t.Fatal(err)
 	}
-	e.claim(t, "w2", ids["b"], 5*time.Second)
-	e.clock.Advance(6 * time.Second) // b's lease lapsed; nobody expired it
-	before := e.db.Snapshot(t)
-	g, err := e.s.WorkflowGraph(e.ctx, "wf", 0)
+	e.Claim(t, "w2", ids["b"], 5*time.Second)
+	e.Clock.Advance(6 * time.Second) // b's lease lapsed; nobody expired it
+	before := e.DB.Snapshot(t)
+	g, err := e.S.WorkflowGraph(e.Ctx, "wf", 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if after := e.db.Snapshot(t); after != before {
+	if after := e.DB.Snapshot(t); after != before {
 		t.Fatalf("WorkflowGraph wrote to the database:\n%s\n%s", before, after)
 	}
-	full, err := e.s.Workflow(e.ctx, "wf")
+	full, err := e.S.Workflow(e.Ctx, "wf")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -437,7 +437,7 @@ func testWorkflowGraph(t *testing.T, h Harness) {
 
 	// A limit keeps the first tasks in creation order; the counts still
 	// cover every task.
-	g2, err := e.s.WorkflowGraph(e.ctx, "wf", 2)
+	g2, err := e.S.WorkflowGraph(e.Ctx, "wf", 2)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -447,10 +447,10 @@ func testWorkflowGraph(t *testing.T, h Harness) {
 	if !reflect.DeepEqual(g2.Counts, full.Counts) {
 		t.Fatalf("limit 2: counts %v, want the whole workflow's %v", g2.Counts, full.Counts)
 	}
-	if _, err := e.s.WorkflowGraph(e.ctx, "nope", 0); !errors.Is(err, tg.ErrNotFound) {
+	if _, err := e.S.WorkflowGraph(e.Ctx, "nope", 0); !errors.Is(err, tg.ErrNotFound) {
 		t.Fatalf("graph of a missing workflow: %v, want ErrNotFound", err)
 	}
-	if _, err := e.s.WorkflowGraph(e.ctx, "bad id!", 0); err == nil {
+	if _, err := e.S.WorkflowGraph(e.Ctx, "bad id!", 0); err == nil {
 		t.Fatal("graph of an invalid workflow id: no error")
 	}
 }
@@ -460,7 +460,7 @@ func testWorkflowGraph(t *testing.T, h Harness) {
 // its workflow to the front.
 func testRecentWorkflows(t *testing.T, h Harness) {
 	e := setup(t, h)
-	if got, err := e.s.RecentWorkflows(e.ctx); err != nil || len(got) != 0 {
+	if got, err := e.S.RecentWorkflows(e.Ctx); err != nil || len(got) != 0 {
 		t.Fatalf("no workflows: %v (%v), want none", got, err)
 	}
 	create := func(wf string, nodes ...string) []tg.Created {
@@ -469,19 +469,19 @@ func testRecentWorkflows(t *testing.T, h Harness) {
 		for _, n := range nodes {
 			specs = append(specs, tg.NodeSpec{NodeID: n})
 		}
-		out, err := e.s.CreateWorkflow(e.ctx, wf, specs)
+		out, err := e.S.CreateWorkflow(e.Ctx, wf, specs)
 		if err != nil {
 			t.Fatal(err)
 		}
 		return out
 	}
 	b := create("b", "x", "y")
-	e.clock.Advance(time.Second)
+	e.Clock.Advance(time.Second)
 	create("c", "x")
 	create("a", "x", "y", "z")
 	want := func(ids ...string) []tg.WorkflowListing {
 		t.Helper()
-		got, err := e.s.RecentWorkflows(e.ctx)
+		got, err := e.S.RecentWorkflows(e.Ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -498,8 +498,8 @@ func testRecentWorkflows(t *testing.T, h Harness) {
 	if got[0].Tasks != 3 || got[2].Tasks != 2 || !got[2].CreatedAt.Equal(t0) || !got[0].UpdatedAt.Equal(t0.Add(time.Second)) {
 		t.Fatalf("listing %+v, want task counts 3 and 2 and the creation times", got)
 	}
-	e.clock.Advance(time.Second)
-	e.claim(t, "w", b[0].Task.TaskID, 0)
+	e.Clock.Advance(time.Second)
+	e.Claim(t, "w", b[0].Task.TaskID, 0)
 	got = want("b", "a", "c")
 	if !got[0].UpdatedAt.Equal(t0.Add(2*time.Second)) || !got[0].CreatedAt.Equal(t0) {
 		t.Fatalf("b after a claim: %+v, want changed at the claim and created at the start", got[0])
@@ -510,28 +510,28 @@ func testRecentWorkflows(t *testing.T, h Harness) {
 // claimed (Task would expire it).
 func testPeekTask(t *testing.T, h Harness) {
 	e := setup(t, h)
-	a := e.create(t, "wf", "a")
-	e.claim(t, "w", a.TaskID, 5*time.Second)
-	e.clock.Advance(6 * time.Second)
-	before := e.db.Snapshot(t)
-	got, err := e.s.PeekTask(e.ctx, a.TaskID)
+	a := e.Create(t, "wf", "a")
+	e.Claim(t, "w", a.TaskID, 5*time.Second)
+	e.Clock.Advance(6 * time.Second)
+	before := e.DB.Snapshot(t)
+	got, err := e.S.PeekTask(e.Ctx, a.TaskID)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.State != tg.StateClaimed || got.Owner != "w" || got.Generation != 1 || !got.LeaseExpiresAt.Before(e.clock.Now()) {
+	if got.State != tg.StateClaimed || got.Owner != "w" || got.Generation != 1 || !got.LeaseExpiresAt.Before(e.Clock.Now()) {
 		t.Fatalf("peeked %s held by %q at generation %d until %v, want the lapsed claim of w", got.State, got.Owner, got.Generation, got.LeaseExpiresAt)
 	}
-	if after := e.db.Snapshot(t); after != before {
+	if after := e.DB.Snapshot(t); after != before {
 		t.Fatalf("PeekTask wrote to the database:\n%s\n%s", before, after)
 	}
-	if got := e.get(t, a.TaskID); got.State == tg.StateClaimed {
+	if got := e.Get(t, a.TaskID); got.State == tg.StateClaimed {
 		t.Fatalf("Task after the lapse: %s, want the expiry processed", got.State)
 	}
-	if _, err := e.s.PeekTask(e.ctx, "01ARZ3NDEKTSV4RRFFQ69G5FAV"); !errors.Is(err, tg.ErrNotFound) {
+	if _, err := e.S.PeekTask(e.Ctx, "01ARZ3NDEKTSV4RRFFQ69G5FAV"); !errors.Is(err, tg.ErrNotFound) {
 		t.Fatalf("peek of a missing task: %v, want ErrNotFound", err)
 	}
-	_, peekErr := e.s.PeekTask(e.ctx, "not a task id")
-	_, taskErr := e.s.Task(e.ctx, "not a task id")
+	_, peekErr := e.S.PeekTask(e.Ctx, "not a task id")
+	_, taskErr := e.S.Task(e.Ctx, "not a task id")
 	if peekErr == nil || peekErr.Error() != taskErr.Error() {
 		t.Fatalf("peek of an invalid id: %v, want what Task answers: %v", peekErr, taskErr)
 	}

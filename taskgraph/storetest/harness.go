@@ -14,30 +14,30 @@ var harnessTests = []test{
 
 func testSnapshotSeesEveryWrite(t *testing.T, h Harness) {
 	e := setup(t, h)
-	empty := e.db.Snapshot(t)
-	if e.db.Snapshot(t) != empty {
+	empty := e.DB.Snapshot(t)
+	if e.DB.Snapshot(t) != empty {
 		t.Fatal("two snapshots of an idle database differ")
 	}
-	tk := e.create(t, "wf", "a")
-	created := e.db.Snapshot(t)
+	tk := e.Create(t, "wf", "a")
+	created := e.DB.Snapshot(t)
 	if created == empty {
 		t.Fatal("the snapshot did not change when a task was created")
 	}
-	if n := e.count(t, `SELECT COUNT(*) FROM tasks WHERE task_id = ?`, tk.TaskID); n != 1 {
+	if n := e.Count(t, `SELECT COUNT(*) FROM tasks WHERE task_id = ?`, tk.TaskID); n != 1 {
 		t.Fatalf("Query found %d rows of the task just created", n)
 	}
 	// A change of one value, outside the store, is seen.
-	e.db.Exec(t, `UPDATE events SET detail = '{"x":1}' WHERE task_id = ?`, tk.TaskID)
-	if e.db.Snapshot(t) == created {
+	e.DB.Exec(t, `UPDATE events SET detail = '{"x":1}' WHERE task_id = ?`, tk.TaskID)
+	if e.DB.Snapshot(t) == created {
 		t.Fatal("the snapshot did not change when an event's detail was edited")
 	}
 	// Reads through the store write nothing.
-	edited := e.db.Snapshot(t)
-	if _, err := e.s.Task(e.ctx, tk.TaskID); err != nil {
+	edited := e.DB.Snapshot(t)
+	if _, err := e.S.Task(e.Ctx, tk.TaskID); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.s.ListTasks(e.ctx, tg.ListFilter{}); err != nil {
+	if _, err := e.S.ListTasks(e.Ctx, tg.ListFilter{}); err != nil {
 		t.Fatal(err)
 	}
-	e.unchanged(t, edited, "reads")
+	e.Unchanged(t, edited, "reads")
 }

@@ -25,26 +25,26 @@ var historyTests = []test{
 func historyFixture(t *testing.T, h Harness) *env {
 	t.Helper()
 	e := setup(t, h)
-	e.create(t, "aa", "x")
-	e.create(t, "aa", "y")
-	a := e.create(t, "wf", "a")
-	e.create(t, "wf", "b", "a")
-	c := e.claim(t, "w", a.TaskID, 0)
-	e.clock.Advance(time.Second)
-	if _, err := e.s.Heartbeat(e.ctx, holder(c), 0); err != nil {
+	e.Create(t, "aa", "x")
+	e.Create(t, "aa", "y")
+	a := e.Create(t, "wf", "a")
+	e.Create(t, "wf", "b", "a")
+	c := e.Claim(t, "w", a.TaskID, 0)
+	e.Clock.Advance(time.Second)
+	if _, err := e.S.Heartbeat(e.Ctx, holder(c), 0); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.s.Complete(e.ctx, holder(c), json.RawMessage(`{"ok":true}`)); err != nil {
+	if _, err := e.S.Complete(e.Ctx, holder(c), json.RawMessage(`{"ok":true}`)); err != nil {
 		t.Fatal(err)
 	}
-	cb, ok := e.claimNext(t, "w", "wf")
+	cb, ok := e.ClaimNext(t, "w", "wf")
 	if !ok {
 		t.Fatal("b not claimable")
 	}
-	if _, err := e.s.Fail(e.ctx, holder(cb), "broken", false); err != nil {
+	if _, err := e.S.Fail(e.Ctx, holder(cb), "broken", false); err != nil {
 		t.Fatal(err)
 	}
-	rep := e.verify(t)
+	rep := e.Verify(t)
 	if rep.Workflows != 2 || rep.Events != 10 {
 		t.Fatalf("fixture: %+v", rep)
 	}
@@ -110,8 +110,8 @@ func testTamperDetected(t *testing.T, h Harness) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := historyFixture(t, h)
-			tc.tamper(t, e.db)
-			rep, err := e.s.VerifyHistory(e.ctx)
+			tc.tamper(t, e.DB)
+			rep, err := e.S.VerifyHistory(e.Ctx)
 			if !errors.Is(err, tg.ErrBrokenChain) {
 				t.Fatalf("VerifyHistory after tampering: %v", err)
 			}
@@ -128,9 +128,9 @@ func testTamperDetected(t *testing.T, h Harness) {
 	}
 	t.Run("orphan events", func(t *testing.T) {
 		e := historyFixture(t, h)
-		e.db.Exec(t, `INSERT INTO events (workflow_id, wseq, task_id, kind, owner, generation, at_ms, detail, prev_hash, hash)
+		e.DB.Exec(t, `INSERT INTO events (workflow_id, wseq, task_id, kind, owner, generation, at_ms, detail, prev_hash, hash)
 			SELECT 'ghost', wseq, task_id, kind, owner, generation, at_ms, detail, prev_hash, hash FROM events WHERE workflow_id = 'aa'`)
-		rep, err := e.s.VerifyHistory(e.ctx)
+		rep, err := e.S.VerifyHistory(e.Ctx)
 		if !errors.Is(err, tg.ErrBrokenChain) || rep.Broken == nil || rep.Broken.WorkflowID != "ghost" {
 			t.Fatalf("orphan events: %+v %v", rep.Broken, err)
 		}
@@ -145,11 +145,11 @@ func testPrune(t *testing.T, h Harness) {
 	finish := func(wf string, nodes ...string) {
 		t.Helper()
 		for _, n := range nodes {
-			c, ok := e.claimNext(t, "w", wf)
+			c, ok := e.ClaimNext(t, "w", wf)
 			if !ok || c.Task.NodeID != n {
 				t.Fatalf("%s: claimed %q (ok=%v), want %s", wf, c.Task.NodeID, ok, n)
 			}
-			if _, err := e.s.Complete(e.ctx, holder(c), json.RawMessage(`1`)); err != nil {
+			if _, err := e.S.Complete(e.Ctx, holder(c), json.RawMessage(`1`)); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -158,19 +158,19 @@ func testPrune(t *testing.T, h Harness) {
 	e.createGraph(t, "old-done", []string{"a", "b"}, map[string][]string{"b": {"a"}})
 	finish("old-done", "a", "b")
 	e.createGraph(t, "old-failed", []string{"a", "b", "c"}, map[string][]string{"b": {"a"}, "c": {"a", "b"}})
-	cf, _ := e.claimNext(t, "w", "old-failed")
-	if _, err := e.s.Fail(e.ctx, holder(cf), "no", false); err != nil {
+	cf, _ := e.ClaimNext(t, "w", "old-failed")
+	if _, err := e.S.Fail(e.Ctx, holder(cf), "no", false); err != nil {
 		t.Fatal(err)
 	}
 	// Old but unfinished: a task still pending, another claimed.
 	e.createGraph(t, "old-running", []string{"a", "b"}, nil)
 	finish("old-running", "a")
-	e.claimNext(t, "w", "old-running")
+	e.ClaimNext(t, "w", "old-running")
 	// Old, finished, but touched recently.
 	e.createGraph(t, "old-touched", []string{"a"}, nil)
-	e.clock.Advance(47 * time.Hour)
+	e.Clock.Advance(47 * time.Hour)
 	finish("old-touched", "a")
-	e.clock.Advance(time.Hour)
+	e.Clock.Advance(time.Hour)
 	// Recent and finished.
 	e.createGraph(t, "new-done", []string{"a"}, nil)
 	finish("new-done", "a")
@@ -181,12 +181,12 @@ func testPrune(t *testing.T, h Harness) {
 	}
 	heads := map[string]head{}
 	for _, wf := range []string{"old-done", "old-failed"} {
-		rows := e.db.Query(t, `SELECT head_hash, task_count, event_count FROM workflows WHERE workflow_id = ?`, wf)
+		rows := e.DB.Query(t, `SELECT head_hash, task_count, event_count FROM workflows WHERE workflow_id = ?`, wf)
 		if len(rows) != 1 {
 			t.Fatalf("workflow %s: %d rows", wf, len(rows))
 		}
 		h := head{hash: rows[0][0], tasks: atoi(t, rows[0][1]), evnts: atoi(t, rows[0][2])}
-		evs, err := e.s.WorkflowEvents(e.ctx, wf)
+		evs, err := e.S.WorkflowEvents(e.Ctx, wf)
 		if err != nil || len(evs) == 0 || evs[len(evs)-1].Hash != h.hash || int64(len(evs)) != h.evnts {
 			t.Fatalf("%s head %+v does not match its %d events (%v)", wf, h, len(evs), err)
 		}
@@ -194,7 +194,7 @@ func testPrune(t *testing.T, h Harness) {
 	}
 	count := func(q string) int64 {
 		t.Helper()
-		return e.count(t, q)
+		return e.Count(t, q)
 	}
 	const prunedTasks = `(SELECT seq FROM tasks WHERE workflow_id IN ('old-done', 'old-failed'))`
 	if n := count(`SELECT COUNT(*) FROM edges WHERE task_seq IN ` + prunedTasks + ` OR dep_seq IN ` + prunedTasks); n != 4 {
@@ -202,8 +202,8 @@ func testPrune(t *testing.T, h Harness) {
 	}
 	keptEdges := count(`SELECT COUNT(*) FROM edges`) - 4
 
-	cutoff := e.clock.Now().Add(-24 * time.Hour)
-	res, err := e.s.Prune(e.ctx, cutoff)
+	cutoff := e.Clock.Now().Add(-24 * time.Hour)
+	res, err := e.S.Prune(e.Ctx, cutoff)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -223,45 +223,45 @@ func testPrune(t *testing.T, h Harness) {
 				t.Errorf("%s: %d rows left by %s", wf, n, q)
 			}
 		}
-		if _, err := e.s.Workflow(e.ctx, wf); !errors.Is(err, tg.ErrNotFound) {
+		if _, err := e.S.Workflow(e.Ctx, wf); !errors.Is(err, tg.ErrNotFound) {
 			t.Errorf("%s still readable: %v", wf, err)
 		}
-		rows := e.db.Query(t, `SELECT head_hash, task_count, event_count, pruned_at_ms FROM pruned_workflows WHERE workflow_id = ?`, wf)
+		rows := e.DB.Query(t, `SELECT head_hash, task_count, event_count, pruned_at_ms FROM pruned_workflows WHERE workflow_id = ?`, wf)
 		if len(rows) != 1 {
 			t.Fatalf("%s: %d pruned_workflows records, want 1", wf, len(rows))
 		}
 		got := head{hash: rows[0][0], tasks: atoi(t, rows[0][1]), evnts: atoi(t, rows[0][2])}
 		at := atoi(t, rows[0][3])
-		if got != heads[wf] || at != e.clock.Now().UnixMilli() {
-			t.Errorf("%s pruned record %+v at %d, want %+v at %d", wf, got, at, heads[wf], e.clock.Now().UnixMilli())
+		if got != heads[wf] || at != e.Clock.Now().UnixMilli() {
+			t.Errorf("%s pruned record %+v at %d, want %+v at %d", wf, got, at, heads[wf], e.Clock.Now().UnixMilli())
 		}
 	}
 	if n := count(`SELECT COUNT(*) FROM edges`); n != keptEdges {
 		t.Errorf("%d edges left, want %d", n, keptEdges)
 	}
 	for _, wf := range []string{"old-running", "old-touched", "new-done"} {
-		if _, err := e.s.Workflow(e.ctx, wf); err != nil {
+		if _, err := e.S.Workflow(e.Ctx, wf); err != nil {
 			t.Errorf("%s was pruned: %v", wf, err)
 		}
 	}
-	rep := e.verify(t)
+	rep := e.Verify(t)
 	if rep.Workflows != 3 {
 		t.Fatalf("%d workflows verified, want 3", rep.Workflows)
 	}
 	// Nothing more to prune at the same cutoff.
-	before := e.db.Snapshot(t)
-	if res, err := e.s.Prune(e.ctx, cutoff); err != nil || len(res.Workflows) != 0 {
+	before := e.DB.Snapshot(t)
+	if res, err := e.S.Prune(e.Ctx, cutoff); err != nil || len(res.Workflows) != 0 {
 		t.Fatalf("second prune: %+v %v", res, err)
 	}
-	if e.db.Snapshot(t) != before {
+	if e.DB.Snapshot(t) != before {
 		t.Fatal("a prune with nothing to remove wrote")
 	}
 	// A pruned workflow id can be used again; it starts a new chain.
-	e.create(t, "old-done", "a")
-	if evs, _ := e.s.WorkflowEvents(e.ctx, "old-done"); len(evs) != 1 || evs[0].Seq != 1 || evs[0].PrevHash != "" {
+	e.Create(t, "old-done", "a")
+	if evs, _ := e.S.WorkflowEvents(e.Ctx, "old-done"); len(evs) != 1 || evs[0].Seq != 1 || evs[0].PrevHash != "" {
 		t.Fatalf("re-created workflow's chain: %+v", evs)
 	}
-	e.verify(t)
+	e.Verify(t)
 }
 
 // Prune works through more finished workflows than one batch holds.
@@ -270,21 +270,21 @@ func testPruneManyWorkflows(t *testing.T, h Harness) {
 	const n = 250
 	for i := 0; i < n; i++ {
 		wf := fmt.Sprintf("wf%03d", i)
-		e.create(t, wf, "a")
-		if _, err := e.s.AbortWorkflow(e.ctx, wf, alice); err != nil {
+		e.Create(t, wf, "a")
+		if _, err := e.S.AbortWorkflow(e.Ctx, wf, alice); err != nil {
 			t.Fatal(err)
 		}
-		e.clock.Advance(time.Millisecond)
+		e.Clock.Advance(time.Millisecond)
 	}
-	e.create(t, "live", "a")
-	res, err := e.s.Prune(e.ctx, e.clock.Now().Add(time.Millisecond))
+	e.Create(t, "live", "a")
+	res, err := e.S.Prune(e.Ctx, e.Clock.Now().Add(time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(res.Workflows) != n || res.Workflows[0] != "wf000" || res.Workflows[n-1] != fmt.Sprintf("wf%03d", n-1) || res.Tasks != n || res.Events != 2*n {
 		t.Fatalf("pruned %d workflows (%v ... ), %d tasks, %d events", len(res.Workflows), res.Workflows[:3], res.Tasks, res.Events)
 	}
-	if rep := e.verify(t); rep.Workflows != 1 {
+	if rep := e.Verify(t); rep.Workflows != 1 {
 		t.Fatalf("%+v", rep)
 	}
 }

@@ -36,7 +36,7 @@ var keyTests = []test{
 // when limit is not nil, that limit.
 func (e *env) createKeyed(t *testing.T, wf, node, key string, limit *tg.KeyLimit) tg.Task {
 	t.Helper()
-	c, err := e.s.CreateTask(e.ctx, wf, tg.NodeSpec{NodeID: node, Payload: json.RawMessage(`{}`), ConcurrencyKey: key, KeyLimit: limit})
+	c, err := e.S.CreateTask(e.Ctx, wf, tg.NodeSpec{NodeID: node, Payload: json.RawMessage(`{}`), ConcurrencyKey: key, KeyLimit: limit})
 	if err != nil {
 		t.Fatalf("create %s/%s with key %s: %v", wf, node, key, err)
 	}
@@ -48,7 +48,7 @@ func (e *env) createKeyed(t *testing.T, wf, node, key string, limit *tg.KeyLimit
 
 func (e *env) key(t *testing.T, key string) tg.Key {
 	t.Helper()
-	k, ok, err := e.s.KeyInfo(e.ctx, key)
+	k, ok, err := e.S.KeyInfo(e.Ctx, key)
 	if err != nil || !ok {
 		t.Fatalf("key %s: ok=%v err=%v", key, ok, err)
 	}
@@ -59,7 +59,7 @@ func (e *env) key(t *testing.T, key string) tg.Key {
 // claimed tasks of the key are both want.
 func (e *env) wantClaimedOfKey(t *testing.T, key string, want int) {
 	t.Helper()
-	stored := e.count(t, `SELECT COUNT(*) FROM tasks WHERE concurrency_key = ? AND state = 'claimed'`, key)
+	stored := e.Count(t, `SELECT COUNT(*) FROM tasks WHERE concurrency_key = ? AND state = 'claimed'`, key)
 	if k := e.key(t, key); k.Claimed != want || stored != int64(want) {
 		t.Fatalf("key %s: counter %d, %d tasks stored claimed; want %d", key, k.Claimed, stored, want)
 	}
@@ -74,7 +74,7 @@ func testKeyLimitHoldsUnderConcurrentClaimers(t *testing.T, h Harness) {
 		e.createKeyed(t, "a", fmt.Sprintf("k%02d", i), "llm", lim)
 	}
 	for i := range 3 {
-		e.create(t, "a", fmt.Sprintf("plain%d", i))
+		e.Create(t, "a", fmt.Sprintf("plain%d", i))
 	}
 	const claimers = 10
 	var wg sync.WaitGroup
@@ -84,7 +84,7 @@ func testKeyLimitHoldsUnderConcurrentClaimers(t *testing.T, h Harness) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			c, ok, err := e.s.Claim(e.ctx, tg.ClaimRequest{Owner: fmt.Sprintf("w%d", i), Lease: time.Minute})
+			c, ok, err := e.S.Claim(e.Ctx, tg.ClaimRequest{Owner: fmt.Sprintf("w%d", i), Lease: time.Minute})
 			if err != nil {
 				errs <- err
 				return
@@ -112,7 +112,7 @@ func testKeyLimitHoldsUnderConcurrentClaimers(t *testing.T, h Harness) {
 		t.Fatalf("%d claimers got %d tasks of key llm (cap 2) and %d without a key (3 ready), want 2 and 3", claimers, keyed, plain)
 	}
 	e.wantClaimedOfKey(t, "llm", 2)
-	if c, ok := e.claimNext(t, "late", ""); ok {
+	if c, ok := e.ClaimNext(t, "late", ""); ok {
 		t.Fatalf("claim-next with the key full and nothing else ready took %s", c.Task.NodeID)
 	}
 }
@@ -128,18 +128,18 @@ func testKeySlotFreesOnEveryEnd(t *testing.T, h Harness) {
 		name string
 		end  func(c tg.Claimed) error
 	}{
-		{"complete", func(c tg.Claimed) error { _, err := e.s.Complete(e.ctx, holder(c), json.RawMessage(`1`)); return err }},
-		{"fail", func(c tg.Claimed) error { _, err := e.s.Fail(e.ctx, holder(c), "boom", false); return err }},
-		{"fail-retryable", func(c tg.Claimed) error { _, err := e.s.Fail(e.ctx, holder(c), "again", true); return err }},
-		{"release", func(c tg.Claimed) error { _, err := e.s.Release(e.ctx, holder(c)); return err }},
-		{"cancel", func(c tg.Claimed) error { _, err := e.s.Cancel(e.ctx, holder(c)); return err }},
+		{"complete", func(c tg.Claimed) error { _, err := e.S.Complete(e.Ctx, holder(c), json.RawMessage(`1`)); return err }},
+		{"fail", func(c tg.Claimed) error { _, err := e.S.Fail(e.Ctx, holder(c), "boom", false); return err }},
+		{"fail-retryable", func(c tg.Claimed) error { _, err := e.S.Fail(e.Ctx, holder(c), "again", true); return err }},
+		{"release", func(c tg.Claimed) error { _, err := e.S.Release(e.Ctx, holder(c)); return err }},
+		{"cancel", func(c tg.Claimed) error { _, err := e.S.Cancel(e.Ctx, holder(c)); return err }},
 		{"operator-cancel", func(c tg.Claimed) error {
-			_, _, err := e.s.CancelTask(e.ctx, c.Task.TaskID, "not needed")
+			_, _, err := e.S.CancelTask(e.Ctx, c.Task.TaskID, "not needed")
 			return err
 		}},
 		{"expiry", func(c tg.Claimed) error {
-			e.clock.Advance(2 * time.Minute)
-			_, err := e.s.ExpireLeases(e.ctx)
+			e.Clock.Advance(2 * time.Minute)
+			_, err := e.S.ExpireLeases(e.Ctx)
 			return err
 		}},
 	}
@@ -152,7 +152,7 @@ func testKeySlotFreesOnEveryEnd(t *testing.T, h Harness) {
 		if !ok {
 			t.Fatalf("before %s: claim-next found nothing with the key's slot free", end.name)
 		}
-		if _, ok := e.claimNext(t, "w2", ""); ok {
+		if _, ok := e.ClaimNext(t, "w2", ""); ok {
 			t.Fatalf("before %s: a second claim-next took a task of a key capped at 1", end.name)
 		}
 		e.wantClaimedOfKey(t, "k", 1)
@@ -167,20 +167,20 @@ func testKeySlotFreesOnEveryEnd(t *testing.T, h Harness) {
 	if !ok {
 		t.Fatal("claim-next found nothing with the key's slot free")
 	}
-	e.clock.Advance(2 * time.Minute)
-	re := e.claim(t, "w3", c.Task.TaskID, time.Minute)
+	e.Clock.Advance(2 * time.Minute)
+	re := e.Claim(t, "w3", c.Task.TaskID, time.Minute)
 	if re.Lease.Generation != c.Lease.Generation+1 {
 		t.Fatalf("reclaim by id: generation %d after %d", re.Lease.Generation, c.Lease.Generation)
 	}
 	e.wantClaimedOfKey(t, "k", 1)
-	if rep := e.verify(t); rep.Broken != nil {
+	if rep := e.Verify(t); rep.Broken != nil {
 		t.Fatalf("the history does not verify: %+v", rep.Broken)
 	}
 }
 
 func (e *env) claimNextLease(t *testing.T, owner string, d time.Duration) (tg.Claimed, bool) {
 	t.Helper()
-	c, ok, err := e.s.Claim(e.ctx, tg.ClaimRequest{Owner: owner, Lease: d})
+	c, ok, err := e.S.Claim(e.Ctx, tg.ClaimRequest{Owner: owner, Lease: d})
 	if err != nil {
 		t.Fatalf("claim-next by %s: %v", owner, err)
 	}
@@ -196,20 +196,20 @@ func testKeyRateByServerTime(t *testing.T, h Harness) {
 	for i := range 5 {
 		e.createKeyed(t, "a", fmt.Sprintf("r%d", i), "api", lim)
 	}
-	start := e.clock.Now()
-	c0, ok := e.claimNext(t, "w", "")
+	start := e.Clock.Now()
+	c0, ok := e.ClaimNext(t, "w", "")
 	if !ok {
 		t.Fatal("first claim refused")
 	}
-	e.clock.Advance(400 * time.Millisecond)
-	if _, ok := e.claimNext(t, "w", ""); !ok {
+	e.Clock.Advance(400 * time.Millisecond)
+	if _, ok := e.ClaimNext(t, "w", ""); !ok {
 		t.Fatal("second claim within the rate refused")
 	}
 	// Completing frees no rate: the rate counts claims, not claimed tasks.
-	if _, err := e.s.Complete(e.ctx, holder(c0), json.RawMessage(`1`)); err != nil {
+	if _, err := e.S.Complete(e.Ctx, holder(c0), json.RawMessage(`1`)); err != nil {
 		t.Fatal(err)
 	}
-	got, ok := e.claimNext(t, "w", "")
+	got, ok := e.ClaimNext(t, "w", "")
 	if ok {
 		t.Fatalf("third claim within one second granted (%s)", got.Task.NodeID)
 	}
@@ -219,24 +219,24 @@ func testKeyRateByServerTime(t *testing.T, h Harness) {
 	if k := e.key(t, "api"); !k.NextClaimableAt.Equal(start.Add(time.Second)) {
 		t.Fatalf("key api: next claimable at %v, want %v", k.NextClaimableAt, start.Add(time.Second))
 	}
-	e.clock.Advance(599 * time.Millisecond) // 1 ms before the first claim leaves the window
-	if _, ok := e.claimNext(t, "w", ""); ok {
+	e.Clock.Advance(599 * time.Millisecond) // 1 ms before the first claim leaves the window
+	if _, ok := e.ClaimNext(t, "w", ""); ok {
 		t.Fatal("claim 1 ms before the window moved on granted")
 	}
-	e.clock.Advance(time.Millisecond)
-	if _, ok := e.claimNext(t, "w", ""); !ok {
+	e.Clock.Advance(time.Millisecond)
+	if _, ok := e.ClaimNext(t, "w", ""); !ok {
 		t.Fatal("claim once the first left the window refused")
 	}
 	// A claim by id is held to the rate too, and says when.
 	left := e.listKeyPending(t, "api")
-	_, _, err := e.s.Claim(e.ctx, tg.ClaimRequest{Owner: "w", TaskID: left, Lease: time.Minute})
+	_, _, err := e.S.Claim(e.Ctx, tg.ClaimRequest{Owner: "w", TaskID: left, Lease: time.Minute})
 	wantConflict(t, err, "claims per 1s")
-	e.wantState(t, left, tg.StatePending)
+	e.WantState(t, left, tg.StatePending)
 }
 
 func (e *env) listKeyPending(t *testing.T, key string) string {
 	t.Helper()
-	rows := e.db.Query(t, `SELECT task_id FROM tasks WHERE concurrency_key = ? AND state = 'pending' ORDER BY seq LIMIT 1`, key)
+	rows := e.DB.Query(t, `SELECT task_id FROM tasks WHERE concurrency_key = ? AND state = 'pending' ORDER BY seq LIMIT 1`, key)
 	if len(rows) != 1 {
 		t.Fatalf("no pending task of key %s", key)
 	}
@@ -254,13 +254,13 @@ func testKeyFreedSlotWakesParkedClaim(t *testing.T, h Harness) {
 	if !ok {
 		t.Fatal("first claim refused")
 	}
-	ctx, cancel := context.WithCancel(e.ctx)
+	ctx, cancel := context.WithCancel(e.Ctx)
 	defer cancel()
 	out := make(chan parkedResult, 1)
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	e.parkWaiters(t, ctx, 1, "", out, &wg)
-	if _, err := e.s.Complete(e.ctx, holder(c), json.RawMessage(`1`)); err != nil {
+	if _, err := e.S.Complete(e.Ctx, holder(c), json.RawMessage(`1`)); err != nil {
 		t.Fatal(err)
 	}
 	testwait.Recv(t, "the parked claim's answer", out).wantWoken(t, two.TaskID, "the end of the key's claim")
@@ -275,41 +275,41 @@ func testKeyLimitChangedByOperator(t *testing.T, h Harness) {
 	for i := range 4 {
 		e.createKeyed(t, "a", fmt.Sprintf("t%d", i), "k", lim)
 	}
-	if _, ok := e.claimNext(t, "w", ""); !ok {
+	if _, ok := e.ClaimNext(t, "w", ""); !ok {
 		t.Fatal("first claim refused")
 	}
-	if _, ok := e.claimNext(t, "w", ""); ok {
+	if _, ok := e.ClaimNext(t, "w", ""); ok {
 		t.Fatal("a claim past the cap granted")
 	}
-	k, err := e.s.SetKeyLimit(e.ctx, "k", tg.KeyLimit{MaxClaimed: 3}, bob)
+	k, err := e.S.SetKeyLimit(e.Ctx, "k", tg.KeyLimit{MaxClaimed: 3}, bob)
 	if err != nil || k.Limit.MaxClaimed != 3 || k.Claimed != 1 || k.UpdatedBy != "bob" {
 		t.Fatalf("raise the cap: %+v %v", k, err)
 	}
 	for i := range 2 {
-		if _, ok := e.claimNext(t, "w", ""); !ok {
+		if _, ok := e.ClaimNext(t, "w", ""); !ok {
 			t.Fatalf("claim %d under the raised cap refused", i+2)
 		}
 	}
-	if _, ok := e.claimNext(t, "w", ""); ok {
+	if _, ok := e.ClaimNext(t, "w", ""); ok {
 		t.Fatal("a claim past the raised cap granted")
 	}
 	// Lowered below what is claimed: the claims run on, none is added.
-	if _, err := e.s.SetKeyLimit(e.ctx, "k", tg.KeyLimit{MaxClaimed: 1}, bob); err != nil {
+	if _, err := e.S.SetKeyLimit(e.Ctx, "k", tg.KeyLimit{MaxClaimed: 1}, bob); err != nil {
 		t.Fatal(err)
 	}
 	e.wantClaimedOfKey(t, "k", 3)
-	if _, ok := e.claimNext(t, "w", ""); ok {
+	if _, ok := e.ClaimNext(t, "w", ""); ok {
 		t.Fatal("a claim past the lowered cap granted")
 	}
 	// Lifted: no limit.
-	if _, err := e.s.SetKeyLimit(e.ctx, "k", tg.KeyLimit{}, alice); err != nil {
+	if _, err := e.S.SetKeyLimit(e.Ctx, "k", tg.KeyLimit{}, alice); err != nil {
 		t.Fatal(err)
 	}
-	if _, ok := e.claimNext(t, "w", ""); !ok {
+	if _, ok := e.ClaimNext(t, "w", ""); !ok {
 		t.Fatal("a claim of a key without a limit refused")
 	}
 	// Refused changes write nothing and name the field.
-	before := e.db.Snapshot(t)
+	before := e.DB.Snapshot(t)
 	for _, bad := range []struct {
 		key   string
 		limit tg.KeyLimit
@@ -323,16 +323,16 @@ func testKeyLimitChangedByOperator(t *testing.T, h Harness) {
 		{"bad key!", tg.KeyLimit{}, bob, "key"},
 		{"k", tg.KeyLimit{}, tg.Operator{Name: "bob"}, "reason"},
 	} {
-		if _, err := e.s.SetKeyLimit(e.ctx, bad.key, bad.limit, bad.op); !errors.Is(err, tg.ErrInvalid) || !strings.Contains(err.Error(), bad.field) {
+		if _, err := e.S.SetKeyLimit(e.Ctx, bad.key, bad.limit, bad.op); !errors.Is(err, tg.ErrInvalid) || !strings.Contains(err.Error(), bad.field) {
 			t.Fatalf("SetKeyLimit(%q, %+v): %v, want ErrInvalid naming %s", bad.key, bad.limit, err, bad.field)
 		}
 	}
-	e.unchanged(t, before, "refused limit changes")
-	rows := e.db.Query(t, `SELECT detail FROM audit_chain WHERE kind = ? ORDER BY seq`, tg.AuditLimit)
+	e.Unchanged(t, before, "refused limit changes")
+	rows := e.DB.Query(t, `SELECT detail FROM audit_chain WHERE kind = ? ORDER BY seq`, tg.AuditLimit)
 	if len(rows) != 3 || !strings.Contains(rows[0][0], `"operator":"bob"`) || !strings.Contains(rows[2][0], `"operator":"alice"`) || !strings.Contains(rows[0][0], `"max_claimed":3`) {
 		t.Fatalf("the audit chain's limit entries: %v", rows)
 	}
-	if rep := e.verify(t); rep.Broken != nil {
+	if rep := e.Verify(t); rep.Broken != nil {
 		t.Fatalf("the history does not verify: %+v", rep.Broken)
 	}
 }
@@ -343,7 +343,7 @@ func testKeyLimitChangedByOperator(t *testing.T, h Harness) {
 func testKeyCreateRules(t *testing.T, h Harness) {
 	e := setup(t, h)
 	one := &tg.KeyLimit{MaxClaimed: 1}
-	before := e.db.Snapshot(t)
+	before := e.DB.Snapshot(t)
 	for _, bad := range []struct {
 		spec  tg.NodeSpec
 		field string
@@ -354,27 +354,27 @@ func testKeyCreateRules(t *testing.T, h Harness) {
 		{tg.NodeSpec{NodeID: "x", ConcurrencyKey: "k", KeyLimit: &tg.KeyLimit{MaxClaimed: tg.MaxKeyClaimed + 1}}, "concurrency_max_claimed"},
 		{tg.NodeSpec{NodeID: "x", ConcurrencyKey: "k", KeyLimit: &tg.KeyLimit{Rate: 3}}, "concurrency_rate_interval_ms"},
 	} {
-		if _, err := e.s.CreateTask(e.ctx, "a", bad.spec); !errors.Is(err, tg.ErrInvalid) || !strings.Contains(err.Error(), bad.field) {
+		if _, err := e.S.CreateTask(e.Ctx, "a", bad.spec); !errors.Is(err, tg.ErrInvalid) || !strings.Contains(err.Error(), bad.field) {
 			t.Fatalf("create %+v: %v, want ErrInvalid naming %s", bad.spec, err, bad.field)
 		}
 	}
-	e.unchanged(t, before, "refused creates")
+	e.Unchanged(t, before, "refused creates")
 	e.createKeyed(t, "a", "x", "k", nil)
 	if k := e.key(t, "k"); k.Limit != (tg.KeyLimit{}) {
 		t.Fatalf("a key created without a limit has %+v", k.Limit)
 	}
 	e.createKeyed(t, "a", "y", "k", one) // sets it: it had none
 	e.createKeyed(t, "a", "z", "k", one) // repeats it
-	if _, err := e.s.CreateTask(e.ctx, "a", tg.NodeSpec{NodeID: "w", ConcurrencyKey: "k", KeyLimit: &tg.KeyLimit{MaxClaimed: 5}}); !errors.Is(err, tg.ErrConflict) || !strings.Contains(err.Error(), "admin limit") {
+	if _, err := e.S.CreateTask(e.Ctx, "a", tg.NodeSpec{NodeID: "w", ConcurrencyKey: "k", KeyLimit: &tg.KeyLimit{MaxClaimed: 5}}); !errors.Is(err, tg.ErrConflict) || !strings.Contains(err.Error(), "admin limit") {
 		t.Fatalf("create changing a key's limit: %v, want a conflict", err)
 	}
-	if _, err := e.s.CreateTask(e.ctx, "a", tg.NodeSpec{NodeID: "x", Payload: json.RawMessage(`{}`), ConcurrencyKey: "other"}); !errors.Is(err, tg.ErrConflict) || !strings.Contains(err.Error(), "concurrency_key") {
+	if _, err := e.S.CreateTask(e.Ctx, "a", tg.NodeSpec{NodeID: "x", Payload: json.RawMessage(`{}`), ConcurrencyKey: "other"}); !errors.Is(err, tg.ErrConflict) || !strings.Contains(err.Error(), "concurrency_key") {
 		t.Fatalf("create of node x again with another key: %v, want a conflict naming concurrency_key", err)
 	}
-	if c, err := e.s.CreateTask(e.ctx, "a", tg.NodeSpec{NodeID: "x", Payload: json.RawMessage(`{}`), ConcurrencyKey: "k"}); err != nil || c.Created {
+	if c, err := e.S.CreateTask(e.Ctx, "a", tg.NodeSpec{NodeID: "x", Payload: json.RawMessage(`{}`), ConcurrencyKey: "k"}); err != nil || c.Created {
 		t.Fatalf("identical create: created=%v err=%v", c.Created, err)
 	}
-	evs := e.events(t, e.listKeyPending(t, "k"))
+	evs := e.Events(t, e.listKeyPending(t, "k"))
 	if len(evs) == 0 || !strings.Contains(string(evs[0].Detail), `"concurrency_key":"k"`) {
 		t.Fatalf("the create event does not name the key: %s", evs[0].Detail)
 	}
@@ -387,11 +387,11 @@ func testKeyClaimByID(t *testing.T, h Harness) {
 	lim := &tg.KeyLimit{MaxClaimed: 1}
 	a := e.createKeyed(t, "a", "a", "k", lim)
 	b := e.createKeyed(t, "a", "b", "k", lim)
-	e.claim(t, "w", a.TaskID, time.Minute)
-	before := e.db.Snapshot(t)
-	_, _, err := e.s.Claim(e.ctx, tg.ClaimRequest{Owner: "w", TaskID: b.TaskID, Lease: time.Minute})
+	e.Claim(t, "w", a.TaskID, time.Minute)
+	before := e.DB.Snapshot(t)
+	_, _, err := e.S.Claim(e.Ctx, tg.ClaimRequest{Owner: "w", TaskID: b.TaskID, Lease: time.Minute})
 	wantConflict(t, err, "concurrency key k has its maximum of 1")
-	e.unchanged(t, before, "a refused claim by id")
+	e.Unchanged(t, before, "a refused claim by id")
 }
 
 // The proof of issue 27 (items 1 and 2), on the injected clock: 1,000
@@ -409,7 +409,7 @@ func testKeyThousandTasks(t *testing.T, h Harness) {
 	for i := range nodes {
 		nodes[i] = tg.NodeSpec{NodeID: fmt.Sprintf("t%04d", i), ConcurrencyKey: "provider", KeyLimit: &lim}
 	}
-	if _, err := e.s.CreateWorkflow(e.ctx, "proof", nodes); err != nil {
+	if _, err := e.S.CreateWorkflow(e.Ctx, "proof", nodes); err != nil {
 		t.Fatal(err)
 	}
 	done := 0
@@ -422,7 +422,7 @@ func testKeyThousandTasks(t *testing.T, h Harness) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				got[w], oks[w], errs[w] = e.s.Claim(e.ctx, tg.ClaimRequest{Owner: "w" + strconv.Itoa(w), Lease: time.Minute})
+				got[w], oks[w], errs[w] = e.S.Claim(e.Ctx, tg.ClaimRequest{Owner: "w" + strconv.Itoa(w), Lease: time.Minute})
 			}()
 		}
 		wg.Wait()
@@ -440,7 +440,7 @@ func testKeyThousandTasks(t *testing.T, h Harness) {
 		}
 		for w := range workers {
 			if oks[w] {
-				if _, err := e.s.Complete(e.ctx, holder(got[w]), json.RawMessage(`1`)); err != nil {
+				if _, err := e.S.Complete(e.Ctx, holder(got[w]), json.RawMessage(`1`)); err != nil {
 					t.Fatal(err)
 				}
 				done++
@@ -450,16 +450,16 @@ func testKeyThousandTasks(t *testing.T, h Harness) {
 			// Held back by the rate: on to the time the answer names.
 			step := 50 * time.Millisecond
 			for w := range workers {
-				if at := got[w].NextClaimableAt; !at.IsZero() && at.After(e.clock.Now()) {
-					step = at.Sub(e.clock.Now())
+				if at := got[w].NextClaimableAt; !at.IsZero() && at.After(e.Clock.Now()) {
+					step = at.Sub(e.Clock.Now())
 				}
 			}
-			e.clock.Advance(step)
+			e.Clock.Advance(step)
 		}
 		return done == n, int64(done)
 	})
 	// The history, in chain order, with its server times.
-	rows := e.db.Query(t, `SELECT kind, at_ms FROM events WHERE workflow_id = 'proof' AND kind IN ('claim', 'complete') ORDER BY wseq`)
+	rows := e.DB.Query(t, `SELECT kind, at_ms FROM events WHERE workflow_id = 'proof' AND kind IN ('claim', 'complete') ORDER BY wseq`)
 	var claims []int64
 	held, most := 0, 0
 	for _, r := range rows {
@@ -487,7 +487,7 @@ func testKeyThousandTasks(t *testing.T, h Harness) {
 			t.Fatalf("claims %d..%d (11 of them) within %d ms: more than 10 claims in one second", i, j, claims[j]-claims[i])
 		}
 	}
-	if got := e.count(t, `SELECT COUNT(*) FROM tasks WHERE workflow_id = 'proof' AND state = 'completed'`); got != n {
+	if got := e.Count(t, `SELECT COUNT(*) FROM tasks WHERE workflow_id = 'proof' AND state = 'completed'`); got != n {
 		t.Fatalf("%d tasks completed, want %d", got, n)
 	}
 	e.wantClaimedOfKey(t, "provider", 0)
@@ -500,7 +500,7 @@ func (e *env) createKeyedSpec(t *testing.T, wf string, spec tg.NodeSpec) tg.Task
 	if spec.Payload == nil {
 		spec.Payload = json.RawMessage(`{}`)
 	}
-	c, err := e.s.CreateTask(e.ctx, wf, spec)
+	c, err := e.S.CreateTask(e.Ctx, wf, spec)
 	if err != nil {
 		t.Fatalf("create %s/%s: %v", wf, spec.NodeID, err)
 	}
@@ -515,7 +515,7 @@ func (e *env) createKeyedSpec(t *testing.T, wf string, spec tg.NodeSpec) tg.Task
 // is the last one's opening, marked a lower bound.
 func testKeyNextClaimableAt(t *testing.T, h Harness) {
 	e := setup(t, h)
-	start := e.clock.Now()
+	start := e.Clock.Now()
 	rate := func(d time.Duration) *tg.KeyLimit { return &tg.KeyLimit{Rate: 1, RateInterval: d} }
 	// Each key: two tasks, the first claimed now, so the second waits for
 	// the key's rate.
@@ -537,7 +537,7 @@ func testKeyNextClaimableAt(t *testing.T, h Harness) {
 				first = task
 			}
 		}
-		c, _, err := e.s.Claim(e.ctx, tg.ClaimRequest{Owner: "w", TaskID: first.TaskID, Capabilities: k.requires})
+		c, _, err := e.S.Claim(e.Ctx, tg.ClaimRequest{Owner: "w", TaskID: first.TaskID, Capabilities: k.requires})
 		if err != nil {
 			t.Fatalf("claim the first task of key %s: %v", k.key, err)
 		}
@@ -553,7 +553,7 @@ func testKeyNextClaimableAt(t *testing.T, h Harness) {
 		{"a", []string{"gpu"}, 1500 * time.Millisecond}, // gpu now counts
 		{"other", []string{"gpu"}, time.Second},
 	} {
-		got, ok, err := e.s.Claim(e.ctx, tg.ClaimRequest{Owner: "w", WorkflowID: c.wf, Capabilities: c.caps})
+		got, ok, err := e.S.Claim(e.Ctx, tg.ClaimRequest{Owner: "w", WorkflowID: c.wf, Capabilities: c.caps})
 		if err != nil || ok {
 			t.Fatalf("claim-next in %q with %v: ok=%v err=%v, want nothing claimable", c.wf, c.caps, ok, err)
 		}
@@ -562,26 +562,26 @@ func testKeyNextClaimableAt(t *testing.T, h Harness) {
 		}
 	}
 	// A workflow with no keyed task: no rate holds anything back for it.
-	e.create(t, "plainwf", "p0")
-	if _, ok := e.claimNext(t, "w", "plainwf"); !ok {
+	e.Create(t, "plainwf", "p0")
+	if _, ok := e.ClaimNext(t, "w", "plainwf"); !ok {
 		t.Fatal("claim-next of a plain task refused")
 	}
-	if got, ok := e.claimNext(t, "w", "plainwf"); ok || !got.NextClaimableAt.IsZero() {
+	if got, ok := e.ClaimNext(t, "w", "plainwf"); ok || !got.NextClaimableAt.IsZero() {
 		t.Fatalf("claim-next of an empty workflow: ok=%v next claimable at %v, want none", ok, got.NextClaimableAt)
 	}
 
 	// The completion's next claim says it too, and names the pause.
-	_, next, ok, err := e.s.CompleteAndClaim(e.ctx, holder(held["late"]), json.RawMessage(`1`), tg.ClaimRequest{WorkflowID: "a"})
+	_, next, ok, err := e.S.CompleteAndClaim(e.Ctx, holder(held["late"]), json.RawMessage(`1`), tg.ClaimRequest{WorkflowID: "a"})
 	if err != nil || ok {
 		t.Fatalf("complete with a next claim in a: ok=%v err=%v, want accepted with nothing claimable", ok, err)
 	}
 	if want := start.Add(2 * time.Second); !next.NextClaimableAt.Equal(want) || next.Paused != nil {
 		t.Fatalf("next claim in a: next claimable at %v, paused %v; want %v and no pause", next.NextClaimableAt, next.Paused, want)
 	}
-	if _, err := e.s.PauseClaims(e.ctx, "other", tg.Operator{Name: "op", Reason: "test"}); err != nil {
+	if _, err := e.S.PauseClaims(e.Ctx, "other", tg.Operator{Name: "op", Reason: "test"}); err != nil {
 		t.Fatal(err)
 	}
-	_, next, ok, err = e.s.CompleteAndClaim(e.ctx, holder(held["early"]), json.RawMessage(`1`), tg.ClaimRequest{WorkflowID: "other"})
+	_, next, ok, err = e.S.CompleteAndClaim(e.Ctx, holder(held["early"]), json.RawMessage(`1`), tg.ClaimRequest{WorkflowID: "other"})
 	if err != nil || ok || next.Paused == nil || next.Paused.WorkflowID != "other" || !next.NextClaimableAt.IsZero() {
 		t.Fatalf("next claim in paused other: ok=%v err=%v paused=%v next claimable at %v; want the pause and no time (its tasks are not claimable)", ok, err, next.Paused, next.NextClaimableAt)
 	}
@@ -597,20 +597,20 @@ func testKeyNextClaimableAt(t *testing.T, h Harness) {
 		}
 	}
 	for i := range many {
-		if _, ok := e.claimNext(t, "w", "many"); !ok {
+		if _, ok := e.ClaimNext(t, "w", "many"); !ok {
 			t.Fatalf("claim %d in many refused", i)
 		}
 	}
 	e.createKeyed(t, "b", "b0", "bkey", rate(2*time.Hour))
 	e.createKeyed(t, "b", "b1", "bkey", nil)
-	if _, ok := e.claimNext(t, "w", "b"); !ok {
+	if _, ok := e.ClaimNext(t, "w", "b"); !ok {
 		t.Fatal("first claim in b refused")
 	}
-	got, ok := e.claimNext(t, "w", "b")
+	got, ok := e.ClaimNext(t, "w", "b")
 	if ok || !got.NextClaimableAt.Equal(start.Add(time.Hour)) || !got.NextClaimableAtLowerBound {
 		t.Fatalf("claim-next in b past the bound: ok=%v next claimable at %v (lower bound %v), want %v as a lower bound", ok, got.NextClaimableAt, got.NextClaimableAtLowerBound, start.Add(time.Hour))
 	}
-	got, ok = e.claimNext(t, "w", "many")
+	got, ok = e.ClaimNext(t, "w", "many")
 	if ok || !got.NextClaimableAt.Equal(start.Add(time.Hour)) || got.NextClaimableAtLowerBound {
 		t.Fatalf("claim-next in many: ok=%v next claimable at %v (lower bound %v), want %v exactly", ok, got.NextClaimableAt, got.NextClaimableAtLowerBound, start.Add(time.Hour))
 	}
@@ -624,51 +624,51 @@ func testKeyNextClaimableAt(t *testing.T, h Harness) {
 func testKeyRowPruned(t *testing.T, h Harness) {
 	e := setup(t, h)
 	rows := func(key string) int64 {
-		return e.count(t, `SELECT COUNT(*) FROM concurrency_keys WHERE key = ?`, key)
+		return e.Count(t, `SELECT COUNT(*) FROM concurrency_keys WHERE key = ?`, key)
 	}
 	e.createKeyed(t, "a", "p0", "plain", nil)
 	e.createKeyed(t, "a", "p1", "plain", nil)
 	e.createKeyed(t, "a", "l0", "limited", &tg.KeyLimit{MaxClaimed: 3})
-	c0, ok := e.claimNext(t, "w", "a")
+	c0, ok := e.ClaimNext(t, "w", "a")
 	if !ok || c0.Task.NodeID != "p0" {
 		t.Fatalf("first claim: ok=%v %s", ok, c0.Task.NodeID)
 	}
-	if _, err := e.s.Complete(e.ctx, holder(c0), json.RawMessage(`1`)); err != nil {
+	if _, err := e.S.Complete(e.Ctx, holder(c0), json.RawMessage(`1`)); err != nil {
 		t.Fatal(err)
 	}
 	// p1 is ready: the row stays.
 	if n := rows("plain"); n != 1 {
 		t.Fatalf("key plain with a ready task: %d rows, want 1", n)
 	}
-	c1, ok := e.claimNext(t, "w", "a")
+	c1, ok := e.ClaimNext(t, "w", "a")
 	if !ok || c1.Task.NodeID != "p1" {
 		t.Fatalf("second claim: ok=%v %s", ok, c1.Task.NodeID)
 	}
-	c2, ok := e.claimNext(t, "w", "a")
+	c2, ok := e.ClaimNext(t, "w", "a")
 	if !ok || c2.Task.NodeID != "l0" {
 		t.Fatalf("third claim: ok=%v %s", ok, c2.Task.NodeID)
 	}
 	// The last claim of plain ends by a release, the other paths' way.
-	if _, err := e.s.Release(e.ctx, holder(c1)); err != nil {
+	if _, err := e.S.Release(e.Ctx, holder(c1)); err != nil {
 		t.Fatal(err)
 	}
 	if n := rows("plain"); n != 1 {
 		t.Fatalf("key plain after a release that made p1 ready again: %d rows, want 1", n)
 	}
-	c1, ok = e.claimNext(t, "w", "a")
+	c1, ok = e.ClaimNext(t, "w", "a")
 	if !ok || c1.Task.NodeID != "p1" {
 		t.Fatalf("claim after the release: ok=%v %s", ok, c1.Task.NodeID)
 	}
-	if _, err := e.s.Complete(e.ctx, holder(c1), json.RawMessage(`1`)); err != nil {
+	if _, err := e.S.Complete(e.Ctx, holder(c1), json.RawMessage(`1`)); err != nil {
 		t.Fatal(err)
 	}
 	if n := rows("plain"); n != 0 {
 		t.Fatalf("key plain, idle with no limit and no ready task: %d rows, want 0 (pruned)", n)
 	}
-	if _, ok, err := e.s.KeyInfo(e.ctx, "plain"); ok || err != nil {
+	if _, ok, err := e.S.KeyInfo(e.Ctx, "plain"); ok || err != nil {
 		t.Fatalf("KeyInfo(plain) after the prune: ok=%v err=%v", ok, err)
 	}
-	if _, err := e.s.Complete(e.ctx, holder(c2), json.RawMessage(`1`)); err != nil {
+	if _, err := e.S.Complete(e.Ctx, holder(c2), json.RawMessage(`1`)); err != nil {
 		t.Fatal(err)
 	}
 	if n := rows("limited"); n != 1 {
@@ -676,7 +676,7 @@ func testKeyRowPruned(t *testing.T, h Harness) {
 	}
 	// The key comes back with its next task, and its claims count again.
 	e.createKeyed(t, "b", "p2", "plain", nil)
-	c3, ok := e.claimNext(t, "w", "b")
+	c3, ok := e.ClaimNext(t, "w", "b")
 	if !ok || c3.Task.NodeID != "p2" {
 		t.Fatalf("claim of a pruned key's new task: ok=%v %s", ok, c3.Task.NodeID)
 	}
@@ -685,20 +685,20 @@ func testKeyRowPruned(t *testing.T, h Harness) {
 	// by hand, as a prune racing the create would) is made again by the
 	// claim: a missing row means no limit.
 	e.createKeyed(t, "b", "p3", "plain", nil)
-	if _, err := e.s.Complete(e.ctx, holder(c3), json.RawMessage(`1`)); err != nil {
+	if _, err := e.S.Complete(e.Ctx, holder(c3), json.RawMessage(`1`)); err != nil {
 		t.Fatal(err)
 	}
-	e.db.Exec(t, `DELETE FROM concurrency_keys WHERE key = ?`, "plain")
-	c4, ok := e.claimNext(t, "w", "b")
+	e.DB.Exec(t, `DELETE FROM concurrency_keys WHERE key = ?`, "plain")
+	c4, ok := e.ClaimNext(t, "w", "b")
 	if !ok || c4.Task.NodeID != "p3" {
 		t.Fatalf("claim of a task whose key has no row: ok=%v %s", ok, c4.Task.NodeID)
 	}
 	e.wantClaimedOfKey(t, "plain", 1)
 	// An operator's limit on a key with no row makes one and is kept.
-	if _, err := e.s.SetKeyLimit(e.ctx, "plain", tg.KeyLimit{MaxClaimed: 1}, tg.Operator{Name: "op", Reason: "cap"}); err != nil {
+	if _, err := e.S.SetKeyLimit(e.Ctx, "plain", tg.KeyLimit{MaxClaimed: 1}, tg.Operator{Name: "op", Reason: "cap"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.s.Complete(e.ctx, holder(c4), json.RawMessage(`1`)); err != nil {
+	if _, err := e.S.Complete(e.Ctx, holder(c4), json.RawMessage(`1`)); err != nil {
 		t.Fatal(err)
 	}
 	if n := rows("plain"); n != 1 {
@@ -733,7 +733,7 @@ func testKeyLockOrder(t *testing.T, h Harness) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				_, err := e.s.CreateWorkflow(e.ctx, fmt.Sprintf("r%d-side%d", r, side), nodes)
+				_, err := e.S.CreateWorkflow(e.Ctx, fmt.Sprintf("r%d-side%d", r, side), nodes)
 				errs <- err
 			}()
 		}
@@ -745,7 +745,7 @@ func testKeyLockOrder(t *testing.T, h Harness) {
 			}
 		}
 	}
-	if n := e.count(t, `SELECT COUNT(*) FROM concurrency_keys`); n != nKeys*rounds {
+	if n := e.Count(t, `SELECT COUNT(*) FROM concurrency_keys`); n != nKeys*rounds {
 		t.Fatalf("%d key rows, want %d", n, nKeys*rounds)
 	}
 	var deadlocks []string

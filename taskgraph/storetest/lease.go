@@ -7,6 +7,7 @@ import (
 
 	"github.com/graph-engineering/graph-engineering-mcp/lease"
 	tg "github.com/graph-engineering/graph-engineering-mcp/taskgraph"
+	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/storetest/stenv"
 )
 
 // leaseTimeTests: lease time runs only while a server's store (Options.Sweep)
@@ -37,7 +38,7 @@ func newServerEnv(t *testing.T, h Harness) *env {
 func (e *env) run(t *testing.T, d time.Duration) {
 	t.Helper()
 	for step := 250 * time.Millisecond; d > 0; d -= step {
-		e.clock.Advance(min(step, d))
+		e.Clock.Advance(min(step, d))
 		e.sync(t)
 	}
 }
@@ -45,14 +46,14 @@ func (e *env) run(t *testing.T, d time.Duration) {
 // sync runs a write: it applies any observed shift and expires lapsed leases.
 func (e *env) sync(t *testing.T) {
 	t.Helper()
-	if _, err := e.s.ExpireLeases(e.ctx); err != nil {
+	if _, err := e.S.ExpireLeases(e.Ctx); err != nil {
 		t.Fatalf("ExpireLeases: %v", err)
 	}
 }
 
 func (e *env) expiry(t *testing.T, id string) time.Time {
 	t.Helper()
-	return e.wantState(t, id, tg.StateClaimed).LeaseExpiresAt
+	return e.WantState(t, id, tg.StateClaimed).LeaseExpiresAt
 }
 
 // reclaimedWithin checks that a claim whose worker died is still live just
@@ -60,10 +61,10 @@ func (e *env) expiry(t *testing.T, id string) time.Time {
 func (e *env) reclaimedWithin(t *testing.T, id string, left time.Duration) {
 	t.Helper()
 	e.run(t, left-250*time.Millisecond)
-	e.wantState(t, id, tg.StateClaimed)
+	e.WantState(t, id, tg.StateClaimed)
 	e.run(t, 250*time.Millisecond)
-	if tk := e.get(t, id); tk.State == tg.StateClaimed {
-		t.Fatalf("the dead worker's claim on %s is still live %s after the server came back (lease expires %v, now %v)", id, left, tk.LeaseExpiresAt, e.clock.Now())
+	if tk := e.Get(t, id); tk.State == tg.StateClaimed {
+		t.Fatalf("the dead worker's claim on %s is still live %s after the server came back (lease expires %v, now %v)", id, left, tk.LeaseExpiresAt, e.Clock.Now())
 	}
 }
 
@@ -87,14 +88,14 @@ func (e *env) wantShiftEvent(t *testing.T, id string, exp time.Time, shift time.
 // worker's claim lapses within one lease after the server is back.
 func testLeaseTimeStopsDuringAPause(t *testing.T, h Harness) {
 	e := newServerEnv(t, h)
-	live := e.create(t, "wf", "live")
-	dead := e.create(t, "wf", "dead")
-	cl := e.claim(t, "w1", live.TaskID, 5*time.Second)
-	e.claim(t, "w2", dead.TaskID, 5*time.Second)
+	live := e.Create(t, "wf", "live")
+	dead := e.Create(t, "wf", "dead")
+	cl := e.Claim(t, "w1", live.TaskID, 5*time.Second)
+	e.Claim(t, "w2", dead.TaskID, 5*time.Second)
 	e.run(t, 2*time.Second) // 3 s left on both
-	e.clock.Advance(8 * time.Second)
-	arrived := e.clock.Now()
-	if _, err := e.s.Heartbeat(tg.WithArrival(e.ctx, arrived), holder(cl), 5*time.Second); err != nil {
+	e.Clock.Advance(8 * time.Second)
+	arrived := e.Clock.Now()
+	if _, err := e.S.Heartbeat(tg.WithArrival(e.Ctx, arrived), holder(cl), 5*time.Second); err != nil {
 		t.Fatalf("the heartbeat that arrived after an 8 s pause was rejected: %v", err)
 	}
 	if got, want := e.expiry(t, dead.TaskID), arrived.Add(3*time.Second); !got.Equal(want) {
@@ -102,10 +103,10 @@ func testLeaseTimeStopsDuringAPause(t *testing.T, h Harness) {
 	}
 	e.wantShiftEvent(t, dead.TaskID, arrived.Add(3*time.Second), 8*time.Second)
 	e.reclaimedWithin(t, dead.TaskID, 3*time.Second)
-	if _, err := e.s.Complete(e.ctx, holder(cl), json.RawMessage(`"ok"`)); err != nil {
+	if _, err := e.S.Complete(e.Ctx, holder(cl), json.RawMessage(`"ok"`)); err != nil {
 		t.Fatalf("complete after the pause: %v", err)
 	}
-	if tk := e.wantState(t, live.TaskID, tg.StateCompleted); tk.Attempts != 1 {
+	if tk := e.WantState(t, live.TaskID, tg.StateCompleted); tk.Attempts != 1 {
 		t.Fatalf("attempts = %d, want 1", tk.Attempts)
 	}
 }
@@ -114,46 +115,46 @@ func testLeaseTimeStopsDuringAPause(t *testing.T, h Harness) {
 // does not fail and nothing cascades.
 func testLeaseTimeIgnoresAForwardClockStep(t *testing.T, h Harness) {
 	e := newServerEnv(t, h)
-	ts, err := e.s.CreateTask(e.ctx, "wf", tg.NodeSpec{NodeID: "last", MaxAttempts: 1})
+	ts, err := e.S.CreateTask(e.Ctx, "wf", tg.NodeSpec{NodeID: "last", MaxAttempts: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
-	after := e.create(t, "wf", "after", "last")
-	c := e.claim(t, "w", ts.Task.TaskID, 5*time.Second)
+	after := e.Create(t, "wf", "after", "last")
+	c := e.Claim(t, "w", ts.Task.TaskID, 5*time.Second)
 	e.run(t, time.Second)
-	e.clock.Step(20 * time.Minute)
+	e.Clock.Step(20 * time.Minute)
 	e.sync(t)
-	if got, want := e.expiry(t, ts.Task.TaskID), e.clock.Now().Add(4*time.Second); !got.Equal(want) {
+	if got, want := e.expiry(t, ts.Task.TaskID), e.Clock.Now().Add(4*time.Second); !got.Equal(want) {
 		t.Fatalf("after a +20 min step the lease expires at %v, want %v", got, want)
 	}
-	if _, err := e.s.Heartbeat(e.ctx, holder(c), 0); err != nil {
+	if _, err := e.S.Heartbeat(e.Ctx, holder(c), 0); err != nil {
 		t.Fatalf("heartbeat after a +20 min step: %v", err)
 	}
-	e.wantState(t, after.TaskID, tg.StateBlocked)
+	e.WantState(t, after.TaskID, tg.StateBlocked)
 }
 
 // A backward step never leaves a lease longer than its duration: a dead
 // worker's claim lapses within one lease, not after the step's size.
 func testLeaseTimeBackwardClockStep(t *testing.T, h Harness) {
 	e := newServerEnv(t, h)
-	dead := e.create(t, "wf", "dead")
-	live := e.create(t, "wf", "live")
-	e.claim(t, "w1", dead.TaskID, 5*time.Second)
-	cl := e.claim(t, "w2", live.TaskID, 5*time.Second)
+	dead := e.Create(t, "wf", "dead")
+	live := e.Create(t, "wf", "live")
+	e.Claim(t, "w1", dead.TaskID, 5*time.Second)
+	cl := e.Claim(t, "w2", live.TaskID, 5*time.Second)
 	e.run(t, time.Second)
-	e.clock.Step(-2 * time.Hour)
+	e.Clock.Step(-2 * time.Hour)
 	e.sync(t)
 	// It had 4 s left. Replicas sharing a clock measure the step from the
 	// recorded alive time, which a touch skipped while another transaction
 	// of the server held the alive row can leave a little older, so the
 	// lease may keep a little more: never less than it had left, and never
 	// more than its duration.
-	now := e.clock.Now()
+	now := e.Clock.Now()
 	got := e.expiry(t, dead.TaskID)
 	if got.Before(now.Add(4*time.Second)) || got.After(now.Add(5*time.Second)) {
 		t.Fatalf("after a -2 h step the lease expires at %v, want between %v (the 4 s it had left) and %v (its duration)", got, now.Add(4*time.Second), now.Add(5*time.Second))
 	}
-	if _, err := e.s.Heartbeat(e.ctx, holder(cl), 5*time.Second); err != nil {
+	if _, err := e.S.Heartbeat(e.Ctx, holder(cl), 5*time.Second); err != nil {
 		t.Fatalf("heartbeat after a -2 h step: %v", err)
 	}
 	e.reclaimedWithin(t, dead.TaskID, got.Sub(now))
@@ -161,12 +162,12 @@ func testLeaseTimeBackwardClockStep(t *testing.T, h Harness) {
 	// The clamp: a lease stored far beyond its duration (as a step between a
 	// claim and the server noticing it could leave) is cut to now + duration
 	// at the next shift.
-	far := e.create(t, "wf", "far")
-	e.claim(t, "w3", far.TaskID, 5*time.Second)
-	e.db.Exec(t, `UPDATE tasks SET lease_expires_at_ms = ? WHERE task_id = ?`, e.clock.Now().Add(2*time.Hour).UnixMilli(), far.TaskID)
-	e.clock.Step(-3 * time.Second)
+	far := e.Create(t, "wf", "far")
+	e.Claim(t, "w3", far.TaskID, 5*time.Second)
+	e.DB.Exec(t, `UPDATE tasks SET lease_expires_at_ms = ? WHERE task_id = ?`, e.Clock.Now().Add(2*time.Hour).UnixMilli(), far.TaskID)
+	e.Clock.Step(-3 * time.Second)
 	e.sync(t)
-	if got, want := e.expiry(t, far.TaskID), e.clock.Now().Add(5*time.Second); !got.Equal(want) {
+	if got, want := e.expiry(t, far.TaskID), e.Clock.Now().Add(5*time.Second); !got.Equal(want) {
 		t.Fatalf("a lease 2 h out was left at %v after a shift, want %v (now + its duration)", got, want)
 	}
 }
@@ -178,39 +179,39 @@ func testLeaseTimeBackwardClockStep(t *testing.T, h Harness) {
 // writing, does not count as the server being alive.
 func testLeaseTimeStopsWhileTheServerIsDown(t *testing.T, h Harness) {
 	e := newServerEnv(t, h)
-	clock := e.clock
-	live := e.create(t, "wf", "live")
-	dead := e.create(t, "wf", "dead")
-	cl := e.claim(t, "w1", live.TaskID, 5*time.Second)
-	e.claim(t, "w2", dead.TaskID, 5*time.Second)
+	clock := e.Clock
+	live := e.Create(t, "wf", "live")
+	dead := e.Create(t, "wf", "dead")
+	cl := e.Claim(t, "w1", live.TaskID, 5*time.Second)
+	e.Claim(t, "w2", dead.TaskID, 5*time.Second)
 	e.run(t, 2*time.Second)
-	if err := e.s.Close(); err != nil {
+	if err := e.S.Close(); err != nil {
 		t.Fatal(err)
 	}
 
 	clock.Advance(time.Hour) // the deploy
-	op := e.db.Open(t, tg.Options{Clock: clock})
-	if _, err := op.CreateTask(e.ctx, "ops", tg.NodeSpec{NodeID: "note"}); err != nil {
+	op := e.DB.Open(t, tg.Options{Clock: clock})
+	if _, err := op.CreateTask(e.Ctx, "ops", tg.NodeSpec{NodeID: "note"}); err != nil {
 		t.Fatal(err)
 	}
 	if err := op.Close(); err != nil {
 		t.Fatal(err)
 	}
 
-	e.s = e.db.Open(t, serverOptions(clock))
+	e.S = e.DB.Open(t, serverOptions(clock))
 	if got, want := e.expiry(t, dead.TaskID), clock.Now().Add(3*time.Second); !got.Equal(want) {
 		t.Fatalf("after an hour down the lease expires at %v, want %v (the 3 s left at the stop)", got, want)
 	}
 	e.wantShiftEvent(t, dead.TaskID, clock.Now().Add(3*time.Second), time.Hour)
-	e.verify(t)
-	if _, err := e.s.Heartbeat(e.ctx, holder(cl), 5*time.Second); err != nil {
+	e.Verify(t)
+	if _, err := e.S.Heartbeat(e.Ctx, holder(cl), 5*time.Second); err != nil {
 		t.Fatalf("heartbeat of the same claim after the restart: %v", err)
 	}
 	e.reclaimedWithin(t, dead.TaskID, 3*time.Second)
-	if _, err := e.s.Complete(e.ctx, holder(cl), json.RawMessage(`1`)); err != nil {
+	if _, err := e.S.Complete(e.Ctx, holder(cl), json.RawMessage(`1`)); err != nil {
 		t.Fatalf("complete of the same claim after the restart: %v", err)
 	}
-	if tk := e.wantState(t, live.TaskID, tg.StateCompleted); tk.Attempts != 1 || tk.Generation != 1 {
+	if tk := e.WantState(t, live.TaskID, tg.StateCompleted); tk.Attempts != 1 || tk.Generation != 1 {
 		t.Fatalf("attempts %d generation %d, want 1 and 1", tk.Attempts, tk.Generation)
 	}
 }
@@ -220,10 +221,10 @@ func testLeaseTimeStopsWhileTheServerIsDown(t *testing.T, h Harness) {
 // nothing.
 func testLeaseTimeShiftAppliedOnceAcrossServers(t *testing.T, h Harness) {
 	a := newServerEnv(t, h)
-	clock := a.clock
-	b := &env{s: a.db.Open(t, serverOptions(clock)), db: a.db, clock: clock, ctx: a.ctx}
-	task := a.create(t, "wf", "n")
-	c := a.claim(t, "w", task.TaskID, 10*time.Second)
+	clock := a.Clock
+	b := &env{&stenv.Env{S: a.DB.Open(t, serverOptions(clock)), DB: a.DB, Clock: clock, Ctx: a.Ctx}}
+	task := a.Create(t, "wf", "n")
+	c := a.Claim(t, "w", task.TaskID, 10*time.Second)
 	both := func(d time.Duration) {
 		for step := 250 * time.Millisecond; d > 0; d -= step {
 			clock.Advance(min(step, d))
@@ -254,7 +255,7 @@ func testLeaseTimeShiftAppliedOnceAcrossServers(t *testing.T, h Harness) {
 	if got := a.expiry(t, task.TaskID); !got.Equal(before) {
 		t.Fatalf("a server paused while another served moved the lease from %v to %v", before, got)
 	}
-	if _, err := b.s.Heartbeat(b.ctx, holder(c), 0); err != nil {
+	if _, err := b.S.Heartbeat(b.Ctx, holder(c), 0); err != nil {
 		t.Fatalf("heartbeat through the other server: %v", err)
 	}
 }

@@ -22,10 +22,10 @@ var nextClaimTests = []test{
 
 func testNextClaimCompletesThenClaims(t *testing.T, h Harness) {
 	e := setup(t, h)
-	a := e.create(t, "wf", "a")
-	b := e.create(t, "wf", "b")
-	ca := e.claim(t, "w", a.TaskID, 0)
-	done, next, ok, err := e.s.CompleteAndClaim(e.ctx, holder(ca), json.RawMessage(`{"a":1}`), tg.ClaimRequest{WorkflowID: "wf"})
+	a := e.Create(t, "wf", "a")
+	b := e.Create(t, "wf", "b")
+	ca := e.Claim(t, "w", a.TaskID, 0)
+	done, next, ok, err := e.S.CompleteAndClaim(e.Ctx, holder(ca), json.RawMessage(`{"a":1}`), tg.ClaimRequest{WorkflowID: "wf"})
 	if err != nil || !ok {
 		t.Fatalf("CompleteAndClaim: ok=%v err=%v", ok, err)
 	}
@@ -35,15 +35,15 @@ func testNextClaimCompletesThenClaims(t *testing.T, h Harness) {
 	if next.Task.TaskID != b.TaskID || next.Task.State != tg.StateClaimed || next.Lease.Owner != "w" || next.Lease.Token == "" {
 		t.Fatalf("next claim %s %s owner %q, want b claimed by w with a token", next.Task.NodeID, next.Task.State, next.Lease.Owner)
 	}
-	e.wantState(t, a.TaskID, tg.StateCompleted)
-	e.wantState(t, b.TaskID, tg.StateClaimed)
+	e.WantState(t, a.TaskID, tg.StateCompleted)
+	e.WantState(t, b.TaskID, tg.StateClaimed)
 	// The claim is a claim like any other: its holder completes it.
-	if _, err := e.s.Complete(e.ctx, holder(next), json.RawMessage(`2`)); err != nil {
+	if _, err := e.S.Complete(e.Ctx, holder(next), json.RawMessage(`2`)); err != nil {
 		t.Fatalf("complete the next claim: %v", err)
 	}
 	// The history says what happened, in order: a's completion, then b's
 	// claim, and it verifies.
-	evs, err := e.s.WorkflowEvents(e.ctx, "wf")
+	evs, err := e.S.WorkflowEvents(e.Ctx, "wf")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,32 +55,32 @@ func testNextClaimCompletesThenClaims(t *testing.T, h Harness) {
 	if got, want := strings.Join(kinds, " "), "create:a create:b claim:a complete:a claim:b complete:b"; got != want {
 		t.Fatalf("history %s, want %s", got, want)
 	}
-	if rep, err := e.s.VerifyHistory(e.ctx); err != nil {
+	if rep, err := e.S.VerifyHistory(e.Ctx); err != nil {
 		t.Fatalf("VerifyHistory: %v (%+v)", err, rep.Broken)
 	}
 }
 
 func testNextClaimRefusedCompletionClaimsNothing(t *testing.T, h Harness) {
 	e := setup(t, h)
-	a := e.create(t, "wf", "a")
-	b := e.create(t, "wf", "b")
-	ca := e.claim(t, "w", a.TaskID, 0)
+	a := e.Create(t, "wf", "a")
+	b := e.Create(t, "wf", "b")
+	ca := e.Claim(t, "w", a.TaskID, 0)
 	stale := holder(ca)
 	stale.Token = "not-the-token"
-	_, _, ok, err := e.s.CompleteAndClaim(e.ctx, stale, json.RawMessage(`1`), tg.ClaimRequest{WorkflowID: "wf"})
+	_, _, ok, err := e.S.CompleteAndClaim(e.Ctx, stale, json.RawMessage(`1`), tg.ClaimRequest{WorkflowID: "wf"})
 	if !errors.Is(err, tg.ErrStaleClaim) || ok {
 		t.Fatalf("CompleteAndClaim with a wrong token: ok=%v err=%v, want ErrStaleClaim and no claim", ok, err)
 	}
-	e.wantState(t, a.TaskID, tg.StateClaimed)
-	e.wantState(t, b.TaskID, tg.StatePending)
+	e.WantState(t, a.TaskID, tg.StateClaimed)
+	e.WantState(t, b.TaskID, tg.StatePending)
 }
 
 func testNextClaimNothingClaimable(t *testing.T, h Harness) {
 	e := setup(t, h)
-	a := e.create(t, "wf", "a")
-	e.create(t, "wf", "b", "a") // becomes ready only with a's completion
-	ca := e.claim(t, "w", a.TaskID, 0)
-	done, _, ok, err := e.s.CompleteAndClaim(e.ctx, holder(ca), json.RawMessage(`1`), tg.ClaimRequest{WorkflowID: "wf"})
+	a := e.Create(t, "wf", "a")
+	e.Create(t, "wf", "b", "a") // becomes ready only with a's completion
+	ca := e.Claim(t, "w", a.TaskID, 0)
+	done, _, ok, err := e.S.CompleteAndClaim(e.Ctx, holder(ca), json.RawMessage(`1`), tg.ClaimRequest{WorkflowID: "wf"})
 	if err != nil || ok {
 		t.Fatalf("CompleteAndClaim with nothing else ready: ok=%v err=%v, want the completion and no claim", ok, err)
 	}
@@ -88,15 +88,15 @@ func testNextClaimNothingClaimable(t *testing.T, h Harness) {
 		t.Fatalf("a is %s, want completed", done.State)
 	}
 	// b became ready with a's completion: an ordinary claim takes it.
-	if c, ok := e.claimNext(t, "w", "wf"); !ok || c.Task.NodeID != "b" {
+	if c, ok := e.ClaimNext(t, "w", "wf"); !ok || c.Task.NodeID != "b" {
 		t.Fatalf("claim-next after: ok=%v %s, want b", ok, c.Task.NodeID)
 	}
 }
 
 func testNextClaimBadRequests(t *testing.T, h Harness) {
 	e := setup(t, h)
-	a := e.create(t, "wf", "a")
-	ca := e.claim(t, "w", a.TaskID, 0)
+	a := e.Create(t, "wf", "a")
+	ca := e.Claim(t, "w", a.TaskID, 0)
 	for _, tc := range []struct {
 		name  string
 		ctx   *env
@@ -109,20 +109,20 @@ func testNextClaimBadRequests(t *testing.T, h Harness) {
 		{"a request id", e.withID("r-1"), tg.ClaimRequest{}, "request_id"},
 		{"a bad workflow", e, tg.ClaimRequest{WorkflowID: "no spaces"}, "workflow_id"},
 	} {
-		_, _, _, err := e.s.CompleteAndClaim(tc.ctx.ctx, holder(ca), json.RawMessage(`1`), tc.next)
+		_, _, _, err := e.S.CompleteAndClaim(tc.ctx.Ctx, holder(ca), json.RawMessage(`1`), tc.next)
 		if !errors.Is(err, tg.ErrInvalid) || !strings.Contains(err.Error(), tc.field) {
 			t.Fatalf("%s: err %v, want ErrInvalidInput naming %s", tc.name, err, tc.field)
 		}
 	}
 	// Nothing was written by the refused calls.
-	e.wantState(t, a.TaskID, tg.StateClaimed)
+	e.WantState(t, a.TaskID, tg.StateClaimed)
 }
 
 func testNextClaimWorkersDrainEachTaskOnce(t *testing.T, h Harness) {
 	e := setup(t, h)
 	const n, workers = 40, 4
 	for i := range n {
-		e.create(t, "wf", "t"+string(rune('A'+i/26))+string(rune('a'+i%26)))
+		e.Create(t, "wf", "t"+string(rune('A'+i/26))+string(rune('a'+i%26)))
 	}
 	var mu sync.Mutex
 	completed := map[string]int{}
@@ -131,10 +131,10 @@ func testNextClaimWorkersDrainEachTaskOnce(t *testing.T, h Harness) {
 		wg.Add(1)
 		go func(owner string) {
 			defer wg.Done()
-			c, ok, err := e.s.Claim(e.ctx, tg.ClaimRequest{Owner: owner, WorkflowID: "wf"})
+			c, ok, err := e.S.Claim(e.Ctx, tg.ClaimRequest{Owner: owner, WorkflowID: "wf"})
 			for err == nil && ok {
 				var done tg.Task
-				done, c, ok, err = e.s.CompleteAndClaim(e.ctx, holder(c), json.RawMessage(`1`), tg.ClaimRequest{WorkflowID: "wf"})
+				done, c, ok, err = e.S.CompleteAndClaim(e.Ctx, holder(c), json.RawMessage(`1`), tg.ClaimRequest{WorkflowID: "wf"})
 				if err == nil {
 					mu.Lock()
 					completed[done.TaskID]++
@@ -155,7 +155,7 @@ func testNextClaimWorkersDrainEachTaskOnce(t *testing.T, h Harness) {
 			t.Fatalf("task %s completed %d times", id, k)
 		}
 	}
-	if rep, err := e.s.VerifyHistory(e.ctx); err != nil {
+	if rep, err := e.S.VerifyHistory(e.Ctx); err != nil {
 		t.Fatalf("VerifyHistory: %v (%+v)", err, rep.Broken)
 	}
 }

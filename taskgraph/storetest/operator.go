@@ -36,7 +36,7 @@ var alice = tg.Operator{Name: "alice", Reason: "INC-42: the upstream API is back
 // cancellation cause.
 func (e *env) checkCounters(t *testing.T) {
 	t.Helper()
-	rows := e.db.Query(t, `SELECT t.node_id, t.state, t.unmet,
+	rows := e.DB.Query(t, `SELECT t.node_id, t.state, t.unmet,
 		(SELECT COUNT(*) FROM edges ed JOIN tasks d ON d.seq = ed.dep_seq WHERE ed.task_seq = t.seq AND d.state <> 'completed'),
 		CASE WHEN t.cancel_cause IS NULL THEN 0 ELSE 1 END
 		FROM tasks t WHERE t.state IN ('blocked', 'pending', 'claimed')`)
@@ -56,7 +56,7 @@ func (e *env) createGraph(t *testing.T, wf string, order []string, deps map[stri
 	for i, n := range order {
 		specs[i] = tg.NodeSpec{NodeID: n, DependsOn: deps[n], Payload: json.RawMessage(`{"n":"` + n + `"}`)}
 	}
-	out, err := e.s.CreateWorkflow(e.ctx, wf, specs)
+	out, err := e.S.CreateWorkflow(e.Ctx, wf, specs)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,7 +75,7 @@ func (e *env) runToCompletion(t *testing.T, wf string) []string {
 	for {
 		var wave []tg.Claimed
 		for {
-			c, ok := e.claimNext(t, "runner", wf)
+			c, ok := e.ClaimNext(t, "runner", wf)
 			if !ok {
 				break
 			}
@@ -86,7 +86,7 @@ func (e *env) runToCompletion(t *testing.T, wf string) []string {
 		}
 		for _, c := range wave {
 			order = append(order, c.Task.NodeID)
-			if _, err := e.s.Complete(e.ctx, holder(c), json.RawMessage(`"ok"`)); err != nil {
+			if _, err := e.S.Complete(e.Ctx, holder(c), json.RawMessage(`"ok"`)); err != nil {
 				t.Fatalf("complete %s: %v", c.Task.NodeID, err)
 			}
 		}
@@ -97,7 +97,7 @@ func (e *env) runToCompletion(t *testing.T, wf string) []string {
 // lastEvent returns the newest event of kind on task id.
 func (e *env) lastEvent(t *testing.T, id, kind string) tg.Event {
 	t.Helper()
-	evs := e.events(t, id)
+	evs := e.Events(t, id)
 	for i := len(evs) - 1; i >= 0; i-- {
 		if evs[i].Kind == kind {
 			return evs[i]
@@ -129,9 +129,9 @@ func (e *env) wantOperatorEvent(t *testing.T, id, kind string, op tg.Operator, h
 // claimable again, at a higher generation.
 func testRequeueClaimedFencesHolder(t *testing.T, h Harness) {
 	e := setup(t, h)
-	a := e.create(t, "wf", "a")
-	old := e.claim(t, "worker-1", a.TaskID, time.Minute)
-	tk, err := e.s.Requeue(e.ctx, a.TaskID, alice)
+	a := e.Create(t, "wf", "a")
+	old := e.Claim(t, "worker-1", a.TaskID, time.Minute)
+	tk, err := e.S.Requeue(e.Ctx, a.TaskID, alice)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -139,30 +139,30 @@ func testRequeueClaimedFencesHolder(t *testing.T, h Harness) {
 		t.Fatalf("requeued task: %+v", tk)
 	}
 	// The lease has not expired, yet the old holder can no longer write.
-	_, err = e.s.Heartbeat(e.ctx, holder(old), 0)
+	_, err = e.S.Heartbeat(e.Ctx, holder(old), 0)
 	wantStale(t, err, lease.ReasonNotHeld)
-	_, err = e.s.Complete(e.ctx, holder(old), json.RawMessage(`"stale"`))
+	_, err = e.S.Complete(e.Ctx, holder(old), json.RawMessage(`"stale"`))
 	wantStale(t, err, lease.ReasonNotHeld)
-	_, err = e.s.Fail(e.ctx, holder(old), "stale", false)
+	_, err = e.S.Fail(e.Ctx, holder(old), "stale", false)
 	wantStale(t, err, lease.ReasonNotHeld)
 
-	c, ok := e.claimNext(t, "worker-2", "wf")
+	c, ok := e.ClaimNext(t, "worker-2", "wf")
 	if !ok || c.Task.TaskID != a.TaskID || c.Lease.Generation != old.Lease.Generation+1 || c.Task.Attempts != 1 {
 		t.Fatalf("reclaim after requeue: ok=%v %+v", ok, c)
 	}
-	_, err = e.s.Complete(e.ctx, holder(old), json.RawMessage(`"stale"`))
+	_, err = e.S.Complete(e.Ctx, holder(old), json.RawMessage(`"stale"`))
 	wantStale(t, err, lease.ReasonSuperseded)
-	if _, err := e.s.Complete(e.ctx, holder(c), json.RawMessage(`"fresh"`)); err != nil {
+	if _, err := e.S.Complete(e.Ctx, holder(c), json.RawMessage(`"fresh"`)); err != nil {
 		t.Fatal(err)
 	}
-	if got := e.wantState(t, a.TaskID, tg.StateCompleted); string(got.Result) != `"fresh"` {
+	if got := e.WantState(t, a.TaskID, tg.StateCompleted); string(got.Result) != `"fresh"` {
 		t.Fatalf("result %s", got.Result)
 	}
 	ev := e.wantOperatorEvent(t, a.TaskID, tg.EventRequeue, alice, "worker-1")
 	if !strings.Contains(string(ev.Detail), `"from":"claimed"`) {
 		t.Errorf("requeue event detail %s does not record the previous state", ev.Detail)
 	}
-	e.verify(t)
+	e.Verify(t)
 }
 
 // Requeue of a failed task revives the dependents its failure cancelled: in
@@ -171,19 +171,19 @@ func testRequeueClaimedFencesHolder(t *testing.T, h Harness) {
 func testRequeueFailedRevivesDiamond(t *testing.T, h Harness) {
 	e := setup(t, h)
 	ids := e.createGraph(t, "dia", []string{"a", "b", "c", "d", "solo"}, map[string][]string{"b": {"a"}, "c": {"a"}, "d": {"b", "c"}})
-	ca, _ := e.claimNext(t, "w", "dia")
+	ca, _ := e.ClaimNext(t, "w", "dia")
 	if ca.Task.NodeID != "a" {
 		t.Fatalf("claimed %s first", ca.Task.NodeID)
 	}
-	if _, err := e.s.Fail(e.ctx, holder(ca), "boom", false); err != nil {
+	if _, err := e.S.Fail(e.Ctx, holder(ca), "boom", false); err != nil {
 		t.Fatal(err)
 	}
 	for _, n := range []string{"b", "c", "d"} {
-		e.wantState(t, ids[n], tg.StateCancelled)
+		e.WantState(t, ids[n], tg.StateCancelled)
 	}
-	e.wantState(t, ids["solo"], tg.StatePending)
+	e.WantState(t, ids["solo"], tg.StatePending)
 
-	tk, err := e.s.Requeue(e.ctx, ids["a"], alice)
+	tk, err := e.S.Requeue(e.Ctx, ids["a"], alice)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -191,7 +191,7 @@ func testRequeueFailedRevivesDiamond(t *testing.T, h Harness) {
 		t.Fatalf("requeued a: %s attempts %d", tk.State, tk.Attempts)
 	}
 	for n, waiting := range map[string]string{"b": "waiting on a", "c": "waiting on a", "d": "waiting on b, c"} {
-		got := e.wantState(t, ids[n], tg.StateBlocked)
+		got := e.WantState(t, ids[n], tg.StateBlocked)
 		if got.StatusMessage != waiting {
 			t.Errorf("%s status %q, want %q", n, got.StatusMessage, waiting)
 		}
@@ -206,11 +206,11 @@ func testRequeueFailedRevivesDiamond(t *testing.T, h Harness) {
 	if got := strings.Join(order, ","); got != "a,solo,b,c,d" {
 		t.Fatalf("ran %s, want a,solo,b,c,d", got)
 	}
-	v, err := e.s.Workflow(e.ctx, "dia")
+	v, err := e.S.Workflow(e.Ctx, "dia")
 	if err != nil || v.Counts[tg.StateCompleted] != 5 {
 		t.Fatalf("counts %v %v", v.Counts, err)
 	}
-	e.verify(t)
+	e.Verify(t)
 }
 
 // A dependent that also depends on another task that failed on its own stays
@@ -220,72 +220,72 @@ func testRequeueLeavesDependentsOfOtherFailures(t *testing.T, h Harness) {
 	e := setup(t, h)
 	ids := e.createGraph(t, "wf", []string{"a", "x", "b", "d"}, map[string][]string{"b": {"a"}, "d": {"b", "x"}})
 	for _, n := range []string{"a", "x"} {
-		c := e.claim(t, "w", ids[n], 0)
-		if _, err := e.s.Fail(e.ctx, holder(c), n+" broke", false); err != nil {
+		c := e.Claim(t, "w", ids[n], 0)
+		if _, err := e.S.Fail(e.Ctx, holder(c), n+" broke", false); err != nil {
 			t.Fatal(err)
 		}
 	}
-	e.wantState(t, ids["d"], tg.StateCancelled)
-	if _, err := e.s.Requeue(e.ctx, ids["a"], alice); err != nil {
+	e.WantState(t, ids["d"], tg.StateCancelled)
+	if _, err := e.S.Requeue(e.Ctx, ids["a"], alice); err != nil {
 		t.Fatal(err)
 	}
-	e.wantState(t, ids["b"], tg.StateBlocked)
-	e.wantState(t, ids["d"], tg.StateCancelled) // x is still failed
+	e.WantState(t, ids["b"], tg.StateBlocked)
+	e.WantState(t, ids["d"], tg.StateCancelled) // x is still failed
 	// d cannot be requeued while x has failed.
-	_, err := e.s.Requeue(e.ctx, ids["d"], alice)
+	_, err := e.S.Requeue(e.Ctx, ids["d"], alice)
 	wantConflict(t, err, "its dependency x")
-	if _, err := e.s.Skip(e.ctx, ids["x"], alice); err != nil {
+	if _, err := e.S.Skip(e.Ctx, ids["x"], alice); err != nil {
 		t.Fatal(err)
 	}
 	// d was cancelled by a, not x, so skipping x does not revive it ...
-	e.wantState(t, ids["d"], tg.StateCancelled)
+	e.WantState(t, ids["d"], tg.StateCancelled)
 	// ... but it can now be requeued itself.
-	if tk, err := e.s.Requeue(e.ctx, ids["d"], alice); err != nil || tk.State != tg.StateBlocked || tk.StatusMessage != "waiting on b" {
+	if tk, err := e.S.Requeue(e.Ctx, ids["d"], alice); err != nil || tk.State != tg.StateBlocked || tk.StatusMessage != "waiting on b" {
 		t.Fatalf("requeue d: %+v %v", tk, err)
 	}
 	e.checkCounters(t)
 	if got := strings.Join(e.runToCompletion(t, "wf"), ","); got != "a,b,d" {
 		t.Fatalf("ran %s", got)
 	}
-	e.verify(t)
+	e.Verify(t)
 }
 
 // Requeue refuses what it cannot sensibly redo, and writes nothing.
 func testRequeueRefuses(t *testing.T, h Harness) {
 	e := setup(t, h)
 	ids := e.createGraph(t, "wf", []string{"a", "b", "c", "done", "later"}, map[string][]string{"b": {"a"}, "c": {"b"}, "later": {"done"}})
-	cd := e.claim(t, "w", ids["done"], 0)
-	if _, err := e.s.Complete(e.ctx, holder(cd), json.RawMessage(`1`)); err != nil {
+	cd := e.Claim(t, "w", ids["done"], 0)
+	if _, err := e.S.Complete(e.Ctx, holder(cd), json.RawMessage(`1`)); err != nil {
 		t.Fatal(err)
 	}
-	before := e.db.Snapshot(t)
-	_, err := e.s.Requeue(e.ctx, ids["done"], alice)
+	before := e.DB.Snapshot(t)
+	_, err := e.S.Requeue(e.Ctx, ids["done"], alice)
 	wantConflict(t, err, "a completed task cannot be requeued")
-	_, err = e.s.Requeue(e.ctx, ids["b"], alice)
+	_, err = e.S.Requeue(e.Ctx, ids["b"], alice)
 	wantConflict(t, err, "has not run yet (waiting on a)")
-	_, err = e.s.Requeue(e.ctx, "01ARZ3NDEKTSV4RRFFQ69G5FAV", alice)
+	_, err = e.S.Requeue(e.Ctx, "01ARZ3NDEKTSV4RRFFQ69G5FAV", alice)
 	if !errors.Is(err, tg.ErrNotFound) {
 		t.Fatalf("unknown task: %v", err)
 	}
-	if e.db.Snapshot(t) != before {
+	if e.DB.Snapshot(t) != before {
 		t.Fatal("a refused requeue wrote")
 	}
-	ca := e.claim(t, "w", ids["a"], 0)
-	if _, err := e.s.Fail(e.ctx, holder(ca), "broken", false); err != nil {
+	ca := e.Claim(t, "w", ids["a"], 0)
+	if _, err := e.S.Fail(e.Ctx, holder(ca), "broken", false); err != nil {
 		t.Fatal(err)
 	}
-	before = e.db.Snapshot(t)
+	before = e.DB.Snapshot(t)
 	// b and c were cancelled because a failed: they cannot run until a is
 	// dealt with. b names a directly; c names b, which is cancelled.
-	_, err = e.s.Requeue(e.ctx, ids["b"], alice)
+	_, err = e.S.Requeue(e.Ctx, ids["b"], alice)
 	wantConflict(t, err, "its dependency a (task "+ids["a"]+", failed) did not complete")
-	_, err = e.s.Requeue(e.ctx, ids["c"], alice)
+	_, err = e.S.Requeue(e.Ctx, ids["c"], alice)
 	wantConflict(t, err, "its dependency b")
-	if e.db.Snapshot(t) != before {
+	if e.DB.Snapshot(t) != before {
 		t.Fatal("a refused requeue wrote")
 	}
 	for _, id := range []string{ids["b"], ids["c"]} {
-		for _, ev := range e.events(t, id) {
+		for _, ev := range e.Events(t, id) {
 			if ev.Kind == tg.EventRequeue {
 				t.Fatalf("a refused requeue is in the history of %s", id)
 			}
@@ -298,20 +298,20 @@ func testRequeueRefuses(t *testing.T, h Harness) {
 func testSkipFailedRevivesDependents(t *testing.T, h Harness) {
 	e := setup(t, h)
 	ids := e.createGraph(t, "wf", []string{"a", "b", "c", "d"}, map[string][]string{"b": {"a"}, "c": {"a"}, "d": {"b", "c"}})
-	ca := e.claim(t, "w", ids["a"], 0)
-	if _, err := e.s.Fail(e.ctx, holder(ca), "broken", false); err != nil {
+	ca := e.Claim(t, "w", ids["a"], 0)
+	if _, err := e.S.Fail(e.Ctx, holder(ca), "broken", false); err != nil {
 		t.Fatal(err)
 	}
-	tk, err := e.s.Skip(e.ctx, ids["a"], alice)
+	tk, err := e.S.Skip(e.Ctx, ids["a"], alice)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if tk.State != tg.StateCompleted || string(tk.Result) != "null" || !strings.Contains(tk.StatusMessage, "skipped by operator alice: "+alice.Reason) {
 		t.Fatalf("skipped task: %+v", tk)
 	}
-	e.wantState(t, ids["b"], tg.StatePending)
-	e.wantState(t, ids["c"], tg.StatePending)
-	if d := e.wantState(t, ids["d"], tg.StateBlocked); d.StatusMessage != "waiting on b, c" {
+	e.WantState(t, ids["b"], tg.StatePending)
+	e.WantState(t, ids["c"], tg.StatePending)
+	if d := e.WantState(t, ids["d"], tg.StateBlocked); d.StatusMessage != "waiting on b, c" {
 		t.Fatalf("d: %q", d.StatusMessage)
 	}
 	e.checkCounters(t)
@@ -322,9 +322,9 @@ func testSkipFailedRevivesDependents(t *testing.T, h Harness) {
 	if got := strings.Join(e.runToCompletion(t, "wf"), ","); got != "b,c,d" {
 		t.Fatalf("ran %s", got)
 	}
-	_, err = e.s.Skip(e.ctx, ids["a"], alice)
+	_, err = e.S.Skip(e.Ctx, ids["a"], alice)
 	wantConflict(t, err, "already completed")
-	e.verify(t)
+	e.Verify(t)
 }
 
 // Skip of a blocked task completes it and decrements its dependents' counts;
@@ -334,48 +334,48 @@ func testSkipBlockedKeepsCountersRight(t *testing.T, h Harness) {
 	e := setup(t, h)
 	// a -> b -> c, a -> c, and b -> e alone.
 	ids := e.createGraph(t, "wf", []string{"a", "b", "c", "e"}, map[string][]string{"b": {"a"}, "c": {"a", "b"}, "e": {"b"}})
-	if _, err := e.s.Skip(e.ctx, ids["b"], alice); err != nil {
+	if _, err := e.S.Skip(e.Ctx, ids["b"], alice); err != nil {
 		t.Fatal(err)
 	}
-	e.wantState(t, ids["b"], tg.StateCompleted)
-	e.wantState(t, ids["e"], tg.StatePending) // its only dependency is done
-	e.wantState(t, ids["c"], tg.StateBlocked) // still waiting on a
+	e.WantState(t, ids["b"], tg.StateCompleted)
+	e.WantState(t, ids["e"], tg.StatePending) // its only dependency is done
+	e.WantState(t, ids["c"], tg.StateBlocked) // still waiting on a
 	e.checkCounters(t)
 	e.wantOperatorEvent(t, ids["b"], tg.EventSkip, alice, "")
 	// Now the upstream of the skipped task completes.
-	ca := e.claim(t, "w", ids["a"], 0)
-	if _, err := e.s.Complete(e.ctx, holder(ca), json.RawMessage(`1`)); err != nil {
+	ca := e.Claim(t, "w", ids["a"], 0)
+	if _, err := e.S.Complete(e.Ctx, holder(ca), json.RawMessage(`1`)); err != nil {
 		t.Fatalf("completing the upstream of a skipped task: %v", err)
 	}
-	e.wantState(t, ids["b"], tg.StateCompleted)
-	e.wantState(t, ids["c"], tg.StatePending)
+	e.WantState(t, ids["b"], tg.StateCompleted)
+	e.WantState(t, ids["c"], tg.StatePending)
 	e.checkCounters(t)
 	if got := strings.Join(e.runToCompletion(t, "wf"), ","); got != "c,e" {
 		t.Fatalf("ran %s", got)
 	}
-	e.verify(t)
+	e.Verify(t)
 }
 
 // Skip of a claimed task fences the holder: its writes are refused as
 // writes to a finished task.
 func testSkipClaimedFencesHolder(t *testing.T, h Harness) {
 	e := setup(t, h)
-	a := e.create(t, "wf", "a")
-	d := e.create(t, "wf", "d", "a")
-	c := e.claim(t, "w", a.TaskID, time.Minute)
-	if _, err := e.s.Skip(e.ctx, a.TaskID, alice); err != nil {
+	a := e.Create(t, "wf", "a")
+	d := e.Create(t, "wf", "d", "a")
+	c := e.Claim(t, "w", a.TaskID, time.Minute)
+	if _, err := e.S.Skip(e.Ctx, a.TaskID, alice); err != nil {
 		t.Fatal(err)
 	}
-	_, err := e.s.Complete(e.ctx, holder(c), json.RawMessage(`"late"`))
+	_, err := e.S.Complete(e.Ctx, holder(c), json.RawMessage(`"late"`))
 	wantStale(t, err, lease.ReasonTerminal)
-	_, err = e.s.Heartbeat(e.ctx, holder(c), 0)
+	_, err = e.S.Heartbeat(e.Ctx, holder(c), 0)
 	wantStale(t, err, lease.ReasonTerminal)
-	if got := e.wantState(t, a.TaskID, tg.StateCompleted); string(got.Result) != "null" {
+	if got := e.WantState(t, a.TaskID, tg.StateCompleted); string(got.Result) != "null" {
 		t.Fatalf("result %s", got.Result)
 	}
-	e.wantState(t, d.TaskID, tg.StatePending)
+	e.WantState(t, d.TaskID, tg.StatePending)
 	e.wantOperatorEvent(t, a.TaskID, tg.EventSkip, alice, "w")
-	e.verify(t)
+	e.Verify(t)
 }
 
 // AbortWorkflow cancels every unfinished task of the workflow, fences out
@@ -384,24 +384,24 @@ func testSkipClaimedFencesHolder(t *testing.T, h Harness) {
 func testAbortWorkflow(t *testing.T, h Harness) {
 	e := setup(t, h)
 	ids := e.createGraph(t, "wf", []string{"done", "held", "ready", "blocked", "failed"}, map[string][]string{"blocked": {"held"}})
-	other := e.create(t, "other", "x")
-	cd := e.claim(t, "w", ids["done"], 0)
-	if _, err := e.s.Complete(e.ctx, holder(cd), json.RawMessage(`1`)); err != nil {
+	other := e.Create(t, "other", "x")
+	cd := e.Claim(t, "w", ids["done"], 0)
+	if _, err := e.S.Complete(e.Ctx, holder(cd), json.RawMessage(`1`)); err != nil {
 		t.Fatal(err)
 	}
-	cf := e.claim(t, "w", ids["failed"], 0)
-	if _, err := e.s.Fail(e.ctx, holder(cf), "no", false); err != nil {
+	cf := e.Claim(t, "w", ids["failed"], 0)
+	if _, err := e.S.Fail(e.Ctx, holder(cf), "no", false); err != nil {
 		t.Fatal(err)
 	}
-	ch := e.claim(t, "holder", ids["held"], time.Minute)
-	otherBefore := e.get(t, other.TaskID)
+	ch := e.Claim(t, "holder", ids["held"], time.Minute)
+	otherBefore := e.Get(t, other.TaskID)
 
-	n, err := e.s.AbortWorkflow(e.ctx, "wf", alice)
+	n, err := e.S.AbortWorkflow(e.Ctx, "wf", alice)
 	if err != nil || n != 3 {
 		t.Fatalf("abort: n=%d err=%v, want 3", n, err)
 	}
 	for _, node := range []string{"held", "ready", "blocked"} {
-		tk := e.wantState(t, ids[node], tg.StateCancelled)
+		tk := e.WantState(t, ids[node], tg.StateCancelled)
 		if tk.StatusMessage != "aborted by operator alice: "+alice.Reason {
 			t.Errorf("%s status %q", node, tk.StatusMessage)
 		}
@@ -411,33 +411,33 @@ func testAbortWorkflow(t *testing.T, h Harness) {
 		}
 		e.wantOperatorEvent(t, ids[node], tg.EventAbort, alice, holderName)
 	}
-	e.wantState(t, ids["done"], tg.StateCompleted)
-	e.wantState(t, ids["failed"], tg.StateFailed)
-	if got := e.get(t, other.TaskID); got.State != tg.StatePending || !got.UpdatedAt.Equal(otherBefore.UpdatedAt) {
+	e.WantState(t, ids["done"], tg.StateCompleted)
+	e.WantState(t, ids["failed"], tg.StateFailed)
+	if got := e.Get(t, other.TaskID); got.State != tg.StatePending || !got.UpdatedAt.Equal(otherBefore.UpdatedAt) {
 		t.Fatalf("another workflow's task changed: %+v", got)
 	}
-	_, err = e.s.Heartbeat(e.ctx, holder(ch), 0)
+	_, err = e.S.Heartbeat(e.Ctx, holder(ch), 0)
 	wantStale(t, err, lease.ReasonTerminal)
-	_, err = e.s.Complete(e.ctx, holder(ch), json.RawMessage(`1`))
+	_, err = e.S.Complete(e.Ctx, holder(ch), json.RawMessage(`1`))
 	wantStale(t, err, lease.ReasonTerminal)
-	if _, ok := e.claimNext(t, "w", "wf"); ok {
+	if _, ok := e.ClaimNext(t, "w", "wf"); ok {
 		t.Fatal("a task of an aborted workflow was claimable")
 	}
 	// Aborting again finds nothing left to cancel.
-	before := e.db.Snapshot(t)
-	if n, err := e.s.AbortWorkflow(e.ctx, "wf", alice); err != nil || n != 0 {
+	before := e.DB.Snapshot(t)
+	if n, err := e.S.AbortWorkflow(e.Ctx, "wf", alice); err != nil || n != 0 {
 		t.Fatalf("second abort: %d %v", n, err)
 	}
-	if e.db.Snapshot(t) != before {
+	if e.DB.Snapshot(t) != before {
 		t.Fatal("an abort with nothing to cancel wrote")
 	}
-	if _, err := e.s.AbortWorkflow(e.ctx, "nope", alice); !errors.Is(err, tg.ErrNotFound) || !strings.Contains(err.Error(), `workflow "nope" not found`) {
+	if _, err := e.S.AbortWorkflow(e.Ctx, "nope", alice); !errors.Is(err, tg.ErrNotFound) || !strings.Contains(err.Error(), `workflow "nope" not found`) {
 		t.Fatalf("unknown workflow: %v", err)
 	}
-	if st := e.s.Stats(); st.Cancels != 3 {
+	if st := e.S.Stats(); st.Cancels != 3 {
 		t.Fatalf("stats %+v", st)
 	}
-	e.verify(t)
+	e.Verify(t)
 }
 
 // Every operator action of a mixed session is in the history with the
@@ -448,20 +448,20 @@ func testOperatorActionsRecorded(t *testing.T, h Harness) {
 	ids := e.createGraph(t, "wf", []string{"a", "b", "c"}, map[string][]string{"b": {"a"}})
 	bob := tg.Operator{Name: "bob", Reason: "retry after the fix"}
 	carol := tg.Operator{Name: "carol@example", Reason: "obsolete — not needed any more"}
-	ca := e.claim(t, "w", ids["a"], 0)
-	if _, err := e.s.Fail(e.ctx, holder(ca), "x", false); err != nil {
+	ca := e.Claim(t, "w", ids["a"], 0)
+	if _, err := e.S.Fail(e.Ctx, holder(ca), "x", false); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.s.Requeue(e.ctx, ids["a"], bob); err != nil {
+	if _, err := e.S.Requeue(e.Ctx, ids["a"], bob); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.s.Skip(e.ctx, ids["a"], alice); err != nil {
+	if _, err := e.S.Skip(e.Ctx, ids["a"], alice); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.s.AbortWorkflow(e.ctx, "wf", carol); err != nil {
+	if _, err := e.S.AbortWorkflow(e.Ctx, "wf", carol); err != nil {
 		t.Fatal(err)
 	}
-	evs, err := e.s.WorkflowEvents(e.ctx, "wf")
+	evs, err := e.S.WorkflowEvents(e.Ctx, "wf")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -480,7 +480,7 @@ func testOperatorActionsRecorded(t *testing.T, h Harness) {
 	if strings.Join(got, "|") != strings.Join(want, "|") {
 		t.Fatalf("operator events:\n got %q\nwant %q", got, want)
 	}
-	e.verify(t)
+	e.Verify(t)
 }
 
 // Regression: a task created on a dependency that a failure had already
@@ -492,36 +492,36 @@ func testLateDependentOfCascadeRevives(t *testing.T, h Harness) {
 	for _, fix := range []string{"requeue", "skip"} {
 		t.Run(fix, func(t *testing.T) {
 			e := setup(t, h)
-			a := e.create(t, "wf", "a")
-			e.create(t, "wf", "b", "a")
-			ca := e.claim(t, "w", a.TaskID, 0)
-			if _, err := e.s.Fail(e.ctx, holder(ca), "broken", false); err != nil {
+			a := e.Create(t, "wf", "a")
+			e.Create(t, "wf", "b", "a")
+			ca := e.Claim(t, "w", a.TaskID, 0)
+			if _, err := e.S.Fail(e.Ctx, holder(ca), "broken", false); err != nil {
 				t.Fatal(err)
 			}
-			late := e.create(t, "wf", "late", "b")
+			late := e.Create(t, "wf", "late", "b")
 			if late.State != tg.StateCancelled || !strings.Contains(late.StatusMessage, "upstream node b") {
 				t.Fatalf("late dependent: %s %q", late.State, late.StatusMessage)
 			}
 			var err error
 			var want string
 			if fix == "requeue" {
-				_, err = e.s.Requeue(e.ctx, a.TaskID, alice)
+				_, err = e.S.Requeue(e.Ctx, a.TaskID, alice)
 				want = "a,b,late"
 			} else {
-				_, err = e.s.Skip(e.ctx, a.TaskID, alice)
+				_, err = e.S.Skip(e.Ctx, a.TaskID, alice)
 				want = "b,late"
 			}
 			if err != nil {
 				t.Fatal(err)
 			}
-			if tk := e.wantState(t, late.TaskID, tg.StateBlocked); tk.StatusMessage != "waiting on b" {
+			if tk := e.WantState(t, late.TaskID, tg.StateBlocked); tk.StatusMessage != "waiting on b" {
 				t.Fatalf("late: %q", tk.StatusMessage)
 			}
 			e.checkCounters(t)
 			if got := strings.Join(e.runToCompletion(t, "wf"), ","); got != want {
 				t.Fatalf("ran %s, want %s", got, want)
 			}
-			e.verify(t)
+			e.Verify(t)
 		})
 	}
 }
@@ -533,27 +533,27 @@ func testLateDependentRevivesWithItsDependency(t *testing.T, h Harness) {
 	e := setup(t, h)
 	ids := e.createGraph(t, "wf", []string{"a", "x", "b"}, map[string][]string{"b": {"a", "x"}})
 	for _, n := range []string{"a", "x"} {
-		c := e.claim(t, "w", ids[n], 0)
-		if _, err := e.s.Fail(e.ctx, holder(c), "broken", false); err != nil {
+		c := e.Claim(t, "w", ids[n], 0)
+		if _, err := e.S.Fail(e.Ctx, holder(c), "broken", false); err != nil {
 			t.Fatal(err)
 		}
 	}
-	late := e.create(t, "wf", "late", "b")
-	if _, err := e.s.Requeue(e.ctx, ids["a"], alice); err != nil {
+	late := e.Create(t, "wf", "late", "b")
+	if _, err := e.S.Requeue(e.Ctx, ids["a"], alice); err != nil {
 		t.Fatal(err)
 	}
-	e.wantState(t, ids["b"], tg.StateCancelled) // x is still failed
-	e.wantState(t, late.TaskID, tg.StateCancelled)
-	if _, err := e.s.Skip(e.ctx, ids["x"], alice); err != nil {
+	e.WantState(t, ids["b"], tg.StateCancelled) // x is still failed
+	e.WantState(t, late.TaskID, tg.StateCancelled)
+	if _, err := e.S.Skip(e.Ctx, ids["x"], alice); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.s.Requeue(e.ctx, ids["b"], alice); err != nil {
+	if _, err := e.S.Requeue(e.Ctx, ids["b"], alice); err != nil {
 		t.Fatal(err)
 	}
-	e.wantState(t, late.TaskID, tg.StateBlocked)
+	e.WantState(t, late.TaskID, tg.StateBlocked)
 	e.checkCounters(t)
 	if got := strings.Join(e.runToCompletion(t, "wf"), ","); got != "a,b,late" {
 		t.Fatalf("ran %s", got)
 	}
-	e.verify(t)
+	e.Verify(t)
 }

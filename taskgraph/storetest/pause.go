@@ -31,12 +31,12 @@ var bob = tg.Operator{Name: "bob", Reason: "deploy 7.3"}
 // naming the pause, and leaves the task pending.
 func (e *env) wantPausedConflict(t *testing.T, taskID, what string) {
 	t.Helper()
-	_, ok, err := e.s.Claim(e.ctx, tg.ClaimRequest{Owner: "w", TaskID: taskID, Lease: time.Minute})
+	_, ok, err := e.S.Claim(e.Ctx, tg.ClaimRequest{Owner: "w", TaskID: taskID, Lease: time.Minute})
 	var ce *tg.ConflictError
 	if ok || !errors.As(err, &ce) || !strings.Contains(ce.Detail, what) || !strings.Contains(ce.Detail, bob.Reason) {
 		t.Fatalf("claim by id of %s while %s: ok=%v err=%v, want a conflict naming the pause", taskID, what, ok, err)
 	}
-	e.wantState(t, taskID, tg.StatePending)
+	e.WantState(t, taskID, tg.StatePending)
 }
 
 // A paused workflow gives no claim, by claim-next or by id, and says so;
@@ -44,14 +44,14 @@ func (e *env) wantPausedConflict(t *testing.T, taskID, what string) {
 // runs on (heartbeat and complete); resuming makes its tasks claimable.
 func testPauseWorkflowHoldsItsClaimsOnly(t *testing.T, h Harness) {
 	e := setup(t, h)
-	live := e.create(t, "a", "live")
-	held := e.create(t, "a", "held")
-	other := e.create(t, "b", "other")
-	c := e.claim(t, "w1", live.TaskID, time.Minute)
-	if replaced, err := e.s.PauseClaims(e.ctx, "a", bob); err != nil || replaced {
+	live := e.Create(t, "a", "live")
+	held := e.Create(t, "a", "held")
+	other := e.Create(t, "b", "other")
+	c := e.Claim(t, "w1", live.TaskID, time.Minute)
+	if replaced, err := e.S.PauseClaims(e.Ctx, "a", bob); err != nil || replaced {
 		t.Fatalf("pause a: replaced=%v err=%v", replaced, err)
 	}
-	got, ok := e.claimNext(t, "w2", "a")
+	got, ok := e.ClaimNext(t, "w2", "a")
 	if ok || got.Paused == nil || got.Paused.WorkflowID != "a" || got.Paused.Operator != "bob" || got.Paused.Reason != bob.Reason {
 		t.Fatalf("claim-next in paused a: ok=%v paused=%+v, want none with the pause", ok, got.Paused)
 	}
@@ -60,30 +60,30 @@ func testPauseWorkflowHoldsItsClaimsOnly(t *testing.T, h Harness) {
 	}
 	e.wantPausedConflict(t, held.TaskID, "workflow a is paused")
 	// Claim-next over every workflow passes over a.
-	if got, ok := e.claimNext(t, "w2", ""); !ok || got.Task.TaskID != other.TaskID {
+	if got, ok := e.ClaimNext(t, "w2", ""); !ok || got.Task.TaskID != other.TaskID {
 		t.Fatalf("claim-next over all: ok=%v task %s, want %s of b", ok, got.Task.NodeID, other.NodeID)
 	}
-	if got, ok := e.claimNext(t, "w2", ""); ok || got.Paused != nil {
+	if got, ok := e.ClaimNext(t, "w2", ""); ok || got.Paused != nil {
 		t.Fatalf("claim-next over all with only a's task left: ok=%v paused=%+v; a workflow's pause does not hold a claim over all", ok, got.Paused)
 	}
 	// The live lease runs on.
-	if _, err := e.s.Heartbeat(e.ctx, holder(c), time.Minute); err != nil {
+	if _, err := e.S.Heartbeat(e.Ctx, holder(c), time.Minute); err != nil {
 		t.Fatalf("heartbeat of a lease granted before the pause: %v", err)
 	}
-	if _, err := e.s.Complete(e.ctx, holder(c), json.RawMessage(`1`)); err != nil {
+	if _, err := e.S.Complete(e.Ctx, holder(c), json.RawMessage(`1`)); err != nil {
 		t.Fatalf("complete of a lease granted before the pause: %v", err)
 	}
-	if n, _ := e.s.Pauses(e.ctx, ""); len(n) != 1 || n[0].WorkflowID != "a" {
+	if n, _ := e.S.Pauses(e.Ctx, ""); len(n) != 1 || n[0].WorkflowID != "a" {
 		t.Fatalf("pauses: %+v, want a's", n)
 	}
-	p, ok, err := e.s.ResumeClaims(e.ctx, "a", alice)
+	p, ok, err := e.S.ResumeClaims(e.Ctx, "a", alice)
 	if err != nil || !ok || p.Reason != bob.Reason || p.Operator != "bob" {
 		t.Fatalf("resume a: %+v ok=%v err=%v", p, ok, err)
 	}
-	if got, ok := e.claimNext(t, "w2", "a"); !ok || got.Task.TaskID != held.TaskID {
+	if got, ok := e.ClaimNext(t, "w2", "a"); !ok || got.Task.TaskID != held.TaskID {
 		t.Fatalf("claim-next in a after resume: ok=%v task %s", ok, got.Task.NodeID)
 	}
-	if _, ok, err := e.s.ResumeClaims(e.ctx, "a", alice); err != nil || ok {
+	if _, ok, err := e.S.ResumeClaims(e.Ctx, "a", alice); err != nil || ok {
 		t.Fatalf("resume of a workflow not paused: ok=%v err=%v, want ok false", ok, err)
 	}
 }
@@ -93,29 +93,29 @@ func testPauseWorkflowHoldsItsClaimsOnly(t *testing.T, h Harness) {
 // pause of all.
 func testPauseAllHoldsEveryClaim(t *testing.T, h Harness) {
 	e := setup(t, h)
-	x := e.create(t, "a", "x")
-	y := e.create(t, "b", "y")
-	if _, err := e.s.PauseClaims(e.ctx, "b", bob); err != nil {
+	x := e.Create(t, "a", "x")
+	y := e.Create(t, "b", "y")
+	if _, err := e.S.PauseClaims(e.Ctx, "b", bob); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.s.PauseClaims(e.ctx, "", bob); err != nil {
+	if _, err := e.S.PauseClaims(e.Ctx, "", bob); err != nil {
 		t.Fatal(err)
 	}
 	for _, wf := range []string{"", "a", "b"} {
-		got, ok := e.claimNext(t, "w", wf)
+		got, ok := e.ClaimNext(t, "w", wf)
 		if ok || got.Paused == nil || got.Paused.WorkflowID != "" || !strings.Contains(got.Paused.String(), "all claiming on this database is paused") {
 			t.Fatalf("claim-next in %q while all is paused: ok=%v paused=%+v", wf, ok, got.Paused)
 		}
 	}
 	e.wantPausedConflict(t, x.TaskID, "all claiming on this database is paused")
-	ps, err := e.s.Pauses(e.ctx, "")
+	ps, err := e.S.Pauses(e.Ctx, "")
 	if err != nil || len(ps) != 2 || ps[0].WorkflowID != "" || ps[1].WorkflowID != "b" {
 		t.Fatalf("pauses: %+v %v, want all's then b's", ps, err)
 	}
-	if _, ok, err := e.s.ResumeClaims(e.ctx, "", alice); err != nil || !ok {
+	if _, ok, err := e.S.ResumeClaims(e.Ctx, "", alice); err != nil || !ok {
 		t.Fatalf("resume all: ok=%v err=%v", ok, err)
 	}
-	if got, ok := e.claimNext(t, "w", ""); !ok || got.Task.TaskID != x.TaskID {
+	if got, ok := e.ClaimNext(t, "w", ""); !ok || got.Task.TaskID != x.TaskID {
 		t.Fatalf("claim-next after resuming all: ok=%v task %s, want x (b is still paused)", ok, got.Task.NodeID)
 	}
 	e.wantPausedConflict(t, y.TaskID, "workflow b is paused")
@@ -125,17 +125,17 @@ func testPauseAllHoldsEveryClaim(t *testing.T, h Harness) {
 // resumed: the resume wakes it.
 func testResumeWakesParkedClaim(t *testing.T, h Harness) {
 	e := setup(t, h)
-	task := e.create(t, "a", "x")
-	if _, err := e.s.PauseClaims(e.ctx, "", bob); err != nil {
+	task := e.Create(t, "a", "x")
+	if _, err := e.S.PauseClaims(e.Ctx, "", bob); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(e.ctx)
+	ctx, cancel := context.WithCancel(e.Ctx)
 	defer cancel()
 	out := make(chan parkedResult, 1)
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	e.parkWaiters(t, ctx, 1, "a", out, &wg)
-	if _, ok, err := e.s.ResumeClaims(e.ctx, "", alice); err != nil || !ok {
+	if _, ok, err := e.S.ResumeClaims(e.Ctx, "", alice); err != nil || !ok {
 		t.Fatalf("resume: ok=%v err=%v", ok, err)
 	}
 	testwait.Recv(t, "the parked claim's answer", out).wantWoken(t, task.TaskID, "the resume")
@@ -146,32 +146,32 @@ func testResumeWakesParkedClaim(t *testing.T, h Harness) {
 // verifies.
 func testPauseRefusesAndRecords(t *testing.T, h Harness) {
 	e := setup(t, h)
-	e.create(t, "a", "x")
-	before := e.db.Snapshot(t)
-	if _, err := e.s.PauseClaims(e.ctx, "nope", bob); !errors.Is(err, tg.ErrNotFound) {
+	e.Create(t, "a", "x")
+	before := e.DB.Snapshot(t)
+	if _, err := e.S.PauseClaims(e.Ctx, "nope", bob); !errors.Is(err, tg.ErrNotFound) {
 		t.Fatalf("pause of an unknown workflow: %v, want ErrNotFound", err)
 	}
-	if _, err := e.s.PauseClaims(e.ctx, "a", tg.Operator{Name: "bob"}); !errors.Is(err, tg.ErrInvalid) || !strings.Contains(err.Error(), "reason") {
+	if _, err := e.S.PauseClaims(e.Ctx, "a", tg.Operator{Name: "bob"}); !errors.Is(err, tg.ErrInvalid) || !strings.Contains(err.Error(), "reason") {
 		t.Fatalf("pause without a reason: %v, want ErrInvalid naming reason", err)
 	}
-	if after := e.db.Snapshot(t); after != before {
+	if after := e.DB.Snapshot(t); after != before {
 		t.Fatal("a refused pause wrote to the database")
 	}
-	if _, err := e.s.PauseClaims(e.ctx, "a", bob); err != nil {
+	if _, err := e.S.PauseClaims(e.Ctx, "a", bob); err != nil {
 		t.Fatal(err)
 	}
 	again := tg.Operator{Name: "carol", Reason: "still deploying"}
-	if replaced, err := e.s.PauseClaims(e.ctx, "a", again); err != nil || !replaced {
+	if replaced, err := e.S.PauseClaims(e.Ctx, "a", again); err != nil || !replaced {
 		t.Fatalf("pause again: replaced=%v err=%v, want true", replaced, err)
 	}
-	if ps, _ := e.s.Pauses(e.ctx, "a"); len(ps) != 1 || ps[0].Operator != "carol" || ps[0].Reason != again.Reason {
+	if ps, _ := e.S.Pauses(e.Ctx, "a"); len(ps) != 1 || ps[0].Operator != "carol" || ps[0].Reason != again.Reason {
 		t.Fatalf("pauses after a second pause: %+v, want carol's", ps)
 	}
-	if _, _, err := e.s.ResumeClaims(e.ctx, "a", alice); err != nil {
+	if _, _, err := e.S.ResumeClaims(e.Ctx, "a", alice); err != nil {
 		t.Fatal(err)
 	}
 	var kinds []string
-	for _, r := range e.db.Query(t, `SELECT kind, workflow_id, detail FROM audit_chain WHERE kind IN ('pause', 'resume') ORDER BY seq`) {
+	for _, r := range e.DB.Query(t, `SELECT kind, workflow_id, detail FROM audit_chain WHERE kind IN ('pause', 'resume') ORDER BY seq`) {
 		var d map[string]any
 		if err := json.Unmarshal([]byte(r[2]), &d); err != nil {
 			t.Fatal(err)
@@ -182,7 +182,7 @@ func testPauseRefusesAndRecords(t *testing.T, h Harness) {
 	if strings.Join(kinds, "|") != strings.Join(want, "|") {
 		t.Fatalf("audit entries:\n%s\nwant\n%s", strings.Join(kinds, "\n"), strings.Join(want, "\n"))
 	}
-	if rep, err := e.s.VerifyHistory(e.ctx); err != nil || rep.Broken != nil {
+	if rep, err := e.S.VerifyHistory(e.Ctx); err != nil || rep.Broken != nil {
 		t.Fatalf("verify: %v %+v", err, rep.Broken)
 	}
 }
@@ -198,12 +198,12 @@ func testPauseIsExactUnderConcurrentClaims(t *testing.T, h Harness) {
 		specs[i] = tg.NodeSpec{NodeID: fmt.Sprintf("n%04d", i)}
 	}
 	for i := 0; i < tasks; i += 500 {
-		if _, err := e.s.CreateWorkflow(e.ctx, "a", specs[i:i+500]); err != nil {
+		if _, err := e.S.CreateWorkflow(e.Ctx, "a", specs[i:i+500]); err != nil {
 			t.Fatal(err)
 		}
 	}
-	claimed := func() int64 { return e.count(t, `SELECT COUNT(*) FROM tasks WHERE state = 'claimed'`) }
-	ctx, cancel := context.WithCancel(e.ctx)
+	claimed := func() int64 { return e.Count(t, `SELECT COUNT(*) FROM tasks WHERE state = 'claimed'`) }
+	ctx, cancel := context.WithCancel(e.Ctx)
 	defer cancel()
 	var granted, pausedSeen atomic.Int64
 	var wg sync.WaitGroup
@@ -213,7 +213,7 @@ func testPauseIsExactUnderConcurrentClaims(t *testing.T, h Harness) {
 		go func() {
 			defer wg.Done()
 			for ctx.Err() == nil {
-				c, ok, err := e.s.Claim(ctx, tg.ClaimRequest{Owner: fmt.Sprintf("w%d", i), Lease: time.Minute})
+				c, ok, err := e.S.Claim(ctx, tg.ClaimRequest{Owner: fmt.Sprintf("w%d", i), Lease: time.Minute})
 				switch {
 				case err != nil && ctx.Err() == nil:
 					errs <- err
@@ -228,7 +228,7 @@ func testPauseIsExactUnderConcurrentClaims(t *testing.T, h Harness) {
 	}
 	failed := func() bool { return len(errs) > 0 }
 	testwait.For(t, "claims to be granted", func() bool { return granted.Load() >= 10 || failed() })
-	if _, err := e.s.PauseClaims(e.ctx, "", bob); err != nil {
+	if _, err := e.S.PauseClaims(e.Ctx, "", bob); err != nil {
 		t.Fatal(err)
 	}
 	atPause := claimed()

@@ -54,13 +54,13 @@ func testConcurrentDAG(t *testing.T, h Harness) {
 		go func(owner string) {
 			defer wg.Done()
 			for {
-				c, ok, err := e.s.Claim(e.ctx, tg.ClaimRequest{Owner: owner, WorkflowID: "dag", Lease: time.Minute, Wait: 50 * time.Millisecond})
+				c, ok, err := e.S.Claim(e.Ctx, tg.ClaimRequest{Owner: owner, WorkflowID: "dag", Lease: time.Minute, Wait: 50 * time.Millisecond})
 				if err != nil {
 					errs <- err
 					return
 				}
 				if !ok {
-					v, err := e.s.Workflow(e.ctx, "dag")
+					v, err := e.S.Workflow(e.Ctx, "dag")
 					if err != nil {
 						errs <- err
 						return
@@ -70,7 +70,7 @@ func testConcurrentDAG(t *testing.T, h Harness) {
 					}
 					continue
 				}
-				if _, err := e.s.Complete(e.ctx, holder(c), json.RawMessage(`1`)); err != nil {
+				if _, err := e.S.Complete(e.Ctx, holder(c), json.RawMessage(`1`)); err != nil {
 					errs <- fmt.Errorf("complete %s: %w", c.Task.NodeID, err)
 					return
 				}
@@ -93,7 +93,7 @@ func testConcurrentDAG(t *testing.T, h Harness) {
 			t.Errorf("%s completed %d times", n, k)
 		}
 	}
-	evs, err := e.s.WorkflowEvents(e.ctx, "dag")
+	evs, err := e.S.WorkflowEvents(e.Ctx, "dag")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -116,10 +116,10 @@ func testConcurrentDAG(t *testing.T, h Harness) {
 		}
 	}
 	e.checkCounters(t)
-	if n := e.count(t, `SELECT task_count FROM workflows WHERE workflow_id = 'dag'`); n != int64(len(order)) {
+	if n := e.Count(t, `SELECT task_count FROM workflows WHERE workflow_id = 'dag'`); n != int64(len(order)) {
 		t.Errorf("task_count %d, want %d", n, len(order))
 	}
-	e.verify(t)
+	e.Verify(t)
 }
 
 func contains(s []string, v string) bool {
@@ -137,7 +137,7 @@ func contains(s []string, v string) bool {
 // verifies.
 func testConcurrentCreatesShareOneChain(t *testing.T, h Harness) {
 	e := setup(t, h)
-	e.create(t, "wf", "root")
+	e.Create(t, "wf", "root")
 	const goroutines, each = 16, 15
 	var wg sync.WaitGroup
 	errs := make(chan error, goroutines*each)
@@ -150,7 +150,7 @@ func testConcurrentCreatesShareOneChain(t *testing.T, h Harness) {
 				if i%3 == 0 {
 					spec = tg.NodeSpec{NodeID: fmt.Sprintf("shared-%02d", i)} // every goroutine repeats it
 				}
-				if _, err := e.s.CreateTask(e.ctx, "wf", spec); err != nil {
+				if _, err := e.S.CreateTask(e.Ctx, "wf", spec); err != nil {
 					errs <- fmt.Errorf("create %s: %w", spec.NodeID, err)
 				}
 			}
@@ -163,18 +163,18 @@ func testConcurrentCreatesShareOneChain(t *testing.T, h Harness) {
 	}
 	const shared = (each + 2) / 3
 	want := 1 + goroutines*(each-shared) + shared
-	v, err := e.s.Workflow(e.ctx, "wf")
+	v, err := e.S.Workflow(e.Ctx, "wf")
 	if err != nil || len(v.Tasks) != want {
 		t.Fatalf("%d tasks, want %d (%v)", len(v.Tasks), want, err)
 	}
-	if n := e.count(t, `SELECT task_count FROM workflows WHERE workflow_id = 'wf'`); n != int64(want) {
+	if n := e.Count(t, `SELECT task_count FROM workflows WHERE workflow_id = 'wf'`); n != int64(want) {
 		t.Errorf("task_count %d, want %d", n, want)
 	}
-	if n := e.count(t, `SELECT COUNT(*) FROM events WHERE workflow_id = 'wf' AND kind = 'create'`); n != int64(want) {
+	if n := e.Count(t, `SELECT COUNT(*) FROM events WHERE workflow_id = 'wf' AND kind = 'create'`); n != int64(want) {
 		t.Errorf("%d create events, want %d (one per task)", n, want)
 	}
 	e.checkCounters(t)
-	if rep := e.verify(t); rep.Events != int64(want) {
+	if rep := e.Verify(t); rep.Events != int64(want) {
 		t.Errorf("verified %d events, want %d", rep.Events, want)
 	}
 }
@@ -184,7 +184,7 @@ func testConcurrentCreatesShareOneChain(t *testing.T, h Harness) {
 // lands.
 func testConcurrentClaimsOfOneTask(t *testing.T, h Harness) {
 	e := setup(t, h)
-	tk := e.create(t, "wf", "a")
+	tk := e.Create(t, "wf", "a")
 	const racers = 16
 	claims := make(chan tg.Claimed, racers)
 	var wg sync.WaitGroup
@@ -193,7 +193,7 @@ func testConcurrentClaimsOfOneTask(t *testing.T, h Harness) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			c, ok, err := e.s.Claim(e.ctx, tg.ClaimRequest{Owner: fmt.Sprintf("r%02d", r), TaskID: tk.TaskID, Lease: time.Second})
+			c, ok, err := e.S.Claim(e.Ctx, tg.ClaimRequest{Owner: fmt.Sprintf("r%02d", r), TaskID: tk.TaskID, Lease: time.Second})
 			switch {
 			case err == nil && ok:
 				claims <- c
@@ -214,8 +214,8 @@ func testConcurrentClaimsOfOneTask(t *testing.T, h Harness) {
 		t.Fatalf("%d racers were granted the claim, want exactly 1", len(won))
 	}
 	first := won[0]
-	e.clock.Advance(2 * time.Second)
-	second := e.claim(t, "late", tk.TaskID, time.Minute)
+	e.Clock.Advance(2 * time.Second)
+	second := e.Claim(t, "late", tk.TaskID, time.Minute)
 	results := make(chan error, 2*racers)
 	for i := range 2 * racers {
 		wg.Add(1)
@@ -225,7 +225,7 @@ func testConcurrentClaimsOfOneTask(t *testing.T, h Harness) {
 			if i%2 == 1 {
 				hd = holder(second)
 			}
-			_, err := e.s.Complete(e.ctx, hd, json.RawMessage(fmt.Sprintf(`{"by":%q}`, hd.Owner)))
+			_, err := e.S.Complete(e.Ctx, hd, json.RawMessage(fmt.Sprintf(`{"by":%q}`, hd.Owner)))
 			results <- err
 		}()
 	}
@@ -244,12 +244,12 @@ func testConcurrentClaimsOfOneTask(t *testing.T, h Harness) {
 	if ok != 1 {
 		t.Fatalf("%d completes landed, want exactly 1", ok)
 	}
-	got := e.wantState(t, tk.TaskID, tg.StateCompleted)
+	got := e.WantState(t, tk.TaskID, tg.StateCompleted)
 	if got.Owner != "late" || string(got.Result) != `{"by":"late"}` {
 		t.Fatalf("completed by %s with %s, want the new holder's result", got.Owner, got.Result)
 	}
-	if n := e.count(t, `SELECT COUNT(*) FROM events WHERE task_id = ? AND kind = 'complete'`, tk.TaskID); n != 1 {
+	if n := e.Count(t, `SELECT COUNT(*) FROM events WHERE task_id = ? AND kind = 'complete'`, tk.TaskID); n != 1 {
 		t.Fatalf("%d complete events", n)
 	}
-	e.verify(t)
+	e.Verify(t)
 }

@@ -27,40 +27,40 @@ func total(v float64) *float64 { return &v }
 // the history verifies.
 func testReportHeartbeat(t *testing.T, h Harness) {
 	e := setup(t, h)
-	tk := e.create(t, "wf", "a")
-	c := e.claim(t, "w1", tk.TaskID, time.Minute)
+	tk := e.Create(t, "wf", "a")
+	c := e.Claim(t, "w1", tk.TaskID, time.Minute)
 	if c.Task.Report != nil {
 		t.Fatalf("a fresh claim has report %+v, want none", c.Task.Report)
 	}
-	e.clock.Advance(time.Second)
+	e.Clock.Advance(time.Second)
 	rep := tg.Report{Progress: &tg.Progress{Done: 3, Total: total(10)}, StatusMessage: "parsing <files> & such",
 		Usage: &tg.Usage{InputTokens: 1200, OutputTokens: 300, CostUSD: 0.0125}}
-	got, err := e.s.Heartbeat(tg.WithReport(e.ctx, rep), holder(c), time.Minute)
+	got, err := e.S.Heartbeat(tg.WithReport(e.Ctx, rep), holder(c), time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := rep
-	want.Generation, want.AtMS = c.Lease.Generation, e.clock.Now().UnixMilli()
-	for _, tk := range []tg.Task{got, e.get(t, tk.TaskID)} {
+	want.Generation, want.AtMS = c.Lease.Generation, e.Clock.Now().UnixMilli()
+	for _, tk := range []tg.Task{got, e.Get(t, tk.TaskID)} {
 		sameJSON(t, "the stored report", want, tk.Report)
 		if tk.TotalUsage != *rep.Usage {
 			t.Fatalf("TotalUsage %+v, want %+v", tk.TotalUsage, *rep.Usage)
 		}
 	}
 	// A heartbeat without a report keeps the last one.
-	e.clock.Advance(time.Second)
-	if _, err := e.s.Heartbeat(e.ctx, holder(c), time.Minute); err != nil {
+	e.Clock.Advance(time.Second)
+	if _, err := e.S.Heartbeat(e.Ctx, holder(c), time.Minute); err != nil {
 		t.Fatal(err)
 	}
-	sameJSON(t, "the report after a bare heartbeat", want, e.get(t, tk.TaskID).Report)
+	sameJSON(t, "the report after a bare heartbeat", want, e.Get(t, tk.TaskID).Report)
 	// A later report replaces the earlier one whole.
-	e.clock.Advance(time.Second)
+	e.Clock.Advance(time.Second)
 	later := tg.Report{Progress: &tg.Progress{Done: 7}}
-	done, err := e.s.Complete(tg.WithReport(e.ctx, later), holder(c), json.RawMessage(`{"ok":true}`))
+	done, err := e.S.Complete(tg.WithReport(e.Ctx, later), holder(c), json.RawMessage(`{"ok":true}`))
 	if err != nil {
 		t.Fatal(err)
 	}
-	later.Generation, later.AtMS = c.Lease.Generation, e.clock.Now().UnixMilli()
+	later.Generation, later.AtMS = c.Lease.Generation, e.Clock.Now().UnixMilli()
 	sameJSON(t, "the report after completing", later, done.Report)
 	if !done.TotalUsage.IsZero() {
 		t.Fatalf("the completion's report has no usage, yet TotalUsage is %+v", done.TotalUsage)
@@ -68,7 +68,7 @@ func testReportHeartbeat(t *testing.T, h Harness) {
 	// The history: the claim, the reporting heartbeat, the bare one and
 	// the completion, each report in its event's detail.
 	var details []map[string]any
-	for _, ev := range e.events(t, tk.TaskID) {
+	for _, ev := range e.Events(t, tk.TaskID) {
 		var d map[string]any
 		if err := json.Unmarshal(ev.Detail, &d); err != nil {
 			t.Fatal(err)
@@ -88,7 +88,7 @@ func testReportHeartbeat(t *testing.T, h Harness) {
 	if r := details[4]["report"]; r == nil {
 		t.Fatalf("the completion's event records no report: %v", details[4])
 	}
-	if v := e.verify(t); v.Broken != nil {
+	if v := e.Verify(t); v.Broken != nil {
 		t.Fatalf("the history does not verify: %+v", v.Broken)
 	}
 }
@@ -98,51 +98,51 @@ func testReportHeartbeat(t *testing.T, h Harness) {
 // count every attempt once.
 func testReportUsageOverAttempts(t *testing.T, h Harness) {
 	e := setup(t, h)
-	a := e.create(t, "wf", "a")
-	b := e.create(t, "wf", "b")
-	other := e.create(t, "other", "x")
+	a := e.Create(t, "wf", "a")
+	b := e.Create(t, "wf", "b")
+	other := e.Create(t, "other", "x")
 	u := func(in, out int64, cost float64) *tg.Usage {
 		return &tg.Usage{InputTokens: in, OutputTokens: out, CostUSD: cost}
 	}
 
-	c1 := e.claim(t, "w1", a.TaskID, time.Minute)
+	c1 := e.Claim(t, "w1", a.TaskID, time.Minute)
 	// Two reports of one attempt: the second replaces the first.
-	if _, err := e.s.Heartbeat(tg.WithReport(e.ctx, tg.Report{Usage: u(100, 10, 0.5)}), holder(c1), time.Minute); err != nil {
+	if _, err := e.S.Heartbeat(tg.WithReport(e.Ctx, tg.Report{Usage: u(100, 10, 0.5)}), holder(c1), time.Minute); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.s.FailRetryAfter(tg.WithReport(e.ctx, tg.Report{Usage: u(150, 20, 0.75), StatusMessage: "rate limited"}), holder(c1), "upstream 429", 0); err != nil {
+	if _, err := e.S.FailRetryAfter(tg.WithReport(e.Ctx, tg.Report{Usage: u(150, 20, 0.75), StatusMessage: "rate limited"}), holder(c1), "upstream 429", 0); err != nil {
 		t.Fatal(err)
 	}
-	pend := e.wantState(t, a.TaskID, tg.StatePending)
+	pend := e.WantState(t, a.TaskID, tg.StatePending)
 	if pend.Report == nil || pend.Report.StatusMessage != "rate limited" {
 		t.Fatalf("a task back to pending shows its last attempt's report: got %+v", pend.Report)
 	}
-	c2 := e.claim(t, "w2", a.TaskID, time.Minute)
+	c2 := e.Claim(t, "w2", a.TaskID, time.Minute)
 	if c2.Task.Report != nil {
 		t.Fatalf("a new claim starts with no report, got %+v", c2.Task.Report)
 	}
 	if want := *u(150, 20, 0.75); c2.Task.TotalUsage != want {
 		t.Fatalf("after the retry's claim TotalUsage is %+v, want the first attempt's %+v", c2.Task.TotalUsage, want)
 	}
-	if _, err := e.s.Complete(tg.WithReport(e.ctx, tg.Report{Usage: u(50, 5, 0.25)}), holder(c2), json.RawMessage(`1`)); err != nil {
+	if _, err := e.S.Complete(tg.WithReport(e.Ctx, tg.Report{Usage: u(50, 5, 0.25)}), holder(c2), json.RawMessage(`1`)); err != nil {
 		t.Fatal(err)
 	}
-	if want, got := *u(200, 25, 1), e.get(t, a.TaskID).TotalUsage; got != want {
+	if want, got := *u(200, 25, 1), e.Get(t, a.TaskID).TotalUsage; got != want {
 		t.Fatalf("TotalUsage over two attempts is %+v, want %+v", got, want)
 	}
-	cb := e.claim(t, "w1", b.TaskID, time.Minute)
-	if _, err := e.s.Heartbeat(tg.WithReport(e.ctx, tg.Report{Usage: u(1, 2, 0.125)}), holder(cb), time.Minute); err != nil {
+	cb := e.Claim(t, "w1", b.TaskID, time.Minute)
+	if _, err := e.S.Heartbeat(tg.WithReport(e.Ctx, tg.Report{Usage: u(1, 2, 0.125)}), holder(cb), time.Minute); err != nil {
 		t.Fatal(err)
 	}
-	cx := e.claim(t, "w1", other.TaskID, time.Minute)
-	if _, err := e.s.Heartbeat(tg.WithReport(e.ctx, tg.Report{Usage: u(1000, 0, 0)}), holder(cx), time.Minute); err != nil {
+	cx := e.Claim(t, "w1", other.TaskID, time.Minute)
+	if _, err := e.S.Heartbeat(tg.WithReport(e.Ctx, tg.Report{Usage: u(1000, 0, 0)}), holder(cx), time.Minute); err != nil {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct {
 		wf   string
 		want tg.Usage
 	}{{"wf", *u(201, 27, 1.125)}, {"other", *u(1000, 0, 0)}, {"", *u(1201, 27, 1.125)}} {
-		got, err := e.s.WorkflowUsage(e.ctx, tc.wf)
+		got, err := e.S.WorkflowUsage(e.Ctx, tc.wf)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -150,7 +150,7 @@ func testReportUsageOverAttempts(t *testing.T, h Harness) {
 			t.Errorf("WorkflowUsage(%q) = %+v, want %+v", tc.wf, got, tc.want)
 		}
 	}
-	if v := e.verify(t); v.Broken != nil {
+	if v := e.Verify(t); v.Broken != nil {
 		t.Fatalf("the history does not verify: %+v", v.Broken)
 	}
 }
@@ -159,9 +159,9 @@ func testReportUsageOverAttempts(t *testing.T, h Harness) {
 // nothing is written.
 func testReportRefused(t *testing.T, h Harness) {
 	e := setup(t, h)
-	tk := e.create(t, "wf", "a")
-	c := e.claim(t, "w1", tk.TaskID, time.Minute)
-	before := e.db.Snapshot(t)
+	tk := e.Create(t, "wf", "a")
+	c := e.Claim(t, "w1", tk.TaskID, time.Minute)
+	before := e.DB.Snapshot(t)
 	for _, tc := range []struct {
 		rep   tg.Report
 		field string
@@ -175,11 +175,11 @@ func testReportRefused(t *testing.T, h Harness) {
 		{tg.Report{Usage: &tg.Usage{OutputTokens: -5}}, "usage.output_tokens"},
 		{tg.Report{Usage: &tg.Usage{CostUSD: -0.5}}, "usage.cost_usd"},
 	} {
-		ctx := tg.WithReport(e.ctx, tc.rep)
+		ctx := tg.WithReport(e.Ctx, tc.rep)
 		for name, call := range map[string]func() error{
-			"heartbeat": func() error { _, err := e.s.Heartbeat(ctx, holder(c), time.Minute); return err },
-			"complete":  func() error { _, err := e.s.Complete(ctx, holder(c), json.RawMessage(`1`)); return err },
-			"fail":      func() error { _, err := e.s.Fail(ctx, holder(c), "boom", true); return err },
+			"heartbeat": func() error { _, err := e.S.Heartbeat(ctx, holder(c), time.Minute); return err },
+			"complete":  func() error { _, err := e.S.Complete(ctx, holder(c), json.RawMessage(`1`)); return err },
+			"fail":      func() error { _, err := e.S.Fail(ctx, holder(c), "boom", true); return err },
 		} {
 			err := call()
 			var ve *tg.ValidationError
@@ -188,30 +188,30 @@ func testReportRefused(t *testing.T, h Harness) {
 			}
 		}
 	}
-	e.unchanged(t, before, "refused reports")
-	e.wantState(t, tk.TaskID, tg.StateClaimed)
+	e.Unchanged(t, before, "refused reports")
+	e.WantState(t, tk.TaskID, tg.StateClaimed)
 }
 
 // A retried write with a request id must repeat its report: the same
 // report replays, another is refused.
 func testReportRequestID(t *testing.T, h Harness) {
 	e := setup(t, h)
-	tk := e.create(t, "wf", "a")
-	c := e.claim(t, "w1", tk.TaskID, time.Minute)
+	tk := e.Create(t, "wf", "a")
+	c := e.Claim(t, "w1", tk.TaskID, time.Minute)
 	r := e.withID("hb-1")
 	rep := tg.Report{Progress: &tg.Progress{Done: 1, Total: total(2)}}
-	first, err := r.s.Heartbeat(tg.WithReport(r.ctx, rep), holder(c), time.Minute)
+	first, err := r.S.Heartbeat(tg.WithReport(r.Ctx, rep), holder(c), time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.clock.Advance(time.Second)
-	again, err := r.s.Heartbeat(tg.WithReport(r.ctx, rep), holder(c), time.Minute)
+	e.Clock.Advance(time.Second)
+	again, err := r.S.Heartbeat(tg.WithReport(r.Ctx, rep), holder(c), time.Minute)
 	if err != nil {
 		t.Fatalf("the retry: %v", err)
 	}
 	sameJSON(t, "the retried heartbeat", first, again)
 	rep.Progress.Done = 2
-	_, err = r.s.Heartbeat(tg.WithReport(r.ctx, rep), holder(c), time.Minute)
+	_, err = r.S.Heartbeat(tg.WithReport(r.Ctx, rep), holder(c), time.Minute)
 	var ve *tg.ValidationError
 	if !errors.As(err, &ve) || ve.Field != "request_id" || !strings.Contains(err.Error(), "report") {
 		t.Fatalf("a retry with another report: got %v, want request_id refused naming report", err)

@@ -30,9 +30,9 @@ var requestTests = []test{
 
 // withID is the env's context with request id id.
 func (e *env) withID(id string) *env {
-	c := *e
-	c.ctx = tg.WithRequestID(e.ctx, id)
-	return &c
+	c := *e.Env // a copy: the env it came from keeps its own context
+	c.Ctx = tg.WithRequestID(e.Ctx, id)
+	return &env{&c}
 }
 
 // sameJSON fails t unless a and b encode to the same JSON.
@@ -52,11 +52,11 @@ func testRequestRetriesReplay(t *testing.T, h Harness) {
 	e := setup(t, h)
 	r := e.withID("create-1")
 	spec := []tg.NodeSpec{{NodeID: "a"}, {NodeID: "b", DependsOn: []string{"a"}}, {NodeID: "c"}}
-	made, err := r.s.CreateWorkflow(r.ctx, "wf", spec)
+	made, err := r.S.CreateWorkflow(r.Ctx, "wf", spec)
 	if err != nil {
 		t.Fatal(err)
 	}
-	again, err := r.s.CreateWorkflow(r.ctx, "wf", spec)
+	again, err := r.S.CreateWorkflow(r.Ctx, "wf", spec)
 	if err != nil {
 		t.Fatalf("retried create: %v", err)
 	}
@@ -68,12 +68,12 @@ func testRequestRetriesReplay(t *testing.T, h Harness) {
 	// claim-next: the retry gets the same claim, token included, and
 	// claims nothing more although another task is ready.
 	rc := e.withID("claim-1")
-	c, ok, err := rc.s.Claim(rc.ctx, tg.ClaimRequest{Owner: "w", WorkflowID: "wf"})
+	c, ok, err := rc.S.Claim(rc.Ctx, tg.ClaimRequest{Owner: "w", WorkflowID: "wf"})
 	if err != nil || !ok {
 		t.Fatalf("claim-next: %v %v", ok, err)
 	}
-	e.clock.Advance(time.Second)
-	c2, ok, err := rc.s.Claim(rc.ctx, tg.ClaimRequest{Owner: "w", WorkflowID: "wf"})
+	e.Clock.Advance(time.Second)
+	c2, ok, err := rc.S.Claim(rc.Ctx, tg.ClaimRequest{Owner: "w", WorkflowID: "wf"})
 	if err != nil || !ok {
 		t.Fatalf("retried claim-next: %v %v", ok, err)
 	}
@@ -81,32 +81,32 @@ func testRequestRetriesReplay(t *testing.T, h Harness) {
 	if c2.Lease.Token != c.Lease.Token || c2.Lease.Token == "" {
 		t.Fatal("the retried claim-next did not return the claim's token")
 	}
-	if n := e.count(t, `SELECT COUNT(*) FROM tasks WHERE state = 'claimed'`); n != 1 {
+	if n := e.Count(t, `SELECT COUNT(*) FROM tasks WHERE state = 'claimed'`); n != 1 {
 		t.Fatalf("%d tasks claimed after a retried claim-next, want 1", n)
 	}
 
 	// heartbeat: the retry answers the first expiry, not a new one.
-	hb, err := e.s.Heartbeat(tg.WithRequestID(e.ctx, "hb-1"), holder(c), 10*time.Second)
+	hb, err := e.S.Heartbeat(tg.WithRequestID(e.Ctx, "hb-1"), holder(c), 10*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.clock.Advance(time.Second)
-	hb2, err := e.s.Heartbeat(tg.WithRequestID(e.ctx, "hb-1"), holder(c), 10*time.Second)
+	e.Clock.Advance(time.Second)
+	hb2, err := e.S.Heartbeat(tg.WithRequestID(e.Ctx, "hb-1"), holder(c), 10*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
 	sameJSON(t, "heartbeat", hb, hb2)
-	if got := e.get(t, c.Task.TaskID); !got.LeaseExpiresAt.Equal(hb.LeaseExpiresAt) {
+	if got := e.Get(t, c.Task.TaskID); !got.LeaseExpiresAt.Equal(hb.LeaseExpiresAt) {
 		t.Fatalf("the retried heartbeat moved the lease to %v (first: %v)", got.LeaseExpiresAt, hb.LeaseExpiresAt)
 	}
 
 	// complete: the retry gets the acknowledgement, not "already finished".
 	rd := e.withID("done-1")
-	done, err := rd.s.Complete(rd.ctx, holder(c), json.RawMessage(`{"ok":true}`))
+	done, err := rd.S.Complete(rd.Ctx, holder(c), json.RawMessage(`{"ok":true}`))
 	if err != nil {
 		t.Fatal(err)
 	}
-	done2, err := rd.s.Complete(rd.ctx, holder(c), json.RawMessage(`{"ok": true}`))
+	done2, err := rd.S.Complete(rd.Ctx, holder(c), json.RawMessage(`{"ok": true}`))
 	if err != nil {
 		t.Fatalf("retried complete: %v", err)
 	}
@@ -118,52 +118,52 @@ func testRequestRetriesReplay(t *testing.T, h Harness) {
 		ids[n.Task.NodeID] = n.Task.TaskID
 	}
 	claimB := tg.ClaimRequest{Owner: "w", TaskID: ids["b"], Lease: 5 * time.Second}
-	cb, _, err := e.s.Claim(tg.WithRequestID(e.ctx, "claim-b"), claimB)
+	cb, _, err := e.S.Claim(tg.WithRequestID(e.Ctx, "claim-b"), claimB)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cb2, _, err := e.s.Claim(tg.WithRequestID(e.ctx, "claim-b"), claimB)
+	cb2, _, err := e.S.Claim(tg.WithRequestID(e.Ctx, "claim-b"), claimB)
 	if err != nil {
 		t.Fatalf("retried claim by id: %v", err)
 	}
 	sameJSON(t, "claim by id", cb, cb2)
-	failed, err := e.s.FailRetryAfter(tg.WithRequestID(e.ctx, "fail-b"), holder(cb), "flaky", 0)
+	failed, err := e.S.FailRetryAfter(tg.WithRequestID(e.Ctx, "fail-b"), holder(cb), "flaky", 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	failed2, err := e.s.FailRetryAfter(tg.WithRequestID(e.ctx, "fail-b"), holder(cb), "flaky", 0)
+	failed2, err := e.S.FailRetryAfter(tg.WithRequestID(e.Ctx, "fail-b"), holder(cb), "flaky", 0)
 	if err != nil {
 		t.Fatalf("retried fail: %v", err)
 	}
 	sameJSON(t, "fail", failed, failed2)
-	if got := e.get(t, ids["b"]); got.Attempts != 1 || got.State != tg.StatePending {
+	if got := e.Get(t, ids["b"]); got.Attempts != 1 || got.State != tg.StatePending {
 		t.Fatalf("after a retried fail: %s with %d attempts, want pending with 1", got.State, got.Attempts)
 	}
-	cb3 := e.claim(t, "w", ids["b"], 0)
-	rel, err := e.s.Release(tg.WithRequestID(e.ctx, "rel-b"), holder(cb3))
+	cb3 := e.Claim(t, "w", ids["b"], 0)
+	rel, err := e.S.Release(tg.WithRequestID(e.Ctx, "rel-b"), holder(cb3))
 	if err != nil {
 		t.Fatal(err)
 	}
-	rel2, err := e.s.Release(tg.WithRequestID(e.ctx, "rel-b"), holder(cb3))
+	rel2, err := e.S.Release(tg.WithRequestID(e.Ctx, "rel-b"), holder(cb3))
 	if err != nil {
 		t.Fatalf("retried release: %v", err)
 	}
 	sameJSON(t, "release", rel, rel2)
-	cc := e.claim(t, "w", ids["c"], 0)
-	can, err := e.s.Cancel(tg.WithRequestID(e.ctx, "cancel-c"), holder(cc))
+	cc := e.Claim(t, "w", ids["c"], 0)
+	can, err := e.S.Cancel(tg.WithRequestID(e.Ctx, "cancel-c"), holder(cc))
 	if err != nil {
 		t.Fatal(err)
 	}
-	can2, err := e.s.Cancel(tg.WithRequestID(e.ctx, "cancel-c"), holder(cc))
+	can2, err := e.S.Cancel(tg.WithRequestID(e.Ctx, "cancel-c"), holder(cc))
 	if err != nil {
 		t.Fatalf("retried holder cancel: %v", err)
 	}
 	sameJSON(t, "holder cancel", can, can2)
-	pc, changed, err := e.s.CancelTask(tg.WithRequestID(e.ctx, "cancel-b"), ids["b"], "")
+	pc, changed, err := e.S.CancelTask(tg.WithRequestID(e.Ctx, "cancel-b"), ids["b"], "")
 	if err != nil || !changed {
 		t.Fatalf("protocol cancel: %v %v", changed, err)
 	}
-	pc2, changed2, err := e.s.CancelTask(tg.WithRequestID(e.ctx, "cancel-b"), ids["b"], "")
+	pc2, changed2, err := e.S.CancelTask(tg.WithRequestID(e.Ctx, "cancel-b"), ids["b"], "")
 	if err != nil || !changed2 {
 		t.Fatalf("retried protocol cancel: changed %v (want the first answer, true) %v", changed2, err)
 	}
@@ -175,7 +175,7 @@ func testRequestRetriesReplay(t *testing.T, h Harness) {
 		n          int
 	}{{"a", tg.EventClaim, 1}, {"a", tg.EventHeartbeat, 1}, {"a", tg.EventComplete, 1}, {"b", tg.EventRetry, 1}, {"b", tg.EventRelease, 1}, {"b", tg.EventCancel, 1}, {"c", tg.EventCancel, 1}} {
 		n := 0
-		for _, ev := range e.events(t, ids[want.node]) {
+		for _, ev := range e.Events(t, ids[want.node]) {
 			if ev.Kind == want.kind {
 				n++
 			}
@@ -184,36 +184,36 @@ func testRequestRetriesReplay(t *testing.T, h Harness) {
 			t.Fatalf("task %s has %d %s events, want %d", want.node, n, want.kind, want.n)
 		}
 	}
-	if st := e.s.Stats(); st.Replays != 9 {
+	if st := e.S.Stats(); st.Replays != 9 {
 		t.Fatalf("stats: %d replays, want 9", st.Replays)
 	}
-	e.verify(t)
+	e.Verify(t)
 }
 
 // A request id names one write: reusing it for another operation or other
 // arguments is refused, naming the difference, and writes nothing.
 func testRequestReusedIDRefused(t *testing.T, h Harness) {
 	e := setup(t, h)
-	tk := e.create(t, "wf", "a")
+	tk := e.Create(t, "wf", "a")
 	r := e.withID("id-1")
-	c, _, err := r.s.Claim(r.ctx, tg.ClaimRequest{Owner: "w", TaskID: tk.TaskID, Lease: 5 * time.Second})
+	c, _, err := r.S.Claim(r.Ctx, tg.ClaimRequest{Owner: "w", TaskID: tk.TaskID, Lease: 5 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, _, err = r.s.Claim(r.ctx, tg.ClaimRequest{Owner: "w", TaskID: tk.TaskID, Lease: 6 * time.Second})
+	_, _, err = r.S.Claim(r.Ctx, tg.ClaimRequest{Owner: "w", TaskID: tk.TaskID, Lease: 6 * time.Second})
 	wantInvalid(t, err, "request_id", "with a different lease_ms")
-	_, _, err = r.s.Claim(r.ctx, tg.ClaimRequest{Owner: "w", WorkflowID: "wf", Lease: 5 * time.Second})
+	_, _, err = r.S.Claim(r.Ctx, tg.ClaimRequest{Owner: "w", WorkflowID: "wf", Lease: 5 * time.Second})
 	wantInvalid(t, err, "request_id", "task_id, workflow_id")
-	_, err = r.s.Heartbeat(r.ctx, holder(c), 0)
+	_, err = r.S.Heartbeat(r.Ctx, holder(c), 0)
 	wantInvalid(t, err, "request_id", `"id-1" was used for a claim`)
 	r2 := e.withID("id-2")
-	if _, err := r2.s.Complete(r2.ctx, holder(c), json.RawMessage(`1`)); err != nil {
+	if _, err := r2.S.Complete(r2.Ctx, holder(c), json.RawMessage(`1`)); err != nil {
 		t.Fatal(err)
 	}
-	before := e.db.Snapshot(t)
-	_, err = r2.s.Complete(r2.ctx, holder(c), json.RawMessage(`2`))
+	before := e.DB.Snapshot(t)
+	_, err = r2.S.Complete(r2.Ctx, holder(c), json.RawMessage(`2`))
 	wantInvalid(t, err, "request_id", "different result")
-	if e.db.Snapshot(t) != before {
+	if e.DB.Snapshot(t) != before {
 		t.Fatal("a refused reuse of a request id wrote to the database")
 	}
 }
@@ -222,13 +222,13 @@ func testRequestReusedIDRefused(t *testing.T, h Harness) {
 // worker or principal is another request.
 func testRequestScope(t *testing.T, h Harness) {
 	e := setup(t, h)
-	e.create(t, "wf", "a")
-	e.create(t, "wf", "b")
-	e.create(t, "wf", "c")
-	ctx := tg.WithRequestID(e.ctx, "same")
-	c1, ok1, err1 := e.s.Claim(ctx, tg.ClaimRequest{Owner: "w1", WorkflowID: "wf"})
-	c2, ok2, err2 := e.s.Claim(ctx, tg.ClaimRequest{Owner: "w2", WorkflowID: "wf"})
-	c3, ok3, err3 := e.s.Claim(tg.WithPrincipal(ctx, "other"), tg.ClaimRequest{Owner: "w1", WorkflowID: "wf"})
+	e.Create(t, "wf", "a")
+	e.Create(t, "wf", "b")
+	e.Create(t, "wf", "c")
+	ctx := tg.WithRequestID(e.Ctx, "same")
+	c1, ok1, err1 := e.S.Claim(ctx, tg.ClaimRequest{Owner: "w1", WorkflowID: "wf"})
+	c2, ok2, err2 := e.S.Claim(ctx, tg.ClaimRequest{Owner: "w2", WorkflowID: "wf"})
+	c3, ok3, err3 := e.S.Claim(tg.WithPrincipal(ctx, "other"), tg.ClaimRequest{Owner: "w1", WorkflowID: "wf"})
 	if err1 != nil || err2 != nil || err3 != nil || !ok1 || !ok2 || !ok3 {
 		t.Fatalf("claims: %v %v %v", err1, err2, err3)
 	}
@@ -241,21 +241,21 @@ func testRequestScope(t *testing.T, h Harness) {
 func testRequestRefusedNotKept(t *testing.T, h Harness) {
 	e := setup(t, h)
 	r := e.withID("next")
-	if _, ok, err := r.s.Claim(r.ctx, tg.ClaimRequest{Owner: "w", WorkflowID: "wf"}); err != nil || ok {
+	if _, ok, err := r.S.Claim(r.Ctx, tg.ClaimRequest{Owner: "w", WorkflowID: "wf"}); err != nil || ok {
 		t.Fatalf("claim-next on nothing: %v %v", ok, err)
 	}
-	tk := e.create(t, "wf", "a")
-	c, ok, err := r.s.Claim(r.ctx, tg.ClaimRequest{Owner: "w", WorkflowID: "wf"})
+	tk := e.Create(t, "wf", "a")
+	c, ok, err := r.S.Claim(r.Ctx, tg.ClaimRequest{Owner: "w", WorkflowID: "wf"})
 	if err != nil || !ok || c.Task.TaskID != tk.TaskID {
 		t.Fatalf("the retry of a claim-next that found nothing: %v %v, want the new task", ok, err)
 	}
 	stale := holder(c)
 	stale.Generation++
-	_, err = e.s.Complete(tg.WithRequestID(e.ctx, "done"), stale, json.RawMessage(`{}`))
+	_, err = e.S.Complete(tg.WithRequestID(e.Ctx, "done"), stale, json.RawMessage(`{}`))
 	wantStale(t, err, lease.ReasonUnknownGen)
 	// Nothing was kept for the refused try: the id is free for the write
 	// the worker meant.
-	if _, err := e.s.Complete(tg.WithRequestID(e.ctx, "done"), holder(c), json.RawMessage(`{}`)); err != nil {
+	if _, err := e.S.Complete(tg.WithRequestID(e.Ctx, "done"), holder(c), json.RawMessage(`{}`)); err != nil {
 		t.Fatalf("the id of a refused write, with the right claim: %v", err)
 	}
 }
@@ -265,7 +265,7 @@ func testRequestRefusedNotKept(t *testing.T, h Harness) {
 func testRequestConcurrentRetries(t *testing.T, h Harness) {
 	e := setup(t, h)
 	for i := range 8 {
-		e.create(t, "wf", fmt.Sprintf("n%d", i))
+		e.Create(t, "wf", fmt.Sprintf("n%d", i))
 	}
 	const n = 16
 	var wg sync.WaitGroup
@@ -276,7 +276,7 @@ func testRequestConcurrentRetries(t *testing.T, h Harness) {
 		go func() {
 			defer wg.Done()
 			var ok bool
-			got[i], ok, errs[i] = e.s.Claim(tg.WithRequestID(e.ctx, "once"), tg.ClaimRequest{Owner: "w", WorkflowID: "wf"})
+			got[i], ok, errs[i] = e.S.Claim(tg.WithRequestID(e.Ctx, "once"), tg.ClaimRequest{Owner: "w", WorkflowID: "wf"})
 			if errs[i] == nil && !ok {
 				errs[i] = errors.New("found no task")
 			}
@@ -291,7 +291,7 @@ func testRequestConcurrentRetries(t *testing.T, h Harness) {
 			t.Fatalf("call %d got %s %+v, call 0 got %s %+v", i, got[i].Task.TaskID, got[i].Lease, got[0].Task.TaskID, got[0].Lease)
 		}
 	}
-	if c := e.count(t, `SELECT COUNT(*) FROM tasks WHERE state = 'claimed'`); c != 1 {
+	if c := e.Count(t, `SELECT COUNT(*) FROM tasks WHERE state = 'claimed'`); c != 1 {
 		t.Fatalf("%d tasks claimed by %d calls with one request id, want 1", c, n)
 	}
 }
@@ -299,13 +299,13 @@ func testRequestConcurrentRetries(t *testing.T, h Harness) {
 // The token of a kept claim is not in the database in clear.
 func testRequestTokenSealed(t *testing.T, h Harness) {
 	e := setup(t, h)
-	tk := e.create(t, "wf", "a")
+	tk := e.Create(t, "wf", "a")
 	r := e.withID("6f1c3e0e-6b0e-4f8e-9a51-8a4b2f7c9d10")
-	c, _, err := r.s.Claim(r.ctx, tg.ClaimRequest{Owner: "w", TaskID: tk.TaskID})
+	c, _, err := r.S.Claim(r.Ctx, tg.ClaimRequest{Owner: "w", TaskID: tk.TaskID})
 	if err != nil {
 		t.Fatal(err)
 	}
-	snap := e.db.Snapshot(t)
+	snap := e.DB.Snapshot(t)
 	if strings.Contains(snap, c.Lease.Token) {
 		t.Fatal("the claim token of a kept claim is stored in clear")
 	}
@@ -318,25 +318,25 @@ func testRequestTokenSealed(t *testing.T, h Harness) {
 // acts again.
 func testRequestRetention(t *testing.T, h Harness) {
 	e := setup(t, h)
-	tk := e.create(t, "wf", "a")
-	c := e.claim(t, "w", tk.TaskID, lease.MaxDuration)
-	hbCtx := tg.WithRequestID(e.ctx, "hb")
-	first, err := e.s.Heartbeat(hbCtx, holder(c), lease.MaxDuration)
+	tk := e.Create(t, "wf", "a")
+	c := e.Claim(t, "w", tk.TaskID, lease.MaxDuration)
+	hbCtx := tg.WithRequestID(e.Ctx, "hb")
+	first, err := e.S.Heartbeat(hbCtx, holder(c), lease.MaxDuration)
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.clock.Advance(tg.RequestRetention - time.Millisecond)
-	if n, err := e.s.PruneRequests(e.ctx); err != nil || n != 0 {
+	e.Clock.Advance(tg.RequestRetention - time.Millisecond)
+	if n, err := e.S.PruneRequests(e.Ctx); err != nil || n != 0 {
 		t.Fatalf("prune before the retention: %d %v", n, err)
 	}
-	if again, err := e.s.Heartbeat(hbCtx, holder(c), lease.MaxDuration); err != nil || !again.LeaseExpiresAt.Equal(first.LeaseExpiresAt) {
+	if again, err := e.S.Heartbeat(hbCtx, holder(c), lease.MaxDuration); err != nil || !again.LeaseExpiresAt.Equal(first.LeaseExpiresAt) {
 		t.Fatalf("a retry within the retention: %v %v, want the first answer", again.LeaseExpiresAt, err)
 	}
-	e.clock.Advance(2 * time.Millisecond)
-	if n, err := e.s.PruneRequests(e.ctx); err != nil || n != 1 {
+	e.Clock.Advance(2 * time.Millisecond)
+	if n, err := e.S.PruneRequests(e.Ctx); err != nil || n != 1 {
 		t.Fatalf("prune after the retention: %d %v, want 1", n, err)
 	}
-	if again, err := e.s.Heartbeat(hbCtx, holder(c), lease.MaxDuration); err == nil && again.LeaseExpiresAt.Equal(first.LeaseExpiresAt) {
+	if again, err := e.S.Heartbeat(hbCtx, holder(c), lease.MaxDuration); err == nil && again.LeaseExpiresAt.Equal(first.LeaseExpiresAt) {
 		t.Fatal("a retry after the retention was answered from a removed answer")
 	}
 }
@@ -345,48 +345,48 @@ func testRequestRetention(t *testing.T, h Harness) {
 // still replay, and another principal's are not counted against it.
 func testRequestBound(t *testing.T, h Harness) {
 	e := setupWith(t, h, tg.Options{MaxRequestsPerPrincipal: 2})
-	p := tg.WithPrincipal(e.ctx, "busy")
+	p := tg.WithPrincipal(e.Ctx, "busy")
 	first := map[int]tg.Created{}
 	for i := range 3 {
-		c, err := e.s.CreateTask(tg.WithRequestID(p, fmt.Sprint("c", i)), "wf", tg.NodeSpec{NodeID: fmt.Sprint("n", i)})
+		c, err := e.S.CreateTask(tg.WithRequestID(p, fmt.Sprint("c", i)), "wf", tg.NodeSpec{NodeID: fmt.Sprint("n", i)})
 		if err != nil || !c.Created {
 			t.Fatalf("create %d: %v %v", i, c.Created, err)
 		}
 		first[i] = c
-		e.clock.Advance(time.Millisecond)
+		e.Clock.Advance(time.Millisecond)
 	}
-	if _, err := e.s.CreateTask(tg.WithRequestID(tg.WithPrincipal(e.ctx, "calm"), "c0"), "wf", tg.NodeSpec{NodeID: "m"}); err != nil {
+	if _, err := e.S.CreateTask(tg.WithRequestID(tg.WithPrincipal(e.Ctx, "calm"), "c0"), "wf", tg.NodeSpec{NodeID: "m"}); err != nil {
 		t.Fatal(err)
 	}
-	if n, err := e.s.PruneRequests(e.ctx); err != nil || n != 1 {
+	if n, err := e.S.PruneRequests(e.Ctx); err != nil || n != 1 {
 		t.Fatalf("prune: %d %v, want the one answer beyond the bound removed", n, err)
 	}
 	// The oldest is gone: its retry acts again (and finds the node it made).
-	if c, err := e.s.CreateTask(tg.WithRequestID(p, "c0"), "wf", tg.NodeSpec{NodeID: "n0"}); err != nil || c.Created {
+	if c, err := e.S.CreateTask(tg.WithRequestID(p, "c0"), "wf", tg.NodeSpec{NodeID: "n0"}); err != nil || c.Created {
 		t.Fatalf("retry of the removed c0: created %v %v, want the node found anew (Created false)", c.Created, err)
 	}
 	for i := 1; i < 3; i++ {
-		c, err := e.s.CreateTask(tg.WithRequestID(p, fmt.Sprint("c", i)), "wf", tg.NodeSpec{NodeID: fmt.Sprint("n", i)})
+		c, err := e.S.CreateTask(tg.WithRequestID(p, fmt.Sprint("c", i)), "wf", tg.NodeSpec{NodeID: fmt.Sprint("n", i)})
 		if err != nil || !c.Created {
 			t.Fatalf("retry of kept c%d: created %v %v, want the first answer (Created true)", i, c.Created, err)
 		}
 	}
-	if c, err := e.s.CreateTask(tg.WithRequestID(tg.WithPrincipal(e.ctx, "calm"), "c0"), "wf", tg.NodeSpec{NodeID: "m"}); err != nil || !c.Created {
+	if c, err := e.S.CreateTask(tg.WithRequestID(tg.WithPrincipal(e.Ctx, "calm"), "c0"), "wf", tg.NodeSpec{NodeID: "m"}); err != nil || !c.Created {
 		t.Fatalf("another principal's answer: created %v %v, want it kept", c.Created, err)
 	}
 }
 
 func testRequestBadID(t *testing.T, h Harness) {
 	e := setup(t, h)
-	before := e.db.Snapshot(t)
+	before := e.DB.Snapshot(t)
 	for _, id := range []string{strings.Repeat("x", tg.MaxRequestIDLen+1), "has space", "tab\there", "é", "-leading-dash"} {
-		_, err := e.s.CreateTask(tg.WithRequestID(e.ctx, id), "wf", tg.NodeSpec{NodeID: "a"})
+		_, err := e.S.CreateTask(tg.WithRequestID(e.Ctx, id), "wf", tg.NodeSpec{NodeID: "a"})
 		wantInvalid(t, err, "request_id", "must ")
 	}
-	if e.db.Snapshot(t) != before {
+	if e.DB.Snapshot(t) != before {
 		t.Fatal("a refused request id wrote to the database")
 	}
-	if _, err := e.s.CreateTask(tg.WithRequestID(e.ctx, strings.Repeat("x", tg.MaxRequestIDLen)), "wf", tg.NodeSpec{NodeID: "a"}); err != nil {
+	if _, err := e.S.CreateTask(tg.WithRequestID(e.Ctx, strings.Repeat("x", tg.MaxRequestIDLen)), "wf", tg.NodeSpec{NodeID: "a"}); err != nil {
 		t.Fatalf("an id of the longest length: %v", err)
 	}
 }

@@ -23,8 +23,8 @@ func byNode(tasks []tg.RequeuedTask) []tg.RequeuedTask {
 // cause.
 func (e *env) failTask(t *testing.T, id, cause string) {
 	t.Helper()
-	c := e.claim(t, "w", id, 0)
-	if _, err := e.s.Fail(e.ctx, holder(c), cause, false); err != nil {
+	c := e.Claim(t, "w", id, 0)
+	if _, err := e.S.Fail(e.Ctx, holder(c), cause, false); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -37,21 +37,21 @@ func testRequeueFailedReplaysDeadLetters(t *testing.T, h Harness) {
 	e := setup(t, h)
 	ids := e.createGraph(t, "wf", []string{"a", "b", "c", "d", "e"}, map[string][]string{"b": {"a"}, "c": {"b"}})
 	other := e.createGraph(t, "other", []string{"x"}, nil)
-	ca := e.claim(t, "w", ids["a"], 0)
-	if _, err := e.s.Complete(e.ctx, holder(ca), json.RawMessage(`1`)); err != nil {
+	ca := e.Claim(t, "w", ids["a"], 0)
+	if _, err := e.S.Complete(e.Ctx, holder(ca), json.RawMessage(`1`)); err != nil {
 		t.Fatal(err)
 	}
 	e.failTask(t, ids["b"], "disk full")
 	e.failTask(t, ids["d"], "timeout calling the API")
 	e.failTask(t, other["x"], "elsewhere")
-	e.wantState(t, ids["c"], tg.StateCancelled)
+	e.WantState(t, ids["c"], tg.StateCancelled)
 
-	before := e.db.Snapshot(t)
-	dry, err := e.s.RequeueFailed(e.ctx, "wf", alice, true)
+	before := e.DB.Snapshot(t)
+	dry, err := e.S.RequeueFailed(e.Ctx, "wf", alice, true)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if e.db.Snapshot(t) != before {
+	if e.DB.Snapshot(t) != before {
 		t.Fatal("the dry run wrote to the database")
 	}
 	want := fmt.Sprintf("[{%s b disk full pending } {%s d timeout calling the API pending }]", ids["b"], ids["d"])
@@ -59,7 +59,7 @@ func testRequeueFailedReplaysDeadLetters(t *testing.T, h Harness) {
 		t.Fatalf("dry run %+v, want tasks %s", dry, want)
 	}
 
-	rep, err := e.s.RequeueFailed(e.ctx, "wf", alice, false)
+	rep, err := e.S.RequeueFailed(e.Ctx, "wf", alice, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,29 +67,29 @@ func testRequeueFailedReplaysDeadLetters(t *testing.T, h Harness) {
 		t.Fatalf("report %+v, want tasks %s", rep, want)
 	}
 	for _, n := range []string{"b", "d"} {
-		tk := e.wantState(t, ids[n], tg.StatePending)
+		tk := e.WantState(t, ids[n], tg.StatePending)
 		if tk.Attempts != 0 {
 			t.Errorf("%s: attempts %d after the requeue", n, tk.Attempts)
 		}
-		evs := e.events(t, ids[n])
+		evs := e.Events(t, ids[n])
 		last := evs[len(evs)-1]
 		if last.Kind != tg.EventRequeue || last.Actor.Kind != tg.ActorOperator || last.Actor.Name != "alice" || !strings.Contains(string(last.Detail), alice.Reason) {
 			t.Errorf("%s: last event %s by %+v (%s), want a requeue by operator alice with the reason", n, last.Kind, last.Actor, last.Detail)
 		}
 	}
-	e.wantState(t, ids["c"], tg.StateBlocked) // revived: waits for b again
-	e.wantState(t, other["x"], tg.StateFailed)
+	e.WantState(t, ids["c"], tg.StateBlocked) // revived: waits for b again
+	e.WantState(t, other["x"], tg.StateFailed)
 	e.checkCounters(t)
-	e.verify(t)
+	e.Verify(t)
 
-	again, err := e.s.RequeueFailed(e.ctx, "wf", alice, false)
+	again, err := e.S.RequeueFailed(e.Ctx, "wf", alice, false)
 	if err != nil || len(again.Tasks) != 0 {
 		t.Fatalf("a second run found %+v, %v; want nothing failed", again, err)
 	}
-	if _, err := e.s.RequeueFailed(e.ctx, "nope", alice, true); !errors.Is(err, tg.ErrNotFound) {
+	if _, err := e.S.RequeueFailed(e.Ctx, "nope", alice, true); !errors.Is(err, tg.ErrNotFound) {
 		t.Errorf("unknown workflow: %v, want ErrNotFound", err)
 	}
-	if _, err := e.s.RequeueFailed(e.ctx, "wf", tg.Operator{Name: "alice"}, false); !errors.Is(err, tg.ErrInvalid) {
+	if _, err := e.S.RequeueFailed(e.Ctx, "wf", tg.Operator{Name: "alice"}, false); !errors.Is(err, tg.ErrInvalid) {
 		t.Errorf("no reason: %v, want ErrInvalid", err)
 	}
 }
@@ -110,33 +110,33 @@ func testRequeueFailedBatchesAndRefuses(t *testing.T, h Harness) {
 		deps[node] = []string{"root"}
 	}
 	ids := e.createGraph(t, "wf", order, deps)
-	cr := e.claim(t, "w", ids["root"], 0)
-	if _, err := e.s.Complete(e.ctx, holder(cr), json.RawMessage(`1`)); err != nil {
+	cr := e.Claim(t, "w", ids["root"], 0)
+	if _, err := e.S.Complete(e.Ctx, holder(cr), json.RawMessage(`1`)); err != nil {
 		t.Fatal(err)
 	}
 	for i := range n {
 		e.failTask(t, ids[fmt.Sprintf("n%03d", i)], fmt.Sprintf("cause %d", i))
 	}
-	e.db.Exec(t, `UPDATE tasks SET state = 'cancelled' WHERE task_id = '`+ids["root"]+`'`)
-	before := e.db.Snapshot(t)
-	dry, err := e.s.RequeueFailed(e.ctx, "wf", alice, true)
-	if err != nil || e.db.Snapshot(t) != before {
+	e.DB.Exec(t, `UPDATE tasks SET state = 'cancelled' WHERE task_id = '`+ids["root"]+`'`)
+	before := e.DB.Snapshot(t)
+	dry, err := e.S.RequeueFailed(e.Ctx, "wf", alice, true)
+	if err != nil || e.DB.Snapshot(t) != before {
 		t.Fatalf("dry run: %v (or it wrote)", err)
 	}
 	if len(dry.Tasks) != n || dry.Refused != n || !strings.Contains(dry.Tasks[0].Refused, "its dependency root (task ") || !strings.HasPrefix(dry.Tasks[n-1].Cause, "cause ") {
 		t.Fatalf("dry run over a cancelled root: %d tasks, %d refused, first %+v", len(dry.Tasks), dry.Refused, dry.Tasks[0])
 	}
-	e.db.Exec(t, `UPDATE tasks SET state = 'completed' WHERE task_id = '`+ids["root"]+`'`)
+	e.DB.Exec(t, `UPDATE tasks SET state = 'completed' WHERE task_id = '`+ids["root"]+`'`)
 	// One refused task in the middle of the first batch: its dependency
 	// edited to cancelled.
 	extra := e.createGraph(t, "wf", []string{"dep", "late"}, map[string][]string{"late": {"dep"}})
-	cd := e.claim(t, "w", extra["dep"], 0)
-	if _, err := e.s.Complete(e.ctx, holder(cd), json.RawMessage(`1`)); err != nil {
+	cd := e.Claim(t, "w", extra["dep"], 0)
+	if _, err := e.S.Complete(e.Ctx, holder(cd), json.RawMessage(`1`)); err != nil {
 		t.Fatal(err)
 	}
 	e.failTask(t, extra["late"], "late cause")
-	e.db.Exec(t, `UPDATE tasks SET state = 'cancelled' WHERE task_id = '`+extra["dep"]+`'`)
-	rep, err := e.s.RequeueFailed(e.ctx, "wf", alice, false)
+	e.DB.Exec(t, `UPDATE tasks SET state = 'cancelled' WHERE task_id = '`+extra["dep"]+`'`)
+	rep, err := e.S.RequeueFailed(e.Ctx, "wf", alice, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -152,8 +152,8 @@ func testRequeueFailedBatchesAndRefuses(t *testing.T, h Harness) {
 	if last.TaskID != extra["late"] || last.Cause != "late cause" || !strings.Contains(last.Refused, "its dependency dep (task ") || last.State != "" {
 		t.Errorf("refused task: %+v", last)
 	}
-	e.wantState(t, extra["late"], tg.StateFailed)
+	e.WantState(t, extra["late"], tg.StateFailed)
 	for i := range n {
-		e.wantState(t, ids[fmt.Sprintf("n%03d", i)], tg.StatePending)
+		e.WantState(t, ids[fmt.Sprintf("n%03d", i)], tg.StatePending)
 	}
 }

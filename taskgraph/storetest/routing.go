@@ -30,7 +30,7 @@ var routingTests = []test{
 
 func (e *env) createSpec(t *testing.T, wf string, spec tg.NodeSpec) tg.Task {
 	t.Helper()
-	c, err := e.s.CreateTask(e.ctx, wf, spec)
+	c, err := e.S.CreateTask(e.Ctx, wf, spec)
 	if err != nil {
 		t.Fatalf("create %s/%s: %v", wf, spec.NodeID, err)
 	}
@@ -39,7 +39,7 @@ func (e *env) createSpec(t *testing.T, wf string, spec tg.NodeSpec) tg.Task {
 
 func (e *env) claimCaps(t *testing.T, wf string, caps ...string) (tg.Claimed, bool) {
 	t.Helper()
-	c, ok, err := e.s.Claim(e.ctx, tg.ClaimRequest{Owner: "w", WorkflowID: wf, Capabilities: caps})
+	c, ok, err := e.S.Claim(e.Ctx, tg.ClaimRequest{Owner: "w", WorkflowID: wf, Capabilities: caps})
 	if err != nil {
 		t.Fatalf("claim-next with %v: %v", caps, err)
 	}
@@ -56,20 +56,20 @@ func wantInvalid(t *testing.T, err error, field, phrase string) {
 
 func testRequiresBounds(t *testing.T, h Harness) {
 	e := setup(t, h)
-	before := e.db.Snapshot(t)
-	_, err := e.s.CreateTask(e.ctx, "wf", tg.NodeSpec{NodeID: "a", Requires: []string{"GPU"}})
+	before := e.DB.Snapshot(t)
+	_, err := e.S.CreateTask(e.Ctx, "wf", tg.NodeSpec{NodeID: "a", Requires: []string{"GPU"}})
 	wantInvalid(t, err, "requires", tg.TagPattern)
 	many := make([]string, tg.MaxRequires+1)
 	for i := range many {
 		many[i] = "t" + strings.Repeat("x", i)
 	}
-	_, err = e.s.CreateTask(e.ctx, "wf", tg.NodeSpec{NodeID: "a", Requires: many})
+	_, err = e.S.CreateTask(e.Ctx, "wf", tg.NodeSpec{NodeID: "a", Requires: many})
 	wantInvalid(t, err, "requires", "at most 16 tags")
-	_, _, err = e.s.Claim(e.ctx, tg.ClaimRequest{Owner: "w", Capabilities: []string{"ok", "not ok"}})
+	_, _, err = e.S.Claim(e.Ctx, tg.ClaimRequest{Owner: "w", Capabilities: []string{"ok", "not ok"}})
 	wantInvalid(t, err, "capabilities", tg.TagPattern)
-	_, _, err = e.s.Claim(e.ctx, tg.ClaimRequest{Owner: "w", Capabilities: make([]string, tg.MaxCapabilities+1)})
+	_, _, err = e.S.Claim(e.Ctx, tg.ClaimRequest{Owner: "w", Capabilities: make([]string, tg.MaxCapabilities+1)})
 	wantInvalid(t, err, "capabilities", "at most 64 tags")
-	e.unchanged(t, before, "refused creates and claims")
+	e.Unchanged(t, before, "refused creates and claims")
 
 	// Stored sorted and deduplicated; a repeat in another order is the same
 	// node, one with other requires a conflict.
@@ -77,16 +77,16 @@ func testRequiresBounds(t *testing.T, h Harness) {
 	if !slices.Equal(tk.Requires, []string{"cuda-12", "gpu"}) {
 		t.Fatalf("requires = %v, want [cuda-12 gpu]", tk.Requires)
 	}
-	if got := e.get(t, tk.TaskID).Requires; !slices.Equal(got, tk.Requires) {
+	if got := e.Get(t, tk.TaskID).Requires; !slices.Equal(got, tk.Requires) {
 		t.Fatalf("stored requires = %v", got)
 	}
-	again, err := e.s.CreateTask(e.ctx, "wf", tg.NodeSpec{NodeID: "a", Requires: []string{"cuda-12", "gpu"}})
+	again, err := e.S.CreateTask(e.Ctx, "wf", tg.NodeSpec{NodeID: "a", Requires: []string{"cuda-12", "gpu"}})
 	if err != nil || again.Created || again.Task.TaskID != tk.TaskID {
 		t.Fatalf("idempotent repeat: %+v %v", again, err)
 	}
-	_, err = e.s.CreateTask(e.ctx, "wf", tg.NodeSpec{NodeID: "a", Requires: []string{"gpu"}})
+	_, err = e.S.CreateTask(e.Ctx, "wf", tg.NodeSpec{NodeID: "a", Requires: []string{"gpu"}})
 	wantConflict(t, err, "different requires")
-	e.verify(t)
+	e.Verify(t)
 }
 
 func testClaimNextMatchesCapabilities(t *testing.T, h Harness) {
@@ -118,46 +118,46 @@ func testClaimNextMatchesCapabilities(t *testing.T, h Harness) {
 	if _, ok := e.claimCaps(t, "", "gpu", "cuda"); ok {
 		t.Fatal("claimed from an empty store")
 	}
-	e.verify(t)
+	e.Verify(t)
 }
 
 func testClaimByIDMissingCapabilities(t *testing.T, h Harness) {
 	e := setup(t, h)
 	tk := e.createSpec(t, "wf", tg.NodeSpec{NodeID: "a", Requires: []string{"gpu", "cuda", "fp8"}})
-	before := e.db.Snapshot(t)
-	_, _, err := e.s.Claim(e.ctx, tg.ClaimRequest{Owner: "w", TaskID: tk.TaskID, Capabilities: []string{"gpu"}})
+	before := e.DB.Snapshot(t)
+	_, _, err := e.S.Claim(e.Ctx, tg.ClaimRequest{Owner: "w", TaskID: tk.TaskID, Capabilities: []string{"gpu"}})
 	var me *tg.MissingCapabilitiesError
 	if !errors.Is(err, tg.ErrMissingCapabilities) || !errors.Is(err, tg.ErrConflict) || !errors.As(err, &me) ||
 		!slices.Equal(me.Missing, []string{"cuda", "fp8"}) || !strings.Contains(err.Error(), "missing cuda, fp8") {
 		t.Fatalf("claim by id without cuda, fp8: %v", err)
 	}
-	_, _, err = e.s.Claim(e.ctx, tg.ClaimRequest{Owner: "w", TaskID: tk.TaskID})
+	_, _, err = e.S.Claim(e.Ctx, tg.ClaimRequest{Owner: "w", TaskID: tk.TaskID})
 	if !errors.As(err, &me) || len(me.Missing) != 3 {
 		t.Fatalf("claim by id without capabilities: %v", err)
 	}
-	e.unchanged(t, before, "refused claims by id")
-	c, ok, err := e.s.Claim(e.ctx, tg.ClaimRequest{Owner: "w", TaskID: tk.TaskID, Capabilities: []string{"fp8", "cuda", "gpu", "x"}})
+	e.Unchanged(t, before, "refused claims by id")
+	c, ok, err := e.S.Claim(e.Ctx, tg.ClaimRequest{Owner: "w", TaskID: tk.TaskID, Capabilities: []string{"fp8", "cuda", "gpu", "x"}})
 	if err != nil || !ok || c.Task.State != tg.StateClaimed {
 		t.Fatalf("claim by id with every capability: %v %v", ok, err)
 	}
-	e.verify(t)
+	e.Verify(t)
 }
 
 // A routed task wakes a parked claim that can take it, not an older one
 // that cannot; the one that cannot keeps waiting for work it can take.
 func testWakeGoesToCapableWaiter(t *testing.T, h Harness) {
 	e := setup(t, h)
-	ctx, cancel := context.WithCancel(e.ctx)
+	ctx, cancel := context.WithCancel(e.Ctx)
 	defer cancel()
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	plain, gpu := e.parkPlainAndGPU(t, ctx, &wg)
 	g := e.createSpec(t, "wf", tg.NodeSpec{NodeID: "g", Requires: []string{"gpu"}})
 	wantTakenBy(t, gpu, plain, g.TaskID, "a gpu task")
-	if e.s.Waiters() != 1 {
-		t.Fatalf("%d waiters, want the one without capabilities still parked", e.s.Waiters())
+	if e.S.Waiters() != 1 {
+		t.Fatalf("%d waiters, want the one without capabilities still parked", e.S.Waiters())
 	}
-	p := e.create(t, "wf", "p")
+	p := e.Create(t, "wf", "p")
 	wantTakenBy(t, plain, nil, p.TaskID, "a plain task")
 }
 
@@ -166,18 +166,18 @@ func testWakeGoesToCapableWaiter(t *testing.T, h Harness) {
 // its plain task the one without capabilities.
 func testAnotherStoresRoutedTask(t *testing.T, h Harness) {
 	e := setup(t, h)
-	other := e.db.Open(t, tg.Options{Clock: e.clock})
-	ctx, cancel := context.WithCancel(e.ctx)
+	other := e.DB.Open(t, tg.Options{Clock: e.Clock})
+	ctx, cancel := context.WithCancel(e.Ctx)
 	defer cancel()
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	plain, gpu := e.parkPlainAndGPU(t, ctx, &wg)
-	g, err := other.CreateTask(e.ctx, "wf", tg.NodeSpec{NodeID: "g", Requires: []string{"gpu"}})
+	g, err := other.CreateTask(e.Ctx, "wf", tg.NodeSpec{NodeID: "g", Requires: []string{"gpu"}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	wantTakenBy(t, gpu, plain, g.Task.TaskID, "the other store's gpu task")
-	p, err := other.CreateTask(e.ctx, "wf", tg.NodeSpec{NodeID: "p"})
+	p, err := other.CreateTask(e.Ctx, "wf", tg.NodeSpec{NodeID: "p"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -190,13 +190,13 @@ func (e *env) parkPlainAndGPU(t *testing.T, ctx context.Context, wg *sync.WaitGr
 	t.Helper()
 	plain, gpu = make(chan parkedResult, 1), make(chan parkedResult, 1)
 	park := func(out chan parkedResult, caps ...string) {
-		base := e.s.Waiters()
+		base := e.S.Waiters()
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			out <- e.parkedClaim(ctx, tg.ClaimRequest{Owner: "w", Wait: tg.MaxClaimWait, Capabilities: caps})
 		}()
-		testwait.For(t, "the claim-next to park", func() bool { return e.s.Waiters() > base })
+		testwait.For(t, "the claim-next to park", func() bool { return e.S.Waiters() > base })
 	}
 	park(plain)
 	park(gpu, "gpu")
@@ -220,53 +220,53 @@ func wantTakenBy(t *testing.T, want, not <-chan parkedResult, taskID, what strin
 
 func testRetryAfter(t *testing.T, h Harness) {
 	e := setup(t, h)
-	tk := e.create(t, "wf", "a")
-	c := e.claim(t, "w", tk.TaskID, 0)
-	if _, err := e.s.FailRetryAfter(e.ctx, holder(c), "down", -time.Millisecond); err == nil {
+	tk := e.Create(t, "wf", "a")
+	c := e.Claim(t, "w", tk.TaskID, 0)
+	if _, err := e.S.FailRetryAfter(e.Ctx, holder(c), "down", -time.Millisecond); err == nil {
 		t.Fatal("a negative retry_after was accepted")
 	} else {
 		wantInvalid(t, err, "retry_after_ms", "between 0 and 86400000")
 	}
-	if _, err := e.s.FailRetryAfter(e.ctx, holder(c), "down", tg.MaxRetryAfter+time.Millisecond); err == nil {
+	if _, err := e.S.FailRetryAfter(e.Ctx, holder(c), "down", tg.MaxRetryAfter+time.Millisecond); err == nil {
 		t.Fatal("retry_after beyond a day was accepted")
 	}
-	got, err := e.s.FailRetryAfter(e.ctx, holder(c), "service down", 5*time.Second)
+	got, err := e.S.FailRetryAfter(e.Ctx, holder(c), "service down", 5*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
-	due := e.clock.Now().Add(5 * time.Second).Truncate(time.Millisecond)
+	due := e.Clock.Now().Add(5 * time.Second).Truncate(time.Millisecond)
 	if got.State != tg.StatePending || !got.DueAt.Equal(due) || !strings.HasPrefix(got.StatusMessage, "waiting until "+due.Format(time.RFC3339Nano)) {
 		t.Fatalf("after a retry_after of 5 s: %s due %v %q", got.State, got.DueAt, got.StatusMessage)
 	}
-	if _, ok := e.claimNext(t, "w", ""); ok {
+	if _, ok := e.ClaimNext(t, "w", ""); ok {
 		t.Fatal("claim-next took a task not yet due")
 	}
-	_, _, err = e.s.Claim(e.ctx, tg.ClaimRequest{Owner: "w", TaskID: tk.TaskID})
+	_, _, err = e.S.Claim(e.Ctx, tg.ClaimRequest{Owner: "w", TaskID: tk.TaskID})
 	wantConflict(t, err, "not claimable until "+due.Format(time.RFC3339Nano))
-	e.clock.Advance(5*time.Second - time.Millisecond)
-	if _, ok := e.claimNext(t, "w", ""); ok {
+	e.Clock.Advance(5*time.Second - time.Millisecond)
+	if _, ok := e.ClaimNext(t, "w", ""); ok {
 		t.Fatal("claim-next took the task a millisecond early")
 	}
-	e.clock.Advance(time.Millisecond)
-	c2, ok := e.claimNext(t, "w", "")
+	e.Clock.Advance(time.Millisecond)
+	c2, ok := e.ClaimNext(t, "w", "")
 	if !ok || c2.Task.TaskID != tk.TaskID || c2.Task.Attempts != 2 || !c2.Task.DueAt.IsZero() {
 		t.Fatalf("claim-next once due: %+v %v", c2.Task, ok)
 	}
 	// 0 retries at once.
-	got, err = e.s.FailRetryAfter(e.ctx, holder(c2), "again", 0)
+	got, err = e.S.FailRetryAfter(e.Ctx, holder(c2), "again", 0)
 	if err != nil || !got.DueAt.IsZero() || !strings.HasPrefix(got.StatusMessage, "ready to claim") {
 		t.Fatalf("retry_after 0: %+v %v", got, err)
 	}
-	if _, ok := e.claimNext(t, "w", ""); !ok {
+	if _, ok := e.ClaimNext(t, "w", ""); !ok {
 		t.Fatal("a retry_after of 0 was not claimable at once")
 	}
-	e.verify(t)
+	e.Verify(t)
 }
 
 func testRetryBackoff(t *testing.T, h Harness) {
 	e := setup(t, h)
 	bad := tg.MaxRetryDelay + time.Millisecond
-	_, err := e.s.CreateTask(e.ctx, "wf", tg.NodeSpec{NodeID: "x", RetryDelay: &bad})
+	_, err := e.S.CreateTask(e.Ctx, "wf", tg.NodeSpec{NodeID: "x", RetryDelay: &bad})
 	wantInvalid(t, err, "retry_delay_ms", "between 0 and 900000")
 	zero, ten := time.Duration(0), 10*time.Minute
 	now := e.createSpec(t, "wf", tg.NodeSpec{NodeID: "now", RetryDelay: &zero})
@@ -274,34 +274,34 @@ func testRetryBackoff(t *testing.T, h Harness) {
 	if now.RetryDelay != 0 || slow.RetryDelay != ten {
 		t.Fatalf("retry delays %v %v", now.RetryDelay, slow.RetryDelay)
 	}
-	c := e.claim(t, "w", now.TaskID, 0)
-	if got, err := e.s.Fail(e.ctx, holder(c), "x", true); err != nil || !got.DueAt.IsZero() {
+	c := e.Claim(t, "w", now.TaskID, 0)
+	if got, err := e.S.Fail(e.Ctx, holder(c), "x", true); err != nil || !got.DueAt.IsZero() {
 		t.Fatalf("retry_delay 0: %+v %v", got, err)
 	}
 	// 10 min, then 20 min capped at 15, then 15 again.
 	for i, want := range []time.Duration{10 * time.Minute, 15 * time.Minute, 15 * time.Minute} {
-		c := e.claim(t, "w", slow.TaskID, 0)
-		got, err := e.s.Fail(e.ctx, holder(c), "x", true)
+		c := e.Claim(t, "w", slow.TaskID, 0)
+		got, err := e.S.Fail(e.Ctx, holder(c), "x", true)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !got.DueAt.Equal(e.clock.Now().Add(want).Truncate(time.Millisecond)) {
-			t.Fatalf("retry %d: due in %v, want %v", i+1, got.DueAt.Sub(e.clock.Now()), want)
+		if !got.DueAt.Equal(e.Clock.Now().Add(want).Truncate(time.Millisecond)) {
+			t.Fatalf("retry %d: due in %v, want %v", i+1, got.DueAt.Sub(e.Clock.Now()), want)
 		}
-		e.clock.Advance(want)
+		e.Clock.Advance(want)
 	}
-	e.verify(t)
+	e.Verify(t)
 }
 
 func testNotBefore(t *testing.T, h Harness) {
 	e := setup(t, h)
-	_, err := e.s.CreateTask(e.ctx, "wf", tg.NodeSpec{NodeID: "far", NotBefore: e.clock.Now().Add(tg.MaxNotBefore + time.Second)})
+	_, err := e.S.CreateTask(e.Ctx, "wf", tg.NodeSpec{NodeID: "far", NotBefore: e.Clock.Now().Add(tg.MaxNotBefore + time.Second)})
 	wantInvalid(t, err, "not_before", "at most 365 days")
-	past := e.createSpec(t, "wf", tg.NodeSpec{NodeID: "past", NotBefore: e.clock.Now().Add(-time.Hour)})
+	past := e.createSpec(t, "wf", tg.NodeSpec{NodeID: "past", NotBefore: e.Clock.Now().Add(-time.Hour)})
 	if !past.DueAt.IsZero() || past.StatusMessage != "ready to claim" {
 		t.Fatalf("not_before in the past: %+v", past)
 	}
-	at := e.clock.Now().Add(time.Hour)
+	at := e.Clock.Now().Add(time.Hour)
 	later := e.createSpec(t, "wf", tg.NodeSpec{NodeID: "later", NotBefore: at})
 	if later.State != tg.StatePending || !later.DueAt.Equal(at) || !strings.HasPrefix(later.StatusMessage, "waiting until "+at.Format(time.RFC3339Nano)) {
 		t.Fatalf("not_before ahead: %s %v %q", later.State, later.DueAt, later.StatusMessage)
@@ -312,60 +312,60 @@ func testNotBefore(t *testing.T, h Harness) {
 	if dep.State != tg.StateBlocked {
 		t.Fatalf("dependent: %s", dep.State)
 	}
-	c, ok := e.claimNext(t, "w", "")
+	c, ok := e.ClaimNext(t, "w", "")
 	if !ok || c.Task.TaskID != past.TaskID {
 		t.Fatalf("claim-next took %s, want past", c.Task.NodeID)
 	}
-	if _, err := e.s.Complete(e.ctx, holder(c), []byte(`{}`)); err != nil {
+	if _, err := e.S.Complete(e.Ctx, holder(c), []byte(`{}`)); err != nil {
 		t.Fatal(err)
 	}
-	if got := e.get(t, dep.TaskID); got.State != tg.StatePending || !strings.HasPrefix(got.StatusMessage, "waiting until ") {
+	if got := e.Get(t, dep.TaskID); got.State != tg.StatePending || !strings.HasPrefix(got.StatusMessage, "waiting until ") {
 		t.Fatalf("dependent after its dependency: %s %q", got.State, got.StatusMessage)
 	}
-	if _, ok := e.claimNext(t, "w", ""); ok {
+	if _, ok := e.ClaimNext(t, "w", ""); ok {
 		t.Fatal("claim-next took a task before its not_before")
 	}
-	e.clock.Advance(time.Hour)
-	c, ok = e.claimNext(t, "w", "")
+	e.Clock.Advance(time.Hour)
+	c, ok = e.ClaimNext(t, "w", "")
 	if !ok || c.Task.TaskID != later.TaskID {
 		t.Fatalf("at not_before: took %s (ok %v), want later", c.Task.NodeID, ok)
 	}
-	if _, err := e.s.Complete(e.ctx, holder(c), []byte(`{}`)); err != nil {
+	if _, err := e.S.Complete(e.Ctx, holder(c), []byte(`{}`)); err != nil {
 		t.Fatal(err)
 	}
-	e.clock.Advance(time.Minute)
+	e.Clock.Advance(time.Minute)
 	// The sweeper's promotion makes it claimable and says so.
-	if n, err := e.s.PromoteDue(e.ctx); err != nil || n != 1 {
+	if n, err := e.S.PromoteDue(e.Ctx); err != nil || n != 1 {
 		t.Fatalf("PromoteDue = %d, %v", n, err)
 	}
-	if got := e.get(t, dep.TaskID); !got.DueAt.IsZero() || !strings.HasPrefix(got.StatusMessage, "ready to claim") {
+	if got := e.Get(t, dep.TaskID); !got.DueAt.IsZero() || !strings.HasPrefix(got.StatusMessage, "ready to claim") {
 		t.Fatalf("promoted: %v %q", got.DueAt, got.StatusMessage)
 	}
-	if n, err := e.s.PromoteDue(e.ctx); err != nil || n != 0 {
+	if n, err := e.S.PromoteDue(e.Ctx); err != nil || n != 0 {
 		t.Fatalf("second PromoteDue = %d, %v", n, err)
 	}
-	if c, ok := e.claimNext(t, "w", ""); !ok || c.Task.TaskID != dep.TaskID {
+	if c, ok := e.ClaimNext(t, "w", ""); !ok || c.Task.TaskID != dep.TaskID {
 		t.Fatalf("after promotion: took %s (ok %v), want dep", c.Task.NodeID, ok)
 	}
-	e.verify(t)
+	e.Verify(t)
 }
 
 // A task promoted by PromoteDue (the sweeper) wakes a parked claim-next.
 func testPromotionWakesParkedClaim(t *testing.T, h Harness) {
 	e := setup(t, h)
-	tk := e.createSpec(t, "wf", tg.NodeSpec{NodeID: "a", NotBefore: e.clock.Now().Add(time.Minute), Requires: []string{"gpu"}})
-	ctx, cancel := context.WithCancel(e.ctx)
+	tk := e.createSpec(t, "wf", tg.NodeSpec{NodeID: "a", NotBefore: e.Clock.Now().Add(time.Minute), Requires: []string{"gpu"}})
+	ctx, cancel := context.WithCancel(e.Ctx)
 	defer cancel()
 	out := make(chan parkedResult, 1)
 	go func() {
 		out <- e.parkedClaim(ctx, tg.ClaimRequest{Owner: "w", Wait: tg.MaxClaimWait, Capabilities: []string{"gpu"}})
 	}()
-	testwait.For(t, "the claim-next to park", func() bool { return e.s.Waiters() > 0 })
-	e.clock.Advance(time.Minute)
+	testwait.For(t, "the claim-next to park", func() bool { return e.S.Waiters() > 0 })
+	e.Clock.Advance(time.Minute)
 	// The parked claim may have woken for another reason meanwhile (a
 	// driver's change notice) and promoted the task at its own retry; then
 	// there is nothing left to promote.
-	if n, err := e.s.PromoteDue(e.ctx); err != nil || n > 1 {
+	if n, err := e.S.PromoteDue(e.Ctx); err != nil || n > 1 {
 		t.Fatalf("PromoteDue = %d, %v", n, err)
 	}
 	testwait.Recv(t, "the parked claim-next to return", out).wantWoken(t, tk.TaskID, "the promotion")
@@ -377,20 +377,20 @@ func testReleaseRequeueImmediate(t *testing.T, h Harness) {
 	e := setup(t, h)
 	ten := 10 * time.Minute
 	tk := e.createSpec(t, "wf", tg.NodeSpec{NodeID: "a", RetryDelay: &ten, MaxAttempts: 1})
-	c := e.claim(t, "w", tk.TaskID, 0)
-	if got, err := e.s.Release(e.ctx, holder(c)); err != nil || !got.DueAt.IsZero() {
+	c := e.Claim(t, "w", tk.TaskID, 0)
+	if got, err := e.S.Release(e.Ctx, holder(c)); err != nil || !got.DueAt.IsZero() {
 		t.Fatalf("release: %+v %v", got, err)
 	}
-	c = e.claim(t, "w", tk.TaskID, 0)
-	if got, err := e.s.Fail(e.ctx, holder(c), "x", true); err != nil || got.State != tg.StateFailed {
+	c = e.Claim(t, "w", tk.TaskID, 0)
+	if got, err := e.S.Fail(e.Ctx, holder(c), "x", true); err != nil || got.State != tg.StateFailed {
 		t.Fatalf("last attempt: %+v %v", got, err)
 	}
-	got, err := e.s.Requeue(e.ctx, tk.TaskID, tg.Operator{Name: "op", Reason: "retry now"})
+	got, err := e.S.Requeue(e.Ctx, tk.TaskID, tg.Operator{Name: "op", Reason: "retry now"})
 	if err != nil || got.State != tg.StatePending || !got.DueAt.IsZero() {
 		t.Fatalf("requeue: %+v %v", got, err)
 	}
-	if _, ok := e.claimNext(t, "w", ""); !ok {
+	if _, ok := e.ClaimNext(t, "w", ""); !ok {
 		t.Fatal("a requeued task was not claimable at once")
 	}
-	e.verify(t)
+	e.Verify(t)
 }

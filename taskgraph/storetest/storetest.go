@@ -1,57 +1,21 @@
 package storetest
 
 import (
-	"context"
-	"encoding/json"
-	"errors"
-	"fmt"
-	"strconv"
-	"strings"
 	"testing"
-	"time"
 
 	"github.com/graph-engineering/graph-engineering-mcp/lease"
 	tg "github.com/graph-engineering/graph-engineering-mcp/taskgraph"
+	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/storetest/stenv"
 )
 
-// Harness opens stores of one driver on fresh databases.
-type Harness struct {
-	// Name names the driver in failure messages ("sqlite", "postgres").
-	Name string
-	// NewDatabase returns a fresh, empty database for t (cleaned up with t).
-	NewDatabase func(t testing.TB) Database
-	// Parallel bounds how many subtests run at once, each on its own
-	// database; 0 leaves the bound to go test's -parallel flag alone. A
-	// harness whose databases cost server connections (PostgreSQL) sets it
-	// so that the stores open at once stay under the server's limit.
-	Parallel int
-}
+// Harness opens stores of one driver on fresh databases (stenv.Harness).
+type Harness = stenv.Harness
 
-// Database is one fresh database of a Harness.
-type Database interface {
-	// Open opens a store on the database with opts (the suite sets Clock
-	// and the options a subtest needs); the store is closed in t.Cleanup.
-	// Open may be called more than once on one database.
-	Open(t testing.TB, opts tg.Options) *tg.Store
-	// Exec runs raw SQL on the database (tampering tests), with ?
-	// placeholders (the PostgreSQL harness rewrites them to $n), outside the
-	// store, as someone with access to the database would. It fails t on an
-	// error.
-	Exec(t testing.TB, query string, args ...any)
-	// Query runs a read-only query with ? placeholders and returns its rows,
-	// each value rendered as text: integers in decimal, text and byte
-	// strings as their bytes, NULL as "". It fails t on an error.
-	Query(t testing.TB, query string, args ...any) [][]string
-	// Snapshot returns the whole database content (every row of every
-	// table, in a stable order) rendered as text, for "nothing was written"
-	// assertions: two snapshots are equal exactly when no row was inserted,
-	// changed or deleted in between. Byte strings appear as their bytes, so a
-	// secret stored in clear would appear in the snapshot.
-	Snapshot(t testing.TB) string
-}
+// Database is one fresh database of a Harness (stenv.Database).
+type Database = stenv.Database
 
 // t0 is where every store's manual clock starts.
-var t0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+var t0 = stenv.T0
 
 // Run runs every behaviour of the suite as a subtest of t, each on a fresh
 // database of h. The subtests are independent, so they run in parallel (see
@@ -115,182 +79,25 @@ type test struct {
 	fn   func(t *testing.T, h Harness)
 }
 
-// env is one store on a fresh database, on a manual clock.
-type env struct {
-	s     *tg.Store
-	db    Database
-	clock *lease.ManualClock
-	ctx   context.Context
-}
+// env is one store on a fresh database, on a manual clock; the suite's
+// own helpers are methods of env, the shared ones of stenv.Env.
+type env struct{ *stenv.Env }
 
-func setup(t *testing.T, h Harness) *env {
-	t.Helper()
-	return setupWith(t, h, tg.Options{})
-}
+func setup(t *testing.T, h Harness) *env { t.Helper(); return &env{stenv.Setup(t, h)} }
 
 func setupWith(t *testing.T, h Harness, opts tg.Options) *env {
 	t.Helper()
-	// The env's clock is the store's when the caller gave a manual one.
-	clock, ok := opts.Clock.(*lease.ManualClock)
-	if !ok {
-		clock = lease.NewManualClock(t0)
-	}
-	if opts.Clock == nil {
-		opts.Clock = clock
-	}
-	db := h.NewDatabase(t)
-	s := db.Open(t, opts)
-	return &env{s: s, db: linkedDB{db, s}, clock: clock, ctx: context.Background()}
+	return &env{stenv.SetupWith(t, h, opts)}
 }
 
-// linkedDB is a Database whose raw reads and writes see every event a
-// store recorded in its workflow's chain: they link the journal first (see
-// tg.Store.LinkHistory), as the store's own readers of the history do, so
-// that the linker running in the background never changes what a test
-// compares, and a tampering test edits the chain, not a journal entry on its
-// way into it.
-type linkedDB struct {
-	Database
-	s *tg.Store
-}
-
-func (d linkedDB) link(t testing.TB) {
-	t.Helper()
-	if err := d.s.LinkHistory(context.Background()); err != nil && !errors.Is(err, tg.ErrClosed) {
-		t.Fatalf("link the history: %v", err)
-	}
-}
-
-func (d linkedDB) Exec(t testing.TB, query string, args ...any) {
-	t.Helper()
-	d.link(t)
-	d.Database.Exec(t, query, args...)
-}
-
-func (d linkedDB) Query(t testing.TB, query string, args ...any) [][]string {
-	t.Helper()
-	d.link(t)
-	return d.Database.Query(t, query, args...)
-}
-
-func (d linkedDB) Snapshot(t testing.TB) string {
-	t.Helper()
-	d.link(t)
-	return d.Database.Snapshot(t)
-}
-
-func (e *env) create(t *testing.T, wf, node string, deps ...string) tg.Task {
-	t.Helper()
-	c, err := e.s.CreateTask(e.ctx, wf, tg.NodeSpec{NodeID: node, DependsOn: deps, Payload: json.RawMessage(fmt.Sprintf(`{"n":%q}`, node))})
-	if err != nil {
-		t.Fatalf("create %s/%s: %v", wf, node, err)
-	}
-	return c.Task
-}
-
-func (e *env) claim(t *testing.T, owner, taskID string, d time.Duration) tg.Claimed {
-	t.Helper()
-	c, ok, err := e.s.Claim(e.ctx, tg.ClaimRequest{Owner: owner, TaskID: taskID, Lease: d})
-	if err != nil || !ok {
-		t.Fatalf("claim %s by %s: ok=%v err=%v", taskID, owner, ok, err)
-	}
-	return c
-}
-
-func (e *env) claimNext(t *testing.T, owner, wf string) (tg.Claimed, bool) {
-	t.Helper()
-	c, ok, err := e.s.Claim(e.ctx, tg.ClaimRequest{Owner: owner, WorkflowID: wf})
-	if err != nil {
-		t.Fatalf("claim-next by %s: %v", owner, err)
-	}
-	return c, ok
-}
-
-func holder(c tg.Claimed) lease.Holder {
-	return lease.Holder{TaskID: c.Task.TaskID, Owner: c.Lease.Owner, Generation: c.Lease.Generation, Token: c.Lease.Token}
-}
-
-func (e *env) get(t *testing.T, id string) tg.Task {
-	t.Helper()
-	tk, err := e.s.Task(e.ctx, id)
-	if err != nil {
-		t.Fatalf("Task(%s): %v", id, err)
-	}
-	return tk
-}
-
-func (e *env) wantState(t *testing.T, id string, want tg.State) tg.Task {
-	t.Helper()
-	tk := e.get(t, id)
-	if tk.State != want {
-		t.Fatalf("task %s (%s) is %s (%q), want %s", id, tk.NodeID, tk.State, tk.StatusMessage, want)
-	}
-	return tk
-}
-
-// storedState reads a task's state from the database itself: Store.Task
-// would process a lapsed lease on its own.
-func (e *env) storedState(t *testing.T, id string) string {
-	t.Helper()
-	rows := e.db.Query(t, `SELECT state FROM tasks WHERE task_id = ?`, id)
-	if len(rows) != 1 {
-		t.Fatalf("task %s: %d stored rows", id, len(rows))
-	}
-	return rows[0][0]
-}
-
-// count runs a query whose single value is an integer.
-func (e *env) count(t *testing.T, query string, args ...any) int64 {
-	t.Helper()
-	rows := e.db.Query(t, query, args...)
-	if len(rows) != 1 || len(rows[0]) != 1 {
-		t.Fatalf("%s: %d rows, want one value", query, len(rows))
-	}
-	n, err := strconv.ParseInt(rows[0][0], 10, 64)
-	if err != nil {
-		t.Fatalf("%s: %v", query, err)
-	}
-	return n
-}
-
-func (e *env) verify(t *testing.T) tg.VerifyReport {
-	t.Helper()
-	rep, err := e.s.VerifyHistory(e.ctx)
-	if err != nil {
-		t.Fatalf("VerifyHistory: %v", err)
-	}
-	return rep
-}
-
-func (e *env) events(t *testing.T, id string) []tg.Event {
-	t.Helper()
-	evs, err := e.s.TaskEvents(e.ctx, id)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return evs
-}
-
-// unchanged fails t when the database differs from the snapshot before.
-func (e *env) unchanged(t *testing.T, before, what string) {
-	t.Helper()
-	if after := e.db.Snapshot(t); after != before {
-		t.Errorf("%s: the database changed", what)
-	}
-}
+func holder(c tg.Claimed) lease.Holder { return stenv.Holder(c) }
 
 func wantStale(t *testing.T, err error, reason lease.Reason) {
 	t.Helper()
-	var se *lease.StaleClaimError
-	if !errors.Is(err, tg.ErrStaleClaim) || !errors.As(err, &se) || se.Reason != reason {
-		t.Fatalf("got %v, want a stale claim with reason %q", err, reason)
-	}
+	stenv.WantStale(t, err, reason)
 }
 
 func wantConflict(t *testing.T, err error, phrase string) {
 	t.Helper()
-	var ce *tg.ConflictError
-	if !errors.Is(err, tg.ErrConflict) || !errors.As(err, &ce) || !strings.Contains(err.Error(), phrase) {
-		t.Fatalf("got %v, want a conflict saying %q", err, phrase)
-	}
+	stenv.WantConflict(t, err, phrase)
 }
