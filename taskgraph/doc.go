@@ -347,7 +347,8 @@
 // row holds, so that a task row and its last event agree whenever a
 // transaction commits; every stored detail, state and content text is
 // canonical JSON; the events of an operation are recorded when its
-// transaction ends, in the order they happened, linked there (SQLite) or
+// transaction ends, in the order they happened, linked there by the
+// driver with the hash format's audit.Link (tgdriver.Apply.Link: SQLite) or
 // journaled and linked soon after the commit by an audit.Linker
 // (tgdriver.Info.JournalEvents, PostgreSQL).
 //

@@ -182,12 +182,10 @@ func (w *wtx) flushRows(updates []tgdriver.TaskUpdate) ([]tgdriver.TaskRow, erro
 			a.Ready[i] = tgdriver.Ready{WorkflowID: r.Workflow, Requires: r.Requires}
 		}
 	}
-	if !a.Journal && len(a.Events) > 0 {
-		linked, err := w.linkInPlace(a.Events)
-		if err != nil {
-			return nil, err
-		}
-		a.Events = linked
+	if !a.Journal {
+		// The driver links the events onto the heads as they stand in
+		// its transaction, in place (so out.events are linked too).
+		a.Link = audit.Link
 	}
 	// Journaled events of a large operation (a 10,000-node workflow) go in
 	// rounds of journalRound: the client encodes one round's events while
@@ -208,33 +206,6 @@ func (w *wtx) flushRows(updates []tgdriver.TaskUpdate) ([]tgdriver.TaskRow, erro
 		return nil, fmt.Errorf("record the events of the operation: %w", err)
 	}
 	return rows, nil
-}
-
-// linkInPlace links evs (unlinked, in the order they happened) onto their
-// workflows' chain heads as they stand in w's transaction, and returns
-// them linked.
-func (w *wtx) linkInPlace(evs []tgdriver.EventRow) ([]tgdriver.EventRow, error) {
-	type head struct {
-		hash  string
-		count int64
-	}
-	heads := make(map[string]*head, 2)
-	for i := range evs {
-		e := &evs[i]
-		h := heads[e.WorkflowID]
-		if h == nil {
-			hash, count, err := w.tx.ChainHead(w.ctx, e.WorkflowID)
-			if err != nil {
-				return nil, fmt.Errorf("read chain head of workflow %s: %w", e.WorkflowID, err)
-			}
-			h = &head{hash, count}
-			heads[e.WorkflowID] = h
-		}
-		h.count++
-		audit.Link(e, h.hash, h.count)
-		h.hash = e.Hash
-	}
-	return evs, nil
 }
 
 // runGuarded runs fn and turns a panic into an error, so one bad operation

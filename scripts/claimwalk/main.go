@@ -75,11 +75,14 @@
 // cache's home) into writer.go, the statement helpers and the chain-head
 // read beside Fetch and Apply in update.go, the event linking into
 // write.go beside flushRows, and the tool call beside its dispatch in
-// mcpadapter/tools/tools.go: -sql 11 (17 stays in 6 files). What remains
-// is the domain ⇄ driver shape: hot.go ⇄ writer.go (the driver runs the
-// batch's closure), hot.go ⇄ update.go (Fetch), write.go ⇄ update.go
-// (the chain heads read between Fetch and Apply, then Apply), and the
-// returns up the stack to claim.go and tools.go.
+// mcpadapter/tools/tools.go: -sql 11 (17 stays in 6 files). After the
+// driver's Apply links the events itself (tgdriver.Apply.Link), reading
+// the chain heads where it records the events instead of the domain
+// reading them between Fetch and Apply: -sql 9 (15 stays in 6 files). What
+// remains is the domain ⇄ driver shape: hot.go ⇄ writer.go (the driver
+// runs the batch's closure), hot.go ⇄ update.go (Fetch), write.go ⇄
+// update.go (Apply), and the returns up the stack to claim.go and
+// tools.go.
 //
 // The HTTP front and the SDK are before the tool call. Their static
 // segments, with helpers not counted as stays (-leaves=false) and -skip

@@ -335,8 +335,9 @@ type Tx interface {
 	Fetch(ctx context.Context, f Fetch) (Fetched, error)
 	// Apply is the last round of a batch of operations, in one round trip
 	// where the driver can: it applies the guarded updates of a.Updates,
-	// then records a.Events (linked, as AppendEvents, or journaled, as
-	// JournalEvents, by a.Journal) and queues a.Ready's notifications (as
+	// then records a.Events (linked, as AppendEvents, after linking them
+	// with a.Link when it is set, or journaled, as JournalEvents, by
+	// a.Journal) and queues a.Ready's notifications (as
 	// NotifyReady). Every update must hold its guard: when one does not,
 	// Apply returns an error matching ErrGuardFailed and the caller's
 	// transaction must roll back (the events of the round may already be

@@ -431,7 +431,15 @@ type Apply struct {
 	// Journal records Events in the journal (Tx.JournalEvents) rather than
 	// linked (Tx.AppendEvents).
 	Journal bool
-	Ready   []Ready
+	// Link, when set (and Journal is not), links Events, which come
+	// unlinked and in the order they happened, onto their workflows' chain
+	// heads as they stand in the transaction: the driver reads each
+	// workflow's head (as ChainHead does) once, calls Link on each event
+	// with its predecessor's hash and its position in the chain, and then
+	// records them as AppendEvents does. The domain passes its hash
+	// format's link (audit.Link): the driver knows nothing of the format.
+	Link  func(e *EventRow, prevHash string, seq int64)
+	Ready []Ready
 }
 
 // The columns a TaskSet sets, in the order of UpdateShape.Set and of the

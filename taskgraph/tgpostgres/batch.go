@@ -175,8 +175,15 @@ func (w *wtx) Apply(ctx context.Context, a tgdriver.Apply) ([]tgdriver.TaskRow, 
 	if len(a.Events) > 0 {
 		if a.Journal {
 			queueJournal(b, a.Events)
-		} else if checks, err = queueAppend(b, a.Events); err != nil {
-			return nil, err
+		} else {
+			if a.Link != nil {
+				if err := w.linkOnto(ctx, a.Events, a.Link); err != nil {
+					return nil, err
+				}
+			}
+			if checks, err = queueAppend(b, a.Events); err != nil {
+				return nil, err
+			}
 		}
 	}
 	if len(a.Ready) > 0 && !w.d.noNotify.Load() {
@@ -246,4 +253,52 @@ func notifyPayload(replica, workflowID, requires string) string {
 		p += " " + requires
 	}
 	return p
+}
+
+// linkOnto links evs, in order and in place, onto their workflows' chain
+// heads, which one statement reads and locks (as ChainHead does), in
+// workflow order (Apply.Link).
+func (w *wtx) linkOnto(ctx context.Context, evs []tgdriver.EventRow, link func(*tgdriver.EventRow, string, int64)) error {
+	type head struct {
+		hash string
+		n    int64
+	}
+	heads := map[string]*head{}
+	var wfs []string
+	for _, e := range evs {
+		if heads[e.WorkflowID] == nil {
+			heads[e.WorkflowID] = &head{}
+			wfs = append(wfs, e.WorkflowID)
+		}
+	}
+	rows, err := w.c.Query(ctx, `SELECT workflow_id, head_hash, event_count FROM workflows WHERE workflow_id = ANY($1)
+		ORDER BY workflow_id FOR UPDATE`, wfs)
+	if err != nil {
+		return w.fail(ctx, "read the chain heads", err)
+	}
+	found := 0
+	for rows.Next() {
+		var wf string
+		var h head
+		if err := rows.Scan(&wf, &h.hash, &h.n); err != nil {
+			rows.Close()
+			return w.fail(ctx, "read the chain heads", err)
+		}
+		*heads[wf] = h
+		found++
+	}
+	if err := rows.Err(); err != nil {
+		return w.fail(ctx, "read the chain heads", err)
+	}
+	if found != len(wfs) {
+		return fmt.Errorf("read the chain heads of %v: %w", wfs, tgdriver.ErrNoRows)
+	}
+	for i := range evs {
+		e := &evs[i]
+		h := heads[e.WorkflowID]
+		h.n++
+		link(e, h.hash, h.n)
+		h.hash = e.Hash
+	}
+	return nil
 }

@@ -18,7 +18,9 @@
 //     commits once. Write returns only after that commit; a failed commit
 //     fails every operation of the batch. Because the writer serialises
 //     everything, LockWorkflow only checks existence, Fetch's locks are
-//     reads, and events are linked as they are recorded (the journal of
+//     reads, and events are linked as they are recorded: Apply reads each
+//     workflow's chain head and links the batch's events onto it with the
+//     domain's Apply.Link (the journal of
 //     tgdriver.Info.JournalEvents is kept for the drivers' common contract
 //     but the store does not use it on SQLite).
 //   - Hooks.BatchStart runs once per batch inside the transaction before any

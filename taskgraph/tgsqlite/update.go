@@ -192,9 +192,14 @@ func (t *wtx) Apply(ctx context.Context, a tgdriver.Apply) ([]tgdriver.TaskRow, 
 	}
 	if len(a.Events) > 0 {
 		var err error
-		if a.Journal {
+		switch {
+		case a.Journal:
 			err = t.JournalEvents(ctx, a.Events)
-		} else {
+		case a.Link != nil:
+			if err = t.linkOnto(a.Events, a.Link); err == nil {
+				err = t.appendEvents(a.Events)
+			}
+		default:
 			err = t.appendEvents(a.Events)
 		}
 		if err != nil {
@@ -304,6 +309,32 @@ func (t *wtx) appendEvents(evs []tgdriver.EventRow) error {
 			hashVersion(*e), e.ActorKind, e.ActorName, e.ActorPrincipal, e.TaskState, e.Content); err != nil {
 			return fmt.Errorf("append event: %w", err)
 		}
+	}
+	return nil
+}
+
+// linkOnto links evs, in order and in place, onto their workflows' heads as
+// they stand in the transaction (Apply.Link).
+func (t *wtx) linkOnto(evs []tgdriver.EventRow, link func(*tgdriver.EventRow, string, int64)) error {
+	type head struct {
+		hash string
+		n    int64
+	}
+	heads := make(map[string]*head, 2)
+	for i := range evs {
+		e := &evs[i]
+		h := heads[e.WorkflowID]
+		if h == nil {
+			hash, n, err := t.ChainHead(bg, e.WorkflowID)
+			if err != nil {
+				return err
+			}
+			h = &head{hash, n}
+			heads[e.WorkflowID] = h
+		}
+		h.n++
+		link(e, h.hash, h.n)
+		h.hash = e.Hash
 	}
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/tgdriver"
@@ -576,7 +577,8 @@ func testLinkErrors(t *testing.T, h Harness) {
 }
 
 // testApplyEvents: Apply records its events after its updates, linked (as
-// AppendEvents) or journaled (as JournalEvents) by Journal.
+// AppendEvents, after linking them with Link when it is set) or journaled
+// (as JournalEvents) by Journal.
 func testApplyEvents(t *testing.T, h Harness) {
 	e := newEnv(t, h)
 	a := e.inserted(task("wf", "a"))[0]
@@ -601,6 +603,30 @@ func testApplyEvents(t *testing.T, h Harness) {
 	}
 	if wfs, err := e.d.Reads().JournaledWorkflows(e.ctx, 10); err != nil || !eq(wfs, []string{"wf"}) {
 		t.Fatalf("JournaledWorkflows = %v, %v", wfs, err)
+	}
+	// With Link, the events come unlinked and the driver links them onto
+	// the head as it stands in the transaction (the journaled entries are
+	// not part of it), calling Link in order.
+	var calls []string
+	link := func(ev *tgdriver.EventRow, prev string, seq int64) {
+		calls = append(calls, fmt.Sprintf("%s@%d", prev, seq))
+		ev.Seq, ev.PrevHash, ev.Hash = seq, prev, "wf-"+strconv.FormatInt(seq, 10)
+	}
+	e.write(func(tx tgdriver.Tx) error {
+		calls = nil
+		_, err := tx.Apply(e.ctx, tgdriver.Apply{Events: []tgdriver.EventRow{ev("wf", 0, "", ""), ev("wf", 0, "", "")}, Link: link})
+		return err
+	})
+	if got := strings.Join(calls, " "); got != "wf-2@3 wf-3@4" {
+		t.Errorf("Link was called with %s, want wf-2@3 wf-3@4", got)
+	}
+	w, err = e.d.Reads().Workflow(e.ctx, "wf")
+	if err != nil || w.EventCount != 4 || w.HeadHash != "wf-4" {
+		t.Fatalf("Workflow after Apply with Link = %+v, %v; want head wf-4 at 4", w, err)
+	}
+	all, err = events(e, e.d.Reads(), "wf")
+	if err != nil || len(all) != 6 || all[2].Seq != 3 || all[2].PrevHash != "wf-2" || all[3].Seq != 4 || all[3].Hash != "wf-4" {
+		t.Fatalf("events after Apply with Link = %+v, %v; want 4 linked, then 2 journaled", all, err)
 	}
 }
 
