@@ -17,19 +17,6 @@ import (
 // returns the result whole.
 const MaxDependencyResultBytes = limits.MaxDependencyResultBytes
 
-// Dependency is one direct dependency of a task as seen by its worker: which
-// node it is, its state and, once completed, its result.
-type Dependency struct {
-	NodeID string
-	TaskID string
-	State  State
-	// Result is the dependency's result (nil until completed, or when omitted).
-	Result json.RawMessage
-	// ResultOmitted: the dependency has a result but it did not fit within
-	// MaxDependencyResultBytes for this answer; read it with Task(TaskID).
-	ResultOmitted bool
-}
-
 // dependencies returns the direct dependencies of task seq in creation order
 // with their results, within MaxDependencyResultBytes: results are taken in
 // order while they fit in what is left of the bound; one that does not fit is

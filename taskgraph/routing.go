@@ -3,15 +3,14 @@ package taskgraph
 import (
 	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/limits"
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/retry"
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/rules"
+	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/taskview"
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/tgdriver"
 )
 
@@ -39,26 +38,8 @@ const (
 const TagPattern = limits.TagPattern
 
 // ErrMissingCapabilities means a claim by id named a task that requires
-// capabilities the caller did not advertise; see *MissingCapabilitiesError.
-// It also matches ErrConflict (the task is not claimable by this caller).
-var ErrMissingCapabilities = errors.New("missing capabilities")
-
-// MissingCapabilitiesError names the tags a claimant lacks for a task.
-type MissingCapabilitiesError struct {
-	TaskID  string
-	Missing []string
-}
-
-// Error implements error.
-func (e *MissingCapabilitiesError) Error() string {
-	return fmt.Sprintf("conflict on task %s (pending): the task requires capabilities the claim did not advertise: missing %s; claim with capabilities that include them, or leave the task to a worker that has them",
-		e.TaskID, strings.Join(e.Missing, ", "))
-}
-
-// Is reports whether target is ErrMissingCapabilities or ErrConflict.
-func (e *MissingCapabilitiesError) Is(target error) bool {
-	return target == ErrMissingCapabilities || target == ErrConflict
-}
+// capabilities the caller did not advertise (package taskview).
+var ErrMissingCapabilities = taskview.ErrMissingCapabilities
 
 // canonicalTags validates tags for field (at most max) and returns them
 // sorted and deduplicated (rules.CanonicalTags).

@@ -1,0 +1,21 @@
+// Package taskview holds the store's views of tasks and workflows as
+// package taskgraph returns them (Task, Claimed, WorkflowView and the
+// listings), the requests that select them (ClaimRequest, ListFilter), the
+// task states, and the conflict errors a claim or create answers with.
+// Package taskgraph re-exports every name here as an alias, so callers use
+// taskgraph.Task and never need this package.
+//
+// Invariants:
+//   - Values only: nothing here reads or writes a store, holds a clock or
+//     imports package taskgraph or a driver (taskgraph/seam_test.go keeps it
+//     so). The store fills these values in; this package only defines them.
+//   - A Task never carries a claim token: the token of a claim is shown only
+//     in Claimed.Lease, once, to the claimant.
+//   - States lists every State in lifecycle order; completed, failed and
+//     cancelled are terminal (State.Terminal) and leave that set only
+//     through an operator operation of the store.
+//   - ConflictError and MissingCapabilitiesError match ErrConflict under
+//     errors.Is; MissingCapabilitiesError also matches
+//     ErrMissingCapabilities. Their messages say what clashed and what the
+//     caller may do instead; nothing was written when they are returned.
+package taskview
