@@ -51,33 +51,6 @@ var (
 	ErrGateNotAwaiting = gate.ErrNotAwaiting
 )
 
-// GateError explains why an operation on a gate (or a decision on a
-// task) was refused. It matches Sentinel and ErrConflict, or ErrInvalid
-// for ErrNotGate.
-type GateError struct {
-	TaskID   string
-	State    State
-	Sentinel error
-	Detail   string
-}
-
-// Error implements error.
-func (e *GateError) Error() string {
-	return fmt.Sprintf("task %s (%s): %s", e.TaskID, e.State, e.Detail)
-}
-
-// Is reports whether target is e's sentinel, or ErrConflict (ErrInvalid
-// for ErrNotGate).
-func (e *GateError) Is(target error) bool {
-	if target == e.Sentinel {
-		return true
-	}
-	if e.Sentinel == ErrNotGate {
-		return target == ErrInvalid
-	}
-	return target == ErrConflict
-}
-
 // GateDecision is a person's decision on a gate (gate.Decision).
 type GateDecision = gate.Decision
 

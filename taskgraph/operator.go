@@ -271,13 +271,6 @@ func (w *wtx) revive(root *row, verb string) error {
 	return nil
 }
 
-// PruneResult reports Prune.
-type PruneResult struct {
-	Workflows []string
-	Tasks     int64
-	Events    int64
-}
-
 // Prune removes finished workflows (every task terminal) whose last change is
 // older than before, with their tasks, edges and events. Each removal is
 // recorded in pruned_workflows with the head of its chain, so the remaining

@@ -36,7 +36,7 @@ func TestDomainImportsNoDriver(t *testing.T) {
 		{"./idempotency", "taskgraph/idempotency", nil},
 		{"./retry", "taskgraph/retry", leaves},
 		{"./pause", "taskgraph/pause", leaves},
-		{"./taskview", "taskgraph/taskview", append([]string{"taskgraph/pause", "taskgraph/workreport"}, leaves...)},
+		{"./taskview", "taskgraph/taskview", append([]string{"taskgraph/pause", "taskgraph/workreport", "taskgraph/gate", "taskgraph/rules"}, leaves...)},
 		{"./gate", "taskgraph/gate", append([]string{"taskgraph/rules"}, leaves...)},
 		{"./nodespec", "taskgraph/nodespec", append([]string{"taskgraph/rules", "taskgraph/gate", "taskgraph/keyrate", "taskgraph/jsonvalue"}, leaves...)},
 	} {

@@ -43,6 +43,16 @@ type (
 	ConflictError = taskview.ConflictError
 	// MissingCapabilitiesError names the tags a claimant lacks for a task.
 	MissingCapabilitiesError = taskview.MissingCapabilitiesError
+	// GateError explains why an operation on a gate was refused.
+	GateError = taskview.GateError
+	// PruneResult reports Prune.
+	PruneResult = taskview.PruneResult
+	// RequeuedTask is one failed task of a RequeueFailed.
+	RequeuedTask = taskview.RequeuedTask
+	// RequeueReport is the outcome of RequeueFailed.
+	RequeueReport = taskview.RequeueReport
+	// Stats are cumulative counts since the store was opened.
+	Stats = taskview.Stats
 )
 
 // The task states (package taskview); States lists them in lifecycle order.

@@ -1,7 +1,9 @@
 // Package taskview holds the store's views of tasks and workflows as
 // package taskgraph returns them (Task, Claimed, WorkflowView and the
-// listings), the requests that select them (ClaimRequest, ListFilter), the
-// task states, and the conflict errors a claim or create answers with.
+// listings, the reports of Prune and RequeueFailed, the store's Stats),
+// the requests that select them (ClaimRequest, ListFilter), the task
+// states, and the conflict errors a claim, create or gate decision
+// answers with.
 // Package taskgraph re-exports every name here as an alias, so callers use
 // taskgraph.Task and never need this package.
 //
@@ -16,6 +18,7 @@
 //     through an operator operation of the store.
 //   - ConflictError and MissingCapabilitiesError match ErrConflict under
 //     errors.Is; MissingCapabilitiesError also matches
-//     ErrMissingCapabilities. Their messages say what clashed and what the
+//     ErrMissingCapabilities; GateError matches its Sentinel and
+//     ErrConflict (rules.ErrInvalid instead for gate.ErrNotGate). Their messages say what clashed and what the
 //     caller may do instead; nothing was written when they are returned.
 package taskview

@@ -8,7 +8,9 @@ import (
 	"time"
 
 	"github.com/graph-engineering/graph-engineering-mcp/lease"
+	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/gate"
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/pause"
+	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/rules"
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/workreport"
 )
 
@@ -297,4 +299,79 @@ func (e *MissingCapabilitiesError) Error() string {
 // Is reports whether target is ErrMissingCapabilities or ErrConflict.
 func (e *MissingCapabilitiesError) Is(target error) bool {
 	return target == ErrMissingCapabilities || target == ErrConflict
+}
+
+// GateError explains why an operation on a gate (or a decision on a
+// task) was refused. It matches Sentinel and ErrConflict, or ErrInvalid
+// for ErrNotGate.
+type GateError struct {
+	TaskID   string
+	State    State
+	Sentinel error
+	Detail   string
+}
+
+// Error implements error.
+func (e *GateError) Error() string {
+	return fmt.Sprintf("task %s (%s): %s", e.TaskID, e.State, e.Detail)
+}
+
+// Is reports whether target is e's sentinel, or ErrConflict (ErrInvalid
+// for ErrNotGate).
+func (e *GateError) Is(target error) bool {
+	if target == e.Sentinel {
+		return true
+	}
+	if e.Sentinel == gate.ErrNotGate {
+		return target == rules.ErrInvalid
+	}
+	return target == ErrConflict
+}
+
+// PruneResult reports Prune.
+type PruneResult struct {
+	Workflows []string
+	Tasks     int64
+	Events    int64
+}
+
+// RequeuedTask is one failed task of a RequeueFailed: what happened to it,
+// or, in a dry run, what would have.
+type RequeuedTask struct {
+	TaskID string
+	NodeID string
+	// Cause is the failure that failed the task: its error.
+	Cause string
+	// State is the task's state after the requeue (pending, or blocked
+	// when a dependency has not completed); empty when Refused is set.
+	State State
+	// Refused says why the task was not requeued (the rule Requeue
+	// applies); empty when it was (or would be).
+	Refused string
+}
+
+// RequeueReport is the outcome of RequeueFailed.
+type RequeueReport struct {
+	WorkflowID string
+	// DryRun is true when nothing was written.
+	DryRun bool
+	// Tasks are the workflow's failed tasks in creation order (those
+	// created by one call in no particular order).
+	Tasks []RequeuedTask
+	// Requeued and Refused count Tasks by outcome.
+	Requeued, Refused int
+}
+
+// Stats are cumulative counts since the store was opened, for metrics.
+type Stats struct {
+	Claims          int64 // leases granted
+	Reclaims        int64 // leases granted on a task that had been claimed before
+	Completions     int64
+	Failures        int64 // terminal failures, including leases expired on the last attempt
+	Retries         int64 // retryable failures sent back to pending
+	Expiries        int64 // leases that lapsed
+	Cancels         int64 // holder, protocol and operator cancellations
+	CascadeCancels  int64 // dependents cancelled because an upstream task failed or was cancelled
+	StaleRejections int64 // holder writes rejected because the claim was not live
+	Replays         int64 // writes answered with the kept answer of their request id
 }
