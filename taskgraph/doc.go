@@ -368,7 +368,8 @@
 // validation), dag (a create's order), gate (approval gates), keyrate (a
 // key's limit and rate), pause (a pause of claiming), taskview (the
 // views of tasks and workflows the store returns, the task states and the
-// conflict errors), storeopts (a store's Options), retry (backoff),
+// conflict errors), statusmsg (the texts of status messages), storeopts
+// (a store's Options), retry (backoff),
 // waitq (parked claims), idempotency (request-id keys and seals),
 // workreport (workers' reports) and audit (the history's format, its
 // events, readers and linker).

@@ -10,6 +10,7 @@ import (
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/limits"
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/retry"
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/rules"
+	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/statusmsg"
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/taskview"
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/tgdriver"
 )
@@ -66,11 +67,6 @@ const (
 	DefaultMaxLeaseLosses = 3
 	MaxMaxLeaseLosses     = 100
 )
-
-// waitingStatus is the status message of a pending task that is not yet due.
-func waitingStatus(due time.Time, why string) string {
-	return fmt.Sprintf("waiting until %s (%s)", due.UTC().Format(time.RFC3339Nano), why)
-}
 
 // dueLimit bounds how many due tasks one operation promotes.
 const dueLimit = 64
@@ -161,7 +157,7 @@ func (w *wtx) expireAndPromote(expireLimit, promoteLimit int) error {
 // promote makes pending task r, due at at, claimable now.
 func (w *wtx) promote(r *row, at int64) (bool, error) {
 	ok, err := w.update(r, tgdriver.TaskSet{DueAtMS: tgdriver.Val(int64(0)),
-		StatusMessage: tgdriver.Val(fmt.Sprintf("ready to claim (due since %s)", time.UnixMilli(r.dueAtMS).UTC().Format(time.RFC3339Nano)))},
+		StatusMessage: tgdriver.Val(statusmsg.ReadySince(r.dueAtMS))},
 		tgdriver.TaskGuard{States: []string{string(StatePending)}, DueByMS: tgdriver.Val(at)})
 	if err != nil || !ok {
 		return false, err

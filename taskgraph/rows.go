@@ -188,16 +188,3 @@ func (w *wtx) reload(r *row) error {
 	*r = nr
 	return nil
 }
-
-// errorSummary shortens a worker's error text for a status message.
-func errorSummary(s string) string {
-	const max = 200
-	if len(s) <= max {
-		return s
-	}
-	cut := max
-	for cut > 0 && s[cut]&0xC0 == 0x80 { // do not split a UTF-8 sequence
-		cut--
-	}
-	return s[:cut] + "…"
-}
