@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/graph-engineering/graph-engineering-mcp/lease"
+	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/rules"
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/statusmsg"
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/tgdriver"
 )
@@ -15,23 +16,12 @@ import (
 // MaxTokenLen bounds a presented claim token, in bytes (real ones are 32 ASCII characters).
 const MaxTokenLen = 128
 
+// checkHolder checks the claim h presents (its task id, then rules.CheckClaim).
 func checkHolder(h lease.Holder) error {
 	if err := checkTaskID(h.TaskID); err != nil {
 		return err
 	}
-	if err := checkIdentifier("owner", h.Owner); err != nil {
-		return err
-	}
-	if h.Generation < 1 {
-		return invalid("generation", "must be the generation returned by the claim (at least 1, got %d)", h.Generation)
-	}
-	if h.Token == "" {
-		return invalid("claim_token", "is required: pass the claim_token returned by the claim")
-	}
-	if len(h.Token) > MaxTokenLen {
-		return invalid("claim_token", "must be at most %d bytes (got %d)", MaxTokenLen, len(h.Token))
-	}
-	return nil
+	return rules.CheckClaim(h.Owner, h.Generation, h.Token, MaxTokenLen)
 }
 
 // holderWrite runs fn on the task held by h after checking, in the same
