@@ -114,7 +114,7 @@ func (s *Store) AbortWorkflow(ctx context.Context, workflowID string, op Operato
 			return err
 		}
 		if !exists {
-			return &notFoundError{what: "workflow", id: workflowID}
+			return &NotFoundError{What: "workflow", ID: workflowID}
 		}
 		seqs, err := w.tx.UnfinishedInWorkflow(w.ctx, workflowID)
 		if err != nil {

@@ -68,7 +68,7 @@ func (s *Store) storedTask(ctx context.Context, taskID string) (row, error) {
 func workflowRow(ctx context.Context, rd tgdriver.Reads, workflowID string) (tgdriver.WorkflowRow, error) {
 	wr, err := rd.Workflow(ctx, workflowID)
 	if errors.Is(err, tgdriver.ErrNoRows) {
-		return wr, &notFoundError{what: "workflow", id: workflowID}
+		return wr, &NotFoundError{What: "workflow", ID: workflowID}
 	}
 	if err != nil {
 		return wr, fmt.Errorf("read workflow %s: %w", workflowID, err)

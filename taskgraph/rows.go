@@ -103,7 +103,7 @@ func (r row) expired(now time.Time) bool {
 // found converts a driver lookup, naming what was missing.
 func found(tr tgdriver.TaskRow, err error, what, id string) (row, error) {
 	if errors.Is(err, tgdriver.ErrNoRows) {
-		return row{}, &notFoundError{what: what, id: id}
+		return row{}, &NotFoundError{What: what, ID: id}
 	}
 	if err != nil {
 		return row{}, err

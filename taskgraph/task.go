@@ -1,8 +1,6 @@
 package taskgraph
 
 import (
-	"errors"
-
 	"github.com/graph-engineering/graph-engineering-mcp/lease"
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/nodespec"
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/rules"
@@ -39,6 +37,10 @@ type (
 	WorkflowListing = taskview.WorkflowListing
 	// WorkflowVersion is what changes whenever a workflow's tasks change.
 	WorkflowVersion = taskview.WorkflowVersion
+	// NotFoundError names what was not found (a task or workflow).
+	NotFoundError = taskview.NotFoundError
+	// NodeNotFoundError names a node not found in its workflow.
+	NodeNotFoundError = taskview.NodeNotFoundError
 	// ConflictError explains why an operation clashes with the task's state.
 	ConflictError = taskview.ConflictError
 	// MissingCapabilitiesError names the tags a claimant lacks for a task.
@@ -73,8 +75,9 @@ type NodeSpec = nodespec.Spec
 
 // Errors returned by the store. Each is wrapped with context; test with errors.Is.
 var (
-	// ErrNotFound: no task (or workflow) with that id.
-	ErrNotFound = errors.New("not found")
+	// ErrNotFound: no task (or workflow, or node) with that id; see
+	// *NotFoundError and *NodeNotFoundError.
+	ErrNotFound = taskview.ErrNotFound
 	// ErrInvalid: the input broke a bound or rule; see *ValidationError.
 	ErrInvalid = rules.ErrInvalid
 	// ErrConflict: the task is not claimable now, or a create clashes with an

@@ -2,8 +2,8 @@
 // package taskgraph returns them (Task, Claimed, WorkflowView and the
 // listings, the reports of Prune and RequeueFailed, the store's Stats),
 // the requests that select them (ClaimRequest, ListFilter), the task
-// states, and the conflict errors a claim, create or gate decision
-// answers with.
+// states, the not-found errors, and the conflict errors a claim, create
+// or gate decision answers with.
 // Package taskgraph re-exports every name here as an alias, so callers use
 // taskgraph.Task and never need this package.
 //
@@ -16,6 +16,8 @@
 //   - States lists every State in lifecycle order; completed, failed and
 //     cancelled are terminal (State.Terminal) and leave that set only
 //     through an operator operation of the store.
+//   - NotFoundError and NodeNotFoundError match ErrNotFound under
+//     errors.Is.
 //   - ConflictError and MissingCapabilitiesError match ErrConflict under
 //     errors.Is; MissingCapabilitiesError also matches
 //     ErrMissingCapabilities; GateError matches its Sentinel and

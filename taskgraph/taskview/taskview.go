@@ -204,6 +204,32 @@ func (w WorkflowView) Finished() bool {
 // existing node of different content.
 var ErrConflict = errors.New("conflict")
 
+// ErrNotFound: no task (or workflow, or node) with that id.
+var ErrNotFound = errors.New("not found")
+
+// NotFoundError names what was not found: What ("task", "workflow") and
+// its ID. It matches ErrNotFound.
+type NotFoundError struct{ What, ID string }
+
+// Error implements error.
+func (e *NotFoundError) Error() string {
+	return fmt.Sprintf("%s %q not found", e.What, e.ID)
+}
+
+// Is reports whether target is ErrNotFound.
+func (e *NotFoundError) Is(target error) bool { return target == ErrNotFound }
+
+// NodeNotFoundError: no node NodeID in WorkflowID. It matches ErrNotFound.
+type NodeNotFoundError struct{ WorkflowID, NodeID string }
+
+// Error implements error.
+func (e *NodeNotFoundError) Error() string {
+	return fmt.Sprintf("node %q of workflow %q not found", e.NodeID, e.WorkflowID)
+}
+
+// Is reports whether target is ErrNotFound.
+func (e *NodeNotFoundError) Is(target error) bool { return target == ErrNotFound }
+
 // ConflictError explains why an operation clashes with the task's state. It matches ErrConflict.
 type ConflictError struct {
 	TaskID string
