@@ -70,6 +70,7 @@ const (
 // States lists every state in lifecycle order.
 var States = taskview.States
 
+// NodeSpec describes a task to create (package nodespec: its fields,
 // their rules and the defaults).
 type NodeSpec = nodespec.Spec
 

@@ -200,11 +200,11 @@ func (w WorkflowView) Finished() bool {
 	return true
 }
 
-// ErrConflict: the task is not claimable now, or a create clashes with an
-// existing node of different content.
+// ErrConflict means the task is not claimable now, or a create clashes
+// with an existing node of different content.
 var ErrConflict = errors.New("conflict")
 
-// ErrNotFound: no task (or workflow, or node) with that id.
+// ErrNotFound means no task (or workflow, or node) has that id.
 var ErrNotFound = errors.New("not found")
 
 // NotFoundError names what was not found: What ("task", "workflow") and
@@ -219,7 +219,8 @@ func (e *NotFoundError) Error() string {
 // Is reports whether target is ErrNotFound.
 func (e *NotFoundError) Is(target error) bool { return target == ErrNotFound }
 
-// NodeNotFoundError: no node NodeID in WorkflowID. It matches ErrNotFound.
+// NodeNotFoundError says no node NodeID is in WorkflowID. It matches
+// ErrNotFound.
 type NodeNotFoundError struct{ WorkflowID, NodeID string }
 
 // Error implements error.
