@@ -105,8 +105,6 @@ type Task struct {
 	AwaitingApproval bool
 }
 
-// NodeSpec describes a task to create (package nodespec: its fields,
-
 // Created is the outcome of creating one node.
 type Created struct {
 	Task Task
