@@ -74,30 +74,6 @@ func canonicalJSON(b []byte, v any) ([]byte, error) {
 	return out, nil
 }
 
-// contentJSON is the canonical JSON of the digests of the content an event
-// of kind changed: the payload at create, the result at complete, the error
-// at fail, retry and expire, the reason of an operator or request.
-func contentJSON(kind string, r *row, detail map[string]any) []byte {
-	key, val := "", ""
-	switch kind {
-	case EventCreate:
-		key, val = "payload_sha256", string(r.Payload)
-	case EventComplete:
-		key, val = "result_sha256", string(r.Result)
-	case EventFail, EventRetry:
-		key, val = "error_sha256", r.Error
-	case EventExpire:
-		if r.State == StateFailed { // the last attempt's lapse records an error
-			key, val = "error_sha256", r.Error
-		}
-	default:
-		if reason, ok := detail["reason"].(string); ok {
-			key, val = "reason_sha256", reason
-		}
-	}
-	return audit.DigestJSON(key, val)
-}
-
 // appendAudit records an entry of the database-wide chain in w's
 // transaction at its server time (audit.AppendEntry: the head is locked
 // after any workflow row this operation locked; an empty chain first

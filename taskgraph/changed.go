@@ -1,38 +1,19 @@
 package taskgraph
 
-import "sync"
+import "github.com/graph-engineering/graph-engineering-mcp/taskgraph/broadcast"
 
 // changeSignal tells watchers that the store's committed state may have
 // changed: a write of this store committed, or its driver reported another
 // process's or replica's commit (tgdriver.Driver.Changes). It is a
-// broadcast that never blocks the writer: each signal closes the channel
-// that Changed returned and starts a new one, so any number of watchers
-// wake and none of them is ever sent to.
-type changeSignal struct {
-	mu sync.Mutex
-	ch chan struct{}
-}
+// broadcast.Hint: it never blocks the writer, and any number of watchers
+// wake.
+type changeSignal struct{ broadcast.Hint }
 
 // wait returns the channel the next signal closes.
-func (c *changeSignal) wait() <-chan struct{} {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.ch == nil {
-		c.ch = make(chan struct{})
-	}
-	return c.ch
-}
+func (c *changeSignal) wait() <-chan struct{} { return c.Wait() }
 
-// signal wakes every watcher waiting on a channel from wait. It does not
-// block and allocates nothing when nobody waits.
-func (c *changeSignal) signal() {
-	c.mu.Lock()
-	if c.ch != nil {
-		close(c.ch)
-		c.ch = nil
-	}
-	c.mu.Unlock()
-}
+// signal wakes every watcher waiting on a channel from wait.
+func (c *changeSignal) signal() { c.Notify() }
 
 // Changed returns a channel that is closed once the store's committed state
 // may have changed after the call: a write of this store committed, or the

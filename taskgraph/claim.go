@@ -6,11 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/graph-engineering/graph-engineering-mcp/lease"
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/limits"
+	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/statusmsg"
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/tgdriver"
 )
 
@@ -253,7 +253,7 @@ func (w *wtx) claimByID(taskID string, caps []string, owner string, d time.Durat
 		}
 	}
 	if r.State != StatePending || r.dueAtMS > w.at().UnixMilli() {
-		return Claimed{}, &ConflictError{TaskID: r.TaskID, State: r.State, Detail: notClaimable(r, w.at())}, nil
+		return Claimed{}, &ConflictError{TaskID: r.TaskID, State: r.State, Detail: statusmsg.NotClaimable(r.Task)}, nil
 	}
 	if conflict, err := w.pausedConflict(&r); err != nil || conflict != nil {
 		return Claimed{}, conflict, err
@@ -294,21 +294,6 @@ func (w *wtx) claimByID(taskID string, caps []string, owner string, d time.Durat
 	}
 	c, err := w.granted(&r, g)
 	return c, nil, err
-}
-
-// notClaimable says why a task cannot be claimed now.
-func notClaimable(r row, now time.Time) string {
-	switch r.State {
-	case StatePending:
-		return fmt.Sprintf("not claimable until %s: %s", r.DueAt.Format(time.RFC3339Nano), r.StatusMessage)
-	case StateBlocked:
-		return "not claimable yet: " + r.StatusMessage
-	case StateClaimed:
-		return fmt.Sprintf("already claimed by %s at generation %d until %s; try another task or wait for the lease to end",
-			r.Owner, r.Generation, r.LeaseExpiresAt.UTC().Format(time.RFC3339Nano))
-	default:
-		return fmt.Sprintf("the task is %s and can no longer be claimed", r.State)
-	}
 }
 
 // grantPlan is a claim of a pending task decided on: the update that grants
@@ -450,7 +435,7 @@ func (w *wtx) expire(r *row) error {
 		status, due := "ready to claim ("+why+")", int64(0)
 		if delay := leaseLossDelay(r.RetryDelay, losses); delay > 0 {
 			due = w.at().Add(delay).UnixMilli()
-			status = waitingStatus(time.UnixMilli(due), fmt.Sprintf("%s; lease lost %d of %d times, so the reclaim backs off", why, losses, w.s.opts.MaxLeaseLosses))
+			status = statusmsg.Waiting(time.UnixMilli(due), fmt.Sprintf("%s; lease lost %d of %d times, so the reclaim backs off", why, losses, w.s.opts.MaxLeaseLosses))
 		}
 		ok, err := w.update(r, clearClaim(tgdriver.TaskSet{
 			State:         tgdriver.Val(string(StatePending)),
@@ -601,7 +586,7 @@ func (w *wtx) completeDependents(seq int64) error {
 			return err
 		}
 		r := row{seq: d.Seq}
-		if _, err := w.update(&r, tgdriver.TaskSet{StatusMessage: tgdriver.Val(blockedStatus(names))}, tgdriver.TaskGuard{}); err != nil {
+		if _, err := w.update(&r, tgdriver.TaskSet{StatusMessage: tgdriver.Val(statusmsg.Blocked(names))}, tgdriver.TaskGuard{}); err != nil {
 			return err
 		}
 	}
@@ -612,7 +597,7 @@ func (w *wtx) makeReady(seq int64) error {
 	// Only a task still blocked with no unmet dependency becomes ready: the
 	// guard is in the write, not only in the caller's read.
 	r := row{seq: seq}
-	ok, err := w.update(&r, tgdriver.TaskSet{State: tgdriver.Val(string(StatePending)), StatusMessage: tgdriver.Val("ready to claim")},
+	ok, err := w.update(&r, tgdriver.TaskSet{State: tgdriver.Val(string(StatePending)), StatusMessage: tgdriver.Val(statusmsg.Ready)},
 		tgdriver.TaskGuard{States: []string{string(StateBlocked)}, NoUnmet: true})
 	if err != nil {
 		return err
@@ -622,7 +607,7 @@ func (w *wtx) makeReady(seq int64) error {
 	}
 	switch {
 	case r.dueAtMS > w.nowMS: // created with a not_before still ahead
-		if _, err := w.update(&r, tgdriver.TaskSet{StatusMessage: tgdriver.Val(waitingStatus(r.DueAt, "not_before"))}, tgdriver.TaskGuard{}); err != nil {
+		if _, err := w.update(&r, tgdriver.TaskSet{StatusMessage: tgdriver.Val(statusmsg.Waiting(r.DueAt, "not_before"))}, tgdriver.TaskGuard{}); err != nil {
 			return err
 		}
 		w.scheduleDue()
@@ -634,8 +619,4 @@ func (w *wtx) makeReady(seq int64) error {
 		w.wakeWaiters(&r)
 	}
 	return w.appendEvent(&r, EventReady, "", r.Generation, nil)
-}
-
-func blockedStatus(waiting []string) string {
-	return "waiting on " + strings.Join(waiting, ", ")
 }

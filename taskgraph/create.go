@@ -15,6 +15,7 @@ import (
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/dag"
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/gate"
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/nodespec"
+	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/statusmsg"
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/tgdriver"
 )
 
@@ -237,7 +238,7 @@ func (w *wtx) insertNode(workflowID string, n nodespec.Node) (row, error) {
 			dueMS = w.nowMS + n.GateTimeout.Milliseconds()
 		}
 	case dueMS > 0:
-		status = waitingStatus(time.UnixMilli(dueMS), "not_before")
+		status = statusmsg.Waiting(time.UnixMilli(dueMS), "not_before")
 	}
 	taskID, err := newTaskID(w.now)
 	if err != nil {

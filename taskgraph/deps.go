@@ -17,19 +17,6 @@ import (
 // returns the result whole.
 const MaxDependencyResultBytes = limits.MaxDependencyResultBytes
 
-// Dependency is one direct dependency of a task as seen by its worker: which
-// node it is, its state and, once completed, its result.
-type Dependency struct {
-	NodeID string
-	TaskID string
-	State  State
-	// Result is the dependency's result (nil until completed, or when omitted).
-	Result json.RawMessage
-	// ResultOmitted: the dependency has a result but it did not fit within
-	// MaxDependencyResultBytes for this answer; read it with Task(TaskID).
-	ResultOmitted bool
-}
-
 // dependencies returns the direct dependencies of task seq in creation order
 // with their results, within MaxDependencyResultBytes: results are taken in
 // order while they fit in what is left of the bound; one that does not fit is
@@ -73,7 +60,7 @@ func (s *Store) Dependencies(ctx context.Context, taskID string) ([]Dependency, 
 	err := s.drv.Snapshot(ctx, func(rd tgdriver.Reads) error {
 		tr, err := rd.TaskByID(ctx, taskID)
 		if errors.Is(err, tgdriver.ErrNoRows) {
-			return &notFoundError{what: "task", id: taskID}
+			return &NotFoundError{What: "task", ID: taskID}
 		}
 		if err != nil {
 			return err
@@ -101,21 +88,10 @@ func (s *Store) TaskByNode(ctx context.Context, workflowID, nodeID string) (Task
 	}
 	tr, err := s.drv.Reads().TaskByNode(ctx, workflowID, nodeID)
 	if errors.Is(err, tgdriver.ErrNoRows) {
-		return Task{}, &nodeNotFoundError{workflowID: workflowID, nodeID: nodeID}
+		return Task{}, &NodeNotFoundError{WorkflowID: workflowID, NodeID: nodeID}
 	}
 	if err != nil {
 		return Task{}, fmt.Errorf("read node %s of workflow %s: %w", nodeID, workflowID, err)
 	}
 	return s.Task(ctx, tr.TaskID)
 }
-
-// nodeNotFoundError: no node nodeID in workflowID. It matches ErrNotFound.
-type nodeNotFoundError struct{ workflowID, nodeID string }
-
-// Error implements error.
-func (e *nodeNotFoundError) Error() string {
-	return fmt.Sprintf("node %q of workflow %q not found", e.nodeID, e.workflowID)
-}
-
-// Is reports whether target is ErrNotFound.
-func (e *nodeNotFoundError) Is(target error) bool { return target == ErrNotFound }

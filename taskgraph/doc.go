@@ -367,10 +367,13 @@
 // bounds), rules (checks of plain values, ValidationError), jcs (RFC 8785
 // JSON), jsonvalue (payload rules), nodespec (a node to create and its
 // validation), dag (a create's order), gate (approval gates), keyrate (a
-// key's limit and rate), pause (a pause of claiming), retry (backoff),
-// waitq (parked claims), idempotency (request-id keys and seals),
-// workreport (workers' reports) and audit (the history's format, its
-// events, readers and linker).
+// key's limit and rate), pause (a pause of claiming), taskview (the views
+// of tasks and workflows the store returns, the task states, the
+// not-found and conflict errors), statusmsg (the texts of status
+// messages), storeopts (a store's Options), broadcast (the wake-up of
+// Changed), retry (backoff), waitq (parked claims), idempotency
+// (request-id keys and seals), workreport (workers' reports) and audit
+// (the history's format, its events, readers and linker).
 //
 // # Portability
 //

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/gate"
+	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/statusmsg"
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/tgdriver"
 )
 
@@ -50,33 +51,6 @@ var (
 	ErrGateDecided     = gate.ErrDecided
 	ErrGateNotAwaiting = gate.ErrNotAwaiting
 )
-
-// GateError explains why an operation on a gate (or a decision on a
-// task) was refused. It matches Sentinel and ErrConflict, or ErrInvalid
-// for ErrNotGate.
-type GateError struct {
-	TaskID   string
-	State    State
-	Sentinel error
-	Detail   string
-}
-
-// Error implements error.
-func (e *GateError) Error() string {
-	return fmt.Sprintf("task %s (%s): %s", e.TaskID, e.State, e.Detail)
-}
-
-// Is reports whether target is e's sentinel, or ErrConflict (ErrInvalid
-// for ErrNotGate).
-func (e *GateError) Is(target error) bool {
-	if target == e.Sentinel {
-		return true
-	}
-	if e.Sentinel == ErrNotGate {
-		return target == ErrInvalid
-	}
-	return target == ErrConflict
-}
 
 // GateDecision is a person's decision on a gate (gate.Decision).
 type GateDecision = gate.Decision
@@ -146,7 +120,7 @@ func (w *wtx) decide(r *row, approve bool, by, via, reason string) error {
 			return err
 		}
 		if err := w.mustUpdate(r, tgdriver.TaskSet{State: tgdriver.Val(string(StateCompleted)), Result: tgdriver.Val(string(res)),
-			StatusMessage: tgdriver.Val(gate.ApprovedStatus(by, via, reason, errorSummary)), DueAtMS: tgdriver.Val(int64(0))}, guard, "approve"); err != nil {
+			StatusMessage: tgdriver.Val(gate.ApprovedStatus(by, via, reason, statusmsg.ErrorSummary)), DueAtMS: tgdriver.Val(int64(0))}, guard, "approve"); err != nil {
 			return err
 		}
 		if err := w.appendEvent(r, EventApprove, "", r.Generation, detail); err != nil {
@@ -156,7 +130,7 @@ func (w *wtx) decide(r *row, approve bool, by, via, reason string) error {
 	}
 	errText := gate.RejectedError(by, via, reason)
 	if err := w.mustUpdate(r, tgdriver.TaskSet{State: tgdriver.Val(string(StateFailed)), Error: tgdriver.Val(errText),
-		StatusMessage: tgdriver.Val(errorSummary(errText)), DueAtMS: tgdriver.Val(int64(0))}, guard, "reject"); err != nil {
+		StatusMessage: tgdriver.Val(statusmsg.ErrorSummary(errText)), DueAtMS: tgdriver.Val(int64(0))}, guard, "reject"); err != nil {
 		return err
 	}
 	w.afterCommit(func() { w.s.stats.failures.Add(1) })

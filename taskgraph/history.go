@@ -56,7 +56,7 @@ func (w *wtx) appendEvent(r *row, kind, owner string, generation int64, detail m
 		Generation: generation, AtMS: w.nowMS, Detail: string(d), HashVersion: HashV2,
 		ActorKind: a.Kind, ActorName: a.Name, ActorPrincipal: a.Principal,
 		TaskState: string(audit.TaskStateJSON(string(r.State), r.Owner, r.Generation, r.Attempts, string(r.Result), r.Result != nil, r.Error)),
-		Content:   string(contentJSON(kind, r, detail))})
+		Content:   string(audit.ContentJSON(kind, string(r.State), string(r.Payload), string(r.Result), r.Error, detail))})
 	return nil
 }
 

@@ -8,29 +8,20 @@ import (
 	"time"
 
 	"github.com/graph-engineering/graph-engineering-mcp/lease"
+	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/rules"
+	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/statusmsg"
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/tgdriver"
 )
 
 // MaxTokenLen bounds a presented claim token, in bytes (real ones are 32 ASCII characters).
 const MaxTokenLen = 128
 
+// checkHolder checks the claim h presents (its task id, then rules.CheckClaim).
 func checkHolder(h lease.Holder) error {
 	if err := checkTaskID(h.TaskID); err != nil {
 		return err
 	}
-	if err := checkIdentifier("owner", h.Owner); err != nil {
-		return err
-	}
-	if h.Generation < 1 {
-		return invalid("generation", "must be the generation returned by the claim (at least 1, got %d)", h.Generation)
-	}
-	if h.Token == "" {
-		return invalid("claim_token", "is required: pass the claim_token returned by the claim")
-	}
-	if len(h.Token) > MaxTokenLen {
-		return invalid("claim_token", "must be at most %d bytes (got %d)", MaxTokenLen, len(h.Token))
-	}
-	return nil
+	return rules.CheckClaim(h.Owner, h.Generation, h.Token, MaxTokenLen)
 }
 
 // holderWrite runs fn on the task held by h after checking, in the same
@@ -263,7 +254,7 @@ func (s *Store) CompleteAndClaim(ctx context.Context, h lease.Holder, result jso
 // completeSet is the update of h's completion with result res.
 func (w *wtx) completeSet(h lease.Holder, res []byte) tgdriver.TaskSet {
 	return clearClaim(tgdriver.TaskSet{State: tgdriver.Val(string(StateCompleted)), Result: tgdriver.Val(string(res)),
-		StatusMessage: tgdriver.Val(fmt.Sprintf("completed by %s (generation %d)", h.Owner, h.Generation)), UpdatedAtMS: w.nowMS})
+		StatusMessage: tgdriver.Val(statusmsg.Completed(h.Owner, h.Generation)), UpdatedAtMS: w.nowMS})
 }
 
 // completed records h's completion of r, as updated, with result res and
@@ -314,13 +305,13 @@ func (s *Store) fail(ctx context.Context, h lease.Holder, errText string, retrya
 			if delay < 0 {
 				delay = backoff(r.RetryDelay, r.Attempts)
 			}
-			why := fmt.Sprintf("retrying after attempt %d of %d failed: %s", r.Attempts, r.MaxAttempts, errorSummary(errText))
+			why := fmt.Sprintf("retrying after attempt %d of %d failed: %s", r.Attempts, r.MaxAttempts, statusmsg.ErrorSummary(errText))
 			status, due := "ready to claim ("+why+")", int64(0)
 			if delay > 0 {
 				// From the server time the failure arrived, as every judgement
 				// of a holder write is (WithArrival).
 				due = w.at().Add(delay).UnixMilli()
-				status = waitingStatus(time.UnixMilli(due), why)
+				status = statusmsg.Waiting(time.UnixMilli(due), why)
 			}
 			set := clearClaim(tgdriver.TaskSet{State: tgdriver.Val(string(StatePending)), Owner: tgdriver.Null[string](), Error: tgdriver.Val(errText),
 				DueAtMS: tgdriver.Val(due), StatusMessage: tgdriver.Val(status)})
@@ -336,7 +327,7 @@ func (s *Store) fail(ctx context.Context, h lease.Holder, errText string, retrya
 				w.wakeWaiters(r)
 			}
 			w.afterCommit(func() { w.s.stats.retries.Add(1) })
-			detail := map[string]any{"attempt": r.Attempts, "error": errorSummary(errText)}
+			detail := map[string]any{"attempt": r.Attempts, "error": statusmsg.ErrorSummary(errText)}
 			if due > 0 {
 				detail["due_at_ms"] = due
 			}
@@ -347,7 +338,7 @@ func (s *Store) fail(ctx context.Context, h lease.Holder, errText string, retrya
 			why = fmt.Sprintf("failed after %d of %d attempts", r.Attempts, r.MaxAttempts)
 		}
 		set := clearClaim(tgdriver.TaskSet{State: tgdriver.Val(string(StateFailed)), Error: tgdriver.Val(errText),
-			StatusMessage: tgdriver.Val(why + ": " + errorSummary(errText))})
+			StatusMessage: tgdriver.Val(why + ": " + statusmsg.ErrorSummary(errText))})
 		if err := w.setReport(&set, rep, h.Generation); err != nil {
 			return err
 		}
@@ -355,7 +346,7 @@ func (s *Store) fail(ctx context.Context, h lease.Holder, errText string, retrya
 			return err
 		}
 		w.afterCommit(func() { w.s.stats.failures.Add(1) })
-		if err := w.appendEvent(r, EventFail, h.Owner, h.Generation, w.arrived(withReport(map[string]any{"attempt": r.Attempts, "retryable": retryable, "error": errorSummary(errText)}, rep))); err != nil {
+		if err := w.appendEvent(r, EventFail, h.Owner, h.Generation, w.arrived(withReport(map[string]any{"attempt": r.Attempts, "retryable": retryable, "error": statusmsg.ErrorSummary(errText)}, rep))); err != nil {
 			return err
 		}
 		return w.cascadeCancel(r)
@@ -367,7 +358,7 @@ func (s *Store) fail(ctx context.Context, h lease.Holder, errText string, retrya
 func (s *Store) Cancel(ctx context.Context, h lease.Holder) (Task, error) {
 	return s.holderWrite(ctx, "cancel", h, nil, func(w *wtx, r *row) error {
 		if err := w.fenced(r, h, clearClaim(tgdriver.TaskSet{State: tgdriver.Val(string(StateCancelled)),
-			StatusMessage: tgdriver.Val(fmt.Sprintf("cancelled by its holder %s (generation %d)", h.Owner, h.Generation))})); err != nil {
+			StatusMessage: tgdriver.Val(statusmsg.CancelledByHolder(h.Owner, h.Generation))})); err != nil {
 			return err
 		}
 		w.afterCommit(func() { w.s.stats.cancels.Add(1) })

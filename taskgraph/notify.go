@@ -152,20 +152,6 @@ type counters struct {
 	claims, reclaims, completions, failures, retries, expiries, cancels, cascadeCancels, staleRejections, replays atomic.Int64
 }
 
-// Stats are cumulative counts since the store was opened, for metrics.
-type Stats struct {
-	Claims          int64 // leases granted
-	Reclaims        int64 // leases granted on a task that had been claimed before
-	Completions     int64
-	Failures        int64 // terminal failures, including leases expired on the last attempt
-	Retries         int64 // retryable failures sent back to pending
-	Expiries        int64 // leases that lapsed
-	Cancels         int64 // holder, protocol and operator cancellations
-	CascadeCancels  int64 // dependents cancelled because an upstream task failed or was cancelled
-	StaleRejections int64 // holder writes rejected because the claim was not live
-	Replays         int64 // writes answered with the kept answer of their request id
-}
-
 // Stats returns the counters.
 func (s *Store) Stats() Stats {
 	c := &s.stats

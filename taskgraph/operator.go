@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/gate"
+	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/statusmsg"
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/tgdriver"
 )
 
@@ -69,7 +70,7 @@ func (s *Store) Skip(ctx context.Context, taskID string, op Operator) (Task, err
 		}
 		holder := r.Owner
 		if err := w.mustUpdate(&r, clearClaim(tgdriver.TaskSet{State: tgdriver.Val(string(StateCompleted)), Result: tgdriver.Val("null"),
-			CancelCause: tgdriver.Null[int64](), StatusMessage: tgdriver.Val(fmt.Sprintf("skipped by operator %s: %s", op.Name, op.Reason))}),
+			CancelCause: tgdriver.Null[int64](), StatusMessage: tgdriver.Val(statusmsg.Skipped(op.Name, op.Reason))}),
 			tgdriver.TaskGuard{States: []string{string(from)}, Generation: tgdriver.Val(r.Generation)}, "skip"); err != nil {
 			return err
 		}
@@ -113,7 +114,7 @@ func (s *Store) AbortWorkflow(ctx context.Context, workflowID string, op Operato
 			return err
 		}
 		if !exists {
-			return &notFoundError{what: "workflow", id: workflowID}
+			return &NotFoundError{What: "workflow", ID: workflowID}
 		}
 		seqs, err := w.tx.UnfinishedInWorkflow(w.ctx, workflowID)
 		if err != nil {
@@ -245,7 +246,7 @@ func (w *wtx) revive(root *row, verb string) error {
 		if err != nil {
 			return err
 		}
-		state, status := StateBlocked, blockedStatus(waiting)
+		state, status := StateBlocked, statusmsg.Blocked(waiting)
 		var due int64 // a revived task is claimable at once, whatever due time it had
 		switch {
 		case unmet == 0 && r.Kind == KindGate: // a revived gate awaits a decision
@@ -269,13 +270,6 @@ func (w *wtx) revive(root *row, verb string) error {
 		}
 	}
 	return nil
-}
-
-// PruneResult reports Prune.
-type PruneResult struct {
-	Workflows []string
-	Tasks     int64
-	Events    int64
 }
 
 // Prune removes finished workflows (every task terminal) whose last change is
@@ -368,7 +362,7 @@ func (w *wtx) requeue(r row, op Operator) (Task, error) {
 	var due int64 // an operator's requeue is claimable at once
 	switch {
 	case unmet > 0:
-		state, status = StateBlocked, blockedStatus(waiting)
+		state, status = StateBlocked, statusmsg.Blocked(waiting)
 	case r.Kind == KindGate: // a requeued gate awaits a decision again
 		state, status, due = StateBlocked, gate.AwaitingStatus(r.GateTimeout, r.OnTimeout, w.nowMS), gate.DueAt(r.GateTimeout, w.nowMS)
 	}

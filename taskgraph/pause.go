@@ -48,7 +48,7 @@ func (s *Store) PauseClaims(ctx context.Context, workflowID string, op Operator)
 				return fmt.Errorf("lock workflow %s: %w", workflowID, err)
 			}
 			if !exists {
-				return &notFoundError{what: "workflow", id: workflowID}
+				return &NotFoundError{What: "workflow", ID: workflowID}
 			}
 		}
 		var err error

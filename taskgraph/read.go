@@ -68,7 +68,7 @@ func (s *Store) storedTask(ctx context.Context, taskID string) (row, error) {
 func workflowRow(ctx context.Context, rd tgdriver.Reads, workflowID string) (tgdriver.WorkflowRow, error) {
 	wr, err := rd.Workflow(ctx, workflowID)
 	if errors.Is(err, tgdriver.ErrNoRows) {
-		return wr, &notFoundError{what: "workflow", id: workflowID}
+		return wr, &NotFoundError{What: "workflow", ID: workflowID}
 	}
 	if err != nil {
 		return wr, fmt.Errorf("read workflow %s: %w", workflowID, err)
@@ -128,22 +128,6 @@ func readWorkflow(ctx context.Context, rd tgdriver.Reads, workflowID string, f t
 		v.Usage = v.Usage.Add(r.TotalUsage)
 	}
 	return v, nil
-}
-
-// WorkflowSummary is a workflow's counts, without its tasks: what a list of
-// workflows shows.
-type WorkflowSummary struct {
-	WorkflowID string
-	// Counts holds the number of tasks in each state (every state present).
-	Counts map[State]int
-	// Total is the number of tasks.
-	Total int
-	// Stuck counts the claims whose lease had expired at the read's server
-	// time and that nobody has expired yet (no heartbeat for longer than
-	// their lease).
-	Stuck     int
-	CreatedAt time.Time
-	UpdatedAt time.Time
 }
 
 // WorkflowSummary returns workflowID's counts by state and its stuck claims
@@ -221,14 +205,6 @@ func (s *Store) WorkflowGraph(ctx context.Context, workflowID string, limit int)
 	return v, nil
 }
 
-// ListFilter selects tasks for ListTasks. Zero fields do not filter.
-type ListFilter struct {
-	WorkflowID string
-	State      State
-	// Limit bounds the result; 0 means 100, at most 10,000.
-	Limit int
-}
-
 // ListTasks returns tasks matching f in creation order.
 func (s *Store) ListTasks(ctx context.Context, f ListFilter) ([]Task, error) {
 	if f.Limit == 0 {
@@ -283,16 +259,6 @@ func (s *Store) OldestLeaseExpiry(ctx context.Context) (time.Time, error) {
 	return s.nextLeaseExpiry(ctx)
 }
 
-// WorkflowListing is one workflow as a list of them shows it before its
-// tasks are counted.
-type WorkflowListing struct {
-	WorkflowID string
-	// Tasks is the number of tasks the workflow holds.
-	Tasks     int
-	CreatedAt time.Time
-	UpdatedAt time.Time
-}
-
 // RecentWorkflows returns every workflow, the most recently changed first
 // (ties by id), without reading any task. A workflow changes when a task of
 // it is created or changes state.
@@ -325,16 +291,6 @@ func (s *Store) WorkflowIDs(ctx context.Context) ([]string, error) {
 		out[i] = w.WorkflowID
 	}
 	return out, nil
-}
-
-// WorkflowVersion is what changes whenever a workflow's tasks change: its
-// task count, the length and head of its event chain, and its update time.
-// Reading it costs one row, however large the workflow.
-type WorkflowVersion struct {
-	Tasks       int64
-	Events      int64
-	Head        string
-	UpdatedAtMS int64
 }
 
 // WorkflowVersion reads workflowID's version (one row); a missing workflow

@@ -2,9 +2,9 @@ package taskgraph
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/graph-engineering/graph-engineering-mcp/lease"
+	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/statusmsg"
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/tgdriver"
 )
 
@@ -24,7 +24,7 @@ func (s *Store) Release(ctx context.Context, h lease.Holder) (Task, error) {
 		attempts := max(r.Attempts-1, 0)
 		if err := w.fenced(r, h, clearClaim(tgdriver.TaskSet{
 			State: tgdriver.Val(string(StatePending)), Owner: tgdriver.Null[string](), Attempts: tgdriver.Val(attempts),
-			StatusMessage: tgdriver.Val(fmt.Sprintf("ready to claim (released by %s at generation %d; the attempt was not counted)", h.Owner, h.Generation)),
+			StatusMessage: tgdriver.Val(statusmsg.Released(h.Owner, h.Generation)),
 		})); err != nil {
 			return err
 		}

@@ -2,7 +2,6 @@ package taskgraph
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -44,7 +43,7 @@ func WithReport(ctx context.Context, rep Report) context.Context {
 // reportFrom returns the report ctx carries, nil when none (or an empty one).
 func reportFrom(ctx context.Context) *Report {
 	rep, ok := ctx.Value(reportKey{}).(Report)
-	if !ok || (rep.Progress == nil && rep.StatusMessage == "" && rep.Usage == nil) {
+	if !ok || rep.Empty() {
 		return nil
 	}
 	return &rep
@@ -74,18 +73,9 @@ func checkedReport(ctx context.Context) (*Report, error) {
 	return rep, nil
 }
 
-// reportArgs adds rep to a holder write's request arguments: a retry must
-// repeat it.
-func reportArgs(args map[string]any, rep *Report) map[string]any {
-	if rep == nil {
-		return args
-	}
-	if args == nil {
-		args = map[string]any{}
-	}
-	args["report"] = rep.Detail()
-	return args
-}
+// reportArgs adds rep to a holder write's request arguments (a retry must
+// repeat it), withReport to an event's detail (workreport.With).
+var reportArgs, withReport = workreport.With, workreport.With
 
 // setReport adds rep, made by generation gen, to set: the task's report
 // for the current attempt and its usage, replacing the earlier ones.
@@ -108,14 +98,6 @@ func (w *wtx) setReport(set *tgdriver.TaskSet, rep *Report, gen int64) error {
 	return nil
 }
 
-// withReport adds rep to an event's detail.
-func withReport(detail map[string]any, rep *Report) map[string]any {
-	if rep != nil {
-		detail["report"] = rep.Detail()
-	}
-	return detail
-}
-
 // foldReport adds to a claim's set the end of the attempt before it: the
 // report is cleared and its usage moves to the task's prior usage. A task
 // whose last attempt reported nothing is left alone.
@@ -130,14 +112,11 @@ func foldReport(set *tgdriver.TaskSet, r *row) {
 
 // readReport decodes a stored report ("" is none).
 func readReport(taskID, text string) (*Report, error) {
-	if text == "" {
-		return nil, nil
-	}
-	var rep Report
-	if err := json.Unmarshal([]byte(text), &rep); err != nil {
+	rep, err := workreport.Decode(text)
+	if err != nil {
 		return nil, fmt.Errorf("%w: task %s has an unreadable report: %v", errInternal, taskID, err)
 	}
-	return &rep, nil
+	return rep, nil
 }
 
 // WorkflowUsage returns the usage reported by every attempt of every task

@@ -11,33 +11,6 @@ import (
 // lock (and every writer of it) for one long transaction.
 const RequeueFailedBatch = 100
 
-// RequeuedTask is one failed task of a RequeueFailed: what happened to it,
-// or, in a dry run, what would have.
-type RequeuedTask struct {
-	TaskID string
-	NodeID string
-	// Cause is the failure that failed the task: its error.
-	Cause string
-	// State is the task's state after the requeue (pending, or blocked
-	// when a dependency has not completed); empty when Refused is set.
-	State State
-	// Refused says why the task was not requeued (the rule Requeue
-	// applies); empty when it was (or would be).
-	Refused string
-}
-
-// RequeueReport is the outcome of RequeueFailed.
-type RequeueReport struct {
-	WorkflowID string
-	// DryRun is true when nothing was written.
-	DryRun bool
-	// Tasks are the workflow's failed tasks in creation order (those
-	// created by one call in no particular order).
-	Tasks []RequeuedTask
-	// Requeued and Refused count Tasks by outcome.
-	Requeued, Refused int
-}
-
 // errDryRun rolls back a dry run's batch.
 var errDryRun = errors.New("dry run")
 

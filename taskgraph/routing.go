@@ -3,15 +3,15 @@ package taskgraph
 import (
 	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/limits"
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/retry"
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/rules"
+	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/statusmsg"
+	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/taskview"
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/tgdriver"
 )
 
@@ -39,26 +39,8 @@ const (
 const TagPattern = limits.TagPattern
 
 // ErrMissingCapabilities means a claim by id named a task that requires
-// capabilities the caller did not advertise; see *MissingCapabilitiesError.
-// It also matches ErrConflict (the task is not claimable by this caller).
-var ErrMissingCapabilities = errors.New("missing capabilities")
-
-// MissingCapabilitiesError names the tags a claimant lacks for a task.
-type MissingCapabilitiesError struct {
-	TaskID  string
-	Missing []string
-}
-
-// Error implements error.
-func (e *MissingCapabilitiesError) Error() string {
-	return fmt.Sprintf("conflict on task %s (pending): the task requires capabilities the claim did not advertise: missing %s; claim with capabilities that include them, or leave the task to a worker that has them",
-		e.TaskID, strings.Join(e.Missing, ", "))
-}
-
-// Is reports whether target is ErrMissingCapabilities or ErrConflict.
-func (e *MissingCapabilitiesError) Is(target error) bool {
-	return target == ErrMissingCapabilities || target == ErrConflict
-}
+// capabilities the caller did not advertise (package taskview).
+var ErrMissingCapabilities = taskview.ErrMissingCapabilities
 
 // canonicalTags validates tags for field (at most max) and returns them
 // sorted and deduplicated (rules.CanonicalTags).
@@ -85,11 +67,6 @@ const (
 	DefaultMaxLeaseLosses = 3
 	MaxMaxLeaseLosses     = 100
 )
-
-// waitingStatus is the status message of a pending task that is not yet due.
-func waitingStatus(due time.Time, why string) string {
-	return fmt.Sprintf("waiting until %s (%s)", due.UTC().Format(time.RFC3339Nano), why)
-}
 
 // dueLimit bounds how many due tasks one operation promotes.
 const dueLimit = 64
@@ -180,7 +157,7 @@ func (w *wtx) expireAndPromote(expireLimit, promoteLimit int) error {
 // promote makes pending task r, due at at, claimable now.
 func (w *wtx) promote(r *row, at int64) (bool, error) {
 	ok, err := w.update(r, tgdriver.TaskSet{DueAtMS: tgdriver.Val(int64(0)),
-		StatusMessage: tgdriver.Val(fmt.Sprintf("ready to claim (due since %s)", time.UnixMilli(r.dueAtMS).UTC().Format(time.RFC3339Nano)))},
+		StatusMessage: tgdriver.Val(statusmsg.ReadySince(r.dueAtMS))},
 		tgdriver.TaskGuard{States: []string{string(StatePending)}, DueByMS: tgdriver.Val(at)})
 	if err != nil || !ok {
 		return false, err

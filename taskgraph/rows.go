@@ -103,7 +103,7 @@ func (r row) expired(now time.Time) bool {
 // found converts a driver lookup, naming what was missing.
 func found(tr tgdriver.TaskRow, err error, what, id string) (row, error) {
 	if errors.Is(err, tgdriver.ErrNoRows) {
-		return row{}, &notFoundError{what: what, id: id}
+		return row{}, &NotFoundError{What: what, ID: id}
 	}
 	if err != nil {
 		return row{}, err
@@ -187,17 +187,4 @@ func (w *wtx) reload(r *row) error {
 	}
 	*r = nr
 	return nil
-}
-
-// errorSummary shortens a worker's error text for a status message.
-func errorSummary(s string) string {
-	const max = 200
-	if len(s) <= max {
-		return s
-	}
-	cut := max
-	for cut > 0 && s[cut]&0xC0 == 0x80 { // do not split a UTF-8 sequence
-		cut--
-	}
-	return s[:cut] + "…"
 }

@@ -25,7 +25,7 @@ func TestDomainImportsNoDriver(t *testing.T) {
 		may      []string
 	}{
 		{".", "taskgraph", append([]string{"taskgraph/audit", "taskgraph/jsonvalue", "taskgraph/workreport",
-			"taskgraph/rules", "taskgraph/keyrate", "taskgraph/waitq", "taskgraph/dag", "taskgraph/idempotency", "taskgraph/retry", "taskgraph/gate", "taskgraph/nodespec", "taskgraph/pause"}, leaves...)},
+			"taskgraph/rules", "taskgraph/keyrate", "taskgraph/waitq", "taskgraph/dag", "taskgraph/idempotency", "taskgraph/retry", "taskgraph/gate", "taskgraph/nodespec", "taskgraph/pause", "taskgraph/taskview", "taskgraph/storeopts", "taskgraph/statusmsg", "taskgraph/broadcast"}, leaves...)},
 		{"./audit", "taskgraph/audit", leaves},
 		// The leaves split out of taskgraph never import it (no cycle,
 		// no store state) nor each other beyond rules.
@@ -36,6 +36,10 @@ func TestDomainImportsNoDriver(t *testing.T) {
 		{"./idempotency", "taskgraph/idempotency", nil},
 		{"./retry", "taskgraph/retry", leaves},
 		{"./pause", "taskgraph/pause", leaves},
+		{"./storeopts", "taskgraph/storeopts", leaves},
+		{"./broadcast", "taskgraph/broadcast", nil},
+		{"./statusmsg", "taskgraph/statusmsg", append([]string{"taskgraph/taskview", "taskgraph/pause", "taskgraph/workreport", "taskgraph/gate", "taskgraph/rules"}, leaves...)},
+		{"./taskview", "taskgraph/taskview", append([]string{"taskgraph/pause", "taskgraph/workreport", "taskgraph/gate", "taskgraph/rules"}, leaves...)},
 		{"./gate", "taskgraph/gate", append([]string{"taskgraph/rules"}, leaves...)},
 		{"./nodespec", "taskgraph/nodespec", append([]string{"taskgraph/rules", "taskgraph/gate", "taskgraph/keyrate", "taskgraph/jsonvalue"}, leaves...)},
 	} {

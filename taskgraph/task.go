@@ -1,214 +1,89 @@
 package taskgraph
 
 import (
-	"encoding/json"
-	"errors"
-	"fmt"
-	"time"
-
 	"github.com/graph-engineering/graph-engineering-mcp/lease"
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/nodespec"
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/rules"
+	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/taskview"
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/tgdriver"
 )
 
-// State is where a task is in its life.
-type State string
+// The store's views of tasks and workflows (package taskview: their fields
+// and what each means), under the names the store's callers use.
+type (
+	// State is where a task is in its life.
+	State = taskview.State
+	// Task is a node of a workflow as stored.
+	Task = taskview.Task
+	// Created is the outcome of creating one node.
+	Created = taskview.Created
+	// ClaimRequest asks for a lease on a task.
+	ClaimRequest = taskview.ClaimRequest
+	// Claimed is a granted claim: the task and its lease.
+	Claimed = taskview.Claimed
+	// Dependency is one direct dependency of a task, as its worker sees it.
+	Dependency = taskview.Dependency
+	// Operator identifies the human behind an operator operation.
+	Operator = taskview.Operator
+	// Edge says that Task cannot start before Dependency completes.
+	Edge = taskview.Edge
+	// WorkflowView is a whole workflow: tasks, edges and counts.
+	WorkflowView = taskview.WorkflowView
+	// WorkflowSummary is a workflow's counts, without its tasks.
+	WorkflowSummary = taskview.WorkflowSummary
+	// ListFilter selects tasks for ListTasks.
+	ListFilter = taskview.ListFilter
+	// WorkflowListing is one workflow as a list of them shows it.
+	WorkflowListing = taskview.WorkflowListing
+	// WorkflowVersion is what changes whenever a workflow's tasks change.
+	WorkflowVersion = taskview.WorkflowVersion
+	// NotFoundError names what was not found (a task or workflow).
+	NotFoundError = taskview.NotFoundError
+	// NodeNotFoundError names a node not found in its workflow.
+	NodeNotFoundError = taskview.NodeNotFoundError
+	// ConflictError explains why an operation clashes with the task's state.
+	ConflictError = taskview.ConflictError
+	// MissingCapabilitiesError names the tags a claimant lacks for a task.
+	MissingCapabilitiesError = taskview.MissingCapabilitiesError
+	// GateError explains why an operation on a gate was refused.
+	GateError = taskview.GateError
+	// PruneResult reports Prune.
+	PruneResult = taskview.PruneResult
+	// RequeuedTask is one failed task of a RequeueFailed.
+	RequeuedTask = taskview.RequeuedTask
+	// RequeueReport is the outcome of RequeueFailed.
+	RequeueReport = taskview.RequeueReport
+	// Stats are cumulative counts since the store was opened.
+	Stats = taskview.Stats
+)
 
-// The task states. Completed, failed and cancelled are terminal: they change
-// again only through an operator operation (Requeue, Skip).
+// The task states (package taskview); States lists them in lifecycle order.
 const (
-	StateBlocked   State = "blocked"
-	StatePending   State = "pending"
-	StateClaimed   State = "claimed"
-	StateCompleted State = "completed"
-	StateFailed    State = "failed"
-	StateCancelled State = "cancelled"
+	StateBlocked   = taskview.StateBlocked
+	StatePending   = taskview.StatePending
+	StateClaimed   = taskview.StateClaimed
+	StateCompleted = taskview.StateCompleted
+	StateFailed    = taskview.StateFailed
+	StateCancelled = taskview.StateCancelled
 )
 
 // States lists every state in lifecycle order.
-var States = []State{StateBlocked, StatePending, StateClaimed, StateCompleted, StateFailed, StateCancelled}
-
-// Terminal reports whether s is completed, failed or cancelled.
-func (s State) Terminal() bool {
-	return s == StateCompleted || s == StateFailed || s == StateCancelled
-}
-
-// Valid reports whether s is one of States.
-func (s State) Valid() bool {
-	for _, v := range States {
-		if s == v {
-			return true
-		}
-	}
-	return false
-}
-
-// Task is a node of a workflow as stored. It never carries the claim token.
-type Task struct {
-	TaskID     string
-	WorkflowID string
-	NodeID     string
-	Payload    json.RawMessage // a JSON object
-	DependsOn  []string        // node ids in the same workflow
-	State      State
-	// Owner holds the current claim while the task is claimed. A finished
-	// task may keep the owner of its last claim (its holder completed,
-	// failed or cancelled it, or an operator ended it while claimed); it is
-	// "" when the task was never claimed or went back to pending.
-	Owner      string
-	Generation int64 // number of claims granted so far
-	// LeaseExpiresAt is the expiry of the current or last claim; zero when none.
-	LeaseExpiresAt time.Time
-	Attempts       int
-	MaxAttempts    int
-	// Priority orders claim-next: highest first, oldest first within one.
-	Priority int
-	// Requires are the capability tags a claimant must advertise (sorted,
-	// deduplicated); nil when the task requires none.
-	Requires []string
-	// DueAt is when a pending task becomes claimable (NodeSpec.NotBefore,
-	// a retry's delay); zero when it is claimable now.
-	DueAt time.Time
-	// RetryDelay is the base of the task's retry backoff (NodeSpec.RetryDelay).
-	RetryDelay time.Duration
-	// LeaseLosses counts the task's leases that lapsed (see "Poison tasks"
-	// in the package doc); an operator's Requeue sets it back to 0.
-	LeaseLosses int
-	// ConcurrencyKey is the task's concurrency key ("" for none).
-	ConcurrencyKey string
-	Result         json.RawMessage // nil until completed
-	Error          string          // the last failure, "" when none
-	StatusMessage  string
-	CreatedAt      time.Time
-	UpdatedAt      time.Time
-	// CreatedBy is the principal that created the task (see WithPrincipal);
-	// "" when the creating request carried none.
-	CreatedBy string
-	// Report is the current (or last) attempt's report (WithReport); nil
-	// when it reported nothing.
-	Report *Report
-	// TotalUsage is the usage every attempt of the task reported: the
-	// earlier attempts' and Report's.
-	TotalUsage Usage
-	// Kind is KindTask or KindGate (see "Approval gates" in the package
-	// doc). GateTimeout (0: none) and OnTimeout say what the server
-	// decides for a gate nobody decided in time.
-	Kind        string
-	GateTimeout time.Duration
-	OnTimeout   string
-	// AwaitingApproval: the task is a gate whose dependencies all
-	// completed and which nobody decided yet. Its State is blocked (it is
-	// never claimable) and DueAt, when set, is when the server decides it.
-	AwaitingApproval bool
-}
+var States = taskview.States
 
 // NodeSpec describes a task to create (package nodespec: its fields,
 // their rules and the defaults).
 type NodeSpec = nodespec.Spec
 
-// Created is the outcome of creating one node.
-type Created struct {
-	Task Task
-	// Created is false when an identical node already existed and was returned.
-	Created bool
-}
-
-// ClaimRequest asks for a lease on a task.
-type ClaimRequest struct {
-	Owner string
-	// Lease is the lease duration; 0 means lease.DefaultDuration.
-	Lease time.Duration
-	// TaskID claims that task; empty means claim-next: the pending task of
-	// highest priority, the oldest first within a priority.
-	TaskID string
-	// WorkflowID restricts claim-next to one workflow.
-	WorkflowID string
-	// Wait lets claim-next wait up to this long for a task to become ready.
-	Wait time.Duration
-	// Capabilities (at most MaxCapabilities tags, each matching TagPattern)
-	// are what the claimant can do: claim-next gives only a task whose
-	// requires are all among them (none: only tasks that require nothing),
-	// and a claim by id of a task requiring others fails with
-	// ErrMissingCapabilities.
-	Capabilities []string
-}
-
-// Claimed is a granted claim: the task after the claim and its lease, whose
-// Token is shown only here.
-type Claimed struct {
-	Task  Task
-	Lease lease.Grant
-	// Dependencies are the task's direct dependencies with their results
-	// (see Dependency), read in the claim's transaction.
-	Dependencies []Dependency
-	// Paused is set only on a claim-next that found nothing (ok false)
-	// because claiming is paused there: on the whole database, or in the
-	// workflow it asked for (see PauseClaims).
-	Paused *Pause
-	// Draining is set only on a claim-next that found nothing (ok false)
-	// after Store.Drain: its server is shutting down, so it did not wait
-	// (any longer) for a task.
-	Draining bool
-	// NextClaimableAt is set only on a claim-next that found nothing (ok
-	// false) while a task it could take waits for its concurrency key's
-	// rate (KeyLimit.Rate): the server time at which the earliest such key
-	// allows its next claim. Zero otherwise.
-	NextClaimableAt time.Time
-	// NextClaimableAtLowerBound is set with NextClaimableAt when the
-	// server read its bound of keys held back by their rates without
-	// finding one with a task the claim could take: nothing is claimable
-	// by rate before NextClaimableAt, and perhaps not then either.
-	NextClaimableAtLowerBound bool
-}
-
-// Operator identifies the human behind an operator operation.
-type Operator struct {
-	// Name is who acted (for example the login name); it is recorded in history.
-	Name string
-	// Reason is why; it is recorded in history and is required.
-	Reason string
-}
-
-// Edge says that Task cannot start before Dependency completes (node ids).
-type Edge struct {
-	Dependency string
-	Task       string
-}
-
-// WorkflowView is a whole workflow: its tasks in creation order, its edges
-// and how many tasks are in each state.
-type WorkflowView struct {
-	WorkflowID string
-	Tasks      []Task
-	Edges      []Edge
-	Counts     map[State]int
-	// Usage is the usage of every attempt of the workflow's tasks (all of
-	// them, also when Tasks holds only some).
-	Usage     Usage
-	CreatedAt time.Time
-	UpdatedAt time.Time
-}
-
-// Finished reports whether every task of the workflow is terminal.
-func (w WorkflowView) Finished() bool {
-	for _, t := range w.Tasks {
-		if !t.State.Terminal() {
-			return false
-		}
-	}
-	return true
-}
-
 // Errors returned by the store. Each is wrapped with context; test with errors.Is.
 var (
-	// ErrNotFound: no task (or workflow) with that id.
-	ErrNotFound = errors.New("not found")
+	// ErrNotFound: no task (or workflow, or node) with that id; see
+	// *NotFoundError and *NodeNotFoundError.
+	ErrNotFound = taskview.ErrNotFound
 	// ErrInvalid: the input broke a bound or rule; see *ValidationError.
 	ErrInvalid = rules.ErrInvalid
 	// ErrConflict: the task is not claimable now, or a create clashes with an
 	// existing node of different content.
-	ErrConflict = errors.New("conflict")
+	ErrConflict = taskview.ErrConflict
 	// ErrClosed: the store was closed.
 	ErrClosed = tgdriver.ErrClosed
 	// ErrStaleClaim: the presented claim is not the live one; see *lease.StaleClaimError.
@@ -220,21 +95,3 @@ var (
 type ValidationError = rules.ValidationError
 
 func invalid(field, format string, args ...any) error { return rules.Invalid(field, format, args...) }
-
-// ConflictError explains why an operation clashes with the task's state. It matches ErrConflict.
-type ConflictError struct {
-	TaskID string
-	State  State
-	Detail string
-}
-
-// Error implements error.
-func (e *ConflictError) Error() string {
-	if e.TaskID == "" {
-		return "conflict: " + e.Detail
-	}
-	return fmt.Sprintf("conflict on task %s (%s): %s", e.TaskID, e.State, e.Detail)
-}
-
-// Is reports whether target is ErrConflict.
-func (e *ConflictError) Is(target error) bool { return target == ErrConflict }

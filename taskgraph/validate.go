@@ -2,7 +2,6 @@ package taskgraph
 
 import (
 	"encoding/json"
-	"fmt"
 
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/jsonvalue"
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/limits"
@@ -48,7 +47,7 @@ func checkTaskID(s string) error {
 		return invalid("task_id", "is required")
 	}
 	if !rules.TaskIDForm(s) {
-		return &notFoundError{what: "task", id: s}
+		return &NotFoundError{What: "task", ID: s}
 	}
 	return nil
 }
@@ -71,14 +70,3 @@ func OverflowingNumber(raw []byte) (string, bool) { return jsonvalue.Overflowing
 func checkErrorText(s string) error { return rules.CheckErrorText(s) }
 
 func checkOperator(op Operator) error { return rules.CheckOperator(op.Name, op.Reason) }
-
-// notFoundError names what was not found. It matches ErrNotFound.
-type notFoundError struct{ what, id string }
-
-// Error implements error.
-func (e *notFoundError) Error() string {
-	return fmt.Sprintf("%s %q not found", e.what, e.id)
-}
-
-// Is reports whether target is ErrNotFound.
-func (e *notFoundError) Is(target error) bool { return target == ErrNotFound }

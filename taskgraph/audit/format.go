@@ -111,6 +111,32 @@ func DigestJSON(key, val string) []byte {
 	return append(b, '"', '}')
 }
 
+// ContentJSON is the canonical JSON of the digests of the content an
+// event of kind changed (DigestJSON): the payload at create, the result
+// at complete, the error at fail and retry, and at expire when the lapse
+// failed the task (state "failed"); else the reason in detail, if any.
+// The store passes the task as the event leaves it.
+func ContentJSON(kind, state, payload, result, errText string, detail map[string]any) []byte {
+	key, val := "", ""
+	switch kind {
+	case EventCreate:
+		key, val = "payload_sha256", payload
+	case "complete":
+		key, val = "result_sha256", result
+	case "fail", "retry":
+		key, val = "error_sha256", errText
+	case "expire":
+		if state == "failed" { // the last attempt's lapse records an error
+			key, val = "error_sha256", errText
+		}
+	default:
+		if reason, ok := detail["reason"].(string); ok {
+			key, val = "reason_sha256", reason
+		}
+	}
+	return DigestJSON(key, val)
+}
+
 // appendEventObject appends the canonical JSON that a v2 event's hash
 // covers; e's detail, task state and content must already be canonical.
 func appendEventObject(b []byte, e *tgdriver.EventRow) []byte {

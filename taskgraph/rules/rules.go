@@ -152,3 +152,22 @@ func CheckOperator(name, reason string) error {
 	}
 	return nil
 }
+
+// CheckClaim checks the claim a holder presents beside its task id: its
+// owner (an identifier), its generation (at least 1) and its token
+// (required, at most maxToken bytes).
+func CheckClaim(owner string, generation int64, token string, maxToken int) error {
+	if err := CheckIdentifier("owner", owner); err != nil {
+		return err
+	}
+	if generation < 1 {
+		return Invalid("generation", "must be the generation returned by the claim (at least 1, got %d)", generation)
+	}
+	if token == "" {
+		return Invalid("claim_token", "is required: pass the claim_token returned by the claim")
+	}
+	if len(token) > maxToken {
+		return Invalid("claim_token", "must be at most %d bytes (got %d)", maxToken, len(token))
+	}
+	return nil
+}

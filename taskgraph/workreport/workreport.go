@@ -1,6 +1,7 @@
 // Package workreport is what the holder of a claim says about its attempt
 // (Report: progress, a short status message, the attempt's usage so far),
-// its bounds (Check) and its canonical form in an event's detail (Detail).
+// its bounds (Check), its canonical form in an event's detail (Detail,
+// With) and its stored form (Decode).
 // It is a leaf (jcs and the standard library), so the store and the tool
 // surface share one definition; package taskgraph re-exports the types and
 // bounds under their old names, stores a report in the write's own fenced
@@ -168,4 +169,37 @@ func number(f float64) json.RawMessage {
 		panic(fmt.Sprintf("workreport: a checked report number %v is not JSON: %v", f, err))
 	}
 	return b
+}
+
+// Empty reports whether rep says nothing: no progress, status message or
+// usage. The store treats an empty report as none.
+func (rep Report) Empty() bool {
+	return rep.Progress == nil && rep.StatusMessage == "" && rep.Usage == nil
+}
+
+// With sets m's "report" member to rep's Detail (making m when nil) and
+// returns m; a nil rep leaves m as it is. The store adds a report so to a
+// holder write's request arguments (a retry must repeat it) and to its
+// event's detail.
+func With(m map[string]any, rep *Report) map[string]any {
+	if rep == nil {
+		return m
+	}
+	if m == nil {
+		m = map[string]any{}
+	}
+	m["report"] = rep.Detail()
+	return m
+}
+
+// Decode reads a report as stored (its JSON text); "" is none (nil).
+func Decode(text string) (*Report, error) {
+	if text == "" {
+		return nil, nil
+	}
+	var rep Report
+	if err := json.Unmarshal([]byte(text), &rep); err != nil {
+		return nil, err
+	}
+	return &rep, nil
 }
