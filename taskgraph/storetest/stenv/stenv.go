@@ -61,11 +61,14 @@ type Env struct {
 	Ctx   context.Context
 }
 
+// Setup opens a store on a fresh database of h, on a manual clock at T0.
 func Setup(t *testing.T, h Harness) *Env {
 	t.Helper()
 	return SetupWith(t, h, tg.Options{})
 }
 
+// SetupWith is Setup with opts; a lease.ManualClock in opts.Clock is the
+// Env's clock.
 func SetupWith(t *testing.T, h Harness, opts tg.Options) *Env {
 	t.Helper()
 	// The env's clock is the store's when the caller gave a manual one.
@@ -117,6 +120,8 @@ func (d linkedDB) Snapshot(t testing.TB) string {
 	return d.Database.Snapshot(t)
 }
 
+// Create creates node of workflow wf depending on deps, with a payload
+// naming it, and fails t on an error.
 func (e *Env) Create(t *testing.T, wf, node string, deps ...string) tg.Task {
 	t.Helper()
 	c, err := e.S.CreateTask(e.Ctx, wf, tg.NodeSpec{NodeID: node, DependsOn: deps, Payload: json.RawMessage(fmt.Sprintf(`{"n":%q}`, node))})
@@ -126,6 +131,8 @@ func (e *Env) Create(t *testing.T, wf, node string, deps ...string) tg.Task {
 	return c.Task
 }
 
+// Claim claims taskID for owner with lease d (0: the default), and fails
+// t unless it was claimed.
 func (e *Env) Claim(t *testing.T, owner, taskID string, d time.Duration) tg.Claimed {
 	t.Helper()
 	c, ok, err := e.S.Claim(e.Ctx, tg.ClaimRequest{Owner: owner, TaskID: taskID, Lease: d})
@@ -135,6 +142,8 @@ func (e *Env) Claim(t *testing.T, owner, taskID string, d time.Duration) tg.Clai
 	return c
 }
 
+// ClaimNext claims the next claimable task of wf (any workflow when wf is
+// empty) for owner, without waiting; ok is false when none was claimable.
 func (e *Env) ClaimNext(t *testing.T, owner, wf string) (tg.Claimed, bool) {
 	t.Helper()
 	c, ok, err := e.S.Claim(e.Ctx, tg.ClaimRequest{Owner: owner, WorkflowID: wf})
@@ -144,10 +153,12 @@ func (e *Env) ClaimNext(t *testing.T, owner, wf string) (tg.Claimed, bool) {
 	return c, ok
 }
 
+// Holder is the lease.Holder of claim c.
 func Holder(c tg.Claimed) lease.Holder {
 	return lease.Holder{TaskID: c.Task.TaskID, Owner: c.Lease.Owner, Generation: c.Lease.Generation, Token: c.Lease.Token}
 }
 
+// Get returns task id as the store reads it.
 func (e *Env) Get(t *testing.T, id string) tg.Task {
 	t.Helper()
 	tk, err := e.S.Task(e.Ctx, id)
@@ -157,6 +168,7 @@ func (e *Env) Get(t *testing.T, id string) tg.Task {
 	return tk
 }
 
+// WantState fails t unless task id is in state want, and returns it.
 func (e *Env) WantState(t *testing.T, id string, want tg.State) tg.Task {
 	t.Helper()
 	tk := e.Get(t, id)
@@ -166,7 +178,7 @@ func (e *Env) WantState(t *testing.T, id string, want tg.State) tg.Task {
 	return tk
 }
 
-// storedState reads a task's state from the database itself: Store.Task
+// StoredState reads a task's state from the database itself: Store.Task
 // would process a lapsed lease on its own.
 func (e *Env) StoredState(t *testing.T, id string) string {
 	t.Helper()
@@ -177,7 +189,7 @@ func (e *Env) StoredState(t *testing.T, id string) string {
 	return rows[0][0]
 }
 
-// count runs a query whose single value is an integer.
+// Count runs a query whose single value is an integer.
 func (e *Env) Count(t *testing.T, query string, args ...any) int64 {
 	t.Helper()
 	rows := e.DB.Query(t, query, args...)
@@ -191,6 +203,7 @@ func (e *Env) Count(t *testing.T, query string, args ...any) int64 {
 	return n
 }
 
+// Verify verifies the store's whole history and fails t on an error.
 func (e *Env) Verify(t *testing.T) tg.VerifyReport {
 	t.Helper()
 	rep, err := e.S.VerifyHistory(e.Ctx)
@@ -200,6 +213,7 @@ func (e *Env) Verify(t *testing.T) tg.VerifyReport {
 	return rep
 }
 
+// Events returns the events of task id, in order.
 func (e *Env) Events(t *testing.T, id string) []tg.Event {
 	t.Helper()
 	evs, err := e.S.TaskEvents(e.Ctx, id)
@@ -209,7 +223,7 @@ func (e *Env) Events(t *testing.T, id string) []tg.Event {
 	return evs
 }
 
-// unchanged fails t when the database differs from the snapshot before.
+// Unchanged fails t when the database differs from the snapshot before.
 func (e *Env) Unchanged(t *testing.T, before, what string) {
 	t.Helper()
 	if after := e.DB.Snapshot(t); after != before {
@@ -217,6 +231,7 @@ func (e *Env) Unchanged(t *testing.T, before, what string) {
 	}
 }
 
+// WantStale fails t unless err is a stale claim for reason.
 func WantStale(t *testing.T, err error, reason lease.Reason) {
 	t.Helper()
 	var se *lease.StaleClaimError
@@ -225,6 +240,7 @@ func WantStale(t *testing.T, err error, reason lease.Reason) {
 	}
 }
 
+// WantConflict fails t unless err is a conflict whose text holds phrase.
 func WantConflict(t *testing.T, err error, phrase string) {
 	t.Helper()
 	var ce *tg.ConflictError
