@@ -7,8 +7,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"strings"
 
+	"github.com/graph-engineering/graph-engineering-mcp/mcpadapter/liveview"
 	"github.com/graph-engineering/graph-engineering-mcp/mcpadapter/principal"
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph"
 )
@@ -52,25 +52,6 @@ func writeGateAnswer(w http.ResponseWriter, status int, a gateAnswer) {
 	_ = json.NewEncoder(w).Encode(a)
 }
 
-// gateRoute splits /gates/{task_id}/{approve|reject}.
-func gateRoute(path string) (taskID string, approve bool, ok bool) {
-	rest, found := strings.CutPrefix(path, GatesPath)
-	if !found {
-		return "", false, false
-	}
-	id, verb, found := strings.Cut(rest, "/")
-	if !found || id == "" || strings.Contains(verb, "/") {
-		return "", false, false
-	}
-	switch verb {
-	case "approve":
-		return id, true, true
-	case "reject":
-		return id, false, true
-	}
-	return "", false, false
-}
-
 // serveGate decides an approval gate for principal p (nil: the server
 // runs without authentication), which must hold the approve role: a
 // worker, a submitter or an observer is refused with 403 naming the role,
@@ -78,7 +59,7 @@ func gateRoute(path string) (taskID string, approve bool, ok bool) {
 // the operator's admin approve|reject decides). A gate outside p's
 // workflows is answered as an unknown task, as MCP answers it.
 func (h *Handler) serveGate(w http.ResponseWriter, r *http.Request, p *principal.Principal) {
-	id, approve, ok := gateRoute(r.URL.Path)
+	id, approve, ok := liveview.GateRoute(GatesPath, r.URL.Path)
 	if !ok {
 		writeGateAnswer(w, http.StatusNotFound, gateAnswer{Error: "not found: decide a gate with POST /gates/{task_id}/approve or /gates/{task_id}/reject"})
 		return

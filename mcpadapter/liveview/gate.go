@@ -92,9 +92,11 @@ func gateRefusal(v viewer) string {
 	return ""
 }
 
-// uiGateRoute splits /ui/api/gates/{task_id}/{approve|reject}.
-func uiGateRoute(path string) (taskID string, approve, ok bool) {
-	rest, found := strings.CutPrefix(path, UIGatesPath)
+// GateRoute splits prefix{task_id}/{approve|reject} (the live view's
+// UIGatesPath and the HTTP front's /gates/ route): the gate's task id and
+// whether the decision approves; ok is false for any other path.
+func GateRoute(prefix, path string) (taskID string, approve, ok bool) {
+	rest, found := strings.CutPrefix(path, prefix)
 	if !found {
 		return "", false, false
 	}
@@ -120,7 +122,7 @@ type GateAnswer struct {
 
 // serveGate decides a gate for the session's principal; see UIGatesPath.
 func (u *Handler) serveGate(w http.ResponseWriter, r *http.Request) {
-	id, approve, ok := uiGateRoute(r.URL.Path)
+	id, approve, ok := GateRoute(UIGatesPath, r.URL.Path)
 	if !ok {
 		writeUIJSON(w, r, http.StatusNotFound, GateAnswer{Error: "not found: decide a gate with POST " + UIGatesPath + "{task_id}/approve or …/reject"})
 		return
