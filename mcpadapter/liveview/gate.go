@@ -10,7 +10,6 @@ import (
 	"io"
 	"net/http"
 	"strings"
-	"time"
 
 	"github.com/graph-engineering/graph-engineering-mcp/mcpadapter/principal"
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph"
@@ -178,16 +177,7 @@ func (u *Handler) serveGate(w http.ResponseWriter, r *http.Request) {
 
 // decide runs the decision in one of the view's slots and answers it.
 func (u *Handler) decide(w http.ResponseWriter, r *http.Request, p *principal.Principal, id string, approve bool, reason string) {
-	t := time.NewTimer(uiAdmissionWait)
-	select {
-	case u.sem <- struct{}{}:
-		t.Stop()
-	case <-t.C:
-		w.Header().Set("Retry-After", "1")
-		writeUIJSON(w, r, http.StatusServiceUnavailable, GateAnswer{Error: "server busy: the live view serves a few requests at once; nothing was decided, retry after a moment"})
-		return
-	case <-r.Context().Done():
-		t.Stop()
+	if !u.takeSlot(w, r, GateAnswer{Error: "server busy: the live view serves a few requests at once; nothing was decided, retry after a moment"}) {
 		return
 	}
 	defer func() { <-u.sem }()

@@ -318,20 +318,30 @@ func (u *Handler) serveAsset(w http.ResponseWriter, r *http.Request, name string
 	_, _ = w.Write(b)
 }
 
+// takeSlot takes one of the view's own concurrency slots, waiting at most
+// uiAdmissionWait; when none frees it answers 503 with busy (or nothing,
+// when the client went away) and returns false. The caller frees the slot
+// it took (<-u.sem).
+func (u *Handler) takeSlot(w http.ResponseWriter, r *http.Request, busy any) bool {
+	t := time.NewTimer(uiAdmissionWait)
+	defer t.Stop()
+	select {
+	case u.sem <- struct{}{}:
+		return true
+	case <-t.C:
+		w.Header().Set("Retry-After", "1")
+		writeUIJSON(w, r, http.StatusServiceUnavailable, busy)
+		return false
+	case <-r.Context().Done():
+		return false
+	}
+}
+
 // withSlot runs a JSON read in one of the view's own concurrency slots and
 // writes its answer, with an ETag so that an unchanged answer to a poll is
 // a 304 without a body.
 func (u *Handler) withSlot(w http.ResponseWriter, r *http.Request, read func(context.Context) (any, error)) {
-	t := time.NewTimer(uiAdmissionWait)
-	select {
-	case u.sem <- struct{}{}:
-		t.Stop()
-	case <-t.C:
-		w.Header().Set("Retry-After", "1")
-		writeUIJSON(w, r, http.StatusServiceUnavailable, map[string]string{"error": "server busy: the live view serves a few reads at once; retry after a moment"})
-		return
-	case <-r.Context().Done():
-		t.Stop()
+	if !u.takeSlot(w, r, map[string]string{"error": "server busy: the live view serves a few reads at once; retry after a moment"}) {
 		return
 	}
 	defer func() { <-u.sem }()
