@@ -13,6 +13,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 
 	"github.com/graph-engineering/graph-engineering-mcp/manifest"
+	"github.com/graph-engineering/graph-engineering-mcp/mcpadapter/internal/watch"
 	"github.com/graph-engineering/graph-engineering-mcp/mcpadapter/internal/wire"
 	"github.com/graph-engineering/graph-engineering-mcp/mcpadapter/principal"
 	"github.com/graph-engineering/graph-engineering-mcp/mcpadapter/tools"
@@ -70,10 +71,7 @@ type listenHub struct {
 	s    *Server
 	opts ListenOptions
 
-	mu        sync.Mutex
-	listeners map[*Listener]struct{}
-	running   bool
-	kick      chan struct{} // a new listener: read at once (holds at most one)
+	listeners *watch.Set[*Listener] // at most MaxListeners
 
 	// Counters for tests and metrics.
 	notified   atomic.Int64 // ids queued
@@ -170,7 +168,7 @@ func (s *Server) Listen(ctx context.Context, id jsonrpc.ID, who principal.Caller
 	for _, tid := range l.tasks {
 		l.queue <- tid // the current state follows the acknowledgement
 	}
-	if !h.add(l) {
+	if !h.listeners.Add(l) {
 		return nil, &wire.Failure{Status: http.StatusServiceUnavailable, ID: &id, Code: jsonrpc.CodeInternalError,
 			Msg: fmt.Sprintf("too many subscriptions: %d streams are open, the most this server keeps; retry later, or poll tasks/get", MaxListeners)}
 	}
@@ -187,7 +185,7 @@ func (l *Listener) caller() tools.Caller {
 // ListenStats reports the subscriptions/listen streams open now, and how
 // many were ended since the server started because they fell behind.
 func (s *Server) ListenStats() (open int, overflowed int64) {
-	return s.listen.open(), s.listen.overflowed.Load()
+	return s.listen.listeners.Len(), s.listen.overflowed.Load()
 }
 
 // ListenMetrics are the subscriptions/listen streams open now, what they
@@ -212,13 +210,11 @@ func (s *Server) ListenMetrics() ListenMetrics {
 	h := s.listen
 	m := ListenMetrics{Sent: h.sent.Load(), Ended: map[string]int64{
 		"fell_behind": h.overflowed.Load(), "shutdown": h.shutdown.Load(), "closed": h.closed.Load()}}
-	h.mu.Lock()
-	for l := range h.listeners {
+	h.listeners.Each(func(l *Listener) {
 		m.Open++
 		m.Queued += len(l.queue)
 		m.QueueBound += cap(l.queue)
-	}
-	h.mu.Unlock()
+	})
 	return m
 }
 
@@ -323,73 +319,12 @@ func (l *Listener) end(kind int, why string) {
 			l.hub.closed.Add(1)
 		}
 	})
-	l.hub.remove(l)
+	l.hub.listeners.Remove(l)
 }
 
 // Close ends the stream from the transport's side (the client went away or
 // cancelled it): nothing more is written. It is safe to call more than once.
 func (l *Listener) Close() { l.end(endClosed, "") }
-
-// add registers l and starts the hub's loop if it is not running; false
-// at MaxListeners.
-func (h *listenHub) add(l *Listener) bool {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if len(h.listeners) >= MaxListeners {
-		return false
-	}
-	h.listeners[l] = struct{}{}
-	if !h.running {
-		h.running = true
-		go h.run()
-	}
-	select {
-	case h.kick <- struct{}{}:
-	default:
-	}
-	return true
-}
-
-func (h *listenHub) remove(l *Listener) {
-	h.mu.Lock()
-	delete(h.listeners, l)
-	h.mu.Unlock()
-}
-
-// open returns the number of open listeners.
-func (h *listenHub) open() int {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return len(h.listeners)
-}
-
-// run reads the watched tasks after every reported commit, and at least
-// every Poll, until no listener is open.
-func (h *listenHub) run() {
-	store := h.s.store
-	for {
-		changed := store.Changed() // armed before reading: no commit is missed
-		h.mu.Lock()
-		if len(h.listeners) == 0 {
-			h.running = false
-			h.mu.Unlock()
-			return
-		}
-		ls := make([]*Listener, 0, len(h.listeners))
-		for l := range h.listeners {
-			ls = append(ls, l)
-		}
-		h.mu.Unlock()
-		h.scan(ls)
-		t := time.NewTimer(h.opts.Poll)
-		select {
-		case <-changed:
-		case <-h.kick:
-		case <-t.C:
-		}
-		t.Stop()
-	}
-}
 
 // scan reads each watched task once and queues the changed ones.
 func (h *listenHub) scan(ls []*Listener) {

@@ -14,6 +14,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/graph-engineering/graph-engineering-mcp/manifest"
+	"github.com/graph-engineering/graph-engineering-mcp/mcpadapter/internal/watch"
 	"github.com/graph-engineering/graph-engineering-mcp/mcpadapter/internal/wire"
 	"github.com/graph-engineering/graph-engineering-mcp/mcpadapter/principal"
 	"github.com/graph-engineering/graph-engineering-mcp/mcpadapter/tools"
@@ -99,13 +100,14 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{store: cfg.Store, cfg: cfg, log: cfg.Logger, tools: surface, inbound: map[string]*Inbound{}}
-	s.listen = &listenHub{s: s, opts: cfg.Listen, listeners: map[*Listener]struct{}{}, kick: make(chan struct{}, 1)}
+	s.listen = &listenHub{s: s, opts: cfg.Listen}
 	if s.listen.opts.Buffer <= 0 {
 		s.listen.opts.Buffer = ListenBuffer
 	}
 	if s.listen.opts.Poll <= 0 {
 		s.listen.opts.Poll = ListenPoll
 	}
+	s.listen.listeners = watch.New(MaxListeners, s.listen.opts.Poll, cfg.Store.Changed, s.listen.scan)
 
 	caps := &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}}
 	if cfg.Surface.Resources {

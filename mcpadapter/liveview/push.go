@@ -8,10 +8,10 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/graph-engineering/graph-engineering-mcp/mcpadapter/internal/watch"
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph"
 )
 
@@ -68,14 +68,8 @@ type StreamStats struct {
 
 // pushHub watches the workflows of open event streams.
 type pushHub struct {
-	u    *Handler
-	poll time.Duration
-	max  int
-
-	mu      sync.Mutex
-	streams map[*stream]struct{}
-	running bool
-	kick    chan struct{} // a new stream: read at once (holds at most one)
+	u       *Handler
+	streams *watch.Set[*stream]
 	changes atomic.Int64
 	sent    atomic.Int64
 	refused atomic.Int64
@@ -99,69 +93,22 @@ func newPushHub(u *Handler, max int) *pushHub {
 	if max <= 0 {
 		max = UIMaxStreams
 	}
-	return &pushHub{u: u, poll: uiStreamPoll, max: max, streams: map[*stream]struct{}{}, kick: make(chan struct{}, 1)}
+	h := &pushHub{u: u}
+	h.streams = watch.New(max, uiStreamPoll, u.store.Changed, h.scan)
+	return h
 }
 
-// add registers s and starts the hub's loop if it is not running; false
-// at the bound.
+// add registers s, starting the hub's reads; false at the bound.
 func (h *pushHub) add(s *stream) bool {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if len(h.streams) >= h.max {
+	if !h.streams.Add(s) {
 		h.refused.Add(1)
 		return false
-	}
-	h.streams[s] = struct{}{}
-	if !h.running {
-		h.running = true
-		go h.run()
-	}
-	select {
-	case h.kick <- struct{}{}:
-	default:
 	}
 	return true
 }
 
-func (h *pushHub) remove(s *stream) {
-	h.mu.Lock()
-	delete(h.streams, s)
-	h.mu.Unlock()
-}
-
 func (h *pushHub) stats() StreamStats {
-	h.mu.Lock()
-	n := len(h.streams)
-	h.mu.Unlock()
-	return StreamStats{Open: n, Changes: h.changes.Load(), Sent: h.sent.Load(), Refused: h.refused.Load(), Scans: h.scans.Load()}
-}
-
-// run reads the watched versions after every reported commit, and at least
-// every poll, until no stream is open.
-func (h *pushHub) run() {
-	store := h.u.store
-	for {
-		changed := store.Changed() // armed before reading: no commit is missed
-		h.mu.Lock()
-		if len(h.streams) == 0 {
-			h.running = false
-			h.mu.Unlock()
-			return
-		}
-		ss := make([]*stream, 0, len(h.streams))
-		for s := range h.streams {
-			ss = append(ss, s)
-		}
-		h.mu.Unlock()
-		h.scan(ss)
-		t := time.NewTimer(h.poll)
-		select {
-		case <-changed:
-		case <-h.kick:
-		case <-t.C:
-		}
-		t.Stop()
-	}
+	return StreamStats{Open: h.streams.Len(), Changes: h.changes.Load(), Sent: h.sent.Load(), Refused: h.refused.Load(), Scans: h.scans.Load()}
 }
 
 // scan reads each watched workflow's version once and hands a moved one
@@ -270,10 +217,10 @@ func (u *Handler) serveEvents(w http.ResponseWriter, r *http.Request, v viewer, 
 	if !u.push.add(s) {
 		w.Header().Set("Retry-After", fmt.Sprint(uiStreamRetryAfter))
 		writeUIJSON(w, r, http.StatusServiceUnavailable, map[string]string{"error": fmt.Sprintf(
-			"too many live view streams: %d are open, the most this server keeps; the page polls instead, retry the stream later", u.push.max)})
+			"too many live view streams: %d are open, the most this server keeps; the page polls instead, retry the stream later", u.push.streams.Max())})
 		return
 	}
-	defer u.push.remove(s)
+	defer u.push.streams.Remove(s)
 	rc := http.NewResponseController(w)
 	// The request had no body: the read deadline no longer applies, and the
 	// stream outlives the server's write timeout (each write sets its own).
