@@ -29,17 +29,88 @@ var aliveTests = []test{
 	{"TryTouchRecordsTheFirst", testTryTouchFirst},
 }
 
+// timedLookup is one of the store's timed lookups: due lists the tasks
+// due at atMS, earliest first, up to limit; next reads the earliest due
+// time.
+type timedLookup struct {
+	name string
+	due  func(e *env, tx tgdriver.Tx, atMS int64, limit int) ([]tgdriver.TaskRef, error)
+	next func(e *env, r tgdriver.Reads) (int64, bool, error)
+}
+
+var (
+	expiredLeases = timedLookup{"ExpiredLeases",
+		func(e *env, tx tgdriver.Tx, at int64, n int) ([]tgdriver.TaskRef, error) {
+			return tx.ExpiredLeases(e.ctx, at, n)
+		},
+		func(e *env, r tgdriver.Reads) (int64, bool, error) { return r.NextLeaseExpiry(e.ctx) }}
+	dueTasks = timedLookup{"DueTasks",
+		func(e *env, tx tgdriver.Tx, at int64, n int) ([]tgdriver.TaskRef, error) {
+			return tx.DueTasks(e.ctx, at, n)
+		},
+		func(e *env, r tgdriver.Reads) (int64, bool, error) { return r.NextDue(e.ctx) }}
+	dueGates = timedLookup{"DueGates",
+		func(e *env, tx tgdriver.Tx, at int64, n int) ([]tgdriver.TaskRef, error) {
+			return tx.DueGates(e.ctx, at, n)
+		},
+		func(e *env, r tgdriver.Reads) (int64, bool, error) { return r.NextGateDue(e.ctx) }}
+)
+
+// wantNone checks that l finds nothing due, however late, and no next time.
+func (e *env) wantNone(l timedLookup) {
+	e.t.Helper()
+	e.write(func(tx tgdriver.Tx) error {
+		if got, err := l.due(e, tx, 1<<40, 10); err != nil || len(got) != 0 {
+			e.t.Errorf("%s with nothing of its kind due = %+v, %v; want none", l.name, got, err)
+		}
+		return nil
+	})
+	e.eachReads(func(r tgdriver.Reads) error {
+		if ms, ok, err := l.next(e, r); ok || err != nil {
+			return fmt.Errorf("next of %s with nothing due = %d %v %v", l.name, ms, ok, err)
+		}
+		return nil
+	})
+}
+
+// wantTimed checks l over tasks of its kind due at 300, 100 and 200 ms
+// (ref(0), ref(1), ref(2)) and later ones (due at 400 ms or beyond, in
+// order): only those due by atMS, earliest first, up to limit; next 100.
+func (e *env) wantTimed(l timedLookup, ref func(int) tgdriver.TaskRef, later ...tgdriver.TaskRef) {
+	e.t.Helper()
+	e.write(func(tx tgdriver.Tx) error {
+		for _, c := range []struct {
+			at    int64
+			limit int
+			want  []tgdriver.TaskRef
+		}{
+			{250, 10, []tgdriver.TaskRef{ref(1), ref(2)}},
+			{250, 1, []tgdriver.TaskRef{ref(1)}},
+			{200, 10, []tgdriver.TaskRef{ref(1), ref(2)}},
+			{99, 10, nil},
+			{1 << 40, 10, append([]tgdriver.TaskRef{ref(1), ref(2), ref(0)}, later...)},
+		} {
+			got, err := l.due(e, tx, c.at, c.limit)
+			if err != nil || !eq(got, c.want) {
+				e.t.Errorf("%s(%d, %d) = %+v, %v; want %+v", l.name, c.at, c.limit, got, err, c.want)
+			}
+		}
+		return nil
+	})
+	e.eachReads(func(r tgdriver.Reads) error {
+		if ms, ok, err := l.next(e, r); ms != 100 || !ok || err != nil {
+			return fmt.Errorf("next of %s = %d %v %v, want 100", l.name, ms, ok, err)
+		}
+		return nil
+	})
+}
+
 // testExpiredLeases: ExpiredLeases returns the claimed tasks whose lease
 // had lapsed at atMS (expiry <= atMS), earliest expiry first, up to limit;
 // NextLeaseExpiry the earliest expiry of a claimed task.
 func testExpiredLeases(t *testing.T, h Harness) {
 	e := newEnv(t, h)
-	e.eachReads(func(r tgdriver.Reads) error {
-		if ms, ok, err := r.NextLeaseExpiry(e.ctx); ok || err != nil {
-			return fmt.Errorf("NextLeaseExpiry with no claim = %d %v %v", ms, ok, err)
-		}
-		return nil
-	})
+	e.wantNone(expiredLeases)
 	var rows []tgdriver.TaskRow
 	for i, lease := range []int64{300, 100, 200, 400, 0} {
 		r := task("wf", fmt.Sprintf("c%d", i))
@@ -53,31 +124,7 @@ func testExpiredLeases(t *testing.T, h Harness) {
 	ref := func(i int) tgdriver.TaskRef {
 		return tgdriver.TaskRef{Seq: rows[i].Seq, WorkflowID: "wf", ExpiresAtMS: rows[i].LeaseExpiresAtMS}
 	}
-	e.write(func(tx tgdriver.Tx) error {
-		for _, c := range []struct {
-			at    int64
-			limit int
-			want  []tgdriver.TaskRef
-		}{
-			{250, 10, []tgdriver.TaskRef{ref(1), ref(2)}},
-			{250, 1, []tgdriver.TaskRef{ref(1)}},
-			{200, 10, []tgdriver.TaskRef{ref(1), ref(2)}},
-			{99, 10, nil},
-			{1 << 40, 10, []tgdriver.TaskRef{ref(1), ref(2), ref(0), ref(3)}},
-		} {
-			got, err := tx.ExpiredLeases(e.ctx, c.at, c.limit)
-			if err != nil || !eq(got, c.want) {
-				t.Errorf("ExpiredLeases(%d, %d) = %+v, %v; want %+v", c.at, c.limit, got, err, c.want)
-			}
-		}
-		return nil
-	})
-	e.eachReads(func(r tgdriver.Reads) error {
-		if ms, ok, err := r.NextLeaseExpiry(e.ctx); ms != 100 || !ok || err != nil {
-			return fmt.Errorf("NextLeaseExpiry = %d %v %v, want 100", ms, ok, err)
-		}
-		return nil
-	})
+	e.wantTimed(expiredLeases, ref, ref(3))
 }
 
 // testShiftLeases: every live lease (claimed, with an expiry) moves by
@@ -135,12 +182,7 @@ func testShiftLeases(t *testing.T, h Harness) {
 // NextDue the earliest due time of such a task.
 func testDueTasks(t *testing.T, h Harness) {
 	e := newEnv(t, h)
-	e.eachReads(func(r tgdriver.Reads) error {
-		if ms, ok, err := r.NextDue(e.ctx); ok || err != nil {
-			return fmt.Errorf("NextDue with nothing due = %d %v %v", ms, ok, err)
-		}
-		return nil
-	})
+	e.wantNone(dueTasks)
 	var rows []tgdriver.TaskRow
 	for i, due := range []int64{300, 100, 200, 0} {
 		r := task("wf", fmt.Sprintf("d%d", i))
@@ -150,32 +192,7 @@ func testDueTasks(t *testing.T, h Harness) {
 	notPending := task("wf2", "c")
 	notPending.State, notPending.DueAtMS = "claimed", 50
 	rows = e.inserted(append(rows, notPending)...)
-	ref := func(i int) tgdriver.TaskRef { return tgdriver.TaskRef{Seq: rows[i].Seq, WorkflowID: "wf"} }
-	e.write(func(tx tgdriver.Tx) error {
-		for _, c := range []struct {
-			at    int64
-			limit int
-			want  []tgdriver.TaskRef
-		}{
-			{250, 10, []tgdriver.TaskRef{ref(1), ref(2)}},
-			{250, 1, []tgdriver.TaskRef{ref(1)}},
-			{200, 10, []tgdriver.TaskRef{ref(1), ref(2)}},
-			{99, 10, nil},
-			{1 << 40, 10, []tgdriver.TaskRef{ref(1), ref(2), ref(0)}},
-		} {
-			got, err := tx.DueTasks(e.ctx, c.at, c.limit)
-			if err != nil || !eq(got, c.want) {
-				t.Errorf("DueTasks(%d, %d) = %+v, %v; want %+v", c.at, c.limit, got, err, c.want)
-			}
-		}
-		return nil
-	})
-	e.eachReads(func(r tgdriver.Reads) error {
-		if ms, ok, err := r.NextDue(e.ctx); ms != 100 || !ok || err != nil {
-			return fmt.Errorf("NextDue = %d %v %v, want 100", ms, ok, err)
-		}
-		return nil
-	})
+	e.wantTimed(dueTasks, func(i int) tgdriver.TaskRef { return tgdriver.TaskRef{Seq: rows[i].Seq, WorkflowID: "wf"} })
 }
 
 // testDueGates: DueGates returns the gates awaiting approval (kind gate,
@@ -185,12 +202,7 @@ func testDueTasks(t *testing.T, h Harness) {
 // earliest such time. DueTasks and NextDue never see a gate.
 func testDueGates(t *testing.T, h Harness) {
 	e := newEnv(t, h)
-	e.eachReads(func(r tgdriver.Reads) error {
-		if ms, ok, err := r.NextGateDue(e.ctx); ok || err != nil {
-			return fmt.Errorf("NextGateDue with no gate = %d %v %v", ms, ok, err)
-		}
-		return nil
-	})
+	e.wantNone(dueGates)
 	var rows []tgdriver.TaskRow
 	for i, due := range []int64{300, 100, 200, 0} {
 		r := task("wf", fmt.Sprintf("g%d", i))
@@ -202,37 +214,8 @@ func testDueGates(t *testing.T, h Harness) {
 	plain := task("wf2", "plain")
 	plain.State, plain.DueAtMS = "blocked", 60
 	rows = e.inserted(append(rows, decided, plain)...)
-	ref := func(i int) tgdriver.TaskRef { return tgdriver.TaskRef{Seq: rows[i].Seq, WorkflowID: "wf"} }
-	e.write(func(tx tgdriver.Tx) error {
-		for _, c := range []struct {
-			at    int64
-			limit int
-			want  []tgdriver.TaskRef
-		}{
-			{250, 10, []tgdriver.TaskRef{ref(1), ref(2)}},
-			{250, 1, []tgdriver.TaskRef{ref(1)}},
-			{99, 10, nil},
-			{1 << 40, 10, []tgdriver.TaskRef{ref(1), ref(2), ref(0)}},
-		} {
-			got, err := tx.DueGates(e.ctx, c.at, c.limit)
-			if err != nil || !eq(got, c.want) {
-				t.Errorf("DueGates(%d, %d) = %+v, %v; want %+v", c.at, c.limit, got, err, c.want)
-			}
-		}
-		if got, err := tx.DueTasks(e.ctx, 1<<40, 10); err != nil || len(got) != 0 {
-			t.Errorf("DueTasks with only gates and blocked tasks due = %+v, %v; want none", got, err)
-		}
-		return nil
-	})
-	e.eachReads(func(r tgdriver.Reads) error {
-		if ms, ok, err := r.NextGateDue(e.ctx); ms != 100 || !ok || err != nil {
-			return fmt.Errorf("NextGateDue = %d %v %v, want 100", ms, ok, err)
-		}
-		if ms, ok, err := r.NextDue(e.ctx); ok || err != nil {
-			return fmt.Errorf("NextDue with only gates due = %d %v %v, want none", ms, ok, err)
-		}
-		return nil
-	})
+	e.wantTimed(dueGates, func(i int) tgdriver.TaskRef { return tgdriver.TaskRef{Seq: rows[i].Seq, WorkflowID: "wf"} })
+	e.wantNone(dueTasks) // only gates and blocked tasks are due: DueTasks and NextDue never see them
 }
 
 // testPrune: PruneCandidates lists the finished workflows last changed
