@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/http"
-	"os"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -21,14 +20,9 @@ import (
 // replicaSoakDuration is how long TestReplicaSoak runs its fault load:
 // GE_REPLICA_SOAK_DURATION (a Go duration) or 20s.
 func replicaSoakDuration(t *testing.T) time.Duration {
-	if s := os.Getenv("GE_REPLICA_SOAK_DURATION"); s != "" {
-		d, err := time.ParseDuration(s)
-		if err != nil {
-			t.Fatalf("GE_REPLICA_SOAK_DURATION: %v", err)
-		}
-		return d
-	}
-	return 20 * time.Second
+	d := 20 * time.Second
+	envDuration(t, "GE_REPLICA_SOAK_DURATION", &d)
+	return d
 }
 
 // newReplica starts the built binary over HTTP on a free loopback port,

@@ -33,14 +33,9 @@ import (
 // soakDuration is how long TestSoakKillRestart runs its fault load:
 // GE_SOAK_DURATION (a Go duration) or 45s. scripts/soak sets it longer.
 func soakDuration(t *testing.T) time.Duration {
-	if s := os.Getenv("GE_SOAK_DURATION"); s != "" {
-		d, err := time.ParseDuration(s)
-		if err != nil {
-			t.Fatalf("GE_SOAK_DURATION: %v", err)
-		}
-		return d
-	}
-	return 45 * time.Second
+	d := 45 * time.Second
+	envDuration(t, "GE_SOAK_DURATION", &d)
+	return d
 }
 
 // soakServer runs the built binary over HTTP on one port across restarts.
