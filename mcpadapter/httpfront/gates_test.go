@@ -3,7 +3,7 @@ package httpfront
 import (
 	"encoding/json"
 	"fmt"
-	"io"
+	"maps"
 	"net/http"
 	"strings"
 	"testing"
@@ -47,31 +47,13 @@ func (f *httpFixture) decideOverHTTP(t *testing.T, token, taskID, verb, body str
 	if token != "" {
 		h["Authorization"] = "Bearer " + token
 	}
-	for k, v := range extra {
-		h[k] = v
-	}
-	req, err := http.NewRequestWithContext(f.ctx, http.MethodPost, f.ts.URL+GatesPath+taskID+"/"+verb, strings.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	for k, v := range h {
-		req.Header.Set(k, v)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	raw, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
+	maps.Copy(h, extra)
+	status, header, raw := send(t, f.ctx, http.MethodPost, f.ts.URL+GatesPath+taskID+"/"+verb, body, withJSON(h))
 	var a gateAnswer
 	if err := json.Unmarshal(raw, &a); err != nil {
-		t.Fatalf("POST %s: HTTP %d, answer not JSON: %s", verb, resp.StatusCode, clipBody(raw))
+		t.Fatalf("POST %s: HTTP %d, answer not JSON: %s", verb, status, clipBody(raw))
 	}
-	return resp.StatusCode, a, resp.Header
+	return status, a, header
 }
 
 // The proof of issue 27 item 3: a gate approved over HTTP (a real server,
@@ -249,23 +231,8 @@ func TestGateRouteRefusals(t *testing.T) {
 // status and the body as text.
 func (f *httpFixture) rawGate(t *testing.T, method, taskID, verb string, headers map[string]string) (int, string) {
 	t.Helper()
-	req, err := http.NewRequestWithContext(f.ctx, method, f.ts.URL+GatesPath+taskID+"/"+verb, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for k, v := range headers {
-		req.Header.Set(k, v)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return resp.StatusCode, string(b)
+	status, _, b := send(t, f.ctx, method, f.ts.URL+GatesPath+taskID+"/"+verb, "", headers)
+	return status, string(b)
 }
 
 func withArg(m map[string]any, k string, v any) map[string]any {

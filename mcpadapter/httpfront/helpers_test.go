@@ -259,3 +259,41 @@ func clipBody(b []byte) string {
 }
 
 var modernMeta = mcptest.ModernMeta
+
+// send makes one HTTP request of method to url with body (none when "")
+// and headers hdr, and returns the status, the headers and the body read
+// whole. Any failure to send or read fails the test.
+func send(t testing.TB, ctx context.Context, method, url, body string, hdr map[string]string) (int, http.Header, []byte) {
+	t.Helper()
+	var rd io.Reader
+	if body != "" {
+		rd = strings.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, url, rd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, v := range hdr {
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, url, err)
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatalf("%s %s: reading the answer: %v", method, url, err)
+	}
+	return resp.StatusCode, resp.Header, raw
+}
+
+// withJSON returns hdr with Content-Type application/json added, leaving
+// hdr itself unchanged; a Content-Type in hdr wins.
+func withJSON(hdr map[string]string) map[string]string {
+	out := map[string]string{"Content-Type": "application/json"}
+	for k, v := range hdr {
+		out[k] = v
+	}
+	return out
+}

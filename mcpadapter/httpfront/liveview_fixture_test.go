@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -109,20 +108,8 @@ func (f *uiFixture) states(t testing.TB, wf string) map[string]string {
 // get fetches path with the given headers and returns status, headers, body.
 func (f *uiFixture) get(t testing.TB, method, path string, hdr map[string]string) (int, http.Header, string) {
 	t.Helper()
-	req, err := http.NewRequestWithContext(context.Background(), method, f.base+path, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for k, v := range hdr {
-		req.Header.Set(k, v)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, resp.Header, string(b)
+	status, header, b := send(t, context.Background(), method, f.base+path, "", hdr)
+	return status, header, string(b)
 }
 
 // loginLink mints a login code with token and returns the link's URL.

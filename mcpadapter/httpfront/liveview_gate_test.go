@@ -3,7 +3,6 @@ package httpfront
 import (
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -77,32 +76,16 @@ func (f *uiFixture) session(t *testing.T, token string) uiSession {
 // returns the status and the answer.
 func (f *uiFixture) uiDecide(t *testing.T, id, verb, body string, hdr map[string]string) (int, liveview.GateAnswer) {
 	t.Helper()
-	req, err := http.NewRequestWithContext(f.ctx, http.MethodPost, f.base+liveview.UIGatesPath+id+"/"+verb, strings.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	for k, v := range hdr {
-		req.Header.Set(k, v)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	raw, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
+	status, header, raw := send(t, f.ctx, http.MethodPost, f.base+liveview.UIGatesPath+id+"/"+verb, body, withJSON(hdr))
 	var a liveview.GateAnswer
-	if strings.HasPrefix(resp.Header.Get("Content-Type"), "application/json") {
+	if strings.HasPrefix(header.Get("Content-Type"), "application/json") {
 		if err := json.Unmarshal(raw, &a); err != nil {
-			t.Fatalf("POST %s: HTTP %d, answer not JSON: %s", verb, resp.StatusCode, clipBody(raw))
+			t.Fatalf("POST %s: HTTP %d, answer not JSON: %s", verb, status, clipBody(raw))
 		}
 	} else {
 		a.Error = string(raw)
 	}
-	return resp.StatusCode, a
+	return status, a
 }
 
 // headers are what the page sends with a decision for session s: its
