@@ -25,32 +25,19 @@ func sha256Hex(b []byte) string {
 // dependents may already have run on its result); a blocked one has nothing
 // to requeue.
 func (s *Store) Requeue(ctx context.Context, taskID string, op Operator) (Task, error) {
-	if err := checkTaskID(taskID); err != nil {
-		return Task{}, err
-	}
-	if err := checkOperator(op); err != nil {
-		return Task{}, err
-	}
-	var out Task
-	err := s.do(ctx, func(w *wtx) error {
-		w.as(ActorOperator, op.Name)
-		r, err := w.loadLocked(taskID)
-		if err != nil {
-			return err
-		}
-		out, err = w.requeue(r, op)
-		return err
-	})
-	if err != nil {
-		return Task{}, fmt.Errorf("requeue task %s: %w", taskID, err)
-	}
-	return out, nil
+	return s.operateOnTask(ctx, "requeue", taskID, op, (*wtx).requeue)
 }
 
 // Skip is a human operator's operation: it marks a task completed with a null
 // result and an operator note, fencing out any holder, so its dependents can
 // proceed (including those its failure or cancellation had cancelled).
 func (s *Store) Skip(ctx context.Context, taskID string, op Operator) (Task, error) {
+	return s.operateOnTask(ctx, "skip", taskID, op, (*wtx).skip)
+}
+
+// operateOnTask runs an operator's intervention fn on task taskID, locked,
+// as the operator, in one transaction; verb names it in the error.
+func (s *Store) operateOnTask(ctx context.Context, verb, taskID string, op Operator, fn func(*wtx, row, Operator) (Task, error)) (Task, error) {
 	if err := checkTaskID(taskID); err != nil {
 		return Task{}, err
 	}
@@ -64,36 +51,41 @@ func (s *Store) Skip(ctx context.Context, taskID string, op Operator) (Task, err
 		if err != nil {
 			return err
 		}
-		from := r.State
-		if from == StateCompleted {
-			return &ConflictError{TaskID: r.TaskID, State: from, Detail: "the task is already completed"}
-		}
-		holder := r.Owner
-		if err := w.mustUpdate(&r, clearClaim(tgdriver.TaskSet{State: tgdriver.Val(string(StateCompleted)), Result: tgdriver.Val("null"),
-			CancelCause: tgdriver.Null[int64](), StatusMessage: tgdriver.Val(statusmsg.Skipped(op.Name, op.Reason))}),
-			tgdriver.TaskGuard{States: []string{string(from)}, Generation: tgdriver.Val(r.Generation)}, "skip"); err != nil {
-			return err
-		}
-		if err := w.appendEvent(&r, EventSkip, holder, r.Generation, map[string]any{"operator": op.Name, "reason": op.Reason, "from": string(from)}); err != nil {
-			return err
-		}
-		// Dependents still waiting count this task as unmet; the ones its
-		// failure cancelled are revived and recounted from scratch.
-		if err := w.completeDependents(r.seq); err != nil {
-			return err
-		}
-		if from == StateFailed || from == StateCancelled {
-			if err := w.revive(&r, "skipped"); err != nil {
-				return err
-			}
-		}
-		out = r.Task
-		return nil
+		out, err = fn(w, r, op)
+		return err
 	})
 	if err != nil {
-		return Task{}, fmt.Errorf("skip task %s: %w", taskID, err)
+		return Task{}, fmt.Errorf("%s task %s: %w", verb, taskID, err)
 	}
 	return out, nil
+}
+
+// skip is Skip's write, on r locked.
+func (w *wtx) skip(r row, op Operator) (Task, error) {
+	from := r.State
+	if from == StateCompleted {
+		return Task{}, &ConflictError{TaskID: r.TaskID, State: from, Detail: "the task is already completed"}
+	}
+	holder := r.Owner
+	if err := w.mustUpdate(&r, clearClaim(tgdriver.TaskSet{State: tgdriver.Val(string(StateCompleted)), Result: tgdriver.Val("null"),
+		CancelCause: tgdriver.Null[int64](), StatusMessage: tgdriver.Val(statusmsg.Skipped(op.Name, op.Reason))}),
+		tgdriver.TaskGuard{States: []string{string(from)}, Generation: tgdriver.Val(r.Generation)}, "skip"); err != nil {
+		return Task{}, err
+	}
+	if err := w.appendEvent(&r, EventSkip, holder, r.Generation, map[string]any{"operator": op.Name, "reason": op.Reason, "from": string(from)}); err != nil {
+		return Task{}, err
+	}
+	// Dependents still waiting count this task as unmet; the ones its
+	// failure cancelled are revived and recounted from scratch.
+	if err := w.completeDependents(r.seq); err != nil {
+		return Task{}, err
+	}
+	if from == StateFailed || from == StateCancelled {
+		if err := w.revive(&r, "skipped"); err != nil {
+			return Task{}, err
+		}
+	}
+	return r.Task, nil
 }
 
 // AbortWorkflow is a human operator's operation: it cancels every unfinished
