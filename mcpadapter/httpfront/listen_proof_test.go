@@ -189,18 +189,7 @@ func TestListenHundredStreamsAndOneThatNeverReads(t *testing.T) {
 			// stops after the request, on tasks whose results (about 200 KB
 			// each) fill the connection's buffers.
 			bigIDs := independentTasks(t, ctx, st, "stall", "x", big)
-			addr := strings.TrimPrefix(ts.URL, "http://")
-			conn, err := net.Dial("tcp", addr)
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { conn.Close() })
-			_ = conn.(*net.TCPConn).SetReadBuffer(4096)
-			caps := map[string]any{"extensions": map[string]any{manifest.TasksExtension: map[string]any{}}}
-			body := modernBody(9, wire.MethodListen, map[string]any{"notifications": map[string]any{"taskIds": bigIDs}}, caps)
-			fmt.Fprintf(conn, "POST %s HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\n"+
-				"%s: %s\r\n%s: %s\r\nContent-Length: %d\r\n\r\n%s",
-				MCPPath, addr, wire.HeaderProtocolVersion, modern, wire.HeaderMethod, wire.MethodListen, len(body), body)
+			_ = listenWithoutReading(t, ts.URL, bigIDs)
 			testwait.For(t, "the 101 streams to be open", func() bool { return srv.ListenMetrics().Open == readers+1 })
 			// What the server may keep queued is fixed by the bounds, not
 			// by how far behind a client is.

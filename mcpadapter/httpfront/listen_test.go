@@ -402,18 +402,7 @@ func TestListenStalledListenerIsEndedWithAReason(t *testing.T) {
 	}
 	// A client that reads nothing after the response's header: the
 	// notifications pile up in the connection, then in the server.
-	addr := strings.TrimPrefix(f.ts.URL, "http://")
-	conn, err := net.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { conn.Close() })
-	_ = conn.(*net.TCPConn).SetReadBuffer(4096)
-	caps := map[string]any{"extensions": map[string]any{manifest.TasksExtension: map[string]any{}}}
-	body := modernBody(9, wire.MethodListen, map[string]any{"notifications": map[string]any{"taskIds": ids}}, caps)
-	fmt.Fprintf(conn, "POST %s HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\n"+
-		"%s: %s\r\n%s: %s\r\nContent-Length: %d\r\n\r\n%s",
-		MCPPath, addr, wire.HeaderProtocolVersion, modern, wire.HeaderMethod, wire.MethodListen, len(body), body)
+	conn := listenWithoutReading(t, f.ts.URL, ids)
 	testwait.For(t, "the stream to open", func() bool { open, _ := f.srv.ListenStats(); return open == 1 })
 	// Writers complete every task, each with a result of about 200 KB,
 	// while nobody reads: each completion returns.
@@ -459,4 +448,28 @@ func TestListenStalledListenerIsEndedWithAReason(t *testing.T) {
 			t.Errorf("/metrics lacks %s", want)
 		}
 	}
+}
+
+// listenWithoutReading opens a subscriptions/listen stream (2026-07-28) on
+// the server at base for the tasks ids over a raw connection with a small
+// read buffer, and never reads its answer: what the server sends piles up
+// in the connection, then in the server. It returns the connection, which
+// closes at the test's end.
+func listenWithoutReading(t *testing.T, base string, ids []string) net.Conn {
+	t.Helper()
+	addr := strings.TrimPrefix(base, "http://")
+	conn, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	_ = conn.(*net.TCPConn).SetReadBuffer(4096)
+	caps := map[string]any{"extensions": map[string]any{manifest.TasksExtension: map[string]any{}}}
+	body := modernBody(9, wire.MethodListen, map[string]any{"notifications": map[string]any{"taskIds": ids}}, caps)
+	if _, err := fmt.Fprintf(conn, "POST %s HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\n"+
+		"%s: %s\r\n%s: %s\r\nContent-Length: %d\r\n\r\n%s",
+		MCPPath, addr, wire.HeaderProtocolVersion, modern, wire.HeaderMethod, wire.MethodListen, len(body), body); err != nil {
+		t.Fatal(err)
+	}
+	return conn
 }
