@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/internal/sqlrows"
 )
 
 // DB implements Exec, Query and Snapshot of a storetest.Database on a
@@ -19,7 +21,8 @@ type DB struct {
 	// DB is the handle; the harness closes it.
 	DB *sql.DB
 	// Rebind rewrites the suite's ? placeholders for the database's dialect
-	// (DollarPlaceholders for PostgreSQL); nil keeps them.
+	// (sqlrows.Dollar, as DollarPlaceholders, for PostgreSQL); nil keeps
+	// them.
 	Rebind func(query string) string
 	// TablesQuery lists the tables Snapshot covers, one name per row.
 	TablesQuery string
@@ -51,32 +54,7 @@ func (d DB) Query(t testing.TB, query string, args ...any) [][]string {
 }
 
 func (d DB) query(query string, args ...any) ([][]string, error) {
-	rows, err := d.DB.Query(d.rebind(query), args...)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	cols, err := rows.Columns()
-	if err != nil {
-		return nil, err
-	}
-	var out [][]string
-	for rows.Next() {
-		vals := make([]any, len(cols))
-		ptrs := make([]any, len(cols))
-		for i := range vals {
-			ptrs[i] = &vals[i]
-		}
-		if err := rows.Scan(ptrs...); err != nil {
-			return nil, err
-		}
-		row := make([]string, len(cols))
-		for i, v := range vals {
-			row[i] = render(v)
-		}
-		out = append(out, row)
-	}
-	return out, rows.Err()
+	return sqlrows.Query(d.DB, d.rebind(query), render, args...)
 }
 
 // render writes a scanned value as text.
@@ -142,24 +120,4 @@ func quoteAll(r []string) []string {
 // DollarPlaceholders rewrites the ? placeholders of query to $1, $2, ...
 // (PostgreSQL), leaving question marks inside quoted strings and
 // identifiers alone.
-func DollarPlaceholders(query string) string {
-	var b strings.Builder
-	n := 0
-	var quote rune
-	for _, r := range query {
-		switch {
-		case quote != 0:
-			if r == quote {
-				quote = 0
-			}
-		case r == '\'' || r == '"':
-			quote = r
-		case r == '?':
-			n++
-			b.WriteString("$" + strconv.Itoa(n))
-			continue
-		}
-		b.WriteRune(r)
-	}
-	return b.String()
-}
+func DollarPlaceholders(query string) string { return sqlrows.Dollar(query) }

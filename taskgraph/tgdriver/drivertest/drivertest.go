@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/internal/sqlrows"
+
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/testwait"
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/tgdriver"
 )
@@ -135,17 +137,7 @@ func (d SQLDB) rebind(q string) string {
 	if !d.Dollar {
 		return q
 	}
-	var b strings.Builder
-	n := 0
-	for _, r := range q {
-		if r == '?' {
-			n++
-			b.WriteString("$" + strconv.Itoa(n))
-			continue
-		}
-		b.WriteRune(r)
-	}
-	return b.String()
+	return sqlrows.Dollar(q)
 }
 
 // Exec runs query with args and fails t on an error.
@@ -159,35 +151,11 @@ func (d SQLDB) Exec(t testing.TB, query string, args ...any) {
 // Query runs query with args and returns its rows rendered by Render.
 func (d SQLDB) Query(t testing.TB, query string, args ...any) [][]string {
 	t.Helper()
-	rows, err := d.DB.Query(d.rebind(query), args...)
+	rows, err := sqlrows.Query(d.DB, d.rebind(query), Render, args...)
 	if err != nil {
 		t.Fatalf("%s: %v", query, err)
 	}
-	defer rows.Close()
-	cols, err := rows.Columns()
-	if err != nil {
-		t.Fatalf("%s: %v", query, err)
-	}
-	var out [][]string
-	for rows.Next() {
-		vals := make([]any, len(cols))
-		ptrs := make([]any, len(cols))
-		for i := range vals {
-			ptrs[i] = &vals[i]
-		}
-		if err := rows.Scan(ptrs...); err != nil {
-			t.Fatalf("%s: %v", query, err)
-		}
-		row := make([]string, len(cols))
-		for i, v := range vals {
-			row[i] = Render(v)
-		}
-		out = append(out, row)
-	}
-	if err := rows.Err(); err != nil {
-		t.Fatalf("%s: %v", query, err)
-	}
-	return out
+	return rows
 }
 
 // Render writes a value scanned by database/sql so that NULL, the empty
