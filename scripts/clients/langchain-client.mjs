@@ -9,9 +9,11 @@
 // bindTools sends) is the server's own — the adapters simplify each schema
 // (anyOf/oneOf/allOf merged, $ref inlined) and validate a call's arguments
 // against what is left before sending it — and drives a task end to end as
-// an agent's tool calls through ToolNode: create two dependent tasks, claim
-// the first, complete it with a string result, inspect the dependent (the
-// upstream result shows), and a second completion with a result of each
+// an agent's tool calls through ToolNode, each of the seven tools at least
+// once: create two dependent tasks, claim the first, heartbeat with a
+// report, complete it with a string result, inspect the dependent (the
+// upstream result shows), release, claim and fail it with a retry delay,
+// create a whole graph in one call, and a second completion with a result of each
 // JSON type, which the adapters pass and the server refuses (ToolNode hands
 // each refusal back as an error ToolMessage). Prints one line per check
 // and "langchain-client: N passed, M failed"; exits 1 on any failure.
@@ -99,12 +101,32 @@ try {
   const c = await call("graph_task_claim", { owner: "langchain-worker", workflow_id: run, wait_ms: 2000, lease_ms: 30000 });
   check("claim claims the ready task", c.value?.claimed === true && c.value?.task?.node_id === "a", c.text.slice(0, 500));
   const lease = { task_id: c.value?.task?.task_id, owner: c.value?.lease?.owner, generation: c.value?.lease?.generation, claim_token: c.value?.lease?.claim_token };
+  const hb = await call("graph_task_heartbeat", { ...lease, lease_ms: 30000, progress: { done: 1, total: 2 }, status_message: "halfway",
+    usage: { input_tokens: 10, output_tokens: 5, cost_usd: 0.01 } });
+  check("heartbeat with a progress, status and usage report keeps the claim", hb.value?.task?.state === "claimed" &&
+    hb.value.task.report?.progress?.done === 1 && hb.value.task.report?.usage?.output_tokens === 5, hb.text.slice(0, 500));
   const done = await call("graph_task_complete", { ...lease, result: "the answer is 42" });
   check("complete with a string result completes it", done.status !== "error" && done.value?.task?.state === "completed" &&
     done.value.task.result === "the answer is 42", done.text.slice(0, 500));
   const dep = await call("graph_task_inspect", { workflow_id: run, node_id: "b" });
   check("inspect shows the dependent ready with the upstream result", dep.value?.task?.state === "pending" &&
     dep.value?.dependencies?.[0]?.node_id === "a" && dep.value.dependencies[0].result === "the answer is 42", dep.text.slice(0, 500));
+  // The dependent: released, claimed again and failed with a retry delay.
+  const bid = dep.value?.task?.task_id;
+  const holder = (c) => ({ task_id: bid, owner: c.value?.lease?.owner, generation: c.value?.lease?.generation, claim_token: c.value?.lease?.claim_token });
+  const cb = await call("graph_task_claim", { owner: "langchain-worker", task_id: bid, lease_ms: 30000 });
+  const rel = await call("graph_task_cancel", { ...holder(cb), release: true });
+  check("cancel with release gives the claim back", rel.value?.task?.state === "pending" && rel.value.task.attempts === 0, rel.text.slice(0, 500));
+  const cb2 = await call("graph_task_claim", { owner: "langchain-worker", task_id: bid });
+  const fl = await call("graph_task_fail", { ...holder(cb2), error: "no driver", retryable: true, retry_after_ms: 60000 });
+  check("fail with retryable and retry_after_ms leaves it pending until its due time", fl.value?.task?.state === "pending" &&
+    typeof fl.value.task.due_at === "string", fl.text.slice(0, 500));
+  // A whole graph in one create, with a timestamp (format date-time), tags and a priority.
+  const g = await call("graph_task_create", { workflow_id: `${run}-graph`, nodes: [
+    { node_id: "x", payload: { k: "v" }, not_before: new Date(Date.now() + 3600e3).toISOString() },
+    { node_id: "y", depends_on: ["x"], requires: ["gpu"], priority: 5 }] });
+  check("create with nodes creates a whole graph", g.value?.created === true && g.value?.nodes?.length === 2, g.text.slice(0, 500));
+
   // A second completion: LangChain lets every JSON type of result through
   // its own validation, and the server refuses each (the claim is spent).
   const refusals = [];

@@ -7,11 +7,13 @@
 // the server's), checks that the schema each reaches the model with is the
 // server's own, and lets a scripted model (MockLanguageModelV3 from ai/test:
 // no network, its tool calls decided from the tool results it is shown) drive
-// a task end to end through generateText: create two dependent tasks, claim
-// the first, complete it with a string result, inspect the dependent (the
-// upstream result shows), and a stale completion that the server refuses
-// and the SDK hands back to the model as a tool error. Prints one line per
-// check and "vercel-ai-client: N passed, M failed"; exits 1 on any failure.
+// a task end to end through generateText, each of the seven tools at least
+// once: create two dependent tasks, claim the first, heartbeat, complete it
+// with a string result, inspect the dependent (the upstream result shows),
+// release, claim and fail it with a retry delay, create a whole graph, and a
+// second completion that the server refuses and the SDK hands back to the
+// model as a tool error. Prints one line per check and
+// "vercel-ai-client-ERA: N passed, M failed"; exits 1 on any failure.
 // GRAPH_ENGINEERING_AUTH_TOKEN, when set, is sent as the bearer token.
 import { createMCPClient } from "@ai-sdk/mcp";
 import { generateText, stepCountIs } from "ai";
@@ -70,16 +72,29 @@ try {
     try { return JSON.parse(text); } catch { return { text }; }
   };
   let lease;
+  const holder = (prompt) => {
+    const c = textOf(resultOf(prompt, "graph_task_claim"));
+    return { task_id: c.task?.task_id, owner: c.lease?.owner, generation: c.lease?.generation, claim_token: c.lease?.claim_token };
+  };
+  let bid;
   const script = [
     () => ["graph_task_create", { workflow_id: run, node_id: "a", payload: { n: 1 } }],
     () => ["graph_task_create", { workflow_id: run, node_id: "b", depends_on: ["a"] }],
     () => ["graph_task_claim", { owner: "vercel-worker", workflow_id: run, wait_ms: 2000, lease_ms: 30000 }],
     (prompt) => {
-      const c = textOf(resultOf(prompt, "graph_task_claim"));
-      lease = { task_id: c.task?.task_id, owner: c.lease?.owner, generation: c.lease?.generation, claim_token: c.lease?.claim_token };
-      return ["graph_task_complete", { ...lease, result: "the answer is 42" }];
+      lease = holder(prompt);
+      return ["graph_task_heartbeat", { ...lease, progress: { done: 1, total: 2 }, status_message: "halfway" }];
     },
+    () => ["graph_task_complete", { ...lease, result: "the answer is 42" }],
     () => ["graph_task_inspect", { workflow_id: run, node_id: "b" }],
+    (prompt) => {
+      bid = textOf(resultOf(prompt, "graph_task_inspect")).task?.task_id;
+      return ["graph_task_claim", { owner: "vercel-worker", task_id: bid }];
+    },
+    (prompt) => ["graph_task_cancel", { ...holder(prompt), release: true }],
+    () => ["graph_task_claim", { owner: "vercel-worker", task_id: bid }],
+    (prompt) => ["graph_task_fail", { ...holder(prompt), error: "no driver", retryable: true, retry_after_ms: 60000 }],
+    () => ["graph_task_create", { workflow_id: `${run}-graph`, nodes: [{ node_id: "x" }, { node_id: "y", depends_on: ["x"] }] }],
     () => ["graph_task_complete", { ...lease, result: "a second completion" }],
   ];
   let step = 0;
@@ -114,12 +129,19 @@ try {
   check("create answers a pending task, then a blocked dependent", sc(0)?.task?.state === "pending" && sc(1)?.task?.state === "blocked",
     JSON.stringify([sc(0)?.task?.state, sc(1)?.task?.state]));
   check("claim claims the ready task", sc(2)?.claimed === true && sc(2)?.task?.node_id === "a", JSON.stringify(sc(2)));
-  check("complete with a string result completes it", sc(3)?.task?.state === "completed" && sc(3)?.task?.result === "the answer is 42",
+  check("heartbeat with a report keeps the claim", sc(3)?.task?.state === "claimed" && sc(3)?.task?.report?.progress?.done === 1,
     JSON.stringify(sc(3)?.task));
-  const dep = sc(4);
+  check("complete with a string result completes it", sc(4)?.task?.state === "completed" && sc(4)?.task?.result === "the answer is 42",
+    JSON.stringify(sc(4)?.task));
+  const dep = sc(5);
   check("inspect shows the dependent ready with the upstream result", dep?.task?.state === "pending" &&
     dep?.dependencies?.[0]?.node_id === "a" && dep.dependencies[0].result === "the answer is 42", JSON.stringify(dep));
-  const stale = calls[5]?.out;
+  check("cancel with release gives the claim back", sc(6)?.task?.node_id === "b" && sc(7)?.task?.state === "pending" &&
+    sc(7)?.task?.attempts === 0, JSON.stringify(sc(7)?.task));
+  check("fail with retryable and retry_after_ms leaves it pending until its due time", sc(9)?.task?.state === "pending" &&
+    typeof sc(9)?.task?.due_at === "string", JSON.stringify(sc(9)?.task));
+  check("create with nodes creates a whole graph", sc(10)?.created === true && sc(10)?.nodes?.length === 2, JSON.stringify(sc(10)));
+  const stale = calls[11]?.out;
   check("a second completion is refused and reaches the model as a tool error", stale?.isError === true &&
     typeof stale.content?.[0]?.text === "string", JSON.stringify(stale ?? errors));
 } catch (e) {
