@@ -221,14 +221,22 @@ func nullable(schema map[string]any) map[string]any {
 }
 
 // anyJSONSchema is "any JSON value" with each type named, rather than a
-// schema without a validation keyword, which portable-schema checks flag as
-// constraining nothing.
+// schema without a validation keyword, which portable-schema checks (the MCP
+// Inspector's) flag as constraining nothing. The two container types are one
+// nested anyOf branch: LangChain's MCP adapters (@langchain/mcp-adapters
+// 1.1.4) rewrite an anyOf that has an object branch to that branch alone and
+// then validate a call's arguments against what is left, which refused every
+// result but an object; with no branch of type object at the top they drop
+// the anyOf and pass any value (scripts/clients/langchain-client.mjs checks it).
 func anyJSONSchema() []any {
-	var out []any
-	for _, t := range []string{"object", "array", "string", "number", "boolean", "null"} {
-		out = append(out, map[string]any{"type": t})
+	branch := func(types ...string) []any {
+		var out []any
+		for _, t := range types {
+			out = append(out, map[string]any{"type": t})
+		}
+		return out
 	}
-	return out
+	return append([]any{map[string]any{"anyOf": branch("object", "array")}}, branch("string", "number", "boolean", "null")...)
 }
 
 func receiptSchema() map[string]any {
