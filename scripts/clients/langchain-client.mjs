@@ -22,22 +22,14 @@ import { MultiServerMCPClient } from "@langchain/mcp-adapters";
 import { ToolNode } from "@langchain/langgraph/prebuilt";
 import { AIMessage } from "@langchain/core/messages";
 import { convertToOpenAITool } from "@langchain/core/utils/function_calling";
+import { canonical, checker, headers } from "./checks.mjs";
 
 const url = process.argv[2];
 if (!url) {
   console.error("usage: langchain-client.mjs URL");
   process.exit(2);
 }
-const token = process.env.GRAPH_ENGINEERING_AUTH_TOKEN;
-const headers = token ? { Authorization: `Bearer ${token}` } : {};
-let passed = 0, failed = 0;
-function check(name, ok, detail) {
-  if (ok) passed++; else failed++;
-  console.log(`${ok ? "PASS" : "FAIL"} langchain (legacy): ${name}${ok || detail === undefined ? "" : ": " + detail}`);
-}
-// canonical is JSON with sorted keys, for comparing schemas.
-const canonical = (v) => JSON.stringify(v, (_, x) => (x && typeof x === "object" && !Array.isArray(x) ?
-  Object.fromEntries(Object.keys(x).sort().map((k) => [k, x[k]])) : x));
+const { check, finish } = checker(`langchain (legacy)`);
 // diff names the paths where two schemas differ.
 function diff(a, b, path = "", out = []) {
   if (canonical(a) === canonical(b)) return out;
@@ -141,5 +133,4 @@ try {
 } finally {
   await client.close().catch(() => {});
 }
-console.log(`langchain-client: ${passed} passed, ${failed} failed`);
-process.exit(failed === 0 ? 0 : 1);
+finish(`langchain-client`);

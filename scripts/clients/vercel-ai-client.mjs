@@ -18,22 +18,14 @@
 import { createMCPClient } from "@ai-sdk/mcp";
 import { generateText, stepCountIs } from "ai";
 import { MockLanguageModelV3 } from "ai/test";
+import { canonical, checker, headers } from "./checks.mjs";
 
 const [url, era] = process.argv.slice(2);
 if (!url || (era !== "modern" && era !== "legacy")) {
   console.error("usage: vercel-ai-client.mjs URL modern|legacy");
   process.exit(2);
 }
-const token = process.env.GRAPH_ENGINEERING_AUTH_TOKEN;
-const headers = token ? { Authorization: `Bearer ${token}` } : {};
-let passed = 0, failed = 0;
-function check(name, ok, detail) {
-  if (ok) passed++; else failed++;
-  console.log(`${ok ? "PASS" : "FAIL"} vercel-ai (${era}): ${name}${ok || detail === undefined ? "" : ": " + detail}`);
-}
-// canonical is JSON with sorted keys, for comparing schemas.
-const canonical = (v) => JSON.stringify(v, (_, x) => (x && typeof x === "object" && !Array.isArray(x) ?
-  Object.fromEntries(Object.keys(x).sort().map((k) => [k, x[k]])) : x));
+const { check, finish } = checker(`vercel-ai (${era})`);
 
 let client;
 try {
@@ -149,5 +141,4 @@ try {
 } finally {
   await client?.close().catch(() => {});
 }
-console.log(`vercel-ai-client-${era}: ${passed} passed, ${failed} failed`);
-process.exit(failed === 0 ? 0 : 1);
+finish(`vercel-ai-client-${era}`);
