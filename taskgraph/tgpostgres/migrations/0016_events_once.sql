@@ -55,14 +55,12 @@ ALTER TABLE event_journal
 -- stopped before its linker ran) become bodies in events, in journal
 -- order (identity values are handed out in the order rows are inserted),
 -- and pointers to them; the next linker links them.
-CREATE TEMPORARY TABLE journal_0016 ON COMMIT DROP AS
-    SELECT * FROM event_journal WHERE task_id IS NOT NULL;
-DELETE FROM event_journal WHERE task_id IS NOT NULL;
-WITH moved AS (
+WITH old AS (DELETE FROM event_journal WHERE task_id IS NOT NULL RETURNING *),
+moved AS (
     INSERT INTO events (workflow_id, wseq, task_id, kind, owner, generation, at_ms, detail, prev_hash, hash,
         hash_version, actor_kind, actor_name, actor_principal, task_state, content)
     SELECT workflow_id, NULL, task_id, kind, owner, generation, at_ms, detail, '', '',
         hash_version, actor_kind, actor_name, actor_principal, task_state, content
-    FROM journal_0016 ORDER BY journal_id
+    FROM old ORDER BY journal_id
     RETURNING event_id, workflow_id)
 INSERT INTO event_journal (journal_id, workflow_id) SELECT event_id, workflow_id FROM moved;
