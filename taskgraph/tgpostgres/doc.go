@@ -107,7 +107,11 @@
 // hash), into event_links, a narrow row, and deletes the pointer. Before,
 // the writer journaled the whole body and the linker copied it into events
 // and deleted it: two bodies and five index entries per event, three
-// quarters of the WAL of a claim+complete cycle. Filling the link into the
+// quarters of the WAL of a claim+complete cycle. With bench --mode store
+// (N=5000, W=8; three events per task) the events' statements wrote 4,600
+// bytes of WAL per task before and 3,770 after (pg_stat_statements): the
+// body is about 440 bytes, and the narrow link, the pointer and the index
+// entries (five per event either way) are the rest. Filling the link into the
 // body's own row instead would rewrite the whole row (PostgreSQL writes a
 // new version; a HOT update needs the new version on the old one's page,
 // and a linking pass updates every row of the page at once, which needs
