@@ -67,6 +67,9 @@ func TestOperatorCommandsOnPostgres(t *testing.T) {
 	noSecret(e.cli("", "tasks", "show", build)).want(t, 0)
 	noSecret(e.cli("", "workflow", "show", "wf")).want(t, 0)
 	noSecret(e.cli("", "audit", "verify")).want(t, 0)
+	// The outside verifier agrees on a PostgreSQL database's export (events
+	// linked in event_links and journaled ones).
+	t.Log(pythonAgreesWithVerify(t, e.path))
 	r := noSecret(e.cli("", "admin", "requeue", build, "--reason", "worker w2 is gone", "--yes")).want(t, 0)
 	if got := e.task(build); got.State != taskgraph.StatePending || got.Generation != f.build.Lease.Generation {
 		t.Fatalf("after admin requeue on PostgreSQL build is %s at generation %d:\n%s", got.State, got.Generation, r.stdout)

@@ -50,7 +50,8 @@ func (r reads) WorkflowTaskStates(ctx context.Context, workflowID string, fn fun
 // EventHashAt returns the hash of event seq of workflowID's chain.
 func (r reads) EventHashAt(ctx context.Context, workflowID string, seq int64) (string, bool, error) {
 	var h string
-	switch err := r.q.QueryRow(ctx, `SELECT hash FROM events WHERE workflow_id = $1 AND wseq = $2`, workflowID, seq).Scan(&h); {
+	switch err := r.q.QueryRow(ctx, `SELECT hash FROM events WHERE workflow_id = $1 AND wseq = $2
+		UNION ALL SELECT hash FROM event_links WHERE workflow_id = $1 AND wseq = $2 LIMIT 1`, workflowID, seq).Scan(&h); {
 	case errors.Is(err, pgx.ErrNoRows):
 		return "", false, nil
 	case err != nil:

@@ -70,7 +70,8 @@
 //     one claim scan per kind of claim (workflow, capabilities), each
 //     locking the first N claimable tasks FOR UPDATE SKIP LOCKED.
 //   - Apply: the claims' guarded updates (again one statement per shape),
-//     the events (one INSERT into the journal), the notifications (one
+//     the events (one INSERT of their bodies into events and of pointers
+//     to them into the journal: see Events), the notifications (one
 //     pg_notify over an array).
 //
 // So a batch of any size costs about six statements, two round trips and
@@ -89,27 +90,57 @@
 // made the workflow row the serialisation point of every writer of the
 // workflow: each held it from its first event through the commit's fsync,
 // and PostgreSQL cannot share an fsync between transactions queued on one
-// row. So writers journal their events (event_journal: the event without
-// its position and hashes), and the store links them right after the
-// commit: under the workflow's row lock, the linker reads the journaled
-// events of the workflow in journal order, computes their positions and
-// hashes, and moves them into events (LinkJournaled: one statement copies
-// the bodies inside the database and deletes the journal entries, one
-// advances the head by compare and set). A pass gathers the commits of up
-// to 50 ms: linking is off every writer's path, and with a pass per few
-// milliseconds its transactions were a third of the database's. The
-// journal has one index, by workflow: a reader of one task's journaled
-// events finds them through the task's workflow, so an event costs no
-// index entry by task for the moments it is journaled. The order is right: an operation
-// journals its events after the reads and writes they describe, and
-// identity values are handed out in call order, so an event that depends
-// on another's commit (a claim of the task a completion made ready, the
-// completion of a claimed task) has the higher journal id; events that do
-// not depend on each other may be linked in either order. Any replica's
-// linker may link any workflow (they take turns on its row), so events a
-// replica journaled before it stopped are linked by another. Readers of
-// the history link first; Reads show journaled events after the linked
-// ones, with Seq 0.
+// row. So writers journal their events, and the store links them right
+// after the commit: under the workflow's row lock, the linker reads the
+// journaled events of the workflow in journal order, computes their
+// positions and hashes, and records them (LinkJournaled: one statement
+// writes the links and deletes the journal entries, one advances the head
+// by compare and set). A pass gathers the commits of up to 50 ms: linking
+// is off every writer's path, and with a pass per few milliseconds its
+// transactions were a third of the database's.
+//
+// Each event's body is written once (migration 0016). The writer inserts
+// the body into events, where it stays, without its link (wseq NULL,
+// prev_hash and hash empty), and a pointer to it into event_journal
+// (journal_id = its event_id, the body's columns NULL), in one statement.
+// The linker writes each link, (event_id, workflow, position, prev_hash,
+// hash), into event_links, a narrow row, and deletes the pointer. Before,
+// the writer journaled the whole body and the linker copied it into events
+// and deleted it: two bodies and five index entries per event, three
+// quarters of the WAL of a claim+complete cycle. With bench --mode store
+// (N=5000, W=8; three events per task) the events' statements wrote 4,600
+// bytes of WAL per task before and 3,770 after (pg_stat_statements): the
+// body is about 440 bytes, and the narrow link, the pointer and the index
+// entries (five per event either way) are the rest. Filling the link into the
+// body's own row instead would rewrite the whole row (PostgreSQL writes a
+// new version; a HOT update needs the new version on the old one's page,
+// and a linking pass updates every row of the page at once, which needs
+// pages kept half empty). Events linked before 0016 (and by AppendEvents,
+// which links in the writer's transaction) keep their link in their own
+// row, and nothing old is rewritten: readers take an event's link from
+// event_links or from its row (events_inline_chain orders the latter), so
+// an old database verifies as it did. One link per event and one event per
+// position (the keys of event_links) back the linker's guards.
+//
+// Indexes per event: events_pkey and events_by_task (the body),
+// event_journal_by_workflow (the pointer: it serves every access to the
+// journal, so the journal has no primary key index), event_links' key
+// (workflow, position: the chain's order) and event_links_by_event (a
+// task's events find their links). A reader of one task's journaled events
+// finds them through events_by_task; readers of a workflow's chain read
+// event_links in position order and join the bodies by event id.
+//
+// The order is right: an operation journals its events after the reads
+// and writes they describe, and identity values are handed out in call
+// order, so an event that depends on another's commit (a claim of the task
+// a completion made ready, the completion of a claimed task) has the
+// higher event id, the journal's order; events that do not depend on each
+// other may be linked in either order. Any replica's linker may link any
+// workflow (they take turns on its row), so events a replica journaled
+// before it stopped are linked by another. Readers of the history link
+// first; Reads show journaled events after the linked ones, with Seq 0,
+// each event once (one statement: an event the linker links meanwhile is
+// either linked or journaled in its snapshot).
 //
 // # Claim-next
 //

@@ -33,19 +33,34 @@ var taskColumnsNoBodies = tgdriver.NoBodiesColumns(taskColumns)
 const eventColumns = `event_id, workflow_id, wseq, task_id, kind, owner, generation, at_ms, detail, prev_hash, hash,
 	hash_version, actor_kind, actor_name, actor_principal, task_state, content`
 
-// journalColumns reads a journal entry as eventColumns read an event: its
-// journal id as event_id, no position and no link.
-const journalColumns = `journal_id, workflow_id, 0::bigint, task_id, kind, owner, generation, at_ms, detail, ''::text, ''::text,
-	hash_version, actor_kind, actor_name, actor_principal, task_state, content`
+// bodyColumns reads the row of events e as eventColumns do, with its
+// link (position, prev_hash, hash) read from the expressions given.
+func bodyColumns(seq, prev, hash string) string {
+	return `e.event_id, e.workflow_id, ` + seq + `, e.task_id, e.kind, e.owner, e.generation, e.at_ms, e.detail, ` + prev + `, ` + hash + `,
+	e.hash_version, e.actor_kind, e.actor_name, e.actor_principal, e.task_state, e.content`
+}
 
-// A task's or workflow's events, then its journaled ones, in one statement
-// (so that an entry the linker moves meanwhile is read once).
-const (
-	sqlTaskEvents = `SELECT ` + eventColumns + ` FROM (SELECT ` + eventColumns + `, 0 AS src, event_id AS ord FROM events WHERE task_id = $1
-		UNION ALL SELECT ` + journalColumns + `, 1, journal_id FROM event_journal
-			WHERE workflow_id = (SELECT workflow_id FROM tasks WHERE task_id = $1) AND task_id = $1) e ORDER BY src, ord`
-	sqlWorkflowEvents = `SELECT ` + eventColumns + ` FROM (SELECT ` + eventColumns + `, 0 AS src, wseq AS ord FROM events WHERE workflow_id = $1
-		UNION ALL SELECT ` + journalColumns + `, 1, journal_id FROM event_journal WHERE workflow_id = $1) e ORDER BY src, ord`
+// An event's link is in its own row (linked before migration 0016, or by
+// AppendEvents) or in event_links l (linked since); an event with neither
+// is journaled, not yet linked: position 0, no hashes.
+var (
+	linkedColumns   = bodyColumns(`COALESCE(l.wseq, e.wseq, 0)`, `COALESCE(l.prev_hash, e.prev_hash)`, `COALESCE(l.hash, e.hash)`)
+	unlinkedColumns = bodyColumns(`0::bigint`, `''::text`, `''::text`)
+)
+
+// A task's or workflow's events in chain order, then its journaled ones in
+// journal order, in one statement (one snapshot: an event the linker
+// links meanwhile is read once).
+var (
+	sqlTaskEvents = `SELECT ` + linkedColumns + ` FROM events e LEFT JOIN event_links l ON l.event_id = e.event_id
+		WHERE e.task_id = $1 ORDER BY COALESCE(l.wseq, e.wseq) IS NULL, COALESCE(l.wseq, e.wseq), e.event_id`
+	sqlWorkflowEvents = `SELECT ` + eventColumns + ` FROM (
+		SELECT ` + bodyColumns(`e.wseq`, `e.prev_hash`, `e.hash`) + `, 0 AS src, e.wseq AS ord FROM events e
+			WHERE e.workflow_id = $1 AND e.wseq IS NOT NULL
+		UNION ALL SELECT ` + bodyColumns(`l.wseq`, `l.prev_hash`, `l.hash`) + `, 0, l.wseq FROM event_links l
+			JOIN events e ON e.event_id = l.event_id WHERE l.workflow_id = $1
+		UNION ALL SELECT ` + unlinkedColumns + `, 1, j.journal_id FROM event_journal j
+			JOIN events e ON e.event_id = j.journal_id WHERE j.workflow_id = $1) e ORDER BY src, ord`
 )
 
 const workflowColumns = `workflow_id, task_count, event_count, head_hash, created_at_ms, updated_at_ms`
@@ -301,11 +316,9 @@ func (r reads) LastEventOfGeneration(ctx context.Context, taskID string, generat
 	var kind string
 	var at int64
 	// A journaled event is newer than any linked one.
-	err := r.q.QueryRow(ctx, `SELECT kind, at_ms FROM (
-		SELECT kind, at_ms, 1 AS src, journal_id AS id FROM event_journal
-			WHERE workflow_id = (SELECT workflow_id FROM tasks WHERE task_id = $1) AND task_id = $1 AND generation = $2
-		UNION ALL SELECT kind, at_ms, 0, event_id FROM events WHERE task_id = $1 AND generation = $2) e
-		ORDER BY src DESC, id DESC LIMIT 1`, taskID, generation).Scan(&kind, &at)
+	err := r.q.QueryRow(ctx, `SELECT e.kind, e.at_ms FROM events e LEFT JOIN event_links l ON l.event_id = e.event_id
+		WHERE e.task_id = $1 AND e.generation = $2
+		ORDER BY COALESCE(l.wseq, e.wseq) IS NULL DESC, COALESCE(l.wseq, e.wseq) DESC, e.event_id DESC LIMIT 1`, taskID, generation).Scan(&kind, &at)
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
 		return "", 0, false, nil
@@ -407,7 +420,8 @@ func (r reads) JournaledWorkflows(ctx context.Context, limit int) ([]string, err
 // OrphanEventWorkflow names a workflow that has events but no workflow row.
 func (r reads) OrphanEventWorkflow(ctx context.Context) (string, bool, error) {
 	var id string
-	err := r.q.QueryRow(ctx, `SELECT e.workflow_id FROM (SELECT workflow_id FROM events UNION ALL SELECT workflow_id FROM event_journal) e
+	err := r.q.QueryRow(ctx, `SELECT e.workflow_id FROM (SELECT workflow_id FROM events UNION ALL SELECT workflow_id FROM event_links
+		UNION ALL SELECT workflow_id FROM event_journal) e
 		LEFT JOIN workflows w ON w.workflow_id = e.workflow_id WHERE w.workflow_id IS NULL LIMIT 1`).Scan(&id)
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):

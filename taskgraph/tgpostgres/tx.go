@@ -306,10 +306,11 @@ func (w *wtx) LockChains(ctx context.Context, workflowIDs []string) ([]tgdriver.
 }
 
 // JournaledEvents returns the first limit journaled events of the
-// workflows of workflowIDs, in journal order.
+// workflows of workflowIDs, in journal order: the bodies the journal's
+// entries point to.
 func (w *wtx) JournaledEvents(ctx context.Context, workflowIDs []string, limit int) ([]tgdriver.EventRow, error) {
-	rows, err := w.c.Query(ctx, `SELECT `+journalColumns+` FROM event_journal WHERE workflow_id = ANY($1::text[])
-		ORDER BY journal_id LIMIT $2`, workflowIDs, limit)
+	rows, err := w.c.Query(ctx, `SELECT `+unlinkedColumns+` FROM event_journal j JOIN events e ON e.event_id = j.journal_id
+		WHERE j.workflow_id = ANY($1::text[]) ORDER BY j.journal_id LIMIT $2`, workflowIDs, limit)
 	if err != nil {
 		return nil, w.fail(ctx, "read the journal", err)
 	}
@@ -320,11 +321,11 @@ func (w *wtx) JournaledEvents(ctx context.Context, workflowIDs []string, limit i
 	return out, nil
 }
 
-// LinkJournaled moves journaled events into their chains with the links
+// LinkJournaled links journaled events into their chains with the links
 // given, in one round trip of two statements whatever the number of
-// workflows: one advances every head by compare and set, one moves the
-// entries (copying their bodies inside the database) and deletes them from
-// the journal.
+// workflows: one advances every head by compare and set, one deletes the
+// events' journal entries and writes their links (position and hashes:
+// the bodies stay where the writers put them) into event_links.
 func (w *wtx) LinkJournaled(ctx context.Context, evs []tgdriver.EventRow) error {
 	runs, err := tgdriver.ChainRuns(evs)
 	if err != nil {
@@ -343,13 +344,15 @@ func (w *wtx) LinkJournaled(ctx context.Context, evs []tgdriver.EventRow) error 
 		}
 		return nil
 	}}
-	b.Queue(`WITH moved AS (DELETE FROM event_journal j USING unnest($1::bigint[], $2::bigint[], $3::text[], $4::text[], $5::text[]) AS u(id, seq, prev, hash, wf)
-		WHERE j.journal_id = u.id AND j.workflow_id = u.wf
-		RETURNING j.workflow_id, u.seq, j.task_id, j.kind, j.owner, j.generation, j.at_ms, j.detail, u.prev, u.hash,
-			j.hash_version, j.actor_kind, j.actor_name, j.actor_principal, j.task_state, j.content)
-		INSERT INTO events (workflow_id, wseq, task_id, kind, owner, generation, at_ms, detail, prev_hash, hash,
-			hash_version, actor_kind, actor_name, actor_principal, task_state, content)
-		SELECT * FROM moved ORDER BY workflow_id COLLATE "C", seq`, ids, seqs, prevs, hashes, wfs)
+	// An entry is linked once: only an entry still in the journal gets a
+	// link, and event_links holds one link per event and per position.
+	b.Queue(`WITH gone AS (DELETE FROM event_journal j USING unnest($1::bigint[], $2::text[]) AS u(id, wf)
+		WHERE j.journal_id = u.id AND j.workflow_id = u.wf RETURNING j.journal_id, j.workflow_id)
+		INSERT INTO event_links (event_id, wseq, workflow_id, prev_hash, hash)
+		SELECT u.id, u.seq, u.wf, u.prev, u.hash
+		FROM unnest($1::bigint[], $2::text[], $3::bigint[], $4::text[], $5::text[]) AS u(id, wf, seq, prev, hash)
+		JOIN gone g ON g.journal_id = u.id AND g.workflow_id = u.wf ORDER BY u.wf COLLATE "C", u.seq`,
+		ids, wfs, seqs, prevs, hashes)
 	return w.run(ctx, "link journaled events", b, checks)
 }
 
@@ -405,7 +408,9 @@ func queueAppend(b *pgx.Batch, evs []tgdriver.EventRow) ([]func(pgconn.CommandTa
 	return append(checks, nil), nil
 }
 
-// queueJournal queues the insert of evs into the journal, in order.
+// queueJournal queues the insert of evs, in order, into events without
+// their links (wseq NULL, no hashes), and of pointers to them into the
+// journal, in one statement: each body is written once, where it stays.
 func queueJournal(b *pgx.Batch, evs []tgdriver.EventRow) {
 	n := len(evs)
 	wfs, tasks, kinds, owners, details := make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
@@ -417,13 +422,16 @@ func queueJournal(b *pgx.Batch, evs []tgdriver.EventRow) {
 		gens[i], ats[i], hvs[i] = e.Generation, e.AtMS, int64(hashVersion(e))
 	}
 	// Identity values are handed out in the order the rows are inserted:
-	// ORDER BY keeps the events' order in the journal.
-	b.Queue(`INSERT INTO event_journal (workflow_id, task_id, kind, owner, generation, at_ms, detail,
+	// ORDER BY keeps the events' order, which is the journal's (journal_id
+	// is the event's id).
+	b.Queue(`WITH ev AS (INSERT INTO events (workflow_id, wseq, task_id, kind, owner, generation, at_ms, detail, prev_hash, hash,
 		hash_version, actor_kind, actor_name, actor_principal, task_state, content)
-		SELECT wf, task, kind, owner, gen, at, detail, hv, ak, an, ap, st, content
+		SELECT wf, NULL, task, kind, owner, gen, at, detail, '', '', hv, ak, an, ap, st, content
 		FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::bigint[], $6::bigint[], $7::text[],
 			$8::bigint[], $9::text[], $10::text[], $11::text[], $12::text[], $13::text[]) WITH ORDINALITY
-			AS e(wf, task, kind, owner, gen, at, detail, hv, ak, an, ap, st, content, ord) ORDER BY ord`,
+			AS e(wf, task, kind, owner, gen, at, detail, hv, ak, an, ap, st, content, ord) ORDER BY ord
+		RETURNING event_id, workflow_id)
+		INSERT INTO event_journal (journal_id, workflow_id) SELECT event_id, workflow_id FROM ev`,
 		wfs, tasks, kinds, owners, gens, ats, details, hvs, aks, ans, aps, states, contents)
 }
 
@@ -510,7 +518,11 @@ func (w *wtx) PruneWorkflow(ctx context.Context, workflowID string, beforeMS, no
 	}
 	// Its tasks and edges went with it (ON DELETE CASCADE); events have no
 	// foreign key (a chain outlives nothing, but is checked for orphans).
-	if _, err := w.c.Exec(ctx, `DELETE FROM events WHERE workflow_id = $1`, workflowID); err != nil {
+	// Every event is linked (nothing journaled): in its own row, or in
+	// event_links.
+	if _, err := w.c.Exec(ctx, `WITH l AS (DELETE FROM event_links WHERE workflow_id = $1 RETURNING event_id),
+		bodies AS (DELETE FROM events e USING l WHERE e.event_id = l.event_id)
+		DELETE FROM events WHERE workflow_id = $1 AND wseq IS NOT NULL`, workflowID); err != nil {
 		return tgdriver.PrunedRow{}, false, w.fail(ctx, "prune the events of "+workflowID, err)
 	}
 	if _, err := w.c.Exec(ctx, `INSERT INTO pruned_workflows (workflow_id, pruned_at_ms, task_count, event_count, head_hash)
