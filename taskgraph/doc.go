@@ -122,7 +122,10 @@
 // (SetKeyLimit, in the audit chain). Every key with a limit or a claim has
 // a row of the driver's concurrency_keys (a create makes it; the end of
 // the key's last claim prunes it when it has no limit and no ready task,
-// and a claim makes a missing one again: keyFreed, lockKeyRow); a
+// the server's sweeper prunes every such row once a minute, for keys
+// whose tasks are never claimed, walking the keys in order
+// (PruneIdleKeys), and a claim makes a missing one again: keyFreed,
+// lockKeyRow); a
 // transaction that locks several keys' rows locks them first, in key
 // order (lockKeys), so that two never deadlock. The guard is in the key's row: a claim
 // takes a slot in its own transaction by locking the row (LockKey) and a

@@ -728,6 +728,38 @@ func (w *wtx) PruneKey(ctx context.Context, key string) (bool, error) {
 	return tag.RowsAffected() == 1, nil
 }
 
+// PruneIdleKeys deletes the idle keys without a limit among the limit
+// keys after after. The guard is the delete's own predicate: a claim or a
+// limit committed meanwhile is seen in the row it re-reads after waiting
+// for the row's lock. A create's new ready task is not (the NOT EXISTS
+// reads the statement's snapshot), which costs nothing: a key's row
+// without a claim or a limit is what a missing row means, and the next
+// claim makes it again (lockKeyRow).
+func (w *wtx) PruneIdleKeys(ctx context.Context, after string, limit int) (int, string, error) {
+	var last *string
+	if err := w.c.QueryRow(ctx, pruneIdleKeysLastSQL, after, limit).Scan(&last); err != nil {
+		return 0, "", w.fail(ctx, "find concurrency keys to prune", err)
+	}
+	if last == nil {
+		return 0, "", nil
+	}
+	tag, err := w.c.Exec(ctx, pruneIdleKeysSQL, after, *last)
+	if err != nil {
+		return 0, "", w.fail(ctx, "prune idle concurrency keys", err)
+	}
+	return int(tag.RowsAffected()), *last, nil
+}
+
+// The statements of PruneIdleKeys: the last of the next keys in the
+// primary key's order, then the delete of the idle ones up to it, each
+// probing tasks_ready_by_key (plans pinned by TestPruneIdleKeysPlan).
+const (
+	pruneIdleKeysLastSQL = `SELECT MAX(key) FROM (SELECT key FROM concurrency_keys WHERE key > $1 ORDER BY key LIMIT $2) AS next`
+	pruneIdleKeysSQL     = `DELETE FROM concurrency_keys k WHERE k.key > $1 AND k.key <= $2 AND k.claimed = 0 AND k.max_claimed = 0 AND k.rate_count = 0
+	AND NOT EXISTS (SELECT 1 FROM tasks t WHERE t.concurrency_key = k.key AND t.concurrency_key <> ''
+		AND t.state = 'pending' AND t.due_at_ms = 0)`
+)
+
 // LockKey returns concurrency key key, locked (FOR UPDATE).
 func (w *wtx) LockKey(ctx context.Context, key string) (tgdriver.KeyRow, bool, error) {
 	k, err := scanKey(w.c.QueryRow(ctx, `SELECT `+keyColumns+` FROM concurrency_keys WHERE key = $1 FOR UPDATE`, key))

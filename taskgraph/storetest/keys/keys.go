@@ -32,6 +32,7 @@ var Tests = []stenv.Test{
 	{Name: "KeyNextClaimableAtForTheClaimAsked", Fn: testKeyNextClaimableAt},
 	{Name: "KeyRowPrunedWhenIdleWithoutLimit", Fn: testKeyRowPruned},
 	{Name: "KeyRowsLockedInOneOrder", Fn: testKeyLockOrder},
+	{Name: "KeyRowsNeverClaimedPrunedBySweeper", Fn: testKeyRowsNeverClaimedPruned},
 }
 
 // createKeyed creates node of workflow wf with concurrency key key and,
