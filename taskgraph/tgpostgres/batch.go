@@ -276,7 +276,7 @@ func (w *wtx) linkOnto(ctx context.Context, evs []tgdriver.EventRow, link func(*
 		}
 	}
 	rows, err := w.c.Query(ctx, `SELECT workflow_id, head_hash, event_count FROM workflows WHERE workflow_id = ANY($1)
-		ORDER BY workflow_id FOR UPDATE`, wfs)
+		ORDER BY workflow_id FOR NO KEY UPDATE`, wfs)
 	if err != nil {
 		return w.fail(ctx, "read the chain heads", err)
 	}

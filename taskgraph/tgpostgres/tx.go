@@ -38,10 +38,11 @@ func nullInt(v int64) any {
 	return v
 }
 
-// LockWorkflow takes the row lock of workflowID (FOR UPDATE).
+// LockWorkflow takes the row lock of workflowID (FOR NO KEY UPDATE: see
+// the package doc, "Locks").
 func (w *wtx) LockWorkflow(ctx context.Context, workflowID string) (bool, error) {
 	var one int
-	err := w.c.QueryRow(ctx, `SELECT 1 FROM workflows WHERE workflow_id = $1 FOR UPDATE`, workflowID).Scan(&one)
+	err := w.c.QueryRow(ctx, `SELECT 1 FROM workflows WHERE workflow_id = $1 FOR NO KEY UPDATE`, workflowID).Scan(&one)
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
 		return false, nil
@@ -58,7 +59,7 @@ func (w *wtx) EnsureWorkflow(ctx context.Context, workflowID string, nowMS int64
 		return 0, w.fail(ctx, "create workflow "+workflowID, err)
 	}
 	var n int
-	if err := w.c.QueryRow(ctx, `SELECT task_count FROM workflows WHERE workflow_id = $1 FOR UPDATE`, workflowID).Scan(&n); err != nil {
+	if err := w.c.QueryRow(ctx, `SELECT task_count FROM workflows WHERE workflow_id = $1 FOR NO KEY UPDATE`, workflowID).Scan(&n); err != nil {
 		return 0, w.fail(ctx, "lock workflow "+workflowID, err)
 	}
 	return n, nil
@@ -265,7 +266,7 @@ func (w *wtx) ShiftLeases(ctx context.Context, shiftMS, nowMS, defaultLeaseMS in
 func (w *wtx) ChainHead(ctx context.Context, workflowID string) (string, int64, error) {
 	var head string
 	var n int64
-	if err := w.c.QueryRow(ctx, `SELECT head_hash, event_count FROM workflows WHERE workflow_id = $1 FOR UPDATE`, workflowID).Scan(&head, &n); err != nil {
+	if err := w.c.QueryRow(ctx, `SELECT head_hash, event_count FROM workflows WHERE workflow_id = $1 FOR NO KEY UPDATE`, workflowID).Scan(&head, &n); err != nil {
 		return "", 0, w.fail(ctx, "read the chain head of "+workflowID, err)
 	}
 	return head, n, nil
@@ -294,7 +295,7 @@ func (w *wtx) JournalEvents(ctx context.Context, evs []tgdriver.EventRow) error 
 // order (FOR UPDATE) and returns them.
 func (w *wtx) LockChains(ctx context.Context, workflowIDs []string) ([]tgdriver.WorkflowRow, error) {
 	rows, err := w.c.Query(ctx, `SELECT `+workflowColumns+` FROM workflows WHERE workflow_id = ANY($1::text[])
-		ORDER BY workflow_id COLLATE "C" FOR UPDATE`, workflowIDs)
+		ORDER BY workflow_id COLLATE "C" FOR NO KEY UPDATE`, workflowIDs)
 	if err != nil {
 		return nil, w.fail(ctx, "lock workflows", err)
 	}

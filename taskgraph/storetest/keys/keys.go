@@ -33,6 +33,7 @@ var Tests = []stenv.Test{
 	{Name: "KeyRowPrunedWhenIdleWithoutLimit", Fn: testKeyRowPruned},
 	{Name: "KeyRowsLockedInOneOrder", Fn: testKeyLockOrder},
 	{Name: "KeyRowsNeverClaimedPrunedBySweeper", Fn: testKeyRowsNeverClaimedPruned},
+	{Name: "KeyCreateBesideEndingClaimLocksInOrder", Fn: testKeyCreateBesideEndingClaim},
 }
 
 // createKeyed creates node of workflow wf with concurrency key key and,
