@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -102,13 +103,27 @@ func (w *wtx) createNodes(workflowID string, nodes []nodespec.Node, order []int,
 	if err != nil {
 		return fmt.Errorf("create workflow: %w", err)
 	}
-	// The keys' rows first, in key order (lockKeys): nodes name keys in
-	// any order, and two creates that name the same keys in opposite
-	// orders must not wait for each other.
+	// Then the existing dependencies (FOR SHARE on PostgreSQL), before
+	// any key's row: whatever ends a claim holds the task's row when the
+	// schema's trigger locks its key's row to give the slot back, so a
+	// create that locked a key first and then waited for a dependency
+	// whose claim is ending would wait in the opposite order (package
+	// doc, "Lock order"). insertNode locks them again, a no-op. Only a
+	// create that names a key needs it.
 	keys := make([]string, 0, len(nodes))
 	for _, n := range nodes {
-		keys = append(keys, n.Key)
+		if n.Key != "" {
+			keys = append(keys, n.Key)
+		}
 	}
+	if len(keys) > 0 {
+		if err := w.lockDeps(workflowID, nodes); err != nil {
+			return err
+		}
+	}
+	// The keys' rows next, in key order (lockKeys): nodes name keys in
+	// any order, and two creates that name the same keys in opposite
+	// orders must not wait for each other.
 	if err := w.lockKeys(keys); err != nil {
 		return err
 	}
@@ -151,6 +166,23 @@ func (w *wtx) createNodes(workflowID string, nodes []nodespec.Node, order []int,
 		// audit head is locked last, after the workflow and its tasks.
 		if err := w.appendAudit(AuditCreate, workflowID, nil); err != nil {
 			return err
+		}
+	}
+	return nil
+}
+
+// lockDeps locks the existing dependencies of nodes, in node order (a
+// node of this creation not created yet has no row: insertNode makes it,
+// or refuses a dependency that names no node).
+func (w *wtx) lockDeps(workflowID string, nodes []nodespec.Node) error {
+	var deps []string
+	for _, n := range nodes {
+		deps = append(deps, n.DependsOn...)
+	}
+	slices.Sort(deps)
+	for _, d := range slices.Compact(deps) {
+		if _, err := w.tx.LockDependency(w.ctx, workflowID, d); err != nil && !errors.Is(err, tgdriver.ErrNoRows) {
+			return fmt.Errorf("look up dependency %s: %w", d, err)
 		}
 	}
 	return nil

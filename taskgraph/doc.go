@@ -122,9 +122,12 @@
 // (SetKeyLimit, in the audit chain). Every key with a limit or a claim has
 // a row of the driver's concurrency_keys (a create makes it; the end of
 // the key's last claim prunes it when it has no limit and no ready task,
-// and a claim makes a missing one again: keyFreed, lockKeyRow); a
-// transaction that locks several keys' rows locks them first, in key
-// order (lockKeys), so that two never deadlock. The guard is in the key's row: a claim
+// the server's sweeper prunes every such row once a minute, for keys
+// whose tasks are never claimed, walking the keys in order
+// (PruneIdleKeys), and a claim makes a missing one again: keyFreed,
+// lockKeyRow); a transaction that locks several keys' rows locks them in
+// key order (lockKeys), after the task rows it waits for ("Lock order"
+// below). The guard is in the key's row: a claim
 // takes a slot in its own transaction by locking the row (LockKey) and a
 // compare-and-set update (UpdateKey) that raises claimed and appends the
 // claim's time (the transaction's server time, as its history records it)
@@ -134,8 +137,12 @@
 // own transaction: a trigger of the schema on the task's state, so no
 // path can forget it. Claim-next's scan passes over the tasks of a closed
 // key (full, or rate-limited at the scan's time: KeyRow.Closed) with one
-// uncorrelated subquery, so tasks without a key pay one probe of a small
-// table; a batch whose candidates' keys closed under it (its own claims,
+// uncorrelated subquery that reads only the closed keys (two indexes:
+// the keys at their cap, and the range of the rate-held ones past the
+// scan's time), so a claim's cost does not grow with the number of keys,
+// and tasks without a key never read it. The scan still walks a full
+// key's queued tasks that stand ahead of a claimable one in the ready
+// index, one index entry each (issue 27: left open); a batch whose candidates' keys closed under it (its own claims,
 // or another transaction's) scans again for those claims. A claim whose
 // key's slot freed wakes one parked claim-next for the key's next task
 // (KeyHead, through the ready notifications); a parked claim held back by
@@ -229,6 +236,32 @@
 // counts as completed or sees the new edge. A driver may re-run an
 // operation after a serialization failure or a deadlock; only the run
 // that committed has effects outside the database (counters, wake-ups).
+//
+// # Lock order
+//
+// One order of row locks, for the drivers whose writers wait for one
+// another's (PostgreSQL; SQLite has one writer): a workflow's row, then
+// task rows, then concurrency keys' rows in key order, then the audit
+// head. The workflow's row is locked in a mode that does not block the
+// check of a task's foreign key to it (tgpostgres: FOR NO KEY UPDATE), so
+// a writer of tasks never waits for it. Keys come after tasks because whatever ends a claim holds the
+// task's row when the schema's trigger locks its key's row to give the
+// slot back; so a create that names a key locks the dependencies it will
+// count (lockDeps) before its keys' rows (lockKeys), and a batch locks its
+// candidates' keys after its tasks. Two gaps remain, where PostgreSQL may
+// detect a deadlock (40P01) and the driver runs the whole transaction again
+// (tgpostgres: Write, MaxWriteTries; proven by TestWriteRetriesDeadlock),
+// so that it costs a retry, never a wrong answer:
+//   - a batch takes keys' rows in waves: the trigger's, as its updates end
+//     claims (in the order the updates meet their rows: task id order), then
+//     its candidates' keys (lockKeys), then each rescan's; two batches can
+//     meet in opposite orders across the waves;
+//   - task rows are locked by task id in a batch, by node id in a create
+//     (lockDeps, then each node's dependencies as it is inserted), by seq
+//     in the sweeps.
+//
+// The storetest group Key's KeyRowsLockedInOneOrder counts the retries of
+// two creates naming the same keys in opposite orders: none.
 //
 // # Writes and durability
 //

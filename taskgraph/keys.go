@@ -168,6 +168,39 @@ func (w *wtx) keyFreed(key string) error {
 	return nil
 }
 
+// keyPruneBatch bounds the keys one transaction of PruneIdleKeys looks at.
+const keyPruneBatch = 500
+
+// PruneIdleKeys deletes the rows of concurrency keys that hold no claim,
+// no limit and no claimable task: the keys whose rows keyFreed never
+// prunes, because no claim of theirs ends (their tasks were cancelled
+// before a claim, or their workflows pruned). Such a row is what a missing
+// row means (lockKeyRow makes it again), so the pass changes nothing a
+// claim or a reader can tell but the size of the keys' table. It walks the
+// keys in key order, keyPruneBatch to a transaction, one pass over them
+// all; the guard is in each delete's own predicate. The server's sweeper
+// calls it every minute; it returns how many rows it deleted.
+func (s *Store) PruneIdleKeys(ctx context.Context) (int, error) {
+	total, after := 0, ""
+	for {
+		var n int
+		var last string
+		err := s.do(ctx, func(w *wtx) error {
+			var err error
+			n, last, err = w.tx.PruneIdleKeys(w.ctx, after, keyPruneBatch)
+			return err
+		})
+		if err != nil {
+			return total, fmt.Errorf("prune idle concurrency keys after %q: %w", after, err)
+		}
+		total += n
+		if last == "" {
+			return total, nil
+		}
+		after = last
+	}
+}
+
 // ensureKey creates the row of concurrency key key if it is new and, when
 // limit is given, sets the key's limit if none was set yet; a key whose
 // limit differs is a conflict (an operator changes limits: SetKeyLimit).

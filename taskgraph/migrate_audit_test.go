@@ -60,6 +60,8 @@ func downgradeToV2(t *testing.T, path string) {
 		// The later migrations' additions go too (0004 graph data, 0005
 		// principals, 0006 routing, 0007 journal, 0008 requests), so that
 		// the file is a schema-2 database again.
+		// 0017 keys at their cap:
+		`DROP INDEX concurrency_keys_at_cap`, `ALTER TABLE concurrency_keys DROP COLUMN at_cap`,
 		// 0016 events once (event_links, always empty on SQLite):
 		`DROP TABLE event_links`,
 		// 0015 drops tasks_by_state:

@@ -228,7 +228,8 @@ func (s *Store) PruneRequests(ctx context.Context) (int, error) {
 	return total, nil
 }
 
-// requestSweeper runs PruneRequests every requestCheckEvery until Close.
+// requestSweeper runs PruneRequests and PruneIdleKeys every
+// requestCheckEvery until Close.
 func (s *Store) requestSweeper() {
 	defer s.wg.Done()
 	ctx, cancel := s.quitContext()
@@ -241,6 +242,14 @@ func (s *Store) requestSweeper() {
 			s.log.Warn("removing expired request answers failed; retrying in a minute", "err", err)
 		} else if n > 0 {
 			s.log.Debug("expired request answers removed", "count", n)
+		}
+		if n, err := s.PruneIdleKeys(ctx); err != nil {
+			if errors.Is(err, ErrClosed) || ctx.Err() != nil {
+				return
+			}
+			s.log.Warn("pruning idle concurrency keys failed; retrying in a minute", "err", err)
+		} else if n > 0 {
+			s.log.Debug("idle concurrency keys pruned", "count", n)
 		}
 		t := time.NewTimer(requestCheckEvery)
 		select {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	tg "github.com/graph-engineering/graph-engineering-mcp/taskgraph"
+	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/storetest/stenv"
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/testwait"
 )
 
@@ -99,12 +100,12 @@ func testConcurrentClaimComplete(t *testing.T, h Harness) {
 // A parked claim-next is woken by a create at once.
 func testClaimNextWaitsForCreate(t *testing.T, h Harness) {
 	e := setup(t, h)
-	got := make(chan parkedResult, 1)
-	go func() { got <- e.parkedClaim(e.Ctx, tg.ClaimRequest{Owner: "w", Wait: tg.MaxClaimWait}) }()
+	got := make(chan stenv.ParkedResult, 1)
+	go func() { got <- e.ParkedClaim(e.Ctx, tg.ClaimRequest{Owner: "w", Wait: tg.MaxClaimWait}) }()
 	// The waiter is parked on the notifier; a create wakes it at once.
 	testwait.For(t, "the claim-next to park", func() bool { return e.S.Waiters() > 0 })
 	tk := e.Create(t, "wf", "late")
-	testwait.Recv(t, "the parked claim-next to return", got).wantWoken(t, tk.TaskID, "the create")
+	testwait.Recv(t, "the parked claim-next to return", got).WantWoken(t, tk.TaskID, "the create")
 }
 
 // A claim-next with nothing to claim gives up at the end of its wait, or
@@ -122,62 +123,15 @@ func testClaimNextWaitTimesOut(t *testing.T, h Harness) {
 	}
 }
 
-// parkedResult is the answer of a claim-next that may have parked.
-type parkedResult struct {
-	c    tg.Claimed
-	ok   bool
-	err  error
-	took time.Duration // from the call to the answer
-	wait time.Duration // the claim's ClaimRequest.Wait
-}
-
-// parkedClaim makes a claim that may park, and times it.
-func (e *env) parkedClaim(ctx context.Context, req tg.ClaimRequest) parkedResult {
-	start := time.Now()
-	c, ok, err := e.S.Claim(ctx, req)
-	return parkedResult{c: c, ok: ok, err: err, took: time.Since(start), wait: req.Wait}
-}
-
-// wantWoken fails t unless r claimed taskID before its wait ran out. A
-// parked claim that slept through its whole wait was not woken by the event
-// under test (by), even if it then found the task: that is what the
-// comparison with the claim's own wait (the store's timer, MaxClaimWait in
-// these tests) tells, not a bound on the test's speed. The tests make the
-// event right after the claim parks.
-func (r parkedResult) wantWoken(t *testing.T, taskID, by string) {
-	t.Helper()
-	if r.err != nil || !r.ok || r.c.Task.TaskID != taskID {
-		t.Fatalf("the claim-next parked before %s got ok=%v err=%v task %s, want task %s", by, r.ok, r.err, r.c.Task.TaskID, taskID)
-	}
-	if r.took >= r.wait {
-		t.Fatalf("the claim-next parked before %s answered after %v, its whole %v wait: %s did not wake it", by, r.took, r.wait, by)
-	}
-}
-
-// parkWaiters starts n claim-next calls on workflow wf ("" for any) that
-// wait up to MaxClaimWait, and returns once all of them are parked.
-func (e *env) parkWaiters(t *testing.T, ctx context.Context, n int, wf string, out chan<- parkedResult, wg *sync.WaitGroup) {
-	t.Helper()
-	base := e.S.Waiters()
-	for range n {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			out <- e.parkedClaim(ctx, tg.ClaimRequest{Owner: "w", WorkflowID: wf, Wait: tg.MaxClaimWait})
-		}()
-	}
-	testwait.For(t, fmt.Sprintf("%d claim-next calls to park", n), func() bool { return e.S.Waiters() >= base+n })
-}
-
 // At Options.MaxWaiters, a claim-next with a wait still takes a ready task,
 // and otherwise answers at once with ErrWaitLimit and ok false.
 func testMaxWaiters(t *testing.T, h Harness) {
 	e := setupWith(t, h, tg.Options{MaxWaiters: 2})
 	ctx, cancel := context.WithCancel(e.Ctx)
 	defer cancel()
-	out := make(chan parkedResult, 2)
+	out := make(chan stenv.ParkedResult, 2)
 	var wg sync.WaitGroup
-	e.parkWaiters(t, ctx, 2, "x", out, &wg)
+	e.ParkWaiters(t, ctx, 2, "x", out, &wg)
 	_, ok, err := e.S.Claim(e.Ctx, tg.ClaimRequest{Owner: "w", Wait: tg.MaxClaimWait})
 	if ok || !errors.Is(err, tg.ErrWaitLimit) {
 		t.Fatalf("claim-next at the bound: ok=%v err=%v, want tg.ErrWaitLimit", ok, err)
@@ -191,7 +145,7 @@ func testMaxWaiters(t *testing.T, h Harness) {
 	wg.Wait()
 	close(out)
 	for r := range out {
-		if !errors.Is(r.err, context.Canceled) {
+		if !errors.Is(r.Err, context.Canceled) {
 			t.Errorf("a parked waiter ended with %+v, want context.Canceled", r)
 		}
 	}
@@ -211,9 +165,9 @@ func testSweeperWakesWaiterForExpiredLease(t *testing.T, h Harness) {
 	kc := e.Claim(t, "alive", keeper.TaskID, time.Minute)
 	ctx, cancel := context.WithCancel(e.Ctx)
 	defer cancel()
-	out := make(chan parkedResult, 50)
+	out := make(chan stenv.ParkedResult, 50)
 	var wg sync.WaitGroup
-	e.parkWaiters(t, ctx, 50, "", out, &wg)
+	e.ParkWaiters(t, ctx, 50, "", out, &wg)
 	for range 24 {
 		e.Clock.Advance(250 * time.Millisecond)
 		if _, err := e.S.Heartbeat(e.Ctx, holder(kc), time.Minute); err != nil {
@@ -221,15 +175,15 @@ func testSweeperWakesWaiterForExpiredLease(t *testing.T, h Harness) {
 		}
 	}
 	r := testwait.Recv(t, "a parked claim-next to take the expired task", out)
-	r.wantWoken(t, task.TaskID, "the sweeper's expiry")
-	if r.c.Lease.Generation != 2 {
+	r.WantWoken(t, task.TaskID, "the sweeper's expiry")
+	if r.C.Lease.Generation != 2 {
 		t.Fatalf("got %+v, want the expired task at generation 2", r)
 	}
 	cancel()
 	wg.Wait()
 	close(out)
 	for r := range out {
-		if !errors.Is(r.err, context.Canceled) {
+		if !errors.Is(r.Err, context.Canceled) {
 			t.Errorf("a parked waiter ended with %+v, want context.Canceled", r)
 		}
 	}
@@ -241,14 +195,14 @@ func testSweeperWakesWaiterForExpiredLease(t *testing.T, h Harness) {
 func testClaimNextSeesAnotherStoresWrites(t *testing.T, h Harness) {
 	e := setup(t, h)
 	other := e.DB.Open(t, tg.Options{Clock: e.Clock})
-	got := make(chan parkedResult, 1)
-	go func() { got <- e.parkedClaim(e.Ctx, tg.ClaimRequest{Owner: "w", Wait: tg.MaxClaimWait}) }()
+	got := make(chan stenv.ParkedResult, 1)
+	go func() { got <- e.ParkedClaim(e.Ctx, tg.ClaimRequest{Owner: "w", Wait: tg.MaxClaimWait}) }()
 	testwait.For(t, "the claim-next to park", func() bool { return e.S.Waiters() > 0 })
 	tk, err := other.CreateTask(e.Ctx, "wf", tg.NodeSpec{NodeID: "x"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	testwait.Recv(t, "the parked claim-next to return", got).wantWoken(t, tk.Task.TaskID, "the other store's create")
+	testwait.Recv(t, "the parked claim-next to return", got).WantWoken(t, tk.Task.TaskID, "the other store's create")
 }
 
 // A closed store refuses every write with ErrClosed and keeps what it

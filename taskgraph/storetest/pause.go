@@ -12,6 +12,7 @@ import (
 	"time"
 
 	tg "github.com/graph-engineering/graph-engineering-mcp/taskgraph"
+	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/storetest/stenv"
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/testwait"
 )
 
@@ -131,14 +132,14 @@ func testResumeWakesParkedClaim(t *testing.T, h Harness) {
 	}
 	ctx, cancel := context.WithCancel(e.Ctx)
 	defer cancel()
-	out := make(chan parkedResult, 1)
+	out := make(chan stenv.ParkedResult, 1)
 	var wg sync.WaitGroup
 	defer wg.Wait()
-	e.parkWaiters(t, ctx, 1, "a", out, &wg)
+	e.ParkWaiters(t, ctx, 1, "a", out, &wg)
 	if _, ok, err := e.S.ResumeClaims(e.Ctx, "", alice); err != nil || !ok {
 		t.Fatalf("resume: ok=%v err=%v", ok, err)
 	}
-	testwait.Recv(t, "the parked claim's answer", out).wantWoken(t, task.TaskID, "the resume")
+	testwait.Recv(t, "the parked claim's answer", out).WantWoken(t, task.TaskID, "the resume")
 }
 
 // Pausing refuses a workflow that does not exist and a missing reason,

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	tg "github.com/graph-engineering/graph-engineering-mcp/taskgraph"
+	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/storetest/stenv"
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/testwait"
 )
 
@@ -186,15 +187,15 @@ func testAnotherStoresRoutedTask(t *testing.T, h Harness) {
 
 // parkPlainAndGPU parks two claim-next calls that wait for work until ctx
 // ends: the older without capabilities (plain), the younger with gpu.
-func (e *env) parkPlainAndGPU(t *testing.T, ctx context.Context, wg *sync.WaitGroup) (plain, gpu chan parkedResult) {
+func (e *env) parkPlainAndGPU(t *testing.T, ctx context.Context, wg *sync.WaitGroup) (plain, gpu chan stenv.ParkedResult) {
 	t.Helper()
-	plain, gpu = make(chan parkedResult, 1), make(chan parkedResult, 1)
-	park := func(out chan parkedResult, caps ...string) {
+	plain, gpu = make(chan stenv.ParkedResult, 1), make(chan stenv.ParkedResult, 1)
+	park := func(out chan stenv.ParkedResult, caps ...string) {
 		base := e.S.Waiters()
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			out <- e.parkedClaim(ctx, tg.ClaimRequest{Owner: "w", Wait: tg.MaxClaimWait, Capabilities: caps})
+			out <- e.ParkedClaim(ctx, tg.ClaimRequest{Owner: "w", Wait: tg.MaxClaimWait, Capabilities: caps})
 		}()
 		testwait.For(t, "the claim-next to park", func() bool { return e.S.Waiters() > base })
 	}
@@ -205,12 +206,12 @@ func (e *env) parkPlainAndGPU(t *testing.T, ctx context.Context, wg *sync.WaitGr
 
 // wantTakenBy waits for the parked claim on want to take task taskID (what
 // names it), failing if the claim on not (nil: none) answers first.
-func wantTakenBy(t *testing.T, want, not <-chan parkedResult, taskID, what string) {
+func wantTakenBy(t *testing.T, want, not <-chan stenv.ParkedResult, taskID, what string) {
 	t.Helper()
 	ctx := testwait.Context(t)
 	select {
 	case r := <-want:
-		r.wantWoken(t, taskID, what)
+		r.WantWoken(t, taskID, what)
 	case r := <-not:
 		t.Fatalf("the waiter that cannot take %s answered: %+v", what, r)
 	case <-ctx.Done():
@@ -356,9 +357,9 @@ func testPromotionWakesParkedClaim(t *testing.T, h Harness) {
 	tk := e.createSpec(t, "wf", tg.NodeSpec{NodeID: "a", NotBefore: e.Clock.Now().Add(time.Minute), Requires: []string{"gpu"}})
 	ctx, cancel := context.WithCancel(e.Ctx)
 	defer cancel()
-	out := make(chan parkedResult, 1)
+	out := make(chan stenv.ParkedResult, 1)
 	go func() {
-		out <- e.parkedClaim(ctx, tg.ClaimRequest{Owner: "w", Wait: tg.MaxClaimWait, Capabilities: []string{"gpu"}})
+		out <- e.ParkedClaim(ctx, tg.ClaimRequest{Owner: "w", Wait: tg.MaxClaimWait, Capabilities: []string{"gpu"}})
 	}()
 	testwait.For(t, "the claim-next to park", func() bool { return e.S.Waiters() > 0 })
 	e.Clock.Advance(time.Minute)
@@ -368,7 +369,7 @@ func testPromotionWakesParkedClaim(t *testing.T, h Harness) {
 	if n, err := e.S.PromoteDue(e.Ctx); err != nil || n > 1 {
 		t.Fatalf("PromoteDue = %d, %v", n, err)
 	}
-	testwait.Recv(t, "the parked claim-next to return", out).wantWoken(t, tk.TaskID, "the promotion")
+	testwait.Recv(t, "the parked claim-next to return", out).WantWoken(t, tk.TaskID, "the promotion")
 }
 
 // Releases and operator requeues are claimable at once, whatever the

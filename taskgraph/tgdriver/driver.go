@@ -312,6 +312,13 @@ type Tx interface {
 	// own predicate: such a row is what a missing row means. pruned is
 	// false when the row is not there or holds a claim or a limit.
 	PruneKey(ctx context.Context, key string) (pruned bool, err error)
+	// PruneIdleKeys looks at the first limit concurrency keys after after
+	// in key order ("" from the first) and deletes those that hold no
+	// claim, no limit and no claimable task (pending, due now), in the
+	// delete's own predicate. last is the last key it looked at, "" when
+	// there was none: the walk is over. It reads the keys' primary key and
+	// tasks_ready_by_key, so a walk costs one pass over the keys.
+	PruneIdleKeys(ctx context.Context, after string, limit int) (pruned int, last string, err error)
 	// LockKey returns concurrency key key and holds its write lock for the
 	// rest of the transaction (PostgreSQL: FOR UPDATE); ok is false when
 	// it does not exist. Lock order: after the tasks rows, and a

@@ -47,21 +47,25 @@ var (
 // whose rate opens after the scan's server time, bound as the parameter
 // that ends its name (tgdriver.KeyRow.Closed); keyOpen over those of a
 // full key only. A task without a key never reads concurrency_keys; the
-// subquery is uncorrelated (a hashed SubPlan, once per statement). A
-// claim takes its key's slot by a guarded update of the key's row
-// (UpdateKey, after LockKey), so a scan that read a key open just before
-// another transaction filled it only costs the claim a second look.
+// subquery is uncorrelated (a hashed SubPlan, once per statement) and
+// reads only the closed keys: the full ones from concurrency_keys_at_cap,
+// the rate-held ones from the range of concurrency_keys_rate_open past
+// the scan's time (migration 0017; pinned by
+// TestClaimScanReadsOnlyClosedKeys), so its cost does not grow with the
+// number of keys. A claim takes its key's slot by a guarded update of the
+// key's row (UpdateKey, after LockKey), so a scan that read a key open
+// just before another transaction filled it only costs the claim a
+// second look.
 func keyOpenAt(param string) string {
-	return `(concurrency_key = '' OR concurrency_key NOT IN (SELECT key FROM concurrency_keys
-		WHERE max_claimed > 0 AND claimed >= max_claimed OR rate_open_at_ms > ` + param + `::bigint))`
+	return `(concurrency_key = '' OR concurrency_key NOT IN (SELECT key FROM concurrency_keys WHERE at_cap
+		UNION ALL SELECT key FROM concurrency_keys WHERE rate_open_at_ms > 0 AND rate_open_at_ms > ` + param + `::bigint))`
 }
 
 var (
 	keyOpenAt2 = keyOpenAt("$2")
 	keyOpenAt3 = keyOpenAt("$3")
 	keyOpenAt4 = keyOpenAt("$4")
-	keyOpen    = `(concurrency_key = '' OR concurrency_key NOT IN (SELECT key FROM concurrency_keys
-		WHERE max_claimed > 0 AND claimed >= max_claimed))`
+	keyOpen    = `(concurrency_key = '' OR concurrency_key NOT IN (SELECT key FROM concurrency_keys WHERE at_cap))`
 )
 
 // queueScan queues claim scan c.
@@ -272,7 +276,7 @@ func (w *wtx) linkOnto(ctx context.Context, evs []tgdriver.EventRow, link func(*
 		}
 	}
 	rows, err := w.c.Query(ctx, `SELECT workflow_id, head_hash, event_count FROM workflows WHERE workflow_id = ANY($1)
-		ORDER BY workflow_id FOR UPDATE`, wfs)
+		ORDER BY workflow_id FOR NO KEY UPDATE`, wfs)
 	if err != nil {
 		return w.fail(ctx, "read the chain heads", err)
 	}

@@ -38,7 +38,7 @@ func TestSchemaMatchesSQLite(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := map[string][]string{}
-	rows, err := lite.QueryContext(ctx, `SELECT m.name, p.name FROM sqlite_schema m JOIN pragma_table_info(m.name) p
+	rows, err := lite.QueryContext(ctx, `SELECT m.name, p.name FROM sqlite_schema m JOIN pragma_table_xinfo(m.name) p
 		WHERE m.type = 'table' AND m.name NOT LIKE 'sqlite\_%' ESCAPE '\'`)
 	if err != nil {
 		t.Fatal(err)

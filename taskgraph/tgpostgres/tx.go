@@ -38,10 +38,11 @@ func nullInt(v int64) any {
 	return v
 }
 
-// LockWorkflow takes the row lock of workflowID (FOR UPDATE).
+// LockWorkflow takes the row lock of workflowID (FOR NO KEY UPDATE: see
+// the package doc, "Locks").
 func (w *wtx) LockWorkflow(ctx context.Context, workflowID string) (bool, error) {
 	var one int
-	err := w.c.QueryRow(ctx, `SELECT 1 FROM workflows WHERE workflow_id = $1 FOR UPDATE`, workflowID).Scan(&one)
+	err := w.c.QueryRow(ctx, `SELECT 1 FROM workflows WHERE workflow_id = $1 FOR NO KEY UPDATE`, workflowID).Scan(&one)
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
 		return false, nil
@@ -58,7 +59,7 @@ func (w *wtx) EnsureWorkflow(ctx context.Context, workflowID string, nowMS int64
 		return 0, w.fail(ctx, "create workflow "+workflowID, err)
 	}
 	var n int
-	if err := w.c.QueryRow(ctx, `SELECT task_count FROM workflows WHERE workflow_id = $1 FOR UPDATE`, workflowID).Scan(&n); err != nil {
+	if err := w.c.QueryRow(ctx, `SELECT task_count FROM workflows WHERE workflow_id = $1 FOR NO KEY UPDATE`, workflowID).Scan(&n); err != nil {
 		return 0, w.fail(ctx, "lock workflow "+workflowID, err)
 	}
 	return n, nil
@@ -265,7 +266,7 @@ func (w *wtx) ShiftLeases(ctx context.Context, shiftMS, nowMS, defaultLeaseMS in
 func (w *wtx) ChainHead(ctx context.Context, workflowID string) (string, int64, error) {
 	var head string
 	var n int64
-	if err := w.c.QueryRow(ctx, `SELECT head_hash, event_count FROM workflows WHERE workflow_id = $1 FOR UPDATE`, workflowID).Scan(&head, &n); err != nil {
+	if err := w.c.QueryRow(ctx, `SELECT head_hash, event_count FROM workflows WHERE workflow_id = $1 FOR NO KEY UPDATE`, workflowID).Scan(&head, &n); err != nil {
 		return "", 0, w.fail(ctx, "read the chain head of "+workflowID, err)
 	}
 	return head, n, nil
@@ -294,7 +295,7 @@ func (w *wtx) JournalEvents(ctx context.Context, evs []tgdriver.EventRow) error 
 // order (FOR UPDATE) and returns them.
 func (w *wtx) LockChains(ctx context.Context, workflowIDs []string) ([]tgdriver.WorkflowRow, error) {
 	rows, err := w.c.Query(ctx, `SELECT `+workflowColumns+` FROM workflows WHERE workflow_id = ANY($1::text[])
-		ORDER BY workflow_id COLLATE "C" FOR UPDATE`, workflowIDs)
+		ORDER BY workflow_id COLLATE "C" FOR NO KEY UPDATE`, workflowIDs)
 	if err != nil {
 		return nil, w.fail(ctx, "lock workflows", err)
 	}
@@ -739,6 +740,38 @@ func (w *wtx) PruneKey(ctx context.Context, key string) (bool, error) {
 	}
 	return tag.RowsAffected() == 1, nil
 }
+
+// PruneIdleKeys deletes the idle keys without a limit among the limit
+// keys after after. The guard is the delete's own predicate: a claim or a
+// limit committed meanwhile is seen in the row it re-reads after waiting
+// for the row's lock. A create's new ready task is not (the NOT EXISTS
+// reads the statement's snapshot), which costs nothing: a key's row
+// without a claim or a limit is what a missing row means, and the next
+// claim makes it again (lockKeyRow).
+func (w *wtx) PruneIdleKeys(ctx context.Context, after string, limit int) (int, string, error) {
+	var last *string
+	if err := w.c.QueryRow(ctx, pruneIdleKeysLastSQL, after, limit).Scan(&last); err != nil {
+		return 0, "", w.fail(ctx, "find concurrency keys to prune", err)
+	}
+	if last == nil {
+		return 0, "", nil
+	}
+	tag, err := w.c.Exec(ctx, pruneIdleKeysSQL, after, *last)
+	if err != nil {
+		return 0, "", w.fail(ctx, "prune idle concurrency keys", err)
+	}
+	return int(tag.RowsAffected()), *last, nil
+}
+
+// The statements of PruneIdleKeys: the last of the next keys in the
+// primary key's order, then the delete of the idle ones up to it, each
+// probing tasks_ready_by_key (plans pinned by TestPruneIdleKeysPlan).
+const (
+	pruneIdleKeysLastSQL = `SELECT MAX(key) FROM (SELECT key FROM concurrency_keys WHERE key > $1 ORDER BY key LIMIT $2) AS next`
+	pruneIdleKeysSQL     = `DELETE FROM concurrency_keys k WHERE k.key > $1 AND k.key <= $2 AND k.claimed = 0 AND k.max_claimed = 0 AND k.rate_count = 0
+	AND NOT EXISTS (SELECT 1 FROM tasks t WHERE t.concurrency_key = k.key AND t.concurrency_key <> ''
+		AND t.state = 'pending' AND t.due_at_ms = 0)`
+)
 
 // LockKey returns concurrency key key, locked (FOR UPDATE).
 func (w *wtx) LockKey(ctx context.Context, key string) (tgdriver.KeyRow, bool, error) {

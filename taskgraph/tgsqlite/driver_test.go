@@ -346,6 +346,8 @@ func TestClaimAndLeaseQueries(t *testing.T) {
 		sqlNextPendingInWorkflow: "tasks_ready_by_workflow_priority", sqlNextPendingInWorkflowCaps: "tasks_ready_by_workflow_priority",
 		sqlCountClaimable: "tasks_ready_plain", sqlCountClaimableCaps: "tasks_ready_by_priority",
 		sqlCountClaimableWF: "tasks_ready_by_workflow_priority", sqlCountClaimableWFCaps: "tasks_ready_by_workflow_priority",
+		sqlClaimable: "tasks_ready_plain", sqlClaimableCaps: "tasks_ready_by_priority",
+		sqlClaimableInWorkflow: "tasks_ready_by_workflow_priority", sqlClaimableInWorkflowCaps: "tasks_ready_by_workflow_priority",
 		sqlDueTasks: "tasks_due", sqlNextDue: "tasks_due",
 		sqlExpiredLeases: "tasks_leases", sqlNextLeaseExpiry: "tasks_leases", sqlPendingWorkflows: "tasks_ready_by_priority"} {
 		rows, err := d.rdb.Query(`EXPLAIN QUERY PLAN `+q, make([]any, strings.Count(q, "?"))...)
@@ -362,6 +364,12 @@ func TestClaimAndLeaseQueries(t *testing.T) {
 			plan = append(plan, detail)
 		}
 		rows.Close()
+		// The claim scans read the closed concurrency keys from their
+		// indexes (concurrency_keys_at_cap, concurrency_keys_rate_open),
+		// never every key.
+		if p := strings.Join(plan, "; "); strings.Contains(p, "SCAN concurrency_keys") && !strings.Contains(p, "SCAN concurrency_keys USING") {
+			t.Fatalf("plan of %s: %s reads every concurrency key", q, p)
+		}
 		if p := strings.Join(plan, "; "); !strings.Contains(p, "USING INDEX "+index) && !strings.Contains(p, "USING COVERING INDEX "+index) {
 			t.Fatalf("plan of %s: %s, want index %s", q, p, index)
 		} else if strings.Contains(p, "TEMP B-TREE FOR ORDER BY") {

@@ -200,12 +200,17 @@ const notPaused = `NOT EXISTS (SELECT 1 FROM claim_pauses WHERE workflow_id = ''
 // cap); keyOpenAt also over those of a key whose rate opens after the
 // server time given as its argument (tgdriver.KeyRow.Closed). A task
 // without a key never reads concurrency_keys; the subquery is
-// uncorrelated: evaluated once per statement over the small keys table.
+// uncorrelated, evaluated once per statement, and reads only the closed
+// keys: the full ones from concurrency_keys_at_cap, the rate-held ones
+// from the range of concurrency_keys_rate_open past the time (migration
+// 0017; pinned by TestClaimAndLeaseQueries), so its cost does not grow
+// with the number of keys.
 const (
 	keyOpen = `(concurrency_key = '' OR concurrency_key NOT IN
-		(SELECT key FROM concurrency_keys WHERE max_claimed > 0 AND claimed >= max_claimed))`
+		(SELECT key FROM concurrency_keys INDEXED BY concurrency_keys_at_cap WHERE at_cap))`
 	keyOpenAt = `(concurrency_key = '' OR concurrency_key NOT IN
-		(SELECT key FROM concurrency_keys WHERE max_claimed > 0 AND claimed >= max_claimed OR rate_open_at_ms > ?))`
+		(SELECT key FROM concurrency_keys INDEXED BY concurrency_keys_at_cap WHERE at_cap
+		UNION ALL SELECT key FROM concurrency_keys INDEXED BY concurrency_keys_rate_open WHERE rate_open_at_ms > 0 AND rate_open_at_ms > ?))`
 )
 
 // claimableSQL is the claim-next scan: its arguments are the workflow (when

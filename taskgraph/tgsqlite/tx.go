@@ -561,6 +561,30 @@ func (t *wtx) PruneKey(_ context.Context, key string) (bool, error) {
 	return n == 1, err
 }
 
+// PruneIdleKeys deletes the idle keys without a limit among the limit
+// keys after after.
+func (t *wtx) PruneIdleKeys(_ context.Context, after string, limit int) (int, string, error) {
+	var last sql.NullString
+	if err := t.queryRow(bg, `SELECT MAX(key) FROM (SELECT key FROM concurrency_keys WHERE key > ? ORDER BY key LIMIT ?)`, after, limit).Scan(&last); err != nil {
+		return 0, "", fmt.Errorf("find concurrency keys to prune: %w", err)
+	}
+	if !last.Valid {
+		return 0, "", nil
+	}
+	res, err := t.exec(sqlPruneIdleKeys, after, last.String)
+	if err != nil {
+		return 0, "", fmt.Errorf("prune idle concurrency keys: %w", err)
+	}
+	n, err := res.RowsAffected()
+	return int(n), last.String, err
+}
+
+// sqlPruneIdleKeys deletes the keys in ($1, $2] that hold no claim, no
+// limit and no claimable task (tasks_ready_by_key).
+const sqlPruneIdleKeys = `DELETE FROM concurrency_keys WHERE key > ? AND key <= ? AND claimed = 0 AND max_claimed = 0 AND rate_count = 0
+	AND NOT EXISTS (SELECT 1 FROM tasks WHERE tasks.concurrency_key = concurrency_keys.key AND tasks.concurrency_key <> ''
+		AND tasks.state = 'pending' AND tasks.due_at_ms = 0)`
+
 // LockKey returns concurrency key key (the single writer holds every row).
 func (t *wtx) LockKey(ctx context.Context, key string) (tgdriver.KeyRow, bool, error) {
 	return t.Key(ctx, key)

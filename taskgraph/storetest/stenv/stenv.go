@@ -7,11 +7,13 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/graph-engineering/graph-engineering-mcp/lease"
 	tg "github.com/graph-engineering/graph-engineering-mcp/taskgraph"
+	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/testwait"
 )
 
 // Harness opens stores of one driver on fresh databases.
@@ -48,6 +50,14 @@ type Database interface {
 	// changed or deleted in between. Byte strings appear as their bytes, so a
 	// secret stored in clear would appear in the snapshot.
 	Snapshot(t testing.TB) string
+}
+
+// Test is one behaviour of the suite: a group of the suite, in storetest
+// or a package of its own, is a list of them, and storetest.Run runs each
+// on every driver's Harness.
+type Test struct {
+	Name string
+	Fn   func(t *testing.T, h Harness)
 }
 
 // T0 is where every store's manual clock starts.
@@ -247,4 +257,51 @@ func WantConflict(t *testing.T, err error, phrase string) {
 	if !errors.Is(err, tg.ErrConflict) || !errors.As(err, &ce) || !strings.Contains(err.Error(), phrase) {
 		t.Fatalf("got %v, want a conflict saying %q", err, phrase)
 	}
+}
+
+// ParkedResult is the answer of a claim-next that may have parked.
+type ParkedResult struct {
+	C    tg.Claimed
+	OK   bool
+	Err  error
+	Took time.Duration // from the call to the answer
+	Wait time.Duration // the claim's ClaimRequest.Wait
+}
+
+// ParkedClaim makes a claim that may park, and times it.
+func (e *Env) ParkedClaim(ctx context.Context, req tg.ClaimRequest) ParkedResult {
+	start := time.Now()
+	c, ok, err := e.S.Claim(ctx, req)
+	return ParkedResult{C: c, OK: ok, Err: err, Took: time.Since(start), Wait: req.Wait}
+}
+
+// WantWoken fails t unless r claimed taskID before its wait ran out. A
+// parked claim that slept through its whole wait was not woken by the event
+// under test (by), even if it then found the task: that is what the
+// comparison with the claim's own wait (the store's timer, MaxClaimWait in
+// these tests) tells, not a bound on the test's speed. The tests make the
+// event right after the claim parks.
+func (r ParkedResult) WantWoken(t *testing.T, taskID, by string) {
+	t.Helper()
+	if r.Err != nil || !r.OK || r.C.Task.TaskID != taskID {
+		t.Fatalf("the claim-next parked before %s got ok=%v err=%v task %s, want task %s", by, r.OK, r.Err, r.C.Task.TaskID, taskID)
+	}
+	if r.Took >= r.Wait {
+		t.Fatalf("the claim-next parked before %s answered after %v, its whole %v wait: %s did not wake it", by, r.Took, r.Wait, by)
+	}
+}
+
+// ParkWaiters starts n claim-next calls on workflow wf ("" for any) that
+// wait up to MaxClaimWait, and returns once all of them are parked.
+func (e *Env) ParkWaiters(t *testing.T, ctx context.Context, n int, wf string, out chan<- ParkedResult, wg *sync.WaitGroup) {
+	t.Helper()
+	base := e.S.Waiters()
+	for range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			out <- e.ParkedClaim(ctx, tg.ClaimRequest{Owner: "w", WorkflowID: wf, Wait: tg.MaxClaimWait})
+		}()
+	}
+	testwait.For(t, fmt.Sprintf("%d claim-next calls to park", n), func() bool { return e.S.Waiters() >= base+n })
 }

@@ -15,6 +15,7 @@ var keyTests = []test{
 	{"ScansPassOverClosedKeys", testKeyScans},
 	{"ClaimEndGivesSlotBack", testKeySlotBack},
 	{"PruneOnlyIdleWithoutLimit", testKeyPrune},
+	{"PruneIdleKeysWalksEveryKeyOnce", testPruneIdleKeys},
 	{"RateHeldKeysInOpeningOrder", testRateHeldKeys},
 }
 
@@ -55,6 +56,58 @@ func testKeyPrune(t *testing.T, h Harness) {
 		if _, ok, err := e.d.Reads().Key(e.ctx, key); err != nil || ok == want && key != "missing" {
 			t.Errorf("after PruneKey(%s): row there %v (err %v), want %v", key, ok, err, !want)
 		}
+	}
+}
+
+// testPruneIdleKeys: PruneIdleKeys, walked two keys at a time, deletes
+// exactly the keys that hold no claim, no limit and no claimable task
+// (a task due later, blocked or finished is not claimable), and each key
+// is looked at once.
+func testPruneIdleKeys(t *testing.T, h Harness) {
+	e := newEnv(t, h)
+	due, blocked, done := keyed("wf", "due", "k7due", 0), keyed("wf", "blocked", "k8blocked", 0), keyed("wf", "done", "k6done", 0)
+	due.DueAtMS = 5000
+	blocked.State, blocked.Unmet = "blocked", 1
+	done.State = "completed"
+	e.inserted(keyed("wf", "ready", "k2ready", 0), due, blocked, done, keyed("wf", "other", "", 0))
+	e.setKeys(tgdriver.KeyRow{Key: "k1idle"}, tgdriver.KeyRow{Key: "k2ready"}, tgdriver.KeyRow{Key: "k3held", Claimed: 1},
+		tgdriver.KeyRow{Key: "k4capped", MaxClaimed: 2}, tgdriver.KeyRow{Key: "k5rated", RateCount: 1, RateIntervalMS: 10},
+		tgdriver.KeyRow{Key: "k6done"}, tgdriver.KeyRow{Key: "k7due"}, tgdriver.KeyRow{Key: "k8blocked"})
+	total, after, walks := 0, "", 0
+	var looked []string
+	for {
+		var n int
+		var last string
+		e.write(func(tx tgdriver.Tx) error {
+			var err error
+			n, last, err = tx.PruneIdleKeys(e.ctx, after, 2)
+			return err
+		})
+		if last == "" {
+			break
+		}
+		if walks++; walks > 8 || last <= after {
+			t.Fatalf("PruneIdleKeys after %q returned last %q on walk %d: it does not move on", after, last, walks)
+		}
+		total, after = total+n, last
+		looked = append(looked, last)
+	}
+	if want := []string{"k2ready", "k4capped", "k6done", "k8blocked"}; fmt.Sprint(looked) != fmt.Sprint(want) {
+		t.Errorf("PruneIdleKeys walked to %v, want %v (two keys a step)", looked, want)
+	}
+	if total != 4 {
+		t.Errorf("PruneIdleKeys deleted %d rows, want 4 (k1idle, k6done, k7due, k8blocked)", total)
+	}
+	keys, err := e.d.Reads().Keys(e.ctx, "", 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var left []string
+	for _, k := range keys {
+		left = append(left, k.Key)
+	}
+	if want := []string{"k2ready", "k3held", "k4capped", "k5rated"}; fmt.Sprint(left) != fmt.Sprint(want) {
+		t.Errorf("keys left %v, want %v", left, want)
 	}
 }
 

@@ -1,4 +1,4 @@
-package storetest
+package keys
 
 import (
 	"context"
@@ -13,23 +13,27 @@ import (
 	"time"
 
 	tg "github.com/graph-engineering/graph-engineering-mcp/taskgraph"
+	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/storetest/stenv"
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/testwait"
 )
 
-// keyTests: concurrency keys and rate limits per key (issue 27, items 1
-// and 2).
-var keyTests = []test{
-	{"KeyLimitHoldsUnderConcurrentClaimers", testKeyLimitHoldsUnderConcurrentClaimers},
-	{"KeySlotFreesOnEveryEnd", testKeySlotFreesOnEveryEnd},
-	{"KeyRateByServerTime", testKeyRateByServerTime},
-	{"KeyFreedSlotWakesParkedClaim", testKeyFreedSlotWakesParkedClaim},
-	{"KeyLimitChangedByOperator", testKeyLimitChangedByOperator},
-	{"KeyCreateRules", testKeyCreateRules},
-	{"KeyClaimByID", testKeyClaimByID},
-	{"KeyThousandTasksTwoAtOnceTenASecond", testKeyThousandTasks},
-	{"KeyNextClaimableAtForTheClaimAsked", testKeyNextClaimableAt},
-	{"KeyRowPrunedWhenIdleWithoutLimit", testKeyRowPruned},
-	{"KeyRowsLockedInOneOrder", testKeyLockOrder},
+// Tests are the suite's group "Key": concurrency keys and rate limits
+// per key (issue 27, items 1 and 2). storetest.Run runs them on every
+// driver's Harness.
+var Tests = []stenv.Test{
+	{Name: "KeyLimitHoldsUnderConcurrentClaimers", Fn: testKeyLimitHoldsUnderConcurrentClaimers},
+	{Name: "KeySlotFreesOnEveryEnd", Fn: testKeySlotFreesOnEveryEnd},
+	{Name: "KeyRateByServerTime", Fn: testKeyRateByServerTime},
+	{Name: "KeyFreedSlotWakesParkedClaim", Fn: testKeyFreedSlotWakesParkedClaim},
+	{Name: "KeyLimitChangedByOperator", Fn: testKeyLimitChangedByOperator},
+	{Name: "KeyCreateRules", Fn: testKeyCreateRules},
+	{Name: "KeyClaimByID", Fn: testKeyClaimByID},
+	{Name: "KeyThousandTasksTwoAtOnceTenASecond", Fn: testKeyThousandTasks},
+	{Name: "KeyNextClaimableAtForTheClaimAsked", Fn: testKeyNextClaimableAt},
+	{Name: "KeyRowPrunedWhenIdleWithoutLimit", Fn: testKeyRowPruned},
+	{Name: "KeyRowsLockedInOneOrder", Fn: testKeyLockOrder},
+	{Name: "KeyRowsNeverClaimedPrunedBySweeper", Fn: testKeyRowsNeverClaimedPruned},
+	{Name: "KeyCreateBesideEndingClaimLocksInOrder", Fn: testKeyCreateBesideEndingClaim},
 }
 
 // createKeyed creates node of workflow wf with concurrency key key and,
@@ -256,14 +260,14 @@ func testKeyFreedSlotWakesParkedClaim(t *testing.T, h Harness) {
 	}
 	ctx, cancel := context.WithCancel(e.Ctx)
 	defer cancel()
-	out := make(chan parkedResult, 1)
+	out := make(chan stenv.ParkedResult, 1)
 	var wg sync.WaitGroup
 	defer wg.Wait()
-	e.parkWaiters(t, ctx, 1, "", out, &wg)
+	e.ParkWaiters(t, ctx, 1, "", out, &wg)
 	if _, err := e.S.Complete(e.Ctx, holder(c), json.RawMessage(`1`)); err != nil {
 		t.Fatal(err)
 	}
-	testwait.Recv(t, "the parked claim's answer", out).wantWoken(t, two.TaskID, "the end of the key's claim")
+	testwait.Recv(t, "the parked claim's answer", out).WantWoken(t, two.TaskID, "the end of the key's claim")
 }
 
 // An operator raises, lowers and lifts a key's limit; each change is in

@@ -1,0 +1,75 @@
+package keys
+
+import (
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	tg "github.com/graph-engineering/graph-engineering-mcp/taskgraph"
+	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/testwait"
+)
+
+// A create of a keyed task that depends on a task whose claim of the same
+// key is ending at that moment waits in the one lock order (tasks, then
+// keys: package taskgraph, "Lock order"): the completion holds the task's
+// row when the schema locks the key's row to give the slot back, so the
+// create locks its dependency before the key's row. Run many times at
+// once, no transaction deadlocks (no 40P01 retry in the store's log on
+// PostgreSQL), and every new task counts its completed dependency.
+func testKeyCreateBesideEndingClaim(t *testing.T, h Harness) {
+	var logs testwait.Buffer
+	e := setupWith(t, h, tg.Options{Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
+	const n, rounds = 16, 3
+	lim := &tg.KeyLimit{MaxClaimed: 1000}
+	for r := range rounds {
+		claims := make([]tg.Claimed, n)
+		for i := range n {
+			d := e.createKeyed(t, "w", fmt.Sprintf("r%d-d%02d", r, i), "k", lim)
+			claims[i] = e.Claim(t, "w", d.TaskID, time.Minute)
+		}
+		var wg sync.WaitGroup
+		errs := make(chan error, 2*n)
+		for i := range n {
+			wg.Add(2)
+			go func() {
+				defer wg.Done()
+				_, err := e.S.Complete(e.Ctx, holder(claims[i]), json.RawMessage(`1`))
+				errs <- err
+			}()
+			go func() {
+				defer wg.Done()
+				_, err := e.S.CreateTask(e.Ctx, "w", tg.NodeSpec{NodeID: fmt.Sprintf("r%d-n%02d", r, i), Payload: json.RawMessage(`{}`),
+					ConcurrencyKey: "k", DependsOn: []string{fmt.Sprintf("r%d-d%02d", r, i)}})
+				errs <- err
+			}()
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			if err != nil {
+				t.Fatalf("round %d: %v", r, err)
+			}
+		}
+		for i := range n {
+			tk, err := e.S.TaskByNode(e.Ctx, "w", fmt.Sprintf("r%d-n%02d", r, i))
+			if err != nil || tk.State != tg.StatePending {
+				t.Fatalf("round %d: n%02d after its dependency completed: %+v, %v; want pending", r, i, tk.State, err)
+			}
+		}
+	}
+	e.wantClaimedOfKey(t, "k", 0)
+	var deadlocks []string
+	for _, line := range strings.Split(logs.String(), "\n") {
+		if strings.Contains(line, "40P01") {
+			deadlocks = append(deadlocks, line)
+		}
+	}
+	if len(deadlocks) > 0 {
+		t.Fatalf("%d transactions deadlocked (and were retried):\n%s", len(deadlocks), strings.Join(deadlocks, "\n"))
+	}
+	e.Verify(t)
+}
