@@ -160,9 +160,11 @@ func TestMigrationKeepsOldEventsVerifying(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close(ctx)
-	// Back to schema 15: links in the events' own rows; the last three
-	// events of wf journaled with their bodies, its head before them.
+	// Back to schema 15 (0017 undone first): links in the events' own
+	// rows; the last three events of wf journaled with their bodies, its
+	// head before them.
 	execAll(t, conn,
+		`DROP INDEX concurrency_keys_at_cap`, `ALTER TABLE concurrency_keys DROP COLUMN at_cap`,
 		`UPDATE events e SET wseq = l.wseq, prev_hash = l.prev_hash, hash = l.hash FROM event_links l WHERE l.event_id = e.event_id`,
 		`UPDATE workflows w SET event_count = w.event_count - 3,
 			head_hash = (SELECT hash FROM events e WHERE e.workflow_id = 'wf' AND e.wseq = w.event_count - 3) WHERE workflow_id = 'wf'`,
