@@ -207,11 +207,21 @@ func EncodeToolCallResponse(id jsonrpc.ID, res *mcp.CallToolResult, err error, s
 	if err == nil {
 		result, err = toolCallResult(res, server, log)
 	}
-	resp := &jsonrpc.Response{ID: id, Result: result, Error: err}
-	if err != nil {
-		resp.Result = nil
+	if err == nil {
+		// What jsonrpc.EncodeMessage writes for a result, without
+		// compacting the result once more: it is compact already.
+		rawID, idErr := marshalNoEscape(id.Raw())
+		if idErr == nil {
+			body := make([]byte, 0, len(result)+len(rawID)+32)
+			body = append(body, `{"jsonrpc":"2.0","id":`...)
+			body = append(body, rawID...)
+			body = append(body, `,"result":`...)
+			body = append(body, result...)
+			return append(body, '}')
+		}
+		err = &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "internal error: the result could not be encoded"}
 	}
-	body, encErr := jsonrpc.EncodeMessage(resp)
+	body, encErr := jsonrpc.EncodeMessage(&jsonrpc.Response{ID: id, Error: err})
 	if encErr != nil {
 		body, _ = jsonrpc.EncodeMessage(&jsonrpc.Response{ID: id, Error: &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "internal error: the result could not be encoded"}})
 	}
@@ -252,8 +262,10 @@ func toolCallResult(res *mcp.CallToolResult, server *mcp.Implementation, log *sl
 	// CallToolResult.MarshalJSON writes resultType from an unexported
 	// field, after every other member but inputRequests: encode without
 	// input requests and add both at the end.
+	// The SDK's encoder compacts what MarshalJSON returns, which is compact
+	// already (json.Marshal's): the bytes are the same.
 	cp.InputRequests = nil
-	b, err := marshalNoEscape(&cp)
+	b, err := cp.MarshalJSON()
 	if err != nil {
 		return nil, err
 	}
@@ -273,17 +285,11 @@ func toolCallResult(res *mcp.CallToolResult, server *mcp.Implementation, log *sl
 		out = append(out, `,"inputRequests":`...)
 		out = append(out, ir...)
 	}
-	out = append(out, '}')
-	// The SDK's encoder compacts what MarshalJSON returned.
-	var compact bytes.Buffer
-	if err := json.Compact(&compact, out); err != nil {
-		return nil, fmt.Errorf("wire: encode a tool result: %w", err)
-	}
-	return compact.Bytes(), nil
+	return append(out, '}'), nil
 }
 
 // marshalNoEscape is json.Marshal without HTML escaping, as the SDK's
-// jsonrpc2 layer encodes results.
+// jsonrpc2 layer encodes messages.
 func marshalNoEscape(v any) ([]byte, error) {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
