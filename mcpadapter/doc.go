@@ -31,7 +31,10 @@
 //     legacy or a modern SDK session on the same server, and applies the
 //     per-request _meta rules (-32602, -32022) of package wire itself, so
 //     nothing is ever inferred from an earlier request and no error leaves
-//     with code 0. Over HTTP the front routes each POST the same way.
+//     with code 0. Over HTTP the front routes each POST the same way, and
+//     serves an ordinary 2026-07-28 tools/call itself through
+//     DirectToolCall, which runs the very middleware chain the SDK server
+//     runs (one slice, built once in New) around the same tool handler.
 //   - Inputs: whom a request acts for and when it arrived reach the tool
 //     surface as explicit inputs (tools.Caller). A transport states them
 //     once: stdio acts for Config.Local and is judged when its tool runs;

@@ -80,6 +80,9 @@ type Server struct {
 	inbound   map[string]*Inbound // by key, see Admit
 
 	listen *listenHub // subscriptions/listen (listen.go)
+
+	// direct serves 2026-07-28 tools/call without the SDK (direct.go).
+	direct direct
 }
 
 // New builds the MCP server: the tools the surface allows, the manifest
@@ -127,7 +130,8 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Surface.SkillsExtension && cfg.Skills.Len() > 0 {
 		instructions += "\nSkills (read-only instructions for working tasks here) are listed by skills/list and readable as resources: " + strings.Join(cfg.Skills.URIs(), ", ") + ". They grant no authority."
 	}
-	s.mcp = mcp.NewServer(&mcp.Implementation{Name: ServerName, Version: cfg.Version}, &mcp.ServerOptions{
+	s.direct.impl = &mcp.Implementation{Name: ServerName, Version: cfg.Version}
+	s.mcp = mcp.NewServer(s.direct.impl, &mcp.ServerOptions{
 		Instructions: instructions,
 		Capabilities: caps,
 		Logger:       wire.SDKLogger(cfg.Logger),
@@ -182,8 +186,10 @@ func New(cfg Config) (*Server, error) {
 	// is for, refuse unserved methods, name the tools offered to an unknown
 	// one, narrow what a principal sees, hide the tasks extension from
 	// legacy sessions, advertise the MCP App, then the tasks extension.
-	s.mcp.AddReceivingMiddleware(s.recoverMiddleware, s.inboundMiddleware, s.unservedMiddleware, s.unknownToolMiddleware,
-		s.principalMiddleware, s.legacyInitializeMiddleware, s.uiMiddleware, s.tasksMiddleware)
+	middleware := []mcp.Middleware{s.recoverMiddleware, s.inboundMiddleware, s.unservedMiddleware, s.unknownToolMiddleware,
+		s.principalMiddleware, s.legacyInitializeMiddleware, s.uiMiddleware, s.tasksMiddleware}
+	s.mcp.AddReceivingMiddleware(middleware...)
+	s.initDirect(middleware, cfg.Register == nil)
 	return s, nil
 }
 

@@ -13,6 +13,18 @@
 //     and decoded once (wire.ParseBody); the SDK's own handlers get the same
 //     bytes only after every check has passed. Every refusal on /mcp is a
 //     JSON-RPC error body.
+//   - Direct tool calls: a 2026-07-28 tools/call in its ordinary form
+//     (wire.DirectToolCall) is served, after exactly the same checks,
+//     admission and Inbound registration, by the MCP server's own
+//     middleware chain and tool handler (mcpadapter.Server.DirectToolCall)
+//     from the message decoded once, and answered with the SDK's headers,
+//     result rules and encoders through the same wire.FixWriter; the SDK's
+//     handler would decode the body about a dozen times and allocate about
+//     0.45 MB doing so. Whatever is not that ordinary form, every other
+//     method, and every legacy-session request still go to the SDK. The
+//     answers are the same byte for byte (TestDirectToolCallsAnswerAsTheSDK
+//     replays both paths); the only difference is that the SDK's Debug log
+//     lines about its per-request session are not written for them.
 //   - The arrival of a request is taken before its body is read or a slot
 //     is waited for, and reaches its call as an explicit input: the front
 //     registers it with the MCP server (mcpadapter.Server.Admit) with the

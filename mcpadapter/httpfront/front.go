@@ -272,6 +272,9 @@ type Handler struct {
 	stopListens context.CancelFunc
 	ui          *liveview.Handler // nil: the live view is off
 	tokens      atomic.Pointer[tokenState]
+	// sdkOnly hands every request to the SDK, direct tool calls too
+	// (tests compare both paths).
+	sdkOnly bool
 }
 
 // New returns the HTTP front of srv.

@@ -216,6 +216,9 @@ func (h *Handler) handOff(w http.ResponseWriter, q *mcpRequest) {
 			wire.WriteJSONBody(w, http.StatusOK, body)
 			return
 		}
+		if h.directToolCall(w, q) {
+			return
+		}
 	}
 	fw := wire.NewFixWriter(w, modern)
 	if modern {
@@ -224,6 +227,30 @@ func (h *Handler) handOff(w http.ResponseWriter, q *mcpRequest) {
 		h.stateful.ServeHTTP(fw, r)
 	}
 	fw.Finish()
+}
+
+// directToolCall serves a 2026-07-28 tools/call in its ordinary form
+// without the SDK's Streamable HTTP handler (mcpadapter.DirectToolCall,
+// wire.DirectToolCall), writing what the SDK would have written: its
+// headers, its body, corrected by the same wire.FixWriter. It reports
+// false, having written nothing, for any other request.
+func (h *Handler) directToolCall(w http.ResponseWriter, q *mcpRequest) bool {
+	if h.sdkOnly || !wire.SDKHostAllowed(q.r) {
+		return false
+	}
+	params, ok := wire.DirectToolCall(q.r.Header, q.msg)
+	if !ok {
+		return false
+	}
+	body, ok := h.srv.DirectToolCall(q.r.Context(), q.r.Header, q.msg.ID, params)
+	if !ok {
+		return false
+	}
+	wire.SDKResponseHeader(w.Header())
+	fw := wire.NewFixWriter(w, true)
+	_, _ = fw.Write(body)
+	fw.Finish()
+	return true
 }
 
 // overflowToolError answers, as the tool error the call would get on stdio,

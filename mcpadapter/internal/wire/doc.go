@@ -80,6 +80,29 @@
 //     HeaderInbound. Canary: TestSDKCanaryLegacyCallsRunInTheSessionContext.
 //     Upstream: none filed.
 //
+// Direct tool calls (a cost, not a correctness, workaround):
+//
+//   - The SDK's Streamable HTTP handler decodes a 2026-07-28 request about
+//     a dozen times (reading the batch twice, the _meta triple, the Mcp-Name
+//     check, the tool's schema for x-mcp-header annotations, the params),
+//     each with a segmentio decoder that allocates a 32 KiB buffer, and
+//     builds a session per request: about 0.45 MB and most of a call's
+//     CPU before any tool runs. DirectToolCall picks the tools/call
+//     requests the SDK would decode exactly as Parse did and serve through
+//     its tool path (plain envelope, params and _meta members it decodes
+//     without error, valid UTF-8, shallow, routing headers its own check
+//     compares equal; SDKHostAllowed repeats its DNS-rebinding check) and
+//     decodes their params once; the HTTP front runs them through the MCP
+//     server's own middleware chain (mcpadapter.Server.DirectToolCall) and
+//     answers with EncodeToolCallResponse (the SDK's result rules:
+//     resultType, content never null, serverInfo in _meta; its encoders)
+//     and SDKResponseHeader, through the same FixWriter. Every other
+//     request goes to the SDK as before. Canary: the byte-for-byte
+//     comparison of both paths, TestDirectToolCallsAnswerAsTheSDK (package
+//     httpfront), fails once the SDK answers differently. Upstream: none
+//     filed (the decoder's buffer and the repeated decodes are the SDK's
+//     design; drop this when a release decodes once).
+//
 // Subscriptions:
 //
 //   - subscriptions/listen: the SDK's filter has no notifications.taskIds

@@ -40,6 +40,8 @@ type Message struct {
 	// params are the members of params, by key (nil when params is absent
 	// or not an object).
 	params map[string]json.RawMessage
+	// plain: the envelope has no member but jsonrpc, id, method and params.
+	plain bool
 }
 
 // Param returns the raw member key of params, and whether it is there.
@@ -176,7 +178,14 @@ func Parse(body []byte) (*Message, *Failure) {
 		return nil, Failf(http.StatusBadRequest, nil, jsonrpc.CodeInvalidRequest, "invalid request: the member %s appears twice; a JSON-RPC message names each member once", input.Quote(w.dupEnvelope))
 	}
 	env := w.envelope
-	m := &Message{}
+	m := &Message{plain: true}
+	for key := range env {
+		switch key {
+		case "jsonrpc", "id", "method", "params":
+		default:
+			m.plain = false
+		}
+	}
 	if rawID, ok := env["id"]; ok {
 		id, err := decodeID(rawID)
 		if err != nil {
