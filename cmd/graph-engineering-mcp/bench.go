@@ -80,8 +80,8 @@ type benchResult struct {
 	Replicas              int        `json:"replicas"`
 	// CPUMicrosPerCycle is this process's CPU time (user + system, every
 	// thread: the workers, the store, its drivers and, in --mode http, the
-	// server) over the measured phase, per cycle: unlike cycles/s it hardly
-	// depends on how busy the machine is.
+	// server) over the measured phase, per cycle: it depends less than cycles/s
+	// on how busy the machine is.
 	CPUMicrosPerCycle float64 `json:"cpu_us_per_cycle"`
 	// AllocsPerCycle and AllocBytesPerCycle are the heap allocations of
 	// this process over the measured phase, per cycle.
