@@ -236,19 +236,20 @@ func (s *Store) CompleteAndClaim(ctx context.Context, h lease.Holder, result jso
 	claim := &hotOp{ctx: ctx, kind: hotClaim, arrived: arrived, owner: next.Owner, workflowID: next.WorkflowID, caps: caps, lease: d, after: done}
 	s.hot.run(done, claim)
 	s.claimAttempts.Add(1)
-	if done.err != nil {
-		return Task{}, Claimed{}, false, fmt.Errorf("complete task %s: %w", h.TaskID, done.err)
+	da, ca := done.ans, claim.ans
+	if da.err != nil {
+		return Task{}, Claimed{}, false, fmt.Errorf("complete task %s: %w", h.TaskID, da.err)
 	}
-	if claim.err != nil {
+	if ca.err != nil {
 		// The completion was accepted: the claim shared its transaction,
 		// so it cannot have failed alone. Say so rather than guess.
-		return done.task, Claimed{}, false, fmt.Errorf("complete task %s: accepted, but the next claim failed: %w", h.TaskID, claim.err)
+		return da.task, Claimed{}, false, fmt.Errorf("complete task %s: accepted, but the next claim failed: %w", h.TaskID, ca.err)
 	}
-	if !claim.ok {
+	if !ca.ok {
 		// Why nothing was claimable, as a claim-next's answer says.
-		return done.task, s.claimedNone(ctx, next.WorkflowID, caps), false, nil
+		return da.task, s.claimedNone(ctx, next.WorkflowID, caps), false, nil
 	}
-	return done.task, claim.claimed, true, nil
+	return da.task, ca.claimed, true, nil
 }
 
 // completeSet is the update of h's completion with result res.

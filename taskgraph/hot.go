@@ -60,12 +60,13 @@ type hotOp struct {
 	// was accepted.
 	after *hotOp
 
-	// the answer, set once the batch has committed
-	done    chan struct{}
-	claimed Claimed
-	ok      bool
-	task    Task
-	err     error
+	// done is closed once ans, the answer, is set: that of the run of
+	// the batch that committed, or the error that ended the batch. ans
+	// points into the batch's answers rather than being copied into every
+	// operation (an answer holds two task views: most of an operation's
+	// size).
+	done chan struct{}
+	ans  *hotAnswer
 }
 
 // hotAnswer is what one run of a batch's transaction gave an operation;
@@ -198,7 +199,7 @@ func (s *Store) runHot(batch []*hotOp) {
 	live := batch[:0:0]
 	for _, op := range batch {
 		if err := op.ctx.Err(); err != nil {
-			op.err = err
+			op.ans = &hotAnswer{err: err}
 			close(op.done)
 			continue
 		}
@@ -219,23 +220,22 @@ func (s *Store) runHot(batch []*hotOp) {
 			if err := s.hotWrite([]*hotOp{op}, one); err != nil {
 				one[0] = hotAnswer{err: err}
 			}
-			s.answer(op, one[0])
+			s.answer(op, &one[0])
 		}
 		return
 	}
 	for i, op := range live {
-		a := answers[i]
 		if err != nil {
-			a = hotAnswer{err: err}
+			answers[i] = hotAnswer{err: err}
 		}
-		s.answer(op, a)
+		s.answer(op, &answers[i])
 	}
 }
 
 // answer gives op its answer and wakes its caller.
-func (s *Store) answer(op *hotOp, a hotAnswer) {
-	op.claimed, op.ok, op.task, op.err = a.claimed, a.ok, a.task, a.err
-	if op.err != nil && errors.Is(op.err, ErrStaleClaim) {
+func (s *Store) answer(op *hotOp, a *hotAnswer) {
+	op.ans = a
+	if a.err != nil && errors.Is(a.err, ErrStaleClaim) {
 		s.stats.staleRejections.Add(1)
 	}
 	close(op.done)
@@ -616,7 +616,7 @@ func acceptedIn(c *hotOp, ops []*hotOp, answers []hotAnswer) bool {
 	}
 	select {
 	case <-c.done:
-		return c.err == nil
+		return c.ans.err == nil
 	default:
 		return false
 	}
@@ -702,10 +702,10 @@ func (s *Store) hotHolderWrite(ctx context.Context, op *hotOp, args map[string]a
 	op.rq = rq
 	op.ctx, op.arrived = ctx, s.arrival(ctx)
 	s.hot.run(op)
-	if op.err != nil {
-		return Task{}, fmt.Errorf("%s task %s: %w", verb, op.h.TaskID, op.err)
+	if op.ans.err != nil {
+		return Task{}, fmt.Errorf("%s task %s: %w", verb, op.h.TaskID, op.ans.err)
 	}
-	return op.task, nil
+	return op.ans.task, nil
 }
 
 // hotClaimNext runs one try of a claim-next through the hot lane.
@@ -718,8 +718,8 @@ func (s *Store) hotClaimNext(ctx context.Context, arrived time.Time, owner, work
 	}
 	op := &hotOp{ctx: ctx, kind: hotClaim, arrived: arrived, owner: owner, workflowID: workflowID, caps: caps, lease: d, rq: rq}
 	s.hot.run(op)
-	if op.err != nil {
-		return Claimed{}, false, fmt.Errorf("claim next: %w", op.err)
+	if op.ans.err != nil {
+		return Claimed{}, false, fmt.Errorf("claim next: %w", op.ans.err)
 	}
-	return op.claimed, op.ok, nil
+	return op.ans.claimed, op.ans.ok, nil
 }

@@ -40,6 +40,10 @@ type benchConfig struct {
 	PGMaxConns int
 	// CPUProfile, when set, is the file the measured run's CPU profile goes to.
 	CPUProfile string
+	// MemProfile, when set, is the file the heap profile taken at the end
+	// of the measured run goes to; MemProfile+".base" is the one taken at
+	// its start, so that -diff_base shows the run's own allocations.
+	MemProfile string
 	// Loop is the workers' loop: "combined" (each completion claims the
 	// next task in the same call: Store.CompleteAndClaim, or over MCP
 	// graph_task_complete with claim_next) or "separate" (a claim, then a
@@ -74,6 +78,15 @@ type benchResult struct {
 	Database              string     `json:"database"`
 	Driver                string     `json:"driver"`
 	Replicas              int        `json:"replicas"`
+	// CPUMicrosPerCycle is this process's CPU time (user + system, every
+	// thread: the workers, the store, its drivers and, in --mode http, the
+	// server) over the measured phase, per cycle: it depends less than cycles/s
+	// on how busy the machine is.
+	CPUMicrosPerCycle float64 `json:"cpu_us_per_cycle"`
+	// AllocsPerCycle and AllocBytesPerCycle are the heap allocations of
+	// this process over the measured phase, per cycle.
+	AllocsPerCycle     float64 `json:"allocs_per_cycle"`
+	AllocBytesPerCycle float64 `json:"alloc_bytes_per_cycle"`
 }
 
 // benchWorkflowSize is how many tasks go into one workflow by default
@@ -221,6 +234,14 @@ func runBench(ctx context.Context, cfg benchConfig, stderr io.Writer) (*benchRes
 		stopProfile = pprof.StopCPUProfile
 		defer stopProfile()
 	}
+	if cfg.MemProfile != "" {
+		if err := writeHeapProfile(cfg.MemProfile + ".base"); err != nil {
+			stopProfile()
+			stop()
+			return nil, err
+		}
+	}
+	cost := startCost()
 	var done atomic.Int64
 	var mu sync.Mutex
 	var claims, completes, heartbeats []time.Duration
@@ -290,6 +311,13 @@ func runBench(ctx context.Context, cfg benchConfig, stderr io.Writer) (*benchRes
 	wg.Wait()
 	elapsed := time.Since(start)
 	stopProfile()
+	spent := cost.since()
+	if cfg.MemProfile != "" {
+		if err := writeHeapProfile(cfg.MemProfile); err != nil {
+			stop()
+			return nil, err
+		}
+	}
 	stopErr := stop()
 	close(errs)
 	if err := errors.Join(append(collect(errs), stopErr)...); err != nil {
@@ -303,6 +331,10 @@ func runBench(ctx context.Context, cfg benchConfig, stderr io.Writer) (*benchRes
 		Seconds: elapsed.Seconds(), CyclesPerSec: float64(done.Load()) / elapsed.Seconds(),
 		ClaimMS: percentiles(claims), CompleteMS: percentiles(completes), Database: redactDatabase(cfg.Database),
 		Driver: store.Driver(), Replicas: len(stores),
+	}
+	if n := float64(done.Load()); n > 0 {
+		res.CPUMicrosPerCycle = float64(spent.cpu.Microseconds()) / n
+		res.AllocsPerCycle, res.AllocBytesPerCycle = float64(spent.allocs)/n, float64(spent.bytes)/n
 	}
 	if cfg.Heartbeat {
 		p := percentiles(heartbeats)
@@ -377,7 +409,7 @@ func benchAction(c *cli.Context) error {
 	cfg := benchConfig{
 		Tasks: c.Int("tasks"), Workers: c.Int("workers"), Mode: strings.ToLower(c.String("mode")),
 		Sync: tgsqlite.SyncMode(strings.ToLower(c.String("sync"))), Layers: c.Int("layers"),
-		Heartbeat: c.Bool("heartbeat"), Database: c.String("database"), CPUProfile: c.String("cpuprofile"),
+		Heartbeat: c.Bool("heartbeat"), Database: c.String("database"), CPUProfile: c.String("cpuprofile"), MemProfile: c.String("memprofile"),
 		Replicas: c.Int("replicas"), PGMaxConns: c.Int("pg-max-conns"), WorkflowSize: c.Int("workflow-size"),
 		Loop: strings.ToLower(c.String("loop")),
 	}
@@ -439,6 +471,7 @@ func benchAction(c *cli.Context) error {
 		fmt.Fprintf(w, "  heartbeat p50 %.2fms  p95 %.2fms  p99 %.2fms\n", res.HeartbeatMS.P50, res.HeartbeatMS.P95, res.HeartbeatMS.P99)
 	}
 	fmt.Fprintf(w, "  complete  p50 %.2fms  p95 %.2fms  p99 %.2fms\n", res.CompleteMS.P50, res.CompleteMS.P95, res.CompleteMS.P99)
+	fmt.Fprintf(w, "  cpu %.0fµs/cycle (this process, user+system)  allocs %.0f/cycle  %.0f B/cycle\n", res.CPUMicrosPerCycle, res.AllocsPerCycle, res.AllocBytesPerCycle)
 	fmt.Fprintf(w, "  verified: %d tasks completed exactly once; history chain verifies\n", res.VerifiedCompletedOnce)
 	return nil
 }
@@ -479,6 +512,7 @@ Example:
 				&cli.IntFlag{Name: "pg-max-conns", Value: defaultPGMaxConns, Usage: "PostgreSQL: at most `N` pooled connections per replica"},
 				&cli.StringFlag{Name: "loop", Usage: "the workers' `LOOP`: combined (each completion claims the next task in the same call: Store.CompleteAndClaim, or graph_task_complete with claim_next over MCP; the default without --heartbeat) or separate (a claim, then a completion)"},
 				&cli.StringFlag{Name: "cpuprofile", Usage: "write a CPU profile of the measured run to `FILE` (go tool pprof FILE)"},
+				&cli.StringFlag{Name: "memprofile", Usage: "write heap profiles to `FILE`.base and FILE at the start and the end of the measured run (go tool pprof -sample_index=alloc_space -diff_base FILE.base FILE)"},
 				jsonFlag(),
 			},
 			Action: benchAction,

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -31,6 +33,33 @@ func TestBenchStoreModeVerifiesItself(t *testing.T) {
 		if !(p["p50"].(float64) <= p["p95"].(float64) && p["p95"].(float64) <= p["p99"].(float64)) {
 			t.Errorf("%s percentiles out of order: %v", k, p)
 		}
+	}
+	// A cycle takes some CPU and allocates: the costs of the measured run
+	// are counted.
+	for _, k := range []string{"cpu_us_per_cycle", "allocs_per_cycle", "alloc_bytes_per_cycle"} {
+		if v, ok := res[k].(float64); !ok || v <= 0 {
+			t.Errorf("bench --json %s = %v, want a positive number", k, res[k])
+		}
+	}
+}
+
+// --memprofile writes the heap profiles of the measured run's start and
+// end, so that their difference is the run's own allocations.
+func TestBenchMemProfile(t *testing.T) {
+	t.Parallel()
+	prof := filepath.Join(t.TempDir(), "mem.prof")
+	var stdout, stderr bytes.Buffer
+	code := run(context.Background(), []string{"graph-engineering-mcp", "bench", "--tasks", "50", "--workers", "2", "--sync", "normal", "--memprofile", prof}, strings.NewReader(""), &stdout, &stderr)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	for _, f := range []string{prof + ".base", prof} {
+		if st, err := os.Stat(f); err != nil || st.Size() == 0 {
+			t.Errorf("--memprofile did not write %s: %v", f, err)
+		}
+	}
+	if !strings.Contains(stdout.String(), "µs/cycle") {
+		t.Errorf("bench output lacks the CPU per cycle:\n%s", stdout.String())
 	}
 }
 

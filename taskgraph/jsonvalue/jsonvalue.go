@@ -31,7 +31,19 @@ import (
 // "has ...").
 func Check(raw []byte, max, maxDepth int, wantObject bool) (json.RawMessage, error) {
 	// Whitespace does not count against the bound, but a raw input far past
-	// it is refused before it is parsed.
+	// it is refused before it is parsed (checkFull).
+	if len(raw) <= 4*max && utf8.Valid(raw) {
+		if out, ok := fastCheck(raw, max, maxDepth, wantObject); ok {
+			return out, nil
+		}
+	}
+	return checkFull(raw, max, maxDepth, wantObject)
+}
+
+// checkFull is Check by encoding/json's decoder: the judge of every value
+// the fast path (fastCheck) does not accept, and the wording of every
+// error.
+func checkFull(raw []byte, max, maxDepth int, wantObject bool) (json.RawMessage, error) {
 	if len(raw) > 4*max {
 		return nil, fmt.Errorf("must be at most %d bytes of JSON (got %d)", max, len(raw))
 	}

@@ -160,7 +160,8 @@ func (w *wtx) Fetch(ctx context.Context, f tgdriver.Fetch) (tgdriver.Fetched, er
 }
 
 func collectTasks(rows pgx.Rows) ([]tgdriver.TaskRow, error) {
-	return pgx.CollectRows(rows, func(row pgx.CollectableRow) (tgdriver.TaskRow, error) { return scanTask(row) })
+	var s taskScanner
+	return pgx.CollectRows(rows, func(row pgx.CollectableRow) (tgdriver.TaskRow, error) { return s.scan(row) })
 }
 
 // Apply sends a batch's last round in one round trip: the updates (one

@@ -7,6 +7,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/tgdriver"
 )
@@ -70,41 +71,44 @@ func scanTask(row pgx.Row) (tgdriver.TaskRow, error) { return scanTaskAfter(row)
 // scanTaskAfter reads a task's columns (taskColumns) after the columns
 // that lead scans.
 func scanTaskAfter(row pgx.Row, lead ...any) (tgdriver.TaskRow, error) {
-	var t tgdriver.TaskRow
-	var owner, result, errText, createdBy, report *string
-	var lease, leaseMS, cause *int64
-	dest := append(lead, &t.Seq, &t.TaskID, &t.WorkflowID, &t.NodeID, &t.Payload, &t.DependsOn, &t.State, &owner, &t.Generation,
-		&t.TokenHash, &lease, &leaseMS, &t.Attempts, &t.MaxAttempts, &t.Unmet, &result, &errText, &t.StatusMessage,
-		&cause, &t.CreatedAtMS, &t.UpdatedAtMS, &createdBy, &t.Priority, &t.Requires, &t.DueAtMS, &t.RetryDelayMS, &t.Dependents,
-		&report, &t.Usage.InputTokens, &t.Usage.OutputTokens, &t.Usage.CostUSD, &t.PriorUsage.InputTokens, &t.PriorUsage.OutputTokens, &t.PriorUsage.CostUSD, &t.LeaseLosses,
-		&t.ConcurrencyKey, &t.Kind, &t.GateTimeoutMS, &t.GateOnTimeout)
-	if err := row.Scan(dest...); err != nil {
+	var s taskScanner
+	return s.scan(row, lead...)
+}
+
+// taskScanner reads task rows (taskColumns, after lead's columns) into one
+// set of destinations, made once: a result set of many rows costs no
+// destination list, row or NULL-able value per row (they were most of the
+// allocations of a batch's reads).
+type taskScanner struct {
+	t                                         tgdriver.TaskRow
+	owner, result, errText, createdBy, report pgtype.Text
+	lease, leaseMS, cause                     pgtype.Int8
+	dest                                      []any
+}
+
+// scan reads row; lead must be as many destinations as the first scan's.
+func (s *taskScanner) scan(row pgx.Row, lead ...any) (tgdriver.TaskRow, error) {
+	if s.dest == nil {
+		t := &s.t
+		s.dest = append(make([]any, 0, len(lead)+42), lead...)
+		s.dest = append(s.dest, &t.Seq, &t.TaskID, &t.WorkflowID, &t.NodeID, &t.Payload, &t.DependsOn, &t.State, &s.owner, &t.Generation,
+			&t.TokenHash, &s.lease, &s.leaseMS, &t.Attempts, &t.MaxAttempts, &t.Unmet, &s.result, &s.errText, &t.StatusMessage,
+			&s.cause, &t.CreatedAtMS, &t.UpdatedAtMS, &s.createdBy, &t.Priority, &t.Requires, &t.DueAtMS, &t.RetryDelayMS, &t.Dependents,
+			&s.report, &t.Usage.InputTokens, &t.Usage.OutputTokens, &t.Usage.CostUSD, &t.PriorUsage.InputTokens, &t.PriorUsage.OutputTokens, &t.PriorUsage.CostUSD, &t.LeaseLosses,
+			&t.ConcurrencyKey, &t.Kind, &t.GateTimeoutMS, &t.GateOnTimeout)
+	} else {
+		copy(s.dest, lead)
+	}
+	// Every column is scanned into its destination (a NULL one too), so
+	// nothing of the previous row remains; the row goes out by value, and
+	// its strings and token hash are the scan's own.
+	if err := row.Scan(s.dest...); err != nil {
 		return tgdriver.TaskRow{}, err
 	}
-	if owner != nil {
-		t.Owner = *owner
-	}
-	if createdBy != nil {
-		t.CreatedBy = *createdBy
-	}
-	if report != nil {
-		t.Report = *report
-	}
-	if result != nil {
-		t.Result, t.HasResult = *result, true
-	}
-	if errText != nil {
-		t.Error = *errText
-	}
-	if lease != nil {
-		t.LeaseExpiresAtMS = *lease
-	}
-	if leaseMS != nil {
-		t.LeaseMS = *leaseMS
-	}
-	if cause != nil {
-		t.CancelCause = *cause
-	}
+	t := s.t
+	t.Owner, t.CreatedBy, t.Report, t.Error = s.owner.String, s.createdBy.String, s.report.String, s.errText.String
+	t.Result, t.HasResult = s.result.String, s.result.Valid
+	t.LeaseExpiresAtMS, t.LeaseMS, t.CancelCause = s.lease.Int64, s.leaseMS.Int64, s.cause.Int64
 	return t, nil
 }
 
@@ -152,8 +156,9 @@ func (r reads) tasks(ctx context.Context, what, q string, args ...any) ([]tgdriv
 	}
 	defer rows.Close()
 	var out []tgdriver.TaskRow
+	var s taskScanner
 	for rows.Next() {
-		t, err := scanTask(rows)
+		t, err := s.scan(rows)
 		if err != nil {
 			return nil, r.fail(ctx, what, err)
 		}

@@ -282,9 +282,10 @@ func (g *shapeGroup) queue(c *updateCache, b *pgx.Batch) {
 // marking each updated one in ok.
 func (g *shapeGroup) readUpdated(rows pgx.Rows, out []tgdriver.TaskRow, ok []bool) error {
 	defer rows.Close()
+	var s taskScanner
+	var ord int64
 	for rows.Next() {
-		var ord int64
-		t, err := scanTaskAfter(rows, &ord)
+		t, err := s.scan(rows, &ord)
 		if err != nil {
 			return err
 		}
