@@ -134,21 +134,8 @@ func (p *fastParser) object(depth int) bool {
 		if !p.value(depth) {
 			return false
 		}
-		p.space()
-		if p.i >= len(p.raw) {
-			return false
-		}
-		switch p.raw[p.i] {
-		case ',':
-			p.out = append(p.out, ',')
-			p.i++
-			p.space()
-		case '}':
-			p.out = append(p.out, '}')
-			p.i++
-			return true
-		default:
-			return false
+		if done, ok := p.next('}'); done || !ok {
+			return ok
 		}
 	}
 }
@@ -167,23 +154,32 @@ func (p *fastParser) array(depth int) bool {
 		if !p.value(depth) {
 			return false
 		}
-		p.space()
-		if p.i >= len(p.raw) {
-			return false
-		}
-		switch p.raw[p.i] {
-		case ',':
-			p.out = append(p.out, ',')
-			p.i++
-			p.space()
-		case ']':
-			p.out = append(p.out, ']')
-			p.i++
-			return true
-		default:
-			return false
+		if done, ok := p.next(']'); done || !ok {
+			return ok
 		}
 	}
+}
+
+// next reads what follows a member or an element: a comma (and the space
+// after it: not done, ok), the container's closing byte (done, ok), or
+// anything else (not ok).
+func (p *fastParser) next(closing byte) (done, ok bool) {
+	p.space()
+	if p.i >= len(p.raw) {
+		return false, false
+	}
+	switch c := p.raw[p.i]; c {
+	case ',':
+		p.out = append(p.out, ',')
+		p.i++
+		p.space()
+		return false, true
+	case closing:
+		p.out = append(p.out, closing)
+		p.i++
+		return true, true
+	}
+	return false, false
 }
 
 // str reads a string and returns it as written, quotes included.
