@@ -83,12 +83,7 @@ func (p *fastParser) literal(lit string) bool {
 
 // object reads an object whose members are at depth.
 func (p *fastParser) object(depth int) bool {
-	p.out = append(p.out, '{')
-	p.i++
-	p.space()
-	if p.i < len(p.raw) && p.raw[p.i] == '}' {
-		p.out = append(p.out, '}')
-		p.i++
+	if p.open('}') {
 		return true
 	}
 	// The keys seen, unescaped (a key with an escape goes to the full
@@ -142,12 +137,7 @@ func (p *fastParser) object(depth int) bool {
 
 // array reads an array whose elements are at depth.
 func (p *fastParser) array(depth int) bool {
-	p.out = append(p.out, '[')
-	p.i++
-	p.space()
-	if p.i < len(p.raw) && p.raw[p.i] == ']' {
-		p.out = append(p.out, ']')
-		p.i++
+	if p.open(']') {
 		return true
 	}
 	for {
@@ -158,6 +148,20 @@ func (p *fastParser) array(depth int) bool {
 			return ok
 		}
 	}
+}
+
+// open reads a container's opening byte (at p.i) and the space after it,
+// and its closing byte too when the container is empty (true).
+func (p *fastParser) open(closing byte) (empty bool) {
+	p.out = append(p.out, p.raw[p.i])
+	p.i++
+	p.space()
+	if p.i < len(p.raw) && p.raw[p.i] == closing {
+		p.out = append(p.out, closing)
+		p.i++
+		return true
+	}
+	return false
 }
 
 // next reads what follows a member or an element: a comma (and the space
