@@ -247,9 +247,7 @@ func (h *Handler) directToolCall(w http.ResponseWriter, q *mcpRequest) bool {
 		return false
 	}
 	wire.SDKResponseHeader(w.Header())
-	fw := wire.NewFixWriter(w, true)
-	_, _ = fw.Write(body)
-	fw.Finish()
+	wire.WriteFixed(w, body, http.StatusOK, true)
 	return true
 }
 
