@@ -3,6 +3,7 @@ package manifest
 import (
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 )
@@ -70,12 +71,42 @@ func ReceiptSHA256(manifestSHA256, operation, taskID string, generation int64) (
 	if generation < 0 || generation > maxExactInteger {
 		return "", fmt.Errorf("%w: generation must be between 0 and %d (got %d)", ErrInvalidReceipt, int64(maxExactInteger), generation)
 	}
+	if plainASCII(taskID) {
+		// The canonical form written directly: the members are in RFC 8785
+		// order already, the digest and the verb were checked to be plain
+		// ASCII, an integer below 2^53 is its decimal digits, and a string
+		// of printable ASCII without quote or backslash is itself, quoted.
+		// DigestJSON of receiptDoc writes the same bytes
+		// (TestReceiptDirectFormIsCanonical) after an encode and a parse.
+		b := make([]byte, 0, 128+len(taskID))
+		b = append(b, `{"generation":`...)
+		b = strconv.AppendInt(b, generation, 10)
+		b = append(b, `,"manifestSha256":"`...)
+		b = append(b, manifestSHA256...)
+		b = append(b, `","operation":"`...)
+		b = append(b, operation...)
+		b = append(b, `","taskId":"`...)
+		b = append(b, taskID...)
+		b = append(b, `"}`...)
+		return Digest(b), nil
+	}
 	return DigestJSON(receiptDoc{
 		Generation:     generation,
 		ManifestSHA256: manifestSHA256,
 		Operation:      operation,
 		TaskID:         taskID,
 	})
+}
+
+// plainASCII reports whether s is printable ASCII without a quote or a
+// backslash: a JSON string that RFC 8785 writes with no escape.
+func plainASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c > 0x7e || c == '"' || c == '\\' {
+			return false
+		}
+	}
+	return true
 }
 
 // NewReceipt returns the Receipt for an operation on a task at a

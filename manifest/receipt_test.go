@@ -131,3 +131,31 @@ func TestReceiptRejects(t *testing.T) {
 		t.Errorf("task id of exactly %d bytes rejected: %v", MaxTaskIDBytes, err)
 	}
 }
+
+// TestReceiptDirectFormIsCanonical requires the receipt written directly
+// (a task ID of plain ASCII) to be the digest of the RFC 8785 form that
+// DigestJSON computes through an encode and a parse, and task IDs that need
+// escapes to keep working through DigestJSON.
+func TestReceiptDirectFormIsCanonical(t *testing.T) {
+	t.Parallel()
+	ms := Digest([]byte("m"))
+	ids := []string{"", "01J9Z8Y7X6W5V4T3S2R1Q0P9N8", "a<b>&c/d", " ~!#$%'()*+,-.:;=?@[]^_`{|}", "with\"quote", `back\slash`, "tab\t", "é", "\u2028", "\x7f"}
+	for gen := int64(0); gen <= 3; gen++ {
+		for _, id := range append(ids, strings.Repeat("z", MaxTaskIDBytes)) {
+			if id == "" && gen != 0 {
+				continue
+			}
+			got, err := ReceiptSHA256(ms, "claim", id, gen*(1<<51))
+			if err != nil {
+				t.Fatalf("ReceiptSHA256(%q): %v", id, err)
+			}
+			want, err := DigestJSON(receiptDoc{Generation: gen * (1 << 51), ManifestSHA256: ms, Operation: "claim", TaskID: id})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got != want {
+				t.Errorf("ReceiptSHA256(%q, %d) = %s, DigestJSON %s", id, gen*(1<<51), got, want)
+			}
+		}
+	}
+}

@@ -242,6 +242,13 @@ func runBench(ctx context.Context, cfg benchConfig, stderr io.Writer) (*benchRes
 		}
 	}
 	cost := startCost()
+	// The workers' goroutines, and those they start (in --mode http, the
+	// SDK clients' HTTP transport), carry the profile label bench=worker;
+	// the server's and the store's were started before and carry none. So
+	// go tool pprof -tags splits a --cpuprofile between the bench's own
+	// clients and what they measure.
+	defer pprof.SetGoroutineLabels(ctx)
+	pprof.SetGoroutineLabels(pprof.WithLabels(ctx, pprof.Labels("bench", "worker")))
 	var done atomic.Int64
 	var mu sync.Mutex
 	var claims, completes, heartbeats []time.Duration
@@ -308,6 +315,7 @@ func runBench(ctx context.Context, cfg benchConfig, stderr io.Writer) (*benchRes
 			}
 		}(fmt.Sprintf("bench-worker-%02d", w), cl)
 	}
+	pprof.SetGoroutineLabels(ctx)
 	wg.Wait()
 	elapsed := time.Since(start)
 	stopProfile()
@@ -511,7 +519,7 @@ Example:
 				&cli.IntFlag{Name: "replicas", Value: 1, Usage: "`R` stores on the one database, as R server processes (workers spread over them; --mode store)"},
 				&cli.IntFlag{Name: "pg-max-conns", Value: defaultPGMaxConns, Usage: "PostgreSQL: at most `N` pooled connections per replica"},
 				&cli.StringFlag{Name: "loop", Usage: "the workers' `LOOP`: combined (each completion claims the next task in the same call: Store.CompleteAndClaim, or graph_task_complete with claim_next over MCP; the default without --heartbeat) or separate (a claim, then a completion)"},
-				&cli.StringFlag{Name: "cpuprofile", Usage: "write a CPU profile of the measured run to `FILE` (go tool pprof FILE)"},
+				&cli.StringFlag{Name: "cpuprofile", Usage: "write a CPU profile of the measured run to `FILE` (go tool pprof FILE; the workers' own goroutines, in --mode http the MCP clients, carry the label bench=worker: go tool pprof -tags FILE)"},
 				&cli.StringFlag{Name: "memprofile", Usage: "write heap profiles to `FILE`.base and FILE at the start and the end of the measured run (go tool pprof -sample_index=alloc_space -diff_base FILE.base FILE)"},
 				jsonFlag(),
 			},

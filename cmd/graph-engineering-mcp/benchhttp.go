@@ -71,9 +71,12 @@ type mcpBenchClient struct{ cs *mcp.ClientSession }
 // benchLeaseMs is the lease the bench's workers take, as in store mode.
 const benchLeaseMs = 60_000
 
-// call calls tool and returns its structured result, re-encoded, only when
-// out is true: heartbeat and complete need no more than success, and
-// encoding every result again was work of ours on the measured path.
+// call calls tool and returns its result's JSON only when out is true:
+// heartbeat and complete need no more than success. The JSON is read from
+// the text content, which holds the same JSON as the structured content
+// (every tool of ours answers so): encoding the structured content, which
+// the SDK client decodes into maps, once more was the bench's own work on
+// the measured path, and no part of what it measures.
 func (c mcpBenchClient) call(ctx context.Context, tool string, args map[string]any, out bool) (json.RawMessage, error) {
 	res, err := c.cs.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: args})
 	if err != nil {
@@ -90,6 +93,11 @@ func (c mcpBenchClient) call(ctx context.Context, tool string, args map[string]a
 	}
 	if !out {
 		return nil, nil
+	}
+	if len(res.Content) == 1 {
+		if t, ok := res.Content[0].(*mcp.TextContent); ok {
+			return json.RawMessage(t.Text), nil
+		}
 	}
 	return json.Marshal(res.StructuredContent)
 }

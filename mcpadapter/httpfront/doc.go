@@ -18,7 +18,8 @@
 //     admission and Inbound registration, by the MCP server's own
 //     middleware chain and tool handler (mcpadapter.Server.DirectToolCall)
 //     from the message decoded once, and answered with the SDK's headers,
-//     result rules and encoders through the same wire.FixWriter; the SDK's
+//     result rules and encoding, with the corrections of wire.FixWriter
+//     (wire.WriteFixed); the SDK's
 //     handler would decode the body about a dozen times and allocate about
 //     0.45 MB doing so. Whatever is not that ordinary form, every other
 //     method, and every legacy-session request still go to the SDK. The

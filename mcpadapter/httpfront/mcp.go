@@ -232,8 +232,8 @@ func (h *Handler) handOff(w http.ResponseWriter, q *mcpRequest) {
 // directToolCall serves a 2026-07-28 tools/call in its ordinary form
 // without the SDK's Streamable HTTP handler (mcpadapter.DirectToolCall,
 // wire.DirectToolCall), writing what the SDK would have written: its
-// headers, its body, corrected by the same wire.FixWriter. It reports
-// false, having written nothing, for any other request.
+// headers, its body, with the corrections of wire.FixWriter (WriteFixed).
+// It reports false, having written nothing, for any other request.
 func (h *Handler) directToolCall(w http.ResponseWriter, q *mcpRequest) bool {
 	if h.sdkOnly || !wire.SDKHostAllowed(q.r) {
 		return false
@@ -247,9 +247,7 @@ func (h *Handler) directToolCall(w http.ResponseWriter, q *mcpRequest) bool {
 		return false
 	}
 	wire.SDKResponseHeader(w.Header())
-	fw := wire.NewFixWriter(w, true)
-	_, _ = fw.Write(body)
-	fw.Finish()
+	wire.WriteFixed(w, body, http.StatusOK, true)
 	return true
 }
 

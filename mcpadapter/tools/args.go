@@ -224,10 +224,6 @@ func decodeArgs(raw json.RawMessage, fields []field) (*args, error) {
 	if _, err := dec.Token(); err != nil {
 		return nil, errArgsNotObject
 	}
-	byName := make(map[string]field, len(fields))
-	for _, f := range fields {
-		byName[f.name] = f
-	}
 	for dec.More() {
 		kt, err := dec.Token()
 		if err != nil {
@@ -241,7 +237,7 @@ func decodeArgs(raw json.RawMessage, fields []field) (*args, error) {
 		if _, dup := a.raw[k]; dup {
 			return nil, fieldErrorf(k, "the key %q appears twice", input.Clip(k))
 		}
-		if _, known := byName[k]; !known {
+		if !slices.ContainsFunc(fields, func(f field) bool { return f.name == k }) {
 			return nil, fieldErrorf(input.Clip(k), "unknown argument %q; allowed: %s", input.Clip(k), fieldNames(fields))
 		}
 		a.raw[k] = v

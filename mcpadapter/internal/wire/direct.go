@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -203,23 +204,22 @@ func EncodeToolCallResponse(id jsonrpc.ID, res *mcp.CallToolResult, err error, s
 		// naming the method.
 		err = fmt.Errorf("%w: %q", &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: "method not found"}, "tools/call")
 	}
-	var result json.RawMessage
-	if err == nil {
-		result, err = toolCallResult(res, server, log)
-	}
 	if err == nil {
 		// What jsonrpc.EncodeMessage writes for a result, without
-		// compacting the result once more: it is compact already.
+		// compacting the result once more: it is compact already. The
+		// result is written after the envelope's opening, in one buffer.
 		rawID, idErr := marshalNoEscape(id.Raw())
-		if idErr == nil {
-			body := make([]byte, 0, len(result)+len(rawID)+32)
-			body = append(body, `{"jsonrpc":"2.0","id":`...)
-			body = append(body, rawID...)
-			body = append(body, `,"result":`...)
-			body = append(body, result...)
+		body := make([]byte, 0, len(rawID)+64)
+		body = append(body, `{"jsonrpc":"2.0","id":`...)
+		body = append(body, rawID...)
+		body = append(body, `,"result":`...)
+		body, err = toolCallResult(body, res, server, log)
+		if err == nil && idErr == nil {
 			return append(body, '}')
 		}
-		err = &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "internal error: the result could not be encoded"}
+		if err == nil {
+			err = &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "internal error: the result could not be encoded"}
+		}
 	}
 	body, encErr := jsonrpc.EncodeMessage(&jsonrpc.Response{ID: id, Error: err})
 	if encErr != nil {
@@ -228,9 +228,9 @@ func EncodeToolCallResponse(id jsonrpc.ID, res *mcp.CallToolResult, err error, s
 	return body
 }
 
-// toolCallResult is res encoded as the SDK encodes the result of a
-// 2026-07-28 tools/call.
-func toolCallResult(res *mcp.CallToolResult, server *mcp.Implementation, log *slog.Logger) (json.RawMessage, error) {
+// toolCallResult appends to dst res encoded as the SDK encodes the result
+// of a 2026-07-28 tools/call.
+func toolCallResult(dst []byte, res *mcp.CallToolResult, server *mcp.Implementation, log *slog.Logger) ([]byte, error) {
 	if res == nil {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "internal error: empty result"}
 	}
@@ -245,6 +245,21 @@ func toolCallResult(res *mcp.CallToolResult, server *mcp.Implementation, log *sl
 		}
 		resultType = "input_required"
 	}
+	if resultType == "complete" {
+		if out, ok := plainToolCallResult(dst, res, server); ok {
+			return out, nil
+		}
+	}
+	b, err := encodeToolCallResult(res, resultType, server)
+	if err != nil {
+		return nil, err
+	}
+	return append(dst, b...), nil
+}
+
+// encodeToolCallResult is res, of resultType, encoded as the SDK encodes
+// the result of a 2026-07-28 tools/call, by its own MarshalJSON.
+func encodeToolCallResult(res *mcp.CallToolResult, resultType string, server *mcp.Implementation) (json.RawMessage, error) {
 	cp := *res
 	if cp.Content == nil && resultType != "input_required" {
 		cp.Content = []mcp.Content{}
@@ -286,6 +301,88 @@ func toolCallResult(res *mcp.CallToolResult, server *mcp.Implementation, log *sl
 		out = append(out, ir...)
 	}
 	return append(out, '}'), nil
+}
+
+// plainToolCallResult appends to dst, without reflection, what
+// toolCallResult writes for res when it has the plain shape of every tool result of ours:
+// one text content without _meta or annotations, structured content that
+// is a json.RawMessage already in the form the SDK's encoder would write
+// (valid, compact, nothing it would escape), no _meta of its own, no input
+// requests or request state. It reports false for anything else. The
+// bytes are those of CallToolResult.MarshalJSON under json.Marshal: the
+// members in struct order, the server's identity as the only _meta member,
+// the text escaped as encoding/json escapes a string (HTML characters
+// too), the raw structured content as is, resultType "complete" last.
+// TestPlainToolCallResultIsTheSDKs compares the two.
+func plainToolCallResult(dst []byte, res *mcp.CallToolResult, server *mcp.Implementation) ([]byte, bool) {
+	if len(res.Meta) != 0 || res.InputRequests != nil || res.RequestState != "" || len(res.Content) != 1 {
+		return nil, false
+	}
+	text, ok := res.Content[0].(*mcp.TextContent)
+	if !ok || text == nil || len(text.Meta) != 0 || text.Annotations != nil {
+		return nil, false
+	}
+	var structured json.RawMessage
+	switch sc := res.StructuredContent.(type) {
+	case nil:
+	case json.RawMessage:
+		if sc == nil || !encodedAsIs(sc) {
+			return nil, false
+		}
+		structured = sc
+	default:
+		return nil, false
+	}
+	impl, err := json.Marshal(server)
+	if err != nil {
+		return nil, false
+	}
+	quoted, err := json.Marshal(text.Text)
+	if err != nil {
+		return nil, false
+	}
+	out := slices.Grow(dst, len(impl)+len(quoted)+len(structured)+160)
+	out = append(out, `{"_meta":{"`+MetaServerInfo+`":`...)
+	out = append(out, impl...)
+	out = append(out, `},"content":[{"type":"text","text":`...)
+	out = append(out, quoted...)
+	out = append(out, "}]"...)
+	if structured != nil {
+		out = append(out, `,"structuredContent":`...)
+		out = append(out, structured...)
+	}
+	if res.IsError {
+		out = append(out, `,"isError":true`...)
+	}
+	return append(out, `,"resultType":"complete"}`...), true
+}
+
+// encodedAsIs reports whether raw is JSON that encoding/json (escaping
+// HTML, as json.Marshal does) writes unchanged when it encodes it as a
+// json.RawMessage: valid, with no space outside strings, and no <, >, &,
+// U+2028 or U+2029 anywhere. What json.Marshal writes always is.
+func encodedAsIs(raw json.RawMessage) bool {
+	inString := false
+	for i := 0; i < len(raw); i++ {
+		switch c := raw[i]; {
+		case c == '<' || c == '>' || c == '&':
+			return false
+		case c == 0xE2 && i+2 < len(raw) && raw[i+1] == 0x80 && (raw[i+2] == 0xA8 || raw[i+2] == 0xA9):
+			return false
+		case inString:
+			switch c {
+			case '\\':
+				i++
+			case '"':
+				inString = false
+			}
+		case c == '"':
+			inString = true
+		case c == ' ' || c == '\t' || c == '\n' || c == '\r':
+			return false
+		}
+	}
+	return json.Valid(raw)
 }
 
 // marshalNoEscape is json.Marshal without HTML escaping, as the SDK's

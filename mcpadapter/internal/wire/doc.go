@@ -95,8 +95,11 @@
 //     decodes their params once; the HTTP front runs them through the MCP
 //     server's own middleware chain (mcpadapter.Server.DirectToolCall) and
 //     answers with EncodeToolCallResponse (the SDK's result rules:
-//     resultType, content never null, serverInfo in _meta; its encoders)
-//     and SDKResponseHeader, through the same FixWriter. Every other
+//     resultType, content never null, serverInfo in _meta; its encoders,
+//     or for a result of the plain shape every tool of ours returns the
+//     same bytes appended by hand, TestPlainToolCallResultIsTheSDKs) and
+//     SDKResponseHeader, with the corrections of FixWriter (WriteFixed,
+//     without its buffer: the body is whole already). Every other
 //     request goes to the SDK as before. Canary: the byte-for-byte
 //     comparison of both paths, TestDirectToolCallsAnswerAsTheSDK (package
 //     httpfront), fails once the SDK answers differently. Upstream: none

@@ -110,10 +110,17 @@ func (f *FixWriter) Finish() {
 		return
 	}
 	f.buffering = false
-	body, status := FixRPCResponse(f.buf.Bytes(), f.status, f.modern)
-	f.w.Header().Set("Content-Length", strconv.Itoa(len(body)))
-	f.w.WriteHeader(status)
-	_, _ = f.w.Write(body)
+	WriteFixed(f.w, f.buf.Bytes(), f.status, f.modern)
+}
+
+// WriteFixed writes body, a whole JSON-RPC response with HTTP status, as a
+// FixWriter sends it once buffered: corrected (FixRPCResponse), with its
+// Content-Length. The header's Content-Type is the caller's to set.
+func WriteFixed(w http.ResponseWriter, body []byte, status int, modern bool) {
+	body, status = FixRPCResponse(body, status, modern)
+	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+	w.WriteHeader(status)
+	_, _ = w.Write(body)
 }
 
 // FixRPCResponse returns body and status with the rules of FixWriter applied.
@@ -149,7 +156,7 @@ func FixRPCResponse(body []byte, status int, modern bool) ([]byte, int) {
 // an error field), and decoding every such response again cost more than
 // the rest of our HTTP layer together.
 func TopLevelError(body []byte) bool {
-	if !bytes.Contains(body, []byte(`"error"`)) {
+	if !bytes.Contains(body, []byte(`"error"`)) || resultFirst(body) {
 		return false
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))
@@ -173,6 +180,32 @@ func TopLevelError(body []byte) bool {
 		}
 	}
 	return false
+}
+
+// resultFirst reports whether body opens as the SDK's jsonrpc2 layer (and
+// EncodeToolCallResponse) writes a result: jsonrpc, an id that is a string
+// or an integer, then "result". Such a body has no top-level error before
+// its result, which is all TopLevelError reads; this check reads the
+// opening bytes only, where the decoder would allocate its buffer and scan.
+func resultFirst(body []byte) bool {
+	rest, ok := bytes.CutPrefix(body, []byte(`{"jsonrpc":"2.0","id":`))
+	if !ok || len(rest) == 0 {
+		return false
+	}
+	i := 0
+	if rest[0] == '"' {
+		for i = 1; i < len(rest) && rest[i] != '"'; i++ {
+			if rest[i] == '\\' {
+				i++
+			}
+		}
+		i++ // past the closing quote
+	} else {
+		for i < len(rest) && (rest[i] == '-' || rest[i] >= '0' && rest[i] <= '9') {
+			i++
+		}
+	}
+	return i <= len(rest) && bytes.HasPrefix(rest[i:], []byte(`,"result":`))
 }
 
 // StatusForCode is the HTTP status of a 2026-07-28 error response.

@@ -81,6 +81,12 @@ func TestTopLevelError(t *testing.T) {
 		`{"jsonrpc":"2.0","id":{"error":1},"result":{}}`:                                         false,
 		`{"jsonrpc":"2.0","id":1,"result":{"task":{"error":"boom","state":"failed"}},"x":"err"}`: false,
 		`not json "error"`: false,
+		`{"jsonrpc":"2.0","id":"a\"b\\","result":{"error":1}}`:                                  false,
+		`{"jsonrpc":"2.0","id":"a\"b\\","error":{"code":1,"message":"result"}}`:                 true,
+		`{"jsonrpc":"2.0","id":-12,"result":{"error":1}}`:                                       false,
+		`{"jsonrpc":"2.0","id":1.5,"error":{"code":1,"message":"m"},"result":{}}`:               true,
+		`{"jsonrpc":"2.0","id":"unterminated ,\"result\":"error"`:                               false,
+		`{"jsonrpc":"2.0","id":"x\",\"error\":1,\"result\":","error":{"code":1,"message":"m"}}`: true,
 	} {
 		if got := TopLevelError([]byte(body)); got != want {
 			t.Errorf("TopLevelError(%s) = %v, want %v", body, got, want)
