@@ -109,7 +109,9 @@
 //   - Before/after, alternated A B A B A B on the shared machine at load
 //     13-15 (so the rates are not the quiet machine's): cycles/s 912, 1,072,
 //     887 -> 1,261, 1,291, 935; whole-process CPU per cycle 380, 312, 402
-//     -> 268, 276, 345 us; allocations 256 -> 250 a cycle. In the CPU
+//     -> 268, 276, 345 us; allocations 256 -> 250 a cycle. Three more pairs
+//     at load 24-26: 545, 847, 1,071 -> 970, 1,338, 974 cycles/s; 417, 455,
+//     363 -> 420, 291, 373 us (too loaded to settle the CPU). In the CPU
 //     profile the writer is 85% of the process: the batch's domain work
 //     (hotTx) 54%, of which the task UPDATEs 26%, the event INSERTs 7%, the
 //     claim scan 7%; BEGIN/COMMIT 27%; the file checks 3%.
