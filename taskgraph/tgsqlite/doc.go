@@ -77,4 +77,55 @@
 //     workflow's tasks.
 //
 // CountClaimable runs the same scans, counting up to a limit.
+//
+// # The writer's time per cycle (issue 23)
+//
+// The writer is single-threaded, so its time per claim+complete cycle
+// (CPU, then the commit's fsync) bounds throughput. Measured with
+// `bench --mode store --sync full` (N=20,000, W=8, combined loop), the
+// statement counts from a counter on stmtCache, the plans with EXPLAIN
+// QUERY PLAN on the bench's database:
+//
+//   - Per cycle: the completion's UPDATE ... RETURNING (by task_id, through
+//     the unique index), the claim's UPDATE ... RETURNING (by seq, the
+//     rowid) and two event INSERTs; per commit: BEGIN, one claim scan
+//     (tasks_ready_plain, no sort), the workflow's chain head read and its
+//     compare-and-set, COMMIT. 4 + 5/7.6 = 4.7 statements a cycle. Nothing
+//     is read back after a write (RETURNING), every statement is prepared
+//     once.
+//   - Commits: the hot lane runs one batch at a time here and waited after
+//     a batch only until as many operations queued as it had answered;
+//     those left out of a batch are queued by then, so batches settled
+//     into two alternating halves of the workers: 3,650-4,050 commits for
+//     20,000 cycles (5.3 cycles a commit, of 8 possible). It now waits for
+//     the answered ones on top of those queued (same bound): 2,610-2,670
+//     commits (7.6 cycles a commit).
+//   - Checkpoints: the checkpointer ran every 20 ms once the -wal file had
+//     passed 4 MiB (the file never shrinks): about 430 a run, each syncing
+//     the WAL and the database file and copying the hot pages again. At
+//     100 ms: 135-190 a run; bytes the process wrote 451-457 MB -> 413-423
+//     MB (/proc/self/io, seeding included). The WAL takes about 5 frames a
+//     cycle, 38 a commit.
+//   - Before/after, alternated A B A B A B on the shared machine at load
+//     13-15 (so the rates are not the quiet machine's): cycles/s 912, 1,072,
+//     887 -> 1,261, 1,291, 935; whole-process CPU per cycle 380, 312, 402
+//     -> 268, 276, 345 us; allocations 256 -> 250 a cycle. Three more pairs
+//     at load 24-26: 545, 847, 1,071 -> 970, 1,338, 974 cycles/s; 417, 455,
+//     363 -> 420, 291, 373 us (too loaded to settle the CPU). In the CPU
+//     profile the writer is 85% of the process: the batch's domain work
+//     (hotTx) 54%, of which the task UPDATEs 26%, the event INSERTs 7%, the
+//     claim scan 7%; BEGIN/COMMIT 27%; the file checks 3%.
+//   - Tried and not kept: opening the write connections with _mutex=no
+//     (SQLite's multi-thread mode): the pthread mutex samples fell only from
+//     4.5% to 3.8% of the process, most being SQLite's global memory and
+//     page-cache mutexes.
+//   - The largest cost left is events_by_task (task_id, event_id): task ids
+//     are ULIDs whose 80 bits are random (unguessable on purpose), so each
+//     event lands on a random leaf of that index and nearly every event of
+//     a commit dirties a page of its own. Dropping the index in an
+//     experiment cut the bytes written from 411 to 255 MB, CPU per cycle
+//     from 285 to 239 us and raised throughput 22% (two pairs, load 13).
+//     Keying it by a monotone column (the task's seq) keeps the lookup and
+//     makes the inserts local; that is a migration on both drivers, left to
+//     the next step.
 package tgsqlite
