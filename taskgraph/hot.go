@@ -91,6 +91,9 @@ type hotLane struct {
 	mu      sync.Mutex
 	queue   []*hotOp
 	running int
+	// holding counts the loops among running that hold their turn for
+	// another batch to take the queue (loop), running none.
+	holding int
 	// callers counts the callers of queue: a claim submitted with its
 	// completion (CompleteAndClaim) is not one more.
 	callers int
@@ -161,7 +164,7 @@ func (l *hotLane) run(ops ...*hotOp) {
 // startLocked starts a batch of the queue if the pacer says so (or, when
 // force, if the lane has room), and unlocks l.mu.
 func (l *hotLane) startLocked(force bool) bool {
-	if l.running >= l.pace.Max() || !(force || l.pace.Start(l.running, l.callers)) {
+	if l.running >= l.pace.Max() || !(force || l.pace.Start(l.running-l.holding, l.callers)) {
 		l.mu.Unlock()
 		return false
 	}
@@ -224,8 +227,10 @@ func (l *hotLane) loop(batch []*hotOp) {
 		if gather := min(took/4, maxGather); len(l.queue) < want && gather > 0 {
 			l.waitLocked(timer, gather, func() bool { return len(l.queue) >= want })
 		}
-		if len(l.queue) > 0 && !l.pace.Start(l.running-1, l.callers) {
-			l.waitLocked(timer, l.pace.Hold(), func() bool { return len(l.queue) == 0 || l.pace.Start(l.running-1, l.callers) })
+		if len(l.queue) > 0 && !l.pace.Start(l.running-l.holding-1, l.callers) {
+			l.holding++
+			l.waitLocked(timer, l.pace.Hold(), func() bool { return len(l.queue) == 0 || l.pace.Start(l.running-l.holding, l.callers) })
+			l.holding--
 		}
 		if len(l.queue) == 0 {
 			l.running--
