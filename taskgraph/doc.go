@@ -276,8 +276,8 @@
 // transaction runs on one writer goroutine that owns the only write
 // connection and commits the transactions waiting at that moment together,
 // each in its own savepoint: group commit (see tgsqlite). With PostgreSQL
-// each transaction is its own, on a bounded pool, and a few hot batches run
-// at once (Options.HotBatches). Either way, an operation is answered only
+// each transaction is its own, on a bounded pool, and up to HotBatches run at
+// once, a second only for enough callers (hotpace). An operation is answered only
 // once it has committed: with SQLite's SyncFull (the default) and
 // PostgreSQL's defaults an answered write is on disk. Reads see only
 // committed state. Server time comes from the store's Clock; clients'
@@ -404,7 +404,7 @@
 // of tasks and workflows the store returns, the task states, the
 // not-found and conflict errors), statusmsg (the texts of status
 // messages), storeopts (a store's Options), broadcast (the wake-up of
-// Changed), retry (backoff), waitq (parked claims), idempotency
+// Changed), hotpace (the hot lane's pacing), retry (backoff), waitq (parked claims), idempotency
 // (request-id keys and seals), workreport (workers' reports) and audit
 // (the history's format, its events, readers and linker).
 //

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/graph-engineering/graph-engineering-mcp/lease"
+	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/hotpace"
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/tgdriver"
 )
 
@@ -78,19 +79,27 @@ type hotAnswer struct {
 	err     error
 }
 
-// hotLane runs hot operations in batches: at most max batches at once
-// (each one transaction), each taking every operation waiting when it
-// starts, up to maxBatch.
+// hotLane runs hot operations in batches: at most pace.Max() batches at
+// once (each one transaction), each taking every operation waiting when it
+// starts, up to maxBatch. A batch beside one already running starts only
+// for enough waiting callers, or for a caller held too long (hotpace).
 type hotLane struct {
 	s        *Store
-	max      int
+	pace     *hotpace.Pacer
 	maxBatch int
 
 	mu      sync.Mutex
 	queue   []*hotOp
 	running int
-	// added holds a signal when an operation joined the queue.
-	added chan struct{}
+	// holding counts the loops among running that hold their turn for
+	// another batch to take the queue (loop), running none.
+	holding int
+	// callers counts the callers of queue: a claim submitted with its
+	// completion (CompleteAndClaim) is not one more.
+	callers int
+	// changed, when not nil, is closed at the queue's next change
+	// (changedLocked).
+	changed chan struct{}
 }
 
 // defaultHotBatches is how many batches run at once on a driver of many
@@ -106,7 +115,7 @@ const maxKeyRescans = 8
 const defaultHotBatchSize = 256
 
 func newHotLane(s *Store, max, maxBatch int) *hotLane {
-	return &hotLane{s: s, max: max, maxBatch: maxBatch, added: make(chan struct{}, 1)}
+	return &hotLane{s: s, pace: hotpace.New(max, 0), maxBatch: maxBatch}
 }
 
 // maxGather bounds how long a lane waits, after answering a batch, for
@@ -114,28 +123,61 @@ func newHotLane(s *Store, max, maxBatch int) *hotLane {
 const maxGather = 200 * time.Microsecond
 
 // run submits ops, which go into one batch, and returns once each was
-// answered.
+// answered. A caller that does not start a batch waits for a running one
+// to take it; if none has after the pacer's hold, and the lane has room,
+// it starts one.
 func (l *hotLane) run(ops ...*hotOp) {
 	for _, op := range ops {
 		op.done = make(chan struct{})
 	}
 	l.mu.Lock()
 	l.queue = append(l.queue, ops...)
-	select {
-	case l.added <- struct{}{}:
-	default:
+	for _, op := range ops {
+		if op.after == nil {
+			l.callers++
+		}
 	}
-	if l.running < l.max {
-		l.running++
-		batch := l.takeLocked()
-		l.mu.Unlock()
-		go l.loop(batch)
-	} else {
-		l.mu.Unlock()
+	l.signalLocked()
+	// Only a caller the pacer held while the lane had room waits with a
+	// timer; one that finds every batch running is taken by the first to
+	// end.
+	room := l.running < l.pace.Max()
+	if !l.startLocked(false) && room {
+		t := time.NewTimer(l.pace.Hold())
+		select {
+		case <-ops[0].done:
+		case <-t.C:
+			l.mu.Lock()
+			if l.queued(ops[0]) {
+				l.startLocked(true)
+			} else {
+				l.mu.Unlock()
+			}
+		}
+		t.Stop()
 	}
 	for _, op := range ops {
 		<-op.done
 	}
+}
+
+// startLocked starts a batch of the queue if the pacer says so (or, when
+// force, if the lane has room), and unlocks l.mu.
+func (l *hotLane) startLocked(force bool) bool {
+	if l.running >= l.pace.Max() || !(force || l.pace.Start(l.running-l.holding, l.callers)) {
+		l.mu.Unlock()
+		return false
+	}
+	l.running++
+	batch := l.takeLocked()
+	l.mu.Unlock()
+	go l.loop(batch)
+	return true
+}
+
+// queued reports whether op waits in the queue. l.mu is held.
+func (l *hotLane) queued(op *hotOp) bool {
+	return slices.Contains(l.queue, op)
 }
 
 // takeLocked takes the next batch off the queue, never parting a claim
@@ -147,6 +189,12 @@ func (l *hotLane) takeLocked() []*hotOp {
 	}
 	batch := slices.Clone(l.queue[:n])
 	l.queue = slices.Delete(l.queue, 0, n)
+	for _, op := range batch {
+		if op.after == nil {
+			l.callers--
+		}
+	}
+	l.signalLocked()
 	return batch
 }
 
@@ -156,12 +204,16 @@ func (l *hotLane) takeLocked() []*hotOp {
 // operation at once (a worker completes what it claimed, then claims
 // again): the lane waits for as many operations as it just answered to
 // join the queue, at most a quarter of the batch's time and maxGather, so
-// that they go together in the next batch rather than one by one. With one
-// batch at a time it waits for them on top of those already queued:
-// waiting only until the queue is as long as the last batch settled into
-// two alternating halves of the callers (5.3 cycles a commit at W=8 on
-// SQLite, 7.6 now). A lane with nothing to do waits for nothing: the
-// first operation to arrive starts a batch.
+// that they go together in the next batch rather than one by one; with one
+// batch at a time, on top of those already queued (else batches settle
+// into two alternating halves of the callers: 5.3 cycles a commit at W=8
+// on SQLite, 7.6 now). A lane with nothing to do waits for nothing.
+//
+// Beside another running batch, the loop goes on only for enough waiting
+// callers (the pacer's Start); it leaves fewer to the other batch, which
+// takes them when it ends, so that two half-empty batches merge into one
+// rather than each paying a commit. If the other batch has not taken them
+// within the pacer's hold (a slow commit), the loop takes them itself.
 func (l *hotLane) loop(batch []*hotOp) {
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
@@ -170,29 +222,20 @@ func (l *hotLane) loop(batch []*hotOp) {
 		start := time.Now()
 		l.s.runHot(batch)
 		took := time.Since(start)
+		l.pace.Took(took)
 		want := len(batch)
 		l.mu.Lock()
-		if l.max == 1 {
-			// One batch at a time (SQLite, or a pool of under four
-			// connections): the next takes those already waiting too,
-			// so wait for the answered ones besides them.
+		if l.pace.Max() == 1 { // the next batch takes those queued too
 			want = min(want+len(l.queue), l.maxBatch)
 		}
 		if gather := min(took/4, maxGather); len(l.queue) < want && gather > 0 {
-			timer.Reset(gather)
-			for len(l.queue) < want {
-				l.mu.Unlock()
-				select {
-				case <-l.added:
-				case <-timer.C:
-					l.mu.Lock()
-					goto take
-				}
-				l.mu.Lock()
-			}
-			timer.Stop()
+			l.waitLocked(timer, gather, func() bool { return len(l.queue) >= want })
 		}
-	take:
+		if len(l.queue) > 0 && !l.pace.Start(l.running-l.holding-1, l.callers) {
+			l.holding++
+			l.waitLocked(timer, l.pace.Hold(), func() bool { return len(l.queue) == 0 || l.pace.Start(l.running-l.holding, l.callers) })
+			l.holding--
+		}
 		if len(l.queue) == 0 {
 			l.running--
 			l.mu.Unlock()
@@ -200,6 +243,42 @@ func (l *hotLane) loop(batch []*hotOp) {
 		}
 		batch = l.takeLocked()
 		l.mu.Unlock()
+	}
+}
+
+// waitLocked waits until cond holds or d has passed, and reports whether
+// cond holds. l.mu is held, and released while it waits.
+func (l *hotLane) waitLocked(timer *time.Timer, d time.Duration, cond func() bool) bool {
+	timer.Reset(d)
+	defer timer.Stop()
+	for !cond() {
+		ch := l.changedLocked()
+		l.mu.Unlock()
+		select {
+		case <-ch:
+			l.mu.Lock()
+		case <-timer.C:
+			l.mu.Lock()
+			return cond()
+		}
+	}
+	return true
+}
+
+// changedLocked returns a channel closed at the queue's next change (an
+// operation joining or a batch taken). l.mu is held.
+func (l *hotLane) changedLocked() <-chan struct{} {
+	if l.changed == nil {
+		l.changed = make(chan struct{})
+	}
+	return l.changed
+}
+
+// signalLocked wakes those waiting for the queue to change. l.mu is held.
+func (l *hotLane) signalLocked() {
+	if l.changed != nil {
+		close(l.changed)
+		l.changed = nil
 	}
 }
 

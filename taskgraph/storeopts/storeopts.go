@@ -56,7 +56,10 @@ type Options struct {
 	// each one transaction on one connection: 0 means 2, and never more
 	// than half the driver's connections, so that the hot path never holds
 	// the whole pool. Operations that arrive while every batch runs wait
-	// and go together in the next. The SQLite driver's one writer commits
+	// and go together in the next; a batch beside a running one starts
+	// only for enough waiting callers, or for callers held longer than
+	// the pacer's hold (package hotpace), so that replicas sharing a
+	// database do not multiply its commits. The SQLite driver's one writer commits
 	// one transaction at a time, and one batch runs at once there.
 	HotBatches int
 }

@@ -1,0 +1,79 @@
+package hotpace
+
+import (
+	"sync/atomic"
+	"time"
+)
+
+// DefaultEnough is how many waiting callers justify a batch beside one
+// already running (New's default): fewer wait for the running batch and
+// go with the callers it answers in the next.
+const DefaultEnough = 4
+
+// MaxHold bounds how long callers wait for a running batch rather than
+// going in a batch of their own, however slow the database's batches are:
+// a tenth of the shortest lease (lease.MinDuration).
+const MaxHold = 100 * time.Millisecond
+
+// minHold is the hold before the lane has timed a batch.
+const minHold = 2 * time.Millisecond
+
+// Pacer decides when a hot lane runs a batch beside one already running.
+// Its zero value is not usable: use New. It is safe for concurrent use.
+type Pacer struct {
+	max    int
+	enough int
+	// took is the moving average of a batch's time, in nanoseconds.
+	took atomic.Int64
+}
+
+// New returns a pacer for a lane of at most max batches at once that runs
+// a further batch for enough waiting callers (<= 0: DefaultEnough).
+func New(max, enough int) *Pacer {
+	if enough <= 0 {
+		enough = DefaultEnough
+	}
+	return &Pacer{max: max, enough: enough}
+}
+
+// Max is the most batches the lane runs at once.
+func (p *Pacer) Max() int { return p.max }
+
+// Start reports whether the lane starts a batch for waiting callers (a
+// caller submitting a completion and the next claim together is one)
+// while others of its batches run: always when none runs, never when max
+// run, else only for enough callers.
+func (p *Pacer) Start(others, waiting int) bool {
+	switch {
+	case waiting <= 0 || others >= p.max:
+		return false
+	case others == 0:
+		return true
+	default:
+		return waiting >= p.enough
+	}
+}
+
+// Hold is how long callers that Start left waiting wait for a running
+// batch before the lane starts one for them anyway (when it has room):
+// twice a batch's average time, so that a batch that is late (a commit
+// stalled) does not hold them, and at most MaxHold.
+func (p *Pacer) Hold() time.Duration {
+	t := time.Duration(p.took.Load())
+	if t <= 0 {
+		return minHold
+	}
+	return min(2*t, MaxHold)
+}
+
+// Took records a batch's time, from its start to its answers.
+func (p *Pacer) Took(d time.Duration) {
+	// A moving average over about 8 batches; an update lost between
+	// concurrent batches costs one sample.
+	old := p.took.Load()
+	if old == 0 {
+		p.took.Store(int64(d))
+		return
+	}
+	p.took.Store(old + (int64(d)-old)/8)
+}

@@ -1,0 +1,59 @@
+package hotpace
+
+import (
+	"testing"
+	"time"
+)
+
+func TestStartRunsALoneBatchAndAnotherOnlyForEnoughCallers(t *testing.T) {
+	t.Parallel()
+	p := New(2, 4)
+	for _, c := range []struct {
+		others, waiting int
+		want            bool
+	}{
+		{0, 0, false}, // nothing waits
+		{0, 1, true},  // nothing runs: the first caller starts a batch
+		{1, 1, false}, // one runs: a lone caller waits for it
+		{1, 3, false},
+		{1, 4, true},  // enough callers pay for a commit of their own
+		{2, 9, false}, // the lane is full
+	} {
+		if got := p.Start(c.others, c.waiting); got != c.want {
+			t.Errorf("Start(%d running, %d waiting) = %v, want %v", c.others, c.waiting, got, c.want)
+		}
+	}
+	if got := New(2, 0).Start(1, DefaultEnough); !got {
+		t.Errorf("New(2, 0) should use DefaultEnough (%d)", DefaultEnough)
+	}
+	if got := New(1, 1).Start(1, 100); got {
+		t.Errorf("a lane of one batch never runs a second")
+	}
+}
+
+func TestHoldFollowsTheBatchTimeUpToMaxHold(t *testing.T) {
+	t.Parallel()
+	p := New(2, 0)
+	if got := p.Hold(); got != minHold {
+		t.Fatalf("hold before any batch = %v, want %v", got, minHold)
+	}
+	p.Took(3 * time.Millisecond)
+	if got := p.Hold(); got != 6*time.Millisecond {
+		t.Fatalf("hold after a 3ms batch = %v, want 6ms", got)
+	}
+	// A run of slow batches moves the average up, and the hold stops at
+	// MaxHold.
+	for range 100 {
+		p.Took(time.Second)
+	}
+	if got := p.Hold(); got != MaxHold {
+		t.Fatalf("hold after slow batches = %v, want MaxHold %v", got, MaxHold)
+	}
+	// Fast batches bring it back down.
+	for range 100 {
+		p.Took(time.Millisecond)
+	}
+	if got := p.Hold(); got > 3*time.Millisecond {
+		t.Fatalf("hold after fast batches = %v, want about 2ms", got)
+	}
+}
