@@ -52,7 +52,7 @@ BEGIN
     -- the key and reads its row again, so a key freed meanwhile parks
     -- nothing; the next statement sees what that writer committed.
     PERFORM 1 FROM concurrency_keys WHERE key = NEW.concurrency_key AND max_claimed > 0 AND claimed >= max_claimed FOR UPDATE;
-    IF FOUND AND EXISTS (SELECT 1 FROM tasks WHERE concurrency_key = NEW.concurrency_key AND NOT key_parked
+    IF FOUND AND EXISTS (SELECT 1 FROM tasks WHERE concurrency_key = NEW.concurrency_key AND concurrency_key <> '' AND NOT key_parked
             AND workflow_id = NEW.workflow_id AND requires = NEW.requires AND state = 'pending' AND due_at_ms = 0
             AND seq <> NEW.seq AND (priority > NEW.priority OR (priority = NEW.priority AND seq < NEW.seq))) THEN
         NEW.key_parked := true;
@@ -83,7 +83,7 @@ BEGIN
     -- task's, as whatever ends a claim does (tasks_key_release).
     PERFORM 1 FROM concurrency_keys WHERE key = OLD.concurrency_key FOR UPDATE;
     UPDATE tasks SET key_parked = false WHERE seq = (SELECT seq FROM tasks
-        WHERE concurrency_key = OLD.concurrency_key AND key_parked AND workflow_id = OLD.workflow_id AND requires = OLD.requires
+        WHERE concurrency_key = OLD.concurrency_key AND concurrency_key <> '' AND key_parked AND workflow_id = OLD.workflow_id AND requires = OLD.requires
             AND state = 'pending' AND due_at_ms = 0
         ORDER BY priority DESC, seq LIMIT 1);
     RETURN NULL;
@@ -99,7 +99,7 @@ BEGIN
     UPDATE tasks SET key_parked = true WHERE seq IN (
         SELECT t.seq FROM tasks t WHERE t.seq IN (
             SELECT g.seq FROM (SELECT seq, row_number() OVER (PARTITION BY workflow_id, requires ORDER BY priority DESC, seq) AS n
-                FROM tasks WHERE concurrency_key = NEW.key AND NOT key_parked AND state = 'pending' AND due_at_ms = 0) g
+                FROM tasks WHERE concurrency_key = NEW.key AND concurrency_key <> '' AND NOT key_parked AND state = 'pending' AND due_at_ms = 0) g
             WHERE g.n > 1)
             AND t.state = 'pending' AND t.due_at_ms = 0 AND NOT t.key_parked
         FOR UPDATE SKIP LOCKED);
@@ -114,15 +114,15 @@ CREATE FUNCTION concurrency_keys_unpark() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
     IF NEW.max_claimed = 0 OR NEW.max_claimed > OLD.max_claimed THEN
         UPDATE tasks SET key_parked = false
-            WHERE concurrency_key = NEW.key AND key_parked AND state = 'pending' AND due_at_ms = 0;
+            WHERE concurrency_key = NEW.key AND concurrency_key <> '' AND key_parked AND state = 'pending' AND due_at_ms = 0;
     ELSE
         -- Every group with a parked task has an unparked one: its first.
         UPDATE tasks SET key_parked = false WHERE seq IN (
-            SELECT (SELECT p.seq FROM tasks p WHERE p.concurrency_key = NEW.key AND p.key_parked
+            SELECT (SELECT p.seq FROM tasks p WHERE p.concurrency_key = NEW.key AND p.concurrency_key <> '' AND p.key_parked
                     AND p.workflow_id = g.workflow_id AND p.requires = g.requires AND p.state = 'pending' AND p.due_at_ms = 0
                 ORDER BY p.priority DESC, p.seq LIMIT 1)
             FROM (SELECT DISTINCT workflow_id, requires FROM tasks
-                WHERE concurrency_key = NEW.key AND NOT key_parked AND state = 'pending' AND due_at_ms = 0) g);
+                WHERE concurrency_key = NEW.key AND concurrency_key <> '' AND NOT key_parked AND state = 'pending' AND due_at_ms = 0) g);
     END IF;
     RETURN NULL;
 END

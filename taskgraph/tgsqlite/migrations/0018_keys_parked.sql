@@ -51,7 +51,7 @@ CREATE INDEX tasks_ready_by_key_group ON tasks (concurrency_key, key_parked, wor
 CREATE TRIGGER tasks_key_park_insert AFTER INSERT ON tasks
     WHEN NEW.state = 'pending' AND NEW.due_at_ms = 0 AND NEW.concurrency_key <> ''
         AND EXISTS (SELECT 1 FROM concurrency_keys WHERE key = NEW.concurrency_key AND max_claimed > 0 AND claimed >= max_claimed)
-        AND EXISTS (SELECT 1 FROM tasks WHERE concurrency_key = NEW.concurrency_key AND key_parked = 0
+        AND EXISTS (SELECT 1 FROM tasks WHERE concurrency_key = NEW.concurrency_key AND concurrency_key <> '' AND key_parked = 0
             AND workflow_id = NEW.workflow_id AND requires = NEW.requires AND state = 'pending' AND due_at_ms = 0
             AND seq <> NEW.seq AND (priority > NEW.priority OR (priority = NEW.priority AND seq < NEW.seq)))
 BEGIN
@@ -60,7 +60,7 @@ END;
 CREATE TRIGGER tasks_key_park_ready AFTER UPDATE OF state, due_at_ms ON tasks
     WHEN NEW.state = 'pending' AND NEW.due_at_ms = 0 AND NEW.concurrency_key <> '' AND NOT (OLD.state = 'pending' AND OLD.due_at_ms = 0)
         AND EXISTS (SELECT 1 FROM concurrency_keys WHERE key = NEW.concurrency_key AND max_claimed > 0 AND claimed >= max_claimed)
-        AND EXISTS (SELECT 1 FROM tasks WHERE concurrency_key = NEW.concurrency_key AND key_parked = 0
+        AND EXISTS (SELECT 1 FROM tasks WHERE concurrency_key = NEW.concurrency_key AND concurrency_key <> '' AND key_parked = 0
             AND workflow_id = NEW.workflow_id AND requires = NEW.requires AND state = 'pending' AND due_at_ms = 0
             AND seq <> NEW.seq AND (priority > NEW.priority OR (priority = NEW.priority AND seq < NEW.seq)))
 BEGIN
@@ -78,7 +78,7 @@ CREATE TRIGGER tasks_key_leave AFTER UPDATE OF state, due_at_ms ON tasks
         AND (NEW.state <> 'pending' OR NEW.due_at_ms <> 0)
 BEGIN
     UPDATE tasks SET key_parked = 0 WHERE seq = (SELECT seq FROM tasks
-        WHERE concurrency_key = OLD.concurrency_key AND key_parked = 1 AND workflow_id = OLD.workflow_id AND requires = OLD.requires
+        WHERE concurrency_key = OLD.concurrency_key AND concurrency_key <> '' AND key_parked = 1 AND workflow_id = OLD.workflow_id AND requires = OLD.requires
             AND state = 'pending' AND due_at_ms = 0
         ORDER BY priority DESC, seq LIMIT 1);
 END;
@@ -88,14 +88,14 @@ CREATE TRIGGER concurrency_keys_park AFTER UPDATE ON concurrency_keys
 BEGIN
     UPDATE tasks SET key_parked = 1 WHERE seq IN (
         SELECT seq FROM (SELECT seq, row_number() OVER (PARTITION BY workflow_id, requires ORDER BY priority DESC, seq) AS n
-            FROM tasks WHERE concurrency_key = NEW.key AND key_parked = 0 AND state = 'pending' AND due_at_ms = 0)
+            FROM tasks WHERE concurrency_key = NEW.key AND concurrency_key <> '' AND key_parked = 0 AND state = 'pending' AND due_at_ms = 0)
         WHERE n > 1);
 END;
 
 CREATE TRIGGER concurrency_keys_unpark_all AFTER UPDATE ON concurrency_keys
     WHEN OLD.max_claimed > 0 AND (NEW.max_claimed = 0 OR NEW.max_claimed > OLD.max_claimed)
 BEGIN
-    UPDATE tasks SET key_parked = 0 WHERE concurrency_key = NEW.key AND key_parked = 1 AND state = 'pending' AND due_at_ms = 0;
+    UPDATE tasks SET key_parked = 0 WHERE concurrency_key = NEW.key AND concurrency_key <> '' AND key_parked = 1 AND state = 'pending' AND due_at_ms = 0;
 END;
 
 -- Every group with a parked task has an unparked one: its first.
@@ -104,9 +104,9 @@ CREATE TRIGGER concurrency_keys_unpark_heads AFTER UPDATE ON concurrency_keys
         AND NEW.claimed < OLD.claimed AND NEW.max_claimed - NEW.claimed > 1
 BEGIN
     UPDATE tasks SET key_parked = 0 WHERE seq IN (
-        SELECT (SELECT p.seq FROM tasks p WHERE p.concurrency_key = NEW.key AND p.key_parked = 1
+        SELECT (SELECT p.seq FROM tasks p WHERE p.concurrency_key = NEW.key AND p.concurrency_key <> '' AND p.key_parked = 1
                 AND p.workflow_id = g.workflow_id AND p.requires = g.requires AND p.state = 'pending' AND p.due_at_ms = 0
             ORDER BY p.priority DESC, p.seq LIMIT 1)
         FROM (SELECT DISTINCT workflow_id, requires FROM tasks
-            WHERE concurrency_key = NEW.key AND key_parked = 0 AND state = 'pending' AND due_at_ms = 0) g);
+            WHERE concurrency_key = NEW.key AND concurrency_key <> '' AND key_parked = 0 AND state = 'pending' AND due_at_ms = 0) g);
 END;
