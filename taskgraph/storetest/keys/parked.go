@@ -2,7 +2,10 @@ package keys
 
 import (
 	"encoding/json"
+	"errors"
+	"fmt"
 	"strconv"
+	"sync"
 	"testing"
 	"time"
 
@@ -17,19 +20,20 @@ type parkedScan struct {
 }
 
 // expectNext is the task a claim-next of kind s must take, read from the
-// stored rows with no regard to parking: the first ready task in claim
-// order whose key is not full (the test sets no rate), of the workflow
+// stored rows with no regard to parking: the first ready task (due by
+// the server's clock: claim-next promotes it) in claim order whose key is
+// not full (the test sets no rate), of the workflow
 // and requires the claim may take. Parking must never change it.
 func (e *env) expectNext(t *testing.T, s parkedScan) string {
 	t.Helper()
-	q := `SELECT task_id FROM tasks WHERE state = 'pending' AND due_at_ms = 0
+	q := `SELECT task_id FROM tasks WHERE state = 'pending' AND due_at_ms <= ?
 		AND (concurrency_key = '' OR concurrency_key NOT IN (SELECT key FROM concurrency_keys WHERE max_claimed > 0 AND claimed >= max_claimed))
 		AND requires IN ('', ?) AND (? = '' OR workflow_id = ?) ORDER BY priority DESC, seq LIMIT 1`
 	req := "-"
 	if s.gpu {
 		req = "gpu"
 	}
-	rows := e.DB.Query(t, q, req, s.wf, s.wf)
+	rows := e.DB.Query(t, q, e.Clock.Now().UnixMilli(), req, s.wf, s.wf)
 	if len(rows) == 0 {
 		return ""
 	}
@@ -287,6 +291,150 @@ func testKeyParkedTasksLeaveTheScan(t *testing.T, h Harness) {
 	}
 	if n := e.Count(t, `SELECT COUNT(*) FROM tasks WHERE state NOT IN ('completed', 'failed', 'cancelled')`); n != 0 {
 		t.Fatalf("%d tasks left unfinished", n)
+	}
+	if rep := e.Verify(t); rep.Broken != nil {
+		t.Fatalf("the history does not verify: %+v", rep.Broken)
+	}
+}
+
+// Claimers, creators, a canceller and an operator changing the cap run at
+// once on a key with many queued tasks (on PostgreSQL, in concurrent
+// transactions): no task is ever held by two claims, and once they stop
+// the parking rule holds and every claim-next, drained one by one, takes
+// exactly the task it would take with nothing parked, until every task
+// has ended.
+func testKeyParkingUnderConcurrentWriters(t *testing.T, h Harness) {
+	e := setup(t, h)
+	lim := &tg.KeyLimit{MaxClaimed: 3}
+	create := func(node string, i int, lim *tg.KeyLimit) error {
+		spec := tg.NodeSpec{NodeID: node, Payload: json.RawMessage(`{}`), ConcurrencyKey: "k", KeyLimit: lim, Priority: i % 3}
+		if i%5 == 0 {
+			spec.Requires = []string{"gpu"}
+		}
+		_, err := e.S.CreateTask(e.Ctx, []string{"a", "b"}[i%2], spec)
+		return err
+	}
+	for i := range 60 {
+		if err := create("q"+strconv.Itoa(i), i, lim); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var (
+		mu   sync.Mutex
+		live = map[string]string{} // task id: the worker holding it
+		wg   sync.WaitGroup
+		errs = make(chan error, 16)
+	)
+	run := func(f func() error) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := f(); err != nil {
+				errs <- err
+			}
+		}()
+	}
+	for w := range 4 {
+		run(func() error {
+			owner := "w" + strconv.Itoa(w)
+			req := tg.ClaimRequest{Owner: owner, Lease: time.Minute, WorkflowID: []string{"", "a", "", "b"}[w]}
+			if w%2 == 1 {
+				req.Capabilities = []string{"gpu"}
+			}
+			for i := range 15 {
+				c, ok, err := e.S.Claim(e.Ctx, req)
+				if err != nil {
+					return fmt.Errorf("%s: claim-next: %w", owner, err)
+				}
+				if !ok {
+					continue
+				}
+				mu.Lock()
+				other, held := live[c.Task.TaskID]
+				if !held {
+					live[c.Task.TaskID] = owner
+				}
+				mu.Unlock()
+				if held {
+					return fmt.Errorf("%s claimed %s while %s holds it", owner, c.Task.NodeID, other)
+				}
+				mu.Lock()
+				delete(live, c.Task.TaskID)
+				mu.Unlock()
+				switch i % 3 {
+				case 0:
+					_, err = e.S.Complete(e.Ctx, holder(c), json.RawMessage(`1`))
+				case 1:
+					_, err = e.S.Release(e.Ctx, holder(c))
+				default:
+					_, err = e.S.Fail(e.Ctx, holder(c), "again", true)
+				}
+				if err != nil && !errors.Is(err, tg.ErrStaleClaim) { // cancelled meanwhile
+					return fmt.Errorf("%s: end %s: %w", owner, c.Task.NodeID, err)
+				}
+			}
+			return nil
+		})
+	}
+	run(func() error {
+		for i := range 20 {
+			if err := create("late"+strconv.Itoa(i), i, nil); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	var cancel []string
+	for i := 0; i < 60; i += 7 {
+		cancel = append(cancel, e.DB.Query(t, `SELECT task_id FROM tasks WHERE node_id = ?`, "q"+strconv.Itoa(i))[0][0])
+	}
+	run(func() error {
+		for i, id := range cancel {
+			if _, _, err := e.S.CancelTask(e.Ctx, id, "not needed"); err != nil && !errors.Is(err, tg.ErrConflict) {
+				return fmt.Errorf("cancel q%d: %w", 7*i, err)
+			}
+		}
+		return nil
+	})
+	run(func() error {
+		for _, n := range []int{5, 2, 4, 3} {
+			if _, err := e.S.SetKeyLimit(e.Ctx, "k", tg.KeyLimit{MaxClaimed: n}, bob); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	e.wantParkingRule(t, "k", "after the concurrent writers")
+	// Drain: fail-retryable tasks wait for their backoff; the clock moves
+	// past it whenever no claim-next takes anything.
+	scans := []parkedScan{{}, {wf: "a"}, {wf: "b"}, {gpu: true}, {wf: "b", gpu: true}}
+	for left := e.Count(t, `SELECT COUNT(*) FROM tasks WHERE state IN ('pending', 'claimed', 'blocked')`); left > 0; {
+		took := false
+		for _, s := range scans {
+			c, ok := e.claimAsExpected(t, s, "drain")
+			if !ok {
+				continue
+			}
+			took = true
+			e.wantParkingRule(t, "k", "drain, claimed")
+			if _, err := e.S.Complete(e.Ctx, holder(c), json.RawMessage(`1`)); err != nil {
+				t.Fatal(err)
+			}
+			e.wantParkingRule(t, "k", "drain, completed")
+		}
+		now := e.Count(t, `SELECT COUNT(*) FROM tasks WHERE state IN ('pending', 'claimed', 'blocked')`)
+		if !took {
+			if now != left || e.Count(t, `SELECT COUNT(*) FROM tasks WHERE state = 'pending' AND due_at_ms > 0`) == 0 {
+				t.Fatalf("%d tasks left and no claim-next takes one, none waiting for a retry time", now)
+			}
+			e.Clock.Advance(time.Minute)
+		}
+		left = now
 	}
 	if rep := e.Verify(t); rep.Broken != nil {
 		t.Fatalf("the history does not verify: %+v", rep.Broken)
