@@ -140,9 +140,15 @@
 // uncorrelated subquery that reads only the closed keys (two indexes:
 // the keys at their cap, and the range of the rate-held ones past the
 // scan's time), so a claim's cost does not grow with the number of keys,
-// and tasks without a key never read it. The scan still walks a full
-// key's queued tasks that stand ahead of a claimable one in the ready
-// index, one index entry each (issue 27: left open); a batch whose candidates' keys closed under it (its own claims,
+// and tasks without a key never read it. A full key's queued tasks are
+// parked out of the ready indexes (the drivers' migration 0018): the
+// schema's triggers, under the key's row lock, keep unparked the first
+// max(1, free slots) ready tasks of each (key, workflow, requires) group,
+// so a scan takes exactly what it would with nothing parked and walks one
+// task per group of a full key, however many are queued (10,000 queued
+// ahead of a claimable task: 1 index entry and 10 buffers per scan on
+// PostgreSQL, was 10,000 and ~365; TestClaimScanReadsOnlyClosedKeys). A
+// batch whose candidates' keys closed under it (its own claims,
 // or another transaction's) scans again for those claims. A claim whose
 // key's slot freed wakes one parked claim-next for the key's next task
 // (KeyHead, through the ready notifications); a parked claim held back by
@@ -248,7 +254,7 @@
 // task's row when the schema's trigger locks its key's row to give the
 // slot back; so a create that names a key locks the dependencies it will
 // count (lockDeps) before its keys' rows (lockKeys), and a batch locks its
-// candidates' keys after its tasks. Two gaps remain, where PostgreSQL may
+// candidates' keys after its tasks. Three gaps remain, where PostgreSQL may
 // detect a deadlock (40P01) and the driver runs the whole transaction again
 // (tgpostgres: Write, MaxWriteTries; proven by TestWriteRetriesDeadlock),
 // so that it costs a retry, never a wrong answer:
@@ -258,7 +264,14 @@
 //     meet in opposite orders across the waves;
 //   - task rows are locked by task id in a batch, by node id in a create
 //     (lockDeps, then each node's dependencies as it is inserted), by seq
-//     in the sweeps.
+//     in the sweeps;
+//   - parking (0018) follows the order where it can: a task becoming
+//     ready or leaving the ready set takes its key's row after the task's
+//     (an unblock or a cancel now may, as an ended claim did), and a key
+//     that fills parks only task rows nobody holds (SKIP LOCKED); but a
+//     freed slot or a raised cap unparks task rows after the key's, and
+//     waits if another transaction holds one (a claim by id or a cancel of
+//     that parked task).
 //
 // The storetest group Key's KeyRowsLockedInOneOrder counts the retries of
 // two creates naming the same keys in opposite orders: none.

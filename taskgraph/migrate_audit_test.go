@@ -60,6 +60,15 @@ func downgradeToV2(t *testing.T, path string) {
 		// The later migrations' additions go too (0004 graph data, 0005
 		// principals, 0006 routing, 0007 journal, 0008 requests), so that
 		// the file is a schema-2 database again.
+		// 0018 keys parked:
+		`DROP TRIGGER tasks_key_park_insert`, `DROP TRIGGER tasks_key_park_ready`, `DROP TRIGGER tasks_key_unpark`,
+		`DROP TRIGGER tasks_key_leave`, `DROP TRIGGER concurrency_keys_park`, `DROP TRIGGER concurrency_keys_unpark_all`,
+		`DROP TRIGGER concurrency_keys_unpark_heads`,
+		`DROP INDEX tasks_ready_by_key_group`, `DROP INDEX tasks_ready_plain`, `DROP INDEX tasks_ready_by_priority`,
+		`DROP INDEX tasks_ready_by_workflow_priority`, `ALTER TABLE tasks DROP COLUMN key_parked`,
+		`CREATE INDEX tasks_ready_plain ON tasks (priority DESC, seq) WHERE state = 'pending' AND due_at_ms = 0 AND requires = ''`,
+		`CREATE INDEX tasks_ready_by_priority ON tasks (priority DESC, seq, requires) WHERE state = 'pending' AND due_at_ms = 0`,
+		`CREATE INDEX tasks_ready_by_workflow_priority ON tasks (workflow_id, priority DESC, seq, requires) WHERE state = 'pending' AND due_at_ms = 0`,
 		// 0017 keys at their cap:
 		`DROP INDEX concurrency_keys_at_cap`, `ALTER TABLE concurrency_keys DROP COLUMN at_cap`,
 		// 0016 events once (event_links, always empty on SQLite):

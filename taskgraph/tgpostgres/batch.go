@@ -31,14 +31,14 @@ var (
 	// notPausedT is notPaused for the update of tasks aliased t.
 	notPausedT = `NOT EXISTS (SELECT 1 FROM claim_pauses WHERE workflow_id = '')
 		AND t.workflow_id NOT IN (SELECT workflow_id FROM claim_pauses)`
-	claimScanSQL = `SELECT ` + taskColumns + ` FROM tasks WHERE state = 'pending' AND due_at_ms = 0 AND requires = ''
+	claimScanSQL = `SELECT ` + taskColumns + ` FROM tasks WHERE state = 'pending' AND due_at_ms = 0 AND NOT key_parked AND requires = ''
 		AND ` + notPaused + ` AND ` + keyOpenAt2 + ` ORDER BY priority DESC, seq LIMIT $1 FOR UPDATE SKIP LOCKED`
-	claimScanCapsSQL = `SELECT ` + taskColumns + ` FROM tasks WHERE state = 'pending' AND due_at_ms = 0
+	claimScanCapsSQL = `SELECT ` + taskColumns + ` FROM tasks WHERE state = 'pending' AND due_at_ms = 0 AND NOT key_parked
 		AND (requires = '' OR string_to_array(requires, ' ') <@ $2::text[]) AND ` + notPaused + ` AND ` + keyOpenAt3 + `
 		ORDER BY priority DESC, seq LIMIT $1 FOR UPDATE SKIP LOCKED`
-	claimScanInWorkflowSQL = `SELECT ` + taskColumns + ` FROM tasks WHERE workflow_id = $2 AND state = 'pending' AND due_at_ms = 0
+	claimScanInWorkflowSQL = `SELECT ` + taskColumns + ` FROM tasks WHERE workflow_id = $2 AND state = 'pending' AND due_at_ms = 0 AND NOT key_parked
 		AND requires = '' AND ` + notPaused + ` AND ` + keyOpenAt3 + ` ORDER BY priority DESC, seq LIMIT $1 FOR UPDATE SKIP LOCKED`
-	claimScanInWorkflowCapsSQL = `SELECT ` + taskColumns + ` FROM tasks WHERE workflow_id = $2 AND state = 'pending' AND due_at_ms = 0
+	claimScanInWorkflowCapsSQL = `SELECT ` + taskColumns + ` FROM tasks WHERE workflow_id = $2 AND state = 'pending' AND due_at_ms = 0 AND NOT key_parked
 		AND (requires = '' OR string_to_array(requires, ' ') <@ $3::text[]) AND ` + notPaused + ` AND ` + keyOpenAt4 + ` ORDER BY priority DESC, seq LIMIT $1 FOR UPDATE SKIP LOCKED`
 	lockTasksSQL = `SELECT ` + taskColumns + ` FROM tasks WHERE task_id = ANY($1::text[]) ORDER BY task_id COLLATE "C" FOR UPDATE`
 )

@@ -168,7 +168,9 @@
 // The ready indexes hold only claimable tasks: pending with due_at_ms = 0
 // (a task waiting for its retry delay or not_before is in tasks_due,
 // until the domain promotes it under its workflow's lock; DueTasks is a
-// plain SELECT like ExpiredLeases). A claim without capabilities reads
+// plain SELECT like ExpiredLeases), not parked behind a full concurrency
+// key (key_parked: migration 0018 says how its triggers keep it; every
+// scan says NOT key_parked, so that its index's predicate applies). A claim without capabilities reads
 // tasks_ready_plain (requires = ”), so it costs the same however many
 // routed tasks wait; a claim with capabilities reads tasks_ready_by_priority
 // (every claimable task) in order and filters requires = ” OR

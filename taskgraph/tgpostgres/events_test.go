@@ -160,10 +160,20 @@ func TestMigrationKeepsOldEventsVerifying(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close(ctx)
-	// Back to schema 15 (0017 undone first): links in the events' own
-	// rows; the last three events of wf journaled with their bodies, its
-	// head before them.
+	// Back to schema 15 (0018 and 0017 undone first): links in the
+	// events' own rows; the last three events of wf journaled with their
+	// bodies, its head before them.
 	execAll(t, conn,
+		`DROP TRIGGER tasks_key_park_insert ON tasks`, `DROP TRIGGER tasks_key_park_ready ON tasks`,
+		`DROP TRIGGER tasks_key_unpark ON tasks`, `DROP TRIGGER tasks_key_leave ON tasks`,
+		`DROP TRIGGER concurrency_keys_park ON concurrency_keys`, `DROP TRIGGER concurrency_keys_unpark ON concurrency_keys`,
+		`DROP FUNCTION tasks_key_park_entry()`, `DROP FUNCTION tasks_key_unpark()`, `DROP FUNCTION tasks_key_leave()`,
+		`DROP FUNCTION concurrency_keys_park()`, `DROP FUNCTION concurrency_keys_unpark()`,
+		`DROP INDEX tasks_ready_by_key_group`, `DROP INDEX tasks_ready_plain`, `DROP INDEX tasks_ready_by_priority`,
+		`DROP INDEX tasks_ready_by_workflow_priority`, `ALTER TABLE tasks DROP COLUMN key_parked`,
+		`CREATE INDEX tasks_ready_plain ON tasks (priority DESC, seq) WHERE state = 'pending' AND due_at_ms = 0 AND requires = ''`,
+		`CREATE INDEX tasks_ready_by_priority ON tasks (priority DESC, seq, requires) WHERE state = 'pending' AND due_at_ms = 0`,
+		`CREATE INDEX tasks_ready_by_workflow_priority ON tasks (workflow_id, priority DESC, seq, requires) WHERE state = 'pending' AND due_at_ms = 0`,
 		`DROP INDEX concurrency_keys_at_cap`, `ALTER TABLE concurrency_keys DROP COLUMN at_cap`,
 		`UPDATE events e SET wseq = l.wseq, prev_hash = l.prev_hash, hash = l.hash FROM event_links l WHERE l.event_id = e.event_id`,
 		`UPDATE workflows w SET event_count = w.event_count - 3,

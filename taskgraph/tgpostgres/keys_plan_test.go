@@ -2,6 +2,8 @@ package tgpostgres
 
 import (
 	"fmt"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -54,10 +56,13 @@ func TestPruneIdleKeysPlan(t *testing.T) {
 // full and one held back by its rate, every claim scan (custom and
 // generic plans) finds the closed keys through concurrency_keys_at_cap and
 // concurrency_keys_rate_open, never by reading every key; so a claim's
-// cost does not grow with the number of keys. It also measures what is
-// left of issue 27's item 1: the scan still walks the full key's 10,000
-// queued tasks ahead of the one claimable task (logged, Rows Removed by
-// Filter), since they stay in the ready index.
+// cost does not grow with the number of keys. The full key's 10,000
+// queued tasks stand ahead of the one claimable task: parked (0018), all
+// but the first leave the ready indexes, so each scan walks past at most
+// one of them (Rows Removed by Filter) and reads a few buffers; with
+// every task unparked again (the ready indexes as before 0018) the same
+// scans walk all 10,000, which the test measures too, so that it fails
+// if parking stops working.
 func TestClaimScanReadsOnlyClosedKeys(t *testing.T) {
 	ctx := testCtx(t)
 	url := pgtest.URL(t)
@@ -97,13 +102,71 @@ func TestClaimScanReadsOnlyClosedKeys(t *testing.T) {
 			t.Errorf("%s: plan\n%s\nwant the closed keys read from concurrency_keys_at_cap and concurrency_keys_rate_open, no scan of every key", name, p)
 		}
 	}
-	for _, q := range scans {
-		p := explain(t, c, `EXPLAIN (ANALYZE, BUFFERS) `+q.sql, q.args...)
-		check(q.name, p, q.rate)
-		if !strings.Contains(p, "rows=1 loops=1") {
-			t.Errorf("%s: plan\n%s\nwant the one claimable task", q.name, p)
+	var n int
+	if err := c.QueryRow(ctx, `SELECT COUNT(*) FROM tasks WHERE key_parked`).Scan(&n); err != nil || n != 9999 {
+		t.Fatalf("%d of the full key's 10,000 queued tasks parked (%v), want all but the first", n, err)
+	}
+	// measure runs every scan, checks it found the one claimable task,
+	// and returns the entries it passed over and the buffers it read.
+	measure := func(when string) (walked, buffers []int) {
+		for _, q := range scans {
+			p := explain(t, c, `EXPLAIN (ANALYZE, BUFFERS) `+q.sql, q.args...)
+			check(q.name, p, q.rate)
+			if !strings.Contains(p, "rows=1 loops=1") {
+				t.Errorf("%s: plan\n%s\nwant the one claimable task", q.name, p)
+			}
+			w, b := planFigures(t, p)
+			walked, buffers = append(walked, w), append(buffers, b)
+			t.Logf("%s, %s: passed over %d entries, read %d buffers\n%s", when, q.name, w, b, p)
 		}
-		t.Logf("%s:\n%s", q.name, p)
+		return walked, buffers
+	}
+	walked, buffers := measure("parked")
+	if _, err := c.Exec(ctx, `UPDATE tasks SET key_parked = false`); err != nil {
+		t.Fatal(err)
+	}
+	walkedBefore, buffersBefore := measure("unparked, as before 0018")
+	for i, q := range scans {
+		if walked[i] > 1 || walkedBefore[i] < 10000 || buffers[i]*10 > buffersBefore[i] {
+			t.Errorf("%s: passed over %d queued tasks of the full key parked, %d unparked; read %d buffers parked, %d unparked: want at most 1 passed over and a tenth of the buffers parked, and 10,000 unparked",
+				q.name, walked[i], walkedBefore[i], buffers[i], buffersBefore[i])
+		}
+		t.Logf("%s: buffers per claim scan with 10,000 queued on a full key: %d unparked (before 0018), %d parked",
+			q.name, buffersBefore[i], buffers[i])
+	}
+	// The parking triggers' statements (0018) read a key's group of tasks
+	// through tasks_ready_by_key_group, never every task of the key.
+	const group = `concurrency_key = $1 AND concurrency_key <> '' AND workflow_id = $2 AND requires = $3 AND state = 'pending' AND due_at_ms = 0`
+	parking := map[string]struct {
+		sql  string
+		args []any
+	}{
+		"a task becoming ready": {`SELECT 1 FROM tasks WHERE NOT key_parked AND ` + group +
+			` AND seq <> $4 AND (priority > $5 OR (priority = $5 AND seq < $4))`, []any{"full", "wf", "", int64(10001), 5}},
+		"a task leaving the ready set": {`SELECT seq FROM tasks WHERE key_parked AND ` + group +
+			` ORDER BY priority DESC, seq LIMIT 1`, []any{"full", "wf", ""}},
+		"a key filling": {`SELECT g.seq FROM (SELECT seq, row_number() OVER (PARTITION BY workflow_id, requires ORDER BY priority DESC, seq) AS n
+			FROM tasks WHERE concurrency_key = $1 AND concurrency_key <> '' AND NOT key_parked AND state = 'pending' AND due_at_ms = 0) g
+			WHERE g.n > 1`, []any{"full"}},
+		"a slot freed": {`SELECT (SELECT p.seq FROM tasks p WHERE p.concurrency_key = $1 AND p.concurrency_key <> '' AND p.key_parked
+				AND p.workflow_id = g.workflow_id AND p.requires = g.requires AND p.state = 'pending' AND p.due_at_ms = 0
+				ORDER BY p.priority DESC, p.seq LIMIT 1)
+			FROM (SELECT DISTINCT workflow_id, requires FROM tasks
+				WHERE concurrency_key = $1 AND concurrency_key <> '' AND NOT key_parked AND state = 'pending' AND due_at_ms = 0) g`, []any{"full"}},
+	}
+	if _, err := c.Exec(ctx, `UPDATE tasks SET key_parked = (seq > (SELECT MIN(seq) FROM tasks WHERE concurrency_key = 'full')) WHERE concurrency_key = 'full'`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Exec(ctx, `VACUUM ANALYZE tasks`); err != nil {
+		t.Fatal(err)
+	}
+	for name, q := range parking {
+		p := explain(t, c, `EXPLAIN (ANALYZE, BUFFERS) `+q.sql, q.args...)
+		_, b := planFigures(t, p)
+		if !strings.Contains(p, "tasks_ready_by_key_group") || strings.Contains(p, "Seq Scan on tasks") || b > 20 {
+			t.Errorf("parking, %s: plan\n%s\nwant tasks_ready_by_key_group, no scan of tasks, a few buffers", name, p)
+		}
+		t.Logf("parking, %s: %d buffers\n%s", name, b, p)
 	}
 	if _, err := c.Exec(ctx, `SET plan_cache_mode = force_generic_plan`); err != nil {
 		t.Fatal(err)
@@ -115,4 +178,38 @@ func TestClaimScanReadsOnlyClosedKeys(t *testing.T) {
 		}
 		check("generic plan of "+q.name, explain(t, c, `EXPLAIN EXECUTE `+name+`(`+q.generic+`)`), q.rate)
 	}
+	// PL/pgSQL may run the triggers' statements with generic plans too.
+	i := 0
+	for name, q := range parking {
+		i++
+		stmt, args := fmt.Sprintf("generic_parking_%d", i), make([]string, len(q.args))
+		for j, a := range q.args {
+			args[j] = fmt.Sprintf("'%v'", a)
+		}
+		if _, err := c.Exec(ctx, `PREPARE `+stmt+` AS `+q.sql); err != nil {
+			t.Fatalf("prepare %s: %v", q.sql, err)
+		}
+		if p := explain(t, c, `EXPLAIN EXECUTE `+stmt+`(`+strings.Join(args, ", ")+`)`); !strings.Contains(p, "tasks_ready_by_key_group") ||
+			strings.Contains(p, "Seq Scan on tasks") {
+			t.Errorf("generic plan of parking, %s:\n%s\nwant tasks_ready_by_key_group, no scan of tasks", name, p)
+		}
+	}
+}
+
+// planFigures reads an EXPLAIN (ANALYZE, BUFFERS) plan: the rows its
+// nodes removed by filter, and the shared buffers (hit and read) of its
+// top node, which counts its children's.
+func planFigures(t *testing.T, plan string) (removed, buffers int) {
+	t.Helper()
+	for _, m := range regexp.MustCompile(`Rows Removed by Filter: (\d+)`).FindAllStringSubmatch(plan, -1) {
+		n, _ := strconv.Atoi(m[1])
+		removed += n
+	}
+	m := regexp.MustCompile(`Buffers: shared(?: hit=(\d+))?(?: read=(\d+))?`).FindStringSubmatch(plan)
+	if m == nil {
+		t.Fatalf("no buffers in plan\n%s", plan)
+	}
+	hit, _ := strconv.Atoi(m[1])
+	read, _ := strconv.Atoi(m[2])
+	return removed, hit + read
 }

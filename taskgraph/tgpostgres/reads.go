@@ -440,7 +440,7 @@ func (r reads) OrphanEventWorkflow(ctx context.Context) (string, bool, error) {
 // PendingWorkflows returns the workflow of each of the first limit
 // claimable tasks, in claim-next order (tasks_ready_by_priority).
 func (r reads) PendingWorkflows(ctx context.Context, limit int) ([]string, error) {
-	rows, err := r.q.Query(ctx, `SELECT workflow_id FROM tasks WHERE state = 'pending' AND due_at_ms = 0
+	rows, err := r.q.Query(ctx, `SELECT workflow_id FROM tasks WHERE state = 'pending' AND due_at_ms = 0 AND NOT key_parked
 		ORDER BY priority DESC, seq LIMIT $1`, limit)
 	if err != nil {
 		return nil, r.fail(ctx, "read pending tasks", err)
@@ -466,7 +466,7 @@ func (r reads) CountClaimable(ctx context.Context, workflowID string, caps []str
 		req, args = requiresAmongCaps("$3"), append(args, caps)
 	}
 	var n int
-	if err := r.q.QueryRow(ctx, `SELECT COUNT(*) FROM (SELECT 1 FROM tasks WHERE state = 'pending' AND due_at_ms = 0
+	if err := r.q.QueryRow(ctx, `SELECT COUNT(*) FROM (SELECT 1 FROM tasks WHERE state = 'pending' AND due_at_ms = 0 AND NOT key_parked
 		AND ($1::text = '' OR workflow_id = $1::text) AND `+req+` AND `+notPaused+` AND `+keyOpen+` LIMIT $2) p`, args...).Scan(&n); err != nil {
 		return 0, r.fail(ctx, "count claimable tasks", err)
 	}

@@ -150,7 +150,7 @@ const (
 	sqlExpiredLeases = `SELECT seq, workflow_id, lease_expires_at_ms FROM tasks INDEXED BY tasks_leases
 		WHERE state = 'claimed' AND lease_expires_at_ms <= ? ORDER BY lease_expires_at_ms LIMIT ?`
 	sqlNextLeaseExpiry  = `SELECT MIN(lease_expires_at_ms) FROM tasks INDEXED BY tasks_leases WHERE state = 'claimed'`
-	sqlPendingWorkflows = `SELECT workflow_id FROM tasks INDEXED BY tasks_ready_by_priority WHERE state = 'pending' AND due_at_ms = 0
+	sqlPendingWorkflows = `SELECT workflow_id FROM tasks INDEXED BY tasks_ready_by_priority WHERE state = 'pending' AND due_at_ms = 0 AND key_parked = 0
 		ORDER BY priority DESC, seq LIMIT ?`
 	sqlDueTasks = `SELECT seq, workflow_id FROM tasks INDEXED BY tasks_due
 		WHERE state = 'pending' AND due_at_ms > 0 AND due_at_ms <= ? ORDER BY due_at_ms LIMIT ?`
@@ -227,7 +227,7 @@ func claimableSQL(sel string, inWorkflow, caps, atRate bool) string {
 	default:
 		q += `tasks_ready_plain WHERE `
 	}
-	q += `state = 'pending' AND due_at_ms = 0 AND ` + notPaused + ` AND `
+	q += `state = 'pending' AND due_at_ms = 0 AND key_parked = 0 AND ` + notPaused + ` AND `
 	if atRate {
 		q += keyOpenAt + ` AND `
 	} else {

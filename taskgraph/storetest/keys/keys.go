@@ -34,6 +34,8 @@ var Tests = []stenv.Test{
 	{Name: "KeyRowsLockedInOneOrder", Fn: testKeyLockOrder},
 	{Name: "KeyRowsNeverClaimedPrunedBySweeper", Fn: testKeyRowsNeverClaimedPruned},
 	{Name: "KeyCreateBesideEndingClaimLocksInOrder", Fn: testKeyCreateBesideEndingClaim},
+	{Name: "KeyParkedTasksLeaveTheScan", Fn: testKeyParkedTasksLeaveTheScan},
+	{Name: "KeyParkingUnderConcurrentWriters", Fn: testKeyParkingUnderConcurrentWriters},
 }
 
 // createKeyed creates node of workflow wf with concurrency key key and,
