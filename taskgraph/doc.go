@@ -4,9 +4,8 @@
 // lives here; the database is a driver beneath the seam of package tgdriver:
 // tgsqlite (one embedded SQLite file in WAL mode, the default) or tgpostgres
 // (PostgreSQL, many stateless replicas on one database). The caller opens a
-// driver and hands it to OpenDriver (sqlitestore.Open does both for a
-// SQLite file). The behaviour suite in package storetest runs unchanged
-// against both.
+// driver and hands it to OpenDriver (sqlitestore.Open does both for a SQLite
+// file). The behaviour suite in package storetest runs unchanged against both.
 //
 // # The seam
 //
@@ -29,23 +28,22 @@
 //
 // # Routing and retry timing
 //
-// A task may require capabilities (NodeSpec.Requires: at most MaxRequires
-// tags of TagPattern, stored sorted and deduplicated); claim-next gives it
-// only to a claim whose Capabilities include every tag (a claim without
-// capabilities takes only tasks that require nothing), and a claim by id
-// of it by a caller lacking some fails with *MissingCapabilitiesError
-// before anything is written. A pending task may not be due yet (a
-// retryable failure's backoff: NodeSpec.RetryDelay doubled per retry up to
-// MaxRetryDelay, or FailRetryAfter's delay; NodeSpec.NotBefore): it is
-// pending with DueAt set and a status message "waiting until …", outside
-// the ready indexes, skipped by claim-next and refused to a claim by id.
-// It becomes claimable by promotion (due_at_ms := 0, guarded in the update
-// by the state and the due time, under its workflow's lock) by claim-next
-// at its arrival, by a claim by id in passing, and by the sweeper, whose
-// timer wakes at the earliest lease expiry or due time (or when a write
-// sets a new due time); a promotion wakes a parked claim that can take the
-// task, here and on other replicas. Releases, first expiries, Requeue and
-// revivals are claimable at once.
+// A task may require capabilities (NodeSpec.Requires: at most MaxRequires tags
+// of TagPattern, stored sorted and deduplicated); claim-next gives it only to
+// a claim whose Capabilities include every tag (a claim without capabilities
+// takes only tasks that require nothing), and a claim by id of it by a caller
+// lacking some fails with *MissingCapabilitiesError before anything is
+// written. A pending task may not be due yet (a retryable failure's backoff:
+// NodeSpec.RetryDelay doubled per retry up to MaxRetryDelay, or
+// FailRetryAfter's delay; NodeSpec.NotBefore): it is pending with DueAt set
+// and a status message "waiting until …", outside the ready indexes, skipped
+// by claim-next and refused to a claim by id. It becomes claimable by
+// promotion (due_at_ms := 0, guarded in the update by the state and the due
+// time, under its workflow's lock) by claim-next at its arrival, by a claim by
+// id in passing, and by the sweeper, whose timer wakes at the earliest lease
+// expiry or due time (or when a write sets a new due time); a promotion wakes
+// a parked claim that can take the task, here and on other replicas. Releases,
+// first expiries, Requeue and revivals are claimable at once.
 //
 // # Poison tasks
 //
@@ -85,17 +83,16 @@
 //
 // Claiming grants a lease (generation + 1, attempts + 1, a fresh secret token
 // returned only to the claimant). Heartbeat, Complete, Fail and Cancel are
-// accepted only from the live claim: the write is one conditional update
-// whose predicate carries the task, owner, generation, token digest and a
-// lease live at the request's arrival (fencing as data), so it holds with
-// any number of writers; zero rows means the claim is not held, and a read
-// in the same transaction (lease.Check, the last event) explains why. Both
-// judge the lease at the server time the request arrived (the store call, or
-// WithArrival), never at commit time: time queued inside the server behind
-// the writer or another process's write lock never costs a lease. Claims,
-// sweeps and reads likewise expire only leases that had lapsed when they
-// arrived, so one queued ahead of a holder write cannot expire the lease that
-// write renews. An
+// accepted only from the live claim: the write is one conditional update whose
+// predicate carries the task, owner, generation, token digest and a lease live
+// at the request's arrival (fencing as data), so it holds with any number of
+// writers; zero rows means the claim is not held, and a read in the same
+// transaction (lease.Check, the last event) explains why. Both judge the lease
+// at the server time the request arrived (the store call, or WithArrival),
+// never at commit time: time queued inside the server behind the writer or
+// another process's write lock never costs a lease. Claims, sweeps and reads
+// likewise expire only leases that had lapsed when they arrived, so one queued
+// ahead of a holder write cannot expire the lease that write renews. An
 // expired lease goes back to pending (or to failed on the last attempt) no
 // later than the next claim scan, read of the task, or sweep.
 //
@@ -141,13 +138,10 @@
 // the keys at their cap, and the range of the rate-held ones past the
 // scan's time), so a claim's cost does not grow with the number of keys,
 // and tasks without a key never read it. A full key's queued tasks are
-// parked out of the ready indexes (the drivers' migration 0018): the
-// schema's triggers, under the key's row lock, keep unparked the first
-// max(1, free slots) ready tasks of each (key, workflow, requires) group,
-// so a scan takes exactly what it would with nothing parked and walks one
-// task per group of a full key, however many are queued (10,000 queued
-// ahead of a claimable task: 1 index entry and 10 buffers per scan on
-// PostgreSQL, was 10,000 and ~365; TestClaimScanReadsOnlyClosedKeys). A
+// parked out of the ready indexes by the schema's triggers (migration 0018
+// says how), all but the first max(1, free slots) of each (key, workflow,
+// requires) group, so a scan walks one task per group of a full key (10,000
+// queued: 1 index entry, was 10,000; TestClaimScanReadsOnlyClosedKeys). A
 // batch whose candidates' keys closed under it (its own claims,
 // or another transaction's) scans again for those claims. A claim whose
 // key's slot freed wakes one parked claim-next for the key's next task
@@ -265,13 +259,9 @@
 //   - task rows are locked by task id in a batch, by node id in a create
 //     (lockDeps, then each node's dependencies as it is inserted), by seq
 //     in the sweeps;
-//   - parking (0018) follows the order where it can: a task becoming
-//     ready or leaving the ready set takes its key's row after the task's
-//     (an unblock or a cancel now may, as an ended claim did), and a key
-//     that fills parks only task rows nobody holds (SKIP LOCKED); but a
-//     freed slot or a raised cap unparks task rows after the key's, and
-//     waits if another transaction holds one (a claim by id or a cancel of
-//     that parked task).
+//   - parking (0018) locks a key's row after the task's, and a filling key
+//     parks only rows nobody holds (SKIP LOCKED), but a freed slot or a
+//     raised cap unparks task rows after the key's row.
 //
 // The storetest group Key's KeyRowsLockedInOneOrder counts the retries of
 // two creates naming the same keys in opposite orders: none.
@@ -372,11 +362,9 @@
 //
 // # Speed
 //
-// A durable commit costs an fsync, so the store's throughput comes from
-// committing many operations at once. scripts/bench-store.sh runs the
-// benchmarks of bench_test.go (group commit against one transaction per
-// operation, and claim-next with 1k against 1M tasks) and
-// scripts/bench-store.md records the figures.
+// A durable commit costs an fsync, so throughput comes from committing many
+// operations at once (hot.go, hotpace); scripts/bench-store.sh runs
+// bench_test.go's benchmarks and scripts/bench-store.md records them.
 //
 // # History
 //
