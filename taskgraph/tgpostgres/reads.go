@@ -54,20 +54,23 @@ var (
 // journaled). The run is found through event_links_by_event: the last run
 // of the workflow that starts at or before the event's id and holds it
 // (runs are in id order within, and a run linked later may hold lower ids
-// than one before it, hence the check of the array).
-const linkOf = ` LEFT JOIN LATERAL (SELECT r.wseq + x.o - 1 AS wseq, CASE WHEN x.o = 1 THEN r.prev_hash ELSE r.hashes[x.o - 1] END AS prev_hash,
-		r.hashes[x.o] AS hash
+// than one before it, hence the check of the array). Each of the run's
+// arrays is read once: its hashes zipped with themselves after its
+// prev_hash give each event's prev_hash.
+const linkOf = ` LEFT JOIN LATERAL (SELECT r.wseq + u.o - 1 AS wseq, u.prev_hash, u.hash
 	FROM (SELECT r.wseq, r.prev_hash, r.hashes, r.event_ids FROM event_links r
 		WHERE e.wseq IS NULL AND r.workflow_id = e.workflow_id AND r.min_event_id <= e.event_id AND r.max_event_id >= e.event_id
 			AND e.event_id = ANY(r.event_ids)
 		ORDER BY r.min_event_id DESC LIMIT 1) r,
-	LATERAL (SELECT array_position(r.event_ids, e.event_id) AS o) x) l ON true`
+	unnest(r.event_ids, r.hashes, r.prev_hash || r.hashes) WITH ORDINALITY AS u(id, hash, prev_hash, o)
+	WHERE u.id = e.event_id) l ON true`
 
 // A task's or workflow's events in chain order, then its journaled ones in
 // journal order, in one statement (one snapshot: an event the linker
 // links meanwhile is read once). A workflow's runs are read whole: each
 // event's prev_hash is the hash before it in its run, the run's prev_hash
-// for the first.
+// for the first (the run's hashes zipped with themselves after its
+// prev_hash: one more element, with no event, which is dropped).
 var (
 	sqlTaskEvents = `SELECT ` + linkedColumns + ` FROM events e` + linkOf + `
 		WHERE e.task_id = $1 ORDER BY COALESCE(l.wseq, e.wseq) IS NULL, COALESCE(l.wseq, e.wseq), e.event_id`
@@ -75,8 +78,9 @@ var (
 		SELECT ` + bodyColumns(`e.wseq`, `e.prev_hash`, `e.hash`) + `, 0 AS src, e.wseq AS ord FROM events e
 			WHERE e.workflow_id = $1 AND e.wseq IS NOT NULL
 		UNION ALL SELECT ` + bodyColumns(`l.wseq`, `l.prev_hash`, `l.hash`) + `, 0, l.wseq FROM (
-			SELECT r.wseq + u.o - 1 AS wseq, u.id, u.hash, COALESCE(lag(u.hash) OVER (PARTITION BY r.wseq ORDER BY u.o), r.prev_hash) AS prev_hash
-			FROM event_links r, unnest(r.event_ids, r.hashes) WITH ORDINALITY AS u(id, hash, o) WHERE r.workflow_id = $1) l
+			SELECT r.wseq + u.o - 1 AS wseq, u.id, u.hash, u.prev_hash
+			FROM event_links r, unnest(r.event_ids, r.hashes, r.prev_hash || r.hashes) WITH ORDINALITY AS u(id, hash, prev_hash, o)
+			WHERE r.workflow_id = $1 AND u.id IS NOT NULL) l
 			JOIN events e ON e.event_id = l.id
 		UNION ALL SELECT ` + unlinkedColumns + `, 1, j.journal_id FROM event_journal j
 			JOIN events e ON e.event_id = j.journal_id WHERE j.workflow_id = $1) e ORDER BY src, ord`
