@@ -60,6 +60,12 @@ func downgradeToV2(t *testing.T, path string) {
 		// The later migrations' additions go too (0004 graph data, 0005
 		// principals, 0006 routing, 0007 journal, 0008 requests), so that
 		// the file is a schema-2 database again.
+		// 0019 links by run (event_links, always empty on SQLite, back to
+		// its shape of 0016):
+		`DROP TABLE event_links`,
+		`CREATE TABLE event_links (event_id INTEGER NOT NULL, wseq INTEGER NOT NULL, workflow_id TEXT NOT NULL,
+			prev_hash TEXT NOT NULL, hash TEXT NOT NULL, PRIMARY KEY (workflow_id, wseq))`,
+		`CREATE UNIQUE INDEX event_links_by_event ON event_links (event_id)`,
 		// 0018 keys parked:
 		`DROP TRIGGER tasks_key_park_insert`, `DROP TRIGGER tasks_key_park_ready`, `DROP TRIGGER tasks_key_unpark`,
 		`DROP TRIGGER tasks_key_leave`, `DROP TRIGGER concurrency_keys_park`, `DROP TRIGGER concurrency_keys_unpark_all`,

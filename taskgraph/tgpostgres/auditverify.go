@@ -51,7 +51,8 @@ func (r reads) WorkflowTaskStates(ctx context.Context, workflowID string, fn fun
 func (r reads) EventHashAt(ctx context.Context, workflowID string, seq int64) (string, bool, error) {
 	var h string
 	switch err := r.q.QueryRow(ctx, `SELECT hash FROM events WHERE workflow_id = $1 AND wseq = $2
-		UNION ALL SELECT hash FROM event_links WHERE workflow_id = $1 AND wseq = $2 LIMIT 1`, workflowID, seq).Scan(&h); {
+		UNION ALL SELECT h FROM (SELECT r.hashes[$2 - r.wseq + 1] AS h FROM event_links r
+			WHERE r.workflow_id = $1 AND r.wseq <= $2 ORDER BY r.wseq DESC LIMIT 1) r WHERE h IS NOT NULL LIMIT 1`, workflowID, seq).Scan(&h); {
 	case errors.Is(err, pgx.ErrNoRows):
 		return "", false, nil
 	case err != nil:

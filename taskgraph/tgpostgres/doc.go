@@ -102,42 +102,84 @@
 // row. So writers journal their events, and the store links them right
 // after the commit: under the workflow's row lock, the linker reads the
 // journaled events of the workflow in journal order, computes their
-// positions and hashes, and records them (LinkJournaled: one statement
-// writes the links and deletes the journal entries, one advances the head
-// by compare and set). A pass gathers the commits of up to 50 ms: linking
-// is off every writer's path, and with a pass per few milliseconds its
-// transactions were a third of the database's.
+// positions and hashes, and records them (LinkJournaled: one round trip
+// of three statements: the heads advanced by compare and set, the journal
+// entries deleted, the links written). A pass gathers the commits of up
+// to 50 ms: linking is off every writer's path, and with a pass per few
+// milliseconds its transactions were a third of the database's.
 //
 // Each event's body is written once (migration 0016). The writer inserts
 // the body into events, where it stays, without its link (wseq NULL,
 // prev_hash and hash empty), and a pointer to it into event_journal
 // (journal_id = its event_id, the body's columns NULL), in one statement.
-// The linker writes each link, (event_id, workflow, position, prev_hash,
-// hash), into event_links, a narrow row, and deletes the pointer. Before,
-// the writer journaled the whole body and the linker copied it into events
-// and deleted it: two bodies and five index entries per event, three
-// quarters of the WAL of a claim+complete cycle. With bench --mode store
-// (N=5000, W=8; three events per task) the events' statements wrote 4,600
-// bytes of WAL per task before and 3,770 after (pg_stat_statements): the
-// body is about 440 bytes, and the narrow link, the pointer and the index
-// entries (five per event either way) are the rest. Filling the link into the
-// body's own row instead would rewrite the whole row (PostgreSQL writes a
-// new version; a HOT update needs the new version on the old one's page,
-// and a linking pass updates every row of the page at once, which needs
-// pages kept half empty). Events linked before 0016 (and by AppendEvents,
-// which links in the writer's transaction) keep their link in their own
-// row, and nothing old is rewritten: readers take an event's link from
-// event_links or from its row (events_inline_chain orders the latter), so
-// an old database verifies as it did. One link per event and one event per
-// position (the keys of event_links) back the linker's guards.
+// Before, the writer journaled the whole body and the linker copied it
+// into events: two bodies per event. Filling the link into the body's own
+// row instead would rewrite the whole row (PostgreSQL writes a new
+// version; a HOT update needs the new version on the old one's page, and a
+// linking pass updates every row of the page at once, which needs pages
+// kept half empty).
 //
-// Indexes per event: events_pkey and events_by_task (the body),
+// The links are written by run (migration 0019). A linking pass writes one
+// row of event_links per workflow it links: the run of consecutive events
+// it linked, as the position of the first (wseq) and the hash it links to
+// (prev_hash), the events' ids and their hashes in chain order (two
+// arrays), and the least and greatest id. Each later event's prev_hash is
+// not stored: it is the hash before it in the run. So a pass's links cost
+// a row and two index entries per workflow, and about 76 bytes per event
+// in the arrays (an 8-byte id and the hash's 68 bytes of text; TOASTed
+// when a run is long), where 0016 wrote a row of
+// some 200 bytes and two index entries, 60 to 95 bytes of WAL each, per
+// event. The deletes of the pointers stay, one per event. With bench
+// --mode store (N=5000; three events per task; 5 workflows, so a run
+// holds some 65 events at W=8) the linker's statements wrote 1,300 bytes
+// of WAL per task and hit 22.6 buffers per task before, 425 bytes and 6.3
+// buffers after (pg_stat_statements); the cluster's WAL per task fell from
+// about 6,100 bytes to 5,230 at W=8 and from 6,290 to 5,400 at W=32
+// (pg_current_wal_lsn, the tasks' creation and the verification
+// included; medians of three alternated runs), and in the claim and
+// complete phase alone from 3,960 to 3,380 (W=8) and from 4,090 to 3,480
+// (W=32). Of the 5,230 the bodies are about 1,320 (440 each), their
+// index entries (events_pkey, events_by_task) some 500, the pointers and
+// their index entries and deletes about 700, the links 425, and the rest
+// the tasks' rows: creation and two non-HOT updates (state is in the
+// ready indexes' predicates) with their index entries.
+//
+// Events linked before 0016 (and by AppendEvents, which links in the
+// writer's transaction) keep their link in their own row: readers take an
+// event's link from its run or from its row (events_inline_chain orders
+// the latter). The per-event links of 0016 became runs of one event, with
+// the same positions and hashes: old databases verify as they did
+// (TestMigrationKeepsLinksOfSchema18Verifying,
+// TestMigrationKeepsOldEventsVerifying).
+//
+// Guards. One link per event: LinkJournaled deletes each event's pointer
+// and fails (before it commits) unless every one was still there, so an
+// event is linked by one pass only. One event per position: the heads'
+// compare and set fails unless each run starts right after its
+// workflow's head, so runs tile the chain; event_links' key (workflow,
+// position of the first) holds one run per start. Before 0019 the keys of
+// the per-event links stated both again; a run cannot, and the pointer's
+// delete and the head's compare and set are in the same transaction as
+// the run's insert.
+//
+// Reads. A workflow's chain: its runs unnested in position order (each
+// run's hashes zipped with themselves after its prev_hash give each
+// event's prev_hash, each array read once), the bodies joined by event id
+// (events_pkey). A task's events: through events_by_task, each event's
+// run found through event_links_by_event (workflow, least id): the last
+// run starting at or below its id whose array holds it (within a run ids
+// ascend; a run linked later may hold lower ids than one before it, as
+// events that do not depend on each other may be linked in either order,
+// hence the check of the array). An anchor's hash at a position: the
+// last run starting at or before it (the key). Reading a workflow's chain
+// hits more buffers than with per-event links (the arrays are TOASTed,
+// the bodies found one by one): about 3 per event read against 1.8 with
+// bench's five workflows. The hot path reads no link.
+//
+// Indexes per event: events_pkey and events_by_task (the body) and
 // event_journal_by_workflow (the pointer: it serves every access to the
-// journal, so the journal has no primary key index), event_links' key
-// (workflow, position: the chain's order) and event_links_by_event (a
-// task's events find their links). A reader of one task's journaled events
-// finds them through events_by_task; readers of a workflow's chain read
-// event_links in position order and join the bodies by event id.
+// journal, so the journal has no primary key index); per run:
+// event_links' key and event_links_by_event.
 //
 // The order is right: an operation journals its events after the reads
 // and writes they describe, and identity values are handed out in call

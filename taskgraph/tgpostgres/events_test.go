@@ -100,10 +100,32 @@ func chains(t *testing.T) (string, *pgx.Conn) {
 	return url, conn
 }
 
+// splitRuns rewrites every run of event_links as runs of one event each
+// (the links' positions and hashes unchanged), and mergeRuns every
+// workflow's runs as one run: the two extremes of how the linker's passes
+// may group a chain's links. Both assume each workflow's runs tile its
+// positions, as the linker writes them.
+const (
+	splitRuns = `WITH old AS (DELETE FROM event_links RETURNING *)
+		INSERT INTO event_links (workflow_id, wseq, prev_hash, event_ids, hashes, min_event_id, max_event_id)
+		SELECT r.workflow_id, r.wseq + u.o - 1, COALESCE(lag(u.h) OVER (PARTITION BY r.workflow_id, r.wseq ORDER BY u.o), r.prev_hash),
+			ARRAY[u.id], ARRAY[u.h], u.id, u.id
+		FROM old r, unnest(r.event_ids, r.hashes) WITH ORDINALITY AS u(id, h, o)`
+	mergeRuns = `WITH old AS (DELETE FROM event_links RETURNING *),
+		ev AS (SELECT r.workflow_id, r.wseq + u.o - 1 AS pos, u.id, u.h, r.prev_hash, r.wseq AS first
+			FROM old r, unnest(r.event_ids, r.hashes) WITH ORDINALITY AS u(id, h, o))
+		INSERT INTO event_links (workflow_id, wseq, prev_hash, event_ids, hashes, min_event_id, max_event_id)
+		SELECT workflow_id, MIN(pos), (array_agg(prev_hash ORDER BY first))[1], array_agg(id ORDER BY pos), array_agg(h ORDER BY pos),
+			MIN(id), MAX(id)
+		FROM ev GROUP BY workflow_id`
+)
+
 // Each event's body is written once, into events, and its link (position
-// and hashes) into event_links: no body is in the journal, every event of
-// the store's work has exactly one link, and tampering with a link or with
-// the body of an event linked there is detected.
+// and hashes) into a run of event_links: no body is in the journal, every
+// event of the store's work has exactly one link, each workflow's runs
+// tile its chain, and tampering with a link or with the body of an event
+// linked there is detected, whether a run holds one event or the whole
+// chain.
 func TestEventBodiesWrittenOnceAndLinksVerified(t *testing.T) {
 	t.Parallel()
 	_, conn := chains(t)
@@ -111,35 +133,135 @@ func TestEventBodiesWrittenOnceAndLinksVerified(t *testing.T) {
 		t.Fatalf("%d journal entries after close", n)
 	}
 	// 4 creations, claims and completions, and 2 of each.
-	if n := count(t, conn, `SELECT COUNT(*) FROM events e JOIN event_links l USING (event_id) WHERE e.wseq IS NULL AND e.hash = ''`); n != 18 {
+	if n := count(t, conn, `SELECT COUNT(*) FROM events e JOIN (SELECT unnest(event_ids) AS event_id FROM event_links) l USING (event_id)
+		WHERE e.wseq IS NULL AND e.hash = ''`); n != 18 {
 		t.Fatalf("%d events linked in event_links (bodies without links), want 18", n)
 	}
 	if n := count(t, conn, `SELECT COUNT(*) FROM events`); n != 18 {
 		t.Fatalf("%d event bodies, want 18 (each written once)", n)
 	}
+	// Each run starts where the one before it ended, its ids ascending
+	// between its least and greatest.
+	if n := count(t, conn, `SELECT COUNT(*) FROM (SELECT workflow_id, wseq, event_ids, cardinality(event_ids) AS n, min_event_id, max_event_id,
+			lag(wseq + cardinality(event_ids), 1, 1::bigint) OVER (PARTITION BY workflow_id ORDER BY wseq) AS want,
+			event_ids = (SELECT array_agg(x ORDER BY x) FROM unnest(event_ids) x) AS sorted,
+			cardinality(hashes) AS nh FROM event_links) r
+		WHERE wseq <> want OR NOT sorted OR nh <> n OR min_event_id <> event_ids[1] OR max_event_id <> event_ids[n]`); n != 0 {
+		t.Fatalf("%d runs of event_links that do not tile their chain", n)
+	}
+	// Positions as the tamperings address them: the event at position p of
+	// wf is element p - wseq + 1 of the run that holds p.
+	const holds = `workflow_id = 'wf' AND wseq <= %[1]d AND %[1]d < wseq + cardinality(event_ids)`
+	for _, layout := range []struct{ name, sql string }{{"one run per event", splitRuns}, {"one run per chain", mergeRuns}} {
+		for _, tc := range []struct {
+			name   string
+			tamper []string
+			seq    int64
+		}{
+			{"a link's hash", []string{fmt.Sprintf(`UPDATE event_links SET hashes[5 - wseq + 1] = repeat('0', 64) WHERE `+holds, 5)}, 5},
+			{"a body linked in event_links", []string{fmt.Sprintf(`UPDATE events SET owner = 'mallory'
+				WHERE event_id = (SELECT event_ids[3 - wseq + 1] FROM event_links WHERE `+holds+`)`, 3)}, 3},
+			{"a run's prev_hash", []string{fmt.Sprintf(`UPDATE event_links SET prev_hash = repeat('0', 64)
+				WHERE workflow_id = 'wf' AND wseq = (SELECT MAX(wseq) FROM event_links WHERE `+holds+`)`, 7)}, 0},
+		} {
+			t.Run(layout.name+"/"+tc.name, func(t *testing.T) {
+				t.Parallel()
+				url, conn := chains(t)
+				execAll(t, conn, layout.sql)
+				if v, _ := openStore(t, url); true {
+					if _, err := v.VerifyHistory(context.Background()); err != nil {
+						t.Fatalf("%s, untampered: %v", layout.name, err)
+					}
+				}
+				execAll(t, conn, tc.tamper...)
+				v, _ := openStore(t, url)
+				rep, err := v.VerifyHistory(context.Background())
+				want := tc.seq
+				if want == 0 { // the first event of the run that holds 7
+					var first int64
+					if err := conn.QueryRow(context.Background(), fmt.Sprintf(`SELECT wseq FROM event_links WHERE `+holds, 7)).Scan(&first); err != nil {
+						t.Fatal(err)
+					}
+					want = first
+				}
+				if !errors.Is(err, tg.ErrBrokenChain) || rep.Broken == nil || rep.Broken.WorkflowID != "wf" || rep.Broken.Seq != want {
+					t.Fatalf("after tampering with %s: %v %+v, want broken at wf %d", tc.name, err, rep.Broken, want)
+				}
+			})
+		}
+	}
+	// A link deleted: a gap in the chain. One run per event: the run of
+	// position 2 deleted, broken at 3; one run per chain: its element 2
+	// removed, so that event 3 stands at 2, broken at 2. Two links swapped
+	// (positions 6 and 7): broken at 6.
 	for _, tc := range []struct {
-		name   string
+		layout string
 		tamper []string
 		seq    int64
 	}{
-		{"a link's hash", []string{`UPDATE event_links SET hash = repeat('0', 64) WHERE workflow_id = 'wf' AND wseq = 5`}, 5},
-		{"a body linked in event_links", []string{`UPDATE events SET owner = 'mallory' WHERE event_id = (SELECT event_id FROM event_links WHERE workflow_id = 'wf' AND wseq = 3)`}, 3},
-		{"a link deleted", []string{`DELETE FROM event_links WHERE workflow_id = 'wf' AND wseq = 2`}, 3},
-		{"two links swapped", []string{
+		{splitRuns, []string{`DELETE FROM event_links WHERE workflow_id = 'wf' AND wseq = 2`}, 3},
+		{mergeRuns, []string{`UPDATE event_links SET event_ids = event_ids[:1] || event_ids[3:], hashes = hashes[:1] || hashes[3:]
+			WHERE workflow_id = 'wf'`}, 2},
+		{splitRuns, []string{
 			`UPDATE event_links SET wseq = -1 WHERE workflow_id = 'wf' AND wseq = 6`,
 			`UPDATE event_links SET wseq = 6 WHERE workflow_id = 'wf' AND wseq = 7`,
 			`UPDATE event_links SET wseq = 7 WHERE workflow_id = 'wf' AND wseq = -1`}, 6},
+		{mergeRuns, []string{`UPDATE event_links SET event_ids = event_ids[:5] || ARRAY[event_ids[7], event_ids[6]] || event_ids[8:],
+			hashes = hashes[:5] || ARRAY[hashes[7], hashes[6]] || hashes[8:] WHERE workflow_id = 'wf'`}, 6},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			url, conn := chains(t)
-			execAll(t, conn, tc.tamper...)
-			v, _ := openStore(t, url)
-			rep, err := v.VerifyHistory(context.Background())
-			if !errors.Is(err, tg.ErrBrokenChain) || rep.Broken == nil || rep.Broken.WorkflowID != "wf" || rep.Broken.Seq != tc.seq {
-				t.Fatalf("after tampering with %s: %v %+v, want broken at wf %d", tc.name, err, rep.Broken, tc.seq)
-			}
-		})
+		url, conn := chains(t)
+		execAll(t, conn, tc.layout)
+		execAll(t, conn, tc.tamper...)
+		v, _ := openStore(t, url)
+		rep, err := v.VerifyHistory(context.Background())
+		if !errors.Is(err, tg.ErrBrokenChain) || rep.Broken == nil || rep.Broken.WorkflowID != "wf" || rep.Broken.Seq != tc.seq {
+			t.Fatalf("after %s: %v %+v, want broken at wf %d", tc.tamper, err, rep.Broken, tc.seq)
+		}
+	}
+}
+
+// undoLinkRuns undoes migration 0019: each run of event_links becomes the
+// per-event links of schema 18.
+var undoLinkRuns = []string{
+	`CREATE TABLE event_links_17 (event_id BIGINT NOT NULL, wseq BIGINT NOT NULL, workflow_id TEXT NOT NULL,
+		prev_hash TEXT NOT NULL, hash TEXT NOT NULL)`,
+	`INSERT INTO event_links_17 (event_id, wseq, workflow_id, prev_hash, hash)
+		SELECT u.id, r.wseq + u.o - 1, r.workflow_id, COALESCE(lag(u.h) OVER (PARTITION BY r.workflow_id, r.wseq ORDER BY u.o), r.prev_hash), u.h
+		FROM event_links r, unnest(r.event_ids, r.hashes) WITH ORDINALITY AS u(id, h, o)`,
+	`DROP TABLE event_links`,
+	`ALTER TABLE event_links_17 RENAME TO event_links`,
+	`ALTER TABLE event_links ADD PRIMARY KEY (workflow_id, wseq)`,
+	`CREATE UNIQUE INDEX event_links_by_event ON event_links (event_id)`,
+	`UPDATE schema_version SET version = 18`,
+}
+
+// A database of schema 18, its links one row per event, migrates to 0019
+// and verifies: each link becomes a run of one event; new work is linked
+// in runs after them.
+func TestMigrationKeepsLinksOfSchema18Verifying(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	url, conn := chains(t)
+	execAll(t, conn, undoLinkRuns...)
+	if n := count(t, conn, `SELECT COUNT(*) FROM event_links`); n != 18 {
+		t.Fatalf("%d links of schema 18, want 18", n)
+	}
+	v, closeV := openStore(t, url)
+	if rep, err := v.VerifyHistory(ctx); err != nil || rep.Events != 18 {
+		t.Fatalf("after the migration: %v %+v, want 18 events verified", err, rep)
+	}
+	if n := count(t, conn, `SELECT COUNT(*) FROM event_links WHERE cardinality(event_ids) = 1`); n != 18 {
+		t.Errorf("%d runs of one event after the migration, want the 18 links of before", n)
+	}
+	runWorkflow(t, v, "more", 1)
+	runWorkflow(t, v, "new", 2)
+	closeV()
+	v, _ = openStore(t, url)
+	if rep, err := v.VerifyHistory(ctx); err != nil || rep.Events != 27 {
+		t.Fatalf("after new work: %v %+v, want 27 events", err, rep)
+	}
+	if n := count(t, conn, `SELECT SUM(cardinality(event_ids)) FROM event_links`); n != 27 {
+		t.Errorf("%d events in runs, want 27", n)
 	}
 }
 
@@ -160,9 +282,10 @@ func TestMigrationKeepsOldEventsVerifying(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close(ctx)
-	// Back to schema 15 (0018 and 0017 undone first): links in the
+	// Back to schema 15 (0019, 0018 and 0017 undone first): links in the
 	// events' own rows; the last three events of wf journaled with their
 	// bodies, its head before them.
+	execAll(t, conn, undoLinkRuns...)
 	execAll(t, conn,
 		`DROP TRIGGER tasks_key_park_insert ON tasks`, `DROP TRIGGER tasks_key_park_ready ON tasks`,
 		`DROP TRIGGER tasks_key_unpark ON tasks`, `DROP TRIGGER tasks_key_leave ON tasks`,
@@ -210,7 +333,7 @@ func TestMigrationKeepsOldEventsVerifying(t *testing.T) {
 	if n := count(t, conn, `SELECT COUNT(*) FROM events WHERE wseq IS NOT NULL`); n != old {
 		t.Errorf("%d events linked in their own rows after the migration, want the %d of before", n, old)
 	}
-	if n := count(t, conn, `SELECT COUNT(*) FROM event_links`); n != 3+3 {
+	if n := count(t, conn, `SELECT SUM(cardinality(event_ids)) FROM event_links`); n != 3+3 {
 		t.Errorf("%d links in event_links, want 6 (the 3 journaled before the migration, the 3 of new)", n)
 	}
 	if n := count(t, conn, `SELECT COUNT(*) FROM event_journal`); n != 0 {

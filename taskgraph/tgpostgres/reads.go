@@ -42,24 +42,46 @@ func bodyColumns(seq, prev, hash string) string {
 }
 
 // An event's link is in its own row (linked before migration 0016, or by
-// AppendEvents) or in event_links l (linked since); an event with neither
-// is journaled, not yet linked: position 0, no hashes.
+// AppendEvents) or in a run of event_links l (linked since: linkOf); an
+// event with neither is journaled, not yet linked: position 0, no hashes.
 var (
 	linkedColumns   = bodyColumns(`COALESCE(l.wseq, e.wseq, 0)`, `COALESCE(l.prev_hash, e.prev_hash)`, `COALESCE(l.hash, e.hash)`)
 	unlinkedColumns = bodyColumns(`0::bigint`, `''::text`, `''::text`)
 )
 
+// linkOf joins to each event e its link l (wseq, prev_hash, hash) from
+// the run of event_links that holds it, or NULLs (linked in its own row, or
+// journaled). The run is found through event_links_by_event: the last run
+// of the workflow that starts at or before the event's id and holds it
+// (runs are in id order within, and a run linked later may hold lower ids
+// than one before it, hence the check of the array). Each of the run's
+// arrays is read once: its hashes zipped with themselves after its
+// prev_hash give each event's prev_hash.
+const linkOf = ` LEFT JOIN LATERAL (SELECT r.wseq + u.o - 1 AS wseq, u.prev_hash, u.hash
+	FROM (SELECT r.wseq, r.prev_hash, r.hashes, r.event_ids FROM event_links r
+		WHERE e.wseq IS NULL AND r.workflow_id = e.workflow_id AND r.min_event_id <= e.event_id AND r.max_event_id >= e.event_id
+			AND e.event_id = ANY(r.event_ids)
+		ORDER BY r.min_event_id DESC LIMIT 1) r,
+	unnest(r.event_ids, r.hashes, r.prev_hash || r.hashes) WITH ORDINALITY AS u(id, hash, prev_hash, o)
+	WHERE u.id = e.event_id) l ON true`
+
 // A task's or workflow's events in chain order, then its journaled ones in
 // journal order, in one statement (one snapshot: an event the linker
-// links meanwhile is read once).
+// links meanwhile is read once). A workflow's runs are read whole: each
+// event's prev_hash is the hash before it in its run, the run's prev_hash
+// for the first (the run's hashes zipped with themselves after its
+// prev_hash: one more element, with no event, which is dropped).
 var (
-	sqlTaskEvents = `SELECT ` + linkedColumns + ` FROM events e LEFT JOIN event_links l ON l.event_id = e.event_id
+	sqlTaskEvents = `SELECT ` + linkedColumns + ` FROM events e` + linkOf + `
 		WHERE e.task_id = $1 ORDER BY COALESCE(l.wseq, e.wseq) IS NULL, COALESCE(l.wseq, e.wseq), e.event_id`
 	sqlWorkflowEvents = `SELECT ` + eventColumns + ` FROM (
 		SELECT ` + bodyColumns(`e.wseq`, `e.prev_hash`, `e.hash`) + `, 0 AS src, e.wseq AS ord FROM events e
 			WHERE e.workflow_id = $1 AND e.wseq IS NOT NULL
-		UNION ALL SELECT ` + bodyColumns(`l.wseq`, `l.prev_hash`, `l.hash`) + `, 0, l.wseq FROM event_links l
-			JOIN events e ON e.event_id = l.event_id WHERE l.workflow_id = $1
+		UNION ALL SELECT ` + bodyColumns(`l.wseq`, `l.prev_hash`, `l.hash`) + `, 0, l.wseq FROM (
+			SELECT r.wseq + u.o - 1 AS wseq, u.id, u.hash, u.prev_hash
+			FROM event_links r, unnest(r.event_ids, r.hashes, r.prev_hash || r.hashes) WITH ORDINALITY AS u(id, hash, prev_hash, o)
+			WHERE r.workflow_id = $1 AND u.id IS NOT NULL) l
+			JOIN events e ON e.event_id = l.id
 		UNION ALL SELECT ` + unlinkedColumns + `, 1, j.journal_id FROM event_journal j
 			JOIN events e ON e.event_id = j.journal_id WHERE j.workflow_id = $1) e ORDER BY src, ord`
 )
@@ -321,7 +343,7 @@ func (r reads) LastEventOfGeneration(ctx context.Context, taskID string, generat
 	var kind string
 	var at int64
 	// A journaled event is newer than any linked one.
-	err := r.q.QueryRow(ctx, `SELECT e.kind, e.at_ms FROM events e LEFT JOIN event_links l ON l.event_id = e.event_id
+	err := r.q.QueryRow(ctx, `SELECT e.kind, e.at_ms FROM events e`+linkOf+`
 		WHERE e.task_id = $1 AND e.generation = $2
 		ORDER BY COALESCE(l.wseq, e.wseq) IS NULL DESC, COALESCE(l.wseq, e.wseq) DESC, e.event_id DESC LIMIT 1`, taskID, generation).Scan(&kind, &at)
 	switch {

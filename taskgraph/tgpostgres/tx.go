@@ -323,37 +323,69 @@ func (w *wtx) JournaledEvents(ctx context.Context, workflowIDs []string, limit i
 }
 
 // LinkJournaled links journaled events into their chains with the links
-// given, in one round trip of two statements whatever the number of
+// given, in one round trip of three statements whatever the number of
 // workflows: one advances every head by compare and set, one deletes the
-// events' journal entries and writes their links (position and hashes:
-// the bodies stay where the writers put them) into event_links.
+// events' journal entries, and one writes the links (the bodies stay where
+// the writers put them) into event_links, one row per workflow: the run of
+// its events linked here (see package doc, "Events").
 func (w *wtx) LinkJournaled(ctx context.Context, evs []tgdriver.EventRow) error {
 	runs, err := tgdriver.ChainRuns(evs)
 	if err != nil {
 		return err
 	}
 	n := len(evs)
-	ids, seqs, prevs, hashes := make([]int64, n), make([]int64, n), make([]string, n), make([]string, n)
-	wfs := make([]string, n)
+	jids, jwfs := make([]int64, n), make([]string, n)
 	for i, e := range evs {
-		ids[i], seqs[i], prevs[i], hashes[i], wfs[i] = e.EventID, e.Seq, e.PrevHash, e.Hash, e.WorkflowID
+		jids[i], jwfs[i] = e.EventID, e.WorkflowID
+	}
+	// The runs' events, run after run, each run in chain order (evs may
+	// interleave workflows; each workflow's events are in chain order).
+	at := make(map[string]int, len(runs))
+	for i, r := range runs {
+		at[r.WorkflowID] = i
+	}
+	per := make([][]tgdriver.EventRow, len(runs))
+	for _, e := range evs {
+		per[at[e.WorkflowID]] = append(per[at[e.WorkflowID]], e)
+	}
+	m := len(runs)
+	wfs, prevs, firsts := make([]string, m), make([]string, m), make([]int64, m)
+	los, his, minIDs, maxIDs := make([]int64, m), make([]int64, m), make([]int64, m), make([]int64, m)
+	ids, hashes := make([]int64, 0, n), make([]string, 0, n)
+	for i, r := range runs {
+		wfs[i], prevs[i], firsts[i] = r.WorkflowID, r.First.PrevHash, r.First.Seq
+		los[i], minIDs[i], maxIDs[i] = int64(len(ids))+1, per[i][0].EventID, per[i][0].EventID
+		for _, e := range per[i] {
+			ids, hashes = append(ids, e.EventID), append(hashes, e.Hash)
+			minIDs[i], maxIDs[i] = min(minIDs[i], e.EventID), max(maxIDs[i], e.EventID)
+		}
+		his[i] = int64(len(ids))
 	}
 	b := &pgx.Batch{}
-	checks := []func(pgconn.CommandTag) error{queueAdvanceAll(b, runs), func(tag pgconn.CommandTag) error {
+	checks := []func(pgconn.CommandTag) error{queueAdvanceAll(b, runs), nil, nil}
+	// An entry is linked once: every entry must still be in the journal,
+	// or the transaction fails before it commits (the three statements
+	// are one transaction; the head's compare and set keeps runs from
+	// overlapping).
+	b.Queue(`DELETE FROM event_journal j USING unnest($1::bigint[], $2::text[]) AS u(id, wf)
+		WHERE j.journal_id = u.id AND j.workflow_id = u.wf`, jids, jwfs)
+	b.Queue(`INSERT INTO event_links (workflow_id, wseq, prev_hash, event_ids, hashes, min_event_id, max_event_id)
+		SELECT r.wf, r.first, r.prev, ($4::bigint[])[r.lo:r.hi], ($5::text[])[r.lo:r.hi], r.lo_id, r.hi_id
+		FROM unnest($1::text[], $2::bigint[], $3::text[], $6::bigint[], $7::bigint[], $8::bigint[], $9::bigint[])
+			AS r(wf, first, prev, lo, hi, lo_id, hi_id) ORDER BY r.wf COLLATE "C"`,
+		wfs, firsts, prevs, ids, hashes, los, his, minIDs, maxIDs)
+	checks[1] = func(tag pgconn.CommandTag) error {
 		if tag.RowsAffected() != int64(n) {
 			return fmt.Errorf("%d of %d journal entries to link: %w", tag.RowsAffected(), n, tgdriver.ErrNoRows)
 		}
 		return nil
-	}}
-	// An entry is linked once: only an entry still in the journal gets a
-	// link, and event_links holds one link per event and per position.
-	b.Queue(`WITH gone AS (DELETE FROM event_journal j USING unnest($1::bigint[], $2::text[]) AS u(id, wf)
-		WHERE j.journal_id = u.id AND j.workflow_id = u.wf RETURNING j.journal_id, j.workflow_id)
-		INSERT INTO event_links (event_id, wseq, workflow_id, prev_hash, hash)
-		SELECT u.id, u.seq, u.wf, u.prev, u.hash
-		FROM unnest($1::bigint[], $2::text[], $3::bigint[], $4::text[], $5::text[]) AS u(id, wf, seq, prev, hash)
-		JOIN gone g ON g.journal_id = u.id AND g.workflow_id = u.wf ORDER BY u.wf COLLATE "C", u.seq`,
-		ids, wfs, seqs, prevs, hashes)
+	}
+	checks[2] = func(tag pgconn.CommandTag) error {
+		if tag.RowsAffected() != int64(m) {
+			return fmt.Errorf("%d of %d runs of links written: %w", tag.RowsAffected(), m, tgdriver.ErrNoRows)
+		}
+		return nil
+	}
 	return w.run(ctx, "link journaled events", b, checks)
 }
 
@@ -520,9 +552,9 @@ func (w *wtx) PruneWorkflow(ctx context.Context, workflowID string, beforeMS, no
 	// Its tasks and edges went with it (ON DELETE CASCADE); events have no
 	// foreign key (a chain outlives nothing, but is checked for orphans).
 	// Every event is linked (nothing journaled): in its own row, or in
-	// event_links.
-	if _, err := w.c.Exec(ctx, `WITH l AS (DELETE FROM event_links WHERE workflow_id = $1 RETURNING event_id),
-		bodies AS (DELETE FROM events e USING l WHERE e.event_id = l.event_id)
+	// event_links' runs.
+	if _, err := w.c.Exec(ctx, `WITH l AS (DELETE FROM event_links WHERE workflow_id = $1 RETURNING event_ids),
+		bodies AS (DELETE FROM events e WHERE e.event_id IN (SELECT unnest(l.event_ids) FROM l))
 		DELETE FROM events WHERE workflow_id = $1 AND wseq IS NOT NULL`, workflowID); err != nil {
 		return tgdriver.PrunedRow{}, false, w.fail(ctx, "prune the events of "+workflowID, err)
 	}
