@@ -350,20 +350,7 @@ func TestClaimAndLeaseQueries(t *testing.T) {
 		sqlClaimableInWorkflow: "tasks_ready_by_workflow_priority", sqlClaimableInWorkflowCaps: "tasks_ready_by_workflow_priority",
 		sqlDueTasks: "tasks_due", sqlNextDue: "tasks_due",
 		sqlExpiredLeases: "tasks_leases", sqlNextLeaseExpiry: "tasks_leases", sqlPendingWorkflows: "tasks_ready_by_priority"} {
-		rows, err := d.rdb.Query(`EXPLAIN QUERY PLAN `+q, make([]any, strings.Count(q, "?"))...)
-		if err != nil {
-			t.Fatalf("%s: %v", q, err)
-		}
-		var plan []string
-		for rows.Next() {
-			var id, parent, notused int
-			var detail string
-			if err := rows.Scan(&id, &parent, &notused, &detail); err != nil {
-				t.Fatal(err)
-			}
-			plan = append(plan, detail)
-		}
-		rows.Close()
+		plan := queryPlan(t, d.rdb, q)
 		// The claim scans read the closed concurrency keys from their
 		// indexes (concurrency_keys_at_cap, concurrency_keys_rate_open),
 		// never every key.
@@ -638,4 +625,28 @@ func TestFailedCommitFailsWholeBatch(t *testing.T) {
 	if _, err := d.Reads().TaskByNode(ctx, "d", "n1"); err != nil {
 		t.Fatalf("the next batch: %v", err)
 	}
+}
+
+// queryPlan returns the lines of SQLite's EXPLAIN QUERY PLAN of q, each
+// of its parameters NULL.
+func queryPlan(t *testing.T, db *sql.DB, q string) []string {
+	t.Helper()
+	rows, err := db.Query(`EXPLAIN QUERY PLAN `+q, make([]any, strings.Count(q, "?"))...)
+	if err != nil {
+		t.Fatalf("%s: %v", q, err)
+	}
+	defer rows.Close()
+	var plan []string
+	for rows.Next() {
+		var id, parent, notused int
+		var detail string
+		if err := rows.Scan(&id, &parent, &notused, &detail); err != nil {
+			t.Fatal(err)
+		}
+		plan = append(plan, detail)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return plan
 }

@@ -80,20 +80,7 @@ func TestKeyParkingPlans(t *testing.T) {
 			FROM (SELECT DISTINCT workflow_id, requires FROM tasks
 				WHERE concurrency_key = ? AND concurrency_key <> '' AND key_parked = 0 AND state = 'pending' AND due_at_ms = 0) g`,
 	} {
-		rows, err := db.Query(`EXPLAIN QUERY PLAN `+q, make([]any, strings.Count(q, "?"))...)
-		if err != nil {
-			t.Fatalf("%s: %v", name, err)
-		}
-		var plan []string
-		for rows.Next() {
-			var id, parent, notused int
-			var detail string
-			if err := rows.Scan(&id, &parent, &notused, &detail); err != nil {
-				t.Fatal(err)
-			}
-			plan = append(plan, detail)
-		}
-		rows.Close()
+		plan := queryPlan(t, db, q)
 		p := strings.Join(plan, "; ")
 		if !strings.Contains(p, "INDEX tasks_ready_by_key_group") || strings.Contains(p, "SCAN tasks;") ||
 			strings.HasSuffix(p, "SCAN tasks") || strings.Contains(p, "TEMP B-TREE") {
