@@ -121,13 +121,13 @@
 //     (SQLite's multi-thread mode): the pthread mutex samples fell only from
 //     4.5% to 3.8% of the process, most being SQLite's global memory and
 //     page-cache mutexes.
-//   - The largest cost left is events_by_task (task_id, event_id): task ids
-//     are ULIDs whose 80 bits are random (unguessable on purpose), so each
-//     event lands on a random leaf of that index and nearly every event of
-//     a commit dirties a page of its own. Dropping the index in an
-//     experiment cut the bytes written from 411 to 255 MB, CPU per cycle
-//     from 285 to 239 us and raised throughput 22% (two pairs, load 13).
-//     Keying it by a monotone column (the task's seq) keeps the lookup and
-//     makes the inserts local; that is a migration on both drivers, left to
-//     the next step.
+//   - The largest cost left is events_by_task (task_id, event_id).
+//     Dropping the index in an experiment cut the bytes written from 411
+//     to 255 MB, CPU per cycle from 285 to 239 us and raised throughput 22%
+//     (two pairs, load 13). Why so much is not settled: task ids are ULIDs,
+//     48 bits of creation time then 80 random (unguessable on purpose), so
+//     tasks made in the same millisecond land on random leaves of the
+//     index, but tasks claimed together were mostly made close in time.
+//     Keying it by the task's seq would make the inserts strictly local; a
+//     migration on both drivers, to be measured before it is taken.
 package tgsqlite
