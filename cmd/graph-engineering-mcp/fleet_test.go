@@ -92,7 +92,9 @@ type fleetStats struct {
 	completes      atomic.Int64
 	staleRefusals  atomic.Int64 // holder writes rejected as stale while the server was up
 	otherRefusals  atomic.Int64 // other tool errors on holder writes
-	busy503        atomic.Int64 // HTTP 503 answers to anything
+	holder503      atomic.Int64 // HTTP 503 answers to holder writes (never allowed)
+	busy503        atomic.Int64 // HTTP 503 answers to anything else (flow control)
+	bare503        atomic.Int64 // HTTP 503 answers without Retry-After (never allowed)
 	transportFails atomic.Int64 // holder-write attempts that could not reach the server (it was down)
 	claimsGranted  atomic.Int64
 	inFlight       atomic.Int64 // tasks claimed and not yet completed
@@ -111,15 +113,65 @@ func (s *fleetStats) refused(format string, args ...any) {
 type statusCounter struct {
 	next  http.RoundTripper
 	stats *fleetStats
+	t0    time.Time // the run's start, for the log
 }
 
 func (c statusCounter) RoundTrip(r *http.Request) (*http.Response, error) {
+	what := requestKind(r)
 	resp, err := c.next.RoundTrip(r)
 	if err == nil && resp.StatusCode == http.StatusServiceUnavailable {
-		c.stats.busy503.Add(1)
-		c.stats.refused("HTTP 503 on %s", r.URL.Path)
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+		resp.Body.Close()
+		resp.Body = io.NopCloser(bytes.NewReader(body))
+		switch {
+		case isHolderWriteKind(what):
+			c.stats.holder503.Add(1)
+		default:
+			c.stats.busy503.Add(1)
+		}
+		if resp.Header.Get("Retry-After") == "" {
+			c.stats.bare503.Add(1)
+		}
+		c.stats.refused("HTTP 503 at +%s on %s %s: %s", time.Since(c.t0).Round(time.Millisecond), r.URL.Path, what, bytes.TrimSpace(body))
 	}
 	return resp, err
+}
+
+// isHolderWriteKind reports whether a requestKind is a holder write, which
+// the server never refuses for want of a slot.
+func isHolderWriteKind(kind string) bool {
+	for _, tool := range []string{manifest.ToolHeartbeat, manifest.ToolComplete, manifest.ToolFail, manifest.ToolCancel} {
+		if kind == "tools/call "+tool {
+			return true
+		}
+	}
+	return false
+}
+
+// requestKind names the JSON-RPC method (and tool) of an MCP POST, read
+// from a copy of its body, for the refusal log.
+func requestKind(r *http.Request) string {
+	if r.Method != http.MethodPost || r.GetBody == nil {
+		return r.Method
+	}
+	rc, err := r.GetBody()
+	if err != nil {
+		return r.Method
+	}
+	defer rc.Close()
+	var m struct {
+		Method string `json:"method"`
+		Params struct {
+			Name string `json:"name"`
+		} `json:"params"`
+	}
+	if json.NewDecoder(io.LimitReader(rc, 1<<16)).Decode(&m) != nil {
+		return r.Method
+	}
+	if m.Params.Name != "" {
+		return m.Method + " " + m.Params.Name
+	}
+	return m.Method
 }
 
 // TestFleetLiveness is the fleet proof of issue 11: over HTTP, a hundred
@@ -130,7 +182,10 @@ func (c statusCounter) RoundTrip(r *http.Request) (*http.Response, error) {
 // transaction, and the server is SIGKILLed mid-work and restarted after a
 // downtime longer than the lease. Every task must end completed on its first
 // attempt, and no heartbeat or complete may be refused (stale or 503) while
-// the server is up.
+// the server is up. Other calls may get 503 with Retry-After when a loaded
+// machine keeps every slot busy past the admission wait (seen in CI after
+// the restart, when every worker opens a session at once); those are
+// logged with their method and message.
 func TestFleetLiveness(t *testing.T) {
 	if testing.Short() {
 		t.Skip("fleet: skipped with -short")
@@ -147,8 +202,8 @@ func TestFleetLiveness(t *testing.T) {
 	stats := &fleetStats{}
 	transport := &http.Transport{MaxIdleConnsPerHost: cfg.workers + 8, IdleConnTimeout: 30 * time.Second}
 	defer transport.CloseIdleConnections()
-	httpClient := &http.Client{Transport: bearer{srv.token, statusCounter{transport, stats}}, Timeout: 40 * time.Second}
-	workClient := &http.Client{Transport: bearer{srv.workToken, statusCounter{transport, stats}}, Timeout: 40 * time.Second}
+	httpClient := &http.Client{Transport: bearer{srv.token, statusCounter{transport, stats, t0}}, Timeout: 40 * time.Second}
+	workClient := &http.Client{Transport: bearer{srv.workToken, statusCounter{transport, stats, t0}}, Timeout: 40 * time.Second}
 	connectWith := func(hc *http.Client) (*mcp.ClientSession, error) { return fleetConnect(ctx, addr, hc) }
 	// Workers hold a work token scoped to their owner names (fleet-w*).
 	connect := func() (*mcp.ClientSession, error) { return connectWith(workClient) }
@@ -544,8 +599,20 @@ func TestFleetLiveness(t *testing.T) {
 	if n := stats.staleRefusals.Load(); n != 0 {
 		lostLease("%d holder writes were refused as stale", n)
 	}
+	// A holder write is never refused for a slot (httpfront's admission
+	// rules). Other calls (initialize, tools/list, DELETE) may be, when the
+	// loaded machine keeps every slot busy for longer than the admission
+	// wait: that is flow control, and the worker retries, but the answer
+	// must say when to (Retry-After). A worker whose heartbeat session
+	// could not open in time loses its lease, and that fails above.
+	if n := stats.holder503.Load(); n != 0 {
+		t.Errorf("%d holder writes were refused with 503", n)
+	}
+	if n := stats.bare503.Load(); n != 0 {
+		t.Errorf("%d 503 answers had no Retry-After", n)
+	}
 	if n := stats.busy503.Load(); n != 0 {
-		t.Errorf("%d requests were refused with 503", n)
+		t.Logf("fleet: %d short calls (not holder writes) were refused with 503 and Retry-After (flow control on a loaded machine)", n)
 	}
 	if n := opFails.Load(); n != 0 {
 		t.Errorf("%d of %d operator commands failed", n, opRuns.Load())
@@ -563,9 +630,9 @@ func TestFleetLiveness(t *testing.T) {
 	t.Logf("fleet: the slowest probe took %s, so the lease went from %s to %s", time.Duration(slowest.Load()).Round(time.Millisecond), cfg.lease, currentLease())
 	t.Logf("fleet: %d workers, %d tasks (%d layers x %d), lease %s, work %s, %d slow connections, %d SIGKILLs with %s downtime, %d operator commands (p50 %s, max %s) during a %s read transaction",
 		cfg.workers, total, cfg.layers, cfg.width, cfg.lease, cfg.work, cfg.slow, cfg.kills, cfg.downtime, len(ops), pct(ops, 50), pct(ops, 100), cfg.readTx)
-	t.Logf("fleet: %d claims, %d heartbeats, %d completes; heartbeat latency p50 %s p99 %s max %s over %d; holder-write (heartbeat and complete) latency p50 %s p99 %s max %s over %d answered writes; leases lost %d, stale refusals %d, other tool errors %d, 503s %d, transport failures (server down) %d",
+	t.Logf("fleet: %d claims, %d heartbeats, %d completes; heartbeat latency p50 %s p99 %s max %s over %d; holder-write (heartbeat and complete) latency p50 %s p99 %s max %s over %d answered writes; leases lost %d, stale refusals %d, other tool errors %d, 503s %d to holder writes and %d to other calls, transport failures (server down) %d",
 		stats.claimsGranted.Load(), stats.heartbeats.Load(), stats.completes.Load(), pct(hb, 50), pct(hb, 99), pct(hb, 100), len(hb), pct(lat, 50), pct(lat, 99), pct(lat, 100), len(lat),
-		retried, stats.staleRefusals.Load(), stats.otherRefusals.Load(), stats.busy503.Load(), stats.transportFails.Load())
+		retried, stats.staleRefusals.Load(), stats.otherRefusals.Load(), stats.holder503.Load(), stats.busy503.Load(), stats.transportFails.Load())
 	if t.Failed() || os.Getenv("GE_FLEET_DEBUG") != "" {
 		t.Logf("server log:\n%s", tail(srv.logs.String(), 8000))
 	}
