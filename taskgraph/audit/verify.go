@@ -54,6 +54,8 @@ var ErrBrokenChain = errors.New("event history does not verify")
 //     back, is reported);
 //   - every workflow's event chain: each event's hash in its version,
 //     sequence numbers without gaps, links, and the stored head and count;
+//     every stored event body is in a chain or journaled for one
+//     (tgdriver.Reads.UnheldEvent);
 //   - every task: the stored state, owner, generation, attempts, result and
 //     error equal what its last event (format 2) records it left, and the
 //     stored payload matches the digest of its create event (format 2).
@@ -81,6 +83,8 @@ func Verify(ctx context.Context, h History) (VerifyReport, error) {
 				where += fmt.Sprintf(" event %d task %s", b.Seq, b.TaskID)
 			case b.WorkflowID == "":
 				where = "audit chain"
+			case b.Seq == 0 && b.EventID > 0:
+				where += fmt.Sprintf(" event id %d", b.EventID)
 			default:
 				where += fmt.Sprintf(" event %d", b.Seq)
 			}
@@ -108,7 +112,20 @@ func Verify(ctx context.Context, h History) (VerifyReport, error) {
 		if broken != nil {
 			return fail(broken)
 		}
-		return err
+		if err != nil {
+			return err
+		}
+		// Last, so that a link deleted from a chain is reported as the gap
+		// it leaves, not as the body it left unheld.
+		wf, id, ok, err := rd.UnheldEvent(ctx)
+		if err != nil {
+			return err
+		}
+		if ok {
+			return fail(&BrokenLink{WorkflowID: wf, EventID: id, Reason: fmt.Sprintf(
+				"the body of event id %d is stored but neither linked into the chain nor journaled (written behind the store's back)", id)})
+		}
+		return nil
 	})
 	if err != nil {
 		return rep, err

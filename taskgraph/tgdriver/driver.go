@@ -120,6 +120,11 @@ type Reads interface {
 	// OrphanEventWorkflow names a workflow that has events but no workflow
 	// row; ok is false when there is none.
 	OrphanEventWorkflow(ctx context.Context) (workflowID string, ok bool, err error)
+	// UnheldEvent names the lowest event whose body no chain holds: neither
+	// linked into its workflow's chain nor journaled for linking. Only a
+	// driver that stores a body apart from its link can hold one
+	// (PostgreSQL since migration 0016); ok is false when there is none.
+	UnheldEvent(ctx context.Context) (workflowID string, eventID int64, ok bool, err error)
 	// AuditHead returns the entry count and head hash of the database-wide
 	// audit chain; ok is false before its first entry.
 	AuditHead(ctx context.Context) (count int64, head string, ok bool, err error)

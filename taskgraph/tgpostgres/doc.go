@@ -160,7 +160,11 @@
 // position of the first) holds one run per start. Before 0019 the keys of
 // the per-event links stated both again; a run cannot, and the pointer's
 // delete and the head's compare and set are in the same transaction as
-// the run's insert.
+// the run's insert. Every body is held: linked in its row or a run, or
+// pointed to by the journal. A body that is neither (inserted behind the
+// store's back, which a task's events would show) fails verification
+// (Reads.UnheldEvent, by hash anti-joins over every body and run;
+// TestForgedEventBodyBreaksVerification).
 //
 // Reads. A workflow's chain: its runs unnested in position order (each
 // run's hashes zipped with themselves after its prev_hash give each

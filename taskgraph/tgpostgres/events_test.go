@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
@@ -216,6 +217,27 @@ func TestEventBodiesWrittenOnceAndLinksVerified(t *testing.T) {
 		rep, err := v.VerifyHistory(context.Background())
 		if !errors.Is(err, tg.ErrBrokenChain) || rep.Broken == nil || rep.Broken.WorkflowID != "wf" || rep.Broken.Seq != tc.seq {
 			t.Fatalf("after %s: %v %+v, want broken at wf %d", tc.tamper, err, rep.Broken, tc.seq)
+		}
+	}
+}
+
+// An event body inserted behind the store's back (a copy of a completion,
+// owner changed, neither linked nor journaled) would show in its task's
+// events; verification names it, on both layouts of the runs.
+func TestForgedEventBodyBreaksVerification(t *testing.T) {
+	t.Parallel()
+	for _, layout := range []string{splitRuns, mergeRuns} {
+		url, conn := chains(t)
+		execAll(t, conn, layout, `INSERT INTO events (workflow_id, task_id, kind, owner, generation, at_ms, detail, prev_hash, hash,
+				hash_version, actor_kind, actor_name, actor_principal, task_state, content)
+			SELECT workflow_id, task_id, kind, 'mallory', generation, at_ms + 1, detail, '', '', hash_version, actor_kind, actor_name,
+				actor_principal, task_state, content FROM events WHERE workflow_id = 'wf' ORDER BY event_id DESC LIMIT 1`)
+		forged := count(t, conn, `SELECT MAX(event_id) FROM events`)
+		v, _ := openStore(t, url)
+		rep, err := v.VerifyHistory(context.Background())
+		if !errors.Is(err, tg.ErrBrokenChain) || rep.Broken == nil || rep.Broken.WorkflowID != "wf" ||
+			rep.Broken.EventID != forged || !strings.Contains(err.Error(), fmt.Sprintf("event id %d", forged)) {
+			t.Fatalf("after inserting a body no chain holds (event %d): %v %+v, want it named broken in wf", forged, err, rep.Broken)
 		}
 	}
 }

@@ -459,6 +459,31 @@ func (r reads) OrphanEventWorkflow(ctx context.Context) (string, bool, error) {
 	return id, true, nil
 }
 
+// sqlUnheldEvent finds the lowest event body that is neither linked in its
+// own row (wseq), in a run of event_links, nor journaled. It reads every
+// body and every run once, by hash anti-joins; a LIMIT instead of min()
+// would lead the planner to a nested loop over the runs for each body.
+const sqlUnheldEvent = `SELECT workflow_id, event_id FROM events WHERE event_id = (SELECT min(e.event_id) FROM events e
+	WHERE e.wseq IS NULL
+		AND NOT EXISTS (SELECT 1 FROM event_links r, unnest(r.event_ids) AS u(id) WHERE u.id = e.event_id)
+		AND NOT EXISTS (SELECT 1 FROM event_journal j WHERE j.journal_id = e.event_id))`
+
+// UnheldEvent names the lowest event body no chain holds: not linked in
+// its own row or in a run, nor journaled (one inserted behind the store's
+// back, which a task's events would show unverified).
+func (r reads) UnheldEvent(ctx context.Context) (string, int64, bool, error) {
+	var wf string
+	var id int64
+	err := r.q.QueryRow(ctx, sqlUnheldEvent).Scan(&wf, &id)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return "", 0, false, nil
+	case err != nil:
+		return "", 0, false, r.fail(ctx, "look for event bodies no chain holds", err)
+	}
+	return wf, id, true, nil
+}
+
 // PendingWorkflows returns the workflow of each of the first limit
 // claimable tasks, in claim-next order (tasks_ready_by_priority).
 func (r reads) PendingWorkflows(ctx context.Context, limit int) ([]string, error) {

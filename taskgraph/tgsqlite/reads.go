@@ -606,6 +606,10 @@ func (r *reads) OrphanEventWorkflow(ctx context.Context) (string, bool, error) {
 	return wf, true, nil
 }
 
+// UnheldEvent reports none: an SQLite event row is its own link (its wseq
+// and hashes are NOT NULL), and a journaled event is in event_journal.
+func (r *reads) UnheldEvent(context.Context) (string, int64, bool, error) { return "", 0, false, nil }
+
 // JournaledWorkflows returns up to limit workflows with journaled events,
 // oldest entry first.
 func (r *reads) JournaledWorkflows(ctx context.Context, limit int) ([]string, error) {

@@ -423,6 +423,11 @@ func testLinkJournaled(t *testing.T, h Harness) {
 		if n, err := r.EventCount(e.ctx); err != nil || n != 4 {
 			return fmt.Errorf("EventCount = %d, %v; want 4", n, err)
 		}
+		// Every body is linked (w1's, appended or linked in two parts) or
+		// journaled (w2's).
+		if wf, id, ok, err := r.UnheldEvent(e.ctx); ok || err != nil {
+			return fmt.Errorf("UnheldEvent = %q %d %v %v, want none", wf, id, ok, err)
+		}
 		return nil
 	})
 	e.write(func(tx tgdriver.Tx) error {

@@ -323,6 +323,9 @@ func testPrune(t *testing.T, h Harness) {
 		if wf, ok, err := r.OrphanEventWorkflow(e.ctx); ok || err != nil {
 			return fmt.Errorf("the pruned workflow left orphan events (%q, %v)", wf, err)
 		}
+		if wf, id, ok, err := r.UnheldEvent(e.ctx); ok || err != nil {
+			return fmt.Errorf("the prune left an event body no chain holds (%q %d, %v)", wf, id, err)
+		}
 		return nil
 	})
 }
