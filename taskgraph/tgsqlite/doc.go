@@ -138,12 +138,14 @@
 //     seq, or by 0 for an id without a task row, and their plans are
 //     pinned by TestTaskEventsBySeq. Bytes written over the measured phase
 //     (bench --json write_bytes_per_cycle), main then this, alternated
-//     A B A B at load 29: 18.5, 18.4 -> 13.2, 13.3 KiB a cycle (-28%; 4.6
-//     -> 3.3 pages of 4 KiB, WAL frames and checkpoint copies together);
-//     the whole process, seeding included, 20.0-21.9 -> 14.2-15.2 KiB in
-//     eight pairs at load 10-30. CPU per cycle at that load did not
-//     settle (pairs 319/360, 323/249, 313/279, 518/379, 350/342, 370/318,
-//     332/361, 316/402 us): measure it again on a quiet machine.
+//     in five pairs at load 25-33: 18.2-19.2 -> 12.6-13.3 KiB a cycle
+//     (-30%; 4.6 -> 3.2 pages of 4 KiB, WAL frames and checkpoint copies
+//     together); the whole process, seeding included, 20.0-21.9 ->
+//     14.2-15.2 KiB in eleven pairs at load 10-33. CPU per cycle at that
+//     load did not settle (main/this: 319/360, 323/249, 313/279, 518/379,
+//     350/342, 370/318, 332/361, 316/402, 327/383, 471/280, 295/306 us;
+//     it rises when batches shrink under load): measure it again on a
+//     quiet machine.
 //   - In the CPU profile after that (load 20) the writer is 82% of the
 //     process and 63% of the process is inside SQLite (cgo): the task
 //     UPDATEs 22%, the claim scan and the completion's UPDATE in Fetch
