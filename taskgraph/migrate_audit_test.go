@@ -60,6 +60,9 @@ func downgradeToV2(t *testing.T, path string) {
 		// The later migrations' additions go too (0004 graph data, 0005
 		// principals, 0006 routing, 0007 journal, 0008 requests), so that
 		// the file is a schema-2 database again.
+		// 0020 a task's events by its seq:
+		`DROP INDEX events_by_task_seq`, `ALTER TABLE events DROP COLUMN task_seq`,
+		`CREATE INDEX events_by_task ON events (task_id, event_id)`,
 		// 0019 links by run (event_links, always empty on SQLite, back to
 		// its shape of 0016):
 		`DROP TABLE event_links`,

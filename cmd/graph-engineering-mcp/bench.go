@@ -87,6 +87,12 @@ type benchResult struct {
 	// this process over the measured phase, per cycle.
 	AllocsPerCycle     float64 `json:"allocs_per_cycle"`
 	AllocBytesPerCycle float64 `json:"alloc_bytes_per_cycle"`
+	// WriteBytesPerCycle is what this process wrote to storage over the
+	// measured phase (/proc/self/io write_bytes), per cycle: on SQLite the
+	// WAL and the checkpoints' copies into the database file; on
+	// PostgreSQL the server writes, so about 0. 0 where the kernel does
+	// not count it (a tmpfs, no /proc/self/io).
+	WriteBytesPerCycle float64 `json:"write_bytes_per_cycle"`
 }
 
 // benchWorkflowSize is how many tasks go into one workflow by default
@@ -343,6 +349,7 @@ func runBench(ctx context.Context, cfg benchConfig, stderr io.Writer) (*benchRes
 	if n := float64(done.Load()); n > 0 {
 		res.CPUMicrosPerCycle = float64(spent.cpu.Microseconds()) / n
 		res.AllocsPerCycle, res.AllocBytesPerCycle = float64(spent.allocs)/n, float64(spent.bytes)/n
+		res.WriteBytesPerCycle = float64(spent.written) / n
 	}
 	if cfg.Heartbeat {
 		p := percentiles(heartbeats)

@@ -41,6 +41,11 @@ func TestBenchStoreModeVerifiesItself(t *testing.T) {
 			t.Errorf("bench --json %s = %v, want a positive number", k, res[k])
 		}
 	}
+	// Bytes written are counted where the kernel accounts them (none on a
+	// tmpfs, so only present and not negative).
+	if v, ok := res["write_bytes_per_cycle"].(float64); !ok || v < 0 {
+		t.Errorf("bench --json write_bytes_per_cycle = %v, want a number, not negative", res["write_bytes_per_cycle"])
+	}
 }
 
 // --memprofile writes the heap profiles of the measured run's start and

@@ -121,13 +121,37 @@
 //     (SQLite's multi-thread mode): the pthread mutex samples fell only from
 //     4.5% to 3.8% of the process, most being SQLite's global memory and
 //     page-cache mutexes.
-//   - The largest cost left is events_by_task (task_id, event_id).
-//     Dropping the index in an experiment cut the bytes written from 411
-//     to 255 MB, CPU per cycle from 285 to 239 us and raised throughput 22%
-//     (two pairs, load 13). Why so much is not settled: task ids are ULIDs,
-//     48 bits of creation time then 80 random (unguessable on purpose), so
-//     tasks made in the same millisecond land on random leaves of the
-//     index, but tasks claimed together were mostly made close in time.
-//     Keying it by the task's seq would make the inserts strictly local; a
-//     migration on both drivers, to be measured before it is taken.
+//   - A task's events were indexed by events_by_task (task_id, event_id).
+//     Task ids are ULIDs (48 bits of creation time, then 80 random, so
+//     unguessable on purpose), and the tasks of one CreateTasks call share
+//     their millisecond: in the bench's database each workflow's 1,000
+//     tasks had one time prefix, so within it their entries were in random
+//     order. The events of the tasks claimed and completed together
+//     (consecutive seqs) went onto as many random leaves, each a page the
+//     commit writes to the WAL and a checkpoint copies again, and random
+//     splits left the index at 631 pages for 60,000 events. Migration 0020
+//     keys it by the task's seq instead (events.task_seq,
+//     events_by_task_seq): the same entries go onto the last leaves, 221
+//     pages. The event's INSERT takes the seq from tasks' unique index on
+//     task_id (about 0.5 us an event, timed in the sqlite3 shell); the
+//     readers (TaskEvents, LastEventOfGeneration) search by the task's
+//     seq, or by 0 for an id without a task row, and their plans are
+//     pinned by TestTaskEventsBySeq. Bytes written over the measured phase
+//     (bench --json write_bytes_per_cycle), main then this, alternated
+//     in five pairs at load 25-33: 18.2-19.2 -> 12.6-13.3 KiB a cycle
+//     (-30%; 4.6 -> 3.2 pages of 4 KiB, WAL frames and checkpoint copies
+//     together); the whole process, seeding included, 20.0-21.9 ->
+//     14.2-15.2 KiB in eleven pairs at load 10-33. CPU per cycle at that
+//     load did not settle (main/this: 319/360, 323/249, 313/279, 518/379,
+//     350/342, 370/318, 332/361, 316/402, 327/383, 471/280, 295/306 us;
+//     it rises when batches shrink under load): measure it again on a
+//     quiet machine.
+//   - In the CPU profile after that (load 20) the writer is 82% of the
+//     process and 63% of the process is inside SQLite (cgo): the task
+//     UPDATEs 22%, the claim scan and the completion's UPDATE in Fetch
+//     28%, the event INSERTs 8%, the background checkpointer 6%, the file
+//     checks (three stats before BEGIN and after COMMIT) 5%; Go's own
+//     allocation 7%. What is left to cut is mostly SQLite's work per row
+//     and bytes per event: an event is about 520 bytes (hashes as hex, the
+//     task state and the content digests repeat the result's digest).
 package tgsqlite

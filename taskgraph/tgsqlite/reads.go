@@ -115,7 +115,8 @@ const (
 	sqlLastEventOfGen = `SELECT kind, at_ms FROM (
 		SELECT kind, at_ms, 1 AS src, journal_id AS id FROM event_journal
 			WHERE workflow_id = (SELECT workflow_id FROM tasks WHERE task_id = ?1) AND task_id = ?1 AND generation = ?2
-		UNION ALL SELECT kind, at_ms, 0, event_id FROM events WHERE task_id = ?1 AND generation = ?2)
+		UNION ALL SELECT kind, at_ms, 0, event_id FROM events
+			WHERE task_seq = COALESCE((SELECT seq FROM tasks WHERE task_id = ?1), 0) AND task_id = ?1 AND generation = ?2)
 		ORDER BY src DESC, id DESC LIMIT 1`
 	workflowColumns  = `workflow_id, task_count, event_count, head_hash, created_at_ms, updated_at_ms`
 	sqlWorkflow      = `SELECT ` + workflowColumns + ` FROM workflows WHERE workflow_id = ?`
@@ -130,7 +131,8 @@ const (
 		hash_version, actor_kind, actor_name, actor_principal, task_state, content`
 	// A task's or workflow's events, then its journaled ones (in one
 	// statement, so that an entry the linker moves meanwhile is read once).
-	sqlTaskEvents = `SELECT ` + eventColumns + ` FROM (SELECT ` + eventColumns + `, 0 AS src, event_id AS ord FROM events WHERE task_id = ?1
+	sqlTaskEvents = `SELECT ` + eventColumns + ` FROM (SELECT ` + eventColumns + `, 0 AS src, event_id AS ord FROM events
+			WHERE task_seq = COALESCE((SELECT seq FROM tasks WHERE task_id = ?1), 0) AND task_id = ?1
 		UNION ALL SELECT ` + journalColumns + `, 1, journal_id FROM event_journal
 			WHERE workflow_id = (SELECT workflow_id FROM tasks WHERE task_id = ?2) AND task_id = ?2) ORDER BY src, ord`
 	sqlWorkflowEvents = `SELECT ` + eventColumns + ` FROM (SELECT ` + eventColumns + `, 0 AS src, wseq AS ord FROM events WHERE workflow_id = ?
