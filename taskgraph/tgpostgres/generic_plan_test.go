@@ -77,3 +77,37 @@ func TestHotUpdatesPlanGenerically(t *testing.T) {
 		}
 	}
 }
+
+// TestHotRoundsPlanGenerically: a transaction whose round (Fetch) went to
+// the server plans generically from then on, and only until it ends (SET
+// LOCAL): the next transaction, and one that sends no round, plan as the
+// server is configured.
+func TestHotRoundsPlanGenerically(t *testing.T) {
+	ctx := testCtx(t)
+	d := open(t, pgtest.URL(t), Options{})
+	mode := func(tx tgdriver.Tx) (string, error) {
+		var m string
+		err := tx.(*wtx).c.QueryRow(ctx, `SHOW plan_cache_mode`).Scan(&m)
+		return m, err
+	}
+	for i, round := range []bool{true, false, true} {
+		err := d.Write(ctx, func(tx tgdriver.Tx) error {
+			if round {
+				if _, err := tx.Fetch(ctx, tgdriver.Fetch{Claims: []tgdriver.ClaimScan{{N: 1, AtMS: 1}}}); err != nil {
+					return err
+				}
+			}
+			m, err := mode(tx)
+			if err != nil {
+				return err
+			}
+			if want := map[bool]string{true: "force_generic_plan", false: "auto"}[round]; m != want {
+				return fmt.Errorf("transaction %d (a round sent: %v): plan_cache_mode %s, want %s", i, round, m, want)
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+}
