@@ -112,7 +112,7 @@ func (w *wtx) Fetch(ctx context.Context, f tgdriver.Fetch) (tgdriver.Fetched, er
 		out.Claimable = make([][]tgdriver.TaskRow, len(f.Claims))
 		return out, nil
 	}
-	br := w.c.SendBatch(ctx, b)
+	br := w.c.SendRound(ctx, b)
 	fail := func(err error) (tgdriver.Fetched, error) {
 		_ = br.Close()
 		return tgdriver.Fetched{}, w.fail(ctx, "fetch a batch", err)
@@ -201,7 +201,7 @@ func (w *wtx) Apply(ctx context.Context, a tgdriver.Apply) ([]tgdriver.TaskRow, 
 	if b.Len() == 0 {
 		return nil, nil
 	}
-	br := w.c.SendBatch(ctx, b)
+	br := w.c.SendRound(ctx, b)
 	fail := func(err error) ([]tgdriver.TaskRow, error) {
 		_ = br.Close()
 		return nil, w.fail(ctx, "apply a batch", err)

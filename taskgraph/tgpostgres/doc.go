@@ -197,6 +197,62 @@
 // each event once (one statement: an event the linker links meanwhile is
 // either linked or journaled in its snapshot).
 //
+// # Server CPU
+//
+// Measured with bench --mode store (N=5000, one database per run,
+// pg_stat_statements and the cluster's /proc CPU over the measured phase
+// alone, from the --cpuprofile file appearing to its being written; A
+// and B alternated), on the shared 2-core machine at load 18-37, so the
+// CPU figures are medians of noisy runs and the counts are the firmer
+// ones.
+//
+// Planning. The update shapes take arrays (see Batches), and PostgreSQL's
+// plan_cache_mode auto keeps a custom plan while the custom plans cost
+// less than the generic one, whose estimate assumes ten elements: a batch
+// of a few elements always did, so every execution of both hot UPDATEs was
+// planned again (plans = calls in pg_stat_statements: some 190 µs of
+// planning per task each, under load), and perf put 12.5% of the
+// backends' CPU in the planner at W=8. The hot rounds (Fetch, Apply) now
+// begin with SET LOCAL plan_cache_mode = force_generic_plan (once per
+// transaction, in the same round trip: txConn.SendRound): the generic
+// plans are the custom ones (a nested loop over the arrays, one index
+// probe per element: TestHotUpdatesPlanGenerically), and the claim scans
+// ran on their generic plans already (TestClaimNextPlanIsIndexServed
+// pins those). Statements planned per claim+complete cycle
+// (pg_stat_statements with track_planning): W=8 0.69 → 0.23, W=32 0.27 →
+// 0.17 (what is left: the linker's statements, reads of claim_pauses and
+// of the keys); the planner's share of the backends' CPU at W=32 (perf)
+// 8.0% → 4.0%. Server CPU per cycle, six alternated pairs at W=8 (load
+// 18-31): medians 1,434 → 1,261 µs (-12%); three at W=32 (load 27-37):
+// 958 → 730 µs (-24%). WAL per cycle is unchanged (3.2-3.3 KB in the
+// measured phase). The cost: one more statement per transaction (a
+// utility statement, not planned). The setting covers the whole
+// transaction, the statements of the keys' triggers included; every
+// statement the hot rounds run takes its parameters as keys or arrays of
+// keys, none as a value a partial index's predicate would have to match.
+//
+// What is left, and why it was not cut here:
+//   - The task UPDATEs are never HOT (pg_stat_user_tables: n_tup_hot_upd
+//     0 of 1.8-1.9 updates per task): PostgreSQL 15 takes an update out
+//     of HOT when it changes any column an index uses, its predicate
+//     included, and state is in every ready index's predicate (and in
+//     tasks_leases', whose key lease_expires_at_ms a claim sets too). So
+//     each claim writes the heap and tasks_pkey, tasks_task_id_key,
+//     tasks_workflow_id_node_id_key and tasks_leases (711 bytes, 5.6 WAL
+//     records per task), each completion the first three (552 bytes, 5.3
+//     records). A lower fillfactor would keep new versions on their page
+//     but not spare these index entries (one run, too noisy to tell). A
+//     HOT claim needs state out of every index predicate, i.e. the ready
+//     set in a table of its own.
+//   - Every UPDATE of tasks evaluates its 14 CHECK constraints, and
+//     PostgreSQL parses their stored expressions (about 9.7 KB of node
+//     text) once per statement: some 7% of the backends' CPU at W=8.
+//     Domains would be checked from the type cache instead, at the price of
+//     a rewrite of tasks and of engines without domains.
+//   - The events: a body (events_pkey, events_by_task) and a journal
+//     pointer (event_journal_by_workflow) per event, about 1,600 bytes of
+//     WAL per task, and the pointer's delete when linked.
+//
 // # Claim-next
 //
 // NextPending is one claim scan (see Batches) of one task: the first

@@ -15,6 +15,9 @@ import (
 type txConn struct {
 	conn  *pgx.Conn
 	begun bool
+	// generic: the transaction plans prepared statements generically
+	// (SendRound).
+	generic bool
 }
 
 // beginSQL begins a write transaction (READ COMMITTED, see doc.go).
@@ -80,13 +83,43 @@ func (c *txConn) SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults {
 	return br
 }
 
+// genericPlansSQL makes the rest of the transaction run every prepared
+// statement on its generic plan (see SendRound).
+const genericPlansSQL = `SET LOCAL plan_cache_mode = force_generic_plan`
+
+// SendRound sends a round of the hot path (Fetch, Apply) like SendBatch,
+// and first, once per transaction, genericPlansSQL. The rounds' update
+// shapes take arrays, and PostgreSQL's choice between a custom and the
+// generic plan (plan_cache_mode auto) compares the generic plan's cost,
+// which assumes ten elements, with the custom plans' of a batch's few:
+// the generic plan never won, so every execution was planned again, some
+// 12% of the server's CPU in a profile at W=8 (see doc.go, "Server CPU").
+// The generic plans are the custom ones: a nested loop over the arrays,
+// each element an index probe by seq or task id. The claim scans already
+// ran on their generic plans. SET LOCAL ends with the transaction.
+func (c *txConn) SendRound(ctx context.Context, b *pgx.Batch) pgx.BatchResults {
+	if c.generic {
+		return c.SendBatch(ctx, b)
+	}
+	nb := &pgx.Batch{QueuedQueries: make([]*pgx.QueuedQuery, 0, len(b.QueuedQueries)+1)}
+	nb.Queue(genericPlansSQL)
+	nb.QueuedQueries = append(nb.QueuedQueries, b.QueuedQueries...)
+	br := c.SendBatch(ctx, nb)
+	if _, err := br.Exec(); err != nil {
+		_ = br.Close()
+		return errBatch{fmt.Errorf("plan generically: %w", err)}
+	}
+	c.generic = true
+	return br
+}
+
 // commit commits the transaction, if it began. A transaction that an error
 // aborted answers COMMIT with ROLLBACK: that is an error too.
 func (c *txConn) commit(ctx context.Context) error {
 	if !c.begun {
 		return nil
 	}
-	c.begun = false
+	c.begun, c.generic = false, false
 	tag, err := c.conn.Exec(ctx, "COMMIT")
 	if err != nil {
 		return err
@@ -102,7 +135,7 @@ func (c *txConn) rollback(ctx context.Context) {
 	if !c.begun {
 		return
 	}
-	c.begun = false
+	c.begun, c.generic = false, false
 	// A connection whose ROLLBACK failed is left in a transaction, and the
 	// pool closes such a connection when it is released.
 	_, _ = c.conn.Exec(ctx, "ROLLBACK")
