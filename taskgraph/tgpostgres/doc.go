@@ -315,7 +315,7 @@
 // The schema and statements avoid extensions and jsonb. Since migration
 // 0012 they use PL/pgSQL triggers (the concurrency keys' counts, and since
 // 0018 their parked queues), so an engine needs CREATE FUNCTION ...
-// LANGUAGE plpgsql and row triggers (CockroachDB has both since 24.3).
+// LANGUAGE plpgsql and row triggers.
 // The driver also relies on: identity columns, partial indexes, ON CONFLICT,
 // FOR UPDATE / FOR SHARE / SKIP LOCKED, SAVEPOINT, RETURNING, pg_notify
 // and LISTEN (optional: see Notifications), pg_advisory_xact_lock (an engine
