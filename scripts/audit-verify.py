@@ -329,9 +329,18 @@ def main(argv):
             return 2
     try:
         data = sys.stdin.buffer.read() if path in (None, '-') else open(path, 'rb').read()
-        text = data.decode('utf-8')
-    except (OSError, UnicodeDecodeError) as err:
+    except OSError as err:
         print('audit-verify: %s' % err, file=sys.stderr)
+        return 2
+    if data.startswith(b'SQLite format 3\0'):
+        print('audit-verify: %s is an SQLite database, not an export: run `graph-engineering-mcp audit export` on it '
+              'and verify what that writes (or run `audit verify`, which reads the database)' % (path or 'the input'),
+              file=sys.stderr)
+        return 2
+    try:
+        text = data.decode('utf-8')
+    except UnicodeDecodeError as err:
+        print('audit-verify: the input is not UTF-8 text, so not an audit export (JSON Lines): %s' % err, file=sys.stderr)
         return 2
     wf_heads = {}
     try:

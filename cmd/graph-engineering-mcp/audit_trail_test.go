@@ -134,6 +134,18 @@ func TestAuditExportPythonVerifierAgrees(t *testing.T) {
 		}
 		e.cli("", "audit", "verify", "--anchor", anchor).want(t, exitUsage)
 	}
+	// The database itself, or bytes that are not text, is bad usage that
+	// says what to give it instead.
+	if _, errs, code := runPy(t, e.path); code != 2 || !strings.Contains(errs, "is an SQLite database, not an export: run `graph-engineering-mcp audit export`") {
+		t.Errorf("audit-verify.py on the database file: exit %d, stderr %q; want 2 pointing to audit export", code, errs)
+	}
+	binary := filepath.Join(t.TempDir(), "binary")
+	if err := os.WriteFile(binary, []byte{0xff, 0xfe, 0x00, 0x80}, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, errs, code := runPy(t, binary); code != 2 || !strings.Contains(errs, "not UTF-8 text, so not an audit export") {
+		t.Errorf("audit-verify.py on bytes that are not text: exit %d, stderr %q; want 2", code, errs)
+	}
 	if _, errs, code := runPy(t, file, "--anchor", writeAnchor(t, strings.Join(head, " "))); code != 0 {
 		t.Fatalf("--anchor with the current head: exit %d %s", code, errs)
 	}
