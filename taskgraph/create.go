@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
@@ -103,22 +102,18 @@ func (w *wtx) createNodes(workflowID string, nodes []nodespec.Node, order []int,
 	if err != nil {
 		return fmt.Errorf("create workflow: %w", err)
 	}
-	// Then the existing dependencies (FOR SHARE on PostgreSQL), before
-	// any key's row: whatever ends a claim holds the task's row when the
-	// schema's trigger locks its key's row to give the slot back, so a
-	// create that locked a key first and then waited for a dependency
-	// whose claim is ending would wait in the opposite order (package
-	// doc, "Lock order"). insertNode locks them again, a no-op. Only a
-	// create that names a key needs it.
+	// Then the existing dependencies (FOR SHARE on PostgreSQL), all at
+	// once in task id order, as a batch locks the tasks it ends, and
+	// before any key's row: whatever ends a claim holds the task's row
+	// when the schema's trigger locks its key's row to give the slot back
+	// (package doc, "Lock order"). insertNode locks them again, a no-op.
+	if err := w.lockDeps(workflowID, nodes); err != nil {
+		return err
+	}
 	keys := make([]string, 0, len(nodes))
 	for _, n := range nodes {
 		if n.Key != "" {
 			keys = append(keys, n.Key)
-		}
-	}
-	if len(keys) > 0 {
-		if err := w.lockDeps(workflowID, nodes); err != nil {
-			return err
 		}
 	}
 	// The keys' rows next, in key order (lockKeys): nodes name keys in
@@ -171,7 +166,7 @@ func (w *wtx) createNodes(workflowID string, nodes []nodespec.Node, order []int,
 	return nil
 }
 
-// lockDeps locks the existing dependencies of nodes, in node order (a
+// lockDeps locks the existing dependencies of nodes in task id order (a
 // node of this creation not created yet has no row: insertNode makes it,
 // or refuses a dependency that names no node).
 func (w *wtx) lockDeps(workflowID string, nodes []nodespec.Node) error {
@@ -179,11 +174,11 @@ func (w *wtx) lockDeps(workflowID string, nodes []nodespec.Node) error {
 	for _, n := range nodes {
 		deps = append(deps, n.DependsOn...)
 	}
-	slices.Sort(deps)
-	for _, d := range slices.Compact(deps) {
-		if _, err := w.tx.LockDependency(w.ctx, workflowID, d); err != nil && !errors.Is(err, tgdriver.ErrNoRows) {
-			return fmt.Errorf("look up dependency %s: %w", d, err)
-		}
+	if len(deps) == 0 {
+		return nil
+	}
+	if err := w.tx.LockDependencies(w.ctx, workflowID, deps); err != nil {
+		return fmt.Errorf("lock the dependencies: %w", err)
 	}
 	return nil
 }

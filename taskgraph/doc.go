@@ -244,27 +244,27 @@
 // task rows, then concurrency keys' rows in key order, then the audit
 // head. The workflow's row is locked in a mode that does not block the
 // check of a task's foreign key to it (tgpostgres: FOR NO KEY UPDATE), so
-// a writer of tasks never waits for it. Keys come after tasks because whatever ends a claim holds the
-// task's row when the schema's trigger locks its key's row to give the
-// slot back; so a create that names a key locks the dependencies it will
-// count (lockDeps) before its keys' rows (lockKeys), and a batch locks its
-// candidates' keys after its tasks. Three gaps remain, where PostgreSQL may
-// detect a deadlock (40P01) and the driver runs the whole transaction again
-// (tgpostgres: Write, MaxWriteTries; proven by TestWriteRetriesDeadlock),
-// so that it costs a retry, never a wrong answer:
-//   - a batch takes keys' rows in waves: the trigger's, as its updates end
-//     claims (in the order the updates meet their rows: task id order), then
-//     its candidates' keys (lockKeys), then each rescan's; two batches can
+// a writer of tasks never waits for it. Keys come after tasks because
+// whatever ends a claim holds the task's row when the schema's trigger
+// locks its key's row to give the slot back; so a create locks the
+// dependencies it will count, all at once in task id order as a batch
+// takes tasks (lockDeps), before its keys' rows (lockKeys); a batch locks
+// the tasks it updates, then their keys, then its candidates' keys; an
+// operator's change of a limit locks the key's parked tasks before its
+// row (a raised cap unparks them). Gaps remain, where PostgreSQL may
+// detect a deadlock (40P01) and the driver runs the whole transaction
+// again (tgpostgres: Write, MaxWriteTries; TestWriteRetriesDeadlock), a
+// retry, never a wrong answer; tgpostgres's doc gives each path's order:
+//   - a batch takes keys' rows in waves: those of the claims it ends, then
+//     its candidates' (lockKeys), then each rescan's; two batches can
 //     meet in opposite orders across the waves;
-//   - task rows are locked by task id in a batch, by node id in a create
-//     (lockDeps, then each node's dependencies as it is inserted), by seq
-//     in the sweeps;
-//   - parking (0018) locks a key's row after the task's, and a filling key
-//     parks only rows nobody holds (SKIP LOCKED), but a freed slot or a
-//     raised cap unparks task rows after the key's row.
+//   - a freed slot and a claim of an unparked task unpark a parked task
+//     after the key's row, while a claim by id of it or a create that
+//     depends on it holds the task and waits for the key;
+//   - task rows are locked by seq in the sweeps.
 //
-// The storetest group Key's KeyRowsLockedInOneOrder counts the retries of
-// two creates naming the same keys in opposite orders: none.
+// The storetest group Key's lock-order tests drive each path against the
+// others at once: every operation succeeds; the retries are counted.
 //
 // # Writes and durability
 //

@@ -247,6 +247,10 @@ func (s *Store) SetKeyLimit(ctx context.Context, key string, limit KeyLimit, op 
 	var out Key
 	err := s.do(ctx, func(w *wtx) error {
 		w.as(ActorOperator, op.Name)
+		// Tasks before the key's row ("Lock order"): a cap raised unparks.
+		if err := w.tx.LockParkedOfKey(w.ctx, key); err != nil {
+			return err
+		}
 		k, err := w.lockKeyRow(key)
 		if err != nil {
 			return err

@@ -206,6 +206,12 @@ type Tx interface {
 	// and keeps it from changing state until the transaction ends, so that a
 	// task created on it counts its state right (PostgreSQL: FOR SHARE).
 	LockDependency(ctx context.Context, workflowID, nodeID string) (TaskRow, error)
+	// LockDependencies locks the nodes nodeIDs of workflowID that exist as
+	// LockDependency does, all at once, in task id order (the order a hot
+	// batch locks and updates tasks in), so that a creation that depends
+	// on tasks a batch is ending never waits for it in the opposite order.
+	// Nodes that do not exist are passed over.
+	LockDependencies(ctx context.Context, workflowID string, nodeIDs []string) error
 	// InsertTask inserts t (its Seq is ignored) and returns its seq.
 	InsertTask(ctx context.Context, t TaskRow) (seq int64, err error)
 	// InsertEdge records that task must wait for dep.
@@ -330,6 +336,12 @@ type Tx interface {
 	// transaction that locks several keys locks them in key order (the
 	// domain locks them all first, sorted).
 	LockKey(ctx context.Context, key string) (k KeyRow, ok bool, err error)
+	// LockParkedOfKey locks the ready tasks of key that are parked out of
+	// the ready indexes (PostgreSQL: migration 0018), in task id order,
+	// before the key's row: a change of the key's limit that raises or
+	// lifts its cap unparks them after taking the key's row, and a claim
+	// by id or a create that holds one of them waits for that row.
+	LockParkedOfKey(ctx context.Context, key string) error
 	// UpdateKey writes k over old (same Key) if the row still holds old's
 	// Claimed, RecentMS and limits, in the update's own predicate; ok is
 	// false (nothing written) when it does not.

@@ -41,6 +41,17 @@ var (
 	claimScanInWorkflowCapsSQL = `SELECT ` + taskColumns + ` FROM tasks WHERE workflow_id = $2 AND state = 'pending' AND due_at_ms = 0 AND NOT key_parked
 		AND (requires = '' OR string_to_array(requires, ' ') <@ $3::text[]) AND ` + notPaused + ` AND ` + keyOpenAt4 + ` ORDER BY priority DESC, seq LIMIT $1 FOR UPDATE SKIP LOCKED`
 	lockTasksSQL = `SELECT ` + taskColumns + ` FROM tasks WHERE task_id = ANY($1::text[]) ORDER BY task_id COLLATE "C" FOR UPDATE`
+	// lockUpdatedSQL takes the rows a batch's updates will write, in task
+	// id order, then their concurrency keys' rows in key order (the sort
+	// under each LockRows makes it take its rows in that order, and the
+	// keys' sort reads every task row first): the trigger that gives a
+	// key's slot back when an update ends a claim then finds its key's row
+	// held, instead of taking it between two task rows, in the order of
+	// the updates' statements (one per shape).
+	lockUpdatedSQL = `WITH t AS MATERIALIZED (SELECT concurrency_key FROM tasks WHERE task_id = ANY($1::text[])
+			ORDER BY task_id COLLATE "C" FOR NO KEY UPDATE)
+		SELECT key FROM concurrency_keys WHERE key IN (SELECT concurrency_key FROM t WHERE concurrency_key <> '')
+		ORDER BY key COLLATE "C" FOR UPDATE`
 )
 
 // keyOpenAt passes over the tasks of a concurrency key that is full or
@@ -83,9 +94,11 @@ func queueScan(b *pgx.Batch, c tgdriver.ClaimScan) {
 }
 
 // Fetch sends a batch's first round in one round trip (with BEGIN when the
-// transaction has not begun): the locks in task id order, then the updates,
-// one statement per shape, then the claim scans. The scans come last and
-// never wait (SKIP LOCKED), and the locks and updates take rows in task id
+// transaction has not begun): the locks in task id order; with two updates
+// or more, their rows in task id order and then their keys' rows in key
+// order (lockUpdatedSQL); then the updates, one statement per shape, then
+// the claim scans. The scans come last and never wait (SKIP LOCKED), and
+// the locks and updates take rows in task id order, then keys in key
 // order, so two batches can wait for one another only through rows they
 // both lock or update in that order.
 func (w *wtx) Fetch(ctx context.Context, f tgdriver.Fetch) (tgdriver.Fetched, error) {
@@ -95,6 +108,15 @@ func (w *wtx) Fetch(ctx context.Context, f tgdriver.Fetch) (tgdriver.Fetched, er
 		ids := slices.Clone(f.Lock)
 		slices.Sort(ids)
 		b.Queue(lockTasksSQL, slices.Compact(ids))
+	}
+	var toUpdate []string
+	for _, u := range f.Updates {
+		if u.TaskID != "" {
+			toUpdate = append(toUpdate, u.TaskID)
+		}
+	}
+	if len(toUpdate) > 1 {
+		b.Queue(lockUpdatedSQL, toUpdate)
 	}
 	groups, err := groupUpdates(f.Updates)
 	if err != nil {
@@ -123,6 +145,11 @@ func (w *wtx) Fetch(ctx context.Context, f tgdriver.Fetch) (tgdriver.Fetched, er
 			return fail(err)
 		}
 		if out.Locked, err = collectTasks(rows); err != nil {
+			return fail(err)
+		}
+	}
+	if len(toUpdate) > 1 {
+		if _, err := br.Exec(); err != nil {
 			return fail(err)
 		}
 	}

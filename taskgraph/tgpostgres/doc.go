@@ -65,6 +65,49 @@
 //     every commit attempt with size 1. Info().JournalEvents is true: see
 //     Events.
 //
+// # Lock order, path by path
+//
+// The one order is package taskgraph's ("Lock order"): the workflow's row,
+// task rows by task id, concurrency keys' rows by key, the audit head.
+// What each path takes, in the order it takes it:
+//
+//   - A creation: its workflow's row (EnsureWorkflow); its existing
+//     dependencies FOR SHARE, all in one statement in task id order
+//     (LockDependencies); the keys it names in key order (LockKey, sorted
+//     by the domain); then the rows it inserts (tasks_key_park_insert
+//     locks a full key's row again: held) and its dependencies' edge
+//     counts (held), then the audit head.
+//   - A hot batch: its claims by id FOR UPDATE in task id order
+//     (lockTasksSQL); with two updates or more, their rows in task id
+//     order and then their keys' rows in key order (lockUpdatedSQL), so
+//     that the trigger that gives a slot back (one update statement per
+//     shape) finds its key's row held; the scans (SKIP LOCKED: they never
+//     wait); its candidates' keys in key order (LockKey), then each
+//     rescan's; in Apply the claimed rows (held), whose tasks_key_leave
+//     unparks the next parked task of the group after the key's row.
+//   - An operator's change of a key's limit: the key's parked ready tasks
+//     in task id order (LockParkedOfKey), the key's row, its update (a cap
+//     raised unparks the rows held), the audit head.
+//   - Any other end of a claim (fail, release, cancel, expiry): the task's
+//     row, its key's row (the trigger), and when the slot freed is not the
+//     only free one, the first parked task of each group of the key
+//     (concurrency_keys_unpark). The sweeps lock tasks by seq.
+//
+// Gaps left, each a deadlock the server detects after its deadlock_timeout
+// and Write runs again (a retry, never a wrong answer), counted by the
+// storetest group Key's lock-order tests:
+//
+//   - a batch holds the keys of the claims it ended when it locks its
+//     candidates' keys, and two batches may meet in opposite orders
+//     across those waves (KeyBatchWavesLockInOrder: 3-10 retries a run,
+//     25 before lockUpdatedSQL);
+//   - a slot freed (concurrency_keys_unpark) and a claim of an unparked
+//     task (tasks_key_leave) unpark a task row after the key's, while a
+//     claim by id of that parked task, or a creation that depends on it,
+//     holds the task and waits for the key (KeyUnparkBesideTaskLockers:
+//     1-2 retries a run);
+//   - the sweeps lock tasks by seq, a batch by task id.
+//
 // # Batches
 //
 // The store's hot path (claim-next, heartbeat, complete) runs the

@@ -81,6 +81,27 @@ func (w *wtx) LockDependency(ctx context.Context, workflowID, nodeID string) (tg
 		`SELECT `+taskColumns+` FROM tasks WHERE workflow_id = $1 AND node_id = $2 FOR SHARE`, workflowID, nodeID)
 }
 
+// LockDependencies locks the nodes nodeIDs of workflowID FOR SHARE in
+// one statement, in task id order (LockRows above the sort takes them in
+// it), the order of a batch's locks and updates (Fetch).
+func (w *wtx) LockDependencies(ctx context.Context, workflowID string, nodeIDs []string) error {
+	if _, err := w.c.Exec(ctx, `SELECT 1 FROM tasks WHERE workflow_id = $1 AND node_id = ANY($2::text[])
+		ORDER BY task_id COLLATE "C" FOR SHARE`, workflowID, nodeIDs); err != nil {
+		return w.fail(ctx, "lock dependencies of "+workflowID, err)
+	}
+	return nil
+}
+
+// LockParkedOfKey locks key's parked ready tasks (index
+// tasks_ready_by_key_group) in task id order, as a batch locks tasks.
+func (w *wtx) LockParkedOfKey(ctx context.Context, key string) error {
+	if _, err := w.c.Exec(ctx, `SELECT 1 FROM tasks WHERE concurrency_key = $1 AND concurrency_key <> '' AND key_parked
+		AND state = 'pending' AND due_at_ms = 0 ORDER BY task_id COLLATE "C" FOR NO KEY UPDATE`, key); err != nil {
+		return w.fail(ctx, "lock the parked tasks of concurrency key "+key, err)
+	}
+	return nil
+}
+
 // InsertTask inserts t and returns its seq.
 func (w *wtx) InsertTask(ctx context.Context, t tgdriver.TaskRow) (int64, error) {
 	var result any

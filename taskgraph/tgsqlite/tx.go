@@ -126,6 +126,14 @@ func (t *wtx) LockDependency(ctx context.Context, workflowID, nodeID string) (tg
 	return t.TaskByNode(ctx, workflowID, nodeID)
 }
 
+// LockParkedOfKey does nothing: SQLite parks no task, and its single writer
+// waits for no row.
+func (t *wtx) LockParkedOfKey(context.Context, string) error { return nil }
+
+// LockDependencies does nothing: the single writer keeps every task from
+// changing until the transaction ends.
+func (t *wtx) LockDependencies(context.Context, string, []string) error { return nil }
+
 // nullString, nullInt and nullBytes map the zero value to NULL.
 func nullString(s string) any {
 	if s == "" {

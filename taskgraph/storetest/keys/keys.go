@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"log/slog"
 	"strconv"
 	"strings"
 	"sync"
@@ -36,6 +35,9 @@ var Tests = []stenv.Test{
 	{Name: "KeyCreateBesideEndingClaimLocksInOrder", Fn: testKeyCreateBesideEndingClaim},
 	{Name: "KeyParkedTasksLeaveTheScan", Fn: testKeyParkedTasksLeaveTheScan},
 	{Name: "KeyParkingUnderConcurrentWriters", Fn: testKeyParkingUnderConcurrentWriters},
+	{Name: "KeyBatchWavesLockInOrder", Fn: testKeyBatchWavesLockInOrder},
+	{Name: "KeyCreateDepsBesideBatchLockInOrder", Fn: testKeyCreateDepsBesideBatchLockInOrder},
+	{Name: "KeyUnparkBesideTaskLockers", Fn: testKeyUnparkBesideTaskLockers},
 }
 
 // createKeyed creates node of workflow wf with concurrency key key and,
@@ -720,14 +722,11 @@ func testKeyRowPruned(t *testing.T, h Harness) {
 // deadlock would be retried by the PostgreSQL driver: the test reads its
 // log for one.
 func testKeyLockOrder(t *testing.T, h Harness) {
-	var logs testwait.Buffer
-	e := setupWith(t, h, tg.Options{Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
+	e := setupLocks(t, h, 1)
 	const nKeys, rounds = 24, 4
 	lim := &tg.KeyLimit{MaxClaimed: 5}
 	for r := range rounds {
-		var wg sync.WaitGroup
-		errs := make(chan error, 2)
-		for side := range 2 {
+		stenv.Concurrently(t, 2, func(side int) error {
 			nodes := make([]tg.NodeSpec, nKeys)
 			for i := range nKeys {
 				k := i
@@ -736,31 +735,12 @@ func testKeyLockOrder(t *testing.T, h Harness) {
 				}
 				nodes[i] = tg.NodeSpec{NodeID: fmt.Sprintf("n%02d", i), Payload: json.RawMessage(`{}`), ConcurrencyKey: fmt.Sprintf("r%d-k%02d", r, k), KeyLimit: lim}
 			}
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				_, err := e.S.CreateWorkflow(e.Ctx, fmt.Sprintf("r%d-side%d", r, side), nodes)
-				errs <- err
-			}()
-		}
-		wg.Wait()
-		close(errs)
-		for err := range errs {
-			if err != nil {
-				t.Fatalf("round %d: create: %v", r, err)
-			}
-		}
+			_, err := e.S.CreateWorkflow(e.Ctx, fmt.Sprintf("r%d-side%d", r, side), nodes)
+			return err
+		})
 	}
 	if n := e.Count(t, `SELECT COUNT(*) FROM concurrency_keys`); n != nKeys*rounds {
 		t.Fatalf("%d key rows, want %d", n, nKeys*rounds)
 	}
-	var deadlocks []string
-	for _, line := range strings.Split(logs.String(), "\n") {
-		if strings.Contains(line, "40P01") {
-			deadlocks = append(deadlocks, line)
-		}
-	}
-	if len(deadlocks) > 0 {
-		t.Fatalf("%d transactions that locked several keys' rows deadlocked with another (and were retried):\n%s", len(deadlocks), strings.Join(deadlocks, "\n"))
-	}
+	e.wantNoDeadlock(t, "creates locked several keys' rows named in opposite orders")
 }

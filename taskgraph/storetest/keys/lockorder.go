@@ -3,14 +3,11 @@ package keys
 import (
 	"encoding/json"
 	"fmt"
-	"log/slog"
-	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	tg "github.com/graph-engineering/graph-engineering-mcp/taskgraph"
-	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/testwait"
+	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/storetest/stenv"
 )
 
 // A create of a keyed task that depends on a task whose claim of the same
@@ -21,8 +18,7 @@ import (
 // once, no transaction deadlocks (no 40P01 retry in the store's log on
 // PostgreSQL), and every new task counts its completed dependency.
 func testKeyCreateBesideEndingClaim(t *testing.T, h Harness) {
-	var logs testwait.Buffer
-	e := setupWith(t, h, tg.Options{Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
+	e := setupLocks(t, h, 1)
 	const n, rounds = 16, 3
 	lim := &tg.KeyLimit{MaxClaimed: 1000}
 	for r := range rounds {
@@ -31,29 +27,16 @@ func testKeyCreateBesideEndingClaim(t *testing.T, h Harness) {
 			d := e.createKeyed(t, "w", fmt.Sprintf("r%d-d%02d", r, i), "k", lim)
 			claims[i] = e.Claim(t, "w", d.TaskID, time.Minute)
 		}
-		var wg sync.WaitGroup
-		errs := make(chan error, 2*n)
-		for i := range n {
-			wg.Add(2)
-			go func() {
-				defer wg.Done()
+		stenv.Concurrently(t, 2*n, func(j int) error {
+			i := j / 2
+			if j%2 == 0 {
 				_, err := e.S.Complete(e.Ctx, holder(claims[i]), json.RawMessage(`1`))
-				errs <- err
-			}()
-			go func() {
-				defer wg.Done()
-				_, err := e.S.CreateTask(e.Ctx, "w", tg.NodeSpec{NodeID: fmt.Sprintf("r%d-n%02d", r, i), Payload: json.RawMessage(`{}`),
-					ConcurrencyKey: "k", DependsOn: []string{fmt.Sprintf("r%d-d%02d", r, i)}})
-				errs <- err
-			}()
-		}
-		wg.Wait()
-		close(errs)
-		for err := range errs {
-			if err != nil {
-				t.Fatalf("round %d: %v", r, err)
+				return err
 			}
-		}
+			_, err := e.S.CreateTask(e.Ctx, "w", tg.NodeSpec{NodeID: fmt.Sprintf("r%d-n%02d", r, i), Payload: json.RawMessage(`{}`),
+				ConcurrencyKey: "k", DependsOn: []string{fmt.Sprintf("r%d-d%02d", r, i)}})
+			return err
+		})
 		for i := range n {
 			tk, err := e.S.TaskByNode(e.Ctx, "w", fmt.Sprintf("r%d-n%02d", r, i))
 			if err != nil || tk.State != tg.StatePending {
@@ -62,14 +45,6 @@ func testKeyCreateBesideEndingClaim(t *testing.T, h Harness) {
 		}
 	}
 	e.wantClaimedOfKey(t, "k", 0)
-	var deadlocks []string
-	for _, line := range strings.Split(logs.String(), "\n") {
-		if strings.Contains(line, "40P01") {
-			deadlocks = append(deadlocks, line)
-		}
-	}
-	if len(deadlocks) > 0 {
-		t.Fatalf("%d transactions deadlocked (and were retried):\n%s", len(deadlocks), strings.Join(deadlocks, "\n"))
-	}
+	e.wantNoDeadlock(t, "creates counted dependencies whose claims were ending")
 	e.Verify(t)
 }

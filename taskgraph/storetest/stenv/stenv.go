@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strconv"
 	"strings"
 	"sync"
@@ -304,4 +305,47 @@ func (e *Env) ParkWaiters(t *testing.T, ctx context.Context, n int, wf string, o
 		}()
 	}
 	testwait.For(t, fmt.Sprintf("%d claim-next calls to park", n), func() bool { return e.S.Waiters() >= base+n })
+}
+
+// Concurrently runs fn(0) .. fn(n-1) each in a goroutine of its own, all
+// at once, waits for them all, and fails t with every error they returned
+// (a concurrency test's fan-out: an operation that fails, a deadlock a
+// driver let through among them, fails the test).
+func Concurrently(t testing.TB, n int, fn func(i int) error) {
+	t.Helper()
+	var wg sync.WaitGroup
+	errs := make([]error, n)
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = fn(i)
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		t.Fatalf("%d goroutines at once: %v", n, err)
+	}
+}
+
+// RetryLog is a store's log (tg.Options.Logger, at debug level) kept for
+// the retries of transactions it records: PostgreSQL reports a deadlock
+// (40P01) and the driver runs the transaction again, which a caller never
+// sees but a lock-order test counts.
+type RetryLog struct{ buf testwait.Buffer }
+
+// Logger returns the logger that writes to l.
+func (l *RetryLog) Logger() *slog.Logger {
+	return slog.New(slog.NewTextHandler(&l.buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
+}
+
+// Deadlocks returns the lines of l that report a deadlock (40P01).
+func (l *RetryLog) Deadlocks() []string {
+	var out []string
+	for _, line := range strings.Split(l.buf.String(), "\n") {
+		if strings.Contains(line, "40P01") {
+			out = append(out, line)
+		}
+	}
+	return out
 }

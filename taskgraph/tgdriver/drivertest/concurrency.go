@@ -273,8 +273,9 @@ func needManyWriters(t *testing.T, e *env) {
 // testLocksWait: a lock taken by LockWorkflow (or EnsureWorkflow, LockChains),
 // LockAuditHead, ReadAlive, Fetch's Lock or a claim scan holds off another
 // transaction that takes it (or updates the locked task) until the holder
-// commits; LockDependency holds off a change of the task but not another
-// LockDependency; a transaction that takes another lock does not wait.
+// commits; LockDependency (and LockDependencies, of each task it names)
+// holds off a change of the task but not another LockDependency; a
+// transaction that takes another lock does not wait.
 func testLocksWait(t *testing.T, h Harness) {
 	e := newEnv(t, h)
 	needManyWriters(t, e)
@@ -316,6 +317,7 @@ func testLocksWait(t *testing.T, h Harness) {
 		}
 	}
 	dependency := func(tx tgdriver.Tx) error { _, err := tx.LockDependency(e.ctx, "wf", "a"); return err }
+	dependencies := func(tx tgdriver.Tx) error { return tx.LockDependencies(e.ctx, "wf", []string{"b", "none", "a"}) }
 	audit := func(tx tgdriver.Tx) error { _, _, err := tx.LockAuditHead(e.ctx); return err }
 	alive := func(tx tgdriver.Tx) error { _, _, err := tx.ReadAlive(e.ctx); return err }
 	ensure := func(tx tgdriver.Tx) error { _, err := tx.EnsureWorkflow(e.ctx, "wf", 1); return err }
@@ -338,6 +340,8 @@ func testLocksWait(t *testing.T, h Harness) {
 		{"claim scan, then an update of the task", scan, update(a.Seq), true},
 		{"LockDependency, then an update of the task", dependency, update(a.Seq), true},
 		{"LockDependency, then LockDependency", dependency, dependency, false},
+		{"LockDependencies, then an update of one", dependencies, update(a.Seq), true},
+		{"LockDependencies, then LockDependency", dependencies, dependency, false},
 		{"claim scan, then an update of another task", scan, update(b.Seq), false},
 	} {
 		waited, err := contend(t, e, c.hold, c.try)
