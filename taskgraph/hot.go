@@ -97,6 +97,7 @@ type hotLane struct {
 	// callers counts the callers of queue: a claim submitted with its
 	// completion (CompleteAndClaim) is not one more.
 	callers int
+	takes   int // batches taken off the queue so far
 	// changed, when not nil, is closed at the queue's next change
 	// (changedLocked).
 	changed chan struct{}
@@ -117,10 +118,6 @@ const defaultHotBatchSize = 256
 func newHotLane(s *Store, max, maxBatch int) *hotLane {
 	return &hotLane{s: s, pace: hotpace.New(max, 0), maxBatch: maxBatch}
 }
-
-// maxGather bounds how long a lane waits, after answering a batch, for
-// the callers it answered to come back before it starts the next batch.
-const maxGather = 200 * time.Microsecond
 
 // run submits ops, which go into one batch, and returns once each was
 // answered. A caller that does not start a batch waits for a running one
@@ -188,7 +185,7 @@ func (l *hotLane) takeLocked() []*hotOp {
 		n++
 	}
 	batch := slices.Clone(l.queue[:n])
-	l.queue = slices.Delete(l.queue, 0, n)
+	l.queue, l.takes = slices.Delete(l.queue, 0, n), l.takes+1
 	for _, op := range batch {
 		if op.after == nil {
 			l.callers--
@@ -203,9 +200,9 @@ func (l *hotLane) takeLocked() []*hotOp {
 // After a batch, most of the callers it answered submit their next
 // operation at once (a worker completes what it claimed, then claims
 // again): the lane waits for as many operations as it just answered to
-// join the queue, at most a quarter of the batch's time and maxGather, so
-// that they go together in the next batch rather than one by one; with one
-// batch at a time, on top of those already queued (else batches settle
+// join the queue, or another batch to take it, at most the pacer's Gather,
+// so that they go together in the next batch rather than one by one; with
+// one batch at a time, on top of those already queued (else batches settle
 // into two alternating halves of the callers: 5.3 cycles a commit at W=8
 // on SQLite, 7.6 now). A lane with nothing to do waits for nothing.
 //
@@ -228,8 +225,8 @@ func (l *hotLane) loop(batch []*hotOp) {
 		if l.pace.Max() == 1 { // the next batch takes those queued too
 			want = min(want+len(l.queue), l.maxBatch)
 		}
-		if gather := min(took/4, maxGather); len(l.queue) < want && gather > 0 {
-			l.waitLocked(timer, gather, func() bool { return len(l.queue) >= want })
+		if gather, takes := l.pace.Gather(took), l.takes; len(l.queue) < want && gather > 0 {
+			l.waitLocked(timer, gather, func() bool { return len(l.queue) >= want || l.takes != takes })
 		}
 		if len(l.queue) > 0 && !l.pace.Start(l.running-l.holding-1, l.callers) {
 			l.holding++

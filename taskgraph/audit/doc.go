@@ -54,8 +54,8 @@
 // order they happened. With SQLite they are linked into the chain there.
 // With PostgreSQL (tgdriver.Info.JournalEvents) they are journaled, and
 // the store's Linker links them soon after the commit (it gathers the
-// commits of up to 50 ms, or half a linking transaction's worth of events,
-// into one pass), in journal order, which follows the order of commits for
+// commits of up to 50 ms, or up to 400 ms while its passes find few events,
+// or half a linking transaction's worth of events, into one pass), in journal order, which follows the order of commits for
 // events that depend on one another (see tgpostgres, "Events"): no writer
 // of a task waits for the chain head. Any number of linkers may run on one
 // database: linking locks the workflows' rows. Every reader of the history

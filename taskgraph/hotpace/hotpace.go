@@ -15,6 +15,11 @@ const DefaultEnough = 4
 // a tenth of the shortest lease (lease.MinDuration).
 const MaxHold = 100 * time.Millisecond
 
+// MaxGather bounds how long a lane waits, after answering a batch, for the
+// callers it answered to come back before it starts the next batch
+// (Gather).
+const MaxGather = 2 * time.Millisecond
+
 // minHold is the hold before the lane has timed a batch.
 const minHold = 2 * time.Millisecond
 
@@ -76,4 +81,13 @@ func (p *Pacer) Took(d time.Duration) {
 		return
 	}
 	p.took.Store(old + (int64(d)-old)/8)
+}
+
+// Gather is how long a lane waits, after answering a batch that took d,
+// for the callers it answered to come back before it starts the next:
+// a quarter of d, at most MaxGather. Waiting for a caller costs less than
+// the commit of a batch of its own, which a caller that comes back late
+// pays (or makes the next batch wait a batch's time for it).
+func (p *Pacer) Gather(d time.Duration) time.Duration {
+	return min(d/4, MaxGather)
 }

@@ -57,3 +57,21 @@ func TestHoldFollowsTheBatchTimeUpToMaxHold(t *testing.T) {
 		t.Fatalf("hold after fast batches = %v, want about 2ms", got)
 	}
 }
+
+func TestGatherIsAQuarterOfABatchUpToMaxGather(t *testing.T) {
+	t.Parallel()
+	p := New(2, 0)
+	for _, c := range []struct{ took, want time.Duration }{
+		{0, 0},
+		{400 * time.Microsecond, 100 * time.Microsecond},
+		{4 * time.Millisecond, time.Millisecond},
+		{time.Second, MaxGather},
+	} {
+		if got := p.Gather(c.took); got != c.want {
+			t.Errorf("gather after a batch of %v = %v, want %v", c.took, got, c.want)
+		}
+	}
+	if MaxGather >= MaxHold {
+		t.Fatalf("MaxGather %v must stay far below MaxHold %v: a heartbeat waits for both", MaxGather, MaxHold)
+	}
+}

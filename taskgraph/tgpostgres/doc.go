@@ -296,6 +296,35 @@
 //     pointer (event_journal_by_workflow) per event, about 1,600 bytes of
 //     WAL per task, and the pointer's delete when linked.
 //
+// # Replicas on one database
+//
+// What two replicas cost over one (bench --mode store, N=5000, W=8, the
+// workers spread over the replicas; pg_stat_statements and
+// pg_stat_activity sampled every 50 ms, replicas 1 and 2 alternated):
+// the database is bound by its commits' WAL flushes (COMMITs per second
+// were about the same for one replica and two), so what decides the
+// ratio is commits per cycle. Before session 10's cuts two replicas made
+// 1.9 times one replica's COMMITs: hot batches (each replica batches only
+// its own callers, 2.2-2.3 cycles a batch against 4.0) and linking passes
+// (every replica's linker passes, each finding what the others left: 16
+// events a pass against 67, and waiting for the others on the workflows'
+// rows, 6-23% of sampled backend time in Lock:transactionid). The
+// replicas' row locks on tasks did not show (the claim scans skip locked
+// rows); the timers' probes and the shared clock's touch are a few
+// statements per hundred cycles. Two cuts: the hot lane gathers its
+// returning callers for up to 2 ms (hotpace: Gather), and a linker
+// whose passes find few events waits longer between them (audit.Linker).
+// At load 16-32, before and after alternated, two rounds: COMMITs per
+// 5000 cycles, one replica 1,661/1,551 before, 1,409/1,376 after; two
+// replicas 3,201/3,602 before, 1,969/2,049 after (linking passes
+// 867/1,021 to 210/217, hot batches 2,209/2,398 to 1,706/1,736);
+// statements per cycle, two replicas 6.1/6.7 before, 4.5/4.6 after (one
+// replica 4.3/3.9 before, 4.0/3.7 after, creation and verification
+// included); client CPU per cycle for two replicas 1,150/1,247 us before,
+// 779/868 after (one replica 550-770 either way). Two replicas now make
+// 1.4-1.5 times one replica's COMMITs, 1.9-2.3 before. The rest of the
+// gap is the hot batches: a replica's batch holds at most its own callers.
+//
 // # Claim-next
 //
 // NextPending is one claim scan (see Batches) of one task: the first
