@@ -217,17 +217,44 @@ func runBench(ctx context.Context, cfg benchConfig, stderr io.Writer) (*benchRes
 			return nil, err
 		}
 	}
+	// The workers' goroutines, and those they and their clients start (in
+	// --mode http, the SDK clients' sessions and HTTP transport), carry the
+	// profile label bench=worker; the server's and the store's were started
+	// before and carry none. So go tool pprof -tags splits a --cpuprofile
+	// between the bench's own clients and what they measure.
+	defer pprof.SetGoroutineLabels(ctx)
+	pprof.SetGoroutineLabels(pprof.WithLabels(ctx, pprof.Labels("bench", "worker")))
+	// The workers' clients are made before the measured run: in --mode
+	// http each is an MCP session whose connection handshake is setup, as
+	// opening the store is in --mode store. Closing them comes after it.
+	clients := make([]benchClient, 0, cfg.Workers)
+	closeClients := func() {
+		for _, cl := range clients {
+			cl.close()
+		}
+	}
+	for w := 0; w < cfg.Workers; w++ {
+		cl, err := newClient(w)
+		if err != nil {
+			closeClients()
+			stop()
+			return nil, err
+		}
+		clients = append(clients, cl)
+	}
 	// stopProfile ends the CPU profile of the measured run, as soon as the
 	// workers are done: not the seeding, not the verification.
 	stopProfile := func() {}
 	if cfg.CPUProfile != "" {
 		f, err := os.Create(cfg.CPUProfile)
 		if err != nil {
+			closeClients()
 			stop()
 			return nil, fmt.Errorf("--cpuprofile: %w", err)
 		}
 		defer f.Close()
 		if err := pprof.StartCPUProfile(f); err != nil {
+			closeClients()
 			stop()
 			return nil, fmt.Errorf("--cpuprofile: %w", err)
 		}
@@ -237,34 +264,22 @@ func runBench(ctx context.Context, cfg benchConfig, stderr io.Writer) (*benchRes
 	if cfg.MemProfile != "" {
 		if err := writeHeapProfile(cfg.MemProfile + ".base"); err != nil {
 			stopProfile()
+			closeClients()
 			stop()
 			return nil, err
 		}
 	}
 	cost := startCost()
-	// The workers' goroutines, and those they start (in --mode http, the
-	// SDK clients' HTTP transport), carry the profile label bench=worker;
-	// the server's and the store's were started before and carry none. So
-	// go tool pprof -tags splits a --cpuprofile between the bench's own
-	// clients and what they measure.
-	defer pprof.SetGoroutineLabels(ctx)
-	pprof.SetGoroutineLabels(pprof.WithLabels(ctx, pprof.Labels("bench", "worker")))
 	var done atomic.Int64
 	var mu sync.Mutex
 	var claims, completes, heartbeats []time.Duration
 	errs := make(chan error, cfg.Workers)
 	start := time.Now()
 	var wg sync.WaitGroup
-	for w := 0; w < cfg.Workers; w++ {
-		cl, err := newClient(w)
-		if err != nil {
-			stop()
-			return nil, err
-		}
+	for w, cl := range clients {
 		wg.Add(1)
 		go func(owner string, cl benchClient) {
 			defer wg.Done()
-			defer cl.close()
 			var myClaims, myCompletes, myHBs []time.Duration
 			defer func() {
 				mu.Lock()
@@ -322,10 +337,12 @@ func runBench(ctx context.Context, cfg benchConfig, stderr io.Writer) (*benchRes
 	spent := cost.since()
 	if cfg.MemProfile != "" {
 		if err := writeHeapProfile(cfg.MemProfile); err != nil {
+			closeClients()
 			stop()
 			return nil, err
 		}
 	}
+	closeClients()
 	stopErr := stop()
 	close(errs)
 	if err := errors.Join(append(collect(errs), stopErr)...); err != nil {
