@@ -221,12 +221,15 @@ func decodeArgs(raw json.RawMessage, fields []field) (*args, error) {
 	if !json.Valid(trimmed) {
 		return nil, errArgsNotObject
 	}
-	if err := input.Members(trimmed, func(k string, v json.RawMessage) error {
+	if err := input.RawMembers(trimmed, func(rk []byte, v json.RawMessage) error {
+		i := slices.IndexFunc(fields, func(f field) bool { return input.KeyIs(rk, f.name) })
+		if i < 0 {
+			k := input.Key(rk)
+			return fieldErrorf(input.Clip(k), "unknown argument %q; allowed: %s", input.Clip(k), fieldNames(fields))
+		}
+		k := fields[i].name
 		if _, dup := a.raw[k]; dup {
 			return fieldErrorf(k, "the key %q appears twice", input.Clip(k))
-		}
-		if !slices.ContainsFunc(fields, func(f field) bool { return f.name == k }) {
-			return fieldErrorf(input.Clip(k), "unknown argument %q; allowed: %s", input.Clip(k), fieldNames(fields))
 		}
 		a.raw[k] = v
 		return nil

@@ -222,9 +222,16 @@ func hex4(raw []byte, i int) (rune, bool) {
 // unescaped as encoding/json decodes a string (invalid UTF-8 becomes
 // U+FFFD); a value is the exact bytes of it in obj, without the white
 // space around it, as json.Decoder.Decode reads it into a json.RawMessage.
-// It reads obj once and allocates only the keys that have escapes or
-// invalid UTF-8: json.Decoder's tokens allocate for each member.
+// It reads obj once and allocates only the keys: json.Decoder's tokens
+// allocate several times for each member.
 func Members(obj []byte, member func(key string, val json.RawMessage) error) error {
+	return RawMembers(obj, func(key []byte, val json.RawMessage) error { return member(Key(key), val) })
+}
+
+// RawMembers is Members with each key as it is in obj: a JSON string,
+// quotes and escapes included (read it with Key or KeyIs). It allocates
+// nothing.
+func RawMembers(obj []byte, member func(key []byte, val json.RawMessage) error) error {
 	i := skipSpace(obj, 0)
 	if i >= len(obj) || obj[i] != '{' {
 		return errors.New("not a JSON object")
@@ -236,7 +243,7 @@ func Members(obj []byte, member func(key string, val json.RawMessage) error) err
 	for i < len(obj) {
 		ks := i
 		i = skipString(obj, i)
-		key := unquoteKey(obj[ks:i])
+		key := obj[ks:i]
 		i = skipSpace(obj, i)
 		i = skipSpace(obj, i+1) // ':'
 		vs := i
@@ -253,8 +260,9 @@ func Members(obj []byte, member func(key string, val json.RawMessage) error) err
 	return nil
 }
 
-// unquoteKey decodes the JSON string raw (quotes included).
-func unquoteKey(raw []byte) string {
+// Key decodes the JSON string raw (quotes included, valid JSON) as
+// encoding/json decodes a string.
+func Key(raw []byte) string {
 	inner := raw[1 : len(raw)-1]
 	if bytes.IndexByte(inner, '\\') < 0 && utf8.Valid(inner) {
 		return string(inner)
@@ -262,6 +270,16 @@ func unquoteKey(raw []byte) string {
 	var s string
 	_ = json.Unmarshal(raw, &s) // valid JSON: cannot fail
 	return s
+}
+
+// KeyIs reports whether the JSON string raw (quotes included, valid JSON)
+// decodes to s, without allocating when raw has no escapes.
+func KeyIs(raw []byte, s string) bool {
+	inner := raw[1 : len(raw)-1]
+	if bytes.IndexByte(inner, '\\') < 0 && utf8.Valid(inner) {
+		return string(inner) == s
+	}
+	return Key(raw) == s
 }
 
 func skipSpace(b []byte, i int) int {

@@ -250,7 +250,8 @@ func walkMessage(body []byte) (*walked, error) {
 		return nil, errors.New("not one valid JSON value")
 	}
 	w := &walked{envelope: make(map[string]json.RawMessage, 4)}
-	err := input.Members(body, func(key string, val json.RawMessage) error {
+	err := input.RawMembers(body, func(rk []byte, val json.RawMessage) error {
+		key := protocolKey(rk)
 		if _, dup := w.envelope[key]; dup && w.dupEnvelope == "" {
 			w.dupEnvelope = key
 		}
@@ -266,7 +267,8 @@ func walkMessage(body []byte) (*walked, error) {
 // walkParams reads the members of params, an object (and of its _meta).
 func (w *walked) walkParams(params json.RawMessage) error {
 	w.params = make(map[string]json.RawMessage, 4)
-	return input.Members(params, func(key string, val json.RawMessage) error {
+	return input.RawMembers(params, func(rk []byte, val json.RawMessage) error {
+		key := protocolKey(rk)
 		if _, dup := w.params[key]; dup && w.dupParams == "" {
 			w.dupParams = key
 		}
@@ -281,13 +283,34 @@ func (w *walked) walkParams(params json.RawMessage) error {
 // walkMeta reads the members of params._meta, an object.
 func (w *walked) walkMeta(meta json.RawMessage) error {
 	w.meta = make(map[string]json.RawMessage, 4)
-	return input.Members(meta, func(key string, val json.RawMessage) error {
+	return input.RawMembers(meta, func(rk []byte, val json.RawMessage) error {
+		key := protocolKey(rk)
 		if _, dup := w.meta[key]; dup && w.dupMeta == "" {
 			w.dupMeta = key
 		}
 		w.meta[key] = val
 		return nil
 	})
+}
+
+// protocolKeys are the keys of the envelope, params and _meta that every
+// request names: protocolKey takes them from here, without allocating.
+var protocolKeys = func() map[string]string {
+	m := map[string]string{}
+	for _, k := range []string{"jsonrpc", "id", "method", "params", "result", "error", "name", "arguments", "_meta", "cursor", "uri",
+		"progressToken", MetaProtocolVersion, MetaClientCapabilities, metaClientInfo,
+		"experimental", "extensions", "roots", "sampling", "elicitation", "listChanged", "title", "description", "version", "websiteUrl", "icons"} {
+		m[k] = k
+	}
+	return m
+}()
+
+// protocolKey decodes a member's key (a JSON string, input.RawMembers).
+func protocolKey(raw []byte) string {
+	if k, ok := protocolKeys[string(raw[1:len(raw)-1])]; ok {
+		return k
+	}
+	return input.Key(raw)
 }
 
 // maxNesting is encoding/json's bound on nesting (json.Valid and
