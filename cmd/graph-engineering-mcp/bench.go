@@ -44,6 +44,9 @@ type benchConfig struct {
 	// of the measured run goes to; MemProfile+".base" is the one taken at
 	// its start, so that -diff_base shows the run's own allocations.
 	MemProfile string
+	// HTTPClient is the MCP client of --mode http: "sdk" (the Go SDK's)
+	// or "wire" (plain JSON-RPC requests over net/http).
+	HTTPClient string
 	// Loop is the workers' loop: "combined" (each completion claims the
 	// next task in the same call: Store.CompleteAndClaim, or over MCP
 	// graph_task_complete with claim_next) or "separate" (a claim, then a
@@ -68,6 +71,7 @@ type benchResult struct {
 	WorkflowSize          int        `json:"workflow_size"`
 	Heartbeat             bool       `json:"heartbeat"`
 	Loop                  string     `json:"loop"`
+	HTTPClient            string     `json:"http_client,omitempty"`
 	Seconds               float64    `json:"seconds"`
 	CyclesPerSec          float64    `json:"cycles_per_sec"`
 	ClaimMS               latencyMS  `json:"claim_ms"`
@@ -145,7 +149,7 @@ func (storeClient) close() error { return nil }
 
 // benchClientFactory makes the clients of a non-store mode; set by the file
 // that implements that mode.
-var benchClientFactory = map[string]func(ctx context.Context, s *taskgraph.Store, workers int, stderr io.Writer) (func(i int) (benchClient, error), func() error, error){}
+var benchClientFactory = map[string]func(ctx context.Context, s *taskgraph.Store, workers int, httpClient string, stderr io.Writer) (func(i int) (benchClient, error), func() error, error){}
 
 // seedBench creates the tasks: workflows of cfg.WorkflowSize tasks, either
 // independent or in layers where each node depends on two nodes of the
@@ -219,9 +223,34 @@ func runBench(ctx context.Context, cfg benchConfig, stderr io.Writer) (*benchRes
 		if f == nil {
 			return nil, usagef("--mode must be store or http (got %q)", cfg.Mode)
 		}
-		if newClient, stop, err = f(ctx, store, cfg.Workers, stderr); err != nil {
+		if newClient, stop, err = f(ctx, store, cfg.Workers, cfg.HTTPClient, stderr); err != nil {
 			return nil, err
 		}
+	}
+	// The workers' goroutines, and those they and their clients start (in
+	// --mode http, the SDK clients' sessions and HTTP transport), carry the
+	// profile label bench=worker; the server's and the store's were started
+	// before and carry none. So go tool pprof -tags splits a --cpuprofile
+	// between the bench's own clients and what they measure.
+	defer pprof.SetGoroutineLabels(ctx)
+	pprof.SetGoroutineLabels(pprof.WithLabels(ctx, pprof.Labels("bench", "worker")))
+	// The workers' clients are made before the measured run: in --mode
+	// http each is an MCP session whose connection handshake is setup, as
+	// opening the store is in --mode store. Closing them comes after it.
+	clients := make([]benchClient, 0, cfg.Workers)
+	closeClients := func() {
+		for _, cl := range clients {
+			cl.close()
+		}
+	}
+	for w := 0; w < cfg.Workers; w++ {
+		cl, err := newClient(w)
+		if err != nil {
+			closeClients()
+			stop()
+			return nil, err
+		}
+		clients = append(clients, cl)
 	}
 	// stopProfile ends the CPU profile of the measured run, as soon as the
 	// workers are done: not the seeding, not the verification.
@@ -229,11 +258,13 @@ func runBench(ctx context.Context, cfg benchConfig, stderr io.Writer) (*benchRes
 	if cfg.CPUProfile != "" {
 		f, err := os.Create(cfg.CPUProfile)
 		if err != nil {
+			closeClients()
 			stop()
 			return nil, fmt.Errorf("--cpuprofile: %w", err)
 		}
 		defer f.Close()
 		if err := pprof.StartCPUProfile(f); err != nil {
+			closeClients()
 			stop()
 			return nil, fmt.Errorf("--cpuprofile: %w", err)
 		}
@@ -243,34 +274,22 @@ func runBench(ctx context.Context, cfg benchConfig, stderr io.Writer) (*benchRes
 	if cfg.MemProfile != "" {
 		if err := writeHeapProfile(cfg.MemProfile + ".base"); err != nil {
 			stopProfile()
+			closeClients()
 			stop()
 			return nil, err
 		}
 	}
 	cost := startCost()
-	// The workers' goroutines, and those they start (in --mode http, the
-	// SDK clients' HTTP transport), carry the profile label bench=worker;
-	// the server's and the store's were started before and carry none. So
-	// go tool pprof -tags splits a --cpuprofile between the bench's own
-	// clients and what they measure.
-	defer pprof.SetGoroutineLabels(ctx)
-	pprof.SetGoroutineLabels(pprof.WithLabels(ctx, pprof.Labels("bench", "worker")))
 	var done atomic.Int64
 	var mu sync.Mutex
 	var claims, completes, heartbeats []time.Duration
 	errs := make(chan error, cfg.Workers)
 	start := time.Now()
 	var wg sync.WaitGroup
-	for w := 0; w < cfg.Workers; w++ {
-		cl, err := newClient(w)
-		if err != nil {
-			stop()
-			return nil, err
-		}
+	for w, cl := range clients {
 		wg.Add(1)
 		go func(owner string, cl benchClient) {
 			defer wg.Done()
-			defer cl.close()
 			var myClaims, myCompletes, myHBs []time.Duration
 			defer func() {
 				mu.Lock()
@@ -328,10 +347,12 @@ func runBench(ctx context.Context, cfg benchConfig, stderr io.Writer) (*benchRes
 	spent := cost.since()
 	if cfg.MemProfile != "" {
 		if err := writeHeapProfile(cfg.MemProfile); err != nil {
+			closeClients()
 			stop()
 			return nil, err
 		}
 	}
+	closeClients()
 	stopErr := stop()
 	close(errs)
 	if err := errors.Join(append(collect(errs), stopErr)...); err != nil {
@@ -341,7 +362,7 @@ func runBench(ctx context.Context, cfg benchConfig, stderr io.Writer) (*benchRes
 		return nil, err
 	}
 	res := &benchResult{
-		Mode: cfg.Mode, Tasks: cfg.Tasks, Workers: cfg.Workers, WorkflowSize: cfg.WorkflowSize, Sync: string(cfg.Sync), Layers: cfg.Layers, Heartbeat: cfg.Heartbeat, Loop: cfg.Loop,
+		Mode: cfg.Mode, HTTPClient: httpClientOf(cfg), Tasks: cfg.Tasks, Workers: cfg.Workers, WorkflowSize: cfg.WorkflowSize, Sync: string(cfg.Sync), Layers: cfg.Layers, Heartbeat: cfg.Heartbeat, Loop: cfg.Loop,
 		Seconds: elapsed.Seconds(), CyclesPerSec: float64(done.Load()) / elapsed.Seconds(),
 		ClaimMS: percentiles(claims), CompleteMS: percentiles(completes), Database: redactDatabase(cfg.Database),
 		Driver: store.Driver(), Replicas: len(stores),
@@ -363,6 +384,14 @@ func runBench(ctx context.Context, cfg benchConfig, stderr io.Writer) (*benchRes
 	}
 	res.HistoryVerified = true
 	return res, nil
+}
+
+// httpClientOf is the client a result names: only --mode http has one.
+func httpClientOf(cfg benchConfig) string {
+	if cfg.Mode != "http" {
+		return ""
+	}
+	return cfg.HTTPClient
 }
 
 func collect(ch <-chan error) []error {
@@ -426,7 +455,7 @@ func benchAction(c *cli.Context) error {
 		Sync: tgsqlite.SyncMode(strings.ToLower(c.String("sync"))), Layers: c.Int("layers"),
 		Heartbeat: c.Bool("heartbeat"), Database: c.String("database"), CPUProfile: c.String("cpuprofile"), MemProfile: c.String("memprofile"),
 		Replicas: c.Int("replicas"), PGMaxConns: c.Int("pg-max-conns"), WorkflowSize: c.Int("workflow-size"),
-		Loop: strings.ToLower(c.String("loop")),
+		Loop: strings.ToLower(c.String("loop")), HTTPClient: strings.ToLower(c.String("http-client")),
 	}
 	if cfg.Loop == "" {
 		cfg.Loop = "combined"
@@ -435,6 +464,10 @@ func benchAction(c *cli.Context) error {
 		}
 	}
 	switch {
+	case cfg.HTTPClient != "sdk" && cfg.HTTPClient != "wire":
+		return usagef("--http-client must be sdk or wire (got %q)", cfg.HTTPClient)
+	case cfg.HTTPClient == "wire" && cfg.Mode != "http":
+		return usagef("--http-client applies to --mode http only")
 	case cfg.Loop != "combined" && cfg.Loop != "separate":
 		return usagef("--loop must be combined or separate (got %q)", cfg.Loop)
 	case cfg.Loop == "combined" && cfg.Heartbeat:
@@ -479,7 +512,11 @@ func benchAction(c *cli.Context) error {
 		return writeJSON(c.App.Writer, res)
 	}
 	w := c.App.Writer
-	fmt.Fprintf(w, "mode=%s driver=%s replicas=%d tasks=%d workers=%d sync=%s layers=%d heartbeat=%v loop=%s\n", res.Mode, res.Driver, res.Replicas, res.Tasks, res.Workers, res.Sync, res.Layers, res.Heartbeat, res.Loop)
+	fmt.Fprintf(w, "mode=%s driver=%s replicas=%d tasks=%d workers=%d sync=%s layers=%d heartbeat=%v loop=%s", res.Mode, res.Driver, res.Replicas, res.Tasks, res.Workers, res.Sync, res.Layers, res.Heartbeat, res.Loop)
+	if res.HTTPClient != "" {
+		fmt.Fprintf(w, " http-client=%s", res.HTTPClient)
+	}
+	fmt.Fprintln(w)
 	fmt.Fprintf(w, "  %.2fs, %.0f claim+complete cycles/s\n", res.Seconds, res.CyclesPerSec)
 	fmt.Fprintf(w, "  claim     p50 %.2fms  p95 %.2fms  p99 %.2fms\n", res.ClaimMS.P50, res.ClaimMS.P95, res.ClaimMS.P99)
 	if res.HeartbeatMS != nil {
@@ -508,6 +545,11 @@ every task was completed exactly once and the history verifies.
   --mode http   workers are MCP clients over Streamable HTTP on loopback
                 against a server the command starts
 
+  --http-client sdk|wire
+                the MCP client of --mode http: the Go SDK's (sdk, the
+                default) or plain JSON-RPC requests (wire); the server
+                does the same work for both
+
   --replicas R  R stores on the one database, as R server processes would
                 be, with the workers spread over them (--mode store)
 
@@ -525,6 +567,7 @@ Example:
 				&cli.IntFlag{Name: "workflow-size", Value: benchWorkflowSize, Usage: "`N` tasks per workflow (a workflow's writes are one chain: fewer, larger workflows serialise more)"},
 				&cli.IntFlag{Name: "replicas", Value: 1, Usage: "`R` stores on the one database, as R server processes (workers spread over them; --mode store)"},
 				&cli.IntFlag{Name: "pg-max-conns", Value: defaultPGMaxConns, Usage: "PostgreSQL: at most `N` pooled connections per replica"},
+				&cli.StringFlag{Name: "http-client", Value: "sdk", Usage: "the MCP `CLIENT` of --mode http: sdk (the Go SDK's client) or wire (plain 2026-07-28 JSON-RPC requests over net/http, decoding only what a worker needs)"},
 				&cli.StringFlag{Name: "loop", Usage: "the workers' `LOOP`: combined (each completion claims the next task in the same call: Store.CompleteAndClaim, or graph_task_complete with claim_next over MCP; the default without --heartbeat) or separate (a claim, then a completion)"},
 				&cli.StringFlag{Name: "cpuprofile", Usage: "write a CPU profile of the measured run to `FILE` (go tool pprof FILE; the workers' own goroutines, in --mode http the MCP clients, carry the label bench=worker: go tool pprof -tags FILE)"},
 				&cli.StringFlag{Name: "memprofile", Usage: "write heap profiles to `FILE`.base and FILE at the start and the end of the measured run (go tool pprof -sample_index=alloc_space -diff_base FILE.base FILE)"},

@@ -87,7 +87,7 @@ func TestBenchCombinedLoopVerifiesItself(t *testing.T) {
 
 func TestBenchRejectsBadFlags(t *testing.T) {
 	for _, args := range [][]string{{"--tasks", "0"}, {"--workers", "0"}, {"--mode", "carrier-pigeon"}, {"--sync", "off"}, {"--layers", "-1"},
-		{"--loop", "sideways"}, {"--loop", "combined", "--heartbeat"}} {
+		{"--loop", "sideways"}, {"--loop", "combined", "--heartbeat"}, {"--mode", "http", "--http-client", "grpc"}, {"--http-client", "wire"}} {
 		var stdout, stderr bytes.Buffer
 		if code := run(context.Background(), append([]string{"graph-engineering-mcp", "bench"}, args...), strings.NewReader(""), &stdout, &stderr); code != exitUsage {
 			t.Errorf("bench %v: exit %d (%s), want 2", args, code, stderr.String())

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -22,10 +23,11 @@ import (
 func init() { benchClientFactory["http"] = newHTTPBenchClients }
 
 // newHTTPBenchClients serves the bench's store over Streamable HTTP on a
-// loopback port and returns one 2026-07-28 SDK client per worker, so the
-// bench measures the whole path a remote worker takes: HTTP, the era
-// router, the SDK and the tools.
-func newHTTPBenchClients(ctx context.Context, s *taskgraph.Store, workers int, stderr io.Writer) (func(int) (benchClient, error), func() error, error) {
+// loopback port and returns one 2026-07-28 client per worker, so the bench
+// measures the whole path a remote worker takes: HTTP, the era router, the
+// SDK and the tools. The client is the Go SDK's (httpClient "sdk") or a
+// plain JSON-RPC client (httpClient "wire", wireBenchClient).
+func newHTTPBenchClients(ctx context.Context, s *taskgraph.Store, workers int, httpClient string, stderr io.Writer) (func(int) (benchClient, error), func() error, error) {
 	logger := newLogger(stderr, slog.LevelWarn)
 	srv, err := mcpadapter.New(mcpadapter.Config{
 		Store: s, Version: buildVersion(), Surface: manifest.NewSurface(manifest.Options{}),
@@ -49,12 +51,16 @@ func newHTTPBenchClients(ctx context.Context, s *taskgraph.Store, workers int, s
 	// One kept-alive connection per worker.
 	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: workers + 4, IdleConnTimeout: time.Minute}}
 	newClient := func(int) (benchClient, error) {
+		if httpClient == "wire" {
+			wc := &wireBenchClient{hc: hc, endpoint: endpoint}
+			return mcpBenchClient{call: wc.call, end: func() error { return nil }}, nil
+		}
 		c := mcp.NewClient(&mcp.Implementation{Name: "graph-engineering-bench", Version: buildVersion()}, nil)
 		cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: endpoint, HTTPClient: hc, DisableStandaloneSSE: true}, nil)
 		if err != nil {
 			return nil, fmt.Errorf("connect to %s: %w", endpoint, err)
 		}
-		return mcpBenchClient{cs}, nil
+		return mcpBenchClient{call: sdkCaller{cs}.call, end: cs.Close}, nil
 	}
 	stop := func() error {
 		cancel()
@@ -65,8 +71,18 @@ func newHTTPBenchClients(ctx context.Context, s *taskgraph.Store, workers int, s
 	return newClient, stop, nil
 }
 
-// mcpBenchClient is a worker that speaks MCP through the seven tools.
-type mcpBenchClient struct{ cs *mcp.ClientSession }
+// mcpBenchClient is a worker that speaks MCP through the seven tools, by
+// call: it calls a tool with args and returns its result's JSON only when
+// out is true (heartbeat and complete need no more than success).
+type mcpBenchClient struct {
+	call func(ctx context.Context, tool string, args map[string]any, out bool) (json.RawMessage, error)
+	end  func() error
+}
+
+func (c mcpBenchClient) close() error { return c.end() }
+
+// sdkCaller calls tools through the Go SDK's client.
+type sdkCaller struct{ cs *mcp.ClientSession }
 
 // benchLeaseMs is the lease the bench's workers take, as in store mode.
 const benchLeaseMs = 60_000
@@ -77,7 +93,7 @@ const benchLeaseMs = 60_000
 // (every tool of ours answers so): encoding the structured content, which
 // the SDK client decodes into maps, once more was the bench's own work on
 // the measured path, and no part of what it measures.
-func (c mcpBenchClient) call(ctx context.Context, tool string, args map[string]any, out bool) (json.RawMessage, error) {
+func (c sdkCaller) call(ctx context.Context, tool string, args map[string]any, out bool) (json.RawMessage, error) {
 	res, err := c.cs.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: args})
 	if err != nil {
 		return nil, err
@@ -183,4 +199,84 @@ func (c mcpBenchClient) completeAndClaim(ctx context.Context, h lease.Holder, re
 	return next, err == nil, err
 }
 
-func (c mcpBenchClient) close() error { return c.cs.Close() }
+// wireBenchClient calls tools as plain 2026-07-28 JSON-RPC requests over
+// net/http: the request the SDK's client sends (the same envelope, _meta,
+// headers and arguments), and of the answer only what a worker needs (the
+// structured content, or the error). It measures the server's HTTP path
+// without the SDK client's own decoding, which in --mode http shares the
+// process and its cores with the server it measures: the server does the
+// same work for either client.
+type wireBenchClient struct {
+	hc       *http.Client
+	endpoint string
+	id       int64
+}
+
+func (c *wireBenchClient) call(ctx context.Context, tool string, args map[string]any, out bool) (json.RawMessage, error) {
+	rawArgs, err := json.Marshal(args)
+	if err != nil {
+		return nil, err
+	}
+	c.id++
+	body := make([]byte, 0, len(rawArgs)+320)
+	body = fmt.Appendf(body, `{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":%q,"arguments":`, c.id, tool)
+	body = append(body, rawArgs...)
+	body = fmt.Appendf(body, `,"_meta":{"io.modelcontextprotocol/protocolVersion":%q,"io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":"graph-engineering-bench","version":%q}}}}`,
+		manifest.ModernVersion, buildVersion())
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.endpoint, bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	req.Header = http.Header{
+		"Content-Type":         {"application/json"},
+		"Accept":               {"application/json, text/event-stream"},
+		"Mcp-Protocol-Version": {manifest.ModernVersion},
+		"Mcp-Method":           {"tools/call"},
+		"Mcp-Name":             {tool},
+	}
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, fmt.Errorf("%s: read the answer: %w", tool, err)
+	}
+	if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != "application/json" {
+		return nil, fmt.Errorf("%s: HTTP %d %s: %s", tool, resp.StatusCode, resp.Header.Get("Content-Type"), raw)
+	}
+	var answer struct {
+		Result *struct {
+			IsError           bool            `json:"isError"`
+			StructuredContent json.RawMessage `json:"structuredContent"`
+			Content           []struct {
+				Text string `json:"text"`
+			} `json:"content"`
+		} `json:"result"`
+		Error *struct {
+			Code    int64  `json:"code"`
+			Message string `json:"message"`
+		} `json:"error"`
+	}
+	if err := json.Unmarshal(raw, &answer); err != nil {
+		return nil, fmt.Errorf("%s: the answer is not JSON-RPC: %w", tool, err)
+	}
+	switch res := answer.Result; {
+	case answer.Error != nil:
+		return nil, fmt.Errorf("%s: error %d: %s", tool, answer.Error.Code, answer.Error.Message)
+	case res == nil:
+		return nil, fmt.Errorf("%s: an answer without a result: %s", tool, raw)
+	case res.IsError:
+		msg := "tool error"
+		if len(res.Content) > 0 {
+			msg = res.Content[0].Text
+		}
+		return nil, fmt.Errorf("%s: %s", tool, msg)
+	case !out:
+		return nil, nil
+	case len(res.StructuredContent) == 0:
+		return nil, fmt.Errorf("%s: a result without structured content: %s", tool, raw)
+	}
+	return answer.Result.StructuredContent, nil
+}

@@ -42,3 +42,23 @@ func TestBenchHTTPCombinedLoopVerifiesItself(t *testing.T) {
 		t.Fatalf("bench result: %v", res)
 	}
 }
+
+// --http-client wire: plain JSON-RPC workers get the same verified result,
+// through both loops, with heartbeats, and the result names the client.
+func TestBenchHTTPWireClientVerifiesItself(t *testing.T) {
+	t.Parallel()
+	for _, extra := range [][]string{{"--heartbeat"}, {}} {
+		var stdout, stderr bytes.Buffer
+		args := append([]string{"graph-engineering-mcp", "bench", "--mode", "http", "--http-client", "wire", "--tasks", "200", "--workers", "4", "--layers", "2", "--sync", "normal", "--json"}, extra...)
+		if code := run(context.Background(), args, strings.NewReader(""), &stdout, &stderr); code != 0 {
+			t.Fatalf("%v: exit %d: %s", extra, code, stderr.String())
+		}
+		var res map[string]any
+		if err := json.Unmarshal(stdout.Bytes(), &res); err != nil {
+			t.Fatalf("not JSON: %s", stdout.String())
+		}
+		if res["http_client"] != "wire" || res["verified_completed_once"] != float64(200) || res["history_verified"] != true {
+			t.Fatalf("%v: bench result: %v", extra, res)
+		}
+	}
+}

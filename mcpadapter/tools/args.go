@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"regexp"
 	"slices"
 	"sort"
@@ -219,34 +218,23 @@ func decodeArgs(raw json.RawMessage, fields []field) (*args, error) {
 	if trimmed[0] != '{' {
 		return nil, errArgsNotObject
 	}
-	dec := json.NewDecoder(bytes.NewReader(trimmed))
-	dec.UseNumber()
-	if _, err := dec.Token(); err != nil {
+	if !json.Valid(trimmed) {
 		return nil, errArgsNotObject
 	}
-	for dec.More() {
-		kt, err := dec.Token()
-		if err != nil {
-			return nil, errArgsNotObject
+	if err := input.RawMembers(trimmed, func(rk []byte, v json.RawMessage) error {
+		i := slices.IndexFunc(fields, func(f field) bool { return input.KeyIs(rk, f.name) })
+		if i < 0 {
+			k := input.Key(rk)
+			return fieldErrorf(input.Clip(k), "unknown argument %q; allowed: %s", input.Clip(k), fieldNames(fields))
 		}
-		k, _ := kt.(string)
-		var v json.RawMessage
-		if err := dec.Decode(&v); err != nil {
-			return nil, errArgsNotObject
-		}
+		k := fields[i].name
 		if _, dup := a.raw[k]; dup {
-			return nil, fieldErrorf(k, "the key %q appears twice", input.Clip(k))
-		}
-		if !slices.ContainsFunc(fields, func(f field) bool { return f.name == k }) {
-			return nil, fieldErrorf(input.Clip(k), "unknown argument %q; allowed: %s", input.Clip(k), fieldNames(fields))
+			return fieldErrorf(k, "the key %q appears twice", input.Clip(k))
 		}
 		a.raw[k] = v
-	}
-	if _, err := dec.Token(); err != nil {
-		return nil, errArgsNotObject
-	}
-	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return nil, errArgsNotObject
+		return nil
+	}); err != nil {
+		return nil, err
 	}
 	for _, f := range fields {
 		v, ok := a.raw[f.name]
@@ -292,8 +280,8 @@ func fieldNames(fields []field) string {
 func (a *args) check(f field, v json.RawMessage) error {
 	switch f.kind {
 	case kindIdentifier, kindTaskID, kindToken, kindErrorText:
-		var s string
-		if err := json.Unmarshal(v, &s); err != nil {
+		s, ok := input.String(v)
+		if !ok {
 			return argErrorf("%s must be a string", f.name)
 		}
 		if err := checkString(f, s); err != nil {
@@ -307,8 +295,8 @@ func (a *args) check(f field, v json.RawMessage) error {
 		}
 		a.num[f.name] = n
 	case kindEnum:
-		var s string
-		if err := json.Unmarshal(v, &s); err != nil || !slices.Contains(f.enum, s) {
+		s, ok := input.String(v)
+		if !ok || !slices.Contains(f.enum, s) {
 			return argErrorf("%s must be one of %s (got %s)", f.name, strings.Join(f.enum, ", "), input.Clip(string(v)))
 		}
 		a.str[f.name] = s

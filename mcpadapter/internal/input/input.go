@@ -215,3 +215,139 @@ func hex4(raw []byte, i int) (rune, bool) {
 	}
 	return r, true
 }
+
+// Members calls member, in order, with the key and the raw value of each
+// member of obj, which must be valid JSON (json.Valid) and an object; it
+// stops at the first error member returns and returns it. A key is
+// unescaped as encoding/json decodes a string (invalid UTF-8 becomes
+// U+FFFD); a value is the exact bytes of it in obj, without the white
+// space around it, as json.Decoder.Decode reads it into a json.RawMessage.
+// It reads obj once and allocates only the keys: json.Decoder's tokens
+// allocate several times for each member.
+func Members(obj []byte, member func(key string, val json.RawMessage) error) error {
+	return RawMembers(obj, func(key []byte, val json.RawMessage) error { return member(Key(key), val) })
+}
+
+// RawMembers is Members with each key as it is in obj: a JSON string,
+// quotes and escapes included (read it with Key or KeyIs). It allocates
+// nothing.
+func RawMembers(obj []byte, member func(key []byte, val json.RawMessage) error) error {
+	i := skipSpace(obj, 0)
+	if i >= len(obj) || obj[i] != '{' {
+		return errors.New("not a JSON object")
+	}
+	i = skipSpace(obj, i+1)
+	if i < len(obj) && obj[i] == '}' {
+		return nil
+	}
+	for i < len(obj) {
+		ks := i
+		i = skipString(obj, i)
+		key := obj[ks:i]
+		i = skipSpace(obj, i)
+		i = skipSpace(obj, i+1) // ':'
+		vs := i
+		i = skipValue(obj, i)
+		if err := member(key, json.RawMessage(obj[vs:i])); err != nil {
+			return err
+		}
+		i = skipSpace(obj, i)
+		if i >= len(obj) || obj[i] == '}' {
+			return nil
+		}
+		i = skipSpace(obj, i+1) // ','
+	}
+	return nil
+}
+
+// Key decodes the JSON string raw (quotes included, valid JSON) as
+// encoding/json decodes a string.
+func Key(raw []byte) string {
+	inner := raw[1 : len(raw)-1]
+	if bytes.IndexByte(inner, '\\') < 0 && utf8.Valid(inner) {
+		return string(inner)
+	}
+	var s string
+	_ = json.Unmarshal(raw, &s) // valid JSON: cannot fail
+	return s
+}
+
+// KeyIs reports whether the JSON string raw (quotes included, valid JSON)
+// decodes to s, without allocating when raw has no escapes.
+func KeyIs(raw []byte, s string) bool {
+	inner := raw[1 : len(raw)-1]
+	if bytes.IndexByte(inner, '\\') < 0 && utf8.Valid(inner) {
+		return string(inner) == s
+	}
+	return Key(raw) == s
+}
+
+func skipSpace(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// skipString returns the index just past the JSON string starting at b[i].
+func skipString(b []byte, i int) int {
+	for i++; i < len(b); i++ {
+		switch b[i] {
+		case '\\':
+			i++
+		case '"':
+			return i + 1
+		}
+	}
+	return i
+}
+
+// skipValue returns the index just past the valid JSON value starting at
+// b[i].
+func skipValue(b []byte, i int) int {
+	if i >= len(b) {
+		return i
+	}
+	switch b[i] {
+	case '"':
+		return skipString(b, i)
+	case '{', '[':
+		depth := 0
+		for ; i < len(b); i++ {
+			switch b[i] {
+			case '"':
+				i = skipString(b, i) - 1
+			case '{', '[':
+				depth++
+			case '}', ']':
+				if depth--; depth == 0 {
+					return i + 1
+				}
+			}
+		}
+		return i
+	}
+	for i < len(b) {
+		switch b[i] {
+		case ',', '}', ']', ' ', '\t', '\n', '\r':
+			return i
+		}
+		i++
+	}
+	return i
+}
+
+// String decodes raw, a valid JSON value, as json.Unmarshal decodes it into
+// a string (null is "", as Unmarshal leaves the string unset), and reports
+// false where Unmarshal would fail (raw is not a string). A string without escapes and of valid UTF-8 is taken as is,
+// without Unmarshal's allocations.
+func String(raw json.RawMessage) (string, bool) {
+	if len(raw) < 2 || raw[0] != '"' {
+		return "", string(raw) == "null"
+	}
+	if inner := raw[1 : len(raw)-1]; bytes.IndexByte(inner, '\\') < 0 && utf8.Valid(inner) {
+		return string(inner), true
+	}
+	var s string
+	return s, json.Unmarshal(raw, &s) == nil
+}

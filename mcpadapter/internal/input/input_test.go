@@ -1,7 +1,10 @@
 package input
 
 import (
+	"bytes"
 	"encoding/json"
+	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -78,6 +81,102 @@ func TestLoneSurrogate(t *testing.T) {
 	for _, raw := range []string{`{"a":"\ud83d\ude00"}`, `{"a":"\\udc00"}`, `{"a":"\\\\\ud83d\ude00"}`, `{"a":"\u0041é😀"}`, `[1,2,{"b":null}]`, `"\n\t\"\\"`} {
 		if got, ok := LoneSurrogate([]byte(raw)); ok {
 			t.Errorf("LoneSurrogate(%s) = %q, want none", raw, got)
+		}
+	}
+}
+
+// decoderMembers is what Members replaces: the members of obj as
+// json.Decoder's tokens read them.
+func decoderMembers(t *testing.T, obj []byte) (keys []string, vals []string) {
+	t.Helper()
+	dec := json.NewDecoder(bytes.NewReader(obj))
+	if _, err := dec.Token(); err != nil {
+		t.Fatal(err)
+	}
+	for dec.More() {
+		k, err := dec.Token()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			t.Fatal(err)
+		}
+		keys, vals = append(keys, k.(string)), append(vals, string(v))
+	}
+	return keys, vals
+}
+
+// Members reads every member of a valid object as json.Decoder does: the
+// same keys (escapes and invalid UTF-8 decoded alike) and the same raw
+// values, in order, whatever the white space, nesting and strings.
+func TestMembersReadsAsTheDecoder(t *testing.T) {
+	t.Parallel()
+	for _, in := range []string{
+		`{}`, ` { } `, `{"a":1}`, "{\n \"a\" :\t1 ,\r\n\"b\": \"x,}]\\\"\" }",
+		`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"t","arguments":{"a":[1,{"b":"}"}],"c":null},"_meta":{"k":true}}}`,
+		`{"\u0061b":1,"a\"b":2,"a\\":[],"é":-1.5e+3,"x":false}`,
+		"{\"\xff\xfe\":1,\"ok\":\"\xff\"}",
+		`{"a":"\ud800","b":[[[[]]]],"c":{"d":{"e":{}}},"a":2}`,
+		`{"n":0,"m":-0.0,"s":"","t":"\\","u":"\/"}`,
+	} {
+		obj := []byte(in)
+		if !json.Valid(obj) {
+			t.Fatalf("test input %q is not valid JSON", in)
+		}
+		wantK, wantV := decoderMembers(t, obj)
+		var gotK, gotV []string
+		if err := Members(obj, func(k string, v json.RawMessage) error {
+			gotK, gotV = append(gotK, k), append(gotV, string(v))
+			return nil
+		}); err != nil {
+			t.Fatalf("Members(%q): %v", in, err)
+		}
+		if !slices.Equal(gotK, wantK) || !slices.Equal(gotV, wantV) {
+			t.Errorf("Members(%q) = %q %q, want %q %q", in, gotK, gotV, wantK, wantV)
+		}
+	}
+	stop := errors.New("stop")
+	n := 0
+	if err := Members([]byte(`{"a":1,"b":2}`), func(string, json.RawMessage) error { n++; return stop }); err != stop || n != 1 {
+		t.Errorf("Members did not stop at the first error: %v after %d members", err, n)
+	}
+	if err := Members([]byte(`[1]`), func(string, json.RawMessage) error { return nil }); err == nil {
+		t.Error("Members accepted an array")
+	}
+}
+
+// FuzzMembers: on any valid JSON object, Members and json.Decoder agree.
+func FuzzMembers(f *testing.F) {
+	f.Add([]byte(`{"a":{"b":[1,"]"]},"c":"\"}"}`))
+	f.Add([]byte(" {\"k\\u00e9\" : [ ] , \"z\":1e5 } "))
+	f.Fuzz(func(t *testing.T, obj []byte) {
+		if !json.Valid(obj) || bytes.TrimSpace(obj)[0] != '{' {
+			return
+		}
+		wantK, wantV := decoderMembers(t, obj)
+		var gotK, gotV []string
+		if err := Members(obj, func(k string, v json.RawMessage) error {
+			gotK, gotV = append(gotK, k), append(gotV, string(v))
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(gotK, wantK) || !slices.Equal(gotV, wantV) {
+			t.Fatalf("Members(%q) = %q %q, want %q %q", obj, gotK, gotV, wantK, wantV)
+		}
+	})
+}
+
+// String decodes as json.Unmarshal into a string does.
+func TestStringIsUnmarshal(t *testing.T) {
+	t.Parallel()
+	for _, in := range []string{`"abc"`, `""`, `"a\"b"`, `"\u00e9\n"`, "\"\xff\"", `"\ud800"`, `1`, `null`, `{}`, `["a"]`, `true`} {
+		var want string
+		wantErr := json.Unmarshal([]byte(in), &want)
+		got, ok := String(json.RawMessage(in))
+		if ok != (wantErr == nil) || got != want {
+			t.Errorf("String(%s) = %q %v, want %q (error %v)", in, got, ok, want, wantErr)
 		}
 	}
 }

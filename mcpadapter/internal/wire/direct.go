@@ -17,6 +17,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/graph-engineering/graph-engineering-mcp/manifest"
+	"github.com/graph-engineering/graph-engineering-mcp/mcpadapter/internal/input"
 )
 
 // The direct tools/call: a 2026-07-28 tools/call in its ordinary form is
@@ -140,22 +141,24 @@ func plainCapabilities(raw json.RawMessage) bool {
 }
 
 // plainObject reports whether raw is a JSON object each of whose members
-// member accepts (with a value that is never empty).
+// member accepts (with a value that is never empty). Every occurrence of a
+// repeated key is checked (the SDK keeps the last): stricter, so never a
+// request the SDK would refuse. raw is part of a message Parse accepted,
+// so valid JSON.
 func plainObject(raw json.RawMessage, member func(key string, v json.RawMessage) bool) bool {
 	if len(raw) == 0 || raw[0] != '{' {
 		return false
 	}
-	var members map[string]json.RawMessage
-	if json.Unmarshal(raw, &members) != nil {
-		return false
-	}
-	for k, v := range members {
-		if len(v) == 0 || !member(k, v) {
-			return false
+	return input.RawMembers(raw, func(rk []byte, v json.RawMessage) error {
+		if len(v) == 0 || !member(protocolKey(rk), v) {
+			return errNotPlain
 		}
-	}
-	return true
+		return nil
+	}) == nil
 }
+
+// errNotPlain stops plainObject at the first member it does not accept.
+var errNotPlain = errors.New("not plain")
 
 // SDKHostAllowed is the SDK's DNS-rebinding check (StreamableHTTPHandler,
 // v1.8.0, internal/util.IsLoopback) as it applies to r: on a loopback

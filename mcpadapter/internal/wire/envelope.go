@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"slices"
 
@@ -241,133 +240,77 @@ type walked struct {
 	dupEnvelope, dupParams, dupMeta string
 }
 
-// walkMessage reads the JSON object body in one pass: the raw value of every
-// envelope member and, where params (and its _meta) is an object, of every
-// member of it. An error means body is not one valid JSON value.
+// walkMessage reads the JSON object body: the raw value of every envelope
+// member and, where params (and its _meta) is an object, of every member
+// of it. An error means body is not one valid JSON value. json.Valid bounds
+// the nesting of the whole message (maxNesting, as the SDK's decoder does);
+// input.Members then splits the objects without decoding any value.
 func walkMessage(body []byte) (*walked, error) {
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.UseNumber()
-	if _, err := dec.Token(); err != nil { // the '{' Parse has seen
-		return nil, err
+	if !json.Valid(body) {
+		return nil, errors.New("not one valid JSON value")
 	}
-	w := &walked{envelope: map[string]json.RawMessage{}}
-	for dec.More() {
-		key, err := objectKey(dec)
-		if err != nil {
-			return nil, err
-		}
-		start := dec.InputOffset()
-		if key == "params" {
-			err = w.walkParams(dec, body)
-		} else {
-			err = skipValue(dec, 1)
-		}
-		if err != nil {
-			return nil, err
-		}
+	w := &walked{envelope: make(map[string]json.RawMessage, 4)}
+	err := input.RawMembers(body, func(rk []byte, val json.RawMessage) error {
+		key := protocolKey(rk)
 		if _, dup := w.envelope[key]; dup && w.dupEnvelope == "" {
 			w.dupEnvelope = key
 		}
-		w.envelope[key] = rawBetween(body, start, dec.InputOffset())
-	}
-	if _, err := dec.Token(); err != nil { // '}'
-		return nil, err
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return nil, errors.New("data after the JSON object")
-	}
-	return w, nil
+		w.envelope[key] = val
+		if key == "params" && val[0] == '{' {
+			return w.walkParams(val)
+		}
+		return nil
+	})
+	return w, err
 }
 
-// walkParams reads the value of params: the members of an object (and of
-// its _meta), or any other value whole.
-func (w *walked) walkParams(dec *json.Decoder, body []byte) error {
-	isObject, err := openValue(dec, 2)
-	if err != nil || !isObject {
-		return err
-	}
-	w.params = map[string]json.RawMessage{}
-	for dec.More() {
-		key, err := objectKey(dec)
-		if err != nil {
-			return err
-		}
-		start := dec.InputOffset()
-		if key == "_meta" {
-			err = w.walkMeta(dec)
-		} else {
-			err = skipValue(dec, 2)
-		}
-		if err != nil {
-			return err
-		}
+// walkParams reads the members of params, an object (and of its _meta).
+func (w *walked) walkParams(params json.RawMessage) error {
+	w.params = make(map[string]json.RawMessage, 4)
+	return input.RawMembers(params, func(rk []byte, val json.RawMessage) error {
+		key := protocolKey(rk)
 		if _, dup := w.params[key]; dup && w.dupParams == "" {
 			w.dupParams = key
 		}
-		w.params[key] = rawBetween(body, start, dec.InputOffset())
-	}
-	_, err = dec.Token() // '}'
-	return err
+		w.params[key] = val
+		if key == "_meta" && val[0] == '{' {
+			return w.walkMeta(val)
+		}
+		return nil
+	})
 }
 
-// walkMeta reads the value of params._meta: the members of an object, or
-// any other value whole.
-func (w *walked) walkMeta(dec *json.Decoder) error {
-	isObject, err := openValue(dec, 3)
-	if err != nil || !isObject {
-		return err
-	}
-	w.meta = map[string]json.RawMessage{}
-	for dec.More() {
-		key, err := objectKey(dec)
-		if err != nil {
-			return err
-		}
-		var raw json.RawMessage
-		if err := dec.Decode(&raw); err != nil {
-			return err
-		}
-		if len(raw) > maxNesting-3 && 3+nesting(raw) > maxNesting {
-			return errors.New("exceeded max depth")
-		}
+// walkMeta reads the members of params._meta, an object.
+func (w *walked) walkMeta(meta json.RawMessage) error {
+	w.meta = make(map[string]json.RawMessage, 4)
+	return input.RawMembers(meta, func(rk []byte, val json.RawMessage) error {
+		key := protocolKey(rk)
 		if _, dup := w.meta[key]; dup && w.dupMeta == "" {
 			w.dupMeta = key
 		}
-		w.meta[key] = raw
-	}
-	_, err = dec.Token() // '}'
-	return err
+		w.meta[key] = val
+		return nil
+	})
 }
 
-// openValue reads the first token of a value nested depth levels deep: for
-// an object it reports true and the members follow; anything else it reads
-// whole.
-func openValue(dec *json.Decoder, depth int) (isObject bool, err error) {
-	tok, err := dec.Token()
-	if err != nil {
-		return false, err
+// protocolKeys are the keys of the envelope, params and _meta that every
+// request names: protocolKey takes them from here, without allocating.
+var protocolKeys = func() map[string]string {
+	m := map[string]string{}
+	for _, k := range []string{"jsonrpc", "id", "method", "params", "result", "error", "name", "arguments", "_meta", "cursor", "uri",
+		"progressToken", MetaProtocolVersion, MetaClientCapabilities, metaClientInfo,
+		"experimental", "extensions", "roots", "sampling", "elicitation", "listChanged", "title", "description", "version", "websiteUrl", "icons"} {
+		m[k] = k
 	}
-	switch tok {
-	case json.Delim('{'):
-		return true, nil
-	case json.Delim('['):
-		for base := depth - 1; depth > base; {
-			tok, err := dec.Token()
-			if err != nil {
-				return false, err
-			}
-			switch tok {
-			case json.Delim('{'), json.Delim('['):
-				depth++
-				if depth > maxNesting {
-					return false, errors.New("exceeded max depth")
-				}
-			case json.Delim('}'), json.Delim(']'):
-				depth--
-			}
-		}
+	return m
+}()
+
+// protocolKey decodes a member's key (a JSON string, input.RawMembers).
+func protocolKey(raw []byte) string {
+	if k, ok := protocolKeys[string(raw[1:len(raw)-1])]; ok {
+		return k
 	}
-	return false, nil
+	return input.Key(raw)
 }
 
 // maxNesting is encoding/json's bound on nesting (json.Valid and
@@ -375,21 +318,6 @@ func openValue(dec *json.Decoder, depth int) (isObject bool, err error) {
 // decodes the body: a message the SDK cannot decode is not valid JSON here
 // either.
 const maxNesting = 10000
-
-// skipValue reads one value whole, nested depth levels deep in the message
-// (the envelope's members are at depth 1). The decoder bounds the nesting of
-// each value it reads on its own; the value's depth in the message must be
-// bounded too.
-func skipValue(dec *json.Decoder, depth int) error {
-	var raw json.RawMessage
-	if err := dec.Decode(&raw); err != nil {
-		return err
-	}
-	if len(raw) > maxNesting-depth && depth+nesting(raw) > maxNesting {
-		return errors.New("exceeded max depth")
-	}
-	return nil
-}
 
 // nesting returns how deeply arrays and objects nest in the valid JSON
 // value raw.
@@ -411,25 +339,6 @@ func nesting(raw []byte) int {
 		}
 	}
 	return deepest
-}
-
-// objectKey reads a member's key.
-func objectKey(dec *json.Decoder) (string, error) {
-	tok, err := dec.Token()
-	if err != nil {
-		return "", err
-	}
-	key, ok := tok.(string)
-	if !ok {
-		return "", errors.New("an object key is not a string")
-	}
-	return key, nil
-}
-
-// rawBetween is the value the decoder read between offsets start (the end
-// of its key) and end: without the ':' and the white space before it.
-func rawBetween(body []byte, start, end int64) json.RawMessage {
-	return json.RawMessage(bytes.TrimLeft(body[start:end], " \t\r\n:"))
 }
 
 // decodeID decodes a JSON-RPC id: a string or a number, never null.
