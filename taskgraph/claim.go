@@ -290,7 +290,7 @@ func (w *wtx) claimByID(taskID string, caps []string, owner string, d time.Durat
 		if conflict, err := w.pausedConflict(&r); err != nil || conflict != nil {
 			return Claimed{}, conflict, err
 		}
-		return Claimed{}, nil, fmt.Errorf("%w: claim of task %s changed no row", errInternal, r.TaskID)
+		return Claimed{}, nil, fmt.Errorf("%w: claim of task %s changed no row: %w", errInternal, r.TaskID, tgdriver.ErrRowChanged)
 	}
 	c, err := w.granted(&r, g)
 	return c, nil, err

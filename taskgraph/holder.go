@@ -425,8 +425,9 @@ func (s *Store) CancelTask(ctx context.Context, taskID, reason string) (t Task, 
 	return t, changed, nil
 }
 
-// loadLocked loads task taskID with its workflow locked, as it is once
-// locked: every writer of a task locks its workflow first.
+// loadLocked loads task taskID with its workflow locked, as it is then.
+// Hot batches lock task rows only, so a guarded write may still meet a
+// change (mustUpdate).
 func (w *wtx) loadLocked(taskID string) (row, error) {
 	r, err := w.loadTask(taskID)
 	if err != nil {

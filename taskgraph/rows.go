@@ -167,15 +167,16 @@ func (w *wtx) update(r *row, set tgdriver.TaskSet, guard tgdriver.TaskGuard) (bo
 	return true, nil
 }
 
-// mustUpdate is update for a write whose guard the operation already
-// checked in this transaction: a guard that did not hold is a fault.
+// mustUpdate is update for a write whose guard the operation checked in
+// this transaction; a guard that did not hold means another writer changed
+// the row since (tgdriver.ErrRowChanged: the driver may run it again).
 func (w *wtx) mustUpdate(r *row, set tgdriver.TaskSet, guard tgdriver.TaskGuard, what string) error {
 	ok, err := w.update(r, set, guard)
 	if err != nil {
 		return fmt.Errorf("%s: %w", what, err)
 	}
 	if !ok {
-		return fmt.Errorf("%w: %s of task %s changed no row", errInternal, what, r.TaskID)
+		return fmt.Errorf("%w: %s of task %s changed no row: %w", errInternal, what, r.TaskID, tgdriver.ErrRowChanged)
 	}
 	return nil
 }

@@ -16,6 +16,15 @@ var ErrChainMoved = errors.New("the chain head moved while events were appended"
 // never of the input; the transaction rolls back.
 var ErrGuardFailed = errors.New("a guarded update of a batch changed no row")
 
+// ErrRowChanged means an update guarded on what its transaction had read
+// of the row changed no row: a writer that does not take the same locks
+// changed it in between (PostgreSQL's hot batches lock task rows, not
+// their workflow's, so a reload after LockWorkflow can be stale). Nothing
+// is written; a driver with concurrent writers runs the transaction again
+// (its reads then see the change), and with one writer (SQLite) it is a
+// fault that rolls back.
+var ErrRowChanged = errors.New("a row changed between its read and its guarded update")
+
 // ErrClosed means the driver is closed.
 var ErrClosed = errors.New("store is closed")
 

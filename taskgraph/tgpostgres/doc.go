@@ -18,7 +18,10 @@
 //     is an error. A serialization failure (40001), a deadlock (40P01) or a
 //     unique violation (23505: two transactions creating the same workflow
 //     or node at once) rolls back and runs the function again, at most
-//     MaxWriteTries times with a small jittered backoff. Every error of the
+//     MaxWriteTries times with a small jittered backoff; so does a guarded
+//     update that found its row changed since the function read it
+//     (tgdriver.ErrRowChanged: a hot batch, which locks task rows only,
+//     ended a task a cancel had read; TestCancelRacingAnotherWriterRunsAgain). Every error of the
 //     environment maps to a tgdriver sentinel: no pooled connection within
 //     AcquireTimeout is ErrBusy, 53100 is ErrDiskFull, 25006 (a standby, a
 //     read-only transaction) is ErrReadOnly, a failed or dropped connection

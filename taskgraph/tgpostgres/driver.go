@@ -383,7 +383,8 @@ func (d *Driver) Start(h tgdriver.Hooks) error {
 
 // Write runs fn in one READ COMMITTED transaction, again (up to
 // MaxWriteTries runs) when the database reports a serialization failure, a
-// deadlock or a unique violation.
+// deadlock or a unique violation, or fn a row changed under it
+// (tgdriver.ErrRowChanged).
 func (d *Driver) Write(ctx context.Context, fn func(tgdriver.Tx) error) error {
 	if d.closed.Load() {
 		return tgdriver.ErrClosed

@@ -48,6 +48,9 @@ func sqlState(err error) string {
 // (two transactions creating the same row at once; the rerun sees the
 // winner's row).
 func retryable(err error) bool {
+	if errors.Is(err, tgdriver.ErrRowChanged) {
+		return true
+	}
 	switch sqlState(err) {
 	case codeSerializationFailure, codeDeadlockDetected, codeUniqueViolation:
 		return true
