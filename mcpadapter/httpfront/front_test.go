@@ -143,8 +143,13 @@ func TestHTTPLegacySessionsExpireAndAreBounded(t *testing.T) {
 	}
 
 	// Idle expiry: the SDK closes a session idle for SessionIdleTimeout.
+	// One initialize opens it (a client's connect takes two requests, and
+	// on a loaded machine 50 ms may pass between them).
 	g := newHTTPFixture(t, Options{SessionIdleTimeout: 50 * time.Millisecond})
-	g.client("2025-11-25", "", nil)
+	opened := g.post(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"c","version":"1"}}}`, nil)
+	if opened.header.Get("Mcp-Session-Id") == "" {
+		t.Fatalf("initialize opened no session: %s", opened.body)
+	}
 	testwait.For(t, "the idle session to expire", func() bool { return g.h.legacySessions() == 0 })
 }
 
