@@ -124,17 +124,7 @@ func TestMembersReadsAsTheDecoder(t *testing.T) {
 		if !json.Valid(obj) {
 			t.Fatalf("test input %q is not valid JSON", in)
 		}
-		wantK, wantV := decoderMembers(t, obj)
-		var gotK, gotV []string
-		if err := Members(obj, func(k string, v json.RawMessage) error {
-			gotK, gotV = append(gotK, k), append(gotV, string(v))
-			return nil
-		}); err != nil {
-			t.Fatalf("Members(%q): %v", in, err)
-		}
-		if !slices.Equal(gotK, wantK) || !slices.Equal(gotV, wantV) {
-			t.Errorf("Members(%q) = %q %q, want %q %q", in, gotK, gotV, wantK, wantV)
-		}
+		sameAsDecoder(t, obj)
 	}
 	stop := errors.New("stop")
 	n := 0
@@ -154,18 +144,25 @@ func FuzzMembers(f *testing.F) {
 		if !json.Valid(obj) || bytes.TrimSpace(obj)[0] != '{' {
 			return
 		}
-		wantK, wantV := decoderMembers(t, obj)
-		var gotK, gotV []string
-		if err := Members(obj, func(k string, v json.RawMessage) error {
-			gotK, gotV = append(gotK, k), append(gotV, string(v))
-			return nil
-		}); err != nil {
-			t.Fatal(err)
-		}
-		if !slices.Equal(gotK, wantK) || !slices.Equal(gotV, wantV) {
-			t.Fatalf("Members(%q) = %q %q, want %q %q", obj, gotK, gotV, wantK, wantV)
-		}
+		sameAsDecoder(t, obj)
 	})
+}
+
+// sameAsDecoder fails t unless Members splits obj into the keys and raw
+// values json.Decoder reads.
+func sameAsDecoder(t *testing.T, obj []byte) {
+	t.Helper()
+	wantK, wantV := decoderMembers(t, obj)
+	var gotK, gotV []string
+	if err := Members(obj, func(k string, v json.RawMessage) error {
+		gotK, gotV = append(gotK, k), append(gotV, string(v))
+		return nil
+	}); err != nil {
+		t.Fatalf("Members(%q): %v", obj, err)
+	}
+	if !slices.Equal(gotK, wantK) || !slices.Equal(gotV, wantV) {
+		t.Fatalf("Members(%q) = %q %q, want %q %q", obj, gotK, gotV, wantK, wantV)
+	}
 }
 
 // String decodes as json.Unmarshal into a string does.

@@ -37,12 +37,7 @@ func testKeyCreateBesideEndingClaim(t *testing.T, h Harness) {
 				ConcurrencyKey: "k", DependsOn: []string{fmt.Sprintf("r%d-d%02d", r, i)}})
 			return err
 		})
-		for i := range n {
-			tk, err := e.S.TaskByNode(e.Ctx, "w", fmt.Sprintf("r%d-n%02d", r, i))
-			if err != nil || tk.State != tg.StatePending {
-				t.Fatalf("round %d: n%02d after its dependency completed: %+v, %v; want pending", r, i, tk.State, err)
-			}
-		}
+		e.wantRoundPending(t, r, n)
 	}
 	e.wantClaimedOfKey(t, "k", 0)
 	e.wantNoDeadlock(t, "creates counted dependencies whose claims were ending")

@@ -53,6 +53,18 @@ func (e *lockEnv) logDeadlocks(t *testing.T, what string) {
 	t.Logf("%d transactions deadlocked (and were retried) while %s", len(e.log.Deadlocks()), what)
 }
 
+// wantRoundPending fails t unless nodes r<r>-n00 .. n<n-1> of workflow w
+// are pending: their dependencies completed while they were created.
+func (e *lockEnv) wantRoundPending(t *testing.T, r, n int) {
+	t.Helper()
+	for i := range n {
+		tk, err := e.S.TaskByNode(e.Ctx, "w", fmt.Sprintf("r%d-n%02d", r, i))
+		if err != nil || tk.State != tg.StatePending {
+			t.Fatalf("round %d: n%02d after its dependencies completed: %v, %v; want pending", r, i, tk.State, err)
+		}
+	}
+}
+
 // wantNoDeadlock fails t if a transaction deadlocked (and was retried).
 func (e *lockEnv) wantNoDeadlock(t *testing.T, what string) {
 	t.Helper()
@@ -183,12 +195,7 @@ func testKeyCreateDepsBesideBatchLockInOrder(t *testing.T, h Harness) {
 			_, err := e.store(i).CreateTask(e.Ctx, "w", spec)
 			return err
 		})
-		for c := range creates {
-			tk, err := e.S.TaskByNode(e.Ctx, "w", fmt.Sprintf("r%d-n%02d", r, c))
-			if err != nil || tk.State != tg.StatePending {
-				t.Fatalf("round %d: n%02d after its dependencies completed: %v, %v; want pending", r, c, tk.State, err)
-			}
-		}
+		e.wantRoundPending(t, r, creates)
 	}
 	e.wantClaimedOfKey(t, "k", 0)
 	e.wantNoDeadlock(t, "creates locked dependencies that batches completed")
