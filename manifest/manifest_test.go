@@ -324,3 +324,19 @@ func TestVerifyRejects(t *testing.T) {
 		t.Errorf("Verify(Build output) = %q, %v", got, err)
 	}
 }
+
+// IsHolderTool names exactly the four tools a lease holder calls.
+func TestIsHolderTool(t *testing.T) {
+	var got []string
+	for _, name := range AllTools {
+		if IsHolderTool(name) {
+			got = append(got, name)
+		}
+	}
+	if want := []string{ToolCancel, ToolComplete, ToolFail, ToolHeartbeat}; !slices.Equal(got, want) {
+		t.Fatalf("holder tools %v, want %v", got, want)
+	}
+	if IsHolderTool("") || IsHolderTool("graph_task_heartbeat ") {
+		t.Fatal("IsHolderTool accepted a name that is not a tool")
+	}
+}

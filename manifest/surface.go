@@ -26,6 +26,17 @@ func allTools() []string {
 	return []string{ToolCancel, ToolClaim, ToolComplete, ToolCreate, ToolFail, ToolHeartbeat, ToolInspect}
 }
 
+// IsHolderTool reports whether name is one of the tools a lease holder
+// calls to keep or end its claim: heartbeat, complete, fail, cancel (the
+// holder writes, which the HTTP front never refuses for a slot).
+func IsHolderTool(name string) bool {
+	switch name {
+	case ToolHeartbeat, ToolComplete, ToolFail, ToolCancel:
+		return true
+	}
+	return false
+}
+
 // operations maps each tool to the verb that names its operation in
 // receipts and audit records.
 var operations = map[string]string{

@@ -140,12 +140,8 @@ func (c statusCounter) RoundTrip(r *http.Request) (*http.Response, error) {
 // isHolderWriteKind reports whether a requestKind is a holder write, which
 // the server never refuses for want of a slot.
 func isHolderWriteKind(kind string) bool {
-	for _, tool := range []string{manifest.ToolHeartbeat, manifest.ToolComplete, manifest.ToolFail, manifest.ToolCancel} {
-		if kind == "tools/call "+tool {
-			return true
-		}
-	}
-	return false
+	tool, ok := strings.CutPrefix(kind, "tools/call ")
+	return ok && manifest.IsHolderTool(tool)
 }
 
 // requestKind names the JSON-RPC method (and tool) of an MCP POST, read

@@ -71,14 +71,7 @@ func isHolderWrite(m *wire.Message) bool {
 		return false
 	}
 	name, _, ok := m.ToolCall()
-	if !ok {
-		return false
-	}
-	switch name {
-	case manifest.ToolHeartbeat, manifest.ToolComplete, manifest.ToolFail, manifest.ToolCancel:
-		return true
-	}
-	return false
+	return ok && manifest.IsHolderTool(name)
 }
 
 // admission is what admit is asked for.
