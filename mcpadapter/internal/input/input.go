@@ -263,8 +263,7 @@ func RawMembers(obj []byte, member func(key []byte, val json.RawMessage) error) 
 // Key decodes the JSON string raw (quotes included, valid JSON) as
 // encoding/json decodes a string.
 func Key(raw []byte) string {
-	inner := raw[1 : len(raw)-1]
-	if bytes.IndexByte(inner, '\\') < 0 && utf8.Valid(inner) {
+	if inner, ok := plain(raw); ok {
 		return string(inner)
 	}
 	var s string
@@ -275,11 +274,18 @@ func Key(raw []byte) string {
 // KeyIs reports whether the JSON string raw (quotes included, valid JSON)
 // decodes to s, without allocating when raw has no escapes.
 func KeyIs(raw []byte, s string) bool {
-	inner := raw[1 : len(raw)-1]
-	if bytes.IndexByte(inner, '\\') < 0 && utf8.Valid(inner) {
+	if inner, ok := plain(raw); ok {
 		return string(inner) == s
 	}
 	return Key(raw) == s
+}
+
+// plain returns the inside of the JSON string raw (quotes included) when
+// it has no escape and is valid UTF-8: then it is what raw decodes to,
+// byte for byte.
+func plain(raw []byte) ([]byte, bool) {
+	inner := raw[1 : len(raw)-1]
+	return inner, bytes.IndexByte(inner, '\\') < 0 && utf8.Valid(inner)
 }
 
 func skipSpace(b []byte, i int) int {
@@ -339,13 +345,14 @@ func skipValue(b []byte, i int) int {
 
 // String decodes raw, a valid JSON value, as json.Unmarshal decodes it into
 // a string (null is "", as Unmarshal leaves the string unset), and reports
-// false where Unmarshal would fail (raw is not a string). A string without escapes and of valid UTF-8 is taken as is,
-// without Unmarshal's allocations.
+// false where Unmarshal would fail (raw is not a string). A string without
+// escapes and of valid UTF-8 is taken as is, without Unmarshal's
+// allocations.
 func String(raw json.RawMessage) (string, bool) {
 	if len(raw) < 2 || raw[0] != '"' {
 		return "", string(raw) == "null"
 	}
-	if inner := raw[1 : len(raw)-1]; bytes.IndexByte(inner, '\\') < 0 && utf8.Valid(inner) {
+	if inner, ok := plain(raw); ok {
 		return string(inner), true
 	}
 	var s string
