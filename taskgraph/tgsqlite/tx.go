@@ -126,8 +126,8 @@ func (t *wtx) LockDependency(ctx context.Context, workflowID, nodeID string) (tg
 	return t.TaskByNode(ctx, workflowID, nodeID)
 }
 
-// LockParkedOfKey does nothing: SQLite parks no task, and its single writer
-// waits for no row.
+// LockParkedOfKey does nothing: the single writer waits for no row (its
+// triggers park and unpark tasks as PostgreSQL's do, migration 0018).
 func (t *wtx) LockParkedOfKey(context.Context, string) error { return nil }
 
 // LockDependencies does nothing: the single writer keeps every task from
