@@ -8,6 +8,7 @@ import (
 
 	tg "github.com/graph-engineering/graph-engineering-mcp/taskgraph"
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/testwait"
+	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/tgpostgres"
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/tgpostgres/pgtest"
 )
 
@@ -22,7 +23,17 @@ func TestCancelRacingAnotherWriterRunsAgain(t *testing.T) {
 	t.Parallel()
 	ctx := testwait.Context(t)
 	url := pgtest.URL(t)
-	s, _ := openStore(t, url)
+	// No lock timeout: the cancel waits on the row for as long as the test
+	// holds it, however slow the machine.
+	drv, err := tgpostgres.Open(ctx, url, tgpostgres.Options{MaxConns: 4, LockTimeout: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := tg.OpenDriver(ctx, drv, tg.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
 	c, err := s.CreateTask(ctx, "wf", tg.NodeSpec{NodeID: "a"})
 	if err != nil {
 		t.Fatal(err)
@@ -57,6 +68,10 @@ func TestCancelRacingAnotherWriterRunsAgain(t *testing.T) {
 		if err := conn.QueryRow(ctx, `SELECT COUNT(*) FROM pg_stat_activity WHERE datname = current_database()
 			AND wait_event_type = 'Lock'`).Scan(&n); err != nil {
 			t.Fatal(err)
+		}
+		if n == 0 && len(done) > 0 {
+			a := <-done
+			t.Fatalf("the cancel answered before it waited for the row: %+v changed=%v err=%v", a.t, a.changed, a.err)
 		}
 		return n > 0
 	})
