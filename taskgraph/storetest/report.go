@@ -88,9 +88,7 @@ func testReportHeartbeat(t *testing.T, h Harness) {
 	if r := details[4]["report"]; r == nil {
 		t.Fatalf("the completion's event records no report: %v", details[4])
 	}
-	if v := e.Verify(t); v.Broken != nil {
-		t.Fatalf("the history does not verify: %+v", v.Broken)
-	}
+	e.Verify(t)
 }
 
 // Usage is cumulative per attempt: a new claim clears the report and keeps
@@ -150,9 +148,7 @@ func testReportUsageOverAttempts(t *testing.T, h Harness) {
 			t.Errorf("WorkflowUsage(%q) = %+v, want %+v", tc.wf, got, tc.want)
 		}
 	}
-	if v := e.Verify(t); v.Broken != nil {
-		t.Fatalf("the history does not verify: %+v", v.Broken)
-	}
+	e.Verify(t)
 }
 
 // A report out of bounds is refused, naming the field and its rule, and

@@ -214,7 +214,9 @@ func (e *Env) Count(t *testing.T, query string, args ...any) int64 {
 	return n
 }
 
-// Verify verifies the store's whole history and fails t on an error.
+// Verify verifies the store's whole history and fails t on an error, a
+// broken chain included (VerifyHistory returns ErrBrokenChain with the
+// report's Broken set), so callers need not check Broken themselves.
 func (e *Env) Verify(t *testing.T) tg.VerifyReport {
 	t.Helper()
 	rep, err := e.S.VerifyHistory(e.Ctx)
