@@ -52,6 +52,13 @@ type benchConfig struct {
 	// graph_task_complete with claim_next) or "separate" (a claim, then a
 	// completion: two calls per task).
 	Loop string
+	// Keys, when positive, spreads the tasks round-robin over that many
+	// concurrency keys (task i has key k<i mod Keys>), so that every claim
+	// and completion takes and gives back a key's slot.
+	Keys int
+	// KeyLimit, with Keys, caps each key's tasks claimed at once (0: no
+	// cap; the keys still count their claims).
+	KeyLimit int
 }
 
 // latencyMS are percentiles of one operation, in milliseconds.
@@ -72,6 +79,8 @@ type benchResult struct {
 	Heartbeat             bool       `json:"heartbeat"`
 	Loop                  string     `json:"loop"`
 	HTTPClient            string     `json:"http_client,omitempty"`
+	Keys                  int        `json:"keys,omitempty"`
+	KeyLimit              int        `json:"key_limit,omitempty"`
 	Seconds               float64    `json:"seconds"`
 	CyclesPerSec          float64    `json:"cycles_per_sec"`
 	ClaimMS               latencyMS  `json:"claim_ms"`
@@ -98,6 +107,9 @@ type benchResult struct {
 	// not count it (a tmpfs, no /proc/self/io).
 	WriteBytesPerCycle float64 `json:"write_bytes_per_cycle"`
 }
+
+// maxBenchKeys bounds --keys.
+const maxBenchKeys = 10000
 
 // benchWorkflowSize is how many tasks go into one workflow by default
 // (--workflow-size).
@@ -164,6 +176,12 @@ func seedBench(ctx context.Context, s *taskgraph.Store, cfg benchConfig) error {
 		}
 		for i := range nodes {
 			nodes[i] = taskgraph.NodeSpec{NodeID: fmt.Sprintf("n%05d", i), Payload: json.RawMessage(fmt.Sprintf(`{"i":%d}`, start+i))}
+			if cfg.Keys > 0 {
+				nodes[i].ConcurrencyKey = benchKey(start+i, cfg.Keys)
+				if cfg.KeyLimit > 0 {
+					nodes[i].KeyLimit = &taskgraph.KeyLimit{MaxClaimed: cfg.KeyLimit}
+				}
+			}
 			if layer := i / perLayer; layer > 0 {
 				above := (layer - 1) * perLayer
 				a, b := above+(i%perLayer), above+((i+1)%perLayer)
@@ -179,6 +197,9 @@ func seedBench(ctx context.Context, s *taskgraph.Store, cfg benchConfig) error {
 	}
 	return nil
 }
+
+// benchKey is the concurrency key of the bench's task i of keys keys.
+func benchKey(i, keys int) string { return fmt.Sprintf("k%04d", i%keys) }
 
 func runBench(ctx context.Context, cfg benchConfig, stderr io.Writer) (*benchResult, error) {
 	path := cfg.Database
@@ -363,6 +384,7 @@ func runBench(ctx context.Context, cfg benchConfig, stderr io.Writer) (*benchRes
 	}
 	res := &benchResult{
 		Mode: cfg.Mode, HTTPClient: httpClientOf(cfg), Tasks: cfg.Tasks, Workers: cfg.Workers, WorkflowSize: cfg.WorkflowSize, Sync: string(cfg.Sync), Layers: cfg.Layers, Heartbeat: cfg.Heartbeat, Loop: cfg.Loop,
+		Keys: cfg.Keys, KeyLimit: cfg.KeyLimit,
 		Seconds: elapsed.Seconds(), CyclesPerSec: float64(done.Load()) / elapsed.Seconds(),
 		ClaimMS: percentiles(claims), CompleteMS: percentiles(completes), Database: redactDatabase(cfg.Database),
 		Driver: store.Driver(), Replicas: len(stores),
@@ -456,6 +478,7 @@ func benchAction(c *cli.Context) error {
 		Heartbeat: c.Bool("heartbeat"), Database: c.String("database"), CPUProfile: c.String("cpuprofile"), MemProfile: c.String("memprofile"),
 		Replicas: c.Int("replicas"), PGMaxConns: c.Int("pg-max-conns"), WorkflowSize: c.Int("workflow-size"),
 		Loop: strings.ToLower(c.String("loop")), HTTPClient: strings.ToLower(c.String("http-client")),
+		Keys: c.Int("keys"), KeyLimit: c.Int("key-limit"),
 	}
 	if cfg.Loop == "" {
 		cfg.Loop = "combined"
@@ -490,6 +513,12 @@ func benchAction(c *cli.Context) error {
 		return usagef("--replicas applies to --mode store only")
 	case cfg.PGMaxConns < 1 || cfg.PGMaxConns > 1000:
 		return usagef("--pg-max-conns must be between 1 and 1000 (got %d)", cfg.PGMaxConns)
+	case cfg.Keys < 0 || cfg.Keys > maxBenchKeys:
+		return usagef("--keys must be between 0 and %d (got %d)", maxBenchKeys, cfg.Keys)
+	case cfg.KeyLimit < 0 || cfg.KeyLimit > taskgraph.MaxKeyClaimed:
+		return usagef("--key-limit must be between 0 and %d (got %d)", taskgraph.MaxKeyClaimed, cfg.KeyLimit)
+	case cfg.KeyLimit > 0 && cfg.Keys == 0:
+		return usagef("--key-limit caps the tasks of each of --keys K keys: give --keys too")
 	}
 	kind, loc := databaseKind(cfg.Database)
 	switch kind {
@@ -515,6 +544,9 @@ func benchAction(c *cli.Context) error {
 	fmt.Fprintf(w, "mode=%s driver=%s replicas=%d tasks=%d workers=%d sync=%s layers=%d heartbeat=%v loop=%s", res.Mode, res.Driver, res.Replicas, res.Tasks, res.Workers, res.Sync, res.Layers, res.Heartbeat, res.Loop)
 	if res.HTTPClient != "" {
 		fmt.Fprintf(w, " http-client=%s", res.HTTPClient)
+	}
+	if res.Keys > 0 {
+		fmt.Fprintf(w, " keys=%d key-limit=%d", res.Keys, res.KeyLimit)
 	}
 	fmt.Fprintln(w)
 	fmt.Fprintf(w, "  %.2fs, %.0f claim+complete cycles/s\n", res.Seconds, res.CyclesPerSec)
@@ -553,6 +585,10 @@ every task was completed exactly once and the history verifies.
   --replicas R  R stores on the one database, as R server processes would
                 be, with the workers spread over them (--mode store)
 
+  --keys K [--key-limit M]
+                task i carries concurrency key k<i mod K>, each key capped at
+                M tasks claimed at once: the cost of flow control per cycle
+
 Example:
    graph-engineering-mcp bench --tasks 20000 --workers 8 --sync full --json
    graph-engineering-mcp bench --database postgres://bench@127.0.0.1/bench --replicas 2 --workers 64`,
@@ -569,6 +605,8 @@ Example:
 				&cli.IntFlag{Name: "pg-max-conns", Value: defaultPGMaxConns, Usage: "PostgreSQL: at most `N` pooled connections per replica"},
 				&cli.StringFlag{Name: "http-client", Value: "sdk", Usage: "the MCP `CLIENT` of --mode http: sdk (the Go SDK's client) or wire (plain 2026-07-28 JSON-RPC requests over net/http, decoding only what a worker needs)"},
 				&cli.StringFlag{Name: "loop", Usage: "the workers' `LOOP`: combined (each completion claims the next task in the same call: Store.CompleteAndClaim, or graph_task_complete with claim_next over MCP; the default without --heartbeat) or separate (a claim, then a completion)"},
+				&cli.IntFlag{Name: "keys", Usage: "spread the tasks round-robin over `K` concurrency keys (0: no keys)"},
+				&cli.IntFlag{Name: "key-limit", Usage: "with --keys, at most `M` tasks of each key claimed at once (0: no cap)"},
 				&cli.StringFlag{Name: "cpuprofile", Usage: "write a CPU profile of the measured run to `FILE` (go tool pprof FILE; the workers' own goroutines, in --mode http the MCP clients, carry the label bench=worker: go tool pprof -tags FILE)"},
 				&cli.StringFlag{Name: "memprofile", Usage: "write heap profiles to `FILE`.base and FILE at the start and the end of the measured run (go tool pprof -sample_index=alloc_space -diff_base FILE.base FILE)"},
 				jsonFlag(),

@@ -8,6 +8,10 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/graph-engineering/graph-engineering-mcp/taskgraph"
+	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/sqlitestore"
+	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/tgsqlite"
 )
 
 func TestBenchStoreModeVerifiesItself(t *testing.T) {
@@ -87,10 +91,43 @@ func TestBenchCombinedLoopVerifiesItself(t *testing.T) {
 
 func TestBenchRejectsBadFlags(t *testing.T) {
 	for _, args := range [][]string{{"--tasks", "0"}, {"--workers", "0"}, {"--mode", "carrier-pigeon"}, {"--sync", "off"}, {"--layers", "-1"},
-		{"--loop", "sideways"}, {"--loop", "combined", "--heartbeat"}, {"--mode", "http", "--http-client", "grpc"}, {"--http-client", "wire"}} {
+		{"--loop", "sideways"}, {"--loop", "combined", "--heartbeat"}, {"--mode", "http", "--http-client", "grpc"}, {"--http-client", "wire"},
+		{"--keys", "-1"}, {"--keys", "10001"}, {"--key-limit", "1"}, {"--keys", "2", "--key-limit", "-1"}} {
 		var stdout, stderr bytes.Buffer
 		if code := run(context.Background(), append([]string{"graph-engineering-mcp", "bench"}, args...), strings.NewReader(""), &stdout, &stderr); code != exitUsage {
 			t.Errorf("bench %v: exit %d (%s), want 2", args, code, stderr.String())
+		}
+	}
+}
+
+// --keys spreads the tasks over concurrency keys with --key-limit's cap:
+// the run still completes every task once, the result says so, and the
+// kept database holds the keys with their caps, every claim given back.
+func TestBenchKeysVerifiesItself(t *testing.T) {
+	t.Parallel()
+	db := filepath.Join(t.TempDir(), "keys.db")
+	var stdout, stderr bytes.Buffer
+	code := run(context.Background(), []string{"graph-engineering-mcp", "bench", "--tasks", "200", "--workers", "4", "--keys", "3", "--key-limit", "1",
+		"--sync", "normal", "--database", db, "--json"}, strings.NewReader(""), &stdout, &stderr)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	var res map[string]any
+	if err := json.Unmarshal(stdout.Bytes(), &res); err != nil {
+		t.Fatalf("not JSON: %s", stdout.String())
+	}
+	if res["keys"] != float64(3) || res["key_limit"] != float64(1) || res["verified_completed_once"] != float64(200) || res["history_verified"] != true {
+		t.Fatalf("bench result: %v", res)
+	}
+	s, err := sqlitestore.Open(context.Background(), db, taskgraph.Options{}, tgsqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for i := range 3 {
+		k, ok, err := s.KeyInfo(context.Background(), benchKey(i, 3))
+		if err != nil || !ok || k.Limit.MaxClaimed != 1 || k.Claimed != 0 {
+			t.Errorf("key %s after the run: %+v, found %v, %v; want a cap of 1 and no claim held", benchKey(i, 3), k, ok, err)
 		}
 	}
 }
