@@ -37,7 +37,7 @@ func TestBenchStoreModeVerifiesItself(t *testing.T) {
 	}
 	// A cycle takes some CPU and allocates: the costs of the measured run
 	// are counted.
-	for _, k := range []string{"cpu_us_per_cycle", "allocs_per_cycle", "alloc_bytes_per_cycle"} {
+	for _, k := range []string{"cpu_us_per_cycle", "allocs_per_cycle", "alloc_bytes_per_cycle", "commits_per_cycle", "commit_ms"} {
 		if v, ok := res[k].(float64); !ok || v <= 0 {
 			t.Errorf("bench --json %s = %v, want a positive number", k, res[k])
 		}
