@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph"
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/sqlitestore"
@@ -40,7 +41,7 @@ func TestBenchStoreModeVerifiesItself(t *testing.T) {
 	}
 	// A cycle takes some CPU and allocates: the costs of the measured run
 	// are counted.
-	for _, k := range []string{"cpu_us_per_cycle", "allocs_per_cycle", "alloc_bytes_per_cycle"} {
+	for _, k := range []string{"cpu_us_per_cycle", "allocs_per_cycle", "alloc_bytes_per_cycle", "commits_per_cycle", "commit_ms"} {
 		if v, ok := res[k].(float64); !ok || v <= 0 {
 			t.Errorf("bench --json %s = %v, want a positive number", k, res[k])
 		}
@@ -86,6 +87,39 @@ func TestBenchCombinedLoopVerifiesItself(t *testing.T) {
 	}
 	if res["loop"] != "combined" || res["verified_completed_once"] != float64(300) || res["history_verified"] != true {
 		t.Fatalf("bench result: %v", res)
+	}
+	// claim_ms times only granted claims: at least each worker's first
+	// (every task is ready or becomes so, and there are more tasks than
+	// workers), at most one per task; those that found nothing are
+	// counted apart.
+	claims, ok := res["claims"].(float64)
+	if !ok || claims < 1 || claims > 300 {
+		t.Errorf("bench --json claims = %v, want 1..300", res["claims"])
+	}
+	if v, ok := res["empty_claims"].(float64); !ok || v < 0 {
+		t.Errorf("bench --json empty_claims = %v, want a count", res["empty_claims"])
+	}
+}
+
+// The measured run ends when the last task's completion returns, not when
+// the workers that found nothing left to claim have waited out their
+// claims' Wait; a claim that found nothing is no claim latency.
+func TestBenchTallyEndsAtLastCompletion(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	b := newBenchTally(3, t0)
+	b.completed(t0.Add(1 * time.Second))
+	b.completed(t0.Add(2 * time.Second))
+	// Not every task done: the run is measured until now.
+	if got := b.elapsed(t0.Add(2500 * time.Millisecond)); got != 2500*time.Millisecond {
+		t.Errorf("elapsed with a task left = %v, want 2.5s", got)
+	}
+	b.completed(t0.Add(3 * time.Second))
+	// The idle workers' empty claims return 100 ms later: not measured.
+	if got := b.elapsed(t0.Add(3100 * time.Millisecond)); got != 3*time.Second {
+		t.Errorf("elapsed = %v, want 3s (the last completion)", got)
+	}
+	if got := b.done.Load(); got != 3 {
+		t.Errorf("done = %d, want 3", got)
 	}
 }
 
