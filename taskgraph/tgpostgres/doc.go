@@ -319,9 +319,14 @@
 //     runs 160, events_pkey 190-200, the task index (below) 260-400;
 //   - tasks: the row's insert 300 and its two updates 580-610 (Heap/UPDATE;
 //     a third of the new versions land on another page, logged whole:
-//     about 436 bytes against 212 on the same page), their row locks 150
-//     (2.8 Heap/LOCK a task: the claim scan's FOR UPDATE and the batch's
-//     lockUpdatedSQL), and an entry per version in tasks_task_id_key (260),
+//     about 436 bytes against 212 on the same page), 150 of Heap/LOCK (2.8
+//     a task: 1.6 the claim scans' FOR UPDATE, a claim's and the rows a
+//     scan locked but its batch did not claim, and 1.1 an update whose new
+//     version did not fit on the old one's page, which PostgreSQL marks
+//     locked in the WAL before it lets go of the page; lockUpdatedSQL
+//     locks no task row when concurrency_keys is empty, as in bench: its
+//     CTE is read only for the keys' rows it joins), and an entry per
+//     version in tasks_task_id_key (260),
 //     tasks_workflow_id_node_id_key (240) and tasks_pkey (190), the ready
 //     indexes' entry at creation (240) and tasks_leases' at the claim (64);
 //   - the journal: 710-740 (a pointer's insert 244, its index entry
@@ -336,8 +341,8 @@
 // no fillfactor makes these updates HOT. A fillfactor keeps the new
 // versions on their page, where only the changed span of the row is
 // logged: fillfactor 50 cut Heap/UPDATE from 600 to 537 bytes a task and
-// 75 to 572 (one run each), 1% of the WAL for a table twice or a third
-// larger; not kept.
+// 75 to 572 (one run each), and Heap/LOCK from 149 to 130 and 140, about
+// 1.5% of the WAL for a table twice or a third larger; not kept.
 //
 // The rule: a task's events are keyed by the task's seq (migration 0021,
 // SQLite's 0020): events.task_seq, set in the event's own INSERT from
