@@ -470,6 +470,17 @@ func queueAppend(b *pgx.Batch, evs []tgdriver.EventRow) ([]func(pgconn.CommandTa
 	return append(checks, nil), nil
 }
 
+// journalSQL inserts events' bodies, not linked, and pointers to them
+// (see queueJournal).
+const journalSQL = `WITH ev AS (INSERT INTO events (workflow_id, wseq, task_id, kind, owner, generation, at_ms, detail, prev_hash, hash,
+		hash_version, actor_kind, actor_name, actor_principal, task_state, content, task_seq)
+		SELECT wf, NULL, task, kind, owner, gen, at, detail, '', '', hv, ak, an, ap, st, content, ` + taskSeqOf + `
+		FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::bigint[], $6::bigint[], $7::text[],
+			$8::bigint[], $9::text[], $10::text[], $11::text[], $12::text[], $13::text[]) WITH ORDINALITY
+			AS e(wf, task, kind, owner, gen, at, detail, hv, ak, an, ap, st, content, ord) ORDER BY ord
+		RETURNING event_id, workflow_id)
+		INSERT INTO event_journal (journal_id, workflow_id) SELECT event_id, workflow_id FROM ev`
+
 // queueJournal queues the insert of evs, in order, into events without
 // their links (wseq NULL, no hashes), and of pointers to them into the
 // journal, in one statement: each body is written once, where it stays.
@@ -486,15 +497,7 @@ func queueJournal(b *pgx.Batch, evs []tgdriver.EventRow) {
 	// Identity values are handed out in the order the rows are inserted:
 	// ORDER BY keeps the events' order, which is the journal's (journal_id
 	// is the event's id).
-	b.Queue(`WITH ev AS (INSERT INTO events (workflow_id, wseq, task_id, kind, owner, generation, at_ms, detail, prev_hash, hash,
-		hash_version, actor_kind, actor_name, actor_principal, task_state, content, task_seq)
-		SELECT wf, NULL, task, kind, owner, gen, at, detail, '', '', hv, ak, an, ap, st, content, `+taskSeqOf+`
-		FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::bigint[], $6::bigint[], $7::text[],
-			$8::bigint[], $9::text[], $10::text[], $11::text[], $12::text[], $13::text[]) WITH ORDINALITY
-			AS e(wf, task, kind, owner, gen, at, detail, hv, ak, an, ap, st, content, ord) ORDER BY ord
-		RETURNING event_id, workflow_id)
-		INSERT INTO event_journal (journal_id, workflow_id) SELECT event_id, workflow_id FROM ev`,
-		wfs, tasks, kinds, owners, gens, ats, details, hvs, aks, ans, aps, states, contents)
+	b.Queue(journalSQL, wfs, tasks, kinds, owners, gens, ats, details, hvs, aks, ans, aps, states, contents)
 }
 
 func hashVersion(e tgdriver.EventRow) int {
