@@ -215,8 +215,9 @@
 // Reads. A workflow's chain: its runs unnested in position order (each
 // run's hashes zipped with themselves after its prev_hash give each
 // event's prev_hash, each array read once), the bodies joined by event id
-// (events_pkey). A task's events: through events_by_task, each event's
-// run found through event_links_by_event (workflow, least id): the last
+// (events_pkey). A task's events: through events_by_task_seq at the
+// task's seq (read from tasks_task_id_key; see "WAL per cycle"), each
+// event's run found through event_links_by_event (workflow, least id): the last
 // run starting at or below its id whose array holds it (within a run ids
 // ascend; a run linked later may hold lower ids than one before it, as
 // events that do not depend on each other may be linked in either order,
@@ -226,7 +227,7 @@
 // the bodies found one by one): about 3 per event read against 1.8 with
 // bench's five workflows. The hot path reads no link.
 //
-// Indexes per event: events_pkey and events_by_task (the body) and
+// Indexes per event: events_pkey and events_by_task_seq (the body) and
 // event_journal_by_workflow (the pointer: it serves every access to the
 // journal, so the journal has no primary key index); per run:
 // event_links' key and event_links_by_event.
@@ -295,9 +296,76 @@
 //     text) once per statement: some 7% of the backends' CPU at W=8.
 //     Domains would be checked from the type cache instead, at the price of
 //     a rewrite of tasks and of engines without domains.
-//   - The events: a body (events_pkey, events_by_task) and a journal
+//   - The events: a body (events_pkey, events_by_task_seq) and a journal
 //     pointer (event_journal_by_workflow) per event, about 1,600 bytes of
 //     WAL per task, and the pointer's delete when linked.
+//
+// # WAL per cycle
+//
+// Measured by scripts/pgwal: bench --database URL --tasks 5000 --workers 8
+// --json on a fresh database, a CHECKPOINT just before (so that every run
+// starts with the same pages to copy), the WAL between pg_current_wal_lsn
+// before and after the run read by pg_waldump (records, full-page images, and bytes by
+// relation and record type; pg_stat_wal lags by its backends' reporting
+// interval, so its deltas over a few seconds undercount). Per task, the
+// whole run (creation, claim+complete, linking, verification): about
+// 5,200-5,400 bytes, 39 records, 0.03 FPIs, 0.27 commits; the claim and
+// complete phase alone (from the --cpuprofile file appearing to its being
+// written) 3,300-3,400 bytes. The runs differ by some 100 bytes a task
+// (autovacuum, analyze, the linker's pass sizes); the figures by relation
+// are the firmer ones. Where the whole run's bytes go, per task:
+//
+//   - events: the bodies, 1,280-1,360 (440 a body), their TOASTed link
+//     runs 160, events_pkey 190-200, the task index (below) 260-400;
+//   - tasks: the row's insert 300 and its two updates 580-610 (Heap/UPDATE;
+//     a third of the new versions land on another page, logged whole:
+//     about 436 bytes against 212 on the same page), 150 of Heap/LOCK (2.8
+//     a task: 1.6 the claim scans' FOR UPDATE, a claim's and the rows a
+//     scan locked but its batch did not claim, and 1.1 an update whose new
+//     version did not fit on the old one's page, which PostgreSQL marks
+//     locked in the WAL before it lets go of the page; lockUpdatedSQL
+//     locks no task row when concurrency_keys is empty, as in bench: its
+//     CTE is read only for the keys' rows it joins), and an entry per
+//     version in tasks_task_id_key (260),
+//     tasks_workflow_id_node_id_key (240) and tasks_pkey (190), the ready
+//     indexes' entry at creation (240) and tasks_leases' at the claim (64);
+//   - the journal: 710-740 (a pointer's insert 244, its index entry
+//     event_journal_by_workflow 240 and splits 60, its delete 162).
+//
+// HOT ratio of tasks: 0 of 10,000 updates (pg_stat_user_tables
+// n_tup_hot_upd / n_tup_upd; workflows, audit_head and server_clock are
+// all HOT). A claim changes state (in every ready index's predicate and in
+// tasks_leases') and sets lease_expires_at_ms (tasks_leases' key), a
+// completion changes both again, and PostgreSQL 15 takes an update out of
+// HOT when it changes any column an index uses, its predicate included:
+// no fillfactor makes these updates HOT. A fillfactor keeps the new
+// versions on their page, where only the changed span of the row is
+// logged: fillfactor 50 cut Heap/UPDATE from 600 to 537 bytes a task and
+// 75 to 572 (one run each), and Heap/LOCK from 149 to 130 and 140, about
+// 1.5% of the WAL for a table twice or a third larger; not kept.
+//
+// The rule: a task's events are keyed by the task's seq (migration 0021,
+// SQLite's 0020): events.task_seq, set in the event's own INSERT from
+// tasks_task_id_key (taskSeqOf: a subquery of the statement, no round trip
+// more), indexed as events_by_task_seq (task_seq, event_id); the readers
+// (TaskEvents, LastEventOfGeneration) probe it at the seq read from
+// tasks_task_id_key, or at 0 for an id without a task row (ofTask; plans
+// pinned by TestTaskEventsPlanBySeq, old databases take their seqs in the
+// migration: TestTaskEventsBySeq). Task ids are ULIDs, random within the
+// millisecond a creation's tasks share, so the events of the tasks
+// claimed and completed together went onto random leaves of
+// events_by_task (task_id, event_id), split at random, in 40-byte keys.
+// Two runs each, before and after: the index's WAL 398/397 -> 268/262
+// bytes a task, its size after the run 148 -> 93 pages for 15,000 events;
+// the events' heap rows 8 bytes longer (+30 bytes a task); the totals
+// within the runs' noise (5,320/5,408 -> 5,357/5,215).
+//
+// What is left, largest first: the bodies (hashed as they are); the
+// tasks' non-HOT updates with an entry in each of three unique indexes
+// per version (HOT needs the ready set and the leases out of tasks'
+// indexes); the journal, one pointer row, index entry and delete per event
+// (a pointer per statement and workflow would need another way to keep
+// "one link per event", which the pointer's delete guards now).
 //
 // # Replicas on one database
 //

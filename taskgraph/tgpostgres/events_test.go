@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -242,10 +243,10 @@ func TestForgedEventBodyBreaksVerification(t *testing.T) {
 	}
 }
 
-// undoLinkRuns undoes migration 0019: each run of event_links becomes the
-// per-event links of schema 18. (0020 is a no-op on PostgreSQL: the version
-// set here undoes it.)
-var undoLinkRuns = []string{
+// undoLinkRuns undoes migrations 0021 (tgpostgres.UndoEventsByTaskSeq) to 0019: each
+// run of event_links becomes the per-event links of schema 18. (0020 is a
+// no-op on PostgreSQL: the version set here undoes it.)
+var undoLinkRuns = append(slices.Clone(tgpostgres.UndoEventsByTaskSeq), []string{
 	`CREATE TABLE event_links_17 (event_id BIGINT NOT NULL, wseq BIGINT NOT NULL, workflow_id TEXT NOT NULL,
 		prev_hash TEXT NOT NULL, hash TEXT NOT NULL)`,
 	`INSERT INTO event_links_17 (event_id, wseq, workflow_id, prev_hash, hash)
@@ -256,7 +257,7 @@ var undoLinkRuns = []string{
 	`ALTER TABLE event_links ADD PRIMARY KEY (workflow_id, wseq)`,
 	`CREATE UNIQUE INDEX event_links_by_event ON event_links (event_id)`,
 	`UPDATE schema_version SET version = 18`,
-}
+}...)
 
 // A database of schema 18, its links one row per event, migrates to 0019
 // and verifies: each link becomes a run of one event; new work is linked

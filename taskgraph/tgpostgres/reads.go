@@ -65,6 +65,11 @@ const linkOf = ` LEFT JOIN LATERAL (SELECT r.wseq + u.o - 1 AS wseq, u.prev_hash
 	unnest(r.event_ids, r.hashes, r.prev_hash || r.hashes) WITH ORDINALITY AS u(id, hash, prev_hash, o)
 	WHERE u.id = e.event_id) l ON true`
 
+// ofTask selects the events e of task $1 through events_by_task_seq
+// (migration 0021): those at its task's seq, found through tasks' unique
+// index on task_id, or at seq 0 when no task has that id (see taskSeqOf).
+const ofTask = `e.task_seq = COALESCE((SELECT t.seq FROM tasks t WHERE t.task_id = $1), 0) AND e.task_id = $1`
+
 // A task's or workflow's events in chain order, then its journaled ones in
 // journal order, in one statement (one snapshot: an event the linker
 // links meanwhile is read once). A workflow's runs are read whole: each
@@ -73,7 +78,7 @@ const linkOf = ` LEFT JOIN LATERAL (SELECT r.wseq + u.o - 1 AS wseq, u.prev_hash
 // prev_hash: one more element, with no event, which is dropped).
 var (
 	sqlTaskEvents = `SELECT ` + linkedColumns + ` FROM events e` + linkOf + `
-		WHERE e.task_id = $1 ORDER BY COALESCE(l.wseq, e.wseq) IS NULL, COALESCE(l.wseq, e.wseq), e.event_id`
+		WHERE ` + ofTask + ` ORDER BY COALESCE(l.wseq, e.wseq) IS NULL, COALESCE(l.wseq, e.wseq), e.event_id`
 	sqlWorkflowEvents = `SELECT ` + eventColumns + ` FROM (
 		SELECT ` + bodyColumns(`e.wseq`, `e.prev_hash`, `e.hash`) + `, 0 AS src, e.wseq AS ord FROM events e
 			WHERE e.workflow_id = $1 AND e.wseq IS NOT NULL
@@ -85,6 +90,12 @@ var (
 		UNION ALL SELECT ` + unlinkedColumns + `, 1, j.journal_id FROM event_journal j
 			JOIN events e ON e.event_id = j.journal_id WHERE j.workflow_id = $1) e ORDER BY src, ord`
 )
+
+// sqlLastEventOfGen reads the newest event of task $1 at generation $2: a
+// journaled one is newer than any linked one.
+var sqlLastEventOfGen = `SELECT e.kind, e.at_ms FROM events e` + linkOf + `
+		WHERE ` + ofTask + ` AND e.generation = $2
+		ORDER BY COALESCE(l.wseq, e.wseq) IS NULL DESC, COALESCE(l.wseq, e.wseq) DESC, e.event_id DESC LIMIT 1`
 
 const workflowColumns = `workflow_id, task_count, event_count, head_hash, created_at_ms, updated_at_ms`
 
@@ -343,9 +354,7 @@ func (r reads) LastEventOfGeneration(ctx context.Context, taskID string, generat
 	var kind string
 	var at int64
 	// A journaled event is newer than any linked one.
-	err := r.q.QueryRow(ctx, `SELECT e.kind, e.at_ms FROM events e`+linkOf+`
-		WHERE e.task_id = $1 AND e.generation = $2
-		ORDER BY COALESCE(l.wseq, e.wseq) IS NULL DESC, COALESCE(l.wseq, e.wseq) DESC, e.event_id DESC LIMIT 1`, taskID, generation).Scan(&kind, &at)
+	err := r.q.QueryRow(ctx, sqlLastEventOfGen, taskID, generation).Scan(&kind, &at)
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
 		return "", 0, false, nil

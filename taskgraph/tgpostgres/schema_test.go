@@ -18,13 +18,8 @@ import (
 // lacks by design, and why; each entry must still be so (the test fails
 // on a stale one).
 var sqliteOnly = map[string]string{
-	// SQLite 0020: a task's events are indexed by the task's seq, not its
-	// ULID (random within the millisecond a workflow's tasks share), which
-	// cut the pages SQLite's writer writes per cycle by a third. The seq is
-	// derived from task_id (the same data); PostgreSQL keeps events_by_task
-	// (task_id) until the same change is measured there (tgsqlite doc.go).
-	"events.task_seq":    "derived from events.task_id",
-	"events_by_task_seq": "an index of events.task_seq",
+	// Empty since PostgreSQL's 0021 took SQLite 0020's events.task_seq and
+	// events_by_task_seq.
 }
 
 // TestSchemaMatchesSQLite: the PostgreSQL series has the same tables with

@@ -431,6 +431,14 @@ func queueAdvanceAll(b *pgx.Batch, runs []tgdriver.ChainRun) func(pgconn.Command
 	}
 }
 
+// taskSeqOf is the seq an event of task e.task takes (events.task_seq,
+// migration 0021): its task's, found in the event's own INSERT through
+// tasks' unique index on task_id (no round trip more), or 0 when no task
+// has that id (none the domain writes; the readers look there for one).
+// A task's row is inserted before its first event (InsertTask runs its
+// statement at once), so the subquery sees it.
+const taskSeqOf = `COALESCE((SELECT t.seq FROM tasks t WHERE t.task_id = e.task), 0)`
+
 // queueAppend queues the insert of linked events and the compare and set
 // of each workflow's head, and returns the checks of their results.
 func queueAppend(b *pgx.Batch, evs []tgdriver.EventRow) ([]func(pgconn.CommandTag) error, error) {
@@ -453,14 +461,25 @@ func queueAppend(b *pgx.Batch, evs []tgdriver.EventRow) ([]func(pgconn.CommandTa
 	// the events it links to.
 	checks := []func(pgconn.CommandTag) error{queueAdvanceAll(b, runs)}
 	b.Queue(`INSERT INTO events (workflow_id, wseq, task_id, kind, owner, generation, at_ms, detail, prev_hash, hash,
-		hash_version, actor_kind, actor_name, actor_principal, task_state, content)
-		SELECT wf, seq, task, kind, owner, gen, at, detail, prev, hash, hv, ak, an, ap, st, content
+		hash_version, actor_kind, actor_name, actor_principal, task_state, content, task_seq)
+		SELECT wf, seq, task, kind, owner, gen, at, detail, prev, hash, hv, ak, an, ap, st, content, `+taskSeqOf+`
 		FROM unnest($1::text[], $2::bigint[], $3::text[], $4::text[], $5::text[], $6::bigint[], $7::bigint[], $8::text[], $9::text[], $10::text[],
 			$11::bigint[], $12::text[], $13::text[], $14::text[], $15::text[], $16::text[]) WITH ORDINALITY
 			AS e(wf, seq, task, kind, owner, gen, at, detail, prev, hash, hv, ak, an, ap, st, content, ord) ORDER BY ord`,
 		wfs, seqs, tasks, kinds, owners, gens, ats, details, prevs, hashes, hvs, aks, ans, aps, states, contents)
 	return append(checks, nil), nil
 }
+
+// journalSQL inserts events' bodies, not linked, and pointers to them
+// (see queueJournal).
+const journalSQL = `WITH ev AS (INSERT INTO events (workflow_id, wseq, task_id, kind, owner, generation, at_ms, detail, prev_hash, hash,
+		hash_version, actor_kind, actor_name, actor_principal, task_state, content, task_seq)
+		SELECT wf, NULL, task, kind, owner, gen, at, detail, '', '', hv, ak, an, ap, st, content, ` + taskSeqOf + `
+		FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::bigint[], $6::bigint[], $7::text[],
+			$8::bigint[], $9::text[], $10::text[], $11::text[], $12::text[], $13::text[]) WITH ORDINALITY
+			AS e(wf, task, kind, owner, gen, at, detail, hv, ak, an, ap, st, content, ord) ORDER BY ord
+		RETURNING event_id, workflow_id)
+		INSERT INTO event_journal (journal_id, workflow_id) SELECT event_id, workflow_id FROM ev`
 
 // queueJournal queues the insert of evs, in order, into events without
 // their links (wseq NULL, no hashes), and of pointers to them into the
@@ -478,15 +497,7 @@ func queueJournal(b *pgx.Batch, evs []tgdriver.EventRow) {
 	// Identity values are handed out in the order the rows are inserted:
 	// ORDER BY keeps the events' order, which is the journal's (journal_id
 	// is the event's id).
-	b.Queue(`WITH ev AS (INSERT INTO events (workflow_id, wseq, task_id, kind, owner, generation, at_ms, detail, prev_hash, hash,
-		hash_version, actor_kind, actor_name, actor_principal, task_state, content)
-		SELECT wf, NULL, task, kind, owner, gen, at, detail, '', '', hv, ak, an, ap, st, content
-		FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::bigint[], $6::bigint[], $7::text[],
-			$8::bigint[], $9::text[], $10::text[], $11::text[], $12::text[], $13::text[]) WITH ORDINALITY
-			AS e(wf, task, kind, owner, gen, at, detail, hv, ak, an, ap, st, content, ord) ORDER BY ord
-		RETURNING event_id, workflow_id)
-		INSERT INTO event_journal (journal_id, workflow_id) SELECT event_id, workflow_id FROM ev`,
-		wfs, tasks, kinds, owners, gens, ats, details, hvs, aks, ans, aps, states, contents)
+	b.Queue(journalSQL, wfs, tasks, kinds, owners, gens, ats, details, hvs, aks, ans, aps, states, contents)
 }
 
 func hashVersion(e tgdriver.EventRow) int {

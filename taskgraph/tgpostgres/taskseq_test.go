@@ -1,0 +1,155 @@
+package tgpostgres
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/tgdriver"
+	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/tgpostgres/pgtest"
+)
+
+// UndoEventsByTaskSeq turns a database of this package back to schema 20:
+// a task's events indexed by its id, no task_seq (migration 0021 undone).
+// Exported for the tests of package tgpostgres_test.
+var UndoEventsByTaskSeq = []string{
+	`DROP INDEX events_by_task_seq`,
+	`ALTER TABLE events DROP COLUMN task_seq`,
+	`CREATE INDEX events_by_task ON events (task_id, event_id)`,
+	`UPDATE schema_version SET version = 20`,
+}
+
+// TestTaskEventsBySeq: every event takes its task's seq in its own INSERT
+// (linked by AppendEvents or journaled by the hot path's statement), 0 for
+// a task id with no task row, and the readers of a task's events
+// (TaskEvents, LastEventOfGeneration) find them by it, before and after a
+// database of schema 20 (events indexed by task id) migrates: its events
+// take their tasks' seqs.
+func TestTaskEventsBySeq(t *testing.T) {
+	ctx := testCtx(t)
+	url := pgtest.URL(t)
+	d := open(t, url, Options{})
+	seqs := map[string]int64{"wf-ghost": 0}
+	for _, n := range []string{"a", "b"} {
+		seqs["wf-"+n] = addTask(t, d, "wf", n, "pending")
+	}
+	var evs []tgdriver.EventRow
+	for i, id := range []string{"wf-a", "wf-b", "wf-ghost", "wf-a", "wf-b", "wf-a"} {
+		evs = append(evs, tgdriver.EventRow{WorkflowID: "wf", Seq: int64(i + 1), TaskID: id, Kind: fmt.Sprint("k", i+1),
+			Generation: 1, AtMS: int64(100 + i), Detail: `{}`, PrevHash: fmt.Sprint("h", i), Hash: fmt.Sprint("h", i+1), HashVersion: 2})
+	}
+	evs[0].PrevHash = ""
+	err := d.Write(ctx, func(tx tgdriver.Tx) error {
+		if err := tx.AppendEvents(ctx, evs[:3]); err != nil {
+			return err
+		}
+		return tx.JournalEvents(ctx, evs[3:])
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"wf-a": "k1 k4 k6", "wf-b": "k2 k5", "wf-ghost": "k3", "none": ""}
+	c := raw(t, url)
+	check := func(when string, r tgdriver.Reads) {
+		t.Helper()
+		for id, kinds := range want {
+			evs, err := r.TaskEvents(ctx, id)
+			var got []string
+			for _, e := range evs {
+				got = append(got, e.Kind)
+			}
+			if err != nil || strings.Join(got, " ") != kinds {
+				t.Errorf("%s: TaskEvents(%s) = %q %v, want %q", when, id, got, err, kinds)
+			}
+			last := kinds[strings.LastIndex(kinds, " ")+1:]
+			if kind, _, ok, err := r.LastEventOfGeneration(ctx, id, 1); err != nil || kind != last || ok != (last != "") {
+				t.Errorf("%s: LastEventOfGeneration(%s) = %q %v %v, want %q", when, id, kind, ok, err, last)
+			}
+		}
+		rows, err := c.Query(ctx, `SELECT task_id, task_seq FROM events`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var id string
+			var seq int64
+			if err := rows.Scan(&id, &seq); err != nil {
+				t.Fatal(err)
+			}
+			if seq != seqs[id] {
+				t.Errorf("%s: event of %s has task_seq %d, want %d", when, id, seq, seqs[id])
+			}
+		}
+		if err := rows.Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	check("new database", d.Reads())
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range UndoEventsByTaskSeq {
+		if _, err := c.Exec(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	d = open(t, url, Options{})
+	check("migrated from schema 20", d.Reads())
+}
+
+// TestTaskEventsPlanBySeq: with many tasks and events (analyzed), both
+// readers of a task's events find the task's seq through tasks_task_id_key
+// and its events through events_by_task_seq, on custom and generic plans,
+// never by reading the events table; so reading a task's history costs a
+// few index probes however long the store's history is. The hot path's
+// INSERT of events (journalSQL, on the generic plan the hot rounds use)
+// takes each event's seq by one probe of tasks_task_id_key.
+func TestTaskEventsPlanBySeq(t *testing.T) {
+	ctx := testCtx(t)
+	url := pgtest.URL(t)
+	open(t, url, Options{})
+	c := raw(t, url)
+	for _, q := range []string{
+		`INSERT INTO workflows (workflow_id, created_at_ms, updated_at_ms) VALUES ('w', 1, 1)`,
+		`INSERT INTO tasks (task_id, workflow_id, node_id, payload, depends_on, state, max_attempts, unmet, created_at_ms, updated_at_ms)
+			SELECT 't-' || i, 'w', 'n' || i, '{}', '[]', 'completed', 3, 0, 1, 1 FROM generate_series(1, 20000) AS i`,
+		`INSERT INTO events (workflow_id, wseq, task_id, kind, owner, generation, at_ms, detail, prev_hash, hash, hash_version, task_seq)
+			SELECT 'w', NULL, t.task_id, k, '', 1, 1, '{}', '', '', 2, t.seq
+			FROM tasks t, unnest(ARRAY['created', 'claimed', 'completed']) AS k`,
+		`ANALYZE tasks`, `ANALYZE events`,
+	} {
+		if _, err := c.Exec(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	for _, q := range []struct {
+		name, sql string
+		args      []any
+	}{
+		{"TaskEvents", sqlTaskEvents, []any{"t-77"}},
+		{"LastEventOfGeneration", sqlLastEventOfGen, []any{"t-77", 1}},
+	} {
+		for _, mode := range []string{"force_custom_plan", "force_generic_plan"} {
+			if _, err := c.Exec(ctx, `SET plan_cache_mode = `+mode); err != nil {
+				t.Fatal(err)
+			}
+			p := explain(t, c, `EXPLAIN `+q.sql, q.args...)
+			if !strings.Contains(p, "events_by_task_seq on events") || !strings.Contains(p, "tasks_task_id_key on tasks") ||
+				strings.Contains(p, "Seq Scan on events") {
+				t.Errorf("%s, %s: plan\n%s\nwant events_by_task_seq probed at the seq read from tasks_task_id_key, no scan of events", q.name, mode, p)
+			}
+		}
+	}
+	if _, err := c.Exec(ctx, `SET plan_cache_mode = force_generic_plan`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Exec(ctx, `PREPARE journal AS `+journalSQL); err != nil {
+		t.Fatal(err)
+	}
+	args := strings.TrimSuffix(strings.Repeat("NULL, ", 13), ", ")
+	if p := explain(t, c, `EXPLAIN EXECUTE journal(`+args+`)`); !strings.Contains(p, "Index Scan using tasks_task_id_key on tasks") ||
+		strings.Contains(p, "Seq Scan on tasks") {
+		t.Errorf("generic plan of the events' INSERT:\n%s\nwant each event's task seq read by a probe of tasks_task_id_key", p)
+	}
+}
