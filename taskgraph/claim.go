@@ -265,8 +265,8 @@ func (w *wtx) claimByID(taskID string, caps []string, owner string, d time.Durat
 		if err != nil {
 			return Claimed{}, nil, err
 		}
-		if no != nil {
-			return Claimed{}, &ConflictError{TaskID: r.TaskID, State: r.State, Detail: "not claimable now: " + no.String()}, nil
+		if no != "" {
+			return Claimed{}, &ConflictError{TaskID: r.TaskID, State: r.State, Detail: "not claimable now: " + no}, nil
 		}
 	}
 	g, err := w.grantFor(&r, owner, d)

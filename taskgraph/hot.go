@@ -577,7 +577,7 @@ func (s *Store) hotTx(ctx context.Context, tx tgdriver.Tx, ops []*hotOp, answers
 					if err != nil {
 						return nil, err
 					}
-					if no != nil {
+					if no != "" {
 						refused = true
 						continue
 					}
@@ -613,6 +613,12 @@ func (s *Store) hotTx(ctx context.Context, tx tgdriver.Tx, ops []*hotOp, answers
 		ops []int
 	}
 	var rescans []rescan
+	// While the claims are granted, no statement but takeKeySlot's writes
+	// the key rows the grants lock: they are read from keyRows.
+	keyRows := map[string]tgdriver.KeyRow{}
+	for _, w := range ws {
+		w.keyRows = keyRows
+	}
 	for si, sc := range scans {
 		again, err := grant(sc, sc.ops, fetched.Claimable[si])
 		if err != nil {
@@ -647,6 +653,9 @@ func (s *Store) hotTx(ctx context.Context, tx tgdriver.Tx, ops []*hotOp, answers
 			}
 		}
 		rescans = next
+	}
+	for _, w := range ws {
+		w.keyRows = nil
 	}
 
 	// Round two: the claims' updates, the events, the notifications.

@@ -46,37 +46,30 @@ type Key = keyrate.Key
 // checkKey validates a concurrency key name: an identifier, as workflow_id.
 func checkKey(field, key string) error { return checkIdentifier(field, key) }
 
-// keyRefused is why a claim of a task of key was refused.
-type keyRefused struct {
-	key    tgdriver.KeyRow
-	openAt int64 // rate: when the next claim is allowed; 0 when full
-}
-
-func (r keyRefused) String() string { return keyrate.Refusal(r.key, r.openAt) }
-
 // takeKeySlot takes a slot of concurrency key key for a claim in this
 // transaction, at the transaction's server time (the time its history
 // records): the key's row is locked, then updated under a guard that it
 // still holds what was read. refused is set when the key is full or
-// rate-limited; nothing was written then.
-func (w *wtx) takeKeySlot(key string) (refused *keyRefused, err error) {
+// rate-limited (it says why: keyrate.Refusal); nothing was written then.
+func (w *wtx) takeKeySlot(key string) (refused string, err error) {
 	k, err := w.lockKeyRow(key)
 	if err != nil {
-		return nil, err
+		return "", err
 	}
 	nk, ok, openAt := keyrate.TakeSlot(k, w.nowMS)
 	if !ok {
-		return &keyRefused{key: k, openAt: openAt}, nil
+		return keyrate.Refusal(k, openAt), nil
 	}
 	done, err := w.tx.UpdateKey(w.ctx, k, nk)
 	if err != nil {
-		return nil, fmt.Errorf("take a slot of concurrency key %s: %w", key, err)
+		return "", fmt.Errorf("take a slot of concurrency key %s: %w", key, err)
 	}
 	if !done {
-		return nil, fmt.Errorf("%w: concurrency key %s changed under its lock", errInternal, key)
+		return "", fmt.Errorf("%w: concurrency key %s changed under its lock", errInternal, key)
 	}
 	w.keyTaken = &keyTake{before: k, after: nk}
-	return nil, nil
+	w.heldKey(nk)
+	return "", nil
 }
 
 // lockKeyRow returns the row of concurrency key key, locked for the rest
@@ -85,14 +78,18 @@ func (w *wtx) takeKeySlot(key string) (refused *keyRefused, err error) {
 // key, and pruned when idle without a limit: keyFreed), so the row made is
 // what was missing. A prune that commits between the make and the lock
 // is met by making it again; the row this transaction made no other can
-// see, so the second make holds.
+// see, so the second make holds. A row in keyRows is locked already.
 func (w *wtx) lockKeyRow(key string) (tgdriver.KeyRow, error) {
+	if k, ok := w.keyRows[key]; ok {
+		return k, nil
+	}
 	for try := 0; ; try++ {
 		k, found, err := w.tx.LockKey(w.ctx, key)
 		if err != nil {
 			return tgdriver.KeyRow{}, fmt.Errorf("lock concurrency key %s: %w", key, err)
 		}
 		if found {
+			w.heldKey(k)
 			return k, nil
 		}
 		if try == 2 {
@@ -142,7 +139,15 @@ func (w *wtx) untakeKeySlot() error {
 	if !done {
 		return fmt.Errorf("%w: concurrency key %s changed under its lock", errInternal, t.before.Key)
 	}
+	w.heldKey(t.before)
 	return nil
+}
+
+// heldKey records k as its row now is, locked, in keyRows when set.
+func (w *wtx) heldKey(k tgdriver.KeyRow) {
+	if w.keyRows != nil {
+		w.keyRows[k.Key] = k
+	}
 }
 
 // keyFreed records that a claim of a task of key ended in this

@@ -33,6 +33,10 @@ type wtx struct {
 	// keyTaken is the concurrency key slot this operation took last
 	// (takeKeySlot), nil when none.
 	keyTaken *keyTake
+	// keyRows, while a batch grants its claims, holds the key rows it
+	// locked and what it wrote to them since: takeKeySlot reads them there
+	// rather than locking each again (a round trip). Nil elsewhere.
+	keyRows map[string]tgdriver.KeyRow
 }
 
 // outbox is what the operations of one transaction left to record before
