@@ -76,15 +76,12 @@ func newRequest(ctx context.Context, op, owner string, args map[string]any) (*re
 	if err := CheckRequestID(id); err != nil {
 		return nil, err
 	}
-	rq := &request{id: id, principal: PrincipalFrom(ctx), owner: owner, op: op, args: make(map[string]string, len(args))}
-	rq.key = idempotency.Key(rq.principal, owner, id)
-	for name, v := range args {
-		b, err := json.Marshal(v)
-		if err != nil {
-			return nil, fmt.Errorf("%w: encode argument %s of a request: %v", errInternal, name, err)
-		}
-		rq.args[name] = idempotency.Digest(b)
+	digests, err := idempotency.Digests(args)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", errInternal, err)
 	}
+	rq := &request{id: id, principal: PrincipalFrom(ctx), owner: owner, op: op, args: digests}
+	rq.key = idempotency.Key(rq.principal, owner, id)
 	return rq, nil
 }
 
@@ -112,19 +109,7 @@ func (w *wtx) replay(rq *request, dest any) (bool, error) {
 	if err := json.Unmarshal([]byte(kept.Args), &args); err != nil {
 		return false, fmt.Errorf("%w: read the kept arguments of request %q: %v", errInternal, rq.id, err)
 	}
-	var differ []string
-	for name, d := range rq.args {
-		if args[name] != d {
-			differ = append(differ, name)
-		}
-	}
-	for name := range args {
-		if _, ok := rq.args[name]; !ok {
-			differ = append(differ, name)
-		}
-	}
-	if len(differ) > 0 {
-		slices.Sort(differ)
+	if differ := idempotency.Differ(rq.args, args); len(differ) > 0 {
 		return false, invalid("request_id", "%q was used for a %s with a different %s; a retry must repeat the write exactly (use a new request id for a new write; nothing was written)",
 			rq.id, kept.Op, strings.Join(differ, ", "))
 	}
@@ -145,7 +130,7 @@ func (w *wtx) replay(rq *request, dest any) (bool, error) {
 // keep records answer as rq's in w's transaction.
 func (w *wtx) keep(rq *request, answer any) error {
 	if c, ok := answer.(Claimed); ok {
-		c.Lease.Token = rq.sealToken(c.Lease.Token)
+		c.Lease.Token = idempotency.Seal(rq.id, rq.key, c.Lease.Token) // the kept form
 		answer = c
 	}
 	a, err := json.Marshal(answer)
@@ -260,9 +245,6 @@ func (s *Store) requestSweeper() {
 		}
 	}
 }
-
-// sealToken is the form of token kept in rq's answer (idempotency.Seal).
-func (rq *request) sealToken(token string) string { return idempotency.Seal(rq.id, rq.key, token) }
 
 // openToken is the token sealed as sealed.
 func (rq *request) openToken(sealed string) (string, error) {

@@ -4,6 +4,9 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -19,6 +22,38 @@ func Key(principal, owner, id string) string {
 func Digest(b []byte) string {
 	d := sha256.Sum256(b)
 	return hex.EncodeToString(d[:])
+}
+
+// Digests returns the Digest of each argument of args, JSON-encoded.
+func Digests(args map[string]any) (map[string]string, error) {
+	out := make(map[string]string, len(args))
+	for name, v := range args {
+		b, err := json.Marshal(v)
+		if err != nil {
+			return nil, fmt.Errorf("encode argument %s of a request: %w", name, err)
+		}
+		out[name] = Digest(b)
+	}
+	return out, nil
+}
+
+// Differ returns, sorted, the names of the arguments whose digests differ
+// between a and b, or that only one of them has: nil when the two are the
+// same write's.
+func Differ(a, b map[string]string) []string {
+	var names []string
+	for name, d := range a {
+		if e, ok := b[name]; !ok || e != d {
+			names = append(names, name)
+		}
+	}
+	for name := range b {
+		if _, ok := a[name]; !ok {
+			names = append(names, name)
+		}
+	}
+	slices.Sort(names)
+	return names
 }
 
 // tokenPad is the key stream that seals a claim token of n bytes kept for
