@@ -13,7 +13,12 @@ const DigestPrefix = "sha256:"
 // Digest returns "sha256:" followed by the lowercase hexadecimal SHA-256 of b.
 func Digest(b []byte) string {
 	sum := sha256.Sum256(b)
-	return DigestPrefix + hex.EncodeToString(sum[:])
+	// Written into one array and copied once into the string: a digest
+	// is made for every tool call's receipt.
+	var buf [len(DigestPrefix) + 2*sha256.Size]byte
+	copy(buf[:], DigestPrefix)
+	hex.Encode(buf[len(DigestPrefix):], sum[:])
+	return string(buf[:])
 }
 
 // DigestJSON returns the Digest of the RFC 8785 canonical form of v as

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/user"
 	"runtime/debug"
+	"sync"
 
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/tgsqlite"
 	"github.com/urfave/cli/v2"
@@ -16,7 +17,10 @@ import (
 // empty, the module version recorded by the Go toolchain is used.
 var version string
 
-func buildVersion() string {
+// buildVersion is the version this binary reports, worked out once: the build
+// information does not change while the process runs, and reading it parses
+// the whole module list (the bench's wire client names it in every request).
+var buildVersion = sync.OnceValue(func() string {
 	if version != "" {
 		return version
 	}
@@ -24,7 +28,7 @@ func buildVersion() string {
 		return bi.Main.Version
 	}
 	return "devel"
-}
+})
 
 // databaseFlag is the --database flag every command that touches the store takes.
 func databaseFlag() *cli.StringFlag {

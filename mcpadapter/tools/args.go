@@ -166,6 +166,14 @@ type args struct {
 	nodes []*args
 }
 
+// setArg sets m[k] = v, making m first if it is nil.
+func setArg[V any](m *map[string]V, k string, v V) {
+	if *m == nil {
+		*m = make(map[string]V, 4)
+	}
+	(*m)[k] = v
+}
+
 func (a *args) has(name string) bool { _, ok := a.raw[name]; return ok }
 
 // argError is a problem with the arguments of a tool call. It is answered as
@@ -210,7 +218,9 @@ var errArgsNotObject = errors.New("tool arguments must be a JSON object")
 // type and within bounds, and no lone UTF-16 surrogate in any string.
 // Numbers are read exactly, never through float64.
 func decodeArgs(raw json.RawMessage, fields []field) (*args, error) {
-	a := &args{raw: map[string]json.RawMessage{}, str: map[string]string{}, num: map[string]int64{}, bln: map[string]bool{}, lst: map[string][]string{}, tim: map[string]time.Time{}}
+	// Only raw is made up front: the typed maps are made by the first value
+	// they get (a call sets a few of them), reading a nil map gives the zero value.
+	a := &args{raw: map[string]json.RawMessage{}}
 	trimmed := bytes.TrimSpace(raw)
 	if len(trimmed) == 0 || string(trimmed) == "null" {
 		trimmed = []byte("{}")
@@ -287,25 +297,25 @@ func (a *args) check(f field, v json.RawMessage) error {
 		if err := checkString(f, s); err != nil {
 			return err
 		}
-		a.str[f.name] = s
+		setArg(&a.str, f.name, s)
 	case kindInt:
 		n, err := input.Int(v)
 		if err != nil || n < f.min || n > f.max {
 			return argErrorf("%s must be an integer between %d and %d (got %s)", f.name, f.min, f.max, input.Clip(string(v)))
 		}
-		a.num[f.name] = n
+		setArg(&a.num, f.name, n)
 	case kindEnum:
 		s, ok := input.String(v)
 		if !ok || !slices.Contains(f.enum, s) {
 			return argErrorf("%s must be one of %s (got %s)", f.name, strings.Join(f.enum, ", "), input.Clip(string(v)))
 		}
-		a.str[f.name] = s
+		setArg(&a.str, f.name, s)
 	case kindBool:
 		switch string(v) {
 		case "true":
-			a.bln[f.name] = true
+			setArg(&a.bln, f.name, true)
 		case "false":
-			a.bln[f.name] = false
+			setArg(&a.bln, f.name, false)
 		default:
 			return argErrorf("%s must be true or false", f.name)
 		}
@@ -338,7 +348,7 @@ func (a *args) check(f field, v json.RawMessage) error {
 			}
 			seen[s] = true
 		}
-		a.lst[f.name] = list
+		setArg(&a.lst, f.name, list)
 	case kindTagList:
 		var list []string
 		if err := json.Unmarshal(v, &list); err != nil {
@@ -352,7 +362,7 @@ func (a *args) check(f field, v json.RawMessage) error {
 				return fieldErrorf(f.name, "%s tag %q must match %s: a lower-case letter, then up to 63 lower-case letters, digits, '_', '.' or '-'", f.name, input.Clip(s), taskgraph.TagPattern)
 			}
 		}
-		a.lst[f.name] = list
+		setArg(&a.lst, f.name, list)
 	case kindText, kindProgress, kindUsage:
 		return a.checkReportArg(f, v)
 	case kindClaimNext:
@@ -388,7 +398,7 @@ func (a *args) check(f field, v json.RawMessage) error {
 		if err != nil {
 			return fieldErrorf(f.name, "%s must be an RFC 3339 timestamp such as 2026-03-01T12:00:00Z (got %q)", f.name, input.Clip(s))
 		}
-		a.tim[f.name] = t.UTC()
+		setArg(&a.tim, f.name, t.UTC())
 	}
 	return nil
 }

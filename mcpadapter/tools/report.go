@@ -68,7 +68,7 @@ func (a *args) checkReportArg(f field, v json.RawMessage) error {
 		if n := utf8.RuneCountInString(s); n > taskgraph.MaxStatusMessageBytes {
 			return argErrorf("%s must be at most %d characters and %d bytes (got %d characters)", f.name, taskgraph.MaxStatusMessageBytes, taskgraph.MaxStatusMessageBytes, n)
 		}
-		a.str[f.name] = s
+		setArg(&a.str, f.name, s)
 	case kindProgress:
 		m, err := reportObject(f.name, v, "done", "total")
 		if err != nil {

@@ -56,13 +56,17 @@ var ErrNotCanonical = errors.New("not canonical")
 // Sha256Hex is the lower-case hex SHA-256 digest of s, as the format records
 // digests of content.
 func Sha256Hex(s string) string {
-	h := sha256.Sum256([]byte(s))
-	return hex.EncodeToString(h[:])
+	return hashHex([]byte(s))
 }
 
+// hashHex is the lowercase hexadecimal SHA-256 of b, encoded into an array
+// and copied once into the string (hex.EncodeToString allocates twice): a
+// write hashes each event it appends several times.
 func hashHex(b []byte) string {
 	h := sha256.Sum256(b)
-	return hex.EncodeToString(h[:])
+	var x [2 * sha256.Size]byte
+	hex.Encode(x[:], h[:])
+	return string(x[:])
 }
 
 // TaskStateJSON is the canonical JSON of the task state an event leaves:
