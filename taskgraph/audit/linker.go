@@ -61,8 +61,10 @@ const linkSoon = linkBatch / 2
 // also looks for journaled events every linkEvery, so that the events of a
 // process that stopped before linking them are linked by another. Any
 // number of linkers (one per store, on any number of replicas) may run at
-// once: linking locks the workflows' rows, so they take turns on a
-// workflow, and each moves what the journal holds, in journal order.
+// once: linking locks the workflows' rows, so one at a time links a
+// workflow, and each moves what the journal holds, in journal order. A
+// linker's own passes wait for no row (see linkWorkflows): a workflow held
+// by another (most often another replica's linker) joins the next pass.
 type Linker struct {
 	drv  tgdriver.Driver
 	log  *slog.Logger
