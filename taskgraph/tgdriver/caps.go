@@ -1,6 +1,10 @@
 package tgdriver
 
-import "github.com/graph-engineering/graph-engineering-mcp/lease"
+import (
+	"context"
+
+	"github.com/graph-engineering/graph-engineering-mcp/lease"
+)
 
 // A driver's optional capabilities are the interfaces of this file: a driver
 // that has one implements it, and the domain asserts them once, when it
@@ -20,4 +24,20 @@ import "github.com/graph-engineering/graph-engineering-mcp/lease"
 type SharedClock interface {
 	// Clock returns the replicas' shared clock.
 	Clock() lease.Clock
+}
+
+// JournalTryLocker is a Tx of a driver that journals events
+// (Info.JournalEvents) whose background linking passes skip what they need
+// not wait for. The linker (audit.Linker) asserts it on the Tx of each of
+// its own passes; readers that link before they read still wait
+// (Tx.LockChains).
+type JournalTryLocker interface {
+	// TryLockJournaled locks, without waiting, the rows of those workflows
+	// of workflowIDs that have journaled events, in workflow id order, and
+	// returns them with their chain heads (locked); busy names those with
+	// journaled events whose row another transaction holds, which were not
+	// locked. A workflow without journaled events, or without a row, is in
+	// neither. It reads the journal without locks first, so a pass that
+	// finds nothing to link writes nothing: its commit flushes no WAL.
+	TryLockJournaled(ctx context.Context, workflowIDs []string) (locked []WorkflowRow, busy []string, err error)
 }

@@ -238,8 +238,9 @@
 // a completion made ready, the completion of a claimed task) has the
 // higher event id, the journal's order; events that do not depend on each
 // other may be linked in either order. Any replica's linker may link any
-// workflow (they take turns on its row), so events a replica journaled
-// before it stopped are linked by another. Readers of the history link
+// workflow (one at a time holds its row: a linker's own pass skips a row
+// another holds, see "Replicas on one database"), so events a replica
+// journaled before it stopped are linked by another. Readers of the history link
 // first; Reads show journaled events after the linked ones, with Seq 0,
 // each event once (one statement: an event the linker links meanwhile is
 // either linked or journaled in its snapshot).
@@ -395,6 +396,41 @@
 // 779/868 after (one replica 550-770 either way). Two replicas now make
 // 1.4-1.5 times one replica's COMMITs, 1.9-2.3 before. The rest of the
 // gap is the hot batches: a replica's batch holds at most its own callers.
+//
+// The rule for the linkers: a linker's own pass (kicked, or its look at
+// the whole journal every second) waits for no workflow's row and writes
+// nothing when it finds nothing (TryLockJournaled, one statement: which of
+// its workflows have journaled events, an EXISTS probe of
+// event_journal_by_workflow each without locks, then those rows FOR NO
+// KEY UPDATE SKIP LOCKED). A pass that finds nothing journaled, or only
+// rows another transaction holds, locks nothing, so it takes no xid and
+// its COMMIT flushes no WAL; a workflow whose row was held (most often by
+// another replica's linker, which links what was journaled before it read
+// the journal) joins the linker's next pass, without a pass of its own
+// (one of its own made two replicas' linkers pass 1.3-1.7 times as often,
+// each linking a few events); the look at the whole journal every second
+// links it at the latest. Readers that link before they read still wait
+// (LockChains), so a history read sees every event committed before it
+// linked. Plans pinned by TestTryLockJournaledPlanByIndex (generic and
+// custom); TestTryLockJournaledSkipsEmptyAndHeld (no xid for a pass that
+// finds nothing; a held row reported busy, not waited for) and
+// audit's TestLinkerPassSkipsHeldAndKeepsThem. Measured with bench
+// --database URL --tasks 5000 --workers 8 --replicas 1|2 --json, a fresh
+// database a run, base and new binaries and 1 and 2 replicas alternated,
+// three rounds, load 11-16 (pg_stat_statements, pg_stat_activity sampled
+// every 50 ms): two replicas' backends waiting on a lock (Lock:*) in
+// 2/146, 8/148, 6/152 samples before, 0/168, 0/138, 0/136 after; their
+// empty passes, each a COMMIT with a WAL flush before, 10-11 a run before,
+// 18-22 after with none flushed; passes that linked 86-94 before, 77-97
+// after (one replica 81-91, unchanged); COMMITs per cycle, two replicas
+// 0.329/0.280/0.288 before, 0.295/0.288/0.280 after (one replica 0.27
+// either way; the hot batches decide it: 1,256-1,511 a run for two
+// replicas, 1,251 for one). Throughput, two replicas over one, same
+// rounds: 0.87/0.84/1.09 before, 1.07/1.16/1.11 after (at this load a
+// run's time varies by half, so the counts are the firmer figures). At
+// load 4-5 before the change, two replicas already ran the hot batches and
+// COMMITs of one (1,252-1,261 batches, 1,345-1,360 COMMITs against 1,250
+// and 1,317-1,345) at 0.93-0.97 of one replica's cycles per second.
 //
 // # Claim-next
 //

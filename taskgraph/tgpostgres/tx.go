@@ -23,6 +23,7 @@ type wtx struct {
 }
 
 var _ tgdriver.Tx = (*wtx)(nil)
+var _ tgdriver.JournalTryLocker = (*wtx)(nil)
 
 func nullStr(s string) any {
 	if s == "" {
@@ -327,12 +328,66 @@ func (w *wtx) LockChains(ctx context.Context, workflowIDs []string) ([]tgdriver.
 	return out, nil
 }
 
+// tryLockJournaledSQL is TryLockJournaled's one statement: which of the
+// workflows have journaled events (an EXISTS probe of
+// event_journal_by_workflow each, without locks), then their rows locked
+// FOR NO KEY UPDATE SKIP LOCKED in workflow id order, and for each a row
+// that says whether it was locked (its columns) or busy (held by another
+// transaction) or gone (no row).
+const tryLockJournaledSQL = `WITH j AS MATERIALIZED (
+		SELECT DISTINCT u.wf FROM unnest($1::text[]) AS u(wf)
+		WHERE EXISTS (SELECT 1 FROM event_journal e WHERE e.workflow_id = u.wf)),
+	l AS MATERIALIZED (
+		SELECT ` + workflowColumns + ` FROM workflows WHERE workflow_id = ANY (ARRAY(SELECT wf FROM j))
+		ORDER BY workflow_id COLLATE "C" FOR NO KEY UPDATE SKIP LOCKED)
+	SELECT j.wf, l.workflow_id IS NOT NULL, l.workflow_id IS NULL AND w.workflow_id IS NOT NULL,
+		COALESCE(l.task_count, 0), COALESCE(l.event_count, 0), COALESCE(l.head_hash, ''),
+		COALESCE(l.created_at_ms, 0), COALESCE(l.updated_at_ms, 0)
+	FROM j LEFT JOIN l ON l.workflow_id = j.wf LEFT JOIN workflows w ON w.workflow_id = j.wf
+	ORDER BY j.wf COLLATE "C"`
+
+// TryLockJournaled implements tgdriver.JournalTryLocker in one statement
+// (tryLockJournaledSQL). A pass that finds no journaled event, or only
+// rows another linker holds, locks no row, so its transaction takes no
+// transaction id and its COMMIT writes and flushes no WAL; a linker that
+// finds a workflow's row held moves on instead of queueing behind the
+// holder's commit (see package doc, "Replicas on one database").
+func (w *wtx) TryLockJournaled(ctx context.Context, workflowIDs []string) ([]tgdriver.WorkflowRow, []string, error) {
+	rows, err := w.c.Query(ctx, tryLockJournaledSQL, workflowIDs)
+	if err != nil {
+		return nil, nil, w.fail(ctx, "lock journaled workflows", err)
+	}
+	defer rows.Close()
+	var locked []tgdriver.WorkflowRow
+	var busy []string
+	for rows.Next() {
+		var r tgdriver.WorkflowRow
+		var got, held bool
+		if err := rows.Scan(&r.WorkflowID, &got, &held, &r.TaskCount, &r.EventCount, &r.HeadHash, &r.CreatedAtMS, &r.UpdatedAtMS); err != nil {
+			return nil, nil, w.fail(ctx, "lock journaled workflows", err)
+		}
+		switch {
+		case got:
+			locked = append(locked, r)
+		case held:
+			busy = append(busy, r.WorkflowID)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, nil, w.fail(ctx, "lock journaled workflows", err)
+	}
+	return locked, busy, nil
+}
+
+// journaledEventsSQL is JournaledEvents' statement.
+var journaledEventsSQL = `SELECT ` + unlinkedColumns + ` FROM event_journal j JOIN events e ON e.event_id = j.journal_id
+		WHERE j.workflow_id = ANY($1::text[]) ORDER BY j.journal_id LIMIT $2`
+
 // JournaledEvents returns the first limit journaled events of the
 // workflows of workflowIDs, in journal order: the bodies the journal's
 // entries point to.
 func (w *wtx) JournaledEvents(ctx context.Context, workflowIDs []string, limit int) ([]tgdriver.EventRow, error) {
-	rows, err := w.c.Query(ctx, `SELECT `+unlinkedColumns+` FROM event_journal j JOIN events e ON e.event_id = j.journal_id
-		WHERE j.workflow_id = ANY($1::text[]) ORDER BY j.journal_id LIMIT $2`, workflowIDs, limit)
+	rows, err := w.c.Query(ctx, journaledEventsSQL, workflowIDs, limit)
 	if err != nil {
 		return nil, w.fail(ctx, "read the journal", err)
 	}
