@@ -57,6 +57,15 @@ func TestCancelRacingAnotherWriterRunsAgain(t *testing.T) {
 		changed bool
 		err     error
 	}
+	// The wait is watched from a connection of its own: inside tx,
+	// pg_stat_activity is a snapshot taken at its first read, so a count
+	// read there before the cancel waited stays 0 (the test hung on a
+	// loaded machine, where the cancel came second).
+	watch, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer watch.Close(context.Background())
 	done := make(chan answer, 1)
 	go func() {
 		t, changed, err := s.CancelTask(ctx, id, "racing")
@@ -65,7 +74,7 @@ func TestCancelRacingAnotherWriterRunsAgain(t *testing.T) {
 	// The store's only transaction is the cancel: a lock wait is its update.
 	testwait.For(t, "the cancel's update to wait for the task's row", func() bool {
 		var n int
-		if err := conn.QueryRow(ctx, `SELECT COUNT(*) FROM pg_stat_activity WHERE datname = current_database()
+		if err := watch.QueryRow(ctx, `SELECT COUNT(*) FROM pg_stat_activity WHERE datname = current_database()
 			AND wait_event_type = 'Lock'`).Scan(&n); err != nil {
 			t.Fatal(err)
 		}
