@@ -226,7 +226,11 @@ func (l *hotLane) loop(batch []*hotOp) {
 			want = min(want+len(l.queue), l.maxBatch)
 		}
 		if gather, takes := l.pace.Gather(took), l.takes; len(l.queue) < want && gather > 0 {
-			l.waitLocked(timer, gather, func() bool { return len(l.queue) >= want || l.takes != takes })
+			waited := time.Now()
+			back := l.waitLocked(timer, gather, func() bool { return len(l.queue) >= want || l.takes != takes })
+			l.pace.Back(time.Since(waited), back, gather)
+		} else if len(l.queue) >= want {
+			l.pace.Back(0, true, 0) // back before the answers were out
 		}
 		if len(l.queue) > 0 && !l.pace.Start(l.running-l.holding-1, l.callers) {
 			l.holding++

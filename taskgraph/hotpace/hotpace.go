@@ -18,7 +18,7 @@ const MaxHold = 100 * time.Millisecond
 // MaxGather bounds how long a lane waits, after answering a batch, for the
 // callers it answered to come back before it starts the next batch
 // (Gather).
-const MaxGather = 2 * time.Millisecond
+const MaxGather = 5 * time.Millisecond
 
 // minHold is the hold before the lane has timed a batch.
 const minHold = 2 * time.Millisecond
@@ -30,6 +30,9 @@ type Pacer struct {
 	enough int
 	// took is the moving average of a batch's time, in nanoseconds.
 	took atomic.Int64
+	// back is the moving average of how long a batch's callers took to
+	// come back (Back), in nanoseconds.
+	back atomic.Int64
 }
 
 // New returns a pacer for a lane of at most max batches at once that runs
@@ -84,10 +87,34 @@ func (p *Pacer) Took(d time.Duration) {
 }
 
 // Gather is how long a lane waits, after answering a batch that took d,
-// for the callers it answered to come back before it starts the next:
-// a quarter of d, at most MaxGather. Waiting for a caller costs less than
-// the commit of a batch of its own, which a caller that comes back late
-// pays (or makes the next batch wait a batch's time for it).
+// for the callers it answered to come back before it starts the next: a
+// quarter of d, or longer when its callers have been coming back later
+// than that (Back: a quarter more than their average), but never longer
+// than d itself nor MaxGather. Waiting for a caller costs less than the
+// commit of a batch of its own, which a caller that comes back late pays
+// (or makes the next batch wait a batch's time for it). A wait ends as
+// soon as the callers are back, so callers that come back at once (in
+// process) are never held longer; callers that come back later (over
+// HTTP, through the client, the network and the server's request path)
+// are waited for rather than left for the next batch. A lone caller never
+// waits for a gather: its own return ends it.
 func (p *Pacer) Gather(d time.Duration) time.Duration {
-	return min(d/4, MaxGather)
+	g := d / 4
+	if b := time.Duration(p.back.Load()); b+b/4 > g {
+		g = min(b+b/4, d)
+	}
+	return min(g, MaxGather)
+}
+
+// Back records a gather's outcome: the callers came back (all) after
+// waited, or not all within the gather's limit, when they are taken as
+// twice as late as that, so that the lane waits longer the next time
+// (up to Gather's bounds).
+func (p *Pacer) Back(waited time.Duration, all bool, limit time.Duration) {
+	if !all {
+		waited = 2 * limit
+	}
+	// A moving average over about 8 gathers, as Took.
+	old := p.back.Load()
+	p.back.Store(old + (int64(waited)-old)/8)
 }

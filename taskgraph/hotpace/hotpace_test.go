@@ -75,3 +75,50 @@ func TestGatherIsAQuarterOfABatchUpToMaxGather(t *testing.T) {
 		t.Fatalf("MaxGather %v must stay far below MaxHold %v: a heartbeat waits for both", MaxGather, MaxHold)
 	}
 }
+
+func TestGatherWaitsLongerForCallersThatComeBackLate(t *testing.T) {
+	t.Parallel()
+	const d = 8 * time.Millisecond // a batch's time: a quarter is 2ms
+	// Callers that come back at once (in process) leave the gather at a
+	// quarter of the batch.
+	quick := New(1, 0)
+	for range 50 {
+		quick.Back(50*time.Microsecond, true, 0)
+	}
+	if got := quick.Gather(d); got != d/4 {
+		t.Fatalf("gather with callers back in 50us = %v, want d/4 = %v", got, d/4)
+	}
+	// Callers that come back after 3ms (over HTTP, a loaded machine): the
+	// gathers of a quarter time out, and the lane learns to wait longer,
+	// a quarter more than their return time.
+	late := New(1, 0)
+	for range 50 {
+		if g := late.Gather(d); g >= 3*time.Millisecond {
+			late.Back(3*time.Millisecond, true, g)
+		} else {
+			late.Back(g, false, g)
+		}
+	}
+	if got := late.Gather(d); got < 3*time.Millisecond || got > 4*time.Millisecond {
+		t.Fatalf("gather with callers back in 3ms = %v, want 3ms-4ms (their return, a quarter more)", got)
+	}
+	// Never longer than the batch itself, nor MaxGather.
+	if got := late.Gather(time.Millisecond); got != time.Millisecond {
+		t.Fatalf("gather after a 1ms batch = %v, want at most the batch's time", got)
+	}
+	never := New(1, 0)
+	for range 100 {
+		g := never.Gather(time.Second)
+		never.Back(g, false, g)
+	}
+	if got := never.Gather(time.Second); got != MaxGather {
+		t.Fatalf("gather with callers that never come back = %v, want MaxGather %v", got, MaxGather)
+	}
+	// Callers back quickly again bring it down.
+	for range 100 {
+		never.Back(0, true, 0)
+	}
+	if got := never.Gather(d); got != d/4 {
+		t.Fatalf("gather after callers came back at once = %v, want d/4", got)
+	}
+}
