@@ -225,13 +225,9 @@ func (l *hotLane) loop(batch []*hotOp) {
 		if l.pace.Max() == 1 { // the next batch takes those queued too
 			want = min(want+len(l.queue), l.maxBatch)
 		}
-		if gather, takes := l.pace.Gather(took), l.takes; len(l.queue) < want && gather > 0 {
-			waited := time.Now()
-			back := l.waitLocked(timer, gather, func() bool { return len(l.queue) >= want || l.takes != takes })
-			l.pace.Back(time.Since(waited), back, gather)
-		} else if len(l.queue) >= want {
-			l.pace.Back(0, true, 0) // back before the answers were out
-		}
+		gather, takes, waited := l.pace.Gather(took), l.takes, time.Now()
+		back := len(l.queue) >= want || gather > 0 && l.waitLocked(timer, gather, func() bool { return len(l.queue) >= want || l.takes != takes })
+		l.pace.Back(time.Since(waited), back, gather) // how late the callers came back
 		if len(l.queue) > 0 && !l.pace.Start(l.running-l.holding-1, l.callers) {
 			l.holding++
 			l.waitLocked(timer, l.pace.Hold(), func() bool { return len(l.queue) == 0 || l.pace.Start(l.running-l.holding, l.callers) })
