@@ -53,15 +53,8 @@ func appendOne(tx tgdriver.Tx, r tgdriver.TaskRow, kind string, now int64) error
 }
 
 func benchDriver(b *testing.B, tasks int) *Driver {
-	d, err := Open(context.Background(), filepath.Join(b.TempDir(), "tasks.db"), Options{Sync: SyncNormal})
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { d.Close() })
-	if err := d.Start(tgdriver.Hooks{}); err != nil {
-		b.Fatal(err)
-	}
-	err = d.Write(context.Background(), func(tx tgdriver.Tx) error {
+	d := startedDriver(b)
+	err := d.Write(context.Background(), func(tx tgdriver.Tx) error {
 		ctx := context.Background()
 		for i := range tasks {
 			wf := "wf" + strconv.Itoa(i%64)
@@ -114,16 +107,9 @@ func BenchmarkCycleParallel(b *testing.B) {
 // statement is prepared once (KeyHead's CAST): 72 µs a call here, where a
 // bare parameter made SQLite prepare it again at every call (166 µs).
 func BenchmarkKeyHead(b *testing.B) {
-	d, err := Open(context.Background(), filepath.Join(b.TempDir(), "tasks.db"), Options{Sync: SyncNormal})
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { d.Close() })
-	if err := d.Start(tgdriver.Hooks{}); err != nil {
-		b.Fatal(err)
-	}
+	d := startedDriver(b)
 	ctx := context.Background()
-	err = d.Write(ctx, func(tx tgdriver.Tx) error {
+	err := d.Write(ctx, func(tx tgdriver.Tx) error {
 		if _, err := tx.EnsureWorkflow(ctx, "wf", 1); err != nil {
 			return err
 		}
@@ -145,4 +131,17 @@ func BenchmarkKeyHead(b *testing.B) {
 			b.Fatalf("KeyHead: %v, %v", ok, err)
 		}
 	}
+}
+
+// startedDriver opens a driver on a new file in b's folder and starts it.
+func startedDriver(b *testing.B) *Driver {
+	d, err := Open(context.Background(), filepath.Join(b.TempDir(), "tasks.db"), Options{Sync: SyncNormal})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { d.Close() })
+	if err := d.Start(tgdriver.Hooks{}); err != nil {
+		b.Fatal(err)
+	}
+	return d
 }
