@@ -207,8 +207,19 @@ func (l *Linker) LinkWorkflows(ctx context.Context, workflowIDs []string) error 
 	return err
 }
 
+// errWaitForRows ends a reader's transaction that found a journaled
+// workflow's row held (TryLockJournaled), having written nothing: it runs
+// again locking every row, waiting (LockChains), so that the rows are
+// taken in workflow id order as every writer takes them.
+var errWaitForRows = errors.New("a journaled workflow's row is held: lock them all, waiting")
+
 // linkWorkflows is LinkWorkflows, and reports how many events it linked.
-// With try, and a Tx that is a tgdriver.JournalTryLocker, it waits for no
+// With a Tx that is a tgdriver.JournalTryLocker, it first looks for the
+// workflows that have journaled events and locks only those, without
+// waiting: when none has, it locks nothing (its commit flushes no WAL, as
+// a history read that links first would otherwise on every read); when a
+// reader (not try) finds one held, it locks them all again, waiting.
+// With try, it waits for no
 // workflow's row: it links the workflows with journaled events whose rows
 // it could lock at once and returns the others that have some (busy); a
 // pass that finds nothing journaled locks nothing, so its commit flushes
@@ -221,6 +232,7 @@ func (l *Linker) linkWorkflows(ctx context.Context, workflowIDs []string, try bo
 	}
 	skipped := map[string]struct{}{}
 	defer func() { busy = slices.Sorted(maps.Keys(skipped)) }()
+	wait := false // a reader met a held row: it locks them all, waiting
 	for {
 		n := 0
 		var held []string
@@ -229,10 +241,13 @@ func (l *Linker) linkWorkflows(ctx context.Context, workflowIDs []string, try bo
 			ids := workflowIDs
 			var heads []tgdriver.WorkflowRow
 			var err error
-			if t, ok := tx.(tgdriver.JournalTryLocker); try && ok {
+			if t, ok := tx.(tgdriver.JournalTryLocker); ok && !wait {
 				heads, held, err = t.TryLockJournaled(ctx, workflowIDs)
 				if err != nil {
 					return fmt.Errorf("lock workflows: %w", err)
+				}
+				if !try && len(held) > 0 {
+					return errWaitForRows
 				}
 				if len(heads) == 0 {
 					return nil
@@ -277,6 +292,10 @@ func (l *Linker) linkWorkflows(ctx context.Context, workflowIDs []string, try bo
 			n = len(evs)
 			return nil
 		})
+		if errors.Is(err, errWaitForRows) {
+			wait = true
+			continue
+		}
 		for _, wf := range held {
 			skipped[wf] = struct{}{}
 		}

@@ -44,8 +44,9 @@ func (t *passTx) JournaledEvents(context.Context, []string, int) ([]tgdriver.Eve
 // TestLinkerPassSkipsHeldAndKeepsThem: the linker's own passes lock
 // without waiting (TryLockJournaled, never LockChains), and a workflow
 // whose row another transaction held joins the next pass rather than being
-// dropped (or passed over at once); readers' linking (LinkWorkflows) still
-// waits for the rows (LockChains).
+// dropped (or passed over at once); readers' linking (LinkWorkflows)
+// locks nothing when nothing is journaled, and waits for the rows
+// (LockChains) when one is held.
 func TestLinkerPassSkipsHeldAndKeepsThem(t *testing.T) {
 	ctx := context.Background()
 	tx := &passTx{busy: []string{"a"}}
@@ -71,7 +72,16 @@ func TestLinkerPassSkipsHeldAndKeepsThem(t *testing.T) {
 	if err := l.LinkWorkflows(ctx, []string{"a"}); err != nil {
 		t.Fatal(err)
 	}
-	if tx.lockChains != 1 || len(tx.tried) != 1 {
-		t.Errorf("LinkWorkflows: LockChains %d times, TryLockJournaled %d; want 1 and 1 (a reader waits)", tx.lockChains, len(tx.tried))
+	if tx.lockChains != 1 || len(tx.tried) != 2 {
+		t.Errorf("LinkWorkflows of a held workflow: LockChains %d times, TryLockJournaled %d; want 1 and 2 (a reader looks, then waits)", tx.lockChains, len(tx.tried))
+	}
+	// A reader's link of workflows with nothing journaled locks nothing,
+	// so its transaction writes no WAL.
+	tx.busy = nil
+	if err := l.LinkWorkflows(ctx, []string{"b"}); err != nil {
+		t.Fatal(err)
+	}
+	if tx.lockChains != 1 || len(tx.tried) != 3 {
+		t.Errorf("LinkWorkflows with nothing journaled: LockChains %d times in all, TryLockJournaled %d; want still 1, and 3", tx.lockChains, len(tx.tried))
 	}
 }

@@ -410,9 +410,14 @@
 // the journal) joins the linker's next pass, without a pass of its own
 // (one of its own made two replicas' linkers pass 1.3-1.7 times as often,
 // each linking a few events); the look at the whole journal every second
-// links it at the latest. Readers that link before they read still wait
-// (LockChains), so a history read sees every event committed before it
-// linked. Plans pinned by TestTryLockJournaledPlanByIndex (generic and
+// links it at the latest. Readers that link before they read look the
+// same way first: with nothing journaled they lock nothing (a history
+// read took an xid and flushed WAL at every read before), and when a
+// journaled workflow's row is held they lock them all again, waiting
+// (LockChains, in workflow id order), so a history read sees every event
+// committed before it linked. 500 reads of a task's events (TaskEvents)
+// after everything was linked: 48 KB of WAL and about 456 WAL syncs
+// before, none after. Plans pinned by TestTryLockJournaledPlanByIndex (generic and
 // custom); TestTryLockJournaledSkipsEmptyAndHeld (no xid for a pass that
 // finds nothing; a held row reported busy, not waited for) and
 // audit's TestLinkerPassSkipsHeldAndKeepsThem. Measured with bench
