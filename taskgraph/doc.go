@@ -144,8 +144,9 @@
 // queued: 1 index entry, was 10,000; TestClaimScanReadsOnlyClosedKeys). A
 // batch whose candidates' keys closed under it (its own claims,
 // or another transaction's) scans again for those claims. A claim whose
-// key's slot freed wakes one parked claim-next for the key's next task
-// (KeyHead, through the ready notifications); a parked claim held back by
+// capped key's slot freed wakes one parked claim-next for the key's next
+// task (FreeKey, through the ready notifications; a key without a cap
+// holds no claim back, so it wakes none); a parked claim held back by
 // a rate sleeps until the rate opens, and a claim-next that finds nothing
 // because of a rate says when (Claimed.NextClaimableAt, on a completion's
 // next claim too): the earliest key held back by its rate that has a task

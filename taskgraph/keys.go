@@ -151,26 +151,22 @@ func (w *wtx) heldKey(k tgdriver.KeyRow) {
 }
 
 // keyFreed records that a claim of a task of key ended in this
-// transaction (the schema gave its slot back): once it commits, a parked
-// claim-next that may take the key's next claimable task is woken, here
-// and on other replicas.
+// transaction (the schema gave its slot back): once it commits, when the
+// key has a cap, a parked claim-next that may take the key's next
+// claimable task is woken, here and on other replicas (tgdriver's
+// FreeKey). A key without a cap held no claim back: the task a release or
+// an expiry makes claimable again wakes a claim of its own (wakeWaiters).
 func (w *wtx) keyFreed(key string) error {
 	if key == "" {
 		return nil
 	}
-	t, ok, err := w.tx.KeyHead(w.ctx, key)
-	if err != nil {
-		return err
+	// A capped key's next task wakes a claim; an idle key's row without a
+	// limit goes, so that rows of keys used once do not pile up.
+	t, ok, err := w.tx.FreeKey(w.ctx, key)
+	if err == nil && ok {
+		w.out.ready = append(w.out.ready, readyRef{Workflow: t.WorkflowID, Requires: t.Requires})
 	}
-	if !ok {
-		// No task of the key is ready: its row goes if it holds no claim
-		// and no limit (the delete's own predicate), so that rows of
-		// keys used once do not pile up. Its next claim makes it again.
-		_, err := w.tx.PruneKey(w.ctx, key)
-		return err
-	}
-	w.out.ready = append(w.out.ready, readyRef{Workflow: t.WorkflowID, Requires: t.Requires})
-	return nil
+	return err
 }
 
 // keyPruneBatch bounds the keys one transaction of PruneIdleKeys looks at.

@@ -318,11 +318,16 @@ type Tx interface {
 	// EnsureKey creates concurrency key key, with no limits, if it does
 	// not exist.
 	EnsureKey(ctx context.Context, key string, nowMS int64) error
-	// PruneKey deletes the row of concurrency key key if it holds no claim
-	// and no limit (claimed, max_claimed and rate_count 0), in the delete's
-	// own predicate: such a row is what a missing row means. pruned is
-	// false when the row is not there or holds a claim or a limit.
-	PruneKey(ctx context.Context, key string) (pruned bool, err error)
+	// FreeKey is what the end of a claim of concurrency key key leaves to
+	// do, in one statement where the driver can: when the key has a cap
+	// (a claim may wait for its slot), its first claimable task, as
+	// KeyHead finds it (ok true: a parked claim is woken for it); else,
+	// when its row holds no claim and no limit (claimed, max_claimed and
+	// rate_count 0) and the key has no claimable task, the row is deleted,
+	// in the delete's own predicate (such a row is what a missing row
+	// means; its next claim makes it again). A key without a cap wakes
+	// nobody: no claim waits for its slots.
+	FreeKey(ctx context.Context, key string) (head TaskRow, ok bool, err error)
 	// PruneIdleKeys looks at the first limit concurrency keys after after
 	// in key order ("" from the first) and deletes those that hold no
 	// claim, no limit and no claimable task (pending, due now), in the

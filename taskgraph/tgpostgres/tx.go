@@ -849,15 +849,28 @@ func (w *wtx) EnsureKey(ctx context.Context, key string, nowMS int64) error {
 	return nil
 }
 
-// PruneKey deletes key's row if it holds no claim and no limit. A
-// transaction that holds the row (a claim taking a slot) makes the delete
-// wait and then see its claim.
-func (w *wtx) PruneKey(ctx context.Context, key string) (bool, error) {
-	tag, err := w.c.Exec(ctx, `DELETE FROM concurrency_keys WHERE key = $1 AND claimed = 0 AND max_claimed = 0 AND rate_count = 0`, key)
-	if err != nil {
-		return false, w.fail(ctx, "prune concurrency key", err)
+// freeKeySQL is FreeKey's one statement: the delete of an idle key's row
+// without a limit (a data-modifying CTE runs whether or not it is read;
+// a transaction that holds the row makes it wait and then see its claim),
+// and the key's first claimable task when the key has a cap.
+var freeKeySQL = `WITH pruned AS (DELETE FROM concurrency_keys c WHERE c.key = $1 AND c.claimed = 0 AND c.max_claimed = 0 AND c.rate_count = 0
+		AND NOT EXISTS (SELECT 1 FROM tasks t WHERE t.concurrency_key = $1 AND t.concurrency_key <> '' AND t.state = 'pending' AND t.due_at_ms = 0)
+		RETURNING 1)
+	SELECT ` + taskColumns + ` FROM tasks
+	WHERE EXISTS (SELECT 1 FROM concurrency_keys k WHERE k.key = $1 AND k.max_claimed > 0)
+		AND concurrency_key = $1 AND concurrency_key <> '' AND state = 'pending' AND due_at_ms = 0 AND ` + notPaused + `
+	ORDER BY priority DESC, seq LIMIT 1`
+
+// FreeKey implements tgdriver.Tx.FreeKey in one statement (freeKeySQL).
+func (w *wtx) FreeKey(ctx context.Context, key string) (tgdriver.TaskRow, bool, error) {
+	t, err := scanTask(w.c.QueryRow(ctx, freeKeySQL, key))
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return tgdriver.TaskRow{}, false, nil
+	case err != nil:
+		return tgdriver.TaskRow{}, false, w.fail(ctx, "free a slot of a concurrency key", err)
 	}
-	return tag.RowsAffected() == 1, nil
+	return t, true, nil
 }
 
 // PruneIdleKeys deletes the idle keys without a limit among the limit

@@ -563,14 +563,27 @@ func (t *wtx) EnsureKey(_ context.Context, key string, nowMS int64) error {
 	return nil
 }
 
-// PruneKey deletes key's row if it holds no claim and no limit.
-func (t *wtx) PruneKey(_ context.Context, key string) (bool, error) {
-	res, err := t.exec(`DELETE FROM concurrency_keys WHERE key = ? AND claimed = 0 AND max_claimed = 0 AND rate_count = 0`, key)
-	if err != nil {
-		return false, fmt.Errorf("prune concurrency key %q: %w", key, err)
+// FreeKey implements tgdriver.Tx.FreeKey: the key's row (a primary key
+// read), then KeyHead for a capped key or the guarded delete for an idle
+// one. SQLite's statements are calls, not round trips.
+func (t *wtx) FreeKey(ctx context.Context, key string) (tgdriver.TaskRow, bool, error) {
+	var maxClaimed, claimed, rate int
+	switch err := t.queryRow(bg, `SELECT max_claimed, claimed, rate_count FROM concurrency_keys WHERE key = ?`, key).Scan(&maxClaimed, &claimed, &rate); {
+	case errors.Is(err, sql.ErrNoRows):
+		return tgdriver.TaskRow{}, false, nil
+	case err != nil:
+		return tgdriver.TaskRow{}, false, fmt.Errorf("read concurrency key %q: %w", key, err)
+	case maxClaimed > 0:
+		return t.KeyHead(ctx, key)
+	case claimed > 0 || rate > 0:
+		return tgdriver.TaskRow{}, false, nil
 	}
-	n, err := res.RowsAffected()
-	return n == 1, err
+	if _, err := t.exec(`DELETE FROM concurrency_keys WHERE key = ? AND claimed = 0 AND max_claimed = 0 AND rate_count = 0
+		AND NOT EXISTS (SELECT 1 FROM tasks INDEXED BY tasks_ready_by_key WHERE concurrency_key = CAST(? AS TEXT) AND concurrency_key <> ''
+			AND state = 'pending' AND due_at_ms = 0)`, key, key); err != nil {
+		return tgdriver.TaskRow{}, false, fmt.Errorf("prune concurrency key %q: %w", key, err)
+	}
+	return tgdriver.TaskRow{}, false, nil
 }
 
 // PruneIdleKeys deletes the idle keys without a limit among the limit

@@ -14,7 +14,7 @@ var keyTests = []test{
 	{"Rows", testKeyRows},
 	{"ScansPassOverClosedKeys", testKeyScans},
 	{"ClaimEndGivesSlotBack", testKeySlotBack},
-	{"PruneOnlyIdleWithoutLimit", testKeyPrune},
+	{"FreeWakesCappedPrunesIdle", testFreeKey},
 	{"PruneIdleKeysWalksEveryKeyOnce", testPruneIdleKeys},
 	{"RateHeldKeysInOpeningOrder", testRateHeldKeys},
 }
@@ -40,21 +40,33 @@ func (e *env) setKeys(ks ...tgdriver.KeyRow) {
 	})
 }
 
-// testKeyPrune: PruneKey deletes a row only when it holds no claim and no
-// limit.
-func testKeyPrune(t *testing.T, h Harness) {
+// testFreeKey: FreeKey answers a capped key's first claimable task (a
+// claim may wait for its slot), and nothing for a key without a cap; it
+// deletes a row only when it holds no claim and no limit and the key has
+// no claimable task.
+func testFreeKey(t *testing.T, h Harness) {
 	e := newEnv(t, h)
-	e.setKeys(tgdriver.KeyRow{Key: "idle"}, tgdriver.KeyRow{Key: "held", Claimed: 1},
-		tgdriver.KeyRow{Key: "capped", MaxClaimed: 2}, tgdriver.KeyRow{Key: "rated", RateCount: 1, RateIntervalMS: 10})
-	for key, want := range map[string]bool{"idle": true, "held": false, "capped": false, "rated": false, "missing": false} {
+	e.setKeys(tgdriver.KeyRow{Key: "idle"}, tgdriver.KeyRow{Key: "queued"}, tgdriver.KeyRow{Key: "held", Claimed: 1},
+		tgdriver.KeyRow{Key: "capped", MaxClaimed: 2}, tgdriver.KeyRow{Key: "cappedempty", MaxClaimed: 2},
+		tgdriver.KeyRow{Key: "rated", RateCount: 1, RateIntervalMS: 10})
+	rows := e.inserted(keyed("wf", "q", "queued", 0), keyed("wf", "low", "capped", 0), keyed("wf", "high", "capped", 5))
+	for _, c := range []struct {
+		key      string
+		head     int64 // the seq answered, 0 for none
+		rowStays bool
+	}{
+		{"idle", 0, false}, {"queued", 0, true}, {"held", 0, true}, {"capped", rows[2].Seq, true},
+		{"cappedempty", 0, true}, {"rated", 0, true}, {"missing", 0, false},
+	} {
 		e.write(func(tx tgdriver.Tx) error {
-			if got, err := tx.PruneKey(e.ctx, key); err != nil || got != want {
-				t.Errorf("PruneKey(%s) = %v, %v; want %v", key, got, err, want)
+			h, ok, err := tx.FreeKey(e.ctx, c.key)
+			if err != nil || ok != (c.head != 0) || ok && (h.Seq != c.head || h.ConcurrencyKey != c.key) {
+				t.Errorf("FreeKey(%s) = seq %d, %v, %v; want seq %d", c.key, h.Seq, ok, err, c.head)
 			}
 			return nil
 		})
-		if _, ok, err := e.d.Reads().Key(e.ctx, key); err != nil || ok == want && key != "missing" {
-			t.Errorf("after PruneKey(%s): row there %v (err %v), want %v", key, ok, err, !want)
+		if _, ok, err := e.d.Reads().Key(e.ctx, c.key); err != nil || ok != c.rowStays {
+			t.Errorf("after FreeKey(%s): row there %v (err %v), want %v", c.key, ok, err, c.rowStays)
 		}
 	}
 }
