@@ -50,6 +50,14 @@ func TestPruneIdleKeysPlan(t *testing.T) {
 			t.Errorf("%s: plan\n%s\nwant no sequential scan and no sort", name, p)
 		}
 	}
+	// FreeKey's statement reads the key's row and its ready tasks through
+	// their indexes (the paused workflows, a small table, are read whole
+	// once, as every claim scan reads them).
+	p := explain(t, c, `EXPLAIN `+freeKeySQL, "k2")
+	if !strings.Contains(p, "concurrency_keys_pkey") || !strings.Contains(p, "tasks_ready_by_key") ||
+		strings.Contains(p, "Seq Scan on tasks") || strings.Contains(p, "Seq Scan on concurrency_keys") || strings.Contains(p, "Sort") {
+		t.Errorf("FreeKey: plan\n%s\nwant concurrency_keys_pkey and tasks_ready_by_key, no sequential scan of tasks or keys, no sort", p)
+	}
 }
 
 // TestClaimScanReadsOnlyClosedKeys: with 5,000 concurrency keys, one

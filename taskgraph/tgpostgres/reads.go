@@ -642,11 +642,14 @@ func (r reads) RateHeldKeys(ctx context.Context, workflowID string, caps []strin
 	return out, nil
 }
 
+// keyHeadOf is the condition and order that make a task of tasks the
+// first claimable one of concurrency key $1 (KeyHead, FreeKey).
+var keyHeadOf = `concurrency_key = $1 AND concurrency_key <> '' AND state = 'pending' AND due_at_ms = 0 AND ` + notPaused + `
+	ORDER BY priority DESC, seq LIMIT 1`
+
 // KeyHead returns the first claimable task of concurrency key key.
 func (r reads) KeyHead(ctx context.Context, key string) (tgdriver.TaskRow, bool, error) {
-	t, err := scanTask(r.q.QueryRow(ctx, `SELECT `+taskColumns+` FROM tasks
-		WHERE concurrency_key = $1 AND concurrency_key <> '' AND state = 'pending' AND due_at_ms = 0 AND `+notPaused+`
-		ORDER BY priority DESC, seq LIMIT 1`, key))
+	t, err := scanTask(r.q.QueryRow(ctx, `SELECT `+taskColumns+` FROM tasks WHERE `+keyHeadOf, key))
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
 		return tgdriver.TaskRow{}, false, nil

@@ -853,13 +853,9 @@ func (w *wtx) EnsureKey(ctx context.Context, key string, nowMS int64) error {
 // without a limit (a data-modifying CTE runs whether or not it is read;
 // a transaction that holds the row makes it wait and then see its claim),
 // and the key's first claimable task when the key has a cap.
-var freeKeySQL = `WITH pruned AS (DELETE FROM concurrency_keys c WHERE c.key = $1 AND c.claimed = 0 AND c.max_claimed = 0 AND c.rate_count = 0
-		AND NOT EXISTS (SELECT 1 FROM tasks t WHERE t.concurrency_key = $1 AND t.concurrency_key <> '' AND t.state = 'pending' AND t.due_at_ms = 0)
-		RETURNING 1)
-	SELECT ` + taskColumns + ` FROM tasks
-	WHERE EXISTS (SELECT 1 FROM concurrency_keys k WHERE k.key = $1 AND k.max_claimed > 0)
-		AND concurrency_key = $1 AND concurrency_key <> '' AND state = 'pending' AND due_at_ms = 0 AND ` + notPaused + `
-	ORDER BY priority DESC, seq LIMIT 1`
+var freeKeySQL = `WITH pruned AS (DELETE FROM concurrency_keys k WHERE k.key = $1 AND ` + idleKey + ` RETURNING 1)
+	SELECT ` + taskColumns + ` FROM tasks WHERE EXISTS (SELECT 1 FROM concurrency_keys c WHERE c.key = $1 AND c.max_claimed > 0)
+		AND ` + keyHeadOf
 
 // FreeKey implements tgdriver.Tx.FreeKey in one statement (freeKeySQL).
 func (w *wtx) FreeKey(ctx context.Context, key string) (tgdriver.TaskRow, bool, error) {
@@ -900,10 +896,15 @@ func (w *wtx) PruneIdleKeys(ctx context.Context, after string, limit int) (int, 
 // probing tasks_ready_by_key (plans pinned by TestPruneIdleKeysPlan).
 const (
 	pruneIdleKeysLastSQL = `SELECT MAX(key) FROM (SELECT key FROM concurrency_keys WHERE key > $1 ORDER BY key LIMIT $2) AS next`
-	pruneIdleKeysSQL     = `DELETE FROM concurrency_keys k WHERE k.key > $1 AND k.key <= $2 AND k.claimed = 0 AND k.max_claimed = 0 AND k.rate_count = 0
+	pruneIdleKeysSQL     = `DELETE FROM concurrency_keys k WHERE k.key > $1 AND k.key <= $2 AND ` + idleKey
+)
+
+// idleKey is the predicate of a row k of concurrency_keys that may go
+// (PruneIdleKeys, FreeKey): it holds no claim and no limit, and no task of
+// the key is claimable.
+const idleKey = `k.claimed = 0 AND k.max_claimed = 0 AND k.rate_count = 0
 	AND NOT EXISTS (SELECT 1 FROM tasks t WHERE t.concurrency_key = k.key AND t.concurrency_key <> ''
 		AND t.state = 'pending' AND t.due_at_ms = 0)`
-)
 
 // LockKey returns concurrency key key, locked (FOR UPDATE).
 func (w *wtx) LockKey(ctx context.Context, key string) (tgdriver.KeyRow, bool, error) {

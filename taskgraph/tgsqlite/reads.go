@@ -736,11 +736,11 @@ func (r *reads) RateHeldKeys(ctx context.Context, workflowID string, caps []stri
 // KeyHead returns the first claimable task of concurrency key key.
 //
 // The key is compared as CAST(? AS TEXT), not as a bare parameter: SQLite
-// proves that concurrency_key = ? implies the index's predicate (a key that
-// is not empty) from the bound value, which ties the plan to the value, so the statement
-// was prepared again at every execution: BenchmarkKeyHead went from 166
-// to 72 µs, and bench --keys 100 from 367-418 to 267-316 µs of CPU per
-// cycle.
+// proves that concurrency_key = ? implies the index's predicate (a key
+// that is not empty) from the bound value, which ties the plan to the
+// value, so the statement was prepared again at every execution:
+// BenchmarkKeyHead went from 166 to 72 µs, and bench --keys 100 from
+// 367-418 to 267-316 µs of CPU per cycle.
 func (r *reads) KeyHead(ctx context.Context, key string) (tgdriver.TaskRow, bool, error) {
 	t, err := scanTask(r.q.queryRow(ctx, `SELECT `+taskColumns+` FROM tasks INDEXED BY tasks_ready_by_key
 		WHERE concurrency_key = CAST(? AS TEXT) AND concurrency_key <> '' AND state = 'pending' AND due_at_ms = 0 AND `+notPaused+`

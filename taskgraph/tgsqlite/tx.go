@@ -578,9 +578,7 @@ func (t *wtx) FreeKey(ctx context.Context, key string) (tgdriver.TaskRow, bool, 
 	case claimed > 0 || rate > 0:
 		return tgdriver.TaskRow{}, false, nil
 	}
-	if _, err := t.exec(`DELETE FROM concurrency_keys WHERE key = ? AND claimed = 0 AND max_claimed = 0 AND rate_count = 0
-		AND NOT EXISTS (SELECT 1 FROM tasks INDEXED BY tasks_ready_by_key WHERE concurrency_key = CAST(? AS TEXT) AND concurrency_key <> ''
-			AND state = 'pending' AND due_at_ms = 0)`, key, key); err != nil {
+	if _, err := t.exec(`DELETE FROM concurrency_keys WHERE key = ? AND `+idleKey, key); err != nil {
 		return tgdriver.TaskRow{}, false, fmt.Errorf("prune concurrency key %q: %w", key, err)
 	}
 	return tgdriver.TaskRow{}, false, nil
@@ -606,7 +604,12 @@ func (t *wtx) PruneIdleKeys(_ context.Context, after string, limit int) (int, st
 
 // sqlPruneIdleKeys deletes the keys in ($1, $2] that hold no claim, no
 // limit and no claimable task (tasks_ready_by_key).
-const sqlPruneIdleKeys = `DELETE FROM concurrency_keys WHERE key > ? AND key <= ? AND claimed = 0 AND max_claimed = 0 AND rate_count = 0
+const sqlPruneIdleKeys = `DELETE FROM concurrency_keys WHERE key > ? AND key <= ? AND ` + idleKey
+
+// idleKey is the predicate of a row of concurrency_keys that may go
+// (PruneIdleKeys, FreeKey): it holds no claim and no limit, and no task of
+// the key is claimable.
+const idleKey = `claimed = 0 AND max_claimed = 0 AND rate_count = 0
 	AND NOT EXISTS (SELECT 1 FROM tasks WHERE tasks.concurrency_key = concurrency_keys.key AND tasks.concurrency_key <> ''
 		AND tasks.state = 'pending' AND tasks.due_at_ms = 0)`
 
