@@ -216,16 +216,14 @@ var errWaitForRows = errors.New("a journaled workflow's row is held: lock them a
 // linkWorkflows is LinkWorkflows, and reports how many events it linked.
 // With a Tx that is a tgdriver.JournalTryLocker, it first looks for the
 // workflows that have journaled events and locks only those, without
-// waiting: when none has, it locks nothing (its commit flushes no WAL, as
-// a history read that links first would otherwise on every read); when a
-// reader (not try) finds one held, it locks them all again, waiting.
-// With try, it waits for no
-// workflow's row: it links the workflows with journaled events whose rows
-// it could lock at once and returns the others that have some (busy); a
-// pass that finds nothing journaled locks nothing, so its commit flushes
-// no WAL. Several replicas' linkers are kicked by their own commits for the
-// same workflows: without try, each pass queued on the rows another's pass
-// held (through that pass's commit) and then found little or nothing left.
+// waiting: when none has, it locks nothing, so its commit flushes no WAL
+// (a history read that links first did at every read). With try (the
+// linker's own passes) it then links those it could lock and returns the
+// others (busy): several replicas' linkers are kicked by their own commits
+// for the same workflows, and a pass that waited queued on the rows
+// another's pass held (through that pass's commit), then found little or
+// nothing left. Without try (a reader), a held row makes it lock them all
+// again, waiting (errWaitForRows).
 func (l *Linker) linkWorkflows(ctx context.Context, workflowIDs []string, try bool) (linked int, busy []string, err error) {
 	if len(workflowIDs) == 0 {
 		return 0, nil, nil

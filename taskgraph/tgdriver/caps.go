@@ -27,9 +27,10 @@ type SharedClock interface {
 }
 
 // JournalTryLocker is a Tx of a driver that journals events
-// (Info.JournalEvents) whose background linking passes skip what they need
-// not wait for. The linker (audit.Linker) asserts it on the Tx of each of
-// its own passes; readers that link before they read still wait
+// (Info.JournalEvents) whose linking skips what it need not lock or wait
+// for. The linker (audit.Linker) asserts it on the Tx of each link: its
+// own passes skip the rows another holds; a reader that links before it
+// reads and finds a row held locks them all again, waiting
 // (Tx.LockChains).
 type JournalTryLocker interface {
 	// TryLockJournaled locks, without waiting, the rows of those workflows
