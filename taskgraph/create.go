@@ -3,7 +3,6 @@ package taskgraph
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -12,7 +11,6 @@ import (
 
 	"github.com/oklog/ulid/v2"
 
-	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/dag"
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/gate"
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/nodespec"
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/statusmsg"
@@ -47,23 +45,7 @@ func (s *Store) CreateWorkflow(ctx context.Context, workflowID string, nodes []N
 	if len(nodes) > MaxTasksPerWorkflow {
 		return nil, invalid("nodes", "a workflow holds at most %d tasks (got %d)", MaxTasksPerWorkflow, len(nodes))
 	}
-	norm := make([]nodespec.Node, len(nodes))
-	index := make(map[string]int, len(nodes))
-	for i, n := range nodes {
-		nn, err := nodespec.Normalize(n)
-		if err != nil {
-			if len(nodes) > 1 {
-				return nil, fmt.Errorf("node %d (%q): %w", i, n.NodeID, err)
-			}
-			return nil, err
-		}
-		if _, dup := index[nn.NodeID]; dup {
-			return nil, invalid("node_id", "node %q appears twice in one workflow creation", nn.NodeID)
-		}
-		index[nn.NodeID] = i
-		norm[i] = nn
-	}
-	order, err := topoOrder(norm, index)
+	norm, order, err := nodespec.NormalizeAll(nodes)
 	if err != nil {
 		return nil, err
 	}
@@ -84,17 +66,6 @@ func (s *Store) CreateWorkflow(ctx context.Context, workflowID string, nodes []N
 	return out, nil
 }
 
-// topoOrder orders the nodes of one creation so that every node comes after
-// the nodes of the same creation it depends on, or reports a cycle
-// (dag.Order).
-func topoOrder(nodes []nodespec.Node, index map[string]int) ([]int, error) {
-	ids, deps := make([]string, len(nodes)), make([][]string, len(nodes))
-	for i, n := range nodes {
-		ids[i], deps[i] = n.NodeID, n.DependsOn
-	}
-	return dag.Order(ids, deps, index)
-}
-
 func (w *wtx) createNodes(workflowID string, nodes []nodespec.Node, order []int, out []Created) error {
 	// The workflow's lock first: creates of one workflow, and every other
 	// writer of its tasks, run one at a time.
@@ -106,13 +77,14 @@ func (w *wtx) createNodes(workflowID string, nodes []nodespec.Node, order []int,
 	// once in task id order, as a batch locks the tasks it ends, and
 	// before any key's row: whatever ends a claim holds the task's row
 	// when the schema's trigger locks its key's row to give the slot back
-	// (package doc, "Lock order"). insertNode locks them again, a no-op.
-	if err := w.lockDeps(workflowID, nodes); err != nil {
+	// (package doc, "Lock order"). newNode counts their states.
+	deps, err := w.lockDeps(workflowID, nodes)
+	if err != nil {
 		return err
 	}
-	keys := make([]string, 0, len(nodes))
-	for _, n := range nodes {
-		if n.Key != "" {
+	keys, ids := make([]string, 0, len(nodes)), make([]string, len(nodes))
+	for i, n := range nodes {
+		if ids[i] = n.NodeID; n.Key != "" {
 			keys = append(keys, n.Key)
 		}
 	}
@@ -122,11 +94,24 @@ func (w *wtx) createNodes(workflowID string, nodes []nodespec.Node, order []int,
 	if err := w.lockKeys(keys); err != nil {
 		return err
 	}
-	added := 0
+	found, err := w.tx.TasksByNodes(w.ctx, workflowID, ids)
+	if err != nil {
+		return fmt.Errorf("look up the nodes: %w", err)
+	}
+	existing := make(map[string]tgdriver.TaskRow, len(found))
+	for _, tr := range found {
+		existing[tr.NodeID] = tr
+	}
+	// The new nodes' rows are made in dependency order and inserted
+	// together (a statement on PostgreSQL), their edges after them; a
+	// node cancelled by a new one (its CancelCause is that one's seq)
+	// first inserts those made before it.
+	var made []tgdriver.TaskRow
+	var madeAt []int
+	inserted := 0
 	for _, i := range order {
 		n := nodes[i]
-		tr, err := w.tx.TaskByNode(w.ctx, workflowID, n.NodeID)
-		if err == nil {
+		if tr, ok := existing[n.NodeID]; ok {
 			existing, err := toRow(tr)
 			if err != nil {
 				return err
@@ -137,20 +122,46 @@ func (w *wtx) createNodes(workflowID string, nodes []nodespec.Node, order []int,
 			out[i] = Created{Task: existing.Task}
 			continue
 		}
-		if !errors.Is(err, tgdriver.ErrNoRows) {
-			return fmt.Errorf("look up node %s: %w", n.NodeID, err)
-		}
-		if taskCount+added+1 > MaxTasksPerWorkflow {
+		if taskCount+len(made)+1 > MaxTasksPerWorkflow {
 			return invalid("workflow_id", "workflow %q would exceed %d tasks", workflowID, MaxTasksPerWorkflow)
 		}
-		r, err := w.insertNode(workflowID, n)
+		tr, cause, err := w.newNode(workflowID, n, deps)
 		if err != nil {
 			return err
 		}
-		added++
-		out[i] = Created{Task: r.Task, Created: true}
+		if cause != nil && cause.Seq == 0 {
+			if err := w.insertMade(made[inserted:], deps); err != nil {
+				return err
+			}
+			inserted = len(made)
+		}
+		if cause != nil {
+			tr.CancelCause = deps[cause.NodeID].Seq
+		}
+		made, madeAt = append(made, tr), append(madeAt, i)
+		deps[n.NodeID] = tr
 	}
-	if added > 0 {
+	if err := w.insertMade(made[inserted:], deps); err != nil {
+		return err
+	}
+	var edges []tgdriver.Edge
+	for k := range made {
+		for _, d := range nodes[madeAt[k]].DependsOn {
+			edges = append(edges, tgdriver.Edge{Dep: deps[d].Seq, Task: deps[made[k].NodeID].Seq})
+		}
+	}
+	if err := w.tx.InsertEdges(w.ctx, edges); err != nil {
+		return fmt.Errorf("insert edges: %w", err)
+	}
+	for k, tr := range made {
+		tr.Seq = deps[tr.NodeID].Seq
+		r, err := w.createdNode(tr, nodes[madeAt[k]])
+		if err != nil {
+			return err
+		}
+		out[madeAt[k]] = Created{Task: r.Task, Created: true}
+	}
+	if added := len(made); added > 0 {
 		if err := w.tx.AddWorkflowTasks(w.ctx, workflowID, added); err != nil {
 			return err
 		}
@@ -166,19 +177,41 @@ func (w *wtx) createNodes(workflowID string, nodes []nodespec.Node, order []int,
 	return nil
 }
 
-// lockDeps locks the existing dependencies of nodes in task id order (a
-// node of this creation not created yet has no row: insertNode makes it,
-// or refuses a dependency that names no node).
-func (w *wtx) lockDeps(workflowID string, nodes []nodespec.Node) error {
-	var deps []string
+// lockDeps locks the existing dependencies of nodes in task id order and
+// returns them by node id (a node of this creation not created yet has no
+// row: createNodes makes it, or refuses a dependency that names no node).
+func (w *wtx) lockDeps(workflowID string, nodes []nodespec.Node) (map[string]tgdriver.TaskRow, error) {
+	var names []string
 	for _, n := range nodes {
-		deps = append(deps, n.DependsOn...)
+		names = append(names, n.DependsOn...)
 	}
-	if len(deps) == 0 {
+	deps := make(map[string]tgdriver.TaskRow, len(nodes))
+	if len(names) == 0 {
+		return deps, nil
+	}
+	rows, err := w.tx.LockDependencies(w.ctx, workflowID, names)
+	if err != nil {
+		return nil, fmt.Errorf("lock the dependencies: %w", err)
+	}
+	for _, tr := range rows {
+		deps[tr.NodeID] = tr
+	}
+	return deps, nil
+}
+
+// insertMade inserts the rows createNodes made, in their order, and
+// records their seqs in deps.
+func (w *wtx) insertMade(made []tgdriver.TaskRow, deps map[string]tgdriver.TaskRow) error {
+	if len(made) == 0 {
 		return nil
 	}
-	if err := w.tx.LockDependencies(w.ctx, workflowID, deps); err != nil {
-		return fmt.Errorf("lock the dependencies: %w", err)
+	seqs, err := w.tx.InsertTasks(w.ctx, made)
+	if err != nil {
+		return fmt.Errorf("insert tasks: %w", err)
+	}
+	for k, tr := range made {
+		tr.Seq = seqs[k]
+		deps[tr.NodeID] = tr
 	}
 	return nil
 }
@@ -205,11 +238,15 @@ func newTaskID(now time.Time) (string, error) {
 	return id.String(), nil
 }
 
-func (w *wtx) insertNode(workflowID string, n nodespec.Node) (row, error) {
+// newNode makes the row of new node n (it is inserted later: its Seq is
+// 0), from deps, the rows of its dependencies by node id; cause is the
+// dependency whose failure cancels it, if any (its seq is the row's
+// CancelCause, which createNodes sets).
+func (w *wtx) newNode(workflowID string, n nodespec.Node, deps map[string]tgdriver.TaskRow) (tr tgdriver.TaskRow, cause *tgdriver.TaskRow, err error) {
 	var dueMS int64
 	if n.NotBefore.After(w.now) {
 		if n.NotBefore.Sub(w.now) > MaxNotBefore {
-			return row{}, invalid("not_before", "must be at most %d days after the server time of the creation (%s); got %s",
+			return tr, nil, invalid("not_before", "must be at most %d days after the server time of the creation (%s); got %s",
 				int(MaxNotBefore/(24*time.Hour)), w.now.Format(time.RFC3339), n.NotBefore.UTC().Format(time.RFC3339))
 		}
 		// Rounded up: the task is never claimable before not_before.
@@ -217,45 +254,36 @@ func (w *wtx) insertNode(workflowID string, n nodespec.Node) (row, error) {
 	}
 	if n.Key != "" {
 		if err := w.ensureKey(n.Key, n.KeyLimit); err != nil {
-			return row{}, err
+			return tr, nil, err
 		}
 	}
-	deps := make([]tgdriver.TaskRow, 0, len(n.DependsOn))
-	for _, d := range n.DependsOn {
-		// Locked: its state, counted below, cannot change before this
-		// transaction ends, so a dependency that completes concurrently
-		// either counts as completed here or sees this task's edge.
-		x, err := w.tx.LockDependency(w.ctx, workflowID, d)
-		if errors.Is(err, tgdriver.ErrNoRows) {
-			return row{}, invalid("depends_on", "node %q depends on %q, which is not a node of workflow %q (create dependencies first or in the same call)", n.NodeID, d, workflowID)
-		}
-		if err != nil {
-			return row{}, fmt.Errorf("look up dependency %s: %w", d, err)
-		}
-		deps = append(deps, x)
-	}
+	// Each dependency is locked (lockDeps) or made by this creation: its
+	// state, counted below, cannot change before this transaction ends,
+	// so a dependency that completes concurrently either counts as
+	// completed here or sees this task's edge.
 	state, status, unmet := StatePending, "ready to claim", 0
-	var cause *tgdriver.TaskRow
 	var waiting []string
-	for i := range deps {
-		switch State(deps[i].State) {
+	for _, d := range n.DependsOn {
+		x, ok := deps[d]
+		if !ok {
+			return tr, nil, invalid("depends_on", "node %q depends on %q, which is not a node of workflow %q (create dependencies first or in the same call)", n.NodeID, d, workflowID)
+		}
+		switch State(x.State) {
 		case StateCompleted:
 		case StateFailed, StateCancelled:
 			if cause == nil {
-				cause = &deps[i]
+				cause = &x
 			}
 			unmet++
 		default:
 			unmet++
-			waiting = append(waiting, deps[i].NodeID)
+			waiting = append(waiting, x.NodeID)
 		}
 	}
-	var causeSeq int64
 	switch {
 	case cause != nil:
 		state = StateCancelled
 		status = fmt.Sprintf("cancelled: upstream node %s (task %s) is %s", cause.NodeID, cause.TaskID, cause.State)
-		causeSeq = cause.Seq
 	case unmet > 0:
 		state, status = StateBlocked, "waiting on "+strings.Join(waiting, ", ")
 	case n.Kind == KindGate:
@@ -269,55 +297,28 @@ func (w *wtx) insertNode(workflowID string, n nodespec.Node) (row, error) {
 	}
 	taskID, err := newTaskID(w.now)
 	if err != nil {
-		return row{}, err
+		return tr, nil, err
 	}
 	depsJSON, _ := json.Marshal(n.DependsOn)
 	if n.DependsOn == nil {
 		depsJSON = []byte("[]")
 	}
-	tr := tgdriver.TaskRow{TaskID: taskID, WorkflowID: workflowID, NodeID: n.NodeID, Payload: string(n.Payload), DependsOn: string(depsJSON),
-		State: string(state), MaxAttempts: n.MaxAttempts, Unmet: unmet, StatusMessage: status, CancelCause: causeSeq,
+	return tgdriver.TaskRow{TaskID: taskID, WorkflowID: workflowID, NodeID: n.NodeID, Payload: string(n.Payload), DependsOn: string(depsJSON),
+		State: string(state), MaxAttempts: n.MaxAttempts, Unmet: unmet, StatusMessage: status,
 		CreatedAtMS: w.nowMS, UpdatedAtMS: w.nowMS, CreatedBy: PrincipalFrom(w.ctx), Priority: n.Priority,
 		Requires: strings.Join(n.Requires, " "), DueAtMS: dueMS, RetryDelayMS: n.RetryDelay.Milliseconds(),
-		ConcurrencyKey: n.Key, Kind: n.Kind, GateTimeoutMS: n.GateTimeout.Milliseconds(), GateOnTimeout: n.OnTimeout}
-	seq, err := w.tx.InsertTask(w.ctx, tr)
-	if err != nil {
-		return row{}, fmt.Errorf("insert task: %w", err)
-	}
-	for _, d := range deps {
-		if err := w.tx.InsertEdge(w.ctx, d.Seq, seq); err != nil {
-			return row{}, fmt.Errorf("insert edge: %w", err)
-		}
-	}
-	tr.Seq = seq
+		ConcurrencyKey: n.Key, Kind: n.Kind, GateTimeoutMS: n.GateTimeout.Milliseconds(), GateOnTimeout: n.OnTimeout}, cause, nil
+}
+
+// createdNode records the creation of node n, inserted as tr: its event,
+// and the timers or waiters it concerns.
+func (w *wtx) createdNode(tr tgdriver.TaskRow, n nodespec.Node) (row, error) {
+	state, dueMS := State(tr.State), tr.DueAtMS
 	r, err := toRow(tr)
 	if err != nil {
 		return row{}, err
 	}
-	detail := map[string]any{"node_id": n.NodeID, "depends_on": n.DependsOn, "state": string(state), "max_attempts": n.MaxAttempts}
-	if n.Priority != 0 {
-		detail["priority"] = n.Priority
-	}
-	if len(n.Requires) > 0 {
-		detail["requires"] = n.Requires
-	}
-	if dueMS > 0 {
-		detail["due_at_ms"] = dueMS
-	}
-	if n.RetryDelay != DefaultRetryDelay {
-		detail["retry_delay_ms"] = n.RetryDelay.Milliseconds()
-	}
-	if n.Key != "" {
-		detail["concurrency_key"] = n.Key
-	}
-	if n.Kind == KindGate {
-		detail["kind"] = KindGate
-		if n.GateTimeout > 0 {
-			detail["gate_timeout_ms"] = n.GateTimeout.Milliseconds()
-			detail["on_timeout"] = n.OnTimeout
-		}
-	}
-	if err := w.appendEvent(&r, EventCreate, "", 0, detail); err != nil {
+	if err := w.appendEvent(&r, EventCreate, "", 0, n.CreateDetail(string(state), dueMS)); err != nil {
 		return row{}, err
 	}
 	switch {

@@ -3,15 +3,18 @@ package nodespec
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"reflect"
 	"slices"
 	"time"
 
+	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/dag"
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/gate"
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/jsonvalue"
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/keyrate"
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/limits"
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/rules"
+	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/tgdriver"
 )
 
 // Spec describes a task to create (taskgraph.NodeSpec).
@@ -204,4 +207,64 @@ func SameJSON(a, b []byte) bool {
 		return false
 	}
 	return reflect.DeepEqual(va, vb)
+}
+
+// NormalizeAll normalizes the nodes of one creation (Normalize), each
+// named at most once, and orders them so that every node comes after the
+// nodes of the same creation it depends on (dag.Order), or reports the
+// first broken node or a cycle. A node's error names it when there are
+// several.
+func NormalizeAll(specs []Spec) (nodes []Node, order []int, err error) {
+	nodes = make([]Node, len(specs))
+	index := make(map[string]int, len(specs))
+	ids, deps := make([]string, len(specs)), make([][]string, len(specs))
+	for i, s := range specs {
+		n, err := Normalize(s)
+		if err != nil {
+			if len(specs) > 1 {
+				return nil, nil, fmt.Errorf("node %d (%q): %w", i, s.NodeID, err)
+			}
+			return nil, nil, err
+		}
+		if _, dup := index[n.NodeID]; dup {
+			return nil, nil, rules.Invalid("node_id", "node %q appears twice in one workflow creation", n.NodeID)
+		}
+		index[n.NodeID] = i
+		nodes[i], ids[i], deps[i] = n, n.NodeID, n.DependsOn
+	}
+	order, err = dag.Order(ids, deps, index)
+	if err != nil {
+		return nil, nil, err
+	}
+	return nodes, order, nil
+}
+
+// CreateDetail is the detail of the history's create event of n, created
+// in state with due time dueMS (0: none): what the node set beyond the
+// defaults.
+func (n Node) CreateDetail(state string, dueMS int64) map[string]any {
+	detail := map[string]any{"node_id": n.NodeID, "depends_on": n.DependsOn, "state": state, "max_attempts": n.MaxAttempts}
+	if n.Priority != 0 {
+		detail["priority"] = n.Priority
+	}
+	if len(n.Requires) > 0 {
+		detail["requires"] = n.Requires
+	}
+	if dueMS > 0 {
+		detail["due_at_ms"] = dueMS
+	}
+	if n.RetryDelay != limits.DefaultRetryDelay {
+		detail["retry_delay_ms"] = n.RetryDelay.Milliseconds()
+	}
+	if n.Key != "" {
+		detail["concurrency_key"] = n.Key
+	}
+	if n.Kind == tgdriver.KindGate {
+		detail["kind"] = tgdriver.KindGate
+		if n.GateTimeout > 0 {
+			detail["gate_timeout_ms"] = n.GateTimeout.Milliseconds()
+			detail["on_timeout"] = n.OnTimeout
+		}
+	}
+	return detail
 }

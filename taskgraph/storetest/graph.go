@@ -23,6 +23,7 @@ var graphTests = []test{
 	{"RejectedGraphsWriteNothing", testRejectedGraphsWriteNothing},
 	{"RefusedGraphIsAllOrNothing", testRefusedGraphIsAllOrNothing},
 	{"FailureCancelsDownstream", testFailureCancelsDownstream},
+	{"GraphOnAFailedNodeStartsCancelled", testGraphOnAFailedNodeStartsCancelled},
 	{"RetryUpToMaxAttempts", testRetryUpToMaxAttempts},
 	{"IdempotentCreate", testIdempotentCreate},
 	{"BlockedStatusNamesOnlyUnfinishedDependencies", testBlockedStatusNamesOnlyUnfinishedDependencies},
@@ -211,6 +212,67 @@ func testFailureCancelsDownstream(t *testing.T, h Harness) {
 	late := e.Create(t, "wf", "late", "c")
 	if late.State != tg.StateCancelled {
 		t.Fatalf("late dependent is %s", late.State)
+	}
+	e.Verify(t)
+}
+
+// testGraphOnAFailedNodeStartsCancelled: one creation, its nodes listed
+// against their dependency order, mixes a chain on a failed task (each
+// link starts cancelled, caused by the link before it, itself made by
+// the same creation), a node on a pending one and a node on nothing. Each
+// is made in dependency order (seqs ascend along the chain), with one edge
+// per dependency and the right cause, and repeating the creation makes
+// nothing new.
+func testGraphOnAFailedNodeStartsCancelled(t *testing.T, h Harness) {
+	e := setup(t, h)
+	a := e.Create(t, "wf", "a")
+	e.Create(t, "wf", "other")
+	if _, err := e.S.Fail(e.Ctx, holder(e.Claim(t, "w", a.TaskID, 0)), "disk full", false); err != nil {
+		t.Fatal(err)
+	}
+	specs := []tg.NodeSpec{
+		{NodeID: "z", DependsOn: []string{"y", "other"}}, {NodeID: "w", DependsOn: []string{"other"}},
+		{NodeID: "y", DependsOn: []string{"x"}}, {NodeID: "q"}, {NodeID: "x", DependsOn: []string{"a"}},
+	}
+	out, err := e.S.CreateWorkflow(e.Ctx, "wf", specs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]tg.State{"z": tg.StateCancelled, "w": tg.StateBlocked, "y": tg.StateCancelled, "q": tg.StatePending, "x": tg.StateCancelled}
+	for i, c := range out {
+		if !c.Created || c.Task.NodeID != specs[i].NodeID || c.Task.State != want[c.Task.NodeID] {
+			t.Errorf("out[%d] = node %s, %s, created %v; want node %s, %s, created", i, c.Task.NodeID, c.Task.State, c.Created, specs[i].NodeID, want[specs[i].NodeID])
+		}
+	}
+	rows := e.DB.Query(t, `SELECT t.node_id, t.seq, COALESCE(c.node_id, '') FROM tasks t LEFT JOIN tasks c ON c.seq = t.cancel_cause
+		WHERE t.workflow_id = 'wf' ORDER BY t.seq`)
+	var chain []string
+	causes := map[string]string{}
+	for _, r := range rows {
+		causes[r[0]] = r[2]
+		if r[0] == "x" || r[0] == "y" || r[0] == "z" {
+			chain = append(chain, r[0])
+		}
+	}
+	if !slices.Equal(chain, []string{"x", "y", "z"}) {
+		t.Errorf("the chain's tasks in seq order: %v, want [x y z] (dependency order)", chain)
+	}
+	if wantCauses := map[string]string{"a": "", "other": "", "z": "y", "w": "", "y": "x", "q": "", "x": "a"}; !reflect.DeepEqual(causes, wantCauses) {
+		t.Errorf("cancel causes by node: %v, want %v", causes, wantCauses)
+	}
+	edges := e.DB.Query(t, `SELECT d.node_id, t.node_id FROM edges ed JOIN tasks d ON d.seq = ed.dep_seq JOIN tasks t ON t.seq = ed.task_seq
+		WHERE t.workflow_id = 'wf' ORDER BY t.node_id, d.node_id`)
+	if got, want := fmt.Sprint(edges), "[[other w] [a x] [x y] [other z] [y z]]"; got != want {
+		t.Errorf("edges (dependency, task): %s, want %s", got, want)
+	}
+	again, err := e.S.CreateWorkflow(e.Ctx, "wf", specs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, c := range again {
+		if c.Created || c.Task.TaskID != out[i].Task.TaskID {
+			t.Errorf("repeated creation: out[%d] = %s created %v, want %s not created", i, c.Task.TaskID, c.Created, out[i].Task.TaskID)
+		}
 	}
 	e.Verify(t)
 }

@@ -202,20 +202,25 @@ type Tx interface {
 	EnsureWorkflow(ctx context.Context, workflowID string, nowMS int64) (taskCount int, err error)
 	// AddWorkflowTasks adds n to the task count of workflowID.
 	AddWorkflowTasks(ctx context.Context, workflowID string, n int) error
-	// LockDependency returns node nodeID of workflowID (ErrNoRows if none)
-	// and keeps it from changing state until the transaction ends, so that a
-	// task created on it counts its state right (PostgreSQL: FOR SHARE).
-	LockDependency(ctx context.Context, workflowID, nodeID string) (TaskRow, error)
-	// LockDependencies locks the nodes nodeIDs of workflowID that exist as
-	// LockDependency does, all at once, in task id order (the order a hot
-	// batch locks and updates tasks in), so that a creation that depends
-	// on tasks a batch is ending never waits for it in the opposite order.
-	// Nodes that do not exist are passed over.
-	LockDependencies(ctx context.Context, workflowID string, nodeIDs []string) error
-	// InsertTask inserts t (its Seq is ignored) and returns its seq.
-	InsertTask(ctx context.Context, t TaskRow) (seq int64, err error)
-	// InsertEdge records that task must wait for dep.
-	InsertEdge(ctx context.Context, depSeq, taskSeq int64) error
+	// LockDependencies returns the nodes nodeIDs of workflowID that exist
+	// (nodes that do not are passed over; a name given twice counts once;
+	// in no particular order) and keeps them from changing state until
+	// the transaction ends, so that the tasks a creation makes on them
+	// count their states right (PostgreSQL: FOR SHARE). It takes them all
+	// at once, in task id order (the order a hot batch locks and updates
+	// tasks in), so that a creation that depends on tasks a batch is
+	// ending never waits for it in the opposite order.
+	LockDependencies(ctx context.Context, workflowID string, nodeIDs []string) ([]TaskRow, error)
+	// TasksByNodes returns the nodes nodeIDs of workflowID that exist,
+	// unlocked, in no particular order (a creation's look for the nodes it
+	// would repeat).
+	TasksByNodes(ctx context.Context, workflowID string, nodeIDs []string) ([]TaskRow, error)
+	// InsertTasks inserts ts in order (their Seq is ignored) and returns
+	// their seqs, ascending in that order.
+	InsertTasks(ctx context.Context, ts []TaskRow) (seqs []int64, err error)
+	// InsertEdges records that each edge's Task must wait for its Dep, and
+	// counts each edge in its Dep's dependents.
+	InsertEdges(ctx context.Context, edges []Edge) error
 
 	// NextPending returns the claimable task (pending, due_at_ms = 0, not
 	// paused: neither its workflow nor all claiming, see PauseRow) of

@@ -638,3 +638,8 @@ func ChainRuns(evs []EventRow) ([]ChainRun, error) {
 	}
 	return runs, nil
 }
+
+// Edge is a dependency between two tasks, by seq: Task waits for Dep.
+type Edge struct {
+	Dep, Task int64
+}

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/tgdriver"
+	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/tgdriver/drivertest"
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/tgpostgres/pgtest"
 )
 
@@ -26,7 +27,7 @@ func BenchmarkClaim(b *testing.B) {
 				if _, err := tx.EnsureWorkflow(ctx, wf, 1); err != nil {
 					return err
 				}
-				if _, err := tx.InsertTask(ctx, tgdriver.TaskRow{TaskID: fmt.Sprintf("t%d", j), WorkflowID: wf, NodeID: fmt.Sprintf("n%d", j),
+				if _, err := drivertest.InsertTask(ctx, tx, tgdriver.TaskRow{TaskID: fmt.Sprintf("t%d", j), WorkflowID: wf, NodeID: fmt.Sprintf("n%d", j),
 					Payload: `{}`, DependsOn: `[]`, State: "pending", MaxAttempts: 1, CreatedAtMS: 1, UpdatedAtMS: 1}); err != nil {
 					return err
 				}

@@ -43,7 +43,7 @@
 //     task id; the domain's sweeps: by seq). The workflow row is locked
 //     (LockWorkflow, EnsureWorkflow, ChainHead, LockChains: FOR NO KEY
 //     UPDATE) by what must see a workflow whole or extend its chain: a
-//     creation (with LockDependency taking its dependencies FOR SHARE), a
+//     creation (with LockDependencies taking its dependencies FOR SHARE), a
 //     prune, an operator's intervention and the linking of journaled
 //     events; each takes it before any task row. FOR NO KEY UPDATE, not FOR
 //     UPDATE: a task updated twice in one transaction has its foreign key
@@ -449,6 +449,35 @@
 // skipped, but stays locked until the scanning transaction ends: a
 // heartbeat of that task waits for the claimer's short transaction, which
 // itself waits for nothing.
+//
+// # Creation
+//
+// A creation (CreateWorkflow: one node or a whole graph) costs a fixed
+// number of statements, not some per node: its workflow's row
+// (EnsureWorkflow), its existing dependencies locked and read in one
+// statement (LockDependencies), its keys (LockKey, one each), the nodes
+// it names that exist already in one (TasksByNodes: a repeated creation
+// finds them), its new tasks in one (InsertTasks: every column an array,
+// unnested WITH ORDINALITY and inserted in that order, so the seqs ascend
+// in dependency order and the park trigger sees the rows before each, as
+// it did in statements of their own), their edges with their
+// dependencies' counts in one (InsertEdges), then the events (one
+// INSERT) and the audit head. The domain works out each new task's state
+// from its dependencies' rows in memory, and refuses a dependency on no
+// node, a cycle or a task too many before anything is inserted. One case
+// splits the insert: a task cancelled at birth by a new task (its
+// dependency, created in the same call, itself cancelled by a failed one)
+// keeps that task's seq as its cause, so the tasks made before it are
+// inserted first (storetest GraphOnAFailedNodeStartsCancelled).
+//
+// Before, each node cost its lookup, its insert, a lock and an edge per
+// dependency: a round trip each. BenchmarkCreateWorkflow (one workflow of
+// 500 nodes in ten layers, 900 edges, a creation per op; 2 rounds of 2,
+// alternated, load 1.7-1.8): 765-1,048 tasks/s before, 5,236-6,709 after.
+// bench --tasks 5000 --workers 8 (five creations of 1,000 nodes without
+// dependencies): pg_stat_statements' calls per task over the whole run
+// fell from 3.66 to 1.65; its time outside the measured phase (the
+// creations and the verification) from 2.8-3.3 s to 1.3-1.4 s.
 //
 // # Ready indexes
 //

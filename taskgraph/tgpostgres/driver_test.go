@@ -16,6 +16,7 @@ import (
 	"github.com/graph-engineering/graph-engineering-mcp/schema"
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/testwait"
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/tgdriver"
+	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/tgdriver/drivertest"
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/tgpostgres/pgtest"
 )
 
@@ -56,7 +57,7 @@ func addTask(t *testing.T, d *Driver, wf, node, state string) int64 {
 			return err
 		}
 		var err error
-		seq, err = tx.InsertTask(context.Background(), tgdriver.TaskRow{
+		seq, err = drivertest.InsertTask(context.Background(), tx, tgdriver.TaskRow{
 			TaskID: wf + "-" + node, WorkflowID: wf, NodeID: node, Payload: `{"n":1}`, DependsOn: `[]`,
 			State: state, MaxAttempts: 3, CreatedAtMS: 1000, UpdatedAtMS: 1000,
 		})
@@ -214,16 +215,16 @@ func TestLockDependencyHoldsOffCompletion(t *testing.T) {
 	create := make(chan error, 1)
 	go func() {
 		create <- d.Write(ctx, func(tx tgdriver.Tx) error {
-			r, err := tx.LockDependency(ctx, "wf", "dep")
+			r, err := drivertest.LockDependency(ctx, tx, "wf", "dep")
 			if err != nil || r.State != "pending" {
 				return fmt.Errorf("LockDependency: %+v %v", r, err)
 			}
-			seq, err := tx.InsertTask(ctx, tgdriver.TaskRow{TaskID: "wf-child", WorkflowID: "wf", NodeID: "child", Payload: `{}`,
+			seq, err := drivertest.InsertTask(ctx, tx, tgdriver.TaskRow{TaskID: "wf-child", WorkflowID: "wf", NodeID: "child", Payload: `{}`,
 				DependsOn: `["dep"]`, State: "blocked", MaxAttempts: 1, Unmet: 1, CreatedAtMS: 2, UpdatedAtMS: 2})
 			if err != nil {
 				return err
 			}
-			if err := tx.InsertEdge(ctx, dep, seq); err != nil {
+			if err := drivertest.InsertEdge(ctx, tx, dep, seq); err != nil {
 				return err
 			}
 			close(locked)
@@ -531,7 +532,7 @@ func TestWriteRetriesUniqueViolationAndReportsBatches(t *testing.T) {
 	first := make(chan error, 1)
 	go func() {
 		first <- d.Write(ctx, func(tx tgdriver.Tx) error {
-			_, err := tx.InsertTask(ctx, tgdriver.TaskRow{TaskID: "wf-x", WorkflowID: "wf", NodeID: "x", Payload: `{}`, DependsOn: `[]`,
+			_, err := drivertest.InsertTask(ctx, tx, tgdriver.TaskRow{TaskID: "wf-x", WorkflowID: "wf", NodeID: "x", Payload: `{}`, DependsOn: `[]`,
 				State: "pending", MaxAttempts: 1, CreatedAtMS: 1, UpdatedAtMS: 1})
 			close(held)
 			<-release
@@ -549,7 +550,7 @@ func TestWriteRetriesUniqueViolationAndReportsBatches(t *testing.T) {
 			} else if !errors.Is(err, tgdriver.ErrNoRows) {
 				return err
 			}
-			_, err := tx.InsertTask(ctx, tgdriver.TaskRow{TaskID: "wf-x", WorkflowID: "wf", NodeID: "x", Payload: `{}`, DependsOn: `[]`,
+			_, err := drivertest.InsertTask(ctx, tx, tgdriver.TaskRow{TaskID: "wf-x", WorkflowID: "wf", NodeID: "x", Payload: `{}`, DependsOn: `[]`,
 				State: "pending", MaxAttempts: 1, CreatedAtMS: 1, UpdatedAtMS: 1})
 			return err
 		})

@@ -39,6 +39,22 @@ func nullInt(v int64) any {
 	return v
 }
 
+// nullStrPtr and nullIntPtr are nullStr and nullInt for an element of an
+// array parameter: nil is NULL.
+func nullStrPtr(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+func nullIntPtr(v int64) *int64 {
+	if v == 0 {
+		return nil
+	}
+	return &v
+}
+
 // LockWorkflow takes the row lock of workflowID (FOR NO KEY UPDATE: see
 // the package doc, "Locks").
 func (w *wtx) LockWorkflow(ctx context.Context, workflowID string) (bool, error) {
@@ -74,23 +90,32 @@ func (w *wtx) AddWorkflowTasks(ctx context.Context, workflowID string, n int) er
 	return nil
 }
 
-// LockDependency returns node nodeID of workflowID locked FOR SHARE: a
-// concurrent completion's UPDATE of it waits for this transaction, and then
-// sees the edges it added.
-func (w *wtx) LockDependency(ctx context.Context, workflowID, nodeID string) (tgdriver.TaskRow, error) {
-	return w.oneTask(ctx, "lock dependency "+workflowID+"/"+nodeID,
-		`SELECT `+taskColumns+` FROM tasks WHERE workflow_id = $1 AND node_id = $2 FOR SHARE`, workflowID, nodeID)
-}
-
 // LockDependencies locks the nodes nodeIDs of workflowID FOR SHARE in
 // one statement, in task id order (LockRows above the sort takes them in
-// it), the order of a batch's locks and updates (Fetch).
-func (w *wtx) LockDependencies(ctx context.Context, workflowID string, nodeIDs []string) error {
-	if _, err := w.c.Exec(ctx, `SELECT 1 FROM tasks WHERE workflow_id = $1 AND node_id = ANY($2::text[])
-		ORDER BY task_id COLLATE "C" FOR SHARE`, workflowID, nodeIDs); err != nil {
-		return w.fail(ctx, "lock dependencies of "+workflowID, err)
+// it), the order of a batch's locks and updates (Fetch), and returns them.
+func (w *wtx) LockDependencies(ctx context.Context, workflowID string, nodeIDs []string) ([]tgdriver.TaskRow, error) {
+	return w.tasks(ctx, "lock dependencies of "+workflowID, `SELECT `+taskColumns+` FROM tasks
+		WHERE workflow_id = $1 AND node_id = ANY($2::text[]) ORDER BY task_id COLLATE "C" FOR SHARE`, workflowID, nodeIDs)
+}
+
+// TasksByNodes returns the nodes nodeIDs of workflowID that exist, in one
+// statement (tasks_workflow_id_node_id_key).
+func (w *wtx) TasksByNodes(ctx context.Context, workflowID string, nodeIDs []string) ([]tgdriver.TaskRow, error) {
+	return w.tasks(ctx, "look up nodes of "+workflowID, `SELECT `+taskColumns+` FROM tasks
+		WHERE workflow_id = $1 AND node_id = ANY($2::text[])`, workflowID, nodeIDs)
+}
+
+// tasks runs a query of taskColumns.
+func (w *wtx) tasks(ctx context.Context, what, sql string, args ...any) ([]tgdriver.TaskRow, error) {
+	rows, err := w.c.Query(ctx, sql, args...)
+	if err != nil {
+		return nil, w.fail(ctx, what, err)
 	}
-	return nil
+	ts, err := collectTasks(rows)
+	if err != nil {
+		return nil, w.fail(ctx, what, err)
+	}
+	return ts, nil
 }
 
 // LockParkedOfKey locks key's parked ready tasks (index
@@ -103,40 +128,111 @@ func (w *wtx) LockParkedOfKey(ctx context.Context, key string) error {
 	return nil
 }
 
-// InsertTask inserts t and returns its seq.
-func (w *wtx) InsertTask(ctx context.Context, t tgdriver.TaskRow) (int64, error) {
-	var result any
-	if t.HasResult || t.Result != "" {
-		result = t.Result
-	}
-	var token any
-	if t.TokenHash != nil {
-		token = t.TokenHash
-	}
-	var seq int64
-	err := w.c.QueryRow(ctx, `INSERT INTO tasks (task_id, workflow_id, node_id, payload, depends_on, state, owner, generation,
+// insertTasksSQL inserts a creation's tasks in one statement: a column
+// an array, the rows in their order (WITH ORDINALITY, ORDER BY), so that
+// their seqs ascend in it; the BEFORE INSERT trigger that parks a task
+// behind a full key (0018) sees the rows inserted before it in the
+// statement, as it saw them in statements of their own.
+const insertTasksSQL = `INSERT INTO tasks (task_id, workflow_id, node_id, payload, depends_on, state, owner, generation,
 		token_hash, lease_expires_at_ms, lease_ms, attempts, max_attempts, unmet, result, error, status_message,
 		cancel_cause, created_at_ms, updated_at_ms, created_by, priority, requires, due_at_ms, retry_delay_ms,
 		concurrency_key, kind, gate_timeout_ms, gate_on_timeout)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25,
-		$26, $27, $28, $29) RETURNING seq`,
-		t.TaskID, t.WorkflowID, t.NodeID, t.Payload, t.DependsOn, t.State, nullStr(t.Owner), t.Generation,
-		token, nullInt(t.LeaseExpiresAtMS), nullInt(t.LeaseMS), t.Attempts, t.MaxAttempts, t.Unmet, result, nullStr(t.Error), t.StatusMessage,
-		nullInt(t.CancelCause), t.CreatedAtMS, t.UpdatedAtMS, nullStr(t.CreatedBy), t.Priority, t.Requires, t.DueAtMS, t.RetryDelayMS,
-		t.ConcurrencyKey, tgdriver.KindOf(t.Kind), t.GateTimeoutMS, t.GateOnTimeout).Scan(&seq)
-	if err != nil {
-		return 0, w.fail(ctx, "insert task "+t.WorkflowID+"/"+t.NodeID, err)
+	SELECT task_id, workflow_id, node_id, payload, depends_on, state, owner, generation,
+		token_hash, lease_expires_at_ms, lease_ms, attempts, max_attempts, unmet, result, error, status_message,
+		cancel_cause, created_at_ms, updated_at_ms, created_by, priority, requires, due_at_ms, retry_delay_ms,
+		concurrency_key, kind, gate_timeout_ms, gate_on_timeout
+	FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::bigint[],
+		$9::bytea[], $10::bigint[], $11::bigint[], $12::bigint[], $13::bigint[], $14::bigint[], $15::text[], $16::text[], $17::text[],
+		$18::bigint[], $19::bigint[], $20::bigint[], $21::text[], $22::bigint[], $23::text[], $24::bigint[], $25::bigint[],
+		$26::text[], $27::text[], $28::bigint[], $29::text[])
+		WITH ORDINALITY AS u(task_id, workflow_id, node_id, payload, depends_on, state, owner, generation,
+		token_hash, lease_expires_at_ms, lease_ms, attempts, max_attempts, unmet, result, error, status_message,
+		cancel_cause, created_at_ms, updated_at_ms, created_by, priority, requires, due_at_ms, retry_delay_ms,
+		concurrency_key, kind, gate_timeout_ms, gate_on_timeout, ord)
+	ORDER BY ord
+	RETURNING task_id, seq`
+
+// InsertTasks inserts ts in one statement (insertTasksSQL) and returns
+// their seqs in their order.
+func (w *wtx) InsertTasks(ctx context.Context, ts []tgdriver.TaskRow) ([]int64, error) {
+	if len(ts) == 0 {
+		return nil, nil
 	}
-	return seq, nil
+	n := len(ts)
+	var (
+		ids, wfs, nodes, payloads, deps, states         = make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+		owners, results, errs, createdBy                = make([]*string, n), make([]*string, n), make([]*string, n), make([]*string, n)
+		gens, attempts, maxAttempts, unmet              = make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n)
+		tokens                                          = make([][]byte, n)
+		leaseExp, leaseMS, causes                       = make([]*int64, n), make([]*int64, n), make([]*int64, n)
+		status, requires, keys, kinds, onTimeout        = make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+		created, updated, prio, due, retry, gateTimeout = make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n)
+	)
+	at := make(map[string]int, n)
+	for i, t := range ts {
+		at[t.TaskID] = i
+		ids[i], wfs[i], nodes[i], payloads[i], deps[i], states[i] = t.TaskID, t.WorkflowID, t.NodeID, t.Payload, t.DependsOn, t.State
+		owners[i], errs[i], createdBy[i] = nullStrPtr(t.Owner), nullStrPtr(t.Error), nullStrPtr(t.CreatedBy)
+		if t.HasResult || t.Result != "" {
+			r := t.Result
+			results[i] = &r
+		}
+		gens[i], attempts[i], maxAttempts[i], unmet[i] = t.Generation, int64(t.Attempts), int64(t.MaxAttempts), int64(t.Unmet)
+		tokens[i] = t.TokenHash
+		leaseExp[i], leaseMS[i], causes[i] = nullIntPtr(t.LeaseExpiresAtMS), nullIntPtr(t.LeaseMS), nullIntPtr(t.CancelCause)
+		status[i], requires[i], keys[i], kinds[i], onTimeout[i] = t.StatusMessage, t.Requires, t.ConcurrencyKey, tgdriver.KindOf(t.Kind), t.GateOnTimeout
+		created[i], updated[i], prio[i], due[i], retry[i], gateTimeout[i] = t.CreatedAtMS, t.UpdatedAtMS, int64(t.Priority), t.DueAtMS, t.RetryDelayMS, t.GateTimeoutMS
+	}
+	what := fmt.Sprintf("insert %d tasks of %s", n, ts[0].WorkflowID)
+	rows, err := w.c.Query(ctx, insertTasksSQL, ids, wfs, nodes, payloads, deps, states, owners, gens,
+		tokens, leaseExp, leaseMS, attempts, maxAttempts, unmet, results, errs, status,
+		causes, created, updated, createdBy, prio, requires, due, retry,
+		keys, kinds, gateTimeout, onTimeout)
+	if err != nil {
+		return nil, w.fail(ctx, what, err)
+	}
+	seqs := make([]int64, n)
+	got := 0
+	for rows.Next() {
+		var id string
+		var seq int64
+		if err := rows.Scan(&id, &seq); err != nil {
+			rows.Close()
+			return nil, w.fail(ctx, what, err)
+		}
+		i, ok := at[id]
+		if !ok {
+			rows.Close()
+			return nil, fmt.Errorf("%s: the insert returned task %s, which it was not given", what, id)
+		}
+		seqs[i] = seq
+		got++
+	}
+	if err := rows.Err(); err != nil {
+		return nil, w.fail(ctx, what, err)
+	}
+	if got != n {
+		return nil, fmt.Errorf("%s: %d rows inserted", what, got)
+	}
+	return seqs, nil
 }
 
-// InsertEdge records that task must wait for dep.
-func (w *wtx) InsertEdge(ctx context.Context, depSeq, taskSeq int64) error {
-	// The dependency is locked already (LockDependency), and creations in
-	// one workflow take turns on the workflow's row.
-	if _, err := w.c.Exec(ctx, `WITH e AS (INSERT INTO edges (dep_seq, task_seq) VALUES ($1, $2))
-		UPDATE tasks SET dependents = dependents + 1 WHERE seq = $1`, depSeq, taskSeq); err != nil {
-		return w.fail(ctx, "insert edge", err)
+// InsertEdges records the edges and counts them in their dependencies'
+// dependents, in one statement. The dependencies are locked already
+// (LockDependencies) or inserted by this transaction, and creations in
+// one workflow take turns on the workflow's row.
+func (w *wtx) InsertEdges(ctx context.Context, edges []tgdriver.Edge) error {
+	if len(edges) == 0 {
+		return nil
+	}
+	dep, task := make([]int64, len(edges)), make([]int64, len(edges))
+	for i, e := range edges {
+		dep[i], task[i] = e.Dep, e.Task
+	}
+	if _, err := w.c.Exec(ctx, `WITH e AS (INSERT INTO edges (dep_seq, task_seq) SELECT * FROM unnest($1::bigint[], $2::bigint[]))
+		UPDATE tasks t SET dependents = t.dependents + c.n
+		FROM (SELECT d, count(*) AS n FROM unnest($1::bigint[]) AS d GROUP BY d) c WHERE t.seq = c.d`, dep, task); err != nil {
+		return w.fail(ctx, "insert edges", err)
 	}
 	return nil
 }
@@ -490,7 +586,7 @@ func queueAdvanceAll(b *pgx.Batch, runs []tgdriver.ChainRun) func(pgconn.Command
 // migration 0021): its task's, found in the event's own INSERT through
 // tasks' unique index on task_id (no round trip more), or 0 when no task
 // has that id (none the domain writes; the readers look there for one).
-// A task's row is inserted before its first event (InsertTask runs its
+// A task's row is inserted before its first event (InsertTasks runs its
 // statement at once), so the subquery sees it.
 const taskSeqOf = `COALESCE((SELECT t.seq FROM tasks t WHERE t.task_id = e.task), 0)`
 

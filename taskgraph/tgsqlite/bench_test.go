@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/tgdriver"
+	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/tgdriver/drivertest"
 )
 
 // cycle is the driver's share of one claim and one complete: find the next
@@ -62,7 +63,7 @@ func benchDriver(b *testing.B, tasks int) *Driver {
 				return err
 			}
 			r := newTask(wf, "n"+strconv.Itoa(i))
-			if _, err := tx.InsertTask(ctx, r); err != nil {
+			if _, err := drivertest.InsertTask(ctx, tx, r); err != nil {
 				return err
 			}
 		}
@@ -116,7 +117,7 @@ func BenchmarkKeyHead(b *testing.B) {
 		for i := range 2000 {
 			r := newTask("wf", "n"+strconv.Itoa(i))
 			r.ConcurrencyKey = "k" + strconv.Itoa(i%100)
-			if _, err := tx.InsertTask(ctx, r); err != nil {
+			if _, err := drivertest.InsertTask(ctx, tx, r); err != nil {
 				return err
 			}
 		}

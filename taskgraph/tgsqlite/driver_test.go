@@ -15,6 +15,7 @@ import (
 
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/testwait"
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/tgdriver"
+	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/tgdriver/drivertest"
 )
 
 func TestPragmas(t *testing.T) {
@@ -601,7 +602,7 @@ func TestFailedCommitFailsWholeBatch(t *testing.T) {
 					if _, err := w.exec(`PRAGMA defer_foreign_keys = ON`); err != nil {
 						return err
 					}
-					return tx.InsertEdge(context.Background(), 424242, 434343)
+					return drivertest.InsertEdge(context.Background(), tx, 424242, 434343)
 				}
 				return nil
 			})

@@ -8,6 +8,7 @@ import (
 
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/testwait"
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/tgdriver"
+	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/tgdriver/drivertest"
 )
 
 // openTest opens a driver on a new file in t.TempDir() and starts it with h.
@@ -46,7 +47,7 @@ func addTask(t *testing.T, tx tgdriver.Tx, r tgdriver.TaskRow) int64 {
 	if _, err := tx.EnsureWorkflow(ctx, r.WorkflowID, 1000); err != nil {
 		t.Fatalf("EnsureWorkflow: %v", err)
 	}
-	seq, err := tx.InsertTask(ctx, r)
+	seq, err := drivertest.InsertTask(ctx, tx, r)
 	if err != nil {
 		t.Fatalf("InsertTask: %v", err)
 	}

@@ -120,19 +120,38 @@ func (t *wtx) AddWorkflowTasks(_ context.Context, workflowID string, n int) erro
 	return nil
 }
 
-// LockDependency returns node nodeID of workflowID: the single writer keeps
-// it from changing until the transaction ends.
-func (t *wtx) LockDependency(ctx context.Context, workflowID, nodeID string) (tgdriver.TaskRow, error) {
-	return t.TaskByNode(ctx, workflowID, nodeID)
+// LockDependencies returns the nodes nodeIDs of workflowID that exist:
+// the single writer keeps them from changing until the transaction ends.
+func (t *wtx) LockDependencies(ctx context.Context, workflowID string, nodeIDs []string) ([]tgdriver.TaskRow, error) {
+	return t.TasksByNodes(ctx, workflowID, nodeIDs)
+}
+
+// TasksByNodes returns the nodes nodeIDs of workflowID that exist, each
+// once: a lookup each (sqlite_autoindex of (workflow_id, node_id)), in
+// process.
+func (t *wtx) TasksByNodes(ctx context.Context, workflowID string, nodeIDs []string) ([]tgdriver.TaskRow, error) {
+	var out []tgdriver.TaskRow
+	seen := make(map[string]bool, len(nodeIDs))
+	for _, n := range nodeIDs {
+		if seen[n] {
+			continue
+		}
+		seen[n] = true
+		r, err := t.TaskByNode(ctx, workflowID, n)
+		if errors.Is(err, tgdriver.ErrNoRows) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	return out, nil
 }
 
 // LockParkedOfKey does nothing: the single writer waits for no row (its
 // triggers park and unpark tasks as PostgreSQL's do, migration 0018).
 func (t *wtx) LockParkedOfKey(context.Context, string) error { return nil }
-
-// LockDependencies does nothing: the single writer keeps every task from
-// changing until the transaction ends.
-func (t *wtx) LockDependencies(context.Context, string, []string) error { return nil }
 
 // nullString, nullInt and nullBytes map the zero value to NULL.
 func nullString(s string) any {
@@ -156,30 +175,40 @@ func nullBytes(b []byte) any {
 	return b
 }
 
-// InsertTask inserts r and returns its seq.
-func (t *wtx) InsertTask(_ context.Context, r tgdriver.TaskRow) (int64, error) {
-	var result any
-	if r.HasResult || r.Result != "" {
-		result = r.Result
+// InsertTasks inserts rs in order, a prepared statement each, and
+// returns their seqs.
+func (t *wtx) InsertTasks(_ context.Context, rs []tgdriver.TaskRow) ([]int64, error) {
+	seqs := make([]int64, len(rs))
+	for i, r := range rs {
+		var result any
+		if r.HasResult || r.Result != "" {
+			result = r.Result
+		}
+		res, err := t.exec(sqlInsertTask, r.TaskID, r.WorkflowID, r.NodeID, r.Payload, r.DependsOn, r.State,
+			nullString(r.Owner), r.Generation, nullBytes(r.TokenHash), nullInt(r.LeaseExpiresAtMS), nullInt(r.LeaseMS),
+			r.Attempts, r.MaxAttempts, r.Unmet, result, nullString(r.Error), r.StatusMessage, nullInt(r.CancelCause),
+			r.CreatedAtMS, r.UpdatedAtMS, nullString(r.CreatedBy), r.Priority, r.Requires, r.DueAtMS, r.RetryDelayMS,
+			r.ConcurrencyKey, tgdriver.KindOf(r.Kind), r.GateTimeoutMS, r.GateOnTimeout)
+		if err != nil {
+			return nil, fmt.Errorf("insert task %s/%s: %w", r.WorkflowID, r.NodeID, err)
+		}
+		if seqs[i], err = res.LastInsertId(); err != nil {
+			return nil, fmt.Errorf("insert task %s/%s: %w", r.WorkflowID, r.NodeID, err)
+		}
 	}
-	res, err := t.exec(sqlInsertTask, r.TaskID, r.WorkflowID, r.NodeID, r.Payload, r.DependsOn, r.State,
-		nullString(r.Owner), r.Generation, nullBytes(r.TokenHash), nullInt(r.LeaseExpiresAtMS), nullInt(r.LeaseMS),
-		r.Attempts, r.MaxAttempts, r.Unmet, result, nullString(r.Error), r.StatusMessage, nullInt(r.CancelCause),
-		r.CreatedAtMS, r.UpdatedAtMS, nullString(r.CreatedBy), r.Priority, r.Requires, r.DueAtMS, r.RetryDelayMS,
-		r.ConcurrencyKey, tgdriver.KindOf(r.Kind), r.GateTimeoutMS, r.GateOnTimeout)
-	if err != nil {
-		return 0, fmt.Errorf("insert task: %w", err)
-	}
-	return res.LastInsertId()
+	return seqs, nil
 }
 
-// InsertEdge records that task taskSeq waits for depSeq.
-func (t *wtx) InsertEdge(_ context.Context, depSeq, taskSeq int64) error {
-	if _, err := t.exec(sqlInsertEdge, depSeq, taskSeq); err != nil {
-		return fmt.Errorf("insert edge: %w", err)
-	}
-	if _, err := t.exec(sqlCountDependent, depSeq); err != nil {
-		return fmt.Errorf("count the dependent of task %d: %w", depSeq, err)
+// InsertEdges records each edge and counts it in its dependency's
+// dependents.
+func (t *wtx) InsertEdges(_ context.Context, edges []tgdriver.Edge) error {
+	for _, e := range edges {
+		if _, err := t.exec(sqlInsertEdge, e.Dep, e.Task); err != nil {
+			return fmt.Errorf("insert edge: %w", err)
+		}
+		if _, err := t.exec(sqlCountDependent, e.Dep); err != nil {
+			return fmt.Errorf("count the dependent of task %d: %w", e.Dep, err)
+		}
 	}
 	return nil
 }

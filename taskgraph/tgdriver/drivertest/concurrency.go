@@ -273,8 +273,8 @@ func needManyWriters(t *testing.T, e *env) {
 // testLocksWait: a lock taken by LockWorkflow (or EnsureWorkflow, LockChains),
 // LockAuditHead, ReadAlive, Fetch's Lock or a claim scan holds off another
 // transaction that takes it (or updates the locked task) until the holder
-// commits; LockDependency (and LockDependencies, of each task it names)
-// holds off a change of the task but not another LockDependency; a
+// commits; LockDependencies (of one task, or of each task it names)
+// holds off a change of the task but not another LockDependencies; a
 // transaction that takes another lock does not wait.
 func testLocksWait(t *testing.T, h Harness) {
 	e := newEnv(t, h)
@@ -316,8 +316,11 @@ func testLocksWait(t *testing.T, h Harness) {
 			return err
 		}
 	}
-	dependency := func(tx tgdriver.Tx) error { _, err := tx.LockDependency(e.ctx, "wf", "a"); return err }
-	dependencies := func(tx tgdriver.Tx) error { return tx.LockDependencies(e.ctx, "wf", []string{"b", "none", "a"}) }
+	dependency := func(tx tgdriver.Tx) error { _, err := LockDependency(e.ctx, tx, "wf", "a"); return err }
+	dependencies := func(tx tgdriver.Tx) error {
+		_, err := tx.LockDependencies(e.ctx, "wf", []string{"b", "none", "a"})
+		return err
+	}
 	audit := func(tx tgdriver.Tx) error { _, _, err := tx.LockAuditHead(e.ctx); return err }
 	alive := func(tx tgdriver.Tx) error { _, _, err := tx.ReadAlive(e.ctx); return err }
 	ensure := func(tx tgdriver.Tx) error { _, err := tx.EnsureWorkflow(e.ctx, "wf", 1); return err }

@@ -130,7 +130,7 @@ func testWriteAllOrNothing(t *testing.T, h Harness) {
 		if _, err := tx.EnsureWorkflow(e.ctx, "wf2", 5); err != nil {
 			return err
 		}
-		if _, err := tx.InsertTask(e.ctx, task("wf2", "b")); err != nil {
+		if _, err := InsertTask(e.ctx, tx, task("wf2", "b")); err != nil {
 			return err
 		}
 		if _, _, err := tx.UpdateTask(e.ctx, seq, tgdriver.TaskSet{State: tgdriver.Val("completed"), UpdatedAtMS: 5}, tgdriver.TaskGuard{}); err != nil {
@@ -158,7 +158,7 @@ func testReadsCommittedOnly(t *testing.T, h Harness) {
 		if _, err := tx.EnsureWorkflow(e.ctx, "wf", 1); err != nil {
 			return err
 		}
-		seq, err := tx.InsertTask(e.ctx, task("wf", "a"))
+		seq, err := InsertTask(e.ctx, tx, task("wf", "a"))
 		if err != nil {
 			return err
 		}
@@ -351,7 +351,7 @@ func testChanges(t *testing.T, h Harness) {
 			if _, err := tx.EnsureWorkflow(e.ctx, c.wf, 1); err != nil {
 				return err
 			}
-			if _, err := tx.InsertTask(e.ctx, task(c.wf, "a")); err != nil {
+			if _, err := InsertTask(e.ctx, tx, task(c.wf, "a")); err != nil {
 				return err
 			}
 			if c.apply {

@@ -230,7 +230,7 @@ func (e *env) insert(rows ...tgdriver.TaskRow) []int64 {
 			if _, err := tx.EnsureWorkflow(e.ctx, r.WorkflowID, 1000); err != nil {
 				return fmt.Errorf("EnsureWorkflow %s: %w", r.WorkflowID, err)
 			}
-			seq, err := tx.InsertTask(e.ctx, r)
+			seq, err := InsertTask(e.ctx, tx, r)
 			if err != nil {
 				return fmt.Errorf("InsertTask %s: %w", r.TaskID, err)
 			}
@@ -250,7 +250,7 @@ func (e *env) one(r tgdriver.TaskRow) int64 { return e.insert(r)[0] }
 // edge records that task waits for dep.
 func (e *env) edge(dep, task int64) {
 	e.t.Helper()
-	e.write(func(tx tgdriver.Tx) error { return tx.InsertEdge(e.ctx, dep, task) })
+	e.write(func(tx tgdriver.Tx) error { return InsertEdge(e.ctx, tx, dep, task) })
 }
 
 // set applies set to seq without a guard.
@@ -416,3 +416,30 @@ func seqsOf(rows []tgdriver.TaskRow) []int64 {
 // eq reports whether two slices hold the same elements in the same order
 // (nil and empty are equal).
 func eq[T comparable](a, b []T) bool { return slices.Equal(a, b) }
+
+// InsertTask inserts one task through tx.InsertTasks and returns its seq.
+func InsertTask(ctx context.Context, tx tgdriver.Tx, r tgdriver.TaskRow) (int64, error) {
+	seqs, err := tx.InsertTasks(ctx, []tgdriver.TaskRow{r})
+	if err != nil {
+		return 0, err
+	}
+	return seqs[0], nil
+}
+
+// InsertEdge records one edge through tx.InsertEdges.
+func InsertEdge(ctx context.Context, tx tgdriver.Tx, dep, task int64) error {
+	return tx.InsertEdges(ctx, []tgdriver.Edge{{Dep: dep, Task: task}})
+}
+
+// LockDependency locks one node through tx.LockDependencies, or returns
+// tgdriver.ErrNoRows.
+func LockDependency(ctx context.Context, tx tgdriver.Tx, workflowID, nodeID string) (tgdriver.TaskRow, error) {
+	rows, err := tx.LockDependencies(ctx, workflowID, []string{nodeID})
+	if err != nil {
+		return tgdriver.TaskRow{}, err
+	}
+	if len(rows) == 0 {
+		return tgdriver.TaskRow{}, tgdriver.ErrNoRows
+	}
+	return rows[0], nil
+}

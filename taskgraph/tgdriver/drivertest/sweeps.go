@@ -303,7 +303,7 @@ func testPrune(t *testing.T, h Harness) {
 		if err := tx.AppendEvents(e.ctx, []tgdriver.EventRow{late}); err != nil {
 			return err
 		}
-		if _, err := tx.InsertTask(e.ctx, task("empty", "new")); err != nil {
+		if _, err := InsertTask(e.ctx, tx, task("empty", "new")); err != nil {
 			return err
 		}
 		for _, wf := range []string{"older", "empty", "old"} {

@@ -93,9 +93,11 @@ func testWorkflows(t *testing.T, h Harness) {
 	})
 }
 
-// testInsertAndRead: InsertTask stores every column (its Seq is ignored),
-// zero values of nullable columns as NULL, a result given with HasResult
-// as a value (even ""); the three lookups read it back, or ErrNoRows.
+// testInsertAndRead: InsertTasks stores every column of each row (its
+// Seq is ignored), zero values of nullable columns as NULL, a result given
+// with HasResult as a value (even ""), and returns seqs ascending in the
+// rows' order; the three lookups read them back, or ErrNoRows, and
+// TasksByNodes finds a workflow's existing nodes among those named.
 func testInsertAndRead(t *testing.T, h Harness) {
 	e := newEnv(t, h)
 	full := fullTask("wf", "full")
@@ -103,9 +105,35 @@ func testInsertAndRead(t *testing.T, h Harness) {
 	zero := task("wf", "zero")
 	empty := task("wf", "empty") // a result that is the empty string
 	empty.HasResult = true
-	seqs := e.insert(full, zero, empty)
+	var seqs []int64
+	e.write(func(tx tgdriver.Tx) error {
+		if _, err := tx.EnsureWorkflow(e.ctx, "wf", 1000); err != nil {
+			return err
+		}
+		var err error
+		seqs, err = tx.InsertTasks(e.ctx, []tgdriver.TaskRow{full, zero, empty})
+		if err != nil || len(seqs) != 3 {
+			return fmt.Errorf("InsertTasks: %v, %v", seqs, err)
+		}
+		got, err := tx.TasksByNodes(e.ctx, "wf", []string{"empty", "none", "full", "empty"})
+		if err != nil {
+			return fmt.Errorf("TasksByNodes: %w", err)
+		}
+		nodes := []string{}
+		for _, r := range got {
+			nodes = append(nodes, r.NodeID)
+		}
+		slices.Sort(nodes)
+		if !eq(nodes, []string{"empty", "full"}) {
+			t.Errorf("TasksByNodes(wf, [empty none full empty]) found %v, want [empty full], each once", nodes)
+		}
+		if got, err := tx.TasksByNodes(e.ctx, "other", []string{"full"}); err != nil || len(got) != 0 {
+			t.Errorf("TasksByNodes of another workflow's node: %v, %v; want none", got, err)
+		}
+		return nil
+	})
 	if seqs[0] == 12345 || seqs[0] >= seqs[1] || seqs[1] >= seqs[2] {
-		t.Fatalf("seqs %v: want new, increasing seqs (the given Seq is ignored)", seqs)
+		t.Fatalf("seqs %v: want new seqs, ascending in the rows' order (the given Seq is ignored)", seqs)
 	}
 	full.Seq, zero.Seq, empty.Seq = seqs[0], seqs[1], seqs[2]
 	e.eachReads(func(r tgdriver.Reads) error {
@@ -155,7 +183,7 @@ func testInsertAndRead(t *testing.T, h Harness) {
 	}
 	// Inserting a second task of one node is refused.
 	err := e.d.Write(e.ctx, func(tx tgdriver.Tx) error {
-		_, err := tx.InsertTask(e.ctx, task("wf", "zero"))
+		_, err := InsertTask(e.ctx, tx, task("wf", "zero"))
 		return err
 	})
 	if err == nil {
@@ -299,8 +327,9 @@ func testCounts(t *testing.T, h Harness) {
 	})
 }
 
-// testEdges: InsertEdge counts the dependency's dependents; Dependencies,
-// WorkflowEdges and LockDependency read them.
+// testEdges: InsertEdges counts each edge in its dependency's dependents,
+// a dependency named twice in one call twice; Dependencies, WorkflowEdges
+// and LockDependencies read them.
 func testEdges(t *testing.T, h Harness) {
 	e := newEnv(t, h)
 	rows := []tgdriver.TaskRow{task("wf", "a"), task("wf", "b"), task("wf", "c"), task("wf", "d"), task("other", "x"), task("other", "y")}
@@ -309,12 +338,7 @@ func testEdges(t *testing.T, h Harness) {
 	s := e.insert(rows...)
 	a, b, c, d, x, y := s[0], s[1], s[2], s[3], s[4], s[5]
 	e.write(func(tx tgdriver.Tx) error {
-		for _, ed := range [][2]int64{{b, c}, {a, c}, {a, d}, {x, y}} {
-			if err := tx.InsertEdge(e.ctx, ed[0], ed[1]); err != nil {
-				return err
-			}
-		}
-		return nil
+		return tx.InsertEdges(e.ctx, []tgdriver.Edge{{Dep: b, Task: c}, {Dep: a, Task: c}, {Dep: a, Task: d}, {Dep: x, Task: y}})
 	})
 	e.eachReads(func(r tgdriver.Reads) error {
 		for seq, want := range map[int64]int{a: 2, b: 1, c: 0, d: 0, x: 1} {
@@ -338,17 +362,26 @@ func testEdges(t *testing.T, h Harness) {
 		return nil
 	})
 	e.write(func(tx tgdriver.Tx) error {
-		got, err := tx.LockDependency(e.ctx, "wf", "a")
+		got, err := LockDependency(e.ctx, tx, "wf", "a")
 		want := rows[0]
 		want.Seq, want.Dependents = a, 2
 		if err != nil || diffTask(got, want) != "" {
 			t.Errorf("LockDependency(wf, a): %v %s", err, diffTask(got, want))
 		}
-		if _, err := tx.LockDependency(e.ctx, "wf", "none"); !errors.Is(err, tgdriver.ErrNoRows) {
+		if _, err := LockDependency(e.ctx, tx, "wf", "none"); !errors.Is(err, tgdriver.ErrNoRows) {
 			t.Errorf("LockDependency of a missing node: %v, want ErrNoRows", err)
 		}
-		if _, err := tx.LockDependency(e.ctx, "other", "a"); !errors.Is(err, tgdriver.ErrNoRows) {
+		if _, err := LockDependency(e.ctx, tx, "other", "a"); !errors.Is(err, tgdriver.ErrNoRows) {
 			t.Errorf("LockDependency of another workflow's node: %v, want ErrNoRows", err)
+		}
+		rows, err := tx.LockDependencies(e.ctx, "wf", []string{"b", "none", "a", "b"})
+		var seqs []int64
+		for _, r := range rows {
+			seqs = append(seqs, r.Seq)
+		}
+		slices.Sort(seqs)
+		if err != nil || !slices.Equal(seqs, []int64{a, b}) {
+			t.Errorf("LockDependencies(wf, [b none a b]) = seqs %v, %v; want %v, each once", seqs, err, []int64{a, b})
 		}
 		return nil
 	})
@@ -373,7 +406,7 @@ func testDecrementUnmet(t *testing.T, h Harness) {
 	dep := s[0]
 	e.write(func(tx tgdriver.Tx) error {
 		for _, d := range s[1:7] {
-			if err := tx.InsertEdge(e.ctx, dep, d); err != nil {
+			if err := InsertEdge(e.ctx, tx, dep, d); err != nil {
 				return err
 			}
 		}
@@ -434,11 +467,11 @@ func testUnfinished(t *testing.T, h Harness) {
 	// cancelled ones were cancelled by root and root2.
 	e.write(func(tx tgdriver.Tx) error {
 		for _, d := range s[2:7] {
-			if err := tx.InsertEdge(e.ctx, root, d); err != nil {
+			if err := InsertEdge(e.ctx, tx, root, d); err != nil {
 				return err
 			}
 		}
-		if err := tx.InsertEdge(e.ctx, root2, s[3]); err != nil {
+		if err := InsertEdge(e.ctx, tx, root2, s[3]); err != nil {
 			return err
 		}
 		return nil
