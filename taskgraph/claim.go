@@ -557,36 +557,55 @@ func (w *wtx) cascadeCancel(root *row) error {
 	return nil
 }
 
-// completeDependents decrements the unmet count of every dependent of
-// completed task seq and makes ready the blocked ones that reach zero. It
-// costs O(out-degree).
-func (w *wtx) completeDependents(seq int64) error {
-	deps, err := w.tx.DecrementUnmet(w.ctx, seq)
+// completeDependents lowers the unmet count of every dependent of the
+// completed tasks seqs (one driver call) and makes ready the blocked ones
+// that reach zero, or names in their status the dependencies they still
+// wait for. It costs O(out-degree). by is nil but in a hot batch, whose
+// later steps read no dependent: then the writes go to the batch's last
+// round (queueUpdate), and by(d.By) is the operation that records what a
+// dependent's change caused (the completion of its last dependency).
+func (w *wtx) completeDependents(seqs []int64, by func(deps []int64) *wtx) error {
+	deps, err := w.tx.DecrementUnmet(w.ctx, seqs)
 	if err != nil {
 		return fmt.Errorf("update dependents: %w", err)
 	}
 	for _, d := range deps {
-		if State(d.State) != StateBlocked {
+		if State(d.Row.State) != StateBlocked {
 			continue
 		}
-		if d.Unmet == 0 {
-			ready := w.makeReady
-			if d.Kind == KindGate {
-				ready = w.awaitApproval
+		ow := w
+		if by != nil {
+			ow = by(d.By)
+		}
+		switch {
+		case d.Row.Unmet > 0:
+			// Keep "waiting on …" naming only the dependencies still
+			// unfinished: clients read it (tasks/get, claim conflicts) to
+			// see what holds a task.
+			set := tgdriver.TaskSet{StatusMessage: tgdriver.Val(statusmsg.Blocked(d.Waiting))}
+			if by != nil {
+				ow.queueUpdate(d.Row, set, tgdriver.TaskGuard{})
+				continue
 			}
-			if err := ready(d.Seq); err != nil {
+			r := row{seq: d.Row.Seq}
+			_, err = ow.update(&r, set, tgdriver.TaskGuard{})
+		case d.Row.Kind == KindGate:
+			err = ow.awaitApproval(d.Row.Seq)
+		case by != nil && d.Row.DueAtMS == 0:
+			// makeReady's common case, its write queued: the row is locked
+			// (DecrementUnmet), blocked with nothing unmet.
+			tr := ow.queueUpdate(d.Row, tgdriver.TaskSet{State: tgdriver.Val(string(StatePending)), StatusMessage: tgdriver.Val(statusmsg.Ready)},
+				tgdriver.TaskGuard{States: []string{string(StateBlocked)}, NoUnmet: true})
+			r, err := toRow(tr)
+			if err != nil {
 				return err
 			}
-			continue
+			ow.wakeWaiters(&r)
+			err = ow.appendEvent(&r, EventReady, "", r.Generation, nil)
+		default:
+			err = ow.makeReady(d.Row.Seq)
 		}
-		// Keep "waiting on …" naming only the dependencies still unfinished:
-		// clients read it (tasks/get, claim conflicts) to see what holds a task.
-		_, names, err := w.unmetDependencies(d.Seq)
 		if err != nil {
-			return err
-		}
-		r := row{seq: d.Seq}
-		if _, err := w.update(&r, tgdriver.TaskSet{StatusMessage: tgdriver.Val(statusmsg.Blocked(names))}, tgdriver.TaskGuard{}); err != nil {
 			return err
 		}
 	}

@@ -406,7 +406,8 @@
 // of tasks and workflows the store returns, the task states, the
 // not-found and conflict errors), statusmsg (the texts of status
 // messages), storeopts (a store's Options), broadcast (the wake-up of
-// Changed), hotpace (the hot lane's pacing), retry (backoff), waitq (parked claims), idempotency
+// Changed), hotlane (the hot lane's batching of operations), hotpace (its
+// pacing), retry (backoff), waitq (parked claims), idempotency
 // (request-id keys and seals), workreport (workers' reports) and audit
 // (the history's format, its events, readers and linker).
 //

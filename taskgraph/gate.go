@@ -126,7 +126,7 @@ func (w *wtx) decide(r *row, approve bool, by, via, reason string) error {
 		if err := w.appendEvent(r, EventApprove, "", r.Generation, detail); err != nil {
 			return err
 		}
-		return w.completeDependents(r.seq)
+		return w.completeDependents([]int64{r.seq}, nil)
 	}
 	errText := gate.RejectedError(by, via, reason)
 	if err := w.mustUpdate(r, tgdriver.TaskSet{State: tgdriver.Val(string(StateFailed)), Error: tgdriver.Val(errText),

@@ -234,7 +234,7 @@ func (s *Store) CompleteAndClaim(ctx context.Context, h lease.Holder, result jso
 	arrived := s.arrival(ctx)
 	done := &hotOp{ctx: ctx, kind: hotComplete, arrived: arrived, h: h, result: res}
 	claim := &hotOp{ctx: ctx, kind: hotClaim, arrived: arrived, owner: next.Owner, workflowID: next.WorkflowID, caps: caps, lease: d, after: done}
-	s.hot.run(done, claim)
+	s.runHotOps(done, claim)
 	s.claimAttempts.Add(1)
 	da, ca := done.ans, claim.ans
 	if da.err != nil {
@@ -266,10 +266,14 @@ func (w *wtx) completed(r *row, h lease.Holder, res []byte, rep *Report) error {
 		return err
 	}
 	w.afterCommit(func() { w.s.stats.completions.Add(1) })
-	if r.dependents == 0 {
+	switch {
+	case r.dependents == 0:
+		return nil
+	case w.batchDone != nil:
+		*w.batchDone = append(*w.batchDone, r.seq) // the batch settles them at once
 		return nil
 	}
-	return w.completeDependents(r.seq)
+	return w.completeDependents([]int64{r.seq}, nil)
 }
 
 // Fail records the holder's error. With retryable and attempts left the task

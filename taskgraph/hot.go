@@ -6,11 +6,9 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/graph-engineering/graph-engineering-mcp/lease"
-	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/hotpace"
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/tgdriver"
 )
 
@@ -24,10 +22,13 @@ import (
 // operations of a batch share statements (one per kind of update) and the
 // commit; with SQLite they share the writer's commit. What a batch does is
 // what each operation alone does (the same updates, guards, events and
-// answers, in the order the operations joined the batch); anything out of
-// the ordinary (a stale claim to explain, dependents to make ready, leases
-// to expire or due tasks to promote first) runs the operation's ordinary
-// code in the same transaction.
+// answers, in the order the operations joined the batch); the dependents
+// of the batch's completions are settled together after them (one driver
+// call lowers every unmet count, and their updates go to the second
+// round: completeDependents), and anything else out of the ordinary (a
+// stale claim to explain, a gate or a dependent due later to make ready,
+// leases to expire or due tasks to promote first) runs the operation's
+// ordinary code in the same transaction.
 
 // hotKind is what a hot operation does.
 type hotKind int
@@ -70,6 +71,20 @@ type hotOp struct {
 	ans  *hotAnswer
 }
 
+// Done and Rides make a hotOp a hotlane.Op: a claim rides with the
+// completion it was submitted with.
+func (op *hotOp) Done() <-chan struct{} { return op.done }
+func (op *hotOp) Rides() bool           { return op.after != nil }
+
+// runHotOps submits ops to the store's hot lane, which runs them in one batch,
+// and returns once each was answered.
+func (s *Store) runHotOps(ops ...*hotOp) {
+	for _, op := range ops {
+		op.done = make(chan struct{})
+	}
+	s.hot.Run(ops...)
+}
+
 // hotAnswer is what one run of a batch's transaction gave an operation;
 // it becomes the operation's answer only if that run committed.
 type hotAnswer struct {
@@ -77,30 +92,6 @@ type hotAnswer struct {
 	ok      bool
 	task    Task
 	err     error
-}
-
-// hotLane runs hot operations in batches: at most pace.Max() batches at
-// once (each one transaction), each taking every operation waiting when it
-// starts, up to maxBatch. A batch beside one already running starts only
-// for enough waiting callers, or for a caller held too long (hotpace).
-type hotLane struct {
-	s        *Store
-	pace     *hotpace.Pacer
-	maxBatch int
-
-	mu      sync.Mutex
-	queue   []*hotOp
-	running int
-	// holding counts the loops among running that hold their turn for
-	// another batch to take the queue (loop), running none.
-	holding int
-	// callers counts the callers of queue: a claim submitted with its
-	// completion (CompleteAndClaim) is not one more.
-	callers int
-	takes   int // batches taken off the queue so far
-	// changed, when not nil, is closed at the queue's next change
-	// (changedLocked).
-	changed chan struct{}
 }
 
 // defaultHotBatches is how many batches run at once on a driver of many
@@ -114,170 +105,6 @@ const maxKeyRescans = 8
 
 // defaultHotBatchSize bounds the operations of one batch.
 const defaultHotBatchSize = 256
-
-func newHotLane(s *Store, max, maxBatch int) *hotLane {
-	return &hotLane{s: s, pace: hotpace.New(max, 0), maxBatch: maxBatch}
-}
-
-// run submits ops, which go into one batch, and returns once each was
-// answered. A caller that does not start a batch waits for a running one
-// to take it; if none has after the pacer's hold, and the lane has room,
-// it starts one.
-func (l *hotLane) run(ops ...*hotOp) {
-	for _, op := range ops {
-		op.done = make(chan struct{})
-	}
-	l.mu.Lock()
-	l.queue = append(l.queue, ops...)
-	for _, op := range ops {
-		if op.after == nil {
-			l.callers++
-		}
-	}
-	l.signalLocked()
-	// Only a caller the pacer held while the lane had room waits with a
-	// timer; one that finds every batch running is taken by the first to
-	// end.
-	room := l.running < l.pace.Max()
-	if !l.startLocked(false) && room {
-		t := time.NewTimer(l.pace.Hold())
-		select {
-		case <-ops[0].done:
-		case <-t.C:
-			l.mu.Lock()
-			if l.queued(ops[0]) {
-				l.startLocked(true)
-			} else {
-				l.mu.Unlock()
-			}
-		}
-		t.Stop()
-	}
-	for _, op := range ops {
-		<-op.done
-	}
-}
-
-// startLocked starts a batch of the queue if the pacer says so (or, when
-// force, if the lane has room), and unlocks l.mu.
-func (l *hotLane) startLocked(force bool) bool {
-	if l.running >= l.pace.Max() || !(force || l.pace.Start(l.running-l.holding, l.callers)) {
-		l.mu.Unlock()
-		return false
-	}
-	l.running++
-	batch := l.takeLocked()
-	l.mu.Unlock()
-	go l.loop(batch)
-	return true
-}
-
-// queued reports whether op waits in the queue. l.mu is held.
-func (l *hotLane) queued(op *hotOp) bool {
-	return slices.Contains(l.queue, op)
-}
-
-// takeLocked takes the next batch off the queue, never parting a claim
-// from the completion it goes with. l.mu is held.
-func (l *hotLane) takeLocked() []*hotOp {
-	n := min(len(l.queue), l.maxBatch)
-	if n < len(l.queue) && l.queue[n].after != nil {
-		n++
-	}
-	batch := slices.Clone(l.queue[:n])
-	l.queue, l.takes = slices.Delete(l.queue, 0, n), l.takes+1
-	for _, op := range batch {
-		if op.after == nil {
-			l.callers--
-		}
-	}
-	l.signalLocked()
-	return batch
-}
-
-// loop runs batch and then every batch waiting, until the queue is empty.
-//
-// After a batch, most of the callers it answered submit their next
-// operation at once (a worker completes what it claimed, then claims
-// again): the lane waits for as many operations as it just answered to
-// join the queue, or another batch to take it, at most the pacer's Gather,
-// so that they go together in the next batch rather than one by one; with
-// one batch at a time, on top of those already queued (else batches settle
-// into two alternating halves of the callers: 5.3 cycles a commit at W=8
-// on SQLite, 7.6 now). A lane with nothing to do waits for nothing.
-//
-// Beside another running batch, the loop goes on only for enough waiting
-// callers (the pacer's Start); it leaves fewer to the other batch, which
-// takes them when it ends, so that two half-empty batches merge into one
-// rather than each paying a commit. If the other batch has not taken them
-// within the pacer's hold (a slow commit), the loop takes them itself.
-func (l *hotLane) loop(batch []*hotOp) {
-	timer := time.NewTimer(time.Hour)
-	timer.Stop()
-	defer timer.Stop()
-	for {
-		start := time.Now()
-		l.s.runHot(batch)
-		took := time.Since(start)
-		l.pace.Took(took)
-		want := len(batch)
-		l.mu.Lock()
-		if l.pace.Max() == 1 { // the next batch takes those queued too
-			want = min(want+len(l.queue), l.maxBatch)
-		}
-		gather, takes, waited := l.pace.Gather(took), l.takes, time.Now()
-		back := len(l.queue) >= want || gather > 0 && l.waitLocked(timer, gather, func() bool { return len(l.queue) >= want || l.takes != takes })
-		l.pace.Back(time.Since(waited), back, gather) // how late the callers came back
-		if len(l.queue) > 0 && !l.pace.Start(l.running-l.holding-1, l.callers) {
-			l.holding++
-			l.waitLocked(timer, l.pace.Hold(), func() bool { return len(l.queue) == 0 || l.pace.Start(l.running-l.holding, l.callers) })
-			l.holding--
-		}
-		if len(l.queue) == 0 {
-			l.running--
-			l.mu.Unlock()
-			return
-		}
-		batch = l.takeLocked()
-		l.mu.Unlock()
-	}
-}
-
-// waitLocked waits until cond holds or d has passed, and reports whether
-// cond holds. l.mu is held, and released while it waits.
-func (l *hotLane) waitLocked(timer *time.Timer, d time.Duration, cond func() bool) bool {
-	timer.Reset(d)
-	defer timer.Stop()
-	for !cond() {
-		ch := l.changedLocked()
-		l.mu.Unlock()
-		select {
-		case <-ch:
-			l.mu.Lock()
-		case <-timer.C:
-			l.mu.Lock()
-			return cond()
-		}
-	}
-	return true
-}
-
-// changedLocked returns a channel closed at the queue's next change (an
-// operation joining or a batch taken). l.mu is held.
-func (l *hotLane) changedLocked() <-chan struct{} {
-	if l.changed == nil {
-		l.changed = make(chan struct{})
-	}
-	return l.changed
-}
-
-// signalLocked wakes those waiting for the queue to change. l.mu is held.
-func (l *hotLane) signalLocked() {
-	if l.changed != nil {
-		close(l.changed)
-		l.changed = nil
-	}
-}
 
 // runHot runs batch in one transaction and answers its operations.
 func (s *Store) runHot(batch []*hotOp) {
@@ -504,7 +331,15 @@ func (s *Store) hotTx(ctx context.Context, tx tgdriver.Tx, ops []*hotOp, answers
 	}
 
 	// Between the rounds: the events of the fenced writes, in batch
-	// order; the explanation of a stale claim; the claims.
+	// order; the explanation of a stale claim; the dependents of the
+	// completions, all at once; the claims.
+	var settle []int64
+	doneAt := map[int64]int{}
+	for k, fo := range fencedOps {
+		if u := fetched.Updated[k]; u.OK {
+			ws[fo.op].batchDone, doneAt[u.Row.Seq] = &settle, k
+		}
+	}
 	for k, fo := range fencedOps {
 		i := fo.op
 		op, w := ops[i], ws[i]
@@ -531,6 +366,20 @@ func (s *Store) hotTx(ctx context.Context, tx tgdriver.Tx, ops []*hotOp, answers
 			return nil, err
 		}
 		answers[i].task = r.Task
+	}
+	if len(settle) > 0 {
+		// What a dependent's change causes is the doing of the completion
+		// of its last dependency in the batch's order.
+		last := func(deps []int64) *wtx {
+			k := -1
+			for _, d := range deps {
+				k = max(k, doneAt[d])
+			}
+			return ws[fencedOps[k].op]
+		}
+		if err := ws[fencedOps[doneAt[settle[0]]].op].completeDependents(settle, last); err != nil {
+			return nil, err
+		}
 	}
 	// Events are recorded in the order the operations happened: the fenced
 	// writes above, then the claims, which were decided on after them.
@@ -795,7 +644,7 @@ func (s *Store) hotHolderWrite(ctx context.Context, op *hotOp, args map[string]a
 	}
 	op.rq = rq
 	op.ctx, op.arrived = ctx, s.arrival(ctx)
-	s.hot.run(op)
+	s.runHotOps(op)
 	if op.ans.err != nil {
 		return Task{}, fmt.Errorf("%s task %s: %w", verb, op.h.TaskID, op.ans.err)
 	}
@@ -811,7 +660,7 @@ func (s *Store) hotClaimNext(ctx context.Context, arrived time.Time, owner, work
 		return Claimed{}, false, ErrClosed
 	}
 	op := &hotOp{ctx: ctx, kind: hotClaim, arrived: arrived, owner: owner, workflowID: workflowID, caps: caps, lease: d, rq: rq}
-	s.hot.run(op)
+	s.runHotOps(op)
 	if op.ans.err != nil {
 		return Claimed{}, false, fmt.Errorf("claim next: %w", op.ans.err)
 	}

@@ -77,7 +77,7 @@ func (w *wtx) skip(r row, op Operator) (Task, error) {
 	}
 	// Dependents still waiting count this task as unmet; the ones its
 	// failure cancelled are revived and recounted from scratch.
-	if err := w.completeDependents(r.seq); err != nil {
+	if err := w.completeDependents([]int64{r.seq}, nil); err != nil {
 		return Task{}, err
 	}
 	if from == StateFailed || from == StateCancelled {

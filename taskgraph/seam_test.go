@@ -25,7 +25,7 @@ func TestDomainImportsNoDriver(t *testing.T) {
 		may      []string
 	}{
 		{".", "taskgraph", append([]string{"taskgraph/audit", "taskgraph/jsonvalue", "taskgraph/workreport",
-			"taskgraph/rules", "taskgraph/keyrate", "taskgraph/waitq", "taskgraph/dag", "taskgraph/idempotency", "taskgraph/retry", "taskgraph/gate", "taskgraph/nodespec", "taskgraph/pause", "taskgraph/taskview", "taskgraph/storeopts", "taskgraph/statusmsg", "taskgraph/broadcast", "taskgraph/hotpace"}, leaves...)},
+			"taskgraph/rules", "taskgraph/keyrate", "taskgraph/waitq", "taskgraph/dag", "taskgraph/idempotency", "taskgraph/retry", "taskgraph/gate", "taskgraph/nodespec", "taskgraph/pause", "taskgraph/taskview", "taskgraph/storeopts", "taskgraph/statusmsg", "taskgraph/broadcast", "taskgraph/hotpace", "taskgraph/hotlane"}, leaves...)},
 		{"./audit", "taskgraph/audit", leaves},
 		// The leaves split out of taskgraph never import it (no cycle,
 		// no store state) nor each other beyond rules.
@@ -39,10 +39,11 @@ func TestDomainImportsNoDriver(t *testing.T) {
 		{"./storeopts", "taskgraph/storeopts", leaves},
 		{"./broadcast", "taskgraph/broadcast", nil},
 		{"./hotpace", "taskgraph/hotpace", nil},
+		{"./hotlane", "taskgraph/hotlane", []string{"taskgraph/hotpace"}},
 		{"./statusmsg", "taskgraph/statusmsg", append([]string{"taskgraph/taskview", "taskgraph/pause", "taskgraph/workreport", "taskgraph/gate", "taskgraph/rules"}, leaves...)},
 		{"./taskview", "taskgraph/taskview", append([]string{"taskgraph/pause", "taskgraph/workreport", "taskgraph/gate", "taskgraph/rules"}, leaves...)},
 		{"./gate", "taskgraph/gate", append([]string{"taskgraph/rules"}, leaves...)},
-		{"./nodespec", "taskgraph/nodespec", append([]string{"taskgraph/rules", "taskgraph/gate", "taskgraph/keyrate", "taskgraph/jsonvalue"}, leaves...)},
+		{"./nodespec", "taskgraph/nodespec", append([]string{"taskgraph/rules", "taskgraph/gate", "taskgraph/keyrate", "taskgraph/jsonvalue", "taskgraph/dag"}, leaves...)},
 	} {
 		out, err := exec.Command(goTool, "list", "-deps", c.dir).Output()
 		if err != nil {

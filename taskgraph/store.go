@@ -10,6 +10,7 @@ import (
 
 	"github.com/graph-engineering/graph-engineering-mcp/lease"
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/audit"
+	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/hotlane"
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/storeopts"
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/tgdriver"
 )
@@ -55,7 +56,7 @@ type Store struct {
 	journal bool
 	linker  linker
 	// hot runs claim-next, heartbeat and complete in batches (hot.go).
-	hot *hotLane
+	hot *hotlane.Lane[*hotOp]
 	// timers tells claim-next when to look for lapsed leases and due tasks.
 	timers *probeTimers
 }
@@ -127,7 +128,7 @@ func OpenDriver(ctx context.Context, d tgdriver.Driver, opts Options) (*Store, e
 		}
 		batches = min(batches, max(1, info.Connections/2))
 	}
-	s.hot = newHotLane(s, batches, defaultHotBatchSize)
+	s.hot = hotlane.New(batches, defaultHotBatchSize, s.runHot)
 	hooks := tgdriver.Hooks{OnBatch: opts.OnBatch}
 	if opts.Sweep {
 		shared := caps.clock != nil

@@ -37,6 +37,10 @@ type wtx struct {
 	// locked and what it wrote to them since: takeKeySlot reads them there
 	// rather than locking each again (a round trip). Nil elsewhere.
 	keyRows map[string]tgdriver.KeyRow
+	// batchDone, in a hot batch's completions, collects the completed
+	// tasks with dependents, which the batch settles together after them
+	// (completeDependents). Nil elsewhere.
+	batchDone *[]int64
 }
 
 // outbox is what the operations of one transaction left to record before
@@ -47,6 +51,9 @@ type outbox struct {
 	events []tgdriver.EventRow
 	// ready lists each task the transaction made claimable.
 	ready []readyRef
+	// updates are writes of rows the transaction holds locked, whose
+	// guards hold (queueUpdate): flush applies them with the last round.
+	updates []tgdriver.TaskUpdate
 	// hooks run after the transaction commits, in order.
 	hooks []func()
 }
@@ -176,8 +183,12 @@ const journalRound = 1000
 // flushRows is flush, returning the tasks as updates left them.
 func (w *wtx) flushRows(updates []tgdriver.TaskUpdate) ([]tgdriver.TaskRow, error) {
 	out := w.out
-	if len(updates) == 0 && len(out.events) == 0 && len(out.ready) == 0 {
+	if len(updates) == 0 && len(out.updates) == 0 && len(out.events) == 0 && len(out.ready) == 0 {
 		return nil, nil
+	}
+	n := len(updates)
+	if len(out.updates) > 0 {
+		updates = append(updates[:n:n], out.updates...)
 	}
 	a := tgdriver.Apply{Updates: updates, Events: out.events, Journal: w.s.journal}
 	if len(out.ready) > 0 {
@@ -209,7 +220,24 @@ func (w *wtx) flushRows(updates []tgdriver.TaskUpdate) ([]tgdriver.TaskRow, erro
 		}
 		return nil, fmt.Errorf("record the events of the operation: %w", err)
 	}
-	return rows, nil
+	return rows[:min(n, len(rows))], nil
+}
+
+// queueUpdate leaves the update of tr by set to the transaction's last
+// round (outbox.updates): tr is a row the transaction holds locked, whose
+// guard holds. set may set State and StatusMessage; it returns tr as the
+// update leaves it.
+func (w *wtx) queueUpdate(tr tgdriver.TaskRow, set tgdriver.TaskSet, guard tgdriver.TaskGuard) tgdriver.TaskRow {
+	set.UpdatedAtMS = w.nowMS
+	w.out.updates = append(w.out.updates, tgdriver.TaskUpdate{Seq: tr.Seq, Set: set, Guard: guard})
+	if set.State.Set {
+		tr.State = set.State.V
+	}
+	if set.StatusMessage.Set {
+		tr.StatusMessage = set.StatusMessage.V
+	}
+	tr.UpdatedAtMS = w.nowMS
+	return tr
 }
 
 // runGuarded runs fn and turns a panic into an error, so one bad operation

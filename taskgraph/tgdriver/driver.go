@@ -261,9 +261,11 @@ type Tx interface {
 	// statement, and returns the task as updated; ok is false (and nothing
 	// changed) when the task does not exist or guard did not hold.
 	UpdateTask(ctx context.Context, seq int64, set TaskSet, guard TaskGuard) (t TaskRow, ok bool, err error)
-	// DecrementUnmet lowers by one the unmet count of every blocked,
-	// pending or claimed dependent of depSeq and returns their new values.
-	DecrementUnmet(ctx context.Context, depSeq int64) ([]UnmetRow, error)
+	// DecrementUnmet lowers the unmet count of every blocked, pending or
+	// claimed dependent of the tasks depSeqs (distinct) by the number of
+	// them it depends on, in one step, and returns those dependents as it
+	// left them, in task id order (PostgreSQL locks them in it).
+	DecrementUnmet(ctx context.Context, depSeqs []int64) ([]Dependent, error)
 	// ShiftLeases moves every live lease by shiftMS, to at most nowMS + its
 	// own duration (defaultLeaseMS when unknown), and returns what moved.
 	ShiftLeases(ctx context.Context, shiftMS, nowMS, defaultLeaseMS int64) ([]TaskRef, error)

@@ -136,12 +136,16 @@ type DepRow struct {
 	State  string
 }
 
-// UnmetRow is a dependent after DecrementUnmet.
-type UnmetRow struct {
-	Seq   int64
-	State string
-	Unmet int
-	Kind  string // KindTask or KindGate
+// Dependent is a task whose unmet count DecrementUnmet lowered.
+type Dependent struct {
+	// Row is the task as the decrement left it.
+	Row TaskRow
+	// By are those of the tasks given to DecrementUnmet that it depends
+	// on, ascending.
+	By []int64
+	// Waiting names its dependencies that have not completed, by node id
+	// in seq order.
+	Waiting []string
 }
 
 // EdgeRow is one dependency edge by node id.

@@ -233,7 +233,7 @@ func TestLockDependencyHoldsOffCompletion(t *testing.T) {
 		})
 	}()
 	<-locked
-	complete := make(chan []tgdriver.UnmetRow, 1)
+	complete := make(chan []tgdriver.Dependent, 1)
 	completeErr := make(chan error, 1)
 	go func() {
 		completeErr <- d.Write(ctx, func(tx tgdriver.Tx) error {
@@ -241,7 +241,7 @@ func TestLockDependencyHoldsOffCompletion(t *testing.T) {
 				tgdriver.TaskGuard{States: []string{"pending", "claimed"}}); err != nil || !ok {
 				return fmt.Errorf("complete: %v %v", ok, err)
 			}
-			rows, err := tx.DecrementUnmet(ctx, dep)
+			rows, err := tx.DecrementUnmet(ctx, []int64{dep})
 			complete <- rows
 			return err
 		})
@@ -260,7 +260,7 @@ func TestLockDependencyHoldsOffCompletion(t *testing.T) {
 		t.Fatal(err)
 	}
 	rows := <-complete
-	if len(rows) != 1 || rows[0].Unmet != 0 || rows[0].State != "blocked" {
+	if len(rows) != 1 || rows[0].Row.Unmet != 0 || rows[0].Row.State != "blocked" {
 		t.Fatalf("DecrementUnmet after the create = %+v, want the child at unmet 0", rows)
 	}
 }

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -347,21 +349,43 @@ func (w *wtx) updates(ctx context.Context, ups []tgdriver.TaskUpdate) ([]tgdrive
 	return out, ok, nil
 }
 
-// DecrementUnmet lowers the unmet count of every unfinished dependent of depSeq.
-func (w *wtx) DecrementUnmet(ctx context.Context, depSeq int64) ([]tgdriver.UnmetRow, error) {
-	rows, err := w.c.Query(ctx, `UPDATE tasks SET unmet = unmet - 1 WHERE seq IN (SELECT task_seq FROM edges WHERE dep_seq = $1)
-		AND state IN ('blocked', 'pending', 'claimed') RETURNING seq, state, unmet, kind`, depSeq)
+// decrementUnmetSQL lowers the unmet counts of the dependents of $1 in
+// one statement: each by the number of $1's tasks it depends on (d.by),
+// its row locked first with the others in task id order (l: LockRows
+// above the sort), as a batch locks the tasks it updates. It returns the
+// dependencies each still waits for, read after this transaction's
+// completions (an array subquery per dependent, edges_pkey and
+// tasks_pkey).
+const decrementUnmetSQL = `WITH d AS (SELECT task_seq, array_agg(dep_seq ORDER BY dep_seq) AS by
+		FROM edges WHERE dep_seq = ANY($1::bigint[]) GROUP BY task_seq),
+	l AS MATERIALIZED (SELECT t.seq AS lseq FROM tasks t JOIN d ON d.task_seq = t.seq
+		WHERE t.state IN ('blocked', 'pending', 'claimed') ORDER BY t.task_id COLLATE "C" FOR NO KEY UPDATE OF t)
+	UPDATE tasks t SET unmet = t.unmet - cardinality(d.by) FROM d, l
+	WHERE t.seq = d.task_seq AND t.seq = l.lseq AND t.state IN ('blocked', 'pending', 'claimed')
+	RETURNING d.by, ARRAY(SELECT x.node_id FROM edges e JOIN tasks x ON x.seq = e.dep_seq
+		WHERE e.task_seq = t.seq AND x.state <> 'completed' ORDER BY x.seq), ` + taskColumns
+
+// DecrementUnmet lowers the unmet counts of the dependents of depSeqs in
+// one statement (decrementUnmetSQL).
+func (w *wtx) DecrementUnmet(ctx context.Context, depSeqs []int64) ([]tgdriver.Dependent, error) {
+	rows, err := w.c.Query(ctx, decrementUnmetSQL, depSeqs)
 	if err != nil {
 		return nil, w.fail(ctx, "update dependents", err)
 	}
-	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (tgdriver.UnmetRow, error) {
-		var u tgdriver.UnmetRow
-		err := row.Scan(&u.Seq, &u.State, &u.Unmet, &u.Kind)
-		return u, err
+	var s taskScanner
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (tgdriver.Dependent, error) {
+		var d tgdriver.Dependent
+		var err error
+		d.Row, err = s.scan(row, &d.By, &d.Waiting)
+		if len(d.Waiting) == 0 {
+			d.Waiting = nil // as SQLite's: none
+		}
+		return d, err
 	})
 	if err != nil {
 		return nil, w.fail(ctx, "update dependents", err)
 	}
+	slices.SortFunc(out, func(a, b tgdriver.Dependent) int { return strings.Compare(a.Row.TaskID, b.Row.TaskID) })
 	return out, nil
 }
 

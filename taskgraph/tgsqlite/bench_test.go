@@ -37,7 +37,7 @@ func cycle(tx tgdriver.Tx, now int64) error {
 	if err != nil || !ok {
 		return err
 	}
-	if _, err := tx.DecrementUnmet(ctx, r.Seq); err != nil {
+	if _, err := tx.DecrementUnmet(ctx, []int64{r.Seq}); err != nil {
 		return err
 	}
 	return appendOne(tx, r, "complete", now)

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/tgdriver"
 )
@@ -278,34 +279,63 @@ func (t *wtx) UnfinishedInWorkflow(_ context.Context, workflowID string) ([]int6
 	return out, nil
 }
 
-// DecrementUnmet lowers the unmet count of every unfinished dependent of
-// depSeq and returns their new values.
-func (t *wtx) DecrementUnmet(_ context.Context, depSeq int64) ([]tgdriver.UnmetRow, error) {
-	// Most completions have no dependents: a cheap probe of the edge index
-	// spares them the UPDATE, whose IN list needs a temporary table.
-	var one int
-	switch err := t.queryRow(bg, sqlHasDependents, depSeq).Scan(&one); {
-	case errors.Is(err, sql.ErrNoRows):
-		return nil, nil
-	case err != nil:
-		return nil, fmt.Errorf("find dependents: %w", err)
-	}
-	rows, err := t.query(bg, sqlDecrementUnmet, depSeq)
-	if err != nil {
-		return nil, fmt.Errorf("update dependents: %w", err)
-	}
-	defer rows.Close()
-	var out []tgdriver.UnmetRow
-	for rows.Next() {
-		var u tgdriver.UnmetRow
-		if err := rows.Scan(&u.Seq, &u.State, &u.Unmet, &u.Kind); err != nil {
-			return nil, err
+// DecrementUnmet lowers the unmet counts of the dependents of each of
+// depSeqs in turn (the single writer: nothing waits between), then reads
+// each dependent whole, with the dependencies it still waits for.
+func (t *wtx) DecrementUnmet(ctx context.Context, depSeqs []int64) ([]tgdriver.Dependent, error) {
+	by := map[int64][]int64{}
+	var seqs []int64
+	for _, depSeq := range slices.Sorted(slices.Values(depSeqs)) {
+		// Most completions have no dependents: a cheap probe of the edge
+		// index spares them the UPDATE, whose IN list needs a temporary
+		// table.
+		var one int
+		switch err := t.queryRow(bg, sqlHasDependents, depSeq).Scan(&one); {
+		case errors.Is(err, sql.ErrNoRows):
+			continue
+		case err != nil:
+			return nil, fmt.Errorf("find dependents: %w", err)
 		}
-		out = append(out, u)
+		rows, err := t.query(bg, sqlDecrementUnmet, depSeq)
+		if err != nil {
+			return nil, fmt.Errorf("update dependents: %w", err)
+		}
+		for rows.Next() {
+			var seq int64
+			var state, kind string
+			var unmet int
+			if err := rows.Scan(&seq, &state, &unmet, &kind); err != nil {
+				rows.Close()
+				return nil, fmt.Errorf("update dependents: %w", err)
+			}
+			if by[seq] == nil {
+				seqs = append(seqs, seq)
+			}
+			by[seq] = append(by[seq], depSeq)
+		}
+		if err := rows.Err(); err != nil {
+			return nil, fmt.Errorf("update dependents: %w", err)
+		}
 	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("update dependents: %w", err)
+	out := make([]tgdriver.Dependent, 0, len(seqs))
+	for _, seq := range seqs {
+		r, err := t.TaskBySeq(ctx, seq)
+		if err != nil {
+			return nil, fmt.Errorf("read dependent %d: %w", seq, err)
+		}
+		deps, err := t.Dependencies(ctx, seq)
+		if err != nil {
+			return nil, fmt.Errorf("read the dependencies of %d: %w", seq, err)
+		}
+		d := tgdriver.Dependent{Row: r, By: by[seq]}
+		for _, x := range deps {
+			if x.State != "completed" {
+				d.Waiting = append(d.Waiting, x.NodeID)
+			}
+		}
+		out = append(out, d)
 	}
+	slices.SortFunc(out, func(a, b tgdriver.Dependent) int { return strings.Compare(a.Row.TaskID, b.Row.TaskID) })
 	return out, nil
 }
 

@@ -1,7 +1,6 @@
 package drivertest
 
 import (
-	"cmp"
 	"errors"
 	"fmt"
 	"maps"
@@ -388,62 +387,75 @@ func testEdges(t *testing.T, h Harness) {
 }
 
 // testDecrementUnmet: the unmet count of every blocked, pending or claimed
-// dependent goes down by one, and only theirs.
+// dependent of the tasks given goes down by the number of them it depends
+// on, and only theirs; each comes back whole, in task id order, with those
+// of the given tasks it depends on and the dependencies it still waits
+// for.
 func testDecrementUnmet(t *testing.T, h Harness) {
 	e := newEnv(t, h)
-	rows := []tgdriver.TaskRow{task("wf", "dep")}
+	dep, dep2, other := task("wf", "dep"), task("wf", "dep2"), task("wf", "other")
+	dep.State, dep2.State = "completed", "completed"
+	rows := []tgdriver.TaskRow{dep, dep2, other}
 	for _, st := range []string{"blocked", "pending", "claimed", "completed", "failed", "cancelled"} {
 		r := task("wf", st)
 		r.State, r.Unmet = st, 2
-		if st == "blocked" { // DecrementUnmet returns each dependent's kind
-			r.Kind = tgdriver.KindGate
+		if st == "blocked" { // it waits for dep, dep2 and other
+			r.Kind, r.Unmet = tgdriver.KindGate, 3
 		}
 		rows = append(rows, r)
 	}
 	lone := task("wf", "lone")
 	rows = append(rows, lone)
 	s := e.insert(rows...)
-	dep := s[0]
 	e.write(func(tx tgdriver.Tx) error {
-		for _, d := range s[1:7] {
-			if err := InsertEdge(e.ctx, tx, dep, d); err != nil {
-				return err
-			}
+		edges := []tgdriver.Edge{{Dep: s[1], Task: s[3]}, {Dep: s[2], Task: s[3]}}
+		for _, d := range s[3:9] {
+			edges = append(edges, tgdriver.Edge{Dep: s[0], Task: d})
 		}
-		return nil
+		return tx.InsertEdges(e.ctx, edges)
 	})
-	var got []tgdriver.UnmetRow
+	var got []tgdriver.Dependent
 	e.write(func(tx tgdriver.Tx) error {
 		var err error
-		got, err = tx.DecrementUnmet(e.ctx, dep)
-		if err != nil {
+		if got, err = tx.DecrementUnmet(e.ctx, []int64{s[1], s[0]}); err != nil {
 			return err
 		}
-		if none, err := tx.DecrementUnmet(e.ctx, s[7]); err != nil || len(none) != 0 {
+		if none, err := tx.DecrementUnmet(e.ctx, []int64{s[9]}); err != nil || len(none) != 0 {
 			t.Errorf("DecrementUnmet of a task without dependents = %+v, %v", none, err)
 		}
 		return nil
 	})
-	slices.SortFunc(got, func(x, y tgdriver.UnmetRow) int { return cmp.Compare(x.Seq, y.Seq) })
-	want := []tgdriver.UnmetRow{{Seq: s[1], State: "blocked", Unmet: 1, Kind: tgdriver.KindGate}, {Seq: s[2], State: "pending", Unmet: 1, Kind: tgdriver.KindTask},
-		{Seq: s[3], State: "claimed", Unmet: 1, Kind: tgdriver.KindTask}}
-	if !reflect.DeepEqual(got, want) {
-		t.Fatalf("DecrementUnmet = %+v, want %+v", got, want)
+	type brief struct {
+		Node, State, Kind string
+		Unmet             int
+		By                []int64
+		Waiting           []string
+	}
+	var briefs []brief
+	for _, d := range got {
+		if d.Row.Seq == 0 || d.Row.WorkflowID != "wf" || d.Row.Payload == "" {
+			t.Errorf("DecrementUnmet returned %+v: want the whole row", d.Row)
+		}
+		briefs = append(briefs, brief{d.Row.NodeID, d.Row.State, d.Row.Kind, d.Row.Unmet, d.By, d.Waiting})
+	}
+	want := []brief{{"blocked", "blocked", tgdriver.KindGate, 1, []int64{s[0], s[1]}, []string{"other"}},
+		{"claimed", "claimed", tgdriver.KindTask, 1, []int64{s[0]}, nil}, {"pending", "pending", tgdriver.KindTask, 1, []int64{s[0]}, nil}}
+	if !reflect.DeepEqual(briefs, want) {
+		t.Fatalf("DecrementUnmet = %+v, want %+v (task id order)", briefs, want)
 	}
 	for i, wantUnmet := range []int{1, 1, 1, 2, 2, 2} {
-		if r := e.task(s[1+i]); r.Unmet != wantUnmet {
+		if r := e.task(s[3+i]); r.Unmet != wantUnmet {
 			t.Errorf("%s dependent: unmet %d, want %d", r.State, r.Unmet, wantUnmet)
 		}
 	}
 	// A dependency whose dependents are all finished changes nothing.
 	e.write(func(tx tgdriver.Tx) error {
-		for _, st := range []string{"blocked", "pending", "claimed"} {
-			if _, _, err := tx.UpdateTask(e.ctx, s[map[string]int{"blocked": 1, "pending": 2, "claimed": 3}[st]],
-				tgdriver.TaskSet{State: tgdriver.Val("cancelled"), UpdatedAtMS: 2}, tgdriver.TaskGuard{}); err != nil {
+		for _, seq := range s[3:6] {
+			if _, _, err := tx.UpdateTask(e.ctx, seq, tgdriver.TaskSet{State: tgdriver.Val("cancelled"), UpdatedAtMS: 2}, tgdriver.TaskGuard{}); err != nil {
 				return err
 			}
 		}
-		if none, err := tx.DecrementUnmet(e.ctx, dep); err != nil || len(none) != 0 {
+		if none, err := tx.DecrementUnmet(e.ctx, []int64{s[0]}); err != nil || len(none) != 0 {
 			t.Errorf("DecrementUnmet with every dependent finished = %+v, %v", none, err)
 		}
 		return nil
