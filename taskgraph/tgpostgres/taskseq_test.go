@@ -10,9 +10,11 @@ import (
 )
 
 // UndoEventsByTaskSeq turns a database of this package back to schema 20:
-// a task's events indexed by its id, no task_seq (migration 0021 undone).
-// Exported for the tests of package tgpostgres_test.
+// no apply_guard (migration 0022 undone), a task's events indexed by its
+// id, no task_seq (0021 undone). Exported for the tests of package
+// tgpostgres_test.
 var UndoEventsByTaskSeq = []string{
+	`DROP FUNCTION apply_guard(bigint, bigint)`,
 	`DROP INDEX events_by_task_seq`,
 	`ALTER TABLE events DROP COLUMN task_seq`,
 	`CREATE INDEX events_by_task ON events (task_id, event_id)`,
