@@ -18,7 +18,7 @@ import (
 
 // openStore opens a store on url and closes it when t ends (or by the
 // returned function, which is idempotent).
-func openStore(t *testing.T, url string) (*tg.Store, func()) {
+func openStore(t testing.TB, url string) (*tg.Store, func()) {
 	t.Helper()
 	ctx := context.Background()
 	drv, err := tgpostgres.Open(ctx, url, tgpostgres.Options{MaxConns: 4})
