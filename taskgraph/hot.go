@@ -500,12 +500,27 @@ func (s *Store) hotTx(ctx context.Context, tx tgdriver.Tx, ops []*hotOp, answers
 		w.keyRows = nil
 	}
 
-	// Round two: the claims' updates, the events, the notifications, and
-	// the commit with them unless an answer is to be kept after.
-	keeps := false
+	// Round two: the claims' updates, the events, the notifications, the
+	// kept answers of the operations with a request id known by now
+	// (heartbeats, completions), and the commit; a claim's answer holds
+	// the task as round two leaves it, so the claims' are kept in a third
+	// round, with the commit. Those of the batch that repeat an id get its
+	// answer.
+	var kept []tgdriver.RequestRow
+	var claimKeeps []int
 	for i, op := range ops {
 		a := answers[i]
-		keeps = keeps || op.rq != nil && !done[i] && a.err == nil && (op.kind != hotClaim || a.ok)
+		switch {
+		case op.rq == nil || done[i] || a.err != nil || (op.kind == hotClaim && !a.ok):
+		case op.kind == hotClaim:
+			claimKeeps = append(claimKeeps, i)
+		default:
+			r, err := ws[i].keepRow(op.rq, a.task)
+			if err != nil {
+				return nil, err
+			}
+			kept = append(kept, r)
+		}
 	}
 	w := &wtx{ctx: ctx, tx: tx, now: now, nowMS: now.UnixMilli(), s: s, out: out}
 	if touch {
@@ -513,7 +528,7 @@ func (s *Store) hotTx(ctx context.Context, tx tgdriver.Tx, ops []*hotOp, answers
 			return nil, err
 		}
 	}
-	rows, err := w.flushRows(updates, !keeps)
+	rows, err := w.flushRows(updates, kept, len(claimKeeps) == 0)
 	if err != nil {
 		return nil, err
 	}
@@ -529,20 +544,17 @@ func (s *Store) hotTx(ctx context.Context, tx tgdriver.Tx, ops []*hotOp, answers
 			s.timers.leaseSet(answers[i].claimed.Lease.ExpiresAt)
 		}
 	}
-	// The answers of operations with a request id, kept in the batch's
-	// transaction (which round two left open for them: keeps); those of
-	// the batch that repeat an id get its answer.
-	for i, op := range ops {
-		a := answers[i]
-		if op.rq == nil || done[i] || a.err != nil || (op.kind == hotClaim && !a.ok) {
-			continue
+	if len(claimKeeps) > 0 {
+		kept = kept[:0]
+		for _, i := range claimKeeps {
+			r, err := ws[i].keepRow(ops[i].rq, answers[i].claimed)
+			if err != nil {
+				return nil, err
+			}
+			kept = append(kept, r)
 		}
-		var answer any = a.task
-		if op.kind == hotClaim {
-			answer = a.claimed
-		}
-		if err := ws[i].keep(op.rq, answer); err != nil {
-			return nil, err
+		if _, err := tx.Apply(ctx, tgdriver.Apply{Requests: kept, Commit: true}); err != nil {
+			return nil, fmt.Errorf("keep the answers of the claims: %w", err)
 		}
 	}
 	for i, j := range dupOf {
@@ -579,6 +591,7 @@ func (s *Store) hotReplays(ops []*hotOp, ws []*wtx, answers []hotAnswer) (done [
 	done = make([]bool, len(ops))
 	dupOf = make([]int, len(ops))
 	first := map[string]int{}
+	var keys []string
 	for i, op := range ops {
 		dupOf[i] = -1
 		if op.rq == nil {
@@ -594,12 +607,27 @@ func (s *Store) hotReplays(ops []*hotOp, ws []*wtx, answers []hotAnswer) (done [
 			continue
 		}
 		first[op.rq.key] = i
+		keys = append(keys, op.rq.key)
+	}
+	if len(keys) == 0 {
+		return done, dupOf, nil
+	}
+	// The kept answers of every request id of the batch, in one read.
+	w := ws[first[keys[0]]]
+	kept, err := w.tx.Requests(w.ctx, keys)
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, key := range keys {
+		i := first[key]
+		op := ops[i]
+		r, ok := kept[key]
 		var found bool
 		if op.kind == hotClaim {
-			found, err = ws[i].replay(op.rq, &answers[i].claimed)
+			found, err = ws[i].replayKept(op.rq, r, ok, &answers[i].claimed)
 			answers[i].ok = found
 		} else {
-			found, err = ws[i].replay(op.rq, &answers[i].task)
+			found, err = ws[i].replayKept(op.rq, r, ok, &answers[i].task)
 		}
 		if err != nil {
 			var ve *ValidationError

@@ -95,10 +95,16 @@ func (rq *request) same(o *request) bool {
 // decodes it into dest and reports true; when the id was used for another
 // operation or other arguments it fails naming the difference.
 func (w *wtx) replay(rq *request, dest any) (bool, error) {
-	kept, ok, err := w.tx.Request(w.ctx, rq.key)
+	kept, err := w.tx.Requests(w.ctx, []string{rq.key})
 	if err != nil {
 		return false, err
 	}
+	r, ok := kept[rq.key]
+	return w.replayKept(rq, r, ok, dest)
+}
+
+// replayKept is replay with the kept request read (ok false: none kept).
+func (w *wtx) replayKept(rq *request, kept tgdriver.RequestRow, ok bool, dest any) (bool, error) {
 	if !ok {
 		return false, nil
 	}
@@ -129,19 +135,28 @@ func (w *wtx) replay(rq *request, dest any) (bool, error) {
 
 // keep records answer as rq's in w's transaction.
 func (w *wtx) keep(rq *request, answer any) error {
+	r, err := w.keepRow(rq, answer)
+	if err != nil {
+		return err
+	}
+	return w.tx.KeepRequest(w.ctx, r)
+}
+
+// keepRow is the row that keeps answer as rq's.
+func (w *wtx) keepRow(rq *request, answer any) (tgdriver.RequestRow, error) {
 	if c, ok := answer.(Claimed); ok {
 		c.Lease.Token = idempotency.Seal(rq.id, rq.key, c.Lease.Token) // the kept form
 		answer = c
 	}
 	a, err := json.Marshal(answer)
 	if err != nil {
-		return fmt.Errorf("%w: encode the answer of request %q: %v", errInternal, rq.id, err)
+		return tgdriver.RequestRow{}, fmt.Errorf("%w: encode the answer of request %q: %v", errInternal, rq.id, err)
 	}
 	args, err := json.Marshal(rq.args)
 	if err != nil {
-		return fmt.Errorf("%w: encode the arguments of request %q: %v", errInternal, rq.id, err)
+		return tgdriver.RequestRow{}, fmt.Errorf("%w: encode the arguments of request %q: %v", errInternal, rq.id, err)
 	}
-	return w.tx.KeepRequest(w.ctx, tgdriver.RequestRow{Key: rq.key, Principal: rq.principal, Op: rq.op, Args: string(args), Answer: string(a), CreatedAtMS: w.nowMS})
+	return tgdriver.RequestRow{Key: rq.key, Principal: rq.principal, Op: rq.op, Args: string(args), Answer: string(a), CreatedAtMS: w.nowMS}, nil
 }
 
 // kept runs fn as a write of rq (nil: no request id): in the same

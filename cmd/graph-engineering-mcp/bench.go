@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -59,6 +60,10 @@ type benchConfig struct {
 	// KeyLimit, with Keys, caps each key's tasks claimed at once (0: no
 	// cap; the keys still count their claims).
 	KeyLimit int
+	// RequestIDs gives every claim, heartbeat and completion a fresh
+	// request id (taskgraph.WithRequestID), as the README tells workers
+	// to: the store keeps each answer in the write's transaction.
+	RequestIDs bool
 }
 
 // latencyMS are percentiles of one operation, in milliseconds.
@@ -81,6 +86,7 @@ type benchResult struct {
 	HTTPClient   string  `json:"http_client,omitempty"`
 	Keys         int     `json:"keys,omitempty"`
 	KeyLimit     int     `json:"key_limit,omitempty"`
+	RequestIDs   bool    `json:"request_ids,omitempty"`
 	Seconds      float64 `json:"seconds"`
 	CyclesPerSec float64 `json:"cycles_per_sec"`
 	// ClaimMS are the latencies of the claims that were granted a task
@@ -159,10 +165,23 @@ type benchCombiner interface {
 	completeAndClaim(ctx context.Context, h lease.Holder, result json.RawMessage) (next lease.Holder, ok bool, err error)
 }
 
-type storeClient struct{ s *taskgraph.Store }
+// storeClient calls the store itself; with ids, each call carries a fresh
+// request id.
+type storeClient struct {
+	s   *taskgraph.Store
+	ids bool
+}
+
+// call is ctx, with a fresh request id when c gives them.
+func (c storeClient) call(ctx context.Context) context.Context {
+	if !c.ids {
+		return ctx
+	}
+	return taskgraph.WithRequestID(ctx, rand.Text())
+}
 
 func (c storeClient) claim(ctx context.Context, owner string) (lease.Holder, bool, error) {
-	cl, ok, err := c.s.Claim(ctx, taskgraph.ClaimRequest{Owner: owner, Lease: time.Minute, Wait: 100 * time.Millisecond})
+	cl, ok, err := c.s.Claim(c.call(ctx), taskgraph.ClaimRequest{Owner: owner, Lease: time.Minute, Wait: 100 * time.Millisecond})
 	if err != nil || !ok {
 		return lease.Holder{}, ok, err
 	}
@@ -170,12 +189,12 @@ func (c storeClient) claim(ctx context.Context, owner string) (lease.Holder, boo
 }
 
 func (c storeClient) heartbeat(ctx context.Context, h lease.Holder) error {
-	_, err := c.s.Heartbeat(ctx, h, time.Minute)
+	_, err := c.s.Heartbeat(c.call(ctx), h, time.Minute)
 	return err
 }
 
 func (c storeClient) complete(ctx context.Context, h lease.Holder, result json.RawMessage) error {
-	_, err := c.s.Complete(ctx, h, result)
+	_, err := c.s.Complete(c.call(ctx), h, result)
 	return err
 }
 
@@ -268,7 +287,7 @@ func runBench(ctx context.Context, cfg benchConfig, stderr io.Writer) (*benchRes
 	if err := seedBench(ctx, store, cfg); err != nil {
 		return nil, err
 	}
-	newClient := func(i int) (benchClient, error) { return storeClient{stores[i%len(stores)]}, nil }
+	newClient := func(i int) (benchClient, error) { return storeClient{stores[i%len(stores)], cfg.RequestIDs}, nil }
 	stop := func() error { return nil }
 	if cfg.Mode != "store" {
 		f := benchClientFactory[cfg.Mode]
@@ -425,7 +444,7 @@ func runBench(ctx context.Context, cfg benchConfig, stderr io.Writer) (*benchRes
 	}
 	res := &benchResult{
 		Mode: cfg.Mode, HTTPClient: httpClientOf(cfg), Tasks: cfg.Tasks, Workers: cfg.Workers, WorkflowSize: cfg.WorkflowSize, Sync: string(cfg.Sync), Layers: cfg.Layers, Heartbeat: cfg.Heartbeat, Loop: cfg.Loop,
-		Keys: cfg.Keys, KeyLimit: cfg.KeyLimit,
+		Keys: cfg.Keys, KeyLimit: cfg.KeyLimit, RequestIDs: cfg.RequestIDs,
 		Seconds: elapsed.Seconds(), CyclesPerSec: float64(done.Load()) / elapsed.Seconds(),
 		ClaimMS: percentiles(claims), Claims: len(claims), EmptyClaims: emptyClaims, CompleteMS: percentiles(completes), Database: redactDatabase(cfg.Database),
 		Driver: store.Driver(), Replicas: len(stores),
@@ -560,11 +579,11 @@ func benchAction(c *cli.Context) error {
 		Heartbeat: c.Bool("heartbeat"), Database: c.String("database"), CPUProfile: c.String("cpuprofile"), MemProfile: c.String("memprofile"),
 		Replicas: c.Int("replicas"), PGMaxConns: c.Int("pg-max-conns"), WorkflowSize: c.Int("workflow-size"),
 		Loop: strings.ToLower(c.String("loop")), HTTPClient: strings.ToLower(c.String("http-client")),
-		Keys: c.Int("keys"), KeyLimit: c.Int("key-limit"),
+		Keys: c.Int("keys"), KeyLimit: c.Int("key-limit"), RequestIDs: c.Bool("request-ids"),
 	}
 	if cfg.Loop == "" {
 		cfg.Loop = "combined"
-		if cfg.Heartbeat {
+		if cfg.Heartbeat || cfg.RequestIDs {
 			cfg.Loop = "separate"
 		}
 	}
@@ -575,6 +594,10 @@ func benchAction(c *cli.Context) error {
 		return usagef("--http-client applies to --mode http only")
 	case cfg.Loop != "combined" && cfg.Loop != "separate":
 		return usagef("--loop must be combined or separate (got %q)", cfg.Loop)
+	case cfg.RequestIDs && cfg.Mode != "store":
+		return usagef("--request-ids applies to --mode store only")
+	case cfg.RequestIDs && cfg.Loop == "combined":
+		return usagef("--request-ids needs --loop separate: a completion that claims the next task takes no request id (MCP.md §3)")
 	case cfg.Loop == "combined" && cfg.Heartbeat:
 		return usagef("--loop combined is for workers that do not --heartbeat: a heartbeat comes between a claim and its completion")
 	case cfg.Tasks < 1 || cfg.Tasks > 10_000_000:
@@ -648,7 +671,7 @@ func init() {
 		return []*cli.Command{{
 			Name:  "bench",
 			Usage: "measure claim+complete throughput and latency, and verify the result",
-			UsageText: `graph-engineering-mcp bench [--tasks N] [--workers W] [--mode store|http] [--sync full|normal] [--layers L] [--heartbeat] [--replicas R] [--database PATH|URL] [--json]
+			UsageText: `graph-engineering-mcp bench [--tasks N] [--workers W] [--mode store|http] [--sync full|normal] [--layers L] [--heartbeat] [--request-ids] [--replicas R] [--database PATH|URL] [--json]
 
 Creates N tasks in a new database (a temporary one unless --database names a
 new file, or a postgres:// URL of an empty database), runs W workers that claim-next, optionally heartbeat, and complete
@@ -693,6 +716,7 @@ Example:
 				&cli.StringFlag{Name: "loop", Usage: "the workers' `LOOP`: combined (each completion claims the next task in the same call: Store.CompleteAndClaim, or graph_task_complete with claim_next over MCP; the default without --heartbeat) or separate (a claim, then a completion)"},
 				&cli.IntFlag{Name: "keys", Usage: "spread the tasks round-robin over `K` concurrency keys (0: no keys)"},
 				&cli.IntFlag{Name: "key-limit", Usage: "with --keys, at most `M` tasks of each key claimed at once (0: no cap)"},
+				&cli.BoolFlag{Name: "request-ids", Usage: "give every claim, heartbeat and completion a fresh request id, as the README tells workers to (--mode store, --loop separate)"},
 				&cli.StringFlag{Name: "cpuprofile", Usage: "write a CPU profile of the measured run to `FILE` (go tool pprof FILE; the workers' own goroutines, in --mode http the MCP clients, carry the label bench=worker: go tool pprof -tags FILE)"},
 				&cli.StringFlag{Name: "memprofile", Usage: "write heap profiles to `FILE`.base and FILE at the start and the end of the measured run (go tool pprof -sample_index=alloc_space -diff_base FILE.base FILE)"},
 				jsonFlag(),

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"database/sql"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -163,5 +164,42 @@ func TestBenchKeysVerifiesItself(t *testing.T) {
 		if err != nil || !ok || k.Limit.MaxClaimed != 1 || k.Claimed != 0 {
 			t.Errorf("key %s after the run: %+v, found %v, %v; want a cap of 1 and no claim held", benchKey(i, 3), k, ok, err)
 		}
+	}
+}
+
+// bench --request-ids gives every claim and completion a request id of its
+// own, so the store keeps an answer for each: two a task.
+func TestBenchRequestIDsKeepsEveryAnswer(t *testing.T) {
+	t.Parallel()
+	db := filepath.Join(t.TempDir(), "rq.db")
+	var stdout, stderr bytes.Buffer
+	code := run(context.Background(), []string{"graph-engineering-mcp", "bench", "--tasks", "100", "--workers", "4", "--request-ids",
+		"--sync", "normal", "--database", db, "--json"}, strings.NewReader(""), &stdout, &stderr)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	var res map[string]any
+	if err := json.Unmarshal(stdout.Bytes(), &res); err != nil {
+		t.Fatalf("not JSON: %s", stdout.String())
+	}
+	if res["request_ids"] != true || res["loop"] != "separate" || res["verified_completed_once"] != float64(100) {
+		t.Fatalf("bench result: %v", res)
+	}
+	conn, err := sql.Open("sqlite3", "file:"+db+"?mode=ro")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	var claims, completes int
+	if err := conn.QueryRow(`SELECT COUNT(*) FILTER (WHERE op = 'claim'), COUNT(*) FILTER (WHERE op = 'complete') FROM requests`).Scan(&claims, &completes); err != nil {
+		t.Fatal(err)
+	}
+	if claims != 100 || completes != 100 {
+		t.Errorf("kept answers: %d claims and %d completions, want 100 of each", claims, completes)
+	}
+	code = run(context.Background(), []string{"graph-engineering-mcp", "bench", "--tasks", "10", "--request-ids", "--loop", "combined",
+		"--database", filepath.Join(t.TempDir(), "x.db")}, strings.NewReader(""), &stdout, &stderr)
+	if code != exitUsage || !strings.Contains(stderr.String(), "--request-ids needs --loop separate") {
+		t.Errorf("--request-ids with --loop combined: exit %d, %s", code, stderr.String())
 	}
 }

@@ -389,12 +389,12 @@ type Tx interface {
 	// false when it no longer qualifies.
 	PruneWorkflow(ctx context.Context, workflowID string, beforeMS, nowMS int64) (p PrunedRow, ok bool, err error)
 
-	// Request returns the request kept under key, or ok false when there
-	// is none.
-	Request(ctx context.Context, key string) (r RequestRow, ok bool, err error)
+	// Requests returns the requests kept under keys, by key; a key with
+	// none kept is not in the map.
+	Requests(ctx context.Context, keys []string) (map[string]RequestRow, error)
 	// KeepRequest inserts r. When a transaction that committed meanwhile
 	// kept r.Key, it fails (PostgreSQL: a unique violation, which Write
-	// retries in a new transaction, where Request finds the row).
+	// retries in a new transaction, where Requests finds the row).
 	KeepRequest(ctx context.Context, r RequestRow) error
 	// PruneRequests removes up to limit requests kept before beforeMS,
 	// oldest first, and returns how many it removed.

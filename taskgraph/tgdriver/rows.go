@@ -444,6 +444,8 @@ type Apply struct {
 	// format's link (audit.Link): the driver knows nothing of the format.
 	Link  func(e *EventRow, prevHash string, seq int64)
 	Ready []Ready
+	// Requests are kept as KeepRequest keeps each, in the same round.
+	Requests []RequestRow
 	// Commit says nothing follows Apply in the transaction: the driver may
 	// commit it in the same round (PostgreSQL: the COMMIT pipelined after
 	// the round's statements, each of Updates then checked by the server).

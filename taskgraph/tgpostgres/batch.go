@@ -223,6 +223,9 @@ func (w *wtx) Apply(ctx context.Context, a tgdriver.Apply) ([]tgdriver.TaskRow, 
 			}
 		}
 	}
+	if len(a.Requests) > 0 {
+		queueKeepRequests(b, a.Requests)
+	}
 	notify := len(a.Ready) > 0 && !w.d.noNotify.Load()
 	if notify {
 		payloads := make([]string, len(a.Ready))
@@ -271,6 +274,11 @@ func (w *wtx) Apply(ctx context.Context, a tgdriver.Apply) ([]tgdriver.TaskRow, 
 					return nil, err
 				}
 			}
+		}
+	}
+	if len(a.Requests) > 0 {
+		if _, err := br.Exec(); err != nil {
+			return fail(err)
 		}
 	}
 	missing := func() string {

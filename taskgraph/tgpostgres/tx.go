@@ -850,18 +850,36 @@ func (w *wtx) DueGates(ctx context.Context, atMS int64, limit int) ([]tgdriver.T
 	return out, nil
 }
 
-// Request returns the request kept under key.
-func (w *wtx) Request(ctx context.Context, key string) (tgdriver.RequestRow, bool, error) {
-	r := tgdriver.RequestRow{Key: key}
-	err := w.c.QueryRow(ctx, `SELECT principal, op, args, answer, created_at_ms FROM requests WHERE request_key = $1`, key).
-		Scan(&r.Principal, &r.Op, &r.Args, &r.Answer, &r.CreatedAtMS)
-	switch {
-	case errors.Is(err, pgx.ErrNoRows):
-		return tgdriver.RequestRow{}, false, nil
-	case err != nil:
-		return tgdriver.RequestRow{}, false, w.fail(ctx, "read a kept request", err)
+// Requests reads the requests kept under keys in one statement.
+func (w *wtx) Requests(ctx context.Context, keys []string) (map[string]tgdriver.RequestRow, error) {
+	rows, err := w.c.Query(ctx, `SELECT request_key, principal, op, args, answer, created_at_ms FROM requests WHERE request_key = ANY($1::text[])`, keys)
+	if err != nil {
+		return nil, w.fail(ctx, "read kept requests", err)
 	}
-	return r, true, nil
+	out := map[string]tgdriver.RequestRow{}
+	var r tgdriver.RequestRow
+	_, err = pgx.ForEachRow(rows, []any{&r.Key, &r.Principal, &r.Op, &r.Args, &r.Answer, &r.CreatedAtMS}, func() error {
+		out[r.Key] = r
+		return nil
+	})
+	if err != nil {
+		return nil, w.fail(ctx, "read kept requests", err)
+	}
+	return out, nil
+}
+
+// keepRequestsSQL keeps a round's requests in one statement (Apply).
+const keepRequestsSQL = `INSERT INTO requests (request_key, principal, op, args, answer, created_at_ms)
+	SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::bigint[])`
+
+// queueKeepRequests queues the insert of rs (keepRequestsSQL).
+func queueKeepRequests(b *pgx.Batch, rs []tgdriver.RequestRow) {
+	n := len(rs)
+	keys, principals, ops, args, answers, at := make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]int64, n)
+	for i, r := range rs {
+		keys[i], principals[i], ops[i], args[i], answers[i], at[i] = r.Key, r.Principal, r.Op, r.Args, r.Answer, r.CreatedAtMS
+	}
+	b.Queue(keepRequestsSQL, keys, principals, ops, args, answers, at)
 }
 
 // KeepRequest inserts r. A concurrent transaction keeping the same key

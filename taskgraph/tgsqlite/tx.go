@@ -514,18 +514,23 @@ func (t *wtx) TryTouchAlive(ctx context.Context, ms int64) (bool, error) {
 	return true, t.TouchAlive(ctx, ms)
 }
 
-// Request returns the request kept under key.
-func (t *wtx) Request(_ context.Context, key string) (tgdriver.RequestRow, bool, error) {
-	r := tgdriver.RequestRow{Key: key}
-	err := t.queryRow(bg, `SELECT principal, op, args, answer, created_at_ms FROM requests WHERE request_key = ?`, key).
-		Scan(&r.Principal, &r.Op, &r.Args, &r.Answer, &r.CreatedAtMS)
-	switch {
-	case errors.Is(err, sql.ErrNoRows):
-		return tgdriver.RequestRow{}, false, nil
-	case err != nil:
-		return tgdriver.RequestRow{}, false, fmt.Errorf("read a kept request: %w", err)
+// Requests reads the requests kept under keys, a lookup each (in
+// process).
+func (t *wtx) Requests(_ context.Context, keys []string) (map[string]tgdriver.RequestRow, error) {
+	out := map[string]tgdriver.RequestRow{}
+	for _, key := range keys {
+		r := tgdriver.RequestRow{Key: key}
+		err := t.queryRow(bg, `SELECT principal, op, args, answer, created_at_ms FROM requests WHERE request_key = ?`, key).
+			Scan(&r.Principal, &r.Op, &r.Args, &r.Answer, &r.CreatedAtMS)
+		switch {
+		case errors.Is(err, sql.ErrNoRows):
+			continue
+		case err != nil:
+			return nil, fmt.Errorf("read a kept request: %w", err)
+		}
+		out[key] = r
 	}
-	return r, true, nil
+	return out, nil
 }
 
 // KeepRequest inserts r.

@@ -176,8 +176,9 @@ func claimableLimitQuery(workflowID string, caps []string) string {
 }
 
 // Apply applies a batch's last round: the guarded updates, then the events
-// (linked or journaled). Notifications are not needed: other processes see
-// the commit through PRAGMA data_version.
+// (linked or journaled), then the requests kept. Notifications are not
+// needed: other processes see the commit through PRAGMA data_version.
+// Commit is left to the writer, which commits the batch.
 func (t *wtx) Apply(ctx context.Context, a tgdriver.Apply) ([]tgdriver.TaskRow, error) {
 	out := make([]tgdriver.TaskRow, len(a.Updates))
 	for i, u := range a.Updates {
@@ -203,6 +204,11 @@ func (t *wtx) Apply(ctx context.Context, a tgdriver.Apply) ([]tgdriver.TaskRow, 
 			err = t.appendEvents(a.Events)
 		}
 		if err != nil {
+			return nil, err
+		}
+	}
+	for _, r := range a.Requests {
+		if err := t.KeepRequest(ctx, r); err != nil {
 			return nil, err
 		}
 	}

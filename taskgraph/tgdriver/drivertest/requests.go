@@ -21,31 +21,34 @@ func request(k, p string, ms int64) tgdriver.RequestRow {
 		Answer: `{"state":"completed","key":"` + k + `"}`, CreatedAtMS: ms}
 }
 
-// testKeepRequest: Request finds nothing before KeepRequest and, after it
-// committed, exactly the row kept, in a later transaction and in the same
-// one; a rolled-back KeepRequest keeps nothing.
+// testKeepRequest: Requests finds nothing before KeepRequest (or Apply's
+// Requests) and, after it committed, exactly the rows kept, by key, in a
+// later transaction and in the same one; a rolled-back KeepRequest keeps
+// nothing.
 func testKeepRequest(t *testing.T, h Harness) {
 	e := newEnv(t, h)
 	r := request("k1", "alice", 1000)
 	r.Principal = "" // unauthenticated: the empty principal is a value
+	r3, r4 := request("k3", "carol", 3000), request("k4", "dave", 4000)
 	e.write(func(tx tgdriver.Tx) error {
-		if got, ok, err := tx.Request(e.ctx, r.Key); ok || err != nil {
-			return fmt.Errorf("tx.Request before KeepRequest = %+v %v %v, want none", got, ok, err)
+		if got, err := tx.Requests(e.ctx, []string{r.Key}); len(got) != 0 || err != nil {
+			return fmt.Errorf("tx.Requests before KeepRequest = %+v %v, want none", got, err)
 		}
 		if err := tx.KeepRequest(e.ctx, r); err != nil {
 			return err
 		}
-		if got, ok, err := tx.Request(e.ctx, r.Key); !ok || err != nil || got != r {
-			return fmt.Errorf("tx.Request in the transaction that kept it = %+v %v %v, want %+v", got, ok, err, r)
+		if _, err := tx.Apply(e.ctx, tgdriver.Apply{Requests: []tgdriver.RequestRow{r3, r4}}); err != nil {
+			return err
+		}
+		if got, err := tx.Requests(e.ctx, []string{r.Key, r4.Key}); err != nil || len(got) != 2 || got[r.Key] != r || got[r4.Key] != r4 {
+			return fmt.Errorf("tx.Requests in the transaction that kept them = %+v %v, want %+v and %+v", got, err, r, r4)
 		}
 		return nil
 	})
 	e.write(func(tx tgdriver.Tx) error {
-		if got, ok, err := tx.Request(e.ctx, r.Key); !ok || err != nil || got != r {
-			return fmt.Errorf("tx.Request after the commit = %+v %v %v, want %+v", got, ok, err, r)
-		}
-		if got, ok, err := tx.Request(e.ctx, "other"); ok || err != nil {
-			return fmt.Errorf("tx.Request of another key = %+v %v %v, want none", got, ok, err)
+		got, err := tx.Requests(e.ctx, []string{"other", r3.Key, r.Key, r4.Key})
+		if want := map[string]tgdriver.RequestRow{r.Key: r, r3.Key: r3, r4.Key: r4}; err != nil || !maps.Equal(got, want) {
+			return fmt.Errorf("tx.Requests after the commit = %+v %v, want %+v (no row for a key none kept)", got, err, want)
 		}
 		return nil
 	})
