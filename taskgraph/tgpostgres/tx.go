@@ -535,8 +535,9 @@ func (w *wtx) JournaledEvents(ctx context.Context, workflowIDs []string, limit i
 // writes their links, one run per workflow, if and only if those rows
 // hold exactly the events linked (see LinkJournaled).
 const linkJournaledSQL = `WITH d AS (DELETE FROM event_journal j USING unnest($10::bigint[], $11::text[]) AS u(id, wf)
-		WHERE j.journal_id = u.id AND j.workflow_id = u.wf AND j.event_ids <@ $10::bigint[] RETURNING j.event_ids),
-	ok AS (SELECT count(*) = $12 AND count(DISTINCT x.id) = $12 AS whole FROM d, unnest(d.event_ids) AS x(id))
+		WHERE j.journal_id = u.id AND j.workflow_id = u.wf RETURNING j.event_ids),
+	ok AS (SELECT count(*) = $12 AND count(DISTINCT y.id) = $12 AS whole
+		FROM d CROSS JOIN LATERAL unnest(d.event_ids) AS x(id) LEFT JOIN unnest($10::bigint[]) AS y(id) ON y.id = x.id)
 	INSERT INTO event_links (workflow_id, wseq, prev_hash, event_ids, hashes, min_event_id, max_event_id)
 		SELECT r.wf, r.first, r.prev, ($4::bigint[])[r.lo:r.hi], ($5::text[])[r.lo:r.hi], r.lo_id, r.hi_id
 		FROM unnest($1::text[], $2::bigint[], $3::text[], $6::bigint[], $7::bigint[], $8::bigint[], $9::bigint[])
@@ -585,10 +586,11 @@ func (w *wtx) LinkJournaled(ctx context.Context, evs []tgdriver.EventRow) error 
 	b := &pgx.Batch{}
 	checks := []func(pgconn.CommandTag) error{queueAdvanceAll(b, runs), nil}
 	// A journal row is linked once, whole: the rows the events begin
-	// (journal_id) are deleted when every event they hold is linked here,
-	// and the links are written only when those rows hold every event
-	// linked here, each once (as many distinct ids as events, and as many
-	// as the rows' arrays hold together). Otherwise no link is written,
+	// (journal_id) are deleted, and the links are written only when those
+	// rows hold exactly the events linked here, each once (their arrays
+	// hold n ids together, n distinct ones of them among the n linked:
+	// a hash join, not an array containment per row). Otherwise no link
+	// is written,
 	// the check below fails and the transaction rolls back (the head's
 	// compare and set keeps runs from overlapping).
 	b.Queue(linkJournaledSQL, wfs, firsts, prevs, ids, hashes, los, his, minIDs, maxIDs, jids, jwfs, n)
