@@ -506,14 +506,16 @@ func (w *wtx) TryLockJournaled(ctx context.Context, workflowIDs []string) ([]tgd
 // of their rows and, within a row, of its array (a statement's events take
 // rising ids), and an event that depends on another's commit has the
 // higher id; events of rows written at once may interleave, which only
-// events that depend on no other's commit do.
+// events that depend on no other's commit do. The ids are sorted before
+// the bodies are read (a nested loop over events_pkey keeps their order),
+// so the sort handles ids, not bodies.
 var journaledEventsSQL = `SELECT ` + unlinkedColumns + ` FROM (
-		SELECT j.workflow_id, j.event_ids,
-			sum(cardinality(j.event_ids)) OVER (ORDER BY j.journal_id) - cardinality(j.event_ids) AS before
-		FROM event_journal j WHERE j.workflow_id = ANY($1::text[])) j
-		CROSS JOIN LATERAL unnest(j.event_ids) AS u(id)
-		JOIN events e ON e.event_id = u.id AND e.workflow_id = j.workflow_id
-		WHERE j.before < $2 ORDER BY e.event_id`
+		SELECT u.id, j.workflow_id FROM (
+			SELECT j.workflow_id, j.event_ids,
+				sum(cardinality(j.event_ids)) OVER (ORDER BY j.journal_id) - cardinality(j.event_ids) AS before
+			FROM event_journal j WHERE j.workflow_id = ANY($1::text[])) j
+		CROSS JOIN LATERAL unnest(j.event_ids) AS u(id) WHERE j.before < $2 ORDER BY u.id) o
+		JOIN events e ON e.event_id = o.id AND e.workflow_id = o.workflow_id ORDER BY o.id`
 
 // JournaledEvents returns the journaled events of the workflows of
 // workflowIDs, in journal order, in whole journal rows: those of the rows
