@@ -596,12 +596,11 @@ func (w *wtx) completeDependents(seqs []int64, by func(deps []int64) *wtx) error
 			// (DecrementUnmet), blocked with nothing unmet.
 			tr := ow.queueUpdate(d.Row, tgdriver.TaskSet{State: tgdriver.Val(string(StatePending)), StatusMessage: tgdriver.Val(statusmsg.Ready)},
 				tgdriver.TaskGuard{States: []string{string(StateBlocked)}, NoUnmet: true})
-			r, err := toRow(tr)
-			if err != nil {
-				return err
+			var r row
+			if r, err = toRow(tr); err == nil {
+				ow.wakeWaiters(&r)
+				err = ow.appendEvent(&r, EventReady, "", r.Generation, nil)
 			}
-			ow.wakeWaiters(&r)
-			err = ow.appendEvent(&r, EventReady, "", r.Generation, nil)
 		default:
 			err = ow.makeReady(d.Row.Seq)
 		}

@@ -173,18 +173,9 @@ func (s *Store) hotWrite(ops []*hotOp, answers []hotAnswer) error {
 	err := s.drv.Write(ctx, func(tx tgdriver.Tx) error {
 		last = nil
 		clear(answers)
-		out, err := s.hotTx(ctx, tx, ops, answers)
+		out, err := s.hotTx(ctx, tx, ops, answers, shared)
 		if err != nil {
 			return err
-		}
-		if shared {
-			// As every write does: refresh the shared alive time in
-			// passing, last.
-			now := s.clock.Now().UTC()
-			w := &wtx{ctx: ctx, tx: tx, now: now, nowMS: now.UnixMilli(), s: s, out: out}
-			if err := s.lc.sharedTouch(w); err != nil {
-				return err
-			}
 		}
 		last = out
 		return nil
@@ -202,7 +193,9 @@ func (s *Store) hotWrite(ops []*hotOp, answers []hotAnswer) error {
 }
 
 // hotTx is one run of a batch's transaction.
-func (s *Store) hotTx(ctx context.Context, tx tgdriver.Tx, ops []*hotOp, answers []hotAnswer) (out *outbox, err error) {
+// With touch, it refreshes the shared alive time in passing, as every
+// write does, before its last round.
+func (s *Store) hotTx(ctx context.Context, tx tgdriver.Tx, ops []*hotOp, answers []hotAnswer, touch bool) (out *outbox, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			s.log.Error("a batch of operations panicked", "panic", r)
@@ -507,9 +500,20 @@ func (s *Store) hotTx(ctx context.Context, tx tgdriver.Tx, ops []*hotOp, answers
 		w.keyRows = nil
 	}
 
-	// Round two: the claims' updates, the events, the notifications.
+	// Round two: the claims' updates, the events, the notifications, and
+	// the commit with them unless an answer is to be kept after.
+	keeps := false
+	for i, op := range ops {
+		a := answers[i]
+		keeps = keeps || op.rq != nil && !done[i] && a.err == nil && (op.kind != hotClaim || a.ok)
+	}
 	w := &wtx{ctx: ctx, tx: tx, now: now, nowMS: now.UnixMilli(), s: s, out: out}
-	rows, err := w.flushRows(updates)
+	if touch {
+		if err := s.lc.sharedTouch(w); err != nil {
+			return nil, err
+		}
+	}
+	rows, err := w.flushRows(updates, !keeps)
 	if err != nil {
 		return nil, err
 	}
@@ -526,7 +530,8 @@ func (s *Store) hotTx(ctx context.Context, tx tgdriver.Tx, ops []*hotOp, answers
 		}
 	}
 	// The answers of operations with a request id, kept in the batch's
-	// transaction; those of the batch that repeat an id get its answer.
+	// transaction (which round two left open for them: keeps); those of
+	// the batch that repeat an id get its answer.
 	for i, op := range ops {
 		a := answers[i]
 		if op.rq == nil || done[i] || a.err != nil || (op.kind == hotClaim && !a.ok) {

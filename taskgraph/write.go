@@ -173,15 +173,17 @@ func (s *Store) committed(out *outbox) {
 // batch's last writes, in one driver round. The caller's transaction
 // commits next.
 func (w *wtx) flush(updates []tgdriver.TaskUpdate) error {
-	_, err := w.flushRows(updates)
+	_, err := w.flushRows(updates, false)
 	return err
 }
 
 // journalRound bounds the journaled events one driver round carries.
 const journalRound = 1000
 
-// flushRows is flush, returning the tasks as updates left them.
-func (w *wtx) flushRows(updates []tgdriver.TaskUpdate) ([]tgdriver.TaskRow, error) {
+// flushRows is flush, returning the tasks as updates left them. With
+// commit, nothing follows in the transaction, and the driver may commit
+// it with the round (tgdriver.Apply.Commit).
+func (w *wtx) flushRows(updates []tgdriver.TaskUpdate, commit bool) ([]tgdriver.TaskRow, error) {
 	out := w.out
 	if len(updates) == 0 && len(out.updates) == 0 && len(out.events) == 0 && len(out.ready) == 0 {
 		return nil, nil
@@ -190,7 +192,7 @@ func (w *wtx) flushRows(updates []tgdriver.TaskUpdate) ([]tgdriver.TaskRow, erro
 	if len(out.updates) > 0 {
 		updates = append(updates[:n:n], out.updates...)
 	}
-	a := tgdriver.Apply{Updates: updates, Events: out.events, Journal: w.s.journal}
+	a := tgdriver.Apply{Updates: updates, Events: out.events, Journal: w.s.journal, Commit: commit}
 	if len(out.ready) > 0 {
 		a.Ready = make([]tgdriver.Ready, len(out.ready))
 		for i, r := range out.ready {

@@ -24,8 +24,7 @@ func TestEveryOperationRunsOnceInBoundedBatches(t *testing.T) {
 	var mu sync.Mutex
 	runs := map[int]int{}
 	running, most := 0, 0
-	var l *Lane[*op]
-	l = New(2, maxBatch, func(batch []*op) {
+	l := New(2, maxBatch, func(batch []*op) {
 		mu.Lock()
 		running++
 		most = max(most, running)

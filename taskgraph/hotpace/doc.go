@@ -5,7 +5,7 @@
 // a moment as one batch: one transaction and one commit. On PostgreSQL a
 // lane may run up to two batches at once (storeopts.Options.HotBatches),
 // so that one batch's work overlaps the other's commit. But every batch
-// costs the database about the same whatever it carries (three round trips,
+// costs the database about the same whatever it carries (two round trips,
 // five statements, a commit and its WAL flush), and replicas sharing a
 // database cannot batch each other's callers: with the lane starting a
 // second batch for any caller that found a slot free, two replicas of four

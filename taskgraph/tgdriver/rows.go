@@ -444,6 +444,14 @@ type Apply struct {
 	// format's link (audit.Link): the driver knows nothing of the format.
 	Link  func(e *EventRow, prevHash string, seq int64)
 	Ready []Ready
+	// Commit says nothing follows Apply in the transaction: the driver may
+	// commit it in the same round (PostgreSQL: the COMMIT pipelined after
+	// the round's statements, each of Updates then checked by the server).
+	// A driver that did so has ended the transaction when Apply returns:
+	// nil means committed; an error whose outcome is not known matches
+	// ErrUnknownOutcome, any other means nothing was written. A driver may
+	// also leave the commit to Write, as without Commit.
+	Commit bool
 }
 
 // The columns a TaskSet sets, in the order of UpdateShape.Set and of the

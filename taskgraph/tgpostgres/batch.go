@@ -2,6 +2,7 @@ package tgpostgres
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 
@@ -123,7 +124,7 @@ func (w *wtx) Fetch(ctx context.Context, f tgdriver.Fetch) (tgdriver.Fetched, er
 		return out, err
 	}
 	for _, g := range groups {
-		g.queue(w.d.updates, b)
+		g.queue(w.d.updates, b, false)
 	}
 	for _, c := range f.Claims {
 		if c.N > 0 {
@@ -193,15 +194,19 @@ func collectTasks(rows pgx.Rows) ([]tgdriver.TaskRow, error) {
 
 // Apply sends a batch's last round in one round trip: the updates (one
 // statement per shape), the events (journaled, or linked with each
-// workflow's compare and set) and the notifications.
+// workflow's compare and set) and the notifications; with a.Commit, and
+// no check of the client's to make on the round's results (journaled
+// events), the COMMIT too, and then every update is checked on the server
+// (checkedText): see doc.go, "Batches".
 func (w *wtx) Apply(ctx context.Context, a tgdriver.Apply) ([]tgdriver.TaskRow, error) {
 	b := &pgx.Batch{}
 	groups, err := groupUpdates(a.Updates)
 	if err != nil {
 		return nil, err
 	}
+	commit := a.Commit && (len(a.Events) == 0 || a.Journal)
 	for _, g := range groups {
-		g.queue(w.d.updates, b)
+		g.queue(w.d.updates, b, commit)
 	}
 	var checks []func(pgconn.CommandTag) error
 	if len(a.Events) > 0 {
@@ -218,7 +223,8 @@ func (w *wtx) Apply(ctx context.Context, a tgdriver.Apply) ([]tgdriver.TaskRow, 
 			}
 		}
 	}
-	if len(a.Ready) > 0 && !w.d.noNotify.Load() {
+	notify := len(a.Ready) > 0 && !w.d.noNotify.Load()
+	if notify {
 		payloads := make([]string, len(a.Ready))
 		for i, r := range a.Ready {
 			payloads[i] = notifyPayload(w.d.replicaID, r.WorkflowID, r.Requires)
@@ -228,9 +234,15 @@ func (w *wtx) Apply(ctx context.Context, a tgdriver.Apply) ([]tgdriver.TaskRow, 
 	if b.Len() == 0 {
 		return nil, nil
 	}
+	if commit {
+		b.Queue("COMMIT")
+	}
 	br := w.c.SendRound(ctx, b)
 	fail := func(err error) ([]tgdriver.TaskRow, error) {
 		_ = br.Close()
+		if commit {
+			return nil, w.failCommitted(ctx, err)
+		}
 		return nil, w.fail(ctx, "apply a batch", err)
 	}
 	out, ok := make([]tgdriver.TaskRow, len(a.Updates)), make([]bool, len(a.Updates))
@@ -261,19 +273,64 @@ func (w *wtx) Apply(ctx context.Context, a tgdriver.Apply) ([]tgdriver.TaskRow, 
 			}
 		}
 	}
+	missing := func() string {
+		for i, u := range a.Updates {
+			if !ok[i] {
+				if u.Seq != 0 {
+					return fmt.Sprintf("seq %d", u.Seq)
+				}
+				return u.TaskID
+			}
+		}
+		return ""
+	}
+	if commit {
+		if notify {
+			if _, err := br.Exec(); err != nil {
+				return fail(err)
+			}
+		}
+		tag, err := br.Exec()
+		if err != nil {
+			return fail(err)
+		}
+		w.c.ended()
+		_ = br.Close()
+		if tag.String() != "COMMIT" {
+			return nil, w.fail(ctx, "commit a batch", errCommitRolledBack)
+		}
+		if name := missing(); name != "" {
+			// The server checked every update before the COMMIT ran: a
+			// row missing here is a fault of the check itself, and the
+			// batch has committed.
+			return nil, fmt.Errorf("%w: the batch committed, but its update of task %s returned no row", tgdriver.ErrUnknownOutcome, name)
+		}
+		return out, nil
+	}
 	if err := br.Close(); err != nil {
 		return nil, w.fail(ctx, "apply a batch", err)
 	}
-	for i, u := range a.Updates {
-		if !ok[i] {
-			name := u.TaskID
-			if u.Seq != 0 {
-				name = fmt.Sprintf("seq %d", u.Seq)
-			}
-			return nil, fmt.Errorf("%w: task %s", tgdriver.ErrGuardFailed, name)
-		}
+	if name := missing(); name != "" {
+		return nil, fmt.Errorf("%w: task %s", tgdriver.ErrGuardFailed, name)
 	}
 	return out, nil
+}
+
+// failCommitted maps an error of a round that carried the transaction's
+// COMMIT (Apply with Commit). The server's ERROR in a statement before the
+// COMMIT (a guard that did not hold, TG001, included) aborted the
+// transaction, and the server passed over the rest of the round, the
+// COMMIT with it: nothing was written, and the transaction is left for
+// Write to roll back. Anything else (the connection lost, the caller's
+// context ended) may have come after the COMMIT ran: the outcome is not
+// known (classifyCommit), and the transaction is over either way.
+func (w *wtx) failCommitted(ctx context.Context, err error) error {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) && (pe.Severity == "ERROR" || pe.Code == codeIdleInTransactionTimeout) {
+		return w.fail(ctx, "apply a batch", err)
+	}
+	w.c.ended()
+	return fmt.Errorf("apply a batch and commit it: %w", w.d.classifyCommit(ctx, err))
 }
 
 // notifyPayload is the payload of a ready notification: "<replica>

@@ -173,3 +173,90 @@ func TestSessionBoundsAndLockTimeoutIsBusy(t *testing.T) {
 		t.Fatalf("reason %q retryable %v", reason, retryable)
 	}
 }
+
+// statusOf reads a task's status message on a direct connection.
+func statusOf(t *testing.T, ctx context.Context, url string, seq int64) string {
+	t.Helper()
+	var s string
+	if err := raw(t, url).QueryRow(ctx, `SELECT status_message FROM tasks WHERE seq = $1`, seq).Scan(&s); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// TestApplyCommitsInItsRound: an Apply with Commit sends the COMMIT in its
+// own round trip and ends the transaction (Write's commit does nothing
+// more). Each of its updates is checked on the server before the COMMIT
+// runs: one whose guard fails aborts the whole transaction (ErrGuardFailed,
+// nothing written, the other updates and the workflow created before
+// included); a round lost once it reached the server is an unknown
+// outcome, never run again, whether or not it committed.
+func TestApplyCommitsInItsRound(t *testing.T) {
+	t.Parallel()
+	ctx := testCtx(t)
+	url := pgtest.URL(t)
+	p, proxied := pgtest.NewCutProxy(t, url)
+	// Exec mode: a batch is one round of the extended protocol with one
+	// Sync, so the proxy can forward a round whole (CutAfterCommitRound).
+	proxied = strings.Replace(proxied, "describe_exec", "exec", 1)
+	d := open(t, proxied, Options{})
+	a, b := addTask(t, d, "wf", "a", "pending"), addTask(t, d, "wf", "b", "pending")
+	status := func(seq int64, text string, states ...string) tgdriver.TaskUpdate {
+		return tgdriver.TaskUpdate{Seq: seq, Set: tgdriver.TaskSet{StatusMessage: tgdriver.Val(text), UpdatedAtMS: 2000},
+			Guard: tgdriver.TaskGuard{States: states}}
+	}
+	for _, c := range []struct {
+		name      string
+		updates   []tgdriver.TaskUpdate
+		cut       pgtest.Cut
+		want      error
+		committed bool
+	}{
+		{"committed", []tgdriver.TaskUpdate{status(a, "one", "pending"), status(b, "one", "pending")}, pgtest.CutNone, nil, true},
+		{"a guard fails", []tgdriver.TaskUpdate{status(a, "two", "pending"), status(b, "two", "claimed")}, pgtest.CutNone, tgdriver.ErrGuardFailed, false},
+		{"committed, answer lost", []tgdriver.TaskUpdate{status(a, "three", "pending")}, pgtest.CutAfterCommitRound, tgdriver.ErrUnknownOutcome, true},
+	} {
+		wf := "wf-" + c.name
+		runs := 0
+		err := d.Write(ctx, func(tx tgdriver.Tx) error {
+			runs++
+			if _, err := tx.EnsureWorkflow(ctx, wf, 1); err != nil {
+				return err
+			}
+			if c.cut != pgtest.CutNone {
+				p.Arm(c.cut)
+			}
+			if _, err := tx.Apply(ctx, tgdriver.Apply{Updates: c.updates, Commit: true}); err != nil {
+				return err
+			}
+			if tx.(*wtx).c.begun {
+				t.Errorf("%s: the transaction is still open after Apply with Commit", c.name)
+			}
+			return nil
+		})
+		if c.cut != pgtest.CutNone {
+			if got := <-p.Fired; got != c.cut {
+				t.Fatalf("%s: the proxy cut at %v", c.name, got)
+			}
+		}
+		if c.want == nil && err != nil || c.want != nil && !errors.Is(err, c.want) {
+			t.Errorf("%s: Write: %v, want %v", c.name, err, c.want)
+		}
+		if got := tgdriver.MayHaveApplied(err); err != nil && got != (c.want == tgdriver.ErrUnknownOutcome) {
+			t.Errorf("%s: MayHaveApplied = %v for %v", c.name, got, err)
+		}
+		if runs != 1 {
+			t.Errorf("%s: the write ran %d times", c.name, runs)
+		}
+		if got := workflowExists(t, ctx, url, wf); got != c.committed {
+			t.Errorf("%s: committed = %v, want %v", c.name, got, c.committed)
+		}
+		want := c.updates[0].Set.StatusMessage.V
+		if !c.committed {
+			want = "one"
+		}
+		if got := statusOf(t, ctx, url, a); got != want {
+			t.Errorf("%s: task a's status %q, want %q", c.name, got, want)
+		}
+	}
+}

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	tg "github.com/graph-engineering/graph-engineering-mcp/taskgraph"
-	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/tgpostgres"
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/tgpostgres/pgtest"
 )
 
@@ -22,15 +21,8 @@ import (
 func BenchmarkCreateWorkflow(b *testing.B) {
 	const layers, width = 10, 50
 	ctx := context.Background()
-	drv, err := tgpostgres.Open(ctx, pgtest.URL(b), tgpostgres.Options{MaxConns: 4})
-	if err != nil {
-		b.Fatal(err)
-	}
-	s, err := tg.OpenDriver(ctx, drv, tg.Options{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer s.Close()
+	s, closeS := openStore(b, pgtest.URL(b))
+	defer closeS()
 	nodes := make([]tg.NodeSpec, 0, layers*width)
 	for l := 0; l < layers; l++ {
 		for i := 0; i < width; i++ {

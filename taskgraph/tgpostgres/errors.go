@@ -32,6 +32,9 @@ const (
 	codeUndefinedFunction    = "42883"
 	codeLockNotAvailable     = "55P03"
 	codeQueryCanceled        = "57014"
+	// codeGuardFailed is apply_guard's (migration 0022): a guarded update
+	// of a batch's last round changed fewer rows than it was given.
+	codeGuardFailed = "TG001"
 )
 
 // sqlState returns the SQLSTATE of err, or "".
@@ -91,6 +94,8 @@ func (d *Driver) classify(ctx context.Context, err error) error {
 			return d.wrap(tgdriver.ErrUnreachable, err)
 		case code == codeLockNotAvailable:
 			return d.wrap(tgdriver.ErrBusy, fmt.Errorf("a lock another transaction held (another replica's write to the same workflow, or a replica stalled in the middle of one) was not granted within the lock timeout; nothing was written: %w", err))
+		case code == codeGuardFailed:
+			return fmt.Errorf("%w: %w", tgdriver.ErrGuardFailed, d.redact(err))
 		case code == codeQueryCanceled && (ctx == nil || ctx.Err() == nil):
 			return d.wrap(tgdriver.ErrBusy, fmt.Errorf("a statement ran beyond the statement timeout; nothing was written: %w", err))
 		}

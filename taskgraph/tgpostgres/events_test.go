@@ -18,7 +18,7 @@ import (
 
 // openStore opens a store on url and closes it when t ends (or by the
 // returned function, which is idempotent).
-func openStore(t *testing.T, url string) (*tg.Store, func()) {
+func openStore(t testing.TB, url string) (*tg.Store, func()) {
 	t.Helper()
 	ctx := context.Background()
 	drv, err := tgpostgres.Open(ctx, url, tgpostgres.Options{MaxConns: 4})
@@ -369,11 +369,11 @@ func TestMigrationKeepsOldEventsVerifying(t *testing.T) {
 	}
 }
 
-// A database of schema 21 (before 0023, and the no-op 0022) with events
+// A database of schema 22 (before 0023) with events
 // still journaled as pointers (one journal row per event, journal_id its
 // id) migrates: each becomes a row of one event, which the next linker
 // links onto the same chain, and every event verifies.
-func TestMigrationLinksJournalOfSchema21(t *testing.T) {
+func TestMigrationLinksJournalOfSchema22(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	url, conn := chains(t)
@@ -388,7 +388,7 @@ func TestMigrationLinksJournalOfSchema21(t *testing.T) {
 				AND l.wseq > (SELECT event_count FROM workflows WHERE workflow_id = 'wf') RETURNING l.event_ids[1] AS id)
 			INSERT INTO event_journal (journal_id, workflow_id) SELECT id, 'wf' FROM d ORDER BY id`)
 	if n := count(t, conn, `SELECT COUNT(*) FROM event_journal`); n != 3 {
-		t.Fatalf("%d pointers journaled in schema 21, want 3", n)
+		t.Fatalf("%d pointers journaled in schema 22, want 3", n)
 	}
 	v, closeV := openStore(t, url) // migrates; its reads link first
 	rep, err := v.VerifyHistory(ctx)

@@ -41,15 +41,8 @@ func BenchmarkClaimNextScale(b *testing.B) {
 			ctx := context.Background()
 			url := urls[bc.n]
 			pgResetClaims(b, url)
-			drv, err := tgpostgres.Open(ctx, url, tgpostgres.Options{MaxConns: 4})
-			if err != nil {
-				b.Fatal(err)
-			}
-			s, err := tg.OpenDriver(ctx, drv, tg.Options{})
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer s.Close()
+			s, closeS := openStore(b, url)
+			defer closeS()
 			b.ResetTimer()
 			start := time.Now()
 			var paused time.Duration

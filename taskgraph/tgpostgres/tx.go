@@ -27,22 +27,8 @@ type wtx struct {
 var _ tgdriver.Tx = (*wtx)(nil)
 var _ tgdriver.JournalTryLocker = (*wtx)(nil)
 
-func nullStr(s string) any {
-	if s == "" {
-		return nil
-	}
-	return s
-}
-
-func nullInt(v int64) any {
-	if v == 0 {
-		return nil
-	}
-	return v
-}
-
-// nullStrPtr and nullIntPtr are nullStr and nullInt for an element of an
-// array parameter: nil is NULL.
+// nullStrPtr and nullIntPtr map the zero value to NULL for an element of
+// an array parameter: nil is NULL.
 func nullStrPtr(s string) *string {
 	if s == "" {
 		return nil
@@ -329,7 +315,7 @@ func (w *wtx) updates(ctx context.Context, ups []tgdriver.TaskUpdate) ([]tgdrive
 	}
 	b := &pgx.Batch{}
 	for _, g := range groups {
-		g.queue(w.d.updates, b)
+		g.queue(w.d.updates, b, false)
 	}
 	out, ok := make([]tgdriver.TaskRow, len(ups)), make([]bool, len(ups))
 	br := w.c.SendBatch(ctx, b)

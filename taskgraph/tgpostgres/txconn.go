@@ -130,6 +130,10 @@ func (c *txConn) commit(ctx context.Context) error {
 	return nil
 }
 
+// ended records that the transaction ended in a round of its own (Apply
+// with Commit): commit and rollback then do nothing.
+func (c *txConn) ended() { c.begun, c.generic = false, false }
+
 // rollback ends the transaction, if it began, undoing it.
 func (c *txConn) rollback(ctx context.Context) {
 	if !c.begun {

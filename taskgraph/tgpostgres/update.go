@@ -22,11 +22,18 @@ import (
 // updateCache holds the text of each update shape.
 type updateCache struct {
 	mu   sync.RWMutex
-	text map[tgdriver.UpdateShape]string
+	text map[shapeText]string
+}
+
+// shapeText names the text of an update shape, plain or checked (Apply's
+// under a pipelined COMMIT: checkedText).
+type shapeText struct {
+	sh      tgdriver.UpdateShape
+	checked bool
 }
 
 func newUpdateCache() *updateCache {
-	return &updateCache{text: map[tgdriver.UpdateShape]string{}}
+	return &updateCache{text: map[shapeText]string{}}
 }
 
 // setTypes and guardTypes are the SQL array types of each settable column
@@ -37,18 +44,45 @@ var (
 	guardTypes = [...]string{"bigint", "text", "bytea", "bigint", "bigint", "bigint"}
 )
 
-func (c *updateCache) sql(sh tgdriver.UpdateShape) string {
+func (c *updateCache) sql(sh tgdriver.UpdateShape, checked bool) string {
+	k := shapeText{sh, checked}
 	c.mu.RLock()
-	q, ok := c.text[sh]
+	q, ok := c.text[k]
 	c.mu.RUnlock()
 	if ok {
 		return q
 	}
 	q = updateText(sh)
+	if checked {
+		q = checkedText(sh, q)
+	}
 	c.mu.Lock()
-	c.text[sh] = q
+	c.text[k] = q
 	c.mu.Unlock()
 	return q
+}
+
+// checkedText wraps q, the statement of shape sh, so that it fails on the
+// server (apply_guard, migration 0022: SQLSTATE TG001, ErrGuardFailed)
+// unless it changed a row for every element of its key array: a
+// statement of a round whose COMMIT follows in the same round trip must
+// abort the transaction itself, before the COMMIT runs. The count is over
+// the rows the update returned (its CTE runs once, whatever reads it), and
+// the one-row aggregate is the preserved side of the join, so it runs even
+// when none came back (an element never matches nothing: Apply sends no
+// empty group).
+func checkedText(sh tgdriver.UpdateShape, q string) string {
+	key := 2 // updated_at_ms, then the key array, after the set values
+	for i := range sh.Set {
+		if sh.Set[i] == tgdriver.FormValue {
+			key++
+		}
+	}
+	keyType := "bigint"
+	if sh.ByTaskID {
+		keyType = "text"
+	}
+	return fmt.Sprintf("WITH w AS (%s), g AS (SELECT apply_guard(count(*), cardinality($%d::%s[])) AS ok FROM w) SELECT w.* FROM g LEFT JOIN w ON g.ok", q, key, keyType)
 }
 
 // updateText writes the statement of shape sh. Its parameters are arrays:
@@ -253,8 +287,9 @@ func groupUpdates(ups []tgdriver.TaskUpdate) ([]*shapeGroup, error) {
 	return groups, nil
 }
 
-// queue adds g's statement to b; its rows are read by readUpdated.
-func (g *shapeGroup) queue(c *updateCache, b *pgx.Batch) {
+// queue adds g's statement to b, checked on the server when checked
+// (checkedText); its rows are read by readUpdated.
+func (g *shapeGroup) queue(c *updateCache, b *pgx.Batch, checked bool) {
 	args := make([]any, 0, 12)
 	for i := range g.sh.Set {
 		if g.sh.Set[i] == tgdriver.FormValue {
@@ -275,7 +310,7 @@ func (g *shapeGroup) queue(c *updateCache, b *pgx.Batch) {
 	if g.sh.States != "" {
 		args = append(args, g.states)
 	}
-	b.Queue(c.sql(g.sh), args...)
+	b.Queue(c.sql(g.sh, checked), args...)
 }
 
 // readUpdated reads the rows of g's statement into out (by update index),

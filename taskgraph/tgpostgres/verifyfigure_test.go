@@ -13,8 +13,6 @@ import (
 	"github.com/jackc/pgx/v5"
 	_ "github.com/mattn/go-sqlite3" // the "sqlite3" driver, to read the figure's SQLite database
 
-	tg "github.com/graph-engineering/graph-engineering-mcp/taskgraph"
-	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/tgpostgres"
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/tgpostgres/pgtest"
 )
 
@@ -34,15 +32,8 @@ func TestVerifyFigurePostgres(t *testing.T) {
 	if url == "" {
 		url = pgtest.URL(t)
 	}
-	drv, err := tgpostgres.Open(ctx, url, tgpostgres.Options{MaxConns: 4})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := tg.OpenDriver(ctx, drv, tg.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s, closeS := openStore(t, url)
+	defer closeS()
 	conn, err := pgx.Connect(ctx, url)
 	if err != nil {
 		t.Fatal(err)

@@ -27,6 +27,12 @@ const (
 	// CutNext closes both sides instead of forwarding the next message of
 	// any kind: the connection is lost before a COMMIT was sent.
 	CutNext
+	// CutAfterCommitRound forwards the COMMIT and every message after it
+	// up to the next Sync, then closes the client's side before any
+	// answer: a round of the extended protocol that carries its COMMIT
+	// (pgx's batch in exec mode: one Sync a round) reaches the server
+	// whole and commits; the client never hears.
+	CutAfterCommitRound
 )
 
 // CutProxy is a TCP proxy in front of a PostgreSQL server that reads the
@@ -130,7 +136,7 @@ func (p *CutProxy) relay(client net.Conn) {
 			sawText = true
 		}
 		fire := armed == CutNext ||
-			(commit && (armed == CutAfterCommit || armed == CutBeforeCommit) && (len(after) == 0 || sawText))
+			(commit && (armed == CutAfterCommit || armed == CutBeforeCommit || armed == CutAfterCommitRound) && (len(after) == 0 || sawText))
 		if fire {
 			p.armed = CutNone
 		}
@@ -144,7 +150,17 @@ func (p *CutProxy) relay(client net.Conn) {
 			}
 			continue
 		}
-		if armed == CutAfterCommit {
+		if armed == CutAfterCommitRound {
+			for msg[0] != 'S' {
+				if _, err := server.Write(msg); err != nil {
+					return
+				}
+				if msg, err = readTyped(client); err != nil {
+					return
+				}
+			}
+		}
+		if armed == CutAfterCommit || armed == CutAfterCommitRound {
 			_, _ = server.Write(msg)
 			client.Close()
 			// Let the server read the COMMIT before it sees the socket end.
