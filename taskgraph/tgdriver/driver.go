@@ -291,13 +291,16 @@ type Tx interface {
 	LockChains(ctx context.Context, workflowIDs []string) ([]WorkflowRow, error)
 	// JournaledEvents returns the first limit journaled events of the
 	// workflows of workflowIDs, in journal order, with EventID their
-	// journal id and Seq 0.
+	// journal id and Seq 0. A driver that journals a write's events of a
+	// workflow as one entry returns whole entries (the last may take it
+	// past limit).
 	JournaledEvents(ctx context.Context, workflowIDs []string, limit int) ([]EventRow, error)
 	// LinkJournaled moves journaled events into the chain: evs (linked,
 	// each with the EventID of its journal entry) are appended as
 	// AppendEvents does and their journal entries removed, or it returns
 	// ErrChainMoved (a head moved) or ErrNoRows (an entry is no longer in
-	// the journal) and the caller's transaction must roll back (part of
+	// the journal, or evs hold part of an entry of several events) and
+	// the caller's transaction must roll back (part of
 	// the move may already be written in it). The caller holds the
 	// workflows' locks (LockChains).
 	LinkJournaled(ctx context.Context, evs []EventRow) error

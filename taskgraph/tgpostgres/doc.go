@@ -182,16 +182,24 @@
 // after the commit: under the workflow's row lock, the linker reads the
 // journaled events of the workflow in journal order, computes their
 // positions and hashes, and records them (LinkJournaled: one round trip
-// of three statements: the heads advanced by compare and set, the journal
-// entries deleted, the links written). A pass gathers the commits of up
+// of two statements: the heads advanced by compare and set, then the
+// journal rows deleted and the links written in one). A pass gathers the
+// commits of up
 // to 50 ms: linking is off every writer's path, and with a pass per few
 // milliseconds its transactions were a third of the database's.
 //
 // Each event's body is written once (migration 0016). The writer inserts
 // the body into events, where it stays, without its link (wseq NULL,
-// prev_hash and hash empty), and a pointer to it into event_journal
-// (journal_id = its event_id, the body's columns NULL), in one statement.
-// Before, the writer journaled the whole body and the linker copied it
+// prev_hash and hash empty), and into event_journal one row per workflow
+// it wrote events of (migration 0023): journal_id its first event's id,
+// event_ids its events' ids in order (the body's columns NULL), in one
+// statement. Until 0023 the journal held a pointer row per event (its
+// insert, its entry in event_journal_by_workflow and its delete: 700 bytes
+// of WAL per task of three events); the writers' statements now journal
+// 0.25 rows per task in bench (see "WAL per cycle"). Pointers journaled
+// before 0023 became rows of one event, linked as any other
+// (TestMigrationLinksJournalOfSchema22).
+// Before 0016, the writer journaled the whole body and the linker copied it
 // into events: two bodies per event. Filling the link into the body's own
 // row instead would rewrite the whole row (PostgreSQL writes a new
 // version; a HOT update needs the new version on the old one's page, and a
@@ -208,7 +216,7 @@
 // in the arrays (an 8-byte id and the hash's 68 bytes of text; TOASTed
 // when a run is long), where 0016 wrote a row of
 // some 200 bytes and two index entries, 60 to 95 bytes of WAL each, per
-// event. The deletes of the pointers stay, one per event. With bench
+// event. (Until 0023 the deletes of the pointers stayed, one per event.) With bench
 // --mode store (N=5000; three events per task; 5 workflows, so a run
 // holds some 65 events at W=8) the linker's statements wrote 1,300 bytes
 // of WAL per task and hit 22.6 buffers per task before, 425 bytes and 6.3
@@ -231,16 +239,22 @@
 // (TestMigrationKeepsLinksOfSchema18Verifying,
 // TestMigrationKeepsOldEventsVerifying).
 //
-// Guards. One link per event: LinkJournaled deletes each event's pointer
-// and fails (before it commits) unless every one was still there, so an
-// event is linked by one pass only. One event per position: the heads'
+// Guards. One link per journal row, and all of its events: LinkJournaled
+// deletes the journal rows its events begin (journal_id) and writes the
+// links in the same statement only when those rows held exactly the
+// events linked, each once (their arrays hold n ids together, n distinct
+// ones among the n linked); otherwise it writes none and fails before it
+// commits. So a row is linked by one pass only, whole, and a duplicated
+// row, or part of a row, links nothing (TestJournalRowLinkedOnceWhole).
+// JournaledEvents reads whole rows (the last may take a pass past its
+// limit). One event per position: the heads'
 // compare and set fails unless each run starts right after its
 // workflow's head, so runs tile the chain; event_links' key (workflow,
 // position of the first) holds one run per start. Before 0019 the keys of
-// the per-event links stated both again; a run cannot, and the pointer's
+// the per-event links stated both again; a run cannot, and the journal rows'
 // delete and the head's compare and set are in the same transaction as
 // the run's insert. Every body is held: linked in its row or a run, or
-// pointed to by the journal. A body that is neither (inserted behind the
+// in a journal row's array. A body that is neither (inserted behind the
 // store's back, which a task's events would show) fails verification
 // (Reads.UnheldEvent, by hash anti-joins over every body and run;
 // TestForgedEventBodyBreaksVerification).
@@ -260,23 +274,31 @@
 // the bodies found one by one): about 3 per event read against 1.8 with
 // bench's five workflows. The hot path reads no link.
 //
-// Indexes per event: events_pkey and events_by_task_seq (the body) and
-// event_journal_by_workflow (the pointer: it serves every access to the
-// journal, so the journal has no primary key index); per run:
-// event_links' key and event_links_by_event.
+// Indexes per event: events_pkey and events_by_task_seq (the body); per
+// journal row (a writer's statement and workflow): event_journal_by_workflow
+// (it serves every access to the journal, so the journal has no primary
+// key index); per run: event_links' key and event_links_by_event.
 //
 // The order is right: an operation journals its events after the reads
 // and writes they describe, and identity values are handed out in call
 // order, so an event that depends on another's commit (a claim of the task
 // a completion made ready, the completion of a claimed task) has the
-// higher event id, the journal's order; events that do not depend on each
-// other may be linked in either order. Any replica's linker may link any
+// higher event id, the journal's order. A linking pass takes whole
+// journal rows in journal_id order and links their events in event id
+// order: within a row that is its array's order (a statement's events
+// take rising ids), and an event that depends on another's commit has a
+// higher id than every event of that commit's rows, so its row also has
+// the higher journal_id; events that do not depend on each other (rows of
+// concurrent statements, whose ids may interleave) may be linked in
+// either order. Any replica's linker may link any
 // workflow (one at a time holds its row: a linker's own pass skips a row
 // another holds, see "Replicas on one database"), so events a replica
 // journaled before it stopped are linked by another. Readers of the history link
-// first; Reads show journaled events after the linked ones, with Seq 0,
-// each event once (one statement: an event the linker links meanwhile is
-// either linked or journaled in its snapshot).
+// first; Reads show journaled events after the linked ones (the journal
+// rows' arrays unnested, in event id order), with Seq 0, each event once
+// (one statement: an event the linker links meanwhile is either linked or
+// journaled in its snapshot). UnheldEvent's anti-join unnests the arrays
+// too.
 //
 // # Server CPU
 //
@@ -343,9 +365,12 @@
 // relation and record type; pg_stat_wal lags by its backends' reporting
 // interval, so its deltas over a few seconds undercount). Per task, the
 // whole run (creation, claim+complete, linking, verification): about
-// 5,200-5,400 bytes, 39 records, 0.03 FPIs, 0.27 commits; the claim and
-// complete phase alone (from the --cpuprofile file appearing to its being
-// written) 3,300-3,400 bytes. The runs differ by some 100 bytes a task
+// 4,550-5,370 bytes, 31 records, 0.02-0.2 FPIs, 0.27 commits (since
+// migration 0023; before it 5,280-5,900 and 39.4-39.7 records); the claim
+// and complete phase alone (from the --cpuprofile file appearing to its
+// being written) 2,810-3,680 bytes (before 3,300-3,990). The higher
+// figure of each pair is a run a checkpoint fell into (0.16-0.2 FPIs a
+// task). The runs differ by some 100 bytes a task
 // (autovacuum, analyze, the linker's pass sizes); the figures by relation
 // are the firmer ones. Where the whole run's bytes go, per task:
 //
@@ -363,8 +388,20 @@
 //     version in tasks_task_id_key (260),
 //     tasks_workflow_id_node_id_key (240) and tasks_pkey (190), the ready
 //     indexes' entry at creation (240) and tasks_leases' at the claim (64);
-//   - the journal: 710-740 (a pointer's insert 244, its index entry
-//     event_journal_by_workflow 240 and splits 60, its delete 162).
+//   - the journal: 77-79 since 0023 (0.25 rows a task: a row per writer
+//     statement and workflow, its insert 42, its entry in
+//     event_journal_by_workflow 20, its delete 13), 694-700 before (a
+//     pointer per event: insert 244, index entry 239 and splits, delete
+//     162). Two runs each of scripts/pgwal, before and after, load 2.7-9.
+//     pg_stat_statements over bench (N=5000, W=8, 7 alternated rounds,
+//     load 8-11): the writers' journal statement 2,330-2,380 -> 1,894-1,901
+//     bytes of WAL and 37.4 -> 29.0 buffer hits a task; the linker's writes
+//     (the pointers' DELETE and the runs' INSERT, now one statement)
+//     406-408 -> 246-258 bytes and 4.5-7.1 -> 1.0-1.1 hits a task, two
+//     statements a pass instead of three; its read of the journal 9.2-9.4
+//     hits a task either way, TryLockJournaled's probe 0.45-0.56 -> 0.18-0.25.
+//     Their server time at that load is within the runs' noise (the
+//     linker's statements 114-128 against 127-178 µs a task).
 //
 // HOT ratio of tasks: 0 of 10,000 updates (pg_stat_user_tables
 // n_tup_hot_upd / n_tup_upd; workflows, audit_head and server_clock are
@@ -397,9 +434,8 @@
 // What is left, largest first: the bodies (hashed as they are); the
 // tasks' non-HOT updates with an entry in each of three unique indexes
 // per version (HOT needs the ready set and the leases out of tasks'
-// indexes); the journal, one pointer row, index entry and delete per event
-// (a pointer per statement and workflow would need another way to keep
-// "one link per event", which the pointer's delete guards now).
+// indexes); the journal, a row, index entry and delete per writer
+// statement and workflow (0023).
 //
 // # Replicas on one database
 //

@@ -368,3 +368,43 @@ func TestMigrationKeepsOldEventsVerifying(t *testing.T) {
 		t.Fatalf("after new work: %v %+v, want 15 events", err, rep)
 	}
 }
+
+// A database of schema 22 (before 0023) with events
+// still journaled as pointers (one journal row per event, journal_id its
+// id) migrates: each becomes a row of one event, which the next linker
+// links onto the same chain, and every event verifies.
+func TestMigrationLinksJournalOfSchema22(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	url, conn := chains(t)
+	execAll(t, conn, splitRuns)
+	execAll(t, conn, tgpostgres.UndoJournalRows...)
+	// wf's last three events back in the journal, its head before them.
+	execAll(t, conn,
+		`UPDATE workflows w SET event_count = w.event_count - 3,
+			head_hash = (SELECT l.hashes[1] FROM event_links l WHERE l.workflow_id = 'wf' AND l.wseq = w.event_count - 3)
+			WHERE workflow_id = 'wf'`,
+		`WITH d AS (DELETE FROM event_links l WHERE l.workflow_id = 'wf'
+				AND l.wseq > (SELECT event_count FROM workflows WHERE workflow_id = 'wf') RETURNING l.event_ids[1] AS id)
+			INSERT INTO event_journal (journal_id, workflow_id) SELECT id, 'wf' FROM d ORDER BY id`)
+	if n := count(t, conn, `SELECT COUNT(*) FROM event_journal`); n != 3 {
+		t.Fatalf("%d pointers journaled in schema 22, want 3", n)
+	}
+	v, closeV := openStore(t, url) // migrates; its reads link first
+	rep, err := v.VerifyHistory(ctx)
+	if err != nil || rep.Events != 18 || rep.Workflows != 2 {
+		t.Fatalf("after the migration: %v %+v, want 18 events of 2 workflows verified", err, rep)
+	}
+	if n := count(t, conn, `SELECT COUNT(*) FROM event_journal`); n != 0 {
+		t.Errorf("%d journal rows left after verifying", n)
+	}
+	runWorkflow(t, v, "new", 2)
+	closeV()
+	v, _ = openStore(t, url)
+	if rep, err := v.VerifyHistory(ctx); err != nil || rep.Events != 24 {
+		t.Fatalf("after new work: %v %+v, want 24 events", err, rep)
+	}
+	if n := count(t, conn, `SELECT SUM(cardinality(event_ids)) FROM event_links`); n != 24 {
+		t.Errorf("%d events in runs, want 24", n)
+	}
+}

@@ -71,7 +71,8 @@ const linkOf = ` LEFT JOIN LATERAL (SELECT r.wseq + u.o - 1 AS wseq, u.prev_hash
 const ofTask = `e.task_seq = COALESCE((SELECT t.seq FROM tasks t WHERE t.task_id = $1), 0) AND e.task_id = $1`
 
 // A task's or workflow's events in chain order, then its journaled ones in
-// journal order, in one statement (one snapshot: an event the linker
+// journal order (the events of its journal rows, by id, as the linker
+// links them), in one statement (one snapshot: an event the linker
 // links meanwhile is read once). A workflow's runs are read whole: each
 // event's prev_hash is the hash before it in its run, the run's prev_hash
 // for the first (the run's hashes zipped with themselves after its
@@ -87,8 +88,8 @@ var (
 			FROM event_links r, unnest(r.event_ids, r.hashes, r.prev_hash || r.hashes) WITH ORDINALITY AS u(id, hash, prev_hash, o)
 			WHERE r.workflow_id = $1 AND u.id IS NOT NULL) l
 			JOIN events e ON e.event_id = l.id
-		UNION ALL SELECT ` + unlinkedColumns + `, 1, j.journal_id FROM event_journal j
-			JOIN events e ON e.event_id = j.journal_id WHERE j.workflow_id = $1) e ORDER BY src, ord`
+		UNION ALL SELECT ` + unlinkedColumns + `, 1, u.id FROM event_journal j CROSS JOIN LATERAL unnest(j.event_ids) AS u(id)
+			JOIN events e ON e.event_id = u.id WHERE j.workflow_id = $1) e ORDER BY src, ord`
 )
 
 // sqlLastEventOfGen reads the newest event of task $1 at generation $2: a
@@ -475,7 +476,7 @@ func (r reads) OrphanEventWorkflow(ctx context.Context) (string, bool, error) {
 const sqlUnheldEvent = `SELECT workflow_id, event_id FROM events WHERE event_id = (SELECT min(e.event_id) FROM events e
 	WHERE e.wseq IS NULL
 		AND NOT EXISTS (SELECT 1 FROM event_links r, unnest(r.event_ids) AS u(id) WHERE u.id = e.event_id)
-		AND NOT EXISTS (SELECT 1 FROM event_journal j WHERE j.journal_id = e.event_id))`
+		AND NOT EXISTS (SELECT 1 FROM event_journal j, unnest(j.event_ids) AS u(id) WHERE u.id = e.event_id))`
 
 // UnheldEvent names the lowest event body no chain holds: not linked in
 // its own row or in a run, nor journaled (one inserted behind the store's

@@ -2,6 +2,7 @@ package tgpostgres
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -9,17 +10,29 @@ import (
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/tgpostgres/pgtest"
 )
 
+// UndoJournalRows turns a database of this package back to schema 22
+// (0023 undone): a pointer row per journaled event, its
+// journal_id the event's id. Exported for the tests of package
+// tgpostgres_test.
+var UndoJournalRows = []string{
+	`INSERT INTO event_journal (journal_id, workflow_id, event_ids)
+		SELECT u.id, j.workflow_id, ARRAY[u.id] FROM event_journal j, unnest(j.event_ids) AS u(id) WHERE cardinality(j.event_ids) > 1`,
+	`DELETE FROM event_journal WHERE cardinality(event_ids) > 1`,
+	`ALTER TABLE event_journal DROP COLUMN event_ids`,
+	`UPDATE schema_version SET version = 22`,
+}
+
 // UndoEventsByTaskSeq turns a database of this package back to schema 20:
 // no apply_guard (migration 0022 undone), a task's events indexed by its
-// id, no task_seq (0021 undone). Exported for the tests of package
-// tgpostgres_test.
-var UndoEventsByTaskSeq = []string{
+// id, no task_seq (0021 undone), after UndoJournalRows (0023). Exported
+// for the tests of package tgpostgres_test.
+var UndoEventsByTaskSeq = append(slices.Clone(UndoJournalRows),
 	`DROP FUNCTION apply_guard(bigint, bigint)`,
 	`DROP INDEX events_by_task_seq`,
 	`ALTER TABLE events DROP COLUMN task_seq`,
 	`CREATE INDEX events_by_task ON events (task_id, event_id)`,
 	`UPDATE schema_version SET version = 20`,
-}
+)
 
 // TestTaskEventsBySeq: every event takes its task's seq in its own INSERT
 // (linked by AppendEvents or journaled by the hot path's statement), 0 for

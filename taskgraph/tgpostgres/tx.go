@@ -485,13 +485,28 @@ func (w *wtx) TryLockJournaled(ctx context.Context, workflowIDs []string) ([]tgd
 	return locked, busy, nil
 }
 
-// journaledEventsSQL is JournaledEvents' statement.
-var journaledEventsSQL = `SELECT ` + unlinkedColumns + ` FROM event_journal j JOIN events e ON e.event_id = j.journal_id
-		WHERE j.workflow_id = ANY($1::text[]) ORDER BY j.journal_id LIMIT $2`
+// journaledEventsSQL is JournaledEvents' statement: the journal rows of
+// the workflows in journal order (journal_id, the first event's id), whole,
+// as long as fewer than limit events come before a row, then their events
+// in event id order. That order keeps each workflow's events in the order
+// of their rows and, within a row, of its array (a statement's events take
+// rising ids), and an event that depends on another's commit has the
+// higher id; events of rows written at once may interleave, which only
+// events that depend on no other's commit do. The ids are sorted before
+// the bodies are read (a nested loop over events_pkey keeps their order),
+// so the sort handles ids, not bodies.
+var journaledEventsSQL = `SELECT ` + unlinkedColumns + ` FROM (
+		SELECT u.id, j.workflow_id FROM (
+			SELECT j.workflow_id, j.event_ids,
+				sum(cardinality(j.event_ids)) OVER (ORDER BY j.journal_id) - cardinality(j.event_ids) AS before
+			FROM event_journal j WHERE j.workflow_id = ANY($1::text[])) j
+		CROSS JOIN LATERAL unnest(j.event_ids) AS u(id) WHERE j.before < $2 ORDER BY u.id) o
+		JOIN events e ON e.event_id = o.id AND e.workflow_id = o.workflow_id ORDER BY o.id`
 
-// JournaledEvents returns the first limit journaled events of the
-// workflows of workflowIDs, in journal order: the bodies the journal's
-// entries point to.
+// JournaledEvents returns the journaled events of the workflows of
+// workflowIDs, in journal order, in whole journal rows: those of the rows
+// that begin before the limit-th event (a row's events are linked together
+// or not at all, so the last row may take it past limit).
 func (w *wtx) JournaledEvents(ctx context.Context, workflowIDs []string, limit int) ([]tgdriver.EventRow, error) {
 	rows, err := w.c.Query(ctx, journaledEventsSQL, workflowIDs, limit)
 	if err != nil {
@@ -504,10 +519,23 @@ func (w *wtx) JournaledEvents(ctx context.Context, workflowIDs []string, limit i
 	return out, nil
 }
 
+// linkJournaledSQL deletes the journal rows of the events linked and
+// writes their links, one run per workflow, if and only if those rows
+// hold exactly the events linked (see LinkJournaled).
+const linkJournaledSQL = `WITH d AS (DELETE FROM event_journal j USING unnest($10::bigint[], $11::text[]) AS u(id, wf)
+		WHERE j.journal_id = u.id AND j.workflow_id = u.wf RETURNING j.event_ids),
+	ok AS (SELECT count(*) = $12 AND count(DISTINCT y.id) = $12 AS whole
+		FROM d CROSS JOIN LATERAL unnest(d.event_ids) AS x(id) LEFT JOIN unnest($10::bigint[]) AS y(id) ON y.id = x.id)
+	INSERT INTO event_links (workflow_id, wseq, prev_hash, event_ids, hashes, min_event_id, max_event_id)
+		SELECT r.wf, r.first, r.prev, ($4::bigint[])[r.lo:r.hi], ($5::text[])[r.lo:r.hi], r.lo_id, r.hi_id
+		FROM unnest($1::text[], $2::bigint[], $3::text[], $6::bigint[], $7::bigint[], $8::bigint[], $9::bigint[])
+			AS r(wf, first, prev, lo, hi, lo_id, hi_id)
+		WHERE (SELECT whole FROM ok) ORDER BY r.wf COLLATE "C"`
+
 // LinkJournaled links journaled events into their chains with the links
-// given, in one round trip of three statements whatever the number of
-// workflows: one advances every head by compare and set, one deletes the
-// events' journal entries, and one writes the links (the bodies stay where
+// given, in one round trip of two statements whatever the number of
+// workflows: one advances every head by compare and set, and one deletes
+// the events' journal rows and writes the links (the bodies stay where
 // the writers put them) into event_links, one row per workflow: the run of
 // its events linked here (see package doc, "Events").
 func (w *wtx) LinkJournaled(ctx context.Context, evs []tgdriver.EventRow) error {
@@ -544,27 +572,20 @@ func (w *wtx) LinkJournaled(ctx context.Context, evs []tgdriver.EventRow) error 
 		his[i] = int64(len(ids))
 	}
 	b := &pgx.Batch{}
-	checks := []func(pgconn.CommandTag) error{queueAdvanceAll(b, runs), nil, nil}
-	// An entry is linked once: every entry must still be in the journal,
-	// or the transaction fails before it commits (the three statements
-	// are one transaction; the head's compare and set keeps runs from
-	// overlapping).
-	b.Queue(`DELETE FROM event_journal j USING unnest($1::bigint[], $2::text[]) AS u(id, wf)
-		WHERE j.journal_id = u.id AND j.workflow_id = u.wf`, jids, jwfs)
-	b.Queue(`INSERT INTO event_links (workflow_id, wseq, prev_hash, event_ids, hashes, min_event_id, max_event_id)
-		SELECT r.wf, r.first, r.prev, ($4::bigint[])[r.lo:r.hi], ($5::text[])[r.lo:r.hi], r.lo_id, r.hi_id
-		FROM unnest($1::text[], $2::bigint[], $3::text[], $6::bigint[], $7::bigint[], $8::bigint[], $9::bigint[])
-			AS r(wf, first, prev, lo, hi, lo_id, hi_id) ORDER BY r.wf COLLATE "C"`,
-		wfs, firsts, prevs, ids, hashes, los, his, minIDs, maxIDs)
+	checks := []func(pgconn.CommandTag) error{queueAdvanceAll(b, runs), nil}
+	// A journal row is linked once, whole: the rows the events begin
+	// (journal_id) are deleted, and the links are written only when those
+	// rows hold exactly the events linked here, each once (their arrays
+	// hold n ids together, n distinct ones of them among the n linked:
+	// a hash join, not an array containment per row). Otherwise no link
+	// is written,
+	// the check below fails and the transaction rolls back (the head's
+	// compare and set keeps runs from overlapping).
+	b.Queue(linkJournaledSQL, wfs, firsts, prevs, ids, hashes, los, his, minIDs, maxIDs, jids, jwfs, n)
 	checks[1] = func(tag pgconn.CommandTag) error {
-		if tag.RowsAffected() != int64(n) {
-			return fmt.Errorf("%d of %d journal entries to link: %w", tag.RowsAffected(), n, tgdriver.ErrNoRows)
-		}
-		return nil
-	}
-	checks[2] = func(tag pgconn.CommandTag) error {
 		if tag.RowsAffected() != int64(m) {
-			return fmt.Errorf("%d of %d runs of links written: %w", tag.RowsAffected(), m, tgdriver.ErrNoRows)
+			return fmt.Errorf("%d of %d runs of links written (the %d events to link are not all, each once, in journal rows deleted here): %w",
+				tag.RowsAffected(), m, n, tgdriver.ErrNoRows)
 		}
 		return nil
 	}
@@ -631,8 +652,8 @@ func queueAppend(b *pgx.Batch, evs []tgdriver.EventRow) ([]func(pgconn.CommandTa
 	return append(checks, nil), nil
 }
 
-// journalSQL inserts events' bodies, not linked, and pointers to them
-// (see queueJournal).
+// journalSQL inserts events' bodies, not linked, and one journal row per
+// workflow of them (see queueJournal).
 const journalSQL = `WITH ev AS (INSERT INTO events (workflow_id, wseq, task_id, kind, owner, generation, at_ms, detail, prev_hash, hash,
 		hash_version, actor_kind, actor_name, actor_principal, task_state, content, task_seq)
 		SELECT wf, NULL, task, kind, owner, gen, at, detail, '', '', hv, ak, an, ap, st, content, ` + taskSeqOf + `
@@ -640,11 +661,15 @@ const journalSQL = `WITH ev AS (INSERT INTO events (workflow_id, wseq, task_id, 
 			$8::bigint[], $9::text[], $10::text[], $11::text[], $12::text[], $13::text[]) WITH ORDINALITY
 			AS e(wf, task, kind, owner, gen, at, detail, hv, ak, an, ap, st, content, ord) ORDER BY ord
 		RETURNING event_id, workflow_id)
-		INSERT INTO event_journal (journal_id, workflow_id) SELECT event_id, workflow_id FROM ev`
+		INSERT INTO event_journal (journal_id, workflow_id, event_ids)
+		SELECT min(event_id), workflow_id, array_agg(event_id ORDER BY event_id) FROM ev GROUP BY workflow_id`
 
 // queueJournal queues the insert of evs, in order, into events without
-// their links (wseq NULL, no hashes), and of pointers to them into the
-// journal, in one statement: each body is written once, where it stays.
+// their links (wseq NULL, no hashes), and of one journal row per workflow
+// of them (journal_id its first event's id, event_ids its events' ids in
+// order), in one statement: each body is written once, where it stays,
+// and the journal takes a row and an index entry per workflow, not per
+// event.
 func queueJournal(b *pgx.Batch, evs []tgdriver.EventRow) {
 	n := len(evs)
 	wfs, tasks, kinds, owners, details := make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
@@ -656,8 +681,8 @@ func queueJournal(b *pgx.Batch, evs []tgdriver.EventRow) {
 		gens[i], ats[i], hvs[i] = e.Generation, e.AtMS, int64(hashVersion(e))
 	}
 	// Identity values are handed out in the order the rows are inserted:
-	// ORDER BY keeps the events' order, which is the journal's (journal_id
-	// is the event's id).
+	// ORDER BY keeps the events' order, which is their ids' order, so each
+	// workflow's array (in id order) is in the events' order.
 	b.Queue(journalSQL, wfs, tasks, kinds, owners, gens, ats, details, hvs, aks, ans, aps, states, contents)
 }
 

@@ -355,7 +355,8 @@ func testJournal(t *testing.T, h Harness) {
 	})
 }
 
-// journaled journals evs and returns them as JournaledEvents reads them,
+// journaled journals evs and returns them, with the workflow's events
+// journaled before, as JournaledEvents reads them,
 // linked onto head (hash, count) of their workflow: what a linker passes to
 // LinkJournaled.
 func journaled(e *env, wf string, evs []tgdriver.EventRow, head string, count int64) []tgdriver.EventRow {
@@ -379,7 +380,8 @@ func journaled(e *env, wf string, evs []tgdriver.EventRow, head string, count in
 
 // testLinkJournaled: LinkJournaled moves journaled events into the chain
 // with the links given, removes their entries (only theirs) and advances
-// the head; a workflow's journal may be linked in parts.
+// the head; a workflow's journal may be linked in parts, a journal write's
+// events at a time.
 func testLinkJournaled(t *testing.T, h Harness) {
 	e := newEnv(t, h)
 	e.insert(task("w1", "a"), task("w2", "a"))
@@ -390,7 +392,10 @@ func testLinkJournaled(t *testing.T, h Harness) {
 		x.Kind, x.Detail = kind, `{"kind":"`+kind+`"}`
 		return x
 	}
-	links := journaled(e, "w1", []tgdriver.EventRow{body("a"), body("b"), body("c")}, "w1-1", 1)
+	// Two journal writes: a, then b and c (linked together; a driver may
+	// journal a write's events of a workflow as one entry, linked whole).
+	e.write(func(tx tgdriver.Tx) error { return tx.JournalEvents(e.ctx, []tgdriver.EventRow{body("a")}) })
+	links := journaled(e, "w1", []tgdriver.EventRow{body("b"), body("c")}, "w1-1", 1)
 	e.write(func(tx tgdriver.Tx) error {
 		if ok, err := tx.LockWorkflow(e.ctx, "w1"); !ok || err != nil {
 			return fmt.Errorf("LockWorkflow: %v %v", ok, err)
