@@ -126,9 +126,10 @@
 //     one claim scan per kind of claim (workflow, capabilities), each
 //     locking the first N claimable tasks FOR UPDATE SKIP LOCKED.
 //   - Apply: the claims' guarded updates (again one statement per shape),
-//     the events (one INSERT of their bodies into events and of pointers
-//     to them into the journal: see Events), the notifications (one
-//     pg_notify over an array), and the COMMIT.
+//     the events (one INSERT of their bodies into events and of a row
+//     per workflow listing them into the journal: see Events), the
+//     notifications (one pg_notify over an array), the kept answers of
+//     request ids, and the COMMIT.
 //
 // The COMMIT travels in Apply's round (tgdriver.Apply.Commit: the domain
 // sets it when nothing follows, i.e. no answer of the batch is to be kept
@@ -352,9 +353,10 @@
 //     text) once per statement: some 7% of the backends' CPU at W=8.
 //     Domains would be checked from the type cache instead, at the price of
 //     a rewrite of tasks and of engines without domains.
-//   - The events: a body (events_pkey, events_by_task_seq) and a journal
-//     pointer (event_journal_by_workflow) per event, about 1,600 bytes of
-//     WAL per task, and the pointer's delete when linked.
+//   - The events: a body (events_pkey, events_by_task_seq) per event,
+//     about 1,300 bytes of WAL per task with their index entries (the
+//     journal's rows are one per statement and workflow since 0023: see
+//     "WAL per cycle").
 //
 // # WAL per cycle
 //
