@@ -51,10 +51,13 @@ var (
 	// order of the updates' statements (one per shape). An uncapped key's
 	// row the trigger only share-locks (migration 0023): no wait on it but
 	// for a change of its limit.
-	lockUpdatedSQL = `WITH t AS MATERIALIZED (SELECT concurrency_key FROM tasks WHERE task_id = ANY($1::text[])
-			ORDER BY task_id COLLATE "C" FOR NO KEY UPDATE)
-		SELECT key FROM concurrency_keys WHERE key IN (SELECT concurrency_key FROM t WHERE concurrency_key <> '') AND max_claimed > 0
-		ORDER BY key COLLATE "C" FOR NO KEY UPDATE`
+	//
+	// Two statements: the tasks' locks must not hang on the plan of the
+	// keys' (a filter on the keys' rows could leave a CTE of the tasks
+	// unread, and their rows unlocked).
+	lockUpdatedSQL     = `SELECT 1 FROM tasks WHERE task_id = ANY($1::text[]) ORDER BY task_id COLLATE "C" FOR NO KEY UPDATE`
+	lockUpdatedKeysSQL = `SELECT key FROM concurrency_keys WHERE key IN (SELECT concurrency_key FROM tasks WHERE task_id = ANY($1::text[]) AND concurrency_key <> '')
+		AND max_claimed > 0 ORDER BY key COLLATE "C" FOR NO KEY UPDATE`
 )
 
 // keyOpenAt passes over the tasks of a concurrency key that is full or
@@ -120,6 +123,7 @@ func (w *wtx) Fetch(ctx context.Context, f tgdriver.Fetch) (tgdriver.Fetched, er
 	}
 	if len(toUpdate) > 1 {
 		b.Queue(lockUpdatedSQL, toUpdate)
+		b.Queue(lockUpdatedKeysSQL, toUpdate)
 	}
 	groups, err := groupUpdates(f.Updates)
 	if err != nil {
@@ -152,8 +156,10 @@ func (w *wtx) Fetch(ctx context.Context, f tgdriver.Fetch) (tgdriver.Fetched, er
 		}
 	}
 	if len(toUpdate) > 1 {
-		if _, err := br.Exec(); err != nil {
-			return fail(err)
+		for range 2 {
+			if _, err := br.Exec(); err != nil {
+				return fail(err)
+			}
 		}
 	}
 	updated, ok := make([]tgdriver.TaskRow, len(f.Updates)), make([]bool, len(f.Updates))

@@ -970,10 +970,14 @@ func (w *wtx) EnsureKey(ctx context.Context, key string, nowMS int64) error {
 }
 
 // freeKeySQL is FreeKey's one statement: the delete of an idle key's row
-// without a limit (a data-modifying CTE runs whether or not it is read;
-// a transaction that holds the row makes it wait and then see its claim),
-// and the key's first claimable task when the key has a cap.
-var freeKeySQL = `WITH pruned AS (DELETE FROM concurrency_keys k WHERE k.key = $1 AND ` + idleKey + ` RETURNING 1)
+// without a limit (a data-modifying CTE runs whether or not it is read),
+// and the key's first claimable task when the key has a cap. A row
+// another transaction holds is left (SKIP LOCKED; the sweeper's
+// PruneIdleKeys takes it later): claims of an uncapped key share its row
+// (migration 0023), so this transaction, which holds its task rows, would
+// otherwise wait for theirs while they wait for its tasks.
+var freeKeySQL = `WITH pruned AS (DELETE FROM concurrency_keys WHERE key IN (SELECT k.key FROM concurrency_keys k WHERE k.key = $1 AND ` + idleKey + `
+		FOR UPDATE SKIP LOCKED) RETURNING 1)
 	SELECT ` + taskColumns + ` FROM tasks WHERE EXISTS (SELECT 1 FROM concurrency_keys c WHERE c.key = $1 AND c.max_claimed > 0)
 		AND ` + keyHeadOf
 

@@ -38,6 +38,8 @@ var Tests = []stenv.Test{
 	{Name: "KeyBatchWavesLockInOrder", Fn: testKeyBatchWavesLockInOrder},
 	{Name: "KeyCreateDepsBesideBatchLockInOrder", Fn: testKeyCreateDepsBesideBatchLockInOrder},
 	{Name: "KeyUnparkBesideTaskLockers", Fn: testKeyUnparkBesideTaskLockers},
+	{Name: "KeyCapSetOnClaimedKeyCountsThem", Fn: testKeyCapSetOnClaimedKeyCountsThem},
+	{Name: "KeyClaimsRacingLimitChanges", Fn: testKeyClaimsRacingLimitChanges},
 }
 
 // createKeyed creates node of workflow wf with concurrency key key and,
