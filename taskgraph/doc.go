@@ -124,9 +124,19 @@
 // (PruneIdleKeys), and a claim makes a missing one again: keyFreed,
 // lockKeyRow); a transaction that locks several keys' rows locks them in
 // key order (lockKeys), after the task rows it waits for ("Lock order"
-// below). The guard is in the key's row: a claim
+// below). A key without a cap keeps no count of its claims (Key.Claimed
+// is 0; its row is what a missing row means, and goes when it has no
+// limit and no claimable task), so that a claim of a key without a limit
+// writes nothing to the row and takes it shared (tgpostgres: FOR KEY
+// SHARE): such claims never wait for one another. A change of the limit
+// (SetKeyLimit, or a create that sets a key's first limit) takes the row
+// exclusively, so it waits for the claims in flight and those after wait
+// for it, counts the key's claimed tasks after its lock and stores the
+// count with a cap (LockKeyForLimit); whatever ends a claim lowers the
+// count only when the key is capped. SQLite keeps the same meaning. The
+// guard is in the key's row: a claim of a limited key
 // takes a slot in its own transaction by locking the row (LockKey) and a
-// compare-and-set update (UpdateKey) that raises claimed and appends the
+// compare-and-set update (UpdateKey) that raises claimed (capped) and appends the
 // claim's time (the transaction's server time, as its history records it)
 // to the last Rate claim times; it is refused when claimed is at the cap
 // or Rate claims lie within the interval that ends at it, so the rate
@@ -255,7 +265,9 @@
 // row (a raised cap unparks them). Gaps remain, where PostgreSQL may
 // detect a deadlock (40P01) and the driver runs the whole transaction
 // again (tgpostgres: Write, MaxWriteTries; TestWriteRetriesDeadlock), a
-// retry, never a wrong answer; tgpostgres's doc gives each path's order:
+// retry, never a wrong answer; tgpostgres's doc gives each path's order
+// and the mode each takes a key's row in (shared for a key without a
+// limit, so its claims and ends do not order against one another at all):
 //   - a batch takes keys' rows in waves: those of the claims it ends, then
 //     its candidates' (lockKeys), then each rescan's; two batches can
 //     meet in opposite orders across the waves;

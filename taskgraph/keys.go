@@ -60,6 +60,12 @@ func (w *wtx) takeKeySlot(key string) (refused string, err error) {
 	if !ok {
 		return keyrate.Refusal(k, openAt), nil
 	}
+	if nk == k {
+		// No limit: nothing to write, and the row is only share-locked
+		// (LockKey), so claims of the key do not wait for one another.
+		w.keyTaken = nil
+		return "", nil
+	}
 	done, err := w.tx.UpdateKey(w.ctx, k, nk)
 	if err != nil {
 		return "", fmt.Errorf("take a slot of concurrency key %s: %w", key, err)
@@ -99,6 +105,40 @@ func (w *wtx) lockKeyRow(key string) (tgdriver.KeyRow, error) {
 			return tgdriver.KeyRow{}, err
 		}
 	}
+}
+
+// lockKeyForLimit returns the row of concurrency key key locked for a
+// change of its limit (tgdriver's LockKeyForLimit: it waits for the
+// key's claims in flight) and the key's claimed tasks counted after the
+// lock, making the row first when it has none.
+func (w *wtx) lockKeyForLimit(key string) (tgdriver.KeyRow, int, error) {
+	for try := 0; ; try++ {
+		k, found, claimed, err := w.tx.LockKeyForLimit(w.ctx, key)
+		if err != nil {
+			return tgdriver.KeyRow{}, 0, fmt.Errorf("lock concurrency key %s: %w", key, err)
+		}
+		if found {
+			w.heldKey(k)
+			return k, claimed, nil
+		}
+		if try == 2 {
+			return tgdriver.KeyRow{}, 0, fmt.Errorf("%w: concurrency key %s has no row after it was made twice", errInternal, key)
+		}
+		if err := w.tx.EnsureKey(w.ctx, key, w.nowMS); err != nil {
+			return tgdriver.KeyRow{}, 0, err
+		}
+	}
+}
+
+// withLimit is key row k with limit l and the count a cap needs: claimed
+// (counted under the lock of lockKeyForLimit) when l has a cap, else 0.
+func withLimit(k tgdriver.KeyRow, l KeyLimit, claimed int) tgdriver.KeyRow {
+	nk := keyrate.WithLimit(k, l)
+	nk.Claimed = 0
+	if l.MaxClaimed > 0 {
+		nk.Claimed = claimed
+	}
+	return nk
 }
 
 // lockKeys locks the rows of keys (making those missing), in key order:
@@ -217,7 +257,18 @@ func (w *wtx) ensureKey(key string, limit *KeyLimit) error {
 	case cur != (KeyLimit{}):
 		return &ConflictError{Detail: fmt.Sprintf("concurrency key %s already has a limit (%s); a create may set a key's limit only while it has none, or repeat it (an operator changes it: admin limit)", key, cur)}
 	}
-	nk := keyrate.WithLimit(k, *limit)
+	// The key had no limit, so its claims kept no count: count them under
+	// the exclusive lock, and check again what a wait may have changed.
+	k, claimed, err := w.lockKeyForLimit(key)
+	if err != nil {
+		return err
+	}
+	if cur := keyrate.KeyOf(k).Limit; cur == *limit {
+		return nil
+	} else if cur != (KeyLimit{}) {
+		return &ConflictError{Detail: fmt.Sprintf("concurrency key %s already has a limit (%s); a create may set a key's limit only while it has none, or repeat it (an operator changes it: admin limit)", key, cur)}
+	}
+	nk := withLimit(k, *limit, claimed)
 	nk.UpdatedAtMS = w.nowMS
 	done, err := w.tx.UpdateKey(w.ctx, k, nk)
 	if err != nil {
@@ -252,12 +303,14 @@ func (s *Store) SetKeyLimit(ctx context.Context, key string, limit KeyLimit, op 
 		if err := w.tx.LockParkedOfKey(w.ctx, key); err != nil {
 			return err
 		}
-		k, err := w.lockKeyRow(key)
+		// Exclusively, then the key's claimed tasks counted after the lock:
+		// a key without a cap keeps no count (tgdriver.KeyRow.Claimed).
+		k, claimed, err := w.lockKeyForLimit(key)
 		if err != nil {
 			return err
 		}
 		before := keyrate.KeyOf(k).Limit
-		nk := keyrate.WithLimit(k, limit)
+		nk := withLimit(k, limit, claimed)
 		nk.UpdatedAtMS, nk.UpdatedBy = w.nowMS, op.Name
 		done, err := w.tx.UpdateKey(w.ctx, k, nk)
 		if err != nil {

@@ -134,7 +134,9 @@ func TakeSlot(k tgdriver.KeyRow, atMS int64) (nk tgdriver.KeyRow, ok bool, openA
 		}
 		recent = append(recent, atMS)
 	}
-	k.Claimed++
+	if k.MaxClaimed > 0 {
+		k.Claimed++ // no count is kept while uncapped (tgdriver.KeyRow.Claimed)
+	}
 	k.RecentMS, k.RateOpenAtMS = formatRecent(recent), rateOpenAt(recent, k.RateCount, k.RateIntervalMS)
 	return k, true, 0
 }
@@ -143,7 +145,9 @@ func TakeSlot(k tgdriver.KeyRow, atMS int64) (nk tgdriver.KeyRow, ok bool, openA
 type Key struct {
 	Key   string
 	Limit Limit
-	// Claimed counts the key's tasks claimed now.
+	// Claimed counts the key's tasks claimed now while the key has a cap;
+	// it is 0 for a key without one (no count is kept, so that its claims
+	// do not wait for one another).
 	Claimed int
 	// NextClaimableAt, when not zero, is when the rate allows the next
 	// claim of the key.

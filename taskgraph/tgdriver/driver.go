@@ -345,12 +345,22 @@ type Tx interface {
 	// there was none: the walk is over. It reads the keys' primary key and
 	// tasks_ready_by_key, so a walk costs one pass over the keys.
 	PruneIdleKeys(ctx context.Context, after string, limit int) (pruned int, last string, err error)
-	// LockKey returns concurrency key key and holds its write lock for the
-	// rest of the transaction (PostgreSQL: FOR UPDATE); ok is false when
-	// it does not exist. Lock order: after the tasks rows, and a
+	// LockKey returns concurrency key key and locks its row for the rest
+	// of the transaction; ok is false when it does not exist. A key with
+	// a limit (a cap or a rate) is held for writing (PostgreSQL: FOR NO
+	// KEY UPDATE), one without only shared (FOR KEY SHARE): its claims
+	// write nothing to it (no count is kept while uncapped), so they do
+	// not wait for one another, only for a change of its limit
+	// (LockKeyForLimit). Lock order: after the tasks rows, and a
 	// transaction that locks several keys locks them in key order (the
 	// domain locks them all first, sorted).
 	LockKey(ctx context.Context, key string) (k KeyRow, ok bool, err error)
+	// LockKeyForLimit returns concurrency key key locked exclusively
+	// (PostgreSQL: FOR UPDATE, so it waits for every claim of the key in
+	// flight, and every claim after waits for it) and claimed, the key's
+	// claimed tasks counted after the lock in a statement of its own: a
+	// change of the key's limit stores that count with a new cap.
+	LockKeyForLimit(ctx context.Context, key string) (k KeyRow, ok bool, claimed int, err error)
 	// LockParkedOfKey locks the ready tasks of key that are parked out of
 	// the ready indexes (PostgreSQL: migration 0018), in task id order,
 	// before the key's row: a change of the key's limit that raises or

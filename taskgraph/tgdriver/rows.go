@@ -330,9 +330,12 @@ type KeyRow struct {
 	Key string
 	// MaxClaimed caps the key's tasks claimed at once; 0 is no cap.
 	MaxClaimed int
-	// Claimed counts the key's claimed tasks. A claim raises it in its
-	// own transaction (Tx.UpdateKey, guarded); whatever ends a claim
-	// lowers it in the same statement's transaction (a trigger).
+	// Claimed counts the key's claimed tasks while the key has a cap (0
+	// without one: no count is kept). A claim raises it in its own
+	// transaction (Tx.UpdateKey, guarded); whatever ends a claim lowers it
+	// in the same statement's transaction (a trigger, when capped); a
+	// change of the limit that sets a cap stores the count
+	// (Tx.LockKeyForLimit).
 	Claimed int
 	// RateCount claims at most per RateIntervalMS; 0 is no rate.
 	RateCount      int

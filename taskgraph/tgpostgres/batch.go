@@ -43,16 +43,21 @@ var (
 		AND (requires = '' OR string_to_array(requires, ' ') <@ $3::text[]) AND ` + notPaused + ` AND ` + keyOpenAt4 + ` ORDER BY priority DESC, seq LIMIT $1 FOR UPDATE SKIP LOCKED`
 	lockTasksSQL = `SELECT ` + taskColumns + ` FROM tasks WHERE task_id = ANY($1::text[]) ORDER BY task_id COLLATE "C" FOR UPDATE`
 	// lockUpdatedSQL takes the rows a batch's updates will write, in task
-	// id order, then their concurrency keys' rows in key order (the sort
-	// under each LockRows makes it take its rows in that order, and the
-	// keys' sort reads every task row first): the trigger that gives a
-	// key's slot back when an update ends a claim then finds its key's row
-	// held, instead of taking it between two task rows, in the order of
-	// the updates' statements (one per shape).
-	lockUpdatedSQL = `WITH t AS MATERIALIZED (SELECT concurrency_key FROM tasks WHERE task_id = ANY($1::text[])
-			ORDER BY task_id COLLATE "C" FOR NO KEY UPDATE)
-		SELECT key FROM concurrency_keys WHERE key IN (SELECT concurrency_key FROM t WHERE concurrency_key <> '')
-		ORDER BY key COLLATE "C" FOR UPDATE`
+	// id order, then their capped concurrency keys' rows in key order (the
+	// sort under each LockRows makes it take its rows in that order, and
+	// the keys' sort reads every task row first): the trigger that gives a
+	// capped key's slot back when an update ends a claim then finds its
+	// key's row held, instead of taking it between two task rows, in the
+	// order of the updates' statements (one per shape). An uncapped key's
+	// row the trigger only share-locks (migration 0023): no wait on it but
+	// for a change of its limit.
+	//
+	// Two statements: the tasks' locks must not hang on the plan of the
+	// keys' (a filter on the keys' rows could leave a CTE of the tasks
+	// unread, and their rows unlocked).
+	lockUpdatedSQL     = `SELECT 1 FROM tasks WHERE task_id = ANY($1::text[]) ORDER BY task_id COLLATE "C" FOR NO KEY UPDATE`
+	lockUpdatedKeysSQL = `SELECT key FROM concurrency_keys WHERE key IN (SELECT concurrency_key FROM tasks WHERE task_id = ANY($1::text[]) AND concurrency_key <> '')
+		AND max_claimed > 0 ORDER BY key COLLATE "C" FOR NO KEY UPDATE`
 )
 
 // keyOpenAt passes over the tasks of a concurrency key that is full or
@@ -118,6 +123,7 @@ func (w *wtx) Fetch(ctx context.Context, f tgdriver.Fetch) (tgdriver.Fetched, er
 	}
 	if len(toUpdate) > 1 {
 		b.Queue(lockUpdatedSQL, toUpdate)
+		b.Queue(lockUpdatedKeysSQL, toUpdate)
 	}
 	groups, err := groupUpdates(f.Updates)
 	if err != nil {
@@ -150,8 +156,10 @@ func (w *wtx) Fetch(ctx context.Context, f tgdriver.Fetch) (tgdriver.Fetched, er
 		}
 	}
 	if len(toUpdate) > 1 {
-		if _, err := br.Exec(); err != nil {
-			return fail(err)
+		for range 2 {
+			if _, err := br.Exec(); err != nil {
+				return fail(err)
+			}
 		}
 	}
 	updated, ok := make([]tgdriver.TaskRow, len(f.Updates)), make([]bool, len(f.Updates))

@@ -72,7 +72,24 @@
 //
 // The one order is package taskgraph's ("Lock order"): the workflow's row,
 // task rows by task id, concurrency keys' rows by key, the audit head.
-// What each path takes, in the order it takes it:
+// A key's row is taken in a mode by its limit (migration 0023): a claim
+// of a key without a limit (no cap, no rate), and the end of any claim,
+// take it FOR KEY SHARE and write nothing to it (no count is kept while
+// uncapped), so claims of one uncapped key in different batches do not
+// wait for one another (TestKeyLockModes); a claim of a limited key takes
+// it FOR NO KEY UPDATE (LockKey, one statement that picks the mode by the
+// row's latest version) before its guarded update, as does the end of a
+// claim of a capped key (the trigger's update); only a change of the
+// limit takes it FOR UPDATE (LockKeyForLimit), which waits for all of
+// them, then counts the key's claimed tasks in a statement of its own and
+// stores the count with a cap. Every path that makes or ends a claim holds
+// the row in one of these modes to its COMMIT, so that count is right,
+// and a claim after it sees the cap (storetest Key:
+// KeyCapSetOnClaimedKeyCountsThem, KeyClaimsRacingLimitChanges). No path
+// takes FOR UPDATE besides the change of a limit: it conflicts with the
+// FOR KEY SHARE a claim or an end takes before it writes, and two such
+// would wait for each other. What each path takes, in the order it takes
+// it:
 //
 //   - A creation: its workflow's row (EnsureWorkflow); its existing
 //     dependencies FOR SHARE, all in one statement in task id order
@@ -82,15 +99,22 @@
 //     counts (held), then the audit head.
 //   - A hot batch: its claims by id FOR UPDATE in task id order
 //     (lockTasksSQL); with two updates or more, their rows in task id
-//     order and then their keys' rows in key order (lockUpdatedSQL), so
-//     that the trigger that gives a slot back (one update statement per
-//     shape) finds its key's row held; the scans (SKIP LOCKED: they never
+//     order (lockUpdatedSQL) and then their capped keys' rows in key
+//     order (lockUpdatedKeysSQL), so that the trigger that gives a slot
+//     back (one update statement per shape) finds its key's row held (an
+//     uncapped key's it share-locks then); the scans (SKIP LOCKED: they never
 //     wait); its candidates' keys in key order (LockKey), then each
 //     rescan's; in Apply the claimed rows (held), whose tasks_key_leave
 //     unparks the next parked task of the group after the key's row.
 //   - An operator's change of a key's limit: the key's parked ready tasks
-//     in task id order (LockParkedOfKey), the key's row, its update (a cap
-//     raised unparks the rows held), the audit head.
+//     in task id order (LockParkedOfKey), the key's row FOR UPDATE
+//     (LockKeyForLimit), the count of its claimed tasks, its update (a
+//     cap raised unparks the rows held), the audit head. A create that
+//     sets the first limit of a key takes its row the same way.
+//   - The end of a claim whose key's row is then idle (FreeKey): the
+//     row's delete takes it FOR UPDATE SKIP LOCKED, leaving a row that
+//     another transaction holds to the sweeper (PruneIdleKeys), since it
+//     holds task rows that those transactions may wait for.
 //   - Any other end of a claim (fail, release, cancel, expiry): the task's
 //     row, its key's row (the trigger), and when the slot freed is not the
 //     only free one, the first parked task of each group of the key

@@ -999,10 +999,14 @@ func (w *wtx) EnsureKey(ctx context.Context, key string, nowMS int64) error {
 }
 
 // freeKeySQL is FreeKey's one statement: the delete of an idle key's row
-// without a limit (a data-modifying CTE runs whether or not it is read;
-// a transaction that holds the row makes it wait and then see its claim),
-// and the key's first claimable task when the key has a cap.
-var freeKeySQL = `WITH pruned AS (DELETE FROM concurrency_keys k WHERE k.key = $1 AND ` + idleKey + ` RETURNING 1)
+// without a limit (a data-modifying CTE runs whether or not it is read),
+// and the key's first claimable task when the key has a cap. A row
+// another transaction holds is left (SKIP LOCKED; the sweeper's
+// PruneIdleKeys takes it later): claims of an uncapped key share its row
+// (migration 0023), so this transaction, which holds its task rows, would
+// otherwise wait for theirs while they wait for its tasks.
+var freeKeySQL = `WITH pruned AS (DELETE FROM concurrency_keys WHERE key IN (SELECT k.key FROM concurrency_keys k WHERE k.key = $1 AND ` + idleKey + `
+		FOR UPDATE SKIP LOCKED) RETURNING 1)
 	SELECT ` + taskColumns + ` FROM tasks WHERE EXISTS (SELECT 1 FROM concurrency_keys c WHERE c.key = $1 AND c.max_claimed > 0)
 		AND ` + keyHeadOf
 
@@ -1055,9 +1059,28 @@ const idleKey = `k.claimed = 0 AND k.max_claimed = 0 AND k.rate_count = 0
 	AND NOT EXISTS (SELECT 1 FROM tasks t WHERE t.concurrency_key = k.key AND t.concurrency_key <> ''
 		AND t.state = 'pending' AND t.due_at_ms = 0)`
 
-// LockKey returns concurrency key key, locked (FOR UPDATE).
+// lockKeySQL locks a key's row in the mode its limit needs, in one
+// statement: FOR KEY SHARE without a limit (claims write nothing to it,
+// so they do not wait for one another; a change of the limit, FOR UPDATE,
+// waits for them and they for it), FOR NO KEY UPDATE with one (the
+// claim's guarded update follows). A row changed while the statement
+// waited for it is checked again at its latest version, and one whose
+// limit a change set or lifted meanwhile matches neither arm:
+// lockKeyAgainSQL then locks it for writing, whatever it holds.
+const (
+	lockKeySQL = `WITH s AS (SELECT ` + keyColumns + ` FROM concurrency_keys WHERE key = $1 AND max_claimed = 0 AND rate_count = 0 FOR KEY SHARE),
+		u AS (SELECT ` + keyColumns + ` FROM concurrency_keys WHERE key = $1 AND (max_claimed > 0 OR rate_count > 0) FOR NO KEY UPDATE)
+		SELECT * FROM s UNION ALL SELECT * FROM u`
+	lockKeyAgainSQL = `SELECT ` + keyColumns + ` FROM concurrency_keys WHERE key = $1 FOR NO KEY UPDATE`
+)
+
+// LockKey returns concurrency key key, locked: FOR KEY SHARE when it has
+// no limit, FOR NO KEY UPDATE when it has one (lockKeySQL).
 func (w *wtx) LockKey(ctx context.Context, key string) (tgdriver.KeyRow, bool, error) {
-	k, err := scanKey(w.c.QueryRow(ctx, `SELECT `+keyColumns+` FROM concurrency_keys WHERE key = $1 FOR UPDATE`, key))
+	k, err := scanKey(w.c.QueryRow(ctx, lockKeySQL, key))
+	if errors.Is(err, pgx.ErrNoRows) {
+		k, err = scanKey(w.c.QueryRow(ctx, lockKeyAgainSQL, key))
+	}
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
 		return tgdriver.KeyRow{}, false, nil
@@ -1065,6 +1088,26 @@ func (w *wtx) LockKey(ctx context.Context, key string) (tgdriver.KeyRow, bool, e
 		return tgdriver.KeyRow{}, false, w.fail(ctx, "lock concurrency key", err)
 	}
 	return k, true, nil
+}
+
+// LockKeyForLimit returns concurrency key key locked FOR UPDATE (it waits
+// for the claims of the key in flight, FOR KEY SHARE or FOR NO KEY
+// UPDATE, and those after wait for it) and its claimed tasks, counted by
+// a statement of their own after the lock: READ COMMITTED gives it a
+// snapshot that holds what those claims committed.
+func (w *wtx) LockKeyForLimit(ctx context.Context, key string) (tgdriver.KeyRow, bool, int, error) {
+	k, err := scanKey(w.c.QueryRow(ctx, `SELECT `+keyColumns+` FROM concurrency_keys WHERE key = $1 FOR UPDATE`, key))
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return tgdriver.KeyRow{}, false, 0, nil
+	case err != nil:
+		return tgdriver.KeyRow{}, false, 0, w.fail(ctx, "lock concurrency key", err)
+	}
+	var n int
+	if err := w.c.QueryRow(ctx, `SELECT count(*) FROM tasks WHERE concurrency_key = $1 AND concurrency_key <> '' AND state = 'claimed'`, key).Scan(&n); err != nil {
+		return tgdriver.KeyRow{}, false, 0, w.fail(ctx, "count the claimed tasks of a concurrency key", err)
+	}
+	return k, true, n, nil
 }
 
 // UpdateKey writes k over old if the row still holds old.

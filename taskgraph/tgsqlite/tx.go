@@ -682,6 +682,20 @@ func (t *wtx) LockKey(ctx context.Context, key string) (tgdriver.KeyRow, bool, e
 	return t.Key(ctx, key)
 }
 
+// LockKeyForLimit returns concurrency key key and its claimed tasks
+// counted (the single writer holds every row).
+func (t *wtx) LockKeyForLimit(ctx context.Context, key string) (tgdriver.KeyRow, bool, int, error) {
+	k, ok, err := t.Key(ctx, key)
+	if err != nil || !ok {
+		return k, ok, 0, err
+	}
+	var n int
+	if err := t.queryRow(bg, `SELECT count(*) FROM tasks WHERE concurrency_key = ? AND concurrency_key <> '' AND state = 'claimed'`, key).Scan(&n); err != nil {
+		return tgdriver.KeyRow{}, false, 0, fmt.Errorf("count the claimed tasks of concurrency key %s: %w", key, err)
+	}
+	return k, true, n, nil
+}
+
 // UpdateKey writes k over old if the row still holds old.
 func (t *wtx) UpdateKey(_ context.Context, old, k tgdriver.KeyRow) (bool, error) {
 	res, err := t.exec(`UPDATE concurrency_keys SET max_claimed = ?, claimed = ?, rate_count = ?, rate_interval_ms = ?, recent_ms = ?,

@@ -38,6 +38,8 @@ var Tests = []stenv.Test{
 	{Name: "KeyBatchWavesLockInOrder", Fn: testKeyBatchWavesLockInOrder},
 	{Name: "KeyCreateDepsBesideBatchLockInOrder", Fn: testKeyCreateDepsBesideBatchLockInOrder},
 	{Name: "KeyUnparkBesideTaskLockers", Fn: testKeyUnparkBesideTaskLockers},
+	{Name: "KeyCapSetOnClaimedKeyCountsThem", Fn: testKeyCapSetOnClaimedKeyCountsThem},
+	{Name: "KeyClaimsRacingLimitChanges", Fn: testKeyClaimsRacingLimitChanges},
 }
 
 // createKeyed creates node of workflow wf with concurrency key key and,
@@ -63,13 +65,19 @@ func (e *env) key(t *testing.T, key string) tg.Key {
 	return k
 }
 
-// wantClaimedOfKey fails t unless the key's counter and the stored
-// claimed tasks of the key are both want.
+// wantClaimedOfKey fails t unless the stored claimed tasks of the key
+// are want, and so is the key's counter when the key has a cap (0 when
+// it has none: no count is kept while uncapped, Key.Claimed).
 func (e *env) wantClaimedOfKey(t *testing.T, key string, want int) {
 	t.Helper()
 	stored := e.Count(t, `SELECT COUNT(*) FROM tasks WHERE concurrency_key = ? AND state = 'claimed'`, key)
-	if k := e.key(t, key); k.Claimed != want || stored != int64(want) {
-		t.Fatalf("key %s: counter %d, %d tasks stored claimed; want %d", key, k.Claimed, stored, want)
+	k := e.key(t, key)
+	counter := want
+	if k.Limit.MaxClaimed == 0 {
+		counter = 0
+	}
+	if k.Claimed != counter || stored != int64(want) {
+		t.Fatalf("key %s (cap %d): counter %d, %d tasks stored claimed; want %d claimed, counter %d", key, k.Limit.MaxClaimed, k.Claimed, stored, want, counter)
 	}
 }
 

@@ -313,13 +313,17 @@ func equalSeqs(a, b []int64) bool {
 	return true
 }
 
-// testKeySlotBack: a keyed task leaving claimed gives its key's slot back
-// in the same transaction, whatever it becomes; entering claimed, or a
-// task without a key, changes no key.
+// testKeySlotBack: a keyed task leaving claimed gives its capped key's
+// slot back in the same transaction, whatever it becomes; entering
+// claimed, or a task without a key, changes no key; a key without a cap
+// keeps no count, so its claims' ends change nothing (KeyRow.Claimed).
 func testKeySlotBack(t *testing.T, h Harness) {
 	e := newEnv(t, h)
-	rows := e.inserted(keyed("wf", "a", "k", 0), keyed("wf", "b", "k", 0), task("wf", "plain"))
+	rows := e.inserted(keyed("wf", "a", "k", 0), keyed("wf", "b", "k", 0), task("wf", "plain"), keyed("wf", "f", "free", 0))
 	e.write(func(tx tgdriver.Tx) error {
+		if err := tx.EnsureKey(e.ctx, "free", 1); err != nil {
+			return err
+		}
 		if err := tx.EnsureKey(e.ctx, "k", 1); err != nil {
 			return err
 		}
@@ -328,7 +332,7 @@ func testKeySlotBack(t *testing.T, h Harness) {
 			return err
 		}
 		nk := old
-		nk.Claimed = 2
+		nk.MaxClaimed, nk.Claimed = 5, 2
 		_, err = tx.UpdateKey(e.ctx, old, nk)
 		return err
 	})
@@ -343,4 +347,7 @@ func testKeySlotBack(t *testing.T, h Harness) {
 	e.wantKey("k", 1)
 	e.set(rows[1].Seq, tgdriver.TaskSet{State: tgdriver.Val("pending")})
 	e.wantKey("k", 0)
+	e.set(rows[3].Seq, tgdriver.TaskSet{State: tgdriver.Val("claimed")})
+	e.set(rows[3].Seq, tgdriver.TaskSet{State: tgdriver.Val("completed")})
+	e.wantKey("free", 0)
 }

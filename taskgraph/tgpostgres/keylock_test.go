@@ -1,0 +1,97 @@
+package tgpostgres
+
+import (
+	"context"
+	"testing"
+
+	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/testwait"
+	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/tgdriver"
+	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/tgpostgres/pgtest"
+)
+
+// A claim of a key without a limit takes the key's row shared (LockKey:
+// FOR KEY SHARE), so a second claim's lock of it does not wait for the
+// first's transaction, while a capped key's claims do wait for one
+// another (FOR NO KEY UPDATE: their guarded update follows), and a change
+// of the limit (LockKeyForLimit: FOR UPDATE) waits for a claim of either.
+// The waits are read from pg_stat_activity on a connection of its own.
+func TestKeyLockModes(t *testing.T) {
+	ctx := testCtx(t)
+	d := open(t, pgtest.URL(t), Options{})
+	if _, err := d.pool.Exec(ctx, `INSERT INTO concurrency_keys (key, max_claimed, updated_at_ms) VALUES ('free', 0, 0), ('capped', 2, 0)`); err != nil {
+		t.Fatal(err)
+	}
+	lockWaiters := func() int {
+		var n int
+		if err := d.pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	// hold locks key in a transaction held open until the returned func
+	// is called; it returns once the lock is granted.
+	hold := func(key string) (end func()) {
+		held, release, done := make(chan struct{}), make(chan struct{}), make(chan error, 1)
+		go func() {
+			done <- d.Write(ctx, func(tx tgdriver.Tx) error {
+				if _, ok, err := tx.LockKey(context.Background(), key); err != nil || !ok {
+					t.Errorf("LockKey(%s): ok=%v err=%v", key, ok, err)
+				}
+				close(held)
+				<-release
+				return nil
+			})
+		}()
+		testwait.Recv(t, "the first lock of "+key, held)
+		return func() {
+			close(release)
+			if err := testwait.Recv(t, "the holder's commit", done); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	// second runs lock in a transaction of its own and says whether it
+	// was granted without waiting (false: it waited, seen in
+	// pg_stat_activity); a wait ends when end is called.
+	second := func(what string, lock func(tx tgdriver.Tx) error, end func()) bool {
+		done := make(chan error, 1)
+		go func() { done <- d.Write(ctx, lock) }()
+		waited := false
+		testwait.For(t, what+" to be granted or to wait", func() bool {
+			select {
+			case err := <-done:
+				if err != nil {
+					t.Fatalf("%s: %v", what, err)
+				}
+				done <- nil
+				return true
+			default:
+			}
+			waited = lockWaiters() > 0
+			return waited
+		})
+		end()
+		if err := testwait.Recv(t, what, done); err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		return !waited
+	}
+	lockKey := func(key string) func(tx tgdriver.Tx) error {
+		return func(tx tgdriver.Tx) error { _, _, err := tx.LockKey(context.Background(), key); return err }
+	}
+	forLimit := func(key string) func(tx tgdriver.Tx) error {
+		return func(tx tgdriver.Tx) error { _, _, _, err := tx.LockKeyForLimit(context.Background(), key); return err }
+	}
+	if !second("a second claim's lock of an uncapped key", lockKey("free"), hold("free")) {
+		t.Error("a claim's lock of an uncapped key waited for another claim's transaction; want shared")
+	}
+	if second("a second claim's lock of a capped key", lockKey("capped"), hold("capped")) {
+		t.Error("a claim's lock of a capped key did not wait for another claim's transaction")
+	}
+	if second("a change of an uncapped key's limit", forLimit("free"), hold("free")) {
+		t.Error("a change of an uncapped key's limit did not wait for a claim in flight")
+	}
+	if second("a change of a capped key's limit", forLimit("capped"), hold("capped")) {
+		t.Error("a change of a capped key's limit did not wait for a claim in flight")
+	}
+}
