@@ -89,31 +89,21 @@ func (w *wtx) lockKeyRow(key string) (tgdriver.KeyRow, error) {
 	if k, ok := w.keyRows[key]; ok {
 		return k, nil
 	}
-	for try := 0; ; try++ {
-		k, found, err := w.tx.LockKey(w.ctx, key)
-		if err != nil {
-			return tgdriver.KeyRow{}, fmt.Errorf("lock concurrency key %s: %w", key, err)
-		}
-		if found {
-			w.heldKey(k)
-			return k, nil
-		}
-		if try == 2 {
-			return tgdriver.KeyRow{}, fmt.Errorf("%w: concurrency key %s has no row after it was made twice", errInternal, key)
-		}
-		if err := w.tx.EnsureKey(w.ctx, key, w.nowMS); err != nil {
-			return tgdriver.KeyRow{}, err
-		}
-	}
+	k, _, err := w.lockKey(key, false)
+	return k, err
 }
 
-// lockKeyForLimit returns the row of concurrency key key locked for a
-// change of its limit (tgdriver's LockKeyForLimit: it waits for the
-// key's claims in flight) and the key's claimed tasks counted after the
-// lock, making the row first when it has none.
-func (w *wtx) lockKeyForLimit(key string) (tgdriver.KeyRow, int, error) {
+// lockKey is lockKeyRow, or with forLimit the row locked for a change of
+// its limit (tgdriver's LockKeyForLimit: it waits for the key's claims in
+// flight) and the key's claimed tasks counted after the lock.
+func (w *wtx) lockKey(key string, forLimit bool) (k tgdriver.KeyRow, claimed int, err error) {
 	for try := 0; ; try++ {
-		k, found, claimed, err := w.tx.LockKeyForLimit(w.ctx, key)
+		var found bool
+		if forLimit {
+			k, found, claimed, err = w.tx.LockKeyForLimit(w.ctx, key)
+		} else {
+			k, found, err = w.tx.LockKey(w.ctx, key)
+		}
 		if err != nil {
 			return tgdriver.KeyRow{}, 0, fmt.Errorf("lock concurrency key %s: %w", key, err)
 		}
@@ -128,17 +118,6 @@ func (w *wtx) lockKeyForLimit(key string) (tgdriver.KeyRow, int, error) {
 			return tgdriver.KeyRow{}, 0, err
 		}
 	}
-}
-
-// withLimit is key row k with limit l and the count a cap needs: claimed
-// (counted under the lock of lockKeyForLimit) when l has a cap, else 0.
-func withLimit(k tgdriver.KeyRow, l KeyLimit, claimed int) tgdriver.KeyRow {
-	nk := keyrate.WithLimit(k, l)
-	nk.Claimed = 0
-	if l.MaxClaimed > 0 {
-		nk.Claimed = claimed
-	}
-	return nk
 }
 
 // lockKeys locks the rows of keys (making those missing), in key order:
@@ -259,7 +238,7 @@ func (w *wtx) ensureKey(key string, limit *KeyLimit) error {
 	}
 	// The key had no limit, so its claims kept no count: count them under
 	// the exclusive lock, and check again what a wait may have changed.
-	k, claimed, err := w.lockKeyForLimit(key)
+	k, claimed, err := w.lockKey(key, true)
 	if err != nil {
 		return err
 	}
@@ -268,7 +247,7 @@ func (w *wtx) ensureKey(key string, limit *KeyLimit) error {
 	} else if cur != (KeyLimit{}) {
 		return &ConflictError{Detail: fmt.Sprintf("concurrency key %s already has a limit (%s); a create may set a key's limit only while it has none, or repeat it (an operator changes it: admin limit)", key, cur)}
 	}
-	nk := withLimit(k, *limit, claimed)
+	nk := keyrate.WithLimit(k, *limit, claimed)
 	nk.UpdatedAtMS = w.nowMS
 	done, err := w.tx.UpdateKey(w.ctx, k, nk)
 	if err != nil {
@@ -305,12 +284,12 @@ func (s *Store) SetKeyLimit(ctx context.Context, key string, limit KeyLimit, op 
 		}
 		// Exclusively, then the key's claimed tasks counted after the lock:
 		// a key without a cap keeps no count (tgdriver.KeyRow.Claimed).
-		k, claimed, err := w.lockKeyForLimit(key)
+		k, claimed, err := w.lockKey(key, true)
 		if err != nil {
 			return err
 		}
 		before := keyrate.KeyOf(k).Limit
-		nk := withLimit(k, limit, claimed)
+		nk := keyrate.WithLimit(k, limit, claimed)
 		nk.UpdatedAtMS, nk.UpdatedBy = w.nowMS, op.Name
 		done, err := w.tx.UpdateKey(w.ctx, k, nk)
 		if err != nil {

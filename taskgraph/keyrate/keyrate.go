@@ -59,9 +59,16 @@ func (l Limit) Check(prefix string) error {
 }
 
 // WithLimit returns key row k under limit l: the recent claim times it
-// keeps cut to the rate, and when the rate next allows a claim.
-func WithLimit(k tgdriver.KeyRow, l Limit) tgdriver.KeyRow {
+// keeps cut to the rate, when the rate next allows a claim, and the count
+// a cap needs: claimed, the key's claimed tasks (counted under the lock of
+// the limit's change), when l has a cap, else 0 (a key without a cap
+// keeps no count).
+func WithLimit(k tgdriver.KeyRow, l Limit, claimed int) tgdriver.KeyRow {
 	k.MaxClaimed, k.RateCount, k.RateIntervalMS = l.MaxClaimed, l.Rate, l.RateInterval.Milliseconds()
+	k.Claimed = 0
+	if l.MaxClaimed > 0 {
+		k.Claimed = claimed
+	}
 	recent := parseRecent(k.RecentMS)
 	if k.RateCount == 0 {
 		recent = nil

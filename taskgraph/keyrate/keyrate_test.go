@@ -11,7 +11,10 @@ import (
 
 func TestTakeSlotRateIsExactOverAnyWindow(t *testing.T) {
 	t.Parallel()
-	k := WithLimit(tgdriver.KeyRow{Key: "k"}, Limit{Rate: 2, RateInterval: time.Second})
+	k := WithLimit(tgdriver.KeyRow{Key: "k"}, Limit{Rate: 2, RateInterval: time.Second}, 3)
+	if k.Claimed != 0 {
+		t.Fatalf("a key with a rate and no cap keeps a count: %d", k.Claimed)
+	}
 	var ok bool
 	var open int64
 	for _, at := range []int64{1000, 1500} {
@@ -27,14 +30,14 @@ func TestTakeSlotRateIsExactOverAnyWindow(t *testing.T) {
 		t.Fatalf("claim at 2000: ok %v, row %+v; want granted, recent [1500 2000], open at 2500", ok, k)
 	}
 	// A claim time before the last never counts from before it.
-	if k2, ok, _ := TakeSlot(WithLimit(k, Limit{Rate: 5, RateInterval: time.Second}), 10); !ok || k2.RecentMS != "1500 2000 2000" {
+	if k2, ok, _ := TakeSlot(WithLimit(k, Limit{Rate: 5, RateInterval: time.Second}, 0), 10); !ok || k2.RecentMS != "1500 2000 2000" {
 		t.Fatalf("claim at an earlier time: ok %v, recent %q; want counted at 2000", ok, k2.RecentMS)
 	}
 }
 
 func TestTakeSlotCapAndCheck(t *testing.T) {
 	t.Parallel()
-	k := WithLimit(tgdriver.KeyRow{Key: "k", Claimed: 1}, Limit{MaxClaimed: 1})
+	k := WithLimit(tgdriver.KeyRow{Key: "k"}, Limit{MaxClaimed: 1}, 1) // one claimed, counted under the cap's lock
 	if _, ok, open := TakeSlot(k, 0); ok || open != 0 {
 		t.Fatalf("a full key granted a claim (ok %v, open %d)", ok, open)
 	}

@@ -49,7 +49,7 @@ var (
 	// capped key's slot back when an update ends a claim then finds its
 	// key's row held, instead of taking it between two task rows, in the
 	// order of the updates' statements (one per shape). An uncapped key's
-	// row the trigger only share-locks (migration 0023): no wait on it but
+	// row the trigger only share-locks (migration 0024): no wait on it but
 	// for a change of its limit.
 	//
 	// Two statements: the tasks' locks must not hang on the plan of the

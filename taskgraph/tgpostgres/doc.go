@@ -72,7 +72,7 @@
 //
 // The one order is package taskgraph's ("Lock order"): the workflow's row,
 // task rows by task id, concurrency keys' rows by key, the audit head.
-// A key's row is taken in a mode by its limit (migration 0023): a claim
+// A key's row is taken in a mode by its limit (migration 0024): a claim
 // of a key without a limit (no cap, no rate), and the end of any claim,
 // take it FOR KEY SHARE and write nothing to it (no count is kept while
 // uncapped), so claims of one uncapped key in different batches do not

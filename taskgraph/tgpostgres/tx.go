@@ -1003,7 +1003,7 @@ func (w *wtx) EnsureKey(ctx context.Context, key string, nowMS int64) error {
 // and the key's first claimable task when the key has a cap. A row
 // another transaction holds is left (SKIP LOCKED; the sweeper's
 // PruneIdleKeys takes it later): claims of an uncapped key share its row
-// (migration 0023), so this transaction, which holds its task rows, would
+// (migration 0024), so this transaction, which holds its task rows, would
 // otherwise wait for theirs while they wait for its tasks.
 var freeKeySQL = `WITH pruned AS (DELETE FROM concurrency_keys WHERE key IN (SELECT k.key FROM concurrency_keys k WHERE k.key = $1 AND ` + idleKey + `
 		FOR UPDATE SKIP LOCKED) RETURNING 1)

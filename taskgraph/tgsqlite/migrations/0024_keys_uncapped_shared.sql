@@ -1,4 +1,4 @@
--- 0023: a concurrency key without a cap keeps no count (issue 27, item 1;
+-- 0024: a concurrency key without a cap keeps no count (issue 27, item 1;
 -- the PostgreSQL migration of this number says why: there its claims take
 -- the key's row shared). SQLite has one writer, but keeps the same
 -- meaning, so that what a reader sees agrees: a key's claimed counts its

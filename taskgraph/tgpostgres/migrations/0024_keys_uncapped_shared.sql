@@ -1,4 +1,4 @@
--- 0023: a concurrency key without a cap keeps no count, and its claims
+-- 0024: a concurrency key without a cap keeps no count, and its claims
 -- take its row shared (issue 27, item 1).
 --
 -- Every claim of a keyed task locked its key's row FOR UPDATE and raised
