@@ -16,16 +16,23 @@ import (
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/tgsqlite"
 )
 
-func TestBenchStoreModeVerifiesItself(t *testing.T) {
+// benchJSON runs bench with args (--json among them), which must exit 0,
+// and returns the object it printed.
+func benchJSON(t *testing.T, args ...string) map[string]any {
+	t.Helper()
 	var stdout, stderr bytes.Buffer
-	code := run(context.Background(), []string{"graph-engineering-mcp", "bench", "--tasks", "300", "--workers", "4", "--layers", "3", "--heartbeat", "--sync", "normal", "--json"}, strings.NewReader(""), &stdout, &stderr)
-	if code != 0 {
+	if code := run(context.Background(), append([]string{"graph-engineering-mcp", "bench"}, args...), strings.NewReader(""), &stdout, &stderr); code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr.String())
 	}
 	var res map[string]any
 	if err := json.Unmarshal(stdout.Bytes(), &res); err != nil {
 		t.Fatalf("not JSON: %s", stdout.String())
 	}
+	return res
+}
+
+func TestBenchStoreModeVerifiesItself(t *testing.T) {
+	res := benchJSON(t, "--tasks", "300", "--workers", "4", "--layers", "3", "--heartbeat", "--sync", "normal", "--json")
 	for _, k := range []string{"mode", "tasks", "workers", "sync", "seconds", "cycles_per_sec", "claim_ms", "complete_ms", "verified_completed_once"} {
 		if _, ok := res[k]; !ok {
 			t.Errorf("bench --json lacks %q", k)
@@ -77,15 +84,7 @@ func TestBenchMemProfile(t *testing.T) {
 // The default loop of --mode store completes and claims the next task in
 // one call; each task is still completed exactly once.
 func TestBenchCombinedLoopVerifiesItself(t *testing.T) {
-	var stdout, stderr bytes.Buffer
-	code := run(context.Background(), []string{"graph-engineering-mcp", "bench", "--tasks", "300", "--workers", "4", "--layers", "3", "--sync", "normal", "--json"}, strings.NewReader(""), &stdout, &stderr)
-	if code != 0 {
-		t.Fatalf("exit %d: %s", code, stderr.String())
-	}
-	var res map[string]any
-	if err := json.Unmarshal(stdout.Bytes(), &res); err != nil {
-		t.Fatalf("not JSON: %s", stdout.String())
-	}
+	res := benchJSON(t, "--tasks", "300", "--workers", "4", "--layers", "3", "--sync", "normal", "--json")
 	if res["loop"] != "combined" || res["verified_completed_once"] != float64(300) || res["history_verified"] != true {
 		t.Fatalf("bench result: %v", res)
 	}
@@ -141,16 +140,8 @@ func TestBenchRejectsBadFlags(t *testing.T) {
 func TestBenchKeysVerifiesItself(t *testing.T) {
 	t.Parallel()
 	db := filepath.Join(t.TempDir(), "keys.db")
-	var stdout, stderr bytes.Buffer
-	code := run(context.Background(), []string{"graph-engineering-mcp", "bench", "--tasks", "200", "--workers", "4", "--keys", "3", "--key-limit", "1",
-		"--sync", "normal", "--database", db, "--json"}, strings.NewReader(""), &stdout, &stderr)
-	if code != 0 {
-		t.Fatalf("exit %d: %s", code, stderr.String())
-	}
-	var res map[string]any
-	if err := json.Unmarshal(stdout.Bytes(), &res); err != nil {
-		t.Fatalf("not JSON: %s", stdout.String())
-	}
+	res := benchJSON(t, "--tasks", "200", "--workers", "4", "--keys", "3", "--key-limit", "1",
+		"--sync", "normal", "--database", db, "--json")
 	if res["keys"] != float64(3) || res["key_limit"] != float64(1) || res["verified_completed_once"] != float64(200) || res["history_verified"] != true {
 		t.Fatalf("bench result: %v", res)
 	}
@@ -172,16 +163,8 @@ func TestBenchKeysVerifiesItself(t *testing.T) {
 func TestBenchRequestIDsKeepsEveryAnswer(t *testing.T) {
 	t.Parallel()
 	db := filepath.Join(t.TempDir(), "rq.db")
-	var stdout, stderr bytes.Buffer
-	code := run(context.Background(), []string{"graph-engineering-mcp", "bench", "--tasks", "100", "--workers", "4", "--request-ids",
-		"--sync", "normal", "--database", db, "--json"}, strings.NewReader(""), &stdout, &stderr)
-	if code != 0 {
-		t.Fatalf("exit %d: %s", code, stderr.String())
-	}
-	var res map[string]any
-	if err := json.Unmarshal(stdout.Bytes(), &res); err != nil {
-		t.Fatalf("not JSON: %s", stdout.String())
-	}
+	res := benchJSON(t, "--tasks", "100", "--workers", "4", "--request-ids",
+		"--sync", "normal", "--database", db, "--json")
 	if res["request_ids"] != true || res["loop"] != "separate" || res["verified_completed_once"] != float64(100) {
 		t.Fatalf("bench result: %v", res)
 	}
@@ -197,7 +180,8 @@ func TestBenchRequestIDsKeepsEveryAnswer(t *testing.T) {
 	if claims != 100 || completes != 100 {
 		t.Errorf("kept answers: %d claims and %d completions, want 100 of each", claims, completes)
 	}
-	code = run(context.Background(), []string{"graph-engineering-mcp", "bench", "--tasks", "10", "--request-ids", "--loop", "combined",
+	var stdout, stderr bytes.Buffer
+	code := run(context.Background(), []string{"graph-engineering-mcp", "bench", "--tasks", "10", "--request-ids", "--loop", "combined",
 		"--database", filepath.Join(t.TempDir(), "x.db")}, strings.NewReader(""), &stdout, &stderr)
 	if code != exitUsage || !strings.Contains(stderr.String(), "--request-ids needs --loop separate") {
 		t.Errorf("--request-ids with --loop combined: exit %d, %s", code, stderr.String())
