@@ -17,10 +17,11 @@ import (
 // at a moment as one batch in one transaction, in two driver rounds
 // (Tx.Fetch, then Tx.Apply) whatever their number: the fenced updates of
 // the heartbeats and completions and the claim scans in the first, the
-// claims' updates, every event and the notifications in the second, then
-// the commit. With PostgreSQL each round is one round trip and the
-// operations of a batch share statements (one per kind of update) and the
-// commit; with SQLite they share the writer's commit. What a batch does is
+// claims' updates, every event, the notifications and the kept answers in
+// the second, with the commit (tgdriver.Apply.Commit; a third round keeps
+// the claims' answers of request ids). With PostgreSQL each round is one
+// round trip and the operations of a batch share statements (one per kind
+// of update) and the commit; with SQLite they share the writer's commit. What a batch does is
 // what each operation alone does (the same updates, guards, events and
 // answers, in the order the operations joined the batch); the dependents
 // of the batch's completions are settled together after them (one driver
@@ -71,10 +72,12 @@ type hotOp struct {
 	ans  *hotAnswer
 }
 
-// Done and Rides make a hotOp a hotlane.Op: a claim rides with the
-// completion it was submitted with.
+// Done is closed once op is answered (hotlane.Op).
 func (op *hotOp) Done() <-chan struct{} { return op.done }
-func (op *hotOp) Rides() bool           { return op.after != nil }
+
+// Rides reports whether op is a claim that rides with the completion it
+// was submitted with (hotlane.Op).
+func (op *hotOp) Rides() bool { return op.after != nil }
 
 // runHotOps submits ops to the store's hot lane, which runs them in one batch,
 // and returns once each was answered.
