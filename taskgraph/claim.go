@@ -592,14 +592,9 @@ func (w *wtx) completeDependents(seqs []int64, by func(deps []int64) *wtx) error
 		case d.Row.Kind == KindGate:
 			err = ow.awaitApproval(d.Row.Seq)
 		case by != nil && d.Row.DueAtMS == 0:
-			// makeReady's common case, its write queued: the row is locked
-			// (DecrementUnmet), blocked with nothing unmet.
-			tr := ow.queueUpdate(d.Row, tgdriver.TaskSet{State: tgdriver.Val(string(StatePending)), StatusMessage: tgdriver.Val(statusmsg.Ready)},
-				tgdriver.TaskGuard{States: []string{string(StateBlocked)}, NoUnmet: true})
-			var r row
-			if r, err = toRow(tr); err == nil {
-				ow.wakeWaiters(&r)
-				err = ow.appendEvent(&r, EventReady, "", r.Generation, nil)
+			var r row // makeReady, its write queued: the row is locked (DecrementUnmet)
+			if r, err = toRow(ow.queueUpdate(d.Row, readySet, readyGuard)); err == nil {
+				err = ow.readied(&r)
 			}
 		default:
 			err = ow.makeReady(d.Row.Seq)
@@ -611,30 +606,39 @@ func (w *wtx) completeDependents(seqs []int64, by func(deps []int64) *wtx) error
 	return nil
 }
 
+// readySet and readyGuard make ready only a task still blocked with no
+// unmet dependency (the guard is in the write, not only in a read).
+var readySet, readyGuard = tgdriver.TaskSet{State: tgdriver.Val(string(StatePending)), StatusMessage: tgdriver.Val(statusmsg.Ready)},
+	tgdriver.TaskGuard{States: []string{string(StateBlocked)}, NoUnmet: true}
+
 func (w *wtx) makeReady(seq int64) error {
-	// Only a task still blocked with no unmet dependency becomes ready: the
-	// guard is in the write, not only in the caller's read.
 	r := row{seq: seq}
-	ok, err := w.update(&r, tgdriver.TaskSet{State: tgdriver.Val(string(StatePending)), StatusMessage: tgdriver.Val(statusmsg.Ready)},
-		tgdriver.TaskGuard{States: []string{string(StateBlocked)}, NoUnmet: true})
+	ok, err := w.update(&r, readySet, readyGuard)
 	if err != nil {
 		return err
 	}
 	if !ok {
 		return nil // cancelled or made ready meanwhile
 	}
+	return w.readied(&r)
+}
+
+// readied records that r became ready (makeReady's write done or queued):
+// a task due later waits for its time, one due now is promoted, any
+// other wakes a claim that may take it; then its event.
+func (w *wtx) readied(r *row) error {
 	switch {
 	case r.dueAtMS > w.nowMS: // created with a not_before still ahead
-		if _, err := w.update(&r, tgdriver.TaskSet{StatusMessage: tgdriver.Val(statusmsg.Waiting(r.DueAt, "not_before"))}, tgdriver.TaskGuard{}); err != nil {
+		if _, err := w.update(r, tgdriver.TaskSet{StatusMessage: tgdriver.Val(statusmsg.Waiting(r.DueAt, "not_before"))}, tgdriver.TaskGuard{}); err != nil {
 			return err
 		}
 		w.scheduleDue()
 	case r.dueAtMS > 0:
-		if _, err := w.promote(&r, w.nowMS); err != nil {
+		if _, err := w.promote(r, w.nowMS); err != nil {
 			return err
 		}
 	default:
-		w.wakeWaiters(&r)
+		w.wakeWaiters(r)
 	}
-	return w.appendEvent(&r, EventReady, "", r.Generation, nil)
+	return w.appendEvent(r, EventReady, "", r.Generation, nil)
 }
