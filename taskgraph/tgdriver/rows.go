@@ -143,8 +143,9 @@ type Dependent struct {
 	// By are those of the tasks given to DecrementUnmet that it depends
 	// on, ascending.
 	By []int64
-	// Waiting names its dependencies that have not completed, by node id
-	// in seq order.
+	// Waiting, for a dependent still blocked with unmet dependencies
+	// left, names its dependencies that have not completed, by node id in
+	// seq order (its "waiting on" text); nil for any other.
 	Waiting []string
 }
 

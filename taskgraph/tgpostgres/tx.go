@@ -338,18 +338,18 @@ func (w *wtx) updates(ctx context.Context, ups []tgdriver.TaskUpdate) ([]tgdrive
 // decrementUnmetSQL lowers the unmet counts of the dependents of $1 in
 // one statement: each by the number of $1's tasks it depends on (d.by),
 // its row locked first with the others in task id order (l: LockRows
-// above the sort), as a batch locks the tasks it updates. It returns the
-// dependencies each still waits for, read after this transaction's
-// completions (an array subquery per dependent, edges_pkey and
-// tasks_pkey).
+// above the sort), as a batch locks the tasks it updates. It returns,
+// for each dependent still blocked, the dependencies it waits for, read
+// after this transaction's completions (an array subquery, edges_pkey and
+// tasks_pkey, run only for those).
 const decrementUnmetSQL = `WITH d AS (SELECT task_seq, array_agg(dep_seq ORDER BY dep_seq) AS by
 		FROM edges WHERE dep_seq = ANY($1::bigint[]) GROUP BY task_seq),
 	l AS MATERIALIZED (SELECT t.seq AS lseq FROM tasks t JOIN d ON d.task_seq = t.seq
 		WHERE t.state IN ('blocked', 'pending', 'claimed') ORDER BY t.task_id COLLATE "C" FOR NO KEY UPDATE OF t)
 	UPDATE tasks t SET unmet = t.unmet - cardinality(d.by) FROM d, l
 	WHERE t.seq = d.task_seq AND t.seq = l.lseq AND t.state IN ('blocked', 'pending', 'claimed')
-	RETURNING d.by, ARRAY(SELECT x.node_id FROM edges e JOIN tasks x ON x.seq = e.dep_seq
-		WHERE e.task_seq = t.seq AND x.state <> 'completed' ORDER BY x.seq), ` + taskColumns
+	RETURNING d.by, CASE WHEN t.state = 'blocked' AND t.unmet > 0 THEN ARRAY(SELECT x.node_id FROM edges e JOIN tasks x ON x.seq = e.dep_seq
+		WHERE e.task_seq = t.seq AND x.state <> 'completed' ORDER BY x.seq) END, ` + taskColumns
 
 // DecrementUnmet lowers the unmet counts of the dependents of depSeqs in
 // one statement (decrementUnmetSQL).

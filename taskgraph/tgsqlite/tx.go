@@ -281,7 +281,8 @@ func (t *wtx) UnfinishedInWorkflow(_ context.Context, workflowID string) ([]int6
 
 // DecrementUnmet lowers the unmet counts of the dependents of each of
 // depSeqs in turn (the single writer: nothing waits between), then reads
-// each dependent whole, with the dependencies it still waits for.
+// each dependent whole, and, for one still blocked, the dependencies it
+// waits for.
 func (t *wtx) DecrementUnmet(ctx context.Context, depSeqs []int64) ([]tgdriver.Dependent, error) {
 	by := map[int64][]int64{}
 	var seqs []int64
@@ -323,14 +324,16 @@ func (t *wtx) DecrementUnmet(ctx context.Context, depSeqs []int64) ([]tgdriver.D
 		if err != nil {
 			return nil, fmt.Errorf("read dependent %d: %w", seq, err)
 		}
-		deps, err := t.Dependencies(ctx, seq)
-		if err != nil {
-			return nil, fmt.Errorf("read the dependencies of %d: %w", seq, err)
-		}
 		d := tgdriver.Dependent{Row: r, By: by[seq]}
-		for _, x := range deps {
-			if x.State != "completed" {
-				d.Waiting = append(d.Waiting, x.NodeID)
+		if r.State == "blocked" && r.Unmet > 0 {
+			deps, err := t.Dependencies(ctx, seq)
+			if err != nil {
+				return nil, fmt.Errorf("read the dependencies of %d: %w", seq, err)
+			}
+			for _, x := range deps {
+				if x.State != "completed" {
+					d.Waiting = append(d.Waiting, x.NodeID)
+				}
 			}
 		}
 		out = append(out, d)
