@@ -77,8 +77,8 @@ func (w *wtx) createNodes(workflowID string, nodes []nodespec.Node, order []int,
 	// once in task id order, as a batch locks the tasks it ends, and
 	// before any key's row: whatever ends a claim holds the task's row
 	// when the schema's trigger locks its key's row to give the slot back
-	// (package doc, "Lock order"). newNode counts their states.
-	deps, err := w.lockDeps(workflowID, nodes)
+	// (package doc, "Lock order"). A new workflow has none, nor nodes.
+	deps, err := w.lockDeps(workflowID, nodes, taskCount)
 	if err != nil {
 		return err
 	}
@@ -94,32 +94,32 @@ func (w *wtx) createNodes(workflowID string, nodes []nodespec.Node, order []int,
 	if err := w.lockKeys(keys); err != nil {
 		return err
 	}
-	found, err := w.tx.TasksByNodes(w.ctx, workflowID, ids)
-	if err != nil {
-		return fmt.Errorf("look up the nodes: %w", err)
+	existing := map[string]tgdriver.TaskRow{}
+	if taskCount > 0 {
+		found, err := w.tx.TasksByNodes(w.ctx, workflowID, ids)
+		if err != nil {
+			return fmt.Errorf("look up the nodes: %w", err)
+		}
+		for _, tr := range found {
+			existing[tr.NodeID] = tr
+		}
 	}
-	existing := make(map[string]tgdriver.TaskRow, len(found))
-	for _, tr := range found {
-		existing[tr.NodeID] = tr
-	}
-	// The new nodes' rows are made in dependency order and inserted
-	// together (a statement on PostgreSQL), their edges after them; a
-	// node cancelled by a new one (its CancelCause is that one's seq)
-	// first inserts those made before it.
+	// New rows are made in dependency order, inserted together, then their
+	// edges; one whose CancelCause is a new row's seq inserts those first.
 	var made []tgdriver.TaskRow
 	var madeAt []int
 	inserted := 0
 	for _, i := range order {
 		n := nodes[i]
 		if tr, ok := existing[n.NodeID]; ok {
-			existing, err := toRow(tr)
+			r, err := toRow(tr)
 			if err != nil {
 				return err
 			}
-			if err := sameNode(existing, n); err != nil {
+			if err := sameNode(r, n); err != nil {
 				return err
 			}
-			out[i] = Created{Task: existing.Task}
+			out[i] = Created{Task: r.Task}
 			continue
 		}
 		if taskCount+len(made)+1 > MaxTasksPerWorkflow {
@@ -177,16 +177,16 @@ func (w *wtx) createNodes(workflowID string, nodes []nodespec.Node, order []int,
 	return nil
 }
 
-// lockDeps locks the existing dependencies of nodes in task id order and
-// returns them by node id (a node of this creation not created yet has no
-// row: createNodes makes it, or refuses a dependency that names no node).
-func (w *wtx) lockDeps(workflowID string, nodes []nodespec.Node) (map[string]tgdriver.TaskRow, error) {
+// lockDeps locks the existing dependencies of nodes (none in a new
+// workflow, taskCount 0) in task id order and returns them by node id
+// (createNodes makes those of this creation, or refuses a missing one).
+func (w *wtx) lockDeps(workflowID string, nodes []nodespec.Node, taskCount int) (map[string]tgdriver.TaskRow, error) {
 	var names []string
 	for _, n := range nodes {
 		names = append(names, n.DependsOn...)
 	}
 	deps := make(map[string]tgdriver.TaskRow, len(nodes))
-	if len(names) == 0 {
+	if len(names) == 0 || taskCount == 0 {
 		return deps, nil
 	}
 	rows, err := w.tx.LockDependencies(w.ctx, workflowID, names)
