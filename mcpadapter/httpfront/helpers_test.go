@@ -90,7 +90,7 @@ func newHTTPFixture(t testing.TB, opts Options, cfgOpts ...fixtureOpt) *httpFixt
 		t.Fatal(err)
 	}
 	f.h = h
-	f.ts = httptest.NewServer(h)
+	f.ts = smallSendBufferServer(h) // a client that stops reading stalls the writes soon
 	f.url = f.ts.URL + MCPPath
 	t.Cleanup(func() {
 		h.StopListens() // streams end rather than hold Close

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net"
-	"net/http/httptest"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -135,7 +134,7 @@ func TestListenHundredStreamsAndOneThatNeverReads(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			ts := httptest.NewServer(h)
+			ts := smallSendBufferServer(h)
 			t.Cleanup(func() { h.StopListens(); ts.Close(); h.AbortCalls(); h.CloseSessions() })
 			f := &httpFixture{t: t, ctx: ctx, store: st, srv: srv, h: h, ts: ts, url: ts.URL + MCPPath}
 
@@ -188,12 +187,14 @@ func TestListenHundredStreamsAndOneThatNeverReads(t *testing.T) {
 			// The stream that never reads: a raw connection whose reader
 			// stops after the request, on tasks whose results (about 200 KB
 			// each) fill the connection's buffers.
-			bigIDs := independentTasks(t, ctx, st, "stall", "x", big)
-			_ = listenWithoutReading(t, ts.URL, bigIDs)
+			// One more task than the large ones is churned at the end.
+			stallIDs := independentTasks(t, ctx, st, "stall", "x", big+1)
+			bigIDs, churn := stallIDs[:big], stallIDs[big]
+			_ = listenWithoutReading(t, ts.URL, stallIDs)
 			testwait.For(t, "the 101 streams to be open", func() bool { return srv.ListenMetrics().Open == readers+1 })
 			// What the server may keep queued is fixed by the bounds, not
 			// by how far behind a client is.
-			bound := readers*max(buffer, small) + max(buffer, big)
+			bound := readers*max(buffer, small) + max(buffer, big+1)
 			if m := srv.ListenMetrics(); m.QueueBound != bound {
 				t.Fatalf("queue bound %d, want %d", m.QueueBound, bound)
 			}
@@ -226,7 +227,11 @@ func TestListenHundredStreamsAndOneThatNeverReads(t *testing.T) {
 					return true
 				})
 			}
-			testwait.For(t, "the stalled stream to be ended", func() bool { return srv.ListenMetrics().Ended["fell_behind"] == 1 })
+			churnUntil(t, ctx, st, churn, "the stalled stream to be ended", func() bool {
+				m := srv.ListenMetrics()
+				peak = max(peak, m.Queued)
+				return m.Ended["fell_behind"] == 1
+			})
 			m := srv.ListenMetrics()
 			if m.Open != readers || m.Ended["closed"] != 0 || m.Ended["shutdown"] != 0 || peak > bound || m.Queued > m.QueueBound {
 				t.Fatalf("after the stalled stream was ended: %+v, peak queued %d; want %d open, only the stalled one ended, at most %d queued", m, peak, readers, bound)

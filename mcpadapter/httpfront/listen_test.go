@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"slices"
 	"sort"
 	"strings"
@@ -400,9 +401,11 @@ func TestListenStalledListenerIsEndedWithAReason(t *testing.T) {
 	for i, c := range out {
 		ids[i] = c.Task.TaskID
 	}
+	churn := ids[n-1]
+	ids = ids[:n-1]
 	// A client that reads nothing after the response's header: the
 	// notifications pile up in the connection, then in the server.
-	conn := listenWithoutReading(t, f.ts.URL, ids)
+	conn := listenWithoutReading(t, f.ts.URL, append(ids, churn))
 	testwait.For(t, "the stream to open", func() bool { open, _ := f.srv.ListenStats(); return open == 1 })
 	// Writers complete every task, each with a result of about 200 KB,
 	// while nobody reads: each completion returns.
@@ -416,7 +419,7 @@ func TestListenStalledListenerIsEndedWithAReason(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	testwait.For(t, "the stalled stream to be ended", func() bool {
+	changes := churnUntil(t, f.ctx, f.store, churn, "the stalled stream to be ended", func() bool {
 		open, overflowed := f.srv.ListenStats()
 		return open == 0 && overflowed == 1
 	})
@@ -438,8 +441,8 @@ func TestListenStalledListenerIsEndedWithAReason(t *testing.T) {
 		fmt.Sprint(last.Params.RequestID) != "9" || fmt.Sprint(last.Params.Meta[wire.MetaSubscriptionID]) != "9" {
 		t.Fatalf("after %d messages the stream ended with %.300s, want notifications/cancelled for request 9 saying it fell behind", count, last.raw)
 	}
-	if count >= n*2 {
-		t.Fatalf("the stalled stream carried %d messages, want fewer than the %d changes: it should have been ended", count, n*2)
+	if all := 2*len(ids) + changes; count >= all {
+		t.Fatalf("the stalled stream carried %d messages, want fewer than the %d changes: it should have been ended", count, all)
 	}
 	// /metrics counts it.
 	r := f.do(http.MethodGet, f.ts.URL+MetricsPath, nil, nil)
@@ -448,6 +451,49 @@ func TestListenStalledListenerIsEndedWithAReason(t *testing.T) {
 			t.Errorf("/metrics lacks %s", want)
 		}
 	}
+}
+
+// churnUntil claims and releases tid, watched by a stalled stream, until
+// done holds, and returns how many changes (two per claim and release) it
+// made. The hub queues a task's id once per scan that sees it changed, so
+// however many writes a scan coalesces on a busy machine, each new
+// generation adds to the stalled stream's queue until its bound is passed:
+// the large results before it have filled the connection's buffers, so
+// nothing more is written. A fixed number of writes could fall short of the
+// bound and wait forever.
+func churnUntil(t *testing.T, ctx context.Context, st *taskgraph.Store, tid, what string, done func() bool) int {
+	t.Helper()
+	changes := 0
+	testwait.For(t, what, func() bool {
+		if done() {
+			return true
+		}
+		c, ok, err := st.Claim(ctx, taskgraph.ClaimRequest{Owner: "churn", TaskID: tid})
+		if err != nil || !ok {
+			t.Fatalf("claim %s to churn it: %v %v", tid, ok, err)
+		}
+		if _, err := st.Release(ctx, lease.Holder{TaskID: tid, Owner: "churn", Generation: c.Task.Generation, Token: c.Lease.Token}); err != nil {
+			t.Fatalf("release %s: %v", tid, err)
+		}
+		changes += 2
+		return done()
+	})
+	return changes
+}
+
+// smallSendBufferServer serves h on loopback with each accepted
+// connection's send buffer set to 64 KB, so that a client that stops
+// reading stalls the server's writes after a known amount whatever the
+// machine's tcp_wmem allows.
+func smallSendBufferServer(h http.Handler) *httptest.Server {
+	ts := httptest.NewUnstartedServer(h)
+	ts.Config.ConnState = func(c net.Conn, s http.ConnState) {
+		if tc, ok := c.(*net.TCPConn); ok && s == http.StateNew {
+			_ = tc.SetWriteBuffer(64 << 10)
+		}
+	}
+	ts.Start()
+	return ts
 }
 
 // listenWithoutReading opens a subscriptions/listen stream (2026-07-28) on
