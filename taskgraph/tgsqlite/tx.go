@@ -47,7 +47,7 @@ const (
 	sqlUnfinishedInWorkflow = `SELECT seq FROM tasks WHERE workflow_id = ? AND state IN ('blocked', 'pending', 'claimed') ORDER BY seq`
 	sqlHasDependents        = `SELECT 1 FROM edges WHERE dep_seq = ? LIMIT 1`
 	sqlDecrementUnmet       = `UPDATE tasks SET unmet = unmet - 1 WHERE seq IN (SELECT task_seq FROM edges WHERE dep_seq = ?)
-		AND state IN ('blocked', 'pending', 'claimed') RETURNING seq, state, unmet, kind`
+		AND state IN ('blocked', 'pending', 'claimed') RETURNING ` + taskColumns
 	sqlShiftLeases = `UPDATE tasks SET lease_expires_at_ms = MIN(lease_expires_at_ms + ?, ? + COALESCE(lease_ms, ?))
 		WHERE state = 'claimed' AND lease_expires_at_ms IS NOT NULL RETURNING seq, workflow_id, lease_expires_at_ms`
 	sqlChainHead = `SELECT head_hash, event_count FROM workflows WHERE workflow_id = ?`
@@ -285,6 +285,7 @@ func (t *wtx) UnfinishedInWorkflow(_ context.Context, workflowID string) ([]int6
 // waits for.
 func (t *wtx) DecrementUnmet(ctx context.Context, depSeqs []int64) ([]tgdriver.Dependent, error) {
 	by := map[int64][]int64{}
+	last := map[int64]tgdriver.TaskRow{} // each dependent as its last decrement left it
 	var seqs []int64
 	for _, depSeq := range slices.Sorted(slices.Values(depSeqs)) {
 		// Most completions have no dependents: a cheap probe of the edge
@@ -302,17 +303,16 @@ func (t *wtx) DecrementUnmet(ctx context.Context, depSeqs []int64) ([]tgdriver.D
 			return nil, fmt.Errorf("update dependents: %w", err)
 		}
 		for rows.Next() {
-			var seq int64
-			var state, kind string
-			var unmet int
-			if err := rows.Scan(&seq, &state, &unmet, &kind); err != nil {
+			r, err := scanTask(rows)
+			if err != nil {
 				rows.Close()
 				return nil, fmt.Errorf("update dependents: %w", err)
 			}
-			if by[seq] == nil {
-				seqs = append(seqs, seq)
+			if by[r.Seq] == nil {
+				seqs = append(seqs, r.Seq)
 			}
-			by[seq] = append(by[seq], depSeq)
+			by[r.Seq] = append(by[r.Seq], depSeq)
+			last[r.Seq] = r
 		}
 		if err := rows.Err(); err != nil {
 			return nil, fmt.Errorf("update dependents: %w", err)
@@ -320,10 +320,9 @@ func (t *wtx) DecrementUnmet(ctx context.Context, depSeqs []int64) ([]tgdriver.D
 	}
 	out := make([]tgdriver.Dependent, 0, len(seqs))
 	for _, seq := range seqs {
-		r, err := t.TaskBySeq(ctx, seq)
-		if err != nil {
-			return nil, fmt.Errorf("read dependent %d: %w", seq, err)
-		}
+		// No trigger fires on an update of unmet alone, so what the UPDATE
+		// returned is the row.
+		r := last[seq]
 		d := tgdriver.Dependent{Row: r, By: by[seq]}
 		if r.State == "blocked" && r.Unmet > 0 {
 			deps, err := t.Dependencies(ctx, seq)
