@@ -81,7 +81,8 @@
 // row's latest version) before its guarded update, as does the end of a
 // claim of a capped key (the trigger's update); only a change of the
 // limit takes it FOR UPDATE (LockKeyForLimit), which waits for all of
-// them, then counts the key's claimed tasks in a statement of its own and
+// them, then counts the key's claimed tasks in a statement of its own (it
+// reads only the live leases, through tasks_leases) and
 // stores the count with a cap. Every path that makes or ends a claim holds
 // the row in one of these modes to its COMMIT, so that count is right,
 // and a claim after it sees the cap (storetest Key:

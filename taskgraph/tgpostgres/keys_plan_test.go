@@ -129,6 +129,11 @@ func TestClaimScanReadsOnlyClosedKeys(t *testing.T) {
 		}
 		return walked, buffers
 	}
+	// A change of a limit counts the key's claimed tasks (LockKeyForLimit)
+	// from the live leases, not from its 10,000 queued tasks.
+	if p := explain(t, c, `EXPLAIN `+countClaimedOfKeySQL, "full"); !strings.Contains(p, "tasks_leases") || strings.Contains(p, "Seq Scan on tasks") {
+		t.Errorf("the count of a key's claimed tasks: plan\n%s\nwant it read through tasks_leases", p)
+	}
 	walked, buffers := measure("parked")
 	if _, err := c.Exec(ctx, `UPDATE tasks SET key_parked = false`); err != nil {
 		t.Fatal(err)

@@ -1090,6 +1090,12 @@ func (w *wtx) LockKey(ctx context.Context, key string) (tgdriver.KeyRow, bool, e
 	return k, true, nil
 }
 
+// countClaimedOfKeySQL counts a key's claimed tasks through the index of
+// live leases (tasks_leases, whose predicate is state = 'claimed'): it
+// reads the claims in flight, never the key's queued tasks or the table
+// (TestClaimScanReadsOnlyClosedKeys).
+const countClaimedOfKeySQL = `SELECT count(*) FROM tasks WHERE concurrency_key = $1 AND concurrency_key <> '' AND state = 'claimed'`
+
 // LockKeyForLimit returns concurrency key key locked FOR UPDATE (it waits
 // for the claims of the key in flight, FOR KEY SHARE or FOR NO KEY
 // UPDATE, and those after wait for it) and its claimed tasks, counted by
@@ -1104,7 +1110,7 @@ func (w *wtx) LockKeyForLimit(ctx context.Context, key string) (tgdriver.KeyRow,
 		return tgdriver.KeyRow{}, false, 0, w.fail(ctx, "lock concurrency key", err)
 	}
 	var n int
-	if err := w.c.QueryRow(ctx, `SELECT count(*) FROM tasks WHERE concurrency_key = $1 AND concurrency_key <> '' AND state = 'claimed'`, key).Scan(&n); err != nil {
+	if err := w.c.QueryRow(ctx, countClaimedOfKeySQL, key).Scan(&n); err != nil {
 		return tgdriver.KeyRow{}, false, 0, w.fail(ctx, "count the claimed tasks of a concurrency key", err)
 	}
 	return k, true, n, nil
