@@ -8,7 +8,6 @@ import (
 	"net/url"
 	"sync"
 	"testing"
-	"time"
 )
 
 // Cut says where a CutProxy drops a connection.
@@ -163,8 +162,17 @@ func (p *CutProxy) relay(client net.Conn) {
 		if armed == CutAfterCommit || armed == CutAfterCommitRound {
 			_, _ = server.Write(msg)
 			client.Close()
-			// Let the server read the COMMIT before it sees the socket end.
-			time.Sleep(200 * time.Millisecond)
+			// The server reads what was sent, then the end of its input:
+			// it runs the COMMIT (or the round) to its end and closes.
+			// Reading its answers meanwhile, never forwarding them, keeps
+			// the proxy's side from answering them with a reset, which
+			// could end the session before the COMMIT ran; the server's
+			// close says it has run, so Fired comes after the outcome is
+			// settled however slow the server is.
+			if tc, ok := server.(*net.TCPConn); ok {
+				_ = tc.CloseWrite()
+			}
+			_, _ = io.Copy(io.Discard, server)
 		}
 		p.Fired <- armed
 		return
