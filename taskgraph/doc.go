@@ -147,11 +147,16 @@
 // uncorrelated subquery that reads only the closed keys (two indexes:
 // the keys at their cap, and the range of the rate-held ones past the
 // scan's time), so a claim's cost does not grow with the number of keys,
-// and tasks without a key never read it. A full key's queued tasks are
-// parked out of the ready indexes by the schema's triggers (migration 0018
-// says how), all but the first max(1, free slots) of each (key, workflow,
-// requires) group, so a scan walks one task per group of a full key (10,000
-// queued: 1 index entry, was 10,000; TestClaimScanReadsOnlyClosedKeys). A
+// and tasks without a key never read it. A closed key's queued tasks are
+// parked out of the ready indexes by the schema's triggers (migrations
+// 0018 and 0025 say how), all but the first K of each (key, workflow,
+// requires) group, K the least of max(1, free slots) with a cap and the
+// rate's count with a rate: no scan can take more of a group, and K does
+// not change as time opens a rate. So a scan walks one task per group of
+// a full key (10,000 queued: 1 index entry, was 10,000;
+// TestClaimScanReadsOnlyClosedKeys) and at most Rate per group of a key
+// its rate holds back (storetest Key: KeyRateParkedTasksLeaveTheScan;
+// BenchmarkClaimPastRateHeldKey). A
 // batch whose candidates' keys closed under it (its own claims,
 // or another transaction's) scans again for those claims. A claim whose
 // capped key's slot freed wakes one parked claim-next for the key's next

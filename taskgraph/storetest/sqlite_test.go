@@ -11,6 +11,7 @@ import (
 	tg "github.com/graph-engineering/graph-engineering-mcp/taskgraph"
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/sqlitestore"
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/storetest"
+	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/storetest/keys"
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/storetest/sqldb"
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/tgsqlite"
 )
@@ -55,4 +56,15 @@ func (d *sqliteDatabase) Open(t testing.TB, opts tg.Options) *tg.Store {
 
 func TestSQLite(t *testing.T) {
 	storetest.Run(t, storetest.Harness{Name: "sqlite", NewDatabase: newSQLiteDatabase})
+}
+
+// BenchmarkClaimPastRateHeldKey runs keys.BenchClaimPastRateHeldKey on a
+// SQLite file (synchronous=FULL, the default).
+func BenchmarkClaimPastRateHeldKey(b *testing.B) {
+	s, err := sqlitestore.Open(context.Background(), filepath.Join(b.TempDir(), "tasks.db"), tg.Options{}, tgsqlite.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	keys.BenchClaimPastRateHeldKey(b, s)
 }

@@ -106,7 +106,13 @@
 //     uncapped key's it share-locks then); the scans (SKIP LOCKED: they never
 //     wait); its candidates' keys in key order (LockKey), then each
 //     rescan's; in Apply the claimed rows (held), whose tasks_key_leave
-//     unparks the next parked task of the group after the key's row.
+//     unparks the next parked task of the group after the key's row (of
+//     a key with a cap or a rate: migration 0025; the row of a key with
+//     neither it only share-locks). A release whose task becomes ready
+//     while its key is closed takes the key's row in the update, after
+//     the batch's other keys (tasks_key_park_entry), when the key has a
+//     rate and no cap (lockUpdatedKeysSQL takes only capped keys, so that
+//     ending claims of a rate-limited key do not queue on its row).
 //   - An operator's change of a key's limit: the key's parked ready tasks
 //     in task id order (LockParkedOfKey), the key's row FOR UPDATE
 //     (LockKeyForLimit), the count of its claimed tasks, its update (a
@@ -117,9 +123,13 @@
 //     another transaction holds to the sweeper (PruneIdleKeys), since it
 //     holds task rows that those transactions may wait for.
 //   - Any other end of a claim (fail, release, cancel, expiry): the task's
-//     row, its key's row (the trigger), and when the slot freed is not the
-//     only free one, the first parked task of each group of the key
-//     (concurrency_keys_unpark). The sweeps lock tasks by seq.
+//     row, its key's row (the trigger), and when the slot freed raises the
+//     number of tasks each group keeps unparked (migration 0025: the
+//     least of the free slots, at least 1, and the rate), the first
+//     parked task of each group of the key (concurrency_keys_unpark). A
+//     cancel of a queued task of a key with a cap or a rate takes the
+//     key's row FOR NO KEY UPDATE after the task's (tasks_key_leave). The
+//     sweeps lock tasks by seq.
 //
 // Gaps left, each a deadlock the server detects after its deadlock_timeout
 // and Write runs again (a retry, never a wrong answer), counted by the
@@ -599,9 +609,10 @@
 // The ready indexes hold only claimable tasks: pending with due_at_ms = 0
 // (a task waiting for its retry delay or not_before is in tasks_due,
 // until the domain promotes it under its workflow's lock; DueTasks is a
-// plain SELECT like ExpiredLeases), not parked behind a full concurrency
-// key (key_parked: migration 0018 says how its triggers keep it; every
-// scan says NOT key_parked, so that its index's predicate applies). A claim without capabilities reads
+// plain SELECT like ExpiredLeases), not parked behind a closed concurrency
+// key, full or held back by its rate (key_parked: migrations 0018 and 0025
+// say how their triggers keep it; every scan says NOT key_parked, so that
+// its index's predicate applies). A claim without capabilities reads
 // tasks_ready_plain (requires = ”), so it costs the same however many
 // routed tasks wait; a claim with capabilities reads tasks_ready_by_priority
 // (every claimable task) in order and filters requires = ” OR

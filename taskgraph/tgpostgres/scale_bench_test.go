@@ -10,6 +10,7 @@ import (
 
 	"github.com/graph-engineering/graph-engineering-mcp/lease"
 	tg "github.com/graph-engineering/graph-engineering-mcp/taskgraph"
+	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/storetest/keys"
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/tgpostgres"
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/tgpostgres/pgtest"
 )
@@ -141,4 +142,12 @@ func pgResetClaims(b *testing.B, url string) {
 		WHERE state = 'claimed'`); err != nil {
 		b.Fatal(err)
 	}
+}
+
+// BenchmarkClaimPastRateHeldKey runs keys.BenchClaimPastRateHeldKey on a
+// fresh PostgreSQL database (one replica).
+func BenchmarkClaimPastRateHeldKey(b *testing.B) {
+	s, closeS := openStore(b, pgtest.URL(b))
+	defer closeS()
+	keys.BenchClaimPastRateHeldKey(b, s)
 }

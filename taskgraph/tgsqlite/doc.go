@@ -59,9 +59,10 @@
 //
 // The ready indexes hold only claimable tasks: pending with due_at_ms = 0
 // (a task waiting for its retry delay or not_before is in tasks_due
-// instead, until the domain promotes it), not parked behind a full
-// concurrency key (key_parked = 0: migration 0018 says how its triggers
-// keep it; their statements' plans are pinned by TestKeyParkingPlans). Every claim-next statement names
+// instead, until the domain promotes it), not parked behind a closed
+// concurrency key, full or held back by its rate (key_parked = 0:
+// migrations 0018 and 0025 say how their triggers keep it; their
+// statements' plans are pinned by TestKeyParkingPlans). Every claim-next statement names
 // its index with INDEXED BY, so a schema change that drops one fails to
 // prepare rather than silently scanning, and reads it in (priority DESC,
 // seq) order without a sort (pinned by TestClaimAndLeaseQueries):

@@ -35,6 +35,7 @@ var Tests = []stenv.Test{
 	{Name: "KeyCreateBesideEndingClaimLocksInOrder", Fn: testKeyCreateBesideEndingClaim},
 	{Name: "KeyParkedTasksLeaveTheScan", Fn: testKeyParkedTasksLeaveTheScan},
 	{Name: "KeyParkingUnderConcurrentWriters", Fn: testKeyParkingUnderConcurrentWriters},
+	{Name: "KeyRateParkedTasksLeaveTheScan", Fn: testKeyRateParkedTasksLeaveTheScan},
 	{Name: "KeyBatchWavesLockInOrder", Fn: testKeyBatchWavesLockInOrder},
 	{Name: "KeyCreateDepsBesideBatchLockInOrder", Fn: testKeyCreateDepsBesideBatchLockInOrder},
 	{Name: "KeyUnparkBesideTaskLockers", Fn: testKeyUnparkBesideTaskLockers},

@@ -22,18 +22,20 @@ type parkedScan struct {
 // expectNext is the task a claim-next of kind s must take, read from the
 // stored rows with no regard to parking: the first ready task (due by
 // the server's clock: claim-next promotes it) in claim order whose key is
-// not full (the test sets no rate), of the workflow
-// and requires the claim may take. Parking must never change it.
+// neither full nor held back by its rate at the server's time, of the
+// workflow and requires the claim may take. Parking must never change it.
 func (e *env) expectNext(t *testing.T, s parkedScan) string {
 	t.Helper()
 	q := `SELECT task_id FROM tasks WHERE state = 'pending' AND due_at_ms <= ?
-		AND (concurrency_key = '' OR concurrency_key NOT IN (SELECT key FROM concurrency_keys WHERE max_claimed > 0 AND claimed >= max_claimed))
+		AND (concurrency_key = '' OR concurrency_key NOT IN (SELECT key FROM concurrency_keys
+			WHERE (max_claimed > 0 AND claimed >= max_claimed) OR (rate_count > 0 AND rate_open_at_ms > ?)))
 		AND requires IN ('', ?) AND (? = '' OR workflow_id = ?) ORDER BY priority DESC, seq LIMIT 1`
 	req := "-"
 	if s.gpu {
 		req = "gpu"
 	}
-	rows := e.DB.Query(t, q, e.Clock.Now().UnixMilli(), req, s.wf, s.wf)
+	now := e.Clock.Now().UnixMilli()
+	rows := e.DB.Query(t, q, now, now, req, s.wf, s.wf)
 	if len(rows) == 0 {
 		return ""
 	}
@@ -60,9 +62,10 @@ func (e *env) claimAsExpected(t *testing.T, s parkedScan, at string) (tg.Claimed
 }
 
 // wantParkingRule fails t unless key's ready tasks keep the parking rule
-// (migration 0018): no task outside the ready set is parked, and the first
-// max(1, free slots) ready tasks of each (workflow, requires) group in
-// claim order are not parked (all of them when the key has no cap). It
+// (migrations 0018 and 0025): no task outside the ready set is parked, and
+// the first K ready tasks of each (workflow, requires) group in claim
+// order are not parked, K the least of max(1, free slots) with a cap and
+// the rate's count with a rate (all of them when the key has neither). It
 // returns how many are parked.
 func (e *env) wantParkingRule(t *testing.T, key, at string) int {
 	t.Helper()
@@ -73,6 +76,9 @@ func (e *env) wantParkingRule(t *testing.T, key, at string) int {
 	free := 1 << 30
 	if k.Limit.MaxClaimed > 0 {
 		free = max(1, k.Limit.MaxClaimed-k.Claimed)
+	}
+	if k.Limit.Rate > 0 {
+		free = min(free, k.Limit.Rate)
 	}
 	rows := e.DB.Query(t, `SELECT workflow_id, requires, CASE WHEN key_parked THEN 1 ELSE 0 END, task_id FROM tasks
 		WHERE concurrency_key = ? AND state = 'pending' AND due_at_ms = 0 ORDER BY workflow_id, requires, priority DESC, seq`, key)
@@ -85,8 +91,8 @@ func (e *env) wantParkingRule(t *testing.T, key, at string) int {
 		if r[2] == "1" {
 			parked++
 			if pos <= free {
-				t.Fatalf("%s: %s is parked at place %d of group %s, with %d free slots of key %s (claimed %d of %d)",
-					at, r[3], pos, group, free, key, k.Claimed, k.Limit.MaxClaimed)
+				t.Fatalf("%s: %s is parked at place %d of group %s, with the first %d to keep of key %s (%s; claimed %d)",
+					at, r[3], pos, group, free, key, k.Limit, k.Claimed)
 			}
 		}
 	}
