@@ -121,7 +121,7 @@
 // the key's last claim prunes it when it has no limit and no ready task,
 // the server's sweeper prunes every such row once a minute, for keys
 // whose tasks are never claimed, walking the keys in order
-// (PruneIdleKeys), and a claim makes a missing one again: keyFreed,
+// (PruneIdleKeys), and a claim makes a missing one again: keysFreed,
 // lockKeyRow); a transaction that locks several keys' rows locks them in
 // key order (lockKeys), after the task rows it waits for ("Lock order"
 // below). A key without a cap keeps no count of its claims (Key.Claimed
@@ -160,7 +160,7 @@
 // batch whose candidates' keys closed under it (its own claims,
 // or another transaction's) scans again for those claims. A claim whose
 // capped key's slot freed wakes one parked claim-next for the key's next
-// task (FreeKey, through the ready notifications; a key without a cap
+// task (FreeKeys, through the ready notifications; a key without a cap
 // holds no claim back, so it wakes none); a parked claim held back by
 // a rate sleeps until the rate opens, and a claim-next that finds nothing
 // because of a rate says when (Claimed.NextClaimableAt, on a completion's

@@ -336,6 +336,8 @@ func (s *Store) hotTx(ctx context.Context, tx tgdriver.Tx, ops []*hotOp, answers
 			ws[fo.op].batchDone, doneAt[u.Row.Seq] = &settle, k
 		}
 	}
+	var freed []string
+	var freedBy *wtx
 	for k, fo := range fencedOps {
 		i := fo.op
 		op, w := ops[i], ws[i]
@@ -352,16 +354,23 @@ func (s *Store) hotTx(ctx context.Context, tx tgdriver.Tx, ops []*hotOp, answers
 		case hotHeartbeat:
 			err = w.heartbeated(&r, op.h, fo.exp, op.rep)
 		case hotComplete:
-			if err = w.completed(&r, op.h, op.result, op.rep); err == nil {
+			if err = w.completed(&r, op.h, op.result, op.rep); err == nil && r.ConcurrencyKey != "" {
 				// The claim ended (the fence held it): the schema gave
-				// its key's slot back; wake a claim for it.
-				err = w.keyFreed(r.ConcurrencyKey)
+				// its key's slot back; a claim is woken for it below.
+				freed, freedBy = append(freed, r.ConcurrencyKey), w
 			}
 		}
 		if err != nil {
 			return nil, err
 		}
 		answers[i].task = r.Task
+	}
+	// The keys of the claims ended, all in one statement (the operations
+	// share the outbox its wakes go to).
+	if freedBy != nil {
+		if err := freedBy.keysFreed(freed...); err != nil {
+			return nil, err
+		}
 	}
 	if len(settle) > 0 {
 		// What a dependent's change causes is the doing of the completion

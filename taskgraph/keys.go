@@ -81,7 +81,7 @@ func (w *wtx) takeKeySlot(key string) (refused string, err error) {
 // lockKeyRow returns the row of concurrency key key, locked for the rest
 // of the transaction, making it first when it has none: a key without a
 // row has no limit and no claim (rows are made by a create that names the
-// key, and pruned when idle without a limit: keyFreed), so the row made is
+// key, and pruned when idle without a limit: keysFreed), so the row made is
 // what was missing. A prune that commits between the make and the lock
 // is met by making it again; the row this transaction made no other can
 // see, so the second make holds. A row in keyRows is locked already.
@@ -169,20 +169,23 @@ func (w *wtx) heldKey(k tgdriver.KeyRow) {
 	}
 }
 
-// keyFreed records that a claim of a task of key ended in this
-// transaction (the schema gave its slot back): once it commits, when the
-// key has a cap, a parked claim-next that may take the key's next
-// claimable task is woken, here and on other replicas (tgdriver's
-// FreeKey). A key without a cap held no claim back: the task a release or
-// an expiry makes claimable again wakes a claim of its own (wakeWaiters).
-func (w *wtx) keyFreed(key string) error {
-	if key == "" {
+// keysFreed records that claims of tasks of keys ended in this
+// transaction, an entry per claim (the schema gave their slots back):
+// once it commits, for each whose key has a cap, a parked claim-next that
+// may take the key's next claimable task is woken, here and on other
+// replicas (tgdriver's FreeKeys: one statement for a batch's ends). A key
+// without a cap held no claim back: the task a release or an expiry makes
+// claimable again wakes a claim of its own (wakeWaiters). "" (no key) is
+// skipped.
+func (w *wtx) keysFreed(keys ...string) error {
+	keys = slices.DeleteFunc(keys, func(k string) bool { return k == "" })
+	if len(keys) == 0 {
 		return nil
 	}
 	// A capped key's next task wakes a claim; an idle key's row without a
 	// limit goes, so that rows of keys used once do not pile up.
-	t, ok, err := w.tx.FreeKey(w.ctx, key)
-	if err == nil && ok {
+	heads, err := w.tx.FreeKeys(w.ctx, keys)
+	for _, t := range heads {
 		w.out.ready = append(w.out.ready, readyRef{Workflow: t.WorkflowID, Requires: t.Requires})
 	}
 	return err
@@ -192,7 +195,7 @@ func (w *wtx) keyFreed(key string) error {
 const keyPruneBatch = 500
 
 // PruneIdleKeys deletes the rows of concurrency keys that hold no claim,
-// no limit and no claimable task: the keys whose rows keyFreed never
+// no limit and no claimable task: the keys whose rows keysFreed never
 // prunes, because no claim of theirs ends (their tasks were cancelled
 // before a claim, or their workflows pruned). Such a row is what a missing
 // row means (lockKeyRow makes it again), so the pass changes nothing a

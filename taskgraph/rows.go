@@ -160,7 +160,7 @@ func (w *wtx) update(r *row, set tgdriver.TaskSet, guard tgdriver.TaskGuard) (bo
 	*r = nr
 	if wasClaimed && nr.State != StateClaimed {
 		// The schema gave the key's slot back: wake a claim for it.
-		if err := w.keyFreed(nr.ConcurrencyKey); err != nil {
+		if err := w.keysFreed(nr.ConcurrencyKey); err != nil {
 			return false, err
 		}
 	}

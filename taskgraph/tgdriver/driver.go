@@ -328,16 +328,18 @@ type Tx interface {
 	// EnsureKey creates concurrency key key, with no limits, if it does
 	// not exist.
 	EnsureKey(ctx context.Context, key string, nowMS int64) error
-	// FreeKey is what the end of a claim of concurrency key key leaves to
-	// do, in one statement where the driver can: when the key has a cap
-	// (a claim may wait for its slot), its first claimable task, as
-	// KeyHead finds it (ok true: a parked claim is woken for it); else,
-	// when its row holds no claim and no limit (claimed, max_claimed and
-	// rate_count 0) and the key has no claimable task, the row is deleted,
-	// in the delete's own predicate (such a row is what a missing row
-	// means; its next claim makes it again). A key without a cap wakes
-	// nobody: no claim waits for its slots.
-	FreeKey(ctx context.Context, key string) (head TaskRow, ok bool, err error)
+	// FreeKeys is what the ends of claims of concurrency keys leave to
+	// do, keys holding one entry per claim ended (a key may repeat), in
+	// one statement where the driver can, so that a batch's ends cost one
+	// round trip: for each entry whose key has a cap (a claim may wait for
+	// its slot), the key's first claimable task as KeyHead finds it, in
+	// the entries' order, as often as the key repeats (a parked claim is
+	// woken for each); and the row of each key that holds no claim and no
+	// limit (claimed, max_claimed and rate_count 0) and has no claimable
+	// task is deleted, in the delete's own predicate (such a row is what a
+	// missing row means; its next claim makes it again). A key without a
+	// cap wakes nobody: no claim waits for its slots.
+	FreeKeys(ctx context.Context, keys []string) (heads []TaskRow, err error)
 	// PruneIdleKeys looks at the first limit concurrency keys after after
 	// in key order ("" from the first) and deletes those that hold no
 	// claim, no limit and no claimable task (pending, due now), in the

@@ -325,7 +325,7 @@ type PauseRow struct {
 // KeyRow is a concurrency key (concurrency_keys, migration 0012): the
 // limits of the tasks that name it, and its claims. Every key with a
 // limit or a claim has a row; a key without one has no limit and no claim
-// (the domain prunes idle rows without a limit, Tx.FreeKey, and makes a
+// (the domain prunes idle rows without a limit, Tx.FreeKeys, and makes a
 // missing row again before it locks it).
 type KeyRow struct {
 	Key string

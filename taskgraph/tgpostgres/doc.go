@@ -118,7 +118,7 @@
 //     (LockKeyForLimit), the count of its claimed tasks, its update (a
 //     cap raised unparks the rows held), the audit head. A create that
 //     sets the first limit of a key takes its row the same way.
-//   - The end of a claim whose key's row is then idle (FreeKey): the
+//   - The end of a claim whose key's row is then idle (FreeKeys): the
 //     row's delete takes it FOR UPDATE SKIP LOCKED, leaving a row that
 //     another transaction holds to the sweeper (PruneIdleKeys), since it
 //     holds task rows that those transactions may wait for.

@@ -644,9 +644,14 @@ func (r reads) RateHeldKeys(ctx context.Context, workflowID string, caps []strin
 }
 
 // keyHeadOf is the condition and order that make a task of tasks the
-// first claimable one of concurrency key $1 (KeyHead, FreeKey).
-var keyHeadOf = `concurrency_key = $1 AND concurrency_key <> '' AND state = 'pending' AND due_at_ms = 0 AND ` + notPaused + `
+// first claimable one of concurrency key $1 (KeyHead); keyHeadAt is the
+// same of the key that expression key names (FreeKeys).
+var keyHeadOf = keyHeadAt("$1")
+
+func keyHeadAt(key string) string {
+	return `concurrency_key = ` + key + ` AND concurrency_key <> '' AND state = 'pending' AND due_at_ms = 0 AND ` + notPaused + `
 	ORDER BY priority DESC, seq LIMIT 1`
+}
 
 // KeyHead returns the first claimable task of concurrency key key.
 func (r reads) KeyHead(ctx context.Context, key string) (tgdriver.TaskRow, bool, error) {

@@ -998,28 +998,26 @@ func (w *wtx) EnsureKey(ctx context.Context, key string, nowMS int64) error {
 	return nil
 }
 
-// freeKeySQL is FreeKey's one statement: the delete of an idle key's row
-// without a limit (a data-modifying CTE runs whether or not it is read),
-// and the key's first claimable task when the key has a cap. A row
-// another transaction holds is left (SKIP LOCKED; the sweeper's
-// PruneIdleKeys takes it later): claims of an uncapped key share its row
-// (migration 0024), so this transaction, which holds its task rows, would
-// otherwise wait for theirs while they wait for its tasks.
-var freeKeySQL = `WITH pruned AS (DELETE FROM concurrency_keys WHERE key IN (SELECT k.key FROM concurrency_keys k WHERE k.key = $1 AND ` + idleKey + `
+// freeKeysSQL is FreeKeys' one statement: the delete of the idle rows
+// without a limit among the keys (a data-modifying CTE runs whether or
+// not it is read), and for each entry of the keys whose key has a cap,
+// its first claimable task, in the entries' order. A row another
+// transaction holds is left (SKIP LOCKED; the sweeper's PruneIdleKeys
+// takes it later): claims of an uncapped key share its row (migration
+// 0024), so this transaction, which holds its task rows, would otherwise
+// wait for theirs while they wait for its tasks.
+var freeKeysSQL = `WITH pruned AS (DELETE FROM concurrency_keys WHERE key IN (SELECT k.key FROM concurrency_keys k WHERE k.key = ANY($1::text[]) AND ` + idleKey + `
 		FOR UPDATE SKIP LOCKED) RETURNING 1)
-	SELECT ` + taskColumns + ` FROM tasks WHERE EXISTS (SELECT 1 FROM concurrency_keys c WHERE c.key = $1 AND c.max_claimed > 0)
-		AND ` + keyHeadOf
+	SELECT h.* FROM unnest($1::text[]) WITH ORDINALITY AS f(key, n) CROSS JOIN LATERAL (SELECT ` + taskColumns + ` FROM tasks
+		WHERE EXISTS (SELECT 1 FROM concurrency_keys c WHERE c.key = f.key AND c.max_claimed > 0) AND ` + keyHeadAt("f.key") + `) h
+	ORDER BY f.n`
 
-// FreeKey implements tgdriver.Tx.FreeKey in one statement (freeKeySQL).
-func (w *wtx) FreeKey(ctx context.Context, key string) (tgdriver.TaskRow, bool, error) {
-	t, err := scanTask(w.c.QueryRow(ctx, freeKeySQL, key))
-	switch {
-	case errors.Is(err, pgx.ErrNoRows):
-		return tgdriver.TaskRow{}, false, nil
-	case err != nil:
-		return tgdriver.TaskRow{}, false, w.fail(ctx, "free a slot of a concurrency key", err)
+// FreeKeys implements tgdriver.Tx.FreeKeys in one statement (freeKeysSQL).
+func (w *wtx) FreeKeys(ctx context.Context, keys []string) ([]tgdriver.TaskRow, error) {
+	if len(keys) == 0 {
+		return nil, nil
 	}
-	return t, true, nil
+	return w.tasks(ctx, "free slots of concurrency keys", freeKeysSQL, keys)
 }
 
 // PruneIdleKeys deletes the idle keys without a limit among the limit
@@ -1053,11 +1051,15 @@ const (
 )
 
 // idleKey is the predicate of a row k of concurrency_keys that may go
-// (PruneIdleKeys, FreeKey): it holds no claim and no limit, and no task of
-// the key is claimable.
+// (PruneIdleKeys, FreeKeys): it holds no claim and no limit, and no task of
+// the key is claimable. OFFSET 0 keeps the NOT EXISTS a subplan run per
+// key row, which looks the key up in tasks_ready_by_key: as an anti-join,
+// the planner, misled by a table's stale statistics (a workflow just
+// created), walked a whole ready index for each key (4,754 buffers a
+// call, where the subplan reads a few).
 const idleKey = `k.claimed = 0 AND k.max_claimed = 0 AND k.rate_count = 0
 	AND NOT EXISTS (SELECT 1 FROM tasks t WHERE t.concurrency_key = k.key AND t.concurrency_key <> ''
-		AND t.state = 'pending' AND t.due_at_ms = 0)`
+		AND t.state = 'pending' AND t.due_at_ms = 0 OFFSET 0)`
 
 // lockKeySQL locks a key's row in the mode its limit needs, in one
 // statement: FOR KEY SHARE without a limit (claims write nothing to it,

@@ -629,10 +629,25 @@ func (t *wtx) EnsureKey(_ context.Context, key string, nowMS int64) error {
 	return nil
 }
 
-// FreeKey implements tgdriver.Tx.FreeKey: the key's row (a primary key
-// read), then KeyHead for a capped key or the guarded delete for an idle
-// one. SQLite's statements are calls, not round trips.
-func (t *wtx) FreeKey(ctx context.Context, key string) (tgdriver.TaskRow, bool, error) {
+// FreeKeys implements tgdriver.Tx.FreeKeys, a key at a time (freeKey).
+// SQLite's statements are calls, not round trips.
+func (t *wtx) FreeKeys(ctx context.Context, keys []string) ([]tgdriver.TaskRow, error) {
+	var heads []tgdriver.TaskRow
+	for _, key := range keys {
+		h, ok, err := t.freeKey(ctx, key)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			heads = append(heads, h)
+		}
+	}
+	return heads, nil
+}
+
+// freeKey is FreeKeys of one key: the key's row (a primary key read),
+// then KeyHead for a capped key or the guarded delete for an idle one.
+func (t *wtx) freeKey(ctx context.Context, key string) (tgdriver.TaskRow, bool, error) {
 	var maxClaimed, claimed, rate int
 	switch err := t.queryRow(bg, `SELECT max_claimed, claimed, rate_count FROM concurrency_keys WHERE key = ?`, key).Scan(&maxClaimed, &claimed, &rate); {
 	case errors.Is(err, sql.ErrNoRows):
@@ -673,7 +688,7 @@ func (t *wtx) PruneIdleKeys(_ context.Context, after string, limit int) (int, st
 const sqlPruneIdleKeys = `DELETE FROM concurrency_keys WHERE key > ? AND key <= ? AND ` + idleKey
 
 // idleKey is the predicate of a row of concurrency_keys that may go
-// (PruneIdleKeys, FreeKey): it holds no claim and no limit, and no task of
+// (PruneIdleKeys, FreeKeys): it holds no claim and no limit, and no task of
 // the key is claimable.
 const idleKey = `claimed = 0 AND max_claimed = 0 AND rate_count = 0
 	AND NOT EXISTS (SELECT 1 FROM tasks WHERE tasks.concurrency_key = concurrency_keys.key AND tasks.concurrency_key <> ''

@@ -2,6 +2,7 @@ package drivertest
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/tgdriver"
@@ -14,7 +15,7 @@ var keyTests = []test{
 	{"Rows", testKeyRows},
 	{"ScansPassOverClosedKeys", testKeyScans},
 	{"ClaimEndGivesSlotBack", testKeySlotBack},
-	{"FreeWakesCappedPrunesIdle", testFreeKey},
+	{"FreeWakesCappedPrunesIdle", testFreeKeys},
 	{"PruneIdleKeysWalksEveryKeyOnce", testPruneIdleKeys},
 	{"RateHeldKeysInOpeningOrder", testRateHeldKeys},
 }
@@ -40,33 +41,38 @@ func (e *env) setKeys(ks ...tgdriver.KeyRow) {
 	})
 }
 
-// testFreeKey: FreeKey answers a capped key's first claimable task (a
-// claim may wait for its slot), and nothing for a key without a cap; it
+// testFreeKeys: FreeKeys answers, for each entry, a capped key's first
+// claimable task (a claim may wait for its slot), in the entries' order
+// and as often as a key repeats, and nothing for a key without a cap; it
 // deletes a row only when it holds no claim and no limit and the key has
 // no claimable task.
-func testFreeKey(t *testing.T, h Harness) {
+func testFreeKeys(t *testing.T, h Harness) {
 	e := newEnv(t, h)
 	e.setKeys(tgdriver.KeyRow{Key: "idle"}, tgdriver.KeyRow{Key: "queued"}, tgdriver.KeyRow{Key: "held", Claimed: 1},
 		tgdriver.KeyRow{Key: "capped", MaxClaimed: 2}, tgdriver.KeyRow{Key: "cappedempty", MaxClaimed: 2},
-		tgdriver.KeyRow{Key: "rated", RateCount: 1, RateIntervalMS: 10})
-	rows := e.inserted(keyed("wf", "q", "queued", 0), keyed("wf", "low", "capped", 0), keyed("wf", "high", "capped", 5))
-	for _, c := range []struct {
-		key      string
-		head     int64 // the seq answered, 0 for none
-		rowStays bool
-	}{
-		{"idle", 0, false}, {"queued", 0, true}, {"held", 0, true}, {"capped", rows[2].Seq, true},
-		{"cappedempty", 0, true}, {"rated", 0, true}, {"missing", 0, false},
-	} {
-		e.write(func(tx tgdriver.Tx) error {
-			h, ok, err := tx.FreeKey(e.ctx, c.key)
-			if err != nil || ok != (c.head != 0) || ok && (h.Seq != c.head || h.ConcurrencyKey != c.key) {
-				t.Errorf("FreeKey(%s) = seq %d, %v, %v; want seq %d", c.key, h.Seq, ok, err, c.head)
-			}
-			return nil
-		})
-		if _, ok, err := e.d.Reads().Key(e.ctx, c.key); err != nil || ok != c.rowStays {
-			t.Errorf("after FreeKey(%s): row there %v (err %v), want %v", c.key, ok, err, c.rowStays)
+		tgdriver.KeyRow{Key: "rated", RateCount: 1, RateIntervalMS: 10}, tgdriver.KeyRow{Key: "capped2", MaxClaimed: 1})
+	rows := e.inserted(keyed("wf", "q", "queued", 0), keyed("wf", "low", "capped", 0), keyed("wf", "high", "capped", 5),
+		keyed("wf", "other", "capped2", 0))
+	keys := []string{"capped", "idle", "queued", "held", "cappedempty", "rated", "missing", "capped2", "capped"}
+	want := []int64{rows[2].Seq, rows[3].Seq, rows[2].Seq}
+	e.write(func(tx tgdriver.Tx) error {
+		if heads, err := tx.FreeKeys(e.ctx, nil); err != nil || len(heads) != 0 {
+			t.Errorf("FreeKeys(nil) = %d heads, %v; want none", len(heads), err)
+		}
+		heads, err := tx.FreeKeys(e.ctx, keys)
+		var got []int64
+		for _, h := range heads {
+			got = append(got, h.Seq)
+		}
+		if err != nil || !slices.Equal(got, want) {
+			t.Errorf("FreeKeys(%v) = seqs %v, %v; want %v: the capped keys' heads in the entries' order", keys, got, err, want)
+		}
+		return nil
+	})
+	stays := map[string]bool{"queued": true, "held": true, "capped": true, "cappedempty": true, "rated": true, "capped2": true}
+	for _, k := range keys {
+		if _, ok, err := e.d.Reads().Key(e.ctx, k); err != nil || ok != stays[k] {
+			t.Errorf("after FreeKeys: row of %s there %v (err %v), want %v", k, ok, err, stays[k])
 		}
 	}
 }
