@@ -1052,14 +1052,17 @@ const (
 
 // idleKey is the predicate of a row k of concurrency_keys that may go
 // (PruneIdleKeys, FreeKeys): it holds no claim and no limit, and no task of
-// the key is claimable. OFFSET 0 keeps the NOT EXISTS a subplan run per
-// key row, which looks the key up in tasks_ready_by_key: as an anti-join,
-// the planner, misled by a table's stale statistics (a workflow just
-// created), walked a whole ready index for each key (4,754 buffers a
-// call, where the subplan reads a few).
+// the key is claimable. The claimable task is looked for by a scalar
+// subquery with LIMIT 1, a subplan run per key row and planned for its
+// first row, which looks the key up in tasks_ready_by_key. As NOT EXISTS
+// the planner made it an anti-join, and, misled by a table's stale
+// statistics (a workflow just created), walked a whole ready index for
+// each key (4,754 buffers a call); as NOT EXISTS (... OFFSET 0), a subplan
+// planned for all its rows, it read the whole table for a key with none
+// (10,000 rows, 40 ms).
 const idleKey = `k.claimed = 0 AND k.max_claimed = 0 AND k.rate_count = 0
-	AND NOT EXISTS (SELECT 1 FROM tasks t WHERE t.concurrency_key = k.key AND t.concurrency_key <> ''
-		AND t.state = 'pending' AND t.due_at_ms = 0 OFFSET 0)`
+	AND (SELECT 1 FROM tasks t WHERE t.concurrency_key = k.key AND t.concurrency_key <> ''
+		AND t.state = 'pending' AND t.due_at_ms = 0 LIMIT 1) IS NULL`
 
 // lockKeySQL locks a key's row in the mode its limit needs, in one
 // statement: FOR KEY SHARE without a limit (claims write nothing to it,
