@@ -90,7 +90,11 @@ func (w *wtx) createNodes(workflowID string, nodes []nodespec.Node, order []int,
 	}
 	// The keys' rows next, in key order (lockKeys): nodes name keys in
 	// any order, and two creates that name the same keys in opposite
-	// orders must not wait for each other.
+	// orders must not wait for each other. The rows are kept as locked
+	// (keyRows), so that each node's key is not locked again: nothing but
+	// this creation writes them until it commits (no claim ends in it).
+	w.keyRows = map[string]tgdriver.KeyRow{}
+	defer func() { w.keyRows = nil }()
 	if err := w.lockKeys(keys); err != nil {
 		return err
 	}

@@ -124,14 +124,29 @@ func (w *wtx) lockKey(key string, forLimit bool) (k tgdriver.KeyRow, claimed int
 // a transaction that may lock several keys' rows locks them all first,
 // this way, so that two such transactions never wait for each other in
 // opposite orders (a deadlock on PostgreSQL). Later locks of these rows in
-// the transaction are no-ops. "" (no key) and repeats are skipped.
+// the transaction are no-ops. "" (no key) and repeats are skipped. Where
+// the transaction keeps the rows it locked (keyRows: a batch's grants, a
+// creation), those it does not hold yet are locked in one statement
+// (tgdriver's LockKeys); a key without a row is then made and locked
+// after them, out of key order, the one exception (a deadlock there is
+// detected and the transaction runs again).
 func (w *wtx) lockKeys(keys []string) error {
 	keys = slices.Clone(keys)
 	slices.Sort(keys)
-	for i, k := range keys {
-		if k == "" || i > 0 && keys[i-1] == k {
-			continue
+	keys = slices.Compact(slices.DeleteFunc(keys, func(k string) bool { return k == "" }))
+	if w.keyRows != nil {
+		todo := slices.DeleteFunc(slices.Clone(keys), func(k string) bool { _, ok := w.keyRows[k]; return ok })
+		if len(todo) > 1 {
+			rows, err := w.tx.LockKeys(w.ctx, todo)
+			if err != nil {
+				return fmt.Errorf("lock concurrency keys: %w", err)
+			}
+			for _, k := range rows {
+				w.heldKey(k)
+			}
 		}
+	}
+	for _, k := range keys {
 		if _, err := w.lockKeyRow(k); err != nil {
 			return err
 		}
@@ -259,6 +274,7 @@ func (w *wtx) ensureKey(key string, limit *KeyLimit) error {
 	if !done {
 		return fmt.Errorf("%w: concurrency key %s changed under its lock", errInternal, key)
 	}
+	w.heldKey(nk)
 	return nil
 }
 

@@ -33,9 +33,11 @@ type wtx struct {
 	// keyTaken is the concurrency key slot this operation took last
 	// (takeKeySlot), nil when none.
 	keyTaken *keyTake
-	// keyRows, while a batch grants its claims, holds the key rows it
-	// locked and what it wrote to them since: takeKeySlot reads them there
-	// rather than locking each again (a round trip). Nil elsewhere.
+	// keyRows, while a batch grants its claims or a creation makes its
+	// nodes, holds the key rows it locked and what it wrote to them since:
+	// takeKeySlot and ensureKey read them there rather than locking each
+	// again (a round trip), and lockKeys locks those missing in one
+	// statement. Nil elsewhere.
 	keyRows map[string]tgdriver.KeyRow
 	// batchDone, in a hot batch's completions, collects the completed
 	// tasks with dependents, which the batch settles together after them

@@ -357,6 +357,13 @@ type Tx interface {
 	// transaction that locks several keys locks them in key order (the
 	// domain locks them all first, sorted).
 	LockKey(ctx context.Context, key string) (k KeyRow, ok bool, err error)
+	// LockKeys is LockKey of several keys in one statement where the
+	// driver can (a batch locks its candidates' keys at once): it returns
+	// the rows it locked, in key order, each in the mode LockKey takes it.
+	// A key it does not return the caller locks with LockKey: a key
+	// without a row, or (PostgreSQL) one whose limit a change set or
+	// lifted while the statement waited for its row.
+	LockKeys(ctx context.Context, keys []string) ([]KeyRow, error)
 	// LockKeyForLimit returns concurrency key key locked exclusively
 	// (PostgreSQL: FOR UPDATE, so it waits for every claim of the key in
 	// flight, and every claim after waits for it) and claimed, the key's

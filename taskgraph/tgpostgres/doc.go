@@ -94,8 +94,10 @@
 //
 //   - A creation: its workflow's row (EnsureWorkflow); its existing
 //     dependencies FOR SHARE, all in one statement in task id order
-//     (LockDependencies); the keys it names in key order (LockKey, sorted
-//     by the domain); then the rows it inserts (tasks_key_park_insert
+//     (LockDependencies); the keys it names in key order, in one
+//     statement (LockKeys: each lock mode's arm in key order; a key
+//     without a row is made and locked after them, LockKey); then the
+//     rows it inserts (tasks_key_park_insert
 //     locks a full key's row again: held) and its dependencies' edge
 //     counts (held), then the audit head.
 //   - A hot batch: its claims by id FOR UPDATE in task id order
@@ -104,8 +106,8 @@
 //     order (lockUpdatedKeysSQL), so that the trigger that gives a slot
 //     back (one update statement per shape) finds its key's row held (an
 //     uncapped key's it share-locks then); the scans (SKIP LOCKED: they never
-//     wait); its candidates' keys in key order (LockKey), then each
-//     rescan's; in Apply the claimed rows (held), whose tasks_key_leave
+//     wait); its candidates' keys in key order, in one statement
+//     (LockKeys, as a creation does), then each rescan's; in Apply the claimed rows (held), whose tasks_key_leave
 //     unparks the next parked task of the group after the key's row (of
 //     a key with a cap or a rate: migration 0025; the row of a key with
 //     neither it only share-locks). A release whose task becomes ready

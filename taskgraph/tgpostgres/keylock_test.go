@@ -88,6 +88,21 @@ func TestKeyLockModes(t *testing.T) {
 	if second("a second claim's lock of a capped key", lockKey("capped"), hold("capped")) {
 		t.Error("a claim's lock of a capped key did not wait for another claim's transaction")
 	}
+	lockKeys := func(keys ...string) func(tx tgdriver.Tx) error {
+		return func(tx tgdriver.Tx) error {
+			got, err := tx.LockKeys(context.Background(), keys)
+			if err == nil && len(got) != len(keys) {
+				t.Errorf("LockKeys(%v) locked %d rows, want %d", keys, len(got), len(keys))
+			}
+			return err
+		}
+	}
+	if !second("a batch's lock of an uncapped key beside a capped one", lockKeys("capped", "free"), hold("free")) {
+		t.Error("a batch's lock of an uncapped key (LockKeys) waited for a claim's transaction; want shared")
+	}
+	if second("a batch's lock of a capped key beside an uncapped one", lockKeys("capped", "free"), hold("capped")) {
+		t.Error("a batch's lock of a capped key (LockKeys) did not wait for a claim's transaction")
+	}
 	if second("a change of an uncapped key's limit", forLimit("free"), hold("free")) {
 		t.Error("a change of an uncapped key's limit did not wait for a claim in flight")
 	}

@@ -1077,7 +1077,42 @@ const (
 		u AS (SELECT ` + keyColumns + ` FROM concurrency_keys WHERE key = $1 AND (max_claimed > 0 OR rate_count > 0) FOR NO KEY UPDATE)
 		SELECT * FROM s UNION ALL SELECT * FROM u`
 	lockKeyAgainSQL = `SELECT ` + keyColumns + ` FROM concurrency_keys WHERE key = $1 FOR NO KEY UPDATE`
+	// lockKeysSQL is lockKeySQL of several keys: each arm takes its rows
+	// in key order. A shared lock conflicts only with a change of a limit
+	// (FOR UPDATE, one key at a time), so the writing locks, in key order
+	// among themselves, are the ones whose order matters.
+	lockKeysSQL = `WITH s AS (SELECT ` + keyColumns + ` FROM concurrency_keys WHERE key = ANY($1::text[]) AND max_claimed = 0 AND rate_count = 0
+			ORDER BY key COLLATE "C" FOR KEY SHARE),
+		u AS (SELECT ` + keyColumns + ` FROM concurrency_keys WHERE key = ANY($1::text[]) AND (max_claimed > 0 OR rate_count > 0)
+			ORDER BY key COLLATE "C" FOR NO KEY UPDATE)
+		SELECT * FROM s UNION ALL SELECT * FROM u`
 )
+
+// LockKeys implements tgdriver.Tx.LockKeys in one statement
+// (lockKeysSQL).
+func (w *wtx) LockKeys(ctx context.Context, keys []string) ([]tgdriver.KeyRow, error) {
+	if len(keys) == 0 {
+		return nil, nil
+	}
+	rows, err := w.c.Query(ctx, lockKeysSQL, keys)
+	if err != nil {
+		return nil, w.fail(ctx, "lock concurrency keys", err)
+	}
+	defer rows.Close()
+	var out []tgdriver.KeyRow
+	for rows.Next() {
+		k, err := scanKey(rows)
+		if err != nil {
+			return nil, w.fail(ctx, "lock concurrency keys", err)
+		}
+		out = append(out, k)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, w.fail(ctx, "lock concurrency keys", err)
+	}
+	slices.SortFunc(out, func(a, b tgdriver.KeyRow) int { return strings.Compare(a.Key, b.Key) })
+	return out, nil
+}
 
 // LockKey returns concurrency key key, locked: FOR KEY SHARE when it has
 // no limit, FOR NO KEY UPDATE when it has one (lockKeySQL).

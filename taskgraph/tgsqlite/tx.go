@@ -694,6 +694,26 @@ const idleKey = `claimed = 0 AND max_claimed = 0 AND rate_count = 0
 	AND NOT EXISTS (SELECT 1 FROM tasks WHERE tasks.concurrency_key = concurrency_keys.key AND tasks.concurrency_key <> ''
 		AND tasks.state = 'pending' AND tasks.due_at_ms = 0)`
 
+// LockKeys returns the concurrency keys among keys that have rows, in key
+// order (the single writer holds every row).
+func (t *wtx) LockKeys(ctx context.Context, keys []string) ([]tgdriver.KeyRow, error) {
+	keys = slices.Sorted(slices.Values(keys))
+	var out []tgdriver.KeyRow
+	for i, key := range keys {
+		if i > 0 && keys[i-1] == key {
+			continue
+		}
+		k, ok, err := t.Key(ctx, key)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			out = append(out, k)
+		}
+	}
+	return out, nil
+}
+
 // LockKey returns concurrency key key (the single writer holds every row).
 func (t *wtx) LockKey(ctx context.Context, key string) (tgdriver.KeyRow, bool, error) {
 	return t.Key(ctx, key)

@@ -9,10 +9,11 @@ import (
 )
 
 // keyTests: concurrency keys (migration 0012): the key rows (EnsureKey,
-// LockKey, UpdateKey, Key, Keys, KeyHead), the claim scans passing over
+// LockKey, LockKeys, UpdateKey, Key, Keys, KeyHead), the claim scans passing over
 // closed keys, and the schema giving a slot back when a claim ends.
 var keyTests = []test{
 	{"Rows", testKeyRows},
+	{"LockKeysReturnsThoseWithRows", testLockKeys},
 	{"ScansPassOverClosedKeys", testKeyScans},
 	{"ClaimEndGivesSlotBack", testKeySlotBack},
 	{"FreeWakesCappedPrunesIdle", testFreeKeys},
@@ -36,6 +37,33 @@ func (e *env) setKeys(ks ...tgdriver.KeyRow) {
 			if ok, err := tx.UpdateKey(e.ctx, old, k); err != nil || !ok {
 				e.t.Errorf("UpdateKey %s: ok=%v err=%v", k.Key, ok, err)
 			}
+		}
+		return nil
+	})
+}
+
+// testLockKeys: LockKeys returns, in key order and once each, the rows of
+// the keys asked that have one, whatever their limits, as Key reads them;
+// nothing for no keys.
+func testLockKeys(t *testing.T, h Harness) {
+	e := newEnv(t, h)
+	e.setKeys(tgdriver.KeyRow{Key: "b", MaxClaimed: 2, Claimed: 1}, tgdriver.KeyRow{Key: "a"},
+		tgdriver.KeyRow{Key: "c", RateCount: 1, RateIntervalMS: 10, RecentMS: "5", RateOpenAtMS: 15}, tgdriver.KeyRow{Key: "d"})
+	var want []tgdriver.KeyRow
+	for _, k := range []string{"a", "b", "c"} {
+		r, ok, err := e.d.Reads().Key(e.ctx, k)
+		if err != nil || !ok {
+			t.Fatalf("Key(%s): ok=%v err=%v", k, ok, err)
+		}
+		want = append(want, r)
+	}
+	e.write(func(tx tgdriver.Tx) error {
+		if got, err := tx.LockKeys(e.ctx, nil); err != nil || len(got) != 0 {
+			t.Errorf("LockKeys(nil) = %+v, %v; want none", got, err)
+		}
+		got, err := tx.LockKeys(e.ctx, []string{"c", "missing", "a", "b", "a"})
+		if err != nil || !slices.Equal(got, want) {
+			t.Errorf("LockKeys(c, missing, a, b, a) = %+v, %v; want %+v", got, err, want)
 		}
 		return nil
 	})
