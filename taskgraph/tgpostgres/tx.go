@@ -1098,16 +1098,8 @@ func (w *wtx) LockKeys(ctx context.Context, keys []string) ([]tgdriver.KeyRow, e
 	if err != nil {
 		return nil, w.fail(ctx, "lock concurrency keys", err)
 	}
-	defer rows.Close()
-	var out []tgdriver.KeyRow
-	for rows.Next() {
-		k, err := scanKey(rows)
-		if err != nil {
-			return nil, w.fail(ctx, "lock concurrency keys", err)
-		}
-		out = append(out, k)
-	}
-	if err := rows.Err(); err != nil {
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (tgdriver.KeyRow, error) { return scanKey(row) })
+	if err != nil {
 		return nil, w.fail(ctx, "lock concurrency keys", err)
 	}
 	slices.SortFunc(out, func(a, b tgdriver.KeyRow) int { return strings.Compare(a.Key, b.Key) })

@@ -697,12 +697,8 @@ const idleKey = `claimed = 0 AND max_claimed = 0 AND rate_count = 0
 // LockKeys returns the concurrency keys among keys that have rows, in key
 // order (the single writer holds every row).
 func (t *wtx) LockKeys(ctx context.Context, keys []string) ([]tgdriver.KeyRow, error) {
-	keys = slices.Sorted(slices.Values(keys))
 	var out []tgdriver.KeyRow
-	for i, key := range keys {
-		if i > 0 && keys[i-1] == key {
-			continue
-		}
+	for _, key := range slices.Compact(slices.Sorted(slices.Values(keys))) {
 		k, ok, err := t.Key(ctx, key)
 		if err != nil {
 			return nil, err

@@ -47,7 +47,14 @@ var Tests = []stenv.Test{
 // when limit is not nil, that limit.
 func (e *env) createKeyed(t *testing.T, wf, node, key string, limit *tg.KeyLimit) tg.Task {
 	t.Helper()
-	c, err := e.S.CreateTask(e.Ctx, wf, tg.NodeSpec{NodeID: node, Payload: json.RawMessage(`{}`), ConcurrencyKey: key, KeyLimit: limit})
+	return e.createKeyedAt(t, wf, node, key, limit, 0)
+}
+
+// createKeyedAt is createKeyed at priority prio, the node requiring req.
+func (e *env) createKeyedAt(t *testing.T, wf, node, key string, limit *tg.KeyLimit, prio int, req ...string) tg.Task {
+	t.Helper()
+	c, err := e.S.CreateTask(e.Ctx, wf, tg.NodeSpec{NodeID: node, Payload: json.RawMessage(`{}`), ConcurrencyKey: key, KeyLimit: limit,
+		Priority: prio, Requires: req})
 	if err != nil {
 		t.Fatalf("create %s/%s with key %s: %v", wf, node, key, err)
 	}

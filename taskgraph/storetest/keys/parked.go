@@ -42,6 +42,34 @@ func (e *env) expectNext(t *testing.T, s parkedScan) string {
 	return rows[0][0]
 }
 
+// parkedScans are the kinds of claim-next the parking tests run in each
+// round (claimRounds).
+var parkedScans = []parkedScan{{}, {wf: "a"}, {wf: "b"}, {gpu: true}, {wf: "a", gpu: true}}
+
+// claimRounds runs every kind of claim-next of parkedScans, each checked
+// against expectNext (claimAsExpected) and failing t if it takes a task
+// claimedOnce holds (it records each it takes there), round after round
+// until a round in which took, given each claim, answers false for all.
+func (e *env) claimRounds(t *testing.T, claimedOnce map[string]bool, at string, took func(tg.Claimed) bool) {
+	t.Helper()
+	for progress := true; progress; {
+		progress = false
+		for _, s := range parkedScans {
+			c, ok := e.claimAsExpected(t, s, at)
+			if !ok {
+				continue
+			}
+			if claimedOnce[c.Task.TaskID] {
+				t.Fatalf("%s: %s claimed a second time", at, c.Task.NodeID)
+			}
+			claimedOnce[c.Task.TaskID] = true
+			if took(c) {
+				progress = true
+			}
+		}
+	}
+}
+
 // claimAsExpected runs a claim-next of kind s and fails t unless it takes
 // exactly the task expectNext names (or nothing when it names none).
 func (e *env) claimAsExpected(t *testing.T, s parkedScan, at string) (tg.Claimed, bool) {
@@ -112,10 +140,7 @@ func testKeyParkedTasksLeaveTheScan(t *testing.T, h Harness) {
 	lim := &tg.KeyLimit{MaxClaimed: 2}
 	create := func(wf, node string, prio int, req ...string) {
 		t.Helper()
-		if _, err := e.S.CreateTask(e.Ctx, wf, tg.NodeSpec{NodeID: node, Payload: json.RawMessage(`{}`), ConcurrencyKey: "k",
-			KeyLimit: lim, Priority: prio, Requires: req}); err != nil {
-			t.Fatalf("create %s/%s: %v", wf, node, err)
-		}
+		e.createKeyedAt(t, wf, node, "k", lim, prio, req...)
 	}
 	for i := range 10 {
 		create("a", "k"+strconv.Itoa(i), 5)
@@ -128,38 +153,26 @@ func testKeyParkedTasksLeaveTheScan(t *testing.T, h Harness) {
 	for i := range 30 {
 		e.Create(t, "a", "free"+strconv.Itoa(i))
 	}
-	scans := []parkedScan{{}, {wf: "a"}, {wf: "b"}, {gpu: true}, {wf: "a", gpu: true}}
 	claims := map[string]tg.Claimed{} // live claims of key k
 	claimedOnce := map[string]bool{}
 	// claimAll runs every kind of claim-next until none takes a task of
-	// k, each checked against expectNext; the free tasks it takes are
-	// completed, so that they are never ahead of k's.
+	// k (claimRounds); the free tasks it takes are completed, so that
+	// they are never ahead of k's.
 	claimAll := func(at string) {
 		t.Helper()
-		for progress := true; progress; {
-			progress = false
-			for _, s := range scans {
-				c, ok := e.claimAsExpected(t, s, at)
-				if !ok {
-					continue
+		e.claimRounds(t, claimedOnce, at, func(c tg.Claimed) bool {
+			if c.Task.ConcurrencyKey == "" {
+				if _, err := e.S.Complete(e.Ctx, holder(c), json.RawMessage(`1`)); err != nil {
+					t.Fatal(err)
 				}
-				if claimedOnce[c.Task.TaskID] {
-					t.Fatalf("%s: %s claimed a second time", at, c.Task.NodeID)
-				}
-				claimedOnce[c.Task.TaskID] = true
-				if c.Task.ConcurrencyKey == "" {
-					if _, err := e.S.Complete(e.Ctx, holder(c), json.RawMessage(`1`)); err != nil {
-						t.Fatal(err)
-					}
-					continue
-				}
-				claims[c.Task.TaskID] = c
-				progress = true
-				if k := e.key(t, "k"); k.Limit.MaxClaimed > 0 && k.Claimed > k.Limit.MaxClaimed {
-					t.Fatalf("%s: key k holds %d claims, cap %d", at, k.Claimed, k.Limit.MaxClaimed)
-				}
+				return false
 			}
-		}
+			claims[c.Task.TaskID] = c
+			if k := e.key(t, "k"); k.Limit.MaxClaimed > 0 && k.Claimed > k.Limit.MaxClaimed {
+				t.Fatalf("%s: key k holds %d claims, cap %d", at, k.Claimed, k.Limit.MaxClaimed)
+			}
+			return true
+		})
 		e.wantParkingRule(t, "k", at)
 	}
 	// one takes a live claim of k (the least task id) out of claims.

@@ -45,10 +45,7 @@ func testKeyRateParkedTasksLeaveTheScan(t *testing.T, h Harness) {
 	lim := &tg.KeyLimit{Rate: rate, RateInterval: time.Minute}
 	create := func(wf, node string, prio int, req ...string) {
 		t.Helper()
-		if _, err := e.S.CreateTask(e.Ctx, wf, tg.NodeSpec{NodeID: node, Payload: json.RawMessage(`{}`), ConcurrencyKey: "r",
-			KeyLimit: lim, Priority: prio, Requires: req}); err != nil {
-			t.Fatalf("create %s/%s: %v", wf, node, err)
-		}
+		e.createKeyedAt(t, wf, node, "r", lim, prio, req...)
 	}
 	for i := range 20 {
 		create("a", "r"+strconv.Itoa(i), 5)
@@ -65,40 +62,29 @@ func testKeyRateParkedTasksLeaveTheScan(t *testing.T, h Harness) {
 	if n := e.wantParkingRule(t, "r", "created"); n != 0 {
 		t.Fatalf("an open key parks %d tasks", n)
 	}
-	scans := []parkedScan{{}, {wf: "a"}, {wf: "b"}, {gpu: true}, {wf: "a", gpu: true}}
 	claimedOnce := map[string]bool{}
 	// window claims with every kind of claim-next until none takes a task
-	// of r, each checked against expectNext and completed, and returns
-	// how many of r's it took.
+	// of r (claimRounds), completes each, and returns how many of r's it
+	// took.
 	window := func(at string) int {
 		t.Helper()
 		took := 0
-		for progress := true; progress; {
-			progress = false
-			for _, s := range scans {
-				c, ok := e.claimAsExpected(t, s, at)
-				if !ok {
-					continue
-				}
-				if claimedOnce[c.Task.TaskID] {
-					t.Fatalf("%s: %s claimed a second time", at, c.Task.NodeID)
-				}
-				claimedOnce[c.Task.TaskID] = true
-				if _, err := e.S.Complete(e.Ctx, holder(c), json.RawMessage(`1`)); err != nil {
-					t.Fatal(err)
-				}
-				if c.Task.ConcurrencyKey == "r" {
-					took++
-					progress = true
-				}
-				// The row of a key without a limit goes with its last task.
-				if _, ok, err := e.S.KeyInfo(e.Ctx, "r"); err != nil {
-					t.Fatal(err)
-				} else if ok {
-					e.wantParkingRule(t, "r", at)
-				}
+		e.claimRounds(t, claimedOnce, at, func(c tg.Claimed) bool {
+			if _, err := e.S.Complete(e.Ctx, holder(c), json.RawMessage(`1`)); err != nil {
+				t.Fatal(err)
 			}
-		}
+			// The row of a key without a limit goes with its last task.
+			if _, ok, err := e.S.KeyInfo(e.Ctx, "r"); err != nil {
+				t.Fatal(err)
+			} else if ok {
+				e.wantParkingRule(t, "r", at)
+			}
+			if c.Task.ConcurrencyKey != "r" {
+				return false
+			}
+			took++
+			return true
+		})
 		if lim != nil && took > lim.Rate {
 			t.Fatalf("%s: key r granted %d claims in one window, its rate is %d", at, took, lim.Rate)
 		}
