@@ -265,17 +265,20 @@
 // locks its key's row to give the slot back; so a create locks the
 // dependencies it will count, all at once in task id order as a batch
 // takes tasks (lockDeps), before its keys' rows (lockKeys); a batch locks
-// the tasks it updates, then their keys, then its candidates' keys; an
-// operator's change of a limit locks the key's parked tasks before its
-// row (a raised cap unparks them). Gaps remain, where PostgreSQL may
+// the tasks it updates, then the keys of the claims they end, then its
+// candidates' keys, waiting only for those after every key it holds and
+// passing over the candidates of a key before them that another
+// transaction holds (lockCandidateKeys); an operator's change of a limit
+// locks the key's parked tasks before its row (a raised cap unparks
+// them). Gaps remain, where PostgreSQL may
 // detect a deadlock (40P01) and the driver runs the whole transaction
 // again (tgpostgres: Write, MaxWriteTries; TestWriteRetriesDeadlock), a
 // retry, never a wrong answer; tgpostgres's doc gives each path's order
 // and the mode each takes a key's row in (shared for a key without a
 // limit, so its claims and ends do not order against one another at all):
-//   - a batch takes keys' rows in waves: those of the claims it ends, then
-//     its candidates' (lockKeys), then each rescan's; two batches can
-//     meet in opposite orders across the waves;
+//   - a dependent a batch makes ready while its key is closed takes the
+//     key's row when its update is applied, after the keys the batch
+//     holds; a key without a row is made and locked after those held;
 //   - a freed slot and a claim of an unparked task unpark a parked task
 //     after the key's row, while a claim by id of it or a create that
 //     depends on it holds the task and waits for the key;

@@ -391,6 +391,13 @@ func (s *Store) hotTx(ctx context.Context, tx tgdriver.Tx, ops []*hotOp, answers
 	var updates []tgdriver.TaskUpdate
 	var grantedOps []int
 	seen := map[int64]bool{}
+	// heldKey is the last, in key order, of the key rows the batch holds:
+	// those of the claims it ended (lockUpdatedKeysSQL, or the schema's
+	// trigger), then those its waves of candidates lock.
+	heldKey := ""
+	for _, k := range slices.Concat(fetched.Keys, freed) {
+		heldKey = max(heldKey, k)
+	}
 	// grant gives the claims ops of scan sc the first of cands they may
 	// take, in batch order, and returns the claims left without a task
 	// while a candidate was refused for its concurrency key (full, or out
@@ -400,15 +407,18 @@ func (s *Store) hotTx(ctx context.Context, tx tgdriver.Tx, ops []*hotOp, answers
 	grant := func(sc *scan, opsOf []int, cands []tgdriver.TaskRow) (again []int, err error) {
 		next := 0
 		refused := false
+		var busy map[string]bool
 		if len(opsOf) > 0 {
-			// The candidates' keys' rows first, in key order (lockKeys),
-			// not in the candidates' order, which another batch's scan
-			// may see otherwise.
+			// The candidates' keys' rows first, in key order, not in the
+			// candidates' order, which another batch's scan may see
+			// otherwise; those before a key the batch holds only when
+			// free (lockCandidateKeys): the candidates of a key another
+			// transaction holds are passed over.
 			keys := make([]string, 0, len(cands))
 			for _, c := range cands {
 				keys = append(keys, c.ConcurrencyKey)
 			}
-			if err := ws[opsOf[0]].lockKeys(keys); err != nil {
+			if busy, heldKey, err = ws[opsOf[0]].lockCandidateKeys(keys, heldKey); err != nil {
 				return nil, err
 			}
 		}
@@ -419,6 +429,7 @@ func (s *Store) hotTx(ctx context.Context, tx tgdriver.Tx, ops []*hotOp, answers
 			}
 			var r row
 			found := false
+			var passed *tgdriver.TaskRow
 			for !found && next < len(cands) {
 				c := cands[next]
 				next++
@@ -426,6 +437,10 @@ func (s *Store) hotTx(ctx context.Context, tx tgdriver.Tx, ops []*hotOp, answers
 					continue
 				}
 				seen[c.Seq] = true
+				if busy[c.ConcurrencyKey] {
+					passed = &cands[next-1]
+					continue
+				}
 				if c.ConcurrencyKey != "" {
 					no, err := w.takeKeySlot(c.ConcurrencyKey)
 					if err != nil {
@@ -444,6 +459,16 @@ func (s *Store) hotTx(ctx context.Context, tx tgdriver.Tx, ops []*hotOp, answers
 			if !found {
 				if refused {
 					again = append(again, i)
+				} else if passed != nil {
+					// It found nothing for a key another transaction
+					// held: once this commits, a parked claim that may
+					// take that task looks again (this one, when it
+					// waits: it registered before it tried).
+					pr, err := toRow(*passed)
+					if err != nil {
+						return nil, err
+					}
+					w.wakeWaiters(&pr)
 				}
 				continue // nothing left for this claim: it finds no task
 			}

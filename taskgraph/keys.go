@@ -154,6 +154,62 @@ func (w *wtx) lockKeys(keys []string) error {
 	return nil
 }
 
+// lockCandidateKeys locks the rows of keys, the concurrency keys of a
+// batch's claim candidates, in a transaction that already holds key rows
+// up to held in key order ("" when none: the keys of the claims it ended,
+// its earlier waves of candidates), and returns the keys whose rows
+// another transaction holds, which it did not lock (busy), and the last
+// key it now holds. Those after held it waits for, in key order
+// (lockKeys); those up to held it takes only when free (tgdriver's
+// TryLockKeys), since waiting for one of them, out of key order, could
+// deadlock with a batch that holds it and waits for one this transaction
+// holds. The caller passes over the candidates of a busy key, as the
+// claim scans pass over locked tasks. A key up to held without a row is
+// made and locked, out of order, as lockKeys does.
+func (w *wtx) lockCandidateKeys(keys []string, held string) (busy map[string]bool, last string, err error) {
+	keys = slices.Clone(keys)
+	slices.Sort(keys)
+	keys = slices.Compact(slices.DeleteFunc(keys, func(k string) bool { _, ok := w.keyRows[k]; return k == "" || ok }))
+	last = held
+	if len(keys) == 0 {
+		return nil, last, nil
+	}
+	n, _ := slices.BinarySearch(keys, held)
+	if n < len(keys) && keys[n] == held {
+		n++
+	}
+	before, after := keys[:n], keys[n:]
+	if len(before) > 0 {
+		locked, held, err := w.tx.TryLockKeys(w.ctx, before)
+		if err != nil {
+			return nil, "", fmt.Errorf("lock concurrency keys: %w", err)
+		}
+		for _, k := range locked {
+			w.heldKey(k)
+		}
+		for _, k := range held {
+			if busy == nil {
+				busy = map[string]bool{}
+			}
+			busy[k] = true
+		}
+		for _, k := range before {
+			if _, ok := w.keyRows[k]; !ok && !busy[k] {
+				if _, err := w.lockKeyRow(k); err != nil { // no row: made and locked
+					return nil, "", err
+				}
+			}
+		}
+	}
+	if len(after) > 0 {
+		if err := w.lockKeys(after); err != nil {
+			return nil, "", err
+		}
+		last = after[len(after)-1]
+	}
+	return busy, last, nil
+}
+
 // keyTake is the last slot takeKeySlot took in an operation: the key's
 // row before and after.
 type keyTake struct{ before, after tgdriver.KeyRow }

@@ -364,6 +364,16 @@ type Tx interface {
 	// without a row, or (PostgreSQL) one whose limit a change set or
 	// lifted while the statement waited for its row.
 	LockKeys(ctx context.Context, keys []string) ([]KeyRow, error)
+	// TryLockKeys is LockKeys that never waits: it locks, in LockKey's
+	// modes, the rows of keys that no other transaction holds in a mode
+	// that conflicts (PostgreSQL: SKIP LOCKED), returning them in key
+	// order, and returns in busy, in key order, the keys whose rows
+	// another transaction holds (or whose limit a change committed since
+	// the statement's snapshot). A key in neither has no row. A batch
+	// that already holds key rows locks with it the keys ordered before
+	// the last it holds, so that it never waits for a key out of key
+	// order. A row this transaction holds is never busy.
+	TryLockKeys(ctx context.Context, keys []string) (locked []KeyRow, busy []string, err error)
 	// LockKeyForLimit returns concurrency key key locked exclusively
 	// (PostgreSQL: FOR UPDATE, so it waits for every claim of the key in
 	// flight, and every claim after waits for it) and claimed, the key's

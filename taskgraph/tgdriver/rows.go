@@ -417,6 +417,12 @@ type Fetched struct {
 	Locked    []TaskRow
 	Updated   []Updated
 	Claimable [][]TaskRow
+	// Keys are concurrency keys whose rows the round locked for writing
+	// before its updates, in key order (PostgreSQL: the capped keys of
+	// the tasks whose claims the updates may end, when there are two
+	// updates or more), so that the caller can lock further keys in key
+	// order after them.
+	Keys []string
 }
 
 // Updated is the result of one TaskUpdate of Fetch.

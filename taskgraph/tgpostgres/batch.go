@@ -43,7 +43,8 @@ var (
 		AND (requires = '' OR string_to_array(requires, ' ') <@ $3::text[]) AND ` + notPaused + ` AND ` + keyOpenAt4 + ` ORDER BY priority DESC, seq LIMIT $1 FOR UPDATE SKIP LOCKED`
 	lockTasksSQL = `SELECT ` + taskColumns + ` FROM tasks WHERE task_id = ANY($1::text[]) ORDER BY task_id COLLATE "C" FOR UPDATE`
 	// lockUpdatedSQL takes the rows a batch's updates will write, in task
-	// id order, then their capped concurrency keys' rows in key order (the
+	// id order, then lockUpdatedKeysSQL the capped concurrency keys' rows
+	// of those that may end a claim (they set its state) in key order (the
 	// sort under each LockRows makes it take its rows in that order, and
 	// the keys' sort reads every task row first): the trigger that gives a
 	// capped key's slot back when an update ends a claim then finds its
@@ -101,8 +102,9 @@ func queueScan(b *pgx.Batch, c tgdriver.ClaimScan) {
 
 // Fetch sends a batch's first round in one round trip (with BEGIN when the
 // transaction has not begun): the locks in task id order; with two updates
-// or more, their rows in task id order and then their keys' rows in key
-// order (lockUpdatedSQL); then the updates, one statement per shape, then
+// or more, their rows in task id order (lockUpdatedSQL) and then the
+// capped keys' rows of those that may end a claim in key order
+// (lockUpdatedKeysSQL, answered in Fetched.Keys); then the updates, one statement per shape, then
 // the claim scans. The scans come last and never wait (SKIP LOCKED), and
 // the locks and updates take rows in task id order, then keys in key
 // order, so two batches can wait for one another only through rows they
@@ -115,15 +117,23 @@ func (w *wtx) Fetch(ctx context.Context, f tgdriver.Fetch) (tgdriver.Fetched, er
 		slices.Sort(ids)
 		b.Queue(lockTasksSQL, slices.Compact(ids))
 	}
-	var toUpdate []string
+	// toEnd are the updates that may end a claim (they set its state):
+	// only those give a key's slot back, so a heartbeat takes no key row.
+	var toUpdate, toEnd []string
 	for _, u := range f.Updates {
 		if u.TaskID != "" {
 			toUpdate = append(toUpdate, u.TaskID)
+			if u.Set.State.Set {
+				toEnd = append(toEnd, u.TaskID)
+			}
 		}
 	}
+	lockKeys := len(toUpdate) > 1 && len(toEnd) > 0
 	if len(toUpdate) > 1 {
 		b.Queue(lockUpdatedSQL, toUpdate)
-		b.Queue(lockUpdatedKeysSQL, toUpdate)
+		if lockKeys {
+			b.Queue(lockUpdatedKeysSQL, toEnd)
+		}
 	}
 	groups, err := groupUpdates(f.Updates)
 	if err != nil {
@@ -156,10 +166,17 @@ func (w *wtx) Fetch(ctx context.Context, f tgdriver.Fetch) (tgdriver.Fetched, er
 		}
 	}
 	if len(toUpdate) > 1 {
-		for range 2 {
-			if _, err := br.Exec(); err != nil {
-				return fail(err)
-			}
+		if _, err := br.Exec(); err != nil {
+			return fail(err)
+		}
+	}
+	if lockKeys {
+		rows, err := br.Query()
+		if err == nil {
+			out.Keys, err = pgx.CollectRows(rows, pgx.RowTo[string])
+		}
+		if err != nil {
+			return fail(err)
 		}
 	}
 	updated, ok := make([]tgdriver.TaskRow, len(f.Updates)), make([]bool, len(f.Updates))

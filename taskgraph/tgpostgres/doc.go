@@ -102,12 +102,19 @@
 //     counts (held), then the audit head.
 //   - A hot batch: its claims by id FOR UPDATE in task id order
 //     (lockTasksSQL); with two updates or more, their rows in task id
-//     order (lockUpdatedSQL) and then their capped keys' rows in key
-//     order (lockUpdatedKeysSQL), so that the trigger that gives a slot
-//     back (one update statement per shape) finds its key's row held (an
-//     uncapped key's it share-locks then); the scans (SKIP LOCKED: they never
-//     wait); its candidates' keys in key order, in one statement
-//     (LockKeys, as a creation does), then each rescan's; in Apply the claimed rows (held), whose tasks_key_leave
+//     order (lockUpdatedSQL) and then the capped keys' rows of those that
+//     may end a claim (completions, not heartbeats) in key order
+//     (lockUpdatedKeysSQL), so that the trigger that gives a slot back
+//     (one update statement per shape) finds its key's row held (an
+//     uncapped key's it share-locks then); the scans (SKIP LOCKED: they
+//     never wait); its candidates' keys, then each rescan's, each wave
+//     split at the last key the batch holds (the domain's
+//     lockCandidateKeys): those after it waited for in key order, in one
+//     statement (LockKeys, as a creation does), those up to it taken only
+//     when free (TryLockKeys: SKIP LOCKED), a candidate whose key another
+//     transaction holds being passed over as the scans pass over a locked
+//     task, so that a batch never waits for a key before one it holds;
+//     in Apply the claimed rows (held), whose tasks_key_leave
 //     unparks the next parked task of the group after the key's row (of
 //     a key with a cap or a rate: migration 0025; the row of a key with
 //     neither it only share-locks). A release whose task becomes ready
@@ -137,10 +144,11 @@
 // and Write runs again (a retry, never a wrong answer), counted by the
 // storetest group Key's lock-order tests:
 //
-//   - a batch holds the keys of the claims it ended when it locks its
-//     candidates' keys, and two batches may meet in opposite orders
-//     across those waves (KeyBatchWavesLockInOrder: 3-10 retries a run,
-//     25 before lockUpdatedSQL);
+//   - a dependent a batch makes ready while its key is closed takes the
+//     key's row in Apply (tasks_key_park_entry), in the order of the
+//     update statements, after the keys the batch holds;
+//   - a key without a row (a prune raced a candidate of its key) is made
+//     and locked after the keys a batch or a creation holds;
 //   - a slot freed (concurrency_keys_unpark) and a claim of an unparked
 //     task (tasks_key_leave) unpark a task row after the key's, while a
 //     claim by id of that parked task, or a creation that depends on it,

@@ -2,6 +2,7 @@ package tgpostgres
 
 import (
 	"context"
+	"slices"
 	"testing"
 
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/testwait"
@@ -13,7 +14,8 @@ import (
 // FOR KEY SHARE), so a second claim's lock of it does not wait for the
 // first's transaction, while a capped key's claims do wait for one
 // another (FOR NO KEY UPDATE: their guarded update follows), and a change
-// of the limit (LockKeyForLimit: FOR UPDATE) waits for a claim of either.
+// of the limit (LockKeyForLimit: FOR UPDATE) waits for a claim of either;
+// TryLockKeys never waits, and answers a key held for writing as busy.
 // The waits are read from pg_stat_activity on a connection of its own.
 func TestKeyLockModes(t *testing.T) {
 	ctx := testCtx(t)
@@ -30,25 +32,32 @@ func TestKeyLockModes(t *testing.T) {
 	}
 	// hold locks key in a transaction held open until the returned func
 	// is called; it returns once the lock is granted.
-	hold := func(key string) (end func()) {
+	// holdWith runs lock in a transaction held open until the returned
+	// func is called; it returns once lock has returned.
+	holdWith := func(lock func(tx tgdriver.Tx)) (end func()) {
 		held, release, done := make(chan struct{}), make(chan struct{}), make(chan error, 1)
 		go func() {
 			done <- d.Write(ctx, func(tx tgdriver.Tx) error {
-				if _, ok, err := tx.LockKey(context.Background(), key); err != nil || !ok {
-					t.Errorf("LockKey(%s): ok=%v err=%v", key, ok, err)
-				}
+				lock(tx)
 				close(held)
 				<-release
 				return nil
 			})
 		}()
-		testwait.Recv(t, "the first lock of "+key, held)
+		testwait.Recv(t, "the first lock", held)
 		return func() {
 			close(release)
 			if err := testwait.Recv(t, "the holder's commit", done); err != nil {
 				t.Fatal(err)
 			}
 		}
+	}
+	hold := func(key string) (end func()) {
+		return holdWith(func(tx tgdriver.Tx) {
+			if _, ok, err := tx.LockKey(context.Background(), key); err != nil || !ok {
+				t.Errorf("LockKey(%s): ok=%v err=%v", key, ok, err)
+			}
+		})
 	}
 	// second runs lock in a transaction of its own and says whether it
 	// was granted without waiting (false: it waited, seen in
@@ -102,6 +111,44 @@ func TestKeyLockModes(t *testing.T) {
 	}
 	if second("a batch's lock of a capped key beside an uncapped one", lockKeys("capped", "free"), hold("capped")) {
 		t.Error("a batch's lock of a capped key (LockKeys) did not wait for a claim's transaction")
+	}
+	// TryLockKeys never waits: a capped key a claim holds is busy, an
+	// uncapped one it holds (shared) is locked, a key without a row is in
+	// neither, and a row this transaction holds is never busy.
+	tryLock := func(want []string, wantBusy ...string) func(tx tgdriver.Tx) error {
+		return func(tx tgdriver.Tx) error {
+			for try := range 2 {
+				locked, busy, err := tx.TryLockKeys(context.Background(), []string{"missing", "free", "capped"})
+				if err != nil {
+					return err
+				}
+				var got []string
+				for _, k := range locked {
+					got = append(got, k.Key)
+				}
+				if !slices.Equal(got, want) || !slices.Equal(busy, wantBusy) {
+					t.Errorf("TryLockKeys (try %d) locked %v, busy %v; want %v, busy %v", try, got, busy, want, wantBusy)
+				}
+				want, wantBusy = []string{"capped", "free"}, nil
+				if len(got) < 2 {
+					return nil
+				}
+			}
+			return nil
+		}
+	}
+	if !second("a try of keys beside a capped key a claim holds", tryLock([]string{"free"}, "capped"), hold("capped")) {
+		t.Error("TryLockKeys waited for a claim's transaction; want it never to wait")
+	}
+	if !second("a try of keys beside an uncapped key a claim holds", tryLock([]string{"capped", "free"}), hold("free")) {
+		t.Error("TryLockKeys waited for a claim's transaction; want it never to wait")
+	}
+	if second("a claim's lock of a key a try holds", lockKey("capped"), holdWith(func(tx tgdriver.Tx) {
+		if locked, busy, err := tx.TryLockKeys(context.Background(), []string{"capped"}); err != nil || len(locked) != 1 || len(busy) != 0 {
+			t.Errorf("TryLockKeys(capped) = %v, busy %v, %v; want it locked", locked, busy, err)
+		}
+	})) {
+		t.Error("a claim's lock of a capped key did not wait for the transaction that took it with TryLockKeys")
 	}
 	if second("a change of an uncapped key's limit", forLimit("free"), hold("free")) {
 		t.Error("a change of an uncapped key's limit did not wait for a claim in flight")

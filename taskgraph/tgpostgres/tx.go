@@ -1086,7 +1086,50 @@ const (
 		u AS (SELECT ` + keyColumns + ` FROM concurrency_keys WHERE key = ANY($1::text[]) AND (max_claimed > 0 OR rate_count > 0)
 			ORDER BY key COLLATE "C" FOR NO KEY UPDATE)
 		SELECT * FROM s UNION ALL SELECT * FROM u`
+	// tryLockKeysSQL is lockKeysSQL with SKIP LOCKED, which never waits
+	// (so its arms need no order), and a third arm that reads, without a
+	// lock, the rows of keys neither arm took: those another transaction
+	// holds (busy true). A row this transaction holds is not skipped.
+	tryLockKeysSQL = `WITH s AS (SELECT ` + keyColumns + ` FROM concurrency_keys WHERE key = ANY($1::text[]) AND max_claimed = 0 AND rate_count = 0
+			FOR KEY SHARE SKIP LOCKED),
+		u AS (SELECT ` + keyColumns + ` FROM concurrency_keys WHERE key = ANY($1::text[]) AND (max_claimed > 0 OR rate_count > 0)
+			FOR NO KEY UPDATE SKIP LOCKED)
+		SELECT *, false FROM s UNION ALL SELECT *, false FROM u
+		UNION ALL SELECT ` + keyColumns + `, true FROM concurrency_keys WHERE key = ANY($1::text[])
+			AND key NOT IN (SELECT key FROM s UNION ALL SELECT key FROM u)`
 )
+
+// TryLockKeys implements tgdriver.Tx.TryLockKeys in one statement
+// (tryLockKeysSQL).
+func (w *wtx) TryLockKeys(ctx context.Context, keys []string) (locked []tgdriver.KeyRow, busy []string, err error) {
+	if len(keys) == 0 {
+		return nil, nil, nil
+	}
+	rows, err := w.c.Query(ctx, tryLockKeysSQL, keys)
+	if err != nil {
+		return nil, nil, w.fail(ctx, "lock free concurrency keys", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var k tgdriver.KeyRow
+		var held bool
+		if err := rows.Scan(&k.Key, &k.MaxClaimed, &k.Claimed, &k.RateCount, &k.RateIntervalMS, &k.RecentMS, &k.RateOpenAtMS,
+			&k.UpdatedAtMS, &k.UpdatedBy, &held); err != nil {
+			return nil, nil, w.fail(ctx, "lock free concurrency keys", err)
+		}
+		if held {
+			busy = append(busy, k.Key)
+		} else {
+			locked = append(locked, k)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, nil, w.fail(ctx, "lock free concurrency keys", err)
+	}
+	slices.SortFunc(locked, func(a, b tgdriver.KeyRow) int { return strings.Compare(a.Key, b.Key) })
+	slices.Sort(busy)
+	return locked, busy, nil
+}
 
 // LockKeys implements tgdriver.Tx.LockKeys in one statement
 // (lockKeysSQL).

@@ -710,6 +710,13 @@ func (t *wtx) LockKeys(ctx context.Context, keys []string) ([]tgdriver.KeyRow, e
 	return out, nil
 }
 
+// TryLockKeys is LockKeys: the single writer holds every row, so none is
+// busy.
+func (t *wtx) TryLockKeys(ctx context.Context, keys []string) ([]tgdriver.KeyRow, []string, error) {
+	locked, err := t.LockKeys(ctx, keys)
+	return locked, nil, err
+}
+
 // LockKey returns concurrency key key (the single writer holds every row).
 func (t *wtx) LockKey(ctx context.Context, key string) (tgdriver.KeyRow, bool, error) {
 	return t.Key(ctx, key)

@@ -9,7 +9,7 @@ import (
 )
 
 // keyTests: concurrency keys (migration 0012): the key rows (EnsureKey,
-// LockKey, LockKeys, UpdateKey, Key, Keys, KeyHead), the claim scans passing over
+// LockKey, LockKeys, TryLockKeys, UpdateKey, Key, Keys, KeyHead), the claim scans passing over
 // closed keys, and the schema giving a slot back when a claim ends.
 var keyTests = []test{
 	{"Rows", testKeyRows},
@@ -42,9 +42,9 @@ func (e *env) setKeys(ks ...tgdriver.KeyRow) {
 	})
 }
 
-// testLockKeys: LockKeys returns, in key order and once each, the rows of
-// the keys asked that have one, whatever their limits, as Key reads them;
-// nothing for no keys.
+// testLockKeys: LockKeys, and TryLockKeys with no other transaction,
+// return, in key order and once each, the rows of the keys asked that have
+// one, whatever their limits, as Key reads them; nothing for no keys.
 func testLockKeys(t *testing.T, h Harness) {
 	e := newEnv(t, h)
 	e.setKeys(tgdriver.KeyRow{Key: "b", MaxClaimed: 2, Claimed: 1}, tgdriver.KeyRow{Key: "a"},
@@ -64,6 +64,15 @@ func testLockKeys(t *testing.T, h Harness) {
 		got, err := tx.LockKeys(e.ctx, []string{"c", "missing", "a", "b", "a"})
 		if err != nil || !slices.Equal(got, want) {
 			t.Errorf("LockKeys(c, missing, a, b, a) = %+v, %v; want %+v", got, err, want)
+		}
+		// With no other transaction, TryLockKeys locks what LockKeys does
+		// (a second time: rows the transaction holds are never busy).
+		if got, busy, err := tx.TryLockKeys(e.ctx, nil); err != nil || len(got) != 0 || len(busy) != 0 {
+			t.Errorf("TryLockKeys(nil) = %+v, busy %v, %v; want none", got, busy, err)
+		}
+		got, busy, err := tx.TryLockKeys(e.ctx, []string{"c", "missing", "a", "b", "a"})
+		if err != nil || !slices.Equal(got, want) || len(busy) != 0 {
+			t.Errorf("TryLockKeys(c, missing, a, b, a) = %+v, busy %v, %v; want %+v, none busy", got, busy, err, want)
 		}
 		return nil
 	})
