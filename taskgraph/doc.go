@@ -268,7 +268,7 @@
 // the tasks it updates, then the keys of the claims they end, then its
 // candidates' keys, waiting only for those after every key it holds and
 // passing over the candidates of a key before them that another
-// transaction holds (lockCandidateKeys); an operator's change of a limit
+// transaction holds (lockKeysAfter); an operator's change of a limit
 // locks the key's parked tasks before its row (a raised cap unparks
 // them). Gaps remain, where PostgreSQL may
 // detect a deadlock (40P01) and the driver runs the whole transaction

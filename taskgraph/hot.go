@@ -412,13 +412,13 @@ func (s *Store) hotTx(ctx context.Context, tx tgdriver.Tx, ops []*hotOp, answers
 			// The candidates' keys' rows first, in key order, not in the
 			// candidates' order, which another batch's scan may see
 			// otherwise; those before a key the batch holds only when
-			// free (lockCandidateKeys): the candidates of a key another
+			// free (lockKeysAfter): the candidates of a key another
 			// transaction holds are passed over.
 			keys := make([]string, 0, len(cands))
 			for _, c := range cands {
 				keys = append(keys, c.ConcurrencyKey)
 			}
-			if busy, heldKey, err = ws[opsOf[0]].lockCandidateKeys(keys, heldKey); err != nil {
+			if busy, heldKey, err = ws[opsOf[0]].lockKeysAfter(keys, heldKey); err != nil {
 				return nil, err
 			}
 		}

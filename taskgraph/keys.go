@@ -124,88 +124,58 @@ func (w *wtx) lockKey(key string, forLimit bool) (k tgdriver.KeyRow, claimed int
 // a transaction that may lock several keys' rows locks them all first,
 // this way, so that two such transactions never wait for each other in
 // opposite orders (a deadlock on PostgreSQL). Later locks of these rows in
-// the transaction are no-ops. "" (no key) and repeats are skipped. Where
-// the transaction keeps the rows it locked (keyRows: a batch's grants, a
-// creation), those it does not hold yet are locked in one statement
-// (tgdriver's LockKeys); a key without a row is then made and locked
-// after them, out of key order, the one exception (a deadlock there is
-// detected and the transaction runs again).
+// the transaction are no-ops. "" (no key) and repeats are skipped. It is
+// lockKeysAfter of a transaction that holds no key row yet.
 func (w *wtx) lockKeys(keys []string) error {
+	_, _, err := w.lockKeysAfter(keys, "")
+	return err
+}
+
+// lockKeysAfter locks the rows of keys in a transaction that already holds
+// key rows up to held in key order ("" when none: for a batch, the keys of
+// the claims it ended and its earlier waves of candidates), and returns
+// the keys whose rows another transaction holds, which it did not lock
+// (busy), and the last key it now holds. Those after held it waits for,
+// in key order; those up to held it takes only when free, since waiting
+// for one of them, out of key order, could deadlock with a transaction
+// that holds it and waits for one this transaction holds. A batch passes
+// over the candidates of a busy key, as the claim scans pass over locked
+// tasks. Where the transaction keeps the rows it locked (keyRows: a
+// batch's grants, a creation), those it does not hold yet are locked in
+// one statement (tgdriver's LockKeys); a key without a row is then made
+// and locked after them, out of key order, the one exception (a deadlock
+// there is detected and the transaction runs again).
+func (w *wtx) lockKeysAfter(keys []string, held string) (busy map[string]bool, last string, err error) {
 	keys = slices.Clone(keys)
 	slices.Sort(keys)
 	keys = slices.Compact(slices.DeleteFunc(keys, func(k string) bool { return k == "" }))
+	last = held
+	if len(keys) > 0 {
+		last = max(held, keys[len(keys)-1])
+	}
 	if w.keyRows != nil {
-		todo := slices.DeleteFunc(slices.Clone(keys), func(k string) bool { _, ok := w.keyRows[k]; return ok })
-		if len(todo) > 1 {
-			rows, err := w.tx.LockKeys(w.ctx, todo)
+		if todo := slices.DeleteFunc(slices.Clone(keys), func(k string) bool { _, ok := w.keyRows[k]; return ok }); len(todo) > 0 {
+			rows, held, err := w.tx.LockKeys(w.ctx, todo, held)
 			if err != nil {
-				return fmt.Errorf("lock concurrency keys: %w", err)
+				return nil, "", fmt.Errorf("lock concurrency keys: %w", err)
 			}
 			for _, k := range rows {
 				w.heldKey(k)
 			}
+			for _, k := range held {
+				if busy == nil {
+					busy = map[string]bool{}
+				}
+				busy[k] = true
+			}
 		}
 	}
 	for _, k := range keys {
-		if _, err := w.lockKeyRow(k); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// lockCandidateKeys locks the rows of keys, the concurrency keys of a
-// batch's claim candidates, in a transaction that already holds key rows
-// up to held in key order ("" when none: the keys of the claims it ended,
-// its earlier waves of candidates), and returns the keys whose rows
-// another transaction holds, which it did not lock (busy), and the last
-// key it now holds. Those after held it waits for, in key order
-// (lockKeys); those up to held it takes only when free (tgdriver's
-// TryLockKeys), since waiting for one of them, out of key order, could
-// deadlock with a batch that holds it and waits for one this transaction
-// holds. The caller passes over the candidates of a busy key, as the
-// claim scans pass over locked tasks. A key up to held without a row is
-// made and locked, out of order, as lockKeys does.
-func (w *wtx) lockCandidateKeys(keys []string, held string) (busy map[string]bool, last string, err error) {
-	keys = slices.Clone(keys)
-	slices.Sort(keys)
-	keys = slices.Compact(slices.DeleteFunc(keys, func(k string) bool { _, ok := w.keyRows[k]; return k == "" || ok }))
-	last = held
-	if len(keys) == 0 {
-		return nil, last, nil
-	}
-	n, _ := slices.BinarySearch(keys, held)
-	if n < len(keys) && keys[n] == held {
-		n++
-	}
-	before, after := keys[:n], keys[n:]
-	if len(before) > 0 {
-		locked, held, err := w.tx.TryLockKeys(w.ctx, before)
-		if err != nil {
-			return nil, "", fmt.Errorf("lock concurrency keys: %w", err)
-		}
-		for _, k := range locked {
-			w.heldKey(k)
-		}
-		for _, k := range held {
-			if busy == nil {
-				busy = map[string]bool{}
-			}
-			busy[k] = true
-		}
-		for _, k := range before {
-			if _, ok := w.keyRows[k]; !ok && !busy[k] {
-				if _, err := w.lockKeyRow(k); err != nil { // no row: made and locked
-					return nil, "", err
-				}
+		if !busy[k] {
+			if _, err := w.lockKeyRow(k); err != nil {
+				return nil, "", err
 			}
 		}
-	}
-	if len(after) > 0 {
-		if err := w.lockKeys(after); err != nil {
-			return nil, "", err
-		}
-		last = after[len(after)-1]
 	}
 	return busy, last, nil
 }

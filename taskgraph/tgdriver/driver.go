@@ -358,22 +358,21 @@ type Tx interface {
 	// domain locks them all first, sorted).
 	LockKey(ctx context.Context, key string) (k KeyRow, ok bool, err error)
 	// LockKeys is LockKey of several keys in one statement where the
-	// driver can (a batch locks its candidates' keys at once): it returns
-	// the rows it locked, in key order, each in the mode LockKey takes it.
-	// A key it does not return the caller locks with LockKey: a key
+	// driver can (a batch locks its candidates' keys at once, a creation
+	// the keys it names): it returns the rows it locked, in key order,
+	// each in the mode LockKey takes it. The keys after held in key order
+	// (all of them when held is "") it waits for, in key order; those up
+	// to held, the last key a batch already holds, it locks only when no
+	// other transaction holds them in a mode that conflicts (PostgreSQL:
+	// SKIP LOCKED), and returns in busy, in key order, those another
+	// transaction holds (or whose limit a change committed since the
+	// statement's snapshot), so that a transaction never waits for a key
+	// out of key order. A row this transaction holds is never busy. A key
+	// after held it does not return the caller locks with LockKey: a key
 	// without a row, or (PostgreSQL) one whose limit a change set or
-	// lifted while the statement waited for its row.
-	LockKeys(ctx context.Context, keys []string) ([]KeyRow, error)
-	// TryLockKeys is LockKeys that never waits: it locks, in LockKey's
-	// modes, the rows of keys that no other transaction holds in a mode
-	// that conflicts (PostgreSQL: SKIP LOCKED), returning them in key
-	// order, and returns in busy, in key order, the keys whose rows
-	// another transaction holds (or whose limit a change committed since
-	// the statement's snapshot). A key in neither has no row. A batch
-	// that already holds key rows locks with it the keys ordered before
-	// the last it holds, so that it never waits for a key out of key
-	// order. A row this transaction holds is never busy.
-	TryLockKeys(ctx context.Context, keys []string) (locked []KeyRow, busy []string, err error)
+	// lifted while the statement waited for its row; a key up to held in
+	// neither answer has no row.
+	LockKeys(ctx context.Context, keys []string, held string) (locked []KeyRow, busy []string, err error)
 	// LockKeyForLimit returns concurrency key key locked exclusively
 	// (PostgreSQL: FOR UPDATE, so it waits for every claim of the key in
 	// flight, and every claim after waits for it) and claimed, the key's

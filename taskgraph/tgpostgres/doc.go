@@ -109,11 +109,11 @@
 //     uncapped key's it share-locks then); the scans (SKIP LOCKED: they
 //     never wait); its candidates' keys, then each rescan's, each wave
 //     split at the last key the batch holds (the domain's
-//     lockCandidateKeys): those after it waited for in key order, in one
-//     statement (LockKeys, as a creation does), those up to it taken only
-//     when free (TryLockKeys: SKIP LOCKED), a candidate whose key another
-//     transaction holds being passed over as the scans pass over a locked
-//     task, so that a batch never waits for a key before one it holds;
+//     lockKeysAfter), in one statement (LockKeys, as a creation does):
+//     those after it waited for in key order, those up to it taken only
+//     when free (SKIP LOCKED), a candidate whose key another transaction
+//     holds being passed over as the scans pass over a locked task, so
+//     that a batch never waits for a key before one it holds;
 //     in Apply the claimed rows (held), whose tasks_key_leave
 //     unparks the next parked task of the group after the key's row (of
 //     a key with a cap or a rate: migration 0025; the row of a key with

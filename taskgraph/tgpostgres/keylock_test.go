@@ -15,7 +15,8 @@ import (
 // first's transaction, while a capped key's claims do wait for one
 // another (FOR NO KEY UPDATE: their guarded update follows), and a change
 // of the limit (LockKeyForLimit: FOR UPDATE) waits for a claim of either;
-// TryLockKeys never waits, and answers a key held for writing as busy.
+// LockKeys never waits for a key up to the one it is told the transaction
+// holds, and answers such a key held for writing as busy.
 // The waits are read from pg_stat_activity on a connection of its own.
 func TestKeyLockModes(t *testing.T) {
 	ctx := testCtx(t)
@@ -99,7 +100,7 @@ func TestKeyLockModes(t *testing.T) {
 	}
 	lockKeys := func(keys ...string) func(tx tgdriver.Tx) error {
 		return func(tx tgdriver.Tx) error {
-			got, err := tx.LockKeys(context.Background(), keys)
+			got, _, err := tx.LockKeys(context.Background(), keys, "")
 			if err == nil && len(got) != len(keys) {
 				t.Errorf("LockKeys(%v) locked %d rows, want %d", keys, len(got), len(keys))
 			}
@@ -112,13 +113,14 @@ func TestKeyLockModes(t *testing.T) {
 	if second("a batch's lock of a capped key beside an uncapped one", lockKeys("capped", "free"), hold("capped")) {
 		t.Error("a batch's lock of a capped key (LockKeys) did not wait for a claim's transaction")
 	}
-	// TryLockKeys never waits: a capped key a claim holds is busy, an
-	// uncapped one it holds (shared) is locked, a key without a row is in
-	// neither, and a row this transaction holds is never busy.
+	// LockKeys never waits for a key up to held: a capped key a claim
+	// holds is busy, an uncapped one it holds (shared) is locked, a key
+	// without a row is in neither, and a row this transaction holds is
+	// never busy.
 	tryLock := func(want []string, wantBusy ...string) func(tx tgdriver.Tx) error {
 		return func(tx tgdriver.Tx) error {
 			for try := range 2 {
-				locked, busy, err := tx.TryLockKeys(context.Background(), []string{"missing", "free", "capped"})
+				locked, busy, err := tx.LockKeys(context.Background(), []string{"missing", "free", "capped"}, "zzz")
 				if err != nil {
 					return err
 				}
@@ -127,7 +129,7 @@ func TestKeyLockModes(t *testing.T) {
 					got = append(got, k.Key)
 				}
 				if !slices.Equal(got, want) || !slices.Equal(busy, wantBusy) {
-					t.Errorf("TryLockKeys (try %d) locked %v, busy %v; want %v, busy %v", try, got, busy, want, wantBusy)
+					t.Errorf("LockKeys up to held (try %d) locked %v, busy %v; want %v, busy %v", try, got, busy, want, wantBusy)
 				}
 				want, wantBusy = []string{"capped", "free"}, nil
 				if len(got) < 2 {
@@ -138,17 +140,17 @@ func TestKeyLockModes(t *testing.T) {
 		}
 	}
 	if !second("a try of keys beside a capped key a claim holds", tryLock([]string{"free"}, "capped"), hold("capped")) {
-		t.Error("TryLockKeys waited for a claim's transaction; want it never to wait")
+		t.Error("LockKeys up to held waited for a claim's transaction; want it never to wait")
 	}
 	if !second("a try of keys beside an uncapped key a claim holds", tryLock([]string{"capped", "free"}), hold("free")) {
-		t.Error("TryLockKeys waited for a claim's transaction; want it never to wait")
+		t.Error("LockKeys up to held waited for a claim's transaction; want it never to wait")
 	}
 	if second("a claim's lock of a key a try holds", lockKey("capped"), holdWith(func(tx tgdriver.Tx) {
-		if locked, busy, err := tx.TryLockKeys(context.Background(), []string{"capped"}); err != nil || len(locked) != 1 || len(busy) != 0 {
-			t.Errorf("TryLockKeys(capped) = %v, busy %v, %v; want it locked", locked, busy, err)
+		if locked, busy, err := tx.LockKeys(context.Background(), []string{"capped"}, "capped"); err != nil || len(locked) != 1 || len(busy) != 0 {
+			t.Errorf("LockKeys up to held(capped) = %v, busy %v, %v; want it locked", locked, busy, err)
 		}
 	})) {
-		t.Error("a claim's lock of a capped key did not wait for the transaction that took it with TryLockKeys")
+		t.Error("a claim's lock of a capped key did not wait for the transaction that took it with LockKeys up to held")
 	}
 	if second("a change of an uncapped key's limit", forLimit("free"), hold("free")) {
 		t.Error("a change of an uncapped key's limit did not wait for a claim in flight")

@@ -1077,76 +1077,58 @@ const (
 		u AS (SELECT ` + keyColumns + ` FROM concurrency_keys WHERE key = $1 AND (max_claimed > 0 OR rate_count > 0) FOR NO KEY UPDATE)
 		SELECT * FROM s UNION ALL SELECT * FROM u`
 	lockKeyAgainSQL = `SELECT ` + keyColumns + ` FROM concurrency_keys WHERE key = $1 FOR NO KEY UPDATE`
-	// lockKeysSQL is lockKeySQL of several keys: each arm takes its rows
-	// in key order. A shared lock conflicts only with a change of a limit
+	// lockKeysSQL is lockKeySQL of several keys, in one statement. The
+	// keys after $2 in key order: each arm (w, v) takes its rows in key
+	// order, waiting; a shared lock conflicts only with a change of a limit
 	// (FOR UPDATE, one key at a time), so the writing locks, in key order
-	// among themselves, are the ones whose order matters.
-	lockKeysSQL = `WITH s AS (SELECT ` + keyColumns + ` FROM concurrency_keys WHERE key = ANY($1::text[]) AND max_claimed = 0 AND rate_count = 0
-			ORDER BY key COLLATE "C" FOR KEY SHARE),
-		u AS (SELECT ` + keyColumns + ` FROM concurrency_keys WHERE key = ANY($1::text[]) AND (max_claimed > 0 OR rate_count > 0)
-			ORDER BY key COLLATE "C" FOR NO KEY UPDATE)
-		SELECT * FROM s UNION ALL SELECT * FROM u`
-	// tryLockKeysSQL is lockKeysSQL with SKIP LOCKED, which never waits
-	// (so its arms need no order), and a third arm that reads, without a
-	// lock, the rows of keys neither arm took: those another transaction
-	// holds (busy true). A row this transaction holds is not skipped.
-	tryLockKeysSQL = `WITH s AS (SELECT ` + keyColumns + ` FROM concurrency_keys WHERE key = ANY($1::text[]) AND max_claimed = 0 AND rate_count = 0
-			FOR KEY SHARE SKIP LOCKED),
-		u AS (SELECT ` + keyColumns + ` FROM concurrency_keys WHERE key = ANY($1::text[]) AND (max_claimed > 0 OR rate_count > 0)
-			FOR NO KEY UPDATE SKIP LOCKED)
-		SELECT *, false FROM s UNION ALL SELECT *, false FROM u
-		UNION ALL SELECT ` + keyColumns + `, true FROM concurrency_keys WHERE key = ANY($1::text[])
+	// among themselves, are the ones whose order matters. The keys up to
+	// $2 (the last the transaction holds): arms (s, u) with SKIP LOCKED,
+	// which never wait, run first, and a last arm reads, without a lock,
+	// those of their rows neither took: rows another transaction holds
+	// (busy true). A row this transaction holds is not skipped.
+	lockKeysSQL = `WITH s AS (SELECT ` + keyColumns + ` FROM concurrency_keys WHERE key = ANY($1::text[]) AND key COLLATE "C" <= $2
+			AND max_claimed = 0 AND rate_count = 0 FOR KEY SHARE SKIP LOCKED),
+		u AS (SELECT ` + keyColumns + ` FROM concurrency_keys WHERE key = ANY($1::text[]) AND key COLLATE "C" <= $2
+			AND (max_claimed > 0 OR rate_count > 0) FOR NO KEY UPDATE SKIP LOCKED),
+		w AS (SELECT ` + keyColumns + ` FROM concurrency_keys WHERE key = ANY($1::text[]) AND key COLLATE "C" > $2
+			AND max_claimed = 0 AND rate_count = 0 ORDER BY key COLLATE "C" FOR KEY SHARE),
+		v AS (SELECT ` + keyColumns + ` FROM concurrency_keys WHERE key = ANY($1::text[]) AND key COLLATE "C" > $2
+			AND (max_claimed > 0 OR rate_count > 0) ORDER BY key COLLATE "C" FOR NO KEY UPDATE)
+		SELECT *, false FROM s UNION ALL SELECT *, false FROM u UNION ALL SELECT *, false FROM w UNION ALL SELECT *, false FROM v
+		UNION ALL SELECT ` + keyColumns + `, true FROM concurrency_keys WHERE key = ANY($1::text[]) AND key COLLATE "C" <= $2
 			AND key NOT IN (SELECT key FROM s UNION ALL SELECT key FROM u)`
 )
 
-// TryLockKeys implements tgdriver.Tx.TryLockKeys in one statement
-// (tryLockKeysSQL).
-func (w *wtx) TryLockKeys(ctx context.Context, keys []string) (locked []tgdriver.KeyRow, busy []string, err error) {
+// LockKeys implements tgdriver.Tx.LockKeys in one statement
+// (lockKeysSQL).
+func (w *wtx) LockKeys(ctx context.Context, keys []string, held string) (locked []tgdriver.KeyRow, busy []string, err error) {
 	if len(keys) == 0 {
 		return nil, nil, nil
 	}
-	rows, err := w.c.Query(ctx, tryLockKeysSQL, keys)
+	rows, err := w.c.Query(ctx, lockKeysSQL, keys, held)
 	if err != nil {
-		return nil, nil, w.fail(ctx, "lock free concurrency keys", err)
+		return nil, nil, w.fail(ctx, "lock concurrency keys", err)
 	}
 	defer rows.Close()
 	for rows.Next() {
 		var k tgdriver.KeyRow
-		var held bool
+		var isBusy bool
 		if err := rows.Scan(&k.Key, &k.MaxClaimed, &k.Claimed, &k.RateCount, &k.RateIntervalMS, &k.RecentMS, &k.RateOpenAtMS,
-			&k.UpdatedAtMS, &k.UpdatedBy, &held); err != nil {
-			return nil, nil, w.fail(ctx, "lock free concurrency keys", err)
+			&k.UpdatedAtMS, &k.UpdatedBy, &isBusy); err != nil {
+			return nil, nil, w.fail(ctx, "lock concurrency keys", err)
 		}
-		if held {
+		if isBusy {
 			busy = append(busy, k.Key)
 		} else {
 			locked = append(locked, k)
 		}
 	}
 	if err := rows.Err(); err != nil {
-		return nil, nil, w.fail(ctx, "lock free concurrency keys", err)
+		return nil, nil, w.fail(ctx, "lock concurrency keys", err)
 	}
 	slices.SortFunc(locked, func(a, b tgdriver.KeyRow) int { return strings.Compare(a.Key, b.Key) })
 	slices.Sort(busy)
 	return locked, busy, nil
-}
-
-// LockKeys implements tgdriver.Tx.LockKeys in one statement
-// (lockKeysSQL).
-func (w *wtx) LockKeys(ctx context.Context, keys []string) ([]tgdriver.KeyRow, error) {
-	if len(keys) == 0 {
-		return nil, nil
-	}
-	rows, err := w.c.Query(ctx, lockKeysSQL, keys)
-	if err != nil {
-		return nil, w.fail(ctx, "lock concurrency keys", err)
-	}
-	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (tgdriver.KeyRow, error) { return scanKey(row) })
-	if err != nil {
-		return nil, w.fail(ctx, "lock concurrency keys", err)
-	}
-	slices.SortFunc(out, func(a, b tgdriver.KeyRow) int { return strings.Compare(a.Key, b.Key) })
-	return out, nil
 }
 
 // LockKey returns concurrency key key, locked: FOR KEY SHARE when it has

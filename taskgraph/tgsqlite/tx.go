@@ -695,26 +695,20 @@ const idleKey = `claimed = 0 AND max_claimed = 0 AND rate_count = 0
 		AND tasks.state = 'pending' AND tasks.due_at_ms = 0)`
 
 // LockKeys returns the concurrency keys among keys that have rows, in key
-// order (the single writer holds every row).
-func (t *wtx) LockKeys(ctx context.Context, keys []string) ([]tgdriver.KeyRow, error) {
+// order; none is busy (the single writer holds every row), so held does
+// not matter.
+func (t *wtx) LockKeys(ctx context.Context, keys []string, held string) ([]tgdriver.KeyRow, []string, error) {
 	var out []tgdriver.KeyRow
 	for _, key := range slices.Compact(slices.Sorted(slices.Values(keys))) {
 		k, ok, err := t.Key(ctx, key)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		if ok {
 			out = append(out, k)
 		}
 	}
-	return out, nil
-}
-
-// TryLockKeys is LockKeys: the single writer holds every row, so none is
-// busy.
-func (t *wtx) TryLockKeys(ctx context.Context, keys []string) ([]tgdriver.KeyRow, []string, error) {
-	locked, err := t.LockKeys(ctx, keys)
-	return locked, nil, err
+	return out, nil, nil
 }
 
 // LockKey returns concurrency key key (the single writer holds every row).

@@ -85,7 +85,7 @@ func (e *lockEnv) wantNoDeadlock(t *testing.T, what string) {
 // first, in key order, after their tasks (tgpostgres: lockUpdatedSQL);
 // its candidates' keys after them are waited for only when they come
 // after every key the batch holds, and otherwise taken only when free
-// (lockCandidateKeys), so that no two batches wait for each other across
+// (lockKeysAfter), so that no two batches wait for each other across
 // those waves.
 func testKeyBatchWavesLockInOrder(t *testing.T, h Harness) {
 	e := setupLocks(t, h, 3)

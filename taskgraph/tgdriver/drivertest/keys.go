@@ -9,7 +9,7 @@ import (
 )
 
 // keyTests: concurrency keys (migration 0012): the key rows (EnsureKey,
-// LockKey, LockKeys, TryLockKeys, UpdateKey, Key, Keys, KeyHead), the claim scans passing over
+// LockKey, LockKeys, UpdateKey, Key, Keys, KeyHead), the claim scans passing over
 // closed keys, and the schema giving a slot back when a claim ends.
 var keyTests = []test{
 	{"Rows", testKeyRows},
@@ -42,9 +42,10 @@ func (e *env) setKeys(ks ...tgdriver.KeyRow) {
 	})
 }
 
-// testLockKeys: LockKeys, and TryLockKeys with no other transaction,
-// return, in key order and once each, the rows of the keys asked that have
-// one, whatever their limits, as Key reads them; nothing for no keys.
+// testLockKeys: LockKeys returns, in key order and once each, the rows of
+// the keys asked that have one, whatever their limits, as Key reads them,
+// and with no other transaction none busy, whatever the key it is told the
+// transaction holds; nothing for no keys.
 func testLockKeys(t *testing.T, h Harness) {
 	e := newEnv(t, h)
 	e.setKeys(tgdriver.KeyRow{Key: "b", MaxClaimed: 2, Claimed: 1}, tgdriver.KeyRow{Key: "a"},
@@ -58,21 +59,17 @@ func testLockKeys(t *testing.T, h Harness) {
 		want = append(want, r)
 	}
 	e.write(func(tx tgdriver.Tx) error {
-		if got, err := tx.LockKeys(e.ctx, nil); err != nil || len(got) != 0 {
-			t.Errorf("LockKeys(nil) = %+v, %v; want none", got, err)
+		if got, busy, err := tx.LockKeys(e.ctx, nil, ""); err != nil || len(got) != 0 || len(busy) != 0 {
+			t.Errorf("LockKeys(nil) = %+v, busy %v, %v; want none", got, busy, err)
 		}
-		got, err := tx.LockKeys(e.ctx, []string{"c", "missing", "a", "b", "a"})
-		if err != nil || !slices.Equal(got, want) {
-			t.Errorf("LockKeys(c, missing, a, b, a) = %+v, %v; want %+v", got, err, want)
-		}
-		// With no other transaction, TryLockKeys locks what LockKeys does
-		// (a second time: rows the transaction holds are never busy).
-		if got, busy, err := tx.TryLockKeys(e.ctx, nil); err != nil || len(got) != 0 || len(busy) != 0 {
-			t.Errorf("TryLockKeys(nil) = %+v, busy %v, %v; want none", got, busy, err)
-		}
-		got, busy, err := tx.TryLockKeys(e.ctx, []string{"c", "missing", "a", "b", "a"})
-		if err != nil || !slices.Equal(got, want) || len(busy) != 0 {
-			t.Errorf("TryLockKeys(c, missing, a, b, a) = %+v, busy %v, %v; want %+v, none busy", got, busy, err, want)
+		// Waiting (held ""), then again taking only what is free (held
+		// after every key): with no other transaction, both lock the same
+		// rows (rows the transaction holds are never busy).
+		for _, held := range []string{"", "z"} {
+			got, busy, err := tx.LockKeys(e.ctx, []string{"c", "missing", "a", "b", "a"}, held)
+			if err != nil || !slices.Equal(got, want) || len(busy) != 0 {
+				t.Errorf("LockKeys(c, missing, a, b, a; held %q) = %+v, busy %v, %v; want %+v, none busy", held, got, busy, err, want)
+			}
 		}
 		return nil
 	})
