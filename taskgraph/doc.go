@@ -136,7 +136,9 @@
 // count only when the key is capped. SQLite keeps the same meaning. The
 // guard is in the key's row: a claim of a limited key
 // takes a slot in its own transaction by locking the row (LockKey) and a
-// compare-and-set update (UpdateKey) that raises claimed (capped) and appends the
+// compare-and-set update (UpdateKey; a hot batch, which holds the rows of
+// its claims' keys locked, sends its claims' updates together with its
+// next round: tgdriver.KeyUpdate) that raises claimed (capped) and appends the
 // claim's time (the transaction's server time, as its history records it)
 // to the last Rate claim times; it is refused when claimed is at the cap
 // or Rate claims lie within the interval that ends at it, so the rate

@@ -492,11 +492,13 @@ func (s *Store) hotTx(ctx context.Context, tx tgdriver.Tx, ops []*hotOp, answers
 		ops []int
 	}
 	var rescans []rescan
-	// While the claims are granted, no statement but takeKeySlot's writes
-	// the key rows the grants lock: they are read from keyRows.
+	// While the claims are granted, nothing but takeKeySlot writes the key
+	// rows the grants lock: they are read from keyRows, and the slots
+	// taken are kept in keyWrites and sent with the next round.
 	keyRows := map[string]tgdriver.KeyRow{}
+	keyWrites := map[string]*tgdriver.KeyUpdate{}
 	for _, w := range ws {
-		w.keyRows = keyRows
+		w.keyRows, w.keyWrites = keyRows, keyWrites
 	}
 	for si, sc := range scans {
 		again, err := grant(sc, sc.ops, fetched.Claimable[si])
@@ -511,7 +513,8 @@ func (s *Store) hotTx(ctx context.Context, tx tgdriver.Tx, ops []*hotOp, answers
 	// this transaction see its own slots taken), so rounds end; the bound
 	// only caps a batch's work when keys keep closing under it.
 	for round := 0; len(rescans) > 0 && round < maxKeyRescans; round++ {
-		var rf tgdriver.Fetch
+		// The slots taken so far are written first: the scans see them.
+		rf := tgdriver.Fetch{Keys: drainKeyWrites(keyWrites)}
 		for _, rs := range rescans {
 			// The scan meets the tasks the batch took (not yet updated)
 			// and those it passed over: it asks for as many more.
@@ -534,8 +537,11 @@ func (s *Store) hotTx(ctx context.Context, tx tgdriver.Tx, ops []*hotOp, answers
 		rescans = next
 	}
 	for _, w := range ws {
-		w.keyRows = nil
+		w.keyRows, w.keyWrites = nil, nil
 	}
+	// The slots the grants took go with round two, before the claims'
+	// updates, whose triggers read them.
+	out.keys = drainKeyWrites(keyWrites)
 
 	// Round two: the claims' updates, the events, the notifications, the
 	// kept answers of the operations with a request id known by now

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/audit"
@@ -66,12 +67,8 @@ func (w *wtx) takeKeySlot(key string) (refused string, err error) {
 		w.keyTaken = nil
 		return "", nil
 	}
-	done, err := w.tx.UpdateKey(w.ctx, k, nk)
-	if err != nil {
+	if err := w.writeKey(k, nk); err != nil {
 		return "", fmt.Errorf("take a slot of concurrency key %s: %w", key, err)
-	}
-	if !done {
-		return "", fmt.Errorf("%w: concurrency key %s changed under its lock", errInternal, key)
 	}
 	w.keyTaken = &keyTake{before: k, after: nk}
 	w.heldKey(nk)
@@ -192,15 +189,51 @@ func (w *wtx) untakeKeySlot() error {
 		return nil
 	}
 	w.keyTaken = nil
-	done, err := w.tx.UpdateKey(w.ctx, t.after, t.before)
-	if err != nil {
+	if err := w.writeKey(t.after, t.before); err != nil {
 		return fmt.Errorf("give back a slot of concurrency key %s: %w", t.before.Key, err)
-	}
-	if !done {
-		return fmt.Errorf("%w: concurrency key %s changed under its lock", errInternal, t.before.Key)
 	}
 	w.heldKey(t.before)
 	return nil
+}
+
+// writeKey writes nk over k, the row of a key this transaction holds
+// locked as it is now: at once (UpdateKey, guarded), or in a batch's
+// grants kept in keyWrites, to be sent with its next round.
+func (w *wtx) writeKey(k, nk tgdriver.KeyRow) error {
+	if w.keyWrites != nil {
+		if u, ok := w.keyWrites[k.Key]; ok {
+			if u.New != k {
+				return fmt.Errorf("%w: concurrency key %s changed under its lock", errInternal, k.Key)
+			}
+			u.New = nk
+		} else {
+			w.keyWrites[k.Key] = &tgdriver.KeyUpdate{Old: k, New: nk}
+		}
+		return nil
+	}
+	done, err := w.tx.UpdateKey(w.ctx, k, nk)
+	if err != nil {
+		return err
+	}
+	if !done {
+		return fmt.Errorf("%w: concurrency key %s changed under its lock", errInternal, k.Key)
+	}
+	return nil
+}
+
+// drainKeyWrites returns the key writes keyWrites holds that change a row,
+// in key order, and empties it: the caller sends them with its next round,
+// before anything in it reads those rows.
+func drainKeyWrites(writes map[string]*tgdriver.KeyUpdate) []tgdriver.KeyUpdate {
+	var out []tgdriver.KeyUpdate
+	for _, u := range writes {
+		if u.New != u.Old {
+			out = append(out, *u)
+		}
+	}
+	clear(writes)
+	slices.SortFunc(out, func(a, b tgdriver.KeyUpdate) int { return strings.Compare(a.Old.Key, b.Old.Key) })
+	return out
 }
 
 // heldKey records k as its row now is, locked, in keyRows when set.

@@ -39,6 +39,13 @@ type wtx struct {
 	// again (a round trip), and lockKeys locks those missing in one
 	// statement. Nil elsewhere.
 	keyRows map[string]tgdriver.KeyRow
+	// keyWrites, while a batch grants its claims, holds what its claims
+	// wrote to the key rows it holds (keyRows) and has not yet sent:
+	// takeKeySlot and untakeKeySlot change them here, and the batch sends
+	// them with its next round (drainKeyWrites: a rescan's Fetch, or
+	// Apply), rather than a round trip each. Nil elsewhere: they write at
+	// once.
+	keyWrites map[string]*tgdriver.KeyUpdate
 	// batchDone, in a hot batch's completions, collects the completed
 	// tasks with dependents, which the batch settles together after them
 	// (completeDependents). Nil elsewhere.
@@ -56,6 +63,9 @@ type outbox struct {
 	// updates are writes of rows the transaction holds locked, whose
 	// guards hold (queueUpdate): flush applies them with the last round.
 	updates []tgdriver.TaskUpdate
+	// keys are writes of key rows the transaction holds locked (a batch's
+	// slots taken: drainKeyWrites), applied before updates.
+	keys []tgdriver.KeyUpdate
 	// hooks run after the transaction commits, in order.
 	hooks []func()
 }
@@ -188,14 +198,14 @@ const journalRound = 1000
 // (tgdriver.Apply.Commit).
 func (w *wtx) flushRows(updates []tgdriver.TaskUpdate, requests []tgdriver.RequestRow, commit bool) ([]tgdriver.TaskRow, error) {
 	out := w.out
-	if len(updates) == 0 && len(out.updates) == 0 && len(out.events) == 0 && len(out.ready) == 0 && len(requests) == 0 {
+	if len(updates) == 0 && len(out.updates) == 0 && len(out.events) == 0 && len(out.ready) == 0 && len(requests) == 0 && len(out.keys) == 0 {
 		return nil, nil
 	}
 	n := len(updates)
 	if len(out.updates) > 0 {
 		updates = append(updates[:n:n], out.updates...)
 	}
-	a := tgdriver.Apply{Updates: updates, Events: out.events, Journal: w.s.journal, Requests: requests, Commit: commit}
+	a := tgdriver.Apply{Keys: out.keys, Updates: updates, Events: out.events, Journal: w.s.journal, Requests: requests, Commit: commit}
 	if len(out.ready) > 0 {
 		a.Ready = make([]tgdriver.Ready, len(out.ready))
 		for i, r := range out.ready {

@@ -399,8 +399,19 @@ type ClaimScan struct {
 	AtMS       int64
 }
 
+// KeyUpdate is a guarded write of a concurrency key's row: New over Old,
+// if the row still holds Old (UpdateKey's guard). A batch keeps the slots
+// its claims take in memory, on rows it holds locked, and writes them
+// with its next round (Fetch.Keys, Apply.Keys) rather than one round
+// trip each.
+type KeyUpdate struct{ Old, New KeyRow }
+
 // Fetch is the first round of a batch (Tx.Fetch).
 type Fetch struct {
+	// Keys are written first, before anything else of the round reads
+	// them; a guard that does not hold fails the round with
+	// ErrGuardFailed.
+	Keys []KeyUpdate
 	// Lock lists tasks, by id, to read and lock for the transaction (in
 	// task id order); ids that do not exist are left out of Fetched.Locked.
 	Lock []string
@@ -440,6 +451,10 @@ type Ready struct {
 
 // Apply is the last round of a batch (Tx.Apply).
 type Apply struct {
+	// Keys are written first, before the updates (whose triggers read
+	// them); a guard that does not hold fails the round with
+	// ErrGuardFailed, before its COMMIT.
+	Keys    []KeyUpdate
 	Updates []TaskUpdate
 	Events  []EventRow
 	// Journal records Events in the journal (Tx.JournalEvents) rather than

@@ -112,6 +112,9 @@ func queueScan(b *pgx.Batch, c tgdriver.ClaimScan) {
 func (w *wtx) Fetch(ctx context.Context, f tgdriver.Fetch) (tgdriver.Fetched, error) {
 	var out tgdriver.Fetched
 	b := &pgx.Batch{}
+	if len(f.Keys) > 0 {
+		queueKeyUpdates(b, f.Keys)
+	}
 	if len(f.Lock) > 0 {
 		ids := slices.Clone(f.Lock)
 		slices.Sort(ids)
@@ -155,6 +158,11 @@ func (w *wtx) Fetch(ctx context.Context, f tgdriver.Fetch) (tgdriver.Fetched, er
 	fail := func(err error) (tgdriver.Fetched, error) {
 		_ = br.Close()
 		return tgdriver.Fetched{}, w.fail(ctx, "fetch a batch", err)
+	}
+	if len(f.Keys) > 0 {
+		if _, err := br.Exec(); err != nil {
+			return fail(err)
+		}
 	}
 	if len(f.Lock) > 0 {
 		rows, err := br.Query()
@@ -212,6 +220,35 @@ func (w *wtx) Fetch(ctx context.Context, f tgdriver.Fetch) (tgdriver.Fetched, er
 	return out, nil
 }
 
+// updateKeysSQL writes a batch's key updates (tgdriver.KeyUpdate: each
+// row's new values over its old ones, under UpdateKey's guard) in one
+// statement, which fails on the server (apply_guard: SQLSTATE TG001,
+// ErrGuardFailed) unless every guard held: the COMMIT may follow in the
+// same round trip.
+const updateKeysSQL = `WITH u AS (UPDATE concurrency_keys k SET max_claimed = v.mc, claimed = v.c, rate_count = v.rc,
+		rate_interval_ms = v.ri, recent_ms = v.r, rate_open_at_ms = v.ro, updated_at_ms = v.ua, updated_by = v.ub
+	FROM unnest($1::text[], $2::bigint[], $3::bigint[], $4::bigint[], $5::bigint[], $6::text[], $7::bigint[], $8::bigint[], $9::text[],
+		$10::bigint[], $11::text[], $12::bigint[], $13::bigint[], $14::bigint[]) AS v(key, mc, c, rc, ri, r, ro, ua, ub, oc, orecent, omc, orc, ori)
+	WHERE k.key = v.key AND k.claimed = v.oc AND k.recent_ms = v.orecent AND k.max_claimed = v.omc AND k.rate_count = v.orc
+		AND k.rate_interval_ms = v.ori
+	RETURNING 1)
+	SELECT apply_guard(count(*), cardinality($1::text[])) FROM u`
+
+// queueKeyUpdates queues the write of keys (updateKeysSQL).
+func queueKeyUpdates(b *pgx.Batch, keys []tgdriver.KeyUpdate) {
+	n := len(keys)
+	names, recent, by, orecent := make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+	mc, c, rc, ri, ro, ua := make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n)
+	oc, omc, orc, ori := make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n)
+	for i, k := range keys {
+		nk, old := k.New, k.Old
+		names[i], recent[i], by[i], orecent[i] = old.Key, nk.RecentMS, nk.UpdatedBy, old.RecentMS
+		mc[i], c[i], rc[i], ri[i], ro[i], ua[i] = int64(nk.MaxClaimed), int64(nk.Claimed), int64(nk.RateCount), nk.RateIntervalMS, nk.RateOpenAtMS, nk.UpdatedAtMS
+		oc[i], omc[i], orc[i], ori[i] = int64(old.Claimed), int64(old.MaxClaimed), int64(old.RateCount), old.RateIntervalMS
+	}
+	b.Queue(updateKeysSQL, names, mc, c, rc, ri, recent, ro, ua, by, oc, orecent, omc, orc, ori)
+}
+
 func collectTasks(rows pgx.Rows) ([]tgdriver.TaskRow, error) {
 	var s taskScanner
 	return pgx.CollectRows(rows, func(row pgx.CollectableRow) (tgdriver.TaskRow, error) { return s.scan(row) })
@@ -230,6 +267,9 @@ func (w *wtx) Apply(ctx context.Context, a tgdriver.Apply) ([]tgdriver.TaskRow, 
 		return nil, err
 	}
 	commit := a.Commit && (len(a.Events) == 0 || a.Journal)
+	if len(a.Keys) > 0 {
+		queueKeyUpdates(b, a.Keys)
+	}
 	for _, g := range groups {
 		g.queue(w.d.updates, b, commit)
 	}
@@ -272,6 +312,11 @@ func (w *wtx) Apply(ctx context.Context, a tgdriver.Apply) ([]tgdriver.TaskRow, 
 			return nil, w.failCommitted(ctx, err)
 		}
 		return nil, w.fail(ctx, "apply a batch", err)
+	}
+	if len(a.Keys) > 0 {
+		if _, err := br.Exec(); err != nil {
+			return fail(err)
+		}
 	}
 	out, ok := make([]tgdriver.TaskRow, len(a.Updates)), make([]bool, len(a.Updates))
 	for _, g := range groups {

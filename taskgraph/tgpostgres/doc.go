@@ -170,8 +170,13 @@
 //     not live, which the domain explains in the same transaction); then
 //     one claim scan per kind of claim (workflow, capabilities), each
 //     locking the first N claimable tasks FOR UPDATE SKIP LOCKED.
-//   - Apply: the claims' guarded updates (again one statement per shape),
-//     the events (one INSERT of their bodies into events and of a row
+//   - Apply: the slots the claims took of their concurrency keys (one
+//     guarded UPDATE of the keys' rows, updateKeysSQL: a batch holds
+//     those rows locked and keeps what its claims take in memory, so a
+//     claim of a key with a limit costs no round trip of its own; a
+//     rescan's Fetch sends those taken so far first, so that its scans
+//     see them), the claims' guarded updates (again one statement per
+//     shape), the events (one INSERT of their bodies into events and of a row
 //     per workflow listing them into the journal: see Events), the
 //     notifications (one pg_notify over an array), the kept answers of
 //     request ids, and the COMMIT.

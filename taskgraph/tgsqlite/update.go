@@ -117,6 +117,9 @@ func updateSQL(sh tgdriver.UpdateShape) string {
 // transaction, so reading is locking.
 func (t *wtx) Fetch(ctx context.Context, f tgdriver.Fetch) (tgdriver.Fetched, error) {
 	var out tgdriver.Fetched
+	if err := t.updateKeys(ctx, f.Keys); err != nil {
+		return out, err
+	}
 	ids := slices.Clone(f.Lock)
 	slices.Sort(ids)
 	for _, id := range slices.Compact(ids) {
@@ -180,6 +183,9 @@ func claimableLimitQuery(workflowID string, caps []string) string {
 // needed: other processes see the commit through PRAGMA data_version.
 // Commit is left to the writer, which commits the batch.
 func (t *wtx) Apply(ctx context.Context, a tgdriver.Apply) ([]tgdriver.TaskRow, error) {
+	if err := t.updateKeys(ctx, a.Keys); err != nil {
+		return nil, err
+	}
 	out := make([]tgdriver.TaskRow, len(a.Updates))
 	for i, u := range a.Updates {
 		r, ok, err := t.update(u)
@@ -353,4 +359,19 @@ func (t *wtx) ChainHead(_ context.Context, workflowID string) (string, int64, er
 		return "", 0, fmt.Errorf("read chain head of workflow %s: %w", workflowID, noRows(err))
 	}
 	return head, n, nil
+}
+
+// updateKeys writes a round's key updates (UpdateKey each): a guard that
+// does not hold is ErrGuardFailed.
+func (t *wtx) updateKeys(ctx context.Context, keys []tgdriver.KeyUpdate) error {
+	for _, k := range keys {
+		ok, err := t.UpdateKey(ctx, k.Old, k.New)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return fmt.Errorf("%w: concurrency key %s", tgdriver.ErrGuardFailed, k.Old.Key)
+		}
+	}
+	return nil
 }

@@ -301,7 +301,7 @@ func (e *env) count(query string, args ...any) int {
 // dumpTables are the tables dump renders: every table a driver method
 // writes, and schema_version (which Ready must not change).
 var dumpTables = []string{"workflows", "tasks", "edges", "events", "event_links", "event_journal", "audit_chain", "audit_head",
-	"pruned_workflows", "server_clock", "requests", "claim_pauses", "schema_version"}
+	"pruned_workflows", "server_clock", "requests", "claim_pauses", "concurrency_keys", "schema_version"}
 
 // dump renders every row of every table the drivers write, in a stable
 // order, for "nothing was written" assertions.

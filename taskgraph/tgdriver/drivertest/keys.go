@@ -1,6 +1,7 @@
 package drivertest
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"testing"
@@ -14,6 +15,7 @@ import (
 var keyTests = []test{
 	{"Rows", testKeyRows},
 	{"LockKeysReturnsThoseWithRows", testLockKeys},
+	{"RoundsWriteKeysFirstGuarded", testRoundKeys},
 	{"ScansPassOverClosedKeys", testKeyScans},
 	{"ClaimEndGivesSlotBack", testKeySlotBack},
 	{"FreeWakesCappedPrunesIdle", testFreeKeys},
@@ -390,4 +392,67 @@ func testKeySlotBack(t *testing.T, h Harness) {
 	e.set(rows[3].Seq, tgdriver.TaskSet{State: tgdriver.Val("claimed")})
 	e.set(rows[3].Seq, tgdriver.TaskSet{State: tgdriver.Val("completed")})
 	e.wantKey("free", 0)
+}
+
+// testRoundKeys: Fetch and Apply write their Keys first, under UpdateKey's
+// guard: a Fetch's scan sees a key filled by its own Keys, an Apply's
+// writes commit with it, and a guard that does not hold fails the round
+// with ErrGuardFailed and rolls the whole transaction back.
+func testRoundKeys(t *testing.T, h Harness) {
+	e := newEnv(t, h)
+	e.setKeys(tgdriver.KeyRow{Key: "a", MaxClaimed: 1}, tgdriver.KeyRow{Key: "b", MaxClaimed: 3, Claimed: 1})
+	rows := e.inserted(keyed("wf", "ta", "a", 0), task("wf", "plain"))
+	read := func(key string) tgdriver.KeyRow {
+		t.Helper()
+		k, ok, err := e.d.Reads().Key(e.ctx, key)
+		if err != nil || !ok {
+			t.Fatalf("Key(%s): ok=%v err=%v", key, ok, err)
+		}
+		return k
+	}
+	a, b := read("a"), read("b")
+	fullA, moreB := a, b
+	fullA.Claimed, fullA.UpdatedAtMS = 1, 7
+	moreB.Claimed, moreB.UpdatedAtMS, moreB.UpdatedBy = 2, 7, "op"
+	e.write(func(tx tgdriver.Tx) error {
+		f, err := tx.Fetch(e.ctx, tgdriver.Fetch{Keys: []tgdriver.KeyUpdate{{Old: a, New: fullA}},
+			Claims: []tgdriver.ClaimScan{{N: 10, AtMS: 1}}})
+		if err != nil {
+			return err
+		}
+		if got, want := seqsOf(f.Claimable[0]), []int64{rows[1].Seq}; !equalSeqs(got, want) {
+			t.Errorf("scan after the round's Keys filled key a: %v, want %v (a's task passed over)", got, want)
+		}
+		_, err = tx.Apply(e.ctx, tgdriver.Apply{Keys: []tgdriver.KeyUpdate{{Old: b, New: moreB}}, Commit: true})
+		return err
+	})
+	if got := read("a"); got != fullA {
+		t.Errorf("key a after Fetch's Keys committed: %+v, want %+v", got, fullA)
+	}
+	if got := read("b"); got != moreB {
+		t.Errorf("key b after Apply's Keys committed: %+v, want %+v", got, moreB)
+	}
+	before := e.dump()
+	for _, round := range []string{"Fetch", "Apply"} {
+		err := e.d.Write(e.ctx, func(tx tgdriver.Tx) error {
+			if err := tx.TouchAlive(e.ctx, 4242); err != nil {
+				return err
+			}
+			// b still holds moreB: that write holds; a no longer holds a.
+			keys := []tgdriver.KeyUpdate{{Old: moreB, New: b}, {Old: a, New: fullA}}
+			if round == "Fetch" {
+				_, err := tx.Fetch(e.ctx, tgdriver.Fetch{Keys: keys})
+				return err
+			}
+			_, err := tx.Apply(e.ctx, tgdriver.Apply{Keys: keys, Commit: true})
+			return err
+		})
+		if !errors.Is(err, tgdriver.ErrGuardFailed) {
+			t.Errorf("%s with a key whose guard does not hold: %v, want ErrGuardFailed", round, err)
+		}
+	}
+	e.unchanged(before, "rounds whose Keys failed their guard")
+	if got := read("b"); got != moreB {
+		t.Errorf("key b after rounds that failed: %+v, want %+v", got, moreB)
+	}
 }
