@@ -243,7 +243,11 @@ func (s *Store) hotTx(ctx context.Context, tx tgdriver.Tx, ops []*hotOp, answers
 			probeAt = ws[i].judged
 		}
 	}
+	// probed: the expiries and promotions may have taken key rows (the
+	// schema's triggers) that the batch does not know of.
+	probed := false
 	if !probeAt.IsZero() && s.timers.due(probeAt) {
+		probed = true
 		w := &wtx{ctx: ctx, tx: tx, now: now, nowMS: now.UnixMilli(), s: s, out: out, judged: probeAt}
 		w.as(ActorWorker, "")
 		if err := w.expireAndPromote(sweepLimit, dueLimit); err != nil {
@@ -398,6 +402,7 @@ func (s *Store) hotTx(ctx context.Context, tx tgdriver.Tx, ops []*hotOp, answers
 	for _, k := range slices.Concat(fetched.Keys, freed) {
 		heldKey = max(heldKey, k)
 	}
+
 	// grant gives the claims ops of scan sc the first of cands they may
 	// take, in batch order, and returns the claims left without a task
 	// while a candidate was refused for its concurrency key (full, or out
@@ -415,10 +420,16 @@ func (s *Store) hotTx(ctx context.Context, tx tgdriver.Tx, ops []*hotOp, answers
 			// free (lockKeysAfter): the candidates of a key another
 			// transaction holds are passed over.
 			keys := make([]string, 0, len(cands))
+			held := heldKey
 			for _, c := range cands {
 				keys = append(keys, c.ConcurrencyKey)
+				if probed {
+					// The expiries and promotions may hold any key:
+					// every candidate's key is taken only when free.
+					held = max(held, c.ConcurrencyKey)
+				}
 			}
-			if busy, heldKey, err = ws[opsOf[0]].lockKeysAfter(keys, heldKey); err != nil {
+			if busy, heldKey, err = ws[opsOf[0]].lockKeysAfter(keys, held); err != nil {
 				return nil, err
 			}
 		}
