@@ -154,7 +154,10 @@
 //     claim by id of that parked task, or a creation that depends on it,
 //     holds the task and waits for the key (KeyUnparkBesideTaskLockers:
 //     1-2 retries a run);
-//   - the sweeps lock tasks by seq, a batch by task id.
+//   - the sweeps lock tasks by seq, a batch by task id; a batch's probe
+//     (expiries, promotions) runs before its Fetch, so the keys' rows its
+//     expiries take (the trigger) come before the batch's task rows (its
+//     candidates' keys it then takes only when free).
 //
 // # Batches
 //
