@@ -152,14 +152,14 @@ func (w *wtx) lockKeysAfter(keys []string, held string) (busy map[string]bool, l
 	}
 	if w.keyRows != nil {
 		if todo := slices.DeleteFunc(slices.Clone(keys), func(k string) bool { _, ok := w.keyRows[k]; return ok }); len(todo) > 0 {
-			rows, held, err := w.tx.LockKeys(w.ctx, todo, held)
+			rows, others, err := w.tx.LockKeys(w.ctx, todo, held)
 			if err != nil {
 				return nil, "", fmt.Errorf("lock concurrency keys: %w", err)
 			}
 			for _, k := range rows {
 				w.heldKey(k)
 			}
-			for _, k := range held {
+			for _, k := range others {
 				if busy == nil {
 					busy = map[string]bool{}
 				}
