@@ -243,14 +243,15 @@ func (s *Store) hotTx(ctx context.Context, tx tgdriver.Tx, ops []*hotOp, answers
 			probeAt = ws[i].judged
 		}
 	}
-	// probed: the expiries and promotions may have taken key rows (the
-	// schema's triggers) that the batch does not know of.
+	// probed: the expiries and promotions found something to write, and
+	// may have taken key rows (the schema's triggers) that the batch does
+	// not know of.
 	probed := false
 	if !probeAt.IsZero() && s.timers.due(probeAt) {
-		probed = true
 		w := &wtx{ctx: ctx, tx: tx, now: now, nowMS: now.UnixMilli(), s: s, out: out, judged: probeAt}
 		w.as(ActorWorker, "")
-		if err := w.expireAndPromote(sweepLimit, dueLimit); err != nil {
+		var err error
+		if probed, err = w.expireAndPromote(sweepLimit, dueLimit); err != nil {
 			return nil, err
 		}
 		s.timers.probed(w)

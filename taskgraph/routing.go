@@ -109,19 +109,21 @@ func (w *wtx) promoteDue(limit int) (n int, more bool, err error) {
 // expireAndPromote is sweepExpired and promoteDue in one pass, as
 // claim-next runs them: the workflows of both are locked in one id order
 // (the order of every writer that locks more than one), so two claim-nexts
-// never wait for each other's workflows in opposite orders.
-func (w *wtx) expireAndPromote(expireLimit, promoteLimit int) error {
+// never wait for each other's workflows in opposite orders. found is
+// whether there was a lease or a due task to look at (and so whether it
+// may have written).
+func (w *wtx) expireAndPromote(expireLimit, promoteLimit int) (found bool, err error) {
 	at := w.at()
 	expired, err := w.tx.ExpiredLeases(w.ctx, at.UnixMilli(), expireLimit)
 	if err != nil {
-		return fmt.Errorf("find expired leases: %w", err)
+		return false, fmt.Errorf("find expired leases: %w", err)
 	}
 	due, err := w.tx.DueTasks(w.ctx, at.UnixMilli(), promoteLimit)
 	if err != nil {
-		return fmt.Errorf("find due tasks: %w", err)
+		return false, fmt.Errorf("find due tasks: %w", err)
 	}
 	if len(expired)+len(due) == 0 {
-		return nil
+		return false, nil
 	}
 	type item struct {
 		ref tgdriver.TaskRef
@@ -138,20 +140,20 @@ func (w *wtx) expireAndPromote(expireLimit, promoteLimit int) error {
 	for _, it := range items {
 		r, err := w.loadSeq(it.ref.Seq)
 		if err != nil {
-			return err
+			return true, err
 		}
 		switch {
 		case !it.due && r.expired(at):
 			if err := w.expire(&r); err != nil {
-				return err
+				return true, err
 			}
 		case it.due && r.State == StatePending && r.dueAtMS != 0 && r.dueAtMS <= at.UnixMilli():
 			if _, err := w.promote(&r, at.UnixMilli()); err != nil {
-				return err
+				return true, err
 			}
 		}
 	}
-	return nil
+	return true, nil
 }
 
 // promote makes pending task r, due at at, claimable now.
