@@ -4,6 +4,8 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/tgpostgres/pgtest"
 )
 
@@ -20,15 +22,8 @@ func TestAnalyzeSkipsOnlyBodies(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var out []string
-		for rows.Next() {
-			var n string
-			if err := rows.Scan(&n); err != nil {
-				t.Fatal(err)
-			}
-			out = append(out, n)
-		}
-		if err := rows.Err(); err != nil {
+		out, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil {
 			t.Fatal(err)
 		}
 		return out
