@@ -127,7 +127,16 @@ func TestUnknownOutcomeOverMCP(t *testing.T) {
 			t.Fatalf("%s claim: the proxy cut at %v", node, got)
 		}
 		wantUnknown(node+" claim", a)
-		a, cl := tool("graph_task_claim", claim)
+		// The repeat may wait: a transaction cut before its COMMIT holds
+		// the task's row until its backend sees the connection gone and
+		// rolls back, and a claim-next passes over a locked task (SKIP
+		// LOCKED) and would answer nothing claimable meanwhile. The wait
+		// is not one of the claim's arguments under its request id.
+		again := map[string]any{"wait_ms": 30000}
+		for k, v := range claim {
+			again[k] = v
+		}
+		a, cl := tool("graph_task_claim", again)
 		if a.Result.IsError || !cl.Claimed || cl.Lease == nil || cl.Lease.Generation != 1 {
 			t.Fatalf("%s: the claim repeated with its request_id: %s %+v, want the claim at generation 1", node, string(a.Result.StructuredContent), cl)
 		}
