@@ -476,11 +476,7 @@ func (s *Store) hotTx(ctx context.Context, tx tgdriver.Tx, ops []*hotOp, answers
 					// held: once this commits, a parked claim that may
 					// take that task looks again (this one, when it
 					// waits: it registered before it tried).
-					pr, err := toRow(*passed)
-					if err != nil {
-						return nil, err
-					}
-					w.wakeWaiters(&pr)
+					w.wakeWaitersFor(*passed)
 				}
 				continue // nothing left for this claim: it finds no task
 			}

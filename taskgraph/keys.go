@@ -260,7 +260,7 @@ func (w *wtx) keysFreed(keys ...string) error {
 	// limit goes, so that rows of keys used once do not pile up.
 	heads, err := w.tx.FreeKeys(w.ctx, keys)
 	for _, t := range heads {
-		w.out.ready = append(w.out.ready, readyRef{Workflow: t.WorkflowID, Requires: t.Requires})
+		w.wakeWaitersFor(t)
 	}
 	return err
 }

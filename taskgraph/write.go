@@ -82,6 +82,11 @@ func (w *wtx) wakeWaiters(r *row) {
 	w.out.ready = append(w.out.ready, readyRef{Workflow: r.WorkflowID, Requires: r.requires})
 }
 
+// wakeWaitersFor is wakeWaiters of task t as the driver read it.
+func (w *wtx) wakeWaitersFor(t tgdriver.TaskRow) {
+	w.out.ready = append(w.out.ready, readyRef{Workflow: t.WorkflowID, Requires: t.Requires})
+}
+
 // newWtx starts a run of an operation on tx at the store's time now.
 func (s *Store) newWtx(ctx context.Context, tx tgdriver.Tx) *wtx {
 	now := s.clock.Now().UTC()

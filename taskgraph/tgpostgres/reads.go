@@ -583,9 +583,12 @@ func (r reads) NextDue(ctx context.Context) (int64, bool, error) {
 
 const keyColumns = `key, max_claimed, claimed, rate_count, rate_interval_ms, recent_ms, rate_open_at_ms, updated_at_ms, updated_by`
 
-func scanKey(row pgx.Row) (tgdriver.KeyRow, error) {
+// scanKey reads a key's columns (keyColumns), then into more the columns
+// that follow them.
+func scanKey(row pgx.Row, more ...any) (tgdriver.KeyRow, error) {
 	var k tgdriver.KeyRow
-	err := row.Scan(&k.Key, &k.MaxClaimed, &k.Claimed, &k.RateCount, &k.RateIntervalMS, &k.RecentMS, &k.RateOpenAtMS, &k.UpdatedAtMS, &k.UpdatedBy)
+	err := row.Scan(append([]any{&k.Key, &k.MaxClaimed, &k.Claimed, &k.RateCount, &k.RateIntervalMS, &k.RecentMS, &k.RateOpenAtMS,
+		&k.UpdatedAtMS, &k.UpdatedBy}, more...)...)
 	return k, err
 }
 

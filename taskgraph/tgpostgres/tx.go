@@ -1111,10 +1111,9 @@ func (w *wtx) LockKeys(ctx context.Context, keys []string, held string) (locked 
 	}
 	defer rows.Close()
 	for rows.Next() {
-		var k tgdriver.KeyRow
 		var isBusy bool
-		if err := rows.Scan(&k.Key, &k.MaxClaimed, &k.Claimed, &k.RateCount, &k.RateIntervalMS, &k.RecentMS, &k.RateOpenAtMS,
-			&k.UpdatedAtMS, &k.UpdatedBy, &isBusy); err != nil {
+		k, err := scanKey(rows, &isBusy)
+		if err != nil {
 			return nil, nil, w.fail(ctx, "lock concurrency keys", err)
 		}
 		if isBusy {

@@ -52,14 +52,7 @@ func testLockKeys(t *testing.T, h Harness) {
 	e := newEnv(t, h)
 	e.setKeys(tgdriver.KeyRow{Key: "b", MaxClaimed: 2, Claimed: 1}, tgdriver.KeyRow{Key: "a"},
 		tgdriver.KeyRow{Key: "c", RateCount: 1, RateIntervalMS: 10, RecentMS: "5", RateOpenAtMS: 15}, tgdriver.KeyRow{Key: "d"})
-	var want []tgdriver.KeyRow
-	for _, k := range []string{"a", "b", "c"} {
-		r, ok, err := e.d.Reads().Key(e.ctx, k)
-		if err != nil || !ok {
-			t.Fatalf("Key(%s): ok=%v err=%v", k, ok, err)
-		}
-		want = append(want, r)
-	}
+	want := []tgdriver.KeyRow{e.wantKey("a", 0), e.wantKey("b", 1), e.wantKey("c", 0)}
 	e.write(func(tx tgdriver.Tx) error {
 		if got, busy, err := tx.LockKeys(e.ctx, nil, ""); err != nil || len(got) != 0 || len(busy) != 0 {
 			t.Errorf("LockKeys(nil) = %+v, busy %v, %v; want none", got, busy, err)
@@ -402,15 +395,7 @@ func testRoundKeys(t *testing.T, h Harness) {
 	e := newEnv(t, h)
 	e.setKeys(tgdriver.KeyRow{Key: "a", MaxClaimed: 1}, tgdriver.KeyRow{Key: "b", MaxClaimed: 3, Claimed: 1})
 	rows := e.inserted(keyed("wf", "ta", "a", 0), task("wf", "plain"))
-	read := func(key string) tgdriver.KeyRow {
-		t.Helper()
-		k, ok, err := e.d.Reads().Key(e.ctx, key)
-		if err != nil || !ok {
-			t.Fatalf("Key(%s): ok=%v err=%v", key, ok, err)
-		}
-		return k
-	}
-	a, b := read("a"), read("b")
+	a, b := e.wantKey("a", 0), e.wantKey("b", 1)
 	fullA, moreB := a, b
 	fullA.Claimed, fullA.UpdatedAtMS = 1, 7
 	moreB.Claimed, moreB.UpdatedAtMS, moreB.UpdatedBy = 2, 7, "op"
@@ -426,10 +411,10 @@ func testRoundKeys(t *testing.T, h Harness) {
 		_, err = tx.Apply(e.ctx, tgdriver.Apply{Keys: []tgdriver.KeyUpdate{{Old: b, New: moreB}}, Commit: true})
 		return err
 	})
-	if got := read("a"); got != fullA {
+	if got := e.wantKey("a", 1); got != fullA {
 		t.Errorf("key a after Fetch's Keys committed: %+v, want %+v", got, fullA)
 	}
-	if got := read("b"); got != moreB {
+	if got := e.wantKey("b", 2); got != moreB {
 		t.Errorf("key b after Apply's Keys committed: %+v, want %+v", got, moreB)
 	}
 	before := e.dump()
@@ -452,7 +437,7 @@ func testRoundKeys(t *testing.T, h Harness) {
 		}
 	}
 	e.unchanged(before, "rounds whose Keys failed their guard")
-	if got := read("b"); got != moreB {
+	if got := e.wantKey("b", 2); got != moreB {
 		t.Errorf("key b after rounds that failed: %+v, want %+v", got, moreB)
 	}
 }
