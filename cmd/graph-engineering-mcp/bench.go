@@ -284,6 +284,22 @@ func runBench(ctx context.Context, cfg benchConfig, stderr io.Writer) (*benchRes
 		defer s.Close()
 		stores = append(stores, s)
 	}
+	// bench counts the tasks it creates until all are done: on a database
+	// that already holds its workflows, CreateWorkflow finds them there
+	// and the workers would wait for tasks that never come. A new SQLite
+	// file is checked before opening (benchAction); a PostgreSQL database
+	// is checked here.
+	held, err := store.CountByState(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("count the tasks the database holds: %w", err)
+	}
+	n := 0
+	for _, c := range held {
+		n += c
+	}
+	if n > 0 {
+		return nil, usagef("--database %s holds %d tasks already; bench needs an empty database (it creates %d tasks and runs until all of them are done): create a new one", redactDatabase(cfg.Database), n, cfg.Tasks)
+	}
 	if err := seedBench(ctx, store, cfg); err != nil {
 		return nil, err
 	}

@@ -117,3 +117,33 @@ func TestServeStdioOnPostgres(t *testing.T) {
 		t.Fatalf("the task created over stdio is not in the database: %v %v", v, err)
 	}
 }
+
+// bench on a PostgreSQL database that already holds tasks (a second run on
+// the same URL) refuses with a usage error that says why, and writes
+// nothing: before, its workers found the first run's workflows, completed,
+// and waited for tasks that never came.
+func TestBenchRefusesAPostgresDatabaseWithTasks(t *testing.T) {
+	t.Parallel()
+	u := pgtest.URL(t)
+	bench := func() (int, string) {
+		var stdout, stderr strings.Builder
+		code := run(context.Background(), []string{"graph-engineering-mcp", "bench", "--database", u, "--tasks", "20", "--workers", "2", "--json"}, strings.NewReader(""), &stdout, &stderr)
+		return code, stderr.String()
+	}
+	if code, stderr := bench(); code != 0 {
+		t.Fatalf("bench on an empty database: exit %d: %s", code, stderr)
+	}
+	code, stderr := bench()
+	if code != exitUsage || !strings.Contains(stderr, "holds 20 tasks already; bench needs an empty database") {
+		t.Fatalf("bench on a database holding tasks: exit %d (want %d): %s", code, exitUsage, stderr)
+	}
+	s, err := openPostgres(context.Background(), u, taskgraph.Options{}, openServe, 2, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ids, err := s.WorkflowIDs(context.Background())
+	if err != nil || len(ids) != 1 {
+		t.Fatalf("workflows after the refused run: %v, %v; want the first run's one", ids, err)
+	}
+}
