@@ -62,6 +62,14 @@
 // (WorkflowEvents, TaskEvents, Verify, Export, the anchors, Prune) links
 // what is journaled first.
 //
+// A linker hashes the bodies of the events its own store journaled from
+// the events it was kicked with (their ids set by the driver's Apply:
+// tgdriver.JournalIDReader), reading only the journal's ids, and reads back
+// the bodies of the others (another process's, or more than linkBodies
+// ago). The bodies it keeps are the bytes the writer sent, which the
+// database holds as sent; a chain linked from a body the database does
+// not hold would fail every verification (Verify hashes what is stored).
+//
 // Invariants: every stored detail, state and content text is canonical
 // JSON, and a hash covers exactly the bytes an export line holds; the
 // readers never write but to link; Verify's report is the first broken

@@ -8,6 +8,7 @@ import (
 	"maps"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/tgdriver"
@@ -53,6 +54,11 @@ const linkFew = 64
 // linkDelay is over, so that a pass stays within one linking transaction.
 const linkSoon = linkBatch / 2
 
+// linkBodies bounds the bodies of kicked events a linker keeps for its
+// passes (Linker.Kick): some four passes' worth at the rate that makes a
+// pass start early (linkSoon). A body it no longer holds is read back.
+const linkBodies = 4 * linkBatch
+
 // Linker links journaled events into their workflows' chains (see
 // tgdriver.Info.JournalEvents). A write journals its events and, once it
 // commits, kicks the linker with the workflows it journaled for; the
@@ -74,6 +80,27 @@ type Linker struct {
 	mu      sync.Mutex
 	wfs     map[string]struct{} // kicked for, not yet linked
 	pending int                 // events kicked for, not yet taken by a pass
+	bodies  bodyCache           // the bodies of the events kicked with, by id
+
+	fromKicks, fromDatabase atomic.Int64 // bodies linked, by where they came from
+}
+
+// bodyCache holds the bodies of up to linkBodies events by id; a new one
+// pushes out the oldest (ring).
+type bodyCache struct {
+	byID map[int64]tgdriver.EventRow
+	ring []int64
+	next int
+}
+
+func (c *bodyCache) put(e tgdriver.EventRow) {
+	if c.byID == nil {
+		c.byID, c.ring = make(map[int64]tgdriver.EventRow, linkBodies), make([]int64, linkBodies)
+	}
+	delete(c.byID, c.ring[c.next])
+	c.ring[c.next] = e.EventID
+	c.next = (c.next + 1) % len(c.ring)
+	c.byID[e.EventID] = e
 }
 
 // NewLinker returns a linker of the events drv journals; it logs the
@@ -84,10 +111,23 @@ func NewLinker(drv tgdriver.Driver, log *slog.Logger) *Linker {
 
 // Kick asks for a pass soon for the workflows of evs (events just
 // journaled and committed). It never blocks.
+//
+// The events it keeps (bodyCache): those with an EventID, which a driver
+// that is a tgdriver.JournalIDReader sets when it journals them. A pass
+// takes their bodies from here and reads back only the others (another
+// process's, or pushed out): the bodies are what the writer sent, the
+// database holds them as sent (text columns), and what a pass links is
+// verified against the database by every reader of the chain.
 func (l *Linker) Kick(evs []tgdriver.EventRow) {
 	l.mu.Lock()
 	for _, e := range evs {
 		l.wfs[e.WorkflowID] = struct{}{}
+		if e.EventID != 0 && e.Seq == 0 && e.Hash == "" {
+			if e.HashVersion == 0 {
+				e.HashVersion = 1 // as the driver records it
+			}
+			l.bodies.put(e)
+		}
 	}
 	l.pending += len(evs)
 	full := l.pending >= linkSoon
@@ -230,7 +270,8 @@ func (l *Linker) linkWorkflows(ctx context.Context, workflowIDs []string, try bo
 	}
 	skipped := map[string]struct{}{}
 	defer func() { busy = slices.Sorted(maps.Keys(skipped)) }()
-	wait := false // a reader met a held row: it locks them all, waiting
+	wait := false                // a reader met a held row: it locks them all, waiting
+	var done []tgdriver.EventRow // what the last pass linked
 	for {
 		n := 0
 		var held []string
@@ -257,7 +298,7 @@ func (l *Linker) linkWorkflows(ctx context.Context, workflowIDs []string, try bo
 			} else if heads, err = tx.LockChains(ctx, workflowIDs); err != nil {
 				return fmt.Errorf("lock workflows: %w", err)
 			}
-			evs, err := tx.JournaledEvents(ctx, ids, linkBatch)
+			evs, err := l.journaled(ctx, tx, ids)
 			if err != nil {
 				return fmt.Errorf("read the journal: %w", err)
 			}
@@ -287,9 +328,17 @@ func (l *Linker) linkWorkflows(ctx context.Context, workflowIDs []string, try bo
 			if err := tx.LinkJournaled(ctx, evs); err != nil {
 				return fmt.Errorf("link journaled events: %w", err)
 			}
-			n = len(evs)
+			n, done = len(evs), evs
 			return nil
 		})
+		if err == nil && len(done) > 0 {
+			l.mu.Lock()
+			for _, e := range done {
+				delete(l.bodies.byID, e.EventID)
+			}
+			l.mu.Unlock()
+		}
+		done = nil
 		if errors.Is(err, errWaitForRows) {
 			wait = true
 			continue
@@ -305,4 +354,66 @@ func (l *Linker) linkWorkflows(ctx context.Context, workflowIDs []string, try bo
 			return linked, nil, nil
 		}
 	}
+}
+
+// journaled returns the journaled events of the workflows of workflowIDs
+// (up to linkBatch, as tx.JournaledEvents). With a Tx that is a
+// tgdriver.JournalIDReader it reads the journal's ids alone, takes the
+// bodies of the events it was kicked with, and reads back the others by
+// id in one more statement; an event whose body is nowhere is left out,
+// as JournaledEvents leaves it, and LinkJournaled then refuses the pass
+// (its journal row would be linked in part).
+func (l *Linker) journaled(ctx context.Context, tx tgdriver.Tx, workflowIDs []string) ([]tgdriver.EventRow, error) {
+	r, ok := tx.(tgdriver.JournalIDReader)
+	if !ok {
+		return tx.JournaledEvents(ctx, workflowIDs, linkBatch)
+	}
+	refs, err := r.JournaledEventIDs(ctx, workflowIDs, linkBatch)
+	if err != nil || len(refs) == 0 {
+		return nil, err
+	}
+	evs, have := make([]tgdriver.EventRow, len(refs)), make([]bool, len(refs))
+	var missing []int64
+	l.mu.Lock()
+	for i, ref := range refs {
+		evs[i], have[i] = l.bodies.byID[ref.EventID]
+		if have[i] = have[i] && evs[i].WorkflowID == ref.WorkflowID; !have[i] {
+			missing = append(missing, ref.EventID)
+		}
+	}
+	l.mu.Unlock()
+	l.fromKicks.Add(int64(len(refs) - len(missing)))
+	if len(missing) == 0 {
+		return evs, nil
+	}
+	read, err := r.JournaledBodies(ctx, missing)
+	if err != nil {
+		return nil, err
+	}
+	l.fromDatabase.Add(int64(len(read)))
+	byID := make(map[int64]tgdriver.EventRow, len(read))
+	for _, e := range read {
+		byID[e.EventID] = e
+	}
+	out := evs[:0]
+	for i, ref := range refs {
+		if !have[i] {
+			e, ok := byID[ref.EventID]
+			if !ok || e.WorkflowID != ref.WorkflowID {
+				continue
+			}
+			evs[i] = e
+		}
+		out = append(out, evs[i])
+	}
+	return out, nil
+}
+
+// BodySources reports where the bodies of the events this linker linked
+// came from: the events it was kicked with (fromKicks), or read back from
+// the database (fromDatabase; another process's events, or a driver that
+// is not a tgdriver.JournalIDReader reads them all with the journal, and
+// those are not counted).
+func (l *Linker) BodySources() (fromKicks, fromDatabase int64) {
+	return l.fromKicks.Load(), l.fromDatabase.Load()
 }

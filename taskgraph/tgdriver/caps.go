@@ -42,3 +42,27 @@ type JournalTryLocker interface {
 	// finds nothing to link writes nothing: its commit flushes no WAL.
 	TryLockJournaled(ctx context.Context, workflowIDs []string) (locked []WorkflowRow, busy []string, err error)
 }
+
+// JournalIDReader is a Tx of a driver that journals events
+// (Info.JournalEvents) whose linker may take the bodies of the events it
+// links from those its store journaled (audit.Linker keeps the bodies it
+// is kicked with) instead of reading each back: it reads which events the
+// journal holds without their bodies, and reads by id only the bodies the
+// linker does not have. Such a driver's Apply sets, in place, the EventID
+// of each event of a.Events it journals (a.Journal), so that the events
+// committed name the rows they were written to.
+type JournalIDReader interface {
+	// JournaledEventIDs is JournaledEvents without the bodies: the same
+	// events (whole entries, the last may take it past limit), in the same
+	// order, each as its EventID and WorkflowID.
+	JournaledEventIDs(ctx context.Context, workflowIDs []string, limit int) ([]EventRef, error)
+	// JournaledBodies returns the events of ids as JournaledEvents does
+	// (Seq 0, no hashes), in id order; an id without an event is left out.
+	JournaledBodies(ctx context.Context, ids []int64) ([]EventRow, error)
+}
+
+// EventRef names a journaled event: its id and its workflow.
+type EventRef struct {
+	EventID    int64
+	WorkflowID string
+}

@@ -404,7 +404,8 @@ type Tx interface {
 	// where the driver can: it applies the guarded updates of a.Updates,
 	// then records a.Events (linked, as AppendEvents, after linking them
 	// with a.Link when it is set, or journaled, as JournalEvents, by
-	// a.Journal) and queues a.Ready's notifications (as
+	// a.Journal; a JournalIDReader then sets each journaled event's
+	// EventID in a.Events) and queues a.Ready's notifications (as
 	// NotifyReady). Every update must hold its guard: when one does not,
 	// Apply returns an error matching ErrGuardFailed and the caller's
 	// transaction must roll back (the events of the round may already be

@@ -330,7 +330,11 @@ func (w *wtx) Apply(ctx context.Context, a tgdriver.Apply) ([]tgdriver.TaskRow, 
 	}
 	if len(a.Events) > 0 {
 		if a.Journal {
-			if _, err := br.Exec(); err != nil {
+			rows, err := br.Query()
+			if err == nil {
+				err = setJournalIDs(rows, a.Events)
+			}
+			if err != nil {
 				return fail(err)
 			}
 		} else {

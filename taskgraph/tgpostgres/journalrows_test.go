@@ -134,6 +134,29 @@ func TestJournalOneRowPerWorkflow(t *testing.T) {
 			if !slices.Equal(kinds(evs), c.want) {
 				t.Errorf("JournaledEvents(%v, %d) = %v, want %v", c.wfs, c.limit, kinds(evs), c.want)
 			}
+			// JournaledEventIDs names the same events in the same order,
+			// and JournaledBodies reads them back as JournaledEvents did.
+			r := tx.(tgdriver.JournalIDReader)
+			refs, err := r.JournaledEventIDs(ctx, c.wfs, c.limit)
+			if err != nil {
+				return err
+			}
+			var ids []int64
+			wantRefs := []tgdriver.EventRef{}
+			for _, e := range evs {
+				ids = append(ids, e.EventID)
+				wantRefs = append(wantRefs, tgdriver.EventRef{EventID: e.EventID, WorkflowID: e.WorkflowID})
+			}
+			if !slices.Equal(append([]tgdriver.EventRef{}, refs...), wantRefs) {
+				t.Errorf("JournaledEventIDs(%v, %d) = %v, want %v", c.wfs, c.limit, refs, wantRefs)
+			}
+			bodies, err := r.JournaledBodies(ctx, append(ids, 1<<40))
+			if err != nil {
+				return err
+			}
+			if !slices.Equal(bodies, evs) {
+				t.Errorf("JournaledBodies(%v) = %+v, want %+v (an id without an event left out)", ids, bodies, evs)
+			}
 			return nil
 		})
 		if err != nil {
@@ -235,5 +258,46 @@ func TestJournalRowLinkedOnceWhole(t *testing.T) {
 	again[0].PrevHash = "w1-2"
 	if err := link(again); err == nil {
 		t.Errorf("linking w1's row again succeeded")
+	}
+}
+
+// TestApplySetsJournaledEventIDs: an Apply that journals events sets, in
+// place, each event's EventID to the id of the row it was written to,
+// whatever the order of their workflows (tgdriver.JournalIDReader), so
+// that the linker can take their bodies from the events it is kicked with.
+func TestApplySetsJournaledEventIDs(t *testing.T) {
+	t.Parallel()
+	ctx := testCtx(t)
+	d := open(t, pgtest.URL(t), Options{})
+	if _, err := d.pool.Exec(ctx, `INSERT INTO workflows (workflow_id, created_at_ms, updated_at_ms)
+		VALUES ('w1', 1, 1), ('w2', 1, 1)`); err != nil {
+		t.Fatal(err)
+	}
+	ev := func(wf, kind string) tgdriver.EventRow {
+		return tgdriver.EventRow{WorkflowID: wf, TaskID: wf + ".t", Kind: kind, AtMS: 1, Detail: `{"k":"` + kind + `"}`, HashVersion: 2}
+	}
+	evs := []tgdriver.EventRow{ev("w2", "b1"), ev("w1", "a1"), ev("w2", "b2"), ev("w1", "a2"), ev("w2", "b3")}
+	if err := d.Write(ctx, func(tx tgdriver.Tx) error {
+		_, err := tx.Apply(ctx, tgdriver.Apply{Events: evs, Journal: true})
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	var stored []tgdriver.EventRow
+	if err := d.Write(ctx, func(tx tgdriver.Tx) error {
+		var err error
+		stored, err = tx.JournaledEvents(ctx, []string{"w1", "w2"}, 100)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	byKind := map[string]tgdriver.EventRow{}
+	for _, e := range stored {
+		byKind[e.Kind] = e
+	}
+	for _, e := range evs {
+		if s, ok := byKind[e.Kind]; !ok || e.EventID == 0 || e != s {
+			t.Errorf("event %s after Apply: %+v; the row it was written to: %+v", e.Kind, e, s)
+		}
 	}
 }

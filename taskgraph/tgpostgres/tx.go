@@ -495,13 +495,49 @@ func (w *wtx) TryLockJournaled(ctx context.Context, workflowIDs []string) ([]tgd
 // events that depend on no other's commit do. The ids are sorted before
 // the bodies are read (a nested loop over events_pkey keeps their order),
 // so the sort handles ids, not bodies.
-var journaledEventsSQL = `SELECT ` + unlinkedColumns + ` FROM (
-		SELECT u.id, j.workflow_id FROM (
+var journaledEventsSQL = `SELECT ` + unlinkedColumns + ` FROM (` + journaledIDsSQL + `) o
+		JOIN events e ON e.event_id = o.id AND e.workflow_id = o.workflow_id ORDER BY o.id`
+
+// journaledIDsSQL is JournaledEventIDs' statement, and the part of
+// journaledEventsSQL that picks the events: the ids and workflows of the
+// journal rows' events, in event id order.
+const journaledIDsSQL = `SELECT u.id, j.workflow_id FROM (
 			SELECT j.workflow_id, j.event_ids,
 				sum(cardinality(j.event_ids)) OVER (ORDER BY j.journal_id) - cardinality(j.event_ids) AS before
 			FROM event_journal j WHERE j.workflow_id = ANY($1::text[])) j
-		CROSS JOIN LATERAL unnest(j.event_ids) AS u(id) WHERE j.before < $2 ORDER BY u.id) o
-		JOIN events e ON e.event_id = o.id AND e.workflow_id = o.workflow_id ORDER BY o.id`
+		CROSS JOIN LATERAL unnest(j.event_ids) AS u(id) WHERE j.before < $2 ORDER BY u.id`
+
+// JournaledEventIDs implements tgdriver.JournalIDReader: the events
+// JournaledEvents would return, as ids, read from the journal rows alone.
+func (w *wtx) JournaledEventIDs(ctx context.Context, workflowIDs []string, limit int) ([]tgdriver.EventRef, error) {
+	rows, err := w.c.Query(ctx, journaledIDsSQL, workflowIDs, limit)
+	if err != nil {
+		return nil, w.fail(ctx, "read the journal", err)
+	}
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (tgdriver.EventRef, error) {
+		var r tgdriver.EventRef
+		err := row.Scan(&r.EventID, &r.WorkflowID)
+		return r, err
+	})
+	if err != nil {
+		return nil, w.fail(ctx, "read the journal", err)
+	}
+	return out, nil
+}
+
+// JournaledBodies implements tgdriver.JournalIDReader: the events of ids
+// through events_pkey, unlinked (their links are what the caller makes).
+func (w *wtx) JournaledBodies(ctx context.Context, ids []int64) ([]tgdriver.EventRow, error) {
+	rows, err := w.c.Query(ctx, `SELECT `+unlinkedColumns+` FROM events e WHERE e.event_id = ANY($1::bigint[]) ORDER BY e.event_id`, ids)
+	if err != nil {
+		return nil, w.fail(ctx, "read journaled events", err)
+	}
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (tgdriver.EventRow, error) { return scanEvent(row) })
+	if err != nil {
+		return nil, w.fail(ctx, "read journaled events", err)
+	}
+	return out, nil
+}
 
 // JournaledEvents returns the journaled events of the workflows of
 // workflowIDs, in journal order, in whole journal rows: those of the rows
@@ -662,14 +698,16 @@ const journalSQL = `WITH ev AS (INSERT INTO events (workflow_id, wseq, task_id, 
 			AS e(wf, task, kind, owner, gen, at, detail, hv, ak, an, ap, st, content, ord) ORDER BY ord
 		RETURNING event_id, workflow_id)
 		INSERT INTO event_journal (journal_id, workflow_id, event_ids)
-		SELECT min(event_id), workflow_id, array_agg(event_id ORDER BY event_id) FROM ev GROUP BY workflow_id`
+		SELECT min(event_id), workflow_id, array_agg(event_id ORDER BY event_id) FROM ev GROUP BY workflow_id
+		RETURNING workflow_id, event_ids`
 
 // queueJournal queues the insert of evs, in order, into events without
 // their links (wseq NULL, no hashes), and of one journal row per workflow
 // of them (journal_id its first event's id, event_ids its events' ids in
 // order), in one statement: each body is written once, where it stays,
 // and the journal takes a row and an index entry per workflow, not per
-// event.
+// event. The statement returns each journal row's workflow and ids
+// (setJournalIDs).
 func queueJournal(b *pgx.Batch, evs []tgdriver.EventRow) {
 	n := len(evs)
 	wfs, tasks, kinds, owners, details := make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
@@ -684,6 +722,43 @@ func queueJournal(b *pgx.Batch, evs []tgdriver.EventRow) {
 	// ORDER BY keeps the events' order, which is their ids' order, so each
 	// workflow's array (in id order) is in the events' order.
 	b.Queue(journalSQL, wfs, tasks, kinds, owners, gens, ats, details, hvs, aks, ans, aps, states, contents)
+}
+
+// setJournalIDs reads the rows journalSQL returns and sets the EventID of
+// each of evs, the events it journaled: a workflow's events took the ids
+// of its row's array in order (see queueJournal). When the rows do not
+// account for evs exactly (never expected), it sets none: an event
+// without its id is one the linker reads back (audit.Linker).
+func setJournalIDs(rows pgx.Rows, evs []tgdriver.EventRow) error {
+	ids := map[string][]int64{}
+	for rows.Next() {
+		var wf string
+		var row []int64
+		if err := rows.Scan(&wf, &row); err != nil {
+			rows.Close()
+			return err
+		}
+		ids[wf] = row
+	}
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	next := make(map[string]int, len(ids))
+	for _, e := range evs {
+		next[e.WorkflowID]++
+	}
+	for wf, n := range next {
+		if len(ids[wf]) != n {
+			return nil
+		}
+		next[wf] = 0
+	}
+	for i := range evs {
+		wf := evs[i].WorkflowID
+		evs[i].EventID = ids[wf][next[wf]]
+		next[wf]++
+	}
+	return nil
 }
 
 func hashVersion(e tgdriver.EventRow) int {
