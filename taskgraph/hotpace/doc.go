@@ -20,7 +20,7 @@
 //   - A caller that finds no batch running starts one at once: an idle
 //     lane adds no delay.
 //   - A further batch beside a running one starts only for Enough waiting
-//     callers (DefaultEnough, 4; a completion submitted with the next claim
+//     callers (DefaultEnough, 8; a completion submitted with the next claim
 //     counts once). Fewer wait for the running batch and go with the
 //     callers it answers, in its next batch: a batch that ends while
 //     another runs hands its few returning callers to it, rather than
@@ -81,6 +81,22 @@
 // commits per cycle for one replica, 0.23-0.27 for two): each replica's
 // batches carry more than Enough callers there, so two replicas still
 // commit about twice as often as one.
+//
+// Enough. With Enough at 4, eight callers on one replica settled into two
+// batches of four running side by side, each paying the fixed cost of a
+// batch (two round trips, a commit and its WAL flush): on the shared
+// 2-core machine a batch of eight took about as long as one of four (2.5
+// ms), so the second batch bought no throughput and cost CPU. At 8 they
+// go as one batch, and a second starts beside it for eight waiting callers
+// (at W=16 and more), or after the hold for any (a stalled batch). bench
+// --tasks 10000 on PostgreSQL, 4 and 8 alternated, CPU per task of the
+// whole run (the bench process, and the cluster's from /proc), load 1.7-2.4:
+// W=8, six pairs: COMMITs per cycle 0.257 -> 0.132, client CPU 194-252 ->
+// 153-220 us, server 450-507 -> 317-421 us, cycles/s 3,015-3,488 against
+// 2,617-3,626 (per pair 1.02, 0.85, 1.04, 1.01, 0.98, 1.01); W=16, two
+// pairs: 4,370 and 4,386 against 4,656 and 4,736 cycles/s, server CPU
+// 398-403 -> 368-392 us; two replicas of W=4 (four pairs): no change,
+// each replica's lane holds fewer callers than either setting.
 //
 // A single-writer driver (SQLite) runs one batch at a time; the pacer
 // never starts a second there.

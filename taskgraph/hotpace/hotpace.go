@@ -7,8 +7,9 @@ import (
 
 // DefaultEnough is how many waiting callers justify a batch beside one
 // already running (New's default): fewer wait for the running batch and
-// go with the callers it answers in the next.
-const DefaultEnough = 4
+// go with the callers it answers in the next. It was 4, which at W=8 split
+// the callers into two batches of four (see the package doc, "Enough").
+const DefaultEnough = 8
 
 // MaxHold bounds how long callers wait for a running batch rather than
 // going in a batch of their own, however slow the database's batches are:
