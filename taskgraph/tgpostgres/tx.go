@@ -727,7 +727,7 @@ func queueJournal(b *pgx.Batch, evs []tgdriver.EventRow) {
 // setJournalIDs reads the rows journalSQL returns and sets the EventID of
 // each of evs, the events it journaled: a workflow's events took the ids
 // of its row's array in order (see queueJournal). When the rows do not
-// account for evs exactly (never expected), it sets none: an event
+// account for evs exactly (never expected), it clears them all: an event
 // without its id is one the linker reads back (audit.Linker).
 func setJournalIDs(rows pgx.Rows, evs []tgdriver.EventRow) error {
 	ids := map[string][]int64{}
@@ -749,6 +749,9 @@ func setJournalIDs(rows pgx.Rows, evs []tgdriver.EventRow) error {
 	}
 	for wf, n := range next {
 		if len(ids[wf]) != n {
+			for i := range evs {
+				evs[i].EventID = 0
+			}
 			return nil
 		}
 		next[wf] = 0
