@@ -124,7 +124,7 @@ func (l *Linker) Kick(evs []tgdriver.EventRow) {
 		l.wfs[e.WorkflowID] = struct{}{}
 		if e.EventID != 0 && e.Seq == 0 && e.Hash == "" {
 			if e.HashVersion == 0 {
-				e.HashVersion = 1 // as the driver records it
+				e.HashVersion = HashV1 // as the driver records it
 			}
 			l.bodies.put(e)
 		}

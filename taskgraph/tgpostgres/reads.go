@@ -146,6 +146,11 @@ func (s *taskScanner) scan(row pgx.Row, lead ...any) (tgdriver.TaskRow, error) {
 	return t, nil
 }
 
+// collectEvents reads every event of rows (scanEvent).
+func collectEvents(rows pgx.Rows) ([]tgdriver.EventRow, error) {
+	return pgx.CollectRows(rows, func(row pgx.CollectableRow) (tgdriver.EventRow, error) { return scanEvent(row) })
+}
+
 func scanEvent(row pgx.Row) (tgdriver.EventRow, error) {
 	var e tgdriver.EventRow
 	err := row.Scan(&e.EventID, &e.WorkflowID, &e.Seq, &e.TaskID, &e.Kind, &e.Owner, &e.Generation, &e.AtMS, &e.Detail, &e.PrevHash, &e.Hash,
@@ -411,7 +416,7 @@ func (r reads) TaskEvents(ctx context.Context, taskID string) ([]tgdriver.EventR
 	if err != nil {
 		return nil, r.fail(ctx, "read the events of "+taskID, err)
 	}
-	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (tgdriver.EventRow, error) { return scanEvent(row) })
+	out, err := collectEvents(rows)
 	if err != nil {
 		return nil, r.fail(ctx, "read the events of "+taskID, err)
 	}

@@ -532,7 +532,7 @@ func (w *wtx) JournaledBodies(ctx context.Context, ids []int64) ([]tgdriver.Even
 	if err != nil {
 		return nil, w.fail(ctx, "read journaled events", err)
 	}
-	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (tgdriver.EventRow, error) { return scanEvent(row) })
+	out, err := collectEvents(rows)
 	if err != nil {
 		return nil, w.fail(ctx, "read journaled events", err)
 	}
@@ -548,7 +548,7 @@ func (w *wtx) JournaledEvents(ctx context.Context, workflowIDs []string, limit i
 	if err != nil {
 		return nil, w.fail(ctx, "read the journal", err)
 	}
-	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (tgdriver.EventRow, error) { return scanEvent(row) })
+	out, err := collectEvents(rows)
 	if err != nil {
 		return nil, w.fail(ctx, "read the journal", err)
 	}
