@@ -74,6 +74,24 @@ func journalEnv(t *testing.T) (*Driver, map[string]int64) {
 	return d, ids
 }
 
+// journaledByKind reads every journaled event of the workflows wfs
+// (JournaledEvents) and keys them by kind.
+func journaledByKind(t *testing.T, d *Driver, wfs ...string) map[string]tgdriver.EventRow {
+	t.Helper()
+	ctx := testCtx(t)
+	byKind := map[string]tgdriver.EventRow{}
+	if err := d.Write(ctx, func(tx tgdriver.Tx) error {
+		evs, err := tx.JournaledEvents(ctx, wfs, 100)
+		for _, e := range evs {
+			byKind[e.Kind] = e
+		}
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return byKind
+}
+
 // kinds names evs by kind.
 func kinds(evs []tgdriver.EventRow) []string {
 	out := []string{}
@@ -172,18 +190,7 @@ func TestJournalOneRowPerWorkflow(t *testing.T) {
 func TestJournalRowLinkedOnceWhole(t *testing.T) {
 	ctx := testCtx(t)
 	d, id := journalEnv(t)
-	var all []tgdriver.EventRow
-	if err := d.Write(ctx, func(tx tgdriver.Tx) error {
-		var err error
-		all, err = tx.JournaledEvents(ctx, []string{"w1", "w2", "w3"}, 100)
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
-	byKind := map[string]tgdriver.EventRow{}
-	for _, e := range all {
-		byKind[e.Kind] = e
-	}
+	byKind := journaledByKind(t, d, "w1", "w2", "w3")
 	pick := func(ks ...string) []tgdriver.EventRow {
 		var out []tgdriver.EventRow
 		for _, k := range ks {
@@ -283,18 +290,7 @@ func TestApplySetsJournaledEventIDs(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	var stored []tgdriver.EventRow
-	if err := d.Write(ctx, func(tx tgdriver.Tx) error {
-		var err error
-		stored, err = tx.JournaledEvents(ctx, []string{"w1", "w2"}, 100)
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
-	byKind := map[string]tgdriver.EventRow{}
-	for _, e := range stored {
-		byKind[e.Kind] = e
-	}
+	byKind := journaledByKind(t, d, "w1", "w2")
 	for _, e := range evs {
 		if s, ok := byKind[e.Kind]; !ok || e.EventID == 0 || e != s {
 			t.Errorf("event %s after Apply: %+v; the row it was written to: %+v", e.Kind, e, s)
