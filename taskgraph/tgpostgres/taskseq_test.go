@@ -11,16 +11,16 @@ import (
 )
 
 // UndoJournalRows turns a database of this package back to schema 22
-// (0023 undone): a pointer row per journaled event, its
-// journal_id the event's id. Exported for the tests of package
-// tgpostgres_test.
-var UndoJournalRows = []string{
+// (0027 undone by UndoTaskRules, then 0023; 0024 to 0026 apply again as
+// they are): a pointer row per journaled event, its journal_id the
+// event's id. Exported for the tests of package tgpostgres_test.
+var UndoJournalRows = append(slices.Clone(UndoTaskRules),
 	`INSERT INTO event_journal (journal_id, workflow_id, event_ids)
 		SELECT u.id, j.workflow_id, ARRAY[u.id] FROM event_journal j, unnest(j.event_ids) AS u(id) WHERE cardinality(j.event_ids) > 1`,
 	`DELETE FROM event_journal WHERE cardinality(event_ids) > 1`,
 	`ALTER TABLE event_journal DROP COLUMN event_ids`,
 	`UPDATE schema_version SET version = 22`,
-}
+)
 
 // UndoEventsByTaskSeq turns a database of this package back to schema 20:
 // no apply_guard (migration 0022 undone), a task's events indexed by its
