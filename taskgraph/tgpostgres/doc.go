@@ -436,6 +436,15 @@
 // at W=8, mean time of a statement of eight rows: the claim UPDATE 338-354
 // → 304-313 µs, the completion UPDATE 258-279 → 232-244 µs.
 //
+// The link runs' hashes. A run of event_links holds a pass's hashes as hex
+// text, some 33 KB for a run of 486 events, which PostgreSQL TOASTs and
+// first tries to compress: random hex never compresses by the quarter
+// pglz asks for, so every run paid a failed pglz pass (1.9% of the
+// backends' perf samples at W=32). Migration 0028 stores the column
+// EXTERNAL, out of line and never compressed: 0.5% (what is left is the
+// runs' event ids, which do compress). Throughput moved within the noise
+// (three pairs at W=32, N=10,000).
+//
 // What is left, and why it was not cut here:
 //   - The task UPDATEs are never HOT (pg_stat_user_tables: n_tup_hot_upd
 //     0 of 1.8-1.9 updates per task): PostgreSQL 15 takes an update out

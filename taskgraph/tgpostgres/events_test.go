@@ -408,3 +408,55 @@ func TestMigrationLinksJournalOfSchema22(t *testing.T) {
 		t.Errorf("%d events in runs, want 24", n)
 	}
 }
+
+// TestLinkRunHashesUncompressed: event_links.hashes is stored EXTERNAL
+// (migration 0028): PostgreSQL never tries to compress a run's hashes,
+// random hex that never compresses, and that the attempt cost every run a
+// pglz pass over. What is stored cannot show the attempt (it fails and the
+// value is stored as it was), so the column's storage is what is checked;
+// and a run too large to stay in its row is stored out of line,
+// uncompressed, and the history verifies through it.
+func TestLinkRunHashesUncompressed(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	url := pgtest.URL(t)
+	s, closeStore := openStore(t, url)
+	nodes := make([]tg.NodeSpec, 64)
+	for i := range nodes {
+		nodes[i] = tg.NodeSpec{NodeID: fmt.Sprintf("n%d", i)}
+	}
+	if _, err := s.CreateWorkflow(ctx, "big", nodes); err != nil {
+		t.Fatal(err)
+	}
+	if rep, err := s.VerifyHistory(ctx); err != nil || rep.Events != 64 {
+		t.Fatalf("VerifyHistory: %v %+v, want 64 events verified", err, rep)
+	}
+	closeStore()
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	// The TOAST threshold is about 2 KB: 64 hashes of 64 hex digits are
+	// past it, so the value was a candidate for compression.
+	var size int64
+	var method *string
+	if err := conn.QueryRow(ctx, `SELECT pg_column_size(hashes), pg_column_compression(hashes) FROM event_links
+		WHERE workflow_id = 'big' ORDER BY pg_column_size(hashes) DESC LIMIT 1`).Scan(&size, &method); err != nil {
+		t.Fatal(err)
+	}
+	if size < 64*64 || method != nil {
+		t.Errorf("the largest run's hashes take %d bytes, compressed by %v; want at least %d bytes, uncompressed", size, method, 64*64)
+	}
+	var storage string
+	if err := conn.QueryRow(ctx, `SELECT attstorage::text FROM pg_attribute WHERE attrelid = 'event_links'::regclass AND attname = 'hashes'`).Scan(&storage); err != nil {
+		t.Fatal(err)
+	}
+	if storage != "e" {
+		t.Errorf("event_links.hashes has storage %q, want e (EXTERNAL: out of line, never compressed)", storage)
+	}
+	v, _ := openStore(t, url)
+	if rep, err := v.VerifyHistory(ctx); err != nil || rep.Events != 64 {
+		t.Fatalf("VerifyHistory after reopening: %v %+v, want 64 events verified", err, rep)
+	}
+}
