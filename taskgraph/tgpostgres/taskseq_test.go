@@ -11,9 +11,9 @@ import (
 )
 
 // UndoJournalRows turns a database of this package back to schema 22
-// (0027 undone by UndoTaskRules, then 0023; 0024 to 0026 apply again as
-// they are): a pointer row per journaled event, its journal_id the
-// event's id. Exported for the tests of package tgpostgres_test.
+// (0027 undone by UndoTaskRules, then 0023; 0024 to 0026 and 0028 apply
+// again as they are): a pointer row per journaled event, its journal_id
+// the event's id. Exported for the tests of package tgpostgres_test.
 var UndoJournalRows = append(slices.Clone(UndoTaskRules),
 	`INSERT INTO event_journal (journal_id, workflow_id, event_ids)
 		SELECT u.id, j.workflow_id, ARRAY[u.id] FROM event_journal j, unnest(j.event_ids) AS u(id) WHERE cardinality(j.event_ids) > 1`,
