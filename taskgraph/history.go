@@ -52,7 +52,7 @@ func (w *wtx) appendEvent(r *row, kind, owner string, generation int64, detail m
 		}
 	}
 	a := w.actorOf()
-	w.out.events = append(w.out.events, tgdriver.EventRow{WorkflowID: r.WorkflowID, TaskID: r.TaskID, Kind: kind, Owner: owner,
+	w.out.events = append(w.out.events, tgdriver.EventRow{WorkflowID: r.WorkflowID, TaskID: r.TaskID, TaskSeq: r.seq, Kind: kind, Owner: owner,
 		Generation: generation, AtMS: w.nowMS, Detail: string(d), HashVersion: HashV2,
 		ActorKind: a.Kind, ActorName: a.Name, ActorPrincipal: a.Principal,
 		TaskState: string(audit.TaskStateJSON(string(r.State), r.Owner, r.Generation, r.Attempts, string(r.Result), r.Result != nil, r.Error)),

@@ -187,6 +187,13 @@ type EventRow struct {
 	ActorPrincipal string
 	TaskState      string // canonical JSON of the task state the event leaves
 	Content        string // canonical JSON of the digests of the content it changed
+	// TaskSeq is the seq of the task TaskID names, when the writer holds
+	// its row; 0 when it does not, and the driver finds it by TaskID
+	// (0 again when no task has that id). The event is stored under it
+	// (events.task_seq, where a task's history is read): a TaskSeq that is
+	// not TaskID's task's would hide the event from that task's history,
+	// so a writer sets it only from the task's own row. Reads leave it 0.
+	TaskSeq int64
 }
 
 // AuditRow is one entry of the database-wide audit chain (a workflow's

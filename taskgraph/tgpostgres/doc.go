@@ -524,7 +524,8 @@
 // 1.5% of the WAL for a table twice or a third larger; not kept.
 //
 // The rule: a task's events are keyed by the task's seq (migration 0021,
-// SQLite's 0020): events.task_seq, set in the event's own INSERT from
+// SQLite's 0020): events.task_seq, the writer's when it holds the task's
+// row (tgdriver.EventRow.TaskSeq), else set in the event's own INSERT from
 // tasks_task_id_key (taskSeqOf: a subquery of the statement, no round trip
 // more), indexed as events_by_task_seq (task_seq, event_id); the readers
 // (TaskEvents, LastEventOfGeneration) probe it at the seq read from

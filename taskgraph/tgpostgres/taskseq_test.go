@@ -162,7 +162,7 @@ func TestTaskEventsPlanBySeq(t *testing.T) {
 	if _, err := c.Exec(ctx, `PREPARE journal AS `+journalSQL); err != nil {
 		t.Fatal(err)
 	}
-	args := strings.TrimSuffix(strings.Repeat("NULL, ", 13), ", ")
+	args := strings.TrimSuffix(strings.Repeat("NULL, ", 14), ", ")
 	if p := explain(t, c, `EXPLAIN EXECUTE journal(`+args+`)`); !strings.Contains(p, "Index Scan using tasks_task_id_key on tasks") ||
 		strings.Contains(p, "Seq Scan on tasks") {
 		t.Errorf("generic plan of the events' INSERT:\n%s\nwant each event's task seq read by a probe of tasks_task_id_key", p)

@@ -51,13 +51,15 @@ const (
 	sqlShiftLeases = `UPDATE tasks SET lease_expires_at_ms = MIN(lease_expires_at_ms + ?, ? + COALESCE(lease_ms, ?))
 		WHERE state = 'claimed' AND lease_expires_at_ms IS NOT NULL RETURNING seq, workflow_id, lease_expires_at_ms`
 	sqlChainHead = `SELECT head_hash, event_count FROM workflows WHERE workflow_id = ?`
-	// An event takes its task's seq (events_by_task_seq, migration 0020),
-	// or 0 when no task has its task_id (none the domain writes; the
-	// readers look there for such a task's events).
+	// An event takes its task's seq (events_by_task_seq, migration 0020):
+	// the writer's (?17, tgdriver.EventRow.TaskSeq) when it holds the
+	// task's row, else read by task_id (COALESCE runs the subquery only
+	// then), or 0 when no task has its task_id (none the domain writes;
+	// the readers look there for such a task's events).
 	sqlInsertEvent = `INSERT INTO events (workflow_id, wseq, task_id, kind, owner, generation, at_ms, detail, prev_hash, hash,
 		hash_version, actor_kind, actor_name, actor_principal, task_state, content, task_seq)
 		VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16,
-		COALESCE((SELECT seq FROM tasks WHERE task_id = ?3), 0))`
+		COALESCE(NULLIF(?17, 0), (SELECT seq FROM tasks WHERE task_id = ?3), 0))`
 	sqlAdvanceHead = `UPDATE workflows SET head_hash = ?, event_count = ?, updated_at_ms = MAX(updated_at_ms, ?)
 		WHERE workflow_id = ? AND head_hash = ? AND event_count = ?`
 	sqlJournalEvent = `INSERT INTO event_journal (workflow_id, task_id, kind, owner, generation, at_ms, detail,

@@ -318,7 +318,7 @@ func (t *wtx) appendEvents(evs []tgdriver.EventRow) error {
 	for i := range evs {
 		e := &evs[i]
 		if _, err := t.exec(sqlInsertEvent, e.WorkflowID, e.Seq, e.TaskID, e.Kind, e.Owner, e.Generation, e.AtMS, e.Detail, e.PrevHash, e.Hash,
-			hashVersion(*e), e.ActorKind, e.ActorName, e.ActorPrincipal, e.TaskState, e.Content); err != nil {
+			hashVersion(*e), e.ActorKind, e.ActorName, e.ActorPrincipal, e.TaskState, e.Content, e.TaskSeq); err != nil {
 			return fmt.Errorf("append event: %w", err)
 		}
 	}

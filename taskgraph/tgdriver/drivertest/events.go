@@ -31,6 +31,7 @@ var journalTests = []test{
 // notifications in testChanges).
 var applyTests = []test{
 	{"Events", testApplyEvents},
+	{"EventsTakeTheirTaskSeq", testEventTaskSeq},
 }
 
 // auditTests: the database-wide audit chain.
@@ -712,4 +713,58 @@ func testAudit(t *testing.T, h Harness) {
 		}
 	}
 	e.unchanged(before, "AppendAudit that met a moved head")
+}
+
+// testEventTaskSeq: an event is kept under its task's seq whether the
+// writer gives it (EventRow.TaskSeq) or the driver finds it by the task's
+// id, appended linked, journaled, or recorded by Apply either way: the
+// task's history (TaskEvents) reads each (the linked in chain order, then
+// the journaled), and no other task's does.
+func testEventTaskSeq(t *testing.T, h Harness) {
+	e := newEnv(t, h)
+	seqs := e.insert(task("w1", "a"), task("w1", "b"))
+	of := func(x tgdriver.EventRow, kind, taskID string, seq int64) tgdriver.EventRow {
+		x.Kind, x.TaskID, x.TaskSeq = kind, taskID, seq
+		return x
+	}
+	linked := chain("w1", 1, 2)
+	linked[0], linked[1] = of(linked[0], "a-given", "w1.a", seqs[0]), of(linked[1], "b-found", "w1.b", 0)
+	e.write(func(tx tgdriver.Tx) error { return tx.AppendEvents(e.ctx, linked) })
+	j := ev("w1", 0, "", "")
+	e.write(func(tx tgdriver.Tx) error {
+		return tx.JournalEvents(e.ctx, []tgdriver.EventRow{of(j, "b-journal-given", "w1.b", seqs[1]), of(j, "a-journal-found", "w1.a", 0)})
+	})
+	e.write(func(tx tgdriver.Tx) error {
+		_, err := tx.Apply(e.ctx, tgdriver.Apply{Events: []tgdriver.EventRow{of(j, "a-apply-given", "w1.a", seqs[0]), of(j, "b-apply-found", "w1.b", 0)},
+			Journal: true})
+		return err
+	})
+	link := func(ev *tgdriver.EventRow, prev string, seq int64) {
+		ev.Seq, ev.PrevHash, ev.Hash = seq, prev, "w1-"+strconv.FormatInt(seq, 10)
+	}
+	e.write(func(tx tgdriver.Tx) error {
+		_, err := tx.Apply(e.ctx, tgdriver.Apply{Events: []tgdriver.EventRow{of(j, "b-link-given", "w1.b", seqs[1]), of(j, "a-link-found", "w1.a", 0)},
+			Link: link})
+		return err
+	})
+	e.eachReads(func(r tgdriver.Reads) error {
+		for taskID, want := range map[string]string{
+			// The linked ones first, in chain order, then the journaled.
+			"w1.a": "a-given a-link-found a-journal-found a-apply-given",
+			"w1.b": "b-found b-link-given b-journal-given b-apply-found",
+		} {
+			te, err := r.TaskEvents(e.ctx, taskID)
+			if err != nil {
+				return err
+			}
+			var kinds []string
+			for _, x := range te {
+				kinds = append(kinds, x.Kind)
+			}
+			if got := strings.Join(kinds, " "); got != want {
+				return fmt.Errorf("TaskEvents(%s): %s, want %s", taskID, got, want)
+			}
+		}
+		return nil
+	})
 }
