@@ -458,7 +458,12 @@
 //     records). A lower fillfactor would keep new versions on their page
 //     but not spare these index entries (one run, too noisy to tell). A
 //     HOT claim needs state out of every index predicate, i.e. the ready
-//     set in a table of its own.
+//     set in a table of its own. Its upper bound, measured by pgbench of
+//     the claim-shaped UPDATE of eight rows over 200,000 pending tasks:
+//     0.40-0.43 ms as tasks is, 0.18-0.19 ms with no index or trigger
+//     naming state, due_at_ms or the lease and fillfactor 70 (93% of the
+//     updates HOT), before what a ready table and a leases table of their
+//     own would cost.
 //   - The events: a body (events_pkey, events_by_task_seq) per event,
 //     about 1,300 bytes of WAL per task with their index entries (the
 //     journal's rows are one per statement and workflow since 0023: see
