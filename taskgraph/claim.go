@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/graph-engineering/graph-engineering-mcp/lease"
@@ -145,7 +146,7 @@ func (s *Store) Claim(ctx context.Context, req ClaimRequest) (c Claimed, ok bool
 		// expiry or due time.
 		sleep := remaining
 		// A key's rate opens by time alone: no commit wakes the claim.
-		if at, _ := s.nextKeyOpen(ctx, req.WorkflowID, caps); !at.IsZero() {
+		if at := s.sharedKeyOpen(ctx, req.WorkflowID, caps); !at.IsZero() {
 			if until := at.Sub(s.clock.Now()) + time.Millisecond; until < sleep {
 				sleep = max(until, time.Millisecond)
 			}
@@ -170,11 +171,58 @@ func (s *Store) Claim(ctx context.Context, req ClaimRequest) (c Claimed, ok bool
 // with caps that found nothing: the pause that holds it, if one does, and
 // when a concurrency key's rate next lets it take a task, if a rate holds
 // one back (one read of the few pauses and one bounded read of the keys,
-// on that answer only).
+// on that answer only). The claim-nexts of the same workflow and
+// capabilities that find nothing at the same moment share those reads
+// (Store.whyNone): a read that started after each of them asked.
 func (s *Store) claimedNone(ctx context.Context, workflowID string, caps []string) Claimed {
-	c := Claimed{Paused: s.claimPause(ctx, workflowID)}
-	c.NextClaimableAt, c.NextClaimableAtLowerBound = s.nextKeyOpen(ctx, workflowID, caps)
+	why, err := s.whyNone.Do(ctx, claimKey(workflowID, caps), func(ctx context.Context) (noneWhy, error) {
+		var w noneWhy
+		w.paused = s.claimPause(ctx, workflowID)
+		w.keyOpen, w.lowerBound = s.nextKeyOpen(ctx, workflowID, caps)
+		return w, nil
+	})
+	if err != nil {
+		return Claimed{} // the caller left; the answer only explains
+	}
+	c := Claimed{NextClaimableAt: why.keyOpen, NextClaimableAtLowerBound: why.lowerBound}
+	if why.paused != nil {
+		p := *why.paused // callers share the read, not the answer
+		c.Paused = &p
+	}
 	return c
+}
+
+// noneWhy is what claimedNone reads: why a claim-next found nothing.
+type noneWhy struct {
+	paused     *Pause
+	keyOpen    time.Time
+	lowerBound bool
+}
+
+// keyOpenAt is nextKeyOpen's answer, as a parked claim-next reads it.
+type keyOpenAt struct {
+	at         time.Time
+	lowerBound bool
+}
+
+// sharedKeyOpen is nextKeyOpen for a claim-next about to park: the parked
+// claim-nexts of the same workflow and capabilities share the read
+// (Store.keyOpens), as claimedNone's callers do.
+func (s *Store) sharedKeyOpen(ctx context.Context, workflowID string, caps []string) time.Time {
+	k, err := s.keyOpens.Do(ctx, claimKey(workflowID, caps), func(ctx context.Context) (keyOpenAt, error) {
+		at, lb := s.nextKeyOpen(ctx, workflowID, caps)
+		return keyOpenAt{at, lb}, nil
+	})
+	if err != nil {
+		return time.Time{}
+	}
+	return k.at
+}
+
+// claimKey is the key of a claim-next's shared reads: its workflow and
+// its capabilities (canonical: sorted, unique, with no NUL).
+func claimKey(workflowID string, caps []string) string {
+	return workflowID + "\x00" + strings.Join(caps, "\x00")
 }
 
 // claimArgs are a claim's arguments, for its request id. How long a

@@ -25,7 +25,7 @@ func TestDomainImportsNoDriver(t *testing.T) {
 		may      []string
 	}{
 		{".", "taskgraph", append([]string{"taskgraph/audit", "taskgraph/jsonvalue", "taskgraph/workreport",
-			"taskgraph/rules", "taskgraph/keyrate", "taskgraph/waitq", "taskgraph/dag", "taskgraph/idempotency", "taskgraph/retry", "taskgraph/gate", "taskgraph/nodespec", "taskgraph/pause", "taskgraph/taskview", "taskgraph/storeopts", "taskgraph/statusmsg", "taskgraph/broadcast", "taskgraph/hotpace", "taskgraph/hotlane"}, leaves...)},
+			"taskgraph/rules", "taskgraph/keyrate", "taskgraph/waitq", "taskgraph/dag", "taskgraph/idempotency", "taskgraph/retry", "taskgraph/gate", "taskgraph/nodespec", "taskgraph/pause", "taskgraph/taskview", "taskgraph/storeopts", "taskgraph/statusmsg", "taskgraph/broadcast", "taskgraph/hotpace", "taskgraph/hotlane", "taskgraph/sharedread"}, leaves...)},
 		{"./audit", "taskgraph/audit", leaves},
 		// The leaves split out of taskgraph never import it (no cycle,
 		// no store state) nor each other beyond rules.
@@ -39,6 +39,7 @@ func TestDomainImportsNoDriver(t *testing.T) {
 		{"./storeopts", "taskgraph/storeopts", leaves},
 		{"./broadcast", "taskgraph/broadcast", nil},
 		{"./hotpace", "taskgraph/hotpace", nil},
+		{"./sharedread", "taskgraph/sharedread", nil},
 		{"./hotlane", "taskgraph/hotlane", []string{"taskgraph/hotpace"}},
 		{"./statusmsg", "taskgraph/statusmsg", append([]string{"taskgraph/taskview", "taskgraph/pause", "taskgraph/workreport", "taskgraph/gate", "taskgraph/rules"}, leaves...)},
 		{"./taskview", "taskgraph/taskview", append([]string{"taskgraph/pause", "taskgraph/workreport", "taskgraph/gate", "taskgraph/rules"}, leaves...)},

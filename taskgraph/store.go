@@ -11,6 +11,7 @@ import (
 	"github.com/graph-engineering/graph-engineering-mcp/lease"
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/audit"
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/hotlane"
+	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/sharedread"
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/storeopts"
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/tgdriver"
 )
@@ -57,6 +58,12 @@ type Store struct {
 	linker  linker
 	// hot runs claim-next, heartbeat and complete in batches (hot.go).
 	hot *hotlane.Lane[*hotOp]
+	// whyNone and keyOpens share the reads of claim-nexts that found
+	// nothing, by workflow and capabilities (claimedNone, sharedKeyOpen):
+	// when many workers run dry at once, one read answers them rather
+	// than one each.
+	whyNone  sharedread.Group[string, noneWhy]
+	keyOpens sharedread.Group[string, keyOpenAt]
 	// timers tells claim-next when to look for lapsed leases and due tasks.
 	timers *probeTimers
 }

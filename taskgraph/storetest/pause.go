@@ -24,6 +24,7 @@ var pauseTests = []test{
 	{"ResumeWakesParkedClaim", testResumeWakesParkedClaim},
 	{"PauseRefusesAndRecords", testPauseRefusesAndRecords},
 	{"PauseIsExactUnderConcurrentClaims", testPauseIsExactUnderConcurrentClaims},
+	{"EmptyClaimSaysThePauseOfItsOwnTime", testEmptyClaimSaysThePauseOfItsOwnTime},
 }
 
 var bob = tg.Operator{Name: "bob", Reason: "deploy 7.3"}
@@ -242,5 +243,83 @@ func testPauseIsExactUnderConcurrentClaims(t *testing.T, h Harness) {
 	}
 	if end := claimed(); end != atPause || end != granted.Load() || end == tasks {
 		t.Fatalf("claimed tasks: %d right after the pause returned, %d at the end, %d granted (of %d): a claim committed after the pause", atPause, end, granted.Load(), tasks)
+	}
+}
+
+// A claim-next that finds nothing says why from a read made after it was
+// asked, though many such claim-nexts share their reads: right after a
+// pause every one says paused, each with a pause of its own, and right
+// after the resume none does, while other claim-nexts of the same workflow
+// keep finding nothing (and reading) all along.
+func testEmptyClaimSaysThePauseOfItsOwnTime(t *testing.T, h Harness) {
+	e := setup(t, h)
+	c := e.Create(t, "a", "only")
+	e.Claim(t, "holder", c.TaskID, time.Minute) // a has nothing claimable
+	ctx, cancel := context.WithCancel(e.Ctx)
+	defer cancel()
+	// Background claim-nexts of a keep reads of its pauses running, so
+	// that the claims below arrive while one is under way.
+	var wg sync.WaitGroup
+	var background atomic.Int64
+	errs := make(chan error, 4)
+	for i := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for ctx.Err() == nil {
+				if _, ok, err := e.S.Claim(ctx, tg.ClaimRequest{Owner: fmt.Sprintf("bg%d", i), WorkflowID: "a", Lease: time.Minute}); ok || (err != nil && ctx.Err() == nil) {
+					errs <- fmt.Errorf("background claim-next of a: ok=%v err=%v, want nothing", ok, err)
+					return
+				}
+				background.Add(1)
+			}
+		}()
+	}
+	testwait.For(t, "background claim-nexts", func() bool { return background.Load() >= 8 || len(errs) > 0 })
+	const rounds, claimers = 20, 8
+	for round := range rounds {
+		if _, err := e.S.PauseClaims(e.Ctx, "a", bob); err != nil {
+			t.Fatal(err)
+		}
+		seen := make([]*tg.Pause, claimers)
+		var cw sync.WaitGroup
+		for i := range claimers {
+			cw.Add(1)
+			go func() {
+				defer cw.Done()
+				got, ok, err := e.S.Claim(e.Ctx, tg.ClaimRequest{Owner: "w", WorkflowID: "a", Lease: time.Minute})
+				if err != nil || ok {
+					errs <- fmt.Errorf("claim-next of a while paused: ok=%v err=%v", ok, err)
+					return
+				}
+				seen[i] = got.Paused
+			}()
+		}
+		cw.Wait()
+		for i, p := range seen {
+			if p == nil || p.WorkflowID != "a" || p.Reason != bob.Reason {
+				t.Fatalf("round %d: claim-next %d right after the pause says paused=%+v, want a's pause", round, i, p)
+			}
+			for _, q := range seen[:i] {
+				if p == q {
+					t.Fatalf("round %d: two claim-nexts were handed the same *Pause; each answer is its own", round)
+				}
+			}
+		}
+		if _, ok, err := e.S.ResumeClaims(e.Ctx, "a", alice); err != nil || !ok {
+			t.Fatalf("resume a: ok=%v err=%v", ok, err)
+		}
+		for i := range claimers {
+			got, ok, err := e.S.Claim(e.Ctx, tg.ClaimRequest{Owner: "w", WorkflowID: "a", Lease: time.Minute})
+			if err != nil || ok || got.Paused != nil {
+				t.Fatalf("round %d: claim-next %d right after the resume: ok=%v paused=%+v err=%v, want nothing and no pause (a read from before it was asked)", round, i, ok, got.Paused, err)
+			}
+		}
+	}
+	cancel()
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
 	}
 }
