@@ -99,8 +99,9 @@ func (s *Store) Claim(ctx context.Context, req ClaimRequest) (c Claimed, ok bool
 		defer s.claimAttempts.Add(1)
 		return s.hotClaimNext(ctx, arrived, req.Owner, req.WorkflowID, caps, d, rq)
 	}
-	// A claim-next that finds nothing says why when a pause is the reason
-	// (one read of the few pauses, on that answer only).
+	// A claim-next that finds nothing says why when a pause or a key's
+	// rate is the reason (claimedNone: reads on that answer only, shared
+	// with the claim-nexts that find nothing at the same moment).
 	none := func() (Claimed, bool, error) { return s.claimedNone(ctx, req.WorkflowID, caps), false, nil }
 	// After Drain a claim-next tries once and does not wait: its server is
 	// shutting down.

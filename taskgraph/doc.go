@@ -109,7 +109,11 @@
 // later ones take their snapshot after it. Leases granted before run on.
 // A claim-next that finds nothing while a pause holds it says so
 // (Claimed.Paused); a resume wakes parked claims here (wakeForPending) and
-// on other replicas (NotifyReady of no workflow: a Change Unknown).
+// on other replicas (NotifyReady of no workflow: a Change Unknown). The
+// claim-nexts of one workflow and capabilities that find nothing at once
+// share the reads that say why (package sharedread): each is answered by
+// a read that started after it asked, never by one already under way, so
+// a claim made after a resume is never told of the pause.
 //
 // # Concurrency keys
 //
