@@ -99,6 +99,9 @@ func TestBenchCombinedLoopVerifiesItself(t *testing.T) {
 	if v, ok := res["empty_claims"].(float64); !ok || v < 0 {
 		t.Errorf("bench --json empty_claims = %v, want a count", res["empty_claims"])
 	}
+	if v, ok := res["tail_ms"].(float64); !ok || v <= 0 || v > res["seconds"].(float64)*1000 {
+		t.Errorf("bench --json tail_ms = %v, want a time within the run's %v s", res["tail_ms"], res["seconds"])
+	}
 }
 
 // The measured run ends when the last task's completion returns, not when
@@ -120,6 +123,36 @@ func TestBenchTallyEndsAtLastCompletion(t *testing.T) {
 	}
 	if got := b.done.Load(); got != 3 {
 		t.Errorf("done = %d, want 3", got)
+	}
+	// Three tasks: the tail is the last one, from 2s to 3s.
+	if got := b.tail(); got != time.Second {
+		t.Errorf("tail = %v, want 1s", got)
+	}
+}
+
+// The tail is the last percent of the tasks, from the completion before
+// them to the last one; 0 until every task is done.
+func TestBenchTallyTimesTheLastPercent(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	b := newBenchTally(500, t0)
+	for i := 1; i <= 495; i++ {
+		b.completed(t0.Add(time.Duration(i) * time.Millisecond))
+	}
+	if got := b.tail(); got != 0 {
+		t.Errorf("tail before the end = %v, want 0", got)
+	}
+	// The last five (1% of 500) straggle over 400 ms.
+	for i := 1; i <= 5; i++ {
+		b.completed(t0.Add(495*time.Millisecond + time.Duration(i)*80*time.Millisecond))
+	}
+	if got := b.tail(); got != 400*time.Millisecond {
+		t.Errorf("tail = %v, want 400ms (the last 5 of 500 tasks)", got)
+	}
+	// A run of one task is all tail.
+	one := newBenchTally(1, t0)
+	one.completed(t0.Add(7 * time.Millisecond))
+	if got := one.tail(); got != 7*time.Millisecond {
+		t.Errorf("tail of a one-task run = %v, want 7ms", got)
 	}
 }
 
