@@ -275,8 +275,10 @@
 // candidates' keys, waiting only for those after every key it holds and
 // passing over the candidates of a key before them that another
 // transaction holds (lockKeysAfter); an operator's change of a limit
-// locks the key's parked tasks before its row (a raised cap unparks
-// them). Gaps remain, where PostgreSQL may
+// locks the key's row, then its parked tasks (a raised cap unparks them),
+// as a freed slot unparks after the key's row: the other order made the
+// change of a limit lose a deadlock to every claim of the key that ended
+// meanwhile, ten tries in a row under load. Gaps remain, where PostgreSQL may
 // detect a deadlock (40P01) and the driver runs the whole transaction
 // again (tgpostgres: Write, MaxWriteTries; TestWriteRetriesDeadlock), a
 // retry, never a wrong answer; tgpostgres's doc gives each path's order
@@ -285,9 +287,10 @@
 //   - a dependent a batch makes ready while its key is closed takes the
 //     key's row when its update is applied, after the keys the batch
 //     holds; a key without a row is made and locked after those held;
-//   - a freed slot and a claim of an unparked task unpark a parked task
-//     after the key's row, while a claim by id of it or a create that
-//     depends on it holds the task and waits for the key;
+//   - a freed slot, a claim of an unparked task and a change of limit
+//     unpark a parked task after the key's row, while a claim by id of it
+//     or a create that depends on it holds the task and waits for the key
+//     (both rare beside the ends of claims);
 //   - task rows are locked by seq in the sweeps.
 //
 // The storetest group Key's lock-order tests drive each path against the

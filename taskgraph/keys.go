@@ -356,14 +356,16 @@ func (s *Store) SetKeyLimit(ctx context.Context, key string, limit KeyLimit, op 
 	var out Key
 	err := s.do(ctx, func(w *wtx) error {
 		w.as(ActorOperator, op.Name)
-		// Tasks before the key's row ("Lock order"): a cap raised unparks.
-		if err := w.tx.LockParkedOfKey(w.ctx, key); err != nil {
-			return err
-		}
-		// Exclusively, then the key's claimed tasks counted after the lock:
-		// a key without a cap keeps no count (tgdriver.KeyRow.Claimed).
+		// The key's row exclusively, then the key's claimed tasks counted
+		// after the lock: a key without a cap keeps no count
+		// (tgdriver.KeyRow.Claimed). Then its parked tasks, which a cap
+		// raised unparks: after the key's row, as every other unpark
+		// takes them ("Lock order").
 		k, claimed, err := w.lockKey(key, true)
 		if err != nil {
+			return err
+		}
+		if err := w.tx.LockParkedOfKey(w.ctx, key); err != nil {
 			return err
 		}
 		before := keyrate.KeyOf(k).Limit

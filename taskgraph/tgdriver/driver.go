@@ -380,10 +380,10 @@ type Tx interface {
 	// change of the key's limit stores that count with a new cap.
 	LockKeyForLimit(ctx context.Context, key string) (k KeyRow, ok bool, claimed int, err error)
 	// LockParkedOfKey locks the ready tasks of key that are parked out of
-	// the ready indexes (PostgreSQL: migration 0018), in task id order,
-	// before the key's row: a change of the key's limit that raises or
-	// lifts its cap unparks them after taking the key's row, and a claim
-	// by id or a create that holds one of them waits for that row.
+	// the ready indexes (PostgreSQL: migration 0018), in task id order. A
+	// change of the key's limit calls it after taking the key's row
+	// (LockKeyForLimit), since raising or lifting the cap unparks them,
+	// and every other unpark takes them after that row too.
 	LockParkedOfKey(ctx context.Context, key string) error
 	// UpdateKey writes k over old (same Key) if the row still holds old's
 	// Claimed, RecentMS and limits, in the update's own predicate; ok is

@@ -122,11 +122,16 @@
 //     the batch's other keys (tasks_key_park_entry), when the key has a
 //     rate and no cap (lockUpdatedKeysSQL takes only capped keys, so that
 //     ending claims of a rate-limited key do not queue on its row).
-//   - An operator's change of a key's limit: the key's parked ready tasks
-//     in task id order (LockParkedOfKey), the key's row FOR UPDATE
-//     (LockKeyForLimit), the count of its claimed tasks, its update (a
-//     cap raised unparks the rows held), the audit head. A create that
-//     sets the first limit of a key takes its row the same way.
+//   - An operator's change of a key's limit: the key's row FOR UPDATE
+//     (LockKeyForLimit), the count of its claimed tasks, the key's parked
+//     ready tasks in task id order (LockParkedOfKey), its update (a cap
+//     raised unparks the rows held), the audit head. The parked tasks
+//     come after the key's row, as in every other unpark: taken before
+//     it, every claim of the key that ended meanwhile (its trigger holds
+//     the key's row and unparks) closed a deadlock with the change, which
+//     lost it ten tries in a row under CI's load. A create that sets the
+//     first limit of a key takes its row the same way (a key without a
+//     limit has nothing parked).
 //   - The end of a claim whose key's row is then idle (FreeKeys): the
 //     row's delete takes it FOR UPDATE SKIP LOCKED, leaving a row that
 //     another transaction holds to the sweeper (PruneIdleKeys), since it

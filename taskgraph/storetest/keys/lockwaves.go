@@ -211,10 +211,11 @@ func testKeyCreateDepsBesideBatchLockInOrder(t *testing.T, h Harness) {
 // at once on one full key, round after round. Every operation succeeds
 // (a claim by id may find the key full: refused, as without the others),
 // the parking rule holds after each round, and each key's counter matches
-// its claimed tasks. A change of limit locks the parked tasks before the
-// key's row; a slot freed (concurrency_keys_unpark) and a claim of an
-// unparked task (tasks_key_leave) still unpark after it, a gap where a
-// transaction may deadlock and be retried.
+// its claimed tasks. A change of limit, a slot freed
+// (concurrency_keys_unpark) and a claim of an unparked task
+// (tasks_key_leave) all unpark after the key's row; the claims by id and
+// the creates lock a parked task before it, a gap where a transaction may
+// deadlock and be retried.
 func testKeyUnparkBesideTaskLockers(t *testing.T, h Harness) {
 	e := setupLocks(t, h, 3)
 	const queued, rounds = 12, 4
