@@ -176,48 +176,33 @@ func (s *Store) Claim(ctx context.Context, req ClaimRequest) (c Claimed, ok bool
 // capabilities that find nothing at the same moment share those reads
 // (Store.whyNone): a read that started after each of them asked.
 func (s *Store) claimedNone(ctx context.Context, workflowID string, caps []string) Claimed {
-	why, err := s.whyNone.Do(ctx, claimKey(workflowID, caps), func(ctx context.Context) (noneWhy, error) {
-		var w noneWhy
-		w.paused = s.claimPause(ctx, workflowID)
-		w.keyOpen, w.lowerBound = s.nextKeyOpen(ctx, workflowID, caps)
-		return w, nil
+	c, err := s.whyNone.Do(ctx, claimKey(workflowID, caps), func(ctx context.Context) (Claimed, error) {
+		c := Claimed{Paused: s.claimPause(ctx, workflowID)}
+		c.NextClaimableAt, c.NextClaimableAtLowerBound = s.nextKeyOpen(ctx, workflowID, caps)
+		return c, nil
 	})
 	if err != nil {
 		return Claimed{} // the caller left; the answer only explains
 	}
-	c := Claimed{NextClaimableAt: why.keyOpen, NextClaimableAtLowerBound: why.lowerBound}
-	if why.paused != nil {
-		p := *why.paused // callers share the read, not the answer
+	if c.Paused != nil {
+		p := *c.Paused // callers share the read, not the answer
 		c.Paused = &p
 	}
 	return c
 }
 
-// noneWhy is what claimedNone reads: why a claim-next found nothing.
-type noneWhy struct {
-	paused     *Pause
-	keyOpen    time.Time
-	lowerBound bool
-}
-
-// keyOpenAt is nextKeyOpen's answer, as a parked claim-next reads it.
-type keyOpenAt struct {
-	at         time.Time
-	lowerBound bool
-}
-
-// sharedKeyOpen is nextKeyOpen for a claim-next about to park: the parked
-// claim-nexts of the same workflow and capabilities share the read
+// sharedKeyOpen is nextKeyOpen's time for a claim-next about to park: the
+// parked claim-nexts of the same workflow and capabilities share the read
 // (Store.keyOpens), as claimedNone's callers do.
 func (s *Store) sharedKeyOpen(ctx context.Context, workflowID string, caps []string) time.Time {
-	k, err := s.keyOpens.Do(ctx, claimKey(workflowID, caps), func(ctx context.Context) (keyOpenAt, error) {
-		at, lb := s.nextKeyOpen(ctx, workflowID, caps)
-		return keyOpenAt{at, lb}, nil
+	at, err := s.keyOpens.Do(ctx, claimKey(workflowID, caps), func(ctx context.Context) (time.Time, error) {
+		at, _ := s.nextKeyOpen(ctx, workflowID, caps)
+		return at, nil
 	})
 	if err != nil {
 		return time.Time{}
 	}
-	return k.at
+	return at
 }
 
 // claimKey is the key of a claim-next's shared reads: its workflow and

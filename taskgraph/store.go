@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/graph-engineering/graph-engineering-mcp/lease"
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/audit"
@@ -62,8 +63,8 @@ type Store struct {
 	// nothing, by workflow and capabilities (claimedNone, sharedKeyOpen):
 	// when many workers run dry at once, one read answers them rather
 	// than one each.
-	whyNone  sharedread.Group[string, noneWhy]
-	keyOpens sharedread.Group[string, keyOpenAt]
+	whyNone  sharedread.Group[string, Claimed]
+	keyOpens sharedread.Group[string, time.Time]
 	// timers tells claim-next when to look for lapsed leases and due tasks.
 	timers *probeTimers
 }
