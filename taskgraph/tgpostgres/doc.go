@@ -129,7 +129,9 @@
 //     come after the key's row, as in every other unpark: taken before
 //     it, every claim of the key that ended meanwhile (its trigger holds
 //     the key's row and unparks) closed a deadlock with the change, which
-//     lost it ten tries in a row under CI's load. A create that sets the
+//     lost it ten tries in a row under CI's load
+//     (KeyLimitChangeBesideClaimEndsLocksInOrder: none now; 39-56 retries
+//     a run in that order). A create that sets the
 //     first limit of a key takes its row the same way (a key without a
 //     limit has nothing parked).
 //   - The end of a claim whose key's row is then idle (FreeKeys): the

@@ -39,6 +39,7 @@ var Tests = []stenv.Test{
 	{Name: "KeyBatchWavesLockInOrder", Fn: testKeyBatchWavesLockInOrder},
 	{Name: "KeyCreateDepsBesideBatchLockInOrder", Fn: testKeyCreateDepsBesideBatchLockInOrder},
 	{Name: "KeyUnparkBesideTaskLockers", Fn: testKeyUnparkBesideTaskLockers},
+	{Name: "KeyLimitChangeBesideClaimEndsLocksInOrder", Fn: testKeyLimitChangeBesideClaimEndsLockInOrder},
 	{Name: "KeyCapSetOnClaimedKeyCountsThem", Fn: testKeyCapSetOnClaimedKeyCountsThem},
 	{Name: "KeyClaimsRacingLimitChanges", Fn: testKeyClaimsRacingLimitChanges},
 }

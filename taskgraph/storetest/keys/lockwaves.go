@@ -265,3 +265,88 @@ func testKeyUnparkBesideTaskLockers(t *testing.T, h Harness) {
 	e.logDeadlocks(t, "slots freed and caps raised beside claims by id and creates of parked tasks")
 	e.Verify(t)
 }
+
+// A change of a key's limit takes the key's row first and its parked
+// tasks after it (a cap raised unparks them), as a claim of the key that
+// ends does: its trigger gives the slot back and unparks the next parked
+// task after the key's row. Here an operator raises and lowers the cap of
+// a full key with queued tasks, round after round, while the key's claims
+// end on three stores, each completion submitted with the next claim.
+// Every operation succeeds, each task is done once, the parking rule
+// holds after each round, the key's counter matches its claimed tasks
+// at the end, and no transaction deadlocks. With the change taking the
+// parked tasks before the key's row, each claim that ended during a
+// change closed a cycle with it, and PostgreSQL aborted the change (under
+// load in CI, ten tries in a row).
+func testKeyLimitChangeBesideClaimEndsLockInOrder(t *testing.T, h Harness) {
+	e := setupLocks(t, h, 3)
+	const tasks, limit = 96, 3
+	if _, err := e.S.SetKeyLimit(e.Ctx, "k", tg.KeyLimit{MaxClaimed: limit}, alice); err != nil {
+		t.Fatal(err)
+	}
+	nodes := make([]tg.NodeSpec, tasks)
+	for i := range nodes {
+		nodes[i] = tg.NodeSpec{NodeID: fmt.Sprintf("t%03d", i), Payload: json.RawMessage(`{}`), ConcurrencyKey: "k"}
+	}
+	if _, err := e.S.CreateWorkflow(e.Ctx, "w", nodes); err != nil {
+		t.Fatal(err)
+	}
+	topUp := func(claims []tg.Claimed) []tg.Claimed {
+		for {
+			c, ok := e.claimNextLease(t, "w", time.Minute)
+			if !ok {
+				return claims
+			}
+			claims = append(claims, c)
+		}
+	}
+	claims := topUp(nil)
+	if len(claims) != limit {
+		t.Fatalf("%d claims of a key capped at %d", len(claims), limit)
+	}
+	done := map[string]bool{}
+	for round := 0; len(claims) > 0; round++ {
+		if round > tasks {
+			t.Fatalf("%d rounds and %d tasks still claimed of %d", round, len(claims), tasks)
+		}
+		// Raised on even rounds (the change unparks), lowered on odd ones.
+		lim := tg.KeyLimit{MaxClaimed: limit + 1 - round%2}
+		var (
+			mu   sync.Mutex
+			next []tg.Claimed
+		)
+		stenv.Concurrently(t, len(claims)+1, func(i int) error {
+			if i == len(claims) {
+				_, err := e.store(round).SetKeyLimit(e.Ctx, "k", lim, bob)
+				if err != nil {
+					return fmt.Errorf("round %d: set the limit to %d: %w", round, lim.MaxClaimed, err)
+				}
+				return nil
+			}
+			c := claims[i]
+			_, nc, ok, err := e.store(i).CompleteAndClaim(e.Ctx, holder(c), json.RawMessage(`1`),
+				tg.ClaimRequest{Owner: c.Lease.Owner, Lease: time.Minute})
+			if err != nil {
+				return fmt.Errorf("round %d: complete %s and claim: %w", round, c.Task.NodeID, err)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if done[c.Task.TaskID] {
+				return fmt.Errorf("round %d: %s completed twice", round, c.Task.NodeID)
+			}
+			done[c.Task.TaskID] = true
+			if ok {
+				next = append(next, nc)
+			}
+			return nil
+		})
+		e.wantParkingRule(t, "k", fmt.Sprintf("round %d", round))
+		claims = topUp(next)
+	}
+	if len(done) != tasks {
+		t.Fatalf("%d tasks done of %d", len(done), tasks)
+	}
+	e.wantClaimedOfKey(t, "k", 0)
+	e.wantNoDeadlock(t, "a key's limit changed while its claims ended")
+	e.Verify(t)
+}
