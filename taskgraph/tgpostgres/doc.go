@@ -470,11 +470,43 @@
 //     0.40-0.43 ms as tasks is, 0.18-0.19 ms with no index or trigger
 //     naming state, due_at_ms or the lease and fillfactor 70 (93% of the
 //     updates HOT), before what a ready table and a leases table of their
-//     own would cost.
+//     own would cost. That cost was then measured on this driver with a
+//     prototype, not kept: a ready table and a leases table written in the
+//     claim's and the completion's own statements (CTEs), the ready, due
+//     and lease indexes and the keys' triggers dropped, fillfactor 70, the
+//     claim scan reading ready (78% of the task updates HOT). Per batch
+//     at W=8 the completion UPDATE went from 0.24-0.27 to 0.14-0.16 ms, but
+//     the claim's only from 0.30-0.34 to 0.28-0.31 ms: its HOT saving goes
+//     to the ready row's delete and the lease's insert, and the scan gains
+//     0.02 ms. bench --tasks 5000, five alternated rounds (load 1.1-1.6):
+//     W=8 median 3,189 -> 3,365 cycles/s (per-round ratios 0.80-1.11,
+//     median 1.06), W=32 5,333 -> 5,584 (0.98-1.14, median 1.05). About
+//     0.07 ms a batch of that is the keys' triggers, whose cost is per
+//     statement, rows with a key or not (dropping them alone: claim 0.28 ->
+//     0.25 ms, completion 0.23 -> 0.19 ms at W=8). Dropping seven of the
+//     partial indexes (none of which a claim or a completion writes)
+//     changed nothing: opening them is not the per-statement cost. A
+//     redesign of every path that moves a task in or out of the ready
+//     set, for some 5%, is not the lever for the targets.
 //   - The events: a body (events_pkey, events_by_task_seq) per event,
 //     about 1,300 bytes of WAL per task with their index entries (the
 //     journal's rows are one per statement and workflow since 0023: see
-//     "WAL per cycle").
+//     "WAL per cycle"). The same prototype with the hot path's event
+//     writes left out (a measurement: the history is not optional) ran
+//     W=8 at a median 3,589 cycles/s (per-round ratio to the store as it
+//     is 1.18, to the prototype 1.07) and W=32 at 6,883 (1.29 and 1.23),
+//     the same five rounds. At W=32 the machine is CPU-bound, and the
+//     history's writes (two bodies and four index entries per cycle, the
+//     journal's rows, the commit's share of their WAL) are most of the
+//     CPU that separates this store from River, which keeps no history
+//     (River ran 6,180-8,160 cycles/s in peerbench's W=32 rounds of the
+//     same day, this store 5,810-6,160). The linker is not (leaving it
+//     idle during the run changed nothing measurable): the hot
+//     transaction's INSERT is. That statement takes 0.25-0.34 ms for 16
+//     events in the run (auto_explain: about 100 buffers hit, 2 dirtied
+//     and 2 written by the backend itself), where pgbench alone inserts
+//     the same 16 rows, journal row included, in 0.06 ms; why the run
+//     pays four times as much is not settled.
 //
 // # WAL per cycle
 //
