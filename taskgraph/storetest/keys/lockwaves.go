@@ -65,6 +65,45 @@ func (e *lockEnv) wantRoundPending(t *testing.T, r, n int) {
 	}
 }
 
+// completeAndClaimAll completes each of claims on the store of its index,
+// each submitted with a claim-next for the same owner (CompleteAndClaim),
+// all at once and, when also is not nil, at once with also too. It records
+// each task completed in done, failing t on one completed twice, and
+// returns the claims granted.
+func (e *lockEnv) completeAndClaimAll(t *testing.T, round int, claims []tg.Claimed, done map[string]bool, also func() error) []tg.Claimed {
+	t.Helper()
+	var (
+		mu   sync.Mutex
+		next []tg.Claimed
+	)
+	n := len(claims)
+	if also != nil {
+		n++
+	}
+	stenv.Concurrently(t, n, func(i int) error {
+		if i == len(claims) {
+			return also()
+		}
+		c := claims[i]
+		_, nc, ok, err := e.store(i).CompleteAndClaim(e.Ctx, holder(c), json.RawMessage(`1`),
+			tg.ClaimRequest{Owner: c.Lease.Owner, Lease: time.Minute})
+		if err != nil {
+			return fmt.Errorf("round %d: complete %s and claim: %w", round, c.Task.NodeID, err)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if done[c.Task.TaskID] {
+			return fmt.Errorf("round %d: %s completed twice", round, c.Task.NodeID)
+		}
+		done[c.Task.TaskID] = true
+		if ok {
+			next = append(next, nc)
+		}
+		return nil
+	})
+	return next
+}
+
 // wantNoDeadlock fails t if a transaction deadlocked (and was retried).
 func (e *lockEnv) wantNoDeadlock(t *testing.T, what string) {
 	t.Helper()
@@ -121,28 +160,7 @@ func testKeyBatchWavesLockInOrder(t *testing.T, h Harness) {
 		if round > len(nodes) {
 			t.Fatalf("%d rounds and %d tasks still claimed of %d", round, len(claims), len(nodes))
 		}
-		var (
-			mu   sync.Mutex
-			next []tg.Claimed
-		)
-		stenv.Concurrently(t, len(claims), func(i int) error {
-			c := claims[i]
-			_, nc, ok, err := e.store(i).CompleteAndClaim(e.Ctx, holder(c), json.RawMessage(`1`),
-				tg.ClaimRequest{Owner: c.Lease.Owner, Lease: time.Minute})
-			if err != nil {
-				return fmt.Errorf("round %d: complete %s and claim: %w", round, c.Task.NodeID, err)
-			}
-			mu.Lock()
-			defer mu.Unlock()
-			if done[c.Task.TaskID] {
-				return fmt.Errorf("round %d: %s completed twice", round, c.Task.NodeID)
-			}
-			done[c.Task.TaskID] = true
-			if ok {
-				next = append(next, nc)
-			}
-			return nil
-		})
+		next := e.completeAndClaimAll(t, round, claims, done, nil)
 		// Claims refused at the caps leave tasks for later rounds.
 		for len(next) < held {
 			c, ok := e.claimNextLease(t, "w", time.Minute)
@@ -311,32 +329,9 @@ func testKeyLimitChangeBesideClaimEndsLockInOrder(t *testing.T, h Harness) {
 		}
 		// Raised on even rounds (the change unparks), lowered on odd ones.
 		lim := tg.KeyLimit{MaxClaimed: limit + 1 - round%2}
-		var (
-			mu   sync.Mutex
-			next []tg.Claimed
-		)
-		stenv.Concurrently(t, len(claims)+1, func(i int) error {
-			if i == len(claims) {
-				_, err := e.store(round).SetKeyLimit(e.Ctx, "k", lim, bob)
-				if err != nil {
-					return fmt.Errorf("round %d: set the limit to %d: %w", round, lim.MaxClaimed, err)
-				}
-				return nil
-			}
-			c := claims[i]
-			_, nc, ok, err := e.store(i).CompleteAndClaim(e.Ctx, holder(c), json.RawMessage(`1`),
-				tg.ClaimRequest{Owner: c.Lease.Owner, Lease: time.Minute})
-			if err != nil {
-				return fmt.Errorf("round %d: complete %s and claim: %w", round, c.Task.NodeID, err)
-			}
-			mu.Lock()
-			defer mu.Unlock()
-			if done[c.Task.TaskID] {
-				return fmt.Errorf("round %d: %s completed twice", round, c.Task.NodeID)
-			}
-			done[c.Task.TaskID] = true
-			if ok {
-				next = append(next, nc)
+		next := e.completeAndClaimAll(t, round, claims, done, func() error {
+			if _, err := e.store(round).SetKeyLimit(e.Ctx, "k", lim, bob); err != nil {
+				return fmt.Errorf("round %d: set the limit to %d: %w", round, lim.MaxClaimed, err)
 			}
 			return nil
 		})
