@@ -476,7 +476,7 @@
 //     and lease indexes and the keys' triggers dropped, fillfactor 70, the
 //     claim scan reading ready (78% of the task updates HOT). Per batch
 //     at W=8 the completion UPDATE went from 0.24-0.27 to 0.14-0.16 ms, but
-//     the claim's only from 0.30-0.34 to 0.28-0.31 ms: its HOT saving goes
+//     the claim's only from 0.30-0.34 to 0.27-0.31 ms: its HOT saving goes
 //     to the ready row's delete and the lease's insert, and the scan gains
 //     0.02 ms. bench --tasks 5000, five alternated rounds (load 1.1-1.6):
 //     W=8 median 3,189 -> 3,365 cycles/s (per-round ratios 0.80-1.11,
