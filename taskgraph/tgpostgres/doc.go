@@ -510,10 +510,12 @@
 //     same day, this store 5,810-6,160). The linker is not (leaving it
 //     idle during the run changed nothing measurable): the hot
 //     transaction's INSERT is. That statement takes 0.25-0.34 ms for 16
-//     events in the run (auto_explain: about 100 buffers hit, 2 dirtied
-//     and 2 written by the backend itself), where pgbench alone inserts
-//     the same 16 rows, journal row included, in 0.06 ms; why the run
-//     pays four times as much is not settled.
+//     events in the run (auto_explain: about 100 buffers hit and 2
+//     "written", which PostgreSQL 15 counts for each block a statement
+//     adds to a relation: events grows by a page or so a batch, each a
+//     write of zeros; shared_buffers was three fifths free), where
+//     pgbench alone inserts the same 16 rows, journal row included, in
+//     0.06 ms; why the run pays four times as much is not settled.
 //
 // # WAL per cycle
 //
