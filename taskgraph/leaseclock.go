@@ -312,7 +312,14 @@ func (c *leaseClock) sharedTouch(w *wtx) error {
 	// a time ahead of the clock, which the next step would take for
 	// another backward step and give back again (every live lease lost).
 	// Read under c.mu, with ranMS, so that a step's reset of ranMS (at its
-	// commit) is never followed by a time from before that step.
+	// commit) is never followed by a time from before that step. The
+	// write itself may still come after a step committed (this
+	// transaction took its time, then waited or was descheduled before its
+	// touch): so the driver moves the recorded time only forward, and by
+	// less than staleMin (TryTouchAlive's window), and a time from before
+	// a backward step is never recorded after the step gave it back (the
+	// likely cause of a CI failure of LeaseTime/BackwardClockStep, where a
+	// lease lapsed before its time).
 	now := min(w.nowMS, c.wall.Now().UnixMilli())
 	if due {
 		c.ranMS = max(c.ranMS, now)
@@ -321,7 +328,7 @@ func (c *leaseClock) sharedTouch(w *wtx) error {
 	if !due {
 		return nil
 	}
-	touched, err := w.tx.TryTouchAlive(w.ctx, now)
+	touched, err := w.tx.TryTouchAlive(w.ctx, now, staleMin.Milliseconds())
 	if err != nil || !touched {
 		return err
 	}

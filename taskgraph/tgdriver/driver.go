@@ -446,6 +446,14 @@ type Tx interface {
 	TouchAlive(ctx context.Context, ms int64) error
 	// TryTouchAlive is TouchAlive unless another transaction holds the
 	// alive time (then it waits for nothing and reports false): writes
-	// refresh it in passing without queueing behind one another.
-	TryTouchAlive(ctx context.Context, ms int64) (touched bool, err error)
+	// refresh it in passing without queueing behind one another. When a
+	// time is recorded it records ms only if that moves it forward by less
+	// than withinMS, and reports whether it did: a touch in passing never
+	// moves the alive time back, nor over a gap that only a step of the
+	// lease clock (ReadAlive, TouchAlive) may measure and give back. A
+	// touch whose time was taken before a backward step of the clock, and
+	// whose write comes after a step gave that step back, would otherwise
+	// record a time ahead of the clock, which the next step would take for
+	// a second backward step (every live lease lost).
+	TryTouchAlive(ctx context.Context, ms, withinMS int64) (touched bool, err error)
 }

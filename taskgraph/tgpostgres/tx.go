@@ -881,8 +881,10 @@ func (w *wtx) ReadAlive(ctx context.Context) (int64, bool, error) {
 }
 
 // TryTouchAlive records ms as the servers' alive time unless another
-// transaction holds the row (SKIP LOCKED): it never waits.
-func (w *wtx) TryTouchAlive(ctx context.Context, ms int64) (bool, error) {
+// transaction holds the row (SKIP LOCKED): it never waits. Over a recorded
+// time it moves it only forward, by less than withinMS (the update's own
+// predicate, on the row it holds).
+func (w *wtx) TryTouchAlive(ctx context.Context, ms, withinMS int64) (bool, error) {
 	var one int
 	err := w.c.QueryRow(ctx, `SELECT 1 FROM server_clock WHERE singleton = 1 FOR UPDATE SKIP LOCKED`).Scan(&one)
 	switch {
@@ -902,10 +904,12 @@ func (w *wtx) TryTouchAlive(ctx context.Context, ms int64) (bool, error) {
 	case err != nil:
 		return false, w.fail(ctx, "lock the alive time", err)
 	}
-	if _, err := w.c.Exec(ctx, `UPDATE server_clock SET alive_at_ms = $1 WHERE singleton = 1`, ms); err != nil {
+	tag, err := w.c.Exec(ctx, `UPDATE server_clock SET alive_at_ms = $1
+		WHERE singleton = 1 AND alive_at_ms < $1 AND $1 - alive_at_ms < $2`, ms, withinMS)
+	if err != nil {
 		return false, w.fail(ctx, "record the alive time", err)
 	}
-	return true, nil
+	return tag.RowsAffected() == 1, nil
 }
 
 // TouchAlive records ms as the servers' alive time.

@@ -85,6 +85,11 @@ const (
 	sqlReadAlive  = `SELECT alive_at_ms FROM server_clock WHERE singleton = 1`
 	sqlTouchAlive = `INSERT INTO server_clock (singleton, alive_at_ms) VALUES (1, ?)
 		ON CONFLICT (singleton) DO UPDATE SET alive_at_ms = excluded.alive_at_ms`
+	// sqlTryTouchAlive is sqlTouchAlive that moves a recorded time only
+	// forward, by less than its second parameter (TryTouchAlive).
+	sqlTryTouchAlive = `INSERT INTO server_clock (singleton, alive_at_ms) VALUES (1, ?1)
+		ON CONFLICT (singleton) DO UPDATE SET alive_at_ms = excluded.alive_at_ms
+		WHERE alive_at_ms < excluded.alive_at_ms AND excluded.alive_at_ms - alive_at_ms < ?2`
 )
 
 // LockWorkflow reports whether workflowID exists. The single writer
@@ -511,11 +516,20 @@ func (t *wtx) TouchAlive(_ context.Context, ms int64) error {
 	return nil
 }
 
-// TryTouchAlive is TouchAlive: the one writer never waits for another
-// transaction of this process, and another process's write lock is already
-// held by this batch.
-func (t *wtx) TryTouchAlive(ctx context.Context, ms int64) (bool, error) {
-	return true, t.TouchAlive(ctx, ms)
+// TryTouchAlive is TouchAlive, over a recorded time only forward and by
+// less than withinMS: the one writer never waits for another transaction
+// of this process, and another process's write lock is already held by
+// this batch.
+func (t *wtx) TryTouchAlive(_ context.Context, ms, withinMS int64) (bool, error) {
+	res, err := t.exec(sqlTryTouchAlive, ms, withinMS)
+	if err != nil {
+		return false, fmt.Errorf("record the server's alive time: %w", err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return false, fmt.Errorf("record the server's alive time: %w", err)
+	}
+	return n == 1, nil
 }
 
 // Requests reads the requests kept under keys, a lookup each (in

@@ -463,7 +463,7 @@ func testTryTouchNeverWaits(t *testing.T, h Harness) {
 		var touched bool
 		waited, err := contend(t, e, hold, func(tx tgdriver.Tx) error {
 			var err error
-			touched, err = tx.TryTouchAlive(e.ctx, 9000)
+			touched, err = tx.TryTouchAlive(e.ctx, 9000, 1<<40)
 			return err
 		})
 		if err != nil || waited || touched {

@@ -331,7 +331,7 @@ func testPrune(t *testing.T, h Harness) {
 }
 
 // testAlive: ReadAlive, TouchAlive (sets the time given, even an earlier
-// one) and TryTouchAlive.
+// one) and TryTouchAlive (only forward, by less than its window).
 func testAlive(t *testing.T, h Harness) {
 	e := newEnv(t, h)
 	read := func() (int64, bool) {
@@ -354,14 +354,29 @@ func testAlive(t *testing.T, h Harness) {
 			t.Fatalf("ReadAlive after TouchAlive(%d) = %d %v", ms, got, ok)
 		}
 	}
-	var touched bool
-	e.write(func(tx tgdriver.Tx) error {
-		var err error
-		touched, err = tx.TryTouchAlive(e.ctx, 7000)
-		return err
-	})
-	if got, ok := read(); !touched || !ok || got != 7000 {
-		t.Fatalf("TryTouchAlive(7000) with nothing holding the alive time: touched %v, alive %d %v", touched, got, ok)
+	// From 3000: each touch in turn, what it reports and the alive time
+	// after it.
+	for _, c := range []struct {
+		ms, within int64
+		touched    bool
+		alive      int64
+	}{
+		{7000, 10000, true, 7000},  // forward, within the window
+		{6000, 10000, false, 7000}, // never back
+		{7000, 10000, false, 7000}, // nor the same time again
+		{9000, 2000, false, 7000},  // nor forward by the window or more
+		{8999, 2000, true, 8999},   // just within it
+	} {
+		var touched bool
+		e.write(func(tx tgdriver.Tx) error {
+			var err error
+			touched, err = tx.TryTouchAlive(e.ctx, c.ms, c.within)
+			return err
+		})
+		if got, ok := read(); touched != c.touched || !ok || got != c.alive {
+			t.Fatalf("TryTouchAlive(%d, within %d) with nothing holding the alive time: touched %v, alive %d %v; want touched %v, alive %d",
+				c.ms, c.within, touched, got, ok, c.touched, c.alive)
+		}
 	}
 }
 
@@ -372,7 +387,7 @@ func testTryTouchFirst(t *testing.T, h Harness) {
 	var touched bool
 	e.write(func(tx tgdriver.Tx) error {
 		var err error
-		touched, err = tx.TryTouchAlive(e.ctx, 7000)
+		touched, err = tx.TryTouchAlive(e.ctx, 7000, 2000)
 		return err
 	})
 	var ms int64
