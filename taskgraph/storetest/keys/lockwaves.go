@@ -104,6 +104,20 @@ func (e *lockEnv) completeAndClaimAll(t *testing.T, round int, claims []tg.Claim
 	return next
 }
 
+// claimUpTo adds to claims the claim-nexts of workflow w granted one after
+// another, until n are held or one is refused.
+func (e *lockEnv) claimUpTo(t *testing.T, claims []tg.Claimed, n int) []tg.Claimed {
+	t.Helper()
+	for len(claims) < n {
+		c, ok := e.claimNextLease(t, "w", time.Minute)
+		if !ok {
+			break
+		}
+		claims = append(claims, c)
+	}
+	return claims
+}
+
 // wantNoDeadlock fails t if a transaction deadlocked (and was retried).
 func (e *lockEnv) wantNoDeadlock(t *testing.T, what string) {
 	t.Helper()
@@ -162,14 +176,7 @@ func testKeyBatchWavesLockInOrder(t *testing.T, h Harness) {
 		}
 		next := e.completeAndClaimAll(t, round, claims, done, nil)
 		// Claims refused at the caps leave tasks for later rounds.
-		for len(next) < held {
-			c, ok := e.claimNextLease(t, "w", time.Minute)
-			if !ok {
-				break
-			}
-			next = append(next, c)
-		}
-		claims = next
+		claims = e.claimUpTo(t, next, held)
 	}
 	if len(done) != len(nodes) {
 		t.Fatalf("%d tasks done of %d", len(done), len(nodes))
@@ -309,16 +316,7 @@ func testKeyLimitChangeBesideClaimEndsLockInOrder(t *testing.T, h Harness) {
 	if _, err := e.S.CreateWorkflow(e.Ctx, "w", nodes); err != nil {
 		t.Fatal(err)
 	}
-	topUp := func(claims []tg.Claimed) []tg.Claimed {
-		for {
-			c, ok := e.claimNextLease(t, "w", time.Minute)
-			if !ok {
-				return claims
-			}
-			claims = append(claims, c)
-		}
-	}
-	claims := topUp(nil)
+	claims := e.claimUpTo(t, nil, tasks)
 	if len(claims) != limit {
 		t.Fatalf("%d claims of a key capped at %d", len(claims), limit)
 	}
@@ -336,7 +334,7 @@ func testKeyLimitChangeBesideClaimEndsLockInOrder(t *testing.T, h Harness) {
 			return nil
 		})
 		e.wantParkingRule(t, "k", fmt.Sprintf("round %d", round))
-		claims = topUp(next)
+		claims = e.claimUpTo(t, next, tasks)
 	}
 	if len(done) != tasks {
 		t.Fatalf("%d tasks done of %d", len(done), tasks)
