@@ -1,8 +1,10 @@
 package hotlane
 
 import (
+	"runtime"
 	"sync"
 	"testing"
+	"time"
 )
 
 type op struct {
@@ -83,4 +85,97 @@ func TestEveryOperationRunsOnceInBoundedBatches(t *testing.T) {
 	if most > 2 {
 		t.Errorf("%d batches ran at once, want at most 2", most)
 	}
+}
+
+// TestLoneBatchGathersItsCallersBesideTheQueued: a loop that runs alone
+// ends a batch while other callers wait in the queue (the other half of
+// the workers, queued while it ran). Its next batch takes those in any
+// case, so it waits for the callers it just answered on top of them, and
+// the two halves merge into one batch; waiting only until the queue was
+// as long as the batch it answered kept them apart for good, a batch of
+// each half in turn. Each attempt builds that state in a lane of two
+// batches: the answered callers come back once the loop waits for them
+// (or has gone on without them), so the merge needs them back within the
+// gather (a quarter of the first batch's 20 ms): one attempt of ten
+// suffices, while the old target never merges.
+func TestLoneBatchGathersItsCallersBesideTheQueued(t *testing.T) {
+	const half = 4
+	next := 0
+	for attempt := 1; attempt <= 10; attempt++ {
+		if next = loneBatchAfterHalves(t, half); next == 2*half {
+			return
+		}
+		t.Logf("attempt %d: the batch after the lone one took %d operations", attempt, next)
+	}
+	t.Fatalf("the batch after a lone batch never took both halves (the last took %d operations); want %d: the loop must wait for the callers it answered on top of those queued", next, 2*half)
+}
+
+// loneBatchAfterHalves runs one batch of half operations alone with half
+// more queued, lets its callers come back, and returns the size of the
+// lane's next batch.
+func loneBatchAfterHalves(t *testing.T, half int) int {
+	var (
+		mu    sync.Mutex
+		sizes []int
+	)
+	l := New(2, 4*half, func(batch []*op) {
+		mu.Lock()
+		sizes = append(sizes, len(batch))
+		first := len(sizes) == 1
+		mu.Unlock()
+		if first {
+			// The batch's work: its time sets the lane's gather and hold.
+			time.Sleep(20 * time.Millisecond)
+		}
+		for _, o := range batch {
+			close(o.done)
+		}
+	})
+	newOps := func(from int) []*op {
+		ops := make([]*op, half)
+		for i := range ops {
+			ops[i] = &op{id: from + i, done: make(chan struct{})}
+		}
+		return ops
+	}
+	answered, queued := newOps(0), newOps(half)
+	l.mu.Lock()
+	l.queue = append(l.queue, queued...)
+	l.callers += half
+	l.running = 1
+	l.mu.Unlock()
+	go l.loop(answered)
+
+	for _, o := range answered {
+		<-o.done
+	}
+	// The answered callers come back once the loop waits for the queue
+	// to change, or once it ran its next batch without them.
+	for {
+		l.mu.Lock()
+		waiting := l.changed != nil
+		l.mu.Unlock()
+		mu.Lock()
+		ran := len(sizes) >= 2
+		mu.Unlock()
+		if waiting || ran {
+			break
+		}
+		runtime.Gosched()
+	}
+	back := newOps(2 * half)
+	var wg sync.WaitGroup
+	for _, o := range back {
+		wg.Go(func() { l.Run(o) })
+	}
+	wg.Wait()
+	for _, o := range queued {
+		<-o.done
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(sizes) < 2 {
+		t.Fatalf("batches %v: want a batch after the first", sizes)
+	}
+	return sizes[1]
 }
