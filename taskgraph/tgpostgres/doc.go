@@ -513,9 +513,44 @@
 //     events in the run (auto_explain: about 100 buffers hit and 2
 //     "written", which PostgreSQL 15 counts for each block a statement
 //     adds to a relation: events grows by a page or so a batch, each a
-//     write of zeros; shared_buffers was three fifths free), where
-//     pgbench alone inserts the same 16 rows, journal row included, in
-//     0.06 ms; why the run pays four times as much is not settled.
+//     write of zeros; shared_buffers was three fifths free). Alone it
+//     costs two thirds of that, so the run pays the statement's own cost
+//     and the machine's contention on top, no more: journalSQL itself,
+//     by pgx, 16 events of the bench's two shapes (eight completions,
+//     eight claims), a transaction each, one client, 3,000 times, ran at
+//     a mean 0.19 ms (pg_stat_statements; 50 WAL records and 10 KB a
+//     statement), and 0.15 ms with the three body columns (detail,
+//     task_state, content) cut to "{}" (5.9 KB). The bodies' bytes are a
+//     fifth of it; the rows, their two index entries, the journal's row
+//     and the statement the rest. Growing the file is not the cost: the
+//     same insert into a table with 100 MB of free pages (rows deleted,
+//     vacuumed) took as long as into a new one (pgbench, 0.19 ms). An
+//     earlier note had pgbench insert "the same 16 rows" in 0.06 ms; it
+//     had not: pgbench of rows of these sizes takes 0.28-0.31 ms with the
+//     table's indexes, 0.22 ms without, 0.12 ms unlogged and without. So
+//     the lever is fewer rows and index entries per event (a design of
+//     its own: the history's audit properties hold per event), not the
+//     statement's form.
+//   - At W=8 the store is bound by a batch's latency, not by CPU (perf
+//     -a: postgres 34% of the machine's samples): each worker's next
+//     claim rides with its completion, so eight workers make at most
+//     eight cycles per batch time. Where a batch's time goes (bench
+//     --tasks 10000 --workers 8, timers around the driver's Fetch and
+//     Apply in a build not kept, five runs at load 0.6-1.4, 1,256-1,268
+//     batches a run): 30-55 us before Fetch, Fetch 0.85-1.07 ms (its
+//     statements some 0.5 ms by pg_stat_statements), the domain's work
+//     between the rounds 54-109 us, Apply with the COMMIT 1.49-1.70 ms
+//     (statements some 0.6 ms; the commit's fdatasync of 24-32 KB of WAL
+//     0.3-1.5 ms in an strace of a backend, where pg_test_fsync syncs one
+//     8 KB write in 0.1 ms). The Go side is under a tenth; the rest is
+//     the statements, two round trips and the flush. River's workers do
+//     not wait for their jobs' completions to commit (its completer
+//     batches them apart), so its W=8 is not bound that way: in
+//     peerbench's W=8 rounds of 2026-12-04 (load 0.3-1.6) it committed
+//     0.20-0.23 times per job against this store's 0.16 per cycle, and
+//     still ran 3,107-3,214 jobs/s against 2,225-2,572. At W=32 the
+//     commit's wait is a smaller share: with synchronous_commit off (a
+//     measurement only) bench ran 8-14% faster, two pairs.
 //
 // # WAL per cycle
 //
