@@ -671,6 +671,29 @@
 // 1.4-1.5 times one replica's COMMITs, 1.9-2.3 before. The rest of the
 // gap is the hot batches: a replica's batch holds at most its own callers.
 //
+// Where the gap stands (2026-12-04, bench --tasks 10000, one and two
+// replicas alternated, load 1.3-3.9): at W=8 two replicas ran 0.86-0.96
+// of one (three pairs), committing 0.26 times per cycle against 0.13:
+// each replica's lane holds four callers, so its batches carry four
+// cycles where one replica's carry eight. At W=32 they ran 0.52-0.89 of
+// one (eleven pairs, median 0.74), with 0.133-0.135 commits per cycle
+// against 0.072-0.076: each replica's sixteen callers make two batches of
+// eight side by side (hotpace's Enough is 8), four on the database where
+// one replica runs two of sixteen, and at W=32 the machine is CPU-bound,
+// so the extra batches' fixed costs are throughput lost. Two levers were
+// measured, neither kept. With Enough at 16, two replicas at W=32
+// committed 0.070-0.072 times per cycle and ran 1.29 times what they ran
+// at 8 (median of eight pairs; 0.96 of one replica at 16, eight pairs);
+// one replica at W=32 moved within the noise (median 1.04, eight pairs),
+// but at W=16 and W=24 one replica lost (medians 0.93 of ten pairs and
+// 0.87 of four): there one batch at a time ran slower than two
+// overlapping. With HotBatches at 1, two replicas at W=32 ran 1.37 and
+// 1.45 times what they ran at 2, one replica 0.95 and 0.97 (two pairs).
+// A lane sees the same sixteen callers whether it is one replica at W=16
+// or one of two at W=32: what tells them apart is the other replicas'
+// load on the database, so the fix needs a signal across replicas (how
+// many are live), not a constant.
+//
 // The rule for the linkers: a linker's own pass (kicked, or its look at
 // the whole journal every second) waits for no workflow's row and writes
 // nothing when it finds nothing (TryLockJournaled, one statement: which of
