@@ -12,11 +12,12 @@
 // This package imports no driver (go list -deps names neither tgsqlite nor
 // tgpostgres; a test in seam_test.go keeps it so) and holds no SQL. It
 // knows a driver only through tgdriver: its facts (tgdriver.Info) and its
-// optional capabilities (tgdriver's caps.go, today SharedClock), asserted
-// once, in OpenDriver, and never by name or concrete type elsewhere. What
-// only one database has and the domain never uses (SQLite's backup,
-// integrity check, checkpoint, read-only file opening, sync mode) belongs
-// to that driver and is called there by the composition root (the CLI).
+// optional capabilities (tgdriver's caps.go, today SharedClock and
+// ReplicaCounter), asserted once, in OpenDriver, and never by name or
+// concrete type elsewhere. What only one database has and the domain never
+// uses (SQLite's backup, integrity check, checkpoint, read-only file
+// opening, sync mode) belongs to that driver and is called there by the
+// composition root (the CLI).
 //
 // # Readiness
 //

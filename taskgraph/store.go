@@ -74,12 +74,14 @@ type Store struct {
 // store looks at the driver's concrete type or name. A nil field is a
 // capability the driver lacks.
 type capabilities struct {
-	clock tgdriver.SharedClock
+	clock    tgdriver.SharedClock
+	replicas tgdriver.ReplicaCounter
 }
 
 func capabilitiesOf(d tgdriver.Driver) capabilities {
 	var c capabilities
 	c.clock, _ = d.(tgdriver.SharedClock)
+	c.replicas, _ = d.(tgdriver.ReplicaCounter)
 	return c
 }
 

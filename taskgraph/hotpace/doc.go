@@ -98,6 +98,22 @@
 // 398-403 -> 368-392 us; two replicas of W=4 (four pairs): no change,
 // each replica's lane holds fewer callers than either setting.
 //
+// Replicas. Replicas on one database each batch only their own callers,
+// and each lane starts a batch beside its running one for Enough waiting
+// callers: at W=32 two replicas ran four batches of eight at once where
+// one replica runs two of sixteen, and on a CPU-bound database every
+// batch's fixed cost (its round trips, statements and commit) is
+// throughput lost: two replicas ran a median 0.74 of one. A lane's own
+// callers cannot tell it apart from one replica at W=16, where two
+// overlapping batches of eight beat one of sixteen. So the pacer takes
+// the number of replicas serving the database (SetReplicas, from a
+// driver that counts them: tgdriver.ReplicaCounter) and asks for Enough
+// times as many waiting callers: together the replicas run about the
+// batches one replica would. Alone (or on SQLite) nothing changes. The
+// first batch never waits, and Hold still bounds every wait, so a wrong
+// count costs only pace. Measured in package tgpostgres's doc ("The hot
+// lanes of several replicas").
+//
 // A single-writer driver (SQLite) runs one batch at a time; the pacer
 // never starts a second there.
 package hotpace

@@ -29,6 +29,9 @@ const minHold = 2 * time.Millisecond
 type Pacer struct {
 	max    int
 	enough int
+	// replicas is how many replicas serve the lane's database (at least
+	// 1; SetReplicas): a further batch starts for enough times as many.
+	replicas atomic.Int64
 	// took is the moving average of a batch's time, in nanoseconds.
 	took atomic.Int64
 	// back is the moving average of how long a batch's callers took to
@@ -51,7 +54,8 @@ func (p *Pacer) Max() int { return p.max }
 // Start reports whether the lane starts a batch for waiting callers (a
 // caller submitting a completion and the next claim together is one)
 // while others of its batches run: always when none runs, never when max
-// run, else only for enough callers.
+// run, else only for enough callers, times the replicas serving the
+// database (SetReplicas).
 func (p *Pacer) Start(others, waiting int) bool {
 	switch {
 	case waiting <= 0 || others >= p.max:
@@ -59,9 +63,15 @@ func (p *Pacer) Start(others, waiting int) bool {
 	case others == 0:
 		return true
 	default:
-		return waiting >= p.enough
+		return waiting >= p.enough*int(max(p.replicas.Load(), 1))
 	}
 }
+
+// SetReplicas records how many replicas serve the lane's database, this
+// one included (n < 1 counts as 1): with more than one, a batch beside a
+// running one waits for that many times enough callers (see the package
+// doc, "Replicas").
+func (p *Pacer) SetReplicas(n int) { p.replicas.Store(int64(max(n, 1))) }
 
 // Hold is how long callers that Start left waiting wait for a running
 // batch before the lane starts one for them anyway (when it has room):

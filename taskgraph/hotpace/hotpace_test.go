@@ -122,3 +122,30 @@ func TestGatherWaitsLongerForCallersThatComeBackLate(t *testing.T) {
 		t.Fatalf("gather after callers came back at once = %v, want d/4", got)
 	}
 }
+
+// TestReplicasRaiseTheCallersForABatchBeside: with n replicas on the
+// database a batch beside a running one needs n times enough waiting
+// callers; the first batch never waits, and a count below 1 is 1.
+func TestReplicasRaiseTheCallersForABatchBeside(t *testing.T) {
+	t.Parallel()
+	p := New(2, 8)
+	for _, c := range []struct {
+		replicas, others, waiting int
+		want                      bool
+	}{
+		{1, 1, 8, true},
+		{2, 1, 8, false}, // two replicas: each lane's batches side by side would double the database's
+		{2, 1, 15, false},
+		{2, 1, 16, true},
+		{3, 1, 23, false},
+		{3, 1, 24, true},
+		{2, 0, 1, true}, // nothing runs: a caller starts a batch, however many replicas
+		{0, 1, 8, true}, // no count yet, or a bad one: one replica
+		{-1, 1, 8, true},
+	} {
+		p.SetReplicas(c.replicas)
+		if got := p.Start(c.others, c.waiting); got != c.want {
+			t.Errorf("%d replicas: Start(%d running, %d waiting) = %v, want %v", c.replicas, c.others, c.waiting, got, c.want)
+		}
+	}
+}

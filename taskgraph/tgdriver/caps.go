@@ -26,6 +26,20 @@ type SharedClock interface {
 	Clock() lease.Clock
 }
 
+// ReplicaCounter is a driver whose database several server processes
+// (replicas) may serve at once and that can tell how many do. The domain
+// paces its hot lane by it: with more replicas on the database, a lane
+// starts a batch beside a running one only for as many times more waiting
+// callers (package hotpace, "Replicas"), so that the replicas together
+// run about as many batches at once as one would.
+type ReplicaCounter interface {
+	// Replicas returns how many replicas, this one included, served the
+	// database at the driver's last look: at least 1. It must be cheap
+	// (the hot lane reads it for every batch): a driver counts in the
+	// background and returns what it counted last.
+	Replicas() int
+}
+
 // JournalTryLocker is a Tx of a driver that journals events
 // (Info.JournalEvents) whose linking skips what it need not lock or wait
 // for. The linker (audit.Linker) asserts it on the Tx of each link: its

@@ -671,28 +671,34 @@
 // 1.4-1.5 times one replica's COMMITs, 1.9-2.3 before. The rest of the
 // gap is the hot batches: a replica's batch holds at most its own callers.
 //
-// Where the gap stands (2026-12-04, bench --tasks 10000, one and two
-// replicas alternated, load 1.3-3.9): at W=8 two replicas ran 0.86-0.96
-// of one (three pairs), committing 0.26 times per cycle against 0.13:
-// each replica's lane holds four callers, so its batches carry four
-// cycles where one replica's carry eight. At W=32 they ran 0.52-0.89 of
-// one (eleven pairs, median 0.74), with 0.133-0.135 commits per cycle
-// against 0.072-0.076: each replica's sixteen callers make two batches of
-// eight side by side (hotpace's Enough is 8), four on the database where
-// one replica runs two of sixteen, and at W=32 the machine is CPU-bound,
-// so the extra batches' fixed costs are throughput lost. Two levers were
-// measured, neither kept. With Enough at 16, two replicas at W=32
-// committed 0.070-0.072 times per cycle and ran 1.29 times what they ran
-// at 8 (median of eight pairs; 0.96 of one replica at 16, eight pairs);
-// one replica at W=32 moved within the noise (median 1.04, eight pairs),
-// but at W=16 and W=24 one replica lost (medians 0.93 of ten pairs and
-// 0.87 of four): there one batch at a time ran slower than two
-// overlapping. With HotBatches at 1, two replicas at W=32 ran 1.37 and
-// 1.45 times what they ran at 2, one replica 0.95 and 0.97 (two pairs).
-// A lane sees the same sixteen callers whether it is one replica at W=16
-// or one of two at W=32: what tells them apart is the other replicas'
-// load on the database, so the fix needs a signal across replicas (how
-// many are live), not a constant.
+// The hot lanes of several replicas (2026-12-04). Each replica's lane
+// holds only its callers, and at W=32 two replicas' lanes each split their
+// sixteen callers into two batches of eight side by side (hotpace's
+// Enough was reached), four batches on the database where one replica
+// runs two of sixteen: 0.133-0.135 commits per cycle against
+// 0.072-0.076, and on the CPU-bound machine two replicas ran 0.52-0.89 of
+// one (eleven pairs, median 0.74). A lane cannot tell one replica at W=16
+// (where two batches of eight overlapping beat one of sixteen) from one
+// of two at W=32: raising Enough to 16 for all lifted two replicas at
+// W=32 by a median 1.29 but cost one replica at W=16 and W=24 (medians
+// 0.93 and 0.87, measured with the new binary always second in a pair).
+// So the driver counts the replicas on the database (replicas.go: each
+// listener holds a session advisory lock of one class, and a driver counts
+// that class's granted locks in pg_locks every 500 ms), the domain hands
+// the count to its lane with every batch (tgdriver.ReplicaCounter), and a
+// lane starts a batch beside a running one only for Enough times the
+// replicas (hotpace, "Replicas"): two replicas together run about the
+// batches one would. The count only paces; nothing depends on it for
+// safety, and a wrong count (a replica not yet counted, a database without
+// advisory locks) paces as for that many replicas. bench --tasks 20000
+// --workers 32, one replica, two replicas, and two replicas before the
+// change, in rotated order, four rounds (load 1.7-3.9): two replicas
+// committed 0.069-0.070 times per cycle (0.132-0.133 before) and ran
+// 4,325-6,130 cycles/s against 3,416-5,003 before (per round 1.23, 1.36,
+// 1.08, 1.27), 0.78-0.97 of one replica (6,227-7,138 and 5,393; median
+// 0.83). At W=8 nothing changes (each replica's lane holds four callers,
+// below Enough): two replicas ran 0.86-0.96 of one (three pairs), their
+// batches carrying four cycles where one replica's carry eight.
 //
 // The rule for the linkers: a linker's own pass (kicked, or its look at
 // the whole journal every second) waits for no workflow's row and writes
@@ -850,7 +856,9 @@
 // FOR UPDATE / FOR SHARE / SKIP LOCKED, SAVEPOINT, RETURNING, pg_notify
 // and LISTEN (optional: see Notifications), pg_advisory_xact_lock (an engine
 // that accepts it as a no-op loses only the single-migrator guarantee; the
-// migration is one transaction either way), information_schema.tables and
+// migration is one transaction either way), pg_try_advisory_lock and
+// pg_locks (optional: the replicas' count, which only paces the hot lane;
+// without them a replica paces as if alone), information_schema.tables and
 // clock_timestamp(). CockroachDB runs READ COMMITTED only when enabled and
 // may report 40001 more often; those are retried.
 //

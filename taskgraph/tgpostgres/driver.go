@@ -146,6 +146,9 @@ type Driver struct {
 	changes  chan tgdriver.Change
 	pending  pendingChange
 	noNotify atomic.Bool
+	// replicas is the last count of the replicas on the database
+	// (replicas.go); 0 before the first.
+	replicas atomic.Int64
 
 	closed    atomic.Bool
 	closeOnce sync.Once
@@ -153,10 +156,12 @@ type Driver struct {
 	wg        sync.WaitGroup
 }
 
-// The PostgreSQL driver has the optional capability SharedClock.
+// The PostgreSQL driver has the optional capabilities SharedClock and
+// ReplicaCounter.
 var (
-	_ tgdriver.Driver      = (*Driver)(nil)
-	_ tgdriver.SharedClock = (*Driver)(nil)
+	_ tgdriver.Driver         = (*Driver)(nil)
+	_ tgdriver.SharedClock    = (*Driver)(nil)
+	_ tgdriver.ReplicaCounter = (*Driver)(nil)
 )
 
 // Open connects to the PostgreSQL database at rawURL (postgres:// or
@@ -260,11 +265,12 @@ func Open(ctx context.Context, rawURL string, opts Options) (*Driver, error) {
 		go d.recalibrate(bg)
 		return d, nil
 	}
-	d.wg.Add(3)
+	d.wg.Add(4)
 	ready := make(chan struct{})
 	go d.listen(bg, ready)
 	go d.pump(bg)
 	go d.recalibrate(bg)
+	go d.watchReplicas(bg)
 	// Wait for the listener's first LISTEN, so that no notification sent
 	// after Open returned is missed (and NotifyReady knows whether the
 	// database has NOTIFY). If it cannot connect, it keeps trying and

@@ -103,6 +103,9 @@ func (d *Driver) listen(ctx context.Context, ready chan<- struct{}) {
 	for ctx.Err() == nil {
 		conn, err := pgx.ConnectConfig(ctx, d.connCfg)
 		if err == nil {
+			// The replica's lock first, so that LISTEN stays the
+			// connection's last statement (pg_stat_activity.query).
+			d.holdReplicaLock(ctx, conn)
 			stmt := `LISTEN ` + notifyChannel
 			if d.opts.listenSQL != "" {
 				stmt = d.opts.listenSQL

@@ -16,8 +16,9 @@
 //     ordering, limits, ErrNoRows, guards, Opt's NULL and zero values, the
 //     chains' compare and set, rollback), plus where two drivers must agree
 //     for the domain to behave alike. Where a promise depends on the driver's
-//     kind it branches on Info (SharedClock, Connections, JournalEvents),
-//     never on the driver's name.
+//     kind it branches on Info and the capabilities (SharedClock,
+//     ReplicaCounter, Connections, JournalEvents), never on the driver's
+//     name.
 //   - Raw SQL (Database.Exec, Database.Query) is portable (? placeholders,
 //     no dialect) and is used only where the contract is about the stored
 //     value itself (is a column NULL or the zero value?) or where setup
@@ -50,5 +51,8 @@
 // every replica's Clock to it, within clockSlack (an accuracy bound on
 // the offset the driver measures, not a bound on progress), and are
 // skipped for a driver without a shared clock, which must instead call
-// Hooks.BatchStart in every write transaction.
+// Hooks.BatchStart in every write transaction. The replica clauses hold a
+// tgdriver.ReplicaCounter's count to the drivers started on one database,
+// waiting for the count (the driver's background look) rather than for a
+// time, and are skipped for a driver without the capability.
 package drivertest

@@ -86,6 +86,7 @@ func Run(t *testing.T, h Harness) {
 		{"Concurrency", concurrencyTests},
 		{"Key", keyTests},
 		{"Clock", clockTests},
+		{"Replicas", replicaTests},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {
