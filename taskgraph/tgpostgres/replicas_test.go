@@ -25,13 +25,10 @@ func TestReplicasCountTheListenersOnTheDatabase(t *testing.T) {
 	b := open(t, url, Options{ReplicaID: "replica-b"})
 	ro := open(t, url, Options{ReadOnly: true})
 	elsewhere := open(t, pgtest.URL(t), Options{ReplicaID: "elsewhere"})
+	// Open waits for the listener's lock, but at most AcquireTimeout:
+	// wait for the count rather than trust that it is taken.
 	for _, d := range []*Driver{a, b, ro} {
-		if err := d.countReplicas(ctx); err != nil {
-			t.Fatal(err)
-		}
-		if got := d.Replicas(); got != 2 {
-			t.Errorf("%s counts %d replicas, want 2 (a and b; the read-only driver has no listener)", d.replicaID, got)
-		}
+		waitReplicas(t, d, 2) // a and b; the read-only driver has no listener
 	}
 	if err := elsewhere.countReplicas(ctx); err != nil {
 		t.Fatal(err)
