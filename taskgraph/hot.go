@@ -111,12 +111,6 @@ const defaultHotBatchSize = 256
 
 // runHot runs batch in one transaction and answers its operations.
 func (s *Store) runHot(batch []*hotOp) {
-	if s.caps.replicas != nil {
-		// The lane's next decisions count the replicas serving the
-		// database now (tgdriver.ReplicaCounter: a load of what the
-		// driver counted last).
-		s.hot.SetReplicas(s.caps.replicas.Replicas())
-	}
 	live := batch[:0:0]
 	for _, op := range batch {
 		if err := op.ctx.Err(); err != nil {

@@ -139,6 +139,10 @@ func OpenDriver(ctx context.Context, d tgdriver.Driver, opts Options) (*Store, e
 		batches = min(batches, max(1, info.Connections/2))
 	}
 	s.hot = hotlane.New(batches, defaultHotBatchSize, s.runHot)
+	if caps.replicas != nil {
+		// The lane paces by the replicas the driver counted last.
+		s.hot.CountReplicas(caps.replicas.Replicas)
+	}
 	hooks := tgdriver.Hooks{OnBatch: opts.OnBatch}
 	if opts.Sweep {
 		shared := caps.clock != nil

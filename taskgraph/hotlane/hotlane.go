@@ -101,9 +101,10 @@ func (l *Lane[T]) startLocked(force bool) bool {
 	return true
 }
 
-// SetReplicas tells the lane's pacer how many replicas serve its database
-// (hotpace.Pacer.SetReplicas). It is safe to call at any time.
-func (l *Lane[T]) SetReplicas(n int) { l.pace.SetReplicas(n) }
+// CountReplicas gives the lane's pacer the count of the replicas serving
+// its database (hotpace.Pacer.CountReplicas). Call it before the first
+// Run.
+func (l *Lane[T]) CountReplicas(count func() int) { l.pace.CountReplicas(count) }
 
 // queued reports whether op waits in the queue. l.mu is held.
 func (l *Lane[T]) queued(op T) bool {

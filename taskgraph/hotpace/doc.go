@@ -106,8 +106,9 @@
 // throughput lost: two replicas ran a median 0.74 of one. A lane's own
 // callers cannot tell it apart from one replica at W=16, where two
 // overlapping batches of eight beat one of sixteen. So the pacer takes
-// the number of replicas serving the database (SetReplicas, from a
-// driver that counts them: tgdriver.ReplicaCounter) and asks for Enough
+// the number of replicas serving the database (CountReplicas: it reads
+// the count of a driver that keeps one, tgdriver.ReplicaCounter, when it
+// decides) and asks for Enough
 // times as many waiting callers: together the replicas run about the
 // batches one replica would. Alone (or on SQLite) nothing changes. The
 // first batch never waits, and Hold still bounds every wait, so a wrong

@@ -29,9 +29,9 @@ const minHold = 2 * time.Millisecond
 type Pacer struct {
 	max    int
 	enough int
-	// replicas is how many replicas serve the lane's database (at least
-	// 1; SetReplicas): a further batch starts for enough times as many.
-	replicas atomic.Int64
+	// replicas, when set (CountReplicas), counts the replicas serving the
+	// lane's database: a further batch starts for enough times as many.
+	replicas func() int
 	// took is the moving average of a batch's time, in nanoseconds.
 	took atomic.Int64
 	// back is the moving average of how long a batch's callers took to
@@ -55,7 +55,7 @@ func (p *Pacer) Max() int { return p.max }
 // caller submitting a completion and the next claim together is one)
 // while others of its batches run: always when none runs, never when max
 // run, else only for enough callers, times the replicas serving the
-// database (SetReplicas).
+// database (CountReplicas).
 func (p *Pacer) Start(others, waiting int) bool {
 	switch {
 	case waiting <= 0 || others >= p.max:
@@ -63,15 +63,25 @@ func (p *Pacer) Start(others, waiting int) bool {
 	case others == 0:
 		return true
 	default:
-		return waiting >= p.enough*int(max(p.replicas.Load(), 1))
+		return waiting >= p.enough*p.replicaCount()
 	}
 }
 
-// SetReplicas records how many replicas serve the lane's database, this
-// one included (n < 1 counts as 1): with more than one, a batch beside a
-// running one waits for that many times enough callers (see the package
-// doc, "Replicas").
-func (p *Pacer) SetReplicas(n int) { p.replicas.Store(int64(max(n, 1))) }
+// CountReplicas has the pacer ask count, whenever it decides on a batch
+// beside a running one, how many replicas serve the lane's database, this
+// one included (below 1 counts as 1): with more than one, such a batch
+// waits for that many times enough callers (see the package doc,
+// "Replicas"). count must be cheap and safe for concurrent use. Call it
+// before the lane runs anything; without it the pacer counts one.
+func (p *Pacer) CountReplicas(count func() int) { p.replicas = count }
+
+// replicaCount is what the pacer's count says now, at least 1.
+func (p *Pacer) replicaCount() int {
+	if p.replicas == nil {
+		return 1
+	}
+	return max(p.replicas(), 1)
+}
 
 // Hold is how long callers that Start left waiting wait for a running
 // batch before the lane starts one for them anyway (when it has room):

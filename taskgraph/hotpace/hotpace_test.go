@@ -129,6 +129,11 @@ func TestGatherWaitsLongerForCallersThatComeBackLate(t *testing.T) {
 func TestReplicasRaiseTheCallersForABatchBeside(t *testing.T) {
 	t.Parallel()
 	p := New(2, 8)
+	if !p.Start(1, 8) {
+		t.Errorf("without a count the pacer counts one replica: Start(1 running, 8 waiting) = false, want true")
+	}
+	replicas := 0
+	p.CountReplicas(func() int { return replicas })
 	for _, c := range []struct {
 		replicas, others, waiting int
 		want                      bool
@@ -143,7 +148,7 @@ func TestReplicasRaiseTheCallersForABatchBeside(t *testing.T) {
 		{0, 1, 8, true}, // no count yet, or a bad one: one replica
 		{-1, 1, 8, true},
 	} {
-		p.SetReplicas(c.replicas)
+		replicas = c.replicas
 		if got := p.Start(c.others, c.waiting); got != c.want {
 			t.Errorf("%d replicas: Start(%d running, %d waiting) = %v, want %v", c.replicas, c.others, c.waiting, got, c.want)
 		}

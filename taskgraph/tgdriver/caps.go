@@ -35,7 +35,8 @@ type SharedClock interface {
 type ReplicaCounter interface {
 	// Replicas returns how many replicas, this one included, served the
 	// database at the driver's last look: at least 1. It must be cheap
-	// (the hot lane reads it for every batch): a driver counts in the
+	// and safe for concurrent use (the hot lane's pacer reads it whenever
+	// it decides on a batch beside a running one): a driver counts in the
 	// background and returns what it counted last.
 	Replicas() int
 }

@@ -684,8 +684,8 @@
 // 0.93 and 0.87, measured with the new binary always second in a pair).
 // So the driver counts the replicas on the database (replicas.go: each
 // listener holds a session advisory lock of one class, and a driver counts
-// that class's granted locks in pg_locks every 500 ms), the domain hands
-// the count to its lane with every batch (tgdriver.ReplicaCounter), and a
+// that class's granted locks in pg_locks every 500 ms), the domain gives
+// its lane's pacer that count to read (tgdriver.ReplicaCounter), and a
 // lane starts a batch beside a running one only for Enough times the
 // replicas (hotpace, "Replicas"): two replicas together run about the
 // batches one would. The count only paces; nothing depends on it for
