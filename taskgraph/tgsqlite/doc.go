@@ -29,6 +29,19 @@
 //     statements prepared once (stmtCache) and ignore the caller's context:
 //     an operation the writer reached runs to its end. An operation whose
 //     context ended before the writer reached it is skipped with ctx.Err().
+//   - Prepared once means compiled once: no statement binds a bare
+//     parameter whose value SQLite's planner reads. A LIMIT is written
+//     LIMIT CAST(? AS INTEGER), and a value compared with a column that a
+//     partial index's predicate or a subquery's plan could use (a
+//     workflow, a state, a concurrency key, a principal) CAST(? AS TEXT).
+//     SQLite plans with the bound value of a bare LIMIT ? or of such a
+//     comparison, so it marks the statement to be compiled again whenever
+//     that parameter is bound: at every execution. The casts give the
+//     plan SQLite makes without the values, the one the plan tests pin
+//     (TestClaimAndLeaseQueries); TestWriterCompilesEachStatementOnce runs
+//     the writer's statements twice with other values and counts the
+//     compiles of the second run (the connection's authorizer, which
+//     SQLite calls only while compiling): none.
 //   - Before BEGIN, after COMMIT and on every watcher tick the device and
 //     inode of the database file, its -wal and its -shm are compared with
 //     those recorded at Open (fileGuard). Once one differs every later write

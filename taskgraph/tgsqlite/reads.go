@@ -102,10 +102,10 @@ const (
 	sqlTaskByNode = `SELECT ` + taskColumns + ` FROM tasks WHERE workflow_id = ? AND node_id = ?`
 	// ListTasks, by which filters are set, after SELECT and the columns;
 	// LIMIT -1 is no limit.
-	sqlListAll        = ` FROM tasks ORDER BY seq LIMIT ?`
-	sqlListWF         = ` FROM tasks WHERE workflow_id = ? ORDER BY seq LIMIT ?`
-	sqlListState      = ` FROM tasks WHERE state = ? ORDER BY seq LIMIT ?`
-	sqlListWFState    = ` FROM tasks WHERE workflow_id = ? AND state = ? ORDER BY seq LIMIT ?`
+	sqlListAll        = ` FROM tasks ORDER BY seq LIMIT CAST(? AS INTEGER)`
+	sqlListWF         = ` FROM tasks WHERE workflow_id = CAST(? AS TEXT) ORDER BY seq LIMIT CAST(? AS INTEGER)`
+	sqlListState      = ` FROM tasks WHERE state = CAST(? AS TEXT) ORDER BY seq LIMIT CAST(? AS INTEGER)`
+	sqlListWFState    = ` FROM tasks WHERE workflow_id = CAST(? AS TEXT) AND state = CAST(? AS TEXT) ORDER BY seq LIMIT CAST(? AS INTEGER)`
 	sqlCountByState   = `SELECT state, COUNT(*) FROM tasks GROUP BY state`
 	sqlWorkflowCounts = `SELECT state, COUNT(*), COALESCE(SUM(state = 'claimed' AND lease_expires_at_ms <= ?), 0)
 		FROM tasks WHERE workflow_id = ? GROUP BY state`
@@ -137,7 +137,7 @@ const (
 			WHERE workflow_id = (SELECT workflow_id FROM tasks WHERE task_id = ?2) AND task_id = ?2) ORDER BY src, ord`
 	sqlWorkflowEvents = `SELECT ` + eventColumns + ` FROM (SELECT ` + eventColumns + `, 0 AS src, wseq AS ord FROM events WHERE workflow_id = ?
 		UNION ALL SELECT ` + journalColumns + `, 1, journal_id FROM event_journal WHERE workflow_id = ?) ORDER BY src, ord`
-	sqlJournaledWorkflows = `SELECT workflow_id FROM event_journal GROUP BY workflow_id ORDER BY MIN(journal_id) LIMIT ?`
+	sqlJournaledWorkflows = `SELECT workflow_id FROM event_journal GROUP BY workflow_id ORDER BY MIN(journal_id) LIMIT CAST(? AS INTEGER)`
 	sqlOrphanEvents       = `SELECT e.workflow_id FROM (SELECT workflow_id FROM events UNION ALL SELECT workflow_id FROM event_journal) e
 		LEFT JOIN workflows w ON w.workflow_id = e.workflow_id WHERE w.workflow_id IS NULL LIMIT 1`
 
@@ -150,16 +150,16 @@ const (
 	// drops it makes these statements fail to prepare rather than silently
 	// scan.
 	sqlExpiredLeases = `SELECT seq, workflow_id, lease_expires_at_ms FROM tasks INDEXED BY tasks_leases
-		WHERE state = 'claimed' AND lease_expires_at_ms <= ? ORDER BY lease_expires_at_ms LIMIT ?`
+		WHERE state = 'claimed' AND lease_expires_at_ms <= ? ORDER BY lease_expires_at_ms LIMIT CAST(? AS INTEGER)`
 	sqlNextLeaseExpiry  = `SELECT MIN(lease_expires_at_ms) FROM tasks INDEXED BY tasks_leases WHERE state = 'claimed'`
 	sqlPendingWorkflows = `SELECT workflow_id FROM tasks INDEXED BY tasks_ready_by_priority WHERE state = 'pending' AND due_at_ms = 0 AND key_parked = 0
-		ORDER BY priority DESC, seq LIMIT ?`
+		ORDER BY priority DESC, seq LIMIT CAST(? AS INTEGER)`
 	sqlDueTasks = `SELECT seq, workflow_id FROM tasks INDEXED BY tasks_due
-		WHERE state = 'pending' AND due_at_ms > 0 AND due_at_ms <= ? ORDER BY due_at_ms LIMIT ?`
+		WHERE state = 'pending' AND due_at_ms > 0 AND due_at_ms <= ? ORDER BY due_at_ms LIMIT CAST(? AS INTEGER)`
 	sqlNextDue = `SELECT MIN(due_at_ms) FROM tasks INDEXED BY tasks_due WHERE state = 'pending' AND due_at_ms > 0`
 	// The gates awaiting approval with a decision time (tasks_gate_due).
 	sqlDueGates = `SELECT seq, workflow_id FROM tasks INDEXED BY tasks_gate_due
-		WHERE kind = 'gate' AND state = 'blocked' AND due_at_ms > 0 AND due_at_ms <= ? ORDER BY due_at_ms LIMIT ?`
+		WHERE kind = 'gate' AND state = 'blocked' AND due_at_ms > 0 AND due_at_ms <= ? ORDER BY due_at_ms LIMIT CAST(? AS INTEGER)`
 	sqlNextGateDue = `SELECT MIN(due_at_ms) FROM tasks INDEXED BY tasks_gate_due WHERE kind = 'gate' AND state = 'blocked' AND due_at_ms > 0`
 )
 
@@ -180,14 +180,14 @@ var (
 	sqlNextPendingCaps           = claimableSQL(`SELECT `+taskColumns, false, true, false) + ` LIMIT 1`
 	sqlNextPendingInWorkflow     = claimableSQL(`SELECT `+taskColumns, true, false, false) + ` LIMIT 1`
 	sqlNextPendingInWorkflowCaps = claimableSQL(`SELECT `+taskColumns, true, true, false) + ` LIMIT 1`
-	sqlClaimable                 = claimableSQL(`SELECT `+taskColumns, false, false, true) + ` LIMIT ?`
-	sqlClaimableCaps             = claimableSQL(`SELECT `+taskColumns, false, true, true) + ` LIMIT ?`
-	sqlClaimableInWorkflow       = claimableSQL(`SELECT `+taskColumns, true, false, true) + ` LIMIT ?`
-	sqlClaimableInWorkflowCaps   = claimableSQL(`SELECT `+taskColumns, true, true, true) + ` LIMIT ?`
-	sqlCountClaimable            = `SELECT COUNT(*) FROM (` + claimableSQL(`SELECT 1`, false, false, false) + ` LIMIT ?)`
-	sqlCountClaimableCaps        = `SELECT COUNT(*) FROM (` + claimableSQL(`SELECT 1`, false, true, false) + ` LIMIT ?)`
-	sqlCountClaimableWF          = `SELECT COUNT(*) FROM (` + claimableSQL(`SELECT 1`, true, false, false) + ` LIMIT ?)`
-	sqlCountClaimableWFCaps      = `SELECT COUNT(*) FROM (` + claimableSQL(`SELECT 1`, true, true, false) + ` LIMIT ?)`
+	sqlClaimable                 = claimableSQL(`SELECT `+taskColumns, false, false, true) + ` LIMIT CAST(? AS INTEGER)`
+	sqlClaimableCaps             = claimableSQL(`SELECT `+taskColumns, false, true, true) + ` LIMIT CAST(? AS INTEGER)`
+	sqlClaimableInWorkflow       = claimableSQL(`SELECT `+taskColumns, true, false, true) + ` LIMIT CAST(? AS INTEGER)`
+	sqlClaimableInWorkflowCaps   = claimableSQL(`SELECT `+taskColumns, true, true, true) + ` LIMIT CAST(? AS INTEGER)`
+	sqlCountClaimable            = `SELECT COUNT(*) FROM (` + claimableSQL(`SELECT 1`, false, false, false) + ` LIMIT CAST(? AS INTEGER))`
+	sqlCountClaimableCaps        = `SELECT COUNT(*) FROM (` + claimableSQL(`SELECT 1`, false, true, false) + ` LIMIT CAST(? AS INTEGER))`
+	sqlCountClaimableWF          = `SELECT COUNT(*) FROM (` + claimableSQL(`SELECT 1`, true, false, false) + ` LIMIT CAST(? AS INTEGER))`
+	sqlCountClaimableWFCaps      = `SELECT COUNT(*) FROM (` + claimableSQL(`SELECT 1`, true, true, false) + ` LIMIT CAST(? AS INTEGER))`
 )
 
 // notPaused excludes the tasks of paused workflows, and everything while
@@ -223,7 +223,7 @@ func claimableSQL(sel string, inWorkflow, caps, atRate bool) string {
 	q := sel + ` FROM tasks INDEXED BY `
 	switch {
 	case inWorkflow:
-		q += `tasks_ready_by_workflow_priority WHERE workflow_id = ? AND `
+		q += `tasks_ready_by_workflow_priority WHERE workflow_id = CAST(? AS TEXT) AND `
 	case caps:
 		q += `tasks_ready_by_priority WHERE `
 	default:
@@ -296,7 +296,7 @@ func (r *reads) CountClaimable(ctx context.Context, workflowID string, caps []st
 func (r *reads) Pauses(ctx context.Context, workflowID string, limit int) ([]tgdriver.PauseRow, error) {
 	q, args := `SELECT workflow_id, paused_at_ms, reason, paused_by FROM claim_pauses WHERE workflow_id IN ('', ?) ORDER BY workflow_id`, []any{workflowID}
 	if workflowID == "" {
-		q, args = `SELECT workflow_id, paused_at_ms, reason, paused_by FROM claim_pauses ORDER BY workflow_id LIMIT ?`, []any{limit + 1}
+		q, args = `SELECT workflow_id, paused_at_ms, reason, paused_by FROM claim_pauses ORDER BY workflow_id LIMIT CAST(? AS INTEGER)`, []any{limit + 1}
 	}
 	rows, err := r.q.query(ctx, q, args...)
 	if err != nil {
@@ -676,7 +676,7 @@ func (r *reads) Key(ctx context.Context, key string) (tgdriver.KeyRow, bool, err
 
 // Keys returns up to limit concurrency keys after after, in key order.
 func (r *reads) Keys(ctx context.Context, after string, limit int) ([]tgdriver.KeyRow, error) {
-	rows, err := r.q.query(ctx, `SELECT `+keyColumns+` FROM concurrency_keys WHERE key > ? ORDER BY key LIMIT ?`, after, limit)
+	rows, err := r.q.query(ctx, `SELECT `+keyColumns+` FROM concurrency_keys WHERE key > ? ORDER BY key LIMIT CAST(? AS INTEGER)`, after, limit)
 	if err != nil {
 		return nil, fmt.Errorf("read the concurrency keys: %w", err)
 	}
@@ -714,7 +714,7 @@ func (r *reads) RateHeldKeys(ctx context.Context, workflowID string, caps []stri
 			AND (? = '' OR workflow_id = ?) AND `+notPaused+` AND `+req+`)
 		FROM concurrency_keys AS k INDEXED BY concurrency_keys_rate_open
 		WHERE k.rate_open_at_ms > 0 AND k.rate_open_at_ms > ? AND NOT (k.max_claimed > 0 AND k.claimed >= k.max_claimed)
-		ORDER BY k.rate_open_at_ms, k.key LIMIT ?`, args...)
+		ORDER BY k.rate_open_at_ms, k.key LIMIT CAST(? AS INTEGER)`, args...)
 	if err != nil {
 		return nil, fmt.Errorf("read the rate-limited concurrency keys: %w", err)
 	}

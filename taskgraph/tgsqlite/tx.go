@@ -66,11 +66,11 @@ const (
 		hash_version, actor_kind, actor_name, actor_principal, task_state, content)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 	sqlJournaled = `SELECT ` + journalColumns + ` FROM event_journal WHERE workflow_id IN (SELECT value FROM json_each(?))
-		ORDER BY journal_id LIMIT ?`
+		ORDER BY journal_id LIMIT CAST(? AS INTEGER)`
 	sqlUnjournal       = `DELETE FROM event_journal WHERE journal_id = ? AND workflow_id = ?`
 	sqlPruneCandidates = `SELECT w.workflow_id FROM workflows w
 		WHERE w.updated_at_ms < ? AND NOT EXISTS (SELECT 1 FROM tasks t WHERE t.workflow_id = w.workflow_id
-		AND t.state IN ('blocked', 'pending', 'claimed')) ORDER BY w.updated_at_ms LIMIT ?`
+		AND t.state IN ('blocked', 'pending', 'claimed')) ORDER BY w.updated_at_ms LIMIT CAST(? AS INTEGER)`
 	// The guard of a prune is in the DELETE itself: the workflow goes only if
 	// it is still unchanged since before the cutoff and every task of it is
 	// finished. Its tasks go with it (ON DELETE CASCADE), their edges with
@@ -563,7 +563,7 @@ func (t *wtx) KeepRequest(_ context.Context, r tgdriver.RequestRow) error {
 // PruneRequests removes up to limit requests kept before beforeMS.
 func (t *wtx) PruneRequests(_ context.Context, beforeMS int64, limit int) (int, error) {
 	res, err := t.exec(`DELETE FROM requests WHERE request_key IN
-		(SELECT request_key FROM requests WHERE created_at_ms < ? ORDER BY created_at_ms LIMIT ?)`, beforeMS, limit)
+		(SELECT request_key FROM requests WHERE created_at_ms < ? ORDER BY created_at_ms LIMIT CAST(? AS INTEGER))`, beforeMS, limit)
 	if err != nil {
 		return 0, fmt.Errorf("remove expired requests: %w", err)
 	}
@@ -594,9 +594,9 @@ func (t *wtx) RequestPrincipals(_ context.Context, keep int) (map[string]int, er
 // newest, oldest first.
 func (t *wtx) TrimRequests(_ context.Context, principal string, keep, limit int) (int, error) {
 	res, err := t.exec(`DELETE FROM requests WHERE request_key IN
-		(SELECT request_key FROM requests WHERE principal = ? AND request_key NOT IN
-			(SELECT request_key FROM requests WHERE principal = ? ORDER BY created_at_ms DESC, request_key DESC LIMIT ?)
-		ORDER BY created_at_ms, request_key LIMIT ?)`, principal, principal, keep, limit)
+		(SELECT request_key FROM requests WHERE principal = CAST(? AS TEXT) AND request_key NOT IN
+			(SELECT request_key FROM requests WHERE principal = CAST(? AS TEXT) ORDER BY created_at_ms DESC, request_key DESC LIMIT CAST(? AS INTEGER))
+		ORDER BY created_at_ms, request_key LIMIT CAST(? AS INTEGER))`, principal, principal, keep, limit)
 	if err != nil {
 		return 0, fmt.Errorf("trim the kept requests of %q: %w", principal, err)
 	}
@@ -685,7 +685,7 @@ func (t *wtx) freeKey(ctx context.Context, key string) (tgdriver.TaskRow, bool, 
 // keys after after.
 func (t *wtx) PruneIdleKeys(_ context.Context, after string, limit int) (int, string, error) {
 	var last sql.NullString
-	if err := t.queryRow(bg, `SELECT MAX(key) FROM (SELECT key FROM concurrency_keys WHERE key > ? ORDER BY key LIMIT ?)`, after, limit).Scan(&last); err != nil {
+	if err := t.queryRow(bg, `SELECT MAX(key) FROM (SELECT key FROM concurrency_keys WHERE key > ? ORDER BY key LIMIT CAST(? AS INTEGER))`, after, limit).Scan(&last); err != nil {
 		return 0, "", fmt.Errorf("find concurrency keys to prune: %w", err)
 	}
 	if !last.Valid {

@@ -1,0 +1,148 @@
+package tgsqlite
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"sync/atomic"
+	"testing"
+
+	"github.com/mattn/go-sqlite3"
+
+	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/tgdriver"
+)
+
+// countCompiles counts the statements SQLite compiles on d's writer
+// connection from now on: SQLite calls a connection's authorizer while it
+// compiles a statement, and again when it compiles a prepared statement
+// anew, never while it runs one.
+func countCompiles(t *testing.T, d *Driver) *atomic.Int64 {
+	t.Helper()
+	var n atomic.Int64
+	set := func(cb func(int, string, string, string) int) error {
+		return d.writerConn(context.Background(), func(c *sql.Conn) error {
+			return c.Raw(func(dc any) error {
+				sc, ok := dc.(*sqlite3.SQLiteConn)
+				if !ok {
+					return fmt.Errorf("the writer's connection is a %T", dc)
+				}
+				sc.RegisterAuthorizer(cb)
+				return nil
+			})
+		})
+	}
+	// 0 is SQLITE_OK: allow everything, only count.
+	if err := set(func(int, string, string, string) int { n.Add(1); return 0 }); err != nil {
+		t.Fatalf("set the writer's authorizer: %v", err)
+	}
+	t.Cleanup(func() { _ = set(nil) })
+	return &n
+}
+
+// TestWriterCompilesEachStatementOnce runs each of the writer's statements
+// that take a limit, a time or a key twice, with other values the second
+// time, and requires that the second run compiled nothing: the statements
+// stay prepared in stmtCache. SQLite plans with the value of a parameter
+// bound as a bare LIMIT ? (and of one compared with a partial index's
+// predicate), so it compiled such a statement again whenever that
+// parameter was bound: the hot batch's claim scan was compiled at every
+// Fetch (see doc.go).
+func TestWriterCompilesEachStatementOnce(t *testing.T) {
+	d := openTest(t, Options{}, tgdriver.Hooks{})
+	ctx := context.Background()
+	write(t, d, func(tx tgdriver.Tx) error {
+		for _, n := range []string{"a", "b", "c", "d"} {
+			addTask(t, tx, newTask("wf1", n))
+		}
+		return nil
+	})
+	caps := []string{"gpu"}
+	ops := []struct {
+		name string
+		run  func(tx tgdriver.Tx, i int) error
+	}{
+		{"a claim and its completion", func(tx tgdriver.Tx, i int) error { return cycle(tx, 2000+int64(i)) }},
+		{"Fetch's locks and updates by task id", func(tx tgdriver.Tx, i int) error {
+			_, err := tx.Fetch(ctx, tgdriver.Fetch{Lock: []string{"wf1-a", "wf1-b"}, Updates: []tgdriver.TaskUpdate{{TaskID: "wf1-c",
+				Set:   tgdriver.TaskSet{StatusMessage: tgdriver.Val("working"), UpdatedAtMS: 2000 + int64(i)},
+				Guard: tgdriver.TaskGuard{States: []string{"claimed"}, Owner: tgdriver.Val("w"), LeaseLiveAtMS: tgdriver.Val(2000 + int64(i))}}}})
+			return err
+		}},
+		{"Fetch's claim scan", func(tx tgdriver.Tx, i int) error {
+			_, err := tx.Fetch(ctx, tgdriver.Fetch{Claims: []tgdriver.ClaimScan{{N: 1 + i, AtMS: 2000 + int64(i)}}})
+			return err
+		}},
+		{"Fetch's claim scan with capabilities", func(tx tgdriver.Tx, i int) error {
+			_, err := tx.Fetch(ctx, tgdriver.Fetch{Claims: []tgdriver.ClaimScan{{Caps: caps, N: 1 + i, AtMS: 2000 + int64(i)}}})
+			return err
+		}},
+		{"Fetch's claim scan in a workflow", func(tx tgdriver.Tx, i int) error {
+			_, err := tx.Fetch(ctx, tgdriver.Fetch{Claims: []tgdriver.ClaimScan{{WorkflowID: "wf1", N: 1 + i, AtMS: 2000 + int64(i)}}})
+			return err
+		}},
+		{"Fetch's claim scan in a workflow with capabilities", func(tx tgdriver.Tx, i int) error {
+			_, err := tx.Fetch(ctx, tgdriver.Fetch{Claims: []tgdriver.ClaimScan{{WorkflowID: "wf1", Caps: caps, N: 1 + i, AtMS: 2000 + int64(i)}}})
+			return err
+		}},
+		{"CountClaimable", func(tx tgdriver.Tx, i int) error {
+			for _, s := range []struct {
+				wf   string
+				caps []string
+			}{{"", nil}, {"", caps}, {"wf1", nil}, {"wf1", caps}} {
+				if _, err := tx.CountClaimable(ctx, s.wf, s.caps, 5+i); err != nil {
+					return err
+				}
+			}
+			return nil
+		}},
+		{"ExpiredLeases", func(tx tgdriver.Tx, i int) error { _, err := tx.ExpiredLeases(ctx, 3000+int64(i), 10+i); return err }},
+		{"DueTasks", func(tx tgdriver.Tx, i int) error { _, err := tx.DueTasks(ctx, 3000+int64(i), 10+i); return err }},
+		{"DueGates", func(tx tgdriver.Tx, i int) error { _, err := tx.DueGates(ctx, 3000+int64(i), 10+i); return err }},
+		{"PendingWorkflows", func(tx tgdriver.Tx, i int) error { _, err := tx.PendingWorkflows(ctx, 10+i); return err }},
+		{"JournaledWorkflows", func(tx tgdriver.Tx, i int) error { _, err := tx.JournaledWorkflows(ctx, 10+i); return err }},
+		{"JournaledEvents", func(tx tgdriver.Tx, i int) error {
+			_, err := tx.JournaledEvents(ctx, []string{"wf1"}, 10+i)
+			return err
+		}},
+		{"Keys", func(tx tgdriver.Tx, i int) error { _, err := tx.Keys(ctx, "", 10+i); return err }},
+		{"RateHeldKeys", func(tx tgdriver.Tx, i int) error {
+			_, err := tx.RateHeldKeys(ctx, "", nil, 3000+int64(i), 10+i)
+			return err
+		}},
+		{"Pauses", func(tx tgdriver.Tx, i int) error { _, err := tx.Pauses(ctx, "", 10+i); return err }},
+		{"ListTasks", func(tx tgdriver.Tx, i int) error {
+			_, err := tx.ListTasks(ctx, tgdriver.ListFilter{Limit: 10 + i})
+			return err
+		}},
+		{"ListTasks of a workflow", func(tx tgdriver.Tx, i int) error {
+			_, err := tx.ListTasks(ctx, tgdriver.ListFilter{WorkflowID: "wf1", Limit: 10 + i})
+			return err
+		}},
+		{"ListTasks in a state", func(tx tgdriver.Tx, i int) error {
+			_, err := tx.ListTasks(ctx, tgdriver.ListFilter{State: "pending", Limit: 10 + i})
+			return err
+		}},
+		{"ListTasks of a workflow in a state", func(tx tgdriver.Tx, i int) error {
+			_, err := tx.ListTasks(ctx, tgdriver.ListFilter{WorkflowID: "wf1", State: "pending", Limit: 10 + i})
+			return err
+		}},
+		{"PruneCandidates", func(tx tgdriver.Tx, i int) error { _, err := tx.PruneCandidates(ctx, 500+int64(i), 10+i); return err }},
+		{"PruneRequests", func(tx tgdriver.Tx, i int) error { _, err := tx.PruneRequests(ctx, 500+int64(i), 10+i); return err }},
+		{"TrimRequests", func(tx tgdriver.Tx, i int) error { _, err := tx.TrimRequests(ctx, "p", 5+i, 10+i); return err }},
+		{"PruneIdleKeys", func(tx tgdriver.Tx, i int) error { _, _, err := tx.PruneIdleKeys(ctx, "", 10+i); return err }},
+	}
+	compiles := countCompiles(t, d)
+	// The first run compiles each statement (setting the authorizer
+	// expires the ones already prepared); the second runs them as prepared.
+	for i := range 2 {
+		for _, op := range ops {
+			before := compiles.Load()
+			write(t, d, func(tx tgdriver.Tx) error { return op.run(tx, i) })
+			if n := compiles.Load() - before; i == 1 && n > 0 {
+				t.Errorf("%s compiled its statements again on its second run (%d authorizer calls); want them prepared once", op.name, n)
+			} else if i == 0 && n == 0 {
+				t.Fatalf("%s compiled nothing on its first run: the authorizer does not count compiles", op.name)
+			}
+		}
+	}
+}
