@@ -62,6 +62,24 @@ func TestWriterCompilesEachStatementOnce(t *testing.T) {
 		run  func(tx tgdriver.Tx, i int) error
 	}{
 		{"a claim and its completion", func(tx tgdriver.Tx, i int) error { return cycle(tx, 2000+int64(i)) }},
+		{"a guarded claim of a due task, by seq and by task id", func(tx tgdriver.Tx, i int) error {
+			set := tgdriver.TaskSet{State: tgdriver.Val("claimed"), Owner: tgdriver.Val("w"), Generation: tgdriver.Val[int64](1),
+				LeaseExpiresAtMS: tgdriver.Val(9000 + int64(i)), AddAttempt: true, UpdatedAtMS: 2000 + int64(i)}
+			guard := tgdriver.TaskGuard{States: []string{"pending"}, Generation: tgdriver.Val[int64](7), NoUnmet: true,
+				DueByMS: tgdriver.Val(2000 + int64(i)), NotPaused: true}
+			if _, _, err := tx.UpdateTask(ctx, 1, set, guard); err != nil {
+				return err
+			}
+			_, err := tx.Fetch(ctx, tgdriver.Fetch{Updates: []tgdriver.TaskUpdate{{TaskID: "wf1-d", Set: set, Guard: guard}}})
+			return err
+		}},
+		{"a release of a lapsed lease", func(tx tgdriver.Tx, i int) error {
+			_, _, err := tx.UpdateTask(ctx, 2, tgdriver.TaskSet{State: tgdriver.Val("pending"), Owner: tgdriver.Null[string](),
+				TokenHash: tgdriver.Null[[]byte](), UpdatedAtMS: 2000 + int64(i)},
+				tgdriver.TaskGuard{States: []string{"claimed", "blocked"}, Owner: tgdriver.Val("w"), TokenHash: tgdriver.Val([]byte("t")),
+					LeaseLapsedAtMS: tgdriver.Val(2000 + int64(i))})
+			return err
+		}},
 		{"Fetch's locks and updates by task id", func(tx tgdriver.Tx, i int) error {
 			_, err := tx.Fetch(ctx, tgdriver.Fetch{Lock: []string{"wf1-a", "wf1-b"}, Updates: []tgdriver.TaskUpdate{{TaskID: "wf1-c",
 				Set:   tgdriver.TaskSet{StatusMessage: tgdriver.Val("working"), UpdatedAtMS: 2000 + int64(i)},
@@ -126,6 +144,42 @@ func TestWriterCompilesEachStatementOnce(t *testing.T) {
 			_, err := tx.ListTasks(ctx, tgdriver.ListFilter{WorkflowID: "wf1", State: "pending", Limit: 10 + i})
 			return err
 		}},
+		{"Dependencies", func(tx tgdriver.Tx, i int) error { _, err := tx.Dependencies(ctx, 1+int64(i)); return err }},
+		{"UnfinishedDependents", func(tx tgdriver.Tx, i int) error { _, err := tx.UnfinishedDependents(ctx, 1+int64(i)); return err }},
+		{"CancelledBy", func(tx tgdriver.Tx, i int) error { _, err := tx.CancelledBy(ctx, 1+int64(i)); return err }},
+		{"UnfinishedInWorkflow", func(tx tgdriver.Tx, i int) error { _, err := tx.UnfinishedInWorkflow(ctx, "wf1"); return err }},
+		{"WorkflowCounts", func(tx tgdriver.Tx, i int) error {
+			_, _, err := tx.WorkflowCounts(ctx, "wf1", 3000+int64(i))
+			return err
+		}},
+		{"TaskByNode", func(tx tgdriver.Tx, i int) error {
+			_, err := tx.TaskByNode(ctx, "wf1", []string{"a", "b"}[i])
+			return err
+		}},
+		{"TaskEvents", func(tx tgdriver.Tx, i int) error {
+			_, err := tx.TaskEvents(ctx, []string{"wf1-a", "wf1-b"}[i])
+			return err
+		}},
+		{"LastEventOfGeneration", func(tx tgdriver.Tx, i int) error {
+			_, _, _, err := tx.LastEventOfGeneration(ctx, []string{"wf1-a", "wf1-b"}[i], 1+int64(i))
+			return err
+		}},
+		{"WorkflowEvents", func(tx tgdriver.Tx, i int) error {
+			return tx.WorkflowEvents(ctx, "wf1", func(tgdriver.EventRow) error { return nil })
+		}},
+		{"KeyHead", func(tx tgdriver.Tx, i int) error { _, _, err := tx.KeyHead(ctx, []string{"k1", "k2"}[i]); return err }},
+		{"LockKeys, UpdateKey and FreeKeys", func(tx tgdriver.Tx, i int) error {
+			k := []string{"k1", "k2"}[i]
+			if _, _, err := tx.LockKeys(ctx, []string{k}, ""); err != nil {
+				return err
+			}
+			if _, err := tx.UpdateKey(ctx, tgdriver.KeyRow{Key: k, MaxClaimed: 2}, tgdriver.KeyRow{Key: k, MaxClaimed: 2, Claimed: 1}); err != nil {
+				return err
+			}
+			_, err := tx.FreeKeys(ctx, []string{k})
+			return err
+		}},
+		{"DecrementUnmet", func(tx tgdriver.Tx, i int) error { _, err := tx.DecrementUnmet(ctx, []int64{1 + int64(i)}); return err }},
 		{"PruneCandidates", func(tx tgdriver.Tx, i int) error { _, err := tx.PruneCandidates(ctx, 500+int64(i), 10+i); return err }},
 		{"PruneRequests", func(tx tgdriver.Tx, i int) error { _, err := tx.PruneRequests(ctx, 500+int64(i), 10+i); return err }},
 		{"TrimRequests", func(tx tgdriver.Tx, i int) error { _, err := tx.TrimRequests(ctx, "p", 5+i, 10+i); return err }},
@@ -140,9 +194,10 @@ func TestWriterCompilesEachStatementOnce(t *testing.T) {
 			write(t, d, func(tx tgdriver.Tx) error { return op.run(tx, i) })
 			if n := compiles.Load() - before; i == 1 && n > 0 {
 				t.Errorf("%s compiled its statements again on its second run (%d authorizer calls); want them prepared once", op.name, n)
-			} else if i == 0 && n == 0 {
-				t.Fatalf("%s compiled nothing on its first run: the authorizer does not count compiles", op.name)
 			}
+		}
+		if i == 0 && compiles.Load() == 0 {
+			t.Fatal("the first run compiled nothing: the authorizer does not count compiles")
 		}
 	}
 }

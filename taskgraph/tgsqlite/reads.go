@@ -107,9 +107,9 @@ const (
 	sqlListState      = ` FROM tasks WHERE state = CAST(? AS TEXT) ORDER BY seq LIMIT CAST(? AS INTEGER)`
 	sqlListWFState    = ` FROM tasks WHERE workflow_id = CAST(? AS TEXT) AND state = CAST(? AS TEXT) ORDER BY seq LIMIT CAST(? AS INTEGER)`
 	sqlCountByState   = `SELECT state, COUNT(*) FROM tasks GROUP BY state`
-	sqlWorkflowCounts = `SELECT state, COUNT(*), COALESCE(SUM(state = 'claimed' AND lease_expires_at_ms <= ?), 0)
-		FROM tasks WHERE workflow_id = ? GROUP BY state`
-	sqlDependencies = `SELECT t.seq, t.task_id, t.node_id, t.state FROM edges e JOIN tasks t ON t.seq = e.dep_seq WHERE e.task_seq = ? ORDER BY t.seq`
+	sqlWorkflowCounts = `SELECT state, COUNT(*), COALESCE(SUM(state = 'claimed' AND lease_expires_at_ms <= CAST(? AS INTEGER)), 0)
+		FROM tasks WHERE workflow_id = CAST(? AS TEXT) GROUP BY state`
+	sqlDependencies = `SELECT t.seq, t.task_id, t.node_id, t.state FROM edges e JOIN tasks t ON t.seq = e.dep_seq WHERE e.task_seq = CAST(? AS INTEGER) ORDER BY t.seq`
 	// The newest event of a task at a generation: a journaled one is newer
 	// than any linked one.
 	sqlLastEventOfGen = `SELECT kind, at_ms FROM (

@@ -42,9 +42,9 @@ const (
 	sqlInsertEdge           = `INSERT INTO edges (dep_seq, task_seq) VALUES (?, ?)`
 	sqlCountDependent       = `UPDATE tasks SET dependents = dependents + 1 WHERE seq = ?`
 	sqlUnfinishedDependents = `SELECT t.seq FROM edges e JOIN tasks t ON t.seq = e.task_seq
-		WHERE e.dep_seq = ? AND t.state IN ('blocked', 'pending', 'claimed') ORDER BY t.seq`
-	sqlCancelledBy          = `SELECT seq FROM tasks WHERE cancel_cause = ? AND state = 'cancelled' ORDER BY seq`
-	sqlUnfinishedInWorkflow = `SELECT seq FROM tasks WHERE workflow_id = ? AND state IN ('blocked', 'pending', 'claimed') ORDER BY seq`
+		WHERE e.dep_seq = CAST(? AS INTEGER) AND t.state IN ('blocked', 'pending', 'claimed') ORDER BY t.seq`
+	sqlCancelledBy          = `SELECT seq FROM tasks WHERE cancel_cause = CAST(? AS INTEGER) AND state = 'cancelled' ORDER BY seq`
+	sqlUnfinishedInWorkflow = `SELECT seq FROM tasks WHERE workflow_id = CAST(? AS TEXT) AND state IN ('blocked', 'pending', 'claimed') ORDER BY seq`
 	sqlHasDependents        = `SELECT 1 FROM edges WHERE dep_seq = ? LIMIT 1`
 	sqlDecrementUnmet       = `UPDATE tasks SET unmet = unmet - 1 WHERE seq IN (SELECT task_seq FROM edges WHERE dep_seq = ?)
 		AND state IN ('blocked', 'pending', 'claimed') RETURNING ` + taskColumns
