@@ -201,3 +201,82 @@ func TestWriterCompilesEachStatementOnce(t *testing.T) {
 		}
 	}
 }
+
+// TestReadsCompileEachStatementOnce runs reads on the read pool and in a
+// snapshot three times, with other values each time, on a pool of one
+// reading connection (the change watcher holds its own), and requires
+// that the later runs compile nothing: the pool keeps its statements
+// prepared (readStmts) instead of compiling each at every call. With one
+// connection, a snapshot that prepared through the pool would wait for
+// its own connection for ever: the test would hang.
+func TestReadsCompileEachStatementOnce(t *testing.T) {
+	d := openTest(t, Options{ReadConns: 1}, tgdriver.Hooks{})
+	ctx := context.Background()
+	write(t, d, func(tx tgdriver.Tx) error {
+		for _, n := range []string{"a", "b"} {
+			addTask(t, tx, newTask("wf1", n))
+		}
+		return nil
+	})
+	var compiles atomic.Int64
+	c, err := d.rdb.Conn(ctx)
+	if err != nil {
+		t.Fatalf("take the read connection: %v", err)
+	}
+	err = c.Raw(func(dc any) error {
+		// database/sql begins and ends a snapshot with BEGIN and ROLLBACK,
+		// which the SQLite driver compiles from their text every time:
+		// statements of one instruction, without a plan. Count the rest.
+		dc.(*sqlite3.SQLiteConn).RegisterAuthorizer(func(op int, _, _, _ string) int {
+			if op != sqlite3.SQLITE_TRANSACTION {
+				compiles.Add(1)
+			}
+			return 0
+		})
+		return nil
+	})
+	c.Close()
+	if err != nil {
+		t.Fatalf("set the read connection's authorizer: %v", err)
+	}
+	reads := func(r tgdriver.Reads, i int) error {
+		id := []string{"wf1-a", "wf1-b"}[i]
+		if _, err := r.TaskByID(ctx, id); err != nil {
+			return err
+		}
+		if _, err := r.TaskEvents(ctx, id); err != nil {
+			return err
+		}
+		if _, err := r.ListTasks(ctx, tgdriver.ListFilter{WorkflowID: "wf1", State: "pending", Limit: 10 + i}); err != nil {
+			return err
+		}
+		if _, _, err := r.WorkflowCounts(ctx, "wf1", 3000+int64(i)); err != nil {
+			return err
+		}
+		_, err := r.CountClaimable(ctx, "wf1", nil, 5+i)
+		return err
+	}
+	// A snapshot never prepares (its connection is taken): a text it ran
+	// first is prepared by the next snapshot before it begins, so its
+	// reads are all prepared by the third run; the pool's, by the second.
+	for i := range 3 {
+		before := compiles.Load()
+		if err := reads(d.Reads(), i%2); err != nil {
+			t.Fatalf("reads on the pool: %v", err)
+		}
+		pool := compiles.Load() - before
+		before = compiles.Load()
+		if err := d.Snapshot(ctx, func(r tgdriver.Reads) error { return reads(r, i%2) }); err != nil {
+			t.Fatalf("reads in a snapshot: %v", err)
+		}
+		snap := compiles.Load() - before
+		switch {
+		case i == 0 && pool == 0:
+			t.Fatal("the first run compiled nothing: the authorizer does not count compiles")
+		case i > 0 && pool > 0:
+			t.Errorf("run %d compiled the pool's reads again (%d authorizer calls); want each prepared once on the connection", i+1, pool)
+		case i == 2 && snap > 0:
+			t.Errorf("run %d compiled the snapshot's reads again (%d authorizer calls); want each prepared once on the connection", i+1, snap)
+		}
+	}
+}

@@ -94,16 +94,18 @@ func (o *Options) readDefaults() {
 
 // Driver is the SQLite tgdriver.Driver. It is safe for concurrent use.
 type Driver struct {
-	path  string
-	opts  Options
-	log   *slog.Logger
-	wdb   *sql.DB // exactly one connection, owned by the writer goroutine
-	rdb   *sql.DB
-	reads *reads // reads on rdb, outside any transaction
-	ops   chan *op
-	quit  chan struct{} // closed by Close to stop background loops
-	wg    sync.WaitGroup
-	hooks atomic.Pointer[tgdriver.Hooks]
+	path string
+	opts Options
+	log  *slog.Logger
+	wdb  *sql.DB // exactly one connection, owned by the writer goroutine
+	rdb  *sql.DB
+	// rstmts keeps the read pool's statements prepared (readStmts).
+	rstmts *readStmts
+	reads  *reads // reads on rdb, outside any transaction
+	ops    chan *op
+	quit   chan struct{} // closed by Close to stop background loops
+	wg     sync.WaitGroup
+	hooks  atomic.Pointer[tgdriver.Hooks]
 	// started is set by Start; the writer goroutine runs from Open.
 	started atomic.Bool
 	closed  atomic.Bool
@@ -202,7 +204,8 @@ func Open(ctx context.Context, path string, opts Options) (*Driver, error) {
 	// The read pool gets one extra connection, held by the change watcher.
 	d.rdb.SetMaxOpenConns(opts.ReadConns + 1)
 	d.rdb.SetMaxIdleConns(opts.ReadConns + 1)
-	d.reads = &reads{q: poolQuerier{d.rdb}}
+	d.rstmts = newReadStmts(d.rdb)
+	d.reads = &reads{q: poolQuerier{d.rstmts}}
 	// Recorded before the change watcher starts: it checks them too.
 	if err := d.recordFiles(); err != nil {
 		d.rdb.Close()
@@ -404,6 +407,8 @@ func (d *Driver) Snapshot(ctx context.Context, fn func(tgdriver.Reads) error) er
 	if d.closed.Load() {
 		return tgdriver.ErrClosed
 	}
+	// Before it holds a connection: preparing takes one (readStmts).
+	d.rstmts.prepareWanted(ctx)
 	tx, err := d.rdb.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 	if err != nil {
 		return fmt.Errorf("begin read snapshot: %w", err)
@@ -411,11 +416,12 @@ func (d *Driver) Snapshot(ctx context.Context, fn func(tgdriver.Reads) error) er
 	defer tx.Rollback()
 	// A deferred transaction takes its snapshot at its first read: read now,
 	// so the snapshot is the state when Snapshot was called.
+	q := txQuerier{tx, d.rstmts}
 	var one int
-	if err := tx.QueryRowContext(ctx, `SELECT 1 FROM schema_version LIMIT 1`).Scan(&one); err != nil {
+	if err := q.queryRow(ctx, `SELECT 1 FROM schema_version LIMIT 1`).Scan(&one); err != nil {
 		return fmt.Errorf("begin read snapshot: %w", err)
 	}
-	return fn(&reads{q: txQuerier{tx}})
+	return fn(&reads{q: q})
 }
 
 // Changes delivers a value after the database changed through another
@@ -448,6 +454,7 @@ func (d *Driver) Close() error {
 		return nil
 	}
 	if d.readOnly {
+		d.rstmts.close()
 		return d.rdb.Close()
 	}
 	// Every sender that passed the closed check has its op in the channel
@@ -471,6 +478,7 @@ func (d *Driver) Close() error {
 	if err := d.ckpt.db.Close(); err != nil {
 		errs = append(errs, err)
 	}
+	d.rstmts.close()
 	if err := d.rdb.Close(); err != nil {
 		errs = append(errs, err)
 	}

@@ -46,8 +46,8 @@ func OpenReadOnly(ctx context.Context, path string, opts Options) (*Driver, erro
 		rdb.Close()
 		return nil, fmt.Errorf("open database %s read-only: %w", path, describeOpenErr(err))
 	}
-	d := &Driver{path: path, opts: opts, log: opts.Logger, rdb: rdb, readOnly: true, quit: make(chan struct{})}
-	d.reads = &reads{q: poolQuerier{rdb}}
+	d := &Driver{path: path, opts: opts, log: opts.Logger, rdb: rdb, rstmts: newReadStmts(rdb), readOnly: true, quit: make(chan struct{})}
+	d.reads = &reads{q: poolQuerier{d.rstmts}}
 	return d, nil
 }
 

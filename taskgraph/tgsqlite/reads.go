@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync"
 
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/tgdriver"
 )
@@ -17,25 +18,138 @@ type querier interface {
 	query(ctx context.Context, query string, args ...any) (*sql.Rows, error)
 }
 
+// readStmts keeps the read pool's statements prepared, by SQL text: a
+// database/sql Stmt compiles its statement once on each pool connection it
+// runs on and keeps it there, where a query by text compiles it at every
+// call. Like the writer's stmtCache it is bounded by maxCachedStmts (the
+// reads are a fixed set of texts); a text beyond the bound, or one that
+// does not compile, runs unprepared, and the query reports the error.
+//
+// Preparing a statement takes a pool connection. A read in a snapshot
+// holds one already, and with the pool's every connection held so, a
+// prepare would wait for ever: a snapshot's read never prepares. It runs
+// a statement kept by an earlier read, else its text, and leaves the text
+// for the next snapshot to prepare before it takes its connection
+// (prepareWanted).
+type readStmts struct {
+	db   *sql.DB
+	mu   sync.Mutex
+	m    map[string]*sql.Stmt
+	want map[string]struct{}
+}
+
+func newReadStmts(db *sql.DB) *readStmts {
+	return &readStmts{db: db, m: make(map[string]*sql.Stmt), want: make(map[string]struct{})}
+}
+
+// get returns q's statement, preparing it on first use (outside the lock:
+// preparing waits for a pool connection); nil when q runs unprepared.
+// Never call it holding a pool connection.
+func (s *readStmts) get(ctx context.Context, q string) *sql.Stmt {
+	s.mu.Lock()
+	st, full := s.m[q], len(s.m) >= maxCachedStmts
+	s.mu.Unlock()
+	if st != nil || full {
+		return st
+	}
+	st, err := s.db.PrepareContext(ctx, q)
+	if err != nil {
+		return nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.want, q)
+	if had := s.m[q]; had != nil {
+		st.Close()
+		return had
+	}
+	if len(s.m) >= maxCachedStmts {
+		st.Close()
+		return nil
+	}
+	s.m[q] = st
+	return st
+}
+
+// peek returns q's statement if one is kept, and otherwise notes q for
+// prepareWanted and returns nil: it never prepares.
+func (s *readStmts) peek(q string) *sql.Stmt {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st := s.m[q]
+	if st == nil && len(s.m)+len(s.want) < maxCachedStmts {
+		s.want[q] = struct{}{}
+	}
+	return st
+}
+
+// prepareWanted prepares the texts snapshots ran unprepared. Call it
+// holding no pool connection.
+func (s *readStmts) prepareWanted(ctx context.Context) {
+	s.mu.Lock()
+	if len(s.want) == 0 {
+		s.mu.Unlock()
+		return
+	}
+	qs := make([]string, 0, len(s.want))
+	for q := range s.want {
+		qs = append(qs, q)
+	}
+	clear(s.want)
+	s.mu.Unlock()
+	for _, q := range qs {
+		s.get(ctx, q)
+	}
+}
+
+// close closes every statement kept.
+func (s *readStmts) close() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for q, st := range s.m {
+		st.Close()
+		delete(s.m, q)
+	}
+	clear(s.want)
+}
+
 // poolQuerier reads on committed state through the read pool.
-type poolQuerier struct{ db *sql.DB }
+type poolQuerier struct{ stmts *readStmts }
 
 func (p poolQuerier) queryRow(ctx context.Context, q string, args ...any) *sql.Row {
-	return p.db.QueryRowContext(ctx, q, args...)
+	if st := p.stmts.get(ctx, q); st != nil {
+		return st.QueryRowContext(ctx, args...)
+	}
+	return p.stmts.db.QueryRowContext(ctx, q, args...)
 }
 
 func (p poolQuerier) query(ctx context.Context, q string, args ...any) (*sql.Rows, error) {
-	return p.db.QueryContext(ctx, q, args...)
+	if st := p.stmts.get(ctx, q); st != nil {
+		return st.QueryContext(ctx, args...)
+	}
+	return p.stmts.db.QueryContext(ctx, q, args...)
 }
 
-// txQuerier reads in one read transaction (Snapshot).
-type txQuerier struct{ tx *sql.Tx }
+// txQuerier reads in one read transaction (Snapshot) with the pool's kept
+// statements (readStmts.peek): Tx.StmtContext runs one on the
+// transaction's connection, prepared there once, and closes it with the
+// transaction.
+type txQuerier struct {
+	tx    *sql.Tx
+	stmts *readStmts
+}
 
 func (p txQuerier) queryRow(ctx context.Context, q string, args ...any) *sql.Row {
+	if st := p.stmts.peek(q); st != nil {
+		return p.tx.StmtContext(ctx, st).QueryRowContext(ctx, args...)
+	}
 	return p.tx.QueryRowContext(ctx, q, args...)
 }
 
 func (p txQuerier) query(ctx context.Context, q string, args ...any) (*sql.Rows, error) {
+	if st := p.stmts.peek(q); st != nil {
+		return p.tx.StmtContext(ctx, st).QueryContext(ctx, args...)
+	}
 	return p.tx.QueryContext(ctx, q, args...)
 }
 
