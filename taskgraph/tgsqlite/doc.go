@@ -29,19 +29,22 @@
 //     statements prepared once (stmtCache) and ignore the caller's context:
 //     an operation the writer reached runs to its end. An operation whose
 //     context ended before the writer reached it is skipped with ctx.Err().
-//   - Prepared once means compiled once: no statement binds a bare
+//   - Prepared once means compiled once: a statement binds no bare
 //     parameter whose value SQLite's planner reads. A LIMIT is written
 //     LIMIT CAST(? AS INTEGER), and a value compared with a column that a
-//     partial index's predicate or a subquery's plan could use (a
-//     workflow, a state, a concurrency key, a principal) CAST(? AS TEXT).
-//     SQLite plans with the bound value of a bare LIMIT ? or of such a
-//     comparison, so it marks the statement to be compiled again whenever
-//     that parameter is bound: at every execution. The casts give the
-//     plan SQLite makes without the values, the one the plan tests pin
-//     (TestClaimAndLeaseQueries); TestWriterCompilesEachStatementOnce runs
-//     the writer's statements twice with other values and counts the
-//     compiles of the second run (the connection's authorizer, which
-//     SQLite calls only while compiling): none.
+//     partial index's predicate or a join's plan could use (a workflow, a
+//     state, a concurrency key, a principal, a seq in edges, a cancel
+//     cause) CAST(? AS TEXT) or CAST(? AS INTEGER). SQLite plans with the
+//     bound value of a bare LIMIT ? or of such a comparison, so it marks
+//     the statement to be compiled again whenever that parameter is bound:
+//     at every execution. The casts give the plan SQLite makes without the
+//     values, the one the plan tests pin (TestClaimAndLeaseQueries).
+//     TestWriterCompilesEachStatementOnce runs the writer's operations
+//     twice with other values and counts the compiles of the second run
+//     (the connection's authorizer, which SQLite calls only while
+//     compiling): none. A new statement with parameters belongs in it: a
+//     lookup by rowid or unique key did not recompile, a scan or a join of
+//     tasks did.
 //   - The read pool keeps its statements prepared too (readStmts: one
 //     database/sql Stmt per text, compiled once on each connection it runs
 //     on; TestReadsCompileEachStatementOnce). A read in a snapshot never
