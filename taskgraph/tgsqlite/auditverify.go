@@ -12,7 +12,7 @@ import (
 // sqlWorkflowTaskStates reads the audited columns of a workflow's tasks.
 const sqlWorkflowTaskStates = `SELECT seq, task_id, payload, state, owner, generation, attempts, result, error,
 	node_id, depends_on, max_attempts, priority, requires, retry_delay_ms, kind, gate_timeout_ms, gate_on_timeout
-	FROM tasks WHERE workflow_id = ? ORDER BY seq`
+	FROM tasks WHERE workflow_id = CAST(? AS TEXT) ORDER BY seq`
 
 // WorkflowTaskStates calls fn with the audited columns of each task of
 // workflowID in seq order.

@@ -236,7 +236,7 @@ const (
 	sqlWorkflow      = `SELECT ` + workflowColumns + ` FROM workflows WHERE workflow_id = ?`
 	sqlWorkflows     = `SELECT ` + workflowColumns + ` FROM workflows ORDER BY workflow_id`
 	sqlWorkflowEdges = `SELECT d.node_id, t.node_id FROM edges e JOIN tasks d ON d.seq = e.dep_seq
-		JOIN tasks t ON t.seq = e.task_seq WHERE t.workflow_id = ? ORDER BY t.seq, d.seq`
+		JOIN tasks t ON t.seq = e.task_seq WHERE t.workflow_id = CAST(? AS TEXT) ORDER BY t.seq, d.seq`
 	eventColumns = `event_id, workflow_id, wseq, task_id, kind, owner, generation, at_ms, detail, prev_hash, hash,
 		hash_version, actor_kind, actor_name, actor_principal, task_state, content`
 	// journalColumns reads a journal entry as eventColumns read an event:
