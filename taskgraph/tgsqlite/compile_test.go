@@ -40,14 +40,15 @@ func countCompiles(t *testing.T, d *Driver) *atomic.Int64 {
 	return &n
 }
 
-// TestWriterCompilesEachStatementOnce runs each of the writer's statements
-// that take a limit, a time or a key twice, with other values the second
-// time, and requires that the second run compiled nothing: the statements
-// stay prepared in stmtCache. SQLite plans with the value of a parameter
-// bound as a bare LIMIT ? (and of one compared with a partial index's
-// predicate), so it compiled such a statement again whenever that
-// parameter was bound: the hot batch's claim scan was compiled at every
-// Fetch (see doc.go).
+// TestWriterCompilesEachStatementOnce runs the writer's operations (the
+// hot batch's rounds, the claims, completions and releases, creation, the
+// sweeper's scans, keys, pauses, requests, the journal, pruning) twice,
+// with other values the second time, and requires that the second run
+// compiled nothing: the statements stay prepared in stmtCache. SQLite
+// plans with the value of a parameter bound as a bare LIMIT ? (and of one
+// compared with a column a partial index's predicate uses), so it
+// compiled such a statement again whenever that parameter was bound: the
+// hot batch's claim scan was compiled at every Fetch (see doc.go).
 func TestWriterCompilesEachStatementOnce(t *testing.T) {
 	d := openTest(t, Options{}, tgdriver.Hooks{})
 	ctx := context.Background()
@@ -181,6 +182,82 @@ func TestWriterCompilesEachStatementOnce(t *testing.T) {
 			return err
 		}},
 		{"DecrementUnmet", func(tx tgdriver.Tx, i int) error { _, err := tx.DecrementUnmet(ctx, []int64{1 + int64(i)}); return err }},
+		{"a workflow's creation: its row, tasks, edges and dependencies", func(tx tgdriver.Tx, i int) error {
+			wf, x, y := []string{"wf3", "wf4"}[i], "x", "y"
+			if _, err := tx.EnsureWorkflow(ctx, wf, 2000+int64(i)); err != nil {
+				return err
+			}
+			if _, err := tx.LockWorkflow(ctx, wf); err != nil {
+				return err
+			}
+			seqs, err := tx.InsertTasks(ctx, []tgdriver.TaskRow{newTask(wf, x), newTask(wf, y)})
+			if err != nil {
+				return err
+			}
+			if err := tx.InsertEdges(ctx, []tgdriver.Edge{{Dep: seqs[0], Task: seqs[1]}}); err != nil {
+				return err
+			}
+			if err := tx.AddWorkflowTasks(ctx, wf, 2); err != nil {
+				return err
+			}
+			if _, err := tx.LockDependencies(ctx, wf, []string{x}); err != nil {
+				return err
+			}
+			_, err = tx.TasksByNodes(ctx, wf, []string{x, y})
+			return err
+		}},
+		{"ShiftLeases", func(tx tgdriver.Tx, i int) error {
+			_, err := tx.ShiftLeases(ctx, 100+int64(i), 3000+int64(i), 30000)
+			return err
+		}},
+		{"LockChains", func(tx tgdriver.Tx, i int) error {
+			_, err := tx.LockChains(ctx, []string{[]string{"wf1", "wf2"}[i]})
+			return err
+		}},
+		{"the pauses", func(tx tgdriver.Tx, i int) error {
+			wf := []string{"wf5", "wf6"}[i]
+			if _, err := tx.SetPause(ctx, tgdriver.PauseRow{WorkflowID: wf, AtMS: 2000 + int64(i), Reason: "r", By: "op"}); err != nil {
+				return err
+			}
+			_, _, err := tx.ClearPause(ctx, wf)
+			return err
+		}},
+		{"a key's locks", func(tx tgdriver.Tx, i int) error {
+			k := []string{"k3", "k4"}[i]
+			if err := tx.EnsureKey(ctx, k, 2000+int64(i)); err != nil {
+				return err
+			}
+			if _, _, err := tx.LockKey(ctx, k); err != nil {
+				return err
+			}
+			if _, _, _, err := tx.LockKeyForLimit(ctx, k); err != nil {
+				return err
+			}
+			return tx.LockParkedOfKey(ctx, k)
+		}},
+		{"the kept requests", func(tx tgdriver.Tx, i int) error {
+			key := []string{"r1", "r2"}[i]
+			if err := tx.KeepRequest(ctx, tgdriver.RequestRow{Key: key, Principal: "p", Op: "o", Args: "{}", Answer: "{}", CreatedAtMS: 2000 + int64(i)}); err != nil {
+				return err
+			}
+			if _, err := tx.Requests(ctx, []string{key}); err != nil {
+				return err
+			}
+			_, err := tx.RequestPrincipals(ctx, 5+i)
+			return err
+		}},
+		{"the alive time", func(tx tgdriver.Tx, i int) error {
+			if _, _, err := tx.ReadAlive(ctx); err != nil {
+				return err
+			}
+			_, err := tx.TryTouchAlive(ctx, 5000+int64(i), 2000)
+			return err
+		}},
+		{"the audit chain's head", func(tx tgdriver.Tx, i int) error { _, _, err := tx.LockAuditHead(ctx); return err }},
+		{"PruneWorkflow", func(tx tgdriver.Tx, i int) error {
+			_, _, err := tx.PruneWorkflow(ctx, []string{"gone1", "gone2"}[i], 500+int64(i), 3000+int64(i))
+			return err
+		}},
 		{"PruneCandidates", func(tx tgdriver.Tx, i int) error { _, err := tx.PruneCandidates(ctx, 500+int64(i), 10+i); return err }},
 		{"PruneRequests", func(tx tgdriver.Tx, i int) error { _, err := tx.PruneRequests(ctx, 500+int64(i), 10+i); return err }},
 		{"TrimRequests", func(tx tgdriver.Tx, i int) error { _, err := tx.TrimRequests(ctx, "p", 5+i, 10+i); return err }},
