@@ -13,19 +13,21 @@ import (
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/tgdriver"
 )
 
-// countCompiles counts the statements SQLite compiles on d's writer
-// connection from now on: SQLite calls a connection's authorizer while it
-// compiles a statement, and again when it compiles a prepared statement
-// anew, never while it runs one.
-func countCompiles(t *testing.T, d *Driver) *atomic.Int64 {
+// countCompiles counts the statements SQLite compiles from now on on the
+// connection that on runs its function with, those whose authorizer
+// action (the first argument of SQLite's authorizer callback) counted
+// accepts: SQLite calls a connection's authorizer while it compiles a
+// statement, and again when it compiles a prepared statement anew, never
+// while it runs one. The authorizer is cleared when the test ends.
+func countCompiles(t *testing.T, on func(func(*sql.Conn) error) error, counted func(action int) bool) *atomic.Int64 {
 	t.Helper()
 	var n atomic.Int64
 	set := func(cb func(int, string, string, string) int) error {
-		return d.writerConn(context.Background(), func(c *sql.Conn) error {
+		return on(func(c *sql.Conn) error {
 			return c.Raw(func(dc any) error {
 				sc, ok := dc.(*sqlite3.SQLiteConn)
 				if !ok {
-					return fmt.Errorf("the writer's connection is a %T", dc)
+					return fmt.Errorf("the connection is a %T", dc)
 				}
 				sc.RegisterAuthorizer(cb)
 				return nil
@@ -33,8 +35,13 @@ func countCompiles(t *testing.T, d *Driver) *atomic.Int64 {
 		})
 	}
 	// 0 is SQLITE_OK: allow everything, only count.
-	if err := set(func(int, string, string, string) int { n.Add(1); return 0 }); err != nil {
-		t.Fatalf("set the writer's authorizer: %v", err)
+	if err := set(func(action int, _, _, _ string) int {
+		if counted(action) {
+			n.Add(1)
+		}
+		return 0
+	}); err != nil {
+		t.Fatalf("set the connection's authorizer: %v", err)
 	}
 	t.Cleanup(func() { _ = set(nil) })
 	return &n
@@ -263,7 +270,8 @@ func TestWriterCompilesEachStatementOnce(t *testing.T) {
 		{"TrimRequests", func(tx tgdriver.Tx, i int) error { _, err := tx.TrimRequests(ctx, "p", 5+i, 10+i); return err }},
 		{"PruneIdleKeys", func(tx tgdriver.Tx, i int) error { _, _, err := tx.PruneIdleKeys(ctx, "", 10+i); return err }},
 	}
-	compiles := countCompiles(t, d)
+	compiles := countCompiles(t, func(fn func(*sql.Conn) error) error { return d.writerConn(ctx, fn) },
+		func(int) bool { return true })
 	// The first run compiles each statement (setting the authorizer
 	// expires the ones already prepared); the second runs them as prepared.
 	for i := range 2 {
@@ -298,27 +306,17 @@ func TestReadsCompileEachStatementOnce(t *testing.T) {
 		}
 		return nil
 	})
-	var compiles atomic.Int64
-	c, err := d.rdb.Conn(ctx)
-	if err != nil {
-		t.Fatalf("take the read connection: %v", err)
-	}
-	err = c.Raw(func(dc any) error {
-		// database/sql begins and ends a snapshot with BEGIN and ROLLBACK,
-		// which the SQLite driver compiles from their text every time:
-		// statements of one instruction, without a plan. Count the rest.
-		dc.(*sqlite3.SQLiteConn).RegisterAuthorizer(func(op int, _, _, _ string) int {
-			if op != sqlite3.SQLITE_TRANSACTION {
-				compiles.Add(1)
-			}
-			return 0
-		})
-		return nil
-	})
-	c.Close()
-	if err != nil {
-		t.Fatalf("set the read connection's authorizer: %v", err)
-	}
+	// database/sql begins and ends a snapshot with BEGIN and ROLLBACK, which
+	// the SQLite driver compiles from their text every time: statements of
+	// one instruction, without a plan. Count the rest.
+	compiles := countCompiles(t, func(fn func(*sql.Conn) error) error {
+		c, err := d.rdb.Conn(ctx)
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		return fn(c)
+	}, func(action int) bool { return action != sqlite3.SQLITE_TRANSACTION })
 	// reads runs every read of tgdriver.Reads once, with the values of run
 	// i, and returns the authorizer calls each made, by name.
 	reads := func(r tgdriver.Reads, i int) (map[string]int64, error) {
