@@ -260,7 +260,48 @@ func TestWriterCompilesEachStatementOnce(t *testing.T) {
 			_, err := tx.TryTouchAlive(ctx, 5000+int64(i), 2000)
 			return err
 		}},
-		{"the audit chain's head", func(tx tgdriver.Tx, i int) error { _, _, err := tx.LockAuditHead(ctx); return err }},
+		{"the audit chain's head and an entry", func(tx tgdriver.Tx, i int) error {
+			n, head, err := tx.LockAuditHead(ctx)
+			if err != nil {
+				return err
+			}
+			return tx.AppendAudit(ctx, tgdriver.AuditRow{Seq: n + 1, Kind: "prune", WorkflowID: "gone", AtMS: 2000 + int64(i), Detail: `{}`,
+				PrevHash: head, Hash: fmt.Sprintf("a%d", n+1)})
+		}},
+		{"the journal: JournalEvents, JournaledEvents, LinkJournaled", func(tx tgdriver.Tx, i int) error {
+			if err := tx.JournalEvents(ctx, []tgdriver.EventRow{{WorkflowID: "wf1", TaskID: "wf1-a", Kind: "note", AtMS: 2000 + int64(i),
+				Detail: `{}`, HashVersion: 2, ActorKind: "worker", ActorName: "w", TaskState: `{}`, Content: `{}`}}); err != nil {
+				return err
+			}
+			evs, err := tx.JournaledEvents(ctx, []string{"wf1"}, 10+i)
+			if err != nil || len(evs) == 0 {
+				return fmt.Errorf("journaled events %v: %w", evs, err)
+			}
+			head, n, err := tx.ChainHead(ctx, "wf1")
+			if err != nil {
+				return err
+			}
+			for j := range evs {
+				evs[j].Seq, evs[j].PrevHash, evs[j].Hash = n+1, head, fmt.Sprintf("j%d", n+1)
+				head, n = evs[j].Hash, n+1
+			}
+			if err := tx.LinkJournaled(ctx, evs); err != nil {
+				return err
+			}
+			return tx.NotifyReady(ctx, "wf1", "")
+		}},
+		{"Apply: an update, linked events and a kept request", func(tx tgdriver.Tx, i int) error {
+			_, err := tx.Apply(ctx, tgdriver.Apply{
+				Updates: []tgdriver.TaskUpdate{{TaskID: "wf1-c", Set: tgdriver.TaskSet{StatusMessage: tgdriver.Val("applied"), UpdatedAtMS: 2000 + int64(i)}}},
+				Events: []tgdriver.EventRow{{WorkflowID: "wf1", TaskID: "wf1-c", Kind: "note", AtMS: 2000 + int64(i), Detail: `{}`, HashVersion: 2,
+					ActorKind: "worker", ActorName: "w", TaskState: `{}`, Content: `{}`}},
+				Link: func(e *tgdriver.EventRow, prev string, seq int64) {
+					e.PrevHash, e.Seq, e.Hash = prev, seq, fmt.Sprintf("l%d", seq)
+				},
+				Requests: []tgdriver.RequestRow{{Key: []string{"ra1", "ra2"}[i], Principal: "p", Op: "o", Args: "{}", Answer: "{}", CreatedAtMS: 2000 + int64(i)}},
+			})
+			return err
+		}},
 		{"PruneWorkflow", func(tx tgdriver.Tx, i int) error {
 			_, _, err := tx.PruneWorkflow(ctx, []string{"gone1", "gone2"}[i], 500+int64(i), 3000+int64(i))
 			return err
