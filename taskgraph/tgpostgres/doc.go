@@ -574,6 +574,23 @@
 //     still ran 3,107-3,214 jobs/s against 2,225-2,572. At W=32 the
 //     commit's wait is a smaller share: with synchronous_commit off (a
 //     measurement only) bench ran 8-14% faster, two pairs.
+//   - At W=32 the machine is not saturated either (2026-12-04, bench
+//     --tasks 20000, measured phase): this process 100 us of CPU per
+//     cycle, the cluster 227 us, 1.3 of the two cores at 4,082 cycles/s;
+//     pg_stat_activity sampled every 10 ms saw 0.85 of the batches'
+//     backends running, 0.35 waiting for this process between the rounds
+//     ("idle in transaction") and a tenth in the WAL's sync. More batches
+//     at once do not help: HotBatches 3 and 4 ran 0.72-0.88 and 0.61-0.68
+//     of 2 (three rounds each, load 1.3-2.7), their batches smaller and
+//     each paying a batch's fixed cost.
+//   - pgx (v5.12 and v5.13) shrinks its write buffer after every flush
+//     larger than 1 KB, and its parameter buffer after every statement's
+//     parameters larger than 256 bytes, so a round of some 20-40 KB grows
+//     both again from that size, allocating its size about twice over: a
+//     build with both limits raised to 256 KB (a local copy of pgx, not
+//     kept) allocated 28.1 KB per cycle against 40.5 at W=8, but ran
+//     within the noise (medians of the per-pair ratios 1.01 at W=8, six
+//     pairs, and 1.00 at W=32, five).
 //
 // # WAL per cycle
 //
