@@ -580,7 +580,7 @@
 //     pg_stat_activity sampled every 10 ms saw 0.85 of the batches'
 //     backends running, 0.35 waiting for this process between the rounds
 //     ("idle in transaction") and a tenth in the WAL's sync. More batches
-//     at once do not help: HotBatches 3 and 4 ran 0.72-0.88 and 0.61-0.68
+//     at once do not help: HotBatches 3 and 4 ran 0.70-0.88 and 0.64-0.76
 //     of 2 (three rounds each, load 1.3-2.7), their batches smaller and
 //     each paying a batch's fixed cost.
 //   - pgx (v5.12 and v5.13) shrinks its write buffer after every flush
