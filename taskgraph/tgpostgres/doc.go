@@ -591,6 +591,14 @@
 //     kept) allocated 28.1 KB per cycle against 40.5 at W=8, but ran
 //     within the noise (medians of the per-pair ratios 1.01 at W=8, six
 //     pairs, and 1.00 at W=32, five).
+//   - Two smaller things measured and left: the claim update's RETURNING
+//     of every column costs 20-30 us of a transaction of some 850 us (a
+//     prepared claim-shaped update of eight rows, RETURNING every column
+//     against the ordinal alone, 1,000 transactions each, alternated);
+//     and bench's own process with GOMAXPROCS=1 ran W=8 at 1.10-1.54
+//     times its speed with 2 (four rounds) and W=32 at 0.85-0.95 (three):
+//     on two cores shared with the database, a W=8 batch waits for the
+//     backend's CPU, which the process's second thread takes.
 //
 // # WAL per cycle
 //
