@@ -229,7 +229,7 @@
 // arrays' order: over a large table its generic plan is a nested loop over
 // the arrays, but over a small one a hash join, which updates rows in the
 // table's order. Measured on 2026-12-04 (bench, N=10000, the binaries
-// alternated, load 0.6-2.4): the lock costs 74-131 us of a batch of eight
+// alternated, load 0.9-2.4): the lock costs 74-131 us of a batch of eight
 // completions at W=8 (pg_stat_statements), and a build without it ran 1.06-1.12
 // times as fast at W=8 and 1.06-1.14 at W=32 (four pairs each), but the
 // storetest Key group's KeyCreateDepsBesideBatchLockInOrder deadlocked
