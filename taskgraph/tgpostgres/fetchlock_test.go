@@ -5,6 +5,8 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/testwait"
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/tgdriver"
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/tgpostgres/pgtest"
@@ -90,21 +92,13 @@ func TestFetchLocksUpdatedRowsFirst(t *testing.T) {
 			// could lock now.
 			free := func(query string, ids []string) []string {
 				rows, err := c.Query(ctx, query, ids)
+				if err == nil {
+					ids, err = pgx.CollectRows(rows, pgx.RowTo[string])
+				}
 				if err != nil {
 					t.Fatal(err)
 				}
-				var free []string
-				for rows.Next() {
-					var id string
-					if err := rows.Scan(&id); err != nil {
-						t.Fatal(err)
-					}
-					free = append(free, id)
-				}
-				if err := rows.Err(); err != nil {
-					t.Fatal(err)
-				}
-				return free
+				return ids
 			}
 			freeTasks := free(`SELECT task_id FROM tasks WHERE task_id = ANY($1) FOR NO KEY UPDATE SKIP LOCKED`, ids)
 			freeKeys := free(`SELECT key FROM concurrency_keys WHERE key = ANY($1) FOR NO KEY UPDATE SKIP LOCKED`, []string{"capped", "free"})
