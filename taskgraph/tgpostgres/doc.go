@@ -551,9 +551,41 @@
 //     and a GIN index on the events' task seqs for a task's history) took
 //     0.07 ms, 3 WAL records and 2.5 KB a statement (the row is TOASTed
 //     and its bodies compress), against 0.19-0.25 ms, 50 records and 10 KB.
-//     At W=32 that is some 25 us of the server's CPU per cycle; what it
-//     would cost the readers, the linker, verification and the
-//     migration of live databases is not measured.
+//     At W=32 that is some 25 us of the server's CPU per cycle.
+//     Measured in the hot path on 2026-12-04 by a prototype, not kept
+//     (the linker idle and bench's verification skipped on both sides,
+//     so the readers, the linker, verification and the migration are
+//     still not measured): the journal's statement inserted one row per
+//     writer statement and workflow into a table of arrays (event_packs:
+//     the ids drawn from events' sequence, the bodies' columns as arrays
+//     stored MAIN, compressed in line rather than moved to a TOAST
+//     table, a GIN index on the events' task seqs) and its journal row,
+//     the arrays sent as they are (a batch's events of one workflow).
+//     bench --tasks 20000 --workers 32, pg_stat_statements, two runs of
+//     each: the statement 648-676 -> 318-323 us a batch of some 29
+//     events (46 -> 21 us a cycle), its WAL 27 -> 5.4 KB and its buffer
+//     hits 270 -> 55; the hot statements together 164-173 -> 126-129 us
+//     a cycle; 5,351 and 5,776 -> 6,694 and 6,799 cycles/s. At W=8 the
+//     statement 287 -> 181 us a batch of 16 events (168 without the GIN
+//     index). Alternated pairs (N=10000, load 0.8-1.7): W=32 1.02, 1.11,
+//     0.93, 1.18, 1.16, 0.99 (median 1.06); W=8 1.21, 1.04, 1.10, 1.06,
+//     1.10, 0.80 (median 1.08). So packed bodies are the largest lever
+//     measured on this driver. What the prototype showed a design needs:
+//     the arrays sent as they are (built on the server from unnest by
+//     fifteen array_aggs, the statement cost 264 us against the rows'
+//     300; with ORDER BY in each aggregate, 382); the bodies stored MAIN
+//     (TOASTed, 253 us with the GIN index, 214 without); packs of a
+//     bounded size (a creation of 1,000 tasks made a pack of 1,000
+//     events, and reading one task's history, which must decompress the
+//     whole pack, took 1.6 ms against 0.06 ms by events_by_task_seq;
+//     0.12 ms over packs of at most 16); and the GIN index WITH
+//     (fastupdate = off): with the default pending list a search reads
+//     the whole list (162 buffers and 7 ms for one task's three events
+//     before a VACUUM), and without it the statement cost 224 against
+//     229 us at W=8 and 335 against 308 at W=32 (its WAL 5.7 and 9.2 KB).
+//     A workflow's chain would read the packs its runs link (a run links
+//     whole journal rows, i.e. whole packs), old bodies and new read
+//     together, and UnheldEvent check both.
 //   - At W=8 the store is bound by a batch's latency, not by CPU (perf
 //     -a: postgres 34% of the machine's samples): each worker's next
 //     claim rides with its completion, so eight workers make at most
