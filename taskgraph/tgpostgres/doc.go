@@ -614,7 +614,14 @@
 //     ("idle in transaction") and a tenth in the WAL's sync. More batches
 //     at once do not help: HotBatches 3 and 4 ran 0.70-0.88 and 0.64-0.76
 //     of 2 (three rounds each, load 1.3-2.7), their batches smaller and
-//     each paying a batch's fixed cost.
+//     each paying a batch's fixed cost. perf -a over a run of bench
+//     --tasks 30000 --workers 32 (5,173 cycles/s; the window took the
+//     end of the seeding too): postgres 59% of the machine's samples,
+//     this process 22%, idle 17%; of postgres's, the index inserts 18%,
+//     the executor's start 9%, and autovacuum's vacuum and analyze of
+//     the tables just seeded 14%. A run of N=5000 is over before
+//     autovacuum comes (log_autovacuum_min_duration: both ran a second
+//     after it), so whether they fall into a short run is the timing's.
 //   - pgx (v5.12 and v5.13) shrinks its write buffer after every flush
 //     larger than 1 KB, and its parameter buffer after every statement's
 //     parameters larger than 256 bytes, so a round of some 20-40 KB grows
@@ -630,7 +637,18 @@
 //     and bench's own process with GOMAXPROCS=1 ran W=8 at 1.10-1.54
 //     times its speed with 2 (four rounds) and W=32 at 0.85-0.95 (three):
 //     on two cores shared with the database, a W=8 batch waits for the
-//     backend's CPU, which the process's second thread takes.
+//     backend's CPU, which the process's second thread takes. Again on
+//     2026-12-04 (N=10000, four alternated pairs, load 0.5-0.7): W=8 at
+//     1.11, 1.12, 1.16 and 1.20 times its speed, and 74-88 us of this
+//     process's CPU a cycle against 110-124. perf record of the process
+//     over N=20000: 10,000 samples with two threads against 8,000 with
+//     one for the same cycles, of which the scheduler looking for work
+//     (findRunnable, mostly waking and parking threads) 1,020 against
+//     470, and the batches' own path 4,870 against 4,100; sysmon took a
+//     tenth of the samples either way, and page faults of the heap some
+//     7% (GODEBUG=madvdontneed=0 changed neither their count nor the
+//     speed, four pairs). A matter for a deployment that shares a small
+//     machine with its database, not for the driver.
 //
 // # WAL per cycle
 //
@@ -773,7 +791,16 @@
 // 1.08, 1.27), 0.78-0.97 of one replica (6,227-7,138 and 5,393; median
 // 0.83). At W=8 nothing changes (each replica's lane holds four callers,
 // below Enough): two replicas ran 0.86-0.96 of one (three pairs), their
-// batches carrying four cycles where one replica's carry eight.
+// batches carrying four cycles where one replica's carry eight. Again on
+// 2026-12-04 at W=32 (N=10000, three pairs, load 0.7-1.3): 0.98, 0.80
+// and 0.90 of one. pg_stat_statements of one pair: two replicas ran 630
+// hot batches against one replica's 714 (fewer and larger, not more),
+// and the hot statements cost the same per cycle (the claim update 57.3
+// against 56.7 us, the events 55.8 against 51.6, the completion update
+// 46.3 against 46.5); the process's CPU per cycle was 119 against 105
+// us. What is left of the gap is the second store's own work in the
+// process (its linker, listener, pools and timers) and the machine's
+// noise, not the database's statements.
 //
 // The rule for the linkers: a linker's own pass (kicked, or its look at
 // the whole journal every second) waits for no workflow's row and writes
