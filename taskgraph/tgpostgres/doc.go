@@ -567,10 +567,12 @@
 //     hits 270 -> 55; the hot statements together 164-173 -> 126-129 us
 //     a cycle; 5,351 and 5,776 -> 6,694 and 6,799 cycles/s. At W=8 the
 //     statement 287 -> 181 us a batch of 16 events (168 without the GIN
-//     index). Alternated pairs (N=10000, load 0.8-1.7): W=32 1.02, 1.11,
+//     index). Alternated pairs, N=10000, load 0.8-1.7: W=32 1.02, 1.11,
 //     0.93, 1.18, 1.16, 0.99 (median 1.06); W=8 1.21, 1.04, 1.10, 1.06,
-//     1.10, 0.80 (median 1.08). So packed bodies are the largest lever
-//     measured on this driver. What the prototype showed a design needs:
+//     1.10, 0.80 (median 1.08); N=20000, W=32, load 0.9-2.4: 1.06, 1.04,
+//     1.07, 1.11, 1.10, 1.09, 1.10, 1.12 (median 1.09, every pair
+//     faster). So packed bodies are the largest lever measured on this
+//     driver. What the prototype showed a design needs:
 //     the arrays sent as they are (built on the server from unnest by
 //     fifteen array_aggs, the statement cost 264 us against the rows'
 //     300; with ORDER BY in each aggregate, 382); the bodies stored MAIN
