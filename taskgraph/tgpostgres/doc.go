@@ -572,10 +572,10 @@
 //     1.10, 0.80 (median 1.08); N=20000, W=32, load 0.9-2.4: 1.06, 1.04,
 //     1.07, 1.11, 1.10, 1.09, 1.10, 1.12 (median 1.09, every pair
 //     faster). So packed bodies are the largest lever measured on this
-//     driver. What the prototype showed a design needs:
-//     the arrays sent as they are (built on the server from unnest by
-//     fifteen array_aggs, the statement cost 264 us against the rows'
-//     300; with ORDER BY in each aggregate, 382); the bodies stored MAIN
+//     driver. What the prototype showed a design needs: the arrays sent
+//     as they are (built on the server from unnest by fifteen
+//     array_aggs, the statement cost 264 us against the rows' 300; with
+//     ORDER BY in each aggregate, 382); the bodies stored MAIN
 //     (TOASTed, 253 us with the GIN index, 214 without); packs of a
 //     bounded size (a creation of 1,000 tasks made a pack of 1,000
 //     events, and reading one task's history, which must decompress the
