@@ -37,6 +37,21 @@ func open(t *testing.T, url string, opts Options) *Driver {
 	return d
 }
 
+// execAll runs each of qs on conn, in order, and fails the test at the
+// first that fails, naming it. ExecAll is the same for the package's
+// external tests.
+func execAll(t *testing.T, conn *pgx.Conn, qs ...string) {
+	t.Helper()
+	for _, q := range qs {
+		if _, err := conn.Exec(testCtx(t), q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+}
+
+// ExecAll is execAll, for the package's external tests.
+var ExecAll = execAll
+
 // raw connects to the database directly, for setup and inspection.
 func raw(t *testing.T, url string) *pgx.Conn {
 	t.Helper()

@@ -66,14 +66,8 @@ func runWorkflow(t *testing.T, s *tg.Store, wf string, n int) {
 	}
 }
 
-func execAll(t *testing.T, conn *pgx.Conn, qs ...string) {
-	t.Helper()
-	for _, q := range qs {
-		if _, err := conn.Exec(context.Background(), q); err != nil {
-			t.Fatalf("%s: %v", q, err)
-		}
-	}
-}
+// execAll is the package's own (tgpostgres.ExecAll).
+var execAll = tgpostgres.ExecAll
 
 func count(t *testing.T, conn *pgx.Conn, q string) int64 {
 	t.Helper()

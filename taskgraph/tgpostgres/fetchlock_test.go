@@ -29,18 +29,14 @@ func TestFetchLocksUpdatedRowsFirst(t *testing.T) {
 	url := pgtest.URL(t)
 	d := open(t, url, Options{})
 	c := raw(t, url)
-	for _, q := range []string{
+	execAll(t, c,
 		`INSERT INTO workflows (workflow_id, created_at_ms, updated_at_ms) VALUES ('w', 1, 1)`,
 		`INSERT INTO concurrency_keys (key, max_claimed, updated_at_ms) VALUES ('capped', 5, 0), ('free', 0, 0)`,
 		`INSERT INTO tasks (task_id, workflow_id, node_id, payload, depends_on, state, max_attempts, unmet, created_at_ms, updated_at_ms, concurrency_key)
 			VALUES ('c1', 'w', 'c1', '{}', '[]', 'pending', 3, 0, 1, 1, 'capped'), ('c2', 'w', 'c2', '{}', '[]', 'pending', 3, 0, 1, 1, ''),
 			('f1', 'w', 'f1', '{}', '[]', 'pending', 3, 0, 1, 1, 'free'), ('f2', 'w', 'f2', '{}', '[]', 'pending', 3, 0, 1, 1, ''),
 			('h1', 'w', 'h1', '{}', '[]', 'pending', 3, 0, 1, 1, ''), ('h2', 'w', 'h2', '{}', '[]', 'pending', 3, 0, 1, 1, '')`,
-	} {
-		if _, err := c.Exec(ctx, q); err != nil {
-			t.Fatal(err)
-		}
-	}
+	)
 	// Guards no pending task passes: nothing is updated.
 	complete := func(id string) tgdriver.TaskUpdate {
 		return tgdriver.TaskUpdate{TaskID: id,

@@ -16,22 +16,17 @@ import (
 // scan of either table; so a walk over every key costs one pass over the
 // keys and one index probe per key.
 func TestPruneIdleKeysPlan(t *testing.T) {
-	ctx := testCtx(t)
 	url := pgtest.URL(t)
 	open(t, url, Options{})
 	c := raw(t, url)
-	for _, q := range []string{
+	execAll(t, c,
 		`INSERT INTO workflows (workflow_id, created_at_ms, updated_at_ms) VALUES ('wf', 1, 1)`,
 		`INSERT INTO concurrency_keys (key, max_claimed, updated_at_ms) SELECT 'k' || i, i % 3, 1 FROM generate_series(1, 5000) AS i`,
 		`INSERT INTO tasks (task_id, workflow_id, node_id, payload, depends_on, state, max_attempts, unmet, created_at_ms, updated_at_ms, concurrency_key)
 			SELECT 't' || i, 'wf', 'n' || i, '{}', '[]', CASE WHEN i % 4 = 0 THEN 'pending' ELSE 'completed' END, 3, 0, 1, 1, 'k' || (i % 5000)
 			FROM generate_series(1, 40000) AS i`,
 		`ANALYZE concurrency_keys`, `ANALYZE tasks`,
-	} {
-		if _, err := c.Exec(ctx, q); err != nil {
-			t.Fatalf("%s: %v", q, err)
-		}
-	}
+	)
 	for name, q := range map[string]struct {
 		sql     string
 		args    []any
@@ -83,7 +78,7 @@ func TestClaimScanReadsOnlyClosedKeys(t *testing.T) {
 	url := pgtest.URL(t)
 	open(t, url, Options{})
 	c := raw(t, url)
-	for _, q := range []string{
+	execAll(t, c,
 		`INSERT INTO workflows (workflow_id, created_at_ms, updated_at_ms) VALUES ('wf', 1, 1)`,
 		`INSERT INTO concurrency_keys (key, max_claimed, claimed, updated_at_ms) VALUES ('full', 2, 2, 1)`,
 		`INSERT INTO concurrency_keys (key, rate_count, rate_interval_ms, recent_ms, rate_open_at_ms, updated_at_ms) VALUES ('rated', 1, 1000, '500', 1500, 1)`,
@@ -95,11 +90,7 @@ func TestClaimScanReadsOnlyClosedKeys(t *testing.T) {
 		`INSERT INTO tasks (task_id, workflow_id, node_id, payload, depends_on, state, max_attempts, unmet, created_at_ms, updated_at_ms, concurrency_key, priority)
 			VALUES ('free', 'wf', 'free', '{}', '[]', 'pending', 3, 0, 1, 1, '', 0)`,
 		`ANALYZE concurrency_keys`, `ANALYZE tasks`,
-	} {
-		if _, err := c.Exec(ctx, q); err != nil {
-			t.Fatalf("%s: %v", q, err)
-		}
-	}
+	)
 	type scan struct {
 		name, sql string
 		args      []any

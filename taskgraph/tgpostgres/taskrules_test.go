@@ -200,15 +200,11 @@ func TestTaskRulesHold(t *testing.T) {
 	url := pgtest.URL(t)
 	d := open(t, url, Options{})
 	c := raw(t, url)
-	for _, q := range []string{
+	execAll(t, c,
 		`INSERT INTO workflows (workflow_id, created_at_ms, updated_at_ms) VALUES ('rules-w', 1, 1)`,
 		`INSERT INTO tasks (task_id, workflow_id, node_id, payload, depends_on, state, max_attempts, unmet, created_at_ms, updated_at_ms, priority, created_by)
 			VALUES ('rules-t', 'rules-w', 'n', '{"x":1}', '[]', 'pending', 3, 0, 1, 1, 7, 'alice')`,
-	} {
-		if _, err := c.Exec(ctx, q); err != nil {
-			t.Fatalf("%s: %v", q, err)
-		}
-	}
+	)
 	const ruled = 14
 	domains, checks := ruledColumns(t, c)
 	if len(domains) != ruled || checks != 0 {
@@ -228,11 +224,7 @@ func TestTaskRulesHold(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	for _, q := range UndoTaskRules {
-		if _, err := c.Exec(ctx, q); err != nil {
-			t.Fatalf("%s: %v", q, err)
-		}
-	}
+	execAll(t, c, UndoTaskRules...)
 	if domains, checks := ruledColumns(t, c); len(domains) != 0 || checks != ruled {
 		t.Fatalf("schema 26: %d columns with a domain and %d CHECK constraints, want 0 and %d", len(domains), checks, ruled)
 	}

@@ -104,11 +104,7 @@ func TestTaskEventsBySeq(t *testing.T) {
 	if err := d.Close(); err != nil {
 		t.Fatal(err)
 	}
-	for _, q := range UndoEventsByTaskSeq {
-		if _, err := c.Exec(ctx, q); err != nil {
-			t.Fatalf("%s: %v", q, err)
-		}
-	}
+	execAll(t, c, UndoEventsByTaskSeq...)
 	d = open(t, url, Options{})
 	check("migrated from schema 20", d.Reads())
 }
@@ -125,7 +121,7 @@ func TestTaskEventsPlanBySeq(t *testing.T) {
 	url := pgtest.URL(t)
 	open(t, url, Options{})
 	c := raw(t, url)
-	for _, q := range []string{
+	execAll(t, c,
 		`INSERT INTO workflows (workflow_id, created_at_ms, updated_at_ms) VALUES ('w', 1, 1)`,
 		`INSERT INTO tasks (task_id, workflow_id, node_id, payload, depends_on, state, max_attempts, unmet, created_at_ms, updated_at_ms)
 			SELECT 't-' || i, 'w', 'n' || i, '{}', '[]', 'completed', 3, 0, 1, 1 FROM generate_series(1, 20000) AS i`,
@@ -133,11 +129,7 @@ func TestTaskEventsPlanBySeq(t *testing.T) {
 			SELECT 'w', NULL, t.task_id, k, '', 1, 1, '{}', '', '', 2, t.seq
 			FROM tasks t, unnest(ARRAY['created', 'claimed', 'completed']) AS k`,
 		`ANALYZE tasks`, `ANALYZE events`,
-	} {
-		if _, err := c.Exec(ctx, q); err != nil {
-			t.Fatalf("%s: %v", q, err)
-		}
-	}
+	)
 	for _, q := range []struct {
 		name, sql string
 		args      []any
