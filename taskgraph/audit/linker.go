@@ -373,12 +373,12 @@ func (l *Linker) journaled(ctx context.Context, tx tgdriver.Tx, workflowIDs []st
 		return nil, err
 	}
 	evs, have := make([]tgdriver.EventRow, len(refs)), make([]bool, len(refs))
-	var missing []int64
+	var missing []tgdriver.EventRef
 	l.mu.Lock()
 	for i, ref := range refs {
 		evs[i], have[i] = l.bodies.byID[ref.EventID]
 		if have[i] = have[i] && evs[i].WorkflowID == ref.WorkflowID; !have[i] {
-			missing = append(missing, ref.EventID)
+			missing = append(missing, ref)
 		}
 	}
 	l.mu.Unlock()

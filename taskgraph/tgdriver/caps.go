@@ -71,9 +71,11 @@ type JournalIDReader interface {
 	// events (whole entries, the last may take it past limit), in the same
 	// order, each as its EventID and WorkflowID.
 	JournaledEventIDs(ctx context.Context, workflowIDs []string, limit int) ([]EventRef, error)
-	// JournaledBodies returns the events of ids as JournaledEvents does
-	// (Seq 0, no hashes), in id order; an id without an event is left out.
-	JournaledBodies(ctx context.Context, ids []int64) ([]EventRow, error)
+	// JournaledBodies returns the journaled events of refs (each named by
+	// its id and its workflow, as JournaledEventIDs names them) as
+	// JournaledEvents does (Seq 0, no hashes), in id order; a ref without
+	// a journaled event is left out.
+	JournaledBodies(ctx context.Context, refs []EventRef) ([]EventRow, error)
 }
 
 // EventRef names a journaled event: its id and its workflow.

@@ -308,13 +308,51 @@
 // the tasks' rows: creation and two non-HOT updates (state is in the
 // ready indexes' predicates) with their index entries.
 //
+// Packs (migration 0029). The writer's statement no longer inserts a row
+// of events per event: it writes a batch's bodies into event_packs, one
+// row per run of at most 16 events of one workflow (packMax), each of the
+// bodies' columns an array with an element per event, and one journal row
+// per pack (journal_id = pack_id = its first event's id). A row of events
+// cost a heap tuple and an entry in events_pkey and in events_by_task_seq
+// per event (the events statement was some 40-46 us of server time per
+// cycle at W=32); a pack costs one tuple, a primary key entry, an entry in
+// event_packs_by_workflow and the GIN entries of its distinct task seqs.
+// One statement writes a batch's packs, whatever the number of
+// workflows: the writer groups the events by workflow (stably: a
+// workflow's events keep their order) and sends the bodies' arrays as
+// they are with each pack's first and last element, and the server cuts
+// the packs by slicing ($1[s:e]; building arrays on the server with
+// array_agg cost nearly what the rows did). The ids are drawn from
+// events' sequence for the batch, sorted, and handed out in the writer's
+// order (the events' order before grouping), so ids keep meaning what
+// they meant: an event that depends on another's commit has the higher
+// id, and a statement's events take rising ids in the writer's order. The
+// arrays are stored MAIN (compressed in line; TOASTed, the statement cost
+// 253 against 181 us). The pack's size is bounded because a task's
+// history decompresses its packs whole: a creation of 1,000 tasks in one
+// pack made a task's history 1.6 ms to read, against 0.12 ms over packs of
+// 16 and 0.06 ms by events_by_task_seq. The GIN index on task_seqs has no
+// pending list (fastupdate = off): with one, a search reads the whole list
+// (162 buffers and 7 ms for a task's three events before a VACUUM).
+// A pack is never rewritten: its events are linked by id into
+// event_links as events' rows were, and pruning deletes a workflow's
+// packs with it. Bodies written before 0029 stay in events, and every
+// reader reads both (a body is in one place: its id is drawn once); the
+// behaviour suite reads them after moving every pack's bodies into rows
+// of events (tgpostgres.UnpackBodiesSQL in its harness), and the driver's
+// own tests check each reader on packs (TestTaskEventsPlanBySeq,
+// TestForgedEventBodyBreaksVerification,
+// TestEventBodiesWrittenOnceAndLinksVerified, TestJournalOneRowPerWorkflow).
+//
 // A linker takes the bodies of its own store's events from memory; the
 // journal is as 0023 left it. The journal statement returns each journal
 // row's workflow and ids, Apply sets them on the events it journaled
 // (tgdriver.JournalIDReader), and the store's linker keeps the last 4,096
 // it is kicked with. A pass reads the journal's ids alone
-// (JournaledEventIDs: no join to events) and reads back by id
-// (JournaledBodies, one more statement) only the bodies it does not hold:
+// (JournaledEventIDs: no join to events) and reads back by id and
+// workflow (JournaledBodies, one more statement; since 0029 a body's pack
+// is found through its journal row, walking event_journal_by_workflow
+// down from the id) only the bodies it does not hold:
 // another replica's, which before were read in the same statement as the
 // ids. bench --tasks 10000 --workers 8, pg_stat_statements, one run each:
 // the linker's read of the journal went from 62 calls, 151 ms and 91,322
@@ -353,9 +391,11 @@
 //
 // Reads. A workflow's chain: its runs unnested in position order (each
 // run's hashes zipped with themselves after its prev_hash give each
-// event's prev_hash, each array read once), the bodies joined by event id
-// (events_pkey). A task's events: through events_by_task_seq at the
-// task's seq (read from tasks_task_id_key; see "WAL per cycle"), each
+// event's prev_hash, each array read once), the bodies joined by event id:
+// the workflow's packs read whole (event_packs_by_workflow), and the ids
+// not in them from events (events_pkey). A task's events: through
+// events_by_task_seq at the task's seq (read from tasks_task_id_key; see
+// "WAL per cycle") and through event_packs_by_task_seq, each
 // event's run found through event_links_by_event (workflow, least id): the last
 // run starting at or below its id whose array holds it (within a run ids
 // ascend; a run linked later may hold lower ids than one before it, as
@@ -366,10 +406,13 @@
 // the bodies found one by one): about 3 per event read against 1.8 with
 // bench's five workflows. The hot path reads no link.
 //
-// Indexes per event: events_pkey and events_by_task_seq (the body); per
-// journal row (a writer's statement and workflow): event_journal_by_workflow
-// (it serves every access to the journal, so the journal has no primary
-// key index); per run: event_links' key and event_links_by_event.
+// Indexes per event: none since 0029 but a GIN entry per distinct task
+// seq of its pack (before, events_pkey and events_by_task_seq); per pack
+// (up to 16 events of a workflow): event_packs_pkey and
+// event_packs_by_workflow; per journal row (a pack):
+// event_journal_by_workflow (it serves every access to the journal, so
+// the journal has no primary key index); per run: event_links' key and
+// event_links_by_event.
 //
 // The order is right: an operation journals its events after the reads
 // and writes they describe, and identity values are handed out in call

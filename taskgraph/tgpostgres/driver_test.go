@@ -52,6 +52,23 @@ func execAll(t *testing.T, conn *pgx.Conn, qs ...string) {
 // ExecAll is execAll, for the package's external tests.
 var ExecAll = execAll
 
+// UndoEventPacks turns a database of this package back to schema 28
+// (0029 undone): every body in a row of events (UnpackBodiesSQL), no
+// event_packs.
+var UndoEventPacks = []string{UnpackBodiesSQL, `DROP TABLE event_packs`, `UPDATE schema_version SET version = 28`}
+
+// UnpackBodiesSQL moves every body of event_packs into a row of events of
+// its own, unlinked (wseq NULL, no hashes), under the same id: the form
+// of the bodies written before migration 0029, which the driver reads the
+// same. Tests whose raw SQL addresses bodies as rows of events run it
+// first.
+var UnpackBodiesSQL = `WITH p AS (DELETE FROM event_packs RETURNING *)
+	INSERT INTO events (event_id, workflow_id, wseq, task_id, kind, owner, generation, at_ms, detail, prev_hash, hash,
+		hash_version, actor_kind, actor_name, actor_principal, task_state, content, task_seq)
+	SELECT e.event_id, e.workflow_id, e.wseq, e.task_id, e.kind, e.owner, e.generation, e.at_ms, e.detail, e.prev_hash, e.hash,
+		e.hash_version, e.actor_kind, e.actor_name, e.actor_principal, e.task_state, e.content, e.task_seq
+	FROM (` + packedBodies(`p`, `true`) + `) e`
+
 // raw connects to the database directly, for setup and inspection.
 func raw(t *testing.T, url string) *pgx.Conn {
 	t.Helper()

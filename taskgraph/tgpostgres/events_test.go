@@ -128,12 +128,13 @@ func TestEventBodiesWrittenOnceAndLinksVerified(t *testing.T) {
 	if n := count(t, conn, `SELECT COUNT(*) FROM event_journal`); n != 0 {
 		t.Fatalf("%d journal entries after close", n)
 	}
-	// 4 creations, claims and completions, and 2 of each.
-	if n := count(t, conn, `SELECT COUNT(*) FROM events e JOIN (SELECT unnest(event_ids) AS event_id FROM event_links) l USING (event_id)
-		WHERE e.wseq IS NULL AND e.hash = ''`); n != 18 {
-		t.Fatalf("%d events linked in event_links (bodies without links), want 18", n)
+	// 4 creations, claims and completions, and 2 of each, their bodies in
+	// packs (migration 0029), none in events.
+	if n := count(t, conn, `SELECT COUNT(*) FROM event_packs p, unnest(p.event_ids) AS b(event_id)
+		JOIN (SELECT unnest(event_ids) AS event_id FROM event_links) l USING (event_id)`); n != 18 {
+		t.Fatalf("%d packed bodies linked in event_links, want 18", n)
 	}
-	if n := count(t, conn, `SELECT COUNT(*) FROM events`); n != 18 {
+	if n := count(t, conn, `SELECT (SELECT COUNT(*) FROM events) + (SELECT SUM(cardinality(event_ids)) FROM event_packs)`); n != 18 {
 		t.Fatalf("%d event bodies, want 18 (each written once)", n)
 	}
 	// Each run starts where the one before it ended, its ids ascending
@@ -155,8 +156,10 @@ func TestEventBodiesWrittenOnceAndLinksVerified(t *testing.T) {
 			seq    int64
 		}{
 			{"a link's hash", []string{fmt.Sprintf(`UPDATE event_links SET hashes[5 - wseq + 1] = repeat('0', 64) WHERE `+holds, 5)}, 5},
-			{"a body linked in event_links", []string{fmt.Sprintf(`UPDATE events SET owner = 'mallory'
-				WHERE event_id = (SELECT event_ids[3 - wseq + 1] FROM event_links WHERE `+holds+`)`, 3)}, 3},
+			{"a body linked in event_links", []string{fmt.Sprintf(`UPDATE event_packs p SET owners[array_position(p.event_ids, l.id)] = 'mallory'
+				FROM (SELECT event_ids[3 - wseq + 1] AS id FROM event_links WHERE `+holds+`) l WHERE l.id = ANY(p.event_ids)`, 3)}, 3},
+			{"a body of events linked in event_links", []string{tgpostgres.UnpackBodiesSQL, fmt.Sprintf(`UPDATE events SET owner = 'mallory'
+				WHERE event_id = (SELECT event_ids[4 - wseq + 1] FROM event_links WHERE `+holds+`)`, 4)}, 4},
 			{"a run's prev_hash", []string{fmt.Sprintf(`UPDATE event_links SET prev_hash = repeat('0', 64)
 				WHERE workflow_id = 'wf' AND wseq = (SELECT MAX(wseq) FROM event_links WHERE `+holds+`)`, 7)}, 0},
 		} {
@@ -218,16 +221,29 @@ func TestEventBodiesWrittenOnceAndLinksVerified(t *testing.T) {
 
 // An event body inserted behind the store's back (a copy of a completion,
 // owner changed, neither linked nor journaled) would show in its task's
-// events; verification names it, on both layouts of the runs.
+// events; verification names it, on both layouts of the runs, whether it
+// is a row of events or a pack of its own (migration 0029).
 func TestForgedEventBodyBreaksVerification(t *testing.T) {
 	t.Parallel()
-	for _, layout := range []string{splitRuns, mergeRuns} {
+	forgeRow := []string{tgpostgres.UnpackBodiesSQL, `INSERT INTO events (workflow_id, task_id, kind, owner, generation, at_ms, detail, prev_hash, hash,
+			hash_version, actor_kind, actor_name, actor_principal, task_state, content, task_seq)
+		SELECT workflow_id, task_id, kind, 'mallory', generation, at_ms + 1, detail, '', '', hash_version, actor_kind, actor_name,
+			actor_principal, task_state, content, task_seq FROM events WHERE workflow_id = 'wf' ORDER BY event_id DESC LIMIT 1`}
+	forgePack := []string{`INSERT INTO event_packs (pack_id, workflow_id, event_ids, task_seqs, task_ids, kinds, owners, generations, ats, details,
+			hash_versions, actor_kinds, actor_names, actor_principals, task_states, contents)
+		SELECT n.id, p.workflow_id, ARRAY[n.id], p.task_seqs[k:k], p.task_ids[k:k], p.kinds[k:k], ARRAY['mallory'], p.generations[k:k],
+			ARRAY[p.ats[k] + 1], p.details[k:k], p.hash_versions[k:k], p.actor_kinds[k:k], p.actor_names[k:k], p.actor_principals[k:k],
+			p.task_states[k:k], p.contents[k:k]
+		FROM (SELECT * FROM event_packs WHERE workflow_id = 'wf' ORDER BY pack_id DESC LIMIT 1) p,
+			LATERAL (SELECT cardinality(p.event_ids) AS k) c, (SELECT nextval('events_event_id_seq') AS id) n`}
+	for _, tc := range []struct {
+		layout string
+		forge  []string
+	}{{splitRuns, forgeRow}, {mergeRuns, forgeRow}, {splitRuns, forgePack}, {mergeRuns, forgePack}} {
 		url, conn := chains(t)
-		execAll(t, conn, layout, `INSERT INTO events (workflow_id, task_id, kind, owner, generation, at_ms, detail, prev_hash, hash,
-				hash_version, actor_kind, actor_name, actor_principal, task_state, content)
-			SELECT workflow_id, task_id, kind, 'mallory', generation, at_ms + 1, detail, '', '', hash_version, actor_kind, actor_name,
-				actor_principal, task_state, content FROM events WHERE workflow_id = 'wf' ORDER BY event_id DESC LIMIT 1`)
-		forged := count(t, conn, `SELECT MAX(event_id) FROM events`)
+		execAll(t, conn, tc.layout)
+		execAll(t, conn, tc.forge...)
+		forged := count(t, conn, `SELECT last_value FROM events_event_id_seq`)
 		v, _ := openStore(t, url)
 		rep, err := v.VerifyHistory(context.Background())
 		if !errors.Is(err, tg.ErrBrokenChain) || rep.Broken == nil || rep.Broken.WorkflowID != "wf" ||

@@ -58,7 +58,8 @@ func journalEnv(t *testing.T) (*Driver, map[string]int64) {
 		t.Fatal(err)
 	}
 	ids := map[string]int64{}
-	rows, err := d.pool.Query(ctx, `SELECT kind, event_id FROM events`)
+	rows, err := d.pool.Query(ctx, `SELECT kind, event_id FROM events
+		UNION ALL SELECT e.kind, e.event_id FROM event_packs p, unnest(p.kinds, p.event_ids) AS e(kind, event_id)`)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -159,21 +160,27 @@ func TestJournalOneRowPerWorkflow(t *testing.T) {
 			if err != nil {
 				return err
 			}
-			var ids []int64
 			wantRefs := []tgdriver.EventRef{}
 			for _, e := range evs {
-				ids = append(ids, e.EventID)
 				wantRefs = append(wantRefs, tgdriver.EventRef{EventID: e.EventID, WorkflowID: e.WorkflowID})
 			}
 			if !slices.Equal(append([]tgdriver.EventRef{}, refs...), wantRefs) {
 				t.Errorf("JournaledEventIDs(%v, %d) = %v, want %v", c.wfs, c.limit, refs, wantRefs)
 			}
-			bodies, err := r.JournaledBodies(ctx, append(ids, 1<<40))
+			// Refs given in reverse, and ones of no journaled event (an
+			// unknown id; a known id under another workflow), are read
+			// in id order, the others left out.
+			ask := append(slices.Clone(wantRefs), tgdriver.EventRef{EventID: 1 << 40, WorkflowID: "w1"})
+			if len(wantRefs) > 0 {
+				ask = append(ask, tgdriver.EventRef{EventID: wantRefs[0].EventID + 1, WorkflowID: "w9"})
+			}
+			slices.Reverse(ask)
+			bodies, err := r.JournaledBodies(ctx, ask)
 			if err != nil {
 				return err
 			}
 			if !slices.Equal(bodies, evs) {
-				t.Errorf("JournaledBodies(%v) = %+v, want %+v (an id without an event left out)", ids, bodies, evs)
+				t.Errorf("JournaledBodies(%v) = %+v, want %+v (a ref without a journaled event left out)", ask, bodies, evs)
 			}
 			return nil
 		})

@@ -65,37 +65,72 @@ const linkOf = ` LEFT JOIN LATERAL (SELECT r.wseq + u.o - 1 AS wseq, u.prev_hash
 	unnest(r.event_ids, r.hashes, r.prev_hash || r.hashes) WITH ORDINALITY AS u(id, hash, prev_hash, o)
 	WHERE u.id = e.event_id) l ON true`
 
-// ofTask selects the events e of task $1 through events_by_task_seq
-// (migration 0021): those at its task's seq, found through tasks' unique
-// index on task_id, or at seq 0 when no task has that id (see taskSeqOf).
-const ofTask = `e.task_seq = COALESCE((SELECT t.seq FROM tasks t WHERE t.task_id = $1), 0) AND e.task_id = $1`
+// rowBodyColumns are the columns of a body in events e (packedBodies'
+// columns, in their order).
+const rowBodyColumns = `e.event_id, e.workflow_id, e.wseq, e.task_id, e.kind, e.owner, e.generation, e.at_ms, e.detail,
+	e.prev_hash, e.hash, e.hash_version, e.actor_kind, e.actor_name, e.actor_principal, e.task_state, e.content, e.task_seq`
+
+// packedBodies reads the bodies in the packs p of from (event_packs,
+// migration 0029) that where selects, one row per event e, under the
+// names and in the order of rowBodyColumns: a packed body has no link of
+// its own (wseq NULL, no hashes; its link is in event_links, or it is
+// journaled). where may filter the events (e) as well as the packs (p).
+func packedBodies(from, where string) string {
+	return `SELECT e.event_id, p.workflow_id, NULL::bigint AS wseq, e.task_id, e.kind, e.owner, e.generation, e.at_ms, e.detail,
+		''::text AS prev_hash, ''::text AS hash, e.hash_version, e.actor_kind, e.actor_name, e.actor_principal, e.task_state, e.content, e.task_seq
+		FROM ` + from + ` CROSS JOIN LATERAL unnest(p.event_ids, p.task_seqs, p.task_ids, p.kinds, p.owners, p.generations, p.ats,
+			p.details, p.hash_versions, p.actor_kinds, p.actor_names, p.actor_principals, p.task_states, p.contents)
+			AS e(event_id, task_seq, task_id, kind, owner, generation, at_ms, detail, hash_version, actor_kind, actor_name,
+				actor_principal, task_state, content)
+		WHERE ` + where
+}
+
+// seqOfTask is the seq task $1's events are filed under (events.task_seq,
+// event_packs.task_seqs): its task's, found through tasks' unique index on
+// task_id, or 0 when no task has that id (see taskSeqOf).
+const seqOfTask = `COALESCE((SELECT t.seq FROM tasks t WHERE t.task_id = $1), 0)`
+
+// taskBodies are the bodies of task $1's events (and also those of extra,
+// a condition on e), in events through events_by_task_seq (migration
+// 0021) and in packs through event_packs_by_task_seq (0029): the packs
+// that hold an event at the task's seq, and of those the task's events.
+func taskBodies(extra string) string {
+	return `SELECT ` + rowBodyColumns + ` FROM events e WHERE e.task_seq = ` + seqOfTask + ` AND e.task_id = $1` + extra + `
+		UNION ALL ` + packedBodies(`event_packs p`, `p.task_seqs @> ARRAY[`+seqOfTask+`] AND e.task_seq = `+seqOfTask+` AND e.task_id = $1`+extra)
+}
 
 // A task's or workflow's events in chain order, then its journaled ones in
 // journal order (the events of its journal rows, by id, as the linker
 // links them), in one statement (one snapshot: an event the linker
-// links meanwhile is read once). A workflow's runs are read whole: each
-// event's prev_hash is the hash before it in its run, the run's prev_hash
-// for the first (the run's hashes zipped with themselves after its
-// prev_hash: one more element, with no event, which is dropped).
+// links meanwhile is read once). A body is in events or in a pack
+// (packedBodies). A workflow's runs are read whole: each event's
+// prev_hash is the hash before it in its run, the run's prev_hash for the
+// first (the run's hashes zipped with themselves after its prev_hash: one
+// more element, with no event, which is dropped). The workflow's packs
+// are read whole too (event_packs_by_workflow), and a body not in them is
+// read from events by id.
 var (
-	sqlTaskEvents = `SELECT ` + linkedColumns + ` FROM events e` + linkOf + `
-		WHERE ` + ofTask + ` ORDER BY COALESCE(l.wseq, e.wseq) IS NULL, COALESCE(l.wseq, e.wseq), e.event_id`
-	sqlWorkflowEvents = `SELECT ` + eventColumns + ` FROM (
+	sqlTaskEvents = `SELECT ` + linkedColumns + ` FROM (` + taskBodies(``) + `) e` + linkOf + `
+		ORDER BY COALESCE(l.wseq, e.wseq) IS NULL, COALESCE(l.wseq, e.wseq), e.event_id`
+	sqlWorkflowEvents = `WITH l AS MATERIALIZED (SELECT r.wseq + u.o - 1 AS wseq, u.id, u.hash, u.prev_hash
+			FROM event_links r, unnest(r.event_ids, r.hashes, r.prev_hash || r.hashes) WITH ORDINALITY AS u(id, hash, prev_hash, o)
+			WHERE r.workflow_id = $1 AND u.id IS NOT NULL),
+		pk AS MATERIALIZED (` + packedBodies(`event_packs p`, `p.workflow_id = $1`) + `),
+		j AS MATERIALIZED (SELECT u.id FROM event_journal j CROSS JOIN LATERAL unnest(j.event_ids) AS u(id) WHERE j.workflow_id = $1)
+	SELECT ` + eventColumns + ` FROM (
 		SELECT ` + bodyColumns(`e.wseq`, `e.prev_hash`, `e.hash`) + `, 0 AS src, e.wseq AS ord FROM events e
 			WHERE e.workflow_id = $1 AND e.wseq IS NOT NULL
-		UNION ALL SELECT ` + bodyColumns(`l.wseq`, `l.prev_hash`, `l.hash`) + `, 0, l.wseq FROM (
-			SELECT r.wseq + u.o - 1 AS wseq, u.id, u.hash, u.prev_hash
-			FROM event_links r, unnest(r.event_ids, r.hashes, r.prev_hash || r.hashes) WITH ORDINALITY AS u(id, hash, prev_hash, o)
-			WHERE r.workflow_id = $1 AND u.id IS NOT NULL) l
-			JOIN events e ON e.event_id = l.id
-		UNION ALL SELECT ` + unlinkedColumns + `, 1, u.id FROM event_journal j CROSS JOIN LATERAL unnest(j.event_ids) AS u(id)
-			JOIN events e ON e.event_id = u.id WHERE j.workflow_id = $1) e ORDER BY src, ord`
+		UNION ALL SELECT ` + bodyColumns(`l.wseq`, `l.prev_hash`, `l.hash`) + `, 0, l.wseq FROM l JOIN pk e ON e.event_id = l.id
+		UNION ALL SELECT ` + bodyColumns(`l.wseq`, `l.prev_hash`, `l.hash`) + `, 0, l.wseq FROM l JOIN events e ON e.event_id = l.id
+			WHERE NOT EXISTS (SELECT 1 FROM pk WHERE pk.event_id = l.id)
+		UNION ALL SELECT ` + unlinkedColumns + `, 1, j.id FROM j JOIN pk e ON e.event_id = j.id
+		UNION ALL SELECT ` + unlinkedColumns + `, 1, j.id FROM j JOIN events e ON e.event_id = j.id
+			WHERE NOT EXISTS (SELECT 1 FROM pk WHERE pk.event_id = j.id)) e ORDER BY src, ord`
 )
 
 // sqlLastEventOfGen reads the newest event of task $1 at generation $2: a
 // journaled one is newer than any linked one.
-var sqlLastEventOfGen = `SELECT e.kind, e.at_ms FROM events e` + linkOf + `
-		WHERE ` + ofTask + ` AND e.generation = $2
+var sqlLastEventOfGen = `SELECT e.kind, e.at_ms FROM (` + taskBodies(` AND e.generation = $2`) + `) e` + linkOf + `
 		ORDER BY COALESCE(l.wseq, e.wseq) IS NULL DESC, COALESCE(l.wseq, e.wseq) DESC, e.event_id DESC LIMIT 1`
 
 const workflowColumns = `workflow_id, task_count, event_count, head_hash, created_at_ms, updated_at_ms`
@@ -462,8 +497,8 @@ func (r reads) JournaledWorkflows(ctx context.Context, limit int) ([]string, err
 // OrphanEventWorkflow names a workflow that has events but no workflow row.
 func (r reads) OrphanEventWorkflow(ctx context.Context) (string, bool, error) {
 	var id string
-	err := r.q.QueryRow(ctx, `SELECT e.workflow_id FROM (SELECT workflow_id FROM events UNION ALL SELECT workflow_id FROM event_links
-		UNION ALL SELECT workflow_id FROM event_journal) e
+	err := r.q.QueryRow(ctx, `SELECT e.workflow_id FROM (SELECT workflow_id FROM events UNION ALL SELECT workflow_id FROM event_packs
+		UNION ALL SELECT workflow_id FROM event_links UNION ALL SELECT workflow_id FROM event_journal) e
 		LEFT JOIN workflows w ON w.workflow_id = e.workflow_id WHERE w.workflow_id IS NULL LIMIT 1`).Scan(&id)
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
@@ -474,14 +509,17 @@ func (r reads) OrphanEventWorkflow(ctx context.Context) (string, bool, error) {
 	return id, true, nil
 }
 
-// sqlUnheldEvent finds the lowest event body that is neither linked in its
-// own row (wseq), in a run of event_links, nor journaled. It reads every
-// body and every run once, by hash anti-joins; a LIMIT instead of min()
-// would lead the planner to a nested loop over the runs for each body.
-const sqlUnheldEvent = `SELECT workflow_id, event_id FROM events WHERE event_id = (SELECT min(e.event_id) FROM events e
-	WHERE e.wseq IS NULL
-		AND NOT EXISTS (SELECT 1 FROM event_links r, unnest(r.event_ids) AS u(id) WHERE u.id = e.event_id)
-		AND NOT EXISTS (SELECT 1 FROM event_journal j, unnest(j.event_ids) AS u(id) WHERE u.id = e.event_id))`
+// sqlUnheldEvent finds the lowest event body, in events or in a pack, that
+// is neither linked in its own row (wseq), in a run of event_links, nor
+// journaled. It reads every body and every run once, by hash anti-joins; a
+// LIMIT instead of min() would lead the planner to a nested loop over the
+// runs for each body.
+const sqlUnheldEvent = `WITH b AS MATERIALIZED (SELECT e.event_id AS id, e.workflow_id FROM events e WHERE e.wseq IS NULL
+		UNION ALL SELECT u.id, p.workflow_id FROM event_packs p CROSS JOIN LATERAL unnest(p.event_ids) AS u(id))
+	SELECT workflow_id, id FROM b WHERE id = (SELECT min(b.id) FROM b
+		WHERE NOT EXISTS (SELECT 1 FROM event_links r, unnest(r.event_ids) AS u(id) WHERE u.id = b.id)
+			AND NOT EXISTS (SELECT 1 FROM event_journal j, unnest(j.event_ids) AS u(id) WHERE u.id = b.id))
+	ORDER BY workflow_id COLLATE "C" LIMIT 1`
 
 // UnheldEvent names the lowest event body no chain holds: not linked in
 // its own row or in a run, nor journaled (one inserted behind the store's

@@ -23,12 +23,17 @@ var sqliteOnly = map[string]string{
 }
 
 // postgresOnly lists what the PostgreSQL series has and the SQLite series
-// lacks by design, and why; each entry must still be so.
+// lacks by design (a column as table.column, or a table), and why; each
+// entry must still be so.
 var postgresOnly = map[string]string{
 	// PostgreSQL's writers journal one row per statement and workflow
 	// (0023); SQLite's writers link at once, and its journal, always empty,
 	// keeps one body per row.
 	"event_journal.event_ids": "journal rows hold their events' ids",
+	// PostgreSQL's writers journal bodies in packs (0029): one row per
+	// run of up to 16 events of a workflow, not three index entries per
+	// event. SQLite's writer has no such cost to save (it links at once).
+	"event_packs": "journaled bodies are written in packs",
 }
 
 // TestSchemaMatchesSQLite: the PostgreSQL series has the same tables with
@@ -105,7 +110,14 @@ func TestSchemaMatchesSQLite(t *testing.T) {
 		}
 	}
 	for item := range postgresOnly {
-		tbl, col, _ := strings.Cut(item, ".")
+		tbl, col, isCol := strings.Cut(item, ".")
+		if !isCol { // a table
+			if _, ok := want[tbl]; ok || got[tbl] == nil {
+				t.Errorf("postgresOnly lists table %s, but it is not only in the PostgreSQL schema: remove it from the list", item)
+			}
+			delete(got, tbl)
+			continue
+		}
 		if !slices.Contains(got[tbl], col) || slices.Contains(want[tbl], col) {
 			t.Errorf("postgresOnly lists column %s, but it is not only in the PostgreSQL schema: remove it from the list", item)
 		}

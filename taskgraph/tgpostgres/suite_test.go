@@ -38,7 +38,8 @@ func newPGDatabase(t testing.TB) storetest.Database {
 		TablesQuery: `SELECT tablename FROM pg_tables WHERE schemaname = current_schema()`}}
 }
 
-// inlineLinks writes the links of event_links' runs into their events' own rows
+// inlineLinks writes the bodies of event_packs into rows of events and the
+// links of event_links' runs into their events' own rows
 // (the form of the events linked before migration 0016, which the driver
 // reads the same) and deletes them from event_links. The suite's raw SQL
 // addresses an event by its position in events, as on SQLite: so that it
@@ -47,6 +48,9 @@ func newPGDatabase(t testing.TB) storetest.Database {
 // with links in event_links.
 func (d *pgDatabase) inlineLinks(t testing.TB) {
 	t.Helper()
+	if _, err := d.DB.DB.Exec(tgpostgres.UnpackBodiesSQL); err != nil {
+		t.Fatalf("write the bodies of event_packs into events: %v", err)
+	}
 	if _, err := d.DB.DB.Exec(`WITH r AS (DELETE FROM event_links RETURNING *),
 		l AS (SELECT u.id AS event_id, r.wseq + u.o - 1 AS wseq, u.h AS hash,
 			COALESCE(lag(u.h) OVER (PARTITION BY r.workflow_id, r.wseq ORDER BY u.o), r.prev_hash) AS prev_hash

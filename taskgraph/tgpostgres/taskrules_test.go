@@ -17,9 +17,9 @@ import (
 // (0027 undone): the tasks' rules are CHECK constraints again, named as
 // PostgreSQL named them, over plain columns, and the domains are gone.
 // The triggers on tasks are created again from their own definitions.
-// Exported (as the start of UndoJournalRows) for the tests of package
-// tgpostgres_test.
-var UndoTaskRules = []string{
+// It starts with UndoEventPacks (0029). Exported (as the start of
+// UndoJournalRows) for the tests of package tgpostgres_test.
+var UndoTaskRules = append(slices.Clone(UndoEventPacks),
 	`DO $$
 	DECLARE
 		defs text[];
@@ -57,7 +57,7 @@ var UndoTaskRules = []string{
 	`DROP DOMAIN tg_task_state, tg_task_kind, tg_gate_on_timeout, tg_created_by, tg_nonnegative, tg_lease_ms,
 		tg_max_attempts, tg_retry_delay_ms, tg_priority`,
 	`UPDATE schema_version SET version = 26`,
-}
+)
 
 // taskRule is one rule on a value of tasks: a value of the column it
 // refuses, and the values at its edges it accepts.

@@ -2,6 +2,9 @@ package tgpostgres
 
 import (
 	"fmt"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"slices"
 	"strings"
 	"testing"
@@ -81,7 +84,8 @@ func TestTaskEventsBySeq(t *testing.T) {
 				t.Errorf("%s: LastEventOfGeneration(%s) = %q %v %v, want %q", when, id, kind, ok, err, last)
 			}
 		}
-		rows, err := c.Query(ctx, `SELECT task_id, task_seq FROM events`)
+		rows, err := c.Query(ctx, `SELECT task_id, task_seq FROM events
+			UNION ALL SELECT e.task_id, e.task_seq FROM event_packs p, unnest(p.task_ids, p.task_seqs) AS e(task_id, task_seq)`)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -111,52 +115,85 @@ func TestTaskEventsBySeq(t *testing.T) {
 
 // TestTaskEventsPlanBySeq: with many tasks and events (analyzed), both
 // readers of a task's events find the task's seq through tasks_task_id_key
-// and its events through events_by_task_seq, on custom and generic plans,
-// never by reading the events table; so reading a task's history costs a
-// few index probes however long the store's history is. The hot path's
-// INSERT of events (journalSQL, on the generic plan the hot rounds use)
-// takes each event's seq by one probe of tasks_task_id_key.
+// and its events through events_by_task_seq and, in packs (migration
+// 0029), through event_packs_by_task_seq, on custom and generic plans,
+// never by reading the events or the packs; so reading a task's history
+// costs a few index probes however long the store's history is. The hot
+// path's INSERT of packs (journalSQLs, on the generic plan the hot rounds
+// use), when it is to find the events' seqs, takes each by one probe of
+// tasks_task_id_key.
 func TestTaskEventsPlanBySeq(t *testing.T) {
 	ctx := testCtx(t)
 	url := pgtest.URL(t)
 	open(t, url, Options{})
 	c := raw(t, url)
+	// Half the tasks' events in rows of events, half in packs of five
+	// tasks' events (15).
 	execAll(t, c,
 		`INSERT INTO workflows (workflow_id, created_at_ms, updated_at_ms) VALUES ('w', 1, 1)`,
 		`INSERT INTO tasks (task_id, workflow_id, node_id, payload, depends_on, state, max_attempts, unmet, created_at_ms, updated_at_ms)
 			SELECT 't-' || i, 'w', 'n' || i, '{}', '[]', 'completed', 3, 0, 1, 1 FROM generate_series(1, 20000) AS i`,
 		`INSERT INTO events (workflow_id, wseq, task_id, kind, owner, generation, at_ms, detail, prev_hash, hash, hash_version, task_seq)
 			SELECT 'w', NULL, t.task_id, k, '', 1, 1, '{}', '', '', 2, t.seq
-			FROM tasks t, unnest(ARRAY['created', 'claimed', 'completed']) AS k`,
-		`ANALYZE tasks`, `ANALYZE events`,
+			FROM tasks t, unnest(ARRAY['created', 'claimed', 'completed']) AS k WHERE t.seq <= 10000`,
+		`WITH b AS (SELECT nextval('events_event_id_seq') AS id, t.seq / 5 AS pack, t.seq, t.task_id, k
+				FROM tasks t, unnest(ARRAY['created', 'claimed', 'completed']) WITH ORDINALITY AS u(k, o) WHERE t.seq > 10000 ORDER BY t.seq, o)
+		INSERT INTO event_packs (pack_id, workflow_id, event_ids, task_seqs, task_ids, kinds, owners, generations, ats, details,
+			hash_versions, actor_kinds, actor_names, actor_principals, task_states, contents)
+		SELECT min(id), 'w', array_agg(id ORDER BY id), array_agg(seq ORDER BY id), array_agg(task_id ORDER BY id),
+			array_agg(k ORDER BY id), array_agg(''::text ORDER BY id), array_agg(1::bigint ORDER BY id), array_agg(1::bigint ORDER BY id),
+			array_agg('{}'::text ORDER BY id), array_agg(2::bigint ORDER BY id), array_agg(''::text ORDER BY id), array_agg(''::text ORDER BY id),
+			array_agg(''::text ORDER BY id), array_agg(''::text ORDER BY id), array_agg(''::text ORDER BY id)
+		FROM b GROUP BY pack`,
+		`ANALYZE tasks`, `ANALYZE events`, `ANALYZE event_packs`,
 	)
 	for _, q := range []struct {
 		name, sql string
 		args      []any
+		want      string
 	}{
-		{"TaskEvents", sqlTaskEvents, []any{"t-77"}},
-		{"LastEventOfGeneration", sqlLastEventOfGen, []any{"t-77", 1}},
+		{"TaskEvents", sqlTaskEvents, []any{"t-77"}, "created claimed completed"},
+		{"TaskEvents", sqlTaskEvents, []any{"t-15077"}, "created claimed completed"},
+		{"LastEventOfGeneration", sqlLastEventOfGen, []any{"t-77", 1}, "completed"},
+		{"LastEventOfGeneration", sqlLastEventOfGen, []any{"t-15077", 1}, "completed"},
 	} {
 		for _, mode := range []string{"force_custom_plan", "force_generic_plan"} {
 			if _, err := c.Exec(ctx, `SET plan_cache_mode = `+mode); err != nil {
 				t.Fatal(err)
 			}
 			p := explain(t, c, `EXPLAIN `+q.sql, q.args...)
-			if !strings.Contains(p, "events_by_task_seq on events") || !strings.Contains(p, "tasks_task_id_key on tasks") ||
-				strings.Contains(p, "Seq Scan on events") {
-				t.Errorf("%s, %s: plan\n%s\nwant events_by_task_seq probed at the seq read from tasks_task_id_key, no scan of events", q.name, mode, p)
+			if !strings.Contains(p, "Index Scan on events_by_task_seq") && !strings.Contains(p, "events_by_task_seq on events") ||
+				!strings.Contains(p, "tasks_task_id_key on tasks") || !strings.Contains(p, "Bitmap Index Scan on event_packs_by_task_seq") ||
+				strings.Contains(p, "Seq Scan on events") || strings.Contains(p, "Seq Scan on event_packs") {
+				t.Errorf("%s, %s: plan\n%s\nwant events_by_task_seq and event_packs_by_task_seq probed at the seq read from tasks_task_id_key, "+
+					"no scan of events or packs", q.name, mode, p)
 			}
+		}
+		// The readers find the events, in order, wherever they are.
+		rows, err := c.Query(ctx, q.sql, q.args...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		kinds, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (string, error) {
+			vals, err := row.Values()
+			if err != nil {
+				return "", err
+			}
+			return fmt.Sprint(vals[slices.IndexFunc(row.FieldDescriptions(), func(f pgconn.FieldDescription) bool { return f.Name == "kind" })]), nil
+		})
+		if err != nil || strings.Join(kinds, " ") != q.want {
+			t.Errorf("%s(%v) = %q %v, want %q", q.name, q.args, kinds, err, q.want)
 		}
 	}
 	if _, err := c.Exec(ctx, `SET plan_cache_mode = force_generic_plan`); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.Exec(ctx, `PREPARE journal AS `+journalSQL); err != nil {
+	if _, err := c.Exec(ctx, `PREPARE journal AS `+journalSQLs[1][0]); err != nil {
 		t.Fatal(err)
 	}
-	args := strings.TrimSuffix(strings.Repeat("NULL, ", 14), ", ")
+	args := strings.TrimSuffix(strings.Repeat("NULL, ", 16), ", ")
 	if p := explain(t, c, `EXPLAIN EXECUTE journal(`+args+`)`); !strings.Contains(p, "Index Scan using tasks_task_id_key on tasks") ||
 		strings.Contains(p, "Seq Scan on tasks") {
-		t.Errorf("generic plan of the events' INSERT:\n%s\nwant each event's task seq read by a probe of tasks_task_id_key", p)
+		t.Errorf("generic plan of the packs' INSERT:\n%s\nwant each event's task seq read by a probe of tasks_task_id_key", p)
 	}
 }
