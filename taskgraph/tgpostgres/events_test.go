@@ -88,12 +88,40 @@ func chains(t *testing.T) (string, *pgx.Conn) {
 	runWorkflow(t, s, "wf", 4)
 	runWorkflow(t, s, "other", 2)
 	closeStore()
+	return url, connect(t, url)
+}
+
+// connect opens a raw connection to url, closed when t ends.
+func connect(t *testing.T, url string) *pgx.Conn {
+	t.Helper()
 	conn, err := pgx.Connect(context.Background(), url)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { conn.Close(context.Background()) })
-	return url, conn
+	return conn
+}
+
+// createBig opens a store on a new database, creates workflow "big" of n
+// tasks without edges (one creation, so one writer statement) and checks
+// that its n events verify. It returns the database's URL, the store and
+// the store's close.
+func createBig(t *testing.T, n int) (string, *tg.Store, func()) {
+	t.Helper()
+	ctx := context.Background()
+	url := pgtest.URL(t)
+	s, closeStore := openStore(t, url)
+	nodes := make([]tg.NodeSpec, n)
+	for i := range nodes {
+		nodes[i] = tg.NodeSpec{NodeID: fmt.Sprintf("n%d", i)}
+	}
+	if _, err := s.CreateWorkflow(ctx, "big", nodes); err != nil {
+		t.Fatal(err)
+	}
+	if rep, err := s.VerifyHistory(ctx); err != nil || rep.Events != int64(n) {
+		t.Fatalf("VerifyHistory: %v %+v, want %d events verified", err, rep, n)
+	}
+	return url, s, closeStore
 }
 
 // splitRuns rewrites every run of event_links as runs of one event each
@@ -429,24 +457,9 @@ func TestMigrationLinksJournalOfSchema22(t *testing.T) {
 func TestLinkRunHashesUncompressed(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	url := pgtest.URL(t)
-	s, closeStore := openStore(t, url)
-	nodes := make([]tg.NodeSpec, 64)
-	for i := range nodes {
-		nodes[i] = tg.NodeSpec{NodeID: fmt.Sprintf("n%d", i)}
-	}
-	if _, err := s.CreateWorkflow(ctx, "big", nodes); err != nil {
-		t.Fatal(err)
-	}
-	if rep, err := s.VerifyHistory(ctx); err != nil || rep.Events != 64 {
-		t.Fatalf("VerifyHistory: %v %+v, want 64 events verified", err, rep)
-	}
+	url, _, closeStore := createBig(t, 64)
 	closeStore()
-	conn, err := pgx.Connect(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
+	conn := connect(t, url)
 	// The TOAST threshold is about 2 KB: 64 hashes of 64 hex digits are
 	// past it, so the value was a candidate for compression.
 	var size int64

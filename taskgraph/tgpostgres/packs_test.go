@@ -2,14 +2,9 @@ package tgpostgres_test
 
 import (
 	"context"
-	"fmt"
 	"testing"
 
-	"github.com/jackc/pgx/v5"
-
-	tg "github.com/graph-engineering/graph-engineering-mcp/taskgraph"
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/tgpostgres"
-	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/tgpostgres/pgtest"
 )
 
 // TestEventPacksBounded: a creation of 1,000 tasks (one writer statement)
@@ -20,18 +15,7 @@ import (
 func TestEventPacksBounded(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	url := pgtest.URL(t)
-	s, closeStore := openStore(t, url)
-	nodes := make([]tg.NodeSpec, 1000)
-	for i := range nodes {
-		nodes[i] = tg.NodeSpec{NodeID: fmt.Sprintf("n%d", i)}
-	}
-	if _, err := s.CreateWorkflow(ctx, "big", nodes); err != nil {
-		t.Fatal(err)
-	}
-	if rep, err := s.VerifyHistory(ctx); err != nil || rep.Events != 1000 {
-		t.Fatalf("VerifyHistory: %v %+v, want 1000 events verified", err, rep)
-	}
+	url, s, closeStore := createBig(t, 1000)
 	task, err := s.TaskByNode(ctx, "big", "n500")
 	if err != nil {
 		t.Fatal(err)
@@ -40,11 +24,7 @@ func TestEventPacksBounded(t *testing.T) {
 		t.Fatalf("TaskEvents(n500) = %+v %v, want its creation", evs, err)
 	}
 	closeStore()
-	conn, err := pgx.Connect(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
+	conn := connect(t, url)
 	if n := count(t, conn, `SELECT COUNT(*) FROM events`); n != 0 {
 		t.Errorf("%d bodies in rows of events, want every one in a pack", n)
 	}
