@@ -72,6 +72,10 @@ func (d *pgContractDatabase) OpenReadOnly(t testing.TB) tgdriver.Driver {
 	return drv
 }
 
+// DriverTables are the tables this driver writes beyond the common ones
+// (drivertest.TableLister).
+func (d *pgContractDatabase) DriverTables() []string { return []string{"event_packs"} }
+
 // LockWaits counts the backends of the database waiting for a lock.
 func (d *pgContractDatabase) LockWaits(t testing.TB) int {
 	t.Helper()

@@ -3,6 +3,7 @@ package tgpostgres_test
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/tgpostgres"
 )
@@ -103,5 +104,16 @@ func TestMigrationLinksJournalOfSchema28(t *testing.T) {
 		if evs, err := v.TaskEvents(ctx, task.TaskID); err != nil || len(evs) != 3 || evs[2].Seq == 0 {
 			t.Errorf("TaskEvents(%s/%s) = %+v %v, want its 3 events, linked", c.wf, c.node, evs, err)
 		}
+	}
+	// Pruning removes a workflow's bodies wherever they are: every
+	// workflow is finished, and the rest of the history still verifies.
+	if res, err := v.Prune(ctx, time.Now().Add(time.Hour)); err != nil || len(res.Workflows) != 3 {
+		t.Fatalf("Prune: %+v %v, want the 3 workflows pruned", res, err)
+	}
+	if n := count(t, conn, `SELECT (SELECT COUNT(*) FROM events) + (SELECT COUNT(*) FROM event_packs) + (SELECT COUNT(*) FROM event_links)`); n != 0 {
+		t.Errorf("%d bodies and runs left after pruning every workflow, want none", n)
+	}
+	if _, err := v.VerifyHistory(ctx); err != nil {
+		t.Fatalf("VerifyHistory after pruning: %v", err)
 	}
 }

@@ -59,6 +59,14 @@ type LockWatcher interface {
 	LockWaits(t testing.TB) int
 }
 
+// TableLister is implemented by the databases of drivers that write tables
+// of their own beyond the drivers' common ones (PostgreSQL's event_packs):
+// the contract's dumps render them too, so that "nothing was written"
+// covers every table the driver writes.
+type TableLister interface {
+	DriverTables() []string
+}
+
 // Run runs the driver contract as subtests of t, each on a fresh database
 // of h, in parallel.
 func Run(t *testing.T, h Harness) {
@@ -299,8 +307,9 @@ func (e *env) count(query string, args ...any) int {
 	return n
 }
 
-// dumpTables are the tables dump renders: every table a driver method
-// writes, and schema_version (which Ready must not change).
+// dumpTables are the tables dump renders: every table the drivers'
+// methods write (and a TableLister's own), and schema_version (which
+// Ready must not change).
 var dumpTables = []string{"workflows", "tasks", "edges", "events", "event_links", "event_journal", "audit_chain", "audit_head",
 	"pruned_workflows", "server_clock", "requests", "claim_pauses", "concurrency_keys", "schema_version"}
 
@@ -309,7 +318,11 @@ var dumpTables = []string{"workflows", "tasks", "edges", "events", "event_links"
 func (e *env) dump() string {
 	e.t.Helper()
 	var b strings.Builder
-	for _, table := range dumpTables {
+	tables := dumpTables
+	if l, ok := e.db.(TableLister); ok {
+		tables = append(slices.Clone(dumpTables), l.DriverTables()...)
+	}
+	for _, table := range tables {
 		rows := e.db.Query(e.t, `SELECT * FROM `+table)
 		lines := make([]string, len(rows))
 		for i, r := range rows {
