@@ -71,15 +71,19 @@ type JournalIDReader interface {
 	// events (whole entries, the last may take it past limit), in the same
 	// order, each as its EventID and WorkflowID.
 	JournaledEventIDs(ctx context.Context, workflowIDs []string, limit int) ([]EventRef, error)
-	// JournaledBodies returns the journaled events of refs (each named by
-	// its id and its workflow, as JournaledEventIDs names them) as
+	// JournaledBodies returns the journaled events of refs (each named as
+	// JournaledEventIDs names it) as
 	// JournaledEvents does (Seq 0, no hashes), in id order; a ref without
 	// a journaled event is left out.
 	JournaledBodies(ctx context.Context, refs []EventRef) ([]EventRow, error)
 }
 
-// EventRef names a journaled event: its id and its workflow.
+// EventRef names a journaled event: its id and its workflow, and the id
+// of the journal entry that holds it (JournalID, as JournaledEventIDs read
+// it; 0 when the driver has none to give), by which JournaledBodies may
+// find its body without a search.
 type EventRef struct {
 	EventID    int64
 	WorkflowID string
+	JournalID  int64
 }

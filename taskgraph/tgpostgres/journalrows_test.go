@@ -132,6 +132,12 @@ func TestJournalOneRowPerWorkflow(t *testing.T) {
 	if !slices.EqualFunc(got, want, func(a, b journalRow) bool { return a.id == b.id && a.wf == b.wf && slices.Equal(a.events, b.events) }) {
 		t.Fatalf("journal rows %+v, want one per workflow %+v", got, want)
 	}
+	journalOf := map[int64]int64{}
+	for _, r := range want {
+		for _, e := range r.events {
+			journalOf[e] = r.id
+		}
+	}
 	for _, c := range []struct {
 		wfs   []string
 		limit int
@@ -162,18 +168,16 @@ func TestJournalOneRowPerWorkflow(t *testing.T) {
 			}
 			wantRefs := []tgdriver.EventRef{}
 			for _, e := range evs {
-				wantRefs = append(wantRefs, tgdriver.EventRef{EventID: e.EventID, WorkflowID: e.WorkflowID})
+				wantRefs = append(wantRefs, tgdriver.EventRef{EventID: e.EventID, WorkflowID: e.WorkflowID, JournalID: journalOf[e.EventID]})
 			}
 			if !slices.Equal(append([]tgdriver.EventRef{}, refs...), wantRefs) {
-				t.Errorf("JournaledEventIDs(%v, %d) = %v, want %v", c.wfs, c.limit, refs, wantRefs)
+				t.Errorf("JournaledEventIDs(%v, %d) = %v, want %v (each with its journal row's id)", c.wfs, c.limit, refs, wantRefs)
 			}
 			// Refs given in reverse, and ones of no journaled event (an
-			// unknown id; a known id under another workflow), are read
-			// in id order, the others left out.
-			ask := append(slices.Clone(wantRefs), tgdriver.EventRef{EventID: 1 << 40, WorkflowID: "w1"})
-			if len(wantRefs) > 0 {
-				ask = append(ask, tgdriver.EventRef{EventID: wantRefs[0].EventID + 1, WorkflowID: "w9"})
-			}
+			// unknown id in a known row, an unknown row), are read in id
+			// order, the others left out.
+			ask := append(slices.Clone(wantRefs), tgdriver.EventRef{EventID: 1 << 40, WorkflowID: "w1", JournalID: id["a1"]},
+				tgdriver.EventRef{EventID: 1 << 41, WorkflowID: "w1", JournalID: 1 << 41})
 			slices.Reverse(ask)
 			bodies, err := r.JournaledBodies(ctx, ask)
 			if err != nil {

@@ -510,8 +510,8 @@ var journaledEventsSQL = `WITH s AS MATERIALIZED (SELECT j.journal_id, j.workflo
 // journaledIDsSQL is JournaledEventIDs' statement, and the part of
 // journaledEventsSQL that picks the events: the ids and workflows of the
 // journal rows' events, in event id order.
-const journaledIDsSQL = `SELECT u.id, j.workflow_id FROM (
-			SELECT j.workflow_id, j.event_ids,
+const journaledIDsSQL = `SELECT u.id, j.workflow_id, j.journal_id FROM (
+			SELECT j.journal_id, j.workflow_id, j.event_ids,
 				sum(cardinality(j.event_ids)) OVER (ORDER BY j.journal_id) - cardinality(j.event_ids) AS before
 			FROM event_journal j WHERE j.workflow_id = ANY($1::text[])) j
 		CROSS JOIN LATERAL unnest(j.event_ids) AS u(id) WHERE j.before < $2 ORDER BY u.id`
@@ -525,7 +525,7 @@ func (w *wtx) JournaledEventIDs(ctx context.Context, workflowIDs []string, limit
 	}
 	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (tgdriver.EventRef, error) {
 		var r tgdriver.EventRef
-		err := row.Scan(&r.EventID, &r.WorkflowID)
+		err := row.Scan(&r.EventID, &r.WorkflowID, &r.JournalID)
 		return r, err
 	})
 	if err != nil {
@@ -534,29 +534,30 @@ func (w *wtx) JournaledEventIDs(ctx context.Context, workflowIDs []string, limit
 	return out, nil
 }
 
-// journaledBodiesSQL reads journaled bodies by id and workflow ($1, $2):
-// from events by id, or from the packs of the journal rows that hold them.
-// An id's journal row is found through event_journal_by_workflow, from
-// the id down within its workflow (a row's journal_id is its first
-// event's id; rows of the workflow's other statements, whose ids may
-// interleave, can come between, so the walk checks each row's array): a
-// walk over the workflow's journal rows, which hold only what is not yet
-// linked.
+// journaledBodiesSQL reads journaled bodies by id ($1): from events by id
+// (events_pkey), or from the packs of their journal rows ($2: a pack's id
+// is its journal row's, migration 0029), through event_packs' primary
+// key. The journal rows' ids come with the refs (JournaledEventIDs reads
+// them), so no body is searched for: a search for an id's row through
+// event_journal_by_workflow read the journal's dead index entries too,
+// and at two replicas cost 13 ms a call (pg_stat_statements).
 var journaledBodiesSQL = `SELECT ` + unlinkedColumns + ` FROM (
 		SELECT ` + rowBodyColumns + ` FROM events e WHERE e.event_id = ANY($1::bigint[])
-		UNION ALL ` + packedBodies(`event_packs p`, `p.pack_id IN (SELECT (SELECT j.journal_id FROM event_journal j
-				WHERE j.workflow_id = u.wf AND j.journal_id <= u.id AND u.id = ANY(j.event_ids) ORDER BY j.journal_id DESC LIMIT 1)
-			FROM unnest($1::bigint[], $2::text[]) AS u(id, wf)) AND e.event_id = ANY($1::bigint[])`) + `) e ORDER BY e.event_id`
+		UNION ALL ` + packedBodies(`event_packs p`, `p.pack_id = ANY($2::bigint[]) AND e.event_id = ANY($1::bigint[])`) + `) e
+	ORDER BY e.event_id`
 
 // JournaledBodies implements tgdriver.JournalIDReader: the journaled
 // events of refs (journaledBodiesSQL), unlinked (their links are what the
 // caller makes).
 func (w *wtx) JournaledBodies(ctx context.Context, refs []tgdriver.EventRef) ([]tgdriver.EventRow, error) {
-	ids, wfs := make([]int64, len(refs)), make([]string, len(refs))
+	ids, packs := make([]int64, len(refs)), make([]int64, 0, len(refs))
 	for i, r := range refs {
-		ids[i], wfs[i] = r.EventID, r.WorkflowID
+		ids[i] = r.EventID
+		if len(packs) == 0 || packs[len(packs)-1] != r.JournalID {
+			packs = append(packs, r.JournalID)
+		}
 	}
-	rows, err := w.c.Query(ctx, journaledBodiesSQL, ids, wfs)
+	rows, err := w.c.Query(ctx, journaledBodiesSQL, ids, packs)
 	if err != nil {
 		return nil, w.fail(ctx, "read journaled events", err)
 	}
