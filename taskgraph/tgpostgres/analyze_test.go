@@ -9,8 +9,9 @@ import (
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/tgpostgres/pgtest"
 )
 
-// ANALYZE (autovacuum's, under load) skips the body columns of tasks and
-// events, which no statement filters, joins or orders by (migration 0026),
+// ANALYZE (autovacuum's, under load) skips the body columns of tasks,
+// events and event packs, which no statement filters, joins or orders by
+// (migrations 0026 and 0029),
 // and keeps the statistics of the columns statements do reach rows by:
 // the planner's estimates of those must not fall back to defaults.
 func TestAnalyzeSkipsOnlyBodies(t *testing.T) {
@@ -31,7 +32,8 @@ func TestAnalyzeSkipsOnlyBodies(t *testing.T) {
 	for table, keep := range map[string][]string{
 		"tasks": {"seq", "task_id", "workflow_id", "node_id", "state", "due_at_ms", "concurrency_key", "requires", "key_parked",
 			"priority", "lease_expires_at_ms", "kind", "cancel_cause", "generation", "unmet", "owner"},
-		"events": {"event_id", "workflow_id", "wseq", "task_id", "task_seq", "generation"},
+		"events":      {"event_id", "workflow_id", "wseq", "task_id", "task_seq", "generation"},
+		"event_packs": {"pack_id", "workflow_id", "task_seqs"},
 	} {
 		got := skipped(table)
 		if len(got) == 0 {
@@ -46,5 +48,9 @@ func TestAnalyzeSkipsOnlyBodies(t *testing.T) {
 	if got, want := skipped("events"), []string{"actor_kind", "actor_name", "actor_principal", "at_ms", "content", "detail",
 		"hash", "hash_version", "kind", "owner", "prev_hash", "task_state"}; !slices.Equal(got, want) {
 		t.Errorf("ANALYZE of events skips %v, want %v", got, want)
+	}
+	if got, want := skipped("event_packs"), []string{"actor_kinds", "actor_names", "actor_principals", "ats", "contents", "details",
+		"event_ids", "generations", "hash_versions", "kinds", "owners", "task_ids", "task_states"}; !slices.Equal(got, want) {
+		t.Errorf("ANALYZE of event_packs skips %v, want %v (migration 0029)", got, want)
 	}
 }
