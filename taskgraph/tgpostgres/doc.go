@@ -186,8 +186,8 @@
 //     claim of a key with a limit costs no round trip of its own; a
 //     rescan's Fetch sends those taken so far first, so that its scans
 //     see them), the claims' guarded updates (again one statement per
-//     shape), the events (one INSERT of their bodies into events and of a row
-//     per workflow listing them into the journal: see Events), the
+//     shape), the events (one statement: their bodies into packs and a
+//     journal row per pack listing them, see Events), the
 //     notifications (one pg_notify over an array), the kept answers of
 //     request ids, and the COMMIT.
 //
@@ -265,8 +265,9 @@
 // to 50 ms: linking is off every writer's path, and with a pass per few
 // milliseconds its transactions were a third of the database's.
 //
-// Each event's body is written once (migration 0016). The writer inserts
-// the body into events, where it stays, without its link (wseq NULL,
+// Each event's body is written once (migration 0016). Until 0029 (see
+// Packs below) the writer inserted the body into events, where it
+// stays, without its link (wseq NULL,
 // prev_hash and hash empty), and into event_journal one row per workflow
 // it wrote events of (migration 0023): journal_id its first event's id,
 // event_ids its events' ids in order (the body's columns NULL), in one
