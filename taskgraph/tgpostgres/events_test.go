@@ -407,27 +407,27 @@ func TestMigrationKeepsOldEventsVerifying(t *testing.T) {
 	}
 }
 
-// A database of schema 22 (before 0023) with events
-// still journaled as pointers (one journal row per event, journal_id its
-// id) migrates: each becomes a row of one event, which the next linker
-// links onto the same chain, and every event verifies.
-func TestMigrationLinksJournalOfSchema22(t *testing.T) {
-	t.Parallel()
-	ctx := context.Background()
-	url, conn := chains(t)
-	execAll(t, conn, splitRuns)
-	execAll(t, conn, tgpostgres.UndoJournalRows...)
-	// wf's last three events back in the journal, its head before them.
-	execAll(t, conn,
-		`UPDATE workflows w SET event_count = w.event_count - 3,
+// rejournalLastThree turns the last three events of chains' wf (its runs
+// split, one event each) back into journaled ones, its head before them:
+// their runs deleted (d: their ids), and insert, a statement over d,
+// journals them in the form of the schema under test.
+func rejournalLastThree(insert string) []string {
+	return []string{`UPDATE workflows w SET event_count = w.event_count - 3,
 			head_hash = (SELECT l.hashes[1] FROM event_links l WHERE l.workflow_id = 'wf' AND l.wseq = w.event_count - 3)
 			WHERE workflow_id = 'wf'`,
 		`WITH d AS (DELETE FROM event_links l WHERE l.workflow_id = 'wf'
 				AND l.wseq > (SELECT event_count FROM workflows WHERE workflow_id = 'wf') RETURNING l.event_ids[1] AS id)
-			INSERT INTO event_journal (journal_id, workflow_id) SELECT id, 'wf' FROM d ORDER BY id`)
-	if n := count(t, conn, `SELECT COUNT(*) FROM event_journal`); n != 3 {
-		t.Fatalf("%d pointers journaled in schema 22, want 3", n)
-	}
+			` + insert}
+}
+
+// linkMigrated opens a store on a database of chains with wf's last three
+// events journaled in an older schema's form (rejournalLastThree): the
+// store migrates, its verification links them, and all 18 events of the
+// 2 workflows verify with no journal row left; then it runs workflow
+// "new" of 2 tasks and closes.
+func linkMigrated(t *testing.T, url string, conn *pgx.Conn) {
+	t.Helper()
+	ctx := context.Background()
 	v, closeV := openStore(t, url) // migrates; its reads link first
 	rep, err := v.VerifyHistory(ctx)
 	if err != nil || rep.Events != 18 || rep.Workflows != 2 {
@@ -438,7 +438,24 @@ func TestMigrationLinksJournalOfSchema22(t *testing.T) {
 	}
 	runWorkflow(t, v, "new", 2)
 	closeV()
-	v, _ = openStore(t, url)
+}
+
+// A database of schema 22 (before 0023) with events
+// still journaled as pointers (one journal row per event, journal_id its
+// id) migrates: each becomes a row of one event, which the next linker
+// links onto the same chain, and every event verifies.
+func TestMigrationLinksJournalOfSchema22(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	url, conn := chains(t)
+	execAll(t, conn, splitRuns)
+	execAll(t, conn, tgpostgres.UndoJournalRows...)
+	execAll(t, conn, rejournalLastThree(`INSERT INTO event_journal (journal_id, workflow_id) SELECT id, 'wf' FROM d ORDER BY id`)...)
+	if n := count(t, conn, `SELECT COUNT(*) FROM event_journal`); n != 3 {
+		t.Fatalf("%d pointers journaled in schema 22, want 3", n)
+	}
+	linkMigrated(t, url, conn)
+	v, _ := openStore(t, url)
 	if rep, err := v.VerifyHistory(ctx); err != nil || rep.Events != 24 {
 		t.Fatalf("after new work: %v %+v, want 24 events", err, rep)
 	}

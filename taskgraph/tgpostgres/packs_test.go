@@ -65,33 +65,20 @@ func TestMigrationLinksJournalOfSchema28(t *testing.T) {
 	execAll(t, conn, tgpostgres.UndoEventPacks...)
 	// wf's last three events back in the journal, in one row (as a
 	// writer's statement of schema 28 wrote them), its head before them.
-	execAll(t, conn, splitRuns,
-		`UPDATE workflows w SET event_count = w.event_count - 3,
-			head_hash = (SELECT l.hashes[1] FROM event_links l WHERE l.workflow_id = 'wf' AND l.wseq = w.event_count - 3)
-			WHERE workflow_id = 'wf'`,
-		`WITH d AS (DELETE FROM event_links l WHERE l.workflow_id = 'wf'
-				AND l.wseq > (SELECT event_count FROM workflows WHERE workflow_id = 'wf') RETURNING l.event_ids[1] AS id)
-			INSERT INTO event_journal (journal_id, workflow_id, event_ids) SELECT MIN(id), 'wf', array_agg(id ORDER BY id) FROM d`)
+	execAll(t, conn, splitRuns)
+	execAll(t, conn, rejournalLastThree(
+		`INSERT INTO event_journal (journal_id, workflow_id, event_ids) SELECT MIN(id), 'wf', array_agg(id ORDER BY id) FROM d`)...)
 	if n := count(t, conn, `SELECT SUM(cardinality(event_ids)) FROM event_journal`); n != 3 {
 		t.Fatalf("%d events journaled in schema 28, want 3", n)
 	}
-	v, closeV := openStore(t, url) // migrates; its reads link first
-	rep, err := v.VerifyHistory(ctx)
-	if err != nil || rep.Events != 18 || rep.Workflows != 2 {
-		t.Fatalf("after the migration: %v %+v, want 18 events of 2 workflows verified", err, rep)
-	}
-	if n := count(t, conn, `SELECT COUNT(*) FROM event_journal`); n != 0 {
-		t.Errorf("%d journal rows left after verifying", n)
-	}
-	runWorkflow(t, v, "new", 2)
-	closeV()
+	linkMigrated(t, url, conn)
 	if n := count(t, conn, `SELECT COUNT(*) FROM events`); n != 18 {
 		t.Errorf("%d bodies in rows of events, want the 18 of schema 28", n)
 	}
 	if n := count(t, conn, `SELECT SUM(cardinality(event_ids)) FROM event_packs`); n != 6 {
 		t.Errorf("%d bodies in packs, want the 6 of new", n)
 	}
-	v, _ = openStore(t, url)
+	v, _ := openStore(t, url)
 	if rep, err := v.VerifyHistory(ctx); err != nil || rep.Events != 24 {
 		t.Fatalf("after new work: %v %+v, want 24 events", err, rep)
 	}
