@@ -867,7 +867,15 @@
 // 46.3 against 46.5); the process's CPU per cycle was 119 against 105
 // us. What is left of the gap is the second store's own work in the
 // process (its linker, listener, pools and timers) and the machine's
-// noise, not the database's statements.
+// noise, not the database's statements. With packed bodies (0029), on
+// 2026-12-05 (N=10000, five alternated pairs each, load 0.8-1.8): W=32
+// 0.98, 0.96, 0.98, 0.83, 0.81 of one (median 0.96); W=8 0.94, 0.97, 0.89,
+// 1.09, 0.93 (median 0.94), the process's CPU per cycle 175-207 us
+// against 127-163 (each replica's batches half as large). The linkers
+// read back each other's bodies by their packs' ids (JournaledBodies):
+// 1.3 ms a call at W=32; a search for each body's journal row through
+// event_journal_by_workflow, tried first, read the journal's dead index
+// entries and took 13 ms, the costliest statement of the run.
 //
 // The rule for the linkers: a linker's own pass (kicked, or its look at
 // the whole journal every second) waits for no workflow's row and writes
