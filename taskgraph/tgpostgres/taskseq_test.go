@@ -118,7 +118,9 @@ func TestTaskEventsBySeq(t *testing.T) {
 // and its events through events_by_task_seq and, in packs (migration
 // 0029), through event_packs_by_task_seq, on custom and generic plans,
 // never by reading the events or the packs; so reading a task's history
-// costs a few index probes however long the store's history is. The hot
+// costs a few index probes however long the store's history is. A
+// workflow's bodies and the linker's read-back find their packs through
+// event_packs_by_workflow and event_packs_pkey. The hot
 // path's INSERT of packs (journalSQLs, on the generic plan the hot rounds
 // use), when it is to find the events' seqs, takes each by one probe of
 // tasks_task_id_key.
@@ -140,7 +142,7 @@ func TestTaskEventsPlanBySeq(t *testing.T) {
 				FROM tasks t, unnest(ARRAY['created', 'claimed', 'completed']) WITH ORDINALITY AS u(k, o) WHERE t.seq > 10000 ORDER BY t.seq, o)
 		INSERT INTO event_packs (pack_id, workflow_id, event_ids, task_seqs, task_ids, kinds, owners, generations, ats, details,
 			hash_versions, actor_kinds, actor_names, actor_principals, task_states, contents)
-		SELECT min(id), 'w', array_agg(id ORDER BY id), array_agg(seq ORDER BY id), array_agg(task_id ORDER BY id),
+		SELECT min(id), 'w' || pack % 100, array_agg(id ORDER BY id), array_agg(seq ORDER BY id), array_agg(task_id ORDER BY id),
 			array_agg(k ORDER BY id), array_agg(''::text ORDER BY id), array_agg(1::bigint ORDER BY id), array_agg(1::bigint ORDER BY id),
 			array_agg('{}'::text ORDER BY id), array_agg(2::bigint ORDER BY id), array_agg(''::text ORDER BY id), array_agg(''::text ORDER BY id),
 			array_agg(''::text ORDER BY id), array_agg(''::text ORDER BY id), array_agg(''::text ORDER BY id)
@@ -183,6 +185,25 @@ func TestTaskEventsPlanBySeq(t *testing.T) {
 		})
 		if err != nil || strings.Join(kinds, " ") != q.want {
 			t.Errorf("%s(%v) = %q %v, want %q", q.name, q.args, kinds, err, q.want)
+		}
+	}
+	// A workflow's bodies are read through its packs' index, and a
+	// linker's read-back of bodies through the packs' primary key: neither
+	// reads the packs of the other workflows.
+	for _, q := range []struct {
+		name, sql, want string
+		args             []any
+	}{
+		{"WorkflowEvents", sqlWorkflowEvents, "event_packs_by_workflow", []any{"w7"}},
+		{"JournaledBodies", journaledBodiesSQL, "event_packs_pkey", []any{[]int64{20001, 20002}, []int64{20001}}},
+	} {
+		for _, mode := range []string{"force_custom_plan", "force_generic_plan"} {
+			if _, err := c.Exec(ctx, `SET plan_cache_mode = `+mode); err != nil {
+				t.Fatal(err)
+			}
+			if p := explain(t, c, `EXPLAIN `+q.sql, q.args...); !strings.Contains(p, q.want) || strings.Contains(p, "Seq Scan on event_packs") {
+				t.Errorf("%s, %s: plan\n%s\nwant event_packs read through %s, not scanned", q.name, mode, p, q.want)
+			}
 		}
 	}
 	if _, err := c.Exec(ctx, `SET plan_cache_mode = force_generic_plan`); err != nil {
