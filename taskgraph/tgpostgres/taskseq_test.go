@@ -192,7 +192,7 @@ func TestTaskEventsPlanBySeq(t *testing.T) {
 	// reads the packs of the other workflows.
 	for _, q := range []struct {
 		name, sql, want string
-		args             []any
+		args            []any
 	}{
 		{"WorkflowEvents", sqlWorkflowEvents, "event_packs_by_workflow", []any{"w7"}},
 		{"JournaledBodies", journaledBodiesSQL, "event_packs_pkey", []any{[]int64{20001, 20002}, []int64{20001}}},
