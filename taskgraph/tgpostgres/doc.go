@@ -653,6 +653,15 @@
 //     pairs, N=10000, load 1.4-2.3: W=32 0.93, 1.34, 0.97, 0.91, 1.11,
 //     1.09 (median 1.03); W=8 1.42, 0.94, 1.01, 1.21, 1.09, 1.10 (median
 //     1.10).
+//     The GIN index is a fifth of what is left of the statement: the same
+//     run (one database, emptied between runs, load 0.8-1.7) with
+//     event_packs_by_task_seq as built, with a pending list of at most
+//     64 KB, and dropped: 375-389, 350 and 294-300 us a batch, WAL
+//     12.7-13.1, 12.5 and 8.0-8.3 KB, buffer hits 157-160, 134 and
+//     68-70; 6,704-7,024, 7,156 and 6,976-7,182 cycles/s, within the
+//     noise. Some 6 us of server time a cycle, for a task's history read
+//     by index however large its workflow; a pending list saves a third
+//     of it and makes every search read the list.
 //   - At W=8 the store is bound by a batch's latency, not by CPU (perf
 //     -a: postgres 34% of the machine's samples): each worker's next
 //     claim rides with its completion, so eight workers make at most
