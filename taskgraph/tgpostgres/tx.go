@@ -496,10 +496,8 @@ func (w *wtx) TryLockJournaled(ctx context.Context, workflowIDs []string) ([]tgd
 // events that depend on no other's commit do. A row's bodies are in its
 // pack (pack_id = journal_id, migration 0029) or, journaled before that,
 // in events by id.
-var journaledEventsSQL = `WITH s AS MATERIALIZED (SELECT j.journal_id, j.workflow_id, j.event_ids FROM (
-			SELECT j.journal_id, j.workflow_id, j.event_ids,
-				sum(cardinality(j.event_ids)) OVER (ORDER BY j.journal_id) - cardinality(j.event_ids) AS before
-			FROM event_journal j WHERE j.workflow_id = ANY($1::text[])) j WHERE j.before < $2)
+var journaledEventsSQL = `WITH s AS MATERIALIZED (SELECT j.journal_id, j.workflow_id, j.event_ids FROM (` + journalRowsSQL + `) j
+		WHERE j.before < $2)
 	SELECT ` + unlinkedColumns + ` FROM (
 		SELECT ` + rowBodyColumns + ` FROM s CROSS JOIN LATERAL unnest(s.event_ids) AS u(id)
 			JOIN events e ON e.event_id = u.id AND e.workflow_id = s.workflow_id
@@ -507,13 +505,18 @@ var journaledEventsSQL = `WITH s AS MATERIALIZED (SELECT j.journal_id, j.workflo
 		UNION ALL ` + packedBodies(`s JOIN event_packs p ON p.pack_id = s.journal_id AND p.workflow_id = s.workflow_id`,
 	`e.event_id = ANY(s.event_ids)`) + `) e ORDER BY e.event_id`
 
-// journaledIDsSQL is JournaledEventIDs' statement, and the part of
-// journaledEventsSQL that picks the events: the ids and workflows of the
-// journal rows' events, in event id order.
-const journaledIDsSQL = `SELECT u.id, j.workflow_id, j.journal_id FROM (
-			SELECT j.journal_id, j.workflow_id, j.event_ids,
-				sum(cardinality(j.event_ids)) OVER (ORDER BY j.journal_id) - cardinality(j.event_ids) AS before
-			FROM event_journal j WHERE j.workflow_id = ANY($1::text[])) j
+// journalRowsSQL is the journal rows of the workflows of $1, each with
+// the number of events of the rows before it in journal order (before):
+// JournaledEvents and JournaledEventIDs take the rows with fewer than
+// $2 events before them, whole.
+const journalRowsSQL = `SELECT j.journal_id, j.workflow_id, j.event_ids,
+			sum(cardinality(j.event_ids)) OVER (ORDER BY j.journal_id) - cardinality(j.event_ids) AS before
+		FROM event_journal j WHERE j.workflow_id = ANY($1::text[])`
+
+// journaledIDsSQL is JournaledEventIDs' statement: the ids and workflows
+// of the events of the journal rows journaledEventsSQL reads, with their
+// rows' ids, in event id order.
+const journaledIDsSQL = `SELECT u.id, j.workflow_id, j.journal_id FROM (` + journalRowsSQL + `) j
 		CROSS JOIN LATERAL unnest(j.event_ids) AS u(id) WHERE j.before < $2 ORDER BY u.id`
 
 // JournaledEventIDs implements tgdriver.JournalIDReader: the events
