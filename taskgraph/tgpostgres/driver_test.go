@@ -57,6 +57,11 @@ var ExecAll = execAll
 // event_packs.
 var UndoEventPacks = []string{UnpackBodiesSQL, `DROP TABLE event_packs`, `UPDATE schema_version SET version = 28`}
 
+// BodiesSQL reads every event body, a row of events or an element of a
+// pack, under rowBodyColumns' names, for tests that count or inspect the
+// bodies wherever they are.
+var BodiesSQL = `SELECT ` + rowBodyColumns + ` FROM events e UNION ALL ` + packedBodies(`event_packs p`, `true`)
+
 // UnpackBodiesSQL moves every body of event_packs into a row of events of
 // its own, unlinked (wseq NULL, no hashes), under the same id: the form
 // of the bodies written before migration 0029, which the driver reads the

@@ -58,8 +58,7 @@ func journalEnv(t *testing.T) (*Driver, map[string]int64) {
 		t.Fatal(err)
 	}
 	ids := map[string]int64{}
-	rows, err := d.pool.Query(ctx, `SELECT kind, event_id FROM events
-		UNION ALL SELECT e.kind, e.event_id FROM event_packs p, unnest(p.kinds, p.event_ids) AS e(kind, event_id)`)
+	rows, err := d.pool.Query(ctx, `SELECT kind, event_id FROM (`+BodiesSQL+`) b`)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -84,8 +84,7 @@ func TestTaskEventsBySeq(t *testing.T) {
 				t.Errorf("%s: LastEventOfGeneration(%s) = %q %v %v, want %q", when, id, kind, ok, err, last)
 			}
 		}
-		rows, err := c.Query(ctx, `SELECT task_id, task_seq FROM events
-			UNION ALL SELECT e.task_id, e.task_seq FROM event_packs p, unnest(p.task_ids, p.task_seqs) AS e(task_id, task_seq)`)
+		rows, err := c.Query(ctx, `SELECT task_id, task_seq FROM (`+BodiesSQL+`) b`)
 		if err != nil {
 			t.Fatal(err)
 		}
