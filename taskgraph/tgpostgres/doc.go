@@ -886,6 +886,23 @@
 // event_journal_by_workflow, tried first, read the journal's dead index
 // entries and took 13 ms, the costliest statement of the run.
 //
+// Where two replicas' W=8 goes (2026-12-05, N=10000, same binary, load
+// 1.5-2.8). Five alternated pairs: 0.89, 0.84, 0.81, 0.84, 0.88 of one
+// (W=32: 0.88, 0.99, 0.84, 0.88, 0.86). Two replicas committed 0.26
+// times a cycle against 0.13 and flushed the WAL once a commit (2,612
+// WAL syncs for 2,611 commits, pg_stat_wal): two batches in flight at
+// once do not share a flush. commit_delay = 300 us with commit_siblings
+// = 1 made them share some (2,000 syncs) and ran slower (2,710-2,862
+// cycles/s against 2,986-3,186), so the flush is not what is short. The
+// machine is: one replica kept 56-63% of the two cores busy, two kept
+// 80-81% for a sixth fewer cycles. The batch's cost is mostly fixed: the
+// process spends about 240-280 us of CPU in a hot batch (hotTx: pgx's
+// encoding of five statements' arrays, the pipeline's two flushes and
+// reads, the rows read back) whether it carries 3.9 cycles (two replicas,
+// or W=4) or 7.7 (one replica), and about 200 us plus 15 a cycle at W=32.
+// Two replicas on one 2-core machine pay it twice as often; replicas on
+// machines of their own do not share that CPU.
+//
 // The rule for the linkers: a linker's own pass (kicked, or its look at
 // the whole journal every second) waits for no workflow's row and writes
 // nothing when it finds nothing (TryLockJournaled, one statement: which of
