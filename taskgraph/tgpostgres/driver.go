@@ -226,6 +226,7 @@ func Open(ctx context.Context, rawURL string, opts Options) (*Driver, error) {
 		cfg.ConnConfig.DialFunc = dialer.DialContext
 	}
 	cfg.AfterConnect = func(ctx context.Context, c *pgx.Conn) error {
+		registerArrays(c.TypeMap())
 		return applySessionSettings(ctx, c, settings, optional, log)
 	}
 	d := &Driver{
