@@ -579,16 +579,10 @@ func (s *Store) hotTx(ctx context.Context, tx tgdriver.Tx, ops []*hotOp, answers
 			return nil, err
 		}
 	}
-	rows, err := w.flushRows(updates, kept, len(claimKeeps) == 0)
-	if err != nil {
+	// A claim's answer holds its task as granted (claimedRow): the row is
+	// locked, and the update writes exactly that.
+	if err := w.flushRound(updates, kept, len(claimKeeps) == 0); err != nil {
 		return nil, err
-	}
-	for k, i := range grantedOps {
-		r, err := toRow(rows[k])
-		if err != nil {
-			return nil, err
-		}
-		answers[i].claimed.Task = r.Task
 	}
 	if s.timers != nil {
 		for _, i := range grantedOps {
@@ -604,7 +598,7 @@ func (s *Store) hotTx(ctx context.Context, tx tgdriver.Tx, ops []*hotOp, answers
 			}
 			kept = append(kept, r)
 		}
-		if _, err := tx.Apply(ctx, tgdriver.Apply{Requests: kept, Commit: true}); err != nil {
+		if err := tx.Apply(ctx, tgdriver.Apply{Requests: kept, Commit: true}); err != nil {
 			return nil, fmt.Errorf("keep the answers of the claims: %w", err)
 		}
 	}

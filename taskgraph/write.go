@@ -190,25 +190,23 @@ func (s *Store) committed(out *outbox) {
 // batch's last writes, in one driver round. The caller's transaction
 // commits next.
 func (w *wtx) flush(updates []tgdriver.TaskUpdate) error {
-	_, err := w.flushRows(updates, nil, false)
-	return err
+	return w.flushRound(updates, nil, false)
 }
 
 // journalRound bounds the journaled events one driver round carries.
 const journalRound = 1000
 
-// flushRows is flush, returning the tasks as updates left them, and
-// keeping requests in the same round. With commit, nothing follows in the
-// transaction, and the driver may commit it with the round
-// (tgdriver.Apply.Commit).
-func (w *wtx) flushRows(updates []tgdriver.TaskUpdate, requests []tgdriver.RequestRow, commit bool) ([]tgdriver.TaskRow, error) {
+// flushRound is flush, keeping requests in the same round. With commit,
+// nothing follows in the transaction, and the driver may commit it with
+// the round (tgdriver.Apply.Commit). It reads nothing back: the caller
+// knows the tasks as updates leave them (a claim's, claimedRow).
+func (w *wtx) flushRound(updates []tgdriver.TaskUpdate, requests []tgdriver.RequestRow, commit bool) error {
 	out := w.out
 	if len(updates) == 0 && len(out.updates) == 0 && len(out.events) == 0 && len(out.ready) == 0 && len(requests) == 0 && len(out.keys) == 0 {
-		return nil, nil
+		return nil
 	}
-	n := len(updates)
 	if len(out.updates) > 0 {
-		updates = append(updates[:n:n], out.updates...)
+		updates = append(updates[:len(updates):len(updates)], out.updates...)
 	}
 	a := tgdriver.Apply{Keys: out.keys, Updates: updates, Events: out.events, Journal: w.s.journal, Requests: requests, Commit: commit}
 	if len(out.ready) > 0 {
@@ -228,19 +226,18 @@ func (w *wtx) flushRows(updates []tgdriver.TaskUpdate, requests []tgdriver.Reque
 	// machine can outlast the database's idle-in-transaction timeout,
 	// which ends the session and fails the operation (nothing written).
 	for a.Journal && len(a.Events) > journalRound {
-		if _, err := w.tx.Apply(w.ctx, tgdriver.Apply{Events: a.Events[:journalRound], Journal: true}); err != nil {
-			return nil, fmt.Errorf("record the events of the operation: %w", err)
+		if err := w.tx.Apply(w.ctx, tgdriver.Apply{Events: a.Events[:journalRound], Journal: true}); err != nil {
+			return fmt.Errorf("record the events of the operation: %w", err)
 		}
 		a.Events = a.Events[journalRound:]
 	}
-	rows, err := w.tx.Apply(w.ctx, a)
-	if err != nil {
+	if err := w.tx.Apply(w.ctx, a); err != nil {
 		if errors.Is(err, tgdriver.ErrChainMoved) || errors.Is(err, tgdriver.ErrGuardFailed) {
-			return nil, fmt.Errorf("%w: %v", errInternal, err)
+			return fmt.Errorf("%w: %v", errInternal, err)
 		}
-		return nil, fmt.Errorf("record the events of the operation: %w", err)
+		return fmt.Errorf("record the events of the operation: %w", err)
 	}
-	return rows[:min(n, len(rows))], nil
+	return nil
 }
 
 // queueUpdate leaves the update of tr by set to the transaction's last

@@ -74,7 +74,7 @@
 // 69. After moving the SQLite writer's transaction control (and the
 // cache's home) into writer.go, the statement helpers and the chain-head
 // read beside Fetch and Apply in update.go, the event linking into
-// write.go beside flushRows, and the tool call beside its dispatch in
+// write.go beside flushRows (now flushRound), and the tool call beside its dispatch in
 // mcpadapter/tools/tools.go: -sql 11 (17 stays in 6 files). After the
 // driver's Apply links the events itself (tgdriver.Apply.Link), reading
 // the chain heads where it records the events instead of the domain

@@ -51,7 +51,7 @@ func TestLinkerTakesKickedBodiesAndReadsBackOthers(t *testing.T) {
 	journal := func(evs []tgdriver.EventRow) {
 		t.Helper()
 		if err := drv.Write(ctx, func(tx tgdriver.Tx) error {
-			_, err := tx.Apply(ctx, tgdriver.Apply{Events: evs, Journal: true})
+			err := tx.Apply(ctx, tgdriver.Apply{Events: evs, Journal: true})
 			return err
 		}); err != nil {
 			t.Fatal(err)

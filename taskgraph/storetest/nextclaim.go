@@ -3,11 +3,15 @@ package storetest
 import (
 	"encoding/json"
 	"errors"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
+	"github.com/graph-engineering/graph-engineering-mcp/lease"
 	tg "github.com/graph-engineering/graph-engineering-mcp/taskgraph"
+	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/keyrate"
 )
 
 // nextClaimTests: a completion with the next claim in the same transaction
@@ -18,6 +22,7 @@ var nextClaimTests = []test{
 	{"NothingClaimable", testNextClaimNothingClaimable},
 	{"BadRequestsRefused", testNextClaimBadRequests},
 	{"WorkersDrainEachTaskOnce", testNextClaimWorkersDrainEachTaskOnce},
+	{"AnswerIsTheStoredTask", testNextClaimAnswerIsTheStoredTask},
 }
 
 func testNextClaimCompletesThenClaims(t *testing.T, h Harness) {
@@ -158,4 +163,56 @@ func testNextClaimWorkersDrainEachTaskOnce(t *testing.T, h Harness) {
 	if rep, err := e.S.VerifyHistory(e.Ctx); err != nil {
 		t.Fatalf("VerifyHistory: %v (%+v)", err, rep.Broken)
 	}
+}
+
+// testNextClaimAnswerIsTheStoredTask: a claim-next answers with its task
+// as the store built it from the row it locked (the driver reads nothing
+// back after the claim's update), and that is the task as stored, field
+// for field: a first claim of a task with a priority, a payload and a
+// concurrency key; a reclaim after its lease lapsed; a claim after an
+// attempt that reported usage and was retried (the report folds into the
+// prior usage); and the next claim of a completion.
+func testNextClaimAnswerIsTheStoredTask(t *testing.T, h Harness) {
+	e := setup(t, h)
+	a, err := e.S.CreateTask(e.Ctx, "wf", tg.NodeSpec{NodeID: "a", Priority: 5, ConcurrencyKey: "k", KeyLimit: &keyrate.Limit{MaxClaimed: 2},
+		Payload: json.RawMessage(`{"n":"a","deep":[1,{"x":"é"}]}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := e.Create(t, "wf", "b")
+	same := func(what string, c tg.Claimed, ok bool, want tg.Task, gen int64) {
+		t.Helper()
+		if !ok {
+			t.Fatalf("%s: nothing claimed", what)
+		}
+		if c.Task.TaskID != want.TaskID || c.Lease.Generation != gen {
+			t.Fatalf("%s: claimed %s at generation %d, want %s at %d", what, c.Task.NodeID, c.Lease.Generation, want.NodeID, gen)
+		}
+		if got := e.Get(t, c.Task.TaskID); !reflect.DeepEqual(c.Task, got) {
+			t.Fatalf("%s: the claim answered\n%+v\nthe store holds\n%+v", what, c.Task, got)
+		}
+	}
+	c1, ok := e.ClaimNext(t, "w1", "wf")
+	same("a first claim", c1, ok, a.Task, 1)
+
+	e.Clock.Advance(lease.DefaultDuration + time.Second)
+	c2, ok := e.ClaimNext(t, "w2", "wf")
+	same("a reclaim of a lapsed lease", c2, ok, a.Task, 2)
+
+	usage := &tg.Usage{InputTokens: 150, OutputTokens: 20, CostUSD: 0.75}
+	if _, err := e.S.FailRetryAfter(tg.WithReport(e.Ctx, tg.Report{Usage: usage, StatusMessage: "rate limited"}), holder(c2), "upstream 429", 0); err != nil {
+		t.Fatal(err)
+	}
+	c3, ok := e.ClaimNext(t, "w3", "wf")
+	same("a claim after a retried attempt", c3, ok, a.Task, 3)
+	if c3.Task.Report != nil || c3.Task.TotalUsage != *usage {
+		t.Fatalf("the claim after a retried attempt: report %+v, total usage %+v, want none and %+v", c3.Task.Report, c3.Task.TotalUsage, *usage)
+	}
+
+	_, c4, ok, err := e.S.CompleteAndClaim(e.Ctx, holder(c3), json.RawMessage(`1`), tg.ClaimRequest{WorkflowID: "wf"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	same("the next claim of a completion", c4, ok, b, 1)
+	e.Verify(t)
 }

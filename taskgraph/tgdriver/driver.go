@@ -409,8 +409,12 @@ type Tx interface {
 	// NotifyReady). Every update must hold its guard: when one does not,
 	// Apply returns an error matching ErrGuardFailed and the caller's
 	// transaction must roll back (the events of the round may already be
-	// written in it).
-	Apply(ctx context.Context, a Apply) ([]TaskRow, error)
+	// written in it). Apply returns no rows: the caller holds every task
+	// it updates locked and knows what it wrote (a claim's task as
+	// granted), so reading each back would cost the round a task's every
+	// column for nothing; a caller that needs a row as the database holds
+	// it reads it (TaskBySeq).
+	Apply(ctx context.Context, a Apply) error
 
 	// PruneCandidates returns up to limit workflows whose every task is
 	// finished and whose last change is before beforeMS, oldest first.

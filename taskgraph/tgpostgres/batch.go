@@ -143,7 +143,7 @@ func (w *wtx) Fetch(ctx context.Context, f tgdriver.Fetch) (tgdriver.Fetched, er
 		return out, err
 	}
 	for _, g := range groups {
-		g.queue(w.d.updates, b, false)
+		g.queue(w.d.updates, b, false, true)
 	}
 	for _, c := range f.Claims {
 		if c.N > 0 {
@@ -260,18 +260,18 @@ func collectTasks(rows pgx.Rows) ([]tgdriver.TaskRow, error) {
 // no check of the client's to make on the round's results (journaled
 // events), the COMMIT too, and then every update is checked on the server
 // (checkedText): see doc.go, "Batches".
-func (w *wtx) Apply(ctx context.Context, a tgdriver.Apply) ([]tgdriver.TaskRow, error) {
+func (w *wtx) Apply(ctx context.Context, a tgdriver.Apply) error {
 	b := &pgx.Batch{}
 	groups, err := groupUpdates(a.Updates)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	commit := a.Commit && (len(a.Events) == 0 || a.Journal)
 	if len(a.Keys) > 0 {
 		queueKeyUpdates(b, a.Keys)
 	}
 	for _, g := range groups {
-		g.queue(w.d.updates, b, commit)
+		g.queue(w.d.updates, b, commit, false)
 	}
 	var checks []func(pgconn.CommandTag) error
 	if len(a.Events) > 0 {
@@ -280,11 +280,11 @@ func (w *wtx) Apply(ctx context.Context, a tgdriver.Apply) ([]tgdriver.TaskRow, 
 		} else {
 			if a.Link != nil {
 				if err := w.linkOnto(ctx, a.Events, a.Link); err != nil {
-					return nil, err
+					return err
 				}
 			}
 			if checks, err = queueAppend(b, a.Events); err != nil {
-				return nil, err
+				return err
 			}
 		}
 	}
@@ -300,29 +300,29 @@ func (w *wtx) Apply(ctx context.Context, a tgdriver.Apply) ([]tgdriver.TaskRow, 
 		b.Queue(`SELECT pg_notify($1, p) FROM unnest($2::text[]) AS p`, notifyChannel, payloads)
 	}
 	if b.Len() == 0 {
-		return nil, nil
+		return nil
 	}
 	if commit {
 		b.Queue("COMMIT")
 	}
 	br := w.c.SendRound(ctx, b)
-	fail := func(err error) ([]tgdriver.TaskRow, error) {
+	fail := func(err error) error {
 		_ = br.Close()
 		if commit {
-			return nil, w.failCommitted(ctx, err)
+			return w.failCommitted(ctx, err)
 		}
-		return nil, w.fail(ctx, "apply a batch", err)
+		return w.fail(ctx, "apply a batch", err)
 	}
 	if len(a.Keys) > 0 {
 		if _, err := br.Exec(); err != nil {
 			return fail(err)
 		}
 	}
-	out, ok := make([]tgdriver.TaskRow, len(a.Updates)), make([]bool, len(a.Updates))
+	ok := make([]bool, len(a.Updates))
 	for _, g := range groups {
 		rows, err := br.Query()
 		if err == nil {
-			err = g.readUpdated(rows, out, ok)
+			err = g.readOrds(rows, ok)
 		}
 		if err != nil {
 			return fail(err)
@@ -345,7 +345,7 @@ func (w *wtx) Apply(ctx context.Context, a tgdriver.Apply) ([]tgdriver.TaskRow, 
 				}
 				if err != nil {
 					_ = br.Close()
-					return nil, err
+					return err
 				}
 			}
 		}
@@ -379,23 +379,23 @@ func (w *wtx) Apply(ctx context.Context, a tgdriver.Apply) ([]tgdriver.TaskRow, 
 		w.c.ended()
 		_ = br.Close()
 		if tag.String() != "COMMIT" {
-			return nil, w.fail(ctx, "commit a batch", errCommitRolledBack)
+			return w.fail(ctx, "commit a batch", errCommitRolledBack)
 		}
 		if name := missing(); name != "" {
 			// The server checked every update before the COMMIT ran: a
 			// row missing here is a fault of the check itself, and the
 			// batch has committed.
-			return nil, fmt.Errorf("%w: the batch committed, but its update of task %s returned no row", tgdriver.ErrUnknownOutcome, name)
+			return fmt.Errorf("%w: the batch committed, but its update of task %s returned no row", tgdriver.ErrUnknownOutcome, name)
 		}
-		return out, nil
+		return nil
 	}
 	if err := br.Close(); err != nil {
-		return nil, w.fail(ctx, "apply a batch", err)
+		return w.fail(ctx, "apply a batch", err)
 	}
 	if name := missing(); name != "" {
-		return nil, fmt.Errorf("%w: task %s", tgdriver.ErrGuardFailed, name)
+		return fmt.Errorf("%w: task %s", tgdriver.ErrGuardFailed, name)
 	}
-	return out, nil
+	return nil
 }
 
 // failCommitted maps an error of a round that carried the transaction's

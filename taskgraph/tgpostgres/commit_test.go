@@ -226,7 +226,7 @@ func TestApplyCommitsInItsRound(t *testing.T) {
 			if c.cut != pgtest.CutNone {
 				p.Arm(c.cut)
 			}
-			if _, err := tx.Apply(ctx, tgdriver.Apply{Updates: c.updates, Commit: true}); err != nil {
+			if err := tx.Apply(ctx, tgdriver.Apply{Updates: c.updates, Commit: true}); err != nil {
 				return err
 			}
 			if tx.(*wtx).c.begun {

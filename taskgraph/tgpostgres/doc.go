@@ -706,11 +706,15 @@
 //     kept) allocated 28.1 KB per cycle against 40.5 at W=8, but ran
 //     within the noise (medians of the per-pair ratios 1.01 at W=8, six
 //     pairs, and 1.00 at W=32, five).
-//   - Two smaller things measured and left: the claim update's RETURNING
-//     of every column costs 20-30 us of a transaction of some 850 us (a
-//     prepared claim-shaped update of eight rows, RETURNING every column
-//     against the ordinal alone, 1,000 transactions each, alternated);
-//     and bench's own process with GOMAXPROCS=1 ran W=8 at 1.10-1.54
+//   - Two smaller things measured: the claim update's RETURNING of every
+//     column costs 20-30 us of a transaction of some 850 us (a prepared
+//     claim-shaped update of eight rows, RETURNING every column against
+//     the ordinal alone, 1,000 transactions each, alternated). Since
+//     2026-12-05 Apply returns no rows (tgdriver.Tx.Apply): its updates
+//     return the ordinal alone, and a claim answers with the task as the
+//     store granted it from the row it locked (claimedRow), which the
+//     behaviour suite checks against the stored task (NextClaim/
+//     AnswerIsTheStoredTask). And bench's own process with GOMAXPROCS=1 ran W=8 at 1.10-1.54
 //     times its speed with 2 (four rounds) and W=32 at 0.85-0.95 (three):
 //     on two cores shared with the database, a W=8 batch waits for the
 //     backend's CPU, which the process's second thread takes. Again on

@@ -58,12 +58,13 @@ func TestHotUpdatesPlanGenerically(t *testing.T) {
 	for i, q := range []struct {
 		name  string
 		sh    tgdriver.UpdateShape
+		rows  bool // as sent: a claim by Apply, a completion by Fetch
 		index string
 	}{
-		{"claim", claim, "tasks_pkey"},
-		{"complete", complete, "tasks_task_id_key"},
+		{"claim", claim, false, "tasks_pkey"},
+		{"complete", complete, true, "tasks_task_id_key"},
 	} {
-		sql := updateText(q.sh)
+		sql := updateText(q.sh, q.rows)
 		name := fmt.Sprintf("hot_%d", i)
 		if _, err := c.Exec(ctx, `PREPARE `+name+` AS `+sql); err != nil {
 			t.Fatalf("prepare %s: %v", sql, err)

@@ -295,7 +295,7 @@ func TestApplySetsJournaledEventIDs(t *testing.T) {
 	}
 	evs := []tgdriver.EventRow{ev("w2", "b1"), ev("w1", "a1"), ev("w2", "b2"), ev("w1", "a2"), ev("w2", "b3")}
 	if err := d.Write(ctx, func(tx tgdriver.Tx) error {
-		_, err := tx.Apply(ctx, tgdriver.Apply{Events: evs, Journal: true})
+		err := tx.Apply(ctx, tgdriver.Apply{Events: evs, Journal: true})
 		return err
 	}); err != nil {
 		t.Fatal(err)

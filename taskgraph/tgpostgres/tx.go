@@ -316,7 +316,7 @@ func (w *wtx) updates(ctx context.Context, ups []tgdriver.TaskUpdate) ([]tgdrive
 	}
 	b := &pgx.Batch{}
 	for _, g := range groups {
-		g.queue(w.d.updates, b, false)
+		g.queue(w.d.updates, b, false, true)
 	}
 	out, ok := make([]tgdriver.TaskRow, len(ups)), make([]bool, len(ups))
 	br := w.c.SendBatch(ctx, b)

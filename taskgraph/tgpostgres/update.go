@@ -26,10 +26,12 @@ type updateCache struct {
 }
 
 // shapeText names the text of an update shape, plain or checked (Apply's
-// under a pipelined COMMIT: checkedText).
+// under a pipelined COMMIT: checkedText), returning the task's columns
+// (Fetch, UpdateTask) or only which elements updated a row (Apply).
 type shapeText struct {
 	sh      tgdriver.UpdateShape
 	checked bool
+	rows    bool
 }
 
 func newUpdateCache() *updateCache {
@@ -44,15 +46,15 @@ var (
 	guardTypes = [...]string{"bigint", "text", "bytea", "bigint", "bigint", "bigint"}
 )
 
-func (c *updateCache) sql(sh tgdriver.UpdateShape, checked bool) string {
-	k := shapeText{sh, checked}
+func (c *updateCache) sql(sh tgdriver.UpdateShape, checked, rows bool) string {
+	k := shapeText{sh, checked, rows}
 	c.mu.RLock()
 	q, ok := c.text[k]
 	c.mu.RUnlock()
 	if ok {
 		return q
 	}
-	q = updateText(sh)
+	q = updateText(sh, rows)
 	if checked {
 		q = checkedText(sh, q)
 	}
@@ -89,8 +91,8 @@ func checkedText(sh tgdriver.UpdateShape, q string) string {
 // the set values (in tgdriver.Set* order), updated_at_ms, the seq or task
 // id, then the tested values (in tgdriver.Guard* order); then the accepted
 // states (one text[] for every row). It returns the ordinal of each updated
-// row's element (from 1) before the task's columns.
-func updateText(sh tgdriver.UpdateShape) string {
+// row's element (from 1), then, when rows, the task's columns.
+func updateText(sh tgdriver.UpdateShape, rows bool) string {
 	n := 0
 	next := func() string { n++; return fmt.Sprintf("$%d", n) }
 	var sets, arrays, names []string
@@ -138,10 +140,13 @@ func updateText(sh tgdriver.UpdateShape) string {
 	if sh.NotPaused {
 		where = append(where, notPausedT)
 	}
+	returning := " RETURNING u.ord"
+	if rows {
+		returning += ", " + prefixed("t.", taskColumns)
+	}
 	return "UPDATE tasks t SET " + strings.Join(sets, ", ") +
 		" FROM unnest(" + strings.Join(arrays, ", ") + ") WITH ORDINALITY AS u(" + strings.Join(names, ", ") + ", ord)" +
-		" WHERE " + strings.Join(where, " AND ") +
-		" RETURNING u.ord, " + prefixed("t.", taskColumns)
+		" WHERE " + strings.Join(where, " AND ") + returning
 }
 
 // prefixed qualifies every column of a column list with prefix.
@@ -288,8 +293,9 @@ func groupUpdates(ups []tgdriver.TaskUpdate) ([]*shapeGroup, error) {
 }
 
 // queue adds g's statement to b, checked on the server when checked
-// (checkedText); its rows are read by readUpdated.
-func (g *shapeGroup) queue(c *updateCache, b *pgx.Batch, checked bool) {
+// (checkedText); its rows are read by readUpdated, or by readOrds when
+// not rows.
+func (g *shapeGroup) queue(c *updateCache, b *pgx.Batch, checked, rows bool) {
 	args := make([]any, 0, 12)
 	for i := range g.sh.Set {
 		if g.sh.Set[i] == tgdriver.FormValue {
@@ -310,7 +316,7 @@ func (g *shapeGroup) queue(c *updateCache, b *pgx.Batch, checked bool) {
 	if g.sh.States != "" {
 		args = append(args, g.states)
 	}
-	b.Queue(c.sql(g.sh, checked), args...)
+	b.Queue(c.sql(g.sh, checked, rows), args...)
 }
 
 // readUpdated reads the rows of g's statement into out (by update index),
@@ -329,6 +335,23 @@ func (g *shapeGroup) readUpdated(rows pgx.Rows, out []tgdriver.TaskRow, ok []boo
 		}
 		i := g.at[ord-1]
 		out[i], ok[i] = t, true
+	}
+	return rows.Err()
+}
+
+// readOrds reads the rows of g's statement queued without the task's
+// columns, marking each updated one in ok (by update index).
+func (g *shapeGroup) readOrds(rows pgx.Rows, ok []bool) error {
+	defer rows.Close()
+	var ord int64
+	for rows.Next() {
+		if err := rows.Scan(&ord); err != nil {
+			return err
+		}
+		if ord < 1 || int(ord) > len(g.at) {
+			return fmt.Errorf("update returned element %d of %d", ord, len(g.at))
+		}
+		ok[g.at[ord-1]] = true
 	}
 	return rows.Err()
 }

@@ -291,7 +291,7 @@ func TestWriterCompilesEachStatementOnce(t *testing.T) {
 			return tx.NotifyReady(ctx, "wf1", "")
 		}},
 		{"Apply: an update, linked events and a kept request", func(tx tgdriver.Tx, i int) error {
-			_, err := tx.Apply(ctx, tgdriver.Apply{
+			err := tx.Apply(ctx, tgdriver.Apply{
 				Updates: []tgdriver.TaskUpdate{{TaskID: "wf1-c", Set: tgdriver.TaskSet{StatusMessage: tgdriver.Val("applied"), UpdatedAtMS: 2000 + int64(i)}}},
 				Events: []tgdriver.EventRow{{WorkflowID: "wf1", TaskID: "wf1-c", Kind: "note", AtMS: 2000 + int64(i), Detail: `{}`, HashVersion: 2,
 					ActorKind: "worker", ActorName: "w", TaskState: `{}`, Content: `{}`}},

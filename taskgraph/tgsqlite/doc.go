@@ -115,8 +115,8 @@
 // QUERY PLAN on the bench's database:
 //
 //   - Per cycle: the completion's UPDATE ... RETURNING (by task_id, through
-//     the unique index), the claim's UPDATE ... RETURNING (by seq, the
-//     rowid) and two event INSERTs; per commit: BEGIN, one claim scan
+//     the unique index), the claim's UPDATE (by seq, the rowid; Apply
+//     reads nothing back since 2026-12-05) and two event INSERTs; per commit: BEGIN, one claim scan
 //     (tasks_ready_plain, no sort), the workflow's chain head read and its
 //     compare-and-set, COMMIT. 4 + 5/7.6 = 4.7 statements a cycle. Nothing
 //     is read back after a write (RETURNING), every statement is prepared

@@ -119,8 +119,9 @@ type Driver struct {
 	// readOnly: opened by OpenReadOnly; wdb is nil, no background loop runs.
 	readOnly bool
 	files    fileGuard // identity of the database files (health.go)
-	// updates caches UpdateTask's SQL text by shape; writer goroutine only.
-	updates map[tgdriver.UpdateShape]string
+	// updates caches the updates' SQL text by shape, with the row
+	// returned (UpdateTask, Fetch) or not (Apply); writer goroutine only.
+	updates map[updateKey]string
 	// ckpt runs the WAL checkpoints off the writer (ckpt.go); nil when
 	// read-only.
 	ckpt *checkpointer
@@ -179,7 +180,7 @@ func Open(ctx context.Context, path string, opts Options) (*Driver, error) {
 		}
 	}
 	d := &Driver{path: path, opts: opts, log: opts.Logger, ops: make(chan *op, 1024), quit: make(chan struct{}),
-		changes: make(chan tgdriver.Change, 1), updates: make(map[tgdriver.UpdateShape]string)}
+		changes: make(chan tgdriver.Change, 1), updates: make(map[updateKey]string)}
 	err := retryBusy(ctx, opts.BusyTimeout, func() error {
 		if err := inspect(ctx, path, opts); err != nil {
 			return err

@@ -25,14 +25,50 @@ func (t *wtx) UpdateTask(_ context.Context, seq int64, set tgdriver.TaskSet, gua
 }
 
 func (t *wtx) update(u tgdriver.TaskUpdate) (tgdriver.TaskRow, bool, error) {
-	sh, vals, gvals, err := tgdriver.Shape(u)
+	q, args, err := t.updateArgs(u, true)
 	if err != nil {
 		return tgdriver.TaskRow{}, false, err
 	}
-	q, ok := t.d.updates[sh]
+	r, err := scanTask(t.queryRow(bg, q, args...))
+	switch {
+	case errors.Is(err, tgdriver.ErrNoRows):
+		return tgdriver.TaskRow{}, false, nil
+	case err != nil:
+		return tgdriver.TaskRow{}, false, fmt.Errorf("update task %s: %w", taskName(u), err)
+	}
+	return r, true, nil
+}
+
+// updateNoRow applies u as update does, without reading the task back
+// (Apply); ok is false when no row matched.
+func (t *wtx) updateNoRow(u tgdriver.TaskUpdate) (bool, error) {
+	q, args, err := t.updateArgs(u, false)
+	if err != nil {
+		return false, err
+	}
+	res, err := t.stmts.exec(bg, q, args...)
+	if err != nil {
+		return false, fmt.Errorf("update task %s: %w", taskName(u), err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return false, fmt.Errorf("update task %s: %w", taskName(u), err)
+	}
+	return n == 1, nil
+}
+
+// updateArgs returns the statement of u's shape (returning the task's
+// columns when rows) and its arguments.
+func (t *wtx) updateArgs(u tgdriver.TaskUpdate, rows bool) (string, []any, error) {
+	sh, vals, gvals, err := tgdriver.Shape(u)
+	if err != nil {
+		return "", nil, err
+	}
+	k := updateKey{sh, rows}
+	q, ok := t.d.updates[k]
 	if !ok {
-		q = updateSQL(sh)
-		t.d.updates[sh] = q
+		q = updateSQL(sh, rows)
+		t.d.updates[k] = q
 	}
 	args := make([]any, 0, len(vals)+len(gvals)+6)
 	args = append(args, vals...)
@@ -46,14 +82,14 @@ func (t *wtx) update(u tgdriver.TaskUpdate) (tgdriver.TaskRow, bool, error) {
 		args = append(args, st)
 	}
 	args = append(args, gvals...)
-	r, err := scanTask(t.queryRow(bg, q, args...))
-	switch {
-	case errors.Is(err, tgdriver.ErrNoRows):
-		return tgdriver.TaskRow{}, false, nil
-	case err != nil:
-		return tgdriver.TaskRow{}, false, fmt.Errorf("update task %s: %w", taskName(u), err)
-	}
-	return r, true, nil
+	return q, args, nil
+}
+
+// updateKey names the text of an update shape, with or without the
+// task's columns returned.
+type updateKey struct {
+	sh   tgdriver.UpdateShape
+	rows bool
 }
 
 // taskName names u's task for an error.
@@ -64,10 +100,11 @@ func taskName(u tgdriver.TaskUpdate) string {
 	return u.TaskID
 }
 
-// updateSQL builds the UPDATE of shape sh. Its parameters are the set
-// values (in tgdriver.Set* order), updated_at_ms, the seq or task id, the
-// accepted states, then the tested values (in tgdriver.Guard* order).
-func updateSQL(sh tgdriver.UpdateShape) string {
+// updateSQL builds the UPDATE of shape sh, returning the task's columns
+// when rows. Its parameters are the set values (in tgdriver.Set* order),
+// updated_at_ms, the seq or task id, the accepted states, then the tested
+// values (in tgdriver.Guard* order).
+func updateSQL(sh tgdriver.UpdateShape, rows bool) string {
 	var b strings.Builder
 	b.WriteString("UPDATE tasks SET ")
 	for i, c := range tgdriver.SetColumns {
@@ -108,7 +145,9 @@ func updateSQL(sh tgdriver.UpdateShape) string {
 	if sh.NotPaused {
 		b.WriteString(" AND " + notPaused)
 	}
-	b.WriteString(" RETURNING " + taskColumns)
+	if rows {
+		b.WriteString(" RETURNING " + taskColumns)
+	}
 	return b.String()
 }
 
@@ -182,20 +221,18 @@ func claimableLimitQuery(workflowID string, caps []string) string {
 // (linked or journaled), then the requests kept. Notifications are not
 // needed: other processes see the commit through PRAGMA data_version.
 // Commit is left to the writer, which commits the batch.
-func (t *wtx) Apply(ctx context.Context, a tgdriver.Apply) ([]tgdriver.TaskRow, error) {
+func (t *wtx) Apply(ctx context.Context, a tgdriver.Apply) error {
 	if err := t.updateKeys(ctx, a.Keys); err != nil {
-		return nil, err
+		return err
 	}
-	out := make([]tgdriver.TaskRow, len(a.Updates))
-	for i, u := range a.Updates {
-		r, ok, err := t.update(u)
+	for _, u := range a.Updates {
+		ok, err := t.updateNoRow(u)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		if !ok {
-			return nil, fmt.Errorf("%w: task %s", tgdriver.ErrGuardFailed, taskName(u))
+			return fmt.Errorf("%w: task %s", tgdriver.ErrGuardFailed, taskName(u))
 		}
-		out[i] = r
 	}
 	if len(a.Events) > 0 {
 		var err error
@@ -210,15 +247,15 @@ func (t *wtx) Apply(ctx context.Context, a tgdriver.Apply) ([]tgdriver.TaskRow, 
 			err = t.appendEvents(a.Events)
 		}
 		if err != nil {
-			return nil, err
+			return err
 		}
 	}
 	for _, r := range a.Requests {
 		if err := t.KeepRequest(ctx, r); err != nil {
-			return nil, err
+			return err
 		}
 	}
-	return out, nil
+	return nil
 }
 
 // get returns the prepared statement for query, preparing it on first use;

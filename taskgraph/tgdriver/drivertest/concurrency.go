@@ -178,7 +178,7 @@ func testClaimsOnce(t *testing.T, h Harness) {
 					if !ok {
 						return nil
 					}
-					_, err := tx.Apply(e.ctx, tgdriver.Apply{Updates: []tgdriver.TaskUpdate{{Seq: cand.Seq,
+					err := tx.Apply(e.ctx, tgdriver.Apply{Updates: []tgdriver.TaskUpdate{{Seq: cand.Seq,
 						Set:   tgdriver.TaskSet{State: tgdriver.Val("claimed"), Owner: tgdriver.Val(fmt.Sprintf("w%d", w)), UpdatedAtMS: 5},
 						Guard: tgdriver.TaskGuard{States: []string{"pending"}, Owner: tgdriver.Null[string]()}}}})
 					got = cand.Seq

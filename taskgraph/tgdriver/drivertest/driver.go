@@ -355,7 +355,7 @@ func testChanges(t *testing.T, h Harness) {
 				return err
 			}
 			if c.apply {
-				_, err := tx.Apply(e.ctx, tgdriver.Apply{Ready: []tgdriver.Ready{{WorkflowID: c.wf, Requires: c.requires}}})
+				err := tx.Apply(e.ctx, tgdriver.Apply{Ready: []tgdriver.Ready{{WorkflowID: c.wf, Requires: c.requires}}})
 				return err
 			}
 			return tx.NotifyReady(e.ctx, c.wf, c.requires)

@@ -408,7 +408,7 @@ func testRoundKeys(t *testing.T, h Harness) {
 		if got, want := seqsOf(f.Claimable[0]), []int64{rows[1].Seq}; !equalSeqs(got, want) {
 			t.Errorf("scan after the round's Keys filled key a: %v, want %v (a's task passed over)", got, want)
 		}
-		_, err = tx.Apply(e.ctx, tgdriver.Apply{Keys: []tgdriver.KeyUpdate{{Old: b, New: moreB}}, Commit: true})
+		err = tx.Apply(e.ctx, tgdriver.Apply{Keys: []tgdriver.KeyUpdate{{Old: b, New: moreB}}, Commit: true})
 		return err
 	})
 	if got := e.wantKey("a", 1); got != fullA {
@@ -429,7 +429,7 @@ func testRoundKeys(t *testing.T, h Harness) {
 				_, err := tx.Fetch(e.ctx, tgdriver.Fetch{Keys: keys})
 				return err
 			}
-			_, err := tx.Apply(e.ctx, tgdriver.Apply{Keys: keys, Commit: true})
+			err := tx.Apply(e.ctx, tgdriver.Apply{Keys: keys, Commit: true})
 			return err
 		})
 		if !errors.Is(err, tgdriver.ErrGuardFailed) {

@@ -37,7 +37,7 @@ func testKeepRequest(t *testing.T, h Harness) {
 		if err := tx.KeepRequest(e.ctx, r); err != nil {
 			return err
 		}
-		if _, err := tx.Apply(e.ctx, tgdriver.Apply{Requests: []tgdriver.RequestRow{r3, r4}}); err != nil {
+		if err := tx.Apply(e.ctx, tgdriver.Apply{Requests: []tgdriver.RequestRow{r3, r4}}); err != nil {
 			return err
 		}
 		if got, err := tx.Requests(e.ctx, []string{r.Key, r4.Key}); err != nil || len(got) != 2 || got[r.Key] != r || got[r4.Key] != r4 {

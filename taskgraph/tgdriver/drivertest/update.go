@@ -26,13 +26,17 @@ type updatePath struct {
 	name string
 	// byID: the path can find a task by id (TaskUpdate.TaskID).
 	byID bool
+	// readBack: the path returns no rows (Apply); run reads each task
+	// after the call, so an update's row is its task as the last update
+	// of the call left it.
+	readBack bool
 	// run applies ups and returns what each did. Apply's fails as a
 	// whole (ErrGuardFailed) when a guard does not hold.
 	run func(e *env, tx tgdriver.Tx, ups []tgdriver.TaskUpdate) ([]tgdriver.Updated, error)
 }
 
 var updatePaths = []updatePath{
-	{"UpdateTask", false, func(e *env, tx tgdriver.Tx, ups []tgdriver.TaskUpdate) ([]tgdriver.Updated, error) {
+	{"UpdateTask", false, false, func(e *env, tx tgdriver.Tx, ups []tgdriver.TaskUpdate) ([]tgdriver.Updated, error) {
 		out := make([]tgdriver.Updated, len(ups))
 		for i, u := range ups {
 			r, ok, err := tx.UpdateTask(e.ctx, u.Seq, u.Set, u.Guard)
@@ -43,7 +47,7 @@ var updatePaths = []updatePath{
 		}
 		return out, nil
 	}},
-	{"Fetch", true, func(e *env, tx tgdriver.Tx, ups []tgdriver.TaskUpdate) ([]tgdriver.Updated, error) {
+	{"Fetch", true, false, func(e *env, tx tgdriver.Tx, ups []tgdriver.TaskUpdate) ([]tgdriver.Updated, error) {
 		f, err := tx.Fetch(e.ctx, tgdriver.Fetch{Updates: ups})
 		if err != nil {
 			return nil, err
@@ -53,16 +57,24 @@ var updatePaths = []updatePath{
 		}
 		return f.Updated, nil
 	}},
-	{"Apply", true, func(e *env, tx tgdriver.Tx, ups []tgdriver.TaskUpdate) ([]tgdriver.Updated, error) {
-		rows, err := tx.Apply(e.ctx, tgdriver.Apply{Updates: ups})
-		if err != nil {
+	{"Apply", true, true, func(e *env, tx tgdriver.Tx, ups []tgdriver.TaskUpdate) ([]tgdriver.Updated, error) {
+		if err := tx.Apply(e.ctx, tgdriver.Apply{Updates: ups}); err != nil {
 			return nil, err
 		}
-		if len(rows) != len(ups) {
-			return nil, fmt.Errorf("the rows of Apply: %d for %d updates", len(rows), len(ups))
-		}
+		// Apply returns no rows: what it wrote is read back in its
+		// transaction.
 		out := make([]tgdriver.Updated, len(ups))
-		for i, r := range rows {
+		for i, u := range ups {
+			var r tgdriver.TaskRow
+			var err error
+			if u.Seq != 0 {
+				r, err = tx.TaskBySeq(e.ctx, u.Seq)
+			} else {
+				r, err = tx.TaskByID(e.ctx, u.TaskID)
+			}
+			if err != nil {
+				return nil, fmt.Errorf("read back the task of update %d of Apply: %w", i, err)
+			}
 			out[i] = tgdriver.Updated{Row: r, OK: true}
 		}
 		return out, nil
@@ -364,7 +376,7 @@ func testApplyGuardFailed(t *testing.T, h Harness) {
 			if _, _, err := tx.UpdateTask(e.ctx, spare.Seq, tgdriver.TaskSet{State: tgdriver.Val("claimed"), UpdatedAtMS: 3}, tgdriver.TaskGuard{}); err != nil {
 				return err
 			}
-			_, err := tx.Apply(e.ctx, tgdriver.Apply{
+			err := tx.Apply(e.ctx, tgdriver.Apply{
 				Updates: []tgdriver.TaskUpdate{{TaskID: spare.TaskID, Set: hit, Guard: tgdriver.TaskGuard{States: []string{"claimed"}}}, u},
 				Events:  []tgdriver.EventRow{ev("wf", 0, "", "")},
 				Journal: true,
@@ -385,7 +397,7 @@ func testApplyGuardFailed(t *testing.T, h Harness) {
 	e.unchanged(before, "transactions whose Apply failed its guard")
 	// Linked events whose chain head moved fail Apply too, and roll back.
 	err := e.d.Write(e.ctx, func(tx tgdriver.Tx) error {
-		_, err := tx.Apply(e.ctx, tgdriver.Apply{
+		err := tx.Apply(e.ctx, tgdriver.Apply{
 			Updates: []tgdriver.TaskUpdate{{Seq: spare.Seq, Set: hit}},
 			Events:  []tgdriver.EventRow{ev("wf", 1, "not-the-head", "h1")},
 		})
@@ -438,6 +450,12 @@ func testUpdatesInOrder(t *testing.T, h Harness) {
 		got := e.apply(p, ups)
 		wantStatus := []string{"first", "second", "third", "third", "third", "third"}
 		wantGen := []int64{4, 4, 4, 5, 6, 7}
+		if p.readBack {
+			// Each row is the task after the call; the bumps' guards
+			// held only in the order given (else ErrGuardFailed).
+			wantStatus = []string{"third", "third", "third", "third", "third", "third"}
+			wantGen = []int64{7, 7, 7, 7, 7, 7}
+		}
 		for i, u := range got {
 			if !u.OK || u.Row.StatusMessage != wantStatus[i] || u.Row.Generation != wantGen[i] {
 				t.Errorf("update %d: ok %v, status %q, generation %d; want ok, %q, %d (applied in the order given)",
