@@ -18,8 +18,8 @@ import (
 // (Tx.Fetch, then Tx.Apply) whatever their number: the fenced updates of
 // the heartbeats and completions and the claim scans in the first, the
 // claims' updates, every event, the notifications and the kept answers in
-// the second, with the commit (tgdriver.Apply.Commit; a third round keeps
-// the claims' answers of request ids). With PostgreSQL each round is one
+// the second, with the commit (tgdriver.Apply.Commit; the claims' answers
+// too, since a claim answers with its task as granted). With PostgreSQL each round is one
 // round trip and the operations of a batch share statements (one per kind
 // of update) and the commit; with SQLite they share the writer's commit. What a batch does is
 // what each operation alone does (the same updates, guards, events and
@@ -552,26 +552,26 @@ func (s *Store) hotTx(ctx context.Context, tx tgdriver.Tx, ops []*hotOp, answers
 	out.keys = drainKeyWrites(keyWrites)
 
 	// Round two: the claims' updates, the events, the notifications, the
-	// kept answers of the operations with a request id known by now
-	// (heartbeats, completions), and the commit; a claim's answer holds
-	// the task as round two leaves it, so the claims' are kept in a third
-	// round, with the commit. Those of the batch that repeat an id get its
-	// answer.
+	// kept answers of the operations with a request id, and the commit.
+	// A claim's answer holds its task as granted (claimedRow), which is
+	// what its update writes on the row the batch holds locked: it is
+	// known before the round, and kept in it. Those of the batch that
+	// repeat an id get its answer.
 	var kept []tgdriver.RequestRow
-	var claimKeeps []int
 	for i, op := range ops {
 		a := answers[i]
+		var answer any = a.task
 		switch {
 		case op.rq == nil || done[i] || a.err != nil || (op.kind == hotClaim && !a.ok):
+			continue
 		case op.kind == hotClaim:
-			claimKeeps = append(claimKeeps, i)
-		default:
-			r, err := ws[i].keepRow(op.rq, a.task)
-			if err != nil {
-				return nil, err
-			}
-			kept = append(kept, r)
+			answer = a.claimed
 		}
+		r, err := ws[i].keepRow(op.rq, answer)
+		if err != nil {
+			return nil, err
+		}
+		kept = append(kept, r)
 	}
 	w := &wtx{ctx: ctx, tx: tx, now: now, nowMS: now.UnixMilli(), s: s, out: out}
 	if touch {
@@ -579,27 +579,12 @@ func (s *Store) hotTx(ctx context.Context, tx tgdriver.Tx, ops []*hotOp, answers
 			return nil, err
 		}
 	}
-	// A claim's answer holds its task as granted (claimedRow): the row is
-	// locked, and the update writes exactly that.
-	if err := w.flushRound(updates, kept, len(claimKeeps) == 0); err != nil {
+	if err := w.flushRound(updates, kept, true); err != nil {
 		return nil, err
 	}
 	if s.timers != nil {
 		for _, i := range grantedOps {
 			s.timers.leaseSet(answers[i].claimed.Lease.ExpiresAt)
-		}
-	}
-	if len(claimKeeps) > 0 {
-		kept = kept[:0]
-		for _, i := range claimKeeps {
-			r, err := ws[i].keepRow(ops[i].rq, answers[i].claimed)
-			if err != nil {
-				return nil, err
-			}
-			kept = append(kept, r)
-		}
-		if err := tx.Apply(ctx, tgdriver.Apply{Requests: kept, Commit: true}); err != nil {
-			return nil, fmt.Errorf("keep the answers of the claims: %w", err)
 		}
 	}
 	for i, j := range dupOf {

@@ -215,13 +215,17 @@
 // Request ids. A batch reads the kept answers of all its operations'
 // request ids in one statement (Requests), and keeps the answers it
 // gives in its last rounds (Apply.Requests: one INSERT from unnest):
-// those of heartbeats and completions, known after Fetch, in Apply's
-// round; a claim's, which holds the task as Apply left it, in a third
-// round with the COMMIT. Before, each operation with a request id cost a
-// lookup and an insert, a round trip each, and kept the COMMIT apart.
-// bench --request-ids (every claim and completion with a fresh request
-// id, the separate loop), N=5000, W=8, load about 8: statements per task
-// over the whole run 7.57 -> 4.41.
+// those of heartbeats and completions, known after Fetch, and since
+// 2026-12-05 the claims' too, in Apply's round with the COMMIT (a claim
+// answers with its task as granted, which Apply writes: see
+// tgdriver.Tx.Apply; until then a claim's answer held the task as Apply
+// returned it, and was kept in a third round). Before any of this, each
+// operation with a request id cost a lookup and an insert, a round trip
+// each, and kept the COMMIT apart. bench --request-ids (every claim and
+// completion with a fresh request id, the separate loop), N=5000, W=8,
+// load about 8: statements per task over the whole run 7.57 -> 4.41. The
+// third round's end, three alternated pairs (load 1.2-1.9): 943 -> 1,139,
+// 844 -> 846 and 915 -> 1,010 cycles/s.
 //
 // The completions' lock. With two updates or more, Fetch locks their rows
 // first, in task id order (lockUpdatedSQL), and the update statements
@@ -729,6 +733,22 @@
 //     7% (GODEBUG=madvdontneed=0 changed neither their count nor the
 //     speed, four pairs). A matter for a deployment that shares a small
 //     machine with its database, not for the driver.
+//   - The array parameters (2026-12-05). pgx encodes a []string or
+//     []int64 through its generic path (FlatArray), which boxes every
+//     element in an interface and looks up its plan: at W=32 that was
+//     8.5% of this process's CPU, and ExtendedQueryBuilder.Build 10.6%
+//     in all (bench --tasks 60000 --workers 32). registerArrays (arrays.go)
+//     puts codecs of our own on each connection's type map that write
+//     []string, []int64, []int32 and [][]byte straight into the binary
+//     array format, byte for byte what pgx writes
+//     (TestArrayEncodingMatchesPgx): Build fell to 3.8%, and allocations
+//     from 180 to 135 a cycle. Reads and every other value are pgx's.
+//   - A database created with LC_COLLATE 'C' against this cluster's
+//     C.UTF-8 (whose comparisons PostgreSQL 15 makes through strcoll):
+//     4,597/4,591/4,639 against 4,617/4,452/4,423 cycles/s, W=32, three
+//     alternated pairs on a busy machine (load 0.9-1.3), some 2-3%. Not
+//     worth a migration of every text key's collation (joins between
+//     columns of two collations need one named).
 //
 // # WAL per cycle
 //
