@@ -18,9 +18,9 @@ import (
 // (Tx.Fetch, then Tx.Apply) whatever their number: the fenced updates of
 // the heartbeats and completions and the claim scans in the first, the
 // claims' updates, every event, the notifications and the kept answers in
-// the second, with the commit (tgdriver.Apply.Commit; the claims' answers
-// too, since a claim answers with its task as granted). With PostgreSQL each round is one
-// round trip and the operations of a batch share statements (one per kind
+// the second, with the commit (tgdriver.Apply.Commit; the claims'
+// answers too, since a claim answers with its task as granted). With
+// PostgreSQL each round is one round trip and the operations of a batch share statements (one per kind
 // of update) and the commit; with SQLite they share the writer's commit. What a batch does is
 // what each operation alone does (the same updates, guards, events and
 // answers, in the order the operations joined the batch); the dependents

@@ -74,8 +74,8 @@
 // 69. After moving the SQLite writer's transaction control (and the
 // cache's home) into writer.go, the statement helpers and the chain-head
 // read beside Fetch and Apply in update.go, the event linking into
-// write.go beside flushRows (now flushRound), and the tool call beside its dispatch in
-// mcpadapter/tools/tools.go: -sql 11 (17 stays in 6 files). After the
+// write.go beside flushRows (now flushRound), and the tool call beside
+// its dispatch in mcpadapter/tools/tools.go: -sql 11 (17 stays in 6 files). After the
 // driver's Apply links the events itself (tgdriver.Apply.Link), reading
 // the chain heads where it records the events instead of the domain
 // reading them between Fetch and Apply: -sql 9 (15 stays in 6 files). What

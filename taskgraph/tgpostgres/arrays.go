@@ -3,6 +3,7 @@ package tgpostgres
 import (
 	"encoding/binary"
 	"slices"
+	"unsafe"
 
 	"github.com/jackc/pgx/v5/pgtype"
 )
@@ -61,11 +62,11 @@ func (c *arrayCodec) PlanEncode(m *pgtype.Map, oid uint32, format int16, value a
 			}
 		case []int64:
 			if c.ElementType.OID == pgtype.Int8OID {
-				return int8ArrayPlan{}
+				return intArrayPlan[int64]{elem: pgtype.Int8OID}
 			}
 		case []int32:
 			if c.ElementType.OID == pgtype.Int4OID {
-				return int4ArrayPlan{}
+				return intArrayPlan[int32]{elem: pgtype.Int4OID}
 			}
 		case [][]byte:
 			if c.ElementType.OID == pgtype.ByteaOID {
@@ -111,38 +112,26 @@ func (textArrayPlan) Encode(value any, buf []byte) ([]byte, error) {
 	return buf, nil
 }
 
-// int8ArrayPlan encodes a []int64 as bigint[]; nil is NULL.
-type int8ArrayPlan struct{}
+// intArrayPlan encodes a []int64 as bigint[] or a []int32 as int[]
+// (elem); nil is NULL.
+type intArrayPlan[T int32 | int64] struct{ elem uint32 }
 
-// Encode appends value, a []int64, to buf.
-func (int8ArrayPlan) Encode(value any, buf []byte) ([]byte, error) {
-	a := value.([]int64)
+// Encode appends value, a []T, to buf.
+func (p intArrayPlan[T]) Encode(value any, buf []byte) ([]byte, error) {
+	a := value.([]T)
 	if a == nil {
 		return nil, nil
 	}
-	buf = slices.Grow(buf, 20+12*len(a))
-	buf, _ = appendArrayHeader(buf, len(a), pgtype.Int8OID)
+	width := int(unsafe.Sizeof(T(0))) // a constant: 8 or 4, no memory read
+	buf = slices.Grow(buf, 20+(4+width)*len(a))
+	buf, _ = appendArrayHeader(buf, len(a), p.elem)
 	for _, v := range a {
-		buf = binary.BigEndian.AppendUint32(buf, 8)
-		buf = binary.BigEndian.AppendUint64(buf, uint64(v))
-	}
-	return buf, nil
-}
-
-// int4ArrayPlan encodes a []int32 as int[]; nil is NULL.
-type int4ArrayPlan struct{}
-
-// Encode appends value, a []int32, to buf.
-func (int4ArrayPlan) Encode(value any, buf []byte) ([]byte, error) {
-	a := value.([]int32)
-	if a == nil {
-		return nil, nil
-	}
-	buf = slices.Grow(buf, 20+8*len(a))
-	buf, _ = appendArrayHeader(buf, len(a), pgtype.Int4OID)
-	for _, v := range a {
-		buf = binary.BigEndian.AppendUint32(buf, 4)
-		buf = binary.BigEndian.AppendUint32(buf, uint32(v))
+		buf = binary.BigEndian.AppendUint32(buf, uint32(width))
+		if width == 8 {
+			buf = binary.BigEndian.AppendUint64(buf, uint64(v))
+		} else {
+			buf = binary.BigEndian.AppendUint32(buf, uint32(v))
+		}
 	}
 	return buf, nil
 }

@@ -54,7 +54,7 @@ func TestArrayEncodingMatchesPgx(t *testing.T) {
 		}
 		t.Run(name, func(t *testing.T) {
 			switch p := fast.PlanEncode(c.oid, pgtype.BinaryFormatCode, c.value).(type) {
-			case textArrayPlan, int8ArrayPlan, int4ArrayPlan, byteaArrayPlan:
+			case textArrayPlan, intArrayPlan[int64], intArrayPlan[int32], byteaArrayPlan:
 			default:
 				t.Fatalf("the plan for %T as OID %d is %T, not one of registerArrays'", c.value, c.oid, p)
 			}
@@ -74,7 +74,7 @@ func TestArrayEncodingMatchesPgx(t *testing.T) {
 	}
 	// What the codecs do not take goes to pgx's plan: a slice of another
 	// element type, and the text format.
-	if _, ok := fast.PlanEncode(pgtype.TextArrayOID, pgtype.BinaryFormatCode, []int64{1}).(int8ArrayPlan); ok {
+	if _, ok := fast.PlanEncode(pgtype.TextArrayOID, pgtype.BinaryFormatCode, []int64{1}).(intArrayPlan[int64]); ok {
 		t.Error("an []int64 sent as text[] took the bigint[] encoder")
 	}
 	if _, ok := fast.PlanEncode(pgtype.TextArrayOID, pgtype.TextFormatCode, []string{"a"}).(textArrayPlan); ok {

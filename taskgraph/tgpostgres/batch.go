@@ -322,7 +322,7 @@ func (w *wtx) Apply(ctx context.Context, a tgdriver.Apply) error {
 	for _, g := range groups {
 		rows, err := br.Query()
 		if err == nil {
-			err = g.readOrds(rows, ok)
+			err = g.readUpdated(rows, nil, ok)
 		}
 		if err != nil {
 			return fail(err)

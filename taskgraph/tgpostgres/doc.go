@@ -718,8 +718,8 @@
 //     return the ordinal alone, and a claim answers with the task as the
 //     store granted it from the row it locked (claimedRow), which the
 //     behaviour suite checks against the stored task (NextClaim/
-//     AnswerIsTheStoredTask). And bench's own process with GOMAXPROCS=1 ran W=8 at 1.10-1.54
-//     times its speed with 2 (four rounds) and W=32 at 0.85-0.95 (three):
+//     AnswerIsTheStoredTask). And bench's own process with GOMAXPROCS=1
+//     ran W=8 at 1.10-1.54 times its speed with 2 (four rounds) and W=32 at 0.85-0.95 (three):
 //     on two cores shared with the database, a W=8 batch waits for the
 //     backend's CPU, which the process's second thread takes. Again on
 //     2026-12-04 (N=10000, four alternated pairs, load 0.5-0.7): W=8 at
@@ -737,8 +737,8 @@
 //     []int64 through its generic path (FlatArray), which boxes every
 //     element in an interface and looks up its plan: at W=32 that was
 //     8.5% of this process's CPU, and ExtendedQueryBuilder.Build 10.6%
-//     in all (bench --tasks 60000 --workers 32). registerArrays (arrays.go)
-//     puts codecs of our own on each connection's type map that write
+//     in all (bench --tasks 60000 --workers 32). registerArrays
+//     (arrays.go) puts codecs of our own on each connection's type map that write
 //     []string, []int64, []int32 and [][]byte straight into the binary
 //     array format, byte for byte what pgx writes
 //     (TestArrayEncodingMatchesPgx): Build fell to 3.8%, and allocations

@@ -293,8 +293,8 @@ func groupUpdates(ups []tgdriver.TaskUpdate) ([]*shapeGroup, error) {
 }
 
 // queue adds g's statement to b, checked on the server when checked
-// (checkedText); its rows are read by readUpdated, or by readOrds when
-// not rows.
+// (checkedText); its rows are read by readUpdated (with a nil out when
+// not rows).
 func (g *shapeGroup) queue(c *updateCache, b *pgx.Batch, checked, rows bool) {
 	args := make([]any, 0, 12)
 	for i := range g.sh.Set {
@@ -320,13 +320,20 @@ func (g *shapeGroup) queue(c *updateCache, b *pgx.Batch, checked, rows bool) {
 }
 
 // readUpdated reads the rows of g's statement into out (by update index),
-// marking each updated one in ok.
+// marking each updated one in ok. A nil out reads a statement queued
+// without the task's columns (queue's rows false): the ordinals alone.
 func (g *shapeGroup) readUpdated(rows pgx.Rows, out []tgdriver.TaskRow, ok []bool) error {
 	defer rows.Close()
 	var s taskScanner
 	var ord int64
 	for rows.Next() {
-		t, err := s.scan(rows, &ord)
+		var t tgdriver.TaskRow
+		var err error
+		if out == nil {
+			err = rows.Scan(&ord)
+		} else {
+			t, err = s.scan(rows, &ord)
+		}
 		if err != nil {
 			return err
 		}
@@ -334,24 +341,10 @@ func (g *shapeGroup) readUpdated(rows pgx.Rows, out []tgdriver.TaskRow, ok []boo
 			return fmt.Errorf("update returned element %d of %d", ord, len(g.at))
 		}
 		i := g.at[ord-1]
-		out[i], ok[i] = t, true
-	}
-	return rows.Err()
-}
-
-// readOrds reads the rows of g's statement queued without the task's
-// columns, marking each updated one in ok (by update index).
-func (g *shapeGroup) readOrds(rows pgx.Rows, ok []bool) error {
-	defer rows.Close()
-	var ord int64
-	for rows.Next() {
-		if err := rows.Scan(&ord); err != nil {
-			return err
+		ok[i] = true
+		if out != nil {
+			out[i] = t
 		}
-		if ord < 1 || int(ord) > len(g.at) {
-			return fmt.Errorf("update returned element %d of %d", ord, len(g.at))
-		}
-		ok[g.at[ord-1]] = true
 	}
 	return rows.Err()
 }
