@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/graph-engineering/graph-engineering-mcp/lease"
 	tg "github.com/graph-engineering/graph-engineering-mcp/taskgraph"
@@ -494,6 +495,61 @@ func TestLinkRunHashesUncompressed(t *testing.T) {
 	}
 	if storage != "e" {
 		t.Errorf("event_links.hashes has storage %q, want e (EXTERNAL: out of line, never compressed)", storage)
+	}
+	v, _ := openStore(t, url)
+	if rep, err := v.VerifyHistory(ctx); err != nil || rep.Events != 64 {
+		t.Fatalf("VerifyHistory after reopening: %v %+v, want 64 events verified", err, rep)
+	}
+}
+
+// TestPacksCompressWithLZ4: the arrays of event_packs and the event ids of
+// event_links are compressed with lz4 (migration 0030), which costs the
+// writers' statement less server time than pglz, on a server built with
+// lz4; on one without, the migration leaves them to pglz. Packs of a
+// 64-task creation are past the TOAST threshold: each compressed value is
+// lz4, none pglz, and the history verifies through them.
+func TestPacksCompressWithLZ4(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	url, _, closeStore := createBig(t, 64)
+	closeStore()
+	conn := connect(t, url)
+	want := "l"
+	if _, err := conn.Exec(ctx, `CREATE TEMP TABLE lz4_probe (v text COMPRESSION lz4)`); err != nil {
+		var pe *pgconn.PgError
+		if !errors.As(err, &pe) || pe.Code != "0A000" {
+			t.Fatalf("probe for lz4: %v", err)
+		}
+		want = "" // a server without lz4: the columns keep the default, pglz
+	}
+	rows, err := conn.Query(ctx, `SELECT attrelid::regclass::text || '.' || attname, attcompression::text FROM pg_attribute
+		WHERE (attrelid = 'event_packs'::regclass AND atttypid::regtype::text LIKE '%[]')
+			OR (attrelid = 'event_links'::regclass AND attname = 'event_ids')`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := pgx.CollectRows(rows, pgx.RowToStructByPos[struct{ Column, Method string }])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 15 {
+		t.Errorf("%d array columns of event_packs and event_links.event_ids, want 15: %v", len(got), got)
+	}
+	for _, c := range got {
+		if c.Method != want {
+			t.Errorf("%s has compression %q, want %q", c.Column, c.Method, want)
+		}
+	}
+	if want == "" {
+		return
+	}
+	var lz4, pglz int64
+	if err := conn.QueryRow(ctx, `SELECT count(*) FILTER (WHERE pg_column_compression(contents) = 'lz4'),
+		count(*) FILTER (WHERE pg_column_compression(contents) = 'pglz') FROM event_packs WHERE workflow_id = 'big'`).Scan(&lz4, &pglz); err != nil {
+		t.Fatal(err)
+	}
+	if lz4 == 0 || pglz != 0 {
+		t.Errorf("the creation's packs: %d with contents compressed by lz4, %d by pglz; want some lz4 and no pglz", lz4, pglz)
 	}
 	v, _ := openStore(t, url)
 	if rep, err := v.VerifyHistory(ctx); err != nil || rep.Events != 64 {
