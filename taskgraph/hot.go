@@ -173,16 +173,24 @@ func (s *Store) hotWrite(ops []*hotOp, answers []hotAnswer) error {
 		return err
 	}
 	var last *outbox
-	err := s.drv.Write(ctx, func(tx tgdriver.Tx) error {
-		last = nil
-		clear(answers)
-		out, err := s.hotTx(ctx, tx, ops, answers, shared)
-		if err != nil {
-			return err
-		}
-		last = out
-		return nil
-	})
+	write := func(lookupFirst bool) error {
+		return s.drv.Write(ctx, func(tx tgdriver.Tx) error {
+			last = nil
+			clear(answers)
+			out, err := s.hotTx(ctx, tx, ops, answers, shared, lookupFirst)
+			if err != nil {
+				return err
+			}
+			last = out
+			return nil
+		})
+	}
+	err := write(false)
+	if errors.Is(err, errReplayWrote) {
+		// The transaction rolled back: nothing of it was written. The
+		// batch runs again, reading its kept answers first.
+		err = write(true)
+	}
 	if err != nil {
 		if errors.Is(err, tgdriver.ErrReadOnlyStore) {
 			return s.errReadOnly()
@@ -195,10 +203,19 @@ func (s *Store) hotWrite(ops []*hotOp, answers []hotAnswer) error {
 	return nil
 }
 
+// errReplayWrote is hotTx's error when an operation its first round found
+// to be a replay (its request id's answer kept, or refused) had its
+// update applied in that round: the transaction must not commit, and
+// hotWrite runs the batch again, reading the kept answers first.
+var errReplayWrote = errors.New("taskgraph: an update of a replayed operation was applied in the batch's first round")
+
 // hotTx is one run of a batch's transaction.
 // With touch, it refreshes the shared alive time in passing, as every
-// write does, before its last round.
-func (s *Store) hotTx(ctx context.Context, tx tgdriver.Tx, ops []*hotOp, answers []hotAnswer, touch bool) (out *outbox, err error) {
+// write does, before its last round. The kept answers of the operations
+// with a request id are read in the first round (Fetch.Requests), unless
+// lookupFirst or a heartbeat carries one: then in a round of their own
+// before it (see hotRequests).
+func (s *Store) hotTx(ctx context.Context, tx tgdriver.Tx, ops []*hotOp, answers []hotAnswer, touch, lookupFirst bool) (out *outbox, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			s.log.Error("a batch of operations panicked", "panic", r)
@@ -229,9 +246,22 @@ func (s *Store) hotTx(ctx context.Context, tx tgdriver.Tx, ops []*hotOp, answers
 	// Operations with a request id whose answer is kept get it and do
 	// nothing more; one whose id an earlier operation of the batch carries
 	// gets that one's answer.
-	done, dupOf, err := s.hotReplays(ops, ws, answers)
-	if err != nil {
-		return nil, err
+	done, dupOf, keys, first := hotRequests(ops, answers)
+	merged := len(keys) > 0 && !lookupFirst
+	for _, k := range keys {
+		// A replayed heartbeat's fence still holds: its update would
+		// write again, and the batch would run twice.
+		merged = merged && ops[first[k]].kind != hotHeartbeat
+	}
+	if len(keys) > 0 && !merged {
+		w := ws[first[keys[0]]]
+		kept, err := w.tx.Requests(w.ctx, keys)
+		if err != nil {
+			return nil, err
+		}
+		if err := hotReplays(ops, ws, answers, done, keys, first, kept); err != nil {
+			return nil, err
+		}
 	}
 
 	// Claims expire lapsed leases and promote due tasks first, at the
@@ -257,9 +287,13 @@ func (s *Store) hotTx(ctx context.Context, tx tgdriver.Tx, ops []*hotOp, answers
 		s.timers.probed(w)
 	}
 
-	// Round one: the fenced updates of heartbeats and completions, in task
-	// id order, and a claim scan per kind of claim.
+	// Round one: the kept answers of the request ids (merged), the fenced
+	// updates of heartbeats and completions, in task id order, and a claim
+	// scan per kind of claim.
 	var f tgdriver.Fetch
+	if merged {
+		f.Requests = keys
+	}
 	type fenced struct {
 		op  int
 		exp int64 // heartbeat: the new expiry
@@ -330,6 +364,20 @@ func (s *Store) hotTx(ctx context.Context, tx tgdriver.Tx, ops []*hotOp, answers
 	if err != nil {
 		return nil, err
 	}
+	if merged {
+		// The replays found now did nothing more, but their updates ran
+		// in the round: a completion's fence fails once it completed, so
+		// one that held means the transaction must not commit (a request
+		// id refused, reused for another write).
+		if err := hotReplays(ops, ws, answers, done, keys, first, fetched.Kept); err != nil {
+			return nil, err
+		}
+		for k, fo := range fencedOps {
+			if done[fo.op] && fetched.Updated[k].OK {
+				return nil, errReplayWrote
+			}
+		}
+	}
 
 	// Between the rounds: the events of the fenced writes, in batch
 	// order; the explanation of a stale claim; the dependents of the
@@ -337,7 +385,7 @@ func (s *Store) hotTx(ctx context.Context, tx tgdriver.Tx, ops []*hotOp, answers
 	var settle []int64
 	doneAt := map[int64]int{}
 	for k, fo := range fencedOps {
-		if u := fetched.Updated[k]; u.OK {
+		if u := fetched.Updated[k]; u.OK && !done[fo.op] {
 			ws[fo.op].batchDone, doneAt[u.Row.Seq] = &settle, k
 		}
 	}
@@ -345,6 +393,9 @@ func (s *Store) hotTx(ctx context.Context, tx tgdriver.Tx, ops []*hotOp, answers
 	var freedBy *wtx
 	for k, fo := range fencedOps {
 		i := fo.op
+		if done[i] {
+			continue // a replay: answered by hotReplays
+		}
 		op, w := ops[i], ws[i]
 		u := fetched.Updated[k]
 		if !u.OK {
@@ -435,6 +486,9 @@ func (s *Store) hotTx(ctx context.Context, tx tgdriver.Tx, ops []*hotOp, answers
 			}
 		}
 		for _, i := range opsOf {
+			if done[i] {
+				continue // a replay found in the first round: answered
+			}
 			op, w := ops[i], ws[i]
 			if op.after != nil && !acceptedIn(op.after, ops, answers) {
 				continue // its completion was refused: it claims nothing
@@ -612,16 +666,28 @@ func acceptedIn(c *hotOp, ops []*hotOp, answers []hotAnswer) bool {
 	}
 }
 
-// hotReplays looks up the kept answers of the batch's operations with a
-// request id: done[i] reports that operation i has its answer (kept, or an
-// error refusing its id) and does nothing more; dupOf[i] is the earlier
-// operation of the batch with the same id (-1 when none), whose answer
-// it gets.
-func (s *Store) hotReplays(ops []*hotOp, ws []*wtx, answers []hotAnswer) (done []bool, dupOf []int, err error) {
+// hotRequests finds the batch's operations with a request id: done[i]
+// reports that operation i has its answer and does nothing more (so far:
+// an id an earlier operation of the batch carries with other arguments,
+// refused); dupOf[i] is the earlier operation of the batch with the same
+// id (-1 when none), whose answer it gets; keys are the batch's distinct
+// request keys, first[key] the operation that carries key first, whose
+// kept answer hotReplays looks for.
+//
+// The kept answers are read in the batch's first round (Fetch.Requests),
+// not in a round of their own before it: a batch with request ids costs
+// the round trips of one without. So the first round's updates run
+// before the batch knows which operations are replays. A completion's
+// update does nothing on a replay (its fence fails: the task is no longer
+// claimed under that claim), nor does a claim's (claims are granted after
+// the round); a heartbeat's would write again, so a batch with a
+// heartbeat that carries a request id reads them in a round first, and so
+// does the run after one whose replay's update held anyway (an id reused
+// for another write: errReplayWrote).
+func hotRequests(ops []*hotOp, answers []hotAnswer) (done []bool, dupOf []int, keys []string, first map[string]int) {
 	done = make([]bool, len(ops))
 	dupOf = make([]int, len(ops))
-	first := map[string]int{}
-	var keys []string
+	first = map[string]int{}
 	for i, op := range ops {
 		dupOf[i] = -1
 		if op.rq == nil {
@@ -639,20 +705,20 @@ func (s *Store) hotReplays(ops []*hotOp, ws []*wtx, answers []hotAnswer) (done [
 		first[op.rq.key] = i
 		keys = append(keys, op.rq.key)
 	}
-	if len(keys) == 0 {
-		return done, dupOf, nil
-	}
-	// The kept answers of every request id of the batch, in one read.
-	w := ws[first[keys[0]]]
-	kept, err := w.tx.Requests(w.ctx, keys)
-	if err != nil {
-		return nil, nil, err
-	}
+	return done, dupOf, keys, first
+}
+
+// hotReplays answers the operations whose request id (keys, first: see
+// hotRequests) has an answer in kept, the kept answers read: done[i]
+// reports that operation i has its answer (kept, or an error refusing its
+// id) and does nothing more.
+func hotReplays(ops []*hotOp, ws []*wtx, answers []hotAnswer, done []bool, keys []string, first map[string]int, kept map[string]tgdriver.RequestRow) error {
 	for _, key := range keys {
 		i := first[key]
 		op := ops[i]
 		r, ok := kept[key]
 		var found bool
+		var err error
 		if op.kind == hotClaim {
 			found, err = ws[i].replayKept(op.rq, r, ok, &answers[i].claimed)
 			answers[i].ok = found
@@ -662,13 +728,13 @@ func (s *Store) hotReplays(ops []*hotOp, ws []*wtx, answers []hotAnswer) (done [
 		if err != nil {
 			var ve *ValidationError
 			if !errors.As(err, &ve) {
-				return nil, nil, err
+				return err
 			}
 			answers[i].err, found = err, true
 		}
 		done[i] = found
 	}
-	return done, dupOf, nil
+	return nil
 }
 
 // explainNotLive is the error of op's fenced write that matched no row:

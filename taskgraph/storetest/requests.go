@@ -206,6 +206,15 @@ func testRequestReusedIDRefused(t *testing.T, h Harness) {
 	wantInvalid(t, err, "request_id", "task_id, workflow_id")
 	_, err = r.S.Heartbeat(r.Ctx, holder(c), 0)
 	wantInvalid(t, err, "request_id", `"id-1" was used for a claim`)
+	// A completion whose fence holds, under the claim's id: refused, and
+	// nothing written (a batch reads the kept answers in its first round,
+	// after which this completion's update had run).
+	unchanged := e.DB.Snapshot(t)
+	_, err = r.S.Complete(r.Ctx, holder(c), json.RawMessage(`1`))
+	wantInvalid(t, err, "request_id", `"id-1" was used for a claim`)
+	if e.DB.Snapshot(t) != unchanged {
+		t.Fatal("a completion refused for its request id wrote to the database")
+	}
 	r2 := e.withID("id-2")
 	if _, err := r2.S.Complete(r2.Ctx, holder(c), json.RawMessage(`1`)); err != nil {
 		t.Fatal(err)

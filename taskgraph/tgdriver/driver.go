@@ -395,7 +395,8 @@ type Tx interface {
 	ClearPause(ctx context.Context, workflowID string) (p PauseRow, ok bool, err error)
 
 	// Fetch is the first round of a batch of operations, in one round trip
-	// where the driver can: it takes each lock of f.Lock, then applies each
+	// where the driver can: it reads the requests kept under f.Requests,
+	// takes each lock of f.Lock, then applies each
 	// update of f.Updates (in the order given; sort them by task to keep
 	// one lock order), then locks the claimable tasks of each scan of
 	// f.Claims. See Fetch.

@@ -415,6 +415,14 @@ type KeyUpdate struct{ Old, New KeyRow }
 
 // Fetch is the first round of a batch (Tx.Fetch).
 type Fetch struct {
+	// Requests are keys of kept requests (RequestRow.Key) to read, as
+	// Tx.Requests does, before anything else of the round: a batch that
+	// does not yet know which of its operations are replays reads their
+	// kept answers in its first round instead of a round of its own
+	// (Fetched.Kept). The round's updates run whatever was read: the
+	// caller drops what a replay's update wrote (package taskgraph rolls
+	// the transaction back and runs the batch again, reading first).
+	Requests []string
 	// Keys are written first, before anything else of the round reads
 	// them; a guard that does not hold fails the round with
 	// ErrGuardFailed.
@@ -432,6 +440,9 @@ type Fetch struct {
 
 // Fetched is what Fetch read and changed.
 type Fetched struct {
+	// Kept are the requests kept under Fetch.Requests, by key; a key with
+	// none kept is not in the map (nil when Fetch.Requests was empty).
+	Kept      map[string]RequestRow
 	Locked    []TaskRow
 	Updated   []Updated
 	Claimable [][]TaskRow

@@ -101,7 +101,8 @@ func queueScan(b *pgx.Batch, c tgdriver.ClaimScan) {
 }
 
 // Fetch sends a batch's first round in one round trip (with BEGIN when the
-// transaction has not begun): the locks in task id order; with two updates
+// transaction has not begun): the read of the requests kept under
+// f.Requests (requestsSQL: it locks nothing); the locks in task id order; with two updates
 // or more, their rows in task id order (lockUpdatedSQL) and then the
 // capped keys' rows of those that may end a claim in key order
 // (lockUpdatedKeysSQL, answered in Fetched.Keys); then the updates, one statement per shape, then
@@ -112,6 +113,9 @@ func queueScan(b *pgx.Batch, c tgdriver.ClaimScan) {
 func (w *wtx) Fetch(ctx context.Context, f tgdriver.Fetch) (tgdriver.Fetched, error) {
 	var out tgdriver.Fetched
 	b := &pgx.Batch{}
+	if len(f.Requests) > 0 {
+		b.Queue(requestsSQL, f.Requests)
+	}
 	if len(f.Keys) > 0 {
 		queueKeyUpdates(b, f.Keys)
 	}
@@ -158,6 +162,15 @@ func (w *wtx) Fetch(ctx context.Context, f tgdriver.Fetch) (tgdriver.Fetched, er
 	fail := func(err error) (tgdriver.Fetched, error) {
 		_ = br.Close()
 		return tgdriver.Fetched{}, w.fail(ctx, "fetch a batch", err)
+	}
+	if len(f.Requests) > 0 {
+		rows, err := br.Query()
+		if err == nil {
+			out.Kept, err = collectRequests(rows)
+		}
+		if err != nil {
+			return fail(err)
+		}
 	}
 	if len(f.Keys) > 0 {
 		if _, err := br.Exec(); err != nil {

@@ -173,8 +173,10 @@
 // and Apply, each one round trip (a pgx batch, pipelined), the second
 // with the COMMIT:
 //
-//   - Fetch: the fenced updates of the heartbeats and completions, one
-//     statement per update shape however many tasks it updates (the values
+//   - Fetch: the kept answers of the batch's request ids, if any (see
+//     Request ids below); the fenced updates of the heartbeats and
+//     completions, one statement per update shape however many tasks it
+//     updates (the values
 //     are arrays joined to tasks through unnest, sorted by task id), each
 //     returning the rows it changed (a row not returned is a claim that is
 //     not live, which the domain explains in the same transaction); then
@@ -213,7 +215,9 @@
 // change (3,454-4,237 against 3,417-4,151: the machine's CPU decides).
 //
 // Request ids. A batch reads the kept answers of all its operations'
-// request ids in one statement (Requests), and keeps the answers it
+// request ids in one statement (requestsSQL), in Fetch's round since
+// 2026-12-05 (tgdriver.Fetch.Requests; before, in a round of its own
+// before Fetch), and keeps the answers it
 // gives in its last rounds (Apply.Requests: one INSERT from unnest):
 // those of heartbeats and completions, known after Fetch, and since
 // 2026-12-05 the claims' too, in Apply's round with the COMMIT (a claim
@@ -225,7 +229,19 @@
 // completion with a fresh request id, the separate loop), N=5000, W=8,
 // load about 8: statements per task over the whole run 7.57 -> 4.41. The
 // third round's end, three alternated pairs (load 1.2-1.9): 943 -> 1,139,
-// 844 -> 846 and 915 -> 1,010 cycles/s.
+// 844 -> 846 and 915 -> 1,010 cycles/s. The lookup's own round's end,
+// bench --request-ids --tasks 5000, alternated (load 1.3-2.1): W=8,
+// seven pairs, 1,117 -> 1,442, 892 -> 825, 998 -> 1,803, 973 -> 1,408,
+// 837 -> 1,138, 776 -> 963 and 1,309 -> 1,632 cycles/s (median ratio
+// 1.29); W=32, three pairs, 1,840 -> 2,829, 2,550 -> 2,792 and
+// 3,003 -> 3,019. So the round's updates run before the batch knows which
+// operations are replays: a replayed completion's fence fails (its claim
+// ended), a claim is granted after the round, and a batch with a
+// heartbeat that carries a request id (whose fence still holds on a
+// replay) reads them first, as before; an update of a replay that held
+// anyway (a request id reused for another write) rolls the batch back,
+// and it runs again reading them first (package taskgraph, hotRequests;
+// storetest Request: ReusedIDRefused).
 //
 // The completions' lock. With two updates or more, Fetch locks their rows
 // first, in task id order (lockUpdatedSQL), and the update statements

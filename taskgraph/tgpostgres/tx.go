@@ -1080,18 +1080,30 @@ func (w *wtx) DueGates(ctx context.Context, atMS int64, limit int) ([]tgdriver.T
 
 // Requests reads the requests kept under keys in one statement.
 func (w *wtx) Requests(ctx context.Context, keys []string) (map[string]tgdriver.RequestRow, error) {
-	rows, err := w.c.Query(ctx, `SELECT request_key, principal, op, args, answer, created_at_ms FROM requests WHERE request_key = ANY($1::text[])`, keys)
+	rows, err := w.c.Query(ctx, requestsSQL, keys)
 	if err != nil {
 		return nil, w.fail(ctx, "read kept requests", err)
 	}
+	out, err := collectRequests(rows)
+	if err != nil {
+		return nil, w.fail(ctx, "read kept requests", err)
+	}
+	return out, nil
+}
+
+// requestsSQL reads the requests kept under keys (Requests, Fetch).
+const requestsSQL = `SELECT request_key, principal, op, args, answer, created_at_ms FROM requests WHERE request_key = ANY($1::text[])`
+
+// collectRequests reads the rows of requestsSQL, by key.
+func collectRequests(rows pgx.Rows) (map[string]tgdriver.RequestRow, error) {
 	out := map[string]tgdriver.RequestRow{}
 	var r tgdriver.RequestRow
-	_, err = pgx.ForEachRow(rows, []any{&r.Key, &r.Principal, &r.Op, &r.Args, &r.Answer, &r.CreatedAtMS}, func() error {
+	_, err := pgx.ForEachRow(rows, []any{&r.Key, &r.Principal, &r.Op, &r.Args, &r.Answer, &r.CreatedAtMS}, func() error {
 		out[r.Key] = r
 		return nil
 	})
 	if err != nil {
-		return nil, w.fail(ctx, "read kept requests", err)
+		return nil, err
 	}
 	return out, nil
 }

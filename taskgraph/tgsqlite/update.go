@@ -156,6 +156,13 @@ func updateSQL(sh tgdriver.UpdateShape, rows bool) string {
 // transaction, so reading is locking.
 func (t *wtx) Fetch(ctx context.Context, f tgdriver.Fetch) (tgdriver.Fetched, error) {
 	var out tgdriver.Fetched
+	if len(f.Requests) > 0 {
+		kept, err := t.Requests(ctx, f.Requests)
+		if err != nil {
+			return out, err
+		}
+		out.Kept = kept
+	}
 	if err := t.updateKeys(ctx, f.Keys); err != nil {
 		return out, err
 	}

@@ -23,7 +23,7 @@ func request(k, p string, ms int64) tgdriver.RequestRow {
 
 // testKeepRequest: Requests finds nothing before KeepRequest (or Apply's
 // Requests) and, after it committed, exactly the rows kept, by key, in a
-// later transaction and in the same one; a rolled-back KeepRequest keeps
+// later transaction and in the same one, as Fetch's Requests do; a rolled-back KeepRequest keeps
 // nothing.
 func testKeepRequest(t *testing.T, h Harness) {
 	e := newEnv(t, h)
@@ -49,6 +49,14 @@ func testKeepRequest(t *testing.T, h Harness) {
 		got, err := tx.Requests(e.ctx, []string{"other", r3.Key, r.Key, r4.Key})
 		if want := map[string]tgdriver.RequestRow{r.Key: r, r3.Key: r3, r4.Key: r4}; err != nil || !maps.Equal(got, want) {
 			return fmt.Errorf("tx.Requests after the commit = %+v %v, want %+v (no row for a key none kept)", got, err, want)
+		}
+		// Fetch reads them as Requests does, in its round.
+		f, err := tx.Fetch(e.ctx, tgdriver.Fetch{Requests: []string{"other", r3.Key, r.Key}, Claims: []tgdriver.ClaimScan{{N: 1}}})
+		if want := map[string]tgdriver.RequestRow{r.Key: r, r3.Key: r3}; err != nil || !maps.Equal(f.Kept, want) {
+			return fmt.Errorf("Fetch's Kept after the commit = %+v %v, want %+v (no row for a key none kept)", f.Kept, err, want)
+		}
+		if f, err := tx.Fetch(e.ctx, tgdriver.Fetch{Claims: []tgdriver.ClaimScan{{N: 1}}}); err != nil || f.Kept != nil {
+			return fmt.Errorf("Fetch without requests: Kept %+v %v, want nil", f.Kept, err)
 		}
 		return nil
 	})
