@@ -53,10 +53,10 @@ func testKeepRequest(t *testing.T, h Harness) {
 		// Fetch reads them as Requests does, in its round.
 		f, err := tx.Fetch(e.ctx, tgdriver.Fetch{Requests: []string{"other", r3.Key, r.Key}, Claims: []tgdriver.ClaimScan{{N: 1}}})
 		if want := map[string]tgdriver.RequestRow{r.Key: r, r3.Key: r3}; err != nil || !maps.Equal(f.Kept, want) {
-			return fmt.Errorf("Fetch's Kept after the commit = %+v %v, want %+v (no row for a key none kept)", f.Kept, err, want)
+			return fmt.Errorf("tx.Fetch's Kept after the commit = %+v %v, want %+v (no row for a key none kept)", f.Kept, err, want)
 		}
 		if f, err := tx.Fetch(e.ctx, tgdriver.Fetch{Claims: []tgdriver.ClaimScan{{N: 1}}}); err != nil || f.Kept != nil {
-			return fmt.Errorf("Fetch without requests: Kept %+v %v, want nil", f.Kept, err)
+			return fmt.Errorf("tx.Fetch without requests: Kept %+v %v, want nil", f.Kept, err)
 		}
 		return nil
 	})
