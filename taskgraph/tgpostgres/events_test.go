@@ -125,6 +125,25 @@ func createBig(t *testing.T, n int) (string, *tg.Store, func()) {
 	return url, s, closeStore
 }
 
+// createBigClosed is createBig with the store closed, and a connection
+// to its database.
+func createBigClosed(t *testing.T, n int) (string, *pgx.Conn) {
+	t.Helper()
+	url, _, closeStore := createBig(t, n)
+	closeStore()
+	return url, connect(t, url)
+}
+
+// wantVerifiesReopened checks that a store opened anew on url verifies a
+// history of n events.
+func wantVerifiesReopened(t *testing.T, url string, n int64) {
+	t.Helper()
+	v, _ := openStore(t, url)
+	if rep, err := v.VerifyHistory(context.Background()); err != nil || rep.Events != n {
+		t.Fatalf("VerifyHistory after reopening: %v %+v, want %d events verified", err, rep, n)
+	}
+}
+
 // splitRuns rewrites every run of event_links as runs of one event each
 // (the links' positions and hashes unchanged), and mergeRuns every
 // workflow's runs as one run: the two extremes of how the linker's passes
@@ -475,9 +494,7 @@ func TestMigrationLinksJournalOfSchema22(t *testing.T) {
 func TestLinkRunHashesUncompressed(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	url, _, closeStore := createBig(t, 64)
-	closeStore()
-	conn := connect(t, url)
+	url, conn := createBigClosed(t, 64)
 	// The TOAST threshold is about 2 KB: 64 hashes of 64 hex digits are
 	// past it, so the value was a candidate for compression.
 	var size int64
@@ -496,10 +513,7 @@ func TestLinkRunHashesUncompressed(t *testing.T) {
 	if storage != "e" {
 		t.Errorf("event_links.hashes has storage %q, want e (EXTERNAL: out of line, never compressed)", storage)
 	}
-	v, _ := openStore(t, url)
-	if rep, err := v.VerifyHistory(ctx); err != nil || rep.Events != 64 {
-		t.Fatalf("VerifyHistory after reopening: %v %+v, want 64 events verified", err, rep)
-	}
+	wantVerifiesReopened(t, url, 64)
 }
 
 // TestPacksCompressWithLZ4: the arrays of event_packs and the event ids of
@@ -511,9 +525,7 @@ func TestLinkRunHashesUncompressed(t *testing.T) {
 func TestPacksCompressWithLZ4(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	url, _, closeStore := createBig(t, 64)
-	closeStore()
-	conn := connect(t, url)
+	url, conn := createBigClosed(t, 64)
 	want := "l"
 	if _, err := conn.Exec(ctx, `CREATE TEMP TABLE lz4_probe (v text COMPRESSION lz4)`); err != nil {
 		var pe *pgconn.PgError
@@ -551,8 +563,5 @@ func TestPacksCompressWithLZ4(t *testing.T) {
 	if lz4 == 0 || pglz != 0 {
 		t.Errorf("the creation's packs: %d with contents compressed by lz4, %d by pglz; want some lz4 and no pglz", lz4, pglz)
 	}
-	v, _ := openStore(t, url)
-	if rep, err := v.VerifyHistory(ctx); err != nil || rep.Events != 64 {
-		t.Fatalf("VerifyHistory after reopening: %v %+v, want 64 events verified", err, rep)
-	}
+	wantVerifiesReopened(t, url, 64)
 }
