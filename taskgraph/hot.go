@@ -485,9 +485,11 @@ func (s *Store) hotTx(ctx context.Context, tx tgdriver.Tx, ops []*hotOp, answers
 				return nil, err
 			}
 		}
+		replays := 0
 		for _, i := range opsOf {
 			if done[i] {
-				continue // a replay found in the first round: answered
+				replays++ // a replay found in the first round: answered
+				continue
 			}
 			op, w := ops[i], ws[i]
 			if op.after != nil && !acceptedIn(op.after, ops, answers) {
@@ -546,6 +548,18 @@ func (s *Store) hotTx(ctx context.Context, tx tgdriver.Tx, ops []*hotOp, answers
 			answers[i].claimed, answers[i].ok = c, true
 			updates = append(updates, tgdriver.TaskUpdate{Seq: r.seq, Set: g.set, Guard: g.guard})
 			grantedOps = append(grantedOps, i)
+		}
+		// The scan locked a task for each replay too, which nothing
+		// claims: once this commits, a claim that passed over it (SKIP
+		// LOCKED) and waits looks again.
+		for _, c := range cands[min(next, len(cands)):] {
+			if replays == 0 {
+				break
+			}
+			if !seen[c.Seq] {
+				ws[opsOf[0]].wakeWaitersFor(c)
+				replays--
+			}
 		}
 		return again, nil
 	}
