@@ -485,14 +485,17 @@ func (s *Store) hotTx(ctx context.Context, tx tgdriver.Tx, ops []*hotOp, answers
 				return nil, err
 			}
 		}
-		replays := 0
+		// skipped counts the claims the scan asked a task for that claim
+		// nothing.
+		skipped := 0
 		for _, i := range opsOf {
 			if done[i] {
-				replays++ // a replay found in the first round: answered
+				skipped++ // a replay found in the first round: answered
 				continue
 			}
 			op, w := ops[i], ws[i]
 			if op.after != nil && !acceptedIn(op.after, ops, answers) {
+				skipped++
 				continue // its completion was refused: it claims nothing
 			}
 			var r row
@@ -549,16 +552,16 @@ func (s *Store) hotTx(ctx context.Context, tx tgdriver.Tx, ops []*hotOp, answers
 			updates = append(updates, tgdriver.TaskUpdate{Seq: r.seq, Set: g.set, Guard: g.guard})
 			grantedOps = append(grantedOps, i)
 		}
-		// The scan locked a task for each replay too, which nothing
+		// The scan locked a task for each of those too, which nothing
 		// claims: once this commits, a claim that passed over it (SKIP
 		// LOCKED) and waits looks again.
 		for _, c := range cands[min(next, len(cands)):] {
-			if replays == 0 {
+			if skipped == 0 {
 				break
 			}
 			if !seen[c.Seq] {
 				ws[opsOf[0]].wakeWaitersFor(c)
-				replays--
+				skipped--
 			}
 		}
 		return again, nil
