@@ -16,13 +16,14 @@ import (
 // writes; they go through the hot lane, which runs the operations waiting
 // at a moment as one batch in one transaction, in two driver rounds
 // (Tx.Fetch, then Tx.Apply) whatever their number: the fenced updates of
-// the heartbeats and completions and the claim scans in the first, the
-// claims' updates, every event, the notifications and the kept answers in
-// the second, with the commit (tgdriver.Apply.Commit; the claims'
-// answers too, since a claim answers with its task as granted). With
-// PostgreSQL each round is one round trip and the operations of a batch share statements (one per kind
-// of update) and the commit; with SQLite they share the writer's commit. What a batch does is
-// what each operation alone does (the same updates, guards, events and
+// the heartbeats and completions, the claim scans and the reads of the
+// kept answers of request ids in the first, the claims' updates, every
+// event, the notifications and the kept answers in the second, with the
+// commit (tgdriver.Apply.Commit; the claims' answers too, since a claim
+// answers with its task as granted). With PostgreSQL each round is one
+// round trip and the operations of a batch share statements (one per kind
+// of update) and the commit; with SQLite they share the writer's commit.
+// What a batch does is what each operation alone does (the same updates, guards, events and
 // answers, in the order the operations joined the batch); the dependents
 // of the batch's completions are settled together after them (one driver
 // call lowers every unmet count, and their updates go to the second
@@ -246,20 +247,21 @@ func (s *Store) hotTx(ctx context.Context, tx tgdriver.Tx, ops []*hotOp, answers
 	// Operations with a request id whose answer is kept get it and do
 	// nothing more; one whose id an earlier operation of the batch carries
 	// gets that one's answer.
-	done, dupOf, keys, first := hotRequests(ops, answers)
-	merged := len(keys) > 0 && !lookupFirst
-	for _, k := range keys {
+	ids := hotRequests(ops, answers)
+	done, dupOf := ids.done, ids.dupOf
+	merged := len(ids.keys) > 0 && !lookupFirst
+	for _, k := range ids.keys {
 		// A replayed heartbeat's fence still holds: its update would
 		// write again, and the batch would run twice.
-		merged = merged && ops[first[k]].kind != hotHeartbeat
+		merged = merged && ops[ids.first[k]].kind != hotHeartbeat
 	}
-	if len(keys) > 0 && !merged {
-		w := ws[first[keys[0]]]
-		kept, err := w.tx.Requests(w.ctx, keys)
+	if len(ids.keys) > 0 && !merged {
+		w := ws[ids.first[ids.keys[0]]]
+		kept, err := w.tx.Requests(w.ctx, ids.keys)
 		if err != nil {
 			return nil, err
 		}
-		if err := hotReplays(ops, ws, answers, done, keys, first, kept); err != nil {
+		if err := ids.replay(ops, ws, answers, kept); err != nil {
 			return nil, err
 		}
 	}
@@ -292,7 +294,7 @@ func (s *Store) hotTx(ctx context.Context, tx tgdriver.Tx, ops []*hotOp, answers
 	// scan per kind of claim.
 	var f tgdriver.Fetch
 	if merged {
-		f.Requests = keys
+		f.Requests = ids.keys
 	}
 	type fenced struct {
 		op  int
@@ -369,7 +371,7 @@ func (s *Store) hotTx(ctx context.Context, tx tgdriver.Tx, ops []*hotOp, answers
 		// in the round: a completion's fence fails once it completed, so
 		// one that held means the transaction must not commit (a request
 		// id refused, reused for another write).
-		if err := hotReplays(ops, ws, answers, done, keys, first, fetched.Kept); err != nil {
+		if err := ids.replay(ops, ws, answers, fetched.Kept); err != nil {
 			return nil, err
 		}
 		for k, fo := range fencedOps {
@@ -394,7 +396,7 @@ func (s *Store) hotTx(ctx context.Context, tx tgdriver.Tx, ops []*hotOp, answers
 	for k, fo := range fencedOps {
 		i := fo.op
 		if done[i] {
-			continue // a replay: answered by hotReplays
+			continue // a replay: answered by ids.replay
 		}
 		op, w := ops[i], ws[i]
 		u := fetched.Updated[k]
@@ -683,13 +685,23 @@ func acceptedIn(c *hotOp, ops []*hotOp, answers []hotAnswer) bool {
 	}
 }
 
-// hotRequests finds the batch's operations with a request id: done[i]
-// reports that operation i has its answer and does nothing more (so far:
-// an id an earlier operation of the batch carries with other arguments,
-// refused); dupOf[i] is the earlier operation of the batch with the same
-// id (-1 when none), whose answer it gets; keys are the batch's distinct
-// request keys, first[key] the operation that carries key first, whose
-// kept answer hotReplays looks for.
+// requestIDs are the request ids of a batch's operations (hotRequests).
+type requestIDs struct {
+	// done[i] reports that operation i has its answer and does nothing
+	// more: an id an earlier operation of the batch carries with other
+	// arguments, refused; and, once replay has run, a replay.
+	done []bool
+	// dupOf[i] is the earlier operation of the batch with the same id (-1
+	// when none), whose answer it gets.
+	dupOf []int
+	// keys are the batch's distinct request keys, first[key] the
+	// operation that carries key first, whose kept answer replay looks
+	// for.
+	keys  []string
+	first map[string]int
+}
+
+// hotRequests finds the batch's operations with a request id.
 //
 // The kept answers are read in the batch's first round (Fetch.Requests),
 // not in a round of their own before it: a batch with request ids costs
@@ -701,10 +713,11 @@ func acceptedIn(c *hotOp, ops []*hotOp, answers []hotAnswer) bool {
 // heartbeat that carries a request id reads them in a round first, and so
 // does the run after one whose replay's update held anyway (an id reused
 // for another write: errReplayWrote).
-func hotRequests(ops []*hotOp, answers []hotAnswer) (done []bool, dupOf []int, keys []string, first map[string]int) {
-	done = make([]bool, len(ops))
-	dupOf = make([]int, len(ops))
-	first = map[string]int{}
+func hotRequests(ops []*hotOp, answers []hotAnswer) requestIDs {
+	done := make([]bool, len(ops))
+	dupOf := make([]int, len(ops))
+	first := map[string]int{}
+	var keys []string
 	for i, op := range ops {
 		dupOf[i] = -1
 		if op.rq == nil {
@@ -722,16 +735,15 @@ func hotRequests(ops []*hotOp, answers []hotAnswer) (done []bool, dupOf []int, k
 		first[op.rq.key] = i
 		keys = append(keys, op.rq.key)
 	}
-	return done, dupOf, keys, first
+	return requestIDs{done: done, dupOf: dupOf, keys: keys, first: first}
 }
 
-// hotReplays answers the operations whose request id (keys, first: see
-// hotRequests) has an answer in kept, the kept answers read: done[i]
-// reports that operation i has its answer (kept, or an error refusing its
-// id) and does nothing more.
-func hotReplays(ops []*hotOp, ws []*wtx, answers []hotAnswer, done []bool, keys []string, first map[string]int, kept map[string]tgdriver.RequestRow) error {
-	for _, key := range keys {
-		i := first[key]
+// replay answers the operations whose request id has an answer in kept,
+// the kept answers read, and marks them done (their answer kept, or an
+// error refusing their id): they do nothing more.
+func (ids requestIDs) replay(ops []*hotOp, ws []*wtx, answers []hotAnswer, kept map[string]tgdriver.RequestRow) error {
+	for _, key := range ids.keys {
+		i := ids.first[key]
 		op := ops[i]
 		r, ok := kept[key]
 		var found bool
@@ -749,7 +761,7 @@ func hotReplays(ops []*hotOp, ws []*wtx, answers []hotAnswer, done []bool, keys 
 			}
 			answers[i].err, found = err, true
 		}
-		done[i] = found
+		ids.done[i] = found
 	}
 	return nil
 }

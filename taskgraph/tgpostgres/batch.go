@@ -102,11 +102,11 @@ func queueScan(b *pgx.Batch, c tgdriver.ClaimScan) {
 
 // Fetch sends a batch's first round in one round trip (with BEGIN when the
 // transaction has not begun): the read of the requests kept under
-// f.Requests (requestsSQL: it locks nothing); the locks in task id order; with two updates
-// or more, their rows in task id order (lockUpdatedSQL) and then the
-// capped keys' rows of those that may end a claim in key order
-// (lockUpdatedKeysSQL, answered in Fetched.Keys); then the updates, one statement per shape, then
-// the claim scans. The scans come last and never wait (SKIP LOCKED), and
+// f.Requests (requestsSQL: it locks nothing); the locks in task id order;
+// with two updates or more, their rows in task id order (lockUpdatedSQL)
+// and then the capped keys' rows of those that may end a claim in key
+// order (lockUpdatedKeysSQL, answered in Fetched.Keys); then the updates,
+// one statement per shape, then the claim scans. The scans come last and never wait (SKIP LOCKED), and
 // the locks and updates take rows in task id order, then keys in key
 // order, so two batches can wait for one another only through rows they
 // both lock or update in that order.

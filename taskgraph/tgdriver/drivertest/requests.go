@@ -23,8 +23,8 @@ func request(k, p string, ms int64) tgdriver.RequestRow {
 
 // testKeepRequest: Requests finds nothing before KeepRequest (or Apply's
 // Requests) and, after it committed, exactly the rows kept, by key, in a
-// later transaction and in the same one, as Fetch's Requests do; a rolled-back KeepRequest keeps
-// nothing.
+// later transaction and in the same one, as Fetch's Requests do; a
+// rolled-back KeepRequest keeps nothing.
 func testKeepRequest(t *testing.T, h Harness) {
 	e := newEnv(t, h)
 	r := request("k1", "alice", 1000)
