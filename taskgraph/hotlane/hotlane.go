@@ -106,6 +106,16 @@ func (l *Lane[T]) startLocked(force bool) bool {
 // Run.
 func (l *Lane[T]) CountReplicas(count func() int) { l.pace.CountReplicas(count) }
 
+// Queued returns how many operations wait for a batch to take them (the
+// operations riding with another included): a test stages a batch of
+// chosen operations by holding every batch the lane may run while it
+// submits them, and reads here that they all wait.
+func (l *Lane[T]) Queued() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.queue)
+}
+
 // queued reports whether op waits in the queue. l.mu is held.
 func (l *Lane[T]) queued(op T) bool {
 	return slices.Contains(l.queue, op)

@@ -179,3 +179,55 @@ func loneBatchAfterHalves(t *testing.T, half int) int {
 	}
 	return sizes[1]
 }
+
+// TestQueuedCountsWhatWaitsWhileEveryBatchRuns: with every batch the lane
+// may run held, operations submitted wait in the queue (riders counted),
+// Queued says so, and the first batch to end takes them all in one batch.
+func TestQueuedCountsWhatWaitsWhileEveryBatchRuns(t *testing.T) {
+	release := make(chan struct{})
+	started := make(chan int, 8)
+	var (
+		mu    sync.Mutex
+		sizes []int
+	)
+	l := New(2, 16, func(batch []*op) {
+		mu.Lock()
+		sizes = append(sizes, len(batch))
+		n := len(sizes)
+		mu.Unlock()
+		started <- n
+		if n <= 2 {
+			<-release
+		}
+		for _, o := range batch {
+			close(o.done)
+		}
+	})
+	var wg sync.WaitGroup
+	submit := func(ops ...*op) { wg.Go(func() { l.Run(ops...) }) }
+	submit(&op{id: 0, done: make(chan struct{})})
+	<-started
+	submit(&op{id: 1, done: make(chan struct{})})
+	<-started // two batches run, each held: the lane has no room
+	if got := l.Queued(); got != 0 {
+		t.Fatalf("Queued = %d with nothing waiting", got)
+	}
+	submit(&op{id: 2, done: make(chan struct{})}, &op{id: 3, rides: true, done: make(chan struct{})})
+	submit(&op{id: 4, done: make(chan struct{})})
+	for l.Queued() < 3 {
+		runtime.Gosched()
+	}
+	if got := l.Queued(); got != 3 {
+		t.Fatalf("Queued = %d, want 3 (two callers, one with a rider)", got)
+	}
+	close(release)
+	wg.Wait()
+	if got := l.Queued(); got != 0 {
+		t.Fatalf("Queued = %d once every operation was answered", got)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(sizes) != 3 || sizes[2] != 3 {
+		t.Fatalf("batches %v: want the two held ones, then one of the 3 that waited", sizes)
+	}
+}

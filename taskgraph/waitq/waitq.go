@@ -17,6 +17,8 @@ type Queue struct {
 	mu  sync.Mutex
 	max int
 	l   list.List // of *Waiter
+	// delivered counts the wakes a waiter received (Delivered).
+	delivered uint64
 }
 
 // Ref is a task made claimable, as wake-ups see it: its workflow and
@@ -79,6 +81,16 @@ func (q *Queue) Len() int {
 	return q.l.Len()
 }
 
+// Delivered returns how many wakes waiters have received so far (a wake
+// a leaving waiter passes on counts again when another receives it): a
+// test reads here that a commit woke a parked claim, rather than timing
+// how soon the claim was answered.
+func (q *Queue) Delivered() uint64 {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.delivered
+}
+
 // wakeLocked wakes the oldest waiter that may claim ref and holds no wake
 // yet (each claims one task); none when no waiter may.
 func (q *Queue) wakeLocked(ref Ref) {
@@ -89,6 +101,7 @@ func (q *Queue) wakeLocked(ref Ref) {
 		}
 		select {
 		case w.ch <- ref:
+			q.delivered++
 			return
 		default: // already woken
 		}
@@ -148,6 +161,7 @@ func (q *Queue) WakeKey(f Filter, n int) {
 		}
 		select {
 		case w.ch <- Ref{Key: key}:
+			q.delivered++
 			n--
 		default:
 		}

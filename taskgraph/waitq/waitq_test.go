@@ -19,6 +19,16 @@ func TestWaitQueuePassesWakesOn(t *testing.T) {
 	if q.Len() != 2 {
 		t.Fatalf("len = %d", q.Len())
 	}
+	// a's wake, then b's passed on; a wake for no waiter, and one for a
+	// waiter already woken, deliver nothing.
+	q.WakeAll([]Ref{{Workflow: "nobody"}, {Workflow: "wf"}})
+	if got := q.Delivered(); got != 2 {
+		t.Fatalf("Delivered = %d, want 2", got)
+	}
+	q.WakeKey(Filter{Workflow: "x"}, 5)
+	if got := q.Delivered(); got != 3 || len(other.ch) != 1 {
+		t.Fatalf("after a wake by key of x: Delivered = %d, x holds %d; want 3 and 1", got, len(other.ch))
+	}
 	q.Init(2)
 	if q.Add("", nil) != nil {
 		t.Fatal("add beyond max registered a waiter")
