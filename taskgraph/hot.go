@@ -556,7 +556,8 @@ func (s *Store) hotTx(ctx context.Context, tx tgdriver.Tx, ops []*hotOp, answers
 		}
 		// The scan locked a task for each of those too, which nothing
 		// claims: once this commits, a claim that passed over it (SKIP
-		// LOCKED) and waits looks again.
+		// LOCKED) and waits looks again
+		// (TestUnclaimedCandidateWakesParkedClaimPostgres).
 		for _, c := range cands[min(next, len(cands)):] {
 			if skipped == 0 {
 				break
