@@ -96,7 +96,7 @@ func testUnclaimedCandidateWakes(t *testing.T, replay bool) {
 		if err != nil || !ok {
 			t.Fatalf("claim %s: ok=%v err=%v", n, ok, err)
 		}
-		holders[n] = lease.Holder{TaskID: c.Task.TaskID, Owner: c.Lease.Owner, Generation: c.Lease.Generation, Token: c.Lease.Token}
+		holders[n] = holder(c)
 	}
 
 	mon, err := pgx.Connect(ctx, url)
