@@ -10,13 +10,17 @@ import (
 	"github.com/graph-engineering/graph-engineering-mcp/taskgraph/tgdriver"
 )
 
+// workflowTaskStatesSQL reads the audited columns of a workflow's tasks
+// ($1), through task_nodes (inWorkflow).
+var workflowTaskStatesSQL = `SELECT seq, task_id, payload, state, owner, generation, attempts, result, error,
+	node_id, depends_on, max_attempts, priority, requires, retry_delay_ms, kind, gate_timeout_ms, gate_on_timeout
+	FROM tasks WHERE ` + inWorkflow("$1") + ` ORDER BY seq`
+
 // WorkflowTaskStates calls fn with the audited columns of each task of
 // workflowID in seq order.
 func (r reads) WorkflowTaskStates(ctx context.Context, workflowID string, fn func(tgdriver.TaskStateRow) error) error {
 	what := "read the tasks of " + workflowID
-	rows, err := r.q.Query(ctx, `SELECT seq, task_id, payload, state, owner, generation, attempts, result, error,
-		node_id, depends_on, max_attempts, priority, requires, retry_delay_ms, kind, gate_timeout_ms, gate_on_timeout
-		FROM tasks WHERE workflow_id = $1 ORDER BY seq`, workflowID)
+	rows, err := r.q.Query(ctx, workflowTaskStatesSQL, workflowID)
 	if err != nil {
 		return r.fail(ctx, what, err)
 	}

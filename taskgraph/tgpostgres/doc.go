@@ -546,7 +546,9 @@
 //     each claim writes the heap and tasks_pkey, tasks_task_id_key,
 //     tasks_workflow_id_node_id_key and tasks_leases (711 bytes, 5.6 WAL
 //     records per task), each completion the first three (552 bytes, 5.3
-//     records). A lower fillfactor would keep new versions on their page
+//     records). Since migration 0031 the pair (workflow_id, node_id) is
+//     unique in task_nodes instead (see "Nodes"), so each version enters
+//     one index fewer. A lower fillfactor would keep new versions on their page
 //     but not spare these index entries (one run, too noisy to tell). A
 //     HOT claim needs state out of every index predicate, i.e. the ready
 //     set in a table of its own. Its upper bound, measured by pgbench of
@@ -1016,6 +1018,30 @@
 // itself waits for nothing.
 //
 // # Graphs
+//
+// Nodes (migration 0031). A task's place in its workflow, (workflow_id,
+// node_id), is unique in task_nodes, a table of its own, not by an index
+// of tasks: a claim and a completion write a new version of the task (never
+// HOT, see "What is left"), which enters every index of tasks, and the
+// pair never changes after the task is created. task_nodes is written once
+// per task, by the statement that inserts it (tasks_nodes_insert, AFTER
+// INSERT once per statement, from its new rows), and never updated; a task
+// deleted takes its row with it (task_nodes.seq references tasks), and a
+// workflow deleted takes its tasks first (workflows_delete_tasks, BEFORE
+// DELETE of each workflow row), as tasks' reference to workflows did
+// before. task_nodes' primary key keeps node ids unique per workflow, and
+// a second creation of a node still waits for the first and fails with a
+// unique violation, which Write runs again; task_nodes' reference to
+// workflows keeps every task in an existing workflow (TestTaskNodesFollowTasks).
+// Every read of one workflow's tasks or nodes picks them by seq through
+// task_nodes' primary key (inWorkflow, nodesOf; pinned by
+// TestWorkflowReadsUseTaskNodes): tasks has no other index that leads with
+// workflow_id than the ready ones, which hold ready tasks only. The claim
+// scans within a workflow read those, as before. What it won: bench, the
+// index dropped against the store as it was, alternated, N=10000, four
+// pairs each, load 0.5-1.3: W=8 per-pair ratios 1.07-1.14 (median 1.10),
+// W=32 0.94-1.29 in two runs (medians 1.04 and 1.10); the figures of the
+// build itself are in the notes.
 //
 // Creation. // A creation (CreateWorkflow: one node or a whole graph) costs a fixed
 // number of statements, not some per node: its workflow's row

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -52,10 +53,22 @@ func execAll(t *testing.T, conn *pgx.Conn, qs ...string) {
 // ExecAll is execAll, for the package's external tests.
 var ExecAll = execAll
 
+// UndoTaskNodes turns a database of this package back to schema 30 (0031
+// undone): a task's workflow and node unique on tasks, tasks referencing
+// workflows, no task_nodes and none of its triggers.
+var UndoTaskNodes = []string{
+	`DROP TRIGGER tasks_nodes_insert ON tasks`, `DROP FUNCTION tasks_nodes_insert()`,
+	`DROP TRIGGER workflows_delete_tasks ON workflows`, `DROP FUNCTION workflows_delete_tasks()`,
+	`DROP TABLE task_nodes`,
+	`ALTER TABLE tasks ADD CONSTRAINT tasks_workflow_id_node_id_key UNIQUE (workflow_id, node_id),
+		ADD CONSTRAINT tasks_workflow_id_fkey FOREIGN KEY (workflow_id) REFERENCES workflows (workflow_id) ON DELETE CASCADE`,
+	`UPDATE schema_version SET version = 30`,
+}
+
 // UndoEventPacks turns a database of this package back to schema 28
-// (0029 undone): every body in a row of events (UnpackBodiesSQL), no
-// event_packs.
-var UndoEventPacks = []string{UnpackBodiesSQL, `DROP TABLE event_packs`, `UPDATE schema_version SET version = 28`}
+// (0029 undone, after UndoTaskNodes): every body in a row of events
+// (UnpackBodiesSQL), no event_packs.
+var UndoEventPacks = append(slices.Clone(UndoTaskNodes), UnpackBodiesSQL, `DROP TABLE event_packs`, `UPDATE schema_version SET version = 28`)
 
 // BodiesSQL reads every event body, a row of events or an element of a
 // pack, under rowBodyColumns' names, for tests that count or inspect the

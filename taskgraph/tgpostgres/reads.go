@@ -266,10 +266,28 @@ func (r reads) TaskBySeq(ctx context.Context, seq int64) (tgdriver.TaskRow, erro
 	return r.oneTask(ctx, fmt.Sprintf("read task seq %d", seq), `SELECT `+taskColumns+` FROM tasks WHERE seq = $1`, seq)
 }
 
+// inWorkflow is the predicate on tasks.seq that picks the tasks of the
+// workflow bound as param, through task_nodes' primary key (migration
+// 0031): tasks has no index that leads with workflow_id but the ready
+// ones (TestWorkflowReadsUseTaskNodes).
+func inWorkflow(param string) string {
+	return `seq IN (SELECT n.seq FROM task_nodes n WHERE n.workflow_id = ` + param + `)`
+}
+
+// The reads of one workflow's tasks (inWorkflow).
+var (
+	taskByNodeSQL     = `SELECT ` + taskColumns + ` FROM tasks WHERE seq = (SELECT n.seq FROM task_nodes n WHERE n.workflow_id = $1 AND n.node_id = $2)`
+	workflowCountsSQL = `SELECT state, COUNT(*), COUNT(*) FILTER (WHERE state = 'claimed' AND lease_expires_at_ms <= $1)
+		FROM tasks WHERE ` + inWorkflow("$2") + ` GROUP BY state`
+	workflowEdgesSQL = `SELECT d.node_id, t.node_id FROM edges e JOIN tasks d ON d.seq = e.dep_seq
+		JOIN tasks t ON t.seq = e.task_seq WHERE e.task_seq IN (SELECT n.seq FROM task_nodes n WHERE n.workflow_id = $1)
+		ORDER BY t.seq, d.seq`
+)
+
 // TaskByNode returns node nodeID of workflowID, or ErrNoRows.
 func (r reads) TaskByNode(ctx context.Context, workflowID, nodeID string) (tgdriver.TaskRow, error) {
 	return r.oneTask(ctx, "read task "+workflowID+"/"+nodeID,
-		`SELECT `+taskColumns+` FROM tasks WHERE workflow_id = $1 AND node_id = $2`, workflowID, nodeID)
+		taskByNodeSQL, workflowID, nodeID)
 }
 
 // ListTasks returns tasks matching f in seq order.
@@ -282,7 +300,7 @@ func (r reads) ListTasks(ctx context.Context, f tgdriver.ListFilter) ([]tgdriver
 	var args []any
 	if f.WorkflowID != "" {
 		args = append(args, f.WorkflowID)
-		q += fmt.Sprintf(` AND workflow_id = $%d`, len(args))
+		q += ` AND ` + inWorkflow(fmt.Sprintf(`$%d`, len(args)))
 	}
 	if f.State != "" {
 		args = append(args, f.State)
@@ -324,7 +342,7 @@ func (r reads) WorkflowUsage(ctx context.Context, workflowID string) (tgdriver.U
 	COALESCE(SUM(usage_cost_usd + prior_cost_usd), 0)::float8 FROM tasks`
 	q, args := sums, []any{}
 	if workflowID != "" {
-		q, args = sums+` WHERE workflow_id = $1`, []any{workflowID}
+		q, args = sums+` WHERE `+inWorkflow(`$1`), []any{workflowID}
 	}
 	var u tgdriver.Usage
 	if err := r.q.QueryRow(ctx, q, args...).Scan(&u.InputTokens, &u.OutputTokens, &u.CostUSD); err != nil {
@@ -337,8 +355,7 @@ func (r reads) WorkflowUsage(ctx context.Context, workflowID string) (tgdriver.U
 // claims (claimed, lease expired at or before nowMS).
 func (r reads) WorkflowCounts(ctx context.Context, workflowID string, nowMS int64) (map[string]int, int, error) {
 	what := "count tasks of workflow " + workflowID
-	rows, err := r.q.Query(ctx, `SELECT state, COUNT(*), COUNT(*) FILTER (WHERE state = 'claimed' AND lease_expires_at_ms <= $1)
-		FROM tasks WHERE workflow_id = $2 GROUP BY state`, nowMS, workflowID)
+	rows, err := r.q.Query(ctx, workflowCountsSQL, nowMS, workflowID)
 	if err != nil {
 		return nil, 0, r.fail(ctx, what, err)
 	}
@@ -429,8 +446,7 @@ func (r reads) Workflows(ctx context.Context) ([]tgdriver.WorkflowRow, error) {
 
 // WorkflowEdges returns the edges among the tasks of workflowID by node id.
 func (r reads) WorkflowEdges(ctx context.Context, workflowID string) ([]tgdriver.EdgeRow, error) {
-	rows, err := r.q.Query(ctx, `SELECT d.node_id, t.node_id FROM edges e JOIN tasks d ON d.seq = e.dep_seq
-		JOIN tasks t ON t.seq = e.task_seq WHERE t.workflow_id = $1 ORDER BY t.seq, d.seq`, workflowID)
+	rows, err := r.q.Query(ctx, workflowEdgesSQL, workflowID)
 	if err != nil {
 		return nil, r.fail(ctx, "read the edges of "+workflowID, err)
 	}

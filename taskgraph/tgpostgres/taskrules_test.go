@@ -217,8 +217,8 @@ func TestTaskRulesHold(t *testing.T) {
 	}
 	checkTaskRules(t, c, "new database")
 	triggers := taskTriggers(t, c)
-	if len(triggers) != 5 {
-		t.Fatalf("%d triggers on tasks, want 5: %q", len(triggers), triggers)
+	if len(triggers) != 6 { // the keys' five and task_nodes' (0031)
+		t.Fatalf("%d triggers on tasks, want 6: %q", len(triggers), triggers)
 	}
 	if err := d.Close(); err != nil {
 		t.Fatal(err)
@@ -228,8 +228,10 @@ func TestTaskRulesHold(t *testing.T) {
 	if domains, checks := ruledColumns(t, c); len(domains) != 0 || checks != ruled {
 		t.Fatalf("schema 26: %d columns with a domain and %d CHECK constraints, want 0 and %d", len(domains), checks, ruled)
 	}
-	if got := taskTriggers(t, c); !slices.Equal(got, triggers) {
-		t.Fatalf("schema 26: triggers %q, want %q", got, triggers)
+	// Schema 26 has the keys' triggers as they are now, without task_nodes' (0031).
+	keys := slices.DeleteFunc(slices.Clone(triggers), func(d string) bool { return strings.Contains(d, "tasks_nodes_insert") })
+	if got := taskTriggers(t, c); !slices.Equal(got, keys) {
+		t.Fatalf("schema 26: triggers %q, want %q", got, keys)
 	}
 	checkTaskRules(t, c, "schema 26")
 

@@ -79,19 +79,27 @@ func (w *wtx) AddWorkflowTasks(ctx context.Context, workflowID string, n int) er
 	return nil
 }
 
+// The statements of a writer that read a workflow's nodes or tasks, through
+// task_nodes (inWorkflow).
+var (
+	// nodesOf picks the tasks of the nodes $2 of workflow $1.
+	nodesOf                 = `seq IN (SELECT n.seq FROM task_nodes n WHERE n.workflow_id = $1 AND n.node_id = ANY($2::text[]))`
+	lockDependenciesSQL     = `SELECT ` + taskColumns + ` FROM tasks WHERE ` + nodesOf + ` ORDER BY task_id COLLATE "C" FOR SHARE`
+	tasksByNodesSQL         = `SELECT ` + taskColumns + ` FROM tasks WHERE ` + nodesOf
+	unfinishedInWorkflowSQL = `SELECT seq FROM tasks WHERE ` + inWorkflow("$1") + ` AND state IN ('blocked', 'pending', 'claimed') ORDER BY seq`
+)
+
 // LockDependencies locks the nodes nodeIDs of workflowID FOR SHARE in
 // one statement, in task id order (LockRows above the sort takes them in
 // it), the order of a batch's locks and updates (Fetch), and returns them.
 func (w *wtx) LockDependencies(ctx context.Context, workflowID string, nodeIDs []string) ([]tgdriver.TaskRow, error) {
-	return w.tasks(ctx, "lock dependencies of "+workflowID, `SELECT `+taskColumns+` FROM tasks
-		WHERE workflow_id = $1 AND node_id = ANY($2::text[]) ORDER BY task_id COLLATE "C" FOR SHARE`, workflowID, nodeIDs)
+	return w.tasks(ctx, "lock dependencies of "+workflowID, lockDependenciesSQL, workflowID, nodeIDs)
 }
 
 // TasksByNodes returns the nodes nodeIDs of workflowID that exist, in one
-// statement (tasks_workflow_id_node_id_key).
+// statement (task_nodes' primary key, then tasks by seq).
 func (w *wtx) TasksByNodes(ctx context.Context, workflowID string, nodeIDs []string) ([]tgdriver.TaskRow, error) {
-	return w.tasks(ctx, "look up nodes of "+workflowID, `SELECT `+taskColumns+` FROM tasks
-		WHERE workflow_id = $1 AND node_id = ANY($2::text[])`, workflowID, nodeIDs)
+	return w.tasks(ctx, "look up nodes of "+workflowID, tasksByNodesSQL, workflowID, nodeIDs)
 }
 
 // tasks runs a query of taskColumns.
@@ -295,8 +303,7 @@ func (w *wtx) CancelledBy(ctx context.Context, causeSeq int64) ([]int64, error) 
 
 // UnfinishedInWorkflow returns the blocked, pending and claimed tasks of workflowID.
 func (w *wtx) UnfinishedInWorkflow(ctx context.Context, workflowID string) ([]int64, error) {
-	return w.seqs(ctx, "find the unfinished tasks of "+workflowID, `SELECT seq FROM tasks WHERE workflow_id = $1
-		AND state IN ('blocked', 'pending', 'claimed') ORDER BY seq`, workflowID)
+	return w.seqs(ctx, "find the unfinished tasks of "+workflowID, unfinishedInWorkflowSQL, workflowID)
 }
 
 // UpdateTask applies set to task seq if guard holds, in one statement.
@@ -926,7 +933,7 @@ func (w *wtx) NotifyReady(ctx context.Context, workflowID, requires string) erro
 	return nil
 }
 
-const unfinishedTasksOf = `EXISTS (SELECT 1 FROM tasks t WHERE t.workflow_id = w.workflow_id
+const unfinishedTasksOf = `EXISTS (SELECT 1 FROM task_nodes n JOIN tasks t ON t.seq = n.seq WHERE n.workflow_id = w.workflow_id
 	AND t.state IN ('blocked', 'pending', 'claimed'))`
 
 // PruneCandidates returns finished workflows unchanged since before beforeMS.
