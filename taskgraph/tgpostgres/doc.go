@@ -597,6 +597,15 @@
 //     two alternated pairs: 0.916 and 0.911 ms unique, 0.966 and 0.964
 //     plain). The same runs went 3,874, 6,591 and 9,732 cycles/s: the
 //     store gains with batch size as long as the machine has CPU.
+//     Dropping an index is what pays, not its kind: since migration 0031
+//     the (workflow_id, node_id) pair is unique in task_nodes (see
+//     "Nodes"). The next of the same kind is tasks_task_id_key, which every
+//     version enters too; a table of task ids would take it off the
+//     updates, but the hot path finds completions and heartbeats by task
+//     id (the lock of the rows to update, the fenced update itself, the
+//     journal's task seqs), so each would then pay a probe of that table
+//     per row for the index entry per version it saves: at most half of
+//     what 0031 won, not built.
 //   - The events (built: migration 0029 writes them in packs, see
 //     "Events"; this entry is what led to it, and its last sentences
 //     the build's figures). Before: a body (events_pkey,
