@@ -14,7 +14,7 @@ import (
 // ($1), through task_nodes (inWorkflow).
 var workflowTaskStatesSQL = `SELECT seq, task_id, payload, state, owner, generation, attempts, result, error,
 	node_id, depends_on, max_attempts, priority, requires, retry_delay_ms, kind, gate_timeout_ms, gate_on_timeout
-	FROM tasks WHERE ` + inWorkflow("$1") + ` ORDER BY seq`
+	FROM tasks WHERE ` + inWorkflow("seq", "$1") + ` ORDER BY seq`
 
 // WorkflowTaskStates calls fn with the audited columns of each task of
 // workflowID in seq order.

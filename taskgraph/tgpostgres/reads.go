@@ -266,22 +266,21 @@ func (r reads) TaskBySeq(ctx context.Context, seq int64) (tgdriver.TaskRow, erro
 	return r.oneTask(ctx, fmt.Sprintf("read task seq %d", seq), `SELECT `+taskColumns+` FROM tasks WHERE seq = $1`, seq)
 }
 
-// inWorkflow is the predicate on tasks.seq that picks the tasks of the
-// workflow bound as param, through task_nodes' primary key (migration
-// 0031): tasks has no index that leads with workflow_id but the ready
-// ones (TestWorkflowReadsUseTaskNodes).
-func inWorkflow(param string) string {
-	return `seq IN (SELECT n.seq FROM task_nodes n WHERE n.workflow_id = ` + param + `)`
+// inWorkflow is the predicate that the task seq in column seq is one of
+// the tasks of workflow (a parameter or a column), found through
+// task_nodes' primary key (migration 0031): tasks has no index that leads
+// with workflow_id but the ready ones (TestWorkflowReadsUseTaskNodes).
+func inWorkflow(seq, workflow string) string {
+	return seq + ` IN (SELECT n.seq FROM task_nodes n WHERE n.workflow_id = ` + workflow + `)`
 }
 
 // The reads of one workflow's tasks (inWorkflow).
 var (
 	taskByNodeSQL     = `SELECT ` + taskColumns + ` FROM tasks WHERE seq = (SELECT n.seq FROM task_nodes n WHERE n.workflow_id = $1 AND n.node_id = $2)`
 	workflowCountsSQL = `SELECT state, COUNT(*), COUNT(*) FILTER (WHERE state = 'claimed' AND lease_expires_at_ms <= $1)
-		FROM tasks WHERE ` + inWorkflow("$2") + ` GROUP BY state`
+		FROM tasks WHERE ` + inWorkflow("seq", "$2") + ` GROUP BY state`
 	workflowEdgesSQL = `SELECT d.node_id, t.node_id FROM edges e JOIN tasks d ON d.seq = e.dep_seq
-		JOIN tasks t ON t.seq = e.task_seq WHERE e.task_seq IN (SELECT n.seq FROM task_nodes n WHERE n.workflow_id = $1)
-		ORDER BY t.seq, d.seq`
+		JOIN tasks t ON t.seq = e.task_seq WHERE ` + inWorkflow("e.task_seq", "$1") + ` ORDER BY t.seq, d.seq`
 )
 
 // TaskByNode returns node nodeID of workflowID, or ErrNoRows.
@@ -292,6 +291,12 @@ func (r reads) TaskByNode(ctx context.Context, workflowID, nodeID string) (tgdri
 
 // ListTasks returns tasks matching f in seq order.
 func (r reads) ListTasks(ctx context.Context, f tgdriver.ListFilter) ([]tgdriver.TaskRow, error) {
+	q, args := listTasksQuery(f)
+	return r.tasks(ctx, "list tasks", q, args...)
+}
+
+// listTasksQuery is ListTasks' statement for f, and its arguments.
+func listTasksQuery(f tgdriver.ListFilter) (string, []any) {
 	cols := taskColumns
 	if f.NoBodies {
 		cols = taskColumnsNoBodies
@@ -300,7 +305,7 @@ func (r reads) ListTasks(ctx context.Context, f tgdriver.ListFilter) ([]tgdriver
 	var args []any
 	if f.WorkflowID != "" {
 		args = append(args, f.WorkflowID)
-		q += ` AND ` + inWorkflow(fmt.Sprintf(`$%d`, len(args)))
+		q += ` AND ` + inWorkflow("seq", fmt.Sprintf(`$%d`, len(args)))
 	}
 	if f.State != "" {
 		args = append(args, f.State)
@@ -311,7 +316,7 @@ func (r reads) ListTasks(ctx context.Context, f tgdriver.ListFilter) ([]tgdriver
 		args = append(args, f.Limit)
 		q += fmt.Sprintf(` LIMIT $%d`, len(args))
 	}
-	return r.tasks(ctx, "list tasks", q, args...)
+	return q, args
 }
 
 // CountByState counts tasks per state.
@@ -336,13 +341,19 @@ func (r reads) CountByState(ctx context.Context) (map[string]int, error) {
 	return out, nil
 }
 
+// The sums of WorkflowUsage: of every task (usageSQL), of one workflow's
+// (workflowUsageSQL, $1).
+var (
+	usageSQL = `SELECT COALESCE(SUM(usage_input_tokens + prior_input_tokens), 0)::bigint, COALESCE(SUM(usage_output_tokens + prior_output_tokens), 0)::bigint,
+	COALESCE(SUM(usage_cost_usd + prior_cost_usd), 0)::float8 FROM tasks`
+	workflowUsageSQL = usageSQL + ` WHERE ` + inWorkflow("seq", "$1")
+)
+
 // WorkflowUsage sums the usage of the tasks of workflowID ("" for all).
 func (r reads) WorkflowUsage(ctx context.Context, workflowID string) (tgdriver.Usage, error) {
-	const sums = `SELECT COALESCE(SUM(usage_input_tokens + prior_input_tokens), 0)::bigint, COALESCE(SUM(usage_output_tokens + prior_output_tokens), 0)::bigint,
-	COALESCE(SUM(usage_cost_usd + prior_cost_usd), 0)::float8 FROM tasks`
-	q, args := sums, []any{}
+	q, args := usageSQL, []any{}
 	if workflowID != "" {
-		q, args = sums+` WHERE `+inWorkflow(`$1`), []any{workflowID}
+		q, args = workflowUsageSQL, []any{workflowID}
 	}
 	var u tgdriver.Usage
 	if err := r.q.QueryRow(ctx, q, args...).Scan(&u.InputTokens, &u.OutputTokens, &u.CostUSD); err != nil {

@@ -86,7 +86,7 @@ var (
 	nodesOf                 = `seq IN (SELECT n.seq FROM task_nodes n WHERE n.workflow_id = $1 AND n.node_id = ANY($2::text[]))`
 	lockDependenciesSQL     = `SELECT ` + taskColumns + ` FROM tasks WHERE ` + nodesOf + ` ORDER BY task_id COLLATE "C" FOR SHARE`
 	tasksByNodesSQL         = `SELECT ` + taskColumns + ` FROM tasks WHERE ` + nodesOf
-	unfinishedInWorkflowSQL = `SELECT seq FROM tasks WHERE ` + inWorkflow("$1") + ` AND state IN ('blocked', 'pending', 'claimed') ORDER BY seq`
+	unfinishedInWorkflowSQL = `SELECT seq FROM tasks WHERE ` + inWorkflow("seq", "$1") + ` AND state IN ('blocked', 'pending', 'claimed') ORDER BY seq`
 )
 
 // LockDependencies locks the nodes nodeIDs of workflowID FOR SHARE in
@@ -933,13 +933,29 @@ func (w *wtx) NotifyReady(ctx context.Context, workflowID, requires string) erro
 	return nil
 }
 
-const unfinishedTasksOf = `EXISTS (SELECT 1 FROM task_nodes n JOIN tasks t ON t.seq = n.seq WHERE n.workflow_id = w.workflow_id
-	AND t.state IN ('blocked', 'pending', 'claimed'))`
+// The prune's statements: the workflows that may go (pruneCandidatesSQL:
+// unchanged before $1, at most $2), and the guarded delete of one
+// (pruneWorkflowSQL: $1 if unchanged before $2), each judging a workflow
+// finished when it has no unfinished task (unfinishedTasksOf, read from
+// the workflows' rows w).
+var (
+	// A join, not inWorkflow: correlated with the outer row, an IN
+	// subquery is planned as a filter over every task. OFFSET 0 keeps the
+	// EXISTS a subplan run per workflow, which stops at its first
+	// unfinished task: as an anti join, PostgreSQL hashed every unfinished
+	// task of the database for each call (TestWorkflowReadsUseTaskNodes).
+	unfinishedTasksOf = `EXISTS (SELECT 1 FROM task_nodes n JOIN tasks t ON t.seq = n.seq WHERE n.workflow_id = w.workflow_id
+	AND t.state IN ('blocked', 'pending', 'claimed') OFFSET 0)`
+	pruneCandidatesSQL = `SELECT w.workflow_id FROM workflows w WHERE w.updated_at_ms < $1 AND NOT ` + unfinishedTasksOf + `
+		ORDER BY w.updated_at_ms, w.workflow_id COLLATE "C" LIMIT $2`
+	pruneWorkflowSQL = `DELETE FROM workflows w WHERE w.workflow_id = $1 AND w.updated_at_ms < $2 AND NOT ` + unfinishedTasksOf + `
+		AND NOT EXISTS (SELECT 1 FROM event_journal j WHERE j.workflow_id = w.workflow_id)
+		RETURNING w.task_count, w.event_count, w.head_hash`
+)
 
 // PruneCandidates returns finished workflows unchanged since before beforeMS.
 func (w *wtx) PruneCandidates(ctx context.Context, beforeMS int64, limit int) ([]string, error) {
-	rows, err := w.c.Query(ctx, `SELECT w.workflow_id FROM workflows w WHERE w.updated_at_ms < $1 AND NOT `+unfinishedTasksOf+`
-		ORDER BY w.updated_at_ms, w.workflow_id COLLATE "C" LIMIT $2`, beforeMS, limit)
+	rows, err := w.c.Query(ctx, pruneCandidatesSQL, beforeMS, limit)
 	if err != nil {
 		return nil, w.fail(ctx, "find workflows to prune", err)
 	}
@@ -959,9 +975,7 @@ func (w *wtx) PruneWorkflow(ctx context.Context, workflowID string, beforeMS, no
 		return tgdriver.PrunedRow{}, false, err
 	}
 	var p tgdriver.PrunedRow
-	err = w.c.QueryRow(ctx, `DELETE FROM workflows w WHERE w.workflow_id = $1 AND w.updated_at_ms < $2 AND NOT `+unfinishedTasksOf+`
-		AND NOT EXISTS (SELECT 1 FROM event_journal j WHERE j.workflow_id = w.workflow_id)
-		RETURNING w.task_count, w.event_count, w.head_hash`, workflowID, beforeMS).Scan(&p.Tasks, &p.Events, &p.HeadHash)
+	err = w.c.QueryRow(ctx, pruneWorkflowSQL, workflowID, beforeMS).Scan(&p.Tasks, &p.Events, &p.HeadHash)
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
 		return tgdriver.PrunedRow{}, false, nil
