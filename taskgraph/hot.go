@@ -23,8 +23,9 @@ import (
 // answers with its task as granted). With PostgreSQL each round is one
 // round trip and the operations of a batch share statements (one per kind
 // of update) and the commit; with SQLite they share the writer's commit.
-// What a batch does is what each operation alone does (the same updates, guards, events and
-// answers, in the order the operations joined the batch); the dependents
+// What a batch does is what each operation alone does (the same updates,
+// guards, events and answers, in the order the operations joined the
+// batch); the dependents
 // of the batch's completions are settled together after them (one driver
 // call lowers every unmet count, and their updates go to the second
 // round: completeDependents), and anything else out of the ordinary (a

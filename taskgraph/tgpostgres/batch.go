@@ -106,10 +106,10 @@ func queueScan(b *pgx.Batch, c tgdriver.ClaimScan) {
 // with two updates or more, their rows in task id order (lockUpdatedSQL)
 // and then the capped keys' rows of those that may end a claim in key
 // order (lockUpdatedKeysSQL, answered in Fetched.Keys); then the updates,
-// one statement per shape, then the claim scans. The scans come last and never wait (SKIP LOCKED), and
-// the locks and updates take rows in task id order, then keys in key
-// order, so two batches can wait for one another only through rows they
-// both lock or update in that order.
+// one statement per shape, then the claim scans. The scans come last and
+// never wait (SKIP LOCKED), and the locks and updates take rows in task id
+// order, then keys in key order, so two batches can wait for one another
+// only through rows they both lock or update in that order.
 func (w *wtx) Fetch(ctx context.Context, f tgdriver.Fetch) (tgdriver.Fetched, error) {
 	var out tgdriver.Fetched
 	b := &pgx.Batch{}
