@@ -567,11 +567,30 @@
 //     0.02 ms. bench --tasks 5000, five alternated rounds (load 1.1-1.6):
 //     W=8 median 3,189 -> 3,365 cycles/s (per-round ratios 0.80-1.11,
 //     median 1.06), W=32 5,333 -> 5,584 (0.98-1.14, median 1.05). About
-//     0.07 ms a batch of that is the keys' triggers, whose cost is per
-//     statement, rows with a key or not (dropping them alone: claim 0.28 ->
-//     0.25 ms, completion 0.23 -> 0.19 ms at W=8). Dropping seven of the
-//     partial indexes (none of which a claim or a completion writes)
-//     changed nothing: opening them is not the per-statement cost. A
+//     0.07 ms a batch of that is the keys' triggers, paid for rows with a
+//     key or not (dropping them alone: claim 0.28 -> 0.25 ms, completion
+//     0.23 -> 0.19 ms at W=8). Their WHEN clauses are not what costs at a
+//     batch's size (2026-12-05, pgbench -M prepared, one client,
+//     synchronous_commit off, eight alternated rounds of 2 s, load
+//     1.2-1.9; a state-changing UPDATE of completed tasks by seq, on
+//     copies of tasks with its unique and lease indexes and no trigger,
+//     the four triggers of tasks, or the same in two triggers with
+//     one-term WHENs): one row 69, 90 and 74-76 us; twelve rows 182, 228
+//     and 221-232 us. PostgreSQL compiles each WHEN once a statement,
+//     which merging saves, but in PostgreSQL 15's trigger.c a BEFORE
+//     UPDATE row trigger fetches and locks each old row, and an AFTER one
+//     fetches it again, whatever its WHEN says: some 2 us a row, and at
+//     twelve rows merging was within the noise. So only taking the keys'
+//     rules off the task UPDATEs would win them back, which is the
+//     redesign below. Dropping seven of the partial indexes (none of
+//     which a claim or a completion writes) changed nothing bench could
+//     tell: opening them is not the per-statement cost. By the same
+//     pgbench (another eight rounds, load 1.0-1.2), the other eight partial
+//     indexes cost some 2 us a row, to test their predicates on each new
+//     version: one row 68 -> 82 us, twelve rows 184 -> 218 us; with the
+//     keys' triggers, 39 and 86 us of the 107 and 270 us the UPDATE costs
+//     on tasks as it is. Both are what the ready table would take off the
+//     task UPDATEs, and the prototype measured what that wins overall. A
 //     redesign of every path that moves a task in or out of the ready
 //     set, for some 5%, is not the lever for the targets. Where the
 //     server's CPU goes (perf -a over bench --tasks 20000 --workers 32,
