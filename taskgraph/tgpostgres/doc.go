@@ -635,10 +635,12 @@
 //     writes left out (a measurement: the history is not optional) ran
 //     W=8 at a median 3,589 cycles/s (per-round ratio to the store as it
 //     is 1.18, to the prototype 1.07) and W=32 at 6,883 (1.29 and 1.23),
-//     the same five rounds. At W=32 the machine is CPU-bound, and the
-//     history's writes (two bodies and four index entries per cycle, the
-//     journal's rows, the commit's share of their WAL) are most of the
-//     CPU that separates this store from River, which keeps no history
+//     the same five rounds. At W=32 this store spends about one and a
+//     half times River's CPU a cycle (see "At W=32 the machine is not
+//     saturated either" below), and the history's writes (two bodies and
+//     four index entries per cycle, the journal's rows, the commit's
+//     share of their WAL) are most of the CPU that separates this store
+//     from River, which keeps no history
 //     (River ran 6,180-8,160 cycles/s in peerbench's W=32 rounds of the
 //     same day, this store 5,810-6,160). The linker is not (leaving it
 //     idle during the run changed nothing measurable): the hot
@@ -768,6 +770,17 @@
 //     the tables just seeded 14%. A run of N=5000 is over before
 //     autovacuum comes (log_autovacuum_min_duration: both ran a second
 //     after it), so whether they fall into a short run is the timing's.
+//     This store and River on 2026-12-05, by one method (perf -a for 3-5 s of
+//     the measured phase): this store (bench --tasks 60000 --workers 32,
+//     6,517 cycles/s) postgres 56% of the machine's samples, this process
+//     25%, idle 18%, so some 250 us of CPU a cycle (postgres 172, this
+//     process 77); River in peerbench (W=32, N=60000, fetch 1ms/1s, 7,446
+//     jobs/s) postgres 40%, its process 21%, idle 38%, some 166 us a job
+//     (106 and 57; peerbench's own count, 61 and 116). Neither saturates
+//     the two cores: River does the work in two thirds of this store's
+//     CPU, and its workers do not wait for their completions' commits.
+//     HotBatches 3 again (bench --tasks 10000 --workers 32, four
+//     alternated pairs, load 2.7-3.3): 0.74, 0.81, 0.89 and 0.85 of 2.
 //   - pgx (v5.12 and v5.13) shrinks its write buffer after every flush
 //     larger than 1 KB, and its parameter buffer after every statement's
 //     parameters larger than 256 bytes, so a round of some 20-40 KB grows
