@@ -53,6 +53,21 @@ func execAll(t *testing.T, conn *pgx.Conn, qs ...string) {
 // ExecAll is execAll, for the package's external tests.
 var ExecAll = execAll
 
+// count runs q, a query of one integer, on conn and returns its value,
+// failing the test if it fails. Count is the same for the package's
+// external tests.
+func count(t *testing.T, conn *pgx.Conn, q string) int64 {
+	t.Helper()
+	var n int64
+	if err := conn.QueryRow(testCtx(t), q).Scan(&n); err != nil {
+		t.Fatalf("%s: %v", q, err)
+	}
+	return n
+}
+
+// Count is count, for the package's external tests.
+var Count = count
+
 // UndoTaskNodes turns a database of this package back to schema 30 (0031
 // undone): a task's workflow and node unique on tasks, tasks referencing
 // workflows, no task_nodes and none of its triggers.

@@ -70,14 +70,8 @@ func runWorkflow(t *testing.T, s *tg.Store, wf string, n int) {
 // execAll is the package's own (tgpostgres.ExecAll).
 var execAll = tgpostgres.ExecAll
 
-func count(t *testing.T, conn *pgx.Conn, q string) int64 {
-	t.Helper()
-	var n int64
-	if err := conn.QueryRow(context.Background(), q).Scan(&n); err != nil {
-		t.Fatalf("%s: %v", q, err)
-	}
-	return n
-}
+// count is the package's own (tgpostgres.Count).
+var count = tgpostgres.Count
 
 // chains builds workflows wf (4 tasks) and other (2) on a fresh database,
 // each task created, claimed and completed, and returns its URL and a

@@ -92,15 +92,7 @@ func TestTaskNodesFollowTasks(t *testing.T) {
 	a1, a2 := addTask(t, d, "a", "n1", "pending"), addTask(t, d, "a", "n2", "pending")
 	b1 := addTask(t, d, "b", "n1", "completed")
 	execAll(t, c, fmt.Sprintf(`INSERT INTO edges (dep_seq, task_seq) VALUES (%d, %d)`, a1, a2))
-	count := func(q string) int {
-		t.Helper()
-		var n int
-		if err := c.QueryRow(ctx, q).Scan(&n); err != nil {
-			t.Fatalf("%s: %v", q, err)
-		}
-		return n
-	}
-	if n := count(`SELECT COUNT(*) FROM task_nodes n JOIN tasks t ON t.seq = n.seq AND t.workflow_id = n.workflow_id AND t.node_id = n.node_id`); n != 3 {
+	if n := count(t, c, `SELECT COUNT(*) FROM task_nodes n JOIN tasks t ON t.seq = n.seq AND t.workflow_id = n.workflow_id AND t.node_id = n.node_id`); n != 3 {
 		t.Fatalf("%d tasks with their row of task_nodes, want 3", n)
 	}
 
@@ -110,7 +102,7 @@ func TestTaskNodesFollowTasks(t *testing.T) {
 	if sqlState(err) != codeUniqueViolation {
 		t.Fatalf("a second task of node a/n1: %v, want a unique violation", err)
 	}
-	if n := count(`SELECT COUNT(*) FROM tasks WHERE task_id = 'a-n1-again'`); n != 0 {
+	if n := count(t, c, `SELECT COUNT(*) FROM tasks WHERE task_id = 'a-n1-again'`); n != 0 {
 		t.Fatalf("the refused task was written")
 	}
 	if got, err := d.Reads().TaskByNode(ctx, "a", "n1"); err != nil || got.Seq != a1 {
@@ -124,14 +116,14 @@ func TestTaskNodesFollowTasks(t *testing.T) {
 	}
 
 	execAll(t, c, `DELETE FROM workflows WHERE workflow_id = 'a'`)
-	for q, want := range map[string]int{
+	for q, want := range map[string]int64{
 		`SELECT COUNT(*) FROM tasks WHERE workflow_id = 'a'`:         0,
 		`SELECT COUNT(*) FROM task_nodes WHERE workflow_id = 'a'`:    0,
 		`SELECT COUNT(*) FROM edges`:                                 0,
 		fmt.Sprintf(`SELECT COUNT(*) FROM tasks WHERE seq = %d`, b1): 1,
 		`SELECT COUNT(*) FROM task_nodes WHERE workflow_id = 'b'`:    1,
 	} {
-		if n := count(q); n != want {
+		if n := count(t, c, q); n != want {
 			t.Errorf("after deleting workflow a: %s = %d, want %d", q, n, want)
 		}
 	}
