@@ -257,7 +257,12 @@
 // order). The same lock written into the update statement (a
 // materialized CTE read by a one-time filter) cost as much server time as
 // the two statements (the lock is the cost, not the statement), and was
-// not kept. TestFetchLocksUpdatedRowsFirst pins the lock.
+// not kept. TestFetchLocksUpdatedRowsFirst pins the lock. Measured again
+// on 2026-12-05 on the store with packed events (a build without the
+// lock and the keys' lock, not kept; bench, N=10000, five alternated
+// pairs each, load 0.4-1.6): W=32 0.98, 1.11, 1.00, 1.07 and 0.99 (median
+// 1.00), W=8 0.95, 1.10, 1.04, 1.08 and 1.00 (median 1.04). So the lock
+// is worth at most a few percent now, not the deadlocks it prevents.
 //
 // So a batch of any size costs about six statements, two round trips and
 // one commit, instead of some twenty statements and a commit per
@@ -781,6 +786,28 @@
 //     CPU, and its workers do not wait for their completions' commits.
 //     HotBatches 3 again (bench --tasks 10000 --workers 32, four
 //     alternated pairs, load 2.7-3.3): 0.74, 0.81, 0.89 and 0.85 of 2.
+//   - How much of the W=32 gap the history is, with packed events
+//     (2026-12-05, a build that leaves the journal's statement out of
+//     Apply and skips bench's verification, not kept; alternated pairs,
+//     load 0.7-1.2): W=32, N=20000, 1.12, 1.17, 1.06 and 1.10 (median
+//     1.11); W=8, N=10000, 1.21, 1.14 and 1.14. A history that cost
+//     nothing would bring W=32 from about 0.8 of River to about 0.9: the
+//     rest of the gap is spread over the other per-row costs above (the
+//     locks, the keys' triggers, the partial indexes), each a few
+//     percent. The gap is not the run's length, nor the machine's
+//     saturation: peerbench with N=20000 (3 rounds, load 1.3 -> 4.8) ran
+//     W=8 at 1.67 times the naive loop and 1.15 times River, W=32 at 3.65
+//     and 0.81 (this store 7,373 cycles/s, River 9,034); at W=64 and
+//     W=128 (N=20000, 3 rounds, load 0.6 -> 1.6), where both saturate the
+//     two cores, 0.68 and 0.68 of River (this store 8,389 and 9,902,
+//     River 12,774 and 14,114). Each new connection's first batches pay
+//     their statements' parse, plan and first execution (PostgreSQL's
+//     log: some 15-25 ms on each of the first two connections, so the
+//     first claims of bench take 20-25 ms where a cycle takes 2-5); that
+//     is 1-2% of a run of N=5000, and River's first fetches pay the same
+//     kind of cost. Analyzing and vacuuming the tasks after the seed, as
+//     peerbench does for River, changed nothing measurable (six pairs,
+//     W=32, N=5000, median 0.96, range 0.70-1.20).
 //   - pgx (v5.12 and v5.13) shrinks its write buffer after every flush
 //     larger than 1 KB, and its parameter buffer after every statement's
 //     parameters larger than 256 bytes, so a round of some 20-40 KB grows
