@@ -1116,8 +1116,8 @@
 // 3,519 (a creation writes task_nodes' row and its two index entries,
 // 237 bytes, where the index took 91).
 //
-// Creation. // A creation (CreateWorkflow: one node or a whole graph) costs a fixed
-// number of statements, not some per node: its workflow's row
+// Creation. A creation (CreateWorkflow: one node or a whole graph) costs
+// a fixed number of statements, not some per node: its workflow's row
 // (EnsureWorkflow), its existing dependencies locked and read in one
 // statement (LockDependencies), its keys (LockKey, one each), the nodes
 // it names that exist already in one (TasksByNodes: a repeated creation
