@@ -790,11 +790,10 @@
 //     (2026-12-05, a build that leaves the journal's statement out of
 //     Apply and skips bench's verification, not kept; alternated pairs,
 //     load 0.7-1.2): W=32, N=20000, 1.12, 1.17, 1.06 and 1.10 (median
-//     1.11); W=8, N=10000, 1.21, 1.14 and 1.14. A history that cost
-//     nothing would bring W=32 from about 0.8 of River to about 0.9: the
-//     rest of the gap is spread over the other per-row costs above (the
-//     locks, the keys' triggers, the partial indexes), each a few
-//     percent. The gap is not the run's length, nor the machine's
+//     1.11); W=8, N=10000, 1.21, 1.14 and 1.14. (That read a free
+//     history as bringing W=32 from about 0.8 of River to about 0.9;
+//     measured again beside River, the next entry, it brings it to
+//     River's pace.) The gap is not the run's length, nor the machine's
 //     saturation: peerbench with N=20000 (3 rounds, load 1.3 -> 4.8) ran
 //     W=8 at 1.67 times the naive loop and 1.15 times River, W=32 at 3.65
 //     and 0.81 (this store 7,373 cycles/s, River 9,034); at W=64 and
@@ -808,6 +807,44 @@
 //     kind of cost. Analyzing and vacuuming the tasks after the seed, as
 //     peerbench does for River, changed nothing measurable (six pairs,
 //     W=32, N=5000, median 0.96, range 0.70-1.20).
+//   - The history is what stands between W=32 and River (2026-12-05,
+//     later; throwaway builds switched by environment variables, and a
+//     wrapper that applies SQL after the migration, none kept; bench
+//     --tasks 20000 --workers 32, a fresh database a run, alternated
+//     pairs, load 0.8-2.8). Leaving the journal's statement out of
+//     Apply (nothing journaled, so the linker finds nothing to link):
+//     1.26, 1.40, 1.35 and 1.34 in one set of pairs, 1.15, 1.11, 1.12,
+//     1.00, 1.24 and 1.24 in a later and busier one (median of the ten
+//     1.24); this process's CPU 55-68 us a cycle against 67-88. In
+//     peerbench's rounds beside River (N=20000, W=32, three rounds each,
+//     load 2.1-2.4): this store ran 0.81 of River as it is (medians
+//     7,465 and 9,039 cycles/s) and 0.98 (of medians 1.00) with no
+//     history. Every other lever measured, all at once: the completions'
+//     lock left out, the keys' five triggers, the packs' GIN index and
+//     the six partial indexes that bench's claims and completions never
+//     read dropped: 1.03, 1.08, 1.03 and 1.03 (median 1.03). Alone, the
+//     GIN index 0.73-1.03 (median 0.99, four pairs) and the linker
+//     stopped for the run (the verification links what it left)
+//     0.78-1.13 (median 1.04, four pairs). So without its history this
+//     store runs at River's pace, and no other lever is worth more
+//     than a few percent. What of the history costs: a build that writes
+//     a batch's bodies as one row of one text array (a tuple and a key
+//     entry a batch: no packs, no journal rows, nothing linked) ran
+//     1.16, 0.94, 1.10, 1.11 and 1.08 of this store (median 1.10), and
+//     with a journal row a workflow beside that row 1.06, 1.20, 1.08,
+//     1.34, 1.13 and 1.14 (median 1.14; the two within each other's
+//     noise). About half of the history's cost is writing it as packs
+//     of one workflow each: some 15 packs and as many journal rows a
+//     batch at W=32, each pack a tuple of sixteen arrays with its key,
+//     workflow and GIN entries. The rest is the bodies' bytes and their
+//     linking. The redesign this points to: a batch's bodies in one row,
+//     event ids drawn as a block (a sequence of blocks, so that an id
+//     names its row and ids keep their order), the workflows' journal
+//     rows as they are, and readers finding a body by its id's block.
+//     It would win back about half of the history's cost (some 0.9 of
+//     River), and make every read of one workflow's chain read the other
+//     workflows' bodies that share its rows. Parity with River at W=32
+//     needs the history nearly free.
 //   - pgx (v5.12 and v5.13) shrinks its write buffer after every flush
 //     larger than 1 KB, and its parameter buffer after every statement's
 //     parameters larger than 256 bytes, so a round of some 20-40 KB grows
