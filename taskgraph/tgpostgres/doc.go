@@ -827,24 +827,27 @@
 //     stopped for the run (the verification links what it left)
 //     0.78-1.13 (median 1.04, four pairs). So without its history this
 //     store runs at River's pace, and no other lever is worth more
-//     than a few percent. What of the history costs: a build that writes
-//     a batch's bodies as one row of one text array (a tuple and a key
-//     entry a batch: no packs, no journal rows, nothing linked) ran
-//     1.16, 0.94, 1.10, 1.11 and 1.08 of this store (median 1.10), and
-//     with a journal row a workflow beside that row 1.06, 1.20, 1.08,
-//     1.34, 1.13 and 1.14 (median 1.14; the two within each other's
-//     noise). About half of the history's cost is writing it as packs
-//     of one workflow each: some 15 packs and as many journal rows a
-//     batch at W=32, each pack a tuple of sixteen arrays with its key,
-//     workflow and GIN entries. The rest is the bodies' bytes and their
-//     linking. The redesign this points to: a batch's bodies in one row,
-//     event ids drawn as a block (a sequence of blocks, so that an id
-//     names its row and ids keep their order), the workflows' journal
-//     rows as they are, and readers finding a body by its id's block.
-//     It would win back about half of the history's cost (some 0.9 of
-//     River), and make every read of one workflow's chain read the other
-//     workflows' bodies that share its rows. Parity with River at W=32
-//     needs the history nearly free.
+//     than a few percent. What of the history costs, by builds that
+//     write less of it (bench's verification skipped where the readers
+//     could not read what they wrote): a batch's bodies as one row of
+//     one text array (a tuple and a key entry a batch: no packs, no
+//     journal rows, nothing linked) ran 1.16, 0.94, 1.10, 1.11 and 1.08
+//     of this store (median 1.10); with a journal row a workflow beside
+//     it (not linked) 1.06, 1.20, 1.08, 1.34, 1.13 and 1.14 (median
+//     1.14, the two within each other's noise). The redesign those
+//     point to, measured whole: a batch's bodies in one row (its event
+//     ids and task seqs beside them, a GIN index on the seqs as packs
+//     have), the workflows' journal rows as they are, and the linker
+//     linking them from its kicked bodies as it does: 1.12, 1.06, 1.05,
+//     1.04, 1.02, 1.05, 1.03 and 1.02 (median 1.04, load 2.0-2.5). And
+//     packs as they are with the twelve body arrays in one (a text per
+//     event): 0.92-1.25 (median 1.07, six pairs at load 2.8-4.0). So no
+//     one part of the history dominates: the packs' tuples, the bodies'
+//     bytes, the journal rows, the GIN entries and the linking each take
+//     a few percent, and a redesign of any one of them wins about that
+//     (not built: each touches every reader of the history and needs a
+//     migration that keeps old databases verifying). Parity with River
+//     at W=32 needs the history nearly free.
 //   - pgx (v5.12 and v5.13) shrinks its write buffer after every flush
 //     larger than 1 KB, and its parameter buffer after every statement's
 //     parameters larger than 256 bytes, so a round of some 20-40 KB grows
