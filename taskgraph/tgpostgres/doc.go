@@ -807,47 +807,51 @@
 //     kind of cost. Analyzing and vacuuming the tasks after the seed, as
 //     peerbench does for River, changed nothing measurable (six pairs,
 //     W=32, N=5000, median 0.96, range 0.70-1.20).
-//   - The history is what stands between W=32 and River (2026-12-05,
-//     later; throwaway builds switched by environment variables, and a
-//     wrapper that applies SQL after the migration, none kept; bench
-//     --tasks 20000 --workers 32, a fresh database a run, alternated
-//     pairs, load 0.8-2.8). Leaving the journal's statement out of
-//     Apply (nothing journaled, so the linker finds nothing to link):
-//     1.26, 1.40, 1.35 and 1.34 in one set of pairs, 1.15, 1.11, 1.12,
-//     1.00, 1.24 and 1.24 in a later and busier one (median of the ten
-//     1.24); this process's CPU 55-68 us a cycle against 67-88. In
-//     peerbench's rounds beside River (N=20000, W=32, three rounds each,
-//     load 2.1-2.4): this store ran 0.81 of River as it is (medians
-//     7,465 and 9,039 cycles/s) and 0.98 (of medians 1.00) with no
-//     history. Every other lever measured, all at once: the completions'
-//     lock left out, the keys' five triggers, the packs' GIN index and
-//     the six partial indexes that bench's claims and completions never
-//     read dropped: 1.03, 1.08, 1.03 and 1.03 (median 1.03). Alone, the
-//     GIN index 0.73-1.03 (median 0.99, four pairs) and the linker
-//     stopped for the run (the verification links what it left)
-//     0.78-1.13 (median 1.04, four pairs). So without its history this
-//     store runs at River's pace, and no other lever is worth more
-//     than a few percent. What of the history costs, by builds that
-//     write less of it (bench's verification skipped where the readers
-//     could not read what they wrote): a batch's bodies as one row of
-//     one text array (a tuple and a key entry a batch: no packs, no
-//     journal rows, nothing linked) ran 1.16, 0.94, 1.10, 1.11 and 1.08
-//     of this store (median 1.10); with a journal row a workflow beside
-//     it (not linked) 1.06, 1.20, 1.08, 1.34, 1.13 and 1.14 (median
-//     1.14, the two within each other's noise). The redesign those
-//     point to, measured whole: a batch's bodies in one row (its event
-//     ids and task seqs beside them, a GIN index on the seqs as packs
-//     have), the workflows' journal rows as they are, and the linker
-//     linking them from its kicked bodies as it does: 1.12, 1.06, 1.05,
-//     1.04, 1.02, 1.05, 1.03 and 1.02 (median 1.04, load 2.0-2.5). And
-//     packs as they are with the twelve body arrays in one (a text per
-//     event): 0.92-1.25 (median 1.07, six pairs at load 2.8-4.0). So no
-//     one part of the history dominates: the packs' tuples, the bodies'
-//     bytes, the journal rows, the GIN entries and the linking each take
-//     a few percent, and a redesign of any one of them wins about that
-//     (not built: each touches every reader of the history and needs a
-//     migration that keeps old databases verifying). Parity with River
-//     at W=32 needs the history nearly free.
+//   - The history is what stands between W=32 and River (2026-12-05, later;
+//     throwaway builds switched by environment variables, and a wrapper that
+//     applies SQL after the migration, none kept; bench --tasks 20000
+//     --workers 32, a fresh database a run, alternated pairs, load 0.8-2.8).
+//     Leaving the journal's statement out of Apply (nothing journaled, so
+//     the linker finds nothing to link): 1.26, 1.40, 1.35 and 1.34 in one
+//     set of pairs, 1.15, 1.11, 1.12, 1.00, 1.24 and 1.24 in a later and
+//     busier one (median of the ten 1.24); this process's CPU 55-68 us a
+//     cycle against 67-88. In peerbench's rounds beside River (N=20000,
+//     W=32, three rounds each, load 2.1-2.4): this store ran 0.81 of River
+//     as it is (medians 7,465 and 9,039 cycles/s) and 0.98 (of medians 1.00)
+//     with no history. Every other lever measured, all at once: the
+//     completions' lock left out, the keys' five triggers, the packs' GIN
+//     index and the six partial indexes that bench's claims and completions
+//     never read dropped: 1.03, 1.08, 1.03 and 1.03 (median 1.03). Alone,
+//     the GIN index 0.73-1.19 (two sets of four pairs, medians 1.05 and
+//     0.99) and the linker stopped for the run (the verification links what
+//     it left) 0.78-1.13 (median 1.04, four pairs). The size of a workflow
+//     does not matter once it runs: four workflows of 10,000 tasks ran 0.89,
+//     1.07 and 1.01 of forty of 1,000 (N=40000). One of 10,000 (N=10000) ran
+//     0.81-0.91 of ten of 1,000 (four pairs): the linking of its 10,001
+//     creation events falls in the measured run (the first pass linked
+//     11,120 events and read back 6,508 bodies, as the linker keeps 4,096
+//     kicked ones), and keeping four times as many changed nothing (median
+//     1.00, five pairs), so the read-back is not that cost. So without its history this store runs at River's pace, and
+//     no other lever is worth more than a few percent. What of the history
+//     costs, by builds that write less of it (bench's verification skipped
+//     where the readers could not read what they wrote): a batch's bodies as
+//     one row of one text array (a tuple and a key entry a batch: no packs,
+//     no journal rows, nothing linked) ran 1.16, 0.94, 1.10, 1.11 and 1.08
+//     of this store (median 1.10); with a journal row a workflow beside it
+//     (not linked) 1.06, 1.20, 1.08, 1.34, 1.13 and 1.14 (median 1.14, the
+//     two within each other's noise). The redesign those point to, measured
+//     whole: a batch's bodies in one row (its event ids and task seqs beside
+//     them, a GIN index on the seqs as packs have), the workflows' journal
+//     rows as they are, and the linker linking them from its kicked bodies
+//     as it does: 1.12, 1.06, 1.05, 1.04, 1.02, 1.05, 1.03 and 1.02 (median
+//     1.04, load 2.0-2.5). And packs as they are with the twelve body arrays
+//     in one (a text per event): 0.92-1.25 (median 1.07, six pairs at load
+//     2.8-4.0). So no one part of the history dominates: the packs' tuples,
+//     the bodies' bytes, the journal rows, the GIN entries and the linking
+//     each take a few percent, and a redesign of any one of them wins about
+//     that (not built: each touches every reader of the history and needs a
+//     migration that keeps old databases verifying). Parity with River at
+//     W=32 needs the history nearly free.
 //   - pgx (v5.12 and v5.13) shrinks its write buffer after every flush
 //     larger than 1 KB, and its parameter buffer after every statement's
 //     parameters larger than 256 bytes, so a round of some 20-40 KB grows
