@@ -831,27 +831,34 @@
 //     creation events falls in the measured run (the first pass linked
 //     11,120 events and read back 6,508 bodies, as the linker keeps 4,096
 //     kicked ones), and keeping four times as many changed nothing (median
-//     1.00, five pairs), so the read-back is not that cost. So without its history this store runs at River's pace, and
-//     no other lever is worth more than a few percent. What of the history
-//     costs, by builds that write less of it (bench's verification skipped
-//     where the readers could not read what they wrote): a batch's bodies as
-//     one row of one text array (a tuple and a key entry a batch: no packs,
-//     no journal rows, nothing linked) ran 1.16, 0.94, 1.10, 1.11 and 1.08
-//     of this store (median 1.10); with a journal row a workflow beside it
-//     (not linked) 1.06, 1.20, 1.08, 1.34, 1.13 and 1.14 (median 1.14, the
-//     two within each other's noise). The redesign those point to, measured
-//     whole: a batch's bodies in one row (its event ids and task seqs beside
-//     them, a GIN index on the seqs as packs have), the workflows' journal
-//     rows as they are, and the linker linking them from its kicked bodies
-//     as it does: 1.12, 1.06, 1.05, 1.04, 1.02, 1.05, 1.03 and 1.02 (median
-//     1.04, load 2.0-2.5). And packs as they are with the twelve body arrays
-//     in one (a text per event): 0.92-1.25 (median 1.07, six pairs at load
-//     2.8-4.0). So no one part of the history dominates: the packs' tuples,
-//     the bodies' bytes, the journal rows, the GIN entries and the linking
-//     each take a few percent, and a redesign of any one of them wins about
-//     that (not built: each touches every reader of the history and needs a
-//     migration that keeps old databases verifying). Parity with River at
-//     W=32 needs the history nearly free.
+//     1.00, five pairs), so the read-back is not that cost. So without its
+//     history this store runs at River's pace, and no other lever is worth
+//     more than a few percent. What of the history costs, by builds that
+//     write less of it (bench's verification skipped where the readers could
+//     not read what they wrote): a batch's bodies as one row of one text
+//     array (a tuple and a key entry a batch: no packs, no journal rows,
+//     nothing linked) ran 1.16, 0.94, 1.10, 1.11 and 1.08 of this store
+//     (median 1.10); with a journal row a workflow beside it (not linked)
+//     1.06, 1.20, 1.08, 1.34, 1.13 and 1.14 (median 1.14, the two within
+//     each other's noise). The redesign those point to, measured whole: a
+//     batch's bodies in one row (its event ids and task seqs beside them, a
+//     GIN index on the seqs as packs have), the workflows' journal rows as
+//     they are, and the linker linking them from its kicked bodies as it
+//     does: 1.12, 1.06, 1.05, 1.04, 1.02, 1.05, 1.03 and 1.02 (median 1.04,
+//     load 2.0-2.5). And packs as they are with the twelve body arrays in
+//     one (a text per event): 0.92-1.25 (median 1.07, six pairs at load
+//     2.8-4.0). Emptying three of the bodies' text fields (the task's state,
+//     the content and the detail: most of a body's bytes)
+//     changed nothing: 1.11, 0.99, 0.92, 0.97, 1.07, 1.01, 0.97 and 1.02
+//     (median 1.00). So the bytes are not the cost, and no one part of the
+//     history dominates: the packs' tuples, the journal rows, the GIN
+//     entries and the linking each take a few percent, and a redesign of any
+//     one of them wins about that (not built: each touches every reader of
+//     the history and needs a migration that keeps old databases verifying).
+//     The journal's statement itself runs in every batch's last round,
+//     before its commit: some 23 us of server time a cycle
+//     (pg_stat_statements, W=32). Parity with River at W=32 needs the
+//     history nearly free.
 //   - pgx (v5.12 and v5.13) shrinks its write buffer after every flush
 //     larger than 1 KB, and its parameter buffer after every statement's
 //     parameters larger than 256 bytes, so a round of some 20-40 KB grows
