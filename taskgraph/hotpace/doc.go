@@ -68,25 +68,24 @@
 // The bound was the batch's own time. But a caller that misses a gather
 // waits for the whole next batch, or pays a commit of its own, so waiting
 // up to one batch more for it costs the callers already back no more than
-// missing it costs that caller. The Go SDK's client comes back later than
-// a batch's time often enough (its own JSON decoding is about half of its
-// CPU):
-// bench --mode http --http-client sdk on SQLite (N=10000, W=8, load
-// 1.3-1.9, eighteen alternated pairs, six of them with this build and
-// twelve with the bound switched by a variable) committed 0.153-0.179
-// times per cycle with the bound at one batch and 0.130-0.139 at two
-// (nearly eight callers a batch, as in process), at 1.06 times the
+// missing the gather would cost that caller. The Go SDK's client comes
+// back later than a batch's time often enough (its own JSON decoding is
+// about half of its CPU): bench --mode http --http-client sdk on SQLite
+// (N=10000, W=8, load 1.3-1.9, eighteen alternated pairs, six of them with
+// this build and twelve with the bound switched by a variable) committed
+// 0.153-0.179 times per cycle with the bound at one batch and 0.130-0.139
+// at two (nearly eight callers a batch, as in process), at 1.06 times the
 // cycles per second (median; 0.85-1.51) and less CPU a cycle, and on
-// PostgreSQL (N=6000, five pairs) 1.06 (0.97-1.10).
-// The wire client's batches were nearly full already (0.132-0.141
-// commits per cycle, 0.126 at two batches; speed median 0.99, twelve
-// pairs), and in --mode store the callers are back at once, so the bound
-// never binds: SQLite committed 0.1253-0.1254 times per cycle either way,
-// and PostgreSQL at W=8 ran 0.93-1.05 of its speed (median 1.00, four
-// pairs). Where the callers do not come back soon (workers that work
-// between their calls), a caller that arrives during a gather may now
-// wait up to two batches' time instead of one, and never longer than
-// MaxGather, as before: a heartbeat's worst wait is unchanged.
+// PostgreSQL (N=6000, five pairs) 1.06 (0.97-1.10). The wire client's
+// batches were nearly full already (0.132-0.141 commits per cycle, 0.126
+// at two batches; speed median 0.99, twelve pairs), and in --mode store
+// the callers are back at once, so the bound never binds: SQLite committed
+// 0.1253-0.1254 times per cycle either way, and PostgreSQL at W=8 ran
+// 0.93-1.05 of its speed (median 1.00, four pairs). Where the callers do
+// not come back soon (workers that work between their calls), a caller
+// that arrives during a gather may now wait up to two batches' time
+// instead of one, and never longer than MaxGather, as before: a
+// heartbeat's worst wait is unchanged.
 //
 // What a batch does is unchanged: the same fenced writes with the fence in
 // their predicate, the same events and answers, committed before any is

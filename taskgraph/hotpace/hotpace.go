@@ -114,13 +114,13 @@ func (p *Pacer) Took(d time.Duration) {
 // nor MaxGather. Waiting for a caller costs less than the commit of a batch
 // of its own, which a caller that comes back late pays (or it waits a
 // batch's time for the next batch; so waiting up to one batch more for it
-// costs the callers already back no more than missing it costs it: see the
-// package doc, "Late callers"). A wait ends as soon as the callers are
-// back, so callers that come back at once (in process) are never held
-// longer; callers that come back later (over HTTP, through the client, the
-// network and the server's request path) are waited for rather than left
-// for the next batch. A lone caller never waits for a gather: its own
-// return ends it.
+// costs the callers already back no more than missing the gather would cost
+// the late one: see the package doc, "Late callers"). A wait ends as soon
+// as the callers are back, so callers that come back at once (in process)
+// are never held longer; callers that come back later (over HTTP, through
+// the client, the network and the server's request path) are waited for
+// rather than left for the next batch. A lone caller never waits for a
+// gather: its own return ends it.
 func (p *Pacer) Gather(d time.Duration) time.Duration {
 	g := d / 4
 	if b := time.Duration(p.back.Load()); b+b/4 > g {

@@ -848,17 +848,16 @@
 //     load 2.0-2.5). And packs as they are with the twelve body arrays in
 //     one (a text per event): 0.92-1.25 (median 1.07, six pairs at load
 //     2.8-4.0). Emptying three of the bodies' text fields (the task's state,
-//     the content and the detail: most of a body's bytes)
-//     changed nothing: 1.11, 0.99, 0.92, 0.97, 1.07, 1.01, 0.97 and 1.02
-//     (median 1.00). So the bytes are not the cost, and no one part of the
-//     history dominates: the packs' tuples, the journal rows, the GIN
-//     entries and the linking each take a few percent, and a redesign of any
-//     one of them wins about that (not built: each touches every reader of
-//     the history and needs a migration that keeps old databases verifying).
-//     The journal's statement itself runs in every batch's last round,
-//     before its commit: some 23 us of server time a cycle
-//     (pg_stat_statements, W=32). Parity with River at W=32 needs the
-//     history nearly free.
+//     the content and the detail: most of a body's bytes) changed nothing:
+//     1.11, 0.99, 0.92, 0.97, 1.07, 1.01, 0.97 and 1.02 (median 1.00). So
+//     the bytes are not the cost, and no one part of the history dominates:
+//     the packs' tuples, the journal rows, the GIN entries and the linking
+//     each take a few percent, and a redesign of any one of them wins about
+//     that (not built: each touches every reader of the history and needs a
+//     migration that keeps old databases verifying). The journal's statement
+//     itself runs in every batch's last round, before its commit: some 23 us
+//     of server time a cycle (pg_stat_statements, W=32). Parity with River
+//     at W=32 needs the history nearly free.
 //   - pgx (v5.12 and v5.13) shrinks its write buffer after every flush
 //     larger than 1 KB, and its parameter buffer after every statement's
 //     parameters larger than 256 bytes, so a round of some 20-40 KB grows
