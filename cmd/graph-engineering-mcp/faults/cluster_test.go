@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -233,7 +234,11 @@ func newPGCluster(t *testing.T) *pgCluster {
 
 func (c *pgCluster) run(verb string) ([]byte, error) {
 	cmd := exec.Command(c.script, verb)
-	cmd.Env = append(os.Environ(), "PG_DIR="+c.dir)
+	// The cluster is the test's own: a PG_PORT exported for a developer's
+	// cluster (scripts/postgres honours it) would put both on one port, so
+	// the script picks a free one.
+	env := slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, "PG_PORT=") })
+	cmd.Env = append(env, "PG_DIR="+c.dir)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
