@@ -120,6 +120,16 @@
 // 398-403 -> 368-392 us; two replicas of W=4 (four pairs): no change,
 // each replica's lane holds fewer callers than either setting.
 //
+// A larger Enough does not make W=32's batches larger. With two batches at
+// most, each carries about the half of the callers that came back while
+// the other ran, whatever Enough is. One replica, bench --tasks 20000
+// --workers 32, Enough set to 8, 12 and 16 by a throwaway build, four
+// rotated rounds (2026-12-05, load 0.8-1.9):
+//   - commits per cycle 0.072-0.075, 0.069-0.071 and 0.067;
+//   - cycles/s 5,104-5,856, 5,082-5,544 and 5,325-5,597.
+//
+// So a batch grew from about 14 cycles to 15, and throughput did not move.
+//
 // Replicas. Replicas on one database each batch only their own callers,
 // and each lane starts a batch beside its running one for Enough waiting
 // callers: at W=32 two replicas ran four batches of eight at once where

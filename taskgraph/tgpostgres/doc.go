@@ -1084,6 +1084,25 @@
 // Two replicas on one 2-core machine pay it twice as often; replicas on
 // machines of their own do not share that CPU.
 //
+// At W=32 the ratio is within this machine's noise. bench --tasks 20000
+// --workers 32, a fresh database a run, sixteen pairs (2026-12-05, load
+// 0.8-2.4; six with one replica first, ten rotated):
+//   - two replicas ran 0.73-1.21 of one, median 0.97 (the six first pairs
+//     0.79-1.19, the ten rotated 0.73-1.21);
+//   - commits per cycle 0.068-0.069 against 0.071-0.076.
+//
+// Either setting's slow runs are the machine's, not a mode of the store:
+//   - five profiled runs of two replicas ran 6,157 and 4,287-5,248
+//     cycles/s;
+//   - their allocations per cycle were the same (140.3-141.0, 38.4 KB), so
+//     the store did the same work per cycle;
+//   - the process's CPU per cycle was 89 us against 112-129;
+//   - the extra CPU was spread over every function: between the fastest
+//     and the slowest profile (1.43 against 2.09 s for the same 20,000
+//     cycles), no function differs by more than 0.12 s;
+//   - one replica's runs spread as widely: 5,468-8,157 cycles/s, 64-99
+//     us a cycle.
+//
 // The rule for the linkers: a linker's own pass (kicked, or its look at
 // the whole journal every second) waits for no workflow's row and writes
 // nothing when it finds nothing (TryLockJournaled, one statement: which of
