@@ -150,7 +150,25 @@
 //   - Tried and not kept: opening the write connections with _mutex=no
 //     (SQLite's multi-thread mode): the pthread mutex samples fell only from
 //     4.5% to 3.8% of the process, most being SQLite's global memory and
-//     page-cache mutexes.
+//     page-cache mutexes. (go-sqlite3 also closes a leaked statement from
+//     a finalizer, on another thread, which multi-thread mode would leave
+//     unguarded.)
+//   - SQLite's memory statistics are off (memstatus.go: sqlite3_config(
+//     SQLITE_CONFIG_MEMSTATUS, 0) as the package initializes, before
+//     SQLite's first use; go-sqlite3 compiles SQLite with them on). With
+//     them on, every sqlite3_malloc and sqlite3_free takes a global mutex
+//     to count: perf record of bench --tasks 20000 --workers 8 --sync full
+//     (2026-12-06) put pthread_mutex_lock and unlock at 9.2% of the
+//     process's samples, 4.9% after, the rest being the connection's own
+//     mutex (taken by every column accessor). Nothing reads the
+//     statistics: they feed sqlite3_memory_used and the soft heap limit,
+//     which the driver does not set (TestMemoryStatisticsOff). Alternated
+//     pairs of that bench (load 0.3-1.3): N=20000, six pairs with the old
+//     binary first, 0.92, 1.06, 1.03, 1.26, 0.85 and 1.04 times its
+//     cycles a second; N=40000, five pairs with the new first, 1.10, 1.32,
+//     1.14, 1.04 and 1.11 (the process's CPU 117-128 against 132-169 us a
+//     cycle); with the same setting compiled in (CGO_CFLAGS
+//     -DSQLITE_DEFAULT_MEMSTATUS=0), seven pairs, median 1.06.
 //   - A task's events were indexed by events_by_task (task_id, event_id).
 //     Task ids are ULIDs (48 bits of creation time, then 80 random, so
 //     unguessable on purpose), and the tasks of one CreateTasks call share
